@@ -1,0 +1,118 @@
+# gpuledger — one plain Makefile (STYLE.md "Build and tests").
+#
+#   make            build ./gpuledger
+#   make test       install missing Debian packages, build, run every test
+#   make test SANITIZE=address,undefined
+#   make bench | install [PREFIX=/usr/local DESTDIR=] | clean
+#   make layercheck headercheck
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+SANITIZE ?=
+
+LIBS_PKG := lmdb jansson libuv libcurl libcrypto yaml-0.1
+TEST_PKG := check
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter
+ifneq ($(CI),)
+WARN += -Werror
+endif
+
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
+	$(CFLAGS) -I. $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
+ALL_LDFLAGS := $(LDFLAGS)
+LDLIBS := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) -lm
+TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(TEST_PKG) 2>/dev/null)
+TEST_LIBS := $(shell $(PKG_CONFIG) --libs $(TEST_PKG) 2>/dev/null)
+
+ifneq ($(SANITIZE),)
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer \
+	-fno-sanitize-recover=all
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+BUILD := build/san
+else
+BUILD := build/rel
+endif
+
+LAYERS := model ledger ingest query tools
+MODEL_SRC := $(wildcard model/*.c)
+LEDGER_SRC := $(wildcard ledger/*.c)
+INGEST_SRC := $(wildcard ingest/*.c)
+QUERY_SRC := $(wildcard query/*.c)
+TOOLS_SRC := $(wildcard tools/*.c)
+LIB_SRC := $(MODEL_SRC) $(LEDGER_SRC) $(INGEST_SRC) $(QUERY_SRC)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
+TEST_MODEL_SRC := tests/test_model.c $(wildcard tests/model_*.c)
+TEST_MODEL_OBJ := $(TEST_MODEL_SRC:%.c=$(BUILD)/%.o)
+
+.PHONY: all test check bench install clean layercheck headercheck deps \
+	unit integration
+
+# `make` on a fresh machine installs what is missing first, then builds in a
+# sub-make so that pkg-config sees the freshly installed libraries.
+all: deps
+	@$(MAKE) --no-print-directory gpuledger
+
+deps:
+	@sh tools/install-deps.sh
+
+$(BUILD)/libgpuledger.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+gpuledger: $(TOOLS_OBJ) $(BUILD)/libgpuledger.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TOOLS_OBJ) $(BUILD)/libgpuledger.a $(LDLIBS)
+
+$(BUILD)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/tests/test_model: $(TEST_MODEL_OBJ) $(BUILD)/libgpuledger.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_MODEL_OBJ) $(BUILD)/libgpuledger.a \
+		$(LDLIBS) $(TEST_LIBS)
+
+UNIT_TESTS := $(BUILD)/tests/test_model
+
+test: deps
+	@$(MAKE) --no-print-directory unit integration layercheck headercheck
+
+check: test
+
+unit: $(UNIT_TESTS)
+	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; CK_FORK=yes $$t; done
+
+integration: gpuledger
+	@sh tests/eval_cli.sh ./gpuledger
+
+bench: gpuledger
+	@echo "bench: no benchmark yet (arrives with the benchmark issue)"
+
+install: gpuledger
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 gpuledger $(DESTDIR)$(BINDIR)/gpuledger
+
+# Layers: model <- ledger <- ingest, query <- tools. A layer may include only
+# its own headers and those of the layers below it; foreign types stay home.
+layercheck:
+	@sh tools/layercheck.sh
+
+# Every public header <m>/<m>.h compiles on its own.
+headercheck:
+	@set -e; for h in $(foreach l,$(LAYERS),$(wildcard $(l)/$(l).h)); do \
+		echo "#include \"$$h\"" | $(CC) $(ALL_CFLAGS) -x c -fsyntax-only - \
+		|| { echo "headercheck: $$h is not self-contained"; exit 1; }; \
+	done; echo "headercheck: ok"
+
+clean:
+	rm -rf build gpuledger
+
+-include $(shell find build -name '*.d' 2>/dev/null)

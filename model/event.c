@@ -1,0 +1,595 @@
+/*
+ * Events (DESIGN 4.1): names, validation, the JSON form used by `log` and by
+ * eval's inline states, RFC 3339 time, and canonical JSON.
+ *
+ * The JSON form is an interface for people and tools; the ledger's binary
+ * encoding is separate. Both go through event_validate, so that an event that
+ * could not have been written is never applied.
+ */
+#include "model/model_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Dispatch table: name and the members an event of the type carries. */
+enum {
+	F_NS = 1 << 0,
+	F_PARENT = 1 << 1,
+	F_KEY = 1 << 2,
+	F_VALUE = 1 << 3,
+	F_CLASS = 1 << 4,
+	F_DEF = 1 << 5,
+	F_NODE = 1 << 6,
+	F_HOLDER = 1 << 7,
+	F_RECORD = 1 << 8,
+	F_NOTE = 1 << 9,
+	F_RAWKEY = 1 << 10,
+	F_CAPACITY = 1 << 11,
+};
+
+static const struct {
+	const char *name;
+	unsigned fields;
+} evtab[EV_MAX] = {
+	[EV_NONE] = {"NONE", 0},
+	[EV_TENANT] = {"TENANT", F_NS | F_PARENT},
+	[EV_TENANT_GONE] = {"TENANT_GONE", F_NS | F_PARENT},
+	[EV_BUDGET] = {"BUDGET", F_NS | F_KEY | F_VALUE},
+	[EV_RAWKEY] = {"RAWKEY", F_NS | F_RAWKEY},
+	[EV_CLASS] = {"CLASS", F_CLASS | F_DEF},
+	[EV_NODE] = {"NODE", F_NODE | F_CLASS | F_CAPACITY},
+	[EV_RESERVE] = {"RESERVE", F_NS | F_CLASS | F_HOLDER},
+	[EV_RELEASE] = {"RELEASE", F_NS | F_CLASS | F_HOLDER},
+	[EV_ALLOC] = {"ALLOC", F_NS | F_CLASS | F_HOLDER | F_NODE},
+	[EV_FREE] = {"FREE", F_NS | F_CLASS | F_HOLDER | F_NODE},
+	[EV_VERDICT] = {"VERDICT", F_RECORD},
+	[EV_NOTE] = {"NOTE", F_NOTE},
+	[EV_TICK] = {"TICK", 0},
+};
+
+const char *event_type_name(enum event_type t)
+{
+	if ((int)t <= EV_NONE || t >= EV_MAX)
+		return "NONE";
+	return evtab[t].name;
+}
+
+enum event_type event_type_parse(const char *s)
+{
+	if (s == NULL)
+		return EV_NONE;
+	for (int t = EV_NONE + 1; t < EV_MAX; t++)
+		if (strcmp(evtab[t].name, s) == 0)
+			return (enum event_type)t;
+	return EV_NONE;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Validation */
+
+static bool label(const char *s)
+{
+	return s != NULL && dns1123_label(s, strlen(s));
+}
+
+static bool subdomain(const char *s)
+{
+	return s != NULL && dns1123_subdomain(s, strlen(s));
+}
+
+/* Longest resource name we accept: "<prefix>/<name>", prefix a subdomain. */
+#define RESOURCE_NAME_MAX (DNS1123_SUBDOMAIN_MAX + 1 + 63)
+
+static int validate_holder(const struct event *ev, struct lg_error *err)
+{
+	const char *what = event_type_name(ev->type);
+	bool up = ev->type == EV_RESERVE || ev->type == EV_ALLOC;
+
+	if (ev->kind <= HK_NONE || ev->kind >= HK_MAX)
+		return lg_error_set(err, LG_EINVAL, "%s: bad holder kind",
+				    what);
+	if (!subdomain(ev->name))
+		return lg_error_set(err, LG_EINVAL, "%s: bad holder name",
+				    what);
+	if (ev->uid == NULL || strlen(ev->uid) > 128)
+		return lg_error_set(err, LG_EINVAL, "%s: bad uid", what);
+	if (ev->before < 0 || ev->after < 0)
+		return lg_error_set(err, LG_EINVAL, "%s: negative units",
+				    what);
+	if (up ? ev->after <= ev->before : ev->after >= ev->before)
+		return lg_error_set(err, LG_EINVAL,
+				    "%s: units must %s (%lld -> %lld)", what,
+				    up ? "grow" : "shrink",
+				    (long long)ev->before, (long long)ev->after);
+	if ((evtab[ev->type].fields & F_NODE) && ev->node == NULL)
+		return lg_error_set(err, LG_EINVAL, "%s: no node", what);
+	if (ev->node != NULL && ev->node[0] != '\0' && !subdomain(ev->node))
+		return lg_error_set(err, LG_EINVAL, "%s: bad node name", what);
+	return 0;
+}
+
+static int validate_tenant(const struct event *ev, struct lg_error *err)
+{
+	char parent[DNS1123_SUBDOMAIN_MAX + 1];
+	bool has_parent;
+
+	if (!label(ev->ns) || !ns_is_tenant(ev->ns))
+		return lg_error_set(err, LG_EINVAL,
+				    "%s: \"%s\" is not a tenant namespace",
+				    event_type_name(ev->type),
+				    ev->ns ? ev->ns : "");
+	has_parent = ns_parent(ev->ns, parent);
+	if (has_parent != (ev->parent != NULL) ||
+	    (has_parent && strcmp(parent, ev->parent) != 0))
+		return lg_error_set(err, LG_EINVAL,
+				    "%s: parent of %s must be %s",
+				    event_type_name(ev->type), ev->ns,
+				    has_parent ? parent : "null");
+	return 0;
+}
+
+int event_validate(const struct event *ev, struct lg_error *err)
+{
+	unsigned f;
+
+	if ((int)ev->type <= EV_NONE || ev->type >= EV_MAX)
+		return lg_error_set(err, LG_EINVAL, "bad event type %d",
+				    (int)ev->type);
+	f = evtab[ev->type].fields;
+	if ((f & F_NS) && !label(ev->ns))
+		return lg_error_set(err, LG_EINVAL, "%s: bad namespace",
+				    evtab[ev->type].name);
+	if ((f & F_CLASS) && !label(ev->cls))
+		return lg_error_set(err, LG_EINVAL, "%s: bad class name",
+				    evtab[ev->type].name);
+	switch (ev->type) {
+	case EV_TENANT:
+	case EV_TENANT_GONE:
+		return validate_tenant(ev, err);
+	case EV_BUDGET: {
+		enum key_kind k = ev->key ? budget_key_classify(ev->key, NULL,
+								NULL, NULL, NULL)
+					  : KEY_INVALID;
+		if (k != KEY_CLASS && k != KEY_TOTAL)
+			return lg_error_set(err, LG_EINVAL,
+					    "BUDGET: not a budget key");
+		if (ev->present && ev->value < 0)
+			return lg_error_set(err, LG_EINVAL,
+					    "BUDGET: negative value");
+		return 0;
+	}
+	case EV_RAWKEY:
+		if (ev->key == NULL || ev->key[0] == '\0' ||
+		    strlen(ev->key) > RESOURCE_NAME_MAX)
+			return lg_error_set(err, LG_EINVAL,
+					    "RAWKEY: bad resource name");
+		return 0;
+	case EV_NODE:
+		if (!subdomain(ev->node))
+			return lg_error_set(err, LG_EINVAL,
+					    "NODE: bad node name");
+		if (ev->value < 0)
+			return lg_error_set(err, LG_EINVAL,
+					    "NODE: negative capacity");
+		return 0;
+	case EV_RESERVE:
+	case EV_RELEASE:
+	case EV_ALLOC:
+	case EV_FREE:
+		return validate_holder(ev, err);
+	case EV_VERDICT:
+		if (ev->text == NULL)
+			return lg_error_set(err, LG_EINVAL,
+					    "VERDICT: no record");
+		return 0;
+	case EV_NOTE:
+		if (ev->key == NULL || ev->text == NULL)
+			return lg_error_set(err, LG_EINVAL,
+					    "NOTE: no code or message");
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Time: RFC 3339, UTC, nanoseconds. Civil-date arithmetic after Howard
+ * Hinnant's days_from_civil, so that no libc time zone state is touched. */
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	unsigned yoe = (unsigned)(y - era * 400);
+	unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	z += 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	unsigned doe = (unsigned)(z - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+size_t time_format_ns(int64_t t_ns, char *buf, size_t cap)
+{
+	int64_t secs = t_ns / 1000000000, ns = t_ns % 1000000000;
+	int64_t days, y, sod;
+	unsigned m, d;
+	int n;
+
+	if (ns < 0) {
+		ns += 1000000000;
+		secs--;
+	}
+	days = secs / 86400;
+	sod = secs % 86400;
+	if (sod < 0) {
+		sod += 86400;
+		days--;
+	}
+	civil_from_days(days, &y, &m, &d);
+	n = snprintf(buf, cap, "%04lld-%02u-%02uT%02d:%02d:%02d.%09lldZ",
+		     (long long)y, m, d, (int)(sod / 3600), (int)(sod / 60 % 60),
+		     (int)(sod % 60), (long long)ns);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+static bool digits(const char *s, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+int time_parse_ns(const char *s, int64_t *out)
+{
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
+	int64_t frac = 0;
+	const char *p;
+	static const unsigned char mdays[] = {31, 29, 31, 30, 31, 30,
+					      31, 31, 30, 31, 30, 31};
+
+	if (s == NULL || strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' ||
+	    !digits(s + 5, 2, &mo) || s[7] != '-' || !digits(s + 8, 2, &d) ||
+	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    !digits(s + 11, 2, &h) || s[13] != ':' ||
+	    !digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    !digits(s + 17, 2, &sec))
+		return LG_EINVAL;
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
+	    mi > 59 || sec > 60)
+		return LG_EINVAL;
+	if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+		return LG_EINVAL;
+	p = s + 19;
+	if (*p == '.') {
+		int n = 0;
+
+		for (p++; *p >= '0' && *p <= '9'; p++, n++)
+			if (n < 9)
+				frac = frac * 10 + (*p - '0');
+		if (n == 0)
+			return LG_EINVAL;
+		for (; n < 9; n++)
+			frac *= 10;
+	}
+	if ((*p == 'Z' || *p == 'z') && p[1] == '\0') {
+		sign = 0;
+	} else if ((*p == '+' || *p == '-') && strlen(p) == 6 &&
+		   digits(p + 1, 2, &oh) && p[3] == ':' &&
+		   digits(p + 4, 2, &om) && oh <= 23 && om <= 59) {
+		sign = *p == '+' ? 1 : -1;
+	} else {
+		return LG_EINVAL;
+	}
+	if (sec == 60) /* A leap second is the next second's start. */
+		sec = 59, frac = 999999999;
+	int64_t t = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+		    h * 3600 + mi * 60 + sec - sign * (oh * 3600 + om * 60);
+	__int128 r = (__int128)t * 1000000000 + frac;
+	if (r > INT64_MAX || r < INT64_MIN)
+		return LG_ERANGE;
+	*out = (int64_t)r;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Canonical JSON */
+
+char *json_canonical(const json_t *v)
+{
+	return json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+/* ---------------------------------------------------------------------- */
+/* JSON form */
+
+static json_t *jstr_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* Parses canonical JSON text stored in an event; on failure a string. */
+static json_t *text_json(const char *text)
+{
+	json_t *v;
+
+	if (text == NULL)
+		return json_null();
+	v = json_loads(text, JSON_DECODE_ANY, NULL);
+	return v ? v : json_string(text);
+}
+
+json_t *event_to_json(const struct event *ev)
+{
+	unsigned f = ((int)ev->type > EV_NONE && ev->type < EV_MAX)
+			     ? evtab[ev->type].fields
+			     : 0;
+	char tbuf[48];
+	json_t *o = json_object();
+
+	json_object_set_new(o, "seq", json_integer((json_int_t)ev->seq));
+	time_format_ns(ev->time_ns, tbuf, sizeof(tbuf));
+	json_object_set_new(o, "time", json_string(tbuf));
+	json_object_set_new(o, "type", json_string(event_type_name(ev->type)));
+	if (f & F_NS)
+		json_object_set_new(o, "namespace", jstr_or_null(ev->ns));
+	if (f & F_PARENT)
+		json_object_set_new(o, "parent", jstr_or_null(ev->parent));
+	if (f & F_KEY)
+		json_object_set_new(o, "key", jstr_or_null(ev->key));
+	if (f & F_VALUE)
+		json_object_set_new(o, "value", ev->present
+						       ? json_integer(ev->value)
+						       : json_null());
+	if (f & F_RAWKEY) {
+		json_object_set_new(o, "resource", jstr_or_null(ev->key));
+		json_object_set_new(o, "present", json_boolean(ev->present));
+	}
+	if (f & F_CLASS)
+		json_object_set_new(o, "class", jstr_or_null(ev->cls));
+	if (f & F_DEF)
+		json_object_set_new(o, "definition", text_json(ev->text));
+	if (f & F_NODE)
+		json_object_set_new(o, "node", jstr_or_null(ev->node));
+	if (f & F_CAPACITY) {
+		json_object_set_new(o, "capacity", json_integer(ev->value));
+		json_object_set_new(o, "serves", json_boolean(ev->present));
+	}
+	if (f & F_HOLDER) {
+		json_object_set_new(o, "kind",
+				    json_string(holder_kind_name(ev->kind)));
+		json_object_set_new(o, "name", jstr_or_null(ev->name));
+		json_object_set_new(o, "uid", jstr_or_null(ev->uid));
+		json_object_set_new(o, "before", json_integer(ev->before));
+		json_object_set_new(o, "after", json_integer(ev->after));
+	}
+	if (f & F_RECORD)
+		json_object_set_new(o, "record", text_json(ev->text));
+	if (f & F_NOTE) {
+		json_object_set_new(o, "code", jstr_or_null(ev->key));
+		json_object_set_new(o, "namespace", jstr_or_null(ev->ns));
+		json_object_set_new(o, "kind",
+				    ev->kind > HK_NONE && ev->kind < HK_MAX
+					    ? json_string(holder_kind_name(ev->kind))
+					    : json_null());
+		json_object_set_new(o, "name", jstr_or_null(ev->name));
+		json_object_set_new(o, "message", jstr_or_null(ev->text));
+	}
+	return o;
+}
+
+/* Reads member k of o as a string or null; LG_EINVAL on another type. */
+static int opt_str(const json_t *o, const char *k, const char **out,
+		   struct lg_error *err)
+{
+	json_t *v = json_object_get(o, k);
+
+	*out = NULL;
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return lg_error_set(err, LG_EINVAL, "event: \"%s\" must be a string",
+				    k);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int req_int(const json_t *o, const char *k, int64_t *out,
+		   struct lg_error *err)
+{
+	json_t *v = json_object_get(o, k);
+
+	if (!json_is_integer(v))
+		return lg_error_set(err, LG_EINVAL,
+				    "event: \"%s\" must be an integer", k);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int req_bool(const json_t *o, const char *k, bool *out,
+		    struct lg_error *err)
+{
+	json_t *v = json_object_get(o, k);
+
+	if (!json_is_boolean(v))
+		return lg_error_set(err, LG_EINVAL,
+				    "event: \"%s\" must be a boolean", k);
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* Renders member k (an object or null) canonically into *scratch. */
+static int canonical_member(const json_t *o, const char *k, const char **out,
+			    char **scratch, struct lg_error *err)
+{
+	json_t *v = json_object_get(o, k);
+
+	*out = NULL;
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return lg_error_set(err, LG_EINVAL,
+				    "event: \"%s\" must be an object", k);
+	free(*scratch);
+	*scratch = json_canonical(v);
+	*out = *scratch;
+	return 0;
+}
+
+static int holder_from_json(struct event *ev, const json_t *v, unsigned f,
+			    struct lg_error *err)
+{
+	const char *kind;
+	int rc;
+
+	if ((rc = opt_str(v, "kind", &kind, err)) != 0)
+		return rc;
+	ev->kind = holder_kind_parse(kind);
+	if ((f & F_HOLDER) && ev->kind == HK_NONE)
+		return lg_error_set(err, LG_EINVAL, "event: bad \"kind\"");
+	if ((rc = opt_str(v, "name", &ev->name, err)) != 0)
+		return rc;
+	if (!(f & F_HOLDER))
+		return 0;
+	if ((rc = opt_str(v, "uid", &ev->uid, err)) != 0 ||
+	    (rc = req_int(v, "before", &ev->before, err)) != 0 ||
+	    (rc = req_int(v, "after", &ev->after, err)) != 0)
+		return rc;
+	if (ev->uid == NULL)
+		ev->uid = "";
+	return 0;
+}
+
+static int fields_from_json(struct event *ev, const json_t *v, unsigned f,
+			    char **scratch, struct lg_error *err)
+{
+	int rc = 0;
+
+	if ((f & (F_NS | F_NOTE)) && (rc = opt_str(v, "namespace", &ev->ns, err)))
+		return rc;
+	if ((f & F_PARENT) && (rc = opt_str(v, "parent", &ev->parent, err)))
+		return rc;
+	if ((f & F_KEY) && (rc = opt_str(v, "key", &ev->key, err)))
+		return rc;
+	if (f & F_VALUE) {
+		json_t *val = json_object_get(v, "value");
+
+		ev->present = val != NULL && !json_is_null(val);
+		if (ev->present && (rc = req_int(v, "value", &ev->value, err)))
+			return rc;
+	}
+	if ((f & F_RAWKEY) && ((rc = opt_str(v, "resource", &ev->key, err)) ||
+			       (rc = req_bool(v, "present", &ev->present, err))))
+		return rc;
+	if ((f & F_CLASS) && (rc = opt_str(v, "class", &ev->cls, err)))
+		return rc;
+	if ((f & F_DEF) &&
+	    (rc = canonical_member(v, "definition", &ev->text, scratch, err)))
+		return rc;
+	if ((f & F_NODE) && (rc = opt_str(v, "node", &ev->node, err)))
+		return rc;
+	if ((f & F_CAPACITY) &&
+	    ((rc = req_int(v, "capacity", &ev->value, err)) ||
+	     (rc = req_bool(v, "serves", &ev->present, err))))
+		return rc;
+	if ((f & (F_HOLDER | F_NOTE)) && (rc = holder_from_json(ev, v, f, err)))
+		return rc;
+	if ((f & F_RECORD) &&
+	    (rc = canonical_member(v, "record", &ev->text, scratch, err)))
+		return rc;
+	if ((f & F_NOTE) && ((rc = opt_str(v, "code", &ev->key, err)) ||
+			     (rc = opt_str(v, "message", &ev->text, err))))
+		return rc;
+	if ((f & F_NODE) && ev->node == NULL && (f & F_HOLDER))
+		ev->node = "";
+	return 0;
+}
+
+int event_from_json(struct event *ev, const json_t *v, char **scratch,
+		    struct lg_error *err)
+{
+	json_t *seq = json_object_get(v, "seq");
+	const char *time;
+	int rc;
+
+	memset(ev, 0, sizeof(*ev));
+	if (!json_is_object(v))
+		return lg_error_set(err, LG_EINVAL, "event: not an object");
+	ev->type = event_type_parse(jstr(v, "type"));
+	if (ev->type == EV_NONE)
+		return lg_error_set(err, LG_EINVAL, "event: unknown \"type\"");
+	if (seq != NULL && !json_is_null(seq)) {
+		if (!json_is_integer(seq) || json_integer_value(seq) < 0)
+			return lg_error_set(err, LG_EINVAL,
+					    "event: bad \"seq\"");
+		ev->seq = (uint64_t)json_integer_value(seq);
+	}
+	if ((rc = opt_str(v, "time", &time, err)) != 0)
+		return rc;
+	if (time != NULL && time_parse_ns(time, &ev->time_ns) != 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "event: \"time\" is not RFC 3339: %s", time);
+	if ((rc = fields_from_json(ev, v, evtab[ev->type].fields, scratch,
+				   err)) != 0)
+		return rc;
+	return event_validate(ev, err);
+}
+
+int state_from_events_json(const json_t *events, state_t **out,
+			   struct lg_error *err)
+{
+	state_t *st;
+	size_t i;
+	json_t *v;
+
+	*out = NULL;
+	if (!json_is_array(events))
+		return lg_error_set(err, LG_EINVAL,
+				    "state: \"events\" must be a list");
+	st = state_new();
+	json_array_foreach(events, i, v)
+	{
+		struct event ev;
+		char *scratch = NULL;
+		int rc = event_from_json(&ev, v, &scratch, err);
+
+		if (rc == 0) {
+			/* Inline events may omit seq and time. */
+			ev.seq = 0;
+			if (json_object_get(v, "time") == NULL)
+				ev.time_ns = state_time_ns(st);
+			rc = state_apply(st, &ev, err);
+		}
+		free(scratch);
+		if (rc != 0) {
+			if (err != NULL) {
+				char msg[LG_ERRMSG_MAX];
+
+				snprintf(msg, sizeof(msg), "%s", err->msg);
+				lg_error_set(err, rc, "state event %zu: %s", i,
+					     msg);
+			}
+			state_free(st);
+			return rc;
+		}
+	}
+	*out = st;
+	return 0;
+}

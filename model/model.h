@@ -1,0 +1,470 @@
+/*
+ * model — the pure domain library of gpuledger (DESIGN sections 2, 3, 5).
+ *
+ * Invariants:
+ *  - No I/O, no LMDB/curl/uv types. Only libc, jansson (at the edges: objects
+ *    and canonical JSON in and out) and libcrypto (SHA-256 for claim names).
+ *  - Every function is deterministic: the same inputs give the same outputs and
+ *    the same bytes of canonical JSON, so that every caller (watcher, query
+ *    process, audit, billing, eval) agrees.
+ *  - Errors are the negative LG_* codes below; 0 is success. Detail goes into a
+ *    caller-provided struct lg_error (which may be NULL).
+ *  - Ownership is written on every pointer that crosses this API.
+ */
+#ifndef GPULEDGER_MODEL_H
+#define GPULEDGER_MODEL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------- */
+/* Errors (one table in model/err.c produces lg_strerror and lg_errname).  */
+
+enum lg_err {
+	LG_OK = 0,
+	LG_EINVAL = -1,    /* invalid input (syntax, type, value) */
+	LG_ERANGE = -2,    /* a number does not fit (int64 overflow) */
+	LG_ENOMEM = -3,    /* out of memory (libraries only; daemons abort) */
+	LG_ENOENT = -4,    /* no such thing */
+	LG_EEXIST = -5,    /* already exists */
+	LG_EMISMATCH = -6, /* an event does not fit the state it is applied to */
+	LG_ECORRUPT = -7,  /* stored data failed validation */
+	LG_EIO = -8,       /* I/O failed */
+	LG_EFULL = -9,     /* disk or map full */
+	LG_EVERSION = -10, /* unsupported format version */
+	LG_ELIMIT = -11,   /* a configured bound was exceeded */
+	LG_EUNKNOWN = -12, /* unknown function, kind or type */
+	LG_ERR_MIN = -12
+};
+
+#define LG_ERRMSG_MAX 256
+
+/* Parse and operating detail, filled by the callee; the caller owns it. */
+struct lg_error {
+	int code;
+	char msg[LG_ERRMSG_MAX];
+};
+
+/* Static strings; never NULL (unknown codes give "unknown error"). */
+const char *lg_strerror(int code);
+const char *lg_errname(int code);
+
+/* Sets err (when not NULL) to code and a printf-formatted message; returns
+ * code so that callers can write `return lg_error_set(err, LG_EINVAL, ...)`. */
+int lg_error_set(struct lg_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---------------------------------------------------------------------- */
+/* Quantities (DESIGN 5.1). Exact decimal, no floating point.              */
+
+/* Magnitude limbs: enough for any value a quantity string of sane length
+ * can denote; parsing something larger fails with LG_ERANGE. */
+#define QUANTITY_LIMBS 40
+
+/* A parsed quantity. The fields are private to model/quantity.c; the struct
+ * is public only so that callers can keep quantities on the stack. The value
+ * is stored rounded up (away from zero) to nano units, as upstream does. */
+struct quantity {
+	int8_t sign;     /* -1, 0, +1 */
+	uint8_t binary;  /* the string used a binary suffix (Ki, Mi, ...) */
+	uint16_t nlimbs; /* used limbs of mag */
+	uint32_t mag[QUANTITY_LIMBS]; /* |value| in nano units, little endian */
+};
+
+/* Parses s[0..len) with the apimachinery grammar: sign, digits, optional
+ * fraction, then a suffix (n u m "" k M G T P E, Ki Mi Gi Ti Pi Ei) or an
+ * e/E exponent. No trimming. Binary-suffix values are capped at 2^63-1 like
+ * upstream. LG_EINVAL on bad syntax, LG_ERANGE when too large to represent. */
+int quantity_parse(struct quantity *q, const char *s, size_t len,
+		   struct lg_error *err);
+/* Value(): the ceiling of q as an integer; LG_ERANGE outside int64. */
+int quantity_value(const struct quantity *q, int64_t *out);
+/* MilliValue(): the ceiling of q*1000; LG_ERANGE outside int64. */
+int quantity_milli_value(const struct quantity *q, int64_t *out);
+/* acc += b; LG_ERANGE when the result does not fit the representation. */
+int quantity_add(struct quantity *acc, const struct quantity *b);
+/* <0, 0, >0 like strcmp. */
+int quantity_cmp(const struct quantity *a, const struct quantity *b);
+bool quantity_is_negative(const struct quantity *q);
+void quantity_zero(struct quantity *q);
+/* Prints q exactly with the smallest of the suffixes "" m u n that keeps an
+ * integer ("2", "1500m", "1n", "-3"). Returns the length it needs (like
+ * snprintf), writing at most cap bytes including the NUL. */
+size_t quantity_format(const struct quantity *q, char *buf, size_t cap);
+/* The exact integer value of a quantity that must be a non-negative integer:
+ * LG_EINVAL when negative or fractional, LG_ERANGE above 2^63-1. */
+int quantity_exact_uint(const struct quantity *q, int64_t *out);
+/* A budget value or a count given in JSON (Appendix A "Keys and values"): a
+ * string is parsed as a quantity without trimming; a JSON number is read from
+ * its value (integers exactly; reals only when integral and exactly
+ * representable); booleans, null, objects and arrays are LG_EINVAL. The
+ * result must be an exact non-negative integer (see quantity_exact_uint). */
+int quantity_json_uint(const json_t *v, int64_t *out, struct lg_error *err);
+
+/* ---------------------------------------------------------------------- */
+/* Names (DESIGN 5.4, 5.5).                                                */
+
+#define DNS1123_LABEL_MAX 63
+#define DNS1123_SUBDOMAIN_MAX 253
+
+bool dns1123_label(const char *s, size_t len);
+bool dns1123_subdomain(const char *s, size_t len);
+/* vmi_name(x): "vm-instance-" + x cut to 63 chars, trailing '-' removed.
+ * out must hold DNS1123_LABEL_MAX + 1 bytes; returns the length. */
+size_t vmi_name(const char *x, char *out);
+/* claim_name(vmi, dev) per DESIGN 5.5 into out (DNS1123_LABEL_MAX + 1
+ * bytes). LG_EINVAL when no valid name can be formed. */
+int claim_name(const char *vmi, const char *dev, char *out);
+
+/* ---------------------------------------------------------------------- */
+/* Tolerations and taints (DESIGN 5.3). Strings are borrowed; NULL = "".   */
+
+struct toleration {
+	const char *key, *op, *value, *effect;
+};
+struct taint {
+	const char *key, *value, *effect;
+};
+
+bool toleration_tolerates(const struct toleration *tol,
+			  const struct taint *taint);
+/* Reads a toleration/taint object; its strings are borrowed from v. Non-string
+ * fields are LG_EINVAL. */
+int toleration_from_json(struct toleration *tol, const json_t *v,
+			 struct lg_error *err);
+int taint_from_json(struct taint *taint, const json_t *v, struct lg_error *err);
+
+/* ---------------------------------------------------------------------- */
+/* Effective pod requests (DESIGN 5.2).                                    */
+
+/* A small resource list. Names are borrowed from the JSON the list was built
+ * from and live as long as it; the array is owned (reslist_release). */
+struct resitem {
+	const char *name;
+	struct quantity q;
+};
+struct reslist {
+	size_t n, cap;
+	struct resitem *items; /* sorted by name */
+};
+
+void reslist_init(struct reslist *l);
+void reslist_release(struct reslist *l);
+const struct quantity *reslist_get(const struct reslist *l, const char *name);
+
+/* The upstream PodRequests helper (component-helpers), no defaulting:
+ * max(sum of containers + sidecars, max over init containers), pod-level
+ * spec.resources.requests replaces cpu, memory and hugepages-*, then
+ * spec.overhead is added. When defaults is true, the API server's defaulting
+ * is applied first: a container limit with no request counts as the request.
+ * LG_EINVAL (with detail) for a wrong type or an unparsable quantity;
+ * LG_ERANGE for a sum too large. out must be initialised. */
+int pod_requests(const json_t *pod, bool defaults, struct reslist *out,
+		 struct lg_error *err);
+
+/* ---------------------------------------------------------------------- */
+/* The class table (DESIGN 2, Appendix A "Class table").                   */
+
+/* One class. Every string and array is owned by the table it is in. */
+struct gpu_class {
+	char *name;
+	char *device_class; /* defaults to name */
+	char **resource_names; /* de-duplicated, in the order first given */
+	size_t n_resource_names;
+	struct toleration *tolerations; /* strings owned by the class */
+	size_t n_tolerations;
+};
+
+/* A validated class table, sorted by class name. */
+struct class_table {
+	struct gpu_class *classes;
+	size_t n;
+};
+
+void class_table_init(struct class_table *t);
+void class_table_release(struct class_table *t);
+/* Parses {"classes": [...]} and validates the table as a whole. On error t
+ * is left empty and err says why. */
+int class_table_parse(struct class_table *t, const json_t *doc,
+		      struct lg_error *err);
+/* Parses and validates one class entry (not the cross-class rules). c is
+ * filled with owned copies; release with gpu_class_release. */
+int gpu_class_parse(struct gpu_class *c, const json_t *entry,
+		    struct lg_error *err);
+void gpu_class_release(struct gpu_class *c);
+/* Deep copy; LG_ENOMEM only. */
+int gpu_class_copy(struct gpu_class *dst, const struct gpu_class *src);
+/* Canonical definition: {"deviceClassName", "name", "resourceNames",
+ * "tolerations"} with defaults filled in. New reference. */
+json_t *gpu_class_to_json(const struct gpu_class *c);
+bool gpu_class_equal(const struct gpu_class *a, const struct gpu_class *b);
+/* Lookups; NULL when absent. Borrowed from t. */
+const struct gpu_class *class_table_find(const struct class_table *t,
+					 const char *name);
+const struct gpu_class *class_table_by_resource(const struct class_table *t,
+						const char *resource);
+const struct gpu_class *class_table_by_device_class(const struct class_table *t,
+						    const char *device_class);
+/* True when a node serves class c (DESIGN 2.4): not cordoned (only JSON true
+ * in spec.unschedulable), first Ready condition "True", and every NoSchedule/
+ * NoExecute taint (bar the three node.kubernetes.io ones) tolerated by one of
+ * c's tolerations. */
+bool node_serves(const json_t *node, const struct gpu_class *c);
+
+/* ---------------------------------------------------------------------- */
+/* Budget keys (DESIGN 2.2).                                               */
+
+enum key_kind {
+	KEY_OTHER = 0,
+	KEY_CLASS,   /* <class>.gpuclass.cozystack.io/devices */
+	KEY_TOTAL,   /* gpuclass.cozystack.io/devices */
+	KEY_INVALID, /* another key in the GPU domain */
+	KEY_RAW      /* a resourceNames entry of some class (prefix stripped) */
+};
+
+#define GPU_TOTAL_KEY "gpuclass.cozystack.io/devices"
+#define GPU_CLASS_KEY_SUFFIX ".gpuclass.cozystack.io/devices"
+
+/* Classifies key. For KEY_CLASS, *cls is the class label (pointing into key,
+ * *cls_len its length); for KEY_RAW the owning class's name (borrowed from t)
+ * and *resource the stripped resource name (pointing into key). t may be NULL
+ * (then no key is raw). Output pointers may be NULL. */
+enum key_kind budget_key_classify(const char *key, const struct class_table *t,
+				  const char **cls, size_t *cls_len,
+				  const char **resource);
+const char *key_kind_name(enum key_kind k); /* "class", "total", ... */
+
+/* ---------------------------------------------------------------------- */
+/* Namespaces and the tenant tree (DESIGN 2.1).                            */
+
+bool ns_is_tenant(const char *ns);
+/* Writes the parent tenant of tenant ns into out (DNS1123_SUBDOMAIN_MAX + 1
+ * bytes); returns false for tenant-root and for non-tenants. */
+bool ns_parent(const char *ns, char *out);
+
+/* ---------------------------------------------------------------------- */
+/* Holder mapping (DESIGN 2.3, Appendix A).                                */
+
+enum holder_kind {
+	HK_NONE = 0,
+	HK_VMINSTANCE,
+	HK_KUBERNETESNODES,
+	HK_POD,
+	HK_RESOURCECLAIM,
+	HK_MAX
+};
+
+const char *holder_kind_name(enum holder_kind k); /* "VMInstance", ... */
+enum holder_kind holder_kind_parse(const char *s); /* HK_NONE if unknown */
+
+/* Classes a table may have (larger tables are rejected), and so the most
+ * classes one object may hold. */
+#define HOLDER_MAX_CLASSES 64
+#define HOLDER_MAX_ENTRIES 256 /* spec.gpus entries of one object */
+#define NODE_NAME_MAX DNS1123_SUBDOMAIN_MAX
+
+/* Units of one class; cls indexes the class table the map was made with. */
+struct class_units {
+	uint32_t cls;
+	int64_t units;
+};
+
+/* What one object holds. Fixed size: mapping never allocates. Strings are
+ * borrowed from the object JSON. */
+struct holder_map {
+	enum holder_kind kind;
+	const char *ns, *name, *uid;
+	/* False when the object is unmappable (it then holds 0); err of the
+	 * mapping call says why. */
+	bool valid;
+	/* Per class units, sorted by cls, units > 0. For VMInstance and
+	 * KubernetesNodes: reserved; for a Pod: reserved and allocated; for a
+	 * ResourceClaim: its demand (reserved unless covered, allocated when
+	 * allocated). */
+	size_t n;
+	struct class_units units[HOLDER_MAX_CLASSES];
+	/* Pod: spec.nodeName; claim: the allocation's single node. "" if none. */
+	char node[NODE_NAME_MAX + 1];
+	bool allocated;      /* claim: status.allocation present; pod: always */
+	bool unknown_class;  /* VMI/KN: an entry names a class not in the table */
+	/* VMInstance/KubernetesNodes: per spec.gpus entry, the class index of a
+	 * class entry, -1 for a raw entry or an unknown class. */
+	size_t n_entries;
+	int16_t entry_class[HOLDER_MAX_ENTRIES];
+};
+
+/* Maps a VMInstance, KubernetesNodes, Pod or ResourceClaim object (JSON as
+ * the API server stores it) against table t. Returns 0 with hm->valid true,
+ * 0 with hm->valid false and err set (the object is invalid and holds 0), or
+ * LG_EUNKNOWN for another kind. */
+int holder_map_object(const json_t *obj, const struct class_table *t,
+		      struct holder_map *hm, struct lg_error *err);
+/* Maps a bare spec (admission requests carry specs, not objects). */
+int holder_map_spec(enum holder_kind kind, const json_t *spec,
+		    const struct class_table *t, struct holder_map *hm,
+		    struct lg_error *err);
+/* Units of class index cls in hm (0 when absent). */
+int64_t holder_map_units(const struct holder_map *hm, uint32_t cls);
+/* True when ResourceClaim claim is covered by VMInstance vmi (DESIGN 2.3,
+ * Appendix A "Claims"): same namespace, the claim's units all in one class c,
+ * its name equals claim_name(vmi_name(vmi name), "gpu<i+1>") for an entry i
+ * of vmi that is a class entry of c, and vmi is mappable. */
+bool holder_claim_covered(const struct holder_map *claim,
+			  const struct holder_map *vmi);
+
+/* A node's per-class capacity and serving (DESIGN 2.4). */
+struct node_class {
+	uint32_t cls;
+	int64_t capacity;
+	bool serves;
+};
+struct node_map {
+	const char *name; /* borrowed */
+	size_t n;         /* one per class of the table, in table order */
+	struct node_class classes[HOLDER_MAX_CLASSES];
+};
+int node_map_object(const json_t *node, const struct class_table *t,
+		    struct node_map *nm, struct lg_error *err);
+
+/* A Tenant object's quotas (DESIGN 2.2). Keys and resources are borrowed
+ * from the object JSON; arrays are owned (tenant_map_release). */
+struct budget_entry {
+	const char *key; /* the key as written (class or total key) */
+	int64_t value;
+};
+struct tenant_map {
+	char governed[DNS1123_SUBDOMAIN_MAX + 1];
+	size_t n_budgets;
+	struct budget_entry *budgets; /* sorted by key, valid values only */
+	size_t n_raw;
+	const char **raw; /* declared raw resources, prefix stripped, sorted,
+			     unique */
+	size_t n_invalid; /* invalid keys or values seen (each is a NOTE) */
+};
+int tenant_map_object(const json_t *tenant, const struct class_table *t,
+		      struct tenant_map *tm, struct lg_error *err);
+void tenant_map_release(struct tenant_map *tm);
+/* The namespace a Tenant named x in namespace p governs (DESIGN 2.2). */
+int tenant_governed_ns(const char *p, const char *x, char *out, size_t cap);
+
+/* ---------------------------------------------------------------------- */
+/* Events (DESIGN 4.1) as C structs. Strings are borrowed from whoever built
+ * the event; the byte encoding belongs to ledger/.                         */
+
+enum event_type {
+	EV_NONE = 0,
+	EV_TENANT,
+	EV_TENANT_GONE,
+	EV_BUDGET,
+	EV_RAWKEY,
+	EV_CLASS,
+	EV_NODE,
+	EV_RESERVE,
+	EV_RELEASE,
+	EV_ALLOC,
+	EV_FREE,
+	EV_VERDICT,
+	EV_NOTE,
+	EV_TICK,
+	EV_MAX
+};
+
+struct event {
+	uint64_t seq;      /* 1, 2, ... (0 = not yet assigned) */
+	int64_t time_ns;   /* UTC nanoseconds */
+	enum event_type type;
+	const char *ns;     /* TENANT*, BUDGET, RAWKEY, RESERVE..FREE, NOTE */
+	const char *parent; /* TENANT*: NULL for tenant-root */
+	const char *key;    /* BUDGET: key; RAWKEY: resource; NOTE: code */
+	bool present;       /* BUDGET: value set; RAWKEY: declared; NODE: serves */
+	int64_t value;      /* BUDGET value; NODE capacity */
+	const char *cls;    /* CLASS, NODE, RESERVE..FREE */
+	const char *text;   /* CLASS: canonical definition JSON or NULL (removed);
+			       VERDICT: canonical record JSON; NOTE: message */
+	const char *node;   /* NODE, ALLOC, FREE ("" = none) */
+	enum holder_kind kind; /* RESERVE..FREE; NOTE: object kind or HK_NONE */
+	const char *name;   /* RESERVE..FREE; NOTE: object name */
+	const char *uid;    /* RESERVE..FREE */
+	int64_t before, after; /* RESERVE..FREE */
+};
+
+const char *event_type_name(enum event_type t); /* "RESERVE", ... */
+enum event_type event_type_parse(const char *s);  /* EV_NONE if unknown */
+/* Checks the fields an event of its type must have (names valid, counts
+ * non-negative, direction of before/after right for its type). */
+int event_validate(const struct event *ev, struct lg_error *err);
+/* JSON form (used by `log` and inline states): {"seq", "time" (RFC 3339 with
+ * nanoseconds), "type", fields...}. New reference. */
+json_t *event_to_json(const struct event *ev);
+/* Reads the JSON form. Strings are borrowed from v; CLASS "definition" and
+ * VERDICT "record" are objects in JSON: they are rendered canonically into
+ * *scratch (caller frees with free()). seq and time are optional (0). */
+int event_from_json(struct event *ev, const json_t *v, char **scratch,
+		    struct lg_error *err);
+
+/* RFC 3339 UTC with nanoseconds ("2026-11-30T10:00:00.000000000Z"). */
+size_t time_format_ns(int64_t t_ns, char *buf, size_t cap);
+/* Parses RFC 3339 (any offset, optional fraction up to ns). */
+int time_parse_ns(const char *s, int64_t *out);
+
+/* Canonical JSON: sorted keys, no insignificant space. Caller frees. */
+char *json_canonical(const json_t *v);
+
+/* ---------------------------------------------------------------------- */
+/* The projection: state + event -> state (DESIGN 4).                       */
+
+typedef struct state state_t;
+
+state_t *state_new(void);
+void state_free(state_t *st);
+/* Applies ev after checking that it fits: seq is the next one (when ev->seq
+ * is not 0), time does not go back, before matches the state, after moves in
+ * the direction of the type, tenants appear and disappear in tree order.
+ * On error the state is unchanged and err says why (LG_EMISMATCH). */
+int state_apply(state_t *st, const struct event *ev, struct lg_error *err);
+uint64_t state_seq(const state_t *st);
+int64_t state_time_ns(const state_t *st);
+/* The horizon: time of the last event other than NOTE and VERDICT. */
+int64_t state_horizon_ns(const state_t *st);
+/* The current class table. Borrowed until the next state_apply. */
+const struct class_table *state_classes(const state_t *st);
+/* Deep copy (for verdicts on a snapshot while the state moves on). */
+state_t *state_clone(const state_t *st);
+/* Self-check: every subtree total equals a from-scratch recomputation and
+ * every per-namespace total equals the sum of its holders. */
+int state_check(const state_t *st, struct lg_error *err);
+/* The replay JSON of DESIGN 6 (`replay --json`): new reference. When ns is
+ * not NULL, only that tenant. */
+json_t *state_to_json(const state_t *st, const char *ns);
+
+/* ---------------------------------------------------------------------- */
+/* Verdicts (DESIGN 3), computed on a state snapshot.                       */
+
+/* Admission (3.1). req is {namespace, kind, name, old, new}. On success
+ * *verdict is the verdict object without id/seq/basisSeq/chainHead (new
+ * reference). A malformed request (unknown kind, no namespace) is LG_EINVAL
+ * with err set and no verdict. */
+int verdict_admission(const state_t *st, const json_t *req, json_t **verdict,
+		      struct lg_error *err);
+/* Declaration (3.2). req is {namespace, old, new}. */
+int verdict_declaration(const state_t *st, const json_t *req,
+			json_t **verdict, struct lg_error *err);
+/* Remaining (3.3): {"classes": {...}, "total": {...}} for namespace ns. */
+json_t *state_remaining_json(const state_t *st, const char *ns);
+
+/* ---------------------------------------------------------------------- */
+/* eval (DESIGN 6.1): one function per name, input JSON -> output JSON.     */
+
+struct eval_ctx {
+	const struct class_table *classes; /* --classes, may be NULL */
+	const state_t *state;              /* --db state, may be NULL */
+};
+
+/* Evaluates one request line's function on input. On success *out is a new
+ * reference to the output value; on error err says why. */
+int model_eval(const struct eval_ctx *ctx, const char *function,
+	       const json_t *input, json_t **out, struct lg_error *err);
+
+#endif

@@ -1,0 +1,265 @@
+/*
+ * Names (DESIGN 5.4, 5.5) and the tenant tree by name (DESIGN 2.1, 2.2).
+ *
+ * Lengths are always given explicitly: a NUL or a newline inside a name is
+ * just another invalid character, never the end of the name.
+ */
+#include "model/model_int.h"
+
+#include <openssl/sha.h>
+#include <string.h>
+
+#define VMI_PREFIX "vm-instance-"
+#define TENANT_ROOT "tenant-root"
+#define TENANT_PREFIX "tenant-"
+/* First 8 hex digits of SHA-256, as DESIGN 5.5 fixes. */
+#define CLAIM_HASH_LEN 8
+
+static bool is_alnum_lower(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* The label pattern without its length limit, which differs between a
+ * label (63) and a segment of a subdomain (only the 253 total counts, as
+ * upstream's IsDNS1123Subdomain checks nothing per segment). */
+static bool label_chars(const char *s, size_t len)
+{
+	if (len == 0 || !is_alnum_lower(s[0]) || !is_alnum_lower(s[len - 1]))
+		return false;
+	for (size_t i = 1; i + 1 < len; i++)
+		if (!is_alnum_lower(s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+bool dns1123_label(const char *s, size_t len)
+{
+	if (s == NULL || len > DNS1123_LABEL_MAX)
+		return false;
+	return label_chars(s, len);
+}
+
+bool dns1123_subdomain(const char *s, size_t len)
+{
+	size_t start = 0;
+
+	if (s == NULL || len == 0 || len > DNS1123_SUBDOMAIN_MAX)
+		return false;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && s[i] != '.')
+			continue;
+		if (!label_chars(s + start, i - start))
+			return false;
+		start = i + 1;
+	}
+	return true;
+}
+
+/* Drops trailing characters in set from s[0..len); returns the new length. */
+static size_t trim_trailing(const char *s, size_t len, const char *set)
+{
+	while (len > 0 && strchr(set, s[len - 1]) != NULL && s[len - 1] != '\0')
+		len--;
+	return len;
+}
+
+size_t vmi_name(const char *x, char *out)
+{
+	size_t plen = strlen(VMI_PREFIX);
+	size_t xlen = x != NULL ? strnlen(x, DNS1123_LABEL_MAX) : 0;
+	size_t len;
+
+	memcpy(out, VMI_PREFIX, plen);
+	len = plen + xlen > DNS1123_LABEL_MAX ? DNS1123_LABEL_MAX - plen : xlen;
+	memcpy(out + plen, x != NULL ? x : "", len);
+	len = trim_trailing(out, plen + len, "-");
+	out[len] = '\0';
+	return len;
+}
+
+static void sha256_hex8(const char *s, size_t len, char *hex)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char md[SHA256_DIGEST_LENGTH];
+
+	SHA256((const unsigned char *)s, len, md);
+	for (size_t i = 0; i < CLAIM_HASH_LEN / 2; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 0xf];
+	}
+}
+
+/* The hashed form: prefix + "-" + h + "-" + dev, where prefix is the longest
+ * start of vmi that fills 63 characters, with trailing '-' and '.' removed
+ * so that the prefix still ends a label. */
+static int claim_name_hashed(const char *vmi, size_t vlen, const char *dev,
+			     size_t dlen, char *out)
+{
+	size_t tail = 1 + CLAIM_HASH_LEN + 1 + dlen;
+	size_t plen;
+	char *p;
+
+	if (tail >= DNS1123_LABEL_MAX)
+		return LG_EINVAL;
+	plen = DNS1123_LABEL_MAX - tail;
+	if (plen > vlen)
+		plen = vlen;
+	plen = trim_trailing(vmi, plen, "-.");
+	if (plen == 0)
+		return LG_EINVAL;
+	memcpy(out, vmi, plen);
+	p = out + plen;
+	*p++ = '-';
+	sha256_hex8(vmi, vlen, p);
+	p += CLAIM_HASH_LEN;
+	*p++ = '-';
+	memcpy(p, dev, dlen);
+	p[dlen] = '\0';
+	return 0;
+}
+
+int claim_name(const char *vmi, const char *dev, char *out)
+{
+	size_t vlen, dlen, len;
+	int rc;
+
+	out[0] = '\0';
+	if (vmi == NULL || dev == NULL || dev[0] == '\0')
+		return LG_EINVAL;
+	vlen = strlen(vmi);
+	dlen = strlen(dev);
+	if (vlen + 1 + dlen <= DNS1123_LABEL_MAX) {
+		memcpy(out, vmi, vlen);
+		out[vlen] = '-';
+		memcpy(out + vlen + 1, dev, dlen + 1);
+	} else {
+		rc = claim_name_hashed(vmi, vlen, dev, dlen, out);
+		if (rc < 0)
+			return rc;
+	}
+	/* Whatever went in, only a valid name may come out: an invalid vmi or
+	 * dev (upper case, a leading '-', ...) leaves no name to form. */
+	len = strlen(out);
+	if (!dns1123_subdomain(out, len)) {
+		out[0] = '\0';
+		return LG_EINVAL;
+	}
+	return 0;
+}
+
+bool ns_is_tenant(const char *ns)
+{
+	if (ns == NULL)
+		return false;
+	return strcmp(ns, TENANT_ROOT) == 0 ||
+	       strncmp(ns, TENANT_PREFIX, strlen(TENANT_PREFIX)) == 0;
+}
+
+bool ns_parent(const char *ns, char *out)
+{
+	const char *dash;
+	size_t len;
+
+	if (!ns_is_tenant(ns) || strcmp(ns, TENANT_ROOT) == 0)
+		return false;
+	dash = strrchr(ns, '-');
+	len = (size_t)(dash - ns);
+	/* "tenant-x" cuts to "tenant", which stands for the root. */
+	if (len == strlen("tenant") && strncmp(ns, "tenant", len) == 0) {
+		strcpy(out, TENANT_ROOT);
+		return true;
+	}
+	if (len > DNS1123_SUBDOMAIN_MAX)
+		return false;
+	memcpy(out, ns, len);
+	out[len] = '\0';
+	return true;
+}
+
+int tenant_governed_ns(const char *p, const char *x, char *out, size_t cap)
+{
+	const char *a = "", *b = x;
+	size_t alen, blen;
+
+	if (p == NULL || x == NULL || out == NULL || cap == 0)
+		return LG_EINVAL;
+	if (strcmp(p, TENANT_ROOT) == 0) {
+		if (strcmp(x, "root") == 0)
+			b = TENANT_ROOT;
+		else
+			a = "tenant";
+	} else {
+		a = p;
+	}
+	alen = strlen(a);
+	blen = strlen(b);
+	if (alen + (alen > 0) + blen + 1 > cap)
+		return LG_ERANGE;
+	memcpy(out, a, alen);
+	if (alen > 0)
+		out[alen++] = '-';
+	memcpy(out + alen, b, blen + 1);
+	return 0;
+}
+
+/* eval: a JSON string in, {"valid": bool} out. */
+static int eval_name_check(const json_t *input, json_t **out,
+			   bool (*check)(const char *, size_t),
+			   struct lg_error *err)
+{
+	if (!json_is_string(input))
+		return lg_error_set(err, LG_EINVAL, "input must be a string");
+	*out = json_pack("{s:b}", "valid",
+			 check(json_string_value(input),
+			       json_string_length(input)));
+	if (*out == NULL)
+		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	return 0;
+}
+
+int eval_dns1123_label(const struct eval_ctx *ctx, const json_t *input,
+		       json_t **out, struct lg_error *err)
+{
+	return eval_name_check(input, out, dns1123_label, err);
+}
+
+int eval_dns1123_subdomain(const struct eval_ctx *ctx, const json_t *input,
+			   json_t **out, struct lg_error *err)
+{
+	return eval_name_check(input, out, dns1123_subdomain, err);
+}
+
+/* A JSON string member without NUL bytes, or NULL. A NUL would silently
+ * shorten the name that the C string functions see. */
+static const char *plain_str(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+
+	if (!json_is_string(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return NULL;
+	return json_string_value(v);
+}
+
+int eval_claim_name(const struct eval_ctx *ctx, const json_t *input,
+		    json_t **out, struct lg_error *err)
+{
+	char name[DNS1123_LABEL_MAX + 1];
+	const char *vmi = plain_str(input, "vmi");
+	const char *dev = plain_str(input, "device");
+
+	if (!json_is_object(input))
+		return lg_error_set(err, LG_EINVAL, "input must be an object");
+	if (vmi == NULL || dev == NULL)
+		return lg_error_set(err, LG_EINVAL,
+				    "vmi and device must be strings");
+	if (claim_name(vmi, dev, name) < 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "no valid claim name for vmi %.80s device %.80s",
+				    vmi, dev);
+	*out = json_pack("{s:s}", "name", name);
+	if (*out == NULL)
+		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	return 0;
+}

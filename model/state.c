@@ -1,0 +1,892 @@
+/*
+ * The projection: state + event -> state (DESIGN 4).
+ *
+ * Every event is checked against the state before anything changes, so that
+ * a refused event leaves the state exactly as it was: replay detects a gap or
+ * a corrupt record instead of computing a wrong total. Subtree totals are
+ * kept incrementally (a change at a namespace walks its ancestors), and
+ * state_check recomputes them from scratch to prove it.
+ */
+#include "model/model_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------- */
+/* Memory */
+
+static void *oom(size_t n)
+{
+	fprintf(stderr, "gpuledger: out of memory (%zu bytes)\n", n);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	return p ? p : oom(n);
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	return p ? p : oom(n * size);
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	return q ? q : oom(n);
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(xmalloc(n), s, n);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Pointer tables (linear probing, tombstone-free deletion by shifting). */
+
+uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+uint64_t hash_str(const char *s)
+{
+	return hash_bytes(0xcbf29ce484222325ULL, s, strlen(s));
+}
+
+static uint64_t fix_hash(uint64_t h)
+{
+	h ^= h >> 29;
+	return h ? h : 1;
+}
+
+void *ptab_find(const struct ptab *t, uint64_t h,
+		bool (*eq)(const void *val, const void *key), const void *key)
+{
+	if (t->cap == 0)
+		return NULL;
+	h = fix_hash(h);
+	for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+		if (t->hashes[i] == 0)
+			return NULL;
+		if (t->hashes[i] == h && eq(t->vals[i], key))
+			return t->vals[i];
+	}
+}
+
+static void ptab_put(struct ptab *t, uint64_t h, void *val)
+{
+	size_t i = h & (t->cap - 1);
+
+	while (t->hashes[i] != 0)
+		i = (i + 1) & (t->cap - 1);
+	t->hashes[i] = h;
+	t->vals[i] = val;
+}
+
+void ptab_insert(struct ptab *t, uint64_t h, void *val)
+{
+	if ((t->n + 1) * 4 > t->cap * 3) {
+		struct ptab old = *t;
+
+		t->cap = old.cap ? old.cap * 2 : 16;
+		t->hashes = xcalloc(t->cap, sizeof(*t->hashes));
+		t->vals = xcalloc(t->cap, sizeof(*t->vals));
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.hashes[i] != 0)
+				ptab_put(t, old.hashes[i], old.vals[i]);
+		free(old.hashes);
+		free(old.vals);
+	}
+	ptab_put(t, fix_hash(h), val);
+	t->n++;
+}
+
+void ptab_remove(struct ptab *t, uint64_t h, const void *val)
+{
+	size_t mask = t->cap - 1, i, j;
+
+	if (t->cap == 0)
+		return;
+	h = fix_hash(h);
+	for (i = h & mask; t->hashes[i] != 0; i = (i + 1) & mask)
+		if (t->vals[i] == val)
+			break;
+	if (t->hashes[i] == 0)
+		return;
+	/* Shift later members of the probe run back into the hole. */
+	for (j = (i + 1) & mask; t->hashes[j] != 0; j = (j + 1) & mask) {
+		size_t home = t->hashes[j] & mask;
+		bool movable = i <= j ? (home <= i || home > j)
+				      : (home <= i && home > j);
+		if (movable) {
+			t->hashes[i] = t->hashes[j];
+			t->vals[i] = t->vals[j];
+			i = j;
+		}
+	}
+	t->hashes[i] = 0;
+	t->vals[i] = NULL;
+	t->n--;
+}
+
+void ptab_release(struct ptab *t)
+{
+	free(t->hashes);
+	free(t->vals);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Lookups */
+
+static bool ns_eq(const void *val, const void *key)
+{
+	return strcmp(((const struct nsrec *)val)->name, key) == 0;
+}
+
+static bool node_eq(const void *val, const void *key)
+{
+	return strcmp(((const struct noderec *)val)->name, key) == 0;
+}
+
+struct hkey {
+	enum holder_kind kind;
+	const char *ns, *name;
+};
+
+static uint64_t holder_hash(enum holder_kind kind, const char *ns,
+			    const char *name)
+{
+	uint64_t h = hash_str(ns);
+
+	h = hash_bytes(h, &kind, sizeof(kind));
+	return hash_bytes(h, name, strlen(name) + 1);
+}
+
+static bool holder_eq(const void *val, const void *key)
+{
+	const struct holder *h = val;
+	const struct hkey *k = key;
+
+	return h->kind == k->kind && strcmp(h->ns->name, k->ns) == 0 &&
+	       strcmp(h->name, k->name) == 0;
+}
+
+struct nsrec *state_ns(const state_t *st, const char *name)
+{
+	return ptab_find(&st->ns_index, hash_str(name), ns_eq, name);
+}
+
+struct noderec *state_node(const state_t *st, const char *name)
+{
+	return ptab_find(&st->node_index, hash_str(name), node_eq, name);
+}
+
+int32_t state_cls_id(const state_t *st, const char *name)
+{
+	const struct ptab *t = &st->cls_index;
+	uint64_t h;
+
+	if (t->cap == 0)
+		return -1;
+	h = fix_hash(hash_str(name));
+	for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+		uint32_t id;
+
+		if (t->hashes[i] == 0)
+			return -1;
+		id = (uint32_t)(uintptr_t)t->vals[i] - 1;
+		if (t->hashes[i] == h && strcmp(st->cls_names[id], name) == 0)
+			return (int32_t)id;
+	}
+}
+
+static struct holder *holder_find(const state_t *st, enum holder_kind kind,
+				  const char *ns, const char *name)
+{
+	struct hkey k = {kind, ns, name};
+
+	return ptab_find(&st->holder_index, holder_hash(kind, ns, name),
+			 holder_eq, &k);
+}
+
+static int budget_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct budget *)a)->key,
+		      ((const struct budget *)b)->key);
+}
+
+const struct budget *nsrec_budget(const struct nsrec *ns, const char *key)
+{
+	struct budget k = {(char *)key, 0};
+
+	if (ns == NULL || ns->n_budgets == 0)
+		return NULL;
+	return bsearch(&k, ns->budgets, ns->n_budgets, sizeof(k), budget_cmp);
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+bool nsrec_has_raw(const struct nsrec *ns, const char *resource)
+{
+	if (ns == NULL || ns->n_raw == 0)
+		return false;
+	return bsearch(&resource, ns->raw, ns->n_raw, sizeof(char *),
+		       str_cmp) != NULL;
+}
+
+void nsrec_bill_at(const struct nsrec *ns, uint32_t cls, int64_t t_ms,
+		   int64_t *reserved_ms, int64_t *allocated_ms)
+{
+	const struct bill *b = &ns->bill[cls];
+	int64_t dt = t_ms > b->since_ms ? t_ms - b->since_ms : 0;
+
+	*reserved_ms = b->cum_reserved_ms + ns->reserved[cls] * dt;
+	*allocated_ms = b->cum_allocated_ms + ns->allocated[cls] * dt;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Creation */
+
+static void ns_arrays(struct nsrec *ns, uint32_t old_cap, uint32_t cap)
+{
+	size_t add = cap - old_cap;
+
+#define GROW(f)                                                              \
+	do {                                                                 \
+		ns->f = xrealloc(ns->f, cap * sizeof(*ns->f));               \
+		memset(ns->f + old_cap, 0, add * sizeof(*ns->f));            \
+	} while (0)
+	GROW(reserved);
+	GROW(allocated);
+	GROW(sub_reserved);
+	GROW(sub_allocated);
+	GROW(bill);
+#undef GROW
+}
+
+static void node_arrays(struct noderec *n, uint32_t old_cap, uint32_t cap)
+{
+	size_t add = cap - old_cap;
+
+	n->capacity = xrealloc(n->capacity, cap * sizeof(*n->capacity));
+	n->allocated = xrealloc(n->allocated, cap * sizeof(*n->allocated));
+	n->serves = xrealloc(n->serves, cap * sizeof(*n->serves));
+	memset(n->capacity + old_cap, 0, add * sizeof(*n->capacity));
+	memset(n->allocated + old_cap, 0, add * sizeof(*n->allocated));
+	memset(n->serves + old_cap, 0, add * sizeof(*n->serves));
+}
+
+/* Interns a class name; grows every per-class array when needed. */
+static uint32_t cls_intern(state_t *st, const char *name)
+{
+	int32_t id = state_cls_id(st, name);
+	uint32_t old_cap = st->cls_cap;
+
+	if (id >= 0)
+		return (uint32_t)id;
+	if (st->n_cls == st->cls_cap) {
+		st->cls_cap = st->cls_cap ? st->cls_cap * 2 : 4;
+		st->cls_names = xrealloc(st->cls_names,
+					 st->cls_cap * sizeof(char *));
+		for (size_t i = 0; i < st->ns_index.cap; i++)
+			if (st->ns_index.hashes[i] != 0)
+				ns_arrays(st->ns_index.vals[i], old_cap,
+					  st->cls_cap);
+		for (size_t i = 0; i < st->node_index.cap; i++)
+			if (st->node_index.hashes[i] != 0)
+				node_arrays(st->node_index.vals[i], old_cap,
+					    st->cls_cap);
+	}
+	st->cls_names[st->n_cls] = xstrdup(name);
+	ptab_insert(&st->cls_index, hash_str(name),
+		    (void *)(uintptr_t)(st->n_cls + 1));
+	return st->n_cls++;
+}
+
+static struct nsrec *ns_get(state_t *st, const char *name)
+{
+	struct nsrec *ns = state_ns(st, name);
+
+	if (ns != NULL)
+		return ns;
+	ns = xcalloc(1, sizeof(*ns));
+	ns->name = xstrdup(name);
+	ns->tenant = ns_is_tenant(name);
+	ns_arrays(ns, 0, st->cls_cap);
+	ptab_insert(&st->ns_index, hash_str(name), ns);
+	return ns;
+}
+
+static struct noderec *node_get(state_t *st, const char *name)
+{
+	struct noderec *n = state_node(st, name);
+
+	if (n != NULL)
+		return n;
+	n = xcalloc(1, sizeof(*n));
+	n->name = xstrdup(name);
+	node_arrays(n, 0, st->cls_cap);
+	ptab_insert(&st->node_index, hash_str(name), n);
+	return n;
+}
+
+static void ns_free(struct nsrec *ns)
+{
+	if (ns == NULL)
+		return;
+	for (size_t i = 0; i < ns->n_budgets; i++)
+		free(ns->budgets[i].key);
+	for (size_t i = 0; i < ns->n_raw; i++)
+		free(ns->raw[i]);
+	free(ns->budgets);
+	free(ns->raw);
+	free(ns->reserved);
+	free(ns->allocated);
+	free(ns->sub_reserved);
+	free(ns->sub_allocated);
+	free(ns->bill);
+	free(ns->name);
+	free(ns);
+}
+
+static void holder_free(struct holder *h)
+{
+	if (h == NULL)
+		return;
+	free(h->name);
+	free(h->uid);
+	free(h->u);
+	free(h);
+}
+
+static void node_free(struct noderec *n)
+{
+	if (n == NULL)
+		return;
+	free(n->name);
+	free(n->capacity);
+	free(n->allocated);
+	free(n->serves);
+	free(n);
+}
+
+state_t *state_new(void)
+{
+	state_t *st = xcalloc(1, sizeof(*st));
+
+	class_table_init(&st->table);
+	return st;
+}
+
+void state_free(state_t *st)
+{
+	if (st == NULL)
+		return;
+	for (size_t i = 0; i < st->holder_index.cap; i++)
+		if (st->holder_index.hashes[i] != 0)
+			holder_free(st->holder_index.vals[i]);
+	for (size_t i = 0; i < st->ns_index.cap; i++)
+		if (st->ns_index.hashes[i] != 0)
+			ns_free(st->ns_index.vals[i]);
+	for (size_t i = 0; i < st->node_index.cap; i++)
+		if (st->node_index.hashes[i] != 0)
+			node_free(st->node_index.vals[i]);
+	for (uint32_t i = 0; i < st->n_cls; i++)
+		free(st->cls_names[i]);
+	free(st->cls_names);
+	free(st->table_ids);
+	class_table_release(&st->table);
+	ptab_release(&st->holder_index);
+	ptab_release(&st->ns_index);
+	ptab_release(&st->node_index);
+	ptab_release(&st->cls_index);
+	free(st);
+}
+
+uint64_t state_seq(const state_t *st)
+{
+	return st->seq;
+}
+
+int64_t state_time_ns(const state_t *st)
+{
+	return st->time_ns;
+}
+
+int64_t state_horizon_ns(const state_t *st)
+{
+	return st->horizon_ns;
+}
+
+const struct class_table *state_classes(const state_t *st)
+{
+	return &st->table;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tenants */
+
+static int apply_tenant(state_t *st, const struct event *ev,
+			struct lg_error *err)
+{
+	struct nsrec *ns = state_ns(st, ev->ns), *parent = NULL;
+
+	if (ns != NULL && ns->node)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "TENANT %s: already exists", ev->ns);
+	if (ev->parent != NULL) {
+		parent = state_ns(st, ev->parent);
+		if (parent == NULL || !parent->node)
+			return lg_error_set(err, LG_EMISMATCH,
+					    "TENANT %s: parent %s does not exist",
+					    ev->ns, ev->parent);
+	}
+	ns = ns_get(st, ev->ns);
+	/* A namespace that held units before its node appeared cannot be: a
+	 * tenant namespace's holders need its node (apply_units). */
+	ns->node = true;
+	ns->parent = parent;
+	if (parent != NULL) {
+		ns->sibling = parent->child;
+		parent->child = ns;
+		parent->n_children++;
+	} else {
+		st->root = ns;
+	}
+	return 0;
+}
+
+static int apply_tenant_gone(state_t *st, const struct event *ev,
+			     struct lg_error *err)
+{
+	struct nsrec *ns = state_ns(st, ev->ns);
+
+	if (ns == NULL || !ns->node)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "TENANT_GONE %s: does not exist", ev->ns);
+	if (ns->n_children > 0 || ns->n_holders > 0 || ns->n_budgets > 0 ||
+	    ns->n_raw > 0)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "TENANT_GONE %s: still has children, "
+				    "holders or budgets",
+				    ev->ns);
+	if (ns->parent != NULL) {
+		struct nsrec **pp = &ns->parent->child;
+
+		while (*pp != ns)
+			pp = &(*pp)->sibling;
+		*pp = ns->sibling;
+		ns->parent->n_children--;
+	} else {
+		st->root = NULL;
+	}
+	ns->node = false;
+	ns->parent = ns->sibling = NULL;
+	/* The record stays: its billing accumulators still answer for the
+	 * time it held units. */
+	return 0;
+}
+
+static int apply_budget(state_t *st, const struct event *ev,
+			struct lg_error *err)
+{
+	struct nsrec *ns = state_ns(st, ev->ns);
+	const struct budget *b;
+	size_t i;
+
+	if (ns == NULL || !ns->node)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "BUDGET %s: no such tenant", ev->ns);
+	b = nsrec_budget(ns, ev->key);
+	if (b == NULL && !ev->present)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "BUDGET %s %s: removing an absent budget",
+				    ev->ns, ev->key);
+	if (b != NULL && ev->present && b->value == ev->value)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "BUDGET %s %s: no change", ev->ns, ev->key);
+	i = b ? (size_t)(b - ns->budgets) : 0;
+	if (b != NULL && ev->present) {
+		ns->budgets[i].value = ev->value;
+	} else if (b != NULL) {
+		free(ns->budgets[i].key);
+		memmove(ns->budgets + i, ns->budgets + i + 1,
+			(ns->n_budgets - i - 1) * sizeof(*ns->budgets));
+		ns->n_budgets--;
+	} else {
+		while (i < ns->n_budgets &&
+		       strcmp(ns->budgets[i].key, ev->key) < 0)
+			i++;
+		ns->budgets = xrealloc(ns->budgets, (ns->n_budgets + 1) *
+							    sizeof(*ns->budgets));
+		memmove(ns->budgets + i + 1, ns->budgets + i,
+			(ns->n_budgets - i) * sizeof(*ns->budgets));
+		ns->budgets[i].key = xstrdup(ev->key);
+		ns->budgets[i].value = ev->value;
+		ns->n_budgets++;
+	}
+	return 0;
+}
+
+static int apply_rawkey(state_t *st, const struct event *ev,
+			struct lg_error *err)
+{
+	struct nsrec *ns = state_ns(st, ev->ns);
+	size_t i = 0;
+
+	if (ns == NULL || !ns->node)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "RAWKEY %s: no such tenant", ev->ns);
+	if (nsrec_has_raw(ns, ev->key) == ev->present)
+		return lg_error_set(err, LG_EMISMATCH, "RAWKEY %s %s: no change",
+				    ev->ns, ev->key);
+	while (i < ns->n_raw && strcmp(ns->raw[i], ev->key) < 0)
+		i++;
+	if (ev->present) {
+		ns->raw = xrealloc(ns->raw, (ns->n_raw + 1) * sizeof(char *));
+		memmove(ns->raw + i + 1, ns->raw + i,
+			(ns->n_raw - i) * sizeof(char *));
+		ns->raw[i] = xstrdup(ev->key);
+		ns->n_raw++;
+	} else {
+		free(ns->raw[i]);
+		memmove(ns->raw + i, ns->raw + i + 1,
+			(ns->n_raw - i - 1) * sizeof(char *));
+		ns->n_raw--;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Classes and nodes */
+
+static void table_ids_refresh(state_t *st)
+{
+	st->table_ids = xrealloc(st->table_ids,
+				 st->table.n * sizeof(*st->table_ids));
+	for (size_t i = 0; i < st->table.n; i++)
+		st->table_ids[i] = cls_intern(st, st->table.classes[i].name);
+}
+
+static int apply_class(state_t *st, const struct event *ev,
+		       struct lg_error *err)
+{
+	struct class_table *t = &st->table;
+	struct gpu_class c;
+	size_t i = 0;
+	bool found;
+	json_t *def = NULL;
+	int rc;
+
+	while (i < t->n && strcmp(t->classes[i].name, ev->cls) < 0)
+		i++;
+	found = i < t->n && strcmp(t->classes[i].name, ev->cls) == 0;
+	if (ev->text == NULL) {
+		if (!found)
+			return lg_error_set(err, LG_EMISMATCH,
+					    "CLASS %s: removing an absent class",
+					    ev->cls);
+		gpu_class_release(&t->classes[i]);
+		memmove(t->classes + i, t->classes + i + 1,
+			(t->n - i - 1) * sizeof(*t->classes));
+		t->n--;
+		table_ids_refresh(st);
+		return 0;
+	}
+	def = json_loads(ev->text, 0, NULL);
+	rc = def ? gpu_class_parse(&c, def, err)
+		 : lg_error_set(err, LG_EINVAL, "definition is not JSON");
+	json_decref(def);
+	if (rc != 0)
+		return lg_error_set(err, LG_EMISMATCH, "CLASS %s: %s", ev->cls,
+				    err ? err->msg : "bad definition");
+	if (strcmp(c.name, ev->cls) != 0 ||
+	    (found && gpu_class_equal(&c, &t->classes[i]))) {
+		bool other = strcmp(c.name, ev->cls) != 0;
+
+		gpu_class_release(&c);
+		return lg_error_set(err, LG_EMISMATCH,
+				    "CLASS %s: definition %s", ev->cls,
+				    other ? "names another class" : "unchanged");
+	}
+	if (found) {
+		gpu_class_release(&t->classes[i]);
+	} else {
+		if (t->n >= HOLDER_MAX_CLASSES) {
+			gpu_class_release(&c);
+			return lg_error_set(err, LG_EMISMATCH,
+					    "CLASS %s: more than %d classes",
+					    ev->cls, HOLDER_MAX_CLASSES);
+		}
+		t->classes = xrealloc(t->classes,
+				      (t->n + 1) * sizeof(*t->classes));
+		memmove(t->classes + i + 1, t->classes + i,
+			(t->n - i) * sizeof(*t->classes));
+		t->n++;
+	}
+	t->classes[i] = c;
+	table_ids_refresh(st);
+	return 0;
+}
+
+static int apply_node(state_t *st, const struct event *ev,
+		      struct lg_error *err)
+{
+	struct noderec *n = state_node(st, ev->node);
+	int32_t id = state_cls_id(st, ev->cls);
+	uint32_t cls;
+
+	if (n != NULL && id >= 0 && n->capacity[id] == ev->value &&
+	    n->serves[id] == ev->present)
+		return lg_error_set(err, LG_EMISMATCH, "NODE %s %s: no change",
+				    ev->node, ev->cls);
+	cls = cls_intern(st, ev->cls);
+	n = node_get(st, ev->node);
+	n->capacity[cls] = ev->value;
+	n->serves[cls] = ev->present;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Units */
+
+static void bill_advance(struct nsrec *ns, uint32_t cls, int64_t t_ms)
+{
+	struct bill *b = &ns->bill[cls];
+
+	nsrec_bill_at(ns, cls, t_ms, &b->cum_reserved_ms,
+		      &b->cum_allocated_ms);
+	if (t_ms > b->since_ms)
+		b->since_ms = t_ms;
+}
+
+static struct hunits *holder_units(const struct holder *h, uint32_t cls)
+{
+	for (uint32_t i = 0; h != NULL && i < h->n; i++)
+		if (h->u[i].cls == cls)
+			return &h->u[i];
+	return NULL;
+}
+
+/* Checks a RESERVE..FREE event against the state; changes nothing. */
+static int check_units(const state_t *st, const struct event *ev,
+		       const struct holder *h, int32_t id,
+		       struct lg_error *err)
+{
+	bool reserve = ev->type == EV_RESERVE || ev->type == EV_RELEASE;
+	const struct hunits *u = id >= 0 ? holder_units(h, (uint32_t)id) : NULL;
+	int64_t cur = u ? (reserve ? u->reserved : u->allocated) : 0;
+	const struct nsrec *ns = state_ns(st, ev->ns);
+	const char *what = event_type_name(ev->type);
+
+	if (cur != ev->before)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "%s %s/%s %s: before %lld, state has %lld",
+				    what, ev->ns, ev->name, ev->cls,
+				    (long long)ev->before, (long long)cur);
+	if (h != NULL && strcmp(h->uid, ev->uid) != 0)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "%s %s/%s: uid %s, state has %s", what,
+				    ev->ns, ev->name, ev->uid, h->uid);
+	if (ns_is_tenant(ev->ns) && ev->after > ev->before &&
+	    (ns == NULL || !ns->node))
+		return lg_error_set(err, LG_EMISMATCH,
+				    "%s %s: tenant node does not exist", what,
+				    ev->ns);
+	if (ev->after > ev->before && id < 0 &&
+	    class_table_find(&st->table, ev->cls) == NULL)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "%s %s: class not in the table", what,
+				    ev->cls);
+	if (!reserve && u != NULL && u->allocated > 0) {
+		const char *at = u->node ? u->node->name : "";
+
+		if (strcmp(at, ev->node) != 0)
+			return lg_error_set(err, LG_EMISMATCH,
+					    "%s %s/%s: node %s, state has %s",
+					    what, ev->ns, ev->name, ev->node, at);
+	}
+	return 0;
+}
+
+static struct holder *holder_get(state_t *st, const struct event *ev)
+{
+	struct holder *h = holder_find(st, ev->kind, ev->ns, ev->name);
+
+	if (h != NULL)
+		return h;
+	h = xcalloc(1, sizeof(*h));
+	h->kind = ev->kind;
+	h->ns = ns_get(st, ev->ns);
+	h->name = xstrdup(ev->name);
+	h->uid = xstrdup(ev->uid);
+	ptab_insert(&st->holder_index,
+		    holder_hash(h->kind, h->ns->name, h->name), h);
+	h->ns->n_holders++;
+	st->n_holders++;
+	return h;
+}
+
+static struct hunits *hunits_get(struct holder *h, uint32_t cls)
+{
+	struct hunits *u = holder_units(h, cls);
+	uint32_t i = 0;
+
+	if (u != NULL)
+		return u;
+	while (i < h->n && h->u[i].cls < cls)
+		i++;
+	h->u = xrealloc(h->u, (h->n + 1) * sizeof(*h->u));
+	memmove(h->u + i + 1, h->u + i, (h->n - i) * sizeof(*h->u));
+	memset(&h->u[i], 0, sizeof(h->u[i]));
+	h->u[i].cls = cls;
+	h->n++;
+	return &h->u[i];
+}
+
+/* Drops empty unit slots and, when nothing is left, the holder. */
+static void holder_trim(state_t *st, struct holder *h)
+{
+	uint32_t j = 0;
+
+	for (uint32_t i = 0; i < h->n; i++)
+		if (h->u[i].reserved != 0 || h->u[i].allocated != 0)
+			h->u[j++] = h->u[i];
+	h->n = j;
+	if (j > 0)
+		return;
+	ptab_remove(&st->holder_index,
+		    holder_hash(h->kind, h->ns->name, h->name), h);
+	h->ns->n_holders--;
+	st->n_holders--;
+	holder_free(h);
+}
+
+static int apply_units(state_t *st, const struct event *ev,
+		       struct lg_error *err)
+{
+	struct holder *h = holder_find(st, ev->kind, ev->ns, ev->name);
+	bool reserve = ev->type == EV_RESERVE || ev->type == EV_RELEASE;
+	int64_t d = ev->after - ev->before;
+	struct hunits *u;
+	struct nsrec *ns;
+	uint32_t cls;
+	int rc;
+
+	rc = check_units(st, ev, h, state_cls_id(st, ev->cls), err);
+	if (rc != 0)
+		return rc;
+	cls = cls_intern(st, ev->cls);
+	h = holder_get(st, ev);
+	u = hunits_get(h, cls);
+	ns = h->ns;
+	bill_advance(ns, cls, st->time_ns / 1000000);
+	if (reserve) {
+		u->reserved = ev->after;
+		ns->reserved[cls] += d;
+		for (struct nsrec *a = ns->node ? ns : NULL; a; a = a->parent) {
+			a->sub_reserved[cls] += d;
+			a->sub_reserved_total += d;
+		}
+	} else {
+		if (ev->before == 0 && ev->node[0] != '\0')
+			u->node = node_get(st, ev->node);
+		if (u->node != NULL)
+			u->node->allocated[cls] += d;
+		if (ev->after == 0)
+			u->node = NULL;
+		u->allocated = ev->after;
+		ns->allocated[cls] += d;
+		for (struct nsrec *a = ns->node ? ns : NULL; a; a = a->parent)
+			a->sub_allocated[cls] += d;
+	}
+	holder_trim(st, h);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Dispatch */
+
+typedef int apply_fn(state_t *st, const struct event *ev,
+		     struct lg_error *err);
+
+static int apply_verdict(state_t *st, const struct event *ev,
+			 struct lg_error *err)
+{
+	st->n_verdicts++;
+	return 0;
+}
+
+static int apply_note(state_t *st, const struct event *ev,
+		      struct lg_error *err)
+{
+	st->n_notes++;
+	return 0;
+}
+
+static int apply_tick(state_t *st, const struct event *ev,
+		      struct lg_error *err)
+{
+	return 0;
+}
+
+static apply_fn *const apply_tab[EV_MAX] = {
+	[EV_TENANT] = apply_tenant,	  [EV_TENANT_GONE] = apply_tenant_gone,
+	[EV_BUDGET] = apply_budget,	  [EV_RAWKEY] = apply_rawkey,
+	[EV_CLASS] = apply_class,	  [EV_NODE] = apply_node,
+	[EV_RESERVE] = apply_units,	  [EV_RELEASE] = apply_units,
+	[EV_ALLOC] = apply_units,	  [EV_FREE] = apply_units,
+	[EV_VERDICT] = apply_verdict,	  [EV_NOTE] = apply_note,
+	[EV_TICK] = apply_tick,
+};
+
+int state_apply(state_t *st, const struct event *ev, struct lg_error *err)
+{
+	int rc = event_validate(ev, err);
+
+	if (rc != 0)
+		return lg_error_set(err, LG_EMISMATCH, "seq %llu: %s",
+				    (unsigned long long)ev->seq,
+				    err ? err->msg : "invalid event");
+	if (ev->seq != 0 && ev->seq != st->seq + 1)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "seq %llu: expected seq %llu",
+				    (unsigned long long)ev->seq,
+				    (unsigned long long)st->seq + 1);
+	if (ev->time_ns < st->time_ns)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "seq %llu: time goes back",
+				    (unsigned long long)ev->seq);
+	/* Time moves first: billing integrates the old levels up to now. */
+	int64_t old_time = st->time_ns;
+	st->time_ns = ev->time_ns;
+	rc = apply_tab[ev->type](st, ev, err);
+	if (rc != 0) {
+		st->time_ns = old_time;
+		return rc;
+	}
+	st->seq++;
+	if (ev->type != EV_NOTE && ev->type != EV_VERDICT)
+		st->horizon_ns = ev->time_ns;
+	return 0;
+}

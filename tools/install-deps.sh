@@ -1,0 +1,40 @@
+#!/bin/sh
+# Installs the Debian packages gpuledger builds and tests with, only when one is
+# missing, so that a fresh Debian 12 machine needs nothing but `make test`.
+#
+#   liblmdb-dev       the event log (LMDB)
+#   libjansson-dev    JSON codecs
+#   libuv1-dev        the query process's event loop
+#   libcurl4-openssl-dev  the Kubernetes watch client
+#   libssl-dev        SHA-256 (libcrypto) for the hash chain and claim names
+#   libyaml-dev       kubeconfig parsing
+#   check, libsubunit-dev  unit tests (check's pkg-config file names subunit)
+#   pkg-config        library flags
+set -eu
+
+pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
+libyaml-dev check libsubunit-dev pkg-config"
+
+missing=""
+for p in $pkgs; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "install-deps: installing:$missing" >&2
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO=sudo
+	else
+		echo "install-deps: need root to install:$missing" >&2
+		exit 1
+	fi
+else
+	SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,88 @@
+/*
+ * gpuledger: dispatch to a subcommand (DESIGN 6). Subcommands that later
+ * issues deliver are listed so that `gpuledger --help` shows the whole tool,
+ * and say plainly that they are not built yet.
+ */
+#include "tools/tools.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+void tool_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("gpuledger: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static const struct subcommand subcommands[] = {
+	{"eval", "the model on the command line: NDJSON requests on stdin",
+	 cmd_eval},
+	{"watch", "follow a cluster or a recorded stream into --db DIR", NULL},
+	{"serve", "the query process (HTTP)", NULL},
+	{"replay", "the state at --at SEQ|TIME", NULL},
+	{"audit", "recompute stored verdicts", NULL},
+	{"verify", "check the hash chain and every checkpoint", NULL},
+	{"export", "billing: GPU device-hours as FOCUS CSV or JSON", NULL},
+	{"log", "events as NDJSON", NULL},
+	{"checkpoint", "write a checkpoint now", NULL},
+	{"stats", "sizes and counts", NULL},
+	{"backup", "a compact consistent copy", NULL},
+	{"simulate", "a synthetic cluster history as a recorded stream", NULL},
+};
+
+#define N_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
+
+static void usage(FILE *f)
+{
+	fputs("usage: gpuledger SUBCOMMAND [OPTIONS]   (SUBCOMMAND --help for "
+	      "its options)\n\nsubcommands:\n",
+	      f);
+	for (size_t i = 0; i < N_SUBCOMMANDS; i++)
+		fprintf(f, "  %-11s %s%s\n", subcommands[i].name,
+			subcommands[i].summary,
+			subcommands[i].run ? "" : " (not built yet)");
+}
+
+/* The daemons and tools abort on out-of-memory rather than test every call
+ * (STYLE "Errors and memory"); jansson allocates through these. */
+static void *xjson_malloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL) {
+		fputs("gpuledger: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	json_set_alloc_funcs(xjson_malloc, free);
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
+		if (strcmp(argv[1], subcommands[i].name) != 0)
+			continue;
+		if (subcommands[i].run == NULL) {
+			tool_error("%s: not built yet (see the open issues)",
+				   argv[1]);
+			return 2;
+		}
+		return subcommands[i].run(argc - 1, argv + 1);
+	}
+	tool_error("unknown subcommand \"%s\"", argv[1]);
+	usage(stderr);
+	return 2;
+}
