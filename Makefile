@@ -51,7 +51,7 @@ TEST_MODEL_SRC := tests/test_model.c $(wildcard tests/model_*.c)
 TEST_MODEL_OBJ := $(TEST_MODEL_SRC:%.c=$(BUILD)/%.o)
 
 .PHONY: all test check bench install clean layercheck headercheck deps \
-	unit integration
+	unit integration format
 
 # `make` on a fresh machine installs what is missing first, then builds in a
 # sub-make so that pkg-config sees the freshly installed libraries.
@@ -111,6 +111,10 @@ headercheck:
 		echo "#include \"$$h\"" | $(CC) $(ALL_CFLAGS) -x c -fsyntax-only - \
 		|| { echo "headercheck: $$h is not self-contained"; exit 1; }; \
 	done; echo "headercheck: ok"
+
+# Layout is settled by .clang-format; run before committing.
+format:
+	clang-format -i $(wildcard $(foreach l,$(LAYERS) tests,$(l)/*.[ch]))
 
 clean:
 	rm -rf build gpuledger

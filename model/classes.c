@@ -91,7 +91,8 @@ static int parse_name(struct gpu_class *c, const json_t *entry,
 
 	if (s == NULL)
 		return lg_error_set(err, LG_EINVAL,
-				    "%s.name is missing or not a string", where);
+				    "%s.name is missing or not a string",
+				    where);
 	if (!dns1123_label(s, strlen(s)))
 		return lg_error_set(err, LG_EINVAL,
 				    "%s.name \"%.*s\" is not a DNS-1123 label",
@@ -111,9 +112,10 @@ static int parse_device_class(struct gpu_class *c, const json_t *entry,
 	if (v != NULL && !json_is_null(v)) {
 		s = cstr(v);
 		if (s == NULL || *s == '\0')
-			return lg_error_set(err, LG_EINVAL,
-					    "%s.deviceClassName is not a non-empty string",
-					    where);
+			return lg_error_set(
+				err, LG_EINVAL,
+				"%s.deviceClassName is not a non-empty string",
+				where);
 	}
 	if (dup_into(&c->device_class, s) < 0)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
@@ -155,7 +157,8 @@ static int parse_resource_names(struct gpu_class *c, const json_t *entry,
 
 		if (s == NULL || *s == '\0')
 			return lg_error_set(err, LG_EINVAL,
-					    "%s.resourceNames[%zu] is not a non-empty string",
+					    "%s.resourceNames[%zu] is not a "
+					    "non-empty string",
 					    where, i);
 		if (has_resource(c, s))
 			continue;
@@ -179,9 +182,12 @@ static const struct {
 
 static const char **tol_field(struct toleration *tol, const char *member)
 {
-	for (size_t i = 0; i < sizeof(tol_members) / sizeof(tol_members[0]); i++)
+	size_t n = sizeof(tol_members) / sizeof(tol_members[0]);
+
+	for (size_t i = 0; i < n; i++)
 		if (strcmp(member, tol_members[i].json) == 0)
-			return (const char **)((char *)tol + tol_members[i].off);
+			return (const char **)((char *)tol +
+					       tol_members[i].off);
 	return NULL;
 }
 
@@ -197,19 +203,21 @@ static int parse_toleration(struct toleration *tol, const json_t *v,
 
 	if (!json_is_object(v))
 		return lg_error_set(err, LG_EINVAL,
-				    "%s.tolerations[%zu] is not an object", where, i);
+				    "%s.tolerations[%zu] is not an object",
+				    where, i);
 	if (json_object_size(v) > MODEL_MAX_ITEMS)
 		return lg_error_set(err, LG_ELIMIT,
 				    "%s.tolerations[%zu] has too many members",
 				    where, i);
-	json_object_foreach((json_t *)v, member, mv) {
+	json_object_foreach ((json_t *)v, member, mv) {
 		const char *s = cstr(mv);
 		const char **field = tol_field(tol, member);
 
 		if (s == NULL)
-			return lg_error_set(err, LG_EINVAL,
-					    "%s.tolerations[%zu].%.*s is not a string",
-					    where, i, QUOTE_MAX, member);
+			return lg_error_set(
+				err, LG_EINVAL,
+				"%s.tolerations[%zu].%.*s is not a string",
+				where, i, QUOTE_MAX, member);
 		if (field == NULL)
 			continue;
 		*field = strdup(s);
@@ -241,10 +249,10 @@ static int parse_tolerations(struct gpu_class *c, const json_t *entry,
 	if (c->tolerations == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		/* Counted first so that a failure half-way is still released. */
+		/* Counted first so that a half-parsed one is released. */
 		c->n_tolerations++;
-		rc = parse_toleration(&c->tolerations[i], json_array_get(list, i),
-				      where, i, err);
+		rc = parse_toleration(&c->tolerations[i],
+				      json_array_get(list, i), where, i, err);
 		if (rc < 0)
 			return rc;
 	}
@@ -258,7 +266,8 @@ static int parse_class(struct gpu_class *c, const json_t *entry,
 
 	memset(c, 0, sizeof(*c));
 	if (!json_is_object(entry))
-		return lg_error_set(err, LG_EINVAL, "%s is not an object", where);
+		return lg_error_set(err, LG_EINVAL, "%s is not an object",
+				    where);
 	rc = parse_name(c, entry, where, err);
 	if (rc == 0)
 		rc = parse_device_class(c, entry, where, err);
@@ -281,28 +290,39 @@ int gpu_class_parse(struct gpu_class *c, const json_t *entry,
 /* Rules across classes, checked in input order so that the message names  */
 /* the later of two clashing entries.                                       */
 
-static int check_names(const struct gpu_class *cs, size_t n,
-		       struct lg_error *err)
+/* The index of an earlier class whose name (or deviceClassName) equals that
+ * of class i; i itself when there is none. */
+static size_t earlier_same(const struct gpu_class *cs, size_t i, bool by_dc)
 {
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(cs[i].name, cs[j].name) == 0)
-				return lg_error_set(err, LG_EINVAL,
-						    "classes[%zu].name \"%s\" repeats classes[%zu]",
-						    i, cs[i].name, j);
-	return 0;
+	const char *a = by_dc ? cs[i].device_class : cs[i].name;
+
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(a, by_dc ? cs[j].device_class : cs[j].name) == 0)
+			return j;
+	return i;
 }
 
-static int check_device_classes(const struct gpu_class *cs, size_t n,
-				struct lg_error *err)
+/* At most HOLDER_MAX_CLASSES classes: pairwise is cheap enough. */
+static int check_unique(const struct gpu_class *cs, size_t n,
+			struct lg_error *err)
 {
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(cs[i].device_class, cs[j].device_class) == 0)
-				return lg_error_set(err, LG_EINVAL,
-						    "classes[%zu].deviceClassName \"%.*s\" is also the deviceClassName of class \"%s\"",
-						    i, QUOTE_MAX, cs[i].device_class,
-						    cs[j].name);
+	size_t j;
+
+	for (size_t i = 1; i < n; i++) {
+		j = earlier_same(cs, i, false);
+		if (j < i)
+			return lg_error_set(
+				err, LG_EINVAL,
+				"classes[%zu].name \"%s\" repeats classes[%zu]",
+				i, cs[i].name, j);
+		j = earlier_same(cs, i, true);
+		if (j < i)
+			return lg_error_set(
+				err, LG_EINVAL,
+				"classes[%zu].deviceClassName \"%.*s\" is also "
+				"the deviceClassName of class \"%s\"",
+				i, QUOTE_MAX, cs[i].device_class, cs[j].name);
+	}
 	return 0;
 }
 
@@ -358,7 +378,8 @@ static int check_resources(const struct gpu_class *cs, size_t n,
 		while (first > all && strcmp(first[-1].s, clash->s) == 0)
 			first--;
 		lg_error_set(err, LG_EINVAL,
-			     "classes[%zu].resourceNames[%zu] \"%.*s\" is also in class \"%s\"",
+			     "classes[%zu].resourceNames[%zu] \"%.*s\" is also "
+			     "in class \"%s\"",
 			     clash->cls, clash->item, QUOTE_MAX, clash->s,
 			     cs[first->cls].name);
 	}
@@ -417,9 +438,7 @@ int class_table_parse(struct class_table *t, const json_t *doc,
 		return lg_error_set(err, LG_EINVAL, "classes is not a list");
 	rc = parse_entries(t, list, err);
 	if (rc == 0)
-		rc = check_names(t->classes, t->n, err);
-	if (rc == 0)
-		rc = check_device_classes(t->classes, t->n, err);
+		rc = check_unique(t->classes, t->n, err);
 	if (rc == 0)
 		rc = check_resources(t->classes, t->n, err);
 	if (rc < 0) {
@@ -482,7 +501,8 @@ static int copy_tolerations(struct gpu_class *dst, const struct gpu_class *src)
 {
 	if (src->n_tolerations == 0)
 		return 0;
-	dst->tolerations = calloc(src->n_tolerations, sizeof(*dst->tolerations));
+	dst->tolerations =
+		calloc(src->n_tolerations, sizeof(*dst->tolerations));
 	if (dst->tolerations == NULL)
 		return LG_ENOMEM;
 	for (size_t i = 0; i < src->n_tolerations; i++) {
@@ -490,7 +510,8 @@ static int copy_tolerations(struct gpu_class *dst, const struct gpu_class *src)
 		struct toleration *d = &dst->tolerations[i];
 
 		dst->n_tolerations++;
-		if (dup_opt(&d->key, s->key) < 0 || dup_opt(&d->op, s->op) < 0 ||
+		if (dup_opt(&d->key, s->key) < 0 ||
+		    dup_opt(&d->op, s->op) < 0 ||
 		    dup_opt(&d->value, s->value) < 0 ||
 		    dup_opt(&d->effect, s->effect) < 0)
 			return LG_ENOMEM;
@@ -502,12 +523,13 @@ static int copy_resources(struct gpu_class *dst, const struct gpu_class *src)
 {
 	if (src->n_resource_names == 0)
 		return 0;
-	dst->resource_names = calloc(src->n_resource_names,
-				     sizeof(*dst->resource_names));
+	dst->resource_names =
+		calloc(src->n_resource_names, sizeof(*dst->resource_names));
 	if (dst->resource_names == NULL)
 		return LG_ENOMEM;
 	for (size_t i = 0; i < src->n_resource_names; i++) {
-		if (dup_into(&dst->resource_names[i], src->resource_names[i]) < 0)
+		if (dup_into(&dst->resource_names[i], src->resource_names[i]) <
+		    0)
 			return LG_ENOMEM;
 		dst->n_resource_names++;
 	}
@@ -595,13 +617,18 @@ static json_t *toleration_to_json(const struct toleration *tol)
 
 static bool fill_lists(json_t *rn, json_t *tols, const struct gpu_class *c)
 {
-	for (size_t i = 0; i < c->n_resource_names; i++)
-		if (json_array_append_new(rn, json_string(c->resource_names[i])) < 0)
+	json_t *v;
+
+	for (size_t i = 0; i < c->n_resource_names; i++) {
+		v = json_string(c->resource_names[i]);
+		if (json_array_append_new(rn, v) < 0)
 			return false;
-	for (size_t i = 0; i < c->n_tolerations; i++)
-		if (json_array_append_new(tols,
-					  toleration_to_json(&c->tolerations[i])) < 0)
+	}
+	for (size_t i = 0; i < c->n_tolerations; i++) {
+		v = toleration_to_json(&c->tolerations[i]);
+		if (json_array_append_new(tols, v) < 0)
 			return false;
+	}
 	return true;
 }
 

@@ -95,13 +95,12 @@ static int validate_holder(const struct event *ev, struct lg_error *err)
 	if (ev->uid == NULL || strlen(ev->uid) > 128)
 		return lg_error_set(err, LG_EINVAL, "%s: bad uid", what);
 	if (ev->before < 0 || ev->after < 0)
-		return lg_error_set(err, LG_EINVAL, "%s: negative units",
-				    what);
+		return lg_error_set(err, LG_EINVAL, "%s: negative units", what);
 	if (up ? ev->after <= ev->before : ev->after >= ev->before)
-		return lg_error_set(err, LG_EINVAL,
-				    "%s: units must %s (%lld -> %lld)", what,
-				    up ? "grow" : "shrink",
-				    (long long)ev->before, (long long)ev->after);
+		return lg_error_set(
+			err, LG_EINVAL, "%s: units must %s (%lld -> %lld)",
+			what, up ? "grow" : "shrink", (long long)ev->before,
+			(long long)ev->after);
 	if ((evtab[ev->type].fields & F_NODE) && ev->node == NULL)
 		return lg_error_set(err, LG_EINVAL, "%s: no node", what);
 	if (ev->node != NULL && ev->node[0] != '\0' && !subdomain(ev->node))
@@ -115,10 +114,9 @@ static int validate_tenant(const struct event *ev, struct lg_error *err)
 	bool has_parent;
 
 	if (!label(ev->ns) || !ns_is_tenant(ev->ns))
-		return lg_error_set(err, LG_EINVAL,
-				    "%s: \"%s\" is not a tenant namespace",
-				    event_type_name(ev->type),
-				    ev->ns ? ev->ns : "");
+		return lg_error_set(
+			err, LG_EINVAL, "%s: \"%s\" is not a tenant namespace",
+			event_type_name(ev->type), ev->ns ? ev->ns : "");
 	has_parent = ns_parent(ev->ns, parent);
 	if (has_parent != (ev->parent != NULL) ||
 	    (has_parent && strcmp(parent, ev->parent) != 0))
@@ -148,9 +146,10 @@ int event_validate(const struct event *ev, struct lg_error *err)
 	case EV_TENANT_GONE:
 		return validate_tenant(ev, err);
 	case EV_BUDGET: {
-		enum key_kind k = ev->key ? budget_key_classify(ev->key, NULL,
-								NULL, NULL, NULL)
-					  : KEY_INVALID;
+		enum key_kind k =
+			ev->key ? budget_key_classify(ev->key, NULL, NULL, NULL,
+						      NULL)
+				: KEY_INVALID;
 		if (k != KEY_CLASS && k != KEY_TOTAL)
 			return lg_error_set(err, LG_EINVAL,
 					    "BUDGET: not a budget key");
@@ -239,8 +238,8 @@ size_t time_format_ns(int64_t t_ns, char *buf, size_t cap)
 	}
 	civil_from_days(days, &y, &m, &d);
 	n = snprintf(buf, cap, "%04lld-%02u-%02uT%02d:%02d:%02d.%09lldZ",
-		     (long long)y, m, d, (int)(sod / 3600), (int)(sod / 60 % 60),
-		     (int)(sod % 60), (long long)ns);
+		     (long long)y, m, d, (int)(sod / 3600),
+		     (int)(sod / 60 % 60), (int)(sod % 60), (long long)ns);
 	return n < 0 ? 0 : (size_t)n;
 }
 
@@ -268,14 +267,14 @@ int time_parse_ns(const char *s, int64_t *out)
 	if (s == NULL || strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' ||
 	    !digits(s + 5, 2, &mo) || s[7] != '-' || !digits(s + 8, 2, &d) ||
 	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-	    !digits(s + 11, 2, &h) || s[13] != ':' ||
-	    !digits(s + 14, 2, &mi) || s[16] != ':' ||
-	    !digits(s + 17, 2, &sec))
+	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) ||
+	    s[16] != ':' || !digits(s + 17, 2, &sec))
 		return LG_EINVAL;
 	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
 	    mi > 59 || sec > 60)
 		return LG_EINVAL;
-	if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+	if (mo == 2 && d == 29 &&
+	    !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
 		return LG_EINVAL;
 	p = s + 19;
 	if (*p == '.') {
@@ -355,9 +354,9 @@ json_t *event_to_json(const struct event *ev)
 	if (f & F_KEY)
 		json_object_set_new(o, "key", jstr_or_null(ev->key));
 	if (f & F_VALUE)
-		json_object_set_new(o, "value", ev->present
-						       ? json_integer(ev->value)
-						       : json_null());
+		json_object_set_new(o, "value",
+				    ev->present ? json_integer(ev->value)
+						: json_null());
 	if (f & F_RAWKEY) {
 		json_object_set_new(o, "resource", jstr_or_null(ev->key));
 		json_object_set_new(o, "present", json_boolean(ev->present));
@@ -385,10 +384,11 @@ json_t *event_to_json(const struct event *ev)
 	if (f & F_NOTE) {
 		json_object_set_new(o, "code", jstr_or_null(ev->key));
 		json_object_set_new(o, "namespace", jstr_or_null(ev->ns));
-		json_object_set_new(o, "kind",
-				    ev->kind > HK_NONE && ev->kind < HK_MAX
-					    ? json_string(holder_kind_name(ev->kind))
-					    : json_null());
+		json_object_set_new(
+			o, "kind",
+			ev->kind > HK_NONE && ev->kind < HK_MAX
+				? json_string(holder_kind_name(ev->kind))
+				: json_null());
 		json_object_set_new(o, "name", jstr_or_null(ev->name));
 		json_object_set_new(o, "message", jstr_or_null(ev->text));
 	}
@@ -405,8 +405,8 @@ static int opt_str(const json_t *o, const char *k, const char **out,
 	if (v == NULL || json_is_null(v))
 		return 0;
 	if (!json_is_string(v))
-		return lg_error_set(err, LG_EINVAL, "event: \"%s\" must be a string",
-				    k);
+		return lg_error_set(err, LG_EINVAL,
+				    "event: \"%s\" must be a string", k);
 	*out = json_string_value(v);
 	return 0;
 }
@@ -482,7 +482,8 @@ static int fields_from_json(struct event *ev, const json_t *v, unsigned f,
 {
 	int rc = 0;
 
-	if ((f & (F_NS | F_NOTE)) && (rc = opt_str(v, "namespace", &ev->ns, err)))
+	if ((f & (F_NS | F_NOTE)) &&
+	    (rc = opt_str(v, "namespace", &ev->ns, err)))
 		return rc;
 	if ((f & F_PARENT) && (rc = opt_str(v, "parent", &ev->parent, err)))
 		return rc;
@@ -495,8 +496,9 @@ static int fields_from_json(struct event *ev, const json_t *v, unsigned f,
 		if (ev->present && (rc = req_int(v, "value", &ev->value, err)))
 			return rc;
 	}
-	if ((f & F_RAWKEY) && ((rc = opt_str(v, "resource", &ev->key, err)) ||
-			       (rc = req_bool(v, "present", &ev->present, err))))
+	if ((f & F_RAWKEY) &&
+	    ((rc = opt_str(v, "resource", &ev->key, err)) ||
+	     (rc = req_bool(v, "present", &ev->present, err))))
 		return rc;
 	if ((f & F_CLASS) && (rc = opt_str(v, "class", &ev->cls, err)))
 		return rc;
@@ -545,7 +547,8 @@ int event_from_json(struct event *ev, const json_t *v, char **scratch,
 		return rc;
 	if (time != NULL && time_parse_ns(time, &ev->time_ns) != 0)
 		return lg_error_set(err, LG_EINVAL,
-				    "event: \"time\" is not RFC 3339: %s", time);
+				    "event: \"time\" is not RFC 3339: %s",
+				    time);
 	if ((rc = fields_from_json(ev, v, evtab[ev->type].fields, scratch,
 				   err)) != 0)
 		return rc;
@@ -564,8 +567,7 @@ int state_from_events_json(const json_t *events, state_t **out,
 		return lg_error_set(err, LG_EINVAL,
 				    "state: \"events\" must be a list");
 	st = state_new();
-	json_array_foreach(events, i, v)
-	{
+	json_array_foreach (events, i, v) {
 		struct event ev;
 		char *scratch = NULL;
 		int rc = event_from_json(&ev, v, &scratch, err);

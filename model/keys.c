@@ -17,15 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GPU_DOMAIN "gpuclass.cozystack.io"
+#define GPU_DOMAIN	   "gpuclass.cozystack.io"
 #define TENANT_API_VERSION "apps.cozystack.io/v1alpha1"
 
 static const char *const kind_names[] = {
-	[KEY_OTHER] = "other",
-	[KEY_CLASS] = "class",
-	[KEY_TOTAL] = "total",
-	[KEY_INVALID] = "invalid",
-	[KEY_RAW] = "raw",
+	[KEY_OTHER] = "other",	   [KEY_CLASS] = "class", [KEY_TOTAL] = "total",
+	[KEY_INVALID] = "invalid", [KEY_RAW] = "raw",
 };
 
 const char *key_kind_name(enum key_kind k)
@@ -111,7 +108,10 @@ enum key_kind budget_key_classify(const char *key, const struct class_table *t,
 		}
 		goto out;
 	}
-	if (in_gpu_domain(key) || in_gpu_domain(s)) {
+	/* The stripped key needs no check of its own: a prefix only adds a
+	 * label in front of the domain, so "requests.gpuclass.cozystack.io/x"
+	 * is in the domain as written. */
+	if (in_gpu_domain(key)) {
 		k = KEY_INVALID;
 		goto out;
 	}
@@ -172,8 +172,8 @@ static bool absent_or(const json_t *o, const char *member, const char *want)
 {
 	const json_t *v = json_object_get(o, member);
 
-	return v == NULL || (json_is_string(v) && strcmp(json_string_value(v),
-							want) == 0);
+	return v == NULL ||
+	       (json_is_string(v) && strcmp(json_string_value(v), want) == 0);
 }
 
 /* Objects without apiVersion or kind are accepted (callers may pass bare
@@ -182,7 +182,8 @@ static bool absent_or(const json_t *o, const char *member, const char *want)
 static int check_kind(const json_t *tenant, struct lg_error *err)
 {
 	if (!json_is_object(tenant))
-		return lg_error_set(err, LG_EINVAL, "the Tenant is not an object");
+		return lg_error_set(err, LG_EINVAL,
+				    "the Tenant is not an object");
 	if (!absent_or(tenant, "apiVersion", TENANT_API_VERSION) ||
 	    !absent_or(tenant, "kind", "Tenant"))
 		return lg_error_set(err, LG_EUNKNOWN,
@@ -209,17 +210,19 @@ static int read_governed(const json_t *tenant, struct tenant_map *tm,
 	const char *x = nonempty(md, "name"), *p = nonempty(md, "namespace");
 
 	if (x == NULL)
-		return lg_error_set(err, LG_EINVAL,
-				    "metadata.name is missing or not a non-empty string");
+		return lg_error_set(
+			err, LG_EINVAL,
+			"metadata.name is missing or not a non-empty string");
 	if (p == NULL)
 		return lg_error_set(err, LG_EINVAL,
-				    "metadata.namespace is missing or not a non-empty string");
+				    "metadata.namespace is missing or not a "
+				    "non-empty string");
 	if (tenant_governed_ns(p, x, tm->governed, sizeof(tm->governed)) < 0 ||
 	    !dns1123_label(tm->governed, strlen(tm->governed))) {
 		tm->governed[0] = '\0';
-		return lg_error_set(err, LG_EINVAL,
-				    "Tenant %.64s/%.64s governs no valid namespace",
-				    p, x);
+		return lg_error_set(
+			err, LG_EINVAL,
+			"Tenant %.64s/%.64s governs no valid namespace", p, x);
 	}
 	return 0;
 }
@@ -309,22 +312,26 @@ static void map_quota(struct tenant_map *tm, const struct quota *q,
 	if (k == KEY_INVALID) {
 		if (tm->n_invalid++ == 0)
 			lg_error_set(err, LG_EINVAL,
-				     "spec.resourceQuotas key \"%.128s\" is not a valid GPU budget key",
+				     "spec.resourceQuotas key \"%.128s\" is "
+				     "not a valid GPU budget key",
 				     q->key);
 		return;
 	}
 	if (quantity_json_uint(q->v, &val, &qe) < 0) {
 		if (tm->n_invalid++ == 0)
-			lg_error_set(err, LG_EINVAL,
-				     "spec.resourceQuotas \"%.128s\": %s", q->key,
-				     qe.msg[0] != '\0' ? qe.msg
-						       : "not an exact non-negative integer");
+			lg_error_set(
+				err, LG_EINVAL,
+				"spec.resourceQuotas \"%.128s\": %s", q->key,
+				qe.msg[0] != '\0'
+					? qe.msg
+					: "not an exact non-negative integer");
 		return;
 	}
 	if (k == KEY_RAW)
 		tm->raw[tm->n_raw++] = res;
 	else
-		tm->budgets[tm->n_budgets++] = (struct budget_entry){q->key, val};
+		tm->budgets[tm->n_budgets++] =
+			(struct budget_entry){.key = q->key, .value = val};
 }
 
 /* Raw keys: "requests.r" and "limits.r" declare the same resource r once. */

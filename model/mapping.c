@@ -231,8 +231,7 @@ static int map_vmi(const json_t *spec, const struct class_table *t,
 
 /* maxReplicas is absent/null (10) or a JSON integer >= 0; a string or a
  * real is invalid even when it looks like an integer (Appendix A). */
-static int max_replicas(const json_t *spec, int64_t *out,
-			struct lg_error *err)
+static int max_replicas(const json_t *spec, int64_t *out, struct lg_error *err)
 {
 	const json_t *v = json_object_get(spec, "maxReplicas");
 
@@ -269,8 +268,7 @@ static int map_kn(const json_t *spec, const struct class_table *t,
 /* Every quantity of a resource map must be a string that parses to a
  * non-negative value; a pod with a bad one holds 0 (Appendix A "Pods").
  * Stored objects carry quantities as strings, as pod_requests expects. */
-static int check_qmap(const json_t *m, const char *where,
-		      struct lg_error *err)
+static int check_qmap(const json_t *m, const char *where, struct lg_error *err)
 {
 	const char *key;
 	json_t *v;
@@ -282,7 +280,7 @@ static int check_qmap(const json_t *m, const char *where,
 				    where);
 	/* jansson's iteration API takes non-const pointers; nothing is
 	 * modified. */
-	json_object_foreach((json_t *)m, key, v) {
+	json_object_foreach ((json_t *)m, key, v) {
 		const char *s = json_string_value(v);
 		struct quantity q;
 
@@ -294,7 +292,8 @@ static int check_qmap(const json_t *m, const char *where,
 		if (quantity_is_negative(&q))
 			return lg_error_set(err, LG_EINVAL,
 					    "%s[%.63s]: negative quantity "
-					    "%.40s", where, key, s);
+					    "%.40s",
+					    where, key, s);
 	}
 	return 0;
 }
@@ -493,9 +492,8 @@ static int first_available(const json_t *req, const char *where,
 	return rc;
 }
 
-static int map_request(const json_t *req, size_t i,
-		       const struct class_table *t, int64_t *acc,
-		       struct lg_error *err)
+static int map_request(const json_t *req, size_t i, const struct class_table *t,
+		       int64_t *acc, struct lg_error *err)
 {
 	const json_t *exactly;
 	struct devreq d;
@@ -675,15 +673,15 @@ int holder_map_object(const json_t *obj, const struct class_table *t,
 	holder_map_reset(hm, HK_NONE);
 	kd = object_kind(obj, &k);
 	if (kd == NULL)
-		return lg_error_set(err, LG_EUNKNOWN,
-				    "not a holder kind: %s %s",
-				    or_q(jstr(obj, "apiVersion")),
-				    or_q(jstr(obj, "kind")));
+		return lg_error_set(
+			err, LG_EUNKNOWN, "not a holder kind: %s %s",
+			or_q(jstr(obj, "apiVersion")), or_q(jstr(obj, "kind")));
 	hm->kind = k;
 	if (ns == NULL || *ns == '\0' || name == NULL || *name == '\0')
 		return lg_error_set(err, LG_EINVAL,
 				    "%s: metadata.namespace and metadata.name "
-				    "are required", kd->name);
+				    "are required",
+				    kd->name);
 	hm->ns = ns;
 	hm->name = name;
 	hm->uid = uid != NULL ? uid : "";
@@ -719,8 +717,8 @@ bool holder_claim_covered(const struct holder_map *claim,
 	char dev[16];
 	uint32_t c;
 
-	if (claim->kind != HK_RESOURCECLAIM || !claim->valid ||
-	    claim->n != 1 || vmi->kind != HK_VMINSTANCE || !vmi->valid)
+	if (claim->kind != HK_RESOURCECLAIM || !claim->valid || claim->n != 1 ||
+	    vmi->kind != HK_VMINSTANCE || !vmi->valid)
 		return false;
 	if (claim->ns == NULL || vmi->ns == NULL || claim->name == NULL ||
 	    vmi->name == NULL || strcmp(claim->ns, vmi->ns) != 0)
@@ -774,11 +772,13 @@ static int64_t node_capacity(const json_t *alloc, const struct gpu_class *c,
 		if (!allocatable_value(q, &v))
 			lg_error_set(err, LG_EINVAL,
 				     "node %s: allocatable %s is invalid, "
-				     "counted as 0", node, r);
+				     "counted as 0",
+				     node, r);
 		if (add_units(&sum, v) < 0) {
 			lg_error_set(err, LG_ERANGE,
 				     "node %s: capacity of class %s overflows, "
-				     "counted as 0", node, c->name);
+				     "counted as 0",
+				     node, c->name);
 			return 0;
 		}
 	}

@@ -24,15 +24,16 @@
 
 enum lg_err {
 	LG_OK = 0,
-	LG_EINVAL = -1,    /* invalid input (syntax, type, value) */
-	LG_ERANGE = -2,    /* a number does not fit (int64 overflow) */
-	LG_ENOMEM = -3,    /* out of memory (libraries only; daemons abort) */
-	LG_ENOENT = -4,    /* no such thing */
-	LG_EEXIST = -5,    /* already exists */
-	LG_EMISMATCH = -6, /* an event does not fit the state it is applied to */
-	LG_ECORRUPT = -7,  /* stored data failed validation */
-	LG_EIO = -8,       /* I/O failed */
-	LG_EFULL = -9,     /* disk or map full */
+	LG_EINVAL = -1, /* invalid input (syntax, type, value) */
+	LG_ERANGE = -2, /* a number does not fit (int64 overflow) */
+	LG_ENOMEM = -3, /* out of memory (libraries only; daemons abort) */
+	LG_ENOENT = -4, /* no such thing */
+	LG_EEXIST = -5, /* already exists */
+	LG_EMISMATCH =
+		-6,	  /* an event does not fit the state it is applied to */
+	LG_ECORRUPT = -7, /* stored data failed validation */
+	LG_EIO = -8,	  /* I/O failed */
+	LG_EFULL = -9,	  /* disk or map full */
 	LG_EVERSION = -10, /* unsupported format version */
 	LG_ELIMIT = -11,   /* a configured bound was exceeded */
 	LG_EUNKNOWN = -12, /* unknown function, kind or type */
@@ -67,8 +68,8 @@ int lg_error_set(struct lg_error *err, int code, const char *fmt, ...)
  * is public only so that callers can keep quantities on the stack. The value
  * is stored rounded up (away from zero) to nano units, as upstream does. */
 struct quantity {
-	int8_t sign;     /* -1, 0, +1 */
-	uint8_t binary;  /* the string used a binary suffix (Ki, Mi, ...) */
+	int8_t sign;	 /* -1, 0, +1 */
+	uint8_t binary;	 /* the string used a binary suffix (Ki, Mi, ...) */
 	uint16_t nlimbs; /* used limbs of mag */
 	uint32_t mag[QUANTITY_LIMBS]; /* |value| in nano units, little endian */
 };
@@ -106,7 +107,7 @@ int quantity_json_uint(const json_t *v, int64_t *out, struct lg_error *err);
 /* ---------------------------------------------------------------------- */
 /* Names (DESIGN 5.4, 5.5).                                                */
 
-#define DNS1123_LABEL_MAX 63
+#define DNS1123_LABEL_MAX     63
 #define DNS1123_SUBDOMAIN_MAX 253
 
 bool dns1123_label(const char *s, size_t len);
@@ -170,7 +171,7 @@ int pod_requests(const json_t *pod, bool defaults, struct reslist *out,
 /* One class. Every string and array is owned by the table it is in. */
 struct gpu_class {
 	char *name;
-	char *device_class; /* defaults to name */
+	char *device_class;    /* defaults to name */
 	char **resource_names; /* de-duplicated, in the order first given */
 	size_t n_resource_names;
 	struct toleration *tolerations; /* strings owned by the class */
@@ -221,10 +222,10 @@ enum key_kind {
 	KEY_CLASS,   /* <class>.gpuclass.cozystack.io/devices */
 	KEY_TOTAL,   /* gpuclass.cozystack.io/devices */
 	KEY_INVALID, /* another key in the GPU domain */
-	KEY_RAW      /* a resourceNames entry of some class (prefix stripped) */
+	KEY_RAW	     /* a resourceNames entry of some class (prefix stripped) */
 };
 
-#define GPU_TOTAL_KEY "gpuclass.cozystack.io/devices"
+#define GPU_TOTAL_KEY	     "gpuclass.cozystack.io/devices"
 #define GPU_CLASS_KEY_SUFFIX ".gpuclass.cozystack.io/devices"
 
 /* Classifies key. For KEY_CLASS, *cls is the class label (pointing into key,
@@ -256,14 +257,14 @@ enum holder_kind {
 	HK_MAX
 };
 
-const char *holder_kind_name(enum holder_kind k); /* "VMInstance", ... */
+const char *holder_kind_name(enum holder_kind k);  /* "VMInstance", ... */
 enum holder_kind holder_kind_parse(const char *s); /* HK_NONE if unknown */
 
 /* Classes a table may have (larger tables are rejected), and so the most
  * classes one object may hold. */
 #define HOLDER_MAX_CLASSES 64
 #define HOLDER_MAX_ENTRIES 256 /* spec.gpus entries of one object */
-#define NODE_NAME_MAX DNS1123_SUBDOMAIN_MAX
+#define NODE_NAME_MAX	   DNS1123_SUBDOMAIN_MAX
 
 /* Units of one class; cls indexes the class table the map was made with. */
 struct class_units {
@@ -285,10 +286,12 @@ struct holder_map {
 	 * allocated). */
 	size_t n;
 	struct class_units units[HOLDER_MAX_CLASSES];
-	/* Pod: spec.nodeName; claim: the allocation's single node. "" if none. */
+	/* Pod: spec.nodeName; claim: the allocation's single node. "" if none.
+	 */
 	char node[NODE_NAME_MAX + 1];
-	bool allocated;      /* claim: status.allocation present; pod: always */
-	bool unknown_class;  /* VMI/KN: an entry names a class not in the table */
+	bool allocated;	    /* claim: status.allocation present; pod: always */
+	bool unknown_class; /* VMI/KN: an entry names a class not in the table
+			     */
 	/* VMInstance/KubernetesNodes: per spec.gpus entry, the class index of a
 	 * class entry, -1 for a raw entry or an unknown class. */
 	size_t n_entries;
@@ -322,7 +325,7 @@ struct node_class {
 };
 struct node_map {
 	const char *name; /* borrowed */
-	size_t n;         /* one per class of the table, in table order */
+	size_t n;	  /* one per class of the table, in table order */
 	struct node_class classes[HOLDER_MAX_CLASSES];
 };
 int node_map_object(const json_t *node, const struct class_table *t,
@@ -372,26 +375,26 @@ enum event_type {
 };
 
 struct event {
-	uint64_t seq;      /* 1, 2, ... (0 = not yet assigned) */
-	int64_t time_ns;   /* UTC nanoseconds */
+	uint64_t seq;	 /* 1, 2, ... (0 = not yet assigned) */
+	int64_t time_ns; /* UTC nanoseconds */
 	enum event_type type;
-	const char *ns;     /* TENANT*, BUDGET, RAWKEY, RESERVE..FREE, NOTE */
+	const char *ns;	    /* TENANT*, BUDGET, RAWKEY, RESERVE..FREE, NOTE */
 	const char *parent; /* TENANT*: NULL for tenant-root */
 	const char *key;    /* BUDGET: key; RAWKEY: resource; NOTE: code */
-	bool present;       /* BUDGET: value set; RAWKEY: declared; NODE: serves */
-	int64_t value;      /* BUDGET value; NODE capacity */
-	const char *cls;    /* CLASS, NODE, RESERVE..FREE */
-	const char *text;   /* CLASS: canonical definition JSON or NULL (removed);
-			       VERDICT: canonical record JSON; NOTE: message */
-	const char *node;   /* NODE, ALLOC, FREE ("" = none) */
+	bool present;	 /* BUDGET: value set; RAWKEY: declared; NODE: serves */
+	int64_t value;	 /* BUDGET value; NODE capacity */
+	const char *cls; /* CLASS, NODE, RESERVE..FREE */
+	const char *text; /* CLASS: canonical definition JSON or NULL (removed);
+			     VERDICT: canonical record JSON; NOTE: message */
+	const char *node; /* NODE, ALLOC, FREE ("" = none) */
 	enum holder_kind kind; /* RESERVE..FREE; NOTE: object kind or HK_NONE */
-	const char *name;   /* RESERVE..FREE; NOTE: object name */
-	const char *uid;    /* RESERVE..FREE */
+	const char *name;      /* RESERVE..FREE; NOTE: object name */
+	const char *uid;       /* RESERVE..FREE */
 	int64_t before, after; /* RESERVE..FREE */
 };
 
-const char *event_type_name(enum event_type t); /* "RESERVE", ... */
-enum event_type event_type_parse(const char *s);  /* EV_NONE if unknown */
+const char *event_type_name(enum event_type t);	 /* "RESERVE", ... */
+enum event_type event_type_parse(const char *s); /* EV_NONE if unknown */
 /* Checks the fields an event of its type must have (names valid, counts
  * non-negative, direction of before/after right for its type). */
 int event_validate(const struct event *ev, struct lg_error *err);
@@ -449,8 +452,8 @@ json_t *state_to_json(const state_t *st, const char *ns);
 int verdict_admission(const state_t *st, const json_t *req, json_t **verdict,
 		      struct lg_error *err);
 /* Declaration (3.2). req is {namespace, old, new}. */
-int verdict_declaration(const state_t *st, const json_t *req,
-			json_t **verdict, struct lg_error *err);
+int verdict_declaration(const state_t *st, const json_t *req, json_t **verdict,
+			struct lg_error *err);
 /* Remaining (3.3): {"classes": {...}, "total": {...}} for namespace ns. */
 json_t *state_remaining_json(const state_t *st, const char *ns);
 
@@ -459,7 +462,7 @@ json_t *state_remaining_json(const state_t *st, const char *ns);
 
 struct eval_ctx {
 	const struct class_table *classes; /* --classes, may be NULL */
-	const state_t *state;              /* --db state, may be NULL */
+	const state_t *state;		   /* --db state, may be NULL */
 };
 
 /* Evaluates one request line's function on input. On success *out is a new

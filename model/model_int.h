@@ -12,17 +12,17 @@
 typedef int eval_fn(const struct eval_ctx *ctx, const json_t *input,
 		    json_t **out, struct lg_error *err);
 
-eval_fn eval_parse_quantity;   /* model/quantity.c */
-eval_fn eval_pod_requests;     /* model/podreq.c */
-eval_fn eval_tolerates_taint;  /* model/taint.c */
-eval_fn eval_node_serves;      /* model/taint.c */
-eval_fn eval_dns1123_label;    /* model/names.c */
+eval_fn eval_parse_quantity;	/* model/quantity.c */
+eval_fn eval_pod_requests;	/* model/podreq.c */
+eval_fn eval_tolerates_taint;	/* model/taint.c */
+eval_fn eval_node_serves;	/* model/taint.c */
+eval_fn eval_dns1123_label;	/* model/names.c */
 eval_fn eval_dns1123_subdomain; /* model/names.c */
-eval_fn eval_claim_name;       /* model/names.c */
-eval_fn eval_budget_key;       /* model/keys.c */
-eval_fn eval_admission;        /* model/verdict.c */
-eval_fn eval_declaration;      /* model/verdict.c */
-eval_fn eval_remaining;        /* model/verdict.c */
+eval_fn eval_claim_name;	/* model/names.c */
+eval_fn eval_budget_key;	/* model/keys.c */
+eval_fn eval_admission;		/* model/verdict.c */
+eval_fn eval_declaration;	/* model/verdict.c */
+eval_fn eval_remaining;		/* model/verdict.c */
 
 /* Hard-wired upper bound for any JSON array a mapper walks (containers, gpus,
  * requests, taints, ...): beyond it the object is invalid. */
@@ -33,7 +33,6 @@ static inline const char *jstr(const json_t *o, const char *k)
 {
 	return json_string_value(json_object_get(o, k));
 }
-
 
 /* ---------------------------------------------------------------------- */
 /* Memory: running out aborts (STYLE "Errors and memory"); call sites do not
@@ -47,15 +46,16 @@ char *xstrdup(const char *s);
 /* Pointer tables: open addressing keyed by a 64-bit hash, equality by a
  * callback. Used for namespaces, holders, nodes and class names. */
 struct ptab {
-	size_t cap, n;      /* cap is a power of two or 0 */
-	uint64_t *hashes;   /* 0 = empty slot (hashes are forced non-zero) */
+	size_t cap, n;	  /* cap is a power of two or 0 */
+	uint64_t *hashes; /* 0 = empty slot (hashes are forced non-zero) */
 	void **vals;
 };
 uint64_t hash_bytes(uint64_t h, const void *p, size_t n); /* FNV-1a step */
 uint64_t hash_str(const char *s);
 void *ptab_find(const struct ptab *t, uint64_t h,
 		bool (*eq)(const void *val, const void *key), const void *key);
-void ptab_insert(struct ptab *t, uint64_t h, void *val); /* no duplicate check */
+void ptab_insert(struct ptab *t, uint64_t h,
+		 void *val); /* no duplicate check */
 void ptab_remove(struct ptab *t, uint64_t h, const void *val);
 void ptab_release(struct ptab *t);
 
@@ -66,7 +66,7 @@ void ptab_release(struct ptab *t);
  * every per-class array has st->cls_cap entries. */
 
 struct bill {
-	int64_t cum_reserved_ms;  /* device-ms integrated up to since_ms */
+	int64_t cum_reserved_ms; /* device-ms integrated up to since_ms */
 	int64_t cum_allocated_ms;
 	int64_t since_ms;
 };
@@ -79,20 +79,21 @@ struct budget {
 /* A namespace seen by the state: a tenant node (node == true) or any
  * namespace that holds units (for billing and capacity). */
 struct nsrec {
-	char *name;      /* owned */
-	bool tenant;     /* ns_is_tenant(name) */
-	bool node;       /* a tenant node exists (TENANT applied, not GONE) */
+	char *name;  /* owned */
+	bool tenant; /* ns_is_tenant(name) */
+	bool node;   /* a tenant node exists (TENANT applied, not GONE) */
 	struct nsrec *parent, *child, *sibling; /* tree links while node */
 	size_t n_children;
 	size_t n_budgets;
 	struct budget *budgets; /* sorted by key */
 	size_t n_raw;
 	char **raw; /* declared raw resources, sorted, owned */
-	int64_t *reserved, *allocated;         /* own, [cls_cap] */
-	int64_t *sub_reserved, *sub_allocated; /* subtree incl. own, [cls_cap] */
-	int64_t sub_reserved_total;            /* sum over classes */
-	struct bill *bill;                     /* [cls_cap] */
-	size_t n_holders; /* holders with units here */
+	int64_t *reserved, *allocated; /* own, [cls_cap] */
+	int64_t *sub_reserved,
+		*sub_allocated;	    /* subtree incl. own, [cls_cap] */
+	int64_t sub_reserved_total; /* sum over classes */
+	struct bill *bill;	    /* [cls_cap] */
+	size_t n_holders;	    /* holders with units here */
 };
 
 struct hunits {
@@ -110,10 +111,10 @@ struct holder {
 };
 
 struct noderec {
-	char *name;             /* owned */
-	int64_t *capacity;      /* [cls_cap], from NODE events */
-	int64_t *allocated;     /* [cls_cap], from ALLOC/FREE naming it */
-	bool *serves;           /* [cls_cap] */
+	char *name;	    /* owned */
+	int64_t *capacity;  /* [cls_cap], from NODE events */
+	int64_t *allocated; /* [cls_cap], from ALLOC/FREE naming it */
+	bool *serves;	    /* [cls_cap] */
 };
 
 struct state {
@@ -123,15 +124,15 @@ struct state {
 	uint64_t n_verdicts; /* VERDICT events applied (the last verdict id) */
 	uint64_t n_notes;
 	struct class_table table; /* the class table in force, sorted by name */
-	uint32_t *table_ids;      /* class id of table.classes[i] */
-	char **cls_names;         /* interned class names by id, owned */
+	uint32_t *table_ids;	  /* class id of table.classes[i] */
+	char **cls_names;	  /* interned class names by id, owned */
 	uint32_t n_cls, cls_cap;
-	struct ptab cls_index;    /* name -> (id + 1) cast to pointer */
-	struct ptab ns_index;     /* name -> struct nsrec * */
+	struct ptab cls_index;	  /* name -> (id + 1) cast to pointer */
+	struct ptab ns_index;	  /* name -> struct nsrec * */
 	struct ptab holder_index; /* (kind, ns, name) -> struct holder * */
 	size_t n_holders;
-	struct ptab node_index;   /* name -> struct noderec * */
-	struct nsrec *root;       /* tenant-root while its node exists */
+	struct ptab node_index; /* name -> struct noderec * */
+	struct nsrec *root;	/* tenant-root while its node exists */
 };
 
 /* Lookups; NULL when absent. */

@@ -9,8 +9,8 @@
 #include <openssl/sha.h>
 #include <string.h>
 
-#define VMI_PREFIX "vm-instance-"
-#define TENANT_ROOT "tenant-root"
+#define VMI_PREFIX    "vm-instance-"
+#define TENANT_ROOT   "tenant-root"
 #define TENANT_PREFIX "tenant-"
 /* First 8 hex digits of SHA-256, as DESIGN 5.5 fixes. */
 #define CLAIM_HASH_LEN 8
@@ -210,9 +210,9 @@ static int eval_name_check(const json_t *input, json_t **out,
 {
 	if (!json_is_string(input))
 		return lg_error_set(err, LG_EINVAL, "input must be a string");
-	*out = json_pack("{s:b}", "valid",
-			 check(json_string_value(input),
-			       json_string_length(input)));
+	*out = json_pack(
+		"{s:b}", "valid",
+		check(json_string_value(input), json_string_length(input)));
 	if (*out == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	return 0;
@@ -255,9 +255,10 @@ int eval_claim_name(const struct eval_ctx *ctx, const json_t *input,
 		return lg_error_set(err, LG_EINVAL,
 				    "vmi and device must be strings");
 	if (claim_name(vmi, dev, name) < 0)
-		return lg_error_set(err, LG_EINVAL,
-				    "no valid claim name for vmi %.80s device %.80s",
-				    vmi, dev);
+		return lg_error_set(
+			err, LG_EINVAL,
+			"no valid claim name for vmi %.80s device %.80s", vmi,
+			dev);
 	*out = json_pack("{s:s}", "name", name);
 	if (*out == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");

@@ -101,7 +101,11 @@ static struct quantity *reslist_slot(struct reslist *l, const char *name,
 
 /* The three upstream list operations (addResourceList, maxResourceList and
  * plain assignment), with overflow and bounds reported, never wrapped. */
-enum list_op { OP_ADD, OP_MAX, OP_SET };
+enum list_op {
+	OP_ADD,
+	OP_MAX,
+	OP_SET
+};
 
 static int reslist_apply(struct reslist *l, const char *name,
 			 const struct quantity *q, enum list_op op)
@@ -142,8 +146,7 @@ static int reslist_merge(struct reslist *dst, const struct reslist *src,
 
 /* Member k of o when it has type t; absent or null gives NULL and 0. */
 static int opt_member(const json_t *o, const char *k, json_type t,
-		      const json_t **out, const char *who,
-		      struct lg_error *err)
+		      const json_t **out, const char *who, struct lg_error *err)
 {
 	const json_t *m = json_object_get(o, k);
 
@@ -155,8 +158,10 @@ static int opt_member(const json_t *o, const char *k, json_type t,
 				    who, k);
 	if ((t == JSON_ARRAY && json_array_size(m) > MODEL_MAX_ITEMS) ||
 	    (t == JSON_OBJECT && json_object_size(m) > MODEL_MAX_ITEMS))
-		return lg_error_set(err, LG_EINVAL, "%s: %s has more than %d "
-				    "items", who, k, MODEL_MAX_ITEMS);
+		return lg_error_set(err, LG_EINVAL,
+				    "%s: %s has more than %d "
+				    "items",
+				    who, k, MODEL_MAX_ITEMS);
 	*out = m;
 	return 0;
 }
@@ -164,9 +169,9 @@ static int opt_member(const json_t *o, const char *k, json_type t,
 /* Parses one quantity of a resource list. Stored objects carry quantities
  * as strings; anything else is a wrong type. A quantity too large to
  * represent is as unusable as a malformed one, so both are LG_EINVAL. */
-static int parse_quantity(const json_t *v, struct quantity *q,
-			  const char *who, const char *field,
-			  const char *name, struct lg_error *err)
+static int parse_quantity(const json_t *v, struct quantity *q, const char *who,
+			  const char *field, const char *name,
+			  struct lg_error *err)
 {
 	const char *s = json_string_value(v);
 
@@ -182,22 +187,24 @@ static int parse_quantity(const json_t *v, struct quantity *q,
 }
 
 /* Adds every resource of map (bounded by opt_member) to l, except those
- * that skip has: that is how a limit stands in for a missing request. */
+ * that skip has: that is how a limit stands in for a missing request. The
+ * skipped ones are still parsed, so that a malformed limit never hides
+ * behind a request. */
 static int add_map(struct reslist *l, const json_t *map, const json_t *skip,
 		   const char *who, const char *field, struct lg_error *err)
 {
 	const char *name;
 	json_t *v;
 
-	json_object_foreach((json_t *)map, name, v) {
+	json_object_foreach ((json_t *)map, name, v) {
 		struct quantity q;
 		int rc;
 
-		if (json_object_get(skip, name) != NULL)
-			continue;
 		rc = parse_quantity(v, &q, who, field, name, err);
 		if (rc < 0)
 			return rc;
+		if (json_object_get(skip, name) != NULL)
+			continue;
 		rc = reslist_apply(l, name, &q, OP_ADD);
 		if (rc < 0)
 			return lg_error_set(err, rc, "%s: %s %.63s: %s", who,
@@ -209,9 +216,8 @@ static int add_map(struct reslist *l, const json_t *map, const json_t *skip,
 /* The requests of one container into l (emptied first). With defaults, a
  * limit without a request counts as the request, as the API server's
  * defaulting (SetDefaults_Pod) would have made it. */
-static int container_requests(const json_t *c, const char *who,
-			      bool defaults, struct reslist *l,
-			      struct lg_error *err)
+static int container_requests(const json_t *c, const char *who, bool defaults,
+			      struct reslist *l, struct lg_error *err)
 {
 	const json_t *res, *req, *lim;
 	int rc;
@@ -219,8 +225,10 @@ static int container_requests(const json_t *c, const char *who,
 	l->n = 0;
 	if (!json_is_object(c))
 		return lg_error_set(err, LG_EINVAL, "%s is not an object", who);
-	if ((rc = opt_member(c, "resources", JSON_OBJECT, &res, who, err)) < 0 ||
-	    (rc = opt_member(res, "requests", JSON_OBJECT, &req, who, err)) < 0 ||
+	if ((rc = opt_member(c, "resources", JSON_OBJECT, &res, who, err)) <
+		    0 ||
+	    (rc = opt_member(res, "requests", JSON_OBJECT, &req, who, err)) <
+		    0 ||
 	    (rc = opt_member(res, "limits", JSON_OBJECT, &lim, who, err)) < 0)
 		return rc;
 	rc = add_map(l, req, NULL, who, "request", err);
@@ -240,7 +248,7 @@ static void container_who(char *who, const char *kind, const json_t *c,
 		snprintf(who, WHO_MAX, "%s #%zu", kind, i);
 }
 
-/* Σ of the regular containers' requests into sum. */
+/* The sum of the regular containers' requests into sum. */
 static int sum_containers(const json_t *spec, bool defaults,
 			  struct reslist *sum, struct reslist *cur,
 			  struct lg_error *err)
@@ -254,7 +262,7 @@ static int sum_containers(const json_t *spec, bool defaults,
 	rc = opt_member(spec, "containers", JSON_ARRAY, &arr, "spec", err);
 	if (rc < 0)
 		return rc;
-	json_array_foreach((json_t *)arr, i, c) {
+	json_array_foreach ((json_t *)arr, i, c) {
 		container_who(who, "container", c, i);
 		rc = container_requests(c, who, defaults, cur, err);
 		if (rc == 0 && (rc = reslist_merge(sum, cur, OP_ADD)) < 0)
@@ -303,7 +311,7 @@ static int init_containers(const json_t *spec, bool defaults,
 	rc = opt_member(spec, "initContainers", JSON_ARRAY, &arr, "spec", err);
 	if (rc < 0)
 		return rc;
-	json_array_foreach((json_t *)arr, i, c) {
+	json_array_foreach ((json_t *)arr, i, c) {
 		bool sidecar;
 
 		container_who(who, "initContainer", c, i);
@@ -349,7 +357,7 @@ static int pod_level(const json_t *spec, struct reslist *sum,
 	    (rc = opt_member(res, "requests", JSON_OBJECT, &req,
 			     "spec.resources", err)) < 0)
 		return rc;
-	json_object_foreach((json_t *)req, name, v) {
+	json_object_foreach ((json_t *)req, name, v) {
 		struct quantity q;
 
 		rc = parse_quantity(v, &q, "pod", "request", name, err);

@@ -18,20 +18,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#define NANO 1000000000u
+#define NANO	      1000000000u
 #define MICRO_IN_NANO 1000u
 #define MILLI_IN_NANO 1000000u
 
 /* Digits of the largest magnitude (2^1280 < 10^386), with room to spare. */
 #define QUANTITY_DIGITS_MAX 400
 
-
 /* How much of a bad quantity string an error message quotes. */
 #define QUOTE_MAX 64
 
 struct suffix {
 	const char *text;
-	int8_t dexp;    /* decimal exponent */
+	int8_t dexp;	/* decimal exponent */
 	uint8_t bshift; /* binary exponent; non-zero for binary suffixes */
 };
 
@@ -50,7 +49,7 @@ struct qtext {
 	size_t il;
 	const char *fp; /* fraction digits, trailing zeros removed */
 	size_t fl;
-	int64_t dexp;    /* decimal exponent of the suffix */
+	int64_t dexp;	 /* decimal exponent of the suffix */
 	unsigned bshift; /* binary exponent of the suffix (0: decimal) */
 };
 
@@ -392,16 +391,19 @@ int quantity_parse(struct quantity *q, const char *s, size_t len,
 
 	quantity_zero(q);
 	if (s == NULL || scan(s, len, &t) < 0)
-		return lg_error_set(err, LG_EINVAL, "invalid quantity \"%.*s\"",
-				    s == NULL ? 0 : (int)(len < QUOTE_MAX ? len : QUOTE_MAX),
-				    s == NULL ? "" : s);
+		return lg_error_set(
+			err, LG_EINVAL, "invalid quantity \"%.*s\"",
+			s == NULL ? 0
+				  : (int)(len < QUOTE_MAX ? len : QUOTE_MAX),
+			s == NULL ? "" : s);
 	quantity_zero(&r);
 	if (t.il + t.fl > 0) {
-		rc = t.bshift != 0 ? build_binary(&r, &t) : build_decimal(&r, &t);
+		rc = t.bshift != 0 ? build_binary(&r, &t)
+				   : build_decimal(&r, &t);
 		if (rc < 0)
-			return lg_error_set(err, rc,
-					    "quantity \"%.*s\" is too large",
-					    (int)(len < QUOTE_MAX ? len : QUOTE_MAX), s);
+			return lg_error_set(
+				err, rc, "quantity \"%.*s\" is too large",
+				(int)(len < QUOTE_MAX ? len : QUOTE_MAX), s);
 	}
 	r.binary = t.bshift != 0;
 	r.sign = mag_is_zero(&r) ? 0 : t.neg ? -1 : 1;
@@ -524,7 +526,10 @@ size_t quantity_format(const struct quantity *q, char *buf, size_t cap)
 		uint32_t unit;
 		const char *suffix;
 	} units[] = {
-		{NANO, ""}, {MILLI_IN_NANO, "m"}, {MICRO_IN_NANO, "u"}, {1, "n"},
+		{NANO, ""},
+		{MILLI_IN_NANO, "m"},
+		{MICRO_IN_NANO, "u"},
+		{1, "n"},
 	};
 	char text[QUANTITY_DIGITS_MAX + 8];
 	struct quantity t = *q;
@@ -569,8 +574,7 @@ int quantity_exact_uint(const struct quantity *q, int64_t *out)
 	return 0;
 }
 
-static int json_uint_string(const json_t *v, int64_t *out,
-			    struct lg_error *err)
+static int json_uint_string(const json_t *v, int64_t *out, struct lg_error *err)
 {
 	const char *s = json_string_value(v);
 	size_t len = json_string_length(v);
@@ -582,8 +586,8 @@ static int json_uint_string(const json_t *v, int64_t *out,
 		return rc;
 	rc = quantity_exact_uint(&q, out);
 	if (rc == LG_ERANGE)
-		return lg_error_set(err, rc, "quantity \"%.*s\" is above 2^63-1",
-				    ql, s);
+		return lg_error_set(err, rc,
+				    "quantity \"%.*s\" is above 2^63-1", ql, s);
 	if (rc < 0)
 		return lg_error_set(err, rc, "quantity \"%.*s\" is %s", ql, s,
 				    q.sign < 0 ? "negative" : "not an integer");
@@ -598,8 +602,8 @@ static int json_uint_real(const json_t *v, int64_t *out, struct lg_error *err)
 	double x = json_real_value(v);
 
 	if (!isfinite(x) || x != trunc(x))
-		return lg_error_set(err, LG_EINVAL, "number %g is not an integer",
-				    x);
+		return lg_error_set(err, LG_EINVAL,
+				    "number %g is not an integer", x);
 	if (x < 0)
 		return lg_error_set(err, LG_EINVAL, "number %g is negative", x);
 	if (x >= 9223372036854775808.0)
@@ -607,7 +611,8 @@ static int json_uint_real(const json_t *v, int64_t *out, struct lg_error *err)
 				    x);
 	if (x > EXACT_REAL_MAX)
 		return lg_error_set(err, LG_EINVAL,
-				    "number %g is not exactly representable", x);
+				    "number %g is not exactly representable",
+				    x);
 	*out = (int64_t)x;
 	return 0;
 }
@@ -618,7 +623,7 @@ static const char *json_kind(const json_t *v)
 	static const char *const kinds[] = {
 		[JSON_OBJECT] = "an object", [JSON_ARRAY] = "an array",
 		[JSON_STRING] = "a string",  [JSON_INTEGER] = "an integer",
-		[JSON_REAL] = "a real",      [JSON_TRUE] = "a boolean",
+		[JSON_REAL] = "a real",	     [JSON_TRUE] = "a boolean",
 		[JSON_FALSE] = "a boolean",  [JSON_NULL] = "null",
 	};
 
@@ -674,8 +679,8 @@ int eval_parse_quantity(const struct eval_ctx *ctx, const json_t *input,
 	 * parses it, and both accessors overflow. */
 	rv = rc < 0 ? LG_ERANGE : quantity_value(&q, &value);
 	rm = rc < 0 ? LG_ERANGE : quantity_milli_value(&q, &milli);
-	*out = json_pack("{s:o, s:o}", "value", int_or_null(rv, value),
-			 "milli", int_or_null(rm, milli));
+	*out = json_pack("{s:o, s:o}", "value", int_or_null(rv, value), "milli",
+			 int_or_null(rm, milli));
 	if (*out == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	return 0;

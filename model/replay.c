@@ -90,7 +90,8 @@ static int check_ns(const state_t *st, struct nsrec *const *v, size_t n,
 			int64_t sr = 0, sa = 0;
 
 			for (size_t j = 0; j < n; j++) {
-				const struct nsrec *a = v[j]->node ? v[j] : NULL;
+				const struct nsrec *a =
+					v[j]->node ? v[j] : NULL;
 
 				for (; a != NULL && a != v[i]; a = a->parent)
 					;
@@ -181,8 +182,8 @@ static struct nsrec *ns_copy(const struct nsrec *s, uint32_t cap)
 	d->raw = xmalloc((s->n_raw + 1) * sizeof(char *));
 	for (size_t i = 0; i < s->n_raw; i++)
 		d->raw[i] = xstrdup(s->raw[i]);
-#define DUP(f)                                                               \
-	d->f = memcpy(xmalloc(cap * sizeof(*d->f) + 1), s->f,                \
+#define DUP(f)                                                \
+	d->f = memcpy(xmalloc(cap * sizeof(*d->f) + 1), s->f, \
 		      cap * sizeof(*d->f))
 	DUP(reserved);
 	DUP(allocated);
@@ -290,7 +291,8 @@ state_t *state_clone(const state_t *s)
 			       sh->n * sizeof(*sh->u));
 		for (uint32_t k = 0; k < dh->n; k++)
 			if (dh->u[k].node != NULL)
-				dh->u[k].node = state_node(d, sh->u[k].node->name);
+				dh->u[k].node =
+					state_node(d, sh->u[k].node->name);
 		d->holder_index.vals[i] = dh;
 	}
 	return d;
@@ -316,9 +318,9 @@ static json_t *tenant_json(const state_t *st, const struct nsrec *ns)
 	json_t *o = json_object(), *b = json_object(), *raw = json_array();
 
 	json_object_set_new(o, "namespace", json_string(ns->name));
-	json_object_set_new(o, "parent", ns->parent
-						 ? json_string(ns->parent->name)
-						 : json_null());
+	json_object_set_new(o, "parent",
+			    ns->parent ? json_string(ns->parent->name)
+				       : json_null());
 	for (size_t i = 0; i < ns->n_budgets; i++)
 		json_object_set_new(b, ns->budgets[i].key,
 				    json_integer(ns->budgets[i].value));
@@ -418,7 +420,8 @@ json_t *state_to_json(const state_t *st, const char *only)
 	time_format_ns(st->time_ns, tbuf, sizeof(tbuf));
 	json_object_set_new(o, "time", json_string(tbuf));
 	for (size_t i = 0; i < n_ns; i++)
-		if (ns[i]->node && (only == NULL || strcmp(only, ns[i]->name) == 0))
+		if (ns[i]->node &&
+		    (only == NULL || strcmp(only, ns[i]->name) == 0))
 			json_array_append_new(tenants, tenant_json(st, ns[i]));
 	json_object_set_new(o, "tenants", tenants);
 	json_object_set_new(o, "classes", classes_json(st, nodes, n_nodes));

@@ -271,10 +271,10 @@ static void ns_arrays(struct nsrec *ns, uint32_t old_cap, uint32_t cap)
 {
 	size_t add = cap - old_cap;
 
-#define GROW(f)                                                              \
-	do {                                                                 \
-		ns->f = xrealloc(ns->f, cap * sizeof(*ns->f));               \
-		memset(ns->f + old_cap, 0, add * sizeof(*ns->f));            \
+#define GROW(f)                                                   \
+	do {                                                      \
+		ns->f = xrealloc(ns->f, cap * sizeof(*ns->f));    \
+		memset(ns->f + old_cap, 0, add * sizeof(*ns->f)); \
 	} while (0)
 	GROW(reserved);
 	GROW(allocated);
@@ -306,8 +306,8 @@ static uint32_t cls_intern(state_t *st, const char *name)
 		return (uint32_t)id;
 	if (st->n_cls == st->cls_cap) {
 		st->cls_cap = st->cls_cap ? st->cls_cap * 2 : 4;
-		st->cls_names = xrealloc(st->cls_names,
-					 st->cls_cap * sizeof(char *));
+		st->cls_names =
+			xrealloc(st->cls_names, st->cls_cap * sizeof(char *));
 		for (size_t i = 0; i < st->ns_index.cap; i++)
 			if (st->ns_index.hashes[i] != 0)
 				ns_arrays(st->ns_index.vals[i], old_cap,
@@ -457,9 +457,10 @@ static int apply_tenant(state_t *st, const struct event *ev,
 	if (ev->parent != NULL) {
 		parent = state_ns(st, ev->parent);
 		if (parent == NULL || !parent->node)
-			return lg_error_set(err, LG_EMISMATCH,
-					    "TENANT %s: parent %s does not exist",
-					    ev->ns, ev->parent);
+			return lg_error_set(
+				err, LG_EMISMATCH,
+				"TENANT %s: parent %s does not exist", ev->ns,
+				ev->parent);
 	}
 	ns = ns_get(st, ev->ns);
 	/* A namespace that held units before its node appeared cannot be: a
@@ -537,8 +538,8 @@ static int apply_budget(state_t *st, const struct event *ev,
 		while (i < ns->n_budgets &&
 		       strcmp(ns->budgets[i].key, ev->key) < 0)
 			i++;
-		ns->budgets = xrealloc(ns->budgets, (ns->n_budgets + 1) *
-							    sizeof(*ns->budgets));
+		ns->budgets = xrealloc(ns->budgets, (ns->n_budgets +
+						     1) * sizeof(*ns->budgets));
 		memmove(ns->budgets + i + 1, ns->budgets + i,
 			(ns->n_budgets - i) * sizeof(*ns->budgets));
 		ns->budgets[i].key = xstrdup(ev->key);
@@ -558,8 +559,8 @@ static int apply_rawkey(state_t *st, const struct event *ev,
 		return lg_error_set(err, LG_EMISMATCH,
 				    "RAWKEY %s: no such tenant", ev->ns);
 	if (nsrec_has_raw(ns, ev->key) == ev->present)
-		return lg_error_set(err, LG_EMISMATCH, "RAWKEY %s %s: no change",
-				    ev->ns, ev->key);
+		return lg_error_set(err, LG_EMISMATCH,
+				    "RAWKEY %s %s: no change", ev->ns, ev->key);
 	while (i < ns->n_raw && strcmp(ns->raw[i], ev->key) < 0)
 		i++;
 	if (ev->present) {
@@ -582,8 +583,8 @@ static int apply_rawkey(state_t *st, const struct event *ev,
 
 static void table_ids_refresh(state_t *st)
 {
-	st->table_ids = xrealloc(st->table_ids,
-				 st->table.n * sizeof(*st->table_ids));
+	st->table_ids =
+		xrealloc(st->table_ids, st->table.n * sizeof(*st->table_ids));
 	for (size_t i = 0; i < st->table.n; i++)
 		st->table_ids[i] = cls_intern(st, st->table.classes[i].name);
 }
@@ -603,9 +604,9 @@ static int apply_class(state_t *st, const struct event *ev,
 	found = i < t->n && strcmp(t->classes[i].name, ev->cls) == 0;
 	if (ev->text == NULL) {
 		if (!found)
-			return lg_error_set(err, LG_EMISMATCH,
-					    "CLASS %s: removing an absent class",
-					    ev->cls);
+			return lg_error_set(
+				err, LG_EMISMATCH,
+				"CLASS %s: removing an absent class", ev->cls);
 		gpu_class_release(&t->classes[i]);
 		memmove(t->classes + i, t->classes + i + 1,
 			(t->n - i - 1) * sizeof(*t->classes));
@@ -625,9 +626,9 @@ static int apply_class(state_t *st, const struct event *ev,
 		bool other = strcmp(c.name, ev->cls) != 0;
 
 		gpu_class_release(&c);
-		return lg_error_set(err, LG_EMISMATCH,
-				    "CLASS %s: definition %s", ev->cls,
-				    other ? "names another class" : "unchanged");
+		return lg_error_set(
+			err, LG_EMISMATCH, "CLASS %s: definition %s", ev->cls,
+			other ? "names another class" : "unchanged");
 	}
 	if (found) {
 		gpu_class_release(&t->classes[i]);
@@ -638,8 +639,8 @@ static int apply_class(state_t *st, const struct event *ev,
 					    "CLASS %s: more than %d classes",
 					    ev->cls, HOLDER_MAX_CLASSES);
 		}
-		t->classes = xrealloc(t->classes,
-				      (t->n + 1) * sizeof(*t->classes));
+		t->classes =
+			xrealloc(t->classes, (t->n + 1) * sizeof(*t->classes));
 		memmove(t->classes + i + 1, t->classes + i,
 			(t->n - i) * sizeof(*t->classes));
 		t->n++;
@@ -649,8 +650,7 @@ static int apply_class(state_t *st, const struct event *ev,
 	return 0;
 }
 
-static int apply_node(state_t *st, const struct event *ev,
-		      struct lg_error *err)
+static int apply_node(state_t *st, const struct event *ev, struct lg_error *err)
 {
 	struct noderec *n = state_node(st, ev->node);
 	int32_t id = state_cls_id(st, ev->cls);
@@ -674,8 +674,7 @@ static void bill_advance(struct nsrec *ns, uint32_t cls, int64_t t_ms)
 {
 	struct bill *b = &ns->bill[cls];
 
-	nsrec_bill_at(ns, cls, t_ms, &b->cum_reserved_ms,
-		      &b->cum_allocated_ms);
+	nsrec_bill_at(ns, cls, t_ms, &b->cum_reserved_ms, &b->cum_allocated_ms);
 	if (t_ms > b->since_ms)
 		b->since_ms = t_ms;
 }
@@ -690,8 +689,7 @@ static struct hunits *holder_units(const struct holder *h, uint32_t cls)
 
 /* Checks a RESERVE..FREE event against the state; changes nothing. */
 static int check_units(const state_t *st, const struct event *ev,
-		       const struct holder *h, int32_t id,
-		       struct lg_error *err)
+		       const struct holder *h, int32_t id, struct lg_error *err)
 {
 	bool reserve = ev->type == EV_RESERVE || ev->type == EV_RELEASE;
 	const struct hunits *u = id >= 0 ? holder_units(h, (uint32_t)id) : NULL;
@@ -724,7 +722,8 @@ static int check_units(const state_t *st, const struct event *ev,
 		if (strcmp(at, ev->node) != 0)
 			return lg_error_set(err, LG_EMISMATCH,
 					    "%s %s/%s: node %s, state has %s",
-					    what, ev->ns, ev->name, ev->node, at);
+					    what, ev->ns, ev->name, ev->node,
+					    at);
 	}
 	return 0;
 }
@@ -827,8 +826,7 @@ static int apply_units(state_t *st, const struct event *ev,
 /* ---------------------------------------------------------------------- */
 /* Dispatch */
 
-typedef int apply_fn(state_t *st, const struct event *ev,
-		     struct lg_error *err);
+typedef int apply_fn(state_t *st, const struct event *ev, struct lg_error *err);
 
 static int apply_verdict(state_t *st, const struct event *ev,
 			 struct lg_error *err)
@@ -837,26 +835,24 @@ static int apply_verdict(state_t *st, const struct event *ev,
 	return 0;
 }
 
-static int apply_note(state_t *st, const struct event *ev,
-		      struct lg_error *err)
+static int apply_note(state_t *st, const struct event *ev, struct lg_error *err)
 {
 	st->n_notes++;
 	return 0;
 }
 
-static int apply_tick(state_t *st, const struct event *ev,
-		      struct lg_error *err)
+static int apply_tick(state_t *st, const struct event *ev, struct lg_error *err)
 {
 	return 0;
 }
 
 static apply_fn *const apply_tab[EV_MAX] = {
-	[EV_TENANT] = apply_tenant,	  [EV_TENANT_GONE] = apply_tenant_gone,
-	[EV_BUDGET] = apply_budget,	  [EV_RAWKEY] = apply_rawkey,
-	[EV_CLASS] = apply_class,	  [EV_NODE] = apply_node,
-	[EV_RESERVE] = apply_units,	  [EV_RELEASE] = apply_units,
-	[EV_ALLOC] = apply_units,	  [EV_FREE] = apply_units,
-	[EV_VERDICT] = apply_verdict,	  [EV_NOTE] = apply_note,
+	[EV_TENANT] = apply_tenant,   [EV_TENANT_GONE] = apply_tenant_gone,
+	[EV_BUDGET] = apply_budget,   [EV_RAWKEY] = apply_rawkey,
+	[EV_CLASS] = apply_class,     [EV_NODE] = apply_node,
+	[EV_RESERVE] = apply_units,   [EV_RELEASE] = apply_units,
+	[EV_ALLOC] = apply_units,     [EV_FREE] = apply_units,
+	[EV_VERDICT] = apply_verdict, [EV_NOTE] = apply_note,
 	[EV_TICK] = apply_tick,
 };
 

@@ -72,8 +72,8 @@ static int opt_str(const json_t *v, const char *k, const char **out,
 				    what, k);
 	/* A NUL inside would make two different values compare equal. */
 	if (strlen(json_string_value(m)) != json_string_length(m))
-		return lg_error_set(err, LG_EINVAL, "%s: %s contains NUL",
-				    what, k);
+		return lg_error_set(err, LG_EINVAL, "%s: %s contains NUL", what,
+				    k);
 	*out = json_string_value(m);
 	return 0;
 }
@@ -124,7 +124,7 @@ static bool node_ready(const json_t *status)
 
 	if (!json_is_array(conds) || json_array_size(conds) > MODEL_MAX_ITEMS)
 		return false;
-	json_array_foreach(conds, i, c) {
+	json_array_foreach (conds, i, c) {
 		const char *type = jstr(c, "type");
 
 		if (!json_is_object(c) || type == NULL)
@@ -160,7 +160,7 @@ static bool taints_tolerated(const json_t *spec, const struct gpu_class *c)
 		return true;
 	if (!json_is_array(taints) || json_array_size(taints) > MODEL_MAX_ITEMS)
 		return false;
-	json_array_foreach(taints, i, v) {
+	json_array_foreach (taints, i, v) {
 		if (taint_from_json(&t, v, NULL) < 0)
 			return false;
 		if (!in_list(nz(t.effect), blocking_effects,

@@ -49,12 +49,12 @@ typedef __int128 wide_t;
 /* "<class>.gpuclass.cozystack.io/devices" with a class of at most 63. */
 #define CLASS_KEY_MAX (DNS1123_LABEL_MAX + sizeof(GPU_CLASS_KEY_SUFFIX))
 
-#define MSG_INVALID "invalid spec"
-#define MSG_NOT_TENANT "namespace is not a tenant"
-#define MSG_NO_GROWTH "no growth"
-#define MSG_WITHIN "within budget"
+#define MSG_INVALID	  "invalid spec"
+#define MSG_NOT_TENANT	  "namespace is not a tenant"
+#define MSG_NO_GROWTH	  "no growth"
+#define MSG_WITHIN	  "within budget"
 #define MSG_UNCONSTRAINED "tenant-root is unconstrained"
-#define MSG_NO_STATE "no state: pass --db DIR or an inline \"state\""
+#define MSG_NO_STATE	  "no state: pass --db DIR or an inline \"state\""
 
 /* ---------------------------------------------------------------------- */
 /* Small helpers.                                                           */
@@ -135,8 +135,7 @@ struct ancestry {
 	const struct nsrec *rec[ANC_MAX];
 };
 
-static void ancestry_init(struct ancestry *a, const state_t *st,
-			  const char *ns)
+static void ancestry_init(struct ancestry *a, const state_t *st, const char *ns)
 {
 	char parent[DNS1123_SUBDOMAIN_MAX + 1];
 	const char *cur = ns;
@@ -168,7 +167,7 @@ struct measure {
 
 static struct measure key_measure(const state_t *st, const char *key)
 {
-	struct measure m = { .total = false, .cls = -1 };
+	struct measure m = {.total = false, .cls = -1};
 	char label[DNS1123_LABEL_MAX + 1];
 	const char *cls = NULL;
 	size_t len = 0;
@@ -191,26 +190,26 @@ static struct measure key_measure(const state_t *st, const char *key)
 }
 
 /* U(T, c) or U(T): the subtree's reserved units that key measures. */
-static int64_t usage(const state_t *st, const struct nsrec *r,
-		     struct measure m)
+static int64_t usage(const state_t *st, const struct nsrec *r, struct measure m)
 {
 	if (r == NULL)
 		return 0;
 	if (m.total)
 		return r->sub_reserved_total;
-	if (m.cls < 0 || (uint32_t)m.cls >= st->n_cls || r->sub_reserved == NULL)
+	if (m.cls < 0 || (uint32_t)m.cls >= st->n_cls ||
+	    r->sub_reserved == NULL)
 		return 0;
 	return r->sub_reserved[m.cls];
 }
 
 static struct measure class_measure(const state_t *st, size_t i)
 {
-	struct measure m = { .total = false, .cls = (int32_t)st->table_ids[i] };
+	struct measure m = {.total = false, .cls = (int32_t)st->table_ids[i]};
 
 	return m;
 }
 
-static const struct measure total_measure = { .total = true, .cls = -1 };
+static const struct measure total_measure = {.total = true, .cls = -1};
 
 /* Carving below a declarer a of key (DESIGN 3.2): walks a's subtree through
  * the tree links, stopping descent at every namespace that declares key
@@ -219,7 +218,7 @@ static const struct measure total_measure = { .total = true, .cls = -1 };
  * the pool is a's usage minus theirs. The walk uses the parent links to
  * climb back, so it needs no stack however deep the tree is. */
 struct carve {
-	wide_t carved;  /* sum of the carvers' budgets */
+	wide_t carved;	/* sum of the carvers' budgets */
 	wide_t removed; /* usage of the carvers and of skip */
 };
 
@@ -244,7 +243,7 @@ static bool carve_visit(const state_t *st, const struct nsrec *n,
 static struct carve carve_walk(const state_t *st, const struct nsrec *a,
 			       const struct nsrec *skip, const char *key)
 {
-	struct carve cv = { 0, 0 };
+	struct carve cv = {0, 0};
 	struct measure m = key_measure(st, key);
 	const struct nsrec *n = a->child;
 
@@ -253,7 +252,7 @@ static struct carve carve_walk(const state_t *st, const struct nsrec *a,
 			n = n->child;
 			continue;
 		}
-		while (n != a && n->sibling == NULL)
+		while (n != NULL && n != a && n->sibling == NULL)
 			n = n->parent;
 		if (n == a || n == NULL)
 			break;
@@ -382,8 +381,8 @@ static int judgement_finish(struct judgement *j, const char *type,
 	judge(j, true, "WithinBudget", json_string(MSG_WITHIN));
 	v = json_pack("{s:s, s:b, s:s, s:O, s:O, s:O, s:o}", "type", type,
 		      "allowed", j->allowed, "reason", j->reason, "message",
-		      j->message, "checks", j->checks, "warnings",
-		      j->warnings, "request", json_deep_copy(req));
+		      j->message, "checks", j->checks, "warnings", j->warnings,
+		      "request", json_deep_copy(req));
 	judgement_release(j);
 	if (v == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
@@ -429,8 +428,9 @@ static int admission_parse(const json_t *req, struct adm_req *r,
 				    "admission request must be an object");
 	r->ns = req_namespace(req);
 	if (r->ns == NULL)
-		return lg_error_set(err, LG_EINVAL,
-				    "admission request needs a namespace string");
+		return lg_error_set(
+			err, LG_EINVAL,
+			"admission request needs a namespace string");
 	r->kind = kind != NULL ? holder_kind_parse(kind) : HK_NONE;
 	if (r->kind != HK_VMINSTANCE && r->kind != HK_KUBERNETESNODES)
 		return lg_error_set(err, LG_EINVAL,
@@ -453,8 +453,8 @@ static json_t *unknown_class_message(const json_t *spec,
 		const char *c = jstr(json_array_get(gpus, i), "class");
 
 		if (c != NULL && class_table_find(t, c) == NULL)
-			return jfmt("spec.gpus[%zu].class: unknown class %s",
-				    i, c);
+			return jfmt("spec.gpus[%zu].class: unknown class %s", i,
+				    c);
 	}
 	return json_string("unknown class");
 }
@@ -463,7 +463,7 @@ static json_t *unknown_class_message(const json_t *spec,
 static bool admission_new_invalid(const state_t *st, const struct adm_req *r,
 				  struct holder_map *hm, struct judgement *j)
 {
-	struct lg_error merr = { 0 };
+	struct lg_error merr = {0};
 	int rc;
 
 	rc = holder_map_spec(r->kind, r->new, &st->table, hm, &merr);
@@ -521,7 +521,7 @@ static void admission_class_check(const state_t *st, const char *tname,
 {
 	const struct gpu_class *c = &st->table.classes[i];
 	char ckey[CLASS_KEY_MAX];
-	struct check ck = { .tenant = tname, .growth = g };
+	struct check ck = {.tenant = tname, .growth = g};
 	const struct budget *b;
 
 	class_key(c->name, ckey);
@@ -546,10 +546,12 @@ static void admission_total_check(const state_t *st, const char *tname,
 				  const struct nsrec *t, wide_t gt,
 				  struct judgement *j)
 {
-	const struct budget *b = t != NULL ? nsrec_budget(t, GPU_TOTAL_KEY)
-					   : NULL;
-	struct check ck = { .tenant = tname, .key = GPU_TOTAL_KEY,
-			    .has_budget = true, .growth = gt };
+	const struct budget *b =
+		t != NULL ? nsrec_budget(t, GPU_TOTAL_KEY) : NULL;
+	struct check ck = {.tenant = tname,
+			   .key = GPU_TOTAL_KEY,
+			   .has_budget = true,
+			   .growth = gt};
 
 	if (gt <= 0 || b == NULL)
 		return;
@@ -670,10 +672,11 @@ static int declaration_parse(const json_t *req, struct decl_req *r,
 				    MODEL_MAX_ITEMS);
 	/* An old map of another type declares nothing, like null. */
 	r->old = json_is_object(json_object_get(req, "old"))
-			 ? json_object_get(req, "old") : NULL;
+			 ? json_object_get(req, "old")
+			 : NULL;
 	r->names = xcalloc(json_object_size(r->new) + 1, sizeof(*r->names));
 	r->keys = xcalloc(json_object_size(r->new) + 1, sizeof(*r->keys));
-	json_object_foreach((json_t *)r->new, k, v)
+	json_object_foreach ((json_t *)r->new, k, v)
 		r->names[r->n_names++] = k;
 	qsort(r->names, r->n_names, sizeof(*r->names), by_strcmp);
 	return 0;
@@ -756,12 +759,11 @@ static bool declaration_grows(const struct decl_req *r,
 /* Step 3 for one growing key: checked against A, the nearest proper
  * ancestor declaring it, with the namespace's own subtree left out. */
 static void declaration_key_check(const state_t *st, const struct ancestry *a,
-				  const struct decl_key *k,
-				  struct judgement *j)
+				  const struct decl_key *k, struct judgement *j)
 {
 	const struct budget *b = NULL;
-	struct check ck = { .key = k->key, .has_budget = true,
-			    .growth = k->value };
+	struct check ck = {
+		.key = k->key, .has_budget = true, .growth = k->value};
 	struct carve cv;
 	size_t i;
 
@@ -832,8 +834,8 @@ static void declaration_judge(const state_t *st, struct decl_req *r,
 	ancestry_release(&a);
 }
 
-int verdict_declaration(const state_t *st, const json_t *req,
-			json_t **verdict, struct lg_error *err)
+int verdict_declaration(const state_t *st, const json_t *req, json_t **verdict,
+			struct lg_error *err)
 {
 	struct decl_req r;
 	struct judgement j;
@@ -883,8 +885,8 @@ static json_t *minimum_json(const struct minimum *m)
 	if (!m->set)
 		return json_pack("{s:n, s:n}", "remaining", "limitedBy");
 	return json_pack("{s:I, s:{s:s, s:s}}", "remaining",
-			 (json_int_t)m->value, "limitedBy", "tenant",
-			 m->tenant, "key", m->key);
+			 (json_int_t)m->value, "limitedBy", "tenant", m->tenant,
+			 "key", m->key);
 }
 
 /* One class's entry; a is empty for a namespace that is not a tenant. */
@@ -893,7 +895,7 @@ static json_t *remaining_class(const state_t *st, const struct ancestry *a,
 {
 	const struct gpu_class *c = &st->table.classes[i];
 	char ckey[CLASS_KEY_MAX];
-	struct minimum m = { .set = false };
+	struct minimum m = {.set = false};
 	bool blocked = false;
 	json_t *v;
 
@@ -923,7 +925,7 @@ static json_t *remaining_classes(const state_t *st, const struct ancestry *a)
 
 static json_t *remaining_total(const state_t *st, const struct ancestry *a)
 {
-	struct minimum m = { .set = false };
+	struct minimum m = {.set = false};
 
 	for (size_t k = 0; k < a->n; k++)
 		minimum_offer(&m, a->name[k], a->rec[k], GPU_TOTAL_KEY,
@@ -1003,8 +1005,8 @@ json_t *tenant_overcommit_json(const state_t *st, const struct nsrec *ns)
 typedef int judge_fn(const state_t *st, const json_t *req, json_t **out,
 		     struct lg_error *err);
 
-static int remaining_request(const state_t *st, const json_t *req,
-			     json_t **out, struct lg_error *err)
+static int remaining_request(const state_t *st, const json_t *req, json_t **out,
+			     struct lg_error *err)
 {
 	const char *ns = req_namespace(req);
 

@@ -1,6 +1,6 @@
 /* Tests of the class table (model/classes.c): DESIGN 2, Appendix A. */
-#include "tests/model_tests.h"
 #include "model/model_int.h"
+#include "tests/model_tests.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +33,8 @@ static const struct {
 	{"{\"classes\":[]}", "[]"},
 	/* Defaults: deviceClassName = name, empty lists. */
 	{"{\"classes\":[{\"name\":\"h100\"}]}",
-	 "[{\"deviceClassName\":\"h100\",\"name\":\"h100\",\"resourceNames\":[],"
+	 "[{\"deviceClassName\":\"h100\",\"name\":\"h100\",\"resourceNames\":[]"
+	 ","
 	 "\"tolerations\":[]}]"},
 	/* null means absent; unknown members of the doc and entries ignored. */
 	{"{\"x\":1,\"classes\":[{\"name\":\"a\",\"deviceClassName\":null,"
@@ -47,7 +48,8 @@ static const struct {
 	 "\"Exists\", \"effect\": \"NoSchedule\"}]}]}",
 	 "[{\"deviceClassName\":\"h100\",\"name\":\"h100\",\"resourceNames\":"
 	 "[\"nvidia.com/GH100_H100_SXM5_80GB\"],\"tolerations\":[{\"effect\":"
-	 "\"NoSchedule\",\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}]}]"},
+	 "\"NoSchedule\",\"key\":\"nvidia.com/"
+	 "gpu\",\"operator\":\"Exists\"}]}]"},
 	/* Sorted by name; repeats within a class count once, first order kept;
 	 * an empty toleration stays an empty object; "" stays present. */
 	{"{\"classes\":[{\"name\":\"l4\",\"deviceClassName\":\"gpu.l4\","
@@ -56,7 +58,8 @@ static const struct {
 	 "{\"name\":\"a100\",\"resourceNames\":[\"nvidia.com/a100\"]}]}",
 	 "[{\"deviceClassName\":\"a100\",\"name\":\"a100\",\"resourceNames\":"
 	 "[\"nvidia.com/a100\"],\"tolerations\":[]},{\"deviceClassName\":"
-	 "\"gpu.l4\",\"name\":\"l4\",\"resourceNames\":[\"b/x\",\"a/x\",\"c/x\"],"
+	 "\"gpu.l4\",\"name\":\"l4\",\"resourceNames\":[\"b/x\",\"a/x\",\"c/"
+	 "x\"],"
 	 "\"tolerations\":[{},{\"value\":\"\"}]}]"},
 	/* A deviceClassName may equal another class's name if no class uses
 	 * it as deviceClassName; 63-character names are labels. */
@@ -82,7 +85,8 @@ START_TEST(classes_valid_table)
 	got = table_text(&t);
 	ck_assert_str_eq(got, valid_tables[_i].want);
 	for (size_t i = 1; i < t.n; i++)
-		ck_assert_int_lt(strcmp(t.classes[i - 1].name, t.classes[i].name), 0);
+		ck_assert_int_lt(
+			strcmp(t.classes[i - 1].name, t.classes[i].name), 0);
 	free(got);
 	class_table_release(&t);
 	ck_assert_ptr_null(t.classes);
@@ -107,12 +111,14 @@ static const struct {
 	{"{\"classes\":[{\"name\":\"a\"},null]}", LG_EINVAL,
 	 "classes[1] is not an object"},
 	/* Names. */
-	{"{\"classes\":[{}]}", LG_EINVAL, "classes[0].name is missing or not a string"},
+	{"{\"classes\":[{}]}", LG_EINVAL,
+	 "classes[0].name is missing or not a string"},
 	{"{\"classes\":[{\"name\":null}]}", LG_EINVAL,
 	 "classes[0].name is missing or not a string"},
 	{"{\"classes\":[{\"name\":7}]}", LG_EINVAL,
 	 "classes[0].name is missing or not a string"},
-	{"{\"classes\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"H100\"}]}",
+	{"{\"classes\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"H100\"}]"
+	 "}",
 	 LG_EINVAL, "classes[2].name \"H100\" is not a DNS-1123 label"},
 	{"{\"classes\":[{\"name\":\"\"}]}", LG_EINVAL,
 	 "classes[0].name \"\" is not a DNS-1123 label"},
@@ -133,16 +139,18 @@ static const struct {
 	 LG_EINVAL, "classes[0].deviceClassName is not a non-empty string"},
 	{"{\"classes\":[{\"name\":\"a\",\"deviceClassName\":\"g\"},{\"name\":"
 	 "\"b\",\"deviceClassName\":\"g\"}]}",
-	 LG_EINVAL, "classes[1].deviceClassName \"g\" is also the "
+	 LG_EINVAL,
+	 "classes[1].deviceClassName \"g\" is also the "
 	 "deviceClassName of class \"a\""},
 	/* The default counts: b's deviceClassName "a" clashes with class a. */
 	{"{\"classes\":[{\"name\":\"a\"},{\"name\":\"b\",\"deviceClassName\":"
 	 "\"a\"}]}",
-	 LG_EINVAL, "classes[1].deviceClassName \"a\" is also the "
+	 LG_EINVAL,
+	 "classes[1].deviceClassName \"a\" is also the "
 	 "deviceClassName of class \"a\""},
 	/* resourceNames. */
-	{"{\"classes\":[{\"name\":\"a\",\"resourceNames\":\"x/y\"}]}", LG_EINVAL,
-	 "classes[0].resourceNames is not a list"},
+	{"{\"classes\":[{\"name\":\"a\",\"resourceNames\":\"x/y\"}]}",
+	 LG_EINVAL, "classes[0].resourceNames is not a list"},
 	{"{\"classes\":[{\"name\":\"a\",\"resourceNames\":{}}]}", LG_EINVAL,
 	 "classes[0].resourceNames is not a list"},
 	{"{\"classes\":[{\"name\":\"a\",\"resourceNames\":[\"x/y\",\"\"]}]}",
@@ -154,25 +162,29 @@ static const struct {
 	{"{\"classes\":[{\"name\":\"a\",\"resourceNames\":[\"p/q\",\"x/y\"]},"
 	 "{\"name\":\"b\",\"resourceNames\":[\"z/z\"]},{\"name\":\"c\","
 	 "\"resourceNames\":[\"w/w\",\"x/y\"]}]}",
-	 LG_EINVAL, "classes[2].resourceNames[1] \"x/y\" is also in class \"a\""},
+	 LG_EINVAL,
+	 "classes[2].resourceNames[1] \"x/y\" is also in class \"a\""},
 	/* The earliest clash in input order is reported. */
 	{"{\"classes\":[{\"name\":\"a\",\"resourceNames\":[\"z/z\",\"y/y\"]},"
 	 "{\"name\":\"b\",\"resourceNames\":[\"y/y\",\"z/z\"]},{\"name\":\"c\","
 	 "\"resourceNames\":[\"z/z\"]}]}",
-	 LG_EINVAL, "classes[1].resourceNames[0] \"y/y\" is also in class \"a\""},
+	 LG_EINVAL,
+	 "classes[1].resourceNames[0] \"y/y\" is also in class \"a\""},
 	/* Tolerations. */
 	{"{\"classes\":[{\"name\":\"a\",\"tolerations\":{}}]}", LG_EINVAL,
 	 "classes[0].tolerations is not a list"},
 	{"{\"classes\":[{\"name\":\"a\",\"tolerations\":[\"k\"]}]}", LG_EINVAL,
 	 "classes[0].tolerations[0] is not an object"},
-	{"{\"classes\":[{\"name\":\"a\",\"tolerations\":[{},null]}]}", LG_EINVAL,
-	 "classes[0].tolerations[1] is not an object"},
+	{"{\"classes\":[{\"name\":\"a\",\"tolerations\":[{},null]}]}",
+	 LG_EINVAL, "classes[0].tolerations[1] is not an object"},
 	{"{\"classes\":[{\"name\":\"a\",\"tolerations\":[{\"key\":\"k\","
 	 "\"tolerationSeconds\":30}]}]}",
-	 LG_EINVAL, "classes[0].tolerations[0].tolerationSeconds is not a string"},
+	 LG_EINVAL,
+	 "classes[0].tolerations[0].tolerationSeconds is not a string"},
 	{"{\"classes\":[{\"name\":\"a\",\"tolerations\":[{\"key\":null}]}]}",
 	 LG_EINVAL, "classes[0].tolerations[0].key is not a string"},
-	{"{\"classes\":[{\"name\":\"a\",\"tolerations\":[{\"operator\":true}]}]}",
+	{"{\"classes\":[{\"name\":\"a\",\"tolerations\":[{\"operator\":true}]}]"
+	 "}",
 	 LG_EINVAL, "classes[0].tolerations[0].operator is not a string"},
 	{"{\"classes\":[{\"name\":\"a\",\"tolerations\":[{\"effect\":[]}]}]}",
 	 LG_EINVAL, "classes[0].tolerations[0].effect is not a string"},
@@ -195,7 +207,8 @@ START_TEST(classes_invalid_table)
 	ck_assert_ptr_null(t.classes);
 	ck_assert_uint_eq(t.n, 0);
 	/* A NULL err is allowed. */
-	ck_assert_int_eq(class_table_parse(&t, doc, NULL), invalid_tables[_i].code);
+	ck_assert_int_eq(class_table_parse(&t, doc, NULL),
+			 invalid_tables[_i].code);
 	class_table_release(&t);
 	json_decref(doc);
 }
@@ -207,8 +220,10 @@ static const struct {
 	const char *field, *msg;
 } nul_cases[] = {
 	{"name", "classes[0].name is missing or not a string"},
-	{"deviceClassName", "classes[0].deviceClassName is not a non-empty string"},
-	{"resourceNames", "classes[0].resourceNames[0] is not a non-empty string"},
+	{"deviceClassName",
+	 "classes[0].deviceClassName is not a non-empty string"},
+	{"resourceNames",
+	 "classes[0].resourceNames[0] is not a non-empty string"},
 	{"tolerations", "classes[0].tolerations[0].key is not a string"},
 };
 
@@ -243,8 +258,9 @@ static json_t *big_table(size_t n)
 	for (size_t i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "c%zu", i);
 		snprintf(raw, sizeof(raw), "example.com/r%zu", i);
-		json_array_append_new(list, json_pack("{s:s, s:[s]}", "name", name,
-						      "resourceNames", raw));
+		json_array_append_new(list,
+				      json_pack("{s:s, s:[s]}", "name", name,
+						"resourceNames", raw));
 	}
 	return json_pack("{s:o}", "classes", list);
 }
@@ -289,12 +305,14 @@ START_TEST(classes_list_limits)
 	doc = json_pack("{s:[{s:s, s:o}]}", "classes", "name", "a",
 			"resourceNames", rn);
 	ck_assert_int_eq(class_table_parse(&t, doc, &err), LG_ELIMIT);
-	ck_assert_str_eq(err.msg, "classes[0].resourceNames has more than 4096 entries");
+	ck_assert_str_eq(err.msg,
+			 "classes[0].resourceNames has more than 4096 entries");
 	json_decref(doc);
 	doc = json_pack("{s:[{s:s, s:o}]}", "classes", "name", "a",
 			"tolerations", tol);
 	ck_assert_int_eq(class_table_parse(&t, doc, &err), LG_ELIMIT);
-	ck_assert_str_eq(err.msg, "classes[0].tolerations has more than 4096 entries");
+	ck_assert_str_eq(err.msg,
+			 "classes[0].tolerations has more than 4096 entries");
 	ck_assert_uint_eq(t.n, 0);
 	json_decref(doc);
 }
@@ -309,7 +327,7 @@ static const char lookup_doc[] =
 	"{\"name\":\"a100\"}]}";
 
 static const struct {
-	const char *by; /* "name", "resource", "device" */
+	const char *by;		/* "name", "resource", "device" */
 	const char *arg, *want; /* want NULL: not found */
 } lookups[] = {
 	{"name", "h100", "h100"},
@@ -375,19 +393,23 @@ static const struct {
 	int code;
 	const char *out; /* canonical JSON, or the error message */
 } entries[] = {
-	{"{\"name\":\"t4\",\"resourceNames\":[\"nvidia.com/t4\",\"nvidia.com/t4\"],"
+	{"{\"name\":\"t4\",\"resourceNames\":[\"nvidia.com/t4\",\"nvidia.com/"
+	 "t4\"],"
 	 "\"tolerations\":[{\"operator\":\"Exists\"}]}",
 	 0,
 	 "{\"deviceClassName\":\"t4\",\"name\":\"t4\",\"resourceNames\":"
 	 "[\"nvidia.com/t4\"],\"tolerations\":[{\"operator\":\"Exists\"}]}"},
-	{"{\"name\":\"t4\",\"tolerations\":[{\"key\":\"k\",\"operator\":\"Equal\","
+	{"{\"name\":\"t4\",\"tolerations\":[{\"key\":\"k\",\"operator\":"
+	 "\"Equal\","
 	 "\"value\":\"v\",\"effect\":\"NoExecute\",\"extra\":\"ignored\"}]}",
 	 0,
 	 "{\"deviceClassName\":\"t4\",\"name\":\"t4\",\"resourceNames\":[],"
-	 "\"tolerations\":[{\"effect\":\"NoExecute\",\"key\":\"k\",\"operator\":"
+	 "\"tolerations\":[{\"effect\":\"NoExecute\",\"key\":\"k\","
+	 "\"operator\":"
 	 "\"Equal\",\"value\":\"v\"}]}"},
 	{"\"t4\"", LG_EINVAL, "class is not an object"},
-	{"{\"name\":\"T4\"}", LG_EINVAL, "class.name \"T4\" is not a DNS-1123 label"},
+	{"{\"name\":\"T4\"}", LG_EINVAL,
+	 "class.name \"T4\" is not a DNS-1123 label"},
 	{"{\"name\":\"t4\",\"tolerations\":[{\"key\":{}}]}", LG_EINVAL,
 	 "class.tolerations[0].key is not a string"},
 	/* A clash across classes is not the entry's business. */
@@ -439,11 +461,21 @@ static void mutate(struct gpu_class *c, int which)
 	static char other[] = "zz";
 
 	switch (which) {
-	case 0: c->name[0] = 'q'; break;
-	case 1: c->device_class[0] = 'q'; break;
-	case 2: c->resource_names[1][2] = '9'; break;
-	case 3: c->n_resource_names--; break;
-	case 4: c->n_tolerations--; break;
+	case 0:
+		c->name[0] = 'q';
+		break;
+	case 1:
+		c->device_class[0] = 'q';
+		break;
+	case 2:
+		c->resource_names[1][2] = '9';
+		break;
+	case 3:
+		c->n_resource_names--;
+		break;
+	case 4:
+		c->n_tolerations--;
+		break;
 	case 5: /* "" and absent differ */
 		free((char *)c->tolerations[1].value);
 		c->tolerations[1].value = NULL;
@@ -526,15 +558,18 @@ START_TEST(classes_to_json_default)
 	char name[] = "h100", rn[] = "nvidia.com/h100";
 	char *rns[] = {rn};
 	struct toleration tol = {.key = "k", .effect = "NoSchedule"};
-	struct gpu_class c = {.name = name, .resource_names = rns,
-			      .n_resource_names = 1, .tolerations = &tol,
+	struct gpu_class c = {.name = name,
+			      .resource_names = rns,
+			      .n_resource_names = 1,
+			      .tolerations = &tol,
 			      .n_tolerations = 1};
 	json_t *j = gpu_class_to_json(&c);
 	char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
 
-	ck_assert_str_eq(s, "{\"deviceClassName\":\"h100\",\"name\":\"h100\","
-			    "\"resourceNames\":[\"nvidia.com/h100\"],\"tolerations\":"
-			    "[{\"effect\":\"NoSchedule\",\"key\":\"k\"}]}");
+	ck_assert_str_eq(
+		s, "{\"deviceClassName\":\"h100\",\"name\":\"h100\","
+		   "\"resourceNames\":[\"nvidia.com/h100\"],\"tolerations\":"
+		   "[{\"effect\":\"NoSchedule\",\"key\":\"k\"}]}");
 	ck_assert_ptr_null(gpu_class_to_json(NULL));
 	free(s);
 	json_decref(j);

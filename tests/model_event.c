@@ -30,7 +30,8 @@ static const char *const round_trip[] = {
 	"\"type\":\"NODE\"}",
 	"{\"after\":2,\"before\":0,\"class\":\"h100\",\"kind\":\"VMInstance\","
 	"\"name\":\"vm1\",\"namespace\":\"tenant-a\",\"seq\":9,\"time\":"
-	"\"1970-01-01T00:00:00.000000000Z\",\"type\":\"RESERVE\",\"uid\":\"u1\"}",
+	"\"1970-01-01T00:00:00.000000000Z\",\"type\":\"RESERVE\",\"uid\":"
+	"\"u1\"}",
 	"{\"after\":0,\"before\":2,\"class\":\"h100\",\"kind\":"
 	"\"KubernetesNodes\",\"name\":\"pool\",\"namespace\":\"tenant-a\","
 	"\"seq\":10,\"time\":\"1970-01-01T00:00:00.000000000Z\",\"type\":"
@@ -39,7 +40,8 @@ static const char *const round_trip[] = {
 	"\"ResourceClaim\",\"name\":\"c\",\"namespace\":\"tenant-a\",\"node\":"
 	"\"node-1\",\"seq\":11,\"time\":\"1970-01-01T00:00:00.000000000Z\","
 	"\"type\":\"ALLOC\",\"uid\":\"u3\"}",
-	"{\"after\":0,\"before\":1,\"class\":\"h100\",\"kind\":\"Pod\",\"name\":"
+	"{\"after\":0,\"before\":1,\"class\":\"h100\",\"kind\":\"Pod\","
+	"\"name\":"
 	"\"p\",\"namespace\":\"default\",\"node\":\"\",\"seq\":12,\"time\":"
 	"\"1970-01-01T00:00:00.000000000Z\",\"type\":\"FREE\",\"uid\":\"u4\"}",
 	"{\"record\":{\"allowed\":true,\"reason\":\"NoGrowth\"},\"seq\":13,"
@@ -82,7 +84,8 @@ static const struct {
 	{"{\"type\":\"NOPE\"}", "type"},
 	{"{\"type\":\"TENANT\",\"namespace\":\"default\"}", "not a tenant"},
 	{"{\"type\":\"TENANT\",\"namespace\":\"tenant-a\"}", "parent"},
-	{"{\"type\":\"TENANT\",\"namespace\":\"tenant-a\",\"parent\":\"tenant-b\"}",
+	{"{\"type\":\"TENANT\",\"namespace\":\"tenant-a\",\"parent\":\"tenant-"
+	 "b\"}",
 	 "parent"},
 	{"{\"type\":\"TENANT\",\"namespace\":\"tenant-root\",\"parent\":\"x\"}",
 	 "parent"},
@@ -100,7 +103,8 @@ static const struct {
 	 "resource"},
 	{"{\"type\":\"RAWKEY\",\"namespace\":\"tenant-a\",\"resource\":\"x\"}",
 	 "present"},
-	{"{\"type\":\"CLASS\",\"class\":\"H100\",\"definition\":null}", "class"},
+	{"{\"type\":\"CLASS\",\"class\":\"H100\",\"definition\":null}",
+	 "class"},
 	{"{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":[]}", "object"},
 	{"{\"type\":\"NODE\",\"node\":\"Node_1\",\"class\":\"h100\","
 	 "\"capacity\":1,\"serves\":true}",
@@ -108,26 +112,36 @@ static const struct {
 	{"{\"type\":\"NODE\",\"node\":\"n\",\"class\":\"h100\",\"capacity\":-1,"
 	 "\"serves\":true}",
 	 "negative"},
-	{"{\"type\":\"RESERVE\",\"namespace\":\"a\",\"class\":\"h100\",\"kind\":"
-	 "\"VMInstance\",\"name\":\"v\",\"uid\":\"u\",\"before\":2,\"after\":1}",
+	{"{\"type\":\"RESERVE\",\"namespace\":\"a\",\"class\":\"h100\","
+	 "\"kind\":"
+	 "\"VMInstance\",\"name\":\"v\",\"uid\":\"u\",\"before\":2,\"after\":"
+	 "1}",
 	 "grow"},
-	{"{\"type\":\"RELEASE\",\"namespace\":\"a\",\"class\":\"h100\",\"kind\":"
-	 "\"VMInstance\",\"name\":\"v\",\"uid\":\"u\",\"before\":1,\"after\":1}",
+	{"{\"type\":\"RELEASE\",\"namespace\":\"a\",\"class\":\"h100\","
+	 "\"kind\":"
+	 "\"VMInstance\",\"name\":\"v\",\"uid\":\"u\",\"before\":1,\"after\":"
+	 "1}",
 	 "shrink"},
-	{"{\"type\":\"RELEASE\",\"namespace\":\"a\",\"class\":\"h100\",\"kind\":"
-	 "\"VMInstance\",\"name\":\"v\",\"uid\":\"u\",\"before\":1,\"after\":-1}",
+	{"{\"type\":\"RELEASE\",\"namespace\":\"a\",\"class\":\"h100\","
+	 "\"kind\":"
+	 "\"VMInstance\",\"name\":\"v\",\"uid\":\"u\",\"before\":1,\"after\":-"
+	 "1}",
 	 "negative"},
-	{"{\"type\":\"RESERVE\",\"namespace\":\"a\",\"class\":\"h100\",\"kind\":"
-	 "\"Deployment\",\"name\":\"v\",\"uid\":\"u\",\"before\":0,\"after\":1}",
+	{"{\"type\":\"RESERVE\",\"namespace\":\"a\",\"class\":\"h100\","
+	 "\"kind\":"
+	 "\"Deployment\",\"name\":\"v\",\"uid\":\"u\",\"before\":0,\"after\":"
+	 "1}",
 	 "kind"},
-	{"{\"type\":\"RESERVE\",\"namespace\":\"a\",\"class\":\"h100\",\"kind\":"
+	{"{\"type\":\"RESERVE\",\"namespace\":\"a\",\"class\":\"h100\","
+	 "\"kind\":"
 	 "\"Pod\",\"name\":\"\",\"uid\":\"u\",\"before\":0,\"after\":1}",
 	 "name"},
 	{"{\"type\":\"ALLOC\",\"namespace\":\"a\",\"class\":\"h100\",\"kind\":"
 	 "\"Pod\",\"name\":\"p\",\"uid\":\"u\",\"before\":0,\"after\":1,"
 	 "\"node\":\"Bad Node\"}",
 	 "node"},
-	{"{\"type\":\"RESERVE\",\"namespace\":\"a\",\"class\":\"h100\",\"kind\":"
+	{"{\"type\":\"RESERVE\",\"namespace\":\"a\",\"class\":\"h100\","
+	 "\"kind\":"
 	 "\"Pod\",\"name\":\"p\",\"uid\":\"u\",\"before\":0}",
 	 "after"},
 	{"{\"type\":\"TICK\",\"time\":\"yesterday\"}", "RFC 3339"},
@@ -182,10 +196,17 @@ static const struct {
 };
 
 static const char *const bad_times[] = {
-	"", "2026-11-30", "2026-11-30T10:53:56", "2026-13-01T00:00:00Z",
-	"2026-02-29T00:00:00Z", "2026-11-30T24:00:00Z", "2026-11-30T10:60:00Z",
-	"2026-11-30T10:00:00.Z", "2026-11-30T10:00:00+0100",
-	"2026-11-30T10:00:00Zjunk", "2026-11-31T00:00:00Z",
+	"",
+	"2026-11-30",
+	"2026-11-30T10:53:56",
+	"2026-13-01T00:00:00Z",
+	"2026-02-29T00:00:00Z",
+	"2026-11-30T24:00:00Z",
+	"2026-11-30T10:60:00Z",
+	"2026-11-30T10:00:00.Z",
+	"2026-11-30T10:00:00+0100",
+	"2026-11-30T10:00:00Zjunk",
+	"2026-11-31T00:00:00Z",
 };
 
 START_TEST(event_time)
@@ -199,7 +220,8 @@ START_TEST(event_time)
 		ck_assert_msg(t == times[i].ns, "%s: %lld", times[i].in,
 			      (long long)t);
 		time_format_ns(t, buf, sizeof(buf));
-		ck_assert_str_eq(buf, times[i].out ? times[i].out : times[i].in);
+		ck_assert_str_eq(buf,
+				 times[i].out ? times[i].out : times[i].in);
 	}
 	for (size_t i = 0; i < sizeof(bad_times) / sizeof(bad_times[0]); i++)
 		ck_assert_msg(time_parse_ns(bad_times[i], &t) == LG_EINVAL,
@@ -213,10 +235,12 @@ END_TEST
 
 START_TEST(event_canonical_json)
 {
-	json_t *v = tj("{\"b\": [1, {\"z\": null, \"a\": true}], \"a\": \"x/y\"}");
+	json_t *v =
+		tj("{\"b\": [1, {\"z\": null, \"a\": true}], \"a\": \"x/y\"}");
 	char *s = json_canonical(v);
 
-	ck_assert_str_eq(s, "{\"a\":\"x/y\",\"b\":[1,{\"a\":true,\"z\":null}]}");
+	ck_assert_str_eq(s,
+			 "{\"a\":\"x/y\",\"b\":[1,{\"a\":true,\"z\":null}]}");
 	free(s);
 	json_decref(v);
 }
@@ -228,7 +252,8 @@ START_TEST(event_errors_table)
 		ck_assert_ptr_nonnull(lg_strerror(c));
 		ck_assert_msg(strncmp(lg_errname(c), "LG_", 3) == 0, "%d", c);
 	}
-	ck_assert_str_eq(lg_strerror(LG_EMISMATCH), "event does not fit the state");
+	ck_assert_str_eq(lg_strerror(LG_EMISMATCH),
+			 "event does not fit the state");
 	ck_assert_str_eq(lg_strerror(1), "unknown error");
 	ck_assert_str_eq(lg_strerror(LG_ERR_MIN - 1), "unknown error");
 	ck_assert_int_eq(lg_error_set(NULL, LG_EIO, "x"), LG_EIO);

@@ -1,7 +1,7 @@
 /* Tests of budget keys and Tenant quotas (model/keys.c): DESIGN 2.2 and
  * Appendix A "Keys and values". */
-#include "tests/model_tests.h"
 #include "model/model_int.h"
+#include "tests/model_tests.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +34,10 @@ static void load_table(struct class_table *t)
 
 static const struct {
 	const char *key;
-	bool table;  /* classify against table_doc (else NULL) */
+	bool table; /* classify against table_doc (else NULL) */
 	enum key_kind kind;
-	const char *cls;      /* class label / owning class, NULL if none */
-	size_t res_off;       /* raw: where the resource starts in key */
+	const char *cls; /* class label / owning class, NULL if none */
+	size_t res_off;	 /* raw: where the resource starts in key */
 } keys[] = {
 	/* DESIGN 2.2. */
 	{GPU_TOTAL_KEY, true, KEY_TOTAL, NULL, 0},
@@ -163,9 +163,13 @@ static const struct {
 	enum key_kind k;
 	const char *name;
 } kind_names[] = {
-	{KEY_OTHER, "other"},     {KEY_CLASS, "class"}, {KEY_TOTAL, "total"},
-	{KEY_INVALID, "invalid"}, {KEY_RAW, "raw"},     {(enum key_kind)5, "unknown"},
-	{(enum key_kind)-1, "unknown"},
+	{KEY_OTHER, "other"},
+	{KEY_CLASS, "class"},
+	{KEY_TOTAL, "total"},
+	{KEY_INVALID, "invalid"},
+	{KEY_RAW, "raw"},
+	{(enum key_kind)5, "unknown"},
+	{(enum key_kind) - 1, "unknown"},
 };
 
 START_TEST(keys_kind_name)
@@ -188,9 +192,12 @@ static const struct {
 	 "{\"class\":\"h100\",\"kind\":\"class\"}"},
 	{"\"requests.h100.gpuclass.cozystack.io/devices\"", true,
 	 "{\"class\":null,\"kind\":\"invalid\"}"},
-	{"\"requests.nvidia.com/gpu\"", true, "{\"class\":\"h100\",\"kind\":\"raw\"}"},
-	{"\"nvidia.com/AD104GL_L4\"", true, "{\"class\":\"l4\",\"kind\":\"raw\"}"},
-	{"\"requests.nvidia.com/gpu\"", false, "{\"class\":null,\"kind\":\"other\"}"},
+	{"\"requests.nvidia.com/gpu\"", true,
+	 "{\"class\":\"h100\",\"kind\":\"raw\"}"},
+	{"\"nvidia.com/AD104GL_L4\"", true,
+	 "{\"class\":\"l4\",\"kind\":\"raw\"}"},
+	{"\"requests.nvidia.com/gpu\"", false,
+	 "{\"class\":null,\"kind\":\"other\"}"},
 	{"\"requests.cpu\"", true, "{\"class\":null,\"kind\":\"other\"}"},
 	{"\"\"", true, "{\"class\":null,\"kind\":\"other\"}"},
 	{"8", true, NULL},
@@ -231,11 +238,13 @@ END_TEST
 START_TEST(keys_eval_nul)
 {
 	struct eval_ctx ctx = {0};
-	json_t *in = json_stringn(GPU_TOTAL_KEY "\0x", sizeof(GPU_TOTAL_KEY) + 1);
+	json_t *in =
+		json_stringn(GPU_TOTAL_KEY "\0x", sizeof(GPU_TOTAL_KEY) + 1);
 	json_t *out = NULL;
 
 	ck_assert_int_eq(eval_budget_key(&ctx, in, &out, NULL), 0);
-	ck_assert_str_eq(json_string_value(json_object_get(out, "kind")), "other");
+	ck_assert_str_eq(json_string_value(json_object_get(out, "kind")),
+			 "other");
 	ck_assert(json_is_null(json_object_get(out, "class")));
 	json_decref(out);
 	json_decref(in);
@@ -251,8 +260,10 @@ static json_t *tenant(const char *quotas)
 	char buf[4096];
 
 	snprintf(buf, sizeof(buf),
-		 "{\"apiVersion\":\"apps.cozystack.io/v1alpha1\",\"kind\":\"Tenant\","
-		 "\"metadata\":{\"name\":\"acme\",\"namespace\":\"tenant-root\"},"
+		 "{\"apiVersion\":\"apps.cozystack.io/"
+		 "v1alpha1\",\"kind\":\"Tenant\","
+		 "\"metadata\":{\"name\":\"acme\",\"namespace\":\"tenant-"
+		 "root\"},"
 		 "\"spec\":{\"resourceQuotas\":%s}}",
 		 quotas);
 	return tj(buf);
@@ -324,7 +335,8 @@ START_TEST(keys_tenant_values)
 		ck_assert_uint_eq(tm.n_raw, 0);
 		/* The first invalid key in sorted order is the total key. */
 		ck_assert_int_eq(err.code, LG_EINVAL);
-		ck_assert_msg(strncmp(err.msg, want_msg, strlen(want_msg)) == 0 &&
+		ck_assert_msg(strncmp(err.msg, want_msg, strlen(want_msg)) ==
+					      0 &&
 				      strlen(err.msg) > strlen(want_msg),
 			      "%s", err.msg);
 	}
@@ -358,11 +370,13 @@ START_TEST(keys_tenant_mixed)
 	load_table(&t);
 	ck_assert_int_eq(tenant_map_object(obj, &t, &tm, &err), 0);
 	ck_assert_uint_eq(tm.n_budgets, 3);
-	ck_assert_str_eq(tm.budgets[0].key, "a100.gpuclass.cozystack.io/devices");
+	ck_assert_str_eq(tm.budgets[0].key,
+			 "a100.gpuclass.cozystack.io/devices");
 	ck_assert_int_eq(tm.budgets[0].value, 2);
 	ck_assert_str_eq(tm.budgets[1].key, GPU_TOTAL_KEY);
 	ck_assert_int_eq(tm.budgets[1].value, 10);
-	ck_assert_str_eq(tm.budgets[2].key, "h100.gpuclass.cozystack.io/devices");
+	ck_assert_str_eq(tm.budgets[2].key,
+			 "h100.gpuclass.cozystack.io/devices");
 	ck_assert_int_eq(tm.budgets[2].value, 8);
 	ck_assert_uint_eq(tm.n_raw, 2);
 	ck_assert_str_eq(tm.raw[0], "nvidia.com/AD104GL_L4");
@@ -399,8 +413,10 @@ END_TEST
 START_TEST(keys_tenant_order)
 {
 	json_t *fwd = tenant(mixed_quotas), *rev = tenant("{}");
-	json_t *fq = json_object_get(json_object_get(fwd, "spec"), "resourceQuotas");
-	json_t *rq = json_object_get(json_object_get(rev, "spec"), "resourceQuotas");
+	json_t *fq =
+		json_object_get(json_object_get(fwd, "spec"), "resourceQuotas");
+	json_t *rq =
+		json_object_get(json_object_get(rev, "spec"), "resourceQuotas");
 	const char *keys_in[32];
 	size_t n = 0;
 	const char *k;
@@ -408,10 +424,11 @@ START_TEST(keys_tenant_order)
 	struct tenant_map a, b;
 	struct lg_error ea = {0}, eb = {0};
 
-	json_object_foreach(fq, k, v)
+	json_object_foreach (fq, k, v)
 		keys_in[n++] = k;
 	while (n-- > 0)
-		json_object_set(rq, keys_in[n], json_object_get(fq, keys_in[n]));
+		json_object_set(rq, keys_in[n],
+				json_object_get(fq, keys_in[n]));
 	ck_assert_int_eq(tenant_map_object(fwd, NULL, &a, &ea), 0);
 	ck_assert_int_eq(tenant_map_object(rev, NULL, &b, &eb), 0);
 	ck_assert_str_eq(ea.msg, eb.msg);
@@ -430,15 +447,17 @@ END_TEST
 START_TEST(keys_tenant_nul_key)
 {
 	json_t *obj = tenant("{\"h100.gpuclass.cozystack.io/devices\":\"1\"}");
-	json_t *rq = json_object_get(json_object_get(obj, "spec"), "resourceQuotas");
+	json_t *rq =
+		json_object_get(json_object_get(obj, "spec"), "resourceQuotas");
 	struct tenant_map tm;
 
 	json_object_setn_new(rq, GPU_TOTAL_KEY "\0x", sizeof(GPU_TOTAL_KEY) + 1,
-			 json_string("bad"));
+			     json_string("bad"));
 	ck_assert_uint_eq(json_object_size(rq), 2);
 	ck_assert_int_eq(tenant_map_object(obj, NULL, &tm, NULL), 0);
 	ck_assert_uint_eq(tm.n_budgets, 1);
-	ck_assert_str_eq(tm.budgets[0].key, "h100.gpuclass.cozystack.io/devices");
+	ck_assert_str_eq(tm.budgets[0].key,
+			 "h100.gpuclass.cozystack.io/devices");
 	ck_assert_uint_eq(tm.n_invalid, 0);
 	tenant_map_release(&tm);
 	json_decref(obj);
@@ -448,7 +467,8 @@ END_TEST
 START_TEST(keys_tenant_limit)
 {
 	json_t *obj = tenant("{}");
-	json_t *rq = json_object_get(json_object_get(obj, "spec"), "resourceQuotas");
+	json_t *rq =
+		json_object_get(json_object_get(obj, "spec"), "resourceQuotas");
 	struct tenant_map tm;
 	struct lg_error err = {0};
 	char k[32];
@@ -461,7 +481,8 @@ START_TEST(keys_tenant_limit)
 	tenant_map_release(&tm);
 	json_object_set_new(rq, GPU_TOTAL_KEY, json_integer(1));
 	ck_assert_int_eq(tenant_map_object(obj, NULL, &tm, &err), LG_ELIMIT);
-	ck_assert_str_eq(err.msg, "spec.resourceQuotas has more than 4096 keys");
+	ck_assert_str_eq(err.msg,
+			 "spec.resourceQuotas has more than 4096 keys");
 	ck_assert_uint_eq(tm.n_budgets, 0);
 	ck_assert_ptr_null(tm.budgets);
 	ck_assert_str_eq(tm.governed, "");
@@ -493,13 +514,17 @@ static const struct {
 	 "default-x", 0},
 	/* No quotas: spec or resourceQuotas absent, null or empty. */
 	{"{\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"},"
-	 "\"spec\":null}", 0, NULL, "tenant-a", 0},
+	 "\"spec\":null}",
+	 0, NULL, "tenant-a", 0},
 	{"{\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"},"
-	 "\"spec\":{}}", 0, NULL, "tenant-a", 0},
+	 "\"spec\":{}}",
+	 0, NULL, "tenant-a", 0},
 	{"{\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"},"
-	 "\"spec\":{\"resourceQuotas\":null}}", 0, NULL, "tenant-a", 0},
+	 "\"spec\":{\"resourceQuotas\":null}}",
+	 0, NULL, "tenant-a", 0},
 	{"{\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"},"
-	 "\"spec\":{\"resourceQuotas\":{}}}", 0, NULL, "tenant-a", 0},
+	 "\"spec\":{\"resourceQuotas\":{}}}",
+	 0, NULL, "tenant-a", 0},
 	{"{\"apiVersion\":\"apps.cozystack.io/v1alpha1\",\"kind\":\"Tenant\","
 	 "\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"},"
 	 "\"spec\":{\"resourceQuotas\":{\"" GPU_TOTAL_KEY "\":\"4\"}}}",
@@ -513,14 +538,16 @@ static const struct {
 	{"{\"apiVersion\":\"apps.cozystack.io/v1\",\"kind\":\"Tenant\","
 	 "\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"}}",
 	 LG_EUNKNOWN, "not a apps.cozystack.io/v1alpha1 Tenant", NULL, 0},
-	{"{\"kind\":7,\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"}}",
+	{"{\"kind\":7,\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-"
+	 "root\"}}",
 	 LG_EUNKNOWN, "not a apps.cozystack.io/v1alpha1 Tenant", NULL, 0},
 	{"{}", LG_EINVAL, "metadata.name is missing or not a non-empty string",
 	 NULL, 0},
 	{"{\"metadata\":[]}", LG_EINVAL,
 	 "metadata.name is missing or not a non-empty string", NULL, 0},
-	{"{\"metadata\":{\"name\":\"\",\"namespace\":\"tenant-root\"}}", LG_EINVAL,
-	 "metadata.name is missing or not a non-empty string", NULL, 0},
+	{"{\"metadata\":{\"name\":\"\",\"namespace\":\"tenant-root\"}}",
+	 LG_EINVAL, "metadata.name is missing or not a non-empty string", NULL,
+	 0},
 	{"{\"metadata\":{\"name\":5,\"namespace\":\"tenant-root\"}}", LG_EINVAL,
 	 "metadata.name is missing or not a non-empty string", NULL, 0},
 	{"{\"metadata\":{\"name\":\"a\"}}", LG_EINVAL,
@@ -528,22 +555,26 @@ static const struct {
 	{"{\"metadata\":{\"name\":\"a\",\"namespace\":null}}", LG_EINVAL,
 	 "metadata.namespace is missing or not a non-empty string", NULL, 0},
 	{"{\"metadata\":{\"name\":\"Acme\",\"namespace\":\"tenant-root\"}}",
-	 LG_EINVAL, "Tenant tenant-root/Acme governs no valid namespace", NULL, 0},
-	{"{\"metadata\":{\"name\":\"a.b\",\"namespace\":\"tenant-root\"}}",
-	 LG_EINVAL, "Tenant tenant-root/a.b governs no valid namespace", NULL, 0},
-	{"{\"metadata\":{\"name\":\"" L63 "\",\"namespace\":\"tenant-root\"}}",
-	 LG_EINVAL, "Tenant tenant-root/" L63 " governs no valid namespace", NULL,
+	 LG_EINVAL, "Tenant tenant-root/Acme governs no valid namespace", NULL,
 	 0},
+	{"{\"metadata\":{\"name\":\"a.b\",\"namespace\":\"tenant-root\"}}",
+	 LG_EINVAL, "Tenant tenant-root/a.b governs no valid namespace", NULL,
+	 0},
+	{"{\"metadata\":{\"name\":\"" L63 "\",\"namespace\":\"tenant-root\"}}",
+	 LG_EINVAL, "Tenant tenant-root/" L63 " governs no valid namespace",
+	 NULL, 0},
 	{"{\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"},"
-	 "\"spec\":\"x\"}", LG_EINVAL, "spec is not an object", NULL, 0},
+	 "\"spec\":\"x\"}",
+	 LG_EINVAL, "spec is not an object", NULL, 0},
 	{"{\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"},"
-	 "\"spec\":[{}]}", LG_EINVAL, "spec is not an object", NULL, 0},
+	 "\"spec\":[{}]}",
+	 LG_EINVAL, "spec is not an object", NULL, 0},
 	{"{\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"},"
-	 "\"spec\":{\"resourceQuotas\":[]}}", LG_EINVAL,
-	 "spec.resourceQuotas is not an object", NULL, 0},
+	 "\"spec\":{\"resourceQuotas\":[]}}",
+	 LG_EINVAL, "spec.resourceQuotas is not an object", NULL, 0},
 	{"{\"metadata\":{\"name\":\"a\",\"namespace\":\"tenant-root\"},"
-	 "\"spec\":{\"resourceQuotas\":\"8\"}}", LG_EINVAL,
-	 "spec.resourceQuotas is not an object", NULL, 0},
+	 "\"spec\":{\"resourceQuotas\":\"8\"}}",
+	 LG_EINVAL, "spec.resourceQuotas is not an object", NULL, 0},
 };
 
 START_TEST(keys_tenant_shape)

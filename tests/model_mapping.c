@@ -10,51 +10,37 @@
 #include <string.h>
 
 /* Sorted by name, the table is a10 (0), h100 (1), l4 (2). */
-#define CLASSES                                                              \
-	"{'classes':[{'name':'h100','resourceNames':['nvidia.com/GH100'],"   \
-	"'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists',"        \
-	"'effect':'NoSchedule'}]},"                                          \
-	"{'name':'a10','deviceClassName':'a10.nvidia.com',"                  \
-	"'resourceNames':['nvidia.com/GA102']},"                             \
+#define CLASSES                                                            \
+	"{'classes':[{'name':'h100','resourceNames':['nvidia.com/GH100']," \
+	"'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists',"      \
+	"'effect':'NoSchedule'}]},"                                        \
+	"{'name':'a10','deviceClassName':'a10.nvidia.com',"                \
+	"'resourceNames':['nvidia.com/GA102']},"                           \
 	"{'name':'l4','resourceNames':['nvidia.com/AD104','nvidia.com/L4']}]}"
 
 #define META "'metadata':{'namespace':'tenant-a','name':'vm1','uid':'u1'}"
-#define VMI(spec)                                                            \
+#define VMI(spec)                                                              \
 	"{'apiVersion':'apps.cozystack.io/v1alpha1','kind':'VMInstance'," META \
 	",'spec':" spec "}"
-#define KN(spec)                                                             \
-	"{'apiVersion':'apps.cozystack.io/v1alpha1','kind':'KubernetesNodes'," \
-	META ",'spec':" spec "}"
-#define POD(spec, phase)                                                     \
-	"{'apiVersion':'v1','kind':'Pod'," META ",'spec':" spec                \
+#define KN(spec)                            \
+	"{'apiVersion':'apps.cozystack.io/" \
+	"v1alpha1','kind':'KubernetesNodes'," META ",'spec':" spec "}"
+#define POD(spec, phase)                                        \
+	"{'apiVersion':'v1','kind':'Pod'," META ",'spec':" spec \
 	",'status':{'phase':'" phase "'}}"
 /* One container with the given resources. */
-#define POD1(res, phase)                                                     \
-	POD("{'nodeName':'n1','containers':[{'name':'c','resources':" res      \
-	    "}]}", phase)
-#define CLAIM(reqs, status)                                                  \
-	"{'apiVersion':'resource.k8s.io/v1','kind':'ResourceClaim'," META      \
+#define POD1(res, phase)                                                  \
+	POD("{'nodeName':'n1','containers':[{'name':'c','resources':" res \
+	    "}]}",                                                        \
+	    phase)
+#define CLAIM(reqs, status)                                               \
+	"{'apiVersion':'resource.k8s.io/v1','kind':'ResourceClaim'," META \
 	",'spec':{'devices':{'requests':" reqs "}},'status':" status "}"
-#define ALLOC(terms)                                                         \
+#define ALLOC(terms) \
 	"{'allocation':{'nodeSelector':{'nodeSelectorTerms':" terms "}}}"
 #define TERM(fields) "{'matchFields':[" fields "]}"
-#define MF(key, op, vals)                                                    \
+#define MF(key, op, vals) \
 	"{'key':'" key "','operator':'" op "','values':" vals "}"
-
-/* Parses single-quoted JSON. */
-static json_t *tq(const char *text)
-{
-	char *s = strdup(text);
-	json_t *v;
-
-	ck_assert_ptr_nonnull(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	v = tj(s);
-	free(s);
-	return v;
-}
 
 static void load_classes(struct class_table *t)
 {
@@ -62,8 +48,7 @@ static void load_classes(struct class_table *t)
 	json_t *doc = tq(CLASSES);
 
 	class_table_init(t);
-	ck_assert_msg(class_table_parse(t, doc, &e) == 0, "classes: %s",
-		      e.msg);
+	ck_assert_msg(class_table_parse(t, doc, &e) == 0, "classes: %s", e.msg);
 	json_decref(doc);
 	ck_assert_uint_eq(t->n, 3);
 }
@@ -81,8 +66,8 @@ static void render_units(const struct holder_map *hm,
 		if (i > 0)
 			ck_assert_uint_lt(hm->units[i - 1].cls,
 					  hm->units[i].cls);
-		off += snprintf(buf + off, cap - off, "%s%s=%lld",
-				i ? " " : "", t->classes[hm->units[i].cls].name,
+		off += snprintf(buf + off, cap - off, "%s%s=%lld", i ? " " : "",
+				t->classes[hm->units[i].cls].name,
 				(long long)hm->units[i].units);
 		ck_assert_uint_lt(off, cap);
 	}
@@ -166,12 +151,12 @@ static void run_rows(const struct hrow *rows, size_t n, int i)
 	class_table_release(&t);
 }
 
-#define ROWS(name, ...)                                                      \
-	static const struct hrow name[] = {__VA_ARGS__};                     \
-	START_TEST(test_##name)                                              \
-	{                                                                    \
-		run_rows(name, sizeof(name) / sizeof(name[0]), _i);          \
-	}                                                                    \
+#define ROWS(name, ...)                                             \
+	static const struct hrow name[] = {__VA_ARGS__};            \
+	START_TEST(test_##name)                                     \
+	{                                                           \
+		run_rows(name, sizeof(name) / sizeof(name[0]), _i); \
+	}                                                           \
 	END_TEST
 
 /* ---------------------------------------------------------------------- */
@@ -194,7 +179,7 @@ START_TEST(test_kind_names)
 	}
 	ck_assert_str_eq(holder_kind_name(HK_NONE), "");
 	ck_assert_str_eq(holder_kind_name(HK_MAX), "");
-	ck_assert_str_eq(holder_kind_name((enum holder_kind)-1), "");
+	ck_assert_str_eq(holder_kind_name((enum holder_kind) - 1), "");
 	ck_assert_int_eq(holder_kind_parse("pod"), HK_NONE);
 	ck_assert_int_eq(holder_kind_parse("Node"), HK_NONE);
 	ck_assert_int_eq(holder_kind_parse(""), HK_NONE);
@@ -212,10 +197,12 @@ static const struct {
 	{"{'apiVersion':'apps/v1','kind':'Pod'," META "}", LG_EUNKNOWN},
 	{"{'apiVersion':'v1','kind':'Deployment'," META "}", LG_EUNKNOWN},
 	{"{'apiVersion':'v1','kind':'Node'," META "}", LG_EUNKNOWN},
-	{"{'apiVersion':'resource.k8s.io/v1beta1','kind':'ResourceClaim',"
-	 META "}", LG_EUNKNOWN},
-	{"{'apiVersion':'resource.k8s.io/v1beta2','kind':'ResourceClaim',"
-	 META "}", LG_EUNKNOWN},
+	{"{'apiVersion':'resource.k8s.io/v1beta1','kind':'ResourceClaim'," META
+	 "}",
+	 LG_EUNKNOWN},
+	{"{'apiVersion':'resource.k8s.io/v1beta2','kind':'ResourceClaim'," META
+	 "}",
+	 LG_EUNKNOWN},
 	{"{'apiVersion':'v1','kind':'pod'," META "}", LG_EUNKNOWN},
 	{"{'kind':'Pod'," META "}", LG_EUNKNOWN},
 	{"{'apiVersion':'v1'," META "}", LG_EUNKNOWN},
@@ -226,13 +213,16 @@ static const struct {
 	{"{'apiVersion':'v1','kind':'Pod','metadata':{'namespace':'ns'}}",
 	 LG_EINVAL},
 	{"{'apiVersion':'v1','kind':'Pod','metadata':{'namespace':'ns',"
-	 "'name':''}}", LG_EINVAL},
+	 "'name':''}}",
+	 LG_EINVAL},
 	{"{'apiVersion':'v1','kind':'Pod','metadata':{'namespace':1,"
-	 "'name':'p'}}", LG_EINVAL},
+	 "'name':'p'}}",
+	 LG_EINVAL},
 	{"{'apiVersion':'v1','kind':'Pod','metadata':'x'}", LG_EINVAL},
 	{"{'apiVersion':'v1','kind':'Pod'}", LG_EINVAL},
 	{"{'apiVersion':'apps.cozystack.io/v1alpha1','kind':'KubernetesNodes',"
-	 "'metadata':{'name':'k'},'spec':{}}", LG_EINVAL},
+	 "'metadata':{'name':'k'},'spec':{}}",
+	 LG_EINVAL},
 };
 
 START_TEST(test_object_kinds)
@@ -266,9 +256,9 @@ START_TEST(test_object_borrowed)
 	ck_assert_int_eq(holder_map_object(obj, &t, &hm, NULL), 0);
 	ck_assert(hm.valid);
 	ck_assert_int_eq(hm.kind, HK_POD);
-	ck_assert_ptr_eq(hm.ns, json_string_value(json_object_get(
-					json_object_get(obj, "metadata"),
-					"namespace")));
+	ck_assert_ptr_eq(
+		hm.ns, json_string_value(json_object_get(
+			       json_object_get(obj, "metadata"), "namespace")));
 	ck_assert_str_eq(hm.name, "p1");
 	ck_assert_str_eq(hm.uid, "");
 	ck_assert_uint_eq(hm.n, 0);
@@ -281,92 +271,92 @@ END_TEST
 /* VMInstance.                                                             */
 
 ROWS(vmi_rows,
-	/* Class entries, default count, units per class. */
-	{VMI("{'gpus':[{'class':'h100','count':2},{'class':'a10'}]}"), 0, true,
-	 "a10=1 h100=2", "h100,a10", false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100'},{'class':'h100','count':3}]}"), 0, true,
-	 "h100=4", "h100,h100", false, NULL, false},
-	/* Raw entries reserve nothing; class null is a raw entry. */
-	{VMI("{'gpus':[{'name':'nvidia.com/GH100'}]}"), 0, true, "", "-",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':null,'name':'x'},{'class':'l4'}]}"), 0, true,
-	 "l4=1", "-,l4", false, NULL, false},
-	/* gpus absent or null is []. */
-	{VMI("{}"), 0, true, "", "", false, NULL, false},
-	{VMI("{'gpus':null}"), 0, true, "", "", false, NULL, false},
-	{VMI("{'gpus':[]}"), 0, true, "", "", false, NULL, false},
-	/* Counts: numbers, integral reals, quantity strings. */
-	{VMI("{'gpus':[{'class':'h100','count':null}]}"), 0, true, "h100=1",
-	 "h100", false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':2.0}]}"), 0, true, "h100=2",
-	 "h100", false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':'2'}]}"), 0, true, "h100=2",
-	 "h100", false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':'1k'}]}"), 0, true, "h100=1000",
-	 "h100", false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':'2Ki'}]}"), 0, true,
-	 "h100=2048", "h100", false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':'3000m'}]}"), 0, true, "h100=3",
-	 "h100", false, NULL, false},
-	/* Bad counts make the whole spec invalid. */
-	{VMI("{'gpus':[{'class':'a10'},{'class':'h100','count':0}]}"), 0,
-	 false, "", "", false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':-1}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':1.5}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':'0'}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':'1.5'}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':'500m'}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':' 2'}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':'two'}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':true}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':[1]}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':{}}]}"), 0, false, "", "",
-	 false, NULL, false},
-	/* A bad count on a raw entry is still a bad count. */
-	{VMI("{'gpus':[{'name':'nvidia.com/GH100','count':0}]}"), 0, false, "",
-	 "", false, NULL, false},
-	/* Overflow of a class sum. */
-	{VMI("{'gpus':[{'class':'h100','count':'9223372036854775807'},"
-	     "{'class':'h100'}]}"), 0, false, "", "", false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100','count':'9223372036854775807'},"
-	     "{'class':'a10'}]}"), 0, true, "a10=1 h100=9223372036854775807",
-	 "h100,a10", false, NULL, false},
-	/* Unknown classes reserve 0; the other entries still count. */
-	{VMI("{'gpus':[{'class':'v100','count':4},{'class':'h100'}]}"), 0, true,
-	 "h100=1", "-,h100", true, NULL, false},
-	{VMI("{'gpus':[{'class':''}]}"), 0, true, "", "-", true, NULL, false},
-	{VMI("{'gpus':[{'class':'H100'}]}"), 0, true, "", "-", true, NULL,
-	 false},
-	/* Wrong shapes. */
-	{VMI("[]"), 0, false, "", "", false, NULL, false},
-	{VMI("null"), 0, false, "", "", false, NULL, false},
-	{VMI("'spec'"), 0, false, "", "", false, NULL, false},
-	{VMI("{'gpus':{}}"), 0, false, "", "", false, NULL, false},
-	{VMI("{'gpus':'h100'}"), 0, false, "", "", false, NULL, false},
-	{VMI("{'gpus':[{'class':'h100'},5]}"), 0, false, "", "", false, NULL,
-	 false},
-	{VMI("{'gpus':[null]}"), 0, false, "", "", false, NULL, false},
-	{VMI("{'gpus':[{'class':5}]}"), 0, false, "", "", false, NULL, false},
-	{VMI("{'gpus':[{'class':['h100']}]}"), 0, false, "", "", false, NULL,
-	 false},
-	/* An unknown class before an invalid entry: invalid wins. */
-	{VMI("{'gpus':[{'class':'v100'},{'class':'h100','count':0}]}"), 0,
-	 false, "", "", false, NULL, false},
-	/* A VMInstance's maxReplicas is ignored, even when bad. */
-	{VMI("{'maxReplicas':3,'gpus':[{'class':'h100','count':2}]}"), 0, true,
-	 "h100=2", "h100", false, NULL, false},
-	{VMI("{'maxReplicas':'x','gpus':[{'class':'h100'}]}"), 0, true,
-	 "h100=1", "h100", false, NULL, false},
-)
+     /* Class entries, default count, units per class. */
+     {VMI("{'gpus':[{'class':'h100','count':2},{'class':'a10'}]}"), 0, true,
+      "a10=1 h100=2", "h100,a10", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100'},{'class':'h100','count':3}]}"), 0, true,
+      "h100=4", "h100,h100", false, NULL, false},
+     /* Raw entries reserve nothing; class null is a raw entry. */
+     {VMI("{'gpus':[{'name':'nvidia.com/GH100'}]}"), 0, true, "", "-", false,
+      NULL, false},
+     {VMI("{'gpus':[{'class':null,'name':'x'},{'class':'l4'}]}"), 0, true,
+      "l4=1", "-,l4", false, NULL, false},
+     /* gpus absent or null is []. */
+     {VMI("{}"), 0, true, "", "", false, NULL, false},
+     {VMI("{'gpus':null}"), 0, true, "", "", false, NULL, false},
+     {VMI("{'gpus':[]}"), 0, true, "", "", false, NULL, false},
+     /* Counts: numbers, integral reals, quantity strings. */
+     {VMI("{'gpus':[{'class':'h100','count':null}]}"), 0, true, "h100=1",
+      "h100", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':2.0}]}"), 0, true, "h100=2", "h100",
+      false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':'2'}]}"), 0, true, "h100=2", "h100",
+      false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':'1k'}]}"), 0, true, "h100=1000",
+      "h100", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':'2Ki'}]}"), 0, true, "h100=2048",
+      "h100", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':'3000m'}]}"), 0, true, "h100=3",
+      "h100", false, NULL, false},
+     /* Bad counts make the whole spec invalid. */
+     {VMI("{'gpus':[{'class':'a10'},{'class':'h100','count':0}]}"), 0, false,
+      "", "", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':-1}]}"), 0, false, "", "", false,
+      NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':1.5}]}"), 0, false, "", "", false,
+      NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':'0'}]}"), 0, false, "", "", false,
+      NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':'1.5'}]}"), 0, false, "", "", false,
+      NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':'500m'}]}"), 0, false, "", "",
+      false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':' 2'}]}"), 0, false, "", "", false,
+      NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':'two'}]}"), 0, false, "", "", false,
+      NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':true}]}"), 0, false, "", "", false,
+      NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':[1]}]}"), 0, false, "", "", false,
+      NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':{}}]}"), 0, false, "", "", false,
+      NULL, false},
+     /* A bad count on a raw entry is still a bad count. */
+     {VMI("{'gpus':[{'name':'nvidia.com/GH100','count':0}]}"), 0, false, "", "",
+      false, NULL, false},
+     /* Overflow of a class sum. */
+     {VMI("{'gpus':[{'class':'h100','count':'9223372036854775807'},"
+	  "{'class':'h100'}]}"),
+      0, false, "", "", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':'9223372036854775807'},"
+	  "{'class':'a10'}]}"),
+      0, true, "a10=1 h100=9223372036854775807", "h100,a10", false, NULL,
+      false},
+     /* Unknown classes reserve 0; the other entries still count. */
+     {VMI("{'gpus':[{'class':'v100','count':4},{'class':'h100'}]}"), 0, true,
+      "h100=1", "-,h100", true, NULL, false},
+     {VMI("{'gpus':[{'class':''}]}"), 0, true, "", "-", true, NULL, false},
+     {VMI("{'gpus':[{'class':'H100'}]}"), 0, true, "", "-", true, NULL, false},
+     /* Wrong shapes. */
+     {VMI("[]"), 0, false, "", "", false, NULL, false},
+     {VMI("null"), 0, false, "", "", false, NULL, false},
+     {VMI("'spec'"), 0, false, "", "", false, NULL, false},
+     {VMI("{'gpus':{}}"), 0, false, "", "", false, NULL, false},
+     {VMI("{'gpus':'h100'}"), 0, false, "", "", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100'},5]}"), 0, false, "", "", false, NULL,
+      false},
+     {VMI("{'gpus':[null]}"), 0, false, "", "", false, NULL, false},
+     {VMI("{'gpus':[{'class':5}]}"), 0, false, "", "", false, NULL, false},
+     {VMI("{'gpus':[{'class':['h100']}]}"), 0, false, "", "", false, NULL,
+      false},
+     /* An unknown class before an invalid entry: invalid wins. */
+     {VMI("{'gpus':[{'class':'v100'},{'class':'h100','count':0}]}"), 0, false,
+      "", "", false, NULL, false},
+     /* A VMInstance's maxReplicas is ignored, even when bad. */
+     {VMI("{'maxReplicas':3,'gpus':[{'class':'h100','count':2}]}"), 0, true,
+      "h100=2", "h100", false, NULL, false},
+     {VMI("{'maxReplicas':'x','gpus':[{'class':'h100'}]}"), 0, true, "h100=1",
+      "h100", false, NULL, false}, )
 
 /* The entry bound: HOLDER_MAX_ENTRIES entries map, one more does not. */
 START_TEST(test_vmi_entry_limit)
@@ -380,9 +370,8 @@ START_TEST(test_vmi_entry_limit)
 
 	load_classes(&t);
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(
-			gpus,
-			json_pack("{s:s}", "class", i % 2 ? "a10" : "h100"));
+		json_array_append_new(gpus, json_pack("{s:s}", "class",
+						      i % 2 ? "a10" : "h100"));
 	json_object_set_new(spec, "gpus", gpus);
 	ck_assert_int_eq(holder_map_spec(HK_VMINSTANCE, spec, &t, &hm, &e), 0);
 	if (_i == 0) {
@@ -405,49 +394,48 @@ END_TEST
 /* KubernetesNodes.                                                        */
 
 ROWS(kn_rows,
-	/* maxReplicas absent or null is 10. */
-	{KN("{'gpus':[{'class':'h100','count':2}]}"), 0, true, "h100=20",
-	 "h100", false, NULL, false},
-	{KN("{'maxReplicas':null,'gpus':[{'class':'h100'},{'class':'l4'}]}"),
-	 0, true, "h100=10 l4=10", "h100,l4", false, NULL, false},
-	{KN("{'maxReplicas':3,'gpus':[{'class':'h100','count':'2'},"
-	    "{'class':'a10'}]}"), 0, true, "a10=3 h100=6", "h100,a10", false,
-	 NULL, false},
-	{KN("{'maxReplicas':1,'gpus':[{'class':'h100'}]}"), 0, true, "h100=1",
-	 "h100", false, NULL, false},
-	/* Zero replicas reserve nothing but are valid. */
-	{KN("{'maxReplicas':0,'gpus':[{'class':'h100','count':4}]}"), 0, true,
-	 "", "h100", false, NULL, false},
-	/* Raw entries and unknown classes, as for a VMInstance. */
-	{KN("{'maxReplicas':2,'gpus':[{'name':'nvidia.com/GH100'},"
-	    "{'class':'v100'},{'class':'a10'}]}"), 0, true, "a10=2", "-,-,a10",
-	 true, NULL, false},
-	/* Bad maxReplicas. */
-	{KN("{'maxReplicas':'3','gpus':[{'class':'h100'}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{KN("{'maxReplicas':3.5,'gpus':[{'class':'h100'}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{KN("{'maxReplicas':3.0,'gpus':[{'class':'h100'}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{KN("{'maxReplicas':-1,'gpus':[{'class':'h100'}]}"), 0, false, "", "",
-	 false, NULL, false},
-	{KN("{'maxReplicas':true,'gpus':[{'class':'h100'}]}"), 0, false, "",
-	 "", false, NULL, false},
-	{KN("{'maxReplicas':{},'gpus':[]}"), 0, false, "", "", false, NULL,
-	 false},
-	/* Bad entries. */
-	{KN("{'maxReplicas':2,'gpus':[{'class':'h100','count':0}]}"), 0, false,
-	 "", "", false, NULL, false},
-	{KN("{'gpus':7}"), 0, false, "", "", false, NULL, false},
-	{KN("null"), 0, false, "", "", false, NULL, false},
-	/* units x maxReplicas overflow. */
-	{KN("{'gpus':[{'class':'h100','count':'1000000000000000000'}]}"), 0,
-	 false, "", "", false, NULL, false},
-	{KN("{'maxReplicas':9223372036854775807,'gpus':[{'class':'h100'}]}"),
-	 0, true, "h100=9223372036854775807", "h100", false, NULL, false},
-	{KN("{'maxReplicas':9223372036854775807,'gpus':[{'class':'h100',"
-	    "'count':2}]}"), 0, false, "", "", false, NULL, false},
-)
+     /* maxReplicas absent or null is 10. */
+     {KN("{'gpus':[{'class':'h100','count':2}]}"), 0, true, "h100=20", "h100",
+      false, NULL, false},
+     {KN("{'maxReplicas':null,'gpus':[{'class':'h100'},{'class':'l4'}]}"), 0,
+      true, "h100=10 l4=10", "h100,l4", false, NULL, false},
+     {KN("{'maxReplicas':3,'gpus':[{'class':'h100','count':'2'},"
+	 "{'class':'a10'}]}"),
+      0, true, "a10=3 h100=6", "h100,a10", false, NULL, false},
+     {KN("{'maxReplicas':1,'gpus':[{'class':'h100'}]}"), 0, true, "h100=1",
+      "h100", false, NULL, false},
+     /* Zero replicas reserve nothing but are valid. */
+     {KN("{'maxReplicas':0,'gpus':[{'class':'h100','count':4}]}"), 0, true, "",
+      "h100", false, NULL, false},
+     /* Raw entries and unknown classes, as for a VMInstance. */
+     {KN("{'maxReplicas':2,'gpus':[{'name':'nvidia.com/GH100'},"
+	 "{'class':'v100'},{'class':'a10'}]}"),
+      0, true, "a10=2", "-,-,a10", true, NULL, false},
+     /* Bad maxReplicas. */
+     {KN("{'maxReplicas':'3','gpus':[{'class':'h100'}]}"), 0, false, "", "",
+      false, NULL, false},
+     {KN("{'maxReplicas':3.5,'gpus':[{'class':'h100'}]}"), 0, false, "", "",
+      false, NULL, false},
+     {KN("{'maxReplicas':3.0,'gpus':[{'class':'h100'}]}"), 0, false, "", "",
+      false, NULL, false},
+     {KN("{'maxReplicas':-1,'gpus':[{'class':'h100'}]}"), 0, false, "", "",
+      false, NULL, false},
+     {KN("{'maxReplicas':true,'gpus':[{'class':'h100'}]}"), 0, false, "", "",
+      false, NULL, false},
+     {KN("{'maxReplicas':{},'gpus':[]}"), 0, false, "", "", false, NULL, false},
+     /* Bad entries. */
+     {KN("{'maxReplicas':2,'gpus':[{'class':'h100','count':0}]}"), 0, false, "",
+      "", false, NULL, false},
+     {KN("{'gpus':7}"), 0, false, "", "", false, NULL, false},
+     {KN("null"), 0, false, "", "", false, NULL, false},
+     /* units x maxReplicas overflow. */
+     {KN("{'gpus':[{'class':'h100','count':'1000000000000000000'}]}"), 0, false,
+      "", "", false, NULL, false},
+     {KN("{'maxReplicas':9223372036854775807,'gpus':[{'class':'h100'}]}"), 0,
+      true, "h100=9223372036854775807", "h100", false, NULL, false},
+     {KN("{'maxReplicas':9223372036854775807,'gpus':[{'class':'h100',"
+	 "'count':2}]}"),
+      0, false, "", "", false, NULL, false}, )
 
 /* ---------------------------------------------------------------------- */
 /* Pods.                                                                   */
@@ -455,216 +443,238 @@ ROWS(kn_rows,
 #define GH(v) "{'requests':{'nvidia.com/GH100':'" v "'}}"
 
 ROWS(pod_rows,
-	{POD1(GH("2"), "Running"), 0, true, "h100=2", NULL, false, "n1", true},
-	{POD1(GH("2"), "Pending"), 0, true, "h100=2", NULL, false, "n1", true},
-	{POD1(GH("1"), "Unknown"), 0, true, "h100=1", NULL, false, "n1", true},
-	/* A limits-only GPU request counts (API-server defaulting). */
-	{POD1("{'limits':{'nvidia.com/GH100':'3','cpu':'1'}}", "Running"), 0,
-	 true, "h100=3", NULL, false, "n1", true},
-	{POD1("{'requests':{'nvidia.com/GA102':'1'},"
-	      "'limits':{'nvidia.com/GA102':'1'}}", "Running"), 0, true,
-	 "a10=1", NULL, false, "n1", true},
-	/* A class with two raw names sums them; Value() per resource, then
-	 * the sum (1 + 1, not ceil(0.5 + 0.5)). */
-	{POD1("{'requests':{'nvidia.com/AD104':'1','nvidia.com/L4':'2'}}",
-	      "Running"), 0, true, "l4=3", NULL, false, "n1", true},
-	{POD1("{'requests':{'nvidia.com/AD104':'500m','nvidia.com/L4':'500m'}}",
-	      "Running"), 0, true, "l4=2", NULL, false, "n1", true},
-	/* Several classes at once. */
-	{POD1("{'requests':{'nvidia.com/GA102':'1','nvidia.com/GH100':'2'}}",
-	      "Running"), 0, true, "a10=1 h100=2", NULL, false, "n1", true},
-	/* No GPU: valid, holds nothing. */
-	{POD1("{'requests':{'cpu':'100m','memory':'1Gi'}}", "Running"), 0, true,
-	 "", NULL, false, "n1", true},
-	{POD("{}", "Running"), 0, true, "", NULL, false, NULL, true},
-	/* Terminal pods hold 0 but are valid. */
-	{POD1(GH("2"), "Succeeded"), 0, true, "", NULL, false, "n1", true},
-	{POD1(GH("2"), "Failed"), 0, true, "", NULL, false, "n1", true},
-	/* Init containers: max(sum of containers, each init container). */
-	{POD("{'nodeName':'n1','initContainers':[{'name':'i',"
-	     "'resources':" GH("4") "}],'containers':[{'name':'c',"
-	     "'resources':" GH("1") "}]}", "Running"), 0, true, "h100=4", NULL,
-	 false, "n1", true},
-	/* Sidecars run beside the containers and the later init containers:
-	 * max(1 + 1, 2 + 1) = 3. */
-	{POD("{'nodeName':'n1','initContainers':[{'name':'s',"
-	     "'restartPolicy':'Always','resources':" GH("1") "},"
-	     "{'name':'i','resources':" GH("2") "}],'containers':[{'name':'c',"
-	     "'resources':" GH("1") "}]}", "Running"), 0, true, "h100=3", NULL,
-	 false, "n1", true},
-	/* Overhead is added. */
-	{POD("{'nodeName':'n1','overhead':{'nvidia.com/GH100':'1'},"
-	     "'containers':[{'name':'c','resources':" GH("1") "}]}",
-	     "Running"), 0, true, "h100=2", NULL, false, "n1", true},
-	/* Pod-level resources never count for GPUs. */
-	{POD("{'nodeName':'n1','resources':{'requests':"
-	     "{'nvidia.com/GH100':'4'}},'containers':[{'name':'c',"
-	     "'resources':" GH("1") "}]}", "Running"), 0, true, "h100=1", NULL,
-	 false, "n1", true},
-	/* Negative or unparsable quantities anywhere: the pod holds 0. */
-	{POD1(GH("-1"), "Running"), 0, false, "", NULL, false, "n1", true},
-	{POD1("{'requests':{'nvidia.com/GH100':'1','cpu':'-100m'}}", "Running"),
-	 0, false, "", NULL, false, "n1", true},
-	{POD1("{'requests':{'nvidia.com/GH100':'1'},'limits':{'memory':'x'}}",
-	      "Running"), 0, false, "", NULL, false, "n1", true},
-	{POD1("{'limits':{'nvidia.com/GH100':'1','cpu':'-1'}}", "Running"), 0,
-	 false, "", NULL, false, "n1", true},
-	{POD("{'initContainers':[{'name':'i','resources':{'limits':"
-	     "{'cpu':'-1'}}}],'containers':[{'name':'c','resources':"
-	     GH("1") "}]}", "Running"), 0, false, "", NULL, false, NULL, true},
-	{POD("{'initContainers':[{'name':'i','resources':{'requests':"
-	     "{'cpu':'1..'}}}],'containers':[{'name':'c','resources':"
-	     GH("1") "}]}", "Running"), 0, false, "", NULL, false, NULL, true},
-	{POD("{'overhead':{'nvidia.com/GH100':'-1'},'containers':[{'name':'c',"
-	     "'resources':" GH("2") "}]}", "Running"), 0, false, "", NULL,
-	 false, NULL, true},
-	{POD1(GH(" 1"), "Running"), 0, false, "", NULL, false, "n1", true},
-	{POD1("{'requests':{'nvidia.com/GH100':2}}", "Running"), 0, false, "",
-	 NULL, false, "n1", true},
-	{POD1("{'limits':{'nvidia.com/GH100':null}}", "Running"), 0, false, "",
-	 NULL, false, "n1", true},
-	/* A Value() overflow, and an overflowing sum over raw names. */
-	{POD1(GH("10E"), "Running"), 0, false, "", NULL, false, "n1", true},
-	{POD1("{'requests':{'nvidia.com/AD104':'9223372036854775807',"
-	      "'nvidia.com/L4':'1'}}", "Running"), 0, false, "", NULL, false,
-	 "n1", true},
-	/* Wrong shapes. */
-	{POD("{'containers':{}}", "Running"), 0, false, "", NULL, false, NULL,
-	 true},
-	{POD("{'nodeName':5}", "Running"), 0, false, "", NULL, false, NULL,
-	 true},
-)
+     {POD1(GH("2"), "Running"), 0, true, "h100=2", NULL, false, "n1", true},
+     {POD1(GH("2"), "Pending"), 0, true, "h100=2", NULL, false, "n1", true},
+     {POD1(GH("1"), "Unknown"), 0, true, "h100=1", NULL, false, "n1", true},
+     /* A limits-only GPU request counts (API-server defaulting). */
+     {POD1("{'limits':{'nvidia.com/GH100':'3','cpu':'1'}}", "Running"), 0, true,
+      "h100=3", NULL, false, "n1", true},
+     {POD1("{'requests':{'nvidia.com/GA102':'1'},"
+	   "'limits':{'nvidia.com/GA102':'1'}}",
+	   "Running"),
+      0, true, "a10=1", NULL, false, "n1", true},
+     /* A class with two raw names sums them; Value() per resource, then
+      * the sum (1 + 1, not ceil(0.5 + 0.5)). */
+     {POD1("{'requests':{'nvidia.com/AD104':'1','nvidia.com/L4':'2'}}",
+	   "Running"),
+      0, true, "l4=3", NULL, false, "n1", true},
+     {POD1("{'requests':{'nvidia.com/AD104':'500m','nvidia.com/L4':'500m'}}",
+	   "Running"),
+      0, true, "l4=2", NULL, false, "n1", true},
+     /* Several classes at once. */
+     {POD1("{'requests':{'nvidia.com/GA102':'1','nvidia.com/GH100':'2'}}",
+	   "Running"),
+      0, true, "a10=1 h100=2", NULL, false, "n1", true},
+     /* No GPU: valid, holds nothing. */
+     {POD1("{'requests':{'cpu':'100m','memory':'1Gi'}}", "Running"), 0, true,
+      "", NULL, false, "n1", true},
+     {POD("{}", "Running"), 0, true, "", NULL, false, NULL, true},
+     /* Terminal pods hold 0 but are valid. */
+     {POD1(GH("2"), "Succeeded"), 0, true, "", NULL, false, "n1", true},
+     {POD1(GH("2"), "Failed"), 0, true, "", NULL, false, "n1", true},
+     /* Init containers: max(sum of containers, each init container). */
+     {POD("{'nodeName':'n1','initContainers':[{'name':'i',"
+	  "'resources':" GH("4") "}],'containers':[{'name':'c',"
+				 "'resources':" GH("1") "}]}",
+	  "Running"),
+      0, true, "h100=4", NULL, false, "n1", true},
+     /* Sidecars run beside the containers and the later init containers:
+      * max(1 + 1, 2 + 1) = 3. */
+     {POD("{'nodeName':'n1','initContainers':[{'name':'s',"
+	  "'restartPolicy':'Always','resources':" GH(
+		  "1") "},"
+		       "{'name':'i','resources':" GH(
+			       "2") "}],'containers':[{'name':'c',"
+				    "'resources':" GH("1") "}]}",
+	  "Running"),
+      0, true, "h100=3", NULL, false, "n1", true},
+     /* Overhead is added. */
+     {POD("{'nodeName':'n1','overhead':{'nvidia.com/GH100':'1'},"
+	  "'containers':[{'name':'c','resources':" GH("1") "}]}",
+	  "Running"),
+      0, true, "h100=2", NULL, false, "n1", true},
+     /* Pod-level resources never count for GPUs. */
+     {POD("{'nodeName':'n1','resources':{'requests':"
+	  "{'nvidia.com/GH100':'4'}},'containers':[{'name':'c',"
+	  "'resources':" GH("1") "}]}",
+	  "Running"),
+      0, true, "h100=1", NULL, false, "n1", true},
+     /* Negative or unparsable quantities anywhere: the pod holds 0. */
+     {POD1(GH("-1"), "Running"), 0, false, "", NULL, false, "n1", true},
+     {POD1("{'requests':{'nvidia.com/GH100':'1','cpu':'-100m'}}", "Running"), 0,
+      false, "", NULL, false, "n1", true},
+     {POD1("{'requests':{'nvidia.com/GH100':'1'},'limits':{'memory':'x'}}",
+	   "Running"),
+      0, false, "", NULL, false, "n1", true},
+     {POD1("{'limits':{'nvidia.com/GH100':'1','cpu':'-1'}}", "Running"), 0,
+      false, "", NULL, false, "n1", true},
+     {POD("{'initContainers':[{'name':'i','resources':{'limits':"
+	  "{'cpu':'-1'}}}],'containers':[{'name':'c','resources':" GH(
+		  "1") "}]}",
+	  "Running"),
+      0, false, "", NULL, false, NULL, true},
+     {POD("{'initContainers':[{'name':'i','resources':{'requests':"
+	  "{'cpu':'1..'}}}],'containers':[{'name':'c','resources':" GH(
+		  "1") "}]}",
+	  "Running"),
+      0, false, "", NULL, false, NULL, true},
+     {POD("{'overhead':{'nvidia.com/GH100':'-1'},'containers':[{'name':'c',"
+	  "'resources':" GH("2") "}]}",
+	  "Running"),
+      0, false, "", NULL, false, NULL, true},
+     {POD1(GH(" 1"), "Running"), 0, false, "", NULL, false, "n1", true},
+     {POD1("{'requests':{'nvidia.com/GH100':2}}", "Running"), 0, false, "",
+      NULL, false, "n1", true},
+     {POD1("{'limits':{'nvidia.com/GH100':null}}", "Running"), 0, false, "",
+      NULL, false, "n1", true},
+     /* A Value() overflow, and an overflowing sum over raw names. */
+     {POD1(GH("10E"), "Running"), 0, false, "", NULL, false, "n1", true},
+     {POD1("{'requests':{'nvidia.com/AD104':'9223372036854775807',"
+	   "'nvidia.com/L4':'1'}}",
+	   "Running"),
+      0, false, "", NULL, false, "n1", true},
+     /* Wrong shapes. */
+     {POD("{'containers':{}}", "Running"), 0, false, "", NULL, false, NULL,
+      true},
+     {POD("{'nodeName':5}", "Running"), 0, false, "", NULL, false, NULL,
+      true}, )
 
 /* ---------------------------------------------------------------------- */
 /* ResourceClaims.                                                         */
 
 #define EX(body) "{'name':'r','exactly':{" body "}}"
-#define A10 "'deviceClassName':'a10.nvidia.com'"
+#define A10	 "'deviceClassName':'a10.nvidia.com'"
 
 ROWS(claim_rows,
-	/* ExactCount with default and explicit counts. */
-	{CLAIM("[" EX(A10) "]", "{}"), 0, true, "a10=1", NULL, false, NULL,
-	 false},
-	{CLAIM("[" EX(A10 ",'count':2") "]", "{}"), 0, true, "a10=2", NULL,
-	 false, NULL, false},
-	{CLAIM("[" EX(A10 ",'allocationMode':'ExactCount','count':3") "]",
-	       "{}"), 0, true, "a10=3", NULL, false, NULL, false},
-	{CLAIM("[" EX(A10 ",'count':null") "]", "{}"), 0, true, "a10=1", NULL,
-	 false, NULL, false},
-	/* deviceClassName defaults to the class name (h100). */
-	{CLAIM("[" EX("'deviceClassName':'h100'") "]", "{}"), 0, true,
-	 "h100=1", NULL, false, NULL, false},
-	/* All is 32 and ignores count; an unknown mode counts 0. */
-	{CLAIM("[" EX(A10 ",'allocationMode':'All'") "]", "{}"), 0, true,
-	 "a10=32", NULL, false, NULL, false},
-	{CLAIM("[" EX(A10 ",'allocationMode':'All','count':0") "]", "{}"), 0,
-	 true, "a10=32", NULL, false, NULL, false},
-	{CLAIM("[" EX(A10 ",'allocationMode':'Some','count':5") "]", "{}"), 0,
-	 true, "", NULL, false, NULL, false},
-	{CLAIM("[" EX(A10 ",'allocationMode':'exactcount'") "]", "{}"), 0,
-	 true, "", NULL, false, NULL, false},
-	/* Units add up over requests per class. */
-	{CLAIM("[" EX(A10) "," EX(A10 ",'count':3") ","
-	       EX("'deviceClassName':'h100','count':2") "]", "{}"), 0, true,
-	 "a10=4 h100=2", NULL, false, NULL, false},
-	/* Unknown device classes are ignored. */
-	{CLAIM("[" EX("'deviceClassName':'gpu.example.com','count':4") "]",
-	       "{}"), 0, true, "", NULL, false, NULL, false},
-	{CLAIM("[" EX("'deviceClassName':'gpu.example.com'") "," EX(A10) "]",
-	       "{}"), 0, true, "a10=1", NULL, false, NULL, false},
-	{CLAIM("[" EX("'deviceClassName':'a10'") "]", "{}"), 0, true, "", NULL,
-	 false, NULL, false},
-	{CLAIM("[" EX("'count':2") "]", "{}"), 0, true, "", NULL, false, NULL,
-	 false},
-	/* A bad ExactCount count voids the whole claim. */
-	{CLAIM("[" EX("'deviceClassName':'h100'") "," EX(A10 ",'count':0") "]",
-	       "{}"), 0, false, "", NULL, false, NULL, false},
-	{CLAIM("[" EX(A10 ",'count':-2") "]", "{}"), 0, false, "", NULL, false,
-	 NULL, false},
-	{CLAIM("[" EX(A10 ",'count':'2'") "]", "{}"), 0, false, "", NULL,
-	 false, NULL, false},
-	{CLAIM("[" EX(A10 ",'count':1.5") "]", "{}"), 0, false, "", NULL,
-	 false, NULL, false},
-	{CLAIM("[" EX(A10 ",'count':true") "]", "{}"), 0, false, "", NULL,
-	 false, NULL, false},
-	/* firstAvailable: per class the largest subrequest count. */
-	{CLAIM("[{'name':'r','firstAvailable':[{'name':'a'," A10 ",'count':2},"
-	       "{'name':'b'," A10 ",'count':4},{'name':'c',"
-	       "'deviceClassName':'h100'}]}]", "{}"), 0, true, "a10=4 h100=1",
-	 NULL, false, NULL, false},
-	{CLAIM("[{'name':'r','firstAvailable':[{'name':'a'," A10
-	       ",'allocationMode':'All'},{'name':'b'," A10 ",'count':4}]},"
-	       EX(A10) "]", "{}"), 0, true, "a10=33", NULL, false, NULL, false},
-	{CLAIM("[{'name':'r','firstAvailable':[{'name':'a',"
-	       "'deviceClassName':'x.example.com','count':8}]}]", "{}"), 0,
-	 true, "", NULL, false, NULL, false},
-	{CLAIM("[{'name':'r','firstAvailable':[{'name':'a'," A10
-	       ",'count':0}]}]", "{}"), 0, false, "", NULL, false, NULL, false},
-	{CLAIM("[{'name':'r','firstAvailable':{}}]", "{}"), 0, false, "", NULL,
-	 false, NULL, false},
-	{CLAIM("[{'name':'r','firstAvailable':[7]}]", "{}"), 0, false, "",
-	 NULL, false, NULL, false},
-	/* Wrong shapes. */
-	{CLAIM("{}", "{}"), 0, false, "", NULL, false, NULL, false},
-	{CLAIM("[5]", "{}"), 0, false, "", NULL, false, NULL, false},
-	{CLAIM("[{'name':'r','exactly':[]}]", "{}"), 0, false, "", NULL, false,
-	 NULL, false},
-	{CLAIM("[" EX("'deviceClassName':5") "]", "{}"), 0, false, "", NULL,
-	 false, NULL, false},
-	{CLAIM("[" EX(A10 ",'allocationMode':1") "]", "{}"), 0, false, "",
-	 NULL, false, NULL, false},
-	{CLAIM("null", "{}"), 0, true, "", NULL, false, NULL, false},
-	{CLAIM("[]", "{}"), 0, true, "", NULL, false, NULL, false},
-	/* Allocation and its node. */
-	{CLAIM("[" EX(A10) "]", "{'allocation':{}}"), 0, true, "a10=1", NULL,
-	 false, NULL, true},
-	{CLAIM("[" EX(A10) "]", "{'allocation':null}"), 0, true, "a10=1", NULL,
-	 false, NULL, false},
-	{CLAIM("[" EX(A10) "]", ALLOC("[" TERM(MF("metadata.name", "In",
-						  "['n1']")) "]")),
-	 0, true, "a10=1", NULL, false, "n1", true},
-	/* Two values, in one entry or over two terms: no node. */
-	{CLAIM("[" EX(A10) "]", ALLOC("[" TERM(MF("metadata.name", "In",
-						  "['n1','n2']")) "]")),
-	 0, true, "a10=1", NULL, false, NULL, true},
-	{CLAIM("[" EX(A10) "]",
-	       ALLOC("[" TERM(MF("metadata.name", "In", "['n1']")) ","
-		     TERM(MF("metadata.name", "In", "['n2']")) "]")),
-	 0, true, "a10=1", NULL, false, NULL, true},
-	/* The same node named twice is still one node. */
-	{CLAIM("[" EX(A10) "]",
-	       ALLOC("[" TERM(MF("metadata.name", "In", "['n1']")) ","
-		     TERM(MF("metadata.name", "In", "['n1']")) "]")),
-	 0, true, "a10=1", NULL, false, "n1", true},
-	/* Wrong operator or key: not a node value. */
-	{CLAIM("[" EX(A10) "]", ALLOC("[" TERM(MF("metadata.name", "NotIn",
-						  "['n1']")) "]")),
-	 0, true, "a10=1", NULL, false, NULL, true},
-	{CLAIM("[" EX(A10) "]",
-	       ALLOC("[" TERM(MF("metadata.name", "NotIn", "['n2']") ","
-			      MF("metadata.name", "In", "['n1']")) "]")),
-	 0, true, "a10=1", NULL, false, "n1", true},
-	{CLAIM("[" EX(A10) "]", ALLOC("[" TERM(MF("spec.name", "In",
-						  "['n1']")) "]")),
-	 0, true, "a10=1", NULL, false, NULL, true},
-	/* matchExpressions do not name the node. */
-	{CLAIM("[" EX(A10) "]",
-	       ALLOC("[{'matchExpressions':[" MF("metadata.name", "In",
-						 "['n2']") "]}]")),
-	 0, true, "a10=1", NULL, false, NULL, true},
-	{CLAIM("[" EX(A10) "]", ALLOC("[" TERM(MF("metadata.name", "In",
-						  "[]")) "]")),
-	 0, true, "a10=1", NULL, false, NULL, true},
-	{CLAIM("[" EX(A10) "]", ALLOC("[" TERM(MF("metadata.name", "In",
-						  "['n1',7]")) "]")),
-	 0, true, "a10=1", NULL, false, NULL, true},
-	{CLAIM("[" EX(A10) "]", ALLOC("'x'")), 0, true, "a10=1", NULL, false,
-	 NULL, true},
-	/* An allocated claim for another vendor holds nothing of ours. */
-	{CLAIM("[" EX("'deviceClassName':'x.example.com'") "]",
-	       ALLOC("[" TERM(MF("metadata.name", "In", "['n1']")) "]")),
-	 0, true, "", NULL, false, "n1", true},
-)
+     /* ExactCount with default and explicit counts. */
+     {CLAIM("[" EX(A10) "]", "{}"), 0, true, "a10=1", NULL, false, NULL, false},
+     {CLAIM("[" EX(A10 ",'count':2") "]", "{}"), 0, true, "a10=2", NULL, false,
+      NULL, false},
+     {CLAIM("[" EX(A10 ",'allocationMode':'ExactCount','count':3") "]", "{}"),
+      0, true, "a10=3", NULL, false, NULL, false},
+     {CLAIM("[" EX(A10 ",'count':null") "]", "{}"), 0, true, "a10=1", NULL,
+      false, NULL, false},
+     /* deviceClassName defaults to the class name (h100). */
+     {CLAIM("[" EX("'deviceClassName':'h100'") "]", "{}"), 0, true, "h100=1",
+      NULL, false, NULL, false},
+     /* All is 32 and ignores count; an unknown mode counts 0. */
+     {CLAIM("[" EX(A10 ",'allocationMode':'All'") "]", "{}"), 0, true, "a10=32",
+      NULL, false, NULL, false},
+     {CLAIM("[" EX(A10 ",'allocationMode':'All','count':0") "]", "{}"), 0, true,
+      "a10=32", NULL, false, NULL, false},
+     {CLAIM("[" EX(A10 ",'allocationMode':'Some','count':5") "]", "{}"), 0,
+      true, "", NULL, false, NULL, false},
+     {CLAIM("[" EX(A10 ",'allocationMode':'exactcount'") "]", "{}"), 0, true,
+      "", NULL, false, NULL, false},
+     /* Units add up over requests per class. */
+     {CLAIM("[" EX(A10) "," EX(A10 ",'count':3") "," EX(
+		    "'deviceClassName':'h100','count':2") "]",
+	    "{}"),
+      0, true, "a10=4 h100=2", NULL, false, NULL, false},
+     /* Unknown device classes are ignored. */
+     {CLAIM("[" EX("'deviceClassName':'gpu.example.com','count':4") "]", "{}"),
+      0, true, "", NULL, false, NULL, false},
+     {CLAIM("[" EX("'deviceClassName':'gpu.example.com'") "," EX(A10) "]",
+	    "{}"),
+      0, true, "a10=1", NULL, false, NULL, false},
+     {CLAIM("[" EX("'deviceClassName':'a10'") "]", "{}"), 0, true, "", NULL,
+      false, NULL, false},
+     {CLAIM("[" EX("'count':2") "]", "{}"), 0, true, "", NULL, false, NULL,
+      false},
+     /* A bad ExactCount count voids the whole claim. */
+     {CLAIM("[" EX("'deviceClassName':'h100'") "," EX(A10 ",'count':0") "]",
+	    "{}"),
+      0, false, "", NULL, false, NULL, false},
+     {CLAIM("[" EX(A10 ",'count':-2") "]", "{}"), 0, false, "", NULL, false,
+      NULL, false},
+     {CLAIM("[" EX(A10 ",'count':'2'") "]", "{}"), 0, false, "", NULL, false,
+      NULL, false},
+     {CLAIM("[" EX(A10 ",'count':1.5") "]", "{}"), 0, false, "", NULL, false,
+      NULL, false},
+     {CLAIM("[" EX(A10 ",'count':true") "]", "{}"), 0, false, "", NULL, false,
+      NULL, false},
+     /* firstAvailable: per class the largest subrequest count. */
+     {CLAIM("[{'name':'r','firstAvailable':[{'name':'a'," A10 ",'count':2},"
+	    "{'name':'b'," A10 ",'count':4},{'name':'c',"
+	    "'deviceClassName':'h100'}]}]",
+	    "{}"),
+      0, true, "a10=4 h100=1", NULL, false, NULL, false},
+     {CLAIM("[{'name':'r','firstAvailable':[{'name':'a'," A10
+	    ",'allocationMode':'All'},{'name':'b'," A10
+	    ",'count':4}]}," EX(A10) "]",
+	    "{}"),
+      0, true, "a10=33", NULL, false, NULL, false},
+     {CLAIM("[{'name':'r','firstAvailable':[{'name':'a',"
+	    "'deviceClassName':'x.example.com','count':8}]}]",
+	    "{}"),
+      0, true, "", NULL, false, NULL, false},
+     {CLAIM("[{'name':'r','firstAvailable':[{'name':'a'," A10 ",'count':0}]}]",
+	    "{}"),
+      0, false, "", NULL, false, NULL, false},
+     {CLAIM("[{'name':'r','firstAvailable':{}}]", "{}"), 0, false, "", NULL,
+      false, NULL, false},
+     {CLAIM("[{'name':'r','firstAvailable':[7]}]", "{}"), 0, false, "", NULL,
+      false, NULL, false},
+     /* Wrong shapes. */
+     {CLAIM("{}", "{}"), 0, false, "", NULL, false, NULL, false},
+     {CLAIM("[5]", "{}"), 0, false, "", NULL, false, NULL, false},
+     {CLAIM("[{'name':'r','exactly':[]}]", "{}"), 0, false, "", NULL, false,
+      NULL, false},
+     {CLAIM("[" EX("'deviceClassName':5") "]", "{}"), 0, false, "", NULL, false,
+      NULL, false},
+     {CLAIM("[" EX(A10 ",'allocationMode':1") "]", "{}"), 0, false, "", NULL,
+      false, NULL, false},
+     {CLAIM("null", "{}"), 0, true, "", NULL, false, NULL, false},
+     {CLAIM("[]", "{}"), 0, true, "", NULL, false, NULL, false},
+     /* Allocation and its node. */
+     {CLAIM("[" EX(A10) "]", "{'allocation':{}}"), 0, true, "a10=1", NULL,
+      false, NULL, true},
+     {CLAIM("[" EX(A10) "]", "{'allocation':null}"), 0, true, "a10=1", NULL,
+      false, NULL, false},
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[" TERM(MF("metadata.name", "In", "['n1']")) "]")),
+      0, true, "a10=1", NULL, false, "n1", true},
+     /* Two values, in one entry or over two terms: no node. */
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[" TERM(MF("metadata.name", "In", "['n1','n2']")) "]")),
+      0, true, "a10=1", NULL, false, NULL, true},
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[" TERM(MF("metadata.name", "In", "['n1']")) "," TERM(
+		    MF("metadata.name", "In", "['n2']")) "]")),
+      0, true, "a10=1", NULL, false, NULL, true},
+     /* The same node named twice is still one node. */
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[" TERM(MF("metadata.name", "In", "['n1']")) "," TERM(
+		    MF("metadata.name", "In", "['n1']")) "]")),
+      0, true, "a10=1", NULL, false, "n1", true},
+     /* Wrong operator or key: not a node value. */
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[" TERM(MF("metadata.name", "NotIn", "['n1']")) "]")),
+      0, true, "a10=1", NULL, false, NULL, true},
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[" TERM(MF("metadata.name", "NotIn", "['n2']") "," MF(
+		    "metadata.name", "In", "['n1']")) "]")),
+      0, true, "a10=1", NULL, false, "n1", true},
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[" TERM(MF("spec.name", "In", "['n1']")) "]")),
+      0, true, "a10=1", NULL, false, NULL, true},
+     /* matchExpressions do not name the node. */
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[{'matchExpressions':[" MF("metadata.name", "In",
+					      "['n2']") "]}]")),
+      0, true, "a10=1", NULL, false, NULL, true},
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[" TERM(MF("metadata.name", "In", "[]")) "]")),
+      0, true, "a10=1", NULL, false, NULL, true},
+     {CLAIM("[" EX(A10) "]",
+	    ALLOC("[" TERM(MF("metadata.name", "In", "['n1',7]")) "]")),
+      0, true, "a10=1", NULL, false, NULL, true},
+     {CLAIM("[" EX(A10) "]", ALLOC("'x'")), 0, true, "a10=1", NULL, false, NULL,
+      true},
+     /* An allocated claim for another vendor holds nothing of ours. */
+     {CLAIM("[" EX("'deviceClassName':'x.example.com'") "]",
+	    ALLOC("[" TERM(MF("metadata.name", "In", "['n1']")) "]")),
+      0, true, "", NULL, false, "n1", true}, )
 
 /* ---------------------------------------------------------------------- */
 /* Bare specs (admission).                                                 */
@@ -758,7 +768,7 @@ END_TEST
 #define LONGVM "a-very-long-virtual-machine-name-for-the-hashed-claim-test"
 /* Computed independently: the first 49 characters of vm-instance-LONGVM
  * less the trailing '-', then the first 8 hex digits of its SHA-256. */
-#define LONGHASH "vm-instance-a-very-long-virtual-machine-name-for-f1ef5f12"
+#define LONGHASH   "vm-instance-a-very-long-virtual-machine-name-for-f1ef5f12"
 #define LONGCLAIM1 LONGHASH "-gpu1"
 #define LONGCLAIM2 LONGHASH "-gpu2"
 
@@ -807,8 +817,10 @@ static const struct {
 	 "vm-instance-vm1-gpu1",
 	 "[" EX("'deviceClassName':'h100'") "," EX(A10 ",'count':0") "]",
 	 false},
-	{"tenant-a", "vm1", "{'gpus':[{'class':'h100'},{'class':'h100',"
-	 "'count':0}]}", "tenant-a", "vm-instance-vm1-gpu1",
+	{"tenant-a", "vm1",
+	 "{'gpus':[{'class':'h100'},{'class':'h100',"
+	 "'count':0}]}",
+	 "tenant-a", "vm-instance-vm1-gpu1",
 	 "[" EX("'deviceClassName':'h100'") "]", false},
 	/* A long VM name: the hashed claim name. */
 	{"tenant-a", LONGVM, "{'gpus':[{'class':'h100'},{'class':'h100'}]}",
@@ -867,34 +879,39 @@ END_TEST
 /* Nodes.                                                                  */
 
 #define READY "{'type':'Ready','status':'True'}"
-#define NODE(spec, alloc, conds)                                             \
-	"{'apiVersion':'v1','kind':'Node','metadata':{'name':'n1'},'spec':"    \
-	spec ",'status':{'allocatable':" alloc ",'conditions':[" conds "]}}"
+#define NODE(spec, alloc, conds)                                           \
+	"{'apiVersion':'v1','kind':'Node','metadata':{'name':'n1'},'spec'" \
+	":" spec ",'status':{'allocatable':" alloc ",'conditions':[" conds \
+	"]}}"
 #define GPUTAINT "{'taints':[{'key':'nvidia.com/gpu','effect':'NoSchedule'}]}"
 
 static const struct {
 	const char *node;
 	int rc;
 	const char *out; /* class=capacity/serves ... */
-	int err;         /* err.code after the call */
+	int err;	 /* err.code after the call */
 } node_rows[] = {
-	{NODE("{}", "{'nvidia.com/GH100':'8','nvidia.com/AD104':'2',"
-		    "'nvidia.com/L4':'1','cpu':'64'}", READY), 0,
-	 "a10=0/y h100=8/y l4=3/y", 0},
+	{NODE("{}",
+	      "{'nvidia.com/GH100':'8','nvidia.com/AD104':'2',"
+	      "'nvidia.com/L4':'1','cpu':'64'}",
+	      READY),
+	 0, "a10=0/y h100=8/y l4=3/y", 0},
 	/* A GPU taint: only h100 tolerates it. */
 	{NODE(GPUTAINT, "{'nvidia.com/GH100':'8','nvidia.com/GA102':'4'}",
-	      READY), 0, "a10=4/n h100=8/y l4=0/n", 0},
+	      READY),
+	 0, "a10=4/n h100=8/y l4=0/n", 0},
 	/* Cordoned, not ready: serves nothing, capacity stays. */
 	{NODE("{'unschedulable':true}", "{'nvidia.com/GH100':'8'}", READY), 0,
 	 "a10=0/n h100=8/n l4=0/n", 0},
 	{NODE("{}", "{'nvidia.com/GH100':'8'}",
-	      "{'type':'Ready','status':'False'}"), 0,
-	 "a10=0/n h100=8/n l4=0/n", 0},
+	      "{'type':'Ready','status':'False'}"),
+	 0, "a10=0/n h100=8/n l4=0/n", 0},
 	{NODE("{}", "{'nvidia.com/GH100':'8'}", ""), 0,
 	 "a10=0/n h100=8/n l4=0/n", 0},
 	/* Value() is the ceiling. */
 	{NODE("{}", "{'nvidia.com/GA102':'1500m','nvidia.com/GH100':'1k'}",
-	      READY), 0, "a10=2/y h100=1000/y l4=0/y", 0},
+	      READY),
+	 0, "a10=2/y h100=1000/y l4=0/y", 0},
 	/* Unparsable or negative allocatable counts 0, with a report. */
 	{NODE("{}", "{'nvidia.com/GH100':'-1','nvidia.com/GA102':'2'}", READY),
 	 0, "a10=2/y h100=0/y l4=0/y", LG_EINVAL},
@@ -907,9 +924,11 @@ static const struct {
 	{NODE("{}", "{'nvidia.com/GH100':'10E'}", READY), 0,
 	 "a10=0/y h100=0/y l4=0/y", LG_EINVAL},
 	/* An overflowing sum counts 0, with a report. */
-	{NODE("{}", "{'nvidia.com/AD104':'9223372036854775807',"
-		    "'nvidia.com/L4':'1','nvidia.com/GH100':'2'}", READY), 0,
-	 "a10=0/y h100=2/y l4=0/y", LG_ERANGE},
+	{NODE("{}",
+	      "{'nvidia.com/AD104':'9223372036854775807',"
+	      "'nvidia.com/L4':'1','nvidia.com/GH100':'2'}",
+	      READY),
+	 0, "a10=0/y h100=2/y l4=0/y", LG_ERANGE},
 	/* No allocatable at all. */
 	{NODE("{}", "null", READY), 0, "a10=0/y h100=0/y l4=0/y", 0},
 	{NODE("{}", "[]", READY), 0, "a10=0/y h100=0/y l4=0/y", 0},

@@ -75,8 +75,8 @@ static void class_event(state_t *st, const char *name, const char *def)
 	char buf[512];
 
 	snprintf(buf, sizeof(buf),
-		 "{\"type\":\"CLASS\",\"class\":\"%s\",\"definition\":%s}", name,
-		 def);
+		 "{\"type\":\"CLASS\",\"class\":\"%s\",\"definition\":%s}",
+		 name, def);
 	ok(st, buf);
 }
 
@@ -152,20 +152,24 @@ START_TEST(state_tenant_rules)
 {
 	state_t *st = state_new();
 
-	refused(st, "{\"type\":\"TENANT\",\"namespace\":\"tenant-a\","
-		    "\"parent\":\"tenant-root\"}",
+	refused(st,
+		"{\"type\":\"TENANT\",\"namespace\":\"tenant-a\","
+		"\"parent\":\"tenant-root\"}",
 		"parent tenant-root does not exist");
 	tenant(st, "tenant-root", NULL);
-	refused(st, "{\"type\":\"TENANT\",\"namespace\":\"tenant-root\","
-		    "\"parent\":null}",
+	refused(st,
+		"{\"type\":\"TENANT\",\"namespace\":\"tenant-root\","
+		"\"parent\":null}",
 		"already exists");
 	tenant(st, "tenant-a", "tenant-root");
 	tenant(st, "tenant-a-b", "tenant-a");
-	refused(st, "{\"type\":\"TENANT_GONE\",\"namespace\":\"tenant-a\","
-		    "\"parent\":\"tenant-root\"}",
+	refused(st,
+		"{\"type\":\"TENANT_GONE\",\"namespace\":\"tenant-a\","
+		"\"parent\":\"tenant-root\"}",
 		"still has children");
-	refused(st, "{\"type\":\"TENANT_GONE\",\"namespace\":\"tenant-x\","
-		    "\"parent\":\"tenant-root\"}",
+	refused(st,
+		"{\"type\":\"TENANT_GONE\",\"namespace\":\"tenant-x\","
+		"\"parent\":\"tenant-root\"}",
 		"does not exist");
 	ok(st, "{\"type\":\"TENANT_GONE\",\"namespace\":\"tenant-a-b\","
 	       "\"parent\":\"tenant-a\"}");
@@ -199,14 +203,16 @@ START_TEST(state_budget_rules)
 	ok(st, unset);
 	expect_member(st, "tenant-a", "budgets",
 		      "{\"gpuclass.cozystack.io/devices\":10}");
-	refused(st, "{\"type\":\"BUDGET\",\"namespace\":\"tenant-zz\",\"key\":"
-		    "\"gpuclass.cozystack.io/devices\",\"value\":1}",
+	refused(st,
+		"{\"type\":\"BUDGET\",\"namespace\":\"tenant-zz\",\"key\":"
+		"\"gpuclass.cozystack.io/devices\",\"value\":1}",
 		"no such tenant");
 	/* Raw keys toggle, and only on change. */
 	ok(st, "{\"type\":\"RAWKEY\",\"namespace\":\"tenant-a\",\"resource\":"
 	       "\"nvidia.com/GH100\",\"present\":true}");
-	refused(st, "{\"type\":\"RAWKEY\",\"namespace\":\"tenant-a\","
-		    "\"resource\":\"nvidia.com/GH100\",\"present\":true}",
+	refused(st,
+		"{\"type\":\"RAWKEY\",\"namespace\":\"tenant-a\","
+		"\"resource\":\"nvidia.com/GH100\",\"present\":true}",
 		"no change");
 	expect_member(st, "tenant-a", "rawKeys", "[\"nvidia.com/GH100\"]");
 	ok(st, "{\"type\":\"RAWKEY\",\"namespace\":\"tenant-a\",\"resource\":"
@@ -232,21 +238,25 @@ START_TEST(state_units_and_totals)
 	ck_assert_int_eq(state_ns(st, "tenant-root")->sub_reserved_total, 6);
 	check(st);
 	/* before must match, uids must match, direction is checked. */
-	refused(st, "{\"type\":\"RESERVE\",\"namespace\":\"tenant-a-b\","
-		    "\"class\":\"h100\",\"kind\":\"VMInstance\",\"name\":\"vm1\","
-		    "\"uid\":\"u-vm1\",\"before\":1,\"after\":4}",
+	refused(st,
+		"{\"type\":\"RESERVE\",\"namespace\":\"tenant-a-b\","
+		"\"class\":\"h100\",\"kind\":\"VMInstance\",\"name\":\"vm1\","
+		"\"uid\":\"u-vm1\",\"before\":1,\"after\":4}",
 		"before 1, state has 2");
-	refused(st, "{\"type\":\"RESERVE\",\"namespace\":\"tenant-a-b\","
-		    "\"class\":\"h100\",\"kind\":\"VMInstance\",\"name\":\"vm1\","
-		    "\"uid\":\"other\",\"before\":2,\"after\":4}",
+	refused(st,
+		"{\"type\":\"RESERVE\",\"namespace\":\"tenant-a-b\","
+		"\"class\":\"h100\",\"kind\":\"VMInstance\",\"name\":\"vm1\","
+		"\"uid\":\"other\",\"before\":2,\"after\":4}",
 		"uid other");
-	refused(st, "{\"type\":\"RESERVE\",\"namespace\":\"tenant-q\","
-		    "\"class\":\"h100\",\"kind\":\"Pod\",\"name\":\"p\","
-		    "\"uid\":\"u\",\"before\":0,\"after\":1}",
+	refused(st,
+		"{\"type\":\"RESERVE\",\"namespace\":\"tenant-q\","
+		"\"class\":\"h100\",\"kind\":\"Pod\",\"name\":\"p\","
+		"\"uid\":\"u\",\"before\":0,\"after\":1}",
 		"tenant node does not exist");
-	refused(st, "{\"type\":\"RESERVE\",\"namespace\":\"tenant-a\","
-		    "\"class\":\"t4\",\"kind\":\"Pod\",\"name\":\"p\","
-		    "\"uid\":\"u\",\"before\":0,\"after\":1}",
+	refused(st,
+		"{\"type\":\"RESERVE\",\"namespace\":\"tenant-a\","
+		"\"class\":\"t4\",\"kind\":\"Pod\",\"name\":\"p\","
+		"\"uid\":\"u\",\"before\":0,\"after\":1}",
 		"class not in the table");
 	/* The same name in another kind is another holder. */
 	ok(st, "{\"type\":\"RESERVE\",\"namespace\":\"tenant-a-b\",\"class\":"
@@ -255,8 +265,9 @@ START_TEST(state_units_and_totals)
 	units(st, "RELEASE", "tenant-a-b", "h100", "vm1", 2, 0, NULL);
 	expect_member(st, "tenant-root", "subtreeReserved",
 		      "{\"a10\":3,\"h100\":11}");
-	refused(st, "{\"type\":\"TENANT_GONE\",\"namespace\":\"tenant-a-b\","
-		    "\"parent\":\"tenant-a\"}",
+	refused(st,
+		"{\"type\":\"TENANT_GONE\",\"namespace\":\"tenant-a-b\","
+		"\"parent\":\"tenant-a\"}",
 		"holders");
 	check(st);
 	/* A class that left the table can still be released. */
@@ -278,28 +289,32 @@ START_TEST(state_alloc_nodes)
 	       "\"capacity\":8,\"serves\":true}");
 	ok(st, "{\"type\":\"NODE\",\"node\":\"n2\",\"class\":\"h100\","
 	       "\"capacity\":4,\"serves\":false}");
-	refused(st, "{\"type\":\"NODE\",\"node\":\"n2\",\"class\":\"h100\","
-		    "\"capacity\":4,\"serves\":false}",
+	refused(st,
+		"{\"type\":\"NODE\",\"node\":\"n2\",\"class\":\"h100\","
+		"\"capacity\":4,\"serves\":false}",
 		"no change");
 	units(st, "ALLOC", "tenant-a", "h100", "c1", 0, 3, "n1");
 	units(st, "ALLOC", "default", "h100", "c2", 0, 2, "n2");
 	units(st, "ALLOC", "default", "h100", "c3", 0, 1, "gone-node");
-	refused(st, "{\"type\":\"ALLOC\",\"namespace\":\"tenant-a\",\"class\":"
-		    "\"h100\",\"kind\":\"VMInstance\",\"name\":\"c1\",\"uid\":"
-		    "\"u-c1\",\"before\":3,\"after\":4,\"node\":\"n2\"}",
+	refused(st,
+		"{\"type\":\"ALLOC\",\"namespace\":\"tenant-a\",\"class\":"
+		"\"h100\",\"kind\":\"VMInstance\",\"name\":\"c1\",\"uid\":"
+		"\"u-c1\",\"before\":3,\"after\":4,\"node\":\"n2\"}",
 		"node n2, state has n1");
-	refused(st, "{\"type\":\"FREE\",\"namespace\":\"tenant-a\",\"class\":"
-		    "\"h100\",\"kind\":\"VMInstance\",\"name\":\"c1\",\"uid\":"
-		    "\"u-c1\",\"before\":3,\"after\":0,\"node\":\"\"}",
+	refused(st,
+		"{\"type\":\"FREE\",\"namespace\":\"tenant-a\",\"class\":"
+		"\"h100\",\"kind\":\"VMInstance\",\"name\":\"c1\",\"uid\":"
+		"\"u-c1\",\"before\":3,\"after\":0,\"node\":\"\"}",
 		"state has n1");
 	expect_member(st, "tenant-a", "allocated", "{\"h100\":3}");
 	expect_member(st, "tenant-root", "subtreeAllocated", "{\"h100\":3}");
 	v = state_to_json(st, "none");
 	s = json_canonical(json_object_get(v, "nodes"));
-	ck_assert_str_eq(s, "[{\"classes\":{\"h100\":{\"allocated\":3,"
-			    "\"capacity\":8,\"serves\":true}},\"name\":\"n1\"},"
-			    "{\"classes\":{\"h100\":{\"allocated\":2,"
-			    "\"capacity\":4,\"serves\":false}},\"name\":\"n2\"}]");
+	ck_assert_str_eq(s,
+			 "[{\"classes\":{\"h100\":{\"allocated\":3,"
+			 "\"capacity\":8,\"serves\":true}},\"name\":\"n1\"},"
+			 "{\"classes\":{\"h100\":{\"allocated\":2,"
+			 "\"capacity\":4,\"serves\":false}},\"name\":\"n2\"}]");
 	free(s);
 	s = json_canonical(json_array_get(json_object_get(v, "classes"), 1));
 	/* capacity sums every node, free only serving ones. */
@@ -312,10 +327,10 @@ START_TEST(state_alloc_nodes)
 	units(st, "FREE", "tenant-a", "h100", "c1", 3, 0, "n1");
 	/* After a free the claim may be allocated elsewhere. */
 	units(st, "ALLOC", "tenant-a", "h100", "c1", 0, 3, "n2");
-	ck_assert_int_eq(state_node(st, "n1")->allocated[state_cls_id(st, "h100")],
-			 0);
-	ck_assert_int_eq(state_node(st, "n2")->allocated[state_cls_id(st, "h100")],
-			 5);
+	ck_assert_int_eq(
+		state_node(st, "n1")->allocated[state_cls_id(st, "h100")], 0);
+	ck_assert_int_eq(
+		state_node(st, "n2")->allocated[state_cls_id(st, "h100")], 5);
 	check(st);
 	state_free(st);
 }
@@ -325,7 +340,8 @@ START_TEST(state_seq_time_class)
 {
 	state_t *st = state_new();
 
-	ok(st, "{\"type\":\"TICK\",\"seq\":1,\"time\":\"2026-01-01T00:00:00Z\"}");
+	ok(st,
+	   "{\"type\":\"TICK\",\"seq\":1,\"time\":\"2026-01-01T00:00:00Z\"}");
 	refused(st, "{\"type\":\"TICK\",\"seq\":3}", "expected seq 2");
 	refused(st, "{\"type\":\"TICK\",\"time\":\"2025-12-31T23:59:59Z\"}",
 		"time goes back");
@@ -333,17 +349,21 @@ START_TEST(state_seq_time_class)
 	       "\"time\":\"2026-01-02T00:00:00Z\"}");
 	/* NOTE and VERDICT do not move the horizon. */
 	ck_assert_int_eq(state_horizon_ns(st), 1767225600LL * 1000000000);
-	refused(st, "{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":null}",
+	refused(st,
+		"{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":null}",
 		"absent class");
 	class_event(st, "h100", h100_def);
-	refused(st, "{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":"
-		    "{\"name\":\"h100\",\"resourceNames\":[\"nvidia.com/GH100\"]}}",
+	refused(st,
+		"{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":"
+		"{\"name\":\"h100\",\"resourceNames\":[\"nvidia.com/GH100\"]}}",
 		"unchanged");
-	refused(st, "{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":"
-		    "{\"name\":\"a10\"}}",
+	refused(st,
+		"{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":"
+		"{\"name\":\"a10\"}}",
 		"names another class");
-	refused(st, "{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":"
-		    "{\"name\":\"h100\",\"resourceNames\":[7]}}",
+	refused(st,
+		"{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":"
+		"{\"name\":\"h100\",\"resourceNames\":[7]}}",
 		"CLASS h100");
 	ok(st, "{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":"
 	       "{\"name\":\"h100\",\"resourceNames\":[\"nvidia.com/X\"]}}");
@@ -362,9 +382,10 @@ START_TEST(state_billing)
 	int64_t r, a;
 	uint32_t h;
 
-	ok(st, "{\"type\":\"RESERVE\",\"namespace\":\"tenant-a\",\"class\":"
-	       "\"h100\",\"kind\":\"VMInstance\",\"name\":\"v\",\"uid\":\"u\","
-	       "\"before\":0,\"after\":2,\"time\":\"2026-01-01T00:30:00.0009Z\"}");
+	ok(st,
+	   "{\"type\":\"RESERVE\",\"namespace\":\"tenant-a\",\"class\":"
+	   "\"h100\",\"kind\":\"VMInstance\",\"name\":\"v\",\"uid\":\"u\","
+	   "\"before\":0,\"after\":2,\"time\":\"2026-01-01T00:30:00.0009Z\"}");
 	ok(st, "{\"type\":\"ALLOC\",\"namespace\":\"tenant-a\",\"class\":"
 	       "\"h100\",\"kind\":\"VMInstance\",\"name\":\"v\",\"uid\":\"u\","
 	       "\"before\":0,\"after\":1,\"node\":\"\",\"time\":"
@@ -394,8 +415,8 @@ struct slot {
 };
 
 static const char *const pool_ns[] = {
-	"tenant-root", "tenant-a", "tenant-b", "tenant-a-x",
-	"tenant-a-y",  "tenant-b-z", "default", "kube-system",
+	"tenant-root", "tenant-a",   "tenant-b", "tenant-a-x",
+	"tenant-a-y",  "tenant-b-z", "default",	 "kube-system",
 };
 static const char *const pool_cls[] = {"h100", "a10"};
 static const char *const pool_node[] = {"", "n1", "n2", "n3"};
@@ -430,9 +451,11 @@ static char *random_step(state_t *st, struct slot *slots, size_t n_slots,
 		bool has = ns_parent(ns, parent);
 
 		snprintf(buf, sizeof(buf),
-			 "{\"type\":\"%s\",\"namespace\":\"%s\",\"parent\":%s%s%s}",
-			 node_exists_tree(st, ns) ? "TENANT_GONE" : "TENANT", ns,
-			 has ? "\"" : "", has ? parent : "null", has ? "\"" : "");
+			 "{\"type\":\"%s\",\"namespace\":\"%s\",\"parent\":%s%"
+			 "s%s}",
+			 node_exists_tree(st, ns) ? "TENANT_GONE" : "TENANT",
+			 ns, has ? "\"" : "", has ? parent : "null",
+			 has ? "\"" : "");
 		return apply(st, buf, &err) == 0 ? strdup(buf) : NULL;
 	}
 	if (k == 1) {
@@ -440,26 +463,30 @@ static char *random_step(state_t *st, struct slot *slots, size_t n_slots,
 			 "{\"type\":\"NODE\",\"node\":\"%s\",\"class\":\"%s\","
 			 "\"capacity\":%u,\"serves\":%s}",
 			 pool_node[1 + rnd(seed) % 3], pool_cls[rnd(seed) % 2],
-			 (unsigned)(rnd(seed) % 9), rnd(seed) % 2 ? "true" : "false");
+			 (unsigned)(rnd(seed) % 9),
+			 rnd(seed) % 2 ? "true" : "false");
 		return apply(st, buf, &err) == 0 ? strdup(buf) : NULL;
 	}
 	struct slot *s = &slots[rnd(seed) % n_slots];
 	bool res = k < 6;
 	long cur = res ? s->reserved : s->allocated;
 	long after = (long)(rnd(seed) % 6);
-	const char *node = s->allocated > 0 ? s->node : pool_node[rnd(seed) % 4];
+	const char *node =
+		s->allocated > 0 ? s->node : pool_node[rnd(seed) % 4];
 	bool lie = rnd(seed) % 16 == 0; /* sometimes a wrong before */
 
 	if (after == cur)
 		return NULL;
-	snprintf(buf, sizeof(buf),
-		 "{\"type\":\"%s\",\"namespace\":\"%s\",\"class\":\"%s\","
-		 "\"kind\":\"Pod\",\"name\":\"%s\",\"uid\":\"u\",\"before\":%ld,"
-		 "\"after\":%ld,\"node\":\"%s\",\"time\":\"2026-01-01T00:%02u:00Z\"}",
-		 res ? (after > cur ? "RESERVE" : "RELEASE")
-		     : (after > cur ? "ALLOC" : "FREE"),
-		 s->ns, s->cls, s->name, cur + (lie ? 1 : 0), after, node,
-		 (unsigned)(state_seq(st) / 200 % 60));
+	snprintf(
+		buf, sizeof(buf),
+		"{\"type\":\"%s\",\"namespace\":\"%s\",\"class\":\"%s\","
+		"\"kind\":\"Pod\",\"name\":\"%s\",\"uid\":\"u\",\"before\":%ld,"
+		"\"after\":%ld,\"node\":\"%s\",\"time\":\"2026-01-01T00:%02u:"
+		"00Z\"}",
+		res ? (after > cur ? "RESERVE" : "RELEASE")
+		    : (after > cur ? "ALLOC" : "FREE"),
+		s->ns, s->cls, s->name, cur + (lie ? 1 : 0), after, node,
+		(unsigned)(state_seq(st) / 200 % 60));
 	if (apply(st, buf, &err) != 0) {
 		ck_assert_msg(lie || strstr(err.msg, "tenant node") ||
 				      strstr(err.msg, "time goes back"),
@@ -478,7 +505,10 @@ static char *random_step(state_t *st, struct slot *slots, size_t n_slots,
 
 START_TEST(state_property_recount)
 {
-	enum { N_SLOTS = 48, STEPS = 3000 };
+	enum {
+		N_SLOTS = 48,
+		STEPS = 3000
+	};
 	struct slot slots[N_SLOTS];
 	uint64_t seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(_i + 1);
 	state_t *st = state_new(), *half = NULL;

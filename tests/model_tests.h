@@ -4,11 +4,13 @@
 
 #include <check.h>
 
-#include "model/model.h"
+#include "model/model_int.h"
 
-#define MODEL_PART(name) void model_tests_##name(Suite *s) __attribute__((weak))
+#include <stdlib.h>
+#include <string.h>
 
-MODEL_PART(err);
+#define MODEL_PART(name) void model_tests_##name(Suite *s)
+
 MODEL_PART(quantity);
 MODEL_PART(podreq);
 MODEL_PART(taint);
@@ -22,10 +24,10 @@ MODEL_PART(verdict);
 MODEL_PART(eval);
 
 static void (*const model_parts[])(Suite *) = {
-	model_tests_err,     model_tests_quantity, model_tests_podreq,
-	model_tests_taint,   model_tests_names,    model_tests_classes,
-	model_tests_keys,    model_tests_mapping,  model_tests_event,
-	model_tests_state,   model_tests_verdict,  model_tests_eval,
+	model_tests_quantity, model_tests_podreq,  model_tests_taint,
+	model_tests_names,    model_tests_classes, model_tests_keys,
+	model_tests_mapping,  model_tests_event,   model_tests_state,
+	model_tests_verdict,  model_tests_eval,
 };
 
 /* Parses a JSON literal for a test; aborts the test on a syntax error. */
@@ -36,6 +38,53 @@ static inline json_t *tj(const char *text)
 
 	ck_assert_msg(v != NULL, "bad test JSON: %s: %s", e.text, text);
 	return v;
+}
+
+/* Parses JSON written with single quotes for readability in C literals. */
+static inline json_t *tq(const char *text)
+{
+	char *s = strdup(text);
+	json_t *v;
+
+	ck_assert_ptr_nonnull(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	v = tj(s);
+	free(s);
+	return v;
+}
+
+/* One row of an eval function table: input JSON and the canonical output,
+ * or NULL when the input must be refused with LG_EINVAL and a message. */
+struct eval_row {
+	eval_fn *fn;
+	const char *input;
+	const char *want;
+};
+
+static inline void check_eval_row(const struct eval_row *r)
+{
+	struct eval_ctx ctx = {0};
+	struct lg_error err = {0};
+	json_t *in = tj(r->input), *out = NULL;
+	int rc = r->fn(&ctx, in, &out, &err);
+
+	if (r->want == NULL) {
+		ck_assert_msg(rc == LG_EINVAL, "%s: rc %d", r->input, rc);
+		ck_assert_int_eq(err.code, LG_EINVAL);
+		ck_assert_str_ne(err.msg, "");
+		ck_assert_ptr_null(out);
+	} else {
+		char *s;
+
+		ck_assert_msg(rc == 0, "%s: rc %d: %s", r->input, rc, err.msg);
+		s = json_canonical(out);
+		ck_assert_str_eq(s, r->want);
+		free(s);
+	}
+	json_decref(out);
+	json_decref(in);
 }
 
 #endif

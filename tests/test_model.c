@@ -12,9 +12,9 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	for (size_t i = 0; i < sizeof(model_parts) / sizeof(model_parts[0]); i++)
-		if (model_parts[i] != NULL)
-			model_parts[i](s);
+	for (size_t i = 0; i < sizeof(model_parts) / sizeof(model_parts[0]);
+	     i++)
+		model_parts[i](s);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

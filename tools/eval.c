@@ -19,8 +19,10 @@ static const char eval_usage[] =
 	"  functions: ParseQuantity PodRequests ToleratesTaint IsDNS1123Label\n"
 	"    IsDNS1123Subdomain ClaimName BudgetKey NodeServes, and Admission\n"
 	"    Declaration Remaining on an inline state: input members plus\n"
-	"    \"state\": {\"events\": [...]} (--db DIR arrives with the ledger)\n"
-	"  --classes FILE  the class table ({\"classes\": [...]}) for BudgetKey\n";
+	"    \"state\": {\"events\": [...]} (--db DIR arrives with the "
+	"ledger)\n"
+	"  --classes FILE  the class table ({\"classes\": [...]}) for "
+	"BudgetKey\n";
 
 /* Reads one line into buf (without the newline). Returns its length, -1 at
  * end of input, or -2 when the line was longer than cap (it is consumed). */
@@ -42,8 +44,7 @@ static long read_line(FILE *f, char *buf, size_t cap)
 	return over ? -2 : (long)n;
 }
 
-static json_t *answer(const struct eval_ctx *ctx, const char *line,
-		      size_t len)
+static json_t *answer(const struct eval_ctx *ctx, const char *line, size_t len)
 {
 	json_error_t jerr;
 	struct lg_error err = {0};
@@ -52,14 +53,15 @@ static json_t *answer(const struct eval_ctx *ctx, const char *line,
 	int rc;
 
 	if (req == NULL)
-		return json_pack("{s:s+}", "error", "malformed JSON: ",
-				 jerr.text);
+		return json_pack("{s:s+}", "error",
+				 "malformed JSON: ", jerr.text);
 	if (!json_is_object(req)) {
 		json_decref(req);
 		return json_pack("{s:s}", "error",
 				 "a request must be a JSON object");
 	}
-	rc = model_eval(ctx, json_string_value(json_object_get(req, "function")),
+	rc = model_eval(ctx,
+			json_string_value(json_object_get(req, "function")),
 			json_object_get(req, "input"), &out, &err);
 	json_decref(req);
 	if (rc != 0)
@@ -100,7 +102,8 @@ int cmd_eval(int argc, char **argv)
 
 	class_table_init(&classes);
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
 			fputs(eval_usage, stdout);
 			return 0;
 		} else if (strcmp(argv[i], "--classes") == 0 && i + 1 < argc) {
@@ -117,9 +120,9 @@ int cmd_eval(int argc, char **argv)
 	if (line == NULL)
 		abort();
 	while ((n = read_line(stdin, line, EVAL_LINE_MAX)) != -1) {
-		json_t *res = n == -2 ? json_pack("{s:s}", "error",
-						  "line too long")
-				      : answer(&ctx, line, (size_t)n);
+		json_t *res =
+			n == -2 ? json_pack("{s:s}", "error", "line too long")
+				: answer(&ctx, line, (size_t)n);
 		char *text = json_canonical(res);
 
 		if (puts(text) == EOF)
