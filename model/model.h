@@ -245,6 +245,21 @@ bool ns_is_tenant(const char *ns);
  * bytes); returns false for tenant-root and for non-tenants. */
 bool ns_parent(const char *ns, char *out);
 
+/* A Namespace object (DESIGN 2.1). The name rule decides tenancy and the
+ * parent; the tenant.cozystack.io/<X> labels are a cross-check: each must
+ * name X in ancestors_inclusive(name). A mismatch is a NOTE, not an error. */
+struct namespace_map {
+	const char *name; /* borrowed from the object */
+	bool tenant;
+	bool has_parent; /* false for tenant-root and non-tenants */
+	char parent[DNS1123_SUBDOMAIN_MAX + 1];
+	bool labels_agree; /* false: err of the call says which label */
+};
+/* LG_EINVAL when the object has no valid name; LG_EUNKNOWN when it is not a
+ * v1 Namespace. */
+int namespace_map_object(const json_t *obj, struct namespace_map *nm,
+			 struct lg_error *err);
+
 /* ---------------------------------------------------------------------- */
 /* Holder mapping (DESIGN 2.3, Appendix A).                                */
 

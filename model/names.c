@@ -203,6 +203,67 @@ int tenant_governed_ns(const char *p, const char *x, char *out, size_t cap)
 	return 0;
 }
 
+#define TENANT_LABEL_PREFIX "tenant.cozystack.io/"
+
+/* True when x is ns or one of its ancestors by the name rule. */
+static bool is_ancestor_inclusive(const char *x, const char *ns)
+{
+	char cur[DNS1123_SUBDOMAIN_MAX + 1], up[DNS1123_SUBDOMAIN_MAX + 1];
+
+	if (strlen(ns) > DNS1123_SUBDOMAIN_MAX)
+		return false;
+	strcpy(cur, ns);
+	for (;;) {
+		if (strcmp(cur, x) == 0)
+			return true;
+		if (!ns_parent(cur, up))
+			return false;
+		strcpy(cur, up);
+	}
+}
+
+int namespace_map_object(const json_t *obj, struct namespace_map *nm,
+			 struct lg_error *err)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const json_t *labels = json_object_get(meta, "labels");
+	const char *key, *api = jstr(obj, "apiVersion"),
+			 *kind = jstr(obj, "kind");
+	json_t *val;
+
+	memset(nm, 0, sizeof(*nm));
+	if (api == NULL || strcmp(api, "v1") != 0 || kind == NULL ||
+	    strcmp(kind, "Namespace") != 0)
+		return lg_error_set(err, LG_EUNKNOWN, "not a v1 Namespace");
+	nm->name = jstr(meta, "name");
+	if (nm->name == NULL || !dns1123_label(nm->name, strlen(nm->name)))
+		return lg_error_set(err, LG_EINVAL,
+				    "Namespace: metadata.name is not a "
+				    "DNS-1123 label");
+	nm->tenant = ns_is_tenant(nm->name);
+	nm->has_parent = ns_parent(nm->name, nm->parent);
+	nm->labels_agree = true;
+	if (err != NULL)
+		memset(err, 0, sizeof(*err));
+	if (!json_is_object(labels))
+		return 0;
+	json_object_foreach ((json_t *)labels, key, val) {
+		const char *x = key + strlen(TENANT_LABEL_PREFIX);
+
+		if (strncmp(key, TENANT_LABEL_PREFIX,
+			    strlen(TENANT_LABEL_PREFIX)) != 0 ||
+		    is_ancestor_inclusive(x, nm->name))
+			continue;
+		nm->labels_agree = false;
+		lg_error_set(err, LG_EINVAL,
+			     "Namespace %s: label %s names no ancestor; the "
+			     "name rule wins",
+			     nm->name, key);
+		break;
+	}
+	return 0;
+}
+
 /* eval: a JSON string in, {"valid": bool} out. */
 static int eval_name_check(const json_t *input, json_t **out,
 			   bool (*check)(const char *, size_t),

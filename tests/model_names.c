@@ -402,9 +402,77 @@ START_TEST(eval_nul)
 }
 END_TEST
 
+static const struct {
+	const char *obj;
+	int rc;
+	bool tenant, has_parent, agree;
+	const char *parent;
+} nsobj_rows[] = {
+	{"{'apiVersion':'v1','kind':'Namespace','metadata':{'name':'tenant-"
+	 "root'}}",
+	 0, true, false, true, ""},
+	{"{'apiVersion':'v1','kind':'Namespace','metadata':{'name':'tenant-a-b'"
+	 ","
+	 "'labels':{'tenant.cozystack.io/tenant-a':'','tenant.cozystack.io/"
+	 "tenant-root':'','tenant.cozystack.io/tenant-a-b':'','other':'x'}}}",
+	 0, true, true, true, "tenant-a"},
+	{"{'apiVersion':'v1','kind':'Namespace','metadata':{'name':'tenant-a-b'"
+	 ","
+	 "'labels':{'tenant.cozystack.io/tenant-c':''}}}",
+	 0, true, true, false, "tenant-a"},
+	{"{'apiVersion':'v1','kind':'Namespace','metadata':{'name':'default',"
+	 "'labels':{'tenant.cozystack.io/tenant-root':''}}}",
+	 0, false, false, false, ""},
+	{"{'apiVersion':'v1','kind':'Namespace','metadata':{'name':'kube-"
+	 "system',"
+	 "'labels':7}}",
+	 0, false, false, true, ""},
+	{"{'apiVersion':'v1','kind':'Namespace','metadata':{'name':'Bad'}}",
+	 LG_EINVAL, false, false, false, NULL},
+	{"{'apiVersion':'v1','kind':'Namespace','metadata':{}}", LG_EINVAL,
+	 false, false, false, NULL},
+	{"{'apiVersion':'v2','kind':'Namespace','metadata':{'name':'a'}}",
+	 LG_EUNKNOWN, false, false, false, NULL},
+	{"{'kind':'Namespace','metadata':{'name':'a'}}", LG_EUNKNOWN, false,
+	 false, false, NULL},
+	{"[]", LG_EUNKNOWN, false, false, false, NULL},
+};
+
+START_TEST(namespace_map_rows)
+{
+	json_t *obj = tq(nsobj_rows[_i].obj);
+	struct namespace_map nm;
+	struct lg_error err = {0};
+	int rc = namespace_map_object(obj, &nm, &err);
+
+	ck_assert_msg(rc == nsobj_rows[_i].rc, "%s: rc %d", nsobj_rows[_i].obj,
+		      rc);
+	if (rc == 0) {
+		ck_assert_int_eq(nm.tenant, nsobj_rows[_i].tenant);
+		ck_assert_int_eq(nm.has_parent, nsobj_rows[_i].has_parent);
+		ck_assert_int_eq(nm.labels_agree, nsobj_rows[_i].agree);
+		if (nm.has_parent)
+			ck_assert_str_eq(nm.parent, nsobj_rows[_i].parent);
+		if (!nm.labels_agree)
+			ck_assert_ptr_nonnull(
+				strstr(err.msg, "names no ancestor"));
+		else
+			ck_assert_int_eq(err.code, 0);
+	} else {
+		ck_assert_str_ne(err.msg, "");
+	}
+	json_decref(obj);
+}
+END_TEST
+
 void model_tests_names(Suite *s)
 {
 	TCase *tc;
+
+	tc = tcase_create("names_namespace");
+	tcase_add_loop_test(tc, namespace_map_rows, 0,
+			    sizeof(nsobj_rows) / sizeof(nsobj_rows[0]));
+	suite_add_tcase(s, tc);
 
 	tc = tcase_create("names_label");
 	tcase_add_loop_test(tc, label_upstream_good, 0, N(label_good));
