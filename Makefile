@@ -47,8 +47,9 @@ TOOLS_SRC := $(wildcard tools/*.c)
 LIB_SRC := $(MODEL_SRC) $(LEDGER_SRC) $(INGEST_SRC) $(QUERY_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
-TEST_MODEL_SRC := tests/test_model.c $(wildcard tests/model_*.c)
-TEST_MODEL_OBJ := $(TEST_MODEL_SRC:%.c=$(BUILD)/%.o)
+# One Check suite per module: tests/test_<m>.c plus its parts tests/<m>_*.c.
+TEST_MODULES := $(foreach m,model ledger ingest query,$(if $(wildcard tests/test_$(m).c),$(m)))
+UNIT_TESTS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
 
 .PHONY: all test check bench install clean layercheck headercheck deps \
 	unit integration format
@@ -76,11 +77,12 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/tests/test_model: $(TEST_MODEL_OBJ) $(BUILD)/libgpuledger.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_MODEL_OBJ) $(BUILD)/libgpuledger.a \
-		$(LDLIBS) $(TEST_LIBS)
-
-UNIT_TESTS := $(BUILD)/tests/test_model
+define test_binary
+$(BUILD)/tests/test_$(1): $(patsubst %.c,$(BUILD)/%.o,tests/test_$(1).c $(wildcard tests/$(1)_*.c)) $(BUILD)/libgpuledger.a
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(BUILD)/libgpuledger.a \
+		$$(LDLIBS) $$(TEST_LIBS)
+endef
+$(foreach m,$(TEST_MODULES),$(eval $(call test_binary,$(m))))
 
 test: deps
 	@$(MAKE) --no-print-directory unit integration layercheck headercheck
@@ -92,9 +94,17 @@ unit: $(UNIT_TESTS)
 
 integration: gpuledger
 	@sh tests/eval_cli.sh ./gpuledger
+	@sh tests/ledger_cli.sh ./gpuledger
 
-bench: gpuledger
-	@echo "bench: no benchmark yet (arrives with the benchmark issue)"
+# Benchmarks measure; tests never time anything. BENCH_EVENTS sizes them.
+BENCH_EVENTS ?= 1000000
+BENCH_RUNS ?= 3
+$(BUILD)/tests/bench_ledger: $(BUILD)/tests/bench/bench_ledger.o $(BUILD)/tests/ledger_gen.o $(BUILD)/libgpuledger.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libgpuledger.a $(LDLIBS)
+
+bench: deps
+	@$(MAKE) --no-print-directory gpuledger $(BUILD)/tests/bench_ledger
+	@$(BUILD)/tests/bench_ledger $(BENCH_EVENTS) $(BENCH_RUNS)
 
 install: gpuledger
 	install -d $(DESTDIR)$(BINDIR)

@@ -457,6 +457,18 @@ int state_check(const state_t *st, struct lg_error *err);
  * not NULL, only that tenant. */
 json_t *state_to_json(const state_t *st, const char *ns);
 
+/* Checkpoint bytes (model/statecodec.c): a canonical, versioned
+ * serialisation of the whole state. Equal states encode to equal bytes (the
+ * order of records is sorted, derived data such as subtree totals is left
+ * out and recomputed), so verify can compare a replay with a checkpoint
+ * byte for byte. state_encode: *buf is malloc'ed, caller frees.
+ * state_decode validates everything (lengths, counts, names, enums, that
+ * units are non-negative and the tree is consistent) and never crashes on
+ * bad bytes: LG_ECORRUPT with detail, LG_EVERSION for another version. */
+int state_encode(const state_t *st, uint8_t **buf, size_t *len);
+int state_decode(state_t **out, const uint8_t *buf, size_t len,
+		 struct lg_error *err);
+
 /* ---------------------------------------------------------------------- */
 /* Verdicts (DESIGN 3), computed on a state snapshot.                       */
 

@@ -156,6 +156,13 @@ json_t *tenant_remaining_json(const state_t *st, const struct nsrec *ns);
 json_t *tenant_remaining_total_json(const state_t *st, const struct nsrec *ns);
 json_t *tenant_overcommit_json(const state_t *st, const struct nsrec *ns);
 
+/* State construction for model/statecodec.c (defined in model/state.c):
+ * ptab_reserve grows t so that n entries fit without rehashing, and
+ * state_holder_hash is the key under which st->holder_index files a holder. */
+void ptab_reserve(struct ptab *t, size_t n);
+uint64_t state_holder_hash(enum holder_kind kind, const char *ns,
+			   const char *name);
+
 /* Builds a fresh state from a JSON array of events in the form of
  * event_from_json (model/event.c); used by eval's inline states. */
 int state_from_events_json(const json_t *events, state_t **out,

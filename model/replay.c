@@ -253,16 +253,19 @@ state_t *state_clone(const state_t *s)
 	for (size_t i = 0; i < s->table.n; i++)
 		if (gpu_class_copy(&d->table.classes[i], &s->table.classes[i]))
 			abort();
-	d->table_ids = memcpy(xmalloc(s->table.n * sizeof(uint32_t) + 1),
-			      s->table_ids, s->table.n * sizeof(uint32_t));
+	d->table_ids = xmalloc(s->table.n * sizeof(uint32_t) + 1);
+	if (s->table.n > 0)
+		memcpy(d->table_ids, s->table_ids,
+		       s->table.n * sizeof(uint32_t));
 	d->n_cls = s->n_cls;
 	d->cls_cap = s->cls_cap;
 	d->cls_names = xcalloc(s->cls_cap + 1, sizeof(char *));
 	for (uint32_t i = 0; i < s->n_cls; i++)
 		d->cls_names[i] = xstrdup(s->cls_names[i]);
 	ptab_copy_shape(&d->cls_index, &s->cls_index);
-	memcpy(d->cls_index.vals, s->cls_index.vals,
-	       s->cls_index.cap * sizeof(void *));
+	if (s->cls_index.cap > 0)
+		memcpy(d->cls_index.vals, s->cls_index.vals,
+		       s->cls_index.cap * sizeof(void *));
 	ptab_copy_shape(&d->ns_index, &s->ns_index);
 	for (size_t i = 0; i < s->ns_index.cap; i++)
 		if (s->ns_index.hashes[i] != 0)

@@ -99,22 +99,36 @@ static void ptab_put(struct ptab *t, uint64_t h, void *val)
 	t->vals[i] = val;
 }
 
+static void ptab_resize(struct ptab *t, size_t cap)
+{
+	struct ptab old = *t;
+
+	t->cap = cap;
+	t->hashes = xcalloc(t->cap, sizeof(*t->hashes));
+	t->vals = xcalloc(t->cap, sizeof(*t->vals));
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.hashes[i] != 0)
+			ptab_put(t, old.hashes[i], old.vals[i]);
+	free(old.hashes);
+	free(old.vals);
+}
+
 void ptab_insert(struct ptab *t, uint64_t h, void *val)
 {
-	if ((t->n + 1) * 4 > t->cap * 3) {
-		struct ptab old = *t;
-
-		t->cap = old.cap ? old.cap * 2 : 16;
-		t->hashes = xcalloc(t->cap, sizeof(*t->hashes));
-		t->vals = xcalloc(t->cap, sizeof(*t->vals));
-		for (size_t i = 0; i < old.cap; i++)
-			if (old.hashes[i] != 0)
-				ptab_put(t, old.hashes[i], old.vals[i]);
-		free(old.hashes);
-		free(old.vals);
-	}
+	if ((t->n + 1) * 4 > t->cap * 3)
+		ptab_resize(t, t->cap ? t->cap * 2 : 16);
 	ptab_put(t, fix_hash(h), val);
 	t->n++;
+}
+
+void ptab_reserve(struct ptab *t, size_t n)
+{
+	size_t cap = t->cap ? t->cap : 16;
+
+	while (n * 4 > cap * 3)
+		cap *= 2;
+	if (cap != t->cap)
+		ptab_resize(t, cap);
 }
 
 void ptab_remove(struct ptab *t, uint64_t h, const void *val)
@@ -885,4 +899,14 @@ int state_apply(state_t *st, const struct event *ev, struct lg_error *err)
 	if (ev->type != EV_NOTE && ev->type != EV_VERDICT)
 		st->horizon_ns = ev->time_ns;
 	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* State construction for model/statecodec.c, which builds records directly
+ * instead of replaying events. */
+
+uint64_t state_holder_hash(enum holder_kind kind, const char *ns,
+			   const char *name)
+{
+	return holder_hash(kind, ns, name);
 }

@@ -9,40 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Longest request line; longer lines are answered with an error. */
-#define EVAL_LINE_MAX (4u << 20)
-
 static const char eval_usage[] =
-	"usage: gpuledger eval [--classes FILE]\n"
+	"usage: gpuledger eval [--classes FILE] [--db DIR [--at SEQ|RFC3339]]\n"
 	"  reads {\"function\": F, \"input\": X} lines on stdin and prints\n"
 	"  {\"output\": Y} or {\"error\": MESSAGE} for each.\n"
 	"  functions: ParseQuantity PodRequests ToleratesTaint IsDNS1123Label\n"
 	"    IsDNS1123Subdomain ClaimName BudgetKey NodeServes, and Admission\n"
-	"    Declaration Remaining on an inline state: input members plus\n"
-	"    \"state\": {\"events\": [...]} (--db DIR arrives with the "
-	"ledger)\n"
+	"    Declaration Remaining on the --db state or on an inline state:\n"
+	"    input members plus \"state\": {\"events\": [...]}\n"
 	"  --classes FILE  the class table ({\"classes\": [...]}) for "
-	"BudgetKey\n";
-
-/* Reads one line into buf (without the newline). Returns its length, -1 at
- * end of input, or -2 when the line was longer than cap (it is consumed). */
-static long read_line(FILE *f, char *buf, size_t cap)
-{
-	size_t n = 0;
-	int c;
-	bool over = false;
-
-	while ((c = getc(f)) != EOF && c != '\n') {
-		if (n + 1 < cap)
-			buf[n++] = (char)c;
-		else
-			over = true;
-	}
-	if (c == EOF && n == 0 && !over)
-		return -1;
-	buf[n] = '\0';
-	return over ? -2 : (long)n;
-}
+	"BudgetKey;\n"
+	"                  without it, the --db state's class table\n"
+	"  --db DIR        the ledger whose state Admission, Declaration and\n"
+	"                  Remaining answer on\n"
+	"  --at SEQ|TIME   that state after event SEQ, or at an RFC 3339 time\n"
+	"                  (default: the last event)\n";
 
 static json_t *answer(const struct eval_ctx *ctx, const char *line, size_t len)
 {
@@ -92,51 +73,85 @@ static int load_classes(const char *path, struct class_table *t)
 	return 0;
 }
 
-int cmd_eval(int argc, char **argv)
+/* The --db state at --at, and its class table when --classes is absent. */
+static int eval_db_state(const char *db, const char *at, struct eval_ctx *ctx,
+			 state_t **st)
 {
-	struct class_table classes;
-	struct eval_ctx ctx = {0};
-	char *line;
-	long n;
-	int status = 0;
+	ledger_t *lg;
+	uint64_t seq;
+	int status;
 
-	class_table_init(&classes);
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 ||
-		    strcmp(argv[i], "-h") == 0) {
-			fputs(eval_usage, stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--classes") == 0 && i + 1 < argc) {
-			if (load_classes(argv[++i], &classes) != 0)
-				return 2;
-			ctx.classes = &classes;
-		} else {
-			tool_error("eval: unknown option \"%s\"", argv[i]);
-			fputs(eval_usage, stderr);
-			return 2;
-		}
+	*st = NULL;
+	if (db == NULL) {
+		if (at == NULL)
+			return EXIT_OK;
+		tool_error("eval: --at needs --db DIR");
+		return EXIT_USAGE;
 	}
-	line = malloc(EVAL_LINE_MAX);
+	if ((status = tool_open_ledger("eval", db, NULL, &lg)) != 0)
+		return status;
+	status = tool_resolve_at("eval", lg, at, &seq);
+	if (status == EXIT_OK)
+		status = tool_state_at("eval", lg, seq, st);
+	ledger_close(lg);
+	if (status != EXIT_OK)
+		return status;
+	ctx->state = *st;
+	if (ctx->classes == NULL)
+		ctx->classes = state_classes(*st);
+	return EXIT_OK;
+}
+
+static int eval_stream(const struct eval_ctx *ctx)
+{
+	char *line = malloc(TOOL_LINE_MAX);
+	long n;
+	int werr = 0;
+
 	if (line == NULL)
 		abort();
-	while ((n = read_line(stdin, line, EVAL_LINE_MAX)) != -1) {
+	while (werr == 0 &&
+	       (n = tool_read_line(stdin, line, TOOL_LINE_MAX)) != -1) {
 		json_t *res =
 			n == -2 ? json_pack("{s:s}", "error", "line too long")
-				: answer(&ctx, line, (size_t)n);
+				: answer(ctx, line, (size_t)n);
 		char *text = json_canonical(res);
 
-		if (puts(text) == EOF)
-			status = 2;
+		werr = tool_puts(text);
 		free(text);
 		json_decref(res);
-		if (status != 0)
-			break;
-	}
-	if (fflush(stdout) != 0) {
-		tool_error("eval: write failed");
-		status = 2;
 	}
 	free(line);
+	return tool_flush("eval", werr);
+}
+
+int cmd_eval(int argc, char **argv)
+{
+	const char *classes_file = NULL, *db = NULL, *at = NULL;
+	const struct opt opts[] = {
+		{"--classes", OPT_STR, &classes_file},
+		{"--db", OPT_STR, &db},
+		{"--at", OPT_STR, &at},
+	};
+	const struct cmd_spec spec = {"eval", eval_usage, opts,
+				      sizeof(opts) / sizeof(opts[0])};
+	struct class_table classes;
+	struct eval_ctx ctx = {0};
+	state_t *st = NULL;
+	int status = opts_parse(&spec, argc, argv);
+
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	class_table_init(&classes);
+	if (classes_file != NULL) {
+		if (load_classes(classes_file, &classes) != 0)
+			return EXIT_USAGE;
+		ctx.classes = &classes;
+	}
+	status = eval_db_state(db, at, &ctx, &st);
+	if (status == EXIT_OK)
+		status = eval_stream(&ctx);
+	state_free(st);
 	class_table_release(&classes);
 	return status;
 }

@@ -5,6 +5,7 @@
  */
 #include "tools/tools.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +28,16 @@ static const struct subcommand subcommands[] = {
 	 cmd_eval},
 	{"watch", "follow a cluster or a recorded stream into --db DIR", NULL},
 	{"serve", "the query process (HTTP)", NULL},
-	{"replay", "the state at --at SEQ|TIME", NULL},
+	{"replay", "the state at --at SEQ|TIME", cmd_replay},
 	{"audit", "recompute stored verdicts", NULL},
-	{"verify", "check the hash chain and every checkpoint", NULL},
+	{"verify", "check the hash chain and every checkpoint", cmd_verify},
 	{"export", "billing: GPU device-hours as FOCUS CSV or JSON", NULL},
-	{"log", "events as NDJSON", NULL},
-	{"checkpoint", "write a checkpoint now", NULL},
-	{"stats", "sizes and counts", NULL},
-	{"backup", "a compact consistent copy", NULL},
+	{"log", "events as NDJSON", cmd_log},
+	{"import", "append NDJSON events from stdin (tests, migrations)",
+	 cmd_import},
+	{"checkpoint", "write a checkpoint now", cmd_checkpoint},
+	{"stats", "sizes and counts", cmd_stats},
+	{"backup", "a compact consistent copy", cmd_backup},
 	{"simulate", "a synthetic cluster history as a recorded stream", NULL},
 };
 
@@ -67,6 +70,10 @@ static void *xjson_malloc(size_t n)
 int main(int argc, char **argv)
 {
 	json_set_alloc_funcs(xjson_malloc, free);
+	/* A reader that goes away (`gpuledger log | head`) must show up as
+	 * EPIPE on the next write, which the subcommands treat as a normal
+	 * end, rather than kill the process in the middle of a line. */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
 		usage(argc < 2 ? stderr : stdout);

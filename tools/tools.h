@@ -3,11 +3,26 @@
  * Each subcommand is `int cmd_<name>(int argc, char **argv)` returning the
  * process exit status (0 ok, 1 a negative answer such as a failed audit,
  * 2 a usage or operating error).
+ *
+ * Every subcommand parses its options with opts_parse (tools/opts.c) from a
+ * const table, so that --help, --name=value, unknown options and missing
+ * values behave the same everywhere.
  */
 #ifndef GPULEDGER_TOOLS_H
 #define GPULEDGER_TOOLS_H
 
+#include "ledger/ledger.h"
+
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+
+/* Exit statuses of every subcommand. */
+enum {
+	EXIT_OK = 0,
+	EXIT_NEGATIVE = 1, /* the answer is "no" (verify found tampering) */
+	EXIT_USAGE = 2	   /* a usage or operating error */
+};
 
 struct subcommand {
 	const char *name;
@@ -16,8 +31,96 @@ struct subcommand {
 };
 
 int cmd_eval(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_log(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* Prints "gpuledger: <message>" to stderr. */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---------------------------------------------------------------------- */
+/* Options (tools/opts.c). */
+
+enum opt_kind {
+	OPT_FLAG, /* no value; sets *(bool *)ptr */
+	OPT_STR,  /* a value; sets *(const char **)ptr (borrowed from argv) */
+	OPT_U64	  /* a value, a decimal integer; sets *(uint64_t *)ptr */
+};
+
+struct opt {
+	const char *name; /* "--db" */
+	enum opt_kind kind;
+	void *ptr;
+};
+
+struct cmd_spec {
+	const char *name;  /* "replay" */
+	const char *usage; /* the whole --help text */
+	const struct opt *opts;
+	size_t n_opts;
+};
+
+/* Result of opts_parse. */
+enum {
+	OPTS_RUN = 0,
+	OPTS_HELP_SHOWN = 1,
+	OPTS_USAGE_ERROR = -1
+};
+
+/* Parses argv[1..argc) against spec's table ("--name VALUE" or
+ * "--name=VALUE"). --help / -h prints the usage to stdout (OPTS_HELP_SHOWN);
+ * an unknown option, a missing or malformed value, or a positional argument
+ * prints one error line and the usage to stderr (OPTS_USAGE_ERROR). */
+int opts_parse(const struct cmd_spec *spec, int argc, char **argv);
+/* The exit status for a non-OPTS_RUN result. */
+int opts_exit(int parsed);
+
+/* Opens the ledger in dir for subcommand cmd, with a one-line error naming
+ * the problem (no --db, no such directory, ledger_open's error). o may be
+ * NULL (read-only defaults); o->dir is ignored. Returns 0 or EXIT_USAGE.
+ * Caller closes with ledger_close. */
+int tool_open_ledger(const char *cmd, const char *dir,
+		     const struct ledger_opts *o, ledger_t **lg);
+
+/* Writes the hex of a chain head (LEDGER_HEAD_BYTES) into out, which holds
+ * 2 * LEDGER_HEAD_BYTES + 1 bytes. */
+void tool_hex(const uint8_t *head, char *out);
+#define TOOL_HEX_LEN (2 * LEDGER_HEAD_BYTES + 1)
+
+/* Parses --at: all digits is a seq (must be <= the last seq); otherwise an
+ * RFC 3339 time, resolved with ledger_seq_at_time. NULL means the last
+ * seq. Returns 0 or EXIT_USAGE with the error printed. */
+int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
+		    uint64_t *seq);
+
+/* The state at seq: a clone of the handle's state when seq is the last
+ * one, else ledger_state_at. Caller frees with state_free. Returns 0 or
+ * EXIT_USAGE with the error printed. */
+int tool_state_at(const char *cmd, ledger_t *lg, uint64_t seq, state_t **st);
+
+/* Writes line and a newline to stdout. Returns 0, or the errno of a failed
+ * write (EPIPE when the reader has gone away). */
+int tool_puts(const char *line);
+/* Flushes stdout after werr (0 or tool_puts's errno). A reader that went
+ * away (EPIPE, e.g. `| head`) is not an error of ours: EXIT_OK. Another
+ * failure prints an error: EXIT_USAGE. */
+int tool_flush(const char *cmd, int werr);
+/* Longest input line of eval and import. */
+#define TOOL_LINE_MAX (4u << 20)
+/* Reads one line into buf (without the newline). Returns its length, -1 at
+ * end of input, or -2 when the line was longer than cap - 1 (it is
+ * consumed, so that the caller can go on with the next line). */
+long tool_read_line(FILE *f, char *buf, size_t cap);
+
+/* Checks --db for subcommand cmd: given, and (unless create) an existing
+ * directory. Prints the error; returns 0 or EXIT_USAGE. */
+int tool_check_db(const char *cmd, const char *dir, bool create);
+
+/* strdup that aborts on out-of-memory (STYLE "Errors and memory"). */
+char *tool_strdup(const char *s);
 
 #endif

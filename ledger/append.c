@@ -1,0 +1,368 @@
+/*
+ * Writing: appends (group commit of a batch with its meta values),
+ * checkpoints, and raw record access for tests.
+ *
+ * An append is prepared before the write transaction is retried: every event
+ * is validated, applied to the handle's state and encoded with its chain
+ * head once; only the LMDB part repeats when the map has to grow. If LMDB
+ * finally fails, the state is marked dirty and rebuilt from the log.
+ */
+#include "ledger/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Grows the batch scratch to hold `need` more bytes; never beyond what
+ * LEDGER_BATCH_MAX events of LEDGER_EVENT_MAX_BYTES could need. */
+static uint8_t *scratch(ledger_t *lg, size_t used, size_t need)
+{
+	if (used + need > lg->buf_cap) {
+		size_t cap = lg->buf_cap ? lg->buf_cap : 1 << 16;
+		uint8_t *p;
+
+		while (cap < used + need)
+			cap *= 2;
+		p = realloc(lg->buf, cap);
+		if (p == NULL)
+			return NULL;
+		lg->buf = p;
+		lg->buf_cap = cap;
+	}
+	return lg->buf + used;
+}
+
+/* Encodes one event plus its head at *used; advances *used and head. */
+static int encode_one(ledger_t *lg, const struct event *ev, size_t *used,
+		      uint8_t *head, struct lg_error *err)
+{
+	size_t n = ledger_event_encode(ev, NULL, 0);
+	uint8_t *p;
+
+	if (n > LEDGER_EVENT_MAX_BYTES)
+		return lg_error_set(
+			err, LG_ELIMIT, "event %llu: %zu bytes, more than %u",
+			(unsigned long long)ev->seq, n, LEDGER_EVENT_MAX_BYTES);
+	p = scratch(lg, *used, n + LEDGER_HEAD_BYTES);
+	if (p == NULL)
+		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	ledger_event_encode(ev, p, n);
+	ledger_chain_step(head, p, n, head);
+	memcpy(p + n, head, LEDGER_HEAD_BYTES);
+	*used += n + LEDGER_HEAD_BYTES;
+	return 0;
+}
+
+/* Validates, applies and encodes the batch. On error *applied events of it
+ * are in the state (the one that failed left the state unchanged). */
+static int prepare(ledger_t *lg, struct event *evs, size_t n, uint8_t *head,
+		   size_t *applied, struct lg_error *err)
+{
+	size_t used = 0;
+
+	if (lg->offs == NULL || n > lg->offs_cap) {
+		size_t *p = realloc(lg->offs, (n + 1) * sizeof(*p));
+
+		if (p == NULL)
+			return lg_error_set(err, LG_ENOMEM, "out of memory");
+		lg->offs = p;
+		lg->offs_cap = n;
+	}
+	memcpy(head, lg->head, LEDGER_HEAD_BYTES);
+	for (size_t i = 0; i < n; i++) {
+		int rc;
+
+		evs[i].seq = lg->seq + 1 + i;
+		/* Writers race (the watcher and the query process), and only
+		 * here, inside the write transaction, is the last time known:
+		 * time never decreases, so an earlier time is clamped. */
+		if (evs[i].time_ns < state_time_ns(lg->st))
+			evs[i].time_ns = state_time_ns(lg->st);
+		rc = state_apply(lg->st, &evs[i], err);
+		*applied = i + (rc == 0);
+		if (rc == 0) {
+			lg->offs[i] = used;
+			rc = encode_one(lg, &evs[i], &used, head, err);
+		}
+		if (rc != 0)
+			return rc;
+	}
+	lg->offs[n] = used;
+	return 0;
+}
+
+static bool checkpoint_due(ledger_t *lg, uint64_t seq)
+{
+	struct timespec now;
+
+	if (seq - lg->cp_seq >= lg->o.checkpoint_every)
+		return true;
+	if (lg->o.checkpoint_secs < 0)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec - lg->cp_time.tv_sec >= lg->o.checkpoint_secs &&
+	       seq > lg->cp_seq;
+}
+
+/* Writes a checkpoint of the handle's state, whose chain head is head.
+ * Returns an LMDB (or errno) code, like the other writes of a batch. */
+static int put_checkpoint(ledger_t *lg, MDB_txn *txn, const uint8_t *head)
+{
+	uint8_t *rec;
+	size_t len;
+	uint64_t k = state_seq(lg->st);
+	MDB_val key = store_key(&k), val;
+	int rc;
+
+	if (store_cp_build(lg->st, head, &rec, &len) != 0)
+		return ENOMEM;
+	val = (MDB_val){.mv_size = len, .mv_data = rec};
+	rc = mdb_put(txn, lg->dbi[LEDGER_DB_CHECKPOINTS], &key, &val, 0);
+	free(rec);
+	return rc;
+}
+
+/* One attempt at writing the prepared batch. Returns an LMDB code. */
+static int write_batch(ledger_t *lg, MDB_txn *txn, uint64_t first, size_t n,
+		       const struct ledger_meta *meta, size_t n_meta)
+{
+	MDB_dbi ev = lg->dbi[LEDGER_DB_EVENTS];
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		uint64_t k = first + i;
+		MDB_val key = store_key(&k);
+		MDB_val val = {.mv_size = lg->offs[i + 1] - lg->offs[i],
+			       .mv_data = lg->buf + lg->offs[i]};
+
+		rc = mdb_put(txn, ev, &key, &val, MDB_APPEND);
+	}
+	for (size_t i = 0; i < n_meta && rc == 0; i++) {
+		MDB_val key = {.mv_size = strlen(meta[i].key),
+			       .mv_data = (void *)meta[i].key};
+		MDB_val val = {.mv_size = meta[i].len,
+			       .mv_data = (void *)meta[i].val};
+
+		rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val, 0);
+	}
+	return rc;
+}
+
+/* Doubles the map, up to the operator's bound. */
+static int grow_map(ledger_t *lg, struct lg_error *err)
+{
+	MDB_envinfo info;
+	size_t next;
+
+	mdb_env_info(lg->env, &info);
+	if (info.me_mapsize >= lg->o.map_max_bytes)
+		return lg_error_set(err, LG_EFULL,
+				    "map full at its bound of %zu bytes",
+				    lg->o.map_max_bytes);
+	next = info.me_mapsize * 2;
+	if (next > lg->o.map_max_bytes)
+		next = lg->o.map_max_bytes;
+	if (mdb_env_set_mapsize(lg->env, next) != 0)
+		return lg_error_set(err, LG_EFULL, "cannot grow the map");
+	return 0;
+}
+
+/* Writes the prepared batch in txn and commits, growing the map on
+ * MDB_MAP_FULL. A new transaction after growth must find the log where the
+ * batch was prepared, else *stale is set (another writer came in between).
+ * txn is always consumed. */
+static int commit_batch(ledger_t *lg, MDB_txn *txn, uint64_t first, size_t n,
+			const struct ledger_meta *meta, size_t n_meta,
+			const uint8_t *head, bool *stale, struct lg_error *err)
+{
+	for (;;) {
+		uint64_t last;
+		bool cp = checkpoint_due(lg, first + n - 1);
+		int rc = write_batch(lg, txn, first, n, meta, n_meta);
+
+		if (rc == 0 && cp)
+			rc = put_checkpoint(lg, txn, head);
+		if (rc == 0)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+		if (rc == 0) {
+			if (cp) {
+				lg->cp_seq = first + n - 1;
+				clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
+			}
+			return 0;
+		}
+		if (rc != MDB_MAP_FULL)
+			return store_error(err, rc, "append");
+		if ((rc = grow_map(lg, err)) != 0 ||
+		    (rc = store_txn_begin(lg, 0, &txn, err)) != 0)
+			return rc;
+		rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
+		if (rc != 0 || last != first - 1) {
+			*stale = rc == 0;
+			mdb_txn_abort(txn);
+			return rc ? rc : LG_EMISMATCH;
+		}
+	}
+}
+
+/* One attempt: in a write transaction (which serialises writers across
+ * processes), catch up, prepare and commit. */
+static int append_once(ledger_t *lg, struct event *evs, size_t n,
+		       const struct ledger_meta *meta, size_t n_meta,
+		       uint8_t *head, bool *stale, struct lg_error *err)
+{
+	MDB_txn *txn;
+	size_t applied = 0;
+	int rc;
+
+	if (lg->dirty && (rc = store_reload(lg, err)) != 0)
+		return rc;
+	if ((rc = store_txn_begin(lg, 0, &txn, err)) != 0)
+		return rc;
+	if ((rc = store_catch_up(lg, txn, err)) != 0 ||
+	    (rc = prepare(lg, evs, n, head, &applied, err)) != 0) {
+		mdb_txn_abort(txn);
+		/* An event that does not fit leaves the state as it was;
+		 * only the events before it must be undone, by a reload. */
+		lg->dirty = lg->dirty || applied > 0;
+		return rc;
+	}
+	rc = commit_batch(lg, txn, lg->seq + 1, n, meta, n_meta, head, stale,
+			  err);
+	/* The state holds a batch the log lacks. */
+	lg->dirty = lg->dirty || rc != 0;
+	return rc;
+}
+
+int ledger_append(ledger_t *lg, struct event *evs, size_t n,
+		  const struct ledger_meta *meta, size_t n_meta,
+		  uint64_t *first_seq, struct lg_error *err)
+{
+	uint8_t head[LEDGER_HEAD_BYTES];
+	int rc;
+
+	if (lg->o.read_only)
+		return lg_error_set(err, LG_EINVAL, "ledger opened read-only");
+	if (n > LEDGER_BATCH_MAX)
+		return lg_error_set(err, LG_ELIMIT,
+				    "batch of %zu events, more than %u", n,
+				    LEDGER_BATCH_MAX);
+	if (n == 0 && n_meta == 0)
+		return ledger_refresh(lg, err);
+	for (int tries = 0;; tries++) {
+		bool stale = false;
+
+		rc = append_once(lg, evs, n, meta, n_meta, head, &stale, err);
+		if (rc == 0)
+			break;
+		if (!stale || tries > 8)
+			return rc;
+	}
+	if (first_seq != NULL)
+		*first_seq = lg->seq + 1;
+	lg->seq += n;
+	memcpy(lg->head, head, LEDGER_HEAD_BYTES);
+	return 0;
+}
+
+int ledger_meta_get(ledger_t *lg, const char *key, void *buf, size_t cap,
+		    size_t *len, struct lg_error *err)
+{
+	MDB_txn *txn;
+	MDB_val k = {.mv_size = strlen(key), .mv_data = (void *)key}, v;
+	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+
+	if (rc != 0)
+		return rc;
+	rc = mdb_get(txn, lg->dbi[LEDGER_DB_META], &k, &v);
+	if (rc == 0) {
+		*len = v.mv_size;
+		if (v.mv_size > cap)
+			rc = lg_error_set(err, LG_ERANGE,
+					  "meta %s: %zu bytes, buffer %zu", key,
+					  v.mv_size, cap);
+		else
+			memcpy(buf, v.mv_data, v.mv_size);
+	} else if (rc == MDB_NOTFOUND) {
+		rc = lg_error_set(err, LG_ENOENT, "meta %s: absent", key);
+	} else {
+		rc = store_error(err, rc, "read meta");
+	}
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int ledger_checkpoint(ledger_t *lg, struct lg_error *err)
+{
+	for (;;) {
+		MDB_txn *txn;
+		int rc;
+
+		if (lg->o.read_only)
+			return lg_error_set(err, LG_EINVAL,
+					    "ledger opened read-only");
+		if ((rc = ledger_refresh(lg, err)) != 0)
+			return rc;
+		if ((rc = store_txn_begin(lg, 0, &txn, err)) != 0)
+			return rc;
+		if ((rc = store_catch_up(lg, txn, err)) != 0) {
+			mdb_txn_abort(txn);
+			return rc;
+		}
+		rc = put_checkpoint(lg, txn, lg->head);
+		if (rc == 0)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+		if (rc == MDB_MAP_FULL && grow_map(lg, err) == 0)
+			continue;
+		if (rc != 0)
+			return store_error(err, rc, "commit checkpoint");
+		lg->cp_seq = lg->seq;
+		clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
+		return 0;
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Raw access (ledger_int.h) */
+
+int ledger_raw_get(ledger_t *lg, enum ledger_db db, uint64_t key, uint8_t **val,
+		   size_t *len, struct lg_error *err)
+{
+	MDB_txn *txn;
+	MDB_val k = store_key(&key), v;
+	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+
+	if (rc != 0)
+		return rc;
+	rc = mdb_get(txn, lg->dbi[db], &k, &v);
+	if (rc == 0) {
+		*val = malloc(v.mv_size + 1);
+		memcpy(*val, v.mv_data, v.mv_size);
+		*len = v.mv_size;
+	} else {
+		rc = store_error(err, rc, "raw get");
+	}
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int ledger_raw_put(ledger_t *lg, enum ledger_db db, uint64_t key,
+		   const uint8_t *val, size_t len, struct lg_error *err)
+{
+	MDB_txn *txn;
+	MDB_val k = store_key(&key),
+		v = {.mv_size = len, .mv_data = (void *)val};
+	int rc = store_txn_begin(lg, 0, &txn, err);
+
+	if (rc != 0)
+		return rc;
+	rc = val ? mdb_put(txn, lg->dbi[db], &k, &v, 0)
+		 : mdb_del(txn, lg->dbi[db], &k, NULL);
+	rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
+	return rc ? store_error(err, rc, "raw put") : 0;
+}

@@ -1,0 +1,142 @@
+/*
+ * ledger — the append-only, hash-chained event log in LMDB (DESIGN 4).
+ *
+ * Invariants:
+ *  - Events have gap-free sequence numbers 1, 2, ... and non-decreasing times.
+ *    Every event record stores the chain head after it:
+ *    head(n) = SHA-256(head(n-1) || canonical bytes of event n), head(0) = 0.
+ *  - An append is one LMDB write transaction: the events of a batch, their
+ *    heads, and the caller's meta values (watch resourceVersions) commit
+ *    together or not at all. Commits are durable (fsync) unless opened with
+ *    no_sync.
+ *  - Every event is checked against the state before it is written (the
+ *    handle keeps the state at the last seq it has seen) and decoded records
+ *    are validated again when read; a bad record is reported with its seq.
+ *  - A checkpoint is the full state at a seq, with the head at that seq and a
+ *    digest of its own bytes. Rebuilding the state at s = the latest sound
+ *    checkpoint <= s, then the events up to s.
+ *  - Any number of processes may read while one writes; LMDB serialises
+ *    writers across processes.
+ *  - MDB_* types never leave this module.
+ */
+#ifndef GPULEDGER_LEDGER_H
+#define GPULEDGER_LEDGER_H
+
+#include "model/model.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LEDGER_SCHEMA_VERSION 1
+#define LEDGER_HEAD_BYTES     32
+
+/* Encoded size bounds: an event record is at most this large. */
+#define LEDGER_EVENT_MAX_BYTES (1u << 20)
+
+typedef struct ledger ledger_t;
+
+struct ledger_opts {
+	const char *dir;       /* the LMDB environment directory */
+	bool read_only;	       /* open for reading only (no lock on writers) */
+	bool create;	       /* create dir and the databases when missing */
+	bool no_sync;	       /* --no-sync: commits are not fsynced */
+	size_t map_size_bytes; /* initial map size (0: 64 MiB) */
+	size_t map_max_bytes;  /* growth bound (0: 1 TiB) */
+	uint64_t checkpoint_every; /* events between automatic checkpoints
+				      (0: 1,000,000); only for writers */
+	int64_t checkpoint_secs;   /* seconds between them (0: 3600; <0 off) */
+};
+
+/* Opens (and with create, initialises) the ledger in o->dir and brings its
+ * state up to the last seq (latest checkpoint + tail). Caller closes. */
+int ledger_open(ledger_t **lg, const struct ledger_opts *o,
+		struct lg_error *err);
+void ledger_close(ledger_t *lg);
+
+/* The state at the last seq this handle has seen. Borrowed until the next
+ * call that changes the ledger handle. */
+const state_t *ledger_state(const ledger_t *lg);
+/* Reads events appended since (by any process) into the state. */
+int ledger_refresh(ledger_t *lg, struct lg_error *err);
+uint64_t ledger_last_seq(const ledger_t *lg);
+/* The chain head at the last seq seen (LEDGER_HEAD_BYTES). */
+const uint8_t *ledger_head(const ledger_t *lg);
+
+/* A meta value written in the same transaction as a batch. */
+struct ledger_meta {
+	const char *key;
+	const void *val;
+	size_t len;
+};
+
+/* Appends evs[0..n) in one durable transaction with meta[0..n_meta). Seqs
+ * are assigned here (evs[i].seq is set on success); times must not go back.
+ * A time earlier than the last one is clamped to it (time never decreases;
+ * writers in several processes race). Each event must fit the state, else
+ * nothing is written and LG_EMISMATCH names the event. LG_EFULL when the disk
+ * or the map bound is reached (nothing written). On success *first_seq (may be
+ * NULL) is the first seq. */
+int ledger_append(ledger_t *lg, struct event *evs, size_t n,
+		  const struct ledger_meta *meta, size_t n_meta,
+		  uint64_t *first_seq, struct lg_error *err);
+
+/* Reads a meta value into buf (cap bytes); *len is its length. LG_ENOENT
+ * when absent, LG_ERANGE when buf is too small. */
+int ledger_meta_get(ledger_t *lg, const char *key, void *buf, size_t cap,
+		    size_t *len, struct lg_error *err);
+
+/* Writes a checkpoint of the current state now. */
+int ledger_checkpoint(ledger_t *lg, struct lg_error *err);
+
+/* The state at seq (0 <= seq <= last): from the latest sound checkpoint <=
+ * seq plus the events after it. Caller frees with state_free. *skipped (may
+ * be NULL) counts damaged checkpoints passed over. */
+int ledger_state_at(ledger_t *lg, uint64_t seq, state_t **out,
+		    unsigned *skipped, struct lg_error *err);
+/* The last seq whose event time is <= t_ns (0 when none), by binary search
+ * over the log (times never decrease). */
+int ledger_seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
+		       struct lg_error *err);
+
+/* Iterates events from seq `from` (>= 1) for at most limit events (0: no
+ * limit), calling fn for each; the event's strings are borrowed for the
+ * call only. fn returns non-zero to stop (that value is returned). */
+typedef int ledger_event_fn(void *ctx, const struct event *ev,
+			    const uint8_t *head);
+int ledger_scan(ledger_t *lg, uint64_t from, uint64_t limit,
+		ledger_event_fn *fn, void *ctx, struct lg_error *err);
+
+/* Verification (DESIGN 4.3): recomputes every head from genesis and replays
+ * the log, checking every checkpoint against the replay. *bad_seq is the
+ * first bad seq (0 when sound). Returns 0 when sound, LG_ECORRUPT when not
+ * (err says what), other codes on operating errors. */
+int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
+
+struct ledger_stats {
+	uint64_t events, checkpoints, last_seq;
+	int64_t first_time_ns, last_time_ns;
+	size_t map_size_bytes, used_bytes, page_size_bytes;
+	size_t event_bytes;	 /* sum of event record sizes */
+	size_t checkpoint_bytes; /* sum of checkpoint record sizes */
+	uint64_t last_checkpoint_seq;
+	unsigned readers;
+};
+int ledger_stats(ledger_t *lg, struct ledger_stats *st, struct lg_error *err);
+
+/* A compacted, consistent copy into an empty or new directory while writers
+ * may run. */
+int ledger_backup(ledger_t *lg, const char *dir, struct lg_error *err);
+
+/* Event encoding (ledger/codec.c): the canonical bytes the chain hashes.
+ * ledger_event_encode writes at most cap bytes and returns the size needed
+ * (> cap: nothing usable was written). ledger_event_decode reads a whole
+ * record; strings point into buf, which must stay alive and unchanged. */
+size_t ledger_event_encode(const struct event *ev, uint8_t *buf, size_t cap);
+int ledger_event_decode(struct event *ev, const uint8_t *buf, size_t len,
+			struct lg_error *err);
+/* head_out = SHA-256(head_prev || bytes). */
+void ledger_chain_step(const uint8_t *head_prev, const uint8_t *bytes,
+		       size_t len, uint8_t *head_out);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * Private to ledger/: the handle and the LMDB helpers its files share.
+ * MDB_* types stay behind this header.
+ */
+#ifndef GPULEDGER_LEDGER_STORE_H
+#define GPULEDGER_LEDGER_STORE_H
+
+#include "ledger/ledger_int.h"
+
+#include <lmdb.h>
+#include <time.h>
+
+#define DEFAULT_MAP_BYTES     ((size_t)64 << 20)
+#define DEFAULT_MAP_MAX_BYTES ((size_t)1 << 40)
+#define DEFAULT_CP_EVERY      1000000
+#define DEFAULT_CP_SECS	      3600
+/* Most events one append may carry. */
+#define LEDGER_BATCH_MAX (1u << 20)
+
+struct ledger {
+	MDB_env *env;
+	MDB_dbi dbi[LEDGER_DB_MAX];
+	struct ledger_opts o;
+	char *dir;
+	state_t *st;  /* state at seq */
+	uint64_t seq; /* last seq applied to st */
+	uint8_t head[LEDGER_HEAD_BYTES];
+	bool dirty;	 /* st may hold events the log lacks: rebuild */
+	uint64_t cp_seq; /* seq of the newest checkpoint */
+	struct timespec cp_time;
+	/* Batch scratch: encoded records, bounded by LEDGER_BATCH_MAX events.
+	 */
+	uint8_t *buf;
+	size_t buf_cap;
+	size_t *offs;
+	size_t offs_cap;
+};
+
+extern const char *const store_db_names[LEDGER_DB_MAX];
+
+/* Translates an LMDB or errno code once, here; returns the LG_* code. */
+int store_error(struct lg_error *err, int rc, const char *what);
+MDB_val store_key(uint64_t *k);
+uint64_t store_keyval(const MDB_val *v);
+/* Begins a transaction, adopting a map another process has grown. */
+int store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
+		    struct lg_error *err);
+/* Decodes an event record (bytes + head) stored at seq. */
+int store_record_decode(const MDB_val *v, uint64_t seq, struct event *ev,
+			const uint8_t **head, struct lg_error *err);
+void store_le64_put(uint8_t *p, uint64_t v);
+uint64_t store_le64_get(const uint8_t *p);
+/* A checkpoint record of st (caller frees *out); LG_ENOMEM only. */
+int store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
+		   size_t *len);
+/* Checks a checkpoint record's frame and digest. */
+int store_cp_open(const MDB_val *v, uint64_t seq, const uint8_t **sbytes,
+		  size_t *slen, const uint8_t **head, struct lg_error *err);
+/* Applies the stored events after state_seq(st) up to `to` to st. */
+int store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
+		      uint8_t *head, struct lg_error *err);
+/* The last key of db (0 when empty). */
+int store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db, uint64_t *out,
+		   struct lg_error *err);
+/* The state at seq from the latest sound checkpoint <= seq. */
+int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
+		   uint8_t *head, unsigned *skipped, struct lg_error *err);
+/* Rebuilds the handle's state at the last seq. */
+int store_reload(ledger_t *lg, struct lg_error *err);
+/* Applies what other processes appended since the handle's seq. */
+int store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err);
+
+#endif

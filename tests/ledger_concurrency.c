@@ -1,0 +1,152 @@
+/*
+ * Several processes at once (DESIGN 1, 4.2): a watcher-like writer appends
+ * observation batches, a query-like writer appends VERDICT events, and
+ * readers follow the log; afterwards the log verifies, holds every event of
+ * both writers exactly once, and every reader saw seqs only grow.
+ */
+#include "tests/ledger_gen.h"
+#include "tests/ledger_tests.h"
+
+#include <sys/wait.h>
+
+#define T0	    1767225600000000000LL
+#define OBS_BATCHES 60
+#define OBS_BATCH   50
+#define VERDICTS    300
+
+static ledger_t *open_rw(const char *dir)
+{
+	struct ledger_opts o = {.dir = dir,
+				.create = true,
+				.map_size_bytes = 128 << 10,
+				.checkpoint_every = 700,
+				.checkpoint_secs = -1};
+	ledger_t *lg;
+
+	if (ledger_open(&lg, &o, NULL) != 0)
+		_exit(3);
+	return lg;
+}
+
+static void observer(const char *dir)
+{
+	ledger_t *lg = open_rw(dir);
+	struct gen *g = gen_new(9, T0);
+	struct event evs[OBS_BATCH];
+
+	for (int b = 0; b < OBS_BATCHES; b++) {
+		/* The generator's events must see only their own kind of
+		 * state: VERDICTs change no units, so they always fit. */
+		gen_next(g, evs, OBS_BATCH);
+		if (ledger_append(lg, evs, OBS_BATCH, NULL, 0, NULL, NULL) != 0)
+			_exit(4);
+	}
+	ledger_close(lg);
+	gen_free(g);
+	_exit(0);
+}
+
+static void judge(const char *dir)
+{
+	ledger_t *lg = open_rw(dir);
+
+	for (int i = 0; i < VERDICTS; i++) {
+		char rec[64];
+		struct event ev = {
+			.type = EV_VERDICT, .time_ns = T0, .text = rec};
+
+		snprintf(rec, sizeof(rec), "{\"id\":%d}", i);
+		if (ledger_append(lg, &ev, 1, NULL, 0, NULL, NULL) != 0)
+			_exit(5);
+	}
+	ledger_close(lg);
+	_exit(0);
+}
+
+static void reader(const char *dir)
+{
+	struct ledger_opts o = {.dir = dir, .read_only = true};
+	uint64_t last = 0;
+	ledger_t *lg = NULL;
+
+	while (ledger_open(&lg, &o, NULL) != 0)
+		usleep(1000);
+	for (int i = 0; i < 400; i++) {
+		state_t *st;
+		uint64_t now;
+
+		if (ledger_refresh(lg, NULL) != 0)
+			_exit(6);
+		now = ledger_last_seq(lg);
+		if (now < last)
+			_exit(7);
+		if (now > 0 && ledger_state_at(lg, now / 2, &st, NULL, NULL))
+			_exit(8);
+		if (now > 0)
+			state_free(st);
+		last = now;
+	}
+	ledger_close(lg);
+	_exit(0);
+}
+
+static int verdicts_seen(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	int *seen = ctx;
+	int id;
+
+	/* The generator's own VERDICTs carry no id. */
+	if (ev->type == EV_VERDICT &&
+	    sscanf(ev->text, "{\"id\":%d}", &id) == 1) {
+		ck_assert(id >= 0 && id < VERDICTS);
+		ck_assert_int_eq(seen[id], 0);
+		seen[id] = 1;
+	}
+	return 0;
+}
+
+START_TEST(concurrency_writers_and_readers)
+{
+	char *dir = fresh_dir();
+	void (*roles[])(const char *) = {observer, judge, reader, reader};
+	pid_t pids[4];
+	int seen[VERDICTS] = {0};
+	struct lg_error err = {0};
+	ledger_t *lg;
+	uint64_t bad = 1;
+
+	ledger_close(open_rw(dir));
+	for (int i = 0; i < 4; i++) {
+		pids[i] = fork();
+		ck_assert_int_ge(pids[i], 0);
+		if (pids[i] == 0)
+			roles[i](dir);
+	}
+	for (int i = 0; i < 4; i++) {
+		int status;
+
+		ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "process %d ended with status %d", i, status);
+	}
+	lg = open_rw(dir);
+	ck_assert_uint_eq(ledger_last_seq(lg),
+			  OBS_BATCHES * OBS_BATCH + VERDICTS);
+	ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+	ck_assert_int_eq(ledger_scan(lg, 1, 0, verdicts_seen, seen, &err), 0);
+	for (int i = 0; i < VERDICTS; i++)
+		ck_assert_int_eq(seen[i], 1);
+	ck_assert_uint_eq(state_classes(ledger_state(lg))->n, 2);
+	ledger_close(lg);
+	rm_tree(dir);
+}
+END_TEST
+
+void ledger_tests_concurrency(Suite *s)
+{
+	TCase *tc = tcase_create("concurrency");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, concurrency_writers_and_readers, 0, 2);
+	suite_add_tcase(s, tc);
+}

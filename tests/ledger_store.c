@@ -1,0 +1,455 @@
+/*
+ * The LMDB store: appends with meta in one transaction, refusal of events
+ * that do not fit, several handles, past states by seq and by time,
+ * checkpoints plus tail equal to a replay from genesis, map growth and its
+ * bound, read-only and version checks.
+ */
+#include "tests/ledger_gen.h"
+#include "tests/ledger_tests.h"
+
+#include "ledger/ledger_int.h"
+
+#define T0 1767225600000000000LL /* 2026-01-01T00:00:00Z */
+
+static ledger_t *open_at(const char *dir, bool create, size_t map)
+{
+	struct ledger_opts o = {.dir = dir,
+				.create = create,
+				.no_sync = true,
+				.map_size_bytes = map,
+				.checkpoint_secs = -1};
+	struct lg_error err = {0};
+	ledger_t *lg = NULL;
+
+	ck_assert_msg(ledger_open(&lg, &o, &err) == 0, "open: %s", err.msg);
+	return lg;
+}
+
+static void append_gen(ledger_t *lg, struct gen *g, size_t n, size_t batch)
+{
+	struct event *evs = calloc(batch, sizeof(*evs));
+	struct lg_error err = {0};
+
+	for (size_t done = 0; done < n; done += batch) {
+		size_t k = n - done < batch ? n - done : batch;
+
+		gen_next(g, evs, k);
+		ck_assert_msg(ledger_append(lg, evs, k, NULL, 0, NULL, &err) ==
+				      0,
+			      "append: %s", err.msg);
+	}
+	free(evs);
+}
+
+static char *dump(const state_t *st)
+{
+	uint8_t *b;
+	size_t n;
+	char *hex;
+
+	ck_assert_int_eq(state_encode(st, &b, &n), 0);
+	hex = malloc(2 * n + 1);
+	for (size_t i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", b[i]);
+	free(b);
+	return hex;
+}
+
+/* The state at seq built by applying the generator's events directly. */
+static state_t *genesis_state(uint64_t seed, uint64_t seq)
+{
+	struct gen *g = gen_new(seed, T0);
+	state_t *st = state_new();
+	struct lg_error err = {0};
+
+	for (uint64_t i = 1; i <= seq; i++) {
+		struct event ev;
+
+		gen_next(g, &ev, 1);
+		ev.seq = i;
+		ck_assert_msg(state_apply(st, &ev, &err) == 0, "%llu: %s",
+			      (unsigned long long)i, err.msg);
+	}
+	gen_free(g);
+	return st;
+}
+
+static int time_fn(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	*(int64_t *)ctx = ev->time_ns;
+	return 0;
+}
+
+/* The time of the event at seq. */
+static int64_t time_of(ledger_t *lg, uint64_t seq)
+{
+	int64_t t = -1;
+
+	ck_assert_int_eq(ledger_scan(lg, seq, 1, time_fn, &t, NULL), 0);
+	ck_assert_int_ne(t, -1);
+	return t;
+}
+
+/* seq_at_time(t) is the last seq whose time is <= t. */
+static void check_at_time(ledger_t *lg, int64_t t)
+{
+	struct lg_error err = {0};
+	uint64_t found;
+
+	ck_assert_int_eq(ledger_seq_at_time(lg, t, &found, &err), 0);
+	if (found > 0)
+		ck_assert_int_le(time_of(lg, found), t);
+	if (found < ledger_last_seq(lg))
+		ck_assert_int_gt(time_of(lg, found + 1), t);
+}
+
+START_TEST(store_append_and_reopen)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_at(dir, true, 0), *other;
+	struct gen *g = gen_new(1, T0);
+	struct lg_error err = {0};
+	struct event evs[10];
+	struct ledger_meta meta = {"rv/pods", "12345", 5};
+	char buf[16];
+	size_t len;
+	uint64_t first = 0;
+	char *a, *b;
+
+	ck_assert_uint_eq(ledger_last_seq(lg), 0);
+	gen_next(g, evs, 10);
+	ck_assert_int_eq(ledger_append(lg, evs, 10, &meta, 1, &first, &err), 0);
+	ck_assert_uint_eq(first, 1);
+	ck_assert_uint_eq(evs[9].seq, 10);
+	ck_assert_uint_eq(ledger_last_seq(lg), 10);
+	ck_assert_int_eq(
+		ledger_meta_get(lg, "rv/pods", buf, sizeof(buf), &len, &err),
+		0);
+	ck_assert_uint_eq(len, 5);
+	ck_assert_int_eq(memcmp(buf, "12345", 5), 0);
+	ck_assert_int_eq(
+		ledger_meta_get(lg, "rv/none", buf, sizeof(buf), &len, &err),
+		LG_ENOENT);
+	ck_assert_int_eq(ledger_meta_get(lg, "rv/pods", buf, 2, &len, &err),
+			 LG_ERANGE);
+	/* A second handle sees the same state and head; then follows. */
+	other = open_at(dir, false, 0);
+	ck_assert_uint_eq(ledger_last_seq(other), 10);
+	ck_assert_mem_eq(ledger_head(other), ledger_head(lg),
+			 LEDGER_HEAD_BYTES);
+	append_gen(lg, g, 25, 7);
+	ck_assert_uint_eq(ledger_last_seq(other), 10);
+	ck_assert_int_eq(ledger_refresh(other, &err), 0);
+	ck_assert_uint_eq(ledger_last_seq(other), 35);
+	a = dump(ledger_state(lg));
+	b = dump(ledger_state(other));
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	/* The other handle appends too; the first catches up on append. */
+	gen_next(g, evs, 3);
+	ck_assert_int_eq(ledger_append(other, evs, 3, NULL, 0, &first, &err),
+			 0);
+	ck_assert_uint_eq(first, 36);
+	gen_next(g, evs, 2);
+	ck_assert_int_eq(ledger_append(lg, evs, 2, NULL, 0, &first, &err), 0);
+	ck_assert_uint_eq(first, 39);
+	ledger_close(other);
+	ledger_close(lg);
+	lg = open_at(dir, false, 0);
+	ck_assert_uint_eq(ledger_last_seq(lg), 40);
+	a = dump(ledger_state(lg));
+	{
+		state_t *st = genesis_state(1, 40);
+
+		b = dump(st);
+		state_free(st);
+	}
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	ledger_close(lg);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
+START_TEST(store_refuses_misfits)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_at(dir, true, 0);
+	struct gen *g = gen_new(2, T0);
+	struct lg_error err = {0};
+	struct event evs[4];
+	uint8_t head[LEDGER_HEAD_BYTES];
+	char *before, *after;
+
+	append_gen(lg, g, 50, 50);
+	memcpy(head, ledger_head(lg), sizeof(head));
+	before = dump(ledger_state(lg));
+	/* A batch whose third event does not fit writes nothing. */
+	gen_next(g, evs, 2);
+	evs[2] = (struct event){.type = EV_RELEASE,
+				.time_ns = T0 + (int64_t)1e15,
+				.ns = "tenant-a",
+				.cls = "h100",
+				.kind = HK_POD,
+				.name = "nobody",
+				.uid = "u",
+				.before = 5,
+				.after = 1};
+	evs[3] = evs[0];
+	ck_assert_int_eq(ledger_append(lg, evs, 4, NULL, 0, NULL, &err),
+			 LG_EMISMATCH);
+	ck_assert_ptr_nonnull(strstr(err.msg, "before 5"));
+	ck_assert_uint_eq(ledger_last_seq(lg), 50);
+	ck_assert_mem_eq(ledger_head(lg), head, sizeof(head));
+	/* The handle recovers its state from the log. */
+	ck_assert_int_eq(ledger_refresh(lg, &err), 0);
+	after = dump(ledger_state(lg));
+	ck_assert_str_eq(after, before);
+	free(after);
+	/* An invalid first event changes nothing either. */
+	evs[0] = (struct event){
+		.type = EV_TENANT, .ns = "tenant-q-r", .parent = "tenant-q"};
+	ck_assert_int_eq(ledger_append(lg, evs, 1, NULL, 0, NULL, &err),
+			 LG_EMISMATCH);
+	ck_assert_ptr_nonnull(
+		strstr(err.msg, "parent tenant-q does not exist"));
+	after = dump(ledger_state(lg));
+	ck_assert_str_eq(after, before);
+	free(after);
+	/* An earlier time is clamped, never refused: time never decreases. */
+	evs[0] = (struct event){.type = EV_TICK, .time_ns = 0};
+	ck_assert_int_eq(ledger_append(lg, evs, 1, NULL, 0, NULL, &err), 0);
+	ck_assert_int_eq(state_time_ns(ledger_state(lg)), evs[0].time_ns);
+	ck_assert_int_gt(evs[0].time_ns, T0);
+	free(before);
+	ledger_close(lg);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
+/* Checkpoint + tail equals a replay from genesis, for random logs and
+ * every seq; by time, the state of exactly the events up to it. */
+START_TEST(store_checkpoint_tail_equals_genesis)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_at(dir, true, 0);
+	uint64_t seed = 100 + (uint64_t)_i;
+	struct gen *g = gen_new(seed, T0);
+	struct lg_error err = {0};
+
+	for (int round = 0; round < 6; round++) {
+		append_gen(lg, g, 37 + 11 * round, 13);
+		ck_assert_int_eq(ledger_checkpoint(lg, &err), 0);
+	}
+	append_gen(lg, g, 29, 29);
+	for (uint64_t s = 0; s <= ledger_last_seq(lg); s += 1 + s % 7) {
+		state_t *at, *ref = genesis_state(seed, s);
+		unsigned skipped = 9;
+		char *a, *b;
+
+		ck_assert_int_eq(ledger_state_at(lg, s, &at, &skipped, &err),
+				 0);
+		ck_assert_uint_eq(skipped, 0);
+		a = dump(at);
+		b = dump(ref);
+		ck_assert_msg(strcmp(a, b) == 0, "seq %llu differs",
+			      (unsigned long long)s);
+		free(a);
+		free(b);
+		/* The state at that seq's time holds exactly the events
+		 * up to the last one with that time. */
+		if (s > 0) {
+			check_at_time(lg, state_time_ns(at));
+			check_at_time(lg, state_time_ns(at) - 1);
+		}
+		state_free(at);
+		state_free(ref);
+	}
+	ck_assert_int_eq(ledger_state_at(lg, ledger_last_seq(lg) + 1,
+					 &(state_t *){0}, NULL, &err),
+			 LG_ENOENT);
+	ledger_close(lg);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
+struct collect {
+	uint64_t n, first, last;
+	int64_t last_time;
+};
+
+static int collect_fn(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct collect *c = ctx;
+
+	if (c->n++ == 0)
+		c->first = ev->seq;
+	c->last = ev->seq;
+	c->last_time = ev->time_ns;
+	return c->n == 1000 ? 42 : 0;
+}
+
+START_TEST(store_scan_and_time)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_at(dir, true, 0);
+	struct gen *g = gen_new(3, T0);
+	struct lg_error err = {0};
+	struct collect c = {0};
+	uint64_t seq;
+	int64_t t5;
+
+	ck_assert_int_eq(ledger_seq_at_time(lg, T0, &seq, &err), 0);
+	ck_assert_uint_eq(seq, 0);
+	append_gen(lg, g, 2000, 500);
+	ck_assert_int_eq(ledger_scan(lg, 5, 10, collect_fn, &c, &err), 0);
+	ck_assert_uint_eq(c.n, 10);
+	ck_assert_uint_eq(c.first, 5);
+	ck_assert_uint_eq(c.last, 14);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(ledger_scan(lg, 1, 0, collect_fn, &c, &err), 42);
+	ck_assert_uint_eq(c.n, 1000);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(ledger_scan(lg, 1990, 0, collect_fn, &c, &err), 0);
+	ck_assert_uint_eq(c.n, 11);
+	/* By time: the last seq whose time is <= t, whatever the ties. */
+	t5 = time_of(lg, 5);
+	for (int64_t d = -2000000; d <= 2000000; d += 500000)
+		check_at_time(lg, t5 + d);
+	ck_assert_int_eq(ledger_seq_at_time(lg, t5, &seq, &err), 0);
+	ck_assert_uint_ge(seq, 5);
+	ck_assert_int_eq(ledger_seq_at_time(lg, T0 - 1, &seq, &err), 0);
+	ck_assert_uint_eq(seq, 0);
+	ck_assert_int_eq(ledger_seq_at_time(lg, INT64_MAX, &seq, &err), 0);
+	ck_assert_uint_eq(seq, 2000);
+	ledger_close(lg);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
+START_TEST(store_map_growth_and_bound)
+{
+	char *dir = fresh_dir();
+	struct ledger_opts o = {.dir = dir,
+				.create = true,
+				.no_sync = true,
+				.map_size_bytes = 64 << 10,
+				.map_max_bytes = 4 << 20,
+				.checkpoint_secs = -1};
+	struct gen *g = gen_new(4, T0);
+	struct lg_error err = {0};
+	struct ledger_stats s;
+	struct event evs[1000];
+	ledger_t *lg;
+	uint64_t last = 0;
+	int rc = 0;
+
+	ck_assert_int_eq(ledger_open(&lg, &o, &err), 0);
+	/* Grows past its initial 64 KiB ... */
+	append_gen(lg, g, 5000, 1000);
+	ck_assert_int_eq(ledger_stats(lg, &s, &err), 0);
+	ck_assert_uint_gt(s.map_size_bytes, 64 << 10);
+	ck_assert_uint_eq(s.events, 5000);
+	/* ... until the operator's bound, then refuses whole batches. */
+	while (rc == 0) {
+		gen_next(g, evs, 1000);
+		last = ledger_last_seq(lg);
+		rc = ledger_append(lg, evs, 1000, NULL, 0, NULL, &err);
+	}
+	ck_assert_int_eq(rc, LG_EFULL);
+	ck_assert_uint_eq(ledger_last_seq(lg), last);
+	ck_assert_uint_eq(last % 1000, 0);
+	ledger_close(lg);
+	/* What is there reopens whole. */
+	lg = open_at(dir, false, 0);
+	ck_assert_uint_eq(ledger_last_seq(lg), last);
+	{
+		uint64_t bad = 1;
+
+		ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+		ck_assert_uint_eq(bad, 0);
+	}
+	ledger_close(lg);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
+START_TEST(store_open_errors)
+{
+	char *dir = fresh_dir();
+	char path[300];
+	struct ledger_opts o = {.dir = path};
+	struct lg_error err = {0};
+	ledger_t *lg = NULL;
+	uint32_t v = 99;
+
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	ck_assert_int_eq(ledger_open(&lg, &o, &err), LG_ENOENT);
+	ck_assert_ptr_null(lg);
+	/* Read-only on a directory that holds no ledger. */
+	o.read_only = true;
+	o.create = false;
+	snprintf(path, sizeof(path), "%s", dir);
+	ck_assert_int_ne(ledger_open(&lg, &o, &err), 0);
+	/* A newer schema is refused with a clear error. */
+	lg = open_at(dir, true, 0);
+	{
+		struct ledger_meta m = {"schema", &v, sizeof(v)};
+
+		ck_assert_int_eq(ledger_append(lg, NULL, 0, &m, 1, NULL, &err),
+				 0);
+	}
+	ledger_close(lg);
+	o.read_only = false;
+	ck_assert_int_eq(ledger_open(&lg, &o, &err), LG_EVERSION);
+	ck_assert_ptr_nonnull(strstr(err.msg, "schema version 99"));
+	o.dir = "";
+	ck_assert_int_eq(ledger_open(&lg, &o, &err), LG_EINVAL);
+	rm_tree(dir);
+}
+END_TEST
+
+START_TEST(store_read_only)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_at(dir, true, 0), *ro;
+	struct ledger_opts o = {.dir = dir, .read_only = true};
+	struct gen *g = gen_new(5, T0);
+	struct lg_error err = {0};
+	struct event ev;
+
+	append_gen(lg, g, 20, 20);
+	ck_assert_int_eq(ledger_open(&ro, &o, &err), 0);
+	ck_assert_uint_eq(ledger_last_seq(ro), 20);
+	gen_next(g, &ev, 1);
+	ck_assert_int_eq(ledger_append(ro, &ev, 1, NULL, 0, NULL, &err),
+			 LG_EINVAL);
+	ck_assert_int_eq(ledger_checkpoint(ro, &err), LG_EINVAL);
+	ledger_close(ro);
+	ledger_close(lg);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
+void ledger_tests_store(Suite *s)
+{
+	TCase *tc = tcase_create("store");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, store_append_and_reopen);
+	tcase_add_test(tc, store_refuses_misfits);
+	tcase_add_loop_test(tc, store_checkpoint_tail_equals_genesis, 0, 4);
+	tcase_add_test(tc, store_scan_and_time);
+	tcase_add_test(tc, store_map_growth_and_bound);
+	tcase_add_test(tc, store_open_errors);
+	tcase_add_test(tc, store_read_only);
+	suite_add_tcase(s, tc);
+}

@@ -1,0 +1,133 @@
+/*
+ * gpuledger log: events as NDJSON, one canonical line each (DESIGN 6), the
+ * form `import` reads back. --follow polls for new events so that a
+ * consumer can tail the ledger; a consumer that goes away (`| head`) ends
+ * the command quietly, because that is how pipelines stop.
+ */
+#include "tools/tools.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+
+/* How often --follow looks for new events. */
+#define FOLLOW_POLL_MS 200
+
+static const char log_usage[] =
+	"usage: gpuledger log --db DIR [--from SEQ] [--limit N] [--follow]\n"
+	"  prints events as NDJSON, one canonical JSON object per line, in "
+	"the\n"
+	"  form `gpuledger import` reads.\n"
+	"  --from SEQ   the first event (default 1)\n"
+	"  --limit N    at most N events (default: all)\n"
+	"  --follow     after the last event, keep printing new ones as they\n"
+	"               are appended (polling every 200 ms) until killed or\n"
+	"               until the reader of the output goes away\n"
+	"  A reader that stops reading (`| head`) ends the command with\n"
+	"  status 0.\n";
+
+struct log_out {
+	uint64_t next; /* the seq to print next */
+	uint64_t left; /* events still allowed by --limit (UINT64_MAX: all) */
+	int werr;      /* errno of a failed write */
+};
+
+static int print_event(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct log_out *o = ctx;
+	json_t *v = event_to_json(ev);
+	char *text = json_canonical(v);
+
+	o->werr = tool_puts(text);
+	free(text);
+	json_decref(v);
+	o->next = ev->seq + 1;
+	o->left--;
+	return o->werr != 0 || o->left == 0;
+}
+
+/* Prints the events from o->next up to the handle's last seq. */
+static int print_available(ledger_t *lg, struct log_out *o)
+{
+	struct lg_error err = {0};
+	uint64_t last = ledger_last_seq(lg), n;
+	int rc;
+
+	if (o->next > last || o->left == 0)
+		return 0;
+	n = last - o->next + 1;
+	rc = ledger_scan(lg, o->next, n < o->left ? n : o->left, print_event, o,
+			 &err);
+	if (rc < 0) {
+		tool_error("log: %s", err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Waits one poll interval; true when the reader of stdout has gone away,
+ * so that `log --follow | head -n 5` ends even while no event comes. poll
+ * with no requested events reports only errors and hang-ups, and for a
+ * file or a terminal nothing at all: then it is a plain sleep. */
+static bool reader_gone_after_wait(void)
+{
+	struct pollfd p = {.fd = fileno(stdout), .events = 0};
+
+	return poll(&p, 1, FOLLOW_POLL_MS) > 0 &&
+	       (p.revents & (POLLERR | POLLHUP)) != 0;
+}
+
+static int follow(ledger_t *lg, struct log_out *o)
+{
+	struct lg_error err = {0};
+	int rc;
+
+	while (o->werr == 0 && o->left > 0) {
+		if (fflush(stdout) != 0)
+			return tool_flush("log", errno ? errno : EIO);
+		if (reader_gone_after_wait())
+			return EXIT_OK;
+		rc = ledger_refresh(lg, &err);
+		if (rc != 0) {
+			tool_error("log: %s",
+				   err.msg[0] ? err.msg : lg_strerror(rc));
+			return EXIT_USAGE;
+		}
+		if ((rc = print_available(lg, o)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int cmd_log(int argc, char **argv)
+{
+	const char *db = NULL;
+	uint64_t from = 1, limit = 0;
+	bool follow_on = false;
+	const struct opt opts[] = {
+		{"--db", OPT_STR, &db},
+		{"--from", OPT_U64, &from},
+		{"--limit", OPT_U64, &limit},
+		{"--follow", OPT_FLAG, &follow_on},
+	};
+	const struct cmd_spec spec = {"log", log_usage, opts,
+				      sizeof(opts) / sizeof(opts[0])};
+	struct log_out o;
+	ledger_t *lg;
+	int status = opts_parse(&spec, argc, argv);
+
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	if ((status = tool_open_ledger("log", db, NULL, &lg)) != 0)
+		return status;
+	o.next = from > 0 ? from : 1;
+	o.left = limit > 0 ? limit : UINT64_MAX;
+	o.werr = 0;
+	status = print_available(lg, &o);
+	if (status == 0 && follow_on)
+		status = follow(lg, &o);
+	if (status == 0)
+		status = tool_flush("log", o.werr);
+	ledger_close(lg);
+	return status;
+}

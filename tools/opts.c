@@ -1,0 +1,270 @@
+/*
+ * Shared plumbing of the subcommands: one option parser driven by a const
+ * table, opening a ledger with an error that names the problem, --at
+ * resolution, and output that survives a reader going away.
+ */
+#include "tools/tools.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const struct opt *opt_find(const struct cmd_spec *spec, const char *arg,
+				  size_t len)
+{
+	for (size_t i = 0; i < spec->n_opts; i++)
+		if (strlen(spec->opts[i].name) == len &&
+		    strncmp(spec->opts[i].name, arg, len) == 0)
+			return &spec->opts[i];
+	return NULL;
+}
+
+/* A decimal integer without sign, space or suffix: "--limit 1e3" or
+ * "--limit -1" are mistakes worth reporting, not numbers to guess at. */
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (s[0] < '0' || s[0] > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
+static int usage_error(const struct cmd_spec *spec)
+{
+	fputs(spec->usage, stderr);
+	return OPTS_USAGE_ERROR;
+}
+
+/* Stores value (NULL for a flag) through o; false when it is malformed. */
+static bool opt_store(const struct opt *o, const char *value)
+{
+	switch (o->kind) {
+	case OPT_FLAG:
+		*(bool *)o->ptr = true;
+		return true;
+	case OPT_STR:
+		*(const char **)o->ptr = value;
+		return true;
+	case OPT_U64:
+		return parse_u64(value, (uint64_t *)o->ptr);
+	}
+	return false;
+}
+
+int opts_parse(const struct cmd_spec *spec, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *eq = strchr(arg, '=');
+		size_t len =
+			eq && arg[0] == '-' ? (size_t)(eq - arg) : strlen(arg);
+		const struct opt *o;
+		const char *value = eq && arg[0] == '-' ? eq + 1 : NULL;
+
+		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+			fputs(spec->usage, stdout);
+			return OPTS_HELP_SHOWN;
+		}
+		o = arg[0] == '-' ? opt_find(spec, arg, len) : NULL;
+		if (o == NULL) {
+			tool_error("%s: %s \"%s\"", spec->name,
+				   arg[0] == '-' ? "unknown option"
+						 : "unexpected argument",
+				   arg);
+			return usage_error(spec);
+		}
+		if (o->kind == OPT_FLAG && value != NULL) {
+			tool_error("%s: %s takes no value", spec->name,
+				   o->name);
+			return usage_error(spec);
+		}
+		if (o->kind != OPT_FLAG && value == NULL) {
+			if (i + 1 >= argc) {
+				tool_error("%s: %s needs a value", spec->name,
+					   o->name);
+				return usage_error(spec);
+			}
+			value = argv[++i];
+		}
+		if (!opt_store(o, value)) {
+			tool_error("%s: %s: \"%s\" is not a non-negative "
+				   "integer",
+				   spec->name, o->name, value);
+			return usage_error(spec);
+		}
+	}
+	return OPTS_RUN;
+}
+
+int opts_exit(int parsed)
+{
+	return parsed == OPTS_HELP_SHOWN ? EXIT_OK : EXIT_USAGE;
+}
+
+int tool_check_db(const char *cmd, const char *dir, bool create)
+{
+	struct stat sb;
+
+	if (dir == NULL || dir[0] == '\0') {
+		tool_error("%s: --db DIR is required", cmd);
+		return EXIT_USAGE;
+	}
+	/* ledger_open would say the same less plainly; an operator who typed
+	 * the wrong path should read exactly that. */
+	if (create)
+		return EXIT_OK;
+	if (stat(dir, &sb) != 0) {
+		tool_error("%s: %s: %s", cmd, dir, strerror(errno));
+		return EXIT_USAGE;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		tool_error("%s: %s: not a directory", cmd, dir);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int tool_open_ledger(const char *cmd, const char *dir,
+		     const struct ledger_opts *o, ledger_t **lg)
+{
+	struct ledger_opts lo = {.read_only = true};
+	struct lg_error err = {0};
+	int rc;
+
+	*lg = NULL;
+	if (o != NULL)
+		lo = *o;
+	lo.dir = dir;
+	if (tool_check_db(cmd, dir, lo.create) != 0)
+		return EXIT_USAGE;
+	rc = ledger_open(lg, &lo, &err);
+	if (rc != 0) {
+		tool_error("%s: %s: %s", cmd, dir,
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		*lg = NULL;
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+long tool_read_line(FILE *f, char *buf, size_t cap)
+{
+	size_t n = 0;
+	int c;
+	bool over = false;
+
+	while ((c = getc(f)) != EOF && c != '\n') {
+		if (n + 1 < cap)
+			buf[n++] = (char)c;
+		else
+			over = true;
+	}
+	if (c == EOF && n == 0 && !over)
+		return -1;
+	buf[n] = '\0';
+	return over ? -2 : (long)n;
+}
+
+void tool_hex(const uint8_t *head, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < LEDGER_HEAD_BYTES; i++) {
+		out[2 * i] = digits[head[i] >> 4];
+		out[2 * i + 1] = digits[head[i] & 15];
+	}
+	out[2 * LEDGER_HEAD_BYTES] = '\0';
+}
+
+int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
+		    uint64_t *seq)
+{
+	struct lg_error err = {0};
+	uint64_t last = ledger_last_seq(lg);
+	int64_t t_ns;
+	int rc;
+
+	*seq = last;
+	if (at == NULL)
+		return EXIT_OK;
+	if (parse_u64(at, seq)) {
+		if (*seq <= last)
+			return EXIT_OK;
+		tool_error("%s: --at %s is past the last seq %llu", cmd, at,
+			   (unsigned long long)last);
+		return EXIT_USAGE;
+	}
+	if (time_parse_ns(at, &t_ns) != 0) {
+		tool_error("%s: --at \"%s\" is neither a seq nor an RFC 3339 "
+			   "time",
+			   cmd, at);
+		return EXIT_USAGE;
+	}
+	rc = ledger_seq_at_time(lg, t_ns, seq, &err);
+	if (rc != 0) {
+		tool_error("%s: --at %s: %s", cmd, at,
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int tool_state_at(const char *cmd, ledger_t *lg, uint64_t seq, state_t **st)
+{
+	struct lg_error err = {0};
+	int rc;
+
+	if (seq == 0) {
+		*st = state_new();
+		return EXIT_OK;
+	}
+	if (seq == ledger_last_seq(lg)) {
+		*st = state_clone(ledger_state(lg));
+		return EXIT_OK;
+	}
+	rc = ledger_state_at(lg, seq, st, NULL, &err);
+	if (rc != 0) {
+		tool_error("%s: state at seq %llu: %s", cmd,
+			   (unsigned long long)seq,
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		*st = NULL;
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int tool_puts(const char *line)
+{
+	errno = 0;
+	if (fputs(line, stdout) == EOF || putchar('\n') == EOF)
+		return errno ? errno : EIO;
+	return 0;
+}
+
+int tool_flush(const char *cmd, int werr)
+{
+	if (werr == 0 && fflush(stdout) != 0)
+		werr = errno ? errno : EIO;
+	if (werr == 0 || werr == EPIPE)
+		return EXIT_OK;
+	tool_error("%s: writing the output failed: %s", cmd, strerror(werr));
+	return EXIT_USAGE;
+}
+
+char *tool_strdup(const char *s)
+{
+	char *d = strdup(s);
+
+	if (d == NULL) {
+		fputs("gpuledger: out of memory\n", stderr);
+		abort();
+	}
+	return d;
+}

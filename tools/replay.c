@@ -1,0 +1,468 @@
+/*
+ * gpuledger replay: the state at a seq or an instant (DESIGN 6). --json
+ * prints the replay JSON, which every other reader of the ledger (serve,
+ * audit) produces from the same model function, so that their answers can
+ * be compared byte for byte. Without --json the same JSON is laid out as
+ * aligned tables for an operator.
+ */
+#include "tools/tools.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char replay_usage[] =
+	"usage: gpuledger replay --db DIR [--at SEQ|RFC3339] [--tenant NS] "
+	"[--json]\n"
+	"  the state of the ledger at --at (default: the last event).\n"
+	"  --db DIR       the ledger directory\n"
+	"  --at SEQ       the state after event SEQ (0: empty)\n"
+	"  --at TIME      the state after the last event at or before TIME\n"
+	"                 (RFC 3339, e.g. 2026-03-01T12:00:00Z)\n"
+	"  --tenant NS    only this tenant (an unknown tenant is an error)\n"
+	"  --json         canonical JSON on one line, as DESIGN 6 describes,\n"
+	"                 plus \"chainHead\", the hash chain head at that seq\n"
+	"  Without --json: per tenant and class its budget, own and subtree\n"
+	"  reserved units, subtree allocated units and the remaining budget,\n"
+	"  then the classes and the nodes.\n";
+
+/* ---------------------------------------------------------------------- */
+/* Aligned text tables: the cells are collected first so that each column
+ * is as wide as its widest cell. */
+
+#define GRID_COLS_MAX 8
+#define CELL_MAX      512
+
+struct grid {
+	size_t ncols, nrows, cap;
+	const char *align; /* per column: 'l' or 'r' */
+	char **cells;	   /* nrows * ncols, owned */
+};
+
+static void grid_init(struct grid *g, size_t ncols, const char *align)
+{
+	memset(g, 0, sizeof(*g));
+	g->ncols = ncols < GRID_COLS_MAX ? ncols : GRID_COLS_MAX;
+	g->align = align;
+}
+
+static void grid_row(struct grid *g, const char *const *row)
+{
+	if (g->nrows == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 16;
+		g->cells =
+			realloc(g->cells, g->cap * g->ncols * sizeof(char *));
+		if (g->cells == NULL)
+			abort();
+	}
+	for (size_t c = 0; c < g->ncols; c++)
+		g->cells[g->nrows * g->ncols + c] =
+			tool_strdup(row[c] ? row[c] : "");
+	g->nrows++;
+}
+
+static int grid_print(const struct grid *g)
+{
+	size_t w[GRID_COLS_MAX] = {0};
+	char line[GRID_COLS_MAX * (CELL_MAX + 2) + 1];
+	int werr = 0;
+
+	for (size_t i = 0; i < g->nrows * g->ncols; i++) {
+		size_t len = strlen(g->cells[i]);
+
+		if (len > w[i % g->ncols])
+			w[i % g->ncols] = len < CELL_MAX ? len : CELL_MAX;
+	}
+	for (size_t r = 0; r < g->nrows && werr == 0; r++) {
+		size_t n = 0;
+
+		for (size_t c = 0; c < g->ncols; c++) {
+			const char *cell = g->cells[r * g->ncols + c];
+			bool last = c + 1 == g->ncols;
+			int width = last && g->align[c] == 'l' ? 0 : (int)w[c];
+
+			n += (size_t)snprintf(
+				line + n, sizeof(line) - n,
+				g->align[c] == 'r' ? "%*.*s%s" : "%-*.*s%s",
+				width, CELL_MAX, cell, last ? "" : "  ");
+		}
+		werr = tool_puts(line);
+	}
+	return werr;
+}
+
+static void grid_release(struct grid *g)
+{
+	for (size_t i = 0; i < g->nrows * g->ncols; i++)
+		free(g->cells[i]);
+	free(g->cells);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Cells from the replay JSON. */
+
+static const char *fmt_int(char *buf, size_t cap, const json_t *v)
+{
+	if (!json_is_integer(v))
+		return "-";
+	snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+	return buf;
+}
+
+/* The remaining budget, clamped for display as DESIGN 3.3 says clients do;
+ * an overrun is shown with its size instead of a negative number. */
+static const char *fmt_remaining(char *buf, size_t cap, const json_t *rem)
+{
+	const json_t *v = json_object_get(rem, "remaining");
+	long long n;
+
+	if (json_is_true(json_object_get(rem, "blocked")))
+		return "blocked";
+	if (!json_is_integer(v))
+		return "-";
+	n = (long long)json_integer_value(v);
+	if (n < 0)
+		snprintf(buf, cap, "0 (over by %lld)", -n);
+	else
+		snprintf(buf, cap, "%lld", n);
+	return buf;
+}
+
+static const char *limited_by(const json_t *rem)
+{
+	const char *t = json_string_value(
+		json_object_get(json_object_get(rem, "limitedBy"), "tenant"));
+
+	if (json_is_true(json_object_get(rem, "blocked")))
+		return "a raw GPU key";
+	return t ? t : "-";
+}
+
+static long long sum_counts(const json_t *counts)
+{
+	const char *k;
+	json_t *v;
+	long long s = 0;
+
+	json_object_foreach ((json_t *)counts, k, v)
+		s += (long long)json_integer_value(v);
+	return s;
+}
+
+static void tenant_class_row(struct grid *g, const json_t *t, const char *cls,
+			     bool first)
+{
+	char key[128], b[32], own[32], sub[32], al[32], rem[64];
+	const json_t *r = json_object_get(json_object_get(t, "remaining"), cls);
+
+	snprintf(key, sizeof(key), "%s%s", cls, GPU_CLASS_KEY_SUFFIX);
+	const char *row[] = {
+		first ? json_string_value(json_object_get(t, "namespace")) : "",
+		cls,
+		fmt_int(b, sizeof(b),
+			json_object_get(json_object_get(t, "budgets"), key)),
+		fmt_int(own, sizeof(own),
+			json_object_get(json_object_get(t, "reserved"), cls)),
+		fmt_int(sub, sizeof(sub),
+			json_object_get(json_object_get(t, "subtreeReserved"),
+					cls)),
+		fmt_int(al, sizeof(al),
+			json_object_get(json_object_get(t, "subtreeAllocated"),
+					cls)),
+		fmt_remaining(rem, sizeof(rem), r),
+		limited_by(r),
+	};
+	/* Absent counts are zero in the replay JSON (zero entries are
+	 * omitted); only a missing budget is "-". */
+	if (row[3][0] == '-')
+		row[3] = "0";
+	if (row[4][0] == '-')
+		row[4] = "0";
+	if (row[5][0] == '-')
+		row[5] = "0";
+	grid_row(g, row);
+}
+
+static void tenant_total_row(struct grid *g, const json_t *t, bool first)
+{
+	char b[32], own[32], sub[32], al[32], rem[64];
+	const json_t *r = json_object_get(t, "remainingTotal");
+
+	snprintf(own, sizeof(own), "%lld",
+		 sum_counts(json_object_get(t, "reserved")));
+	snprintf(sub, sizeof(sub), "%lld",
+		 sum_counts(json_object_get(t, "subtreeReserved")));
+	snprintf(al, sizeof(al), "%lld",
+		 sum_counts(json_object_get(t, "subtreeAllocated")));
+	const char *row[] = {
+		first ? json_string_value(json_object_get(t, "namespace")) : "",
+		"(all)",
+		fmt_int(b, sizeof(b),
+			json_object_get(json_object_get(t, "budgets"),
+					GPU_TOTAL_KEY)),
+		own,
+		sub,
+		al,
+		fmt_remaining(rem, sizeof(rem), r),
+		limited_by(r),
+	};
+	grid_row(g, row);
+}
+
+static int print_tenants(const json_t *doc)
+{
+	static const char *const head[] = {
+		"TENANT",  "CLASS",	"BUDGET",    "OWN",
+		"SUBTREE", "ALLOCATED", "REMAINING", "LIMITED BY",
+	};
+	const json_t *classes = json_object_get(doc, "classes");
+	const json_t *t, *c;
+	size_t i, j;
+	struct grid g;
+	int werr;
+
+	grid_init(&g, 8, "llrrrrrl");
+	grid_row(&g, head);
+	json_array_foreach (json_object_get(doc, "tenants"), i, t) {
+		json_array_foreach (classes, j, c)
+			tenant_class_row(
+				&g, t,
+				json_string_value(json_object_get(c, "name")),
+				j == 0);
+		tenant_total_row(&g, t, json_array_size(classes) == 0);
+	}
+	werr = grid_print(&g);
+	grid_release(&g);
+	return werr;
+}
+
+/* Raw keys and overcommitment, one sentence each, below the tenant table. */
+static int print_tenant_notes(const json_t *doc)
+{
+	const json_t *t, *v;
+	size_t i, j;
+	char line[1024];
+	int werr = 0;
+
+	json_array_foreach (json_object_get(doc, "tenants"), i, t) {
+		const char *ns =
+			json_string_value(json_object_get(t, "namespace"));
+
+		json_array_foreach (json_object_get(t, "rawKeys"), j, v) {
+			snprintf(line, sizeof(line),
+				 "%s declares the raw GPU key %s", ns,
+				 json_string_value(v));
+			werr = werr ? werr : tool_puts(line);
+		}
+		json_array_foreach (json_object_get(t, "overcommitted"), j, v) {
+			snprintf(line, sizeof(line),
+				 "%s is overcommitted on %s: budget %lld, "
+				 "used %lld, carved out %lld",
+				 ns,
+				 json_string_value(json_object_get(v, "key")),
+				 (long long)json_integer_value(
+					 json_object_get(v, "budget")),
+				 (long long)json_integer_value(
+					 json_object_get(v, "used")),
+				 (long long)json_integer_value(
+					 json_object_get(v, "carved")));
+			werr = werr ? werr : tool_puts(line);
+		}
+	}
+	return werr;
+}
+
+static int print_classes(const json_t *doc)
+{
+	static const char *const head[] = {"CLASS", "DEVICE CLASS", "CAPACITY",
+					   "FREE", "RESOURCE NAMES"};
+	const json_t *c, *r;
+	size_t i, j;
+	struct grid g;
+	int werr;
+
+	grid_init(&g, 5, "llrrl");
+	grid_row(&g, head);
+	json_array_foreach (json_object_get(doc, "classes"), i, c) {
+		char cap[32], fr[32], names[CELL_MAX] = "";
+		size_t n = 0;
+
+		json_array_foreach (json_object_get(c, "resourceNames"), j, r)
+			n += (size_t)snprintf(
+				names + n,
+				n < sizeof(names) ? sizeof(names) - n : 0,
+				"%s%s", j ? " " : "", json_string_value(r));
+		const char *row[] = {
+			json_string_value(json_object_get(c, "name")),
+			json_string_value(
+				json_object_get(c, "deviceClassName")),
+			fmt_int(cap, sizeof(cap),
+				json_object_get(c, "capacity")),
+			fmt_int(fr, sizeof(fr), json_object_get(c, "free")),
+			names,
+		};
+		grid_row(&g, row);
+	}
+	werr = grid_print(&g);
+	grid_release(&g);
+	return werr;
+}
+
+static int print_nodes(const json_t *doc)
+{
+	static const char *const head[] = {"NODE", "CLASS", "CAPACITY",
+					   "ALLOCATED", "SERVES"};
+	const json_t *nd, *v;
+	const char *cls;
+	size_t i;
+	struct grid g;
+	int werr;
+
+	grid_init(&g, 5, "llrrl");
+	grid_row(&g, head);
+	json_array_foreach (json_object_get(doc, "nodes"), i, nd) {
+		bool first = true;
+
+		json_object_foreach (json_object_get(nd, "classes"), cls, v) {
+			char cap[32], al[32];
+			const char *row[] = {
+				first ? json_string_value(
+						json_object_get(nd, "name"))
+				      : "",
+				cls,
+				fmt_int(cap, sizeof(cap),
+					json_object_get(v, "capacity")),
+				fmt_int(al, sizeof(al),
+					json_object_get(v, "allocated")),
+				json_is_true(json_object_get(v, "serves"))
+					? "yes"
+					: "no",
+			};
+			grid_row(&g, row);
+			first = false;
+		}
+	}
+	werr = grid_print(&g);
+	grid_release(&g);
+	return werr;
+}
+
+static int print_table(const json_t *doc)
+{
+	char line[256];
+	int werr;
+
+	snprintf(line, sizeof(line), "seq %lld  time %s  chainHead %s",
+		 (long long)json_integer_value(json_object_get(doc, "seq")),
+		 json_string_value(json_object_get(doc, "time")),
+		 json_string_value(json_object_get(doc, "chainHead")));
+	werr = tool_puts(line);
+	werr = werr ? werr
+		    : tool_puts("(OWN and SUBTREE are reserved units, what "
+				"budgets cap; ALLOCATED is the subtree's units "
+				"bound to devices;\n REMAINING is the least "
+				"budget minus subtree use over the tenant and "
+				"its ancestors, - = unbounded)\n");
+	werr = werr ? werr : print_tenants(doc);
+	werr = werr ? werr : print_tenant_notes(doc);
+	werr = werr ? werr : tool_puts("");
+	werr = werr ? werr : print_classes(doc);
+	if (json_array_size(json_object_get(doc, "nodes")) > 0) {
+		werr = werr ? werr : tool_puts("");
+		werr = werr ? werr : print_nodes(doc);
+	}
+	return werr;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int head_of_event(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	memcpy(ctx, head, LEDGER_HEAD_BYTES);
+	return 0;
+}
+
+/* The chain head after event seq: the handle's head at the last seq, 32
+ * zero bytes at 0, else the head stored with the event. */
+static int head_at(ledger_t *lg, uint64_t seq, char *hex)
+{
+	uint8_t head[LEDGER_HEAD_BYTES] = {0};
+	struct lg_error err = {0};
+	int rc = 0;
+
+	if (seq == ledger_last_seq(lg) && seq > 0)
+		memcpy(head, ledger_head(lg), LEDGER_HEAD_BYTES);
+	else if (seq > 0)
+		rc = ledger_scan(lg, seq, 1, head_of_event, head, &err);
+	if (rc != 0) {
+		tool_error("replay: chain head at seq %llu: %s",
+			   (unsigned long long)seq,
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	tool_hex(head, hex);
+	return EXIT_OK;
+}
+
+struct replay_args {
+	const char *db, *at, *tenant;
+	bool json;
+};
+
+static int replay_print(ledger_t *lg, const struct replay_args *a)
+{
+	char hex[TOOL_HEX_LEN];
+	state_t *st = NULL;
+	json_t *doc = NULL;
+	uint64_t seq;
+	int status, werr = 0;
+
+	if ((status = tool_resolve_at("replay", lg, a->at, &seq)) != 0 ||
+	    (status = head_at(lg, seq, hex)) != 0 ||
+	    (status = tool_state_at("replay", lg, seq, &st)) != 0)
+		goto out;
+	doc = state_to_json(st, a->tenant);
+	if (a->tenant != NULL &&
+	    json_array_size(json_object_get(doc, "tenants")) == 0) {
+		tool_error("replay: no tenant \"%s\" at seq %llu", a->tenant,
+			   (unsigned long long)seq);
+		status = EXIT_USAGE;
+		goto out;
+	}
+	json_object_set_new(doc, "chainHead", json_string(hex));
+	if (a->json) {
+		char *text = json_canonical(doc);
+
+		werr = tool_puts(text);
+		free(text);
+	} else {
+		werr = print_table(doc);
+	}
+	status = tool_flush("replay", werr);
+out:
+	json_decref(doc);
+	state_free(st);
+	return status;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	struct replay_args a = {0};
+	const struct opt opts[] = {
+		{"--db", OPT_STR, &a.db},
+		{"--at", OPT_STR, &a.at},
+		{"--tenant", OPT_STR, &a.tenant},
+		{"--json", OPT_FLAG, &a.json},
+	};
+	const struct cmd_spec spec = {"replay", replay_usage, opts,
+				      sizeof(opts) / sizeof(opts[0])};
+	ledger_t *lg;
+	int status = opts_parse(&spec, argc, argv);
+
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	if ((status = tool_open_ledger("replay", a.db, NULL, &lg)) != 0)
+		return status;
+	status = replay_print(lg, &a);
+	ledger_close(lg);
+	return status;
+}
