@@ -217,7 +217,7 @@ int store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
 			break;
 		}
 		if ((rc = store_record_decode(&val, k, &ev, &h, err)) != 0 ||
-		    (rc = state_apply(st, &ev, err)) != 0)
+		    (rc = state_apply_validated(st, &ev, err)) != 0)
 			break;
 		memcpy(head, h, LEDGER_HEAD_BYTES);
 	}

@@ -181,7 +181,7 @@ static int verify_event(struct verify *v, uint64_t k, const MDB_val *val,
 		return lg_error_set(err, LG_ECORRUPT,
 				    "seq %llu: chain head mismatch",
 				    (unsigned long long)k);
-	if ((rc = state_apply(v->st, &ev, err)) != 0) {
+	if ((rc = state_apply_validated(v->st, &ev, err)) != 0) {
 		char msg[LG_ERRMSG_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");

@@ -442,6 +442,11 @@ void state_free(state_t *st);
  * the direction of the type, tenants appear and disappear in tree order.
  * On error the state is unchanged and err says why (LG_EMISMATCH). */
 int state_apply(state_t *st, const struct event *ev, struct lg_error *err);
+/* state_apply for an event that has just passed event_validate (every
+ * decoded event has): the same checks against the state, without checking
+ * the event's own fields a second time. */
+int state_apply_validated(state_t *st, const struct event *ev,
+			  struct lg_error *err);
 uint64_t state_seq(const state_t *st);
 int64_t state_time_ns(const state_t *st);
 /* The horizon: time of the last event other than NOTE and VERDICT. */

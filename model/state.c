@@ -742,10 +742,10 @@ static int check_units(const state_t *st, const struct event *ev,
 	return 0;
 }
 
-static struct holder *holder_get(state_t *st, const struct event *ev)
+/* The holder of ev, created when absent (h is what holder_find gave). */
+static struct holder *holder_get(state_t *st, const struct event *ev,
+				 struct holder *h)
 {
-	struct holder *h = holder_find(st, ev->kind, ev->ns, ev->name);
-
 	if (h != NULL)
 		return h;
 	h = xcalloc(1, sizeof(*h));
@@ -806,11 +806,13 @@ static int apply_units(state_t *st, const struct event *ev,
 	uint32_t cls;
 	int rc;
 
-	rc = check_units(st, ev, h, state_cls_id(st, ev->cls), err);
+	int32_t id = state_cls_id(st, ev->cls);
+
+	rc = check_units(st, ev, h, id, err);
 	if (rc != 0)
 		return rc;
-	cls = cls_intern(st, ev->cls);
-	h = holder_get(st, ev);
+	cls = id >= 0 ? (uint32_t)id : cls_intern(st, ev->cls);
+	h = holder_get(st, ev, h);
 	u = hunits_get(h, cls);
 	ns = h->ns;
 	bill_advance(ns, cls, st->time_ns / 1000000);
@@ -878,6 +880,14 @@ int state_apply(state_t *st, const struct event *ev, struct lg_error *err)
 		return lg_error_set(err, LG_EMISMATCH, "seq %llu: %s",
 				    (unsigned long long)ev->seq,
 				    err ? err->msg : "invalid event");
+	return state_apply_validated(st, ev, err);
+}
+
+int state_apply_validated(state_t *st, const struct event *ev,
+			  struct lg_error *err)
+{
+	int rc;
+
 	if (ev->seq != 0 && ev->seq != st->seq + 1)
 		return lg_error_set(err, LG_EMISMATCH,
 				    "seq %llu: expected seq %llu",
