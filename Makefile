@@ -25,7 +25,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
 	$(CFLAGS) -I. $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
 ALL_LDFLAGS := $(LDFLAGS)
-LDLIBS := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) -lm
+LDLIBS := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) -lhttp_parser -lm
 TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(TEST_PKG) 2>/dev/null)
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs $(TEST_PKG) 2>/dev/null)
 
@@ -92,9 +92,11 @@ check: test
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; CK_FORK=yes $$t; done
 
+# Every tests/<name>_cli.sh drives the real binary; each prints its own
+# "N passed, N failed" line.
+CLI_TESTS := $(sort $(wildcard tests/*_cli.sh))
 integration: gpuledger
-	@sh tests/eval_cli.sh ./gpuledger
-	@sh tests/ledger_cli.sh ./gpuledger
+	@set -e; for t in $(CLI_TESTS); do sh $$t ./gpuledger; done
 
 # Benchmarks measure; tests never time anything. BENCH_EVENTS sizes them.
 BENCH_EVENTS ?= 1000000

@@ -8,18 +8,30 @@
 #   libcurl4-openssl-dev  the Kubernetes watch client
 #   libssl-dev        SHA-256 (libcrypto) for the hash chain and claim names
 #   libyaml-dev       kubeconfig parsing
+#   libhttp-parser-dev  HTTP/1.1 parsing in the query process (Node's parser,
+#                     maintained in Debian; we do not write an HTTP parser)
 #   check, libsubunit-dev  unit tests (check's pkg-config file names subunit)
 #   pkg-config        library flags
+# and for the integration tests, real clients and peers:
+#   python3           the test Kubernetes API server (standard library only)
+#   kubernetes-client kubectl, to prove that server speaks the real protocol
+#   openssl, curl     a test CA and certificates; HTTP requests from a shell
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
-libyaml-dev check libsubunit-dev pkg-config"
+libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
+# Tools are wanted as commands: any kubectl on the PATH will do (some images
+# ship another package of it, which Debian's would conflict with).
+cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl"
 
 missing=""
 for p in $pkgs; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
 		missing="$missing $p"
 	fi
+done
+for c in $cmds; do
+	command -v "${c%%:*}" >/dev/null 2>&1 || missing="$missing ${c#*:}"
 done
 [ -z "$missing" ] && exit 0
 
