@@ -70,7 +70,9 @@ int store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
 {
 	int rc = mdb_txn_begin(lg->env, NULL, flags, txn);
 
-	if (rc == MDB_MAP_RESIZED) {
+	/* Another process grew the map: adopt its size. It may grow it again
+	 * meanwhile, so try a bounded number of times. */
+	for (int i = 0; rc == MDB_MAP_RESIZED && i < 64; i++) {
 		rc = mdb_env_set_mapsize(lg->env, 0);
 		if (rc == 0)
 			rc = mdb_txn_begin(lg->env, NULL, flags, txn);

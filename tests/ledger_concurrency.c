@@ -37,9 +37,14 @@ static void observer(const char *dir)
 	for (int b = 0; b < OBS_BATCHES; b++) {
 		/* The generator's events must see only their own kind of
 		 * state: VERDICTs change no units, so they always fit. */
+		struct lg_error err = {0};
+
 		gen_next(g, evs, OBS_BATCH);
-		if (ledger_append(lg, evs, OBS_BATCH, NULL, 0, NULL, NULL) != 0)
+		if (ledger_append(lg, evs, OBS_BATCH, NULL, 0, NULL, &err) !=
+		    0) {
+			fprintf(stderr, "observer: %s\n", err.msg);
 			_exit(4);
+		}
 	}
 	ledger_close(lg);
 	gen_free(g);
@@ -55,9 +60,13 @@ static void judge(const char *dir)
 		struct event ev = {
 			.type = EV_VERDICT, .time_ns = T0, .text = rec};
 
+		struct lg_error err = {0};
+
 		snprintf(rec, sizeof(rec), "{\"id\":%d}", i);
-		if (ledger_append(lg, &ev, 1, NULL, 0, NULL, NULL) != 0)
+		if (ledger_append(lg, &ev, 1, NULL, 0, NULL, &err) != 0) {
+			fprintf(stderr, "judge: %s\n", err.msg);
 			_exit(5);
+		}
 	}
 	ledger_close(lg);
 	_exit(0);
