@@ -139,4 +139,44 @@ int ledger_event_decode(struct event *ev, const uint8_t *buf, size_t len,
 void ledger_chain_step(const uint8_t *head_prev, const uint8_t *bytes,
 		       size_t len, uint8_t *head_out);
 
+/* ---------------------------------------------------------------------- */
+/* Billing export (DESIGN 8; ledger/export.c). One function serves the CLI
+ * (`gpuledger export`) and the query process (`GET /v1/export`): it walks
+ * the log once, from the state at --from (a checkpoint plus a tail) to the
+ * end of the range, and hands over rows as it goes without keeping them. */
+
+struct export_opts {
+	/* The range [from, to), each truncated to the millisecond; from >= 0.
+	 * to_ns = INT64_MAX: up to the horizon. Billing stops at
+	 * min(to, horizon): the ledger never bills time it has not seen. */
+	int64_t from_ns, to_ns;
+	enum bill_step step;
+	enum bill_basis basis;
+	bool rollup_subtree;		/* add each tenant's subtree rows */
+	const struct bill_rates *rates; /* borrowed; NULL: every cost is 0 */
+	/* BillingCurrency. With rates: one of theirs (NULL: their only one);
+	 * without: any three capital letters (NULL: "USD"). */
+	const char *currency;
+};
+
+/* What an export covers, known before the first row. */
+struct export_range {
+	int64_t start_ms, end_ms; /* [from, min(to, horizon)); may be empty */
+	uint64_t last_seq;	  /* the last seq the handle has seen */
+};
+
+/* Receives one row; its strings are borrowed for the call. Returns
+ * non-zero to stop the export (ledger_export then returns that value). */
+typedef int ledger_export_fn(void *ctx, const struct bill_row *row);
+
+/* Computes the rows of DESIGN 8 over the events this handle has seen
+ * (ledger_refresh first for newer ones), in order of period, then the
+ * namespaces' rows by namespace and class, then (with rollup) the subtree
+ * rows by tenant and class. Bad options fail with LG_EINVAL (LG_ENOENT for a
+ * currency the rates lack) before fn is ever called; range (may be NULL) is
+ * filled before the first row. LG_ECORRUPT when the log does not replay. */
+int ledger_export(ledger_t *lg, const struct export_opts *o,
+		  ledger_export_fn *fn, void *ctx, struct export_range *range,
+		  struct lg_error *err);
+
 #endif

@@ -502,4 +502,163 @@ struct eval_ctx {
 int model_eval(const struct eval_ctx *ctx, const char *function,
 	       const json_t *input, json_t **out, struct lg_error *err);
 
+/* ---------------------------------------------------------------------- */
+/* Billing (DESIGN 8, Appendix A "Streams and time"): the pure parts of the
+ * export. Usage is integer device-milliseconds; money is integer nano units
+ * of a currency; nothing here uses floating point.                        */
+
+enum bill_step {
+	BILL_STEP_HOUR = 0,
+	BILL_STEP_DAY
+};
+enum bill_basis {
+	BILL_BASIS_RESERVED = 0,
+	BILL_BASIS_ALLOCATED
+};
+
+#define BILL_MS_PER_HOUR 3600000LL
+#define BILL_MS_PER_DAY	 86400000LL
+#define BILL_HEAD_BYTES	 32 /* a chain head, as ledger/ stores it */
+
+const char *bill_step_name(enum bill_step s);	/* "hour", "day" */
+const char *bill_basis_name(enum bill_basis b); /* "reserved", ... */
+/* Parse the names above; LG_EINVAL for anything else. */
+int bill_step_parse(const char *s, enum bill_step *out);
+int bill_basis_parse(const char *s, enum bill_basis *out);
+
+/* The first UTC hour or day boundary strictly after t_ms. */
+int64_t bill_period_end(int64_t t_ms, enum bill_step step);
+
+/* The accumulators of every (namespace, class) of a state at one instant,
+ * for one basis. Namespace and class names are borrowed from the state the
+ * snapshot was taken of: a state never drops a namespace record or a class
+ * name, so they stay valid until that state is freed. */
+struct bill_snap;
+struct bill_snap *bill_snap_new(void);
+void bill_snap_free(struct bill_snap *s);
+/* Replaces s with st's accumulators carried forward to t_ms, sorted by
+ * namespace then class, zero ones left out. st must be the state after the
+ * last event at or before t_ms: LG_EINVAL when some accumulator has already
+ * been advanced past t_ms. */
+int bill_snap_take(struct bill_snap *s, const state_t *st, int64_t t_ms,
+		   enum bill_basis basis, struct lg_error *err);
+int64_t bill_snap_time_ms(const struct bill_snap *s);
+
+/* One usage figure of a period: a namespace's, or with subtree set, the
+ * sum over a tenant's subtree (ns is then the subtree's root). Strings are
+ * borrowed for the call. */
+struct bill_usage {
+	const char *ns, *cls;
+	bool subtree;
+	int64_t device_ms; /* > 0 */
+};
+typedef int bill_usage_fn(void *ctx, const struct bill_usage *u);
+/* Calls fn for the usage between snapshots a and b (b later): first every
+ * namespace's non-zero usage sorted by namespace and class, then, with
+ * rollup, every tenant's subtree sums sorted by tenant and class (tenants
+ * by the name rule of DESIGN 2.1; non-tenant namespaces are in no subtree).
+ * fn returns non-zero to stop; that value is returned. LG_ECORRUPT when an
+ * accumulator went down (the snapshots are not of one history). */
+int bill_period_usage(const struct bill_snap *a, const struct bill_snap *b,
+		      bool rollup, bill_usage_fn *fn, void *ctx,
+		      struct lg_error *err);
+
+/* x_TenantPath: "tenant-root/tenant-a/tenant-a-b" for a tenant, the name
+ * itself for any other namespace. Returns the length it needs (like
+ * snprintf), writing at most cap bytes including the NUL. */
+size_t bill_tenant_path(const char *ns, char *buf, size_t cap);
+/* num/den with exactly 9 decimals, truncated ("1.500000000"); num >= 0,
+ * den > 0. ConsumedQuantity is bill_format_ratio(device_ms, 3600000). */
+size_t bill_format_ratio(int64_t num, int64_t den, char *buf, size_t cap);
+/* A nano-unit amount with 9 decimals ("2.500000000"). */
+size_t bill_format_nano(int64_t nano, char *buf, size_t cap);
+/* A non-negative decimal string with at most 9 fraction digits ("2.5",
+ * "3", "0.000000001") into nano units. No sign, exponent or space; LG_EINVAL
+ * otherwise, LG_ERANGE above int64. */
+int bill_decimal_parse(const char *s, int64_t *nano);
+
+/* Prices per GPU-hour by class and currency, from a rates file:
+ *   {"rates": [{"class": "h100", "currency": "USD",
+ *               "listUnitPrice": "3.20", "billedUnitPrice": "2.50"}]}
+ * class is a DNS-1123 label, currency three capital letters (ISO 4217),
+ * prices decimal strings (bill_decimal_parse) or JSON integers; a JSON real
+ * is refused, because its decimal text is already lost. billedUnitPrice
+ * defaults to listUnitPrice. A (class, currency) pair may appear once. */
+struct bill_rate {
+	char cls[DNS1123_LABEL_MAX + 1];
+	char currency[4];
+	int64_t list_nano, billed_nano; /* per GPU-hour */
+};
+struct bill_rates {
+	size_t n;
+	struct bill_rate *r; /* owned, sorted by currency then class */
+};
+void bill_rates_init(struct bill_rates *r);
+void bill_rates_release(struct bill_rates *r);
+/* On error r is left empty and err says which entry and why. */
+int bill_rates_parse(struct bill_rates *r, const json_t *doc,
+		     struct lg_error *err);
+/* The rate of (currency, cls), or NULL. Borrowed from r. */
+const struct bill_rate *bill_rates_find(const struct bill_rates *r,
+					const char *currency, const char *cls);
+/* The currency to bill in: want when r has it (LG_ENOENT otherwise), else
+ * the only currency of r (LG_EINVAL when there are several). *out is
+ * borrowed from want or r. */
+int bill_rates_currency(const struct bill_rates *r, const char *want,
+			const char **out, struct lg_error *err);
+/* cost = device_ms * price_nano / 3,600,000 nano units, rounded half up to
+ * a whole nano unit (the exact product is formed first, so nothing is lost
+ * before the one rounding). LG_ERANGE when it does not fit int64. */
+int bill_cost(int64_t device_ms, int64_t price_nano, int64_t *cost_nano);
+
+/* One row of the export (DESIGN 8). Strings are borrowed for the call that
+ * hands the row over. Times are ms since the epoch, UTC. */
+struct bill_row {
+	int64_t billing_start_ms, billing_end_ms; /* [from, min(to, horizon)) */
+	int64_t charge_start_ms, charge_end_ms;	  /* the row's period */
+	const char *ns;				  /* SubAccountId */
+	const char *cls;			  /* x_DeviceClass */
+	bool subtree; /* a --rollup subtree row: ns is the tenant */
+	enum bill_basis basis;
+	int64_t device_ms;
+	const char *currency;			  /* BillingCurrency */
+	bool priced;				  /* a rate was found */
+	int64_t list_cost_nano, billed_cost_nano; /* 0 when not priced */
+	/* The log range the row was computed from: the states after seq_start
+	 * and seq_end are those at the period's start and end; chain_head is
+	 * the head after seq_end. */
+	uint64_t seq_start, seq_end;
+	uint8_t chain_head[BILL_HEAD_BYTES];
+};
+
+/* Row formats. The CSV header and lines carry no newline; with scope, the
+ * column x_Scope ("namespace" or "subtree") is appended (--rollup). */
+const char *bill_csv_header(bool scope);
+/* Returns the length needed (like snprintf). */
+size_t bill_row_csv(const struct bill_row *row, bool scope, char *buf,
+		    size_t cap);
+/* The row as an object with the CSV column names as keys: decimals and
+ * times as strings, x_LedgerSeq* and x_DeviceMilliseconds as integers,
+ * x_Scope always present. New reference. */
+json_t *bill_row_json(const struct bill_row *row);
+
+/* The opencost-csv view: one line per (day, namespace) with OpenCost's
+ * allocation CSV columns that concern GPUs. Rows must arrive grouped by
+ * period and namespace (as the export gives them); subtree rows are
+ * refused (LG_EINVAL). */
+const char *bill_opencost_header(void);
+#define BILL_LINE_MAX 1024
+struct bill_opencost {
+	bool open;
+	int64_t start_ms, end_ms, device_ms, cost_nano;
+	char ns[DNS1123_SUBDOMAIN_MAX + 1];
+};
+void bill_opencost_init(struct bill_opencost *oc);
+/* Adds row. When it starts a new (period, namespace), the finished line is
+ * written into line (BILL_LINE_MAX bytes) and 1 is returned; else 0. */
+int bill_opencost_add(struct bill_opencost *oc, const struct bill_row *row,
+		      char *line, struct lg_error *err);
+/* The last line, if any (1) or 0. */
+int bill_opencost_flush(struct bill_opencost *oc, char *line);
+
 #endif

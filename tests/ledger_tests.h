@@ -18,10 +18,11 @@ LEDGER_PART(store);
 LEDGER_PART(crash);
 LEDGER_PART(tamper);
 LEDGER_PART(concurrency);
+LEDGER_PART(export);
 
 static void (*const ledger_parts[])(Suite *) = {
 	ledger_tests_codec,  ledger_tests_store,       ledger_tests_crash,
-	ledger_tests_tamper, ledger_tests_concurrency,
+	ledger_tests_tamper, ledger_tests_concurrency, ledger_tests_export,
 };
 
 /* A fresh LMDB directory for one test (each test runs in its own process);

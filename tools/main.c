@@ -26,19 +26,22 @@ void tool_error(const char *fmt, ...)
 static const struct subcommand subcommands[] = {
 	{"eval", "the model on the command line: NDJSON requests on stdin",
 	 cmd_eval},
-	{"watch", "follow a cluster or a recorded stream into --db DIR", NULL},
-	{"serve", "the query process (HTTP)", NULL},
+	{"watch", "follow a cluster or a recorded stream into --db DIR",
+	 cmd_watch},
+	{"serve", "the query process (HTTP)", cmd_serve},
 	{"replay", "the state at --at SEQ|TIME", cmd_replay},
-	{"audit", "recompute stored verdicts", NULL},
+	{"audit", "recompute stored verdicts", cmd_audit},
 	{"verify", "check the hash chain and every checkpoint", cmd_verify},
-	{"export", "billing: GPU device-hours as FOCUS CSV or JSON", NULL},
+	{"export", "billing: GPU device-hours as FOCUS CSV or JSON",
+	 cmd_export},
 	{"log", "events as NDJSON", cmd_log},
 	{"import", "append NDJSON events from stdin (tests, migrations)",
 	 cmd_import},
 	{"checkpoint", "write a checkpoint now", cmd_checkpoint},
 	{"stats", "sizes and counts", cmd_stats},
 	{"backup", "a compact consistent copy", cmd_backup},
-	{"simulate", "a synthetic cluster history as a recorded stream", NULL},
+	{"simulate", "a synthetic cluster history as a recorded stream",
+	 cmd_simulate},
 };
 
 #define N_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

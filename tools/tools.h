@@ -38,6 +38,11 @@ int cmd_stats(int argc, char **argv);
 int cmd_checkpoint(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 
 /* Prints "gpuledger: <message>" to stderr. */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,999 @@
+/*
+ * The ingest engine (DESIGN 2, 4.1, 9): watch events in, differences out.
+ *
+ * Every handler maps an object with model/ and diffs the result against
+ * what the cache says the ledger holds for it; emit() queues the events,
+ * and ingest_flush() appends them with the positions they came from in one
+ * transaction. The cache is changed as events are queued, so a failed flush
+ * leaves it ahead of the ledger: the engine then refuses further input
+ * (in->broken) and the caller must start again from the ledger.
+ *
+ * NOTE codes (DESIGN 4.1 "NOTE"):
+ *   MalformedLine      a stream line that is not a watch event (bad JSON,
+ *                      type, object or time)
+ *   Oversized          a line or object larger than max_object_bytes
+ *   UnknownKind        an object whose apiVersion and kind are not watched
+ *   InvalidObject      an object that cannot be mapped (it holds nothing)
+ *   UnknownClass       a VMInstance/KubernetesNodes entry names a class not
+ *                      in the table (that entry reserves nothing)
+ *   LabelMismatch      a Namespace's tenant.cozystack.io labels disagree
+ *                      with the name rule (the name rule wins)
+ *   InvalidBudget      a Tenant's quota key or value is invalid (binds
+ *                      nothing)
+ *   NotATenant         a Tenant governs a namespace that is not a tenant
+ *   TenantConflict     a second Tenant governs an already governed
+ *                      namespace (ignored while the first exists)
+ *   InvalidClassTable  a gpu-classes ConfigMap whose table is invalid (the
+ *                      table in force stays)
+ * A NOTE about an object is emitted when what is wrong with it changes, so
+ * that re-observing the same object adds nothing; line-level NOTEs have no
+ * object to remember and repeat.
+ */
+#include "ingest/ingest_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_COZY "apps.cozystack.io/v1alpha1"
+
+static const struct resource_info resources[RES_MAX] = {
+	[RES_NAMESPACE] = {"v1", "Namespace", "/api/v1/namespaces"},
+	[RES_TENANT] = {API_COZY, "Tenant", "/apis/" API_COZY "/tenants"},
+	[RES_VMINSTANCE] = {API_COZY, "VMInstance",
+			    "/apis/" API_COZY "/vminstances"},
+	[RES_KUBERNETESNODES] = {API_COZY, "KubernetesNodes",
+				 "/apis/" API_COZY "/kubernetesnodeses"},
+	[RES_POD] = {"v1", "Pod", "/api/v1/pods"},
+	[RES_RESOURCECLAIM] = {"resource.k8s.io/v1", "ResourceClaim",
+			       "/apis/resource.k8s.io/v1/resourceclaims"},
+	[RES_NODE] = {"v1", "Node", "/api/v1/nodes"},
+	[RES_CONFIGMAP] = {"v1", "ConfigMap",
+			   "/api/v1/namespaces/cozy-system/configmaps"
+			   "?fieldSelector=metadata.name=gpu-classes"},
+};
+
+static const char *const position_keys[RES_MAX + 1] = {
+	[RES_NAMESPACE] = "ingest.position.Namespace",
+	[RES_TENANT] = "ingest.position.Tenant",
+	[RES_VMINSTANCE] = "ingest.position.VMInstance",
+	[RES_KUBERNETESNODES] = "ingest.position.KubernetesNodes",
+	[RES_POD] = "ingest.position.Pod",
+	[RES_RESOURCECLAIM] = "ingest.position.ResourceClaim",
+	[RES_NODE] = "ingest.position.Node",
+	[RES_CONFIGMAP] = "ingest.position.ConfigMap",
+	[RES_MAX] = "ingest.position.stream",
+};
+
+static const struct handler {
+	upsert_fn *upsert;
+	delete_fn *del;
+} handlers[RES_MAX] = {
+	[RES_NAMESPACE] = {ns_upsert, ns_delete},
+	[RES_TENANT] = {tenant_upsert, tenant_delete},
+	[RES_VMINSTANCE] = {holder_upsert, holder_delete},
+	[RES_KUBERNETESNODES] = {holder_upsert, holder_delete},
+	[RES_POD] = {holder_upsert, holder_delete},
+	[RES_RESOURCECLAIM] = {holder_upsert, holder_delete},
+	[RES_NODE] = {node_upsert, node_delete},
+	[RES_CONFIGMAP] = {configmap_upsert, configmap_delete},
+};
+
+static const enum holder_kind res_kind[RES_MAX] = {
+	[RES_VMINSTANCE] = HK_VMINSTANCE,
+	[RES_KUBERNETESNODES] = HK_KUBERNETESNODES,
+	[RES_POD] = HK_POD,
+	[RES_RESOURCECLAIM] = HK_RESOURCECLAIM,
+};
+
+const struct resource_info *resource_info(enum resource r)
+{
+	if ((unsigned)r >= RES_MAX)
+		return NULL;
+	return &resources[r];
+}
+
+enum resource resource_of(const char *api_version, const char *kind)
+{
+	if (api_version == NULL || kind == NULL)
+		return RES_MAX;
+	for (int r = 0; r < RES_MAX; r++)
+		if (strcmp(resources[r].api_version, api_version) == 0 &&
+		    strcmp(resources[r].kind, kind) == 0)
+			return (enum resource)r;
+	return RES_MAX;
+}
+
+const char *ingest_position_key(enum resource r)
+{
+	if ((unsigned)r > RES_MAX)
+		return NULL;
+	return position_keys[r];
+}
+
+/* ---------------------------------------------------------------------- */
+/* Objects */
+
+static const char *obj_key(const void *v)
+{
+	return ((const struct obj *)v)->key;
+}
+
+static const char *tnode_key(const void *v)
+{
+	return ((const struct tnode *)v)->ns;
+}
+
+static const char *cover_key(const void *v)
+{
+	return ((const struct cover *)v)->key;
+}
+
+static char *make_key(const char *ns, const char *name)
+{
+	size_t a = strlen(ns), b = strlen(name);
+	char *k = ing_xmalloc(a + b + 2);
+
+	if (a > 0) {
+		memcpy(k, ns, a);
+		k[a++] = '/';
+	}
+	memcpy(k + a, name, b + 1);
+	return k;
+}
+
+static void obj_free(struct obj *o)
+{
+	if (o == NULL)
+		return;
+	free(o->key);
+	free(o->ns);
+	free(o->name);
+	free(o->uid);
+	json_decref(o->doc);
+	free(o->units);
+	free(o->node);
+	free(o->covers);
+	free(o->caps);
+	free(o->governed);
+	free(o);
+}
+
+struct obj *obj_get(ingest_t *in, enum resource r, const char *ns,
+		    const char *name)
+{
+	char buf[512];
+	size_t a = strlen(ns), b = strlen(name);
+
+	/* Names are short; only a hostile object needs the heap. */
+	if (a + b + 2 > sizeof(buf)) {
+		char *k = make_key(ns, name);
+		struct obj *o = smap_get(&in->objs[r], k);
+
+		free(k);
+		return o;
+	}
+	memcpy(buf, ns, a);
+	if (a > 0)
+		buf[a++] = '/';
+	memcpy(buf + a, name, b + 1);
+	return smap_get(&in->objs[r], buf);
+}
+
+struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
+		    const char *name, const char *uid)
+{
+	struct obj *o = ing_xcalloc(1, sizeof(*o));
+
+	o->key = make_key(ns, name);
+	o->ns = ing_xstrdup(ns);
+	o->name = ing_xstrdup(name);
+	o->uid = ing_xstrdup(uid ? uid : "");
+	o->node = ing_xstrdup("");
+	o->kind = res_kind[r];
+	o->seen = true;
+	smap_put(&in->objs[r], o);
+	return o;
+}
+
+void obj_del(ingest_t *in, enum resource r, struct obj *o)
+{
+	smap_del(&in->objs[r], o);
+	obj_free(o);
+}
+
+void obj_set_uid(struct obj *o, const char *uid)
+{
+	if (strcmp(o->uid, uid) == 0)
+		return;
+	free(o->uid);
+	o->uid = ing_xstrdup(uid);
+}
+
+void obj_set_doc(struct obj *o, json_t *doc)
+{
+	json_decref(o->doc);
+	o->doc = doc;
+}
+
+json_t *jcopy(const json_t *o, const char *key)
+{
+	return json_deep_copy(json_object_get(o, key));
+}
+
+const char *meta_str(const json_t *obj, const char *key)
+{
+	return json_string_value(
+		json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Emitting */
+
+static const char *keep(ingest_t *in, const char *s)
+{
+	return s ? arena_strdup(&in->arena, s) : NULL;
+}
+
+void emit(ingest_t *in, const struct event *ev)
+{
+	struct event *e;
+
+	if (in->quiet)
+		return;
+	if (in->n_evs == in->cap_evs) {
+		in->cap_evs = in->cap_evs ? 2 * in->cap_evs : 256;
+		in->evs = ing_xrealloc(in->evs, in->cap_evs * sizeof(*in->evs));
+	}
+	e = &in->evs[in->n_evs++];
+	*e = *ev;
+	e->seq = 0;
+	e->time_ns = in->time_ns;
+	e->ns = keep(in, ev->ns);
+	e->parent = keep(in, ev->parent);
+	e->key = keep(in, ev->key);
+	e->cls = keep(in, ev->cls);
+	e->text = keep(in, ev->text);
+	e->node = keep(in, ev->node);
+	e->name = keep(in, ev->name);
+	e->uid = keep(in, ev->uid);
+	if (ev->type == EV_NOTE)
+		in->c.notes++;
+}
+
+/* NOTE strings are printed as JSON by `log`: keep them printable ASCII
+ * (names from the input may hold anything) and bounded. */
+static void sanitize(char *dst, size_t cap, const char *src)
+{
+	size_t i = 0;
+
+	for (; src != NULL && src[i] != '\0' && i + 1 < cap; i++) {
+		unsigned char c = (unsigned char)src[i];
+
+		dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	dst[i] = '\0';
+}
+
+void emit_note(ingest_t *in, struct obj *o, const char *code,
+	       enum holder_kind kind, const char *ns, const char *name,
+	       const char *fmt, ...)
+{
+	char raw[INGEST_NOTE_MAX], msg[INGEST_NOTE_MAX];
+	char sns[DNS1123_SUBDOMAIN_MAX + 1], sname[DNS1123_SUBDOMAIN_MAX + 1];
+	uint64_t h;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	sanitize(msg, sizeof(msg), raw);
+	h = ing_hash(msg, strlen(msg)) ^ ing_hash(code, strlen(code));
+	if (o != NULL) {
+		if (o->note == h)
+			return;
+		o->note = h;
+	}
+	sanitize(sns, sizeof(sns), ns);
+	sanitize(sname, sizeof(sname), name);
+	emit(in, &(struct event){.type = EV_NOTE,
+				 .key = code,
+				 .kind = kind,
+				 .ns = ns && *ns ? sns : NULL,
+				 .name = name && *name ? sname : NULL,
+				 .text = msg});
+}
+
+/* ---------------------------------------------------------------------- */
+/* Seeding from the ledger: the cache becomes the ledger's view. */
+
+static enum resource kind_res(enum holder_kind k)
+{
+	for (int r = 0; r < RES_MAX; r++)
+		if (res_kind[r] == k && k != HK_NONE)
+			return (enum resource)r;
+	return RES_MAX;
+}
+
+struct ucls *obj_units(struct obj *o, const char *cls)
+{
+	size_t i = 0;
+
+	while (i < o->n_units && strcmp(o->units[i].cls, cls) < 0)
+		i++;
+	if (i < o->n_units && strcmp(o->units[i].cls, cls) == 0)
+		return &o->units[i];
+	o->units = ing_xrealloc(o->units, (o->n_units + 1) * sizeof(*o->units));
+	memmove(o->units + i + 1, o->units + i,
+		(o->n_units - i) * sizeof(*o->units));
+	memset(&o->units[i], 0, sizeof(o->units[i]));
+	snprintf(o->units[i].cls, sizeof(o->units[i].cls), "%s", cls);
+	o->n_units++;
+	return &o->units[i];
+}
+
+void obj_trim(struct obj *o)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < o->n_units; i++)
+		if (o->units[i].reserved != 0 || o->units[i].allocated != 0)
+			o->units[k++] = o->units[i];
+	o->n_units = k;
+}
+
+static void seed_units(ingest_t *in, const struct event *ev)
+{
+	enum resource r = kind_res(ev->kind);
+	struct obj *o;
+	struct ucls *u;
+
+	if (r == RES_MAX)
+		return;
+	o = obj_get(in, r, ev->ns, ev->name);
+	if (o == NULL)
+		o = obj_add(in, r, ev->ns, ev->name, ev->uid);
+	obj_set_uid(o, ev->uid);
+	u = obj_units(o, ev->cls);
+	if (ev->type == EV_RESERVE || ev->type == EV_RELEASE) {
+		u->reserved = ev->after;
+	} else {
+		u->allocated = ev->after;
+		if (ev->before == 0 && ev->after > 0) {
+			free(o->node);
+			o->node = ing_xstrdup(ev->node);
+		}
+	}
+	obj_trim(o);
+	holder_count(in, o);
+	if (o->n_units == 0)
+		obj_del(in, r, o);
+}
+
+static void seed_node(ingest_t *in, const struct event *ev)
+{
+	struct obj *o = obj_get(in, RES_NODE, "", ev->node);
+	size_t i = 0;
+
+	if (o == NULL)
+		o = obj_add(in, RES_NODE, "", ev->node, NULL);
+	while (i < o->n_caps && strcmp(o->caps[i].cls, ev->cls) != 0)
+		i++;
+	if (i == o->n_caps) {
+		o->caps = ing_xrealloc(o->caps, (i + 1) * sizeof(*o->caps));
+		snprintf(o->caps[i].cls, sizeof(o->caps[i].cls), "%s", ev->cls);
+		o->n_caps++;
+	}
+	o->caps[i].capacity = ev->value;
+	o->caps[i].serves = ev->present;
+}
+
+static void seed_tenant(ingest_t *in, const struct event *ev)
+{
+	struct tnode *t = tnode_get(in, ev->ns, true);
+	struct tnode *p = ev->parent ? tnode_get(in, ev->parent, true) : NULL;
+
+	t->exists = ev->type == EV_TENANT;
+	if (p != NULL)
+		p->n_children += t->exists ? 1 : (size_t)-1;
+}
+
+/* The class table after a CLASS event, kept sorted by name. */
+static void seed_class(ingest_t *in, const struct event *ev)
+{
+	struct class_table *t = &in->table;
+	struct gpu_class c;
+	json_t *def = ev->text ? json_loads(ev->text, 0, NULL) : NULL;
+	size_t i = 0;
+	bool found;
+
+	while (i < t->n && strcmp(t->classes[i].name, ev->cls) < 0)
+		i++;
+	found = i < t->n && strcmp(t->classes[i].name, ev->cls) == 0;
+	if (found) {
+		gpu_class_release(&t->classes[i]);
+		memmove(t->classes + i, t->classes + i + 1,
+			(t->n - i - 1) * sizeof(*t->classes));
+		t->n--;
+	}
+	if (def != NULL && gpu_class_parse(&c, def, NULL) == 0) {
+		t->classes = ing_xrealloc(t->classes,
+					  (t->n + 1) * sizeof(*t->classes));
+		memmove(t->classes + i + 1, t->classes + i,
+			(t->n - i) * sizeof(*t->classes));
+		t->classes[i] = c;
+		t->n++;
+	}
+	json_decref(def);
+}
+
+static int seed_event(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	ingest_t *in = ctx;
+	struct tnode *t;
+
+	if (ev->time_ns > in->time_ns)
+		in->time_ns = ev->time_ns;
+	switch (ev->type) {
+	case EV_TENANT:
+	case EV_TENANT_GONE:
+		seed_tenant(in, ev);
+		break;
+	case EV_BUDGET:
+		if ((t = tnode_get(in, ev->ns, true)) != NULL)
+			tnode_budget_set(t, ev->key, ev->present, ev->value);
+		break;
+	case EV_RAWKEY:
+		if ((t = tnode_get(in, ev->ns, true)) != NULL)
+			tnode_raw_set(t, ev->key, ev->present);
+		break;
+	case EV_CLASS:
+		seed_class(in, ev);
+		break;
+	case EV_NODE:
+		seed_node(in, ev);
+		break;
+	case EV_RESERVE:
+	case EV_RELEASE:
+	case EV_ALLOC:
+	case EV_FREE:
+		seed_units(in, ev);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* The Tenant that governs namespace g, by the inverse of DESIGN 2.2. */
+static void tenant_of(const char *g, char *p, const char **x)
+{
+	const char *dash = strrchr(g, '-');
+
+	if (strcmp(g, "tenant-root") == 0 || !ns_parent(g, p)) {
+		snprintf(p, DNS1123_SUBDOMAIN_MAX + 1, "tenant-root");
+		*x = "root";
+		return;
+	}
+	*x = dash ? dash + 1 : g;
+}
+
+/*
+ * What the ledger cannot say: existing tenant nodes are assumed to have
+ * their Namespace, and declared budgets their Tenant, so that the first
+ * relist of those resources removes exactly what is gone.
+ */
+static void seed_reasons(ingest_t *in)
+{
+	size_t n;
+	void **ts = smap_sorted(&in->tnodes, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		struct tnode *t = ts[i];
+		char p[DNS1123_SUBDOMAIN_MAX + 1];
+		const char *x;
+		struct obj *o;
+
+		if (!t->exists)
+			continue;
+		if (obj_get(in, RES_NAMESPACE, "", t->ns) == NULL)
+			obj_add(in, RES_NAMESPACE, "", t->ns, NULL);
+		t->ns_present = true;
+		if (t->n_budgets == 0 && t->n_raw == 0)
+			continue;
+		tenant_of(t->ns, p, &x);
+		o = obj_get(in, RES_TENANT, p, x);
+		if (o == NULL)
+			o = obj_add(in, RES_TENANT, p, x, NULL);
+		free(o->governed);
+		o->governed = ing_xstrdup(t->ns);
+		t->governor = o;
+	}
+	free(ts);
+}
+
+static int seed(ingest_t *in, struct lg_error *err)
+{
+	uint64_t limit = 0;
+	int rc;
+
+	if (in->o.seed_bounded) {
+		if (in->o.seed_seq == 0)
+			return 0;
+		limit = in->o.seed_seq;
+	}
+	if (ledger_last_seq(in->lg) == 0)
+		return 0;
+	rc = ledger_scan(in->lg, 1, limit, seed_event, in, err);
+	if (rc != 0)
+		return rc;
+	seed_reasons(in);
+	return 0;
+}
+
+static int load_positions(ingest_t *in, struct lg_error *err)
+{
+	char *buf = ing_xmalloc(INGEST_POSITION_MAX + 1);
+	int rc = 0;
+
+	for (int r = 0; r <= RES_MAX && rc == 0; r++) {
+		size_t len = 0;
+
+		rc = ledger_meta_get(in->lg, position_keys[r], buf,
+				     INGEST_POSITION_MAX, &len, err);
+		if (rc == LG_ENOENT) {
+			rc = 0;
+			continue;
+		}
+		if (rc == 0) {
+			buf[len] = '\0';
+			in->pos_committed[r] = ing_xstrdup(buf);
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Life cycle */
+
+int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
+	       struct lg_error *err)
+{
+	ingest_t *in = ing_xcalloc(1, sizeof(*in));
+	int rc;
+
+	*out = NULL;
+	in->lg = lg;
+	if (o != NULL)
+		in->o = *o;
+	if (in->o.max_object_bytes == 0)
+		in->o.max_object_bytes = INGEST_MAX_OBJECT_DEFAULT;
+	if (in->o.batch_events == 0)
+		in->o.batch_events = INGEST_BATCH_DEFAULT;
+	if (in->o.tick_ns == 0)
+		in->o.tick_ns = INGEST_TICK_DEFAULT;
+	in->o.classes = NULL;
+	class_table_init(&in->table);
+	for (int r = 0; r < RES_MAX; r++)
+		smap_init(&in->objs[r], obj_key);
+	smap_init(&in->tnodes, tnode_key);
+	smap_init(&in->covers, cover_key);
+	arena_init(&in->arena);
+	rc = load_positions(in, err);
+	if (rc == 0)
+		rc = seed(in, err);
+	if (rc == 0) {
+		needles_rebuild(in);
+		if (o != NULL && o->classes != NULL)
+			rc = ingest_set_classes(in, o->classes, err);
+	}
+	if (rc != 0) {
+		ingest_free(in);
+		return rc;
+	}
+	*out = in;
+	return 0;
+}
+
+static void free_map(struct smap *m, void (*fn)(void *))
+{
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->hashes[i] != 0)
+			fn(m->vals[i]);
+	smap_release(m);
+}
+
+static void obj_free_v(void *v)
+{
+	obj_free(v);
+}
+
+static void tnode_free_v(void *v)
+{
+	tnode_free(v);
+}
+
+static void cover_free_v(void *v)
+{
+	cover_free(v);
+}
+
+void ingest_free(ingest_t *in)
+{
+	if (in == NULL)
+		return;
+	for (int r = 0; r < RES_MAX; r++)
+		free_map(&in->objs[r], obj_free_v);
+	free_map(&in->tnodes, tnode_free_v);
+	free_map(&in->covers, cover_free_v);
+	class_table_release(&in->table);
+	needles_free(in);
+	free(in->evs);
+	free(in->proj);
+	arena_release(&in->arena);
+	for (int r = 0; r <= RES_MAX; r++) {
+		free(in->pos_pending[r]);
+		free(in->pos_committed[r]);
+	}
+	free(in);
+}
+
+void ingest_set_quiet(ingest_t *in, bool quiet)
+{
+	in->quiet = quiet;
+}
+
+int64_t ingest_time_ns(const ingest_t *in)
+{
+	return in->time_ns;
+}
+
+const struct class_table *ingest_classes(const ingest_t *in)
+{
+	return &in->table;
+}
+
+void ingest_counters(const ingest_t *in, struct ingest_counters *c)
+{
+	*c = in->c;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Positions, flush, tick */
+
+void ingest_set_position(ingest_t *in, enum resource r, const char *value)
+{
+	size_t len;
+
+	if ((unsigned)r > RES_MAX || value == NULL)
+		return;
+	len = strlen(value);
+	if (len > INGEST_POSITION_MAX)
+		return;
+	if (in->pos_pending[r] != NULL && strlen(in->pos_pending[r]) >= len) {
+		memcpy(in->pos_pending[r], value, len + 1);
+		return;
+	}
+	free(in->pos_pending[r]);
+	in->pos_pending[r] = ing_xstrdup(value);
+}
+
+const char *ingest_position(ingest_t *in, enum resource r)
+{
+	if ((unsigned)r > RES_MAX)
+		return NULL;
+	return in->pos_committed[r];
+}
+
+static int broken(struct lg_error *err)
+{
+	return lg_error_set(err, LG_EINVAL,
+			    "ingest: an earlier append failed; the engine "
+			    "must be restarted from the ledger");
+}
+
+/* Appends evs[0..n) (split at the ledger's batch bound) with meta on the
+ * last part. */
+static int append_all(ingest_t *in, const struct ledger_meta *meta,
+		      size_t n_meta, struct lg_error *err)
+{
+	size_t off = 0;
+
+	do {
+		size_t k = in->n_evs - off;
+		bool last = k <= INGEST_APPEND_MAX;
+		int rc;
+
+		if (!last)
+			k = INGEST_APPEND_MAX;
+		rc = ledger_append(in->lg, in->evs + off, k, last ? meta : NULL,
+				   last ? n_meta : 0, NULL, err);
+		if (rc != 0)
+			return rc;
+		off += k;
+	} while (off < in->n_evs);
+	return 0;
+}
+
+int ingest_flush(ingest_t *in, struct lg_error *err)
+{
+	struct ledger_meta meta[RES_MAX + 1];
+	size_t n_meta = 0;
+	int rc;
+
+	if (in->broken)
+		return broken(err);
+	for (int r = 0; r <= RES_MAX; r++)
+		if (in->pos_pending[r] != NULL)
+			meta[n_meta++] = (struct ledger_meta){
+				position_keys[r], in->pos_pending[r],
+				strlen(in->pos_pending[r])};
+	if (in->n_evs == 0 && n_meta == 0)
+		return 0;
+	rc = append_all(in, meta, n_meta, err);
+	if (rc != 0) {
+		in->broken = true;
+		return rc;
+	}
+	for (int r = 0; r <= RES_MAX; r++) {
+		if (in->pos_pending[r] == NULL)
+			continue;
+		free(in->pos_committed[r]);
+		in->pos_committed[r] = in->pos_pending[r];
+		in->pos_pending[r] = NULL;
+	}
+	in->c.events_out += in->n_evs;
+	in->n_evs = 0;
+	arena_reset(&in->arena);
+	return 0;
+}
+
+int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err)
+{
+	struct event ev = {.type = EV_TICK};
+	int rc = ingest_flush(in, err);
+
+	if (rc != 0 || in->quiet)
+		return rc;
+	if (time_ns > in->time_ns)
+		in->time_ns = time_ns;
+	if (time_ns <= state_horizon_ns(ledger_state(in->lg)))
+		return 0;
+	ev.time_ns = time_ns;
+	rc = ledger_append(in->lg, &ev, 1, NULL, 0, NULL, err);
+	if (rc != 0)
+		in->broken = true;
+	else
+		in->c.events_out++;
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Input */
+
+void advance_time(ingest_t *in, int64_t time_ns)
+{
+	if (time_ns > in->time_ns)
+		in->time_ns = time_ns;
+}
+
+/* Flushes before taking new input once a batch is full, so that the
+ * position set after the previous input is committed with its events. */
+int input_begin(ingest_t *in, struct lg_error *err)
+{
+	if (in->broken)
+		return broken(err);
+	if (in->n_evs >= in->o.batch_events)
+		return ingest_flush(in, err);
+	return 0;
+}
+
+static bool cluster_scoped(enum resource r)
+{
+	return r == RES_NAMESPACE || r == RES_NODE;
+}
+
+static void on_deleted(ingest_t *in, enum resource r, const json_t *object,
+		       struct obj *o)
+{
+	const char *uid = meta_str(object, "uid");
+
+	/* DELETED of an unknown object does nothing (Appendix A); neither
+	 * does that of an older incarnation of a cached name. */
+	if (o == NULL || (uid != NULL && *uid != '\0' && *o->uid != '\0' &&
+			  strcmp(uid, o->uid) != 0))
+		return;
+	handlers[r].del(in, r, o);
+}
+
+int ingest_event(ingest_t *in, enum watch_type type, const json_t *object,
+		 int64_t time_ns, struct lg_error *err)
+{
+	const char *ns, *name;
+	enum resource r;
+	struct obj *o;
+	int rc = input_begin(in, err);
+
+	if (rc != 0)
+		return rc;
+	advance_time(in, time_ns);
+	in->c.events_in++;
+	if (type == WATCH_BOOKMARK)
+		return 0;
+	if (!json_is_object(object)) {
+		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
+			  "watch event object is not a JSON object");
+		return 0;
+	}
+	r = resource_of(
+		json_string_value(json_object_get(object, "apiVersion")),
+		json_string_value(json_object_get(object, "kind")));
+	ns = meta_str(object, "namespace");
+	name = meta_str(object, "name");
+	if (r == RES_MAX) {
+		emit_note(in, NULL, "UnknownKind", HK_NONE, ns, name,
+			  "not a watched kind: %.64s %.64s",
+			  json_string_value(
+				  json_object_get(object, "apiVersion")),
+			  json_string_value(json_object_get(object, "kind")));
+		return 0;
+	}
+	if (cluster_scoped(r))
+		ns = "";
+	if (name == NULL || *name == '\0' || ns == NULL ||
+	    (!cluster_scoped(r) && *ns == '\0')) {
+		emit_note(in, NULL, "InvalidObject", res_kind[r], ns, name,
+			  "%s: metadata.name%s missing or not a string",
+			  resources[r].kind,
+			  cluster_scoped(r) ? " is" : " or namespace is");
+		return 0;
+	}
+	o = obj_get(in, r, ns, name);
+	if (type == WATCH_DELETED) {
+		on_deleted(in, r, object, o);
+		return 0;
+	}
+	rc = handlers[r].upsert(in, r, object, o);
+	if (rc == 0 && in->relisting[r] && (o = obj_get(in, r, ns, name)))
+		o->seen = true;
+	return rc;
+}
+
+int ingest_oversized(ingest_t *in, uint64_t len, struct lg_error *err)
+{
+	int rc = input_begin(in, err);
+
+	if (rc != 0)
+		return rc;
+	in->c.lines++;
+	emit_note(in, NULL, "Oversized", HK_NONE, NULL, NULL,
+		  "input of %llu bytes skipped: more than %zu",
+		  (unsigned long long)len, in->o.max_object_bytes);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Relists */
+
+int ingest_relist_begin(ingest_t *in, enum resource r, struct lg_error *err)
+{
+	struct smap *m;
+
+	if ((unsigned)r >= RES_MAX)
+		return lg_error_set(err, LG_EINVAL, "relist: bad resource");
+	m = &in->objs[r];
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->hashes[i] != 0)
+			((struct obj *)m->vals[i])->seen = false;
+	in->relisting[r] = true;
+	in->c.relists++;
+	return 0;
+}
+
+int ingest_relist_end(ingest_t *in, enum resource r, struct lg_error *err)
+{
+	size_t n;
+	void **os;
+	int rc;
+
+	if ((unsigned)r >= RES_MAX)
+		return lg_error_set(err, LG_EINVAL, "relist: bad resource");
+	if ((rc = input_begin(in, err)) != 0)
+		return rc;
+	os = smap_sorted(&in->objs[r], &n);
+	/* Each delete removes only its own object, so the rest of the
+	 * sorted array stays valid. */
+	for (size_t i = 0; i < n; i++)
+		if (!((struct obj *)os[i])->seen)
+			handlers[r].del(in, r, os[i]);
+	free(os);
+	in->relisting[r] = false;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The class table */
+
+static void emit_class(ingest_t *in, const struct gpu_class *c,
+		       const char *name)
+{
+	json_t *def = c ? gpu_class_to_json(c) : NULL;
+	char *text = def ? json_canonical(def) : NULL;
+
+	emit(in, &(struct event){.type = EV_CLASS, .cls = name, .text = text});
+	free(text);
+	json_decref(def);
+}
+
+/* CLASS events from the table in force to t: removals first, so that the
+ * ledger's table never holds more classes than either table. Returns
+ * whether anything changed. */
+static bool diff_classes(ingest_t *in, const struct class_table *t)
+{
+	const struct class_table *old = &in->table;
+	bool changed = false;
+
+	for (size_t i = 0; i < old->n; i++)
+		if (class_table_find(t, old->classes[i].name) == NULL) {
+			emit_class(in, NULL, old->classes[i].name);
+			changed = true;
+		}
+	for (size_t i = 0; i < t->n; i++) {
+		const struct gpu_class *c = &t->classes[i];
+		const struct gpu_class *was = class_table_find(old, c->name);
+
+		if (was != NULL && gpu_class_equal(was, c))
+			continue;
+		emit_class(in, c, c->name);
+		changed = true;
+	}
+	return changed;
+}
+
+/* Maps every cached object again, in a fixed order: VMInstances before
+ * the claims they cover, then everything else, each sorted by key. */
+static int remap_all(ingest_t *in)
+{
+	static const enum resource order[] = {
+		RES_VMINSTANCE, RES_KUBERNETESNODES, RES_RESOURCECLAIM, RES_POD,
+		RES_NODE,	RES_TENANT};
+	int rc = 0;
+
+	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		enum resource r = order[k];
+		size_t n;
+		void **os = smap_sorted(&in->objs[r], &n);
+
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			struct obj *o = os[i];
+			json_t *doc = json_incref(o->doc);
+
+			if (doc != NULL)
+				rc = handlers[r].upsert(in, r, doc, o);
+			json_decref(doc);
+		}
+		free(os);
+	}
+	return rc;
+}
+
+int ingest_set_classes(ingest_t *in, const struct class_table *t,
+		       struct lg_error *err)
+{
+	struct class_table copy;
+
+	if (in->broken)
+		return broken(err);
+	if (t == NULL || t->n > HOLDER_MAX_CLASSES)
+		return lg_error_set(err, LG_EINVAL, "bad class table");
+	if (!diff_classes(in, t))
+		return 0;
+	if (table_copy(&copy, t) != 0)
+		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	class_table_release(&in->table);
+	in->table = copy;
+	needles_rebuild(in);
+	return remap_all(in);
+}

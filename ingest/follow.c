@@ -1,0 +1,458 @@
+/*
+ * Following a recorded stream exactly once across restarts (DESIGN 4.2, 9):
+ * the byte offset of the next unread line is the stream's position and is
+ * committed in the same transaction as the events of the lines before it.
+ *
+ * A restart cannot trust a cache it did not build, and the ledger does not
+ * hold the objects (only what they contributed), so the cache is rebuilt
+ * the way it was built: seeded from the ledger as the first run found it
+ * (events 1..seedSeq), the --classes table applied, then lines [0, offset)
+ * replayed in quiet mode. Everything the engine does is a function of that
+ * input, so the restarted engine is the engine that was killed, and the
+ * log goes on as if nothing had happened.
+ *
+ * Only the engine's public interface is used here.
+ */
+#include "ingest/ingest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The file's first bytes are fingerprinted, so that a resumed run notices
+ * a different file under the same name. */
+#define FOLLOW_HEAD_BYTES 4096
+#define FOLLOW_READ_BYTES (1u << 20)
+#define FOLLOW_MAX_OBJECT (4u << 20)
+#define POSITION_MAX	  (PATH_MAX + 256)
+
+struct reader {
+	int fd;
+	char *buf;
+	size_t cap, start, end, max;
+	bool eof;
+	uint64_t offset; /* of the next unread line */
+	char head[FOLLOW_HEAD_BYTES];
+	size_t head_len;
+};
+
+enum {
+	LINE_EOF = 0,
+	LINE_OK = 1,
+	LINE_OVERSIZED = 2
+};
+
+static int fill(struct reader *r, struct lg_error *err)
+{
+	ssize_t n;
+
+	do
+		n = read(r->fd, r->buf + r->end, r->cap - r->end);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return lg_error_set(err, LG_EIO, "read: %s", strerror(errno));
+	if (n == 0)
+		r->eof = true;
+	if (r->head_len < FOLLOW_HEAD_BYTES) {
+		size_t k = FOLLOW_HEAD_BYTES - r->head_len;
+
+		if (k > (size_t)n)
+			k = (size_t)n;
+		memcpy(r->head + r->head_len, r->buf + r->end, k);
+		r->head_len += k;
+	}
+	r->end += (size_t)n;
+	return 0;
+}
+
+/* Discards the rest of a line longer than the bound; *len is its size. */
+static int skip_long(struct reader *r, uint64_t *len, struct lg_error *err)
+{
+	*len = 0;
+	for (;;) {
+		char *nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+		int rc;
+
+		if (nl != NULL) {
+			*len += (uint64_t)(nl - (r->buf + r->start));
+			r->start = (size_t)(nl - r->buf) + 1;
+			r->offset += *len + 1;
+			return LINE_OVERSIZED;
+		}
+		*len += r->end - r->start;
+		r->start = r->end = 0;
+		if (r->eof) {
+			r->offset += *len;
+			return LINE_OVERSIZED;
+		}
+		if ((rc = fill(r, err)) != 0)
+			return rc;
+	}
+}
+
+/* The next line (without "\n" or "\r\n"), borrowed until the next call. */
+static int next_line(struct reader *r, const char **line, uint64_t *len,
+		     struct lg_error *err)
+{
+	for (;;) {
+		char *p = r->buf + r->start;
+		char *nl = memchr(p, '\n', r->end - r->start);
+		size_t n = nl ? (size_t)(nl - p) : r->end - r->start;
+		int rc;
+
+		if (nl != NULL || (r->eof && n > 0)) {
+			r->start += n + (nl != NULL);
+			r->offset += n + (nl != NULL);
+			if (n > 0 && p[n - 1] == '\r')
+				n--;
+			*line = p;
+			*len = n;
+			return LINE_OK;
+		}
+		if (r->eof)
+			return LINE_EOF;
+		if (n > r->max)
+			return skip_long(r, len, err);
+		memmove(r->buf, p, n);
+		r->start = 0;
+		r->end = n;
+		if ((rc = fill(r, err)) != 0)
+			return rc;
+	}
+}
+
+static uint64_t fnv(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The position value. */
+
+struct position {
+	char source[PATH_MAX + 1];
+	uint64_t offset, seed_seq, head, classes;
+};
+
+static int position_read(ledger_t *lg, struct position *p, bool *found,
+			 struct lg_error *err)
+{
+	char buf[POSITION_MAX + 1];
+	size_t len = 0;
+	json_t *doc;
+	const char *src;
+	int rc = ledger_meta_get(lg, ingest_position_key(RES_MAX), buf,
+				 POSITION_MAX, &len, err);
+
+	*found = false;
+	if (rc == LG_ENOENT)
+		return 0;
+	if (rc != 0)
+		return rc;
+	doc = json_loadb(buf, len, 0, NULL);
+	src = json_string_value(json_object_get(doc, "source"));
+	if (src == NULL || strlen(src) > PATH_MAX ||
+	    !json_is_integer(json_object_get(doc, "offset")) ||
+	    !json_is_integer(json_object_get(doc, "seedSeq")) ||
+	    !json_is_string(json_object_get(doc, "head")) ||
+	    !json_is_string(json_object_get(doc, "classes"))) {
+		json_decref(doc);
+		return lg_error_set(err, LG_ECORRUPT,
+				    "the stored stream position is not one");
+	}
+	snprintf(p->source, sizeof(p->source), "%s", src);
+	p->offset =
+		(uint64_t)json_integer_value(json_object_get(doc, "offset"));
+	p->seed_seq =
+		(uint64_t)json_integer_value(json_object_get(doc, "seedSeq"));
+	p->head = strtoull(json_string_value(json_object_get(doc, "head")),
+			   NULL, 16);
+	p->classes = strtoull(
+		json_string_value(json_object_get(doc, "classes")), NULL, 16);
+	json_decref(doc);
+	*found = true;
+	return 0;
+}
+
+struct follow {
+	ledger_t *lg;
+	const struct ingest_follow_opts *o;
+	struct reader r;
+	ingest_t *in;
+	char *source_json; /* the source as a JSON string */
+	char source[PATH_MAX + 1];
+	uint64_t seed_seq;
+	uint64_t classes; /* fingerprint of the --classes table (0: none) */
+	uint64_t head;	  /* fingerprint once FOLLOW_HEAD_BYTES are read */
+	bool head_fixed;
+	/* The position value around its offset (set_position). */
+	char prefix[128], suffix[POSITION_MAX];
+	size_t prefix_len, suffix_len;
+};
+
+static uint64_t head_hash(struct follow *f, uint64_t offset)
+{
+	size_t n = offset < f->r.head_len ? (size_t)offset : f->r.head_len;
+
+	if (f->head_fixed)
+		return f->head;
+	if (n == FOLLOW_HEAD_BYTES) {
+		f->head = fnv(f->r.head, n);
+		f->head_fixed = true;
+		return f->head;
+	}
+	return fnv(f->r.head, n);
+}
+
+/* The position after the line just read. Every line sets it, so it is
+ * assembled from a prefix that changes only while the file's first bytes
+ * are still being read, the offset, and a fixed suffix. */
+static void set_position(struct follow *f)
+{
+	char buf[POSITION_MAX + 128], num[24];
+	size_t n = 0, k = sizeof(num);
+	uint64_t off = f->r.offset;
+
+	if (!f->head_fixed || f->prefix_len == 0)
+		f->prefix_len = (size_t)snprintf(
+			f->prefix, sizeof(f->prefix),
+			"{\"classes\":\"%016llx\",\"head\":\"%016llx\","
+			"\"offset\":",
+			(unsigned long long)f->classes,
+			(unsigned long long)head_hash(f, off));
+	do
+		num[--k] = (char)('0' + off % 10);
+	while ((off /= 10) != 0);
+	memcpy(buf, f->prefix, f->prefix_len);
+	n = f->prefix_len;
+	memcpy(buf + n, num + k, sizeof(num) - k);
+	n += sizeof(num) - k;
+	memcpy(buf + n, f->suffix, f->suffix_len + 1);
+	ingest_set_position(f->in, RES_MAX, buf);
+}
+
+/* The --classes table's fingerprint: a resumed run must start from the
+ * table the first run started from, or its replay builds another cache. */
+static uint64_t table_hash(const struct class_table *t)
+{
+	uint64_t h = 0;
+
+	for (size_t i = 0; t != NULL && i < t->n; i++) {
+		json_t *j = gpu_class_to_json(&t->classes[i]);
+		char *s = j ? json_canonical(j) : NULL;
+
+		if (s != NULL)
+			h = h * 31 + fnv(s, strlen(s));
+		free(s);
+		json_decref(j);
+	}
+	return t != NULL ? h | 1 : 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Feeds one line (or an oversized one) to the engine. */
+static int feed(struct follow *f, int kind, const char *line, uint64_t len,
+		struct lg_error *err)
+{
+	if (kind == LINE_OVERSIZED)
+		return ingest_oversized(f->in, len, err);
+	return ingest_line(f->in, line, (size_t)len, err);
+}
+
+/* Replays lines [0, offset) quietly. */
+static int replay(struct follow *f, const struct position *p,
+		  struct ingest_follow_result *res, struct lg_error *err)
+{
+	const char *line;
+	uint64_t len;
+	int rc = 0;
+
+	ingest_set_quiet(f->in, true);
+	if (f->o->classes != NULL)
+		rc = ingest_set_classes(f->in, f->o->classes, err);
+	while (rc == 0 && f->r.offset < p->offset) {
+		int k = next_line(&f->r, &line, &len, err);
+
+		if (k < 0)
+			return k;
+		if (k == LINE_EOF)
+			break;
+		rc = feed(f, k, line, len, err);
+		res->replayed++;
+	}
+	ingest_set_quiet(f->in, false);
+	if (rc != 0)
+		return rc;
+	if (f->r.offset != p->offset)
+		return lg_error_set(err, LG_ECORRUPT,
+				    "%s: no line ends at the committed "
+				    "position %llu (the file is shorter or was "
+				    "rewritten)",
+				    f->o->path, (unsigned long long)p->offset);
+	if (head_hash(f, p->offset) != p->head)
+		return lg_error_set(err, LG_ECORRUPT,
+				    "%s: does not start with the bytes the "
+				    "ledger read from %s",
+				    f->o->path, p->source);
+	return 0;
+}
+
+static bool tables_equal(const struct class_table *a,
+			 const struct class_table *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (!gpu_class_equal(&a->classes[i], &b->classes[i]))
+			return false;
+	return true;
+}
+
+/* Where to start: a fresh run seeds from the whole ledger; a resumed one
+ * rebuilds the engine it continues. */
+static int start(struct follow *f, struct ingest_follow_result *res,
+		 struct lg_error *err)
+{
+	struct position p;
+	bool found;
+	int rc = position_read(f->lg, &p, &found, err);
+	struct ingest_opts io = {.max_object_bytes = f->o->max_object_bytes,
+				 .batch_events = f->o->batch_events,
+				 .seed_bounded = true};
+
+	if (rc != 0)
+		return rc;
+	if (found && strcmp(p.source, "-") == 0)
+		return lg_error_set(err, LG_EEXIST,
+				    "the ledger already holds a stream read "
+				    "from standard input, which cannot be "
+				    "resumed; use a new --db");
+	if (found && strcmp(p.source, f->source) != 0)
+		return lg_error_set(err, LG_EEXIST,
+				    "the ledger follows %s, not %s; use a new "
+				    "--db",
+				    p.source, f->source);
+	f->classes = table_hash(f->o->classes);
+	if (found && p.classes != f->classes)
+		return lg_error_set(err, LG_ECORRUPT,
+				    "--classes differs from the table the "
+				    "first run on %s started with",
+				    p.source);
+	f->seed_seq = found ? p.seed_seq : ledger_last_seq(f->lg);
+	io.seed_seq = f->seed_seq;
+	f->suffix_len = (size_t)snprintf(f->suffix, sizeof(f->suffix),
+					 ",\"seedSeq\":%llu,\"source\":%s}",
+					 (unsigned long long)f->seed_seq,
+					 f->source_json);
+	if ((rc = ingest_new(&f->in, f->lg, &io, err)) != 0)
+		return rc;
+	res->resumed = found;
+	if (!found)
+		return f->o->classes
+			       ? ingest_set_classes(f->in, f->o->classes, err)
+			       : 0;
+	if ((rc = replay(f, &p, res, err)) != 0)
+		return rc;
+	if (!tables_equal(ingest_classes(f->in),
+			  state_classes(ledger_state(f->lg))))
+		return lg_error_set(err, LG_ECORRUPT,
+				    "the class table differs from the "
+				    "ledger's: was --classes changed since "
+				    "the last run?");
+	return 0;
+}
+
+static int run(struct follow *f, struct lg_error *err)
+{
+	const char *line;
+	uint64_t len;
+	int rc = 0;
+
+	while (rc == 0 && (f->o->stop == NULL || *f->o->stop == 0)) {
+		int k = next_line(&f->r, &line, &len, err);
+
+		if (k < 0)
+			return k;
+		if (k == LINE_EOF)
+			break;
+		rc = feed(f, k, line, len, err);
+		if (rc == 0)
+			set_position(f);
+	}
+	if (rc == 0)
+		rc = ingest_flush(f->in, err);
+	if (rc == 0 && (f->o->stop == NULL || *f->o->stop == 0))
+		rc = ingest_tick(f->in, ingest_time_ns(f->in), err);
+	return rc;
+}
+
+static int open_source(struct follow *f, struct lg_error *err)
+{
+	json_t *s;
+
+	if (strcmp(f->o->path, "-") == 0) {
+		snprintf(f->source, sizeof(f->source), "-");
+		f->r.fd = STDIN_FILENO;
+	} else {
+		if (realpath(f->o->path, f->source) == NULL)
+			return lg_error_set(
+				err, errno == ENOENT ? LG_ENOENT : LG_EIO,
+				"%s: %s", f->o->path, strerror(errno));
+		f->r.fd = open(f->source, O_RDONLY);
+		if (f->r.fd < 0)
+			return lg_error_set(err, LG_EIO, "%s: %s", f->o->path,
+					    strerror(errno));
+	}
+	s = json_string(f->source);
+	f->source_json = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+	json_decref(s);
+	if (f->source_json == NULL)
+		return lg_error_set(err, LG_EINVAL,
+				    "%s: the path is not valid UTF-8",
+				    f->o->path);
+	return 0;
+}
+
+int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
+		  struct ingest_follow_result *res, struct lg_error *err)
+{
+	struct ingest_follow_result dummy;
+	struct follow f = {.lg = lg, .o = o};
+	int rc;
+
+	if (res == NULL)
+		res = &dummy;
+	memset(res, 0, sizeof(*res));
+	f.r.fd = -1;
+	f.r.max = o->max_object_bytes ? o->max_object_bytes : FOLLOW_MAX_OBJECT;
+	f.r.cap = f.r.max + 1 + FOLLOW_READ_BYTES;
+	f.r.buf = malloc(f.r.cap);
+	if (f.r.buf == NULL)
+		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	rc = open_source(&f, err);
+	if (rc == 0)
+		rc = start(&f, res, err);
+	if (rc == 0)
+		rc = run(&f, err);
+	res->offset = f.r.offset;
+	if (f.in != NULL)
+		ingest_counters(f.in, &res->c);
+	ingest_free(f.in);
+	if (f.r.fd > STDIN_FILENO)
+		close(f.r.fd);
+	free(f.source_json);
+	free(f.r.buf);
+	return rc;
+}

@@ -1,0 +1,1235 @@
+/*
+ * The live source: list+watch of every watched resource over libcurl's
+ * multi interface, driven by curl_multi_poll in one thread (libuv stays in
+ * the query process; one loop of our own keeps CURL* in this file).
+ *
+ * Each resource runs a small state machine: LIST pages (limit/continue)
+ * inside an engine relist, then WATCH from the list's resourceVersion, and
+ * again WATCH when the server ends the stream at timeoutSeconds. An ERROR
+ * event or a 410 goes back to LIST; other failures wait with backoff (and
+ * Retry-After) and retry what failed. We always list first, also at start:
+ * the engine's cache holds only what maps to something, so a stored
+ * resourceVersion cannot prove that it is complete, and a relist costs one
+ * list per resource and emits only differences.
+ *
+ * The resourceVersion of a resource is handed to the engine after the
+ * events before it, so every flush commits a position no later than its
+ * events: a crash repeats at most events that re-apply as no change.
+ */
+#include "ingest/kube.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_OBJECT_DEFAULT   (4u << 20)
+#define MAX_LIST_DEFAULT     (256u << 20)
+#define PAGE_LIMIT_DEFAULT   500
+#define WATCH_MIN_DEFAULT    300
+#define BACKOFF_BASE_DEFAULT 500
+#define BACKOFF_MAX_DEFAULT  30000
+#define RETRY_MAX_DEFAULT    300000
+#define CONNECT_DEFAULT	     10000
+#define TICK_DEFAULT_NS	     (60 * (int64_t)1000000000)
+/* An error response body is kept only to show its message. */
+#define ERROR_BODY_MAX (64u << 10)
+/* Commits are grouped: at most one flush per interval while busy. */
+#define FLUSH_INTERVAL_NS (100 * (int64_t)1000000)
+/* The loop wakes at least this often to see the stop flag. */
+#define POLL_MAX_MS 200
+/* A list request may take this long (the server pages it). */
+#define LIST_TIMEOUT_MS (300 * 1000L)
+#define URL_MAX		8192
+/* A record file seeded at start is read in lines of at most this. */
+#define RECORD_LINE_MAX (64u << 20)
+
+enum phase { PH_LIST, PH_WATCH };
+
+struct kube;
+
+/* One watched resource. */
+struct res {
+	struct kube *k;
+	enum resource r;
+	enum phase phase;
+	CURL *easy; /* the transfer in flight, NULL between them */
+	struct curl_slist *headers;
+	bool listing;	/* an engine relist is open */
+	bool relist_soon; /* list again at the next turn of the loop */
+	bool first_page; /* the list request in flight has no continue */
+	bool listed;	/* listed at least once */
+	char *rv;	/* resourceVersion to watch from */
+	char *cont;	/* continue token of the list in progress */
+	unsigned limit; /* page size (halved when a page is too big) */
+	unsigned attempt; /* failures in a row */
+	int64_t start_ns; /* monotonic time to start the next request */
+	/* The response in flight. */
+	long status;
+	int64_t retry_after_ms;
+	bool relist;   /* the stream said to relist (ERROR event) */
+	bool relist_wait; /* ... after a backoff (not a 410) */
+	bool got_lines; /* the watch delivered something */
+	int64_t req_ns; /* monotonic start of the request */
+	bool too_big;  /* the list page passed max_list_bytes */
+	bool failed;   /* an operating error ended the transfer */
+	char *body;    /* list page or error body */
+	size_t body_len, body_cap;
+	struct kube_frame frame;
+	char *frame_buf;
+	/* With --record: "ns/name" -> uid of what the record holds, so that
+	 * a relist can write DELETED lines for what vanished. */
+	json_t *known, *seen;
+};
+
+struct kube {
+	ingest_t *in;
+	const struct kube_config *c;
+	struct kube_watch_opts o;
+	CURLM *multi;
+	struct res res[RES_MAX];
+	FILE *record;
+	uint32_t rng;
+	bool dirty;		/* the engine has something to flush */
+	int64_t last_flush_ns;	/* monotonic */
+	int64_t last_event_ns;	/* monotonic: last event or TICK */
+	int fatal;		/* an operating error (code) */
+	char *classes_rv;	/* resourceVersion of the class ConfigMap */
+	struct lg_error *err;
+};
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(xmalloc(n), s, n);
+}
+
+static int64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+static uint32_t next_rand(struct kube *k)
+{
+	/* xorshift32: jitter needs spread, not secrecy. */
+	uint32_t x = k->rng;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	k->rng = x;
+	return x;
+}
+
+static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logmsg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("gpuledger: watch: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static const char *res_name(const struct res *s)
+{
+	return resource_info(s->r)->kind;
+}
+
+/* Records an operating error; the loop ends at its next turn. */
+static int fail(struct kube *k, int code, const struct lg_error *e)
+{
+	if (k->fatal == 0) {
+		k->fatal = code;
+		if (e != NULL && e != k->err && k->err != NULL)
+			*k->err = *e;
+	}
+	return code;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The record file (--record): what the watch received, as a recorded      */
+/* stream that `watch --from` replays to the same state.                   */
+
+static const json_t *meta(const json_t *obj, const char *field)
+{
+	return json_object_get(json_object_get(obj, "metadata"), field);
+}
+
+static const char *meta_str(const json_t *obj, const char *field)
+{
+	return json_string_value(meta(obj, field));
+}
+
+/* "namespace/name", or false when the object has no usable name. */
+static bool object_key(const json_t *obj, char *buf, size_t cap)
+{
+	const char *ns = meta_str(obj, "namespace"), *name = meta_str(obj, "name");
+	int n;
+
+	if (name == NULL || name[0] == '\0')
+		return false;
+	n = snprintf(buf, cap, "%s/%s", ns ? ns : "", name);
+	return n > 0 && (size_t)n < cap;
+}
+
+static int record_write(struct kube *k, const char *type, json_t *obj,
+			int64_t time_ns)
+{
+	char t[64];
+	json_t *line;
+	char *s;
+	int rc = 0;
+
+	if (k->record == NULL)
+		return 0;
+	time_format_ns(time_ns, t, sizeof(t));
+	line = json_pack("{s:s, s:O, s:s}", "type", type, "object", obj,
+			 "time", t);
+	s = json_dumps(line, JSON_COMPACT);
+	if (s == NULL || fputs(s, k->record) == EOF ||
+	    fputc('\n', k->record) == EOF) {
+		struct lg_error e;
+
+		lg_error_set(&e, LG_EIO, "%s: %s", k->o.record_path,
+			     strerror(errno));
+		rc = fail(k, LG_EIO, &e);
+	}
+	free(s);
+	json_decref(line);
+	return rc;
+}
+
+/* Keeps the record's view of which objects exist: the identity of obj
+ * (name, namespace, uid) under its key, or removed for DELETED. */
+static void track(struct res *s, enum watch_type type, const json_t *obj)
+{
+	char key[512];
+	json_t *id;
+
+	if (s->known == NULL || !object_key(obj, key, sizeof(key)))
+		return;
+	if (type == WATCH_DELETED) {
+		json_object_del(s->known, key);
+		return;
+	}
+	id = json_pack("{s:s}", "name", meta_str(obj, "name"));
+	if (meta_str(obj, "namespace") != NULL)
+		json_object_set_new(id, "namespace",
+				    json_string(meta_str(obj, "namespace")));
+	if (meta_str(obj, "uid") != NULL)
+		json_object_set_new(id, "uid",
+				    json_string(meta_str(obj, "uid")));
+	if (s->seen != NULL)
+		json_object_set(s->seen, key, id);
+	json_object_set_new(s->known, key, id);
+}
+
+/* At the end of a relist: DELETED lines for what the record holds but the
+ * list did not show, which is what the engine's relist_end released. */
+static int record_vanished(struct kube *k, struct res *s, int64_t time_ns)
+{
+	const struct resource_info *ri = resource_info(s->r);
+	const char *key;
+	json_t *id;
+	int rc = 0;
+
+	if (s->known == NULL || s->seen == NULL)
+		return 0;
+	json_object_foreach(s->known, key, id) {
+		json_t *obj;
+
+		if (json_object_get(s->seen, key) != NULL)
+			continue;
+		obj = json_pack("{s:s, s:s, s:O}", "apiVersion",
+				ri->api_version, "kind", ri->kind, "metadata",
+				id);
+		rc = record_write(k, "DELETED", obj, time_ns);
+		json_decref(obj);
+		if (rc < 0)
+			break;
+	}
+	json_decref(s->known);
+	s->known = s->seen;
+	s->seen = NULL;
+	return rc;
+}
+
+/* One line of an existing record file, to seed the known sets. */
+static void seed_line(struct kube *k, const char *line, size_t len)
+{
+	static const struct {
+		const char *name;
+		enum watch_type type;
+	} types[] = {{"ADDED", WATCH_ADDED},
+		     {"MODIFIED", WATCH_MODIFIED},
+		     {"DELETED", WATCH_DELETED}};
+	json_t *ev = json_loadb(line, len, 0, NULL);
+	json_t *obj = json_object_get(ev, "object");
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	enum resource r;
+
+	r = resource_of(json_string_value(json_object_get(obj, "apiVersion")),
+			json_string_value(json_object_get(obj, "kind")));
+	for (size_t i = 0; type && r != RES_MAX && i < 3; i++)
+		if (strcmp(type, types[i].name) == 0)
+			track(&k->res[r], types[i].type, obj);
+	json_decref(ev);
+}
+
+/* A record file that already exists is continued: its lines tell what the
+ * record holds, so that the first relist writes the right DELETED lines. */
+static int record_open(struct kube *k, struct lg_error *err)
+{
+	FILE *f;
+	size_t cap = k->o.max_object_bytes + 4096;
+	char *buf, *chunk;
+	struct kube_frame fr;
+
+	for (int r = 0; r < RES_MAX; r++)
+		k->res[r].known = json_object();
+	f = fopen(k->o.record_path, "rb");
+	if (f != NULL) {
+		buf = xmalloc(cap);
+		chunk = xmalloc(1 << 16);
+		kube_frame_init(&fr, buf, cap);
+		for (size_t n; (n = fread(chunk, 1, 1 << 16, f)) > 0;) {
+			for (size_t off = 0, used; off < n; off += used) {
+				struct kube_frame_out out;
+
+				if (kube_frame_push(&fr, chunk + off, n - off,
+						    &used, &out) ==
+				    KUBE_FRAME_LINE)
+					seed_line(k, out.line, out.len);
+			}
+		}
+		fclose(f);
+		free(chunk);
+		free(buf);
+	}
+	k->record = fopen(k->o.record_path, "ab");
+	if (k->record == NULL)
+		return lg_error_set(err, LG_EIO, "%s: %s", k->o.record_path,
+				    strerror(errno));
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Requests.                                                               */
+
+static bool build_url(struct kube *k, struct res *s, char *buf, size_t cap)
+{
+	const char *path = resource_info(s->r)->path;
+	char sep = strchr(path, '?') ? '&' : '?';
+	char *esc = NULL;
+	int n;
+
+	if (s->phase == PH_LIST) {
+		if (s->cont != NULL)
+			esc = curl_easy_escape(NULL, s->cont, 0);
+		n = snprintf(buf, cap, "%s%s%climit=%u%s%s", k->c->server, path,
+			     sep, s->limit, esc ? "&continue=" : "",
+			     esc ? esc : "");
+	} else {
+		unsigned t = kube_watch_timeout_s(k->o.watch_timeout_s,
+						  next_rand(k));
+
+		esc = curl_easy_escape(NULL, s->rv ? s->rv : "", 0);
+		n = snprintf(buf, cap,
+			     "%s%s%cwatch=1&allowWatchBookmarks=true&"
+			     "resourceVersion=%s&timeoutSeconds=%u",
+			     k->c->server, path, sep, esc ? esc : "", t);
+	}
+	curl_free(esc);
+	return n > 0 && (size_t)n < cap;
+}
+
+static size_t on_header(char *b, size_t size, size_t nitems, void *data)
+{
+	struct res *s = data;
+	size_t n = size * nitems;
+	char v[128];
+	size_t i = 12, j = 0;
+
+	if (n <= 2 && (b[0] == '\r' || b[0] == '\n')) {
+		/* The end of the headers: an accepted watch is healthy again
+		 * (its server may stay quiet for minutes). */
+		long status = 0;
+
+		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+		if (status == 200 && s->phase == PH_WATCH)
+			s->attempt = 0;
+		return n;
+	}
+	if (n < 12 || strncasecmp(b, "Retry-After:", 12) != 0)
+		return n;
+	while (i < n && (b[i] == ' ' || b[i] == '\t'))
+		i++;
+	while (i < n && b[i] != '\r' && b[i] != '\n' && j < sizeof(v) - 1)
+		v[j++] = b[i++];
+	v[j] = '\0';
+	if (kube_retry_after_ms(v, (int64_t)time(NULL),
+				s->k->o.retry_after_max_ms,
+				&s->retry_after_ms) < 0)
+		s->retry_after_ms = -1;
+	return n;
+}
+
+/* Appends to the body, up to max bytes; false when that would pass it. */
+static bool body_append(struct res *s, const char *p, size_t n, size_t max)
+{
+	if (s->body_len + n > max)
+		return false;
+	if (s->body_len + n + 1 > s->body_cap) {
+		size_t cap = s->body_cap ? s->body_cap : 1 << 16;
+		char *nb;
+
+		while (cap < s->body_len + n + 1)
+			cap *= 2;
+		nb = realloc(s->body, cap);
+		if (nb == NULL)
+			abort();
+		s->body = nb;
+		s->body_cap = cap;
+	}
+	memcpy(s->body + s->body_len, p, n);
+	s->body_len += n;
+	s->body[s->body_len] = '\0';
+	return true;
+}
+
+static int watch_line(struct kube *k, struct res *s, const char *line,
+		      size_t len);
+
+/* An object larger than max_object_bytes was skipped: a NOTE and a log
+ * line. The object is lost to us, as the API server would lose a write
+ * larger than its own limit; the bound keeps one object from taking the
+ * watcher's memory. */
+static int oversized(struct kube *k, struct res *s, size_t len,
+		     const char *what)
+{
+	struct lg_error e = {0};
+	int rc;
+
+	logmsg("%s: skipped a %s of %zu bytes (more than %zu)", res_name(s),
+	       what, len, k->o.max_object_bytes);
+	k->dirty = true;
+	if ((rc = ingest_oversized(k->in, len, &e)) < 0)
+		return fail(k, rc, &e);
+	return 0;
+}
+
+/* Watch bytes through the framer, each complete line to watch_line. */
+static bool watch_bytes(struct kube *k, struct res *s, const char *p,
+			size_t n)
+{
+	for (size_t off = 0, used; off < n; off += used) {
+		struct kube_frame_out out;
+
+		switch (kube_frame_push(&s->frame, p + off, n - off, &used,
+					&out)) {
+		case KUBE_FRAME_LINE:
+			s->got_lines = true;
+			if (watch_line(k, s, out.line, out.len) < 0)
+				s->failed = true;
+			break;
+		case KUBE_FRAME_OVERSIZED:
+			if (oversized(k, s, out.len, "watch event") < 0)
+				s->failed = true;
+			break;
+		case KUBE_FRAME_MORE:
+			break;
+		}
+		if (s->failed || s->relist)
+			return false;
+	}
+	return true;
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *data)
+{
+	struct res *s = data;
+	struct kube *k = s->k;
+	size_t n = size * nmemb;
+
+	if (s->status == 0)
+		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
+	if (s->status != 200) {
+		/* Only the start of an error body is kept, for its message. */
+		body_append(s, p, n, ERROR_BODY_MAX);
+		return n;
+	}
+	if (s->phase == PH_LIST) {
+		if (body_append(s, p, n, k->o.max_list_bytes))
+			return n;
+		s->too_big = true;
+		return 0;
+	}
+	return watch_bytes(k, s, p, n) ? n : 0;
+}
+
+/* Sets the TLS and identity options of a request. */
+static void set_tls(struct kube *k, CURL *e)
+{
+	const struct kube_config *c = k->c;
+	struct curl_blob b = {.flags = CURL_BLOB_COPY};
+
+	if (c->ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+	if (c->ca_data) {
+		b.data = c->ca_data;
+		b.len = c->ca_data_len;
+		curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+	}
+	if (c->cert_file)
+		curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
+	if (c->cert_data) {
+		b.data = c->cert_data;
+		b.len = c->cert_data_len;
+		curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
+	}
+	if (c->cert_file || c->cert_data)
+		curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+	if (c->key_file)
+		curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
+	if (c->key_data) {
+		b.data = c->key_data;
+		b.len = c->key_data_len;
+		curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
+	}
+	if (c->insecure) {
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+}
+
+/* Headers of a request: the bearer token is read again each time, so a
+ * rotated service-account token is picked up by the next request. */
+static int set_headers(struct kube *k, struct res *s, struct lg_error *err)
+{
+	char *token = NULL;
+	int rc = kube_config_token(k->c, &token, err);
+
+	if (rc < 0)
+		return rc;
+	s->headers = curl_slist_append(NULL, "Accept: application/json");
+	if (token != NULL) {
+		size_t n = strlen(token) + 32;
+		char *h = xmalloc(n);
+
+		snprintf(h, n, "Authorization: Bearer %s", token);
+		s->headers = curl_slist_append(s->headers, h);
+		/* The token must not linger in freed memory. */
+		memset(h, 0, n);
+		memset(token, 0, strlen(token));
+		free(h);
+		free(token);
+	}
+	if (s->headers == NULL)
+		abort();
+	return 0;
+}
+
+static void reset_response(struct res *s)
+{
+	s->status = 0;
+	s->retry_after_ms = -1;
+	s->relist = s->relist_wait = s->too_big = s->failed = false;
+	s->got_lines = false;
+	s->req_ns = mono_ns();
+	s->body_len = 0;
+	kube_frame_reset(&s->frame);
+}
+
+static int start_request(struct kube *k, struct res *s, struct lg_error *err)
+{
+	char url[URL_MAX];
+	CURL *e;
+	int rc;
+
+	if (!build_url(k, s, url, sizeof(url)))
+		return lg_error_set(err, LG_ELIMIT, "request URL too long");
+	if ((rc = set_headers(k, s, err)) < 0)
+		return rc;
+	reset_response(s);
+	s->first_page = s->phase == PH_LIST && s->cont == NULL;
+	e = curl_easy_init();
+	if (e == NULL)
+		abort();
+	s->easy = e;
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->headers);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, s);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, s);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuledger");
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)k->o.connect_timeout_ms);
+	/* A watch ends at the server's timeoutSeconds; this only ends one
+	 * that a dead peer keeps open. */
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+			 s->phase == PH_LIST
+				 ? LIST_TIMEOUT_MS
+				 : (long)k->o.watch_timeout_s * 2000L + 30000L);
+	set_tls(k, e);
+	if (k->o.verbose)
+		logmsg("GET %s", url);
+	if (curl_multi_add_handle(k->multi, e) != CURLM_OK)
+		abort();
+	return 0;
+}
+
+static void end_request(struct kube *k, struct res *s)
+{
+	if (s->easy != NULL) {
+		curl_multi_remove_handle(k->multi, s->easy);
+		curl_easy_cleanup(s->easy);
+		s->easy = NULL;
+	}
+	curl_slist_free_all(s->headers);
+	s->headers = NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* What the server sent.                                                   */
+
+static int64_t real_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+/* Objects of built-in lists carry no apiVersion and kind; the engine and
+ * the record need both, and they are known from the resource. */
+static void fill_typemeta(const struct res *s, json_t *obj)
+{
+	const struct resource_info *ri = resource_info(s->r);
+
+	if (!json_is_string(json_object_get(obj, "apiVersion")))
+		json_object_set_new(obj, "apiVersion",
+				    json_string(ri->api_version));
+	if (!json_is_string(json_object_get(obj, "kind")))
+		json_object_set_new(obj, "kind", json_string(ri->kind));
+}
+
+/* The engine keeps no pod that holds nothing, so when the class table
+ * changes it cannot map such pods again, yet a new raw resource name may
+ * make a running pod a holder. So pods are listed again whenever the
+ * table's ConfigMap shows a new resourceVersion (a rare event; a relist
+ * of the same version changes nothing); the record gets the same ADDED
+ * lines, so a replay of it maps the pods again too. */
+static void class_table_seen(struct kube *k, const json_t *obj,
+			     enum watch_type type)
+{
+	const char *rv = meta_str(obj, "resourceVersion");
+
+	if (type == WATCH_DELETED || rv == NULL ||
+	    (k->classes_rv != NULL && strcmp(k->classes_rv, rv) == 0))
+		return;
+	if (k->classes_rv != NULL)
+		k->res[RES_POD].relist_soon = true;
+	free(k->classes_rv);
+	k->classes_rv = xstrdup(rv);
+}
+
+/* Hands one object to the engine (recording it first) and, when it has
+ * one, advances the resource's position past it. */
+static int feed(struct kube *k, struct res *s, enum watch_type type,
+		const char *type_name, json_t *obj, bool advance)
+{
+	struct lg_error e = {0};
+	int64_t now = real_ns();
+	const char *rv = meta_str(obj, "resourceVersion");
+	int rc;
+
+	if ((rc = record_write(k, type_name, obj, now)) < 0)
+		return rc;
+	track(s, type, obj);
+	if ((rc = ingest_event(k->in, type, obj, now, &e)) < 0)
+		return fail(k, rc, &e);
+	k->dirty = true;
+	if (s->r == RES_CONFIGMAP && type != WATCH_BOOKMARK)
+		class_table_seen(k, obj, type);
+	if (type != WATCH_BOOKMARK)
+		k->last_event_ns = mono_ns();
+	if (advance && rv != NULL && rv[0] != '\0') {
+		free(s->rv);
+		s->rv = xstrdup(rv);
+		ingest_set_position(k->in, s->r, rv);
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	enum watch_type type;
+} watch_types[] = {
+	{"ADDED", WATCH_ADDED},
+	{"MODIFIED", WATCH_MODIFIED},
+	{"DELETED", WATCH_DELETED},
+	{"BOOKMARK", WATCH_BOOKMARK},
+};
+
+/* An ERROR event carries a Status; every one of them means the watch
+ * cannot go on from where it is, so the resource is listed again. */
+static void watch_error(struct res *s, const json_t *status)
+{
+	json_int_t code = json_integer_value(json_object_get(status, "code"));
+	const char *msg = json_string_value(json_object_get(status, "message"));
+
+	logmsg("%s: watch ERROR %lld (%s): relisting", res_name(s),
+	       (long long)code, msg ? msg : "no message");
+	s->relist = true;
+	/* 410 Gone/Expired is routine (the history moved on): relist at
+	 * once. Anything else may repeat, so it waits like a failure. */
+	s->relist_wait = code != 410;
+}
+
+static int watch_line(struct kube *k, struct res *s, const char *line,
+		      size_t len)
+{
+	json_t *ev = json_loadb(line, len, 0, NULL);
+	json_t *obj = json_object_get(ev, "object");
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	int rc = 0;
+
+	if (!json_is_object(obj) || type == NULL) {
+		struct lg_error e = {0};
+
+		/* The engine turns a malformed line into a NOTE. */
+		logmsg("%s: malformed watch event (%zu bytes)", res_name(s),
+		       len);
+		json_decref(ev);
+		rc = ingest_line(k->in, line, len, &e);
+		k->dirty = true;
+		return rc < 0 ? fail(k, rc, &e) : 0;
+	}
+	if (strcmp(type, "ERROR") == 0) {
+		watch_error(s, obj);
+		json_decref(ev);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(watch_types) / sizeof(watch_types[0]);
+	     i++) {
+		if (strcmp(type, watch_types[i].name) != 0)
+			continue;
+		if (watch_types[i].type != WATCH_BOOKMARK)
+			fill_typemeta(s, obj);
+		rc = feed(k, s, watch_types[i].type, type, obj, true);
+		s->attempt = 0;
+		json_decref(ev);
+		return rc;
+	}
+	logmsg("%s: unknown watch event type \"%s\" ignored", res_name(s),
+	       type);
+	json_decref(ev);
+	return 0;
+}
+
+/* One list item: an ADDED of the relist, unless it is larger than an
+ * object may be, which is skipped as an oversized watch line is. */
+static int list_item(struct kube *k, struct res *s, json_t *item)
+{
+	size_t n;
+
+	if (!json_is_object(item)) {
+		logmsg("%s: list item that is not an object skipped",
+		       res_name(s));
+		return 0;
+	}
+	fill_typemeta(s, item);
+	n = json_dumpb(item, NULL, 0, JSON_COMPACT);
+	if (n > k->o.max_object_bytes)
+		return oversized(k, s, n, "listed object");
+	return feed(k, s, WATCH_ADDED, "ADDED", item, false);
+}
+
+static int relist_begin(struct kube *k, struct res *s)
+{
+	struct lg_error e = {0};
+	int rc;
+
+	if ((rc = ingest_relist_begin(k->in, s->r, &e)) < 0)
+		return fail(k, rc, &e);
+	s->listing = true;
+	k->dirty = true;
+	if (s->known != NULL) {
+		json_decref(s->seen);
+		s->seen = json_object();
+	}
+	return 0;
+}
+
+/* The last page: what was not listed is gone; watch from the list's
+ * resourceVersion. */
+static int relist_end(struct kube *k, struct res *s, const char *rv)
+{
+	struct lg_error e = {0};
+	int rc;
+
+	if ((rc = ingest_relist_end(k->in, s->r, &e)) < 0)
+		return fail(k, rc, &e);
+	if ((rc = record_vanished(k, s, real_ns())) < 0)
+		return rc;
+	s->listing = false;
+	s->listed = true;
+	free(s->rv);
+	s->rv = rv && rv[0] ? xstrdup(rv) : NULL;
+	if (s->rv != NULL)
+		ingest_set_position(k->in, s->r, s->rv);
+	s->phase = PH_WATCH;
+	return 0;
+}
+
+/* A list page arrived whole. Returns < 0 for an operating error, 1 when
+ * the page is unusable (retried), else 0. */
+static int list_page(struct kube *k, struct res *s)
+{
+	json_error_t je;
+	json_t *doc = json_loadb(s->body, s->body_len, 0, &je);
+	json_t *items = json_object_get(doc, "items");
+	const char *rv = meta_str(doc, "resourceVersion");
+	const char *cont = meta_str(doc, "continue");
+	int rc = 0;
+
+	if (!json_is_object(doc) || (items && !json_is_array(items) &&
+				     !json_is_null(items))) {
+		logmsg("%s: unusable list response: %s", res_name(s),
+		       doc ? "no items list" : je.text);
+		json_decref(doc);
+		return 1;
+	}
+	/* A first page (re)starts the relist, also one that an expired
+	 * continue token cut short. */
+	if (s->first_page)
+		rc = relist_begin(k, s);
+	for (size_t i = 0; rc == 0 && i < json_array_size(items); i++)
+		rc = list_item(k, s, json_array_get(items, i));
+	free(s->cont);
+	s->cont = NULL;
+	if (rc == 0 && cont != NULL && cont[0] != '\0')
+		s->cont = xstrdup(cont);
+	else if (rc == 0)
+		rc = relist_end(k, s, rv);
+	json_decref(doc);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* After a request.                                                        */
+
+/* Schedules the next request of s after a backoff that grows with each
+ * failure in a row and honours the server's Retry-After. */
+static void retry_later(struct kube *k, struct res *s, const char *why)
+{
+	int64_t d = kube_retry_delay_ms(s->attempt, k->o.backoff_base_ms,
+					k->o.backoff_max_ms, s->retry_after_ms,
+					k->o.retry_after_max_ms, next_rand(k));
+
+	if (s->attempt < 64)
+		s->attempt++;
+	s->start_ns = mono_ns() + d * 1000000;
+	logmsg("%s: %s; retrying in %lld ms", res_name(s), why, (long long)d);
+}
+
+static void start_now(struct res *s)
+{
+	s->start_ns = 0;
+}
+
+/* The next request lists from the first page. */
+static void to_list(struct res *s)
+{
+	s->phase = PH_LIST;
+	free(s->cont);
+	s->cont = NULL;
+}
+
+/* The message of an error response (a Status), for the log. */
+static void error_message(const struct res *s, long status, char *buf,
+			  size_t cap)
+{
+	json_t *st = json_loadb(s->body ? s->body : "", s->body_len, 0, NULL);
+	const char *msg = json_string_value(json_object_get(st, "message"));
+
+	snprintf(buf, cap, "HTTP %ld%s%.120s", status, msg ? ": " : "",
+		 msg ? msg : "");
+	json_decref(st);
+}
+
+/* The stream ended: a last line without "\n" still counts. */
+static void watch_finish(struct kube *k, struct res *s)
+{
+	struct kube_frame_out out;
+
+	if (kube_frame_finish(&s->frame, &out) == KUBE_FRAME_LINE &&
+	    watch_line(k, s, out.line, out.len) < 0)
+		s->failed = true;
+}
+
+static void after_ok(struct kube *k, struct res *s)
+{
+	int rc;
+
+	if (s->phase == PH_LIST) {
+		rc = list_page(k, s);
+		if (rc == 1)
+			retry_later(k, s, "unusable list page");
+		else if (rc == 0) {
+			s->attempt = 0;
+			start_now(s);
+		}
+		return;
+	}
+	/* A server that ends every watch at once must not make us spin. */
+	if (!s->got_lines && mono_ns() - s->req_ns < 1000000000)
+		retry_later(k, s, "watch ended at once");
+	else
+		start_now(s);
+}
+
+static void done(struct kube *k, struct res *s, CURLcode cc)
+{
+	long status = s->status;
+	char why[200];
+
+	if (status == 0)
+		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+	end_request(k, s);
+	if (k->fatal || s->failed)
+		return;
+	if (s->phase == PH_WATCH && cc == CURLE_OK && status == 200)
+		watch_finish(k, s);
+	if (k->fatal || s->failed)
+		return;
+	if (s->relist) {
+		to_list(s);
+		if (s->relist_wait)
+			retry_later(k, s, "relisting after a watch ERROR");
+		else
+			start_now(s);
+	} else if (s->too_big) {
+		s->limit = s->limit > 1 ? s->limit / 2 : 1;
+		logmsg("%s: list page larger than %zu bytes; limit now %u",
+		       res_name(s), k->o.max_list_bytes, s->limit);
+		start_now(s);
+	} else if (cc != CURLE_OK) {
+		retry_later(k, s, curl_easy_strerror(cc));
+	} else if (status == 410) {
+		logmsg("%s: 410 Gone: relisting", res_name(s));
+		to_list(s);
+		start_now(s);
+	} else if (status != 200) {
+		error_message(s, status, why, sizeof(why));
+		retry_later(k, s, why);
+	} else {
+		after_ok(k, s);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* The loop.                                                               */
+
+/* Healthy: every resource is listed and its watch is open, so the ledger
+ * is as current as the cluster and time may be marked with a TICK. */
+static bool healthy(const struct kube *k)
+{
+	for (int r = 0; r < RES_MAX; r++) {
+		const struct res *s = &k->res[r];
+
+		if (!s->listed || s->phase != PH_WATCH || s->easy == NULL ||
+		    s->attempt > 0)
+			return false;
+	}
+	return true;
+}
+
+static void start_one(struct kube *k, struct res *s)
+{
+	struct lg_error e = {0};
+
+	if (start_request(k, s, &e) == 0)
+		return;
+	/* Nothing was started: a token file being rotated, or a continue
+	 * token or resourceVersion too long for a URL. */
+	end_request(k, s);
+	if (e.code == LG_ELIMIT)
+		to_list(s);
+	retry_later(k, s, e.msg);
+}
+
+/* Starts what is due. The class table (the ConfigMap) goes first, so that
+ * holders are mapped with the cluster's table from the start rather than
+ * mapped twice; the rest wait for its first list or first failure. */
+static void start_due(struct kube *k, int64_t now)
+{
+	const struct res *cm = &k->res[RES_CONFIGMAP];
+	bool gate = cm->listed || cm->attempt > 0;
+
+	for (int r = 0; r < RES_MAX; r++) {
+		struct res *s = &k->res[r];
+
+		if (s->easy != NULL || s->start_ns > now ||
+		    (r != RES_CONFIGMAP && !gate))
+			continue;
+		start_one(k, s);
+	}
+}
+
+static void reap(struct kube *k)
+{
+	CURLMsg *m;
+	int left;
+
+	while ((m = curl_multi_info_read(k->multi, &left)) != NULL) {
+		struct res *s = NULL;
+
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &s);
+		done(k, s, m->data.result);
+	}
+}
+
+/* Relists asked for by class_table_seen. Transfers cannot be removed from
+ * inside a libcurl callback, so this runs from the loop. */
+static void relist_pending(struct kube *k)
+{
+	for (int r = 0; r < RES_MAX; r++) {
+		struct res *s = &k->res[r];
+
+		if (!s->relist_soon)
+			continue;
+		s->relist_soon = false;
+		if (!s->listed && !s->listing)
+			continue; /* its first list is still to come */
+		if (s->easy != NULL) {
+			end_request(k, s);
+			start_now(s);
+		}
+		logmsg("%s: class table changed: relisting", res_name(s));
+		to_list(s);
+	}
+}
+
+static void maybe_tick(struct kube *k, int64_t now)
+{
+	struct lg_error e = {0};
+	int rc;
+
+	if (now - k->last_event_ns < k->o.tick_ns || !healthy(k))
+		return;
+	if ((rc = ingest_tick(k->in, real_ns(), &e)) < 0) {
+		fail(k, rc, &e);
+		return;
+	}
+	k->last_event_ns = now;
+	k->dirty = true;
+}
+
+/* Group commit: one flush per interval at most, and one at the end. The
+ * record is flushed first, so that it never lags the ledger by more than
+ * what the next relist writes again. */
+static void maybe_flush(struct kube *k, int64_t now, bool force)
+{
+	struct lg_error e = {0};
+	int rc;
+
+	if (!k->dirty || (!force && now - k->last_flush_ns < FLUSH_INTERVAL_NS))
+		return;
+	if (k->record != NULL && fflush(k->record) != 0) {
+		lg_error_set(&e, LG_EIO, "%s: %s", k->o.record_path,
+			     strerror(errno));
+		fail(k, LG_EIO, &e);
+		return;
+	}
+	if ((rc = ingest_flush(k->in, &e)) < 0) {
+		fail(k, rc, &e);
+		return;
+	}
+	k->dirty = false;
+	k->last_flush_ns = now;
+}
+
+static bool stopped(const struct kube *k, int64_t now)
+{
+	return (k->o.stop != NULL && *k->o.stop) ||
+	       (k->o.deadline_ns > 0 && now >= k->o.deadline_ns);
+}
+
+/* How long to wait for the network: until the next start, tick, flush or
+ * deadline, and never more than POLL_MAX_MS (the stop flag). */
+static int wait_ms(const struct kube *k, int64_t now)
+{
+	int64_t until = now + POLL_MAX_MS * (int64_t)1000000;
+
+	for (int r = 0; r < RES_MAX; r++)
+		if (k->res[r].easy == NULL && k->res[r].start_ns < until)
+			until = k->res[r].start_ns;
+	if (k->dirty && k->last_flush_ns + FLUSH_INTERVAL_NS < until)
+		until = k->last_flush_ns + FLUSH_INTERVAL_NS;
+	if (k->last_event_ns + k->o.tick_ns < until)
+		until = k->last_event_ns + k->o.tick_ns;
+	if (k->o.deadline_ns > 0 && k->o.deadline_ns < until)
+		until = k->o.deadline_ns;
+	return until <= now ? 0 : (int)((until - now + 999999) / 1000000);
+}
+
+static void loop(struct kube *k)
+{
+	for (;;) {
+		int64_t now = mono_ns();
+		int running;
+
+		if (stopped(k, now))
+			break;
+		start_due(k, now);
+		curl_multi_perform(k->multi, &running);
+		reap(k);
+		relist_pending(k);
+		now = mono_ns();
+		if (!k->fatal)
+			maybe_tick(k, now);
+		if (!k->fatal)
+			maybe_flush(k, now, false);
+		if (k->fatal)
+			break;
+		curl_multi_poll(k->multi, NULL, 0, wait_ms(k, now), NULL);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void set_defaults(struct kube_watch_opts *o)
+{
+	if (o->tick_ns <= 0)
+		o->tick_ns = TICK_DEFAULT_NS;
+	if (o->max_object_bytes == 0)
+		o->max_object_bytes = MAX_OBJECT_DEFAULT;
+	if (o->max_list_bytes == 0)
+		o->max_list_bytes = MAX_LIST_DEFAULT;
+	if (o->page_limit == 0)
+		o->page_limit = PAGE_LIMIT_DEFAULT;
+	if (o->watch_timeout_s == 0)
+		o->watch_timeout_s = WATCH_MIN_DEFAULT;
+	if (o->backoff_base_ms <= 0)
+		o->backoff_base_ms = BACKOFF_BASE_DEFAULT;
+	if (o->backoff_max_ms <= 0)
+		o->backoff_max_ms = BACKOFF_MAX_DEFAULT;
+	if (o->retry_after_max_ms <= 0)
+		o->retry_after_max_ms = RETRY_MAX_DEFAULT;
+	if (o->connect_timeout_ms <= 0)
+		o->connect_timeout_ms = CONNECT_DEFAULT;
+}
+
+static struct kube *kube_new(ingest_t *in, const struct kube_config *c,
+			     const struct kube_watch_opts *o)
+{
+	struct kube *k = calloc(1, sizeof(*k));
+
+	if (k == NULL)
+		abort();
+	k->in = in;
+	k->c = c;
+	k->o = *o;
+	set_defaults(&k->o);
+	k->rng = k->o.seed ? k->o.seed
+			   : (uint32_t)(real_ns() ^ ((int64_t)getpid() << 16));
+	if (k->rng == 0)
+		k->rng = 1;
+	k->multi = curl_multi_init();
+	if (k->multi == NULL)
+		abort();
+	k->last_event_ns = k->last_flush_ns = mono_ns();
+	for (int r = 0; r < RES_MAX; r++) {
+		struct res *s = &k->res[r];
+
+		s->k = k;
+		s->r = (enum resource)r;
+		s->phase = PH_LIST;
+		s->limit = k->o.page_limit;
+		s->frame_buf = xmalloc(k->o.max_object_bytes);
+		kube_frame_init(&s->frame, s->frame_buf,
+				k->o.max_object_bytes);
+	}
+	return k;
+}
+
+static void kube_free(struct kube *k)
+{
+	for (int r = 0; r < RES_MAX; r++) {
+		struct res *s = &k->res[r];
+
+		end_request(k, s);
+		free(s->rv);
+		free(s->cont);
+		free(s->body);
+		free(s->frame_buf);
+		json_decref(s->known);
+		json_decref(s->seen);
+	}
+	curl_multi_cleanup(k->multi);
+	free(k->classes_rv);
+	if (k->record != NULL)
+		fclose(k->record);
+	free(k);
+}
+
+int kube_watch_run(ingest_t *in, const struct kube_config *c,
+		   const struct kube_watch_opts *o, struct lg_error *err)
+{
+	struct kube *k;
+	int rc = 0;
+
+	if (c->server == NULL)
+		return lg_error_set(err, LG_EINVAL, "no API server configured");
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return lg_error_set(err, LG_EIO, "libcurl failed to start");
+	k = kube_new(in, c, o);
+	k->err = err;
+	if (c->insecure)
+		logmsg("warning: TLS verification of %s is off "
+		       "(insecure-skip-tls-verify)",
+		       c->server);
+	if (k->o.record_path != NULL)
+		rc = record_open(k, err);
+	if (rc == 0) {
+		loop(k);
+		/* Stopping: what was received is committed with its
+		 * resourceVersions; an unfinished relist stays open and is
+		 * done again at the next start. */
+		if (!k->fatal)
+			maybe_flush(k, mono_ns(), true);
+		rc = k->fatal;
+	}
+	kube_free(k);
+	curl_global_cleanup();
+	return rc;
+}

@@ -1,0 +1,268 @@
+/*
+ * Nodes (DESIGN 2.4) and the class table (DESIGN 2, Appendix A "Class
+ * table").
+ *
+ * A NODE event is emitted for a class the node has capacity of, before or
+ * after the change, when its capacity or serving changes (Appendix A
+ * "Nodes"); the cache keeps exactly what the ledger holds per node and
+ * class, so serving that flips while the capacity stays 0 is not an event,
+ * and is one as soon as capacity appears.
+ *
+ * The class table comes from --classes at start and from the
+ * cozy-system/gpu-classes ConfigMap; an invalid or deleted ConfigMap leaves
+ * the table in force.
+ */
+#include "ingest/ingest_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLASSES_NAMESPACE "cozy-system"
+#define CLASSES_NAME	  "gpu-classes"
+#define CLASSES_KEY	  "classes.json"
+
+/* What mapping a node again needs. */
+static json_t *node_extract(const json_t *obj)
+{
+	json_t *d = json_object(), *st = json_object();
+	const json_t *status = json_object_get(obj, "status");
+
+	json_object_set_new(d, "metadata",
+			    json_pack("{ss}", "name", meta_str(obj, "name")));
+	if (json_object_get(obj, "spec") != NULL)
+		json_object_set_new(d, "spec", jcopy(obj, "spec"));
+	if (json_object_get(status, "allocatable") != NULL)
+		json_object_set_new(st, "allocatable",
+				    jcopy(status, "allocatable"));
+	if (json_object_get(status, "conditions") != NULL)
+		json_object_set_new(st, "conditions",
+				    jcopy(status, "conditions"));
+	json_object_set_new(d, "status", st);
+	return d;
+}
+
+static struct ncap *cap_get(struct obj *o, const char *cls)
+{
+	size_t i = 0;
+
+	while (i < o->n_caps && strcmp(o->caps[i].cls, cls) < 0)
+		i++;
+	if (i < o->n_caps && strcmp(o->caps[i].cls, cls) == 0)
+		return &o->caps[i];
+	o->caps = ing_xrealloc(o->caps, (o->n_caps + 1) * sizeof(*o->caps));
+	memmove(o->caps + i + 1, o->caps + i,
+		(o->n_caps - i) * sizeof(*o->caps));
+	memset(&o->caps[i], 0, sizeof(o->caps[i]));
+	snprintf(o->caps[i].cls, sizeof(o->caps[i].cls), "%s", cls);
+	o->n_caps++;
+	return &o->caps[i];
+}
+
+static void set_cap(ingest_t *in, struct obj *o, const char *cls,
+		    int64_t capacity, bool serves)
+{
+	struct ncap *c = cap_get(o, cls);
+
+	if (c->capacity == 0 && capacity == 0)
+		return;
+	if (c->capacity == capacity && c->serves == serves)
+		return;
+	emit(in, &(struct event){.type = EV_NODE,
+				 .node = o->name,
+				 .cls = cls,
+				 .value = capacity,
+				 .present = serves});
+	c->capacity = capacity;
+	c->serves = serves;
+}
+
+static const struct node_class *
+nm_find(const ingest_t *in, const struct node_map *nm, const char *cls)
+{
+	for (size_t i = 0; i < nm->n; i++)
+		if (strcmp(in->table.classes[nm->classes[i].cls].name, cls) ==
+		    0)
+			return &nm->classes[i];
+	return NULL;
+}
+
+/* The node's classes become nm (NULL: the node is gone). */
+static void diff_caps(ingest_t *in, struct obj *o, const struct node_map *nm)
+{
+	size_t k = 0;
+
+	/* Classes the ledger has for the node but nm lacks go to 0. */
+	for (size_t i = 0; i < o->n_caps; i++)
+		if (nm == NULL || nm_find(in, nm, o->caps[i].cls) == NULL)
+			set_cap(in, o, o->caps[i].cls, 0, false);
+	for (size_t i = 0; nm != NULL && i < nm->n; i++)
+		set_cap(in, o, in->table.classes[nm->classes[i].cls].name,
+			nm->classes[i].capacity, nm->classes[i].serves);
+	/* Entries equal to "never seen" need no memory. */
+	for (size_t i = 0; i < o->n_caps; i++)
+		if (o->caps[i].capacity != 0 || o->caps[i].serves)
+			o->caps[k++] = o->caps[i];
+	o->n_caps = k;
+}
+
+int node_upsert(ingest_t *in, enum resource r, const json_t *obj, struct obj *o)
+{
+	struct node_map nm;
+	struct lg_error e = {0};
+	const char *name = meta_str(obj, "name"), *uid = meta_str(obj, "uid");
+	int rc = node_map_object(obj, &in->table, &nm, &e);
+
+	if (rc == 0 && !dns1123_subdomain(name, strlen(name)))
+		rc = lg_error_set(&e, LG_EINVAL,
+				  "name is not a DNS-1123 subdomain");
+	if (o == NULL)
+		o = obj_add(in, r, "", name, uid);
+	obj_set_uid(o, uid ? uid : "");
+	if (rc != 0) {
+		emit_note(in, o, "InvalidObject", HK_NONE, NULL, name,
+			  "Node %s: %s", name, e.msg);
+		return 0;
+	}
+	if (obj != o->doc)
+		obj_set_doc(o, node_extract(obj));
+	diff_caps(in, o, &nm);
+	if (e.code != 0)
+		emit_note(in, o, "InvalidObject", HK_NONE, NULL, name, "%s",
+			  e.msg);
+	else
+		o->note = 0;
+	return 0;
+}
+
+void node_delete(ingest_t *in, enum resource r, struct obj *o)
+{
+	diff_caps(in, o, NULL);
+	obj_del(in, r, o);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The class table */
+
+int table_copy(struct class_table *dst, const struct class_table *src)
+{
+	class_table_init(dst);
+	if (src->n == 0)
+		return 0;
+	dst->classes = ing_xcalloc(src->n, sizeof(*dst->classes));
+	for (size_t i = 0; i < src->n; i++) {
+		if (gpu_class_copy(&dst->classes[i], &src->classes[i]) != 0) {
+			class_table_release(dst);
+			return LG_ENOMEM;
+		}
+		dst->n = i + 1;
+	}
+	return 0;
+}
+
+void needles_free(ingest_t *in)
+{
+	for (size_t i = 0; i < in->n_needles; i++)
+		free(in->needles[i]);
+	free(in->needles);
+	free(in->needle_len);
+	in->needles = NULL;
+	in->needle_len = NULL;
+	in->n_needles = 0;
+}
+
+/* The raw names as they appear in a line: a JSON string. A name with a
+ * character JSON would escape never matches literally; such a line then
+ * takes the full path only if something else sends it there, which is
+ * fine: a raw name with '"' or '\\' cannot be a Kubernetes resource name. */
+void needles_rebuild(ingest_t *in)
+{
+	size_t n = 0, k = 0;
+
+	needles_free(in);
+	for (size_t i = 0; i < in->table.n; i++)
+		n += in->table.classes[i].n_resource_names;
+	if (n == 0)
+		return;
+	in->needles = ing_xcalloc(n, sizeof(*in->needles));
+	in->needle_len = ing_xcalloc(n, sizeof(*in->needle_len));
+	for (size_t i = 0; i < in->table.n; i++) {
+		const struct gpu_class *c = &in->table.classes[i];
+
+		for (size_t j = 0; j < c->n_resource_names; j++) {
+			size_t len = strlen(c->resource_names[j]);
+			char *s = ing_xmalloc(len + 3);
+
+			s[0] = '"';
+			memcpy(s + 1, c->resource_names[j], len);
+			s[len + 1] = '"';
+			s[len + 2] = '\0';
+			in->needles[k] = s;
+			in->needle_len[k++] = len + 2;
+		}
+	}
+	in->n_needles = k;
+}
+
+/* The table of a gpu-classes ConfigMap into t; NOTE and false when it is
+ * invalid. */
+static bool configmap_table(ingest_t *in, struct obj *o, const json_t *obj,
+			    struct class_table *t)
+{
+	const json_t *v =
+		json_object_get(json_object_get(obj, "data"), CLASSES_KEY);
+	struct lg_error e = {0};
+	json_error_t jerr;
+	json_t *doc;
+	int rc;
+
+	if (!json_is_string(v)) {
+		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
+			  "data[\"" CLASSES_KEY "\"] is missing or not a "
+			  "string; the class table in force stays");
+		return false;
+	}
+	doc = json_loadb(json_string_value(v), json_string_length(v), 0, &jerr);
+	if (doc == NULL) {
+		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
+			  CLASSES_KEY " is not JSON (line %d: %s); the class "
+				      "table in force stays",
+			  jerr.line, jerr.text);
+		return false;
+	}
+	rc = class_table_parse(t, doc, &e);
+	json_decref(doc);
+	if (rc != 0) {
+		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
+			  "%s; the class table in force stays", e.msg);
+		return false;
+	}
+	return true;
+}
+
+int configmap_upsert(ingest_t *in, enum resource r, const json_t *obj,
+		     struct obj *o)
+{
+	const char *ns = meta_str(obj, "namespace"),
+		   *name = meta_str(obj, "name");
+	struct class_table t;
+	int rc;
+
+	/* Only one ConfigMap is watched; a recorded stream may hold others. */
+	if (ns == NULL || name == NULL || strcmp(ns, CLASSES_NAMESPACE) != 0 ||
+	    strcmp(name, CLASSES_NAME) != 0)
+		return 0;
+	if (o == NULL)
+		o = obj_add(in, r, ns, name, meta_str(obj, "uid"));
+	if (!configmap_table(in, o, obj, &t))
+		return 0;
+	o->note = 0;
+	rc = ingest_set_classes(in, &t, NULL);
+	class_table_release(&t);
+	return rc;
+}
+
+void configmap_delete(ingest_t *in, enum resource r, struct obj *o)
+{
+	obj_del(in, r, o);
+}

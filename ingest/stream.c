@@ -1,0 +1,223 @@
+/*
+ * Recorded streams (DESIGN 6): one NDJSON watch event per line,
+ * {"type", "object", "time"?}, and the pod fast path (DESIGN 10).
+ *
+ * Most pods hold no GPU, and parsing a 3-4 KB pod into a jansson tree costs
+ * more than everything else the engine does with it. A line that mentions
+ * "Pod" is first projected (ingest/project.c) onto the few members the pod
+ * mapping reads. When the projection names none of the table's raw
+ * resource names and the pod is not cached, the pod holds nothing now and
+ * held nothing before, so the line cannot change the ledger: only its time
+ * is taken. Otherwise jansson parses the projection, a few hundred bytes,
+ * instead of the line; the mapping reads the same members either way.
+ *
+ * What this path does not see (documented limitations):
+ *  - a pod skipped under one class table is not mapped again when a later
+ *    table adds a raw name it uses (it is seen at its next event);
+ *  - invalid quantities of a pod that names no GPU resource are not
+ *    reported (it holds nothing either way), and neither are invalid UTF-8
+ *    or bad escapes in members of a pod line that are not projected (the
+ *    full parse would reject such a line as malformed).
+ */
+#define _GNU_SOURCE /* memmem */
+#include "ingest/ingest_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool span_is(const struct pp_span *s, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return s->p != NULL && !s->escaped && s->n == n &&
+	       memcmp(s->p, lit, n) == 0;
+}
+
+static bool names_raw(const ingest_t *in, const char *text, size_t len)
+{
+	for (size_t i = 0; i < in->n_needles; i++)
+		if (memmem(text, len, in->needles[i], in->needle_len[i]))
+			return true;
+	return false;
+}
+
+/* True when the projected pod certainly holds nothing and is not cached;
+ * *time_ns is the line's time (0 when none). */
+static bool can_skip(ingest_t *in, const struct pod_proj *pp, const char *proj,
+		     size_t n, int64_t *time_ns)
+{
+	const struct pp_span *ns = &pp->span[PP_NS], *name = &pp->span[PP_NAME];
+	const struct pp_span *t = &pp->span[PP_TIME];
+	char key[2 * DNS1123_SUBDOMAIN_MAX + 2], tbuf[64];
+
+	*time_ns = 0;
+	/* A raw name could hide behind an escape ("nvidia.com\/gpu"). */
+	if (memchr(proj, '\\', n) != NULL || names_raw(in, proj, n))
+		return false;
+	if (!(span_is(&pp->span[PP_TYPE], "ADDED") ||
+	      span_is(&pp->span[PP_TYPE], "MODIFIED") ||
+	      span_is(&pp->span[PP_TYPE], "DELETED")))
+		return false;
+	if (ns->p == NULL || name->p == NULL || ns->n == 0 || name->n == 0 ||
+	    ns->n + name->n + 1 >= sizeof(key))
+		return false;
+	memcpy(key, ns->p, ns->n);
+	key[ns->n] = '/';
+	memcpy(key + ns->n + 1, name->p, name->n);
+	if (smap_getn(&in->objs[RES_POD], key, ns->n + 1 + name->n))
+		return false;
+	if (t->p != NULL) {
+		if (t->escaped || t->n >= sizeof(tbuf))
+			return false;
+		memcpy(tbuf, t->p, t->n);
+		tbuf[t->n] = '\0';
+		if (time_parse_ns(tbuf, time_ns) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Lines */
+
+static const struct {
+	const char *name;
+	enum watch_type type;
+} watch_types[] = {
+	{"ADDED", WATCH_ADDED},
+	{"MODIFIED", WATCH_MODIFIED},
+	{"DELETED", WATCH_DELETED},
+	{"BOOKMARK", WATCH_BOOKMARK},
+};
+
+static bool blank(const char *line, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (strchr(" \t\r\n", line[i]) == NULL || line[i] == '\0')
+			return false;
+	return true;
+}
+
+/* The watch event of a parsed line; a NOTE and false when it is not one. */
+static bool line_event(ingest_t *in, const json_t *doc, enum watch_type *type,
+		       int64_t *time_ns)
+{
+	const char *t = json_string_value(json_object_get(doc, "type"));
+	const json_t *tv = json_object_get(doc, "time");
+	size_t i = 0;
+
+	*time_ns = 0;
+	while (t != NULL && i < sizeof(watch_types) / sizeof(watch_types[0]) &&
+	       strcmp(watch_types[i].name, t) != 0)
+		i++;
+	if (t == NULL || i == sizeof(watch_types) / sizeof(watch_types[0])) {
+		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
+			  "line: \"type\" is not ADDED, MODIFIED, DELETED or "
+			  "BOOKMARK");
+		return false;
+	}
+	*type = watch_types[i].type;
+	if (tv != NULL &&
+	    (!json_is_string(tv) ||
+	     time_parse_ns(json_string_value(tv), time_ns) != 0)) {
+		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
+			  "line: \"time\" is not an RFC 3339 time");
+		return false;
+	}
+	if (*type != WATCH_BOOKMARK &&
+	    !json_is_object(json_object_get(doc, "object"))) {
+		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
+			  "line: \"object\" is missing or not an object");
+		return false;
+	}
+	return true;
+}
+
+/* A parsed line: its watch event, or a NOTE. */
+static int handle_doc(ingest_t *in, json_t *doc, struct lg_error *err)
+{
+	enum watch_type type;
+	int64_t t;
+
+	if (!line_event(in, doc, &type, &t))
+		return 0;
+	return ingest_event(in, type, json_object_get(doc, "object"), t, err);
+}
+
+/* A line that may be a Pod: *done when it was handled from its projection
+ * (skipped, or parsed small); else the caller parses the whole line. */
+static int pod_line(ingest_t *in, const char *line, size_t len, bool *done,
+		    struct lg_error *err)
+{
+	struct pod_proj pp;
+	json_t *doc;
+	size_t n;
+	int64_t t;
+	int rc;
+
+	*done = false;
+	if (in->proj_cap < len + 1) {
+		in->proj_cap = len + 1 > 4096 ? len + 1 : 4096;
+		free(in->proj);
+		in->proj = ing_xmalloc(in->proj_cap);
+	}
+	n = pod_project(line, len, in->proj, &pp);
+	if (n == 0 || !span_is(&pp.span[PP_API], "v1") ||
+	    !span_is(&pp.span[PP_KIND], "Pod"))
+		return 0;
+	if (can_skip(in, &pp, in->proj, n, &t)) {
+		advance_time(in, t);
+		in->c.events_in++;
+		in->c.skipped_fast++;
+		*done = true;
+		return 0;
+	}
+	doc = json_loadb(in->proj, n, 0, NULL);
+	if (doc == NULL || !json_is_object(doc)) {
+		json_decref(doc);
+		return 0; /* the whole line says what is wrong */
+	}
+	*done = true;
+	rc = handle_doc(in, doc, err);
+	json_decref(doc);
+	return rc;
+}
+
+int ingest_line(ingest_t *in, const char *line, size_t len,
+		struct lg_error *err)
+{
+	json_error_t jerr;
+	json_t *doc;
+	bool done;
+	int rc = input_begin(in, err);
+
+	if (rc != 0)
+		return rc;
+	in->c.lines++;
+	if (len > in->o.max_object_bytes) {
+		emit_note(in, NULL, "Oversized", HK_NONE, NULL, NULL,
+			  "line of %zu bytes skipped: more than %zu", len,
+			  in->o.max_object_bytes);
+		return 0;
+	}
+	if (blank(line, len))
+		return 0;
+	if (memmem(line, len, "\"Pod\"", 5) != NULL) {
+		rc = pod_line(in, line, len, &done, err);
+		if (done)
+			return rc;
+	}
+	doc = json_loadb(line, len, 0, &jerr);
+	if (doc == NULL || !json_is_object(doc)) {
+		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
+			  "line is not a JSON object: %s (column %d)",
+			  doc ? "another JSON value" : jerr.text,
+			  doc ? 0 : jerr.column);
+		json_decref(doc);
+		return 0;
+	}
+	rc = handle_doc(in, doc, err);
+	json_decref(doc);
+	return rc;
+}

@@ -1,0 +1,271 @@
+/*
+ * The billing export (DESIGN 8): one walk over the log from --from to the
+ * end of the range.
+ *
+ * The state at --from comes from the latest checkpoint before it plus a
+ * tail, so a month of a large log is exported without replaying it from
+ * genesis. From there the events are applied in order; just before the
+ * first event later than a period boundary b, the state is the state after
+ * the last event at or before b (exactly what `replay --at b` shows), and
+ * its accumulators carried to b are snapshotted. A period's rows are the
+ * difference of the snapshots at its two ends, handed over at once, so
+ * memory holds two snapshots (one figure per namespace and class), never
+ * the rows.
+ *
+ * Each row names the states it was computed from (x_LedgerSeqStart/End)
+ * and the chain head after the later one, so that an invoice line can be
+ * recomputed from the log and the log proven unchanged.
+ */
+#include "ledger/ledger.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(BILL_HEAD_BYTES == LEDGER_HEAD_BYTES,
+	       "a billing row carries a ledger chain head");
+
+#define NS_PER_MS 1000000LL
+
+struct exp {
+	ledger_t *lg;
+	const struct export_opts *o;
+	ledger_export_fn *fn;
+	void *ctx;
+	struct lg_error *err;
+	state_t *st;
+	uint8_t head[LEDGER_HEAD_BYTES]; /* the head after st's seq */
+	struct bill_snap *prev, *next;
+	uint64_t prev_seq;
+	int64_t end_ms;	 /* the range's end */
+	int64_t next_ms; /* the next boundary to snapshot */
+	bool have_prev, done;
+	int user_rc;	     /* what fn returned when it stopped the export */
+	struct bill_row row; /* the fields every row of a period shares */
+};
+
+/* ---------------------------------------------------------------------- */
+/* Options */
+
+static bool currency_ok(const char *c)
+{
+	if (strlen(c) != 3)
+		return false;
+	for (int i = 0; i < 3; i++)
+		if (c[i] < 'A' || c[i] > 'Z')
+			return false;
+	return true;
+}
+
+static int check_opts(const struct export_opts *o, const char **currency,
+		      struct lg_error *err)
+{
+	if (o->from_ns < 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "export: --from before 1970");
+	if (o->to_ns <= o->from_ns)
+		return lg_error_set(err, LG_EINVAL,
+				    "export: --to must be after --from");
+	if ((unsigned)o->step > BILL_STEP_DAY ||
+	    (unsigned)o->basis > BILL_BASIS_ALLOCATED)
+		return lg_error_set(err, LG_EINVAL,
+				    "export: unknown step or basis");
+	if (o->rates != NULL)
+		return bill_rates_currency(o->rates, o->currency, currency,
+					   err);
+	*currency = o->currency ? o->currency : "USD";
+	if (!currency_ok(*currency))
+		return lg_error_set(err, LG_EINVAL,
+				    "export: currency \"%s\" is not three "
+				    "capital letters (ISO 4217)",
+				    *currency);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Rows */
+
+static int price(struct exp *x, struct bill_row *row)
+{
+	const struct bill_rate *r =
+		bill_rates_find(x->o->rates, row->currency, row->cls);
+
+	row->priced = r != NULL;
+	row->list_cost_nano = row->billed_cost_nano = 0;
+	if (r == NULL)
+		return 0;
+	if (bill_cost(row->device_ms, r->list_nano, &row->list_cost_nano) !=
+		    0 ||
+	    bill_cost(row->device_ms, r->billed_nano, &row->billed_cost_nano) !=
+		    0)
+		return lg_error_set(x->err, LG_ERANGE,
+				    "export %s %s: cost does not fit", row->ns,
+				    row->cls);
+	return 0;
+}
+
+static int on_usage(void *ctx, const struct bill_usage *u)
+{
+	struct exp *x = ctx;
+	struct bill_row row = x->row;
+	int rc;
+
+	row.ns = u->ns;
+	row.cls = u->cls;
+	row.subtree = u->subtree;
+	row.device_ms = u->device_ms;
+	if ((rc = price(x, &row)) != 0)
+		return rc;
+	rc = x->fn(x->ctx, &row);
+	if (rc != 0) {
+		x->user_rc = rc;
+		return 1; /* stops bill_period_usage and the scan */
+	}
+	return 0;
+}
+
+/* Snapshots the state at the next boundary and, when a period ends there,
+ * hands over its rows. */
+static int boundary(struct exp *x)
+{
+	int64_t b = x->next_ms;
+	struct bill_snap *t;
+	int rc = bill_snap_take(x->next, x->st, b, x->o->basis, x->err);
+
+	if (rc != 0)
+		return rc == LG_EINVAL ? LG_ECORRUPT : rc;
+	if (x->have_prev) {
+		x->row.charge_start_ms = bill_snap_time_ms(x->prev);
+		x->row.charge_end_ms = b;
+		x->row.seq_start = x->prev_seq;
+		x->row.seq_end = state_seq(x->st);
+		memcpy(x->row.chain_head, x->head, LEDGER_HEAD_BYTES);
+		rc = bill_period_usage(x->prev, x->next, x->o->rollup_subtree,
+				       on_usage, x, x->err);
+		if (rc != 0)
+			return rc;
+	}
+	t = x->prev;
+	x->prev = x->next;
+	x->next = t;
+	x->prev_seq = state_seq(x->st);
+	x->have_prev = true;
+	if (b >= x->end_ms)
+		x->done = true;
+	x->next_ms = bill_period_end(b, x->o->step);
+	if (x->next_ms > x->end_ms)
+		x->next_ms = x->end_ms;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The walk */
+
+static int on_event(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct exp *x = ctx;
+	int rc;
+
+	/* Every boundary before this event's time sees the state without
+	 * it; an event exactly at a boundary (to the ns) is applied first, as
+	 * ledger_seq_at_time counts it. Its level starts at the boundary
+	 * either way, so the figures do not depend on this choice. */
+	while (!x->done && x->next_ms * NS_PER_MS < ev->time_ns)
+		if ((rc = boundary(x)) != 0)
+			return rc;
+	if (x->done)
+		return 1;
+	rc = state_apply_validated(x->st, ev, x->err);
+	if (rc != 0)
+		return lg_error_set(x->err, LG_ECORRUPT,
+				    "export: seq %llu does not replay: %s",
+				    (unsigned long long)ev->seq,
+				    x->err ? x->err->msg : lg_strerror(rc));
+	memcpy(x->head, head, LEDGER_HEAD_BYTES);
+	return 0;
+}
+
+static int head_of(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	memcpy(ctx, head, LEDGER_HEAD_BYTES);
+	return 0;
+}
+
+/* The state after the last event at or before start_ms, and its head. */
+static int start_state(struct exp *x, int64_t start_ms, uint64_t *seq)
+{
+	uint64_t last = ledger_last_seq(x->lg);
+	int rc = ledger_seq_at_time(x->lg, start_ms * NS_PER_MS, seq, x->err);
+
+	if (rc != 0)
+		return rc;
+	if (*seq > last) /* appended since this handle last looked */
+		*seq = last;
+	memset(x->head, 0, sizeof(x->head));
+	if (*seq == 0) {
+		x->st = state_new();
+		return 0;
+	}
+	if (*seq == last) {
+		x->st = state_clone(ledger_state(x->lg));
+		memcpy(x->head, ledger_head(x->lg), LEDGER_HEAD_BYTES);
+		return 0;
+	}
+	rc = ledger_state_at(x->lg, *seq, &x->st, NULL, x->err);
+	if (rc == 0)
+		rc = ledger_scan(x->lg, *seq, 1, head_of, x->head, x->err);
+	return rc;
+}
+
+static int walk(struct exp *x)
+{
+	uint64_t seq, last = ledger_last_seq(x->lg);
+	int rc = start_state(x, x->row.billing_start_ms, &seq);
+
+	if (rc != 0)
+		return rc;
+	x->next_ms = x->row.billing_start_ms;
+	if (seq < last)
+		rc = ledger_scan(x->lg, seq + 1, last - seq, on_event, x,
+				 x->err);
+	/* The events up to the handle's last seq are applied; the state is
+	 * right up to the horizon, hence to every boundary left. */
+	while (rc == 0 && !x->done)
+		rc = boundary(x);
+	/* 1 is how on_event and on_usage stop the scan; only errors are
+	 * negative, and a stop by fn is reported through user_rc. */
+	return rc > 0 ? 0 : rc;
+}
+
+int ledger_export(ledger_t *lg, const struct export_opts *o,
+		  ledger_export_fn *fn, void *ctx, struct export_range *range,
+		  struct lg_error *err)
+{
+	struct exp x = {.lg = lg, .o = o, .fn = fn, .ctx = ctx, .err = err};
+	int64_t horizon_ms = state_horizon_ns(ledger_state(lg)) / NS_PER_MS;
+	int rc = check_opts(o, &x.row.currency, err);
+
+	if (rc != 0)
+		return rc;
+	x.row.basis = o->basis;
+	x.row.billing_start_ms = o->from_ns / NS_PER_MS;
+	x.end_ms = o->to_ns / NS_PER_MS;
+	if (x.end_ms > horizon_ms)
+		x.end_ms = horizon_ms;
+	if (x.end_ms < x.row.billing_start_ms)
+		x.end_ms = x.row.billing_start_ms;
+	x.row.billing_end_ms = x.end_ms;
+	if (range != NULL)
+		*range = (struct export_range){x.row.billing_start_ms, x.end_ms,
+					       ledger_last_seq(lg)};
+	if (x.end_ms == x.row.billing_start_ms)
+		return 0;
+	x.prev = bill_snap_new();
+	x.next = bill_snap_new();
+	rc = walk(&x);
+	bill_snap_free(x.prev);
+	bill_snap_free(x.next);
+	state_free(x.st);
+	if (x.user_rc != 0)
+		return x.user_rc;
+	return rc;
+}

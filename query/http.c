@@ -1,0 +1,739 @@
+/*
+ * Connections: HTTP/1.1 with keep-alive and pipelining, parsed by
+ * http-parser, with every part of a request bounded.
+ *
+ * Order of answers. Requests on one connection are answered in the order
+ * they came. Most are answered at once, inside the parser's
+ * on_message_complete; a verdict waits for the next group commit. Then the
+ * parser is paused, the bytes after the request are held, and the
+ * connection stops reading until the answer is written, which bounds what
+ * one client can queue to one request and one read buffer.
+ *
+ * Time. A connection has one timer: while a request is arriving it must
+ * arrive whole within request_ms (a client that trickles bytes is cut off
+ * with 408); between requests it may stay idle for idle_ms; after an error
+ * answer it lingers QUERY_LINGER_MS, reading and dropping what the client
+ * still sends, so that the answer is not lost to a reset.
+ */
+#include "query/query_int.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define AUTH_HEADER_MAX 512 /* "Bearer " + a token, with room to spare */
+#define FIELD_KEEP	16  /* header names longer than this are not ours */
+
+struct conn {
+	uv_tcp_t tcp;
+	uv_timer_t timer;
+	uv_shutdown_t shut;
+	struct query_server *qs;
+	struct conn *prev, *next;
+	http_parser parser;
+	int handles; /* open uv handles; freed when 0 */
+
+	/* The request being read. */
+	char *url, *body;
+	size_t url_len, url_cap, body_len, body_cap;
+	char field[FIELD_KEEP];
+	size_t field_len, header_bytes;
+	unsigned n_headers;
+	bool last_was_value, field_long;
+	enum {
+		HF_OTHER,
+		HF_AUTH,
+		HF_EXPECT
+	} hf;
+	char auth[AUTH_HEADER_MAX];
+	size_t auth_len;
+	bool auth_bad, expect_continue;
+	int reject; /* status when a bound stopped the parser */
+	uint64_t t0_ns;
+
+	/* Flow. */
+	char *held; /* bytes after a paused request; owned */
+	size_t held_len;
+	bool in_request, deferred, blocked, reading, closing, lingering;
+	bool keep_alive;
+	enum route_id deferred_route;
+};
+
+/* A queued write: the part of an answer the socket did not take at once. */
+struct wreq {
+	uv_write_t req;
+	struct conn *c;
+	char data[];
+};
+
+static const struct {
+	int code;
+	const char *reason;
+} reasons[] = {
+	{100, "Continue"},
+	{200, "OK"},
+	{400, "Bad Request"},
+	{401, "Unauthorized"},
+	{403, "Forbidden"},
+	{404, "Not Found"},
+	{405, "Method Not Allowed"},
+	{408, "Request Timeout"},
+	{413, "Content Too Large"},
+	{414, "URI Too Long"},
+	{431, "Request Header Fields Too Large"},
+	{500, "Internal Server Error"},
+	{501, "Not Implemented"},
+	{503, "Service Unavailable"},
+};
+
+const char *http_reason(int status)
+{
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (reasons[i].code == status)
+			return reasons[i].reason;
+	return "Unknown";
+}
+
+static void conn_close(struct conn *c);
+static void conn_linger(struct conn *c);
+static void conn_feed(struct conn *c, const char *p, size_t n);
+
+/* ---------------------------------------------------------------------- */
+/* Handles and reading. */
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	struct conn *c = h->data;
+
+	if (--c->handles > 0)
+		return;
+	free(c->url);
+	free(c->body);
+	free(c->held);
+	free(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	struct conn *c = h->data;
+
+	/* One buffer serves every connection: a read is parsed at once and
+	 * what is left of it is copied out (conn_feed). */
+	*buf = uv_buf_init(c->qs->rbuf, sizeof(c->qs->rbuf));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct conn *c = s->data;
+
+	if (nread < 0) {
+		conn_close(c);
+		return;
+	}
+	if (nread == 0 || c->closing || c->lingering)
+		return;
+	conn_feed(c, buf->base, (size_t)nread);
+}
+
+static void conn_reading(struct conn *c, bool on)
+{
+	if (c->closing || on == c->reading)
+		return;
+	if (on &&
+	    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+		conn_close(c);
+		return;
+	}
+	if (!on)
+		uv_read_stop((uv_stream_t *)&c->tcp);
+	c->reading = on;
+}
+
+static void conn_close(struct conn *c)
+{
+	struct query_server *qs = c->qs;
+
+	if (c->closing)
+		return;
+	c->closing = true;
+	if (c->deferred)
+		verdict_forget_conn(qs, c);
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		qs->conns.head = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	qs->conns.n--;
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+}
+
+void conn_close_all(struct query_server *qs)
+{
+	while (qs->conns.head != NULL)
+		conn_close(qs->conns.head);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	struct conn *c = t->data;
+
+	if (c->lingering || c->closing) {
+		conn_close(c);
+	} else if (c->in_request) {
+		struct request rq = {
+			.c = c, .route = R_NONE, .t0_ns = c->t0_ns};
+
+		c->qs->m.conns_timed_out++;
+		c->keep_alive = false;
+		reply_error(c->qs, &rq, 408,
+			    "the request did not arrive within %u ms",
+			    c->qs->o.request_ms);
+	} else if (!c->deferred) {
+		conn_close(c); /* idle */
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing. */
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct wreq *w = (struct wreq *)req;
+	struct conn *c = w->c;
+
+	free(w);
+	if (status < 0) {
+		conn_close(c);
+		return;
+	}
+	if (c->blocked && !c->closing &&
+	    uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) <
+		    QUERY_WRITE_LOW_BYTES) {
+		c->blocked = false;
+		if (!c->deferred && !c->lingering) {
+			http_parser_pause(&c->parser, 0);
+			conn_feed(c, NULL, 0);
+		}
+	}
+}
+
+/* Writes head and body: what the socket takes now goes at once, the rest
+ * is copied into a queued write. */
+static void conn_write(struct conn *c, const char *head, size_t hn,
+		       const char *body, size_t bn)
+{
+	uv_buf_t b[2] = {uv_buf_init((char *)head, (unsigned)hn),
+			 uv_buf_init((char *)body, (unsigned)bn)};
+	int sent = uv_try_write((uv_stream_t *)&c->tcp, b, 2);
+	size_t done = sent > 0 ? (size_t)sent : 0, left;
+	struct wreq *w;
+	uv_buf_t rest;
+
+	if (sent < 0 && sent != UV_EAGAIN) {
+		conn_close(c);
+		return;
+	}
+	if (done == hn + bn)
+		return;
+	left = hn + bn - done;
+	w = q_xmalloc(sizeof(*w) + left);
+	w->c = c;
+	if (done < hn) {
+		memcpy(w->data, head + done, hn - done);
+		memcpy(w->data + hn - done, body, bn);
+	} else {
+		memcpy(w->data, body + (done - hn), left);
+	}
+	rest = uv_buf_init(w->data, (unsigned)left);
+	if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &rest, 1, on_write) !=
+	    0) {
+		free(w);
+		conn_close(c);
+	}
+}
+
+/* Sends one answer and decides what the connection does next. */
+static void conn_send(struct conn *c, int status, const char *ctype,
+		      const char *body, size_t len)
+{
+	char head[384];
+	bool close = !c->keep_alive || c->reject != 0;
+	int hn;
+
+	hn = snprintf(head, sizeof(head),
+		      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+		      "Content-Length: %zu\r\n%s%s\r\n",
+		      status, http_reason(status), ctype, len,
+		      status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
+		      close			  ? "Connection: close\r\n"
+		      : c->parser.http_minor == 0 ? "Connection: keep-alive\r\n"
+						  : "");
+	conn_write(c, head, (size_t)hn, body, len);
+	if (c->closing)
+		return;
+	if (close) {
+		conn_linger(c);
+		return;
+	}
+	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) >
+	    QUERY_WRITE_HIGH_BYTES)
+		c->blocked = true;
+	uv_timer_start(&c->timer, on_timer, c->qs->o.idle_ms, 0);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	if (status < 0)
+		conn_close(req->data);
+}
+
+/* After an answer that ends the connection: no more requests are parsed;
+ * the write side is shut once the answer is out, and what the client still
+ * sends is dropped until it closes or the linger time is up. */
+static void conn_linger(struct conn *c)
+{
+	c->lingering = true;
+	c->in_request = false;
+	free(c->held);
+	c->held = NULL;
+	c->held_len = 0;
+	uv_timer_start(&c->timer, on_timer, QUERY_LINGER_MS, 0);
+	c->shut.data = c;
+	if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+		conn_close(c);
+		return;
+	}
+	conn_reading(c, true);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Answers. */
+
+static void answer(struct query_server *qs, struct conn *c, enum route_id r,
+		   uint64_t t0, int status, const char *ctype, const char *body,
+		   size_t len)
+{
+	metrics_request(&qs->m, r, status, q_now_ns() - t0);
+	if (c != NULL && !c->closing && !c->lingering)
+		conn_send(c, status, ctype, body, len);
+}
+
+void reply_raw(struct query_server *qs, struct request *rq, int status,
+	       const char *content_type, char *body, size_t len)
+{
+	answer(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
+	       len);
+	free(body);
+}
+
+void reply_borrowed(struct query_server *qs, struct request *rq, int status,
+		    const char *content_type, const char *body, size_t len)
+{
+	answer(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
+	       len);
+}
+
+void reply_json(struct query_server *qs, struct request *rq, int status,
+		json_t *v)
+{
+	char *text = v ? json_canonical(v) : NULL;
+
+	json_decref(v);
+	/* An answer that could not be built (a value missing from a
+	 * document, text that is not UTF-8) is our fault, not the client's. */
+	if (text == NULL) {
+		status = 500;
+		text = q_xstrdup(
+			"{\"error\":\"the answer could not be built\"}");
+	}
+	reply_raw(qs, rq, status, "application/json", text, strlen(text));
+}
+
+void reply_error(struct query_server *qs, struct request *rq, int status,
+		 const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* Messages may quote what a client sent; JSON strings must be UTF-8,
+	 * so anything but printable ASCII is shown as '?'. */
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
+	reply_json(qs, rq, status, json_pack("{s:s}", "error", msg));
+}
+
+void reply_defer(struct query_server *qs, struct request *rq)
+{
+	rq->c->deferred = true;
+	rq->c->deferred_route = rq->route;
+	uv_timer_stop(&rq->c->timer);
+}
+
+void conn_answer_deferred(struct query_server *qs, struct conn *c,
+			  enum route_id route, uint64_t t0_ns, int status,
+			  char *text)
+{
+	if (text == NULL) {
+		status = 500;
+		text = q_xstrdup(
+			"{\"error\":\"the answer could not be built\"}");
+	}
+	if (c != NULL)
+		c->deferred = false;
+	answer(qs, c, route, t0_ns, status, "application/json", text,
+	       strlen(text));
+	free(text);
+	if (c != NULL && !c->closing && !c->lingering && !c->blocked) {
+		http_parser_pause(&c->parser, 0);
+		conn_feed(c, NULL, 0);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Parser callbacks: collect the request within its bounds. */
+
+/* Appends s to a buffer of at most max bytes (plus a NUL). */
+static bool buf_add(char **p, size_t *len, size_t *cap, size_t max,
+		    const char *s, size_t n)
+{
+	if (n > max - *len)
+		return false;
+	if (*len + n + 1 > *cap) {
+		size_t nc = *cap ? *cap : 256;
+
+		while (nc < *len + n + 1)
+			nc *= 2;
+		if (nc > max + 1)
+			nc = max + 1;
+		*p = q_xrealloc(*p, nc);
+		*cap = nc;
+	}
+	memcpy(*p + *len, s, n);
+	*len += n;
+	(*p)[*len] = '\0';
+	return true;
+}
+
+static int refuse(struct conn *c, int status)
+{
+	c->reject = status;
+	return -1;
+}
+
+static int on_message_begin(http_parser *p)
+{
+	struct conn *c = p->data;
+
+	c->in_request = true;
+	c->t0_ns = q_now_ns();
+	c->url_len = c->body_len = c->header_bytes = c->auth_len = 0;
+	c->n_headers = 0;
+	c->last_was_value = true;
+	c->auth_bad = c->expect_continue = false;
+	c->hf = HF_OTHER;
+	/* A body buffer that a large request grew is not kept for the
+	 * small requests that usually follow. */
+	if (c->body_cap > (64u << 10)) {
+		free(c->body);
+		c->body = NULL;
+		c->body_cap = 0;
+	}
+	uv_timer_start(&c->timer, on_timer, c->qs->o.request_ms, 0);
+	return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = p->data;
+
+	if (!buf_add(&c->url, &c->url_len, &c->url_cap, c->qs->o.max_url_bytes,
+		     at, len))
+		return refuse(c, 414);
+	return 0;
+}
+
+static int count_header_bytes(struct conn *c, size_t len)
+{
+	c->header_bytes += len;
+	return c->header_bytes > c->qs->o.max_header_bytes ? refuse(c, 431) : 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = p->data;
+
+	if (c->last_was_value) {
+		if (++c->n_headers > c->qs->o.max_headers)
+			return refuse(c, 431);
+		c->last_was_value = false;
+		c->field_len = 0;
+		c->field_long = false;
+	}
+	if (count_header_bytes(c, len) != 0)
+		return -1;
+	if (c->field_len + len > FIELD_KEEP)
+		c->field_long = true;
+	else
+		memcpy(c->field + c->field_len, at, len);
+	c->field_len += len;
+	return 0;
+}
+
+static bool field_is(const struct conn *c, const char *name)
+{
+	return !c->field_long && c->field_len == strlen(name) &&
+	       strncasecmp(c->field, name, c->field_len) == 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = p->data;
+
+	if (!c->last_was_value) {
+		c->last_was_value = true;
+		c->hf = field_is(c, "authorization") ? HF_AUTH
+			: field_is(c, "expect")	     ? HF_EXPECT
+						     : HF_OTHER;
+		/* Two Authorization headers are ambiguous: neither counts. */
+		if (c->hf == HF_AUTH && c->auth_len > 0)
+			c->auth_bad = true;
+	}
+	if (count_header_bytes(c, len) != 0)
+		return -1;
+	if (c->hf == HF_AUTH) {
+		if (c->auth_len + len > sizeof(c->auth))
+			c->auth_bad = true;
+		else
+			memcpy(c->auth + c->auth_len, at, len);
+		c->auth_len += c->auth_bad ? 0 : len;
+	} else if (c->hf == HF_EXPECT && len >= 12 &&
+		   strncasecmp(at, "100-continue", 12) == 0) {
+		c->expect_continue = true;
+	}
+	return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+	struct conn *c = p->data;
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+	if (p->upgrade)
+		return refuse(c, 400);
+	if (p->content_length != ULLONG_MAX && p->content_length > 0 &&
+	    p->content_length > c->qs->o.max_body_bytes)
+		return refuse(c, 413);
+	/* curl and others wait for this before a large body. */
+	if (c->expect_continue)
+		conn_write(c, cont, sizeof(cont) - 1, "", 0);
+	return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = p->data;
+
+	if (!buf_add(&c->body, &c->body_len, &c->body_cap,
+		     c->qs->o.max_body_bytes, at, len))
+		return refuse(c, 413);
+	return 0;
+}
+
+static void dispatch(struct conn *c);
+
+static int on_message_complete(http_parser *p)
+{
+	struct conn *c = p->data;
+
+	c->in_request = false;
+	uv_timer_stop(&c->timer);
+	c->keep_alive = http_should_keep_alive(p) != 0;
+	dispatch(c);
+	/* Nothing more is parsed until this request's answer is out. */
+	if (c->deferred || c->blocked || c->closing || c->lingering)
+		http_parser_pause(p, 1);
+	return 0;
+}
+
+void query_http_settings(http_parser_settings *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->on_message_begin = on_message_begin;
+	s->on_url = on_url;
+	s->on_header_field = on_header_field;
+	s->on_header_value = on_header_value;
+	s->on_headers_complete = on_headers_complete;
+	s->on_body = on_body;
+	s->on_message_complete = on_message_complete;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Feeding the parser. */
+
+static const char *parse_error_text(const struct conn *c, enum http_errno e)
+{
+	switch (c->reject) {
+	case 413:
+		return "the request body is too large";
+	case 414:
+		return "the request target is too long";
+	case 431:
+		return "too many or too large header fields";
+	}
+	return http_errno_description(e);
+}
+
+static void conn_parse_error(struct conn *c, enum http_errno e)
+{
+	struct request rq = {.c = c, .route = R_NONE, .t0_ns = c->t0_ns};
+	int status = c->reject ? c->reject : 400;
+
+	if (c->reject == 0)
+		c->reject = 400;
+	c->qs->m.bad_requests++;
+	reply_error(c->qs, &rq, status, "%s", parse_error_text(c, e));
+}
+
+/* Parses n bytes at p; with p NULL, resumes with the held bytes. Bytes
+ * after a request that pauses the parser are held; reading stops until
+ * the parser runs again. */
+static void conn_feed(struct conn *c, const char *p, size_t n)
+{
+	char *own = NULL;
+	size_t used;
+	enum http_errno e;
+
+	if (p == NULL) {
+		own = c->held;
+		p = own;
+		n = c->held_len;
+		c->held = NULL;
+		c->held_len = 0;
+	}
+	used = n ? http_parser_execute(&c->parser, &c->qs->settings, p, n) : 0;
+	e = HTTP_PARSER_ERRNO(&c->parser);
+	if (c->closing || c->lingering) {
+		free(own);
+		return;
+	}
+	if (e == HPE_PAUSED) {
+		if (used < n) {
+			c->held = q_xmalloc(n - used);
+			memcpy(c->held, p + used, n - used);
+			c->held_len = n - used;
+		}
+		conn_reading(c, false);
+	} else if (e != HPE_OK || used != n) {
+		conn_parse_error(c, e);
+	} else {
+		conn_reading(c, true);
+	}
+	free(own);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Dispatch: target, route, access, handler. */
+
+static void dispatch(struct conn *c)
+{
+	struct query_server *qs = c->qs;
+	struct request rq = {.c = c,
+			     .route = R_NONE,
+			     .t0_ns = c->t0_ns,
+			     .query = "",
+			     .body = c->body ? c->body : "",
+			     .body_len = c->body_len};
+	struct http_parser_url u;
+	char *seg[ROUTE_SEGS_MAX + 1], *pathbuf, small[512];
+	size_t n = 0;
+	int status;
+
+	http_parser_url_init(&u);
+	if (c->url_len == 0 ||
+	    http_parser_parse_url(c->url, c->url_len, 0, &u) != 0 ||
+	    !(u.field_set & (1 << UF_PATH))) {
+		reply_error(qs, &rq, 400, "malformed request target");
+		return;
+	}
+	pathbuf = u.field_data[UF_PATH].len < sizeof(small)
+			  ? small
+			  : q_xmalloc(u.field_data[UF_PATH].len + 1);
+	if (path_split(c->url + u.field_data[UF_PATH].off,
+		       u.field_data[UF_PATH].len, seg, &n, pathbuf,
+		       u.field_data[UF_PATH].len + 1) != 0) {
+		reply_error(qs, &rq, 404, "no such endpoint");
+		goto out;
+	}
+	if (u.field_set & (1 << UF_QUERY)) {
+		rq.query = c->url + u.field_data[UF_QUERY].off;
+		rq.query_len = u.field_data[UF_QUERY].len;
+	}
+	rq.route = route_match(c->parser.method, seg, n, rq.param, &status);
+	if (rq.route == R_NONE) {
+		reply_error(qs, &rq, status, "%s",
+			    status == 405 ? "method not allowed"
+					  : "no such endpoint");
+		goto out;
+	}
+	if (qs->auth.enabled && !c->auth_bad)
+		rq.who = auth_lookup(&qs->auth, c->auth, c->auth_len);
+	status = route_access(&query_routes[rq.route], qs->auth.enabled, rq.who,
+			      rq.param[0]);
+	if (status == 401)
+		reply_error(qs, &rq, 401, "a known bearer token is required");
+	else if (status != 0)
+		reply_error(qs, &rq, status, "role %s may not use %s %s",
+			    role_name(rq.who->role),
+			    http_method_str(c->parser.method),
+			    query_routes[rq.route].name);
+	else
+		query_routes[rq.route].fn(qs, &rq);
+out:
+	if (pathbuf != small)
+		free(pathbuf);
+}
+
+/* ---------------------------------------------------------------------- */
+
+void conn_accept(struct query_server *qs, uv_stream_t *listener)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		abort();
+	c->qs = qs;
+	c->tcp.data = c->timer.data = c;
+	c->handles = 1;
+	uv_tcp_init(&qs->loop, &c->tcp);
+	if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
+	    qs->conns.n >= qs->o.max_conns || qs->stopping) {
+		/* Over the bound: closed at once, which the client sees as
+		 * a reset rather than a hang. */
+		qs->m.conns_refused++;
+		c->closing = true;
+		uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+		return;
+	}
+	qs->m.conns_accepted++;
+	c->handles = 2;
+	uv_timer_init(&qs->loop, &c->timer);
+	uv_tcp_nodelay(&c->tcp, 1);
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	c->next = qs->conns.head;
+	if (c->next != NULL)
+		c->next->prev = c;
+	qs->conns.head = c;
+	qs->conns.n++;
+	c->t0_ns = q_now_ns();
+	uv_timer_start(&c->timer, on_timer, qs->o.request_ms, 0);
+	conn_reading(c, true);
+}

@@ -1,0 +1,268 @@
+/*
+ * Metrics in the Prometheus text format 0.0.4. Counters are plain integers
+ * in fixed tables (route x status code, verdict type x reason) bumped by the
+ * loop thread; rendering walks the tables, so the exposition's size is
+ * bounded by the routes, codes and reasons, plus two lines per tenant and
+ * class for the gauges of the current state.
+ */
+#include "query/query_int.h"
+
+#include <string.h>
+
+static const int codes[] = {200, 400, 401, 403, 404, 405, 408,
+			    413, 414, 431, 500, 501, 503};
+#define N_CODES (sizeof(codes) / sizeof(codes[0]))
+
+static const char *const reasons[] = {
+	"WithinBudget",
+	"NoGrowth",
+	"NotATenant",
+	"Unconstrained",
+	"Invalid",
+	"UnknownClass",
+	"RawKeyBlocksClass",
+	"ClassBudgetExceeded",
+	"TotalBudgetExceeded",
+	"InvalidBudgetKey",
+	"InvalidQuantity",
+	"ExceedsParentBudget",
+};
+#define N_REASONS (sizeof(reasons) / sizeof(reasons[0]))
+
+static const char *const vtypes[VT_MAX] = {"admission", "declaration"};
+
+/* Upper bounds of the latency buckets, in seconds and in ns. */
+static const char *const lat_le[METRIC_LAT_BUCKETS] = {
+	"0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005",
+	"0.01",	  "0.025",   "0.05",   "0.1",	"0.25",	  "1",
+};
+static const uint64_t lat_ns[METRIC_LAT_BUCKETS] = {
+	100000,	  250000,   500000,   1000000,	 2500000,   5000000,
+	10000000, 25000000, 50000000, 100000000, 250000000, 1000000000,
+};
+
+_Static_assert(N_CODES < 16, "codes fit the request table");
+_Static_assert(N_REASONS < 16, "reasons fit the verdict table");
+
+static size_t code_slot(int status)
+{
+	for (size_t i = 0; i < N_CODES; i++)
+		if (codes[i] == status)
+			return i;
+	return N_CODES; /* "other" */
+}
+
+void metrics_request(struct metrics *m, enum route_id r, int status,
+		     uint64_t ns)
+{
+	size_t b = 0;
+
+	m->requests[r][code_slot(status)]++;
+	while (b < METRIC_LAT_BUCKETS && ns > lat_ns[b])
+		b++;
+	m->lat[r][b]++;
+	m->lat_sum[r] += (double)ns / 1e9;
+	m->lat_count[r]++;
+}
+
+void metrics_verdict(struct metrics *m, int type, const char *reason)
+{
+	size_t i = 0;
+
+	while (i < N_REASONS && (reason == NULL || strcmp(reasons[i], reason)))
+		i++;
+	m->verdicts[type][i]++;
+}
+
+static const char *route_label(size_t r)
+{
+	return r < R_MAX ? query_routes[r].name : "none";
+}
+
+static void head(struct sbuf *b, const char *name, const char *type,
+		 const char *help)
+{
+	sbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void render_requests(struct sbuf *b, const struct metrics *m)
+{
+	head(b, "gpuledger_http_requests_total", "counter",
+	     "HTTP requests answered, by route and status code.");
+	for (size_t r = 0; r <= R_MAX; r++)
+		for (size_t c = 0; c <= N_CODES; c++)
+			if (m->requests[r][c] > 0)
+				sbuf_printf(
+					b,
+					"gpuledger_http_requests_total{"
+					"route=\"%s\",code=\"%s%d\"} %llu\n",
+					route_label(r),
+					c == N_CODES ? "other" : "",
+					c == N_CODES ? 0 : codes[c],
+					(unsigned long long)m->requests[r][c]);
+}
+
+static void render_latency(struct sbuf *b, const struct metrics *m)
+{
+	const char *n = "gpuledger_http_request_duration_seconds";
+
+	head(b, n, "histogram",
+	     "Time from a request's first byte to its answer being queued.");
+	for (size_t r = 0; r <= R_MAX; r++) {
+		uint64_t cum = 0;
+
+		if (m->lat_count[r] == 0)
+			continue;
+		for (size_t i = 0; i < METRIC_LAT_BUCKETS; i++) {
+			cum += m->lat[r][i];
+			sbuf_printf(b,
+				    "%s_bucket{route=\"%s\",le=\"%s\"} %llu\n",
+				    n, route_label(r), lat_le[i],
+				    (unsigned long long)cum);
+		}
+		sbuf_printf(b, "%s_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", n,
+			    route_label(r),
+			    (unsigned long long)m->lat_count[r]);
+		sbuf_printf(b, "%s_sum{route=\"%s\"} %.9f\n", n, route_label(r),
+			    m->lat_sum[r]);
+		sbuf_printf(b, "%s_count{route=\"%s\"} %llu\n", n,
+			    route_label(r),
+			    (unsigned long long)m->lat_count[r]);
+	}
+}
+
+static void render_verdicts(struct sbuf *b, const struct metrics *m)
+{
+	head(b, "gpuledger_verdicts_total", "counter",
+	     "Verdicts recorded and answered, by type and reason.");
+	for (size_t t = 0; t < VT_MAX; t++)
+		for (size_t i = 0; i <= N_REASONS; i++)
+			if (m->verdicts[t][i] > 0)
+				sbuf_printf(
+					b,
+					"gpuledger_verdicts_total{type=\"%s\""
+					",reason=\"%s\"} %llu\n",
+					vtypes[t],
+					i == N_REASONS ? "other" : reasons[i],
+					(unsigned long long)m->verdicts[t][i]);
+}
+
+static void scalar(struct sbuf *b, const char *name, const char *type,
+		   const char *help, double v)
+{
+	head(b, name, type, help);
+	sbuf_printf(b, "%s %.17g\n", name, v);
+}
+
+static void render_server(struct sbuf *b, struct query_server *qs)
+{
+	const struct metrics *m = &qs->m;
+
+	scalar(b, "gpuledger_log_lag_seconds", "gauge",
+	       "Time since the last refresh that reached the end of the log.",
+	       (double)(q_now_ns() - qs->caught_up_ns) / 1e9);
+	scalar(b, "gpuledger_last_seq", "gauge",
+	       "The last seq of the log this server has applied.",
+	       (double)ledger_last_seq(qs->lg));
+	scalar(b, "gpuledger_ready", "gauge",
+	       "1 while the server is caught up with the log.", qs->ready);
+	scalar(b, "gpuledger_verdict_count", "gauge",
+	       "VERDICT events in the log (the last verdict id).",
+	       (double)qs->vix.n);
+	scalar(b, "gpuledger_verdict_batches_total", "counter",
+	       "Group commits of verdicts.", (double)m->batches);
+	scalar(b, "gpuledger_verdict_batch_events_total", "counter",
+	       "VERDICT events appended by group commits.",
+	       (double)m->batch_events);
+	scalar(b, "gpuledger_verdict_append_errors_total", "counter",
+	       "Group commits that failed (their verdicts got 503).",
+	       (double)m->append_errors);
+	scalar(b, "gpuledger_log_refreshes_total", "counter",
+	       "Refreshes of the state from the log.", (double)m->refreshes);
+	scalar(b, "gpuledger_log_refresh_errors_total", "counter",
+	       "Refreshes that failed.", (double)m->refresh_errors);
+	scalar(b, "gpuledger_connections_open", "gauge", "Open connections.",
+	       (double)qs->conns.n);
+	scalar(b, "gpuledger_connections_accepted_total", "counter",
+	       "Connections accepted.", (double)m->conns_accepted);
+	scalar(b, "gpuledger_connections_refused_total", "counter",
+	       "Connections closed at once (over --max-conns or stopping).",
+	       (double)m->conns_refused);
+	scalar(b, "gpuledger_requests_timed_out_total", "counter",
+	       "Requests cut off for arriving too slowly.",
+	       (double)m->conns_timed_out);
+	scalar(b, "gpuledger_bad_requests_total", "counter",
+	       "Malformed or oversized requests.", (double)m->bad_requests);
+}
+
+/* Per tenant and class: own and subtree reserved units, remaining. */
+static void render_tenants(struct sbuf *b, struct query_server *qs)
+{
+	static const struct {
+		const char *name, *member, *help;
+	} g[] = {
+		{"gpuledger_tenant_reserved", "reserved",
+		 "Units reserved in the tenant's own namespace."},
+		{"gpuledger_tenant_subtree_reserved", "subtreeReserved",
+		 "Units reserved in the tenant's subtree (what budgets cap)."},
+		{"gpuledger_tenant_subtree_allocated", "subtreeAllocated",
+		 "Units allocated to devices in the tenant's subtree."},
+	};
+	const json_t *tenants =
+		json_object_get(tenant_cache_get(qs)->doc, "tenants");
+	const json_t *t, *v;
+	const char *k;
+	size_t i;
+
+	for (size_t j = 0; j < sizeof(g) / sizeof(g[0]); j++) {
+		head(b, g[j].name, "gauge", g[j].help);
+		json_array_foreach (tenants, i, t)
+			json_object_foreach (json_object_get(t, g[j].member), k,
+					     v)
+				sbuf_printf(b,
+					    "%s{tenant=\"%s\",class=\"%s\"} "
+					    "%lld\n",
+					    g[j].name,
+					    qjstr_or(t, "namespace", ""), k,
+					    (long long)json_integer_value(v));
+	}
+	head(b, "gpuledger_tenant_remaining", "gauge",
+	     "Remaining budget per class (absent when unbounded; negative "
+	     "when over).");
+	json_array_foreach (tenants, i, t)
+		json_object_foreach (json_object_get(t, "remaining"), k, v)
+			if (json_is_integer(json_object_get(v, "remaining")))
+				sbuf_printf(
+					b,
+					"gpuledger_tenant_remaining{tenant=\"%s"
+					"\",class=\"%s\"} %lld\n",
+					qjstr_or(t, "namespace", ""), k,
+					(long long)json_integer_value(
+						json_object_get(v,
+								"remaining")));
+	head(b, "gpuledger_tenant_remaining_total", "gauge",
+	     "Remaining budget over all classes (absent when unbounded).");
+	json_array_foreach (tenants, i, t) {
+		v = json_object_get(json_object_get(t, "remainingTotal"),
+				    "remaining");
+		if (json_is_integer(v))
+			sbuf_printf(b,
+				    "gpuledger_tenant_remaining_total{tenant="
+				    "\"%s\"} %lld\n",
+				    qjstr_or(t, "namespace", ""),
+				    (long long)json_integer_value(v));
+	}
+}
+
+char *metrics_render(struct query_server *qs, size_t *len)
+{
+	struct sbuf b;
+
+	sbuf_init(&b);
+	render_requests(&b, &qs->m);
+	render_latency(&b, &qs->m);
+	render_verdicts(&b, &qs->m);
+	render_server(&b, qs);
+	render_tenants(&b, qs);
+	return sbuf_take(&b, len);
+}

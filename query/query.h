@@ -1,0 +1,129 @@
+/*
+ * query — the query process `gpuledger serve` (DESIGN 7): an HTTP/1.1 server
+ * on a libuv loop that follows the ledger and answers reads, admission and
+ * declaration verdicts, and audits of past verdicts.
+ *
+ * Invariants:
+ *  - One thread runs the loop; the ledger handle, the state and every
+ *    connection belong to it. Only query_server_stop may be called from
+ *    another thread. SIGINT and SIGTERM are handled by the loop when asked
+ *    (handle_signals); the process must ignore SIGPIPE (tools/main.c does),
+ *    so that a client that goes away is an error on its connection only.
+ *  - A verdict is answered only after its VERDICT event is durable. The
+ *    verdicts computed in one loop iteration are appended in one
+ *    ledger_append (group commit) and answered together.
+ *  - The VERDICT event's record is the canonical JSON of the verdict object
+ *    {"allowed", "basisSeq", "chainHead", "checks", "id", "message",
+ *    "reason", "request", "type", "warnings"}. The event's own seq is not in
+ *    the record (it cannot be known before the append); answers add it as
+ *    "seq". id is the verdict counter: the n-th VERDICT event of the log has
+ *    id n. One server per ledger writes verdicts (a lock file in the ledger
+ *    directory enforces it), so ids never collide.
+ *  - Every error answer is JSON {"error": "..."}; no input a client sends
+ *    crashes the process, and every request, header list, body and idle
+ *    period is bounded.
+ *  - uv_* and http_parser types never leave query/ (and tools/serve.c).
+ *
+ * Answers (JSON, canonical: sorted keys, no insignificant space):
+ *   GET /v1/tenants            {"seq", "time", "tenants": [replay tenant]}
+ *                              (tenant:<ns> sees its subtree only)
+ *   GET /v1/tenants/{ns}       the replay tenant object plus "children"
+ *                              (sorted namespaces whose parent is ns); 404
+ *   GET /v1/tenants/{ns}/remaining  the `eval Remaining` output
+ *   POST /v1/admission, /v1/declarations  the verdict with id, seq,
+ *                              basisSeq, chainHead; an AdmissionReview in
+ *                              gets an AdmissionReview out (response.uid,
+ *                              allowed, status {code 200|403, message
+ *                              "<reason>: <message>"}, warnings, and
+ *                              auditAnnotations with the verdict id/seq)
+ *   GET /v1/verdicts/{id}      the verdict as answered; ?verify=1 adds
+ *                              "verified" and, when false, "recomputed"
+ *   GET /v1/state?at=SEQ|TIME  `replay --json` (with chainHead)
+ *   GET /v1/events?from&limit  {"events": [log form], "next", "lastSeq"}
+ *                              (limit 1..10000, default 100; at most about
+ *                              8 MiB per answer: continue from "next")
+ *   GET /v1/export             501: the billing export is another issue
+ *   GET /v1/classes            {"classes": [replay classes]}
+ *   GET /v1/classes/{c}/capacity  {"class", "capacity", "free", "nodes":
+ *                              [{"name", "capacity", "allocated", "serves"}]}
+ *   GET /healthz               {"status": "ok"}
+ *   GET /readyz                {"ready": true, "seq"} or 503
+ *   GET /metrics               Prometheus text (query/metrics.c)
+ */
+#ifndef GPULEDGER_QUERY_H
+#define GPULEDGER_QUERY_H
+
+#include "ledger/ledger.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QUERY_LISTEN_DEFAULT "127.0.0.1:8420"
+
+/* Bounds and intervals; 0 takes the default in brackets. */
+struct query_opts {
+	const char *db;		 /* the ledger directory (must exist) */
+	const char *listen;	 /* "HOST:PORT" or "[V6]:PORT"; port 0 picks
+				    one [QUERY_LISTEN_DEFAULT] */
+	const char *token_file;	 /* NULL: no authentication, and then only
+				    a loopback address may be used */
+	size_t max_body_bytes;	 /* request body [1 MiB] */
+	size_t max_url_bytes;	 /* request line target [8 KiB] */
+	size_t max_header_bytes; /* all header names and values [16 KiB] */
+	unsigned max_headers;	 /* header lines [64] */
+	unsigned idle_ms;	 /* keep-alive wait for the next request
+				    [30000] */
+	unsigned request_ms;	 /* a request must arrive whole within this
+				    [10000]; slow clients are cut off */
+	unsigned poll_ms;	 /* follow the log every [50] ms */
+	unsigned max_conns;	 /* open connections [4096] */
+	bool handle_signals;	 /* SIGINT and SIGTERM stop the loop */
+};
+
+typedef struct query_server query_server_t;
+
+/* Opens the ledger (state from the latest checkpoint plus the tail), builds
+ * the verdict index, loads the token file and binds the listening socket.
+ * Refuses a non-loopback address without a token file, a token file that
+ * others may read, and a ledger another server is serving. Caller closes
+ * with query_server_close. */
+int query_server_open(query_server_t **qs, const struct query_opts *o,
+		      struct lg_error *err);
+/* The bound port (useful after asking for port 0). */
+int query_server_port(const query_server_t *qs);
+/* Runs the loop until query_server_stop (or a signal when handle_signals).
+ * Returns 0 or an LG_* code when the loop could not run. */
+int query_server_run(query_server_t *qs, struct lg_error *err);
+/* Asks the loop to stop; safe from any thread. */
+void query_server_stop(query_server_t *qs);
+/* Closes connections, the listener and the ledger; accepts NULL. */
+void query_server_close(query_server_t *qs);
+
+/* ---------------------------------------------------------------------- */
+/* Verdict records (shared by GET /v1/verdicts/{id}?verify=1 and
+ * `gpuledger audit`).                                                     */
+
+/* The parts of a stored VERDICT record an audit needs. */
+struct query_verdict_ref {
+	uint64_t id;				    /* the record's "id" */
+	uint64_t basis_seq;			    /* its "basisSeq" */
+	char chain_head[2 * LEDGER_HEAD_BYTES + 1]; /* its "chainHead" */
+};
+
+/* Reads id, basisSeq and chainHead of a stored record (len bytes of
+ * canonical JSON). LG_ECORRUPT when the record is not a verdict. */
+int query_verdict_parse(const char *record, size_t len,
+			struct query_verdict_ref *ref, struct lg_error *err);
+
+/* Recomputes a stored verdict record on basis, the state at its basisSeq,
+ * whose chain head is head_hex: the verdict function of its "type" on its
+ * "request", plus its id, basisSeq and chain head. *recomputed is the
+ * canonical text (caller frees with free()); *match tells whether it equals
+ * the stored record byte for byte. LG_ECORRUPT when the record cannot be
+ * read as a verdict. */
+int query_verdict_recompute(const state_t *basis, const char *head_hex,
+			    const char *record, size_t len, char **recomputed,
+			    bool *match, struct lg_error *err);
+
+#endif

@@ -1,0 +1,400 @@
+/*
+ * query internals shared between the files of query/. Not part of the
+ * public API: tools/ includes only query/query.h.
+ *
+ * Who owns what: the server (struct query_server) owns the loop, the
+ * ledger handle, the token table, the metrics, the verdict index, the
+ * caches, the queue of verdicts waiting for the next group commit and every
+ * connection. A connection owns its input buffers; a request borrows them
+ * until its handler returns (a deferred verdict copies what it needs).
+ */
+#ifndef GPULEDGER_QUERY_INT_H
+#define GPULEDGER_QUERY_INT_H
+
+#include "query/query.h"
+
+#include <http_parser.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include <stdarg.h>
+
+/* Defaults of struct query_opts. */
+#define QUERY_MAX_BODY_DEFAULT	  (1u << 20)
+#define QUERY_MAX_URL_DEFAULT	  (8u << 10)
+#define QUERY_MAX_HEADER_DEFAULT  (16u << 10)
+#define QUERY_MAX_HEADERS_DEFAULT 64
+#define QUERY_IDLE_MS_DEFAULT	  30000
+#define QUERY_REQUEST_MS_DEFAULT  10000
+#define QUERY_POLL_MS_DEFAULT	  50
+#define QUERY_MAX_CONNS_DEFAULT	  4096
+
+/* A connection whose responses queue beyond HIGH bytes stops being read
+ * until they drain below LOW: a client that pipelines without reading
+ * cannot make the server buffer without bound. */
+#define QUERY_WRITE_HIGH_BYTES (4u << 20)
+#define QUERY_WRITE_LOW_BYTES  (1u << 20)
+/* After an error answer, what the client still sends is read and dropped
+ * for at most this long, so that the answer is not lost to a reset. */
+#define QUERY_LINGER_MS 2000
+
+/* ---------------------------------------------------------------------- */
+/* A growable text buffer for answers and metrics (aborts on OOM). */
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+
+void sbuf_init(struct sbuf *b);
+void sbuf_release(struct sbuf *b);
+void sbuf_add(struct sbuf *b, const char *s, size_t len);
+void sbuf_printf(struct sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Takes the text (NUL-terminated); b is empty afterwards. */
+char *sbuf_take(struct sbuf *b, size_t *len);
+
+/* jansson lookups that tolerate absent members and wrong types. */
+static inline const char *qjstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static inline const char *qjstr_or(const json_t *o, const char *k,
+				   const char *dflt)
+{
+	const char *s = qjstr(o, k);
+
+	return s ? s : dflt;
+}
+
+void *q_xmalloc(size_t n);
+void *q_xrealloc(void *p, size_t n);
+char *q_xstrdup(const char *s);
+uint64_t q_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* ---------------------------------------------------------------------- */
+/* Authentication and roles (query/auth.c).                                */
+
+enum role {
+	ROLE_NONE = 0,
+	ROLE_ADMIN,
+	ROLE_ADMISSION,
+	ROLE_AUDITOR,
+	ROLE_TENANT,
+	ROLE_MAX
+};
+#define ROLE_BIT(r) (1u << (r))
+
+#define AUTH_TOKEN_MAX	    256	 /* bytes of one token */
+#define AUTH_TOKENS_MAX	    4096 /* lines of a token file */
+#define AUTH_FILE_MAX_BYTES (4u << 20)
+
+struct principal {
+	enum role role;
+	char ns[DNS1123_SUBDOMAIN_MAX + 1]; /* ROLE_TENANT: its namespace */
+};
+
+struct auth_entry {
+	uint8_t token[AUTH_TOKEN_MAX]; /* zero-padded */
+	size_t len;
+	struct principal who;
+};
+
+struct auth {
+	bool enabled; /* a token file was given */
+	size_t n;
+	struct auth_entry *e; /* owned */
+};
+
+const char *role_name(enum role r);
+/* "admin", "admission", "auditor", "tenant:<ns>" (ns a tenant name). */
+int role_parse(const char *s, size_t len, struct principal *p,
+	       struct lg_error *err);
+/* Parses a token file's text: `TOKEN ROLE` per line, blank lines and lines
+ * starting with # ignored. a is filled (release with auth_release). */
+int auth_parse(struct auth *a, const char *text, size_t len,
+	       struct lg_error *err);
+/* Reads and parses path, refusing a file that group or others may read or
+ * write. */
+int auth_load(struct auth *a, const char *path, struct lg_error *err);
+void auth_release(struct auth *a);
+/* The principal of an Authorization header value ("Bearer TOKEN"), or NULL
+ * when it is missing, malformed or unknown. Every token is compared, in
+ * time independent of where (or whether) a match is. Borrowed from a. */
+const struct principal *auth_lookup(const struct auth *a, const char *hdr,
+				    size_t len);
+/* True when ns is root or lies in root's subtree (DESIGN 2.1, by name). */
+bool ns_in_subtree(const char *root, const char *ns);
+
+/* ---------------------------------------------------------------------- */
+/* Routes (query/routes.c).                                                */
+
+enum route_id {
+	R_HEALTHZ,
+	R_READYZ,
+	R_METRICS,
+	R_TENANTS,
+	R_TENANT,
+	R_REMAINING,
+	R_ADMISSION,
+	R_DECLARATIONS,
+	R_VERDICT,
+	R_STATE,
+	R_EVENTS,
+	R_EXPORT,
+	R_CLASSES,
+	R_CAPACITY,
+	R_MAX,
+	R_NONE = R_MAX /* no route matched (metrics label "none") */
+};
+
+/* How a tenant:<ns> principal may use a route. */
+enum tenant_scope {
+	TS_DENY = 0, /* never */
+	TS_PARAM,    /* when the {ns} path parameter is in its subtree */
+	TS_FILTER    /* always; the handler shows only its subtree */
+};
+
+struct query_server;
+struct conn;
+
+#define ROUTE_SEGS_MAX 5
+#define ROUTE_PARAMS   2
+
+/* A request handed to a handler. Strings are borrowed from the connection
+ * until the handler returns. */
+struct request {
+	struct conn *c;
+	enum route_id route;
+	const char *param[ROUTE_PARAMS]; /* decoded path captures */
+	const char *query;		 /* raw query string ("" if none) */
+	size_t query_len;
+	const char *body;
+	size_t body_len;
+	const struct principal *who; /* NULL when auth is off */
+	uint64_t t0_ns;
+};
+
+typedef void route_fn(struct query_server *qs, struct request *rq);
+
+struct route {
+	const char *name;		      /* metrics label */
+	unsigned method;		      /* enum http_method */
+	const char *segs[ROUTE_SEGS_MAX + 1]; /* "*" captures; NULL ends */
+	route_fn *fn;
+	unsigned roles; /* ROLE_BITs allowed; 0 with public */
+	enum tenant_scope tenant;
+	bool public; /* no token needed (probes) */
+};
+
+extern const struct route query_routes[R_MAX];
+
+/* Path segments of a decoded path, pointing into buf. */
+struct path {
+	size_t n;
+	char *seg[ROUTE_SEGS_MAX + 1];
+	char buf[];
+};
+
+/* Matches method and path (already split) against the table. Returns the
+ * route, or R_NONE with *status 404 (no such path) or 405 (path known,
+ * method not). params are filled for a match. */
+enum route_id route_match(unsigned method, char *const *seg, size_t n,
+			  const char **params, int *status);
+/* Splits and percent-decodes a URL path into out (cap bytes); -1 when it is
+ * malformed (no leading /, bad escape, NUL, too many segments). */
+int path_split(const char *path, size_t len, char **seg, size_t *n, char *out,
+	       size_t cap);
+/* 0 when who may use route r with path parameter ns (may be NULL); else
+ * the status to answer: 401 without a known token, 403 out of scope. */
+int route_access(const struct route *r, bool auth_on,
+		 const struct principal *who, const char *ns);
+/* The value of query parameter key (decoded into out, cap bytes). Returns
+ * its length, -1 when absent, -2 when malformed or too long. */
+long query_param(const char *q, size_t qlen, const char *key, char *out,
+		 size_t cap);
+
+/* ---------------------------------------------------------------------- */
+/* Answers (query/http.c). Each ends the request: exactly one per request. */
+
+/* body is canonical JSON of v (v is stolen). */
+void reply_json(struct query_server *qs, struct request *rq, int status,
+		json_t *v);
+void reply_error(struct query_server *qs, struct request *rq, int status,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* body is taken (malloc'ed). */
+void reply_raw(struct query_server *qs, struct request *rq, int status,
+	       const char *content_type, char *body, size_t len);
+/* body is borrowed (not freed): for cached answers. */
+void reply_borrowed(struct query_server *qs, struct request *rq, int status,
+		    const char *content_type, const char *body, size_t len);
+/* The handler keeps the request open: the connection stops reading until
+ * conn_answer_deferred gives the answer. */
+void reply_defer(struct query_server *qs, struct request *rq);
+/* Answers a deferred request of c (c may already be closed: NULL) with
+ * JSON text (taken; NULL answers 500). */
+void conn_answer_deferred(struct query_server *qs, struct conn *c,
+			  enum route_id route, uint64_t t0_ns, int status,
+			  char *text);
+const char *http_reason(int status);
+
+/* The connection layer (query/http.c). */
+void query_http_settings(http_parser_settings *s);
+void conn_accept(struct query_server *qs, uv_stream_t *listener);
+void conn_close_all(struct query_server *qs);
+
+/* ---------------------------------------------------------------------- */
+/* Metrics (query/metrics.c).                                              */
+
+#define METRIC_LAT_BUCKETS 12
+
+enum {
+	VT_ADMISSION,
+	VT_DECLARATION,
+	VT_MAX
+};
+
+struct metrics {
+	uint64_t requests[R_MAX + 1][16]; /* route x code slot */
+	uint64_t lat[R_MAX + 1][METRIC_LAT_BUCKETS + 1];
+	double lat_sum[R_MAX + 1];
+	uint64_t lat_count[R_MAX + 1];
+	uint64_t verdicts[VT_MAX][16]; /* type x reason slot */
+	uint64_t batches, batch_events, append_errors;
+	uint64_t refreshes, refresh_errors, followed_events;
+	uint64_t conns_accepted, conns_refused, conns_timed_out;
+	uint64_t bad_requests;
+};
+
+void metrics_request(struct metrics *m, enum route_id r, int status,
+		     uint64_t ns);
+void metrics_verdict(struct metrics *m, int type, const char *reason);
+/* The Prometheus text exposition (format 0.0.4). Caller frees. */
+char *metrics_render(struct query_server *qs, size_t *len);
+
+/* ---------------------------------------------------------------------- */
+/* Verdicts (query/verdict.c).                                             */
+
+/* Verdict id -> seq of its VERDICT event, and what following the log has
+ * seen. */
+struct vindex {
+	uint64_t *seq; /* seq[id - 1]; owned */
+	size_t n, cap;
+	uint64_t scanned;     /* the log is indexed up to this seq */
+	uint64_t content_seq; /* last event that changed the state's content
+				 (not VERDICT, NOTE or TICK) */
+};
+
+/* A verdict waiting for the next group commit. */
+struct pending {
+	struct conn *c;	  /* NULL once the client has gone */
+	int type;	  /* VT_* */
+	json_t *req;	  /* the normalised request; owned */
+	char *review_uid; /* AdmissionReview: answer one; owned */
+	enum route_id route;
+	uint64_t t0_ns;
+};
+
+struct pending_q {
+	struct pending *p; /* owned */
+	size_t n, cap;
+};
+
+void vindex_release(struct vindex *v);
+/* Indexes the log from v->scanned + 1 up to `to`. */
+int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
+		    struct lg_error *err);
+/* The handlers of POST /v1/admission and /v1/declarations and GET
+ * /v1/verdicts/{id}. */
+route_fn handle_admission, handle_declaration, handle_verdict;
+/* Appends and answers every queued verdict (the group commit). */
+void verdict_batch_run(struct query_server *qs);
+/* Forgets c in the queue (its connection is closing). */
+void verdict_forget_conn(struct query_server *qs, struct conn *c);
+void pending_q_release(struct pending_q *q);
+/* The internal request of an AdmissionReview (admission.k8s.io/v1):
+ * *uid is its request.uid (borrowed from review). */
+int review_to_request(const json_t *review, json_t **req, const char **uid,
+		      struct lg_error *err);
+/* The AdmissionReview answering uid with verdict v (borrowed). */
+json_t *review_response(const char *uid, const json_t *v);
+/* Keeps only the members of a request its verdict function reads. */
+json_t *request_normalise(int type, const json_t *body);
+
+/* ---------------------------------------------------------------------- */
+/* Read handlers (query/handlers.c).                                       */
+
+route_fn handle_healthz, handle_readyz, handle_metrics, handle_tenants,
+	handle_tenant, handle_remaining, handle_state, handle_events,
+	handle_export, handle_classes, handle_capacity;
+
+/* The replay tenant list and the children of each tenant, rebuilt when
+ * the state's content changes (verdicts do not change it). */
+struct tenant_cache {
+	uint64_t content_seq; /* what it was built from; UINT64_MAX: none */
+	json_t *doc;	      /* state_to_json(st, NULL); owned */
+	json_t *children;     /* {ns: [child, ...]}; owned */
+};
+void tenant_cache_release(struct tenant_cache *tc);
+
+/* Answers of GET /v1/tenants/{ns}/remaining by namespace, valid for one
+ * content_seq: the hot read of the admission backend is a table lookup
+ * while nothing changes. Bounded: emptied when full. */
+#define RCACHE_SLOTS 4096
+struct rcache_entry {
+	char *ns, *text; /* owned; ns NULL: empty slot */
+	size_t len;
+};
+struct rcache {
+	uint64_t content_seq;
+	size_t n;
+	struct rcache_entry *slot; /* RCACHE_SLOTS; owned */
+};
+void rcache_release(struct rcache *rc);
+/* The cache for the current state (borrowed until the state changes). */
+const struct tenant_cache *tenant_cache_get(struct query_server *qs);
+
+/* ---------------------------------------------------------------------- */
+/* The server (query/server.c).                                            */
+
+struct conn_list {
+	struct conn *head;
+	unsigned n;
+};
+
+struct query_server {
+	struct query_opts o;
+	uv_loop_t loop;
+	uv_tcp_t listener;
+	uv_timer_t follow;
+	uv_check_t batch_check;
+	uv_idle_t batch_idle; /* keeps the loop from sleeping while queued */
+	uv_async_t stop_async;
+	uv_signal_t sig_int, sig_term;
+	http_parser_settings settings;
+	ledger_t *lg;
+	int lock_fd;
+	int port;
+	struct auth auth;
+	struct metrics m;
+	struct vindex vix;
+	struct pending_q q;
+	struct tenant_cache cache;
+	struct rcache rcache;
+	struct conn_list conns;
+	bool ready; /* caught up with the log */
+	bool stopping;
+	uint64_t caught_up_ns;	   /* last refresh that reached the end */
+	int64_t caught_up_real_ns; /* the same, wall clock */
+	char rbuf[64 << 10];	   /* read buffer shared by connections */
+};
+
+/* Follows the log once: ledger_refresh and index the new events. */
+int server_follow(struct query_server *qs, struct lg_error *err);
+/* Hex of the chain head after seq (zeros at 0). */
+int server_head_at(struct query_server *qs, uint64_t seq, char *hex,
+		   struct lg_error *err);
+void q_hex(const uint8_t *head, char *out);
+
+#endif

@@ -1,0 +1,366 @@
+/*
+ * The server: the loop and its handles, the listening socket, following
+ * the log, and the order of start and stop.
+ *
+ * Following. A timer calls ledger_refresh every poll_ms and indexes the
+ * new events (verdict ids, the last change of content). LMDB readers see
+ * a commit the moment it is made, so the lag is at most one interval plus
+ * the time to apply what came; /metrics reports it as the time since the
+ * last refresh that reached the end of the log. Verdicts do not wait for
+ * the timer: the group commit refreshes first (query/verdict.c).
+ */
+#include "query/query_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+static void opts_defaults(struct query_opts *o)
+{
+	if (o->listen == NULL)
+		o->listen = QUERY_LISTEN_DEFAULT;
+	if (o->max_body_bytes == 0)
+		o->max_body_bytes = QUERY_MAX_BODY_DEFAULT;
+	if (o->max_url_bytes == 0)
+		o->max_url_bytes = QUERY_MAX_URL_DEFAULT;
+	if (o->max_header_bytes == 0)
+		o->max_header_bytes = QUERY_MAX_HEADER_DEFAULT;
+	if (o->max_headers == 0)
+		o->max_headers = QUERY_MAX_HEADERS_DEFAULT;
+	if (o->idle_ms == 0)
+		o->idle_ms = QUERY_IDLE_MS_DEFAULT;
+	if (o->request_ms == 0)
+		o->request_ms = QUERY_REQUEST_MS_DEFAULT;
+	if (o->poll_ms == 0)
+		o->poll_ms = QUERY_POLL_MS_DEFAULT;
+	if (o->max_conns == 0)
+		o->max_conns = QUERY_MAX_CONNS_DEFAULT;
+}
+
+/* "HOST:PORT" or "[V6]:PORT" with a numeric host; *loopback tells whether
+ * only this machine can reach it. */
+static int parse_listen(const char *s, struct sockaddr_storage *ss,
+			bool *loopback, struct lg_error *err)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	size_t hl;
+	char *end;
+	unsigned long port;
+
+	memset(ss, 0, sizeof(*ss));
+	if (colon == NULL || colon[1] == '\0')
+		goto bad;
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (*end != '\0' || errno != 0 || port > 65535 || colon[1] < '0' ||
+	    colon[1] > '9')
+		goto bad;
+	hl = (size_t)(colon - s);
+	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+		s++;
+		hl -= 2;
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		goto bad;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)ss) == 0) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+
+		*loopback = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+		return 0;
+	}
+	if (uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)ss) == 0) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+
+		*loopback = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+			    (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) &&
+			     a->sin6_addr.s6_addr[12] == 127);
+		return 0;
+	}
+bad:
+	return lg_error_set(err, LG_EINVAL,
+			    "--listen \"%s\": want HOST:PORT with a numeric "
+			    "host, e.g. 127.0.0.1:8420 or [::1]:8420",
+			    s);
+}
+
+/* One server per ledger writes verdicts: ids are counted by the writer,
+ * and two writers would hand out the same id. flock is released by the
+ * kernel however the process ends. */
+static int take_lock(struct query_server *qs, struct lg_error *err)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/serve.lock", qs->o.db);
+	qs->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (qs->lock_fd < 0)
+		return lg_error_set(err, LG_EIO, "%s: %s", path,
+				    strerror(errno));
+	if (flock(qs->lock_fd, LOCK_EX | LOCK_NB) != 0)
+		return lg_error_set(err, LG_EEXIST,
+				    "%s: another gpuledger serve is serving "
+				    "this ledger",
+				    qs->o.db);
+	return 0;
+}
+
+int server_follow(struct query_server *qs, struct lg_error *err)
+{
+	int rc = ledger_refresh(qs->lg, err);
+
+	qs->m.refreshes++;
+	if (rc == 0)
+		rc = vindex_catch_up(qs->lg, &qs->vix, ledger_last_seq(qs->lg),
+				     err);
+	if (rc != 0) {
+		qs->m.refresh_errors++;
+		qs->ready = false;
+		return rc;
+	}
+	qs->ready = true;
+	qs->caught_up_ns = q_now_ns();
+	return 0;
+}
+
+static int head_of(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	memcpy(ctx, head, LEDGER_HEAD_BYTES);
+	return 0;
+}
+
+int server_head_at(struct query_server *qs, uint64_t seq, char *hex,
+		   struct lg_error *err)
+{
+	uint8_t head[LEDGER_HEAD_BYTES] = {0};
+	int rc = 0;
+
+	if (seq > 0 && seq == ledger_last_seq(qs->lg))
+		memcpy(head, ledger_head(qs->lg), LEDGER_HEAD_BYTES);
+	else if (seq > 0)
+		rc = ledger_scan(qs->lg, seq, 1, head_of, head, err);
+	q_hex(head, hex);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Loop callbacks. */
+
+static void on_follow(uv_timer_t *t)
+{
+	struct query_server *qs = t->data;
+	struct lg_error err = {0};
+
+	if (server_follow(qs, &err) != 0)
+		fprintf(stderr, "gpuledger serve: following the log: %s\n",
+			err.msg[0] ? err.msg : lg_strerror(err.code));
+}
+
+static void on_check(uv_check_t *h)
+{
+	struct query_server *qs = h->data;
+
+	if (qs->q.n > 0)
+		verdict_batch_run(qs);
+}
+
+static void on_connection(uv_stream_t *l, int status)
+{
+	struct query_server *qs = l->data;
+
+	if (status == 0)
+		conn_accept(qs, l);
+}
+
+static void close_handles(struct query_server *qs)
+{
+	uv_handle_t *hs[] = {
+		(uv_handle_t *)&qs->listener,	 (uv_handle_t *)&qs->follow,
+		(uv_handle_t *)&qs->batch_check, (uv_handle_t *)&qs->batch_idle,
+		(uv_handle_t *)&qs->stop_async,	 (uv_handle_t *)&qs->sig_int,
+		(uv_handle_t *)&qs->sig_term,
+	};
+
+	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+		if (hs[i]->loop == &qs->loop && !uv_is_closing(hs[i]))
+			uv_close(hs[i], NULL);
+}
+
+/* Stops accepting, answers what is queued, closes every connection. */
+static void begin_stop(struct query_server *qs)
+{
+	if (qs->stopping)
+		return;
+	qs->stopping = true;
+	if (qs->q.n > 0)
+		verdict_batch_run(qs);
+	conn_close_all(qs);
+	close_handles(qs);
+}
+
+static void on_stop(uv_async_t *a)
+{
+	begin_stop(a->data);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	begin_stop(s->data);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int bind_listener(struct query_server *qs, struct lg_error *err)
+{
+	struct sockaddr_storage ss, got;
+	int len = sizeof(got), rc;
+	bool loopback = false;
+
+	if ((rc = parse_listen(qs->o.listen, &ss, &loopback, err)) != 0)
+		return rc;
+	if (!loopback && qs->o.token_file == NULL)
+		return lg_error_set(err, LG_EINVAL,
+				    "refusing to listen on %s, which is not a "
+				    "loopback address, without --token-file",
+				    qs->o.listen);
+	uv_tcp_init(&qs->loop, &qs->listener);
+	qs->listener.data = qs;
+	rc = uv_tcp_bind(&qs->listener, (const struct sockaddr *)&ss, 0);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&qs->listener, 511,
+			       on_connection);
+	if (rc == 0)
+		rc = uv_tcp_getsockname(&qs->listener, (struct sockaddr *)&got,
+					&len);
+	if (rc != 0)
+		return lg_error_set(err, LG_EIO, "listen on %s: %s",
+				    qs->o.listen, uv_strerror(rc));
+	qs->port = ntohs(got.ss_family == AF_INET6
+				 ? ((struct sockaddr_in6 *)&got)->sin6_port
+				 : ((struct sockaddr_in *)&got)->sin_port);
+	return 0;
+}
+
+static int open_ledger(struct query_server *qs, struct lg_error *err)
+{
+	struct ledger_opts lo = {.dir = qs->o.db};
+	int rc;
+
+	if ((rc = take_lock(qs, err)) != 0 ||
+	    (rc = ledger_open(&qs->lg, &lo, err)) != 0)
+		return rc;
+	/* Index every verdict already in the log (ids, for lookups and the
+	 * next id). */
+	rc = vindex_catch_up(qs->lg, &qs->vix, ledger_last_seq(qs->lg), err);
+	if (rc == 0) {
+		qs->ready = true;
+		qs->caught_up_ns = q_now_ns();
+	}
+	return rc;
+}
+
+static void init_handles(struct query_server *qs)
+{
+	uv_timer_init(&qs->loop, &qs->follow);
+	uv_check_init(&qs->loop, &qs->batch_check);
+	uv_idle_init(&qs->loop, &qs->batch_idle);
+	uv_async_init(&qs->loop, &qs->stop_async, on_stop);
+	uv_signal_init(&qs->loop, &qs->sig_int);
+	uv_signal_init(&qs->loop, &qs->sig_term);
+	qs->follow.data = qs->batch_check.data = qs->batch_idle.data = qs;
+	qs->stop_async.data = qs->sig_int.data = qs->sig_term.data = qs;
+}
+
+int query_server_open(query_server_t **out, const struct query_opts *o,
+		      struct lg_error *err)
+{
+	struct query_server *qs = calloc(1, sizeof(*qs));
+	int rc;
+
+	*out = NULL;
+	if (qs == NULL)
+		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	qs->o = *o;
+	qs->lock_fd = -1;
+	qs->cache.content_seq = UINT64_MAX;
+	opts_defaults(&qs->o);
+	query_http_settings(&qs->settings);
+	if (qs->o.db == NULL) {
+		free(qs);
+		return lg_error_set(err, LG_EINVAL, "--db DIR is required");
+	}
+	if ((rc = uv_loop_init(&qs->loop)) != 0) {
+		free(qs);
+		return lg_error_set(err, LG_EIO, "event loop: %s",
+				    uv_strerror(rc));
+	}
+	init_handles(qs);
+	rc = qs->o.token_file ? auth_load(&qs->auth, qs->o.token_file, err) : 0;
+	if (rc == 0)
+		rc = bind_listener(qs, err);
+	if (rc == 0)
+		rc = open_ledger(qs, err);
+	if (rc != 0) {
+		query_server_close(qs);
+		return rc;
+	}
+	*out = qs;
+	return 0;
+}
+
+int query_server_port(const query_server_t *qs)
+{
+	return qs->port;
+}
+
+int query_server_run(query_server_t *qs, struct lg_error *err)
+{
+	int rc;
+
+	if (qs->stopping)
+		return 0;
+	uv_timer_start(&qs->follow, on_follow, qs->o.poll_ms, qs->o.poll_ms);
+	uv_check_start(&qs->batch_check, on_check);
+	if (qs->o.handle_signals) {
+		uv_signal_start(&qs->sig_int, on_signal, SIGINT);
+		uv_signal_start(&qs->sig_term, on_signal, SIGTERM);
+	}
+	rc = uv_run(&qs->loop, UV_RUN_DEFAULT);
+	(void)rc;
+	return 0;
+}
+
+void query_server_stop(query_server_t *qs)
+{
+	uv_async_send(&qs->stop_async);
+}
+
+void query_server_close(query_server_t *qs)
+{
+	if (qs == NULL)
+		return;
+	if (!qs->stopping) {
+		qs->stopping = true;
+		conn_close_all(qs);
+		close_handles(qs);
+	}
+	/* Let the close callbacks run, then the loop can be closed. */
+	uv_run(&qs->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&qs->loop);
+	pending_q_release(&qs->q);
+	vindex_release(&qs->vix);
+	tenant_cache_release(&qs->cache);
+	rcache_release(&qs->rcache);
+	auth_release(&qs->auth);
+	ledger_close(qs->lg);
+	if (qs->lock_fd >= 0)
+		close(qs->lock_fd);
+	free(qs);
+}

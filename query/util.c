@@ -1,0 +1,114 @@
+/*
+ * Small helpers of the query layer: memory that aborts when it runs out
+ * (STYLE "Errors and memory": the daemon does not test every allocation),
+ * a growable text buffer, the monotonic clock and hex.
+ */
+#include "query/query_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void *q_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+void *q_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+char *q_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(q_xmalloc(n), s, n);
+}
+
+uint64_t q_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void q_hex(const uint8_t *head, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < LEDGER_HEAD_BYTES; i++) {
+		out[2 * i] = digits[head[i] >> 4];
+		out[2 * i + 1] = digits[head[i] & 15];
+	}
+	out[2 * LEDGER_HEAD_BYTES] = '\0';
+}
+
+void sbuf_init(struct sbuf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void sbuf_release(struct sbuf *b)
+{
+	free(b->p);
+	sbuf_init(b);
+}
+
+static void sbuf_reserve(struct sbuf *b, size_t more)
+{
+	size_t cap = b->cap ? b->cap : 1024;
+
+	if (b->len + more + 1 <= b->cap)
+		return;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	b->p = q_xrealloc(b->p, cap);
+	b->cap = cap;
+}
+
+void sbuf_add(struct sbuf *b, const char *s, size_t len)
+{
+	sbuf_reserve(b, len);
+	memcpy(b->p + b->len, s, len);
+	b->len += len;
+	b->p[b->len] = '\0';
+}
+
+void sbuf_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	sbuf_reserve(b, (size_t)n);
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+char *sbuf_take(struct sbuf *b, size_t *len)
+{
+	char *p;
+
+	sbuf_reserve(b, 0);
+	p = b->p;
+	if (len != NULL)
+		*len = b->len;
+	sbuf_init(b);
+	return p;
+}

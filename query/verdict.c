@@ -1,0 +1,750 @@
+/*
+ * Verdicts over HTTP: requests (plain or AdmissionReview), the group
+ * commit, the verdict index, lookups and re-derivation.
+ *
+ * Group commit. A verdict request is parsed and queued at once; the
+ * connection waits. Once per loop iteration (a uv_check handle, after all
+ * reads of the iteration are parsed) the queue is judged as a whole: the
+ * log is refreshed, every verdict is computed on that one state (basisSeq =
+ * its seq, chainHead = its head), the records go into one ledger_append,
+ * and only when that commit is durable are they answered, in queue order.
+ * A failed append answers every verdict of the batch with 503 and records
+ * none; an id is given only to a verdict that is recorded.
+ *
+ * The stored record leaves out "seq" (the event's own seq is assigned by
+ * the append, after the record's bytes are fixed); answers and lookups add
+ * it. Requests are stored normalised: only the members the verdict function
+ * reads (admission: namespace, kind, name, old, new; declaration:
+ * namespace, old, new), so that a record holds nothing a client merely
+ * happened to send.
+ */
+#include "query/query_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A record must fit one ledger event with room for its framing. */
+#define RECORD_MAX_BYTES (LEDGER_EVENT_MAX_BYTES - 4096)
+
+/* ---------------------------------------------------------------------- */
+/* The index: verdict id -> seq. */
+
+void vindex_release(struct vindex *v)
+{
+	free(v->seq);
+	memset(v, 0, sizeof(*v));
+}
+
+static void vindex_push(struct vindex *v, uint64_t seq)
+{
+	if (v->n == v->cap) {
+		v->cap = v->cap ? 2 * v->cap : 1024;
+		v->seq = q_xrealloc(v->seq, v->cap * sizeof(*v->seq));
+	}
+	v->seq[v->n++] = seq;
+}
+
+static int index_event(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct vindex *v = ctx;
+
+	if (ev->type == EV_VERDICT)
+		vindex_push(v, ev->seq);
+	else if (ev->type != EV_NOTE && ev->type != EV_TICK)
+		v->content_seq = ev->seq;
+	v->scanned = ev->seq;
+	return 0;
+}
+
+int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
+		    struct lg_error *err)
+{
+	int rc;
+
+	if (to <= v->scanned)
+		return 0;
+	rc = ledger_scan(lg, v->scanned + 1, to - v->scanned, index_event, v,
+			 err);
+	if (rc == 0 && v->scanned != to)
+		rc = lg_error_set(err, LG_ECORRUPT,
+				  "the log ends at seq %llu, expected %llu",
+				  (unsigned long long)v->scanned,
+				  (unsigned long long)to);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Requests. */
+
+static const char *const adm_members[] = {"namespace", "kind", "name",
+					  "old",       "new",  NULL};
+static const char *const decl_members[] = {"namespace", "old", "new", NULL};
+
+json_t *request_normalise(int type, const json_t *body)
+{
+	const char *const *m =
+		type == VT_ADMISSION ? adm_members : decl_members;
+	json_t *r;
+
+	if (!json_is_object(body))
+		return NULL;
+	r = json_object();
+	for (; *m != NULL; m++) {
+		json_t *v = json_object_get(body, *m);
+
+		if (v != NULL)
+			json_object_set(r, *m, v);
+	}
+	return r;
+}
+
+/* The spec of an object in a review: null when the object is absent. */
+static json_t *spec_of(const json_t *obj)
+{
+	json_t *s = json_object_get(obj, "spec");
+
+	if (obj == NULL || json_is_null(obj))
+		return json_null();
+	return s ? json_incref(s) : json_object();
+}
+
+static const char *review_name(const json_t *rq)
+{
+	const char *n = qjstr(rq, "name");
+
+	if (n == NULL || n[0] == '\0')
+		n = json_string_value(json_object_get(
+			json_object_get(json_object_get(rq, "object"),
+					"metadata"),
+			"name"));
+	if (n == NULL)
+		n = json_string_value(json_object_get(
+			json_object_get(json_object_get(rq, "oldObject"),
+					"metadata"),
+			"name"));
+	return n;
+}
+
+int review_to_request(const json_t *review, json_t **req, const char **uid,
+		      struct lg_error *err)
+{
+	const json_t *rq = json_object_get(review, "request");
+	const char *op, *kind, *ns, *name;
+	json_t *r;
+
+	*req = NULL;
+	if (!json_is_object(rq))
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: no request object");
+	if (!json_is_string(json_object_get(review, "apiVersion")) ||
+	    strcmp(qjstr(review, "apiVersion"), "admission.k8s.io/v1") != 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: apiVersion must be "
+				    "admission.k8s.io/v1");
+	*uid = qjstr(rq, "uid");
+	op = qjstr(rq, "operation");
+	kind = qjstr(json_object_get(rq, "kind"), "kind");
+	ns = qjstr(rq, "namespace");
+	name = review_name(rq);
+	if (*uid == NULL || op == NULL || kind == NULL)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: request.uid, "
+				    "request.operation and request.kind.kind "
+				    "are required");
+	if (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0 &&
+	    strcmp(op, "DELETE") != 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: operation %.32s is not "
+				    "CREATE, UPDATE or DELETE",
+				    op);
+	r = json_pack("{s:s}", "kind", kind);
+	if (r == NULL)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: bad kind");
+	if (ns != NULL)
+		json_object_set_new(r, "namespace", json_string(ns));
+	if (name != NULL)
+		json_object_set_new(r, "name", json_string(name));
+	json_object_set_new(
+		r, "old",
+		strcmp(op, "CREATE") == 0
+			? json_null()
+			: spec_of(json_object_get(rq, "oldObject")));
+	json_object_set_new(r, "new",
+			    strcmp(op, "DELETE") == 0
+				    ? json_null()
+				    : spec_of(json_object_get(rq, "object")));
+	*req = r;
+	return 0;
+}
+
+json_t *review_response(const char *uid, const json_t *v)
+{
+	bool allowed = json_is_true(json_object_get(v, "allowed"));
+	json_t *resp, *warn = json_array(), *w;
+	char id[32], seq[32], msg[1024];
+	size_t i;
+
+	snprintf(id, sizeof(id), "%lld",
+		 (long long)json_integer_value(json_object_get(v, "id")));
+	snprintf(seq, sizeof(seq), "%lld",
+		 (long long)json_integer_value(json_object_get(v, "seq")));
+	snprintf(msg, sizeof(msg), "%s: %s", qjstr_or(v, "reason", "?"),
+		 qjstr_or(v, "message", ""));
+	json_array_foreach (json_object_get(v, "warnings"), i, w)
+		if (json_is_string(w))
+			json_array_append(warn, w);
+	resp = json_pack(
+		"{s:s, s:b, s:{s:i, s:s}, s:{s:s, s:s}, s:o}", "uid", uid,
+		"allowed", allowed, "status", "code", allowed ? 200 : 403,
+		"message", msg, "auditAnnotations",
+		"gpuledger.cozystack.io/verdict-id", id,
+		"gpuledger.cozystack.io/verdict-seq", seq, "warnings", warn);
+	return json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1",
+			 "kind", "AdmissionReview", "response", resp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Handlers: queue the request for the next group commit. */
+
+static void on_idle(uv_idle_t *h)
+{
+	/* Only there so that the loop does not sleep in poll while verdicts
+	 * wait: the check handle judges them in this iteration. */
+}
+
+static void enqueue(struct query_server *qs, struct request *rq, int type,
+		    json_t *req, const char *uid)
+{
+	struct pending *p;
+
+	if (qs->q.n == qs->q.cap) {
+		qs->q.cap = qs->q.cap ? 2 * qs->q.cap : 64;
+		qs->q.p = q_xrealloc(qs->q.p, qs->q.cap * sizeof(*qs->q.p));
+	}
+	p = &qs->q.p[qs->q.n++];
+	*p = (struct pending){.c = rq->c,
+			      .type = type,
+			      .req = req,
+			      .review_uid = uid ? q_xstrdup(uid) : NULL,
+			      .route = rq->route,
+			      .t0_ns = rq->t0_ns};
+	reply_defer(qs, rq);
+	uv_idle_start(&qs->batch_idle, on_idle);
+}
+
+static json_t *parse_body(struct query_server *qs, struct request *rq)
+{
+	json_error_t e;
+	json_t *v =
+		json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &e);
+
+	if (v == NULL)
+		reply_error(qs, rq, 400, "malformed JSON: %s (line %d)", e.text,
+			    e.line);
+	return v;
+}
+
+static void handle_verdict_request(struct query_server *qs, struct request *rq,
+				   int type)
+{
+	struct lg_error err = {0};
+	json_t *body = parse_body(qs, rq), *req = NULL;
+	const char *uid = NULL;
+
+	if (body == NULL)
+		return;
+	if (type == VT_ADMISSION &&
+	    json_is_string(json_object_get(body, "kind")) &&
+	    strcmp(qjstr(body, "kind"), "AdmissionReview") == 0) {
+		if (review_to_request(body, &req, &uid, &err) != 0) {
+			reply_error(qs, rq, 400, "%s", err.msg);
+			json_decref(body);
+			return;
+		}
+	} else {
+		req = request_normalise(type, body);
+	}
+	if (req == NULL)
+		reply_error(qs, rq, 400, "the request must be a JSON object");
+	else
+		enqueue(qs, rq, type, req, uid);
+	json_decref(body);
+}
+
+void handle_admission(struct query_server *qs, struct request *rq)
+{
+	handle_verdict_request(qs, rq, VT_ADMISSION);
+}
+
+void handle_declaration(struct query_server *qs, struct request *rq)
+{
+	handle_verdict_request(qs, rq, VT_DECLARATION);
+}
+
+void verdict_forget_conn(struct query_server *qs, struct conn *c)
+{
+	for (size_t i = 0; i < qs->q.n; i++)
+		if (qs->q.p[i].c == c)
+			qs->q.p[i].c = NULL;
+}
+
+void pending_q_release(struct pending_q *q)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		json_decref(q->p[i].req);
+		free(q->p[i].review_uid);
+	}
+	free(q->p);
+	memset(q, 0, sizeof(*q));
+}
+
+/* ---------------------------------------------------------------------- */
+/* The group commit. */
+
+/* One batch being judged: per queued request its answer, and the records
+ * of those that are to be appended. */
+struct batch {
+	size_t n, ne;
+	int *status;	   /* per request */
+	json_t **answer;   /* per request: the verdict or {"error"} */
+	size_t *rec;	   /* per request: its record, or SIZE_MAX */
+	struct event *evs; /* per record */
+	char **text;	   /* per record: its canonical bytes */
+	size_t *of;	   /* per record: its request */
+};
+
+static json_t *error_json(const char *msg)
+{
+	json_t *v = json_pack("{s:s}", "error", msg);
+
+	/* A message quoting invalid UTF-8 cannot be packed. */
+	return v ? v : json_pack("{s:s}", "error", "invalid request");
+}
+
+static int64_t now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Judges request i on the current state; a verdict becomes a record. */
+static void judge_one(struct query_server *qs, struct batch *b, size_t i,
+		      const char *head_hex)
+{
+	const struct pending *p = &qs->q.p[i];
+	struct lg_error err = {0};
+	uint64_t basis = ledger_last_seq(qs->lg);
+	json_t *v = NULL;
+	int rc = p->type == VT_ADMISSION
+			 ? verdict_admission(ledger_state(qs->lg), p->req, &v,
+					     &err)
+			 : verdict_declaration(ledger_state(qs->lg), p->req, &v,
+					       &err);
+	char *text;
+
+	if (rc != 0) {
+		b->status[i] = rc == LG_ENOMEM ? 500 : 400;
+		b->answer[i] =
+			error_json(err.msg[0] ? err.msg : lg_strerror(rc));
+		return;
+	}
+	json_object_set_new(v, "id",
+			    json_integer((json_int_t)(qs->vix.n + 1 + b->ne)));
+	json_object_set_new(v, "basisSeq", json_integer((json_int_t)basis));
+	json_object_set_new(v, "chainHead", json_string(head_hex));
+	text = json_canonical(v);
+	if (text == NULL || strlen(text) > RECORD_MAX_BYTES) {
+		free(text);
+		json_decref(v);
+		b->status[i] = 413;
+		b->answer[i] = error_json("the verdict record would be larger "
+					  "than a ledger event may be");
+		return;
+	}
+	b->status[i] = 200;
+	b->answer[i] = v;
+	b->evs[b->ne] = (struct event){
+		.type = EV_VERDICT, .time_ns = now_real_ns(), .text = text};
+	b->text[b->ne] = text;
+	b->rec[i] = b->ne;
+	b->of[b->ne++] = i;
+}
+
+/* Appends the records; on success each answer gets its seq. */
+static void commit(struct query_server *qs, struct batch *b)
+{
+	struct lg_error err = {0};
+	uint64_t first = 0, want_id = qs->vix.n + 1;
+	int rc;
+
+	if (b->ne == 0)
+		return;
+	rc = ledger_append(qs->lg, b->evs, b->ne, NULL, 0, &first, &err);
+	if (rc == 0)
+		rc = vindex_catch_up(qs->lg, &qs->vix, first - 1, &err);
+	if (rc == 0 && qs->vix.n + 1 != want_id)
+		fprintf(stderr,
+			"gpuledger serve: another process appended verdicts; "
+			"ids from %llu are given twice\n",
+			(unsigned long long)want_id);
+	for (size_t k = 0; k < b->ne; k++) {
+		size_t i = b->of[k];
+
+		if (rc != 0) {
+			b->status[i] = 503;
+			json_decref(b->answer[i]);
+			b->answer[i] = error_json(err.msg[0] ? err.msg
+							     : "append failed");
+			continue;
+		}
+		vindex_push(&qs->vix, first + k);
+		json_object_set_new(b->answer[i], "seq",
+				    json_integer((json_int_t)(first + k)));
+		metrics_verdict(&qs->m, qs->q.p[i].type,
+				qjstr(b->answer[i], "reason"));
+	}
+	if (rc == 0) {
+		qs->vix.scanned = first + b->ne - 1;
+		qs->m.batches++;
+		qs->m.batch_events += b->ne;
+	} else {
+		qs->m.append_errors++;
+		fprintf(stderr, "gpuledger serve: recording verdicts: %s\n",
+			err.msg[0] ? err.msg : lg_strerror(rc));
+	}
+}
+
+static void batch_init(struct batch *b, size_t n)
+{
+	b->n = n;
+	b->ne = 0;
+	b->status = q_xmalloc(n * sizeof(*b->status));
+	b->answer = q_xmalloc(n * sizeof(*b->answer));
+	b->rec = q_xmalloc(n * sizeof(*b->rec));
+	for (size_t i = 0; i < n; i++)
+		b->rec[i] = SIZE_MAX;
+	b->evs = q_xmalloc(n * sizeof(*b->evs));
+	b->text = q_xmalloc(n * sizeof(*b->text));
+	b->of = q_xmalloc(n * sizeof(*b->of));
+}
+
+static void batch_release(struct batch *b)
+{
+	for (size_t k = 0; k < b->ne; k++)
+		free(b->text[k]);
+	free(b->status);
+	free(b->answer);
+	free(b->rec);
+	free(b->evs);
+	free(b->text);
+	free(b->of);
+}
+
+/* The answer to a recorded verdict: its record with "seq" added. The
+ * record is canonical JSON, whose keys are sorted: "seq" goes right before
+ * the top-level "type", which is the last `,"type":"` in the text (inside
+ * strings quotes are escaped, and only "warnings", an array of strings,
+ * follows it). Splicing saves dumping the verdict a second time, which is
+ * the most expensive step of a verdict. */
+static char *with_seq(const char *rec, uint64_t seq)
+{
+	static const char key[] = ",\"type\":\"";
+	const char *at = NULL, *p = rec;
+	char field[40];
+	size_t fl, rl = strlen(rec);
+	char *out;
+
+	while ((p = strstr(p, key)) != NULL)
+		at = p++;
+	if (at == NULL)
+		return NULL;
+	fl = (size_t)snprintf(field, sizeof(field), ",\"seq\":%llu",
+			      (unsigned long long)seq);
+	out = q_xmalloc(rl + fl + 1);
+	memcpy(out, rec, (size_t)(at - rec));
+	memcpy(out + (at - rec), field, fl);
+	memcpy(out + (at - rec) + fl, at, rl - (size_t)(at - rec) + 1);
+	return out;
+}
+
+/* The text answering request i of the batch. */
+static char *answer_text(const struct batch *b, const struct pending *p,
+			 size_t i)
+{
+	json_t *v = NULL;
+	char *text = NULL;
+
+	if (b->status[i] == 200 && p->review_uid == NULL)
+		text = with_seq(b->text[b->rec[i]],
+				(uint64_t)json_integer_value(
+					json_object_get(b->answer[i], "seq")));
+	if (text != NULL)
+		return text;
+	if (b->status[i] == 200 && p->review_uid != NULL)
+		v = review_response(p->review_uid, b->answer[i]);
+	text = json_canonical(v ? v : b->answer[i]);
+	json_decref(v);
+	return text;
+}
+
+/* Answers every request of the batch, in queue order. Answers resume their
+ * connections, which may queue new verdicts: those go to a fresh queue. */
+static void answer_all(struct query_server *qs, struct batch *b,
+		       struct pending_q *q)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		const struct pending *p = &q->p[i];
+
+		conn_answer_deferred(qs, p->c, p->route, p->t0_ns, b->status[i],
+				     answer_text(b, p, i));
+		json_decref(b->answer[i]);
+	}
+}
+
+void verdict_batch_run(struct query_server *qs)
+{
+	struct lg_error err = {0};
+	char head[2 * LEDGER_HEAD_BYTES + 1];
+	struct pending_q q;
+	struct batch b;
+	int rc;
+
+	uv_idle_stop(&qs->batch_idle);
+	batch_init(&b, qs->q.n);
+	rc = server_follow(qs, &err);
+	q_hex(ledger_head(qs->lg), head);
+	for (size_t i = 0; i < b.n; i++) {
+		if (rc != 0) {
+			b.status[i] = 503;
+			b.answer[i] = error_json(err.msg);
+		} else {
+			judge_one(qs, &b, i, head);
+		}
+	}
+	commit(qs, &b);
+	/* Connections see their answers only now; the queue is handed over
+	 * first, because answering resumes them and they may queue more. */
+	q = qs->q;
+	memset(&qs->q, 0, sizeof(qs->q));
+	answer_all(qs, &b, &q);
+	batch_release(&b);
+	pending_q_release(&q);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Re-derivation (shared with `gpuledger audit`). */
+
+static bool is_hex64(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s != NULL && s[i] != '\0'; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return s != NULL && i == 2 * LEDGER_HEAD_BYTES;
+}
+
+int query_verdict_parse(const char *record, size_t len,
+			struct query_verdict_ref *ref, struct lg_error *err)
+{
+	json_t *v = json_loadb(record, len, 0, NULL);
+	const json_t *id = json_object_get(v, "id");
+	const json_t *basis = json_object_get(v, "basisSeq");
+	const char *head = qjstr(v, "chainHead");
+	int rc = 0;
+
+	memset(ref, 0, sizeof(*ref));
+	if (!json_is_object(v) || !json_is_integer(id) ||
+	    json_integer_value(id) < 1 || !json_is_integer(basis) ||
+	    json_integer_value(basis) < 0 || !is_hex64(head)) {
+		rc = lg_error_set(err, LG_ECORRUPT,
+				  "not a verdict record (id, basisSeq and "
+				  "chainHead are required)");
+	} else {
+		ref->id = (uint64_t)json_integer_value(id);
+		ref->basis_seq = (uint64_t)json_integer_value(basis);
+		memcpy(ref->chain_head, head, sizeof(ref->chain_head));
+	}
+	json_decref(v);
+	return rc;
+}
+
+int query_verdict_recompute(const state_t *basis, const char *head_hex,
+			    const char *record, size_t len, char **recomputed,
+			    bool *match, struct lg_error *err)
+{
+	json_t *v = json_loadb(record, len, 0, NULL), *out = NULL;
+	const char *type = qjstr(v, "type");
+	struct lg_error why = {0};
+	int rc;
+
+	*recomputed = NULL;
+	*match = false;
+	if (type == NULL || !json_is_object(json_object_get(v, "request")) ||
+	    (strcmp(type, "admission") != 0 &&
+	     strcmp(type, "declaration") != 0)) {
+		json_decref(v);
+		return lg_error_set(err, LG_ECORRUPT,
+				    "not a verdict record (type and request "
+				    "are required)");
+	}
+	rc = strcmp(type, "admission") == 0
+		     ? verdict_admission(basis, json_object_get(v, "request"),
+					 &out, &why)
+		     : verdict_declaration(basis, json_object_get(v, "request"),
+					   &out, &why);
+	/* A stored request that is now refused cannot match: the answer is
+	 * the refusal, shown in place of the verdict. */
+	if (rc != 0)
+		out = error_json(why.msg);
+	json_object_set(out, "id", json_object_get(v, "id"));
+	json_object_set(out, "basisSeq", json_object_get(v, "basisSeq"));
+	json_object_set_new(out, "chainHead", json_string(head_hex));
+	*recomputed = json_canonical(out);
+	*match = rc == 0 && *recomputed != NULL && strlen(*recomputed) == len &&
+		 memcmp(*recomputed, record, len) == 0;
+	json_decref(out);
+	json_decref(v);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* GET /v1/verdicts/{id}[?verify=1] */
+
+struct record_copy {
+	char *text;
+	size_t len;
+	bool verdict;
+};
+
+static int copy_record(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct record_copy *r = ctx;
+
+	r->verdict = ev->type == EV_VERDICT && ev->text != NULL;
+	if (r->verdict) {
+		r->len = strlen(ev->text);
+		r->text = q_xstrdup(ev->text);
+	}
+	return 0;
+}
+
+static bool parse_id(const char *s, uint64_t *id)
+{
+	uint64_t v = 0;
+
+	if (s[0] == '\0' || strlen(s) > 19)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*id = v;
+	return true;
+}
+
+/* Re-derives the record on the state at its basisSeq; sets "verified" (and
+ * "recomputed" when it differs) on v. */
+static int verify_record(struct query_server *qs, const struct record_copy *r,
+			 json_t *v, struct lg_error *err)
+{
+	struct query_verdict_ref ref;
+	char hex[2 * LEDGER_HEAD_BYTES + 1], *re = NULL;
+	state_t *st = NULL;
+	bool match = false;
+	int rc = query_verdict_parse(r->text, r->len, &ref, err);
+
+	if (rc == 0 && ref.basis_seq >= ledger_last_seq(qs->lg))
+		rc = lg_error_set(err, LG_ECORRUPT,
+				  "basisSeq %llu is not before the verdict",
+				  (unsigned long long)ref.basis_seq);
+	if (rc == 0)
+		rc = server_head_at(qs, ref.basis_seq, hex, err);
+	if (rc == 0 && ref.basis_seq == 0)
+		st = state_new();
+	else if (rc == 0)
+		rc = ledger_state_at(qs->lg, ref.basis_seq, &st, NULL, err);
+	if (rc == 0)
+		rc = query_verdict_recompute(st, hex, r->text, r->len, &re,
+					     &match, err);
+	if (rc == 0) {
+		json_object_set_new(v, "verified", json_boolean(match));
+		if (!match)
+			json_object_set_new(v, "recomputed",
+					    json_loads(re, 0, NULL));
+	}
+	free(re);
+	state_free(st);
+	return rc;
+}
+
+/* The verify query parameter: -1 malformed, else whether it asks. */
+static int want_verify(const struct request *rq)
+{
+	static const char *const yes[] = {"1", "true"}, *const no[] = {"0",
+								       "false"};
+	char flag[8];
+	long n = query_param(rq->query, rq->query_len, "verify", flag,
+			     sizeof(flag));
+
+	if (n == -1)
+		return 0;
+	for (size_t i = 0; n >= 0 && i < 2; i++) {
+		if (strcmp(flag, yes[i]) == 0)
+			return 1;
+		if (strcmp(flag, no[i]) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* The stored verdict id as JSON with its seq; NULL with err set. */
+static json_t *load_verdict(struct query_server *qs, uint64_t id,
+			    struct record_copy *r, struct lg_error *err)
+{
+	uint64_t seq = qs->vix.seq[id - 1];
+	json_t *v = NULL;
+	int rc = ledger_scan(qs->lg, seq, 1, copy_record, r, err);
+
+	if (rc == 0 && !r->verdict)
+		lg_error_set(err, LG_ECORRUPT, "seq %llu is no verdict",
+			     (unsigned long long)seq);
+	else if (rc == 0 && (v = json_loadb(r->text, r->len, 0, NULL)) == NULL)
+		lg_error_set(err, LG_ECORRUPT, "verdict %llu: bad record",
+			     (unsigned long long)id);
+	if (v != NULL)
+		json_object_set_new(v, "seq", json_integer((json_int_t)seq));
+	return v;
+}
+
+void handle_verdict(struct query_server *qs, struct request *rq)
+{
+	struct record_copy r = {0};
+	struct lg_error err = {0};
+	uint64_t id = 0;
+	int verify = want_verify(rq);
+	json_t *v;
+
+	if (!parse_id(rq->param[0], &id) || id == 0) {
+		reply_error(qs, rq, 400, "a verdict id is a positive integer");
+	} else if (verify < 0) {
+		reply_error(qs, rq, 400, "verify must be 1, true, 0 or false");
+	} else if (id > qs->vix.n) {
+		reply_error(qs, rq, 404, "no verdict %llu",
+			    (unsigned long long)id);
+	} else if ((v = load_verdict(qs, id, &r, &err)) == NULL ||
+		   (verify && verify_record(qs, &r, v, &err) != 0)) {
+		json_decref(v);
+		reply_error(qs, rq, 500, "%s", err.msg);
+	} else {
+		reply_json(qs, rq, 200, v);
+	}
+	free(r.text);
+}

@@ -1,0 +1,217 @@
+#!/bin/sh
+# Integration test of `gpuledger export` (DESIGN 8): a ledger built from the
+# hand-written tests/export/billing.ndjson (a VM across an hour boundary, a
+# pool scaled up and down, a pod going terminal, a claim allocated late),
+# whose rows in tests/export/*.want were computed by hand; the three
+# formats, rates, the log range and chain head of a row, sums across steps,
+# ranges outside the log, and every usage error.
+# Usage: tests/export_cli.sh PATH/TO/gpuledger
+set -u
+bin=${1:-./gpuledger}
+dir=$(dirname "$0")/export
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+db=$tmp/db
+day1=2026-03-01T00:00:00Z
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# run CMD...: stdout to $tmp/out, stderr to $tmp/err, status to $rc.
+run() {
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+expect() { # NAME STATUS
+	if [ "$rc" -eq "$2" ]; then ok; else
+		bad "$1: exit $rc, want $2 ($(head -c 300 "$tmp/err"))"
+	fi
+}
+has() { # NAME FILE REGEX
+	if grep -Eq -- "$3" "$2"; then ok; else
+		bad "$1: no line matching /$3/ in: $(head -c 300 "$2")"
+	fi
+}
+same() { # NAME WANT GOT
+	if cmp -s "$2" "$3"; then ok; else
+		bad "$1: output differs"
+		diff "$2" "$3" | head -c 800
+	fi
+}
+lines() { # NAME FILE N
+	n=$(wc -l <"$2")
+	if [ "$n" -eq "$3" ]; then ok; else bad "$1: $n lines, want $3"; fi
+}
+# A usage error: exit 2, one message naming the problem, nothing on stdout.
+refused() { # NAME REGEX ARGS...
+	name=$1 re=$2
+	shift 2
+	run "$bin" export "$@"
+	expect "$name" 2
+	has "$name: message" "$tmp/err" "$re"
+	if [ -s "$tmp/out" ]; then bad "$name: wrote to stdout"; else ok; fi
+}
+# Columns by name from a CSV with a header, in the order given.
+cols() { # FILE COL...
+	f=$1
+	shift
+	awk -F, -v want="$*" 'BEGIN { OFS = "," }
+	NR == 1 { for (i = 1; i <= NF; i++) idx[$i] = i
+		  n = split(want, w, " "); next }
+	{ s = ""; for (i = 1; i <= n; i++) s = s (i > 1 ? "," : "") $idx[w[i]]
+	  print s }' "$f"
+}
+
+# --- the ledger ---------------------------------------------------------
+run "$bin" import --db "$db" --create <"$dir/billing.ndjson"
+expect "import" 0
+
+# --- focus-csv, hourly, reserved ----------------------------------------
+run "$bin" export --db "$db" --from $day1 --step hour
+expect "hourly" 0
+cp "$tmp/out" "$tmp/hourly.csv"
+has "header" "$tmp/hourly.csv" '^BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,SubAccountId,SubAccountName,ResourceType,ConsumedQuantity,ConsumedUnit,PricingQuantity,PricingUnit,ListCost,BilledCost,BillingCurrency,ServiceName,x_TenantPath,x_DeviceClass,x_Basis,x_LedgerSeqStart,x_LedgerSeqEnd,x_ChainHead,x_DeviceMilliseconds$'
+cols "$tmp/hourly.csv" ChargePeriodStart ChargePeriodEnd SubAccountId \
+	x_DeviceClass ConsumedQuantity x_DeviceMilliseconds >"$tmp/got"
+same "hourly rows" "$dir/hourly.want" "$tmp/got"
+# The billing period ends at the horizon (the TICK, not the later NOTE).
+has "billing period" "$tmp/hourly.csv" '^2026-03-01T00:00:00Z,2026-03-02T02:00:00Z,2026-03-01T09:00:00Z,2026-03-01T10:00:00Z,Usage,tenant-acme-dev,tenant-acme-dev,GPU,1.000000000,GPU-Hours,1.000000000,GPU-Hours,0.000000000,0.000000000,USD,gpuledger,tenant-root/tenant-acme/tenant-acme-dev,h100,reserved,5,7,[0-9a-f]{64},3600000$'
+
+# The row's log range and head: the states `replay --at` shows.
+row=$(grep ',2026-03-01T13:00:00Z,2026-03-01T14:00:00Z,' "$tmp/hourly.csv")
+seq_end=$(echo "$row" | cut -d, -f21)
+head=$(echo "$row" | cut -d, -f22)
+run "$bin" replay --db "$db" --at 2026-03-01T14:00:00Z --json
+has "x_LedgerSeqEnd = replay --at ChargePeriodEnd" "$tmp/out" "\"seq\":$seq_end,"
+has "x_ChainHead = its head" "$tmp/out" "\"chainHead\":\"$head\""
+run "$bin" replay --db "$db" --at "$seq_end" --json
+has "x_ChainHead = head at x_LedgerSeqEnd" "$tmp/out" "\"chainHead\":\"$head\""
+
+# --- allocated ----------------------------------------------------------
+run "$bin" export --db "$db" --from $day1 --to 2026-03-02T00:00:00Z \
+	--basis allocated
+expect "allocated" 0
+cols "$tmp/out" ChargePeriodStart ChargePeriodEnd SubAccountId \
+	x_DeviceClass ConsumedQuantity x_DeviceMilliseconds >"$tmp/got"
+same "allocated rows" "$dir/allocated.want" "$tmp/got"
+
+# --- daily with rollup and rates ----------------------------------------
+run "$bin" export --db "$db" --from $day1 --step day --rollup subtree \
+	--rates "$dir/rates.json" --currency USD
+expect "daily rollup rated" 0
+has "x_Scope column" "$tmp/out" ',x_DeviceMilliseconds,x_Scope$'
+cols "$tmp/out" ChargePeriodStart ChargePeriodEnd SubAccountId \
+	x_DeviceClass x_TenantPath x_DeviceMilliseconds ConsumedQuantity \
+	ListCost BilledCost x_Scope >"$tmp/got"
+same "daily rollup rows" "$dir/daily-rollup.want" "$tmp/got"
+cp "$tmp/out" "$tmp/daily.csv"
+
+# Hourly rows sum to daily rows, per namespace and class, to the ms.
+sums() {
+	cols "$1" SubAccountId x_DeviceClass x_DeviceMilliseconds |
+		awk -F, '{ s[$1 "," $2] += $3 } END { for (k in s) print k "," s[k] }' |
+		sort
+}
+run "$bin" export --db "$db" --from $day1 --step day
+sums "$tmp/out" >"$tmp/day.sums"
+sums "$tmp/hourly.csv" >"$tmp/hour.sums"
+same "hours sum to days" "$tmp/day.sums" "$tmp/hour.sums"
+# ... and a split of the range off the hour sums to the whole.
+run "$bin" export --db "$db" --from $day1 --to 2026-03-01T10:37:12.345Z
+cp "$tmp/out" "$tmp/a.csv"
+run "$bin" export --db "$db" --from 2026-03-01T10:37:12.345Z --step day
+tail -n +2 "$tmp/out" >>"$tmp/a.csv"
+sums "$tmp/a.csv" >"$tmp/split.sums"
+same "a split sums to the whole" "$tmp/day.sums" "$tmp/split.sums"
+has "split at the ms" "$tmp/a.csv" '^2026-03-01T10:37:12.345Z,2026-03-02T02:00:00Z,2026-03-01T10:37:12.345Z,2026-03-02T00:00:00Z,'
+
+# --- other currencies and unpriced classes -------------------------------
+refused "two currencies, none chosen" 'several currencies' --db "$db" \
+	--from $day1 --rates "$dir/rates.json"
+refused "a currency without rates" 'no rate in currency "GBP"' --db "$db" \
+	--from $day1 --rates "$dir/rates.json" --currency GBP
+run "$bin" export --db "$db" --from $day1 --step day \
+	--rates "$dir/rates.json" --currency EUR
+expect "EUR" 0
+has "EUR h100 priced" "$tmp/out" ',tenant-acme-dev,.*,8.700000000,8.700000000,EUR,'
+has "EUR a10 unpriced" "$tmp/out" ',tenant-acme,.*,0.000000000,0.000000000,EUR,gpuledger,tenant-root/tenant-acme,a10,'
+has "unpriced class named once" "$tmp/err" 'no EUR rate for class a10'
+lines "unpriced warning once" "$tmp/err" 1
+
+# --- json ---------------------------------------------------------------
+run "$bin" export --db "$db" --from $day1 --format json
+expect "json" 0
+lines "json rows" "$tmp/out" 7
+python3 - "$tmp/out" "$tmp/hourly.csv" >"$tmp/py" 2>&1 <<'PY'
+import csv, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+with open(sys.argv[2]) as f:
+    table = list(csv.DictReader(f))
+assert len(rows) == len(table), (len(rows), len(table))
+for j, c in zip(rows, table):
+    assert set(j) == set(c) | {"x_Scope"}, set(j) ^ set(c)
+    assert j["x_Scope"] == "namespace"
+    for k, v in c.items():
+        assert str(j[k]) == v, (k, j[k], v)
+    assert isinstance(j["x_DeviceMilliseconds"], int)
+print("ok")
+PY
+has "json = csv" "$tmp/py" '^ok$'
+
+# --- opencost-csv ---------------------------------------------------------
+run "$bin" export --db "$db" --from $day1 --format opencost-csv \
+	--rates "$dir/rates.json" --currency USD
+expect "opencost" 0
+same "opencost rows" "$dir/opencost.want" "$tmp/out"
+refused "opencost hourly" 'daily' --db "$db" --from $day1 \
+	--format opencost-csv --step hour
+refused "opencost rollup" 'no subtree rows' --db "$db" --from $day1 \
+	--format opencost-csv --rollup subtree
+
+# --- ranges outside the log -----------------------------------------------
+run "$bin" export --db "$db" --from 2025-01-01T00:00:00Z \
+	--to 2025-02-01T00:00:00Z
+expect "before the first event" 0
+lines "before the first event: header only" "$tmp/out" 1
+run "$bin" export --db "$db" --from 2026-03-02T02:00:00Z --format json
+expect "after the horizon" 0
+lines "after the horizon: nothing" "$tmp/out" 0
+run "$bin" export --db "$db" --from 2026-04-01T00:00:00Z \
+	--format opencost-csv
+expect "opencost, nothing" 0
+lines "opencost, nothing: header only" "$tmp/out" 1
+
+# --- usage errors ---------------------------------------------------------
+refused "no --from" '--from TIME is required' --db "$db"
+refused "bad --from" 'not an RFC 3339 time' --db "$db" --from yesterday
+refused "bad --to" 'not an RFC 3339 time' --db "$db" --from $day1 --to 5
+refused "--to before --from" '--to must be after --from' --db "$db" \
+	--from $day1 --to 2026-02-01T00:00:00Z
+refused "bad --step" 'expected hour or day' --db "$db" --from $day1 \
+	--step week
+refused "bad --basis" 'expected reserved or allocated' --db "$db" \
+	--from $day1 --basis used
+refused "bad --format" 'expected focus-csv' --db "$db" --from $day1 \
+	--format xml
+refused "bad --rollup" 'expected subtree' --db "$db" --from $day1 \
+	--rollup tree
+refused "bad --currency" 'three capital letters' --db "$db" --from $day1 \
+	--currency usd
+refused "no rates file" 'rates' --db "$db" --from $day1 \
+	--rates "$tmp/none.json"
+echo '{"rates": [{"class": "h100", "currency": "USD", "listUnitPrice": 2.5}]}' \
+	>"$tmp/float.json"
+refused "a float price" 'listUnitPrice must be a decimal string' \
+	--db "$db" --from $day1 --rates "$tmp/float.json"
+refused "no --db" '--db DIR is required' --from $day1
+refused "missing db" 'No such file' --db "$tmp/nope" --from $day1
+refused "unknown option" 'unknown option' --db "$db" --from $day1 --tenant x
+run "$bin" export --help
+expect "--help" 0
+has "--help names the columns" "$tmp/out" 'x_DeviceMilliseconds'
+has "--help documents rounding" "$tmp/out" 'rounded'
+
+echo "export_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

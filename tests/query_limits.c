@@ -1,0 +1,418 @@
+/*
+ * The connection layer under bad and heavy clients: malformed and
+ * oversized requests (raw bytes on a socket), slow and idle clients,
+ * pipelining order, HTTP/1.0, the connection bound, and many concurrent
+ * keep-alive connections with libcurl.
+ */
+#include "tests/query_tests.h"
+
+#include <curl/curl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void send_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			return; /* the server may cut us off mid-request */
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Sends raw, reads until the server closes; the answer in buf. */
+static size_t exchange(const struct qt *t, const char *raw, size_t n, char *buf,
+		       size_t cap)
+{
+	int fd = qt_connect(t);
+	size_t got;
+
+	send_all(fd, raw, n);
+	got = qt_read_all(fd, buf, cap, 5000);
+	close(fd);
+	return got;
+}
+
+static char *repeat(const char *head, const char *unit, size_t times,
+		    const char *tail)
+{
+	size_t hl = strlen(head), ul = strlen(unit), tl = strlen(tail);
+	char *s = malloc(hl + ul * times + tl + 1), *p = s;
+
+	memcpy(p, head, hl);
+	p += hl;
+	for (size_t i = 0; i < times; i++, p += ul)
+		memcpy(p, unit, ul);
+	memcpy(p, tail, tl + 1);
+	return s;
+}
+
+static const struct {
+	const char *name;
+	const char *head, *unit, *tail;
+	size_t times;
+	const char *status; /* the status line's start */
+} bad_rows[] = {
+	{"garbage", "GARBAGE\r\n\r\n", "", "", 0, "HTTP/1.1 400 "},
+	{"two content lengths",
+	 "POST /v1/admission HTTP/1.1\r\nContent-Length: 5\r\n"
+	 "Content-Length: 6\r\n\r\n",
+	 "", "", 0, "HTTP/1.1 400 "},
+	{"bad chunk size",
+	 "POST /v1/admission HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+	 "zz\r\n",
+	 "", "", 0, "HTTP/1.1 400 "},
+	{"bad content length",
+	 "GET /healthz HTTP/1.1\r\nContent-Length: abc\r\n\r\n", "", "", 0,
+	 "HTTP/1.1 400 "},
+	{"header without colon", "GET /healthz HTTP/1.1\r\nHost x\r\n\r\n", "",
+	 "", 0, "HTTP/1.1 400 "},
+	{"too many headers", "GET /healthz HTTP/1.1\r\n", "X-A: b\r\n", "\r\n",
+	 65, "HTTP/1.1 431 "},
+	{"headers too large", "GET /healthz HTTP/1.1\r\nX-Big: ", "a",
+	 "\r\n\r\n", 17000, "HTTP/1.1 431 "},
+	{"target too long", "GET /", "a", " HTTP/1.1\r\n\r\n", 9000,
+	 "HTTP/1.1 414 "},
+	{"body too large",
+	 "POST /v1/admission HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n", "",
+	 "", 0, "HTTP/1.1 413 "},
+	{"chunked body too large",
+	 "POST /v1/admission HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+	 "1000\r\n", "", 0, "HTTP/1.1 413 "},
+	{"upgrade",
+	 "GET /healthz HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
+	 "", "", 0, "HTTP/1.1 400 "},
+	{"connect", "CONNECT example.com:443 HTTP/1.1\r\n\r\n", "", "", 0,
+	 "HTTP/1.1 400 "},
+};
+
+START_TEST(malformed_and_oversized)
+{
+	struct qt t;
+	char *raw, *buf = malloc(1 << 16);
+	struct query_opts o = {0};
+	size_t n;
+
+	qt_init(&t, true);
+	qt_start(&t, &o, false);
+	raw = repeat(bad_rows[_i].head, bad_rows[_i].unit, bad_rows[_i].times,
+		     bad_rows[_i].tail);
+	if (strstr(bad_rows[_i].name, "chunked") != NULL) {
+		/* 1.1 MiB of chunks. */
+		char *chunk = repeat("", "x", 4096, "\r\n");
+		int fd = qt_connect(&t);
+
+		send_all(fd, raw, strlen(raw));
+		for (int i = 0; i < 270; i++) {
+			send_all(fd, "1000\r\n", 6);
+			send_all(fd, chunk, strlen(chunk));
+		}
+		n = qt_read_all(fd, buf, 1 << 16, 5000);
+		close(fd);
+		free(chunk);
+	} else {
+		n = exchange(&t, raw, strlen(raw), buf, 1 << 16);
+	}
+	ck_assert_msg(n > 0 && strncmp(buf, bad_rows[_i].status,
+				       strlen(bad_rows[_i].status)) == 0,
+		      "%s: %.200s", bad_rows[_i].name, buf);
+	/* The answer is JSON and the connection closes (read ended). */
+	ck_assert_ptr_nonnull(strstr(buf, "Connection: close\r\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\n{\"error\":"));
+	/* The server is still there for the next client. */
+	ck_assert_int_eq(qt_status(&t, "GET", "/healthz", NULL, NULL), 200);
+	free(raw);
+	free(buf);
+	qt_done(&t);
+}
+END_TEST
+
+/* A client that sends part of a request and stops, or trickles bytes,
+ * gets 408 and is cut off; one that opens and sends nothing is closed. */
+START_TEST(slow_clients)
+{
+	struct qt t;
+	struct query_opts o = {.request_ms = 200, .idle_ms = 200};
+	char buf[4096];
+	int fd;
+
+	qt_init(&t, true);
+	qt_start(&t, &o, false);
+	fd = qt_connect(&t);
+	send_all(fd, "GET /healthz HTTP/1.1\r\nHo", 25);
+	qt_read_all(fd, buf, sizeof(buf), 5000);
+	ck_assert_msg(strncmp(buf, "HTTP/1.1 408 ", 13) == 0, "%s", buf);
+	close(fd);
+	/* Trickling does not extend the deadline: it runs from the first
+	 * byte of the request. */
+	fd = qt_connect(&t);
+	send_all(fd, "GET /healthz HTTP/1.1\r\nX-Slow: ", 31);
+	for (int i = 0; i < 100; i++) {
+		struct timespec ts = {0, 20 * 1000 * 1000};
+
+		send_all(fd, "a", 1);
+		nanosleep(&ts, NULL);
+	}
+	qt_read_all(fd, buf, sizeof(buf), 5000);
+	ck_assert_msg(strncmp(buf, "HTTP/1.1 408 ", 13) == 0, "%s", buf);
+	close(fd);
+	/* Silent and idle connections are closed without an answer. */
+	fd = qt_connect(&t);
+	ck_assert_uint_eq(qt_read_all(fd, buf, sizeof(buf), 5000), 0);
+	close(fd);
+	fd = qt_connect(&t);
+	send_all(fd, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+	qt_read_all(fd, buf, sizeof(buf), 5000);
+	ck_assert_msg(strncmp(buf, "HTTP/1.1 200 ", 13) == 0, "%s", buf);
+	close(fd);
+	qt_done(&t);
+}
+END_TEST
+
+#define ADM_BODY                                                               \
+	"{\"namespace\":\"tenant-acme-dev\",\"kind\":\"VMInstance\",\"name\":" \
+	"\"v\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"h100\"}]}}"
+
+/* Requests pipelined in one write are answered in order, verdicts (which
+ * wait for a group commit) included. */
+START_TEST(pipelining_order)
+{
+	static const char *const want[] = {
+		"{\"status\":\"ok\"}",
+		"\"id\":1,",
+		"{\"classes\":",
+		"\"id\":2,",
+		"{\"error\":\"no such endpoint\"}",
+		"{\"ready\":true,",
+	};
+	struct qt t;
+	char raw[4096], *buf = malloc(1 << 16), *p;
+	int n;
+	size_t got;
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	n = snprintf(
+		raw, sizeof(raw),
+		"GET /healthz HTTP/1.1\r\n\r\n"
+		"POST /v1/admission HTTP/1.1\r\nContent-Length: %zu\r\n\r\n"
+		"%s"
+		"GET /v1/tenants/tenant-acme/remaining HTTP/1.1\r\n\r\n"
+		"POST /v1/admission HTTP/1.1\r\nContent-Length: %zu\r\n\r\n"
+		"%s"
+		"GET /nope HTTP/1.1\r\n\r\n"
+		"GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n",
+		strlen(ADM_BODY), ADM_BODY, strlen(ADM_BODY), ADM_BODY);
+	got = exchange(&t, raw, (size_t)n, buf, 1 << 16);
+	ck_assert_uint_gt(got, 0);
+	p = buf;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char *body = strstr(p, "\r\n\r\n");
+
+		ck_assert_msg(body != NULL, "answer %zu missing", i);
+		ck_assert_msg(strstr(body + 4, want[i]) != NULL &&
+				      (strstr(body + 4, "HTTP/1.1 ") == NULL ||
+				       strstr(body + 4, want[i]) <
+					       strstr(body + 4, "HTTP/1.1 ")),
+			      "answer %zu: want %s in %.200s", i, want[i],
+			      body + 4);
+		p = body + 4;
+	}
+	free(buf);
+	qt_done(&t);
+}
+END_TEST
+
+START_TEST(http10_keepalive)
+{
+	struct qt t;
+	char buf[4096];
+	int fd;
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	/* HTTP/1.0 without keep-alive: one answer, then close. */
+	exchange(&t, "GET /healthz HTTP/1.0\r\n\r\n", 25, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "Connection: close\r\n"));
+	/* With keep-alive the connection stays for a second request. */
+	fd = qt_connect(&t);
+	send_all(fd, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+		 49);
+	send_all(fd, "GET /readyz HTTP/1.0\r\n\r\n", 24);
+	qt_read_all(fd, buf, sizeof(buf), 5000);
+	ck_assert_ptr_nonnull(strstr(buf, "Connection: keep-alive\r\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "{\"ready\":true"));
+	close(fd);
+	/* Two Authorization headers: neither counts. */
+	qt_stop(&t);
+	qt_start(&t, NULL, true);
+	exchange(&t,
+		 "GET /v1/state HTTP/1.1\r\nAuthorization: Bearer " TOK_ADMIN
+		 "\r\nAuthorization: Bearer " TOK_ADMIN
+		 "\r\nConnection: close\r\n\r\n",
+		 strlen("GET /v1/state HTTP/1.1\r\nAuthorization: "
+			"Bearer " TOK_ADMIN
+			"\r\nAuthorization: Bearer " TOK_ADMIN
+			"\r\nConnection: close\r\n\r\n"),
+		 buf, sizeof(buf));
+	ck_assert_msg(strncmp(buf, "HTTP/1.1 401 ", 13) == 0, "%s", buf);
+	ck_assert_ptr_nonnull(strstr(buf, "WWW-Authenticate: Bearer\r\n"));
+	qt_done(&t);
+}
+END_TEST
+
+START_TEST(connection_bound)
+{
+	struct qt t;
+	struct query_opts o = {.max_conns = 2};
+	char buf[256];
+	int a, b, c;
+
+	qt_init(&t, true);
+	qt_start(&t, &o, false);
+	a = qt_connect(&t);
+	b = qt_connect(&t);
+	send_all(a, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+	ck_assert_uint_gt(qt_read_all(a, buf, sizeof(buf), 300), 0);
+	/* The third is closed at once, without an answer. */
+	c = qt_connect(&t);
+	send_all(c, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+	ck_assert_uint_eq(qt_read_all(c, buf, sizeof(buf), 5000), 0);
+	close(a);
+	close(b);
+	close(c);
+	qt_done(&t);
+}
+END_TEST
+
+/* Many clients, each on one keep-alive connection, many requests each. */
+#define KA_CLIENTS  32
+#define KA_REQUESTS 40
+
+struct ka {
+	const struct qt *t;
+	const char *want;
+	int ok;
+};
+
+static size_t sink(char *p, size_t size, size_t n, void *ctx)
+{
+	struct qt_resp *r = ctx;
+
+	r->body = realloc(r->body, r->len + size * n + 1);
+	memcpy(r->body + r->len, p, size * n);
+	r->len += size * n;
+	r->body[r->len] = '\0';
+	return size * n;
+}
+
+static void *ka_client(void *arg)
+{
+	struct ka *k = arg;
+	CURL *c = curl_easy_init();
+	char url[128];
+
+	snprintf(url, sizeof(url),
+		 "http://127.0.0.1:%d/v1/tenants/tenant-acme-dev/remaining",
+		 k->t->port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	for (int i = 0; i < KA_REQUESTS; i++) {
+		struct qt_resp r = {0};
+		long status = 0;
+
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+		if (curl_easy_perform(c) == CURLE_OK) {
+			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+			k->ok += status == 200 && r.body != NULL &&
+				 strcmp(r.body, k->want) == 0;
+		}
+		free(r.body);
+	}
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+START_TEST(keepalive_concurrency)
+{
+	struct qt t;
+	struct qt_resp first, m;
+	pthread_t th[KA_CLIENTS];
+	struct ka k[KA_CLIENTS];
+	const char *acc;
+	int total = 0;
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	qt_http(&t, "GET", "/v1/tenants/tenant-acme-dev/remaining", NULL, NULL,
+		&first);
+	for (int i = 0; i < KA_CLIENTS; i++) {
+		k[i] = (struct ka){&t, first.body, 0};
+		ck_assert_int_eq(pthread_create(&th[i], NULL, ka_client, &k[i]),
+				 0);
+	}
+	for (int i = 0; i < KA_CLIENTS; i++) {
+		pthread_join(th[i], NULL);
+		total += k[i].ok;
+	}
+	ck_assert_int_eq(total, KA_CLIENTS * KA_REQUESTS);
+	/* Keep-alive: one connection per client (plus ours), not one per
+	 * request. */
+	qt_http(&t, "GET", "/metrics", NULL, NULL, &m);
+	acc = strstr(m.body, "\ngpuledger_connections_accepted_total ");
+	ck_assert_ptr_nonnull(acc);
+	ck_assert_int_le(atoi(acc + 38), KA_CLIENTS + 2);
+	qt_resp_free(&m);
+	qt_resp_free(&first);
+	qt_done(&t);
+}
+END_TEST
+
+/* A body just under the bound is accepted (curl sends Expect:
+ * 100-continue for it, which the server must answer). */
+START_TEST(large_body_accepted)
+{
+	struct qt t;
+	struct qt_resp r;
+	char *name = repeat("", "n", 200000, ""), *body;
+
+	body = malloc(strlen(name) + 256);
+	sprintf(body,
+		"{\"namespace\":\"default\",\"kind\":\"VMInstance\",\"name\":"
+		"\"%s\",\"old\":null,\"new\":{\"gpus\":[]}}",
+		name);
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	qt_http(&t, "POST", "/v1/admission", NULL, body, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(qjstr(r.json, "reason"), "NotATenant");
+	qt_resp_free(&r);
+	free(name);
+	free(body);
+	qt_done(&t);
+}
+END_TEST
+
+#define NROWS(a) (int)(sizeof(a) / sizeof(a[0]))
+
+QUERY_PART(limits)
+{
+	TCase *tc = tcase_create("limits_malformed");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, malformed_and_oversized, 0, NROWS(bad_rows));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("limits_clients");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, slow_clients);
+	tcase_add_test(tc, pipelining_order);
+	tcase_add_test(tc, http10_keepalive);
+	tcase_add_test(tc, connection_bound);
+	tcase_add_test(tc, keepalive_concurrency);
+	tcase_add_test(tc, large_body_accepted);
+	suite_add_tcase(s, tc);
+}

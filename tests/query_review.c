@@ -1,0 +1,284 @@
+/*
+ * Request shapes: AdmissionReview (admission.k8s.io/v1) to the internal
+ * admission request and back, request normalisation, and reading stored
+ * verdict records.
+ */
+#include "tests/query_tests.h"
+
+static const struct {
+	const char *review;
+	const char *req; /* canonical request; NULL: refused */
+	const char *uid;
+} review_rows[] = {
+	/* CREATE: old is null, new is object.spec. */
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u1','kind':{'group':'apps.cozystack.io',"
+	 "'version':'v1alpha1','kind':'VMInstance'},'operation':'CREATE',"
+	 "'namespace':'tenant-acme','name':'vm1','object':{'metadata':"
+	 "{'name':'vm1'},'spec':{'gpus':[{'class':'h100'}]}},'oldObject':null}"
+	 "}",
+	 "{'kind':'VMInstance','name':'vm1','namespace':'tenant-acme','new':"
+	 "{'gpus':[{'class':'h100'}]},'old':null}",
+	 "u1"},
+	/* UPDATE: both specs; the name comes from the object. */
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u2','kind':{'kind':'KubernetesNodes'},"
+	 "'operation':'UPDATE','namespace':'tenant-a','object':{'metadata':"
+	 "{'name':'kn'},'spec':{'maxReplicas':3}},'oldObject':{'spec':"
+	 "{'maxReplicas':1}}}}",
+	 "{'kind':'KubernetesNodes','name':'kn','namespace':'tenant-a','new':"
+	 "{'maxReplicas':3},'old':{'maxReplicas':1}}",
+	 "u2"},
+	/* DELETE: new is null; the name from oldObject. */
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u3','kind':{'kind':'VMInstance'},'operation':"
+	 "'DELETE','namespace':'tenant-a','object':null,'oldObject':"
+	 "{'metadata':{'name':'gone'},'spec':{'gpus':[]}}}}",
+	 "{'kind':'VMInstance','name':'gone','namespace':'tenant-a','new':null,"
+	 "'old':{'gpus':[]}}",
+	 "u3"},
+	/* An object without spec maps to an empty spec. */
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u4','kind':{'kind':'VMInstance'},'operation':"
+	 "'CREATE','namespace':'tenant-a','name':'x','object':{}}}",
+	 "{'kind':'VMInstance','name':'x','namespace':'tenant-a','new':{},"
+	 "'old':null}",
+	 "u4"},
+	{"{'apiVersion':'admission.k8s.io/v1beta1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u','kind':{'kind':'VMInstance'},'operation':"
+	 "'CREATE'}}",
+	 NULL, NULL},
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview'}", NULL,
+	 NULL},
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'kind':{'kind':'VMInstance'},'operation':'CREATE'}}",
+	 NULL, NULL},
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u','kind':{'kind':'VMInstance'},'operation':"
+	 "'CONNECT'}}",
+	 NULL, NULL},
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u','kind':'VMInstance','operation':'CREATE'}}",
+	 NULL, NULL},
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':[]}",
+	 NULL, NULL},
+};
+
+static json_t *tq(const char *text)
+{
+	char *s = strdup(text);
+	json_t *v;
+
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	v = qt_json(s);
+	free(s);
+	return v;
+}
+
+START_TEST(review_to_request_rows)
+{
+	json_t *review = tq(review_rows[_i].review), *req = NULL, *want;
+	const char *uid = NULL;
+	struct lg_error err = {0};
+	int rc = review_to_request(review, &req, &uid, &err);
+
+	if (review_rows[_i].req == NULL) {
+		ck_assert_int_eq(rc, LG_EINVAL);
+		ck_assert_ptr_null(req);
+		ck_assert_ptr_nonnull(strstr(err.msg, "AdmissionReview"));
+	} else {
+		char *got, *exp;
+
+		ck_assert_int_eq(rc, 0);
+		want = tq(review_rows[_i].req);
+		got = json_canonical(req);
+		exp = json_canonical(want);
+		ck_assert_str_eq(got, exp);
+		ck_assert_str_eq(uid, review_rows[_i].uid);
+		free(got);
+		free(exp);
+		json_decref(want);
+	}
+	json_decref(req);
+	json_decref(review);
+}
+END_TEST
+
+START_TEST(review_response_shape)
+{
+	json_t *denied = tq("{'id':7,'seq':40,'allowed':false,'reason':"
+			    "'ClassBudgetExceeded','message':'t: k 1 + 2 > 2',"
+			    "'warnings':['w1',3]}");
+	json_t *allowed = tq("{'id':8,'seq':41,'allowed':true,'reason':"
+			     "'WithinBudget','message':'within budget',"
+			     "'warnings':[]}");
+	json_t *r = review_response("uid-1", denied), *resp;
+
+	ck_assert_str_eq(qjstr(r, "apiVersion"), "admission.k8s.io/v1");
+	ck_assert_str_eq(qjstr(r, "kind"), "AdmissionReview");
+	resp = json_object_get(r, "response");
+	ck_assert_str_eq(qjstr(resp, "uid"), "uid-1");
+	ck_assert(json_is_false(json_object_get(resp, "allowed")));
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(resp, "status"), "code")),
+			 403);
+	ck_assert_str_eq(qjstr(json_object_get(resp, "status"), "message"),
+			 "ClassBudgetExceeded: t: k 1 + 2 > 2");
+	ck_assert_str_eq(qjstr(json_object_get(resp, "auditAnnotations"),
+			       "gpuledger.cozystack.io/verdict-id"),
+			 "7");
+	/* Only string warnings pass into the review. */
+	ck_assert_uint_eq(json_array_size(json_object_get(resp, "warnings")),
+			  1);
+	json_decref(r);
+	r = review_response("uid-2", allowed);
+	resp = json_object_get(r, "response");
+	ck_assert(json_is_true(json_object_get(resp, "allowed")));
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(resp, "status"), "code")),
+			 200);
+	json_decref(r);
+	json_decref(denied);
+	json_decref(allowed);
+}
+END_TEST
+
+static const struct {
+	int type;
+	const char *body, *want;
+} norm_rows[] = {
+	{VT_ADMISSION,
+	 "{'namespace':'n','kind':'VMInstance','name':'v','old':null,'new':{},"
+	 "'extra':1,'state':{'events':[]}}",
+	 "{'kind':'VMInstance','name':'v','namespace':'n','new':{},'old':"
+	 "null}"},
+	{VT_ADMISSION, "{'namespace':'n'}", "{'namespace':'n'}"},
+	{VT_DECLARATION,
+	 "{'namespace':'n','kind':'Tenant','old':null,'new':{'a':'1'}}",
+	 "{'namespace':'n','new':{'a':'1'},'old':null}"},
+	{VT_DECLARATION, "[]", NULL},
+	{VT_ADMISSION, "'text'", NULL},
+};
+
+START_TEST(normalise_rows)
+{
+	json_t *body = tq(norm_rows[_i].body);
+	json_t *got = request_normalise(norm_rows[_i].type, body);
+
+	if (norm_rows[_i].want == NULL) {
+		ck_assert_ptr_null(got);
+	} else {
+		json_t *want = tq(norm_rows[_i].want);
+		char *a = json_canonical(got), *b = json_canonical(want);
+
+		ck_assert_str_eq(a, b);
+		free(a);
+		free(b);
+		json_decref(want);
+	}
+	json_decref(got);
+	json_decref(body);
+}
+END_TEST
+
+#define H64  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define H64B "f123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static const struct {
+	const char *record;
+	int rc;
+	uint64_t id, basis;
+} ref_rows[] = {
+	{"{\"basisSeq\":5,\"chainHead\":\"" H64 "\",\"id\":3}", 0, 3, 5},
+	{"{\"basisSeq\":0,\"chainHead\":\"" H64 "\",\"id\":1}", 0, 1, 0},
+	{"{\"basisSeq\":5,\"chainHead\":\"" H64 "\",\"id\":0}", LG_ECORRUPT, 0,
+	 0},
+	{"{\"basisSeq\":-1,\"chainHead\":\"" H64 "\",\"id\":1}", LG_ECORRUPT, 0,
+	 0},
+	{"{\"basisSeq\":5,\"chainHead\":\"ABC\",\"id\":1}", LG_ECORRUPT, 0, 0},
+	{"{\"basisSeq\":5,\"chainHead\":\"" H64 "0\",\"id\":1}", LG_ECORRUPT, 0,
+	 0},
+	{"{\"basisSeq\":\"5\",\"chainHead\":\"" H64 "\",\"id\":1}", LG_ECORRUPT,
+	 0, 0},
+	{"[1,2]", LG_ECORRUPT, 0, 0},
+	{"not json", LG_ECORRUPT, 0, 0},
+};
+
+START_TEST(verdict_ref_rows)
+{
+	struct query_verdict_ref ref;
+	const char *r = ref_rows[_i].record;
+
+	ck_assert_int_eq(query_verdict_parse(r, strlen(r), &ref, NULL),
+			 ref_rows[_i].rc);
+	if (ref_rows[_i].rc == 0) {
+		ck_assert_uint_eq(ref.id, ref_rows[_i].id);
+		ck_assert_uint_eq(ref.basis_seq, ref_rows[_i].basis);
+		ck_assert_str_eq(ref.chain_head, H64);
+	}
+}
+END_TEST
+
+/* Recompute: a record made from a verdict matches; any byte changed, or a
+ * record of another type, does not. */
+START_TEST(recompute_detects_change)
+{
+	state_t *st = state_new();
+	json_t *req = tq("{'namespace':'default','kind':'VMInstance','name':"
+			 "'v','old':null,'new':{'gpus':[]}}");
+	json_t *v = NULL;
+	char *rec, *re = NULL;
+	bool match = false;
+
+	ck_assert_int_eq(verdict_admission(st, req, &v, NULL), 0);
+	json_object_set_new(v, "id", json_integer(1));
+	json_object_set_new(v, "basisSeq", json_integer(0));
+	json_object_set_new(v, "chainHead", json_string(H64));
+	rec = json_canonical(v);
+	ck_assert_int_eq(query_verdict_recompute(st, H64, rec, strlen(rec), &re,
+						 &match, NULL),
+			 0);
+	ck_assert(match);
+	ck_assert_str_eq(re, rec);
+	free(re);
+	/* Another head at basisSeq. */
+	ck_assert_int_eq(query_verdict_recompute(st, H64B, rec, strlen(rec),
+						 &re, &match, NULL),
+			 0);
+	ck_assert(!match);
+	free(re);
+	/* A flipped verdict. */
+	json_object_set_new(v, "allowed", json_false());
+	free(rec);
+	rec = json_canonical(v);
+	ck_assert_int_eq(query_verdict_recompute(st, H64, rec, strlen(rec), &re,
+						 &match, NULL),
+			 0);
+	ck_assert(!match);
+	free(re);
+	ck_assert_int_eq(query_verdict_recompute(st, H64, "{\"type\":\"x\"}",
+						 12, &re, &match, NULL),
+			 LG_ECORRUPT);
+	free(rec);
+	json_decref(v);
+	json_decref(req);
+	state_free(st);
+}
+END_TEST
+
+#define NROWS(a) (int)(sizeof(a) / sizeof(a[0]))
+
+QUERY_PART(review)
+{
+	TCase *tc = tcase_create("review_shapes");
+
+	tcase_add_loop_test(tc, review_to_request_rows, 0, NROWS(review_rows));
+	tcase_add_test(tc, review_response_shape);
+	tcase_add_loop_test(tc, normalise_rows, 0, NROWS(norm_rows));
+	tcase_add_loop_test(tc, verdict_ref_rows, 0, NROWS(ref_rows));
+	tcase_add_test(tc, recompute_detects_change);
+	suite_add_tcase(s, tc);
+}

@@ -1,0 +1,395 @@
+/*
+ * Verdicts over HTTP: each answer equals the model's verdict on the
+ * server's state plus id, seq, basisSeq and chainHead; it is in the log
+ * exactly once before it is answered; lookups and ?verify=1 re-derive it;
+ * refused requests record nothing; concurrent clients get distinct ids
+ * that all audit; AdmissionReview in and out.
+ */
+#include "tests/query_tests.h"
+
+#include <curl/curl.h>
+
+static state_t *ledger_snapshot(const char *db, char *hex)
+{
+	struct ledger_opts o = {.dir = db, .read_only = true};
+	ledger_t *lg;
+	state_t *st;
+
+	ck_assert_int_eq(ledger_open(&lg, &o, NULL), 0);
+	st = state_clone(ledger_state(lg));
+	q_hex(ledger_head(lg), hex);
+	ledger_close(lg);
+	return st;
+}
+
+static const struct {
+	const char *path, *body;
+	const char *reason;
+} verdict_rows[] = {
+	{"/v1/admission",
+	 "{\"namespace\":\"tenant-acme-dev\",\"kind\":\"VMInstance\",\"name\":"
+	 "\"vm-x\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"h100\","
+	 "\"count\":2}]}}",
+	 "ClassBudgetExceeded"},
+	{"/v1/admission",
+	 "{\"namespace\":\"tenant-acme-dev\",\"kind\":\"VMInstance\",\"name\":"
+	 "\"vm-y\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"h100\"}]}}",
+	 "WithinBudget"},
+	{"/v1/admission",
+	 "{\"namespace\":\"tenant-acme-prod\",\"kind\":\"KubernetesNodes\","
+	 "\"name\":\"kn\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"a10\"}],"
+	 "\"maxReplicas\":1}}",
+	 "RawKeyBlocksClass"},
+	{"/v1/admission",
+	 "{\"namespace\":\"tenant-acme\",\"kind\":\"VMInstance\",\"name\":"
+	 "\"v\","
+	 "\"old\":{\"gpus\":[{\"class\":\"h100\",\"count\":3}]},\"new\":"
+	 "{\"gpus\":[{\"class\":\"h100\"}]},\"ignored\":true}",
+	 "NoGrowth"},
+	{"/v1/admission",
+	 "{\"namespace\":\"tenant-acme\",\"kind\":\"VMInstance\",\"name\":"
+	 "\"v\","
+	 "\"old\":null,\"new\":{\"gpus\":[{\"class\":\"t4\"}]}}",
+	 "UnknownClass"},
+	{"/v1/declarations",
+	 "{\"namespace\":\"tenant-acme-dev\",\"old\":null,\"new\":{\"h100."
+	 "gpuclass.cozystack.io/devices\":\"9\"}}",
+	 "ExceedsParentBudget"},
+	{"/v1/declarations",
+	 "{\"namespace\":\"tenant-acme-dev\",\"old\":null,\"new\":{\"h100."
+	 "gpuclass.cozystack.io/devices\":\"1.5\"}}",
+	 "InvalidQuantity"},
+	{"/v1/declarations",
+	 "{\"namespace\":\"tenant-root\",\"old\":null,\"new\":{\"gpuclass."
+	 "cozystack.io/devices\":100}}",
+	 "Unconstrained"},
+};
+
+/* The answer is the model's verdict plus the four fields; the log holds
+ * it at seq 38, and a lookup returns the same bytes. */
+START_TEST(verdict_matches_model)
+{
+	struct qt t;
+	char hex[65], path[64];
+	state_t *st;
+	json_t *body, *want = NULL;
+	struct qt_resp r, g;
+	bool adm = strcmp(verdict_rows[_i].path, "/v1/admission") == 0;
+
+	qt_init(&t, true);
+	st = ledger_snapshot(t.db, hex);
+	body = qt_json(verdict_rows[_i].body);
+	json_object_del(body, "ignored");
+	ck_assert_int_eq(adm ? verdict_admission(st, body, &want, NULL)
+			     : verdict_declaration(st, body, &want, NULL),
+			 0);
+	json_object_set_new(want, "id", json_integer(1));
+	json_object_set_new(want, "seq", json_integer(QT_FIXTURE_SEQ + 1));
+	json_object_set_new(want, "basisSeq", json_integer(QT_FIXTURE_SEQ));
+	json_object_set_new(want, "chainHead", json_string(hex));
+	qt_start(&t, NULL, false);
+	qt_http(&t, "POST", verdict_rows[_i].path, NULL, verdict_rows[_i].body,
+		&r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(qjstr(r.json, "reason"), verdict_rows[_i].reason);
+	{
+		char *w = json_canonical(want);
+
+		ck_assert_str_eq(r.body, w);
+		free(w);
+	}
+	qt_http(&t, "GET", "/v1/verdicts/1", NULL, NULL, &g);
+	ck_assert_int_eq(g.status, 200);
+	ck_assert_str_eq(g.body, r.body);
+	qt_resp_free(&g);
+	qt_http(&t, "GET", "/v1/verdicts/1?verify=1", NULL, NULL, &g);
+	ck_assert(json_is_true(json_object_get(g.json, "verified")));
+	ck_assert_ptr_null(json_object_get(g.json, "recomputed"));
+	qt_resp_free(&g);
+	snprintf(path, sizeof(path), "/v1/events?from=%d", QT_FIXTURE_SEQ + 1);
+	qt_http(&t, "GET", path, NULL, NULL, &g);
+	ck_assert_uint_eq(json_array_size(json_object_get(g.json, "events")),
+			  1);
+	ck_assert_str_eq(
+		qjstr(json_array_get(json_object_get(g.json, "events"), 0),
+		      "type"),
+		"VERDICT");
+	qt_resp_free(&g);
+	qt_resp_free(&r);
+	qt_stop(&t);
+	ck_assert_uint_eq(qt_audit(t.db, NULL, 0), 1);
+	json_decref(want);
+	json_decref(body);
+	state_free(st);
+	qt_done(&t);
+}
+END_TEST
+
+static const struct {
+	const char *path, *body;
+	long status;
+} refused_rows[] = {
+	{"/v1/admission", "{", 400},
+	{"/v1/admission", "", 400},
+	{"/v1/admission", "[1]", 400},
+	{"/v1/admission", "{\"a\":1,\"a\":2}", 400},
+	{"/v1/admission", "{\"namespace\":\"tenant-a\",\"kind\":\"Pod\"}", 400},
+	{"/v1/admission", "{\"kind\":\"VMInstance\"}", 400},
+	{"/v1/admission", "{\"namespace\":7,\"kind\":\"VMInstance\"}", 400},
+	{"/v1/declarations", "{\"namespace\":\"tenant-a\",\"new\":[]}", 400},
+	{"/v1/declarations", "{\"new\":{}}", 400},
+	{"/v1/admission",
+	 "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	 "\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":\"VMInstance\"},"
+	 "\"operation\":\"CONNECT\"}}",
+	 400},
+	{"/v1/admission",
+	 "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	 "\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":\"Pod\"},"
+	 "\"operation\":\"CREATE\",\"namespace\":\"tenant-a\"}}",
+	 400},
+};
+
+START_TEST(refused_requests_record_nothing)
+{
+	struct qt t;
+	struct qt_resp r;
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	for (size_t i = 0; i < sizeof(refused_rows) / sizeof(refused_rows[0]);
+	     i++)
+		ck_assert_msg(qt_status(&t, "POST", refused_rows[i].path, NULL,
+					refused_rows[i].body) ==
+				      refused_rows[i].status,
+			      "%s %s", refused_rows[i].path,
+			      refused_rows[i].body);
+	qt_http(&t, "GET", "/readyz", NULL, NULL, &r);
+	ck_assert_int_eq(json_integer_value(json_object_get(r.json, "seq")),
+			 QT_FIXTURE_SEQ);
+	qt_resp_free(&r);
+	ck_assert_int_eq(qt_status(&t, "GET", "/v1/verdicts/1", NULL, NULL),
+			 404);
+	ck_assert_int_eq(qt_status(&t, "GET", "/v1/verdicts/0", NULL, NULL),
+			 400);
+	ck_assert_int_eq(qt_status(&t, "GET", "/v1/verdicts/x1", NULL, NULL),
+			 400);
+	ck_assert_int_eq(qt_status(&t, "GET",
+				   "/v1/verdicts/99999999999999999999", NULL,
+				   NULL),
+			 400);
+	qt_done(&t);
+}
+END_TEST
+
+START_TEST(admission_review_roundtrip)
+{
+	struct qt t;
+	struct qt_resp r, g;
+	const json_t *resp;
+	char path[64], *stored;
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	qt_http(&t, "POST", "/v1/admission", NULL,
+		"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
+		"\"AdmissionReview\",\"request\":{\"uid\":\"705ab4f5\","
+		"\"kind\":{\"group\":\"apps.cozystack.io\",\"version\":"
+		"\"v1alpha1\",\"kind\":\"VMInstance\"},\"operation\":"
+		"\"CREATE\","
+		"\"namespace\":\"tenant-acme-dev\",\"name\":\"vm-r\","
+		"\"object\":"
+		"{\"metadata\":{\"name\":\"vm-r\"},\"spec\":{\"gpus\":[{"
+		"\"class\":"
+		"\"h100\",\"count\":2}]}},\"oldObject\":null,\"dryRun\":false}"
+		"}",
+		&r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(qjstr(r.json, "kind"), "AdmissionReview");
+	resp = json_object_get(r.json, "response");
+	ck_assert_str_eq(qjstr(resp, "uid"), "705ab4f5");
+	ck_assert(json_is_false(json_object_get(resp, "allowed")));
+	ck_assert_ptr_nonnull(
+		strstr(qjstr(json_object_get(resp, "status"), "message"),
+		       "ClassBudgetExceeded"));
+	snprintf(path, sizeof(path), "/v1/verdicts/%s",
+		 qjstr(json_object_get(resp, "auditAnnotations"),
+		       "gpuledger.cozystack.io/verdict-id"));
+	ck_assert_str_eq(path, "/v1/verdicts/1");
+	/* The stored request is the internal form, not the review. */
+	qt_http(&t, "GET", path, NULL, NULL, &g);
+	stored = json_canonical(json_object_get(g.json, "request"));
+	ck_assert_str_eq(
+		stored,
+		"{\"kind\":\"VMInstance\",\"name\":\"vm-r\",\"namespace\":"
+		"\"tenant-acme-dev\",\"new\":{\"gpus\":[{\"class\":"
+		"\"h100\",\"count\":2}]},\"old\":null}");
+	free(stored);
+	qt_resp_free(&g);
+	qt_resp_free(&r);
+	qt_done(&t);
+}
+END_TEST
+
+/* A hand-written VERDICT event (from tests/ledger/small.ndjson) whose
+ * chainHead is zeros: ?verify=1 finds it does not match. */
+START_TEST(verify_finds_forgery)
+{
+	struct qt t;
+	struct qt_resp g;
+
+	qt_init(&t, true);
+	qt_append_child(
+		&t,
+		"{\"type\":\"VERDICT\",\"record\":{\"id\":1,\"basisSeq\":25,"
+		"\"chainHead\":\"000000000000000000000000000000000000000000"
+		"0000000000000000000000\",\"type\":\"admission\",\"allowed\""
+		":true,\"reason\":\"WithinBudget\",\"message\":\"within "
+		"budget\",\"checks\":[],\"warnings\":[],\"request\":{"
+		"\"namespace\":\"tenant-acme-dev\",\"kind\":\"VMInstance\","
+		"\"name\":\"vm-x\",\"old\":null,\"new\":{\"gpus\":[]}}}}\n");
+	qt_start(&t, NULL, false);
+	qt_http(&t, "GET", "/v1/verdicts/1?verify=1", NULL, NULL, &g);
+	ck_assert_int_eq(g.status, 200);
+	ck_assert(json_is_false(json_object_get(g.json, "verified")));
+	ck_assert_str_eq(qjstr(json_object_get(g.json, "recomputed"), "reason"),
+			 "NoGrowth");
+	ck_assert_int_eq(json_integer_value(json_object_get(g.json, "seq")),
+			 QT_FIXTURE_SEQ + 1);
+	qt_resp_free(&g);
+	ck_assert_int_eq(
+		qt_status(&t, "GET", "/v1/verdicts/1?verify=2", NULL, NULL),
+		400);
+	/* The next verdict the server gives counts the forged one. */
+	qt_http(&t, "POST", "/v1/admission", NULL,
+		"{\"namespace\":\"default\",\"kind\":\"VMInstance\",\"old\":"
+		"null,"
+		"\"new\":null}",
+		&g);
+	ck_assert_int_eq(json_integer_value(json_object_get(g.json, "id")), 2);
+	qt_resp_free(&g);
+	qt_done(&t);
+}
+END_TEST
+
+/* Concurrent clients: every answer has a distinct id, the ids are 1..N,
+ * each is in the log exactly once, and all of them audit. */
+#define VC_CLIENTS  16
+#define VC_REQUESTS 25
+
+struct vc {
+	const struct qt *t;
+	uint64_t ids[VC_REQUESTS];
+	int n;
+};
+
+static size_t sink(char *p, size_t size, size_t n, void *ctx)
+{
+	struct qt_resp *r = ctx;
+
+	r->body = realloc(r->body, r->len + size * n + 1);
+	memcpy(r->body + r->len, p, size * n);
+	r->len += size * n;
+	r->body[r->len] = '\0';
+	return size * n;
+}
+
+static void *vc_client(void *arg)
+{
+	struct vc *v = arg;
+	CURL *c = curl_easy_init();
+	char url[128];
+	const char *body = "{\"namespace\":\"tenant-acme-dev\",\"kind\":"
+			   "\"VMInstance\",\"name\":\"vm-c\",\"old\":null,"
+			   "\"new\":{\"gpus\":[{\"class\":\"h100\"}]}}";
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/admission",
+		 v->t->port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	for (int i = 0; i < VC_REQUESTS; i++) {
+		struct qt_resp r = {0};
+		json_t *j;
+
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+		if (curl_easy_perform(c) == CURLE_OK &&
+		    (j = json_loads(r.body ? r.body : "", 0, NULL)) != NULL) {
+			if (json_is_integer(json_object_get(j, "id")))
+				v->ids[v->n++] = (uint64_t)json_integer_value(
+					json_object_get(j, "id"));
+			json_decref(j);
+		}
+		free(r.body);
+	}
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+START_TEST(concurrent_verdicts_audit)
+{
+	struct qt t;
+	pthread_t th[VC_CLIENTS];
+	struct vc *v = calloc(VC_CLIENTS, sizeof(*v));
+	uint64_t all[VC_CLIENTS * VC_REQUESTS],
+		logged[VC_CLIENTS * VC_REQUESTS];
+	size_t n = 0;
+	struct qt_resp m;
+	const char *b;
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	for (int i = 0; i < VC_CLIENTS; i++) {
+		v[i].t = &t;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, vc_client, &v[i]),
+				 0);
+	}
+	for (int i = 0; i < VC_CLIENTS; i++) {
+		pthread_join(th[i], NULL);
+		for (int k = 0; k < v[i].n; k++)
+			all[n++] = v[i].ids[k];
+	}
+	ck_assert_uint_eq(n, VC_CLIENTS * VC_REQUESTS);
+	qsort(all, n, sizeof(all[0]), by_u64);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(all[i], i + 1);
+	qt_http(&t, "GET", "/metrics", NULL, NULL, &m);
+	b = strstr(m.body, "\ngpuledger_verdict_batch_events_total ");
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(atoi(b + 38), VC_CLIENTS * VC_REQUESTS);
+	ck_assert_ptr_nonnull(
+		strstr(m.body, "gpuledger_verdicts_total{type=\"admission\","
+			       "reason=\"WithinBudget\"} 400\n"));
+	qt_resp_free(&m);
+	qt_stop(&t);
+	ck_assert_uint_eq(qt_audit(t.db, logged, n), n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(logged[i], all[i]);
+	free(v);
+	qt_done(&t);
+}
+END_TEST
+
+#define NROWS(a) (int)(sizeof(a) / sizeof(a[0]))
+
+QUERY_PART(verdicts)
+{
+	TCase *tc = tcase_create("verdicts_http");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, verdict_matches_model, 0, NROWS(verdict_rows));
+	tcase_add_test(tc, refused_requests_record_nothing);
+	tcase_add_test(tc, admission_review_roundtrip);
+	tcase_add_test(tc, verify_finds_forgery);
+	tcase_add_test(tc, concurrent_verdicts_audit);
+	suite_add_tcase(s, tc);
+}

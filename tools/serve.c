@@ -1,0 +1,126 @@
+/*
+ * gpuledger serve: the query process (DESIGN 7). The server itself is
+ * query/; this file reads the options, makes libuv abort on out-of-memory
+ * like the rest of the daemon, and runs the loop until SIGINT or SIGTERM.
+ */
+#include "query/query.h"
+#include "tools/tools.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+static const char serve_usage[] =
+	"usage: gpuledger serve --db DIR [--listen HOST:PORT] "
+	"[--token-file FILE]\n"
+	"  the query process: HTTP/1.1 JSON API under /v1 (DESIGN 7).\n"
+	"  Rebuilds the state from the latest checkpoint and the tail, then\n"
+	"  follows the log as the watcher appends; /readyz answers 200 once\n"
+	"  caught up. Verdicts are recorded as VERDICT events before they\n"
+	"  are answered. Prints \"listening on HOST:PORT\" when ready to\n"
+	"  accept; SIGINT or SIGTERM stop it after answering what is queued.\n"
+	"  --db DIR            the ledger (one server per ledger)\n"
+	"  --listen HOST:PORT  numeric address (default 127.0.0.1:8420; port\n"
+	"                      0 picks a free one); without --token-file only\n"
+	"                      a loopback address is accepted\n"
+	"  --token-file FILE   `TOKEN ROLE` per line; roles admin, admission,\n"
+	"                      auditor, tenant:<ns>; the file must not be\n"
+	"                      readable by group or others\n"
+	"  --max-body BYTES    request body bound (default 1048576)\n"
+	"  --max-conns N       open connections (default 4096)\n"
+	"  --idle-ms MS        keep-alive idle time (default 30000)\n"
+	"  --request-ms MS     a request must arrive whole within (default\n"
+	"                      10000); slower clients get 408 and are cut off\n"
+	"  --poll-ms MS        how often the log is followed (default 50)\n";
+
+static void *x_malloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+static void *x_realloc(void *p, size_t n)
+{
+	/* libuv frees through realloc(p, 0); that must not abort. */
+	if (n == 0) {
+		free(p);
+		return NULL;
+	}
+	p = realloc(p, n);
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+static void *x_calloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+/* The bounds given in ms or counts must fit an unsigned. */
+static bool fits(const char *name, uint64_t v)
+{
+	if (v <= 0xffffffffu)
+		return true;
+	tool_error("serve: %s %llu is too large", name, (unsigned long long)v);
+	return false;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct query_opts o = {.handle_signals = true};
+	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0;
+	const struct opt opts[] = {
+		{"--db", OPT_STR, &o.db},
+		{"--listen", OPT_STR, &o.listen},
+		{"--token-file", OPT_STR, &o.token_file},
+		{"--max-body", OPT_U64, &body},
+		{"--max-conns", OPT_U64, &conns},
+		{"--idle-ms", OPT_U64, &idle},
+		{"--request-ms", OPT_U64, &req},
+		{"--poll-ms", OPT_U64, &poll},
+	};
+	const struct cmd_spec spec = {"serve", serve_usage, opts,
+				      sizeof(opts) / sizeof(opts[0])};
+	struct lg_error err = {0};
+	query_server_t *qs;
+	const char *listen;
+	int status = opts_parse(&spec, argc, argv), rc;
+
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	if (!fits("--max-conns", conns) || !fits("--idle-ms", idle) ||
+	    !fits("--request-ms", req) || !fits("--poll-ms", poll))
+		return EXIT_USAGE;
+	if (tool_check_db("serve", o.db, false) != 0)
+		return EXIT_USAGE;
+	o.max_body_bytes = (size_t)body;
+	o.max_conns = (unsigned)conns;
+	o.idle_ms = (unsigned)idle;
+	o.request_ms = (unsigned)req;
+	o.poll_ms = (unsigned)poll;
+	uv_replace_allocator(x_malloc, x_realloc, x_calloc, free);
+	if ((rc = query_server_open(&qs, &o, &err)) != 0) {
+		tool_error("serve: %s", err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	/* The address as given with the port the kernel chose (for 0). */
+	listen = o.listen ? o.listen : QUERY_LISTEN_DEFAULT;
+	printf("listening on %.*s:%d\n", (int)(strrchr(listen, ':') - listen),
+	       listen, query_server_port(qs));
+	fflush(stdout);
+	rc = query_server_run(qs, &err);
+	query_server_close(qs);
+	if (rc != 0) {
+		tool_error("serve: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}

@@ -1,0 +1,217 @@
+/*
+ * gpuledger watch: the only writer of observations (DESIGN 1, 6). It follows
+ * a recorded NDJSON stream (--from FILE, or - for standard input) or a live
+ * cluster, and appends the differences it observes to the ledger.
+ *
+ * The work is in ingest/: ingest_follow for streams (exactly once across
+ * restarts), kube_watch_run for a cluster. This file parses options, loads
+ * --classes, opens the ledger and turns SIGINT/SIGTERM into a clean stop.
+ */
+#include "ingest/kube.h"
+#include "tools/tools.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char watch_usage[] =
+	"usage: gpuledger watch --db DIR --from FILE|- [--classes FILE]\n"
+	"       gpuledger watch --db DIR [--kubeconfig FILE] [--context NAME]\n"
+	"                       [--classes FILE] [--record FILE] [--tick S]\n"
+	"  appends what it observes to the ledger in DIR (created when\n"
+	"  missing): TENANT, BUDGET, RAWKEY, CLASS, NODE, RESERVE, RELEASE,\n"
+	"  ALLOC, FREE and NOTE events, only differences, in group commits.\n"
+	"  --from FILE   a recorded stream: one Kubernetes watch event per\n"
+	"                line, {\"type\", \"object\", \"time\"?}; a line's "
+	"RFC 3339\n"
+	"                \"time\" is its event time (lines without one keep "
+	"the\n"
+	"                previous time). The position in FILE is committed "
+	"with\n"
+	"                the events, so a run that was stopped or killed "
+	"resumes\n"
+	"                where it left off when started again with the same "
+	"FILE\n"
+	"                (and --classes): nothing is lost or repeated. At the "
+	"end\n"
+	"                a TICK carries the last line's time.\n"
+	"  --from -      standard input, which cannot be read twice and so\n"
+	"                cannot be resumed: a ledger that already holds a "
+	"stdin\n"
+	"                stream is refused (exit 2); use a file, or a new "
+	"--db.\n"
+	"  --classes F   the class table at start ({\"classes\": [...]}); the\n"
+	"                cozy-system/gpu-classes ConfigMap replaces it\n"
+	"  --max-object-bytes N   longest line or object (default 4 MiB); "
+	"longer\n"
+	"                ones are skipped and recorded as a NOTE\n"
+	"  --batch N     events per commit (default 10000)\n"
+	"  --no-sync     do not fsync commits (faster; a crash may lose the "
+	"tail)\n"
+	"  Without --from: a live cluster through --kubeconfig (default\n"
+	"  $KUBECONFIG, ~/.kube/config, else in-cluster), --context, --record\n"
+	"  FILE (tee the received events as a recorded stream), --tick S (a\n"
+	"  TICK after S seconds of quiet, default 60), --verbose.\n"
+	"  Exit status: 0 when the input ended or SIGINT/SIGTERM stopped it\n"
+	"  (what was read is committed), 2 on a usage or operating error.\n";
+
+/* Set by the signal handler: a signal handler can reach nothing else. */
+static volatile sig_atomic_t watch_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	watch_stop = 1;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int load_classes(const char *path, struct class_table *t)
+{
+	struct lg_error err = {0};
+	json_error_t jerr;
+	json_t *doc;
+	int rc;
+
+	class_table_init(t);
+	if (path == NULL)
+		return EXIT_OK;
+	doc = json_load_file(path, 0, &jerr);
+	if (doc == NULL) {
+		tool_error("watch: --classes %s: %s", path, jerr.text);
+		return EXIT_USAGE;
+	}
+	rc = class_table_parse(t, doc, &err);
+	json_decref(doc);
+	if (rc != 0) {
+		tool_error("watch: --classes %s: %s", path, err.msg);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static int watch_stream(ledger_t *lg, const char *from,
+			const struct class_table *t, uint64_t max_object,
+			uint64_t batch)
+{
+	struct ingest_follow_opts fo = {.path = from,
+					.classes = t->n ? t : NULL,
+					.max_object_bytes = (size_t)max_object,
+					.batch_events = (size_t)batch,
+					.stop = &watch_stop};
+	struct ingest_follow_result res;
+	struct lg_error err = {0};
+	char line[256];
+	int rc = ingest_follow(lg, &fo, &res, &err);
+
+	if (rc != 0) {
+		tool_error("watch: %s", err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	snprintf(line, sizeof(line),
+		 "watch: %s%llu lines (%llu replayed), %llu events, %llu "
+		 "notes, %llu pods skipped unparsed; last seq %llu",
+		 res.resumed ? "resumed; " : "",
+		 (unsigned long long)res.c.lines,
+		 (unsigned long long)res.replayed,
+		 (unsigned long long)res.c.events_out,
+		 (unsigned long long)res.c.notes,
+		 (unsigned long long)res.c.skipped_fast,
+		 (unsigned long long)ledger_last_seq(lg));
+	return tool_flush("watch", tool_puts(line));
+}
+
+struct live_opts {
+	const char *kubeconfig, *context, *record;
+	uint64_t tick_s, max_object, batch;
+	bool verbose;
+};
+
+static int watch_live(ledger_t *lg, const struct class_table *t,
+		      const struct live_opts *lo)
+{
+	struct kube_config kc;
+	struct ingest_opts io = {.classes = t->n ? t : NULL,
+				 .max_object_bytes = (size_t)lo->max_object,
+				 .batch_events = (size_t)lo->batch,
+				 .tick_ns = (int64_t)lo->tick_s * 1000000000LL};
+	struct kube_watch_opts wo = {.record_path = lo->record,
+				     .tick_ns = io.tick_ns,
+				     .max_object_bytes = io.max_object_bytes,
+				     .stop = &watch_stop,
+				     .verbose = lo->verbose};
+	struct lg_error err = {0};
+	ingest_t *in = NULL;
+	int rc = kube_config_load(&kc, lo->kubeconfig, lo->context, &err);
+
+	if (rc == 0) {
+		rc = ingest_new(&in, lg, &io, &err);
+		if (rc == 0)
+			rc = kube_watch_run(in, &kc, &wo, &err);
+		ingest_free(in);
+		kube_config_release(&kc);
+	}
+	if (rc != 0) {
+		tool_error("watch: %s", err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+	const char *db = NULL, *from = NULL, *classes = NULL;
+	struct live_opts live = {.tick_s = 60};
+	struct ledger_opts lo = {.create = true};
+	const struct opt opts[] = {
+		{"--db", OPT_STR, &db},
+		{"--from", OPT_STR, &from},
+		{"--classes", OPT_STR, &classes},
+		{"--no-sync", OPT_FLAG, &lo.no_sync},
+		{"--batch", OPT_U64, &live.batch},
+		{"--max-object-bytes", OPT_U64, &live.max_object},
+		{"--kubeconfig", OPT_STR, &live.kubeconfig},
+		{"--context", OPT_STR, &live.context},
+		{"--record", OPT_STR, &live.record},
+		{"--tick", OPT_U64, &live.tick_s},
+		{"--verbose", OPT_FLAG, &live.verbose},
+	};
+	const struct cmd_spec spec = {"watch", watch_usage, opts,
+				      sizeof(opts) / sizeof(opts[0])};
+	struct class_table t;
+	ledger_t *lg;
+	int status = opts_parse(&spec, argc, argv);
+
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	if (live.batch > 1000000 || live.tick_s == 0 ||
+	    live.max_object > (1ULL << 30)) {
+		tool_error("watch: --batch is at most 1000000, --tick at least "
+			   "1, --max-object-bytes at most 1 GiB");
+		return EXIT_USAGE;
+	}
+	if ((status = load_classes(classes, &t)) != 0)
+		return status;
+	if ((status = tool_open_ledger("watch", db, &lo, &lg)) != 0) {
+		class_table_release(&t);
+		return status;
+	}
+	catch_signals();
+	if (from != NULL)
+		status =
+			watch_stream(lg, from, &t, live.max_object, live.batch);
+	else
+		status = watch_live(lg, &t, &live);
+	ledger_close(lg);
+	class_table_release(&t);
+	return status;
+}
