@@ -388,11 +388,136 @@ void handle_events(struct query_server *qs, struct request *rq)
 			     (json_int_t)o.next, "lastSeq", (json_int_t)last));
 }
 
+/* ---------------------------------------------------------------------- */
+/* Billing export (DESIGN 8): the CLI's rows over HTTP, costs 0 (rates are
+ * the CLI's --rates FILE). The body is bounded: a range too large for one
+ * answer is 413, to be split by the client. */
+
+#define EXPORT_MAX_BYTES (64u << 20)
+
+struct export_out {
+	char *buf;
+	size_t len, cap;
+	bool json, scope, over;
+};
+
+static bool out_put(struct export_out *o, const char *s, size_t n)
+{
+	if (o->len + n + 1 > EXPORT_MAX_BYTES) {
+		o->over = true;
+		return false;
+	}
+	if (o->len + n + 1 > o->cap) {
+		o->cap = o->cap ? o->cap * 2 : 1 << 16;
+		while (o->cap < o->len + n + 1)
+			o->cap *= 2;
+		o->buf = q_xrealloc(o->buf, o->cap);
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+	o->buf[o->len++] = '\n';
+	return true;
+}
+
+static int export_row(void *ctx, const struct bill_row *row)
+{
+	struct export_out *o = ctx;
+	bool ok;
+
+	if (o->json) {
+		json_t *v = bill_row_json(row);
+		char *text = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		ok = text != NULL && out_put(o, text, strlen(text));
+		free(text);
+		json_decref(v);
+	} else {
+		size_t n = bill_row_csv(row, o->scope, NULL, 0);
+		char *line = q_xmalloc(n + 1);
+
+		bill_row_csv(row, o->scope, line, n + 1);
+		ok = out_put(o, line, n);
+		free(line);
+	}
+	return ok ? 0 : 1;
+}
+
+/* Reads the export's query parameters; false (and a 400 sent) when bad. */
+static bool export_params(struct query_server *qs, struct request *rq,
+			  struct export_opts *eo, struct export_out *o)
+{
+	char from[64], to[64], step[16], basis[16], fmt[16], rollup[16];
+	bool ok = true;
+
+	memset(eo, 0, sizeof(*eo));
+	eo->to_ns = INT64_MAX;
+	if (query_param(rq->query, rq->query_len, "from", from, sizeof(from)) <
+		    0 ||
+	    time_parse_ns(from, &eo->from_ns) != 0)
+		ok = false;
+	if (query_param(rq->query, rq->query_len, "to", to, sizeof(to)) >= 0 &&
+	    time_parse_ns(to, &eo->to_ns) != 0)
+		ok = false;
+	if (query_param(rq->query, rq->query_len, "step", step, sizeof(step)) <
+	    0)
+		strcpy(step, "day");
+	if (query_param(rq->query, rq->query_len, "basis", basis,
+			sizeof(basis)) < 0)
+		strcpy(basis, "reserved");
+	if (query_param(rq->query, rq->query_len, "format", fmt, sizeof(fmt)) <
+	    0)
+		strcpy(fmt, "focus-csv");
+	if (query_param(rq->query, rq->query_len, "rollup", rollup,
+			sizeof(rollup)) < 0)
+		rollup[0] = '\0';
+	ok = ok && bill_step_parse(step, &eo->step) == 0 &&
+	     bill_basis_parse(basis, &eo->basis) == 0 &&
+	     (strcmp(fmt, "focus-csv") == 0 || strcmp(fmt, "json") == 0) &&
+	     (rollup[0] == '\0' || strcmp(rollup, "subtree") == 0);
+	if (!ok) {
+		reply_error(qs, rq, 400,
+			    "export takes from=RFC3339 (required), to=RFC3339, "
+			    "step=hour|day, basis=reserved|allocated, "
+			    "format=focus-csv|json, rollup=subtree");
+		return false;
+	}
+	eo->rollup_subtree = rollup[0] != '\0';
+	o->json = strcmp(fmt, "json") == 0;
+	o->scope = eo->rollup_subtree;
+	return true;
+}
+
 void handle_export(struct query_server *qs, struct request *rq)
 {
-	reply_error(qs, rq, 501,
-		    "the billing export is not built yet (it belongs to the "
-		    "billing issue)");
+	struct export_opts eo;
+	struct export_out o = {0};
+	struct lg_error err = {0};
+	int rc;
+
+	if (!export_params(qs, rq, &eo, &o))
+		return;
+	if (!o.json) {
+		const char *h = bill_csv_header(o.scope);
+
+		out_put(&o, h, strlen(h));
+	}
+	rc = ledger_export(qs->lg, &eo, export_row, &o, NULL, &err);
+	if (rc == 1 && o.over) {
+		free(o.buf);
+		reply_error(qs, rq, 413,
+			    "the export is larger than %u bytes: ask for a "
+			    "shorter range",
+			    EXPORT_MAX_BYTES);
+	} else if (rc != 0) {
+		free(o.buf);
+		reply_error(qs, rq, rc == LG_EINVAL ? 400 : 500, "%s", err.msg);
+	} else {
+		if (o.buf == NULL)
+			o.buf = q_xstrdup("");
+		reply_raw(qs, rq, 200,
+			  o.json ? "application/x-ndjson" : "text/csv", o.buf,
+			  o.len);
+	}
 }
 
 /* ---------------------------------------------------------------------- */

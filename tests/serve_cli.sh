@@ -160,7 +160,21 @@ req GET /v1/classes/h100/capacity
 status capacity 200
 has "capacity" "$tmp/body" '"capacity":16,"class":"h100","free":13'
 req GET /v1/export
-status export 501
+status "export without from" 400
+# The HTTP export is the CLI's, byte for byte (costs 0 without --rates).
+for q in "step=hour" "step=day&basis=allocated" "step=day&rollup=subtree"; do
+	req GET "/v1/export?from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z&$q"
+	status "export $q" 200
+	set -- --step hour
+	case $q in
+	*day*) set -- --step day ;;
+	esac
+	case $q in *allocated*) set -- "$@" --basis allocated ;; esac
+	case $q in *rollup*) set -- "$@" --rollup subtree ;; esac
+	"$bin" export --db "$db" --from 2026-01-01T00:00:00Z \
+		--to 2026-03-01T00:00:00Z "$@" >"$tmp/want" 2>/dev/null
+	same "export $q = CLI" "$tmp/want" "$tmp/body"
+done
 req GET /v1/nope
 status "unknown path" 404
 req DELETE /v1/tenants
