@@ -42,7 +42,7 @@
  *   GET /v1/events?from&limit  {"events": [log form], "next", "lastSeq"}
  *                              (limit 1..10000, default 100; at most about
  *                              8 MiB per answer: continue from "next")
- *   GET /v1/export             501: the billing export is another issue
+ *   GET /v1/export             billing rows (DESIGN 8) as focus-csv or NDJSON
  *   GET /v1/classes            {"classes": [replay classes]}
  *   GET /v1/classes/{c}/capacity  {"class", "capacity", "free", "nodes":
  *                              [{"name", "capacity", "allocated", "serves"}]}
