@@ -1,6 +1,7 @@
 # gpuledger — one plain Makefile (STYLE.md "Build and tests").
 #
 #   make            build ./gpuledger
+#   make run        the demo: a simulated cluster, served on 127.0.0.1:8420
 #   make test       install missing Debian packages, build, run every test
 #   make test SANITIZE=address,undefined
 #   make bench | install [PREFIX=/usr/local DESTDIR=] | clean
@@ -51,6 +52,8 @@ TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
 TEST_MODULES := $(foreach m,model ledger ingest query,$(if $(wildcard tests/test_$(m).c),$(m)))
 UNIT_TESTS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
 
+
+.PHONY: run
 .PHONY: all test check bench install clean layercheck headercheck deps \
 	unit integration format
 
@@ -107,6 +110,11 @@ $(BUILD)/tests/bench_ledger: $(BUILD)/tests/bench/bench_ledger.o $(BUILD)/tests/
 bench: deps
 	@$(MAKE) --no-print-directory gpuledger $(BUILD)/tests/bench_ledger
 	@$(BUILD)/tests/bench_ledger $(BENCH_EVENTS) $(BENCH_RUNS)
+
+# The main job on an embedded default: a simulated cluster ingested into
+# var/demo, served on 127.0.0.1:8420 (PORT=...), with commands to try.
+run: all
+	@sh tools/demo.sh
 
 install: gpuledger
 	install -d $(DESTDIR)$(BINDIR)

@@ -816,9 +816,11 @@ static void tenant_quotas(struct sim *s, uint32_t i)
 	SB_LIT(b, "Gi\",\"storage\":\"");
 	sb_u64(b, 100 + 50 * rng_below(&r, 20));
 	SB_LIT(b, "Gi\"");
+	/* The platform's total may promise more than the cluster has (KN
+	 * pools reserve maxReplicas they rarely run), so it leaves room. */
 	if (n->depth == 0)
 		quota_kv(b, "", GPU_TOTAL_KEY, "",
-			 gpu_capacity(s) * (70 + rng_below(&r, 50)) / 100);
+			 gpu_capacity(s) * (200 + rng_below(&r, 200)) / 100);
 	else
 		quotas_gpu(s, &r, n->depth,
 			   bad >= 0 ? quota_invalid_mask((uint32_t)bad) : 0);

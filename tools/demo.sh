@@ -1,0 +1,118 @@
+#!/bin/sh
+# `make run`: the main job on an embedded default, no cluster needed.
+#
+# Builds a ledger under var/demo from a simulated Cozystack cluster (a
+# recorded stream made by `gpuledger simulate`, ingested by `gpuledger watch
+# --from`), starts `gpuledger serve` on 127.0.0.1:$PORT (default 8420) and
+# prints commands to try. Ctrl-C stops it. Run twice, it reuses the ledger
+# when it verifies, else it makes a new one.
+#
+# DEMO_SELFTEST=1 runs every printed command itself, checks each answer, and
+# stops the server: tests/demo_cli.sh uses it to keep this page true.
+set -eu
+bin=${GPULEDGER:-./gpuledger}
+dir=${DEMO_DIR:-var/demo}
+port=${PORT:-8420}
+url="http://127.0.0.1:$port"
+selftest=${DEMO_SELFTEST:-}
+
+say() { printf '%s\n' "$*"; }
+
+mkdir -p "$dir"
+if [ -d "$dir/db" ] && "$bin" verify --db "$dir/db" >/dev/null 2>&1; then
+	say "== reusing the demo ledger in $dir/db ($("$bin" verify --db "$dir/db"))"
+else
+	rm -rf "$dir/db"
+	say "== simulating a Cozystack cluster: 40 tenants, 30 days, 200000 watch events"
+	"$bin" simulate --seed 7 --events 200000 --tenants 40 --days 30 \
+		--out "$dir/stream.ndjson"
+	say "== ingesting it: gpuledger watch --from $dir/stream.ndjson --db $dir/db"
+	"$bin" watch --from "$dir/stream.ndjson" --db "$dir/db"
+fi
+
+# A tenant with room for one device of some class, for an allowed admission;
+# the same request for many devices is denied.
+pick=$("$bin" replay --db "$dir/db" --json | python3 -c '
+import json, sys
+st = json.load(sys.stdin)
+for t in st["tenants"]:
+    for c, r in sorted(t["remaining"].items()):
+        if r["remaining"] is not None and r["remaining"] >= 1 and not r["blocked"]:
+            print(t["namespace"], c, r["remaining"])
+            sys.exit(0)
+sys.exit(1)')
+set -- $pick
+ns=$1 cls=$2 left=$3
+from=$("$bin" replay --db "$dir/db" --json --at 1 | python3 -c '
+import json, sys; print(json.load(sys.stdin)["time"][:10] + "T00:00:00Z")')
+
+"$bin" serve --db "$dir/db" --listen "127.0.0.1:$port" >"$dir/serve.log" 2>&1 &
+server=$!
+trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null; say "== stopped"; exit 0' INT TERM
+trap 'kill -TERM $server 2>/dev/null || true' EXIT
+i=0
+until curl -sf "$url/readyz" >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -gt 100 ] || ! kill -0 $server 2>/dev/null; then
+		say "gpuledger serve did not come up; see $dir/serve.log" >&2
+		cat "$dir/serve.log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+
+small="{\"namespace\":\"$ns\",\"kind\":\"VMInstance\",\"name\":\"demo-small\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"$cls\",\"count\":1}]}}"
+big="{\"namespace\":\"$ns\",\"kind\":\"VMInstance\",\"name\":\"demo-big\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"$cls\",\"count\":$((left + 100))}]}}"
+
+cat <<MSG
+
+== gpuledger serve is listening on $url (log: $dir/serve.log). Try:
+
+  # what $ns may still reserve, per class and in total
+  curl -s $url/v1/tenants/$ns/remaining
+
+  # an admission that fits ($cls has $left left): allowed, and recorded
+  curl -s -X POST $url/v1/admission -d '$small'
+
+  # one that does not: denied, with every check listed
+  curl -s -X POST $url/v1/admission -d '$big'
+
+  # re-derive every recorded verdict from the log (exit 1 on any mismatch)
+  $bin audit --db $dir/db
+
+  # prove the log was not rewritten
+  $bin verify --db $dir/db
+
+  # GPU-hours per tenant and class, one row per day (FOCUS CSV)
+  curl -s '$url/v1/export?from=$from&step=day' | head -5
+
+  # the whole state, as a table
+  $bin replay --db $dir/db | less
+
+Ctrl-C stops the server.
+MSG
+
+if [ -z "$selftest" ]; then
+	wait $server
+	exit 0
+fi
+
+# Self-test: run what was printed and check the answers.
+fail=0
+check() { # NAME COMMAND-OUTPUT PATTERN
+	if printf '%s' "$2" | grep -q -- "$3"; then say "ok: $1"; else
+		say "FAIL: $1: $(printf '%s' "$2" | head -c 300)"
+		fail=1
+	fi
+}
+check remaining "$(curl -s "$url/v1/tenants/$ns/remaining")" '"classes"'
+check allowed "$(curl -s -X POST "$url/v1/admission" -d "$small")" '"allowed":true'
+check denied "$(curl -s -X POST "$url/v1/admission" -d "$big")" '"allowed":false'
+check audit "$("$bin" audit --db "$dir/db" 2>&1)" 'ok'
+check verify "$("$bin" verify --db "$dir/db" 2>&1)" '^ok'
+check export "$(curl -s "$url/v1/export?from=$from&step=day" | head -5)" 'GPU-Hours'
+check replay "$("$bin" replay --db "$dir/db" | head -3)" 'chainHead'
+kill -TERM $server
+wait $server || true
+trap - EXIT
+exit $fail
