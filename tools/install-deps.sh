@@ -14,6 +14,7 @@
 #   pkg-config        library flags
 # and for the integration tests, real clients and peers:
 #   python3           the test Kubernetes API server (standard library only)
+#   python3-yaml      PyYAML, to check the manifests in deploy/
 #   kubernetes-client kubectl, to prove that server speaks the real protocol
 #   openssl, curl     a test CA and certificates; HTTP requests from a shell
 set -eu
@@ -33,6 +34,8 @@ done
 for c in $cmds; do
 	command -v "${c%%:*}" >/dev/null 2>&1 || missing="$missing ${c#*:}"
 done
+# tests/deploy_cli.sh parses the manifests in deploy/ with PyYAML.
+python3 -c 'import yaml' >/dev/null 2>&1 || missing="$missing python3-yaml"
 [ -z "$missing" ] && exit 0
 
 echo "install-deps: installing:$missing" >&2
