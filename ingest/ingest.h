@@ -50,15 +50,20 @@ enum resource {
 
 struct resource_info {
 	const char *api_version; /* "v1", "apps.cozystack.io/v1alpha1", ... */
-	const char *kind;        /* "Namespace", ... */
-	const char *path;        /* list/watch path of DESIGN 2 */
+	const char *kind;	 /* "Namespace", ... */
+	const char *path;	 /* list/watch path of DESIGN 2 */
 };
 /* Static table, indexed by enum resource. */
 const struct resource_info *resource_info(enum resource r);
 /* The resource of an object by apiVersion and kind; RES_MAX if not ours. */
 enum resource resource_of(const char *api_version, const char *kind);
 
-enum watch_type { WATCH_ADDED, WATCH_MODIFIED, WATCH_DELETED, WATCH_BOOKMARK };
+enum watch_type {
+	WATCH_ADDED,
+	WATCH_MODIFIED,
+	WATCH_DELETED,
+	WATCH_BOOKMARK
+};
 
 typedef struct ingest ingest_t;
 
@@ -66,8 +71,8 @@ struct ingest_opts {
 	/* The class table at start (--classes); NULL: the state's table. */
 	const struct class_table *classes;
 	size_t max_object_bytes; /* 0: 4 MiB */
-	size_t batch_events;     /* flush when this many are pending (0: 10000) */
-	int64_t tick_ns;         /* TICK after this much quiet (0: 60 s) */
+	size_t batch_events; /* flush when this many are pending (0: 10000) */
+	int64_t tick_ns;     /* TICK after this much quiet (0: 60 s) */
 	/* Seeding (ingest_new): by default the cache starts as the whole
 	 * ledger state. With seed_bounded, only the events 1..seed_seq are
 	 * read (0: an empty cache): a recorded stream that resumes rebuilds
@@ -161,9 +166,9 @@ struct ingest_follow_opts {
 };
 
 struct ingest_follow_result {
-	bool resumed;	     /* a committed position was found */
-	uint64_t offset;     /* where reading ended */
-	uint64_t replayed;   /* lines replayed quietly */
+	bool resumed;	   /* a committed position was found */
+	uint64_t offset;   /* where reading ended */
+	uint64_t replayed; /* lines replayed quietly */
 	struct ingest_counters c;
 };
 
@@ -173,5 +178,180 @@ struct ingest_follow_result {
  * the ledger's), LG_EIO, and the ledger's errors. res may be NULL. */
 int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		  struct ingest_follow_result *res, struct lg_error *err);
+
+/* ====================================================================== */
+/* The live source (ingest/kube*.c): configuration like kubectl, a libcurl
+ * list+watch client per watched resource, and the pure pieces it is built
+ * from (a line framer for chunked watch streams, backoff arithmetic).
+ *
+ * Invariants:
+ *  - Every resource is listed before it is watched, also at start: the
+ *    engine reconciles the listed objects against the ledger state
+ *    (ingest_relist_begin/end), so a stored resourceVersion is never trusted
+ *    to mean that the engine's view is complete. A watch then starts from
+ *    the list's resourceVersion; an ERROR event or a 410 relists.
+ *  - The resourceVersion of a resource is handed to the engine
+ *    (ingest_set_position) only after every event it covers has been given
+ *    to the engine, so it is committed with them or after them.
+ *  - Bounded: one transfer per resource, one object (line or list item) of
+ *    at most max_object_bytes, one list page of at most max_list_bytes,
+ *    backoff at most backoff_max_ms.
+ *  - CURL* types stay in ingest/kube.c.
+ */
+
+/* ---------------------------------------------------------------------- */
+/* Configuration (ingest/kube_config.c).                                   */
+
+/* Where to find the API server and how to authenticate. Every string is
+ * owned (kube_config_release frees it) and NULL when not configured.
+ * Inline *_data fields hold the decoded bytes (PEM) with their length. */
+struct kube_config {
+	char *server;  /* "https://host:port", no trailing '/' */
+	char *context; /* the context used; NULL in-cluster */
+	char *ca_file; /* certificate-authority */
+	char *ca_data; /* certificate-authority-data, decoded */
+	size_t ca_data_len;
+	char *cert_file; /* client-certificate */
+	char *cert_data; /* client-certificate-data, decoded */
+	size_t cert_data_len;
+	char *key_file; /* client-key */
+	char *key_data; /* client-key-data, decoded */
+	size_t key_data_len;
+	char *token;	  /* token */
+	char *token_file; /* tokenFile, or the service-account token in-cluster;
+			     re-read for every request (it rotates) */
+	bool insecure;	  /* insecure-skip-tls-verify */
+	bool in_cluster;
+};
+
+/* Bounds of what configuration files may hold. */
+#define KUBE_CONFIG_MAX_BYTES (4u << 20)
+#define KUBE_TOKEN_MAX_BYTES  (64u << 10)
+
+/* Fills c (which it first zeroes) from kubeconfig_path, or when that is
+ * NULL from $KUBECONFIG (its first file when it is a ':'-separated list),
+ * else ~/.kube/config when it exists, else the in-cluster service account
+ * (KUBERNETES_SERVICE_HOST/PORT, /var/run/secrets/kubernetes.io/
+ * serviceaccount/{token,ca.crt}). context NULL: the current-context.
+ * Relative file names in a kubeconfig are relative to its directory.
+ * Errors: LG_ENOENT (no file, no such context/cluster/user, not in a
+ * cluster), LG_EINVAL (malformed YAML or fields, with line numbers),
+ * LG_EIO. On error c holds nothing (no release needed, but allowed). */
+int kube_config_load(struct kube_config *c, const char *kubeconfig_path,
+		     const char *context, struct lg_error *err);
+/* The same from a kubeconfig held in memory (tests); dir resolves relative
+ * file names (NULL: the current directory). */
+int kube_config_parse(struct kube_config *c, const char *yaml, size_t len,
+		      const char *dir, const char *context,
+		      struct lg_error *err);
+/* In-cluster configuration with the service-account directory sa_dir (NULL:
+ * the standard one) and the host/port from the environment. */
+int kube_config_in_cluster(struct kube_config *c, const char *sa_dir,
+			   struct lg_error *err);
+void kube_config_release(struct kube_config *c);
+
+/* The bearer token to send now: c->token, else the trimmed content of
+ * c->token_file (read again on every call, so rotation is seen). *out is
+ * NULL when there is none; caller frees it with free(). */
+int kube_config_token(const struct kube_config *c, char **out,
+		      struct lg_error *err);
+
+/* ---------------------------------------------------------------------- */
+/* The line framer (ingest/kube_frame.c): pure and incremental. A watch     */
+/* response is a stream of JSON objects each ended by '\n', in chunks that  */
+/* may end anywhere.                                                        */
+
+struct kube_frame {
+	char *buf;	  /* caller's storage of cap bytes (borrowed) */
+	size_t cap;	  /* the longest line kept: the max object size */
+	size_t len;	  /* bytes of the current partial line in buf */
+	bool skipping;	  /* the current line is too long: discard to its end */
+	uint64_t skipped; /* bytes of the current too-long line so far */
+};
+
+enum kube_frame_result {
+	KUBE_FRAME_MORE = 0,	 /* every byte consumed, no complete line */
+	KUBE_FRAME_LINE = 1,	 /* a line (without "\n" or "\r\n") */
+	KUBE_FRAME_OVERSIZED = 2 /* a line longer than cap was skipped */
+};
+
+struct kube_frame_out {
+	const char *line; /* LINE: borrowed until the next call (it points
+			     into buf or into the caller's data) */
+	size_t len;	  /* LINE: its length; OVERSIZED: the skipped size */
+};
+
+void kube_frame_init(struct kube_frame *f, char *buf, size_t cap);
+/* Consumes bytes of data[0..len) up to the end of at most one line and
+ * stores how many in *used. Empty lines (also "\r\n") are skipped. A line
+ * longer than cap is never buffered: its first cap bytes are dropped when
+ * the bound is passed, the rest as it arrives, and OVERSIZED is reported
+ * once at its end. Call again with data + *used until MORE. */
+enum kube_frame_result kube_frame_push(struct kube_frame *f, const char *data,
+				       size_t len, size_t *used,
+				       struct kube_frame_out *out);
+/* At the end of the stream: a last line without "\n" (LINE), a too-long
+ * unterminated one (OVERSIZED), or MORE when nothing is left. Resets f. */
+enum kube_frame_result kube_frame_finish(struct kube_frame *f,
+					 struct kube_frame_out *out);
+/* Drops any partial line (a new response starts). */
+void kube_frame_reset(struct kube_frame *f);
+
+/* ---------------------------------------------------------------------- */
+/* Backoff (ingest/kube_backoff.c): pure arithmetic; randomness comes in.   */
+
+/* The delay before retry number attempt (0 = first retry): "equal jitter"
+ * exponential backoff, half of min(cap, base * 2^attempt) plus a random
+ * part of the other half chosen by rnd (any 32-bit value). Never more than
+ * cap_ms, never less than min(base_ms, cap_ms) / 2. */
+int64_t kube_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
+			uint32_t rnd);
+/* A Retry-After header value: delta-seconds ("120") or an HTTP-date
+ * ("Wed, 21 Oct 2015 07:28:00 GMT", also the RFC 850 and asctime forms)
+ * read against now_s (Unix seconds). *delay_ms is clamped to [0, max_ms].
+ * LG_EINVAL when the value is neither. */
+int kube_retry_after_ms(const char *value, int64_t now_s, int64_t max_ms,
+			int64_t *delay_ms);
+/* The delay after a failed request: the larger of the backoff and a
+ * Retry-After (retry_after_ms < 0: none) clamped to retry_max_ms. */
+int64_t kube_retry_delay_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
+			    int64_t retry_after_ms, int64_t retry_max_ms,
+			    uint32_t rnd);
+/* The watch timeoutSeconds: min_s plus a random part of [0, min_s), like
+ * client-go, so that the watches of many clients do not end together. */
+unsigned kube_watch_timeout_s(unsigned min_s, uint32_t rnd);
+
+/* ---------------------------------------------------------------------- */
+/* The watch loop (ingest/kube.c).                                          */
+
+struct kube_watch_opts {
+	const char *record_path;    /* --record FILE: tee received events as
+				       NDJSON with "time" (NULL: none) */
+	int64_t tick_ns;	    /* TICK after this much quiet (0: 60 s) */
+	size_t max_object_bytes;    /* one object or watch line (0: 4 MiB) */
+	size_t max_list_bytes;	    /* one list page (0: 256 MiB) */
+	unsigned page_limit;	    /* list ?limit= (0: 500) */
+	unsigned watch_timeout_s;   /* minimum watch timeoutSeconds (0: 300) */
+	int64_t backoff_base_ms;    /* first retry delay (0: 500 ms) */
+	int64_t backoff_max_ms;	    /* backoff cap (0: 30 s) */
+	int64_t retry_after_max_ms; /* cap on a Retry-After (0: 5 min) */
+	int64_t connect_timeout_ms; /* (0: 10 s) */
+	/* Stop when *stop becomes non-zero (a signal handler sets it); may
+	 * be NULL. */
+	const volatile sig_atomic_t *stop;
+	/* Stop at this CLOCK_MONOTONIC time (tests; 0: never). */
+	int64_t deadline_ns;
+	uint32_t seed; /* jitter seed (0: from the clock and pid) */
+	bool verbose;  /* log each request and retry to stderr */
+};
+
+/* Lists and watches every resource of ingest.h until *o->stop or the
+ * deadline, feeding in; on a stop it flushes (committing events and
+ * resourceVersions) and returns 0. Transient API errors are retried with
+ * backoff and never returned; operating errors (the ledger, the record
+ * file, the configuration) end the run with their code. in and c are
+ * borrowed for the call. */
+int kube_watch_run(ingest_t *in, const struct kube_config *c,
+		   const struct kube_watch_opts *o, struct lg_error *err);
 
 #endif

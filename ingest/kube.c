@@ -16,7 +16,7 @@
  * events before it, so every flush commits a position no later than its
  * events: a crash repeats at most events that re-apply as no change.
  */
-#include "ingest/kube.h"
+#include "ingest/ingest.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,10 +46,11 @@
 /* A list request may take this long (the server pages it). */
 #define LIST_TIMEOUT_MS (300 * 1000L)
 #define URL_MAX		8192
-/* A record file seeded at start is read in lines of at most this. */
-#define RECORD_LINE_MAX (64u << 20)
 
-enum phase { PH_LIST, PH_WATCH };
+enum phase {
+	PH_LIST,
+	PH_WATCH
+};
 
 struct kube;
 
@@ -59,25 +61,25 @@ struct res {
 	enum phase phase;
 	CURL *easy; /* the transfer in flight, NULL between them */
 	struct curl_slist *headers;
-	bool listing;	/* an engine relist is open */
+	bool listing;	  /* an engine relist is open */
 	bool relist_soon; /* list again at the next turn of the loop */
-	bool first_page; /* the list request in flight has no continue */
-	bool listed;	/* listed at least once */
-	char *rv;	/* resourceVersion to watch from */
-	char *cont;	/* continue token of the list in progress */
-	unsigned limit; /* page size (halved when a page is too big) */
+	bool first_page;  /* the list request in flight has no continue */
+	bool listed;	  /* listed at least once */
+	char *rv;	  /* resourceVersion to watch from */
+	char *cont;	  /* continue token of the list in progress */
+	unsigned limit;	  /* page size (halved when a page is too big) */
 	unsigned attempt; /* failures in a row */
 	int64_t start_ns; /* monotonic time to start the next request */
 	/* The response in flight. */
 	long status;
 	int64_t retry_after_ms;
-	bool relist;   /* the stream said to relist (ERROR event) */
+	bool relist;	  /* the stream said to relist (ERROR event) */
 	bool relist_wait; /* ... after a backoff (not a 410) */
-	bool got_lines; /* the watch delivered something */
-	int64_t req_ns; /* monotonic start of the request */
-	bool too_big;  /* the list page passed max_list_bytes */
-	bool failed;   /* an operating error ended the transfer */
-	char *body;    /* list page or error body */
+	bool got_lines;	  /* the watch delivered something */
+	int64_t req_ns;	  /* monotonic start of the request */
+	bool too_big;	  /* the list page passed max_list_bytes */
+	bool failed;	  /* an operating error ended the transfer */
+	char *body;	  /* list page or error body */
 	size_t body_len, body_cap;
 	struct kube_frame frame;
 	char *frame_buf;
@@ -94,11 +96,11 @@ struct kube {
 	struct res res[RES_MAX];
 	FILE *record;
 	uint32_t rng;
-	bool dirty;		/* the engine has something to flush */
-	int64_t last_flush_ns;	/* monotonic */
-	int64_t last_event_ns;	/* monotonic: last event or TICK */
-	int fatal;		/* an operating error (code) */
-	char *classes_rv;	/* resourceVersion of the class ConfigMap */
+	bool dirty;	       /* the engine has something to flush */
+	int64_t last_flush_ns; /* monotonic */
+	int64_t last_event_ns; /* monotonic: last event or TICK */
+	int fatal;	       /* an operating error (code) */
+	char *classes_rv;      /* resourceVersion of the class ConfigMap */
 	struct lg_error *err;
 };
 
@@ -188,7 +190,8 @@ static const char *meta_str(const json_t *obj, const char *field)
 /* "namespace/name", or false when the object has no usable name. */
 static bool object_key(const json_t *obj, char *buf, size_t cap)
 {
-	const char *ns = meta_str(obj, "namespace"), *name = meta_str(obj, "name");
+	const char *ns = meta_str(obj, "namespace"),
+		   *name = meta_str(obj, "name");
 	int n;
 
 	if (name == NULL || name[0] == '\0')
@@ -208,8 +211,8 @@ static int record_write(struct kube *k, const char *type, json_t *obj,
 	if (k->record == NULL)
 		return 0;
 	time_format_ns(time_ns, t, sizeof(t));
-	line = json_pack("{s:s, s:O, s:s}", "type", type, "object", obj,
-			 "time", t);
+	line = json_pack("{s:s, s:O, s:s}", "type", type, "object", obj, "time",
+			 t);
 	s = json_dumps(line, JSON_COMPACT);
 	if (s == NULL || fputs(s, k->record) == EOF ||
 	    fputc('\n', k->record) == EOF) {
@@ -260,7 +263,7 @@ static int record_vanished(struct kube *k, struct res *s, int64_t time_ns)
 
 	if (s->known == NULL || s->seen == NULL)
 		return 0;
-	json_object_foreach(s->known, key, id) {
+	json_object_foreach (s->known, key, id) {
 		json_t *obj;
 
 		if (json_object_get(s->seen, key) != NULL)
@@ -301,35 +304,60 @@ static void seed_line(struct kube *k, const char *line, size_t len)
 	json_decref(ev);
 }
 
+/* Reads an existing record file into the known sets. Returns the length
+ * of its complete lines (up to the last newline). */
+static uint64_t record_seed(struct kube *k, FILE *f)
+{
+	size_t cap = k->o.max_object_bytes + 4096;
+	char *buf = xmalloc(cap), *chunk = xmalloc(1 << 16);
+	struct kube_frame fr;
+	uint64_t total = 0, complete = 0;
+
+	kube_frame_init(&fr, buf, cap);
+	for (size_t n; (n = fread(chunk, 1, 1 << 16, f)) > 0; total += n) {
+		for (size_t off = 0, used; off < n; off += used) {
+			struct kube_frame_out out;
+
+			if (kube_frame_push(&fr, chunk + off, n - off, &used,
+					    &out) == KUBE_FRAME_LINE)
+				seed_line(k, out.line, out.len);
+			if (chunk[off + used - 1] == '\n')
+				complete = total + off + used;
+		}
+	}
+	free(chunk);
+	free(buf);
+	return complete;
+}
+
 /* A record file that already exists is continued: its lines tell what the
- * record holds, so that the first relist writes the right DELETED lines. */
+ * record holds, so that the first relist writes the right DELETED lines. A
+ * watcher killed in the middle of a line left a partial last line; it is
+ * cut off, so that the next line does not run into it. */
 static int record_open(struct kube *k, struct lg_error *err)
 {
-	FILE *f;
-	size_t cap = k->o.max_object_bytes + 4096;
-	char *buf, *chunk;
-	struct kube_frame fr;
+	FILE *f = fopen(k->o.record_path, "rb");
+	struct stat st;
 
 	for (int r = 0; r < RES_MAX; r++)
 		k->res[r].known = json_object();
-	f = fopen(k->o.record_path, "rb");
 	if (f != NULL) {
-		buf = xmalloc(cap);
-		chunk = xmalloc(1 << 16);
-		kube_frame_init(&fr, buf, cap);
-		for (size_t n; (n = fread(chunk, 1, 1 << 16, f)) > 0;) {
-			for (size_t off = 0, used; off < n; off += used) {
-				struct kube_frame_out out;
+		uint64_t complete = record_seed(k, f);
 
-				if (kube_frame_push(&fr, chunk + off, n - off,
-						    &used, &out) ==
-				    KUBE_FRAME_LINE)
-					seed_line(k, out.line, out.len);
+		if (fstat(fileno(f), &st) == 0 &&
+		    (uint64_t)st.st_size > complete) {
+			logmsg("record %s: cut a partial last line of %llu "
+			       "bytes",
+			       k->o.record_path,
+			       (unsigned long long)(st.st_size - complete));
+			if (truncate(k->o.record_path, (off_t)complete) != 0) {
+				fclose(f);
+				return lg_error_set(err, LG_EIO, "%s: %s",
+						    k->o.record_path,
+						    strerror(errno));
 			}
 		}
 		fclose(f);
-		free(chunk);
-		free(buf);
 	}
 	k->record = fopen(k->o.record_path, "ab");
 	if (k->record == NULL)
@@ -444,8 +472,7 @@ static int oversized(struct kube *k, struct res *s, size_t len,
 }
 
 /* Watch bytes through the framer, each complete line to watch_line. */
-static bool watch_bytes(struct kube *k, struct res *s, const char *p,
-			size_t n)
+static bool watch_bytes(struct kube *k, struct res *s, const char *p, size_t n)
 {
 	for (size_t off = 0, used; off < n; off += used) {
 		struct kube_frame_out out;
@@ -819,8 +846,8 @@ static int list_page(struct kube *k, struct res *s)
 	const char *cont = meta_str(doc, "continue");
 	int rc = 0;
 
-	if (!json_is_object(doc) || (items && !json_is_array(items) &&
-				     !json_is_null(items))) {
+	if (!json_is_object(doc) ||
+	    (items && !json_is_array(items) && !json_is_null(items))) {
 		logmsg("%s: unusable list response: %s", res_name(s),
 		       doc ? "no items list" : je.text);
 		json_decref(doc);
@@ -988,19 +1015,19 @@ static void start_one(struct kube *k, struct res *s)
 /* Starts what is due. The class table (the ConfigMap) goes first, so that
  * holders are mapped with the cluster's table from the start rather than
  * mapped twice; the rest wait for its first list or first failure. */
-static void start_due(struct kube *k, int64_t now)
+static bool may_start(const struct kube *k, int r)
 {
 	const struct res *cm = &k->res[RES_CONFIGMAP];
-	bool gate = cm->listed || cm->attempt > 0;
 
-	for (int r = 0; r < RES_MAX; r++) {
-		struct res *s = &k->res[r];
+	return k->res[r].easy == NULL &&
+	       (r == RES_CONFIGMAP || cm->listed || cm->attempt > 0);
+}
 
-		if (s->easy != NULL || s->start_ns > now ||
-		    (r != RES_CONFIGMAP && !gate))
-			continue;
-		start_one(k, s);
-	}
+static void start_due(struct kube *k, int64_t now)
+{
+	for (int r = 0; r < RES_MAX; r++)
+		if (may_start(k, r) && k->res[r].start_ns <= now)
+			start_one(k, &k->res[r]);
 }
 
 static void reap(struct kube *k)
@@ -1090,12 +1117,14 @@ static int wait_ms(const struct kube *k, int64_t now)
 {
 	int64_t until = now + POLL_MAX_MS * (int64_t)1000000;
 
+	/* Only what can happen counts: a gated resource or an unhealthy
+	 * watch would otherwise make a busy loop. */
 	for (int r = 0; r < RES_MAX; r++)
-		if (k->res[r].easy == NULL && k->res[r].start_ns < until)
+		if (may_start(k, r) && k->res[r].start_ns < until)
 			until = k->res[r].start_ns;
 	if (k->dirty && k->last_flush_ns + FLUSH_INTERVAL_NS < until)
 		until = k->last_flush_ns + FLUSH_INTERVAL_NS;
-	if (k->last_event_ns + k->o.tick_ns < until)
+	if (k->last_event_ns + k->o.tick_ns < until && healthy(k))
 		until = k->last_event_ns + k->o.tick_ns;
 	if (k->o.deadline_ns > 0 && k->o.deadline_ns < until)
 		until = k->o.deadline_ns;
@@ -1176,8 +1205,7 @@ static struct kube *kube_new(ingest_t *in, const struct kube_config *c,
 		s->phase = PH_LIST;
 		s->limit = k->o.page_limit;
 		s->frame_buf = xmalloc(k->o.max_object_bytes);
-		kube_frame_init(&s->frame, s->frame_buf,
-				k->o.max_object_bytes);
+		kube_frame_init(&s->frame, s->frame_buf, k->o.max_object_bytes);
 	}
 	return k;
 }

@@ -10,7 +10,7 @@
 /* strptime is X/Open. */
 #define _XOPEN_SOURCE 700
 
-#include "ingest/kube.h"
+#include "ingest/ingest.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -60,8 +60,8 @@ static const char *const http_date_formats[] = {
 
 static bool parse_http_date(const char *s, int64_t *out_s)
 {
-	for (size_t i = 0; i < sizeof(http_date_formats) /
-				       sizeof(http_date_formats[0]);
+	for (size_t i = 0;
+	     i < sizeof(http_date_formats) / sizeof(http_date_formats[0]);
 	     i++) {
 		struct tm tm;
 		const char *end;

@@ -6,7 +6,7 @@
  * the loader shares rather than copies) cannot make us walk without bound.
  * Errors name the file and line, because a kubeconfig is edited by hand.
  */
-#include "ingest/kube.h"
+#include "ingest/ingest.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -98,8 +98,8 @@ static int get_str(struct kdoc *d, yaml_node_t *n, const char *key,
 	return 0;
 }
 
-static int get_bool(struct kdoc *d, yaml_node_t *n, const char *key,
-		    bool *out, struct lg_error *err)
+static int get_bool(struct kdoc *d, yaml_node_t *n, const char *key, bool *out,
+		    struct lg_error *err)
 {
 	static const char *const yes[] = {"true", "True", "TRUE"};
 	static const char *const no[] = {"false", "False", "FALSE"};
@@ -124,8 +124,7 @@ static int get_bool(struct kdoc *d, yaml_node_t *n, const char *key,
 /* The `inner` mapping of the entry named name in the list `list` of the
  * root (clusters/cluster, users/user, contexts/context). */
 static int find_named(struct kdoc *d, const char *list, const char *inner,
-		      const char *name, yaml_node_t **out,
-		      struct lg_error *err)
+		      const char *name, yaml_node_t **out, struct lg_error *err)
 {
 	yaml_node_t *root = yaml_document_get_root_node(&d->doc);
 	yaml_node_t *seq = map_get(d, root, list);
@@ -135,9 +134,8 @@ static int find_named(struct kdoc *d, const char *list, const char *inner,
 	*out = NULL;
 	if (seq != NULL && seq->type != YAML_SEQUENCE_NODE &&
 	    !(seq->type == YAML_SCALAR_NODE && is_null_scalar(seq)))
-		return lg_error_set(err, LG_EINVAL,
-				    "%s:%lu: %s must be a list", d->what,
-				    line_of(seq), list);
+		return lg_error_set(err, LG_EINVAL, "%s:%lu: %s must be a list",
+				    d->what, line_of(seq), list);
 	if (seq == NULL || seq->type != YAML_SEQUENCE_NODE)
 		goto missing;
 	for (it = seq->data.sequence.items.start;
@@ -172,8 +170,7 @@ missing:
 
 /* ---------------------------------------------------------------------- */
 
-static int dup_into(char **dst, const char *s, size_t len,
-		    struct lg_error *err)
+static int dup_into(char **dst, const char *s, size_t len, struct lg_error *err)
 {
 	char *p = malloc(len + 1);
 
@@ -256,8 +253,8 @@ static bool b64_decode(const char *s, char *out, size_t *out_len)
 }
 
 /* An inline *-data field: base64 of PEM bytes. */
-static int set_data(struct kdoc *d, yaml_node_t *m, const char *key,
-		    char **dst, size_t *dst_len, struct lg_error *err)
+static int set_data(struct kdoc *d, yaml_node_t *m, const char *key, char **dst,
+		    size_t *dst_len, struct lg_error *err)
 {
 	const char *s;
 	char *buf;
@@ -315,8 +312,7 @@ static int read_cluster(struct kdoc *d, yaml_node_t *cl, const char *name,
 
 /* Credential plugins run programs; we do not, and say so rather than
  * connect anonymously and fail later with a puzzling 401. */
-static const char *const unsupported_user_fields[] = {"exec",
-						      "auth-provider"};
+static const char *const unsupported_user_fields[] = {"exec", "auth-provider"};
 
 static int read_user(struct kdoc *d, yaml_node_t *u, const char *name,
 		     struct kube_config *c, struct lg_error *err)
@@ -356,8 +352,8 @@ static int read_user(struct kdoc *d, yaml_node_t *u, const char *name,
 }
 
 /* The context's cluster and user, from the loaded document. */
-static int read_doc(struct kdoc *d, const char *context,
-		    struct kube_config *c, struct lg_error *err)
+static int read_doc(struct kdoc *d, const char *context, struct kube_config *c,
+		    struct lg_error *err)
 {
 	yaml_node_t *root = yaml_document_get_root_node(&d->doc);
 	yaml_node_t *ctx, *cl, *u = NULL;
@@ -412,8 +408,7 @@ static int parse_named(struct kube_config *c, const char *yaml, size_t len,
 	memset(c, 0, sizeof(*c));
 	if (!yaml_parser_initialize(&parser))
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml,
-				     len);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
 	if (!yaml_parser_load(&parser, &d.doc)) {
 		rc = lg_error_set(err, LG_EINVAL, "%s:%lu:%lu: %s%s%s", what,
 				  (unsigned long)parser.problem_mark.line + 1,
@@ -573,8 +568,7 @@ int kube_config_load(struct kube_config *c, const char *kubeconfig_path,
 				memcpy(path, p, n);
 				path[n] = '\0';
 				if (file_exists(path))
-					return load_file(c, path, context,
-							 err);
+					return load_file(c, path, context, err);
 			}
 			p += n;
 			if (*p == ':')

@@ -5,7 +5,7 @@
  */
 #include "tests/ingest_tests.h"
 
-#include "ingest/kube.h"
+#include "ingest/ingest.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -132,8 +132,8 @@ START_TEST(frame_whole)
 	struct trace t;
 
 	run_cuts(r->in, r->cap, NULL, 0, &t);
-	ck_assert_msg(strcmp(t.s, r->want) == 0, "row %d: got \"%s\" want \"%s\"",
-		      _i, t.s, r->want);
+	ck_assert_msg(strcmp(t.s, r->want) == 0,
+		      "row %d: got \"%s\" want \"%s\"", _i, t.s, r->want);
 }
 END_TEST
 
@@ -148,8 +148,8 @@ START_TEST(frame_every_split)
 
 		run_cuts(r->in, r->cap, &cut, 1, &t);
 		ck_assert_msg(strcmp(t.s, r->want) == 0,
-			      "row %d cut %zu: got \"%s\" want \"%s\"", _i,
-			      cut, t.s, r->want);
+			      "row %d cut %zu: got \"%s\" want \"%s\"", _i, cut,
+			      t.s, r->want);
 	}
 }
 END_TEST
@@ -185,7 +185,10 @@ END_TEST
  * reported once with its exact size, and nothing else. */
 START_TEST(frame_random_chunks)
 {
-	enum { CAP = 37, LINES = 300 };
+	enum {
+		CAP = 37,
+		LINES = 300
+	};
 	char *in = malloc(LINES * 80);
 	struct trace want, got;
 	size_t len = 0;
@@ -258,15 +261,13 @@ START_TEST(frame_borrowing)
 			 KUBE_FRAME_MORE);
 	ck_assert_uint_eq(used, 2);
 	ck_assert_ptr_null(o.line);
-	ck_assert_int_eq(kube_frame_push(&f, b, 2, &used, &o),
-			 KUBE_FRAME_LINE);
+	ck_assert_int_eq(kube_frame_push(&f, b, 2, &used, &o), KUBE_FRAME_LINE);
 	ck_assert_ptr_eq(o.line, buf);
 	ck_assert_uint_eq(o.len, 3);
 	ck_assert_int_eq(memcmp(o.line, "two", 3), 0);
 	/* An empty push consumes nothing and says so. */
 	used = 99;
-	ck_assert_int_eq(kube_frame_push(&f, b, 0, &used, &o),
-			 KUBE_FRAME_MORE);
+	ck_assert_int_eq(kube_frame_push(&f, b, 0, &used, &o), KUBE_FRAME_MORE);
 	ck_assert_uint_eq(used, 0);
 }
 END_TEST
@@ -308,12 +309,12 @@ static const struct backoff_row {
 	int64_t want;
 } backoff_rows[] = {
 	{0, 500, 30000, 0, 250},
-	{0, 500, 30000, 250, 500},   /* 250 + 250 % 251 */
-	{0, 500, 30000, 251, 250},   /* wraps */
+	{0, 500, 30000, 250, 500}, /* 250 + 250 % 251 */
+	{0, 500, 30000, 251, 250}, /* wraps */
 	{1, 500, 30000, 0, 500},
 	{2, 500, 30000, 0, 1000},
 	{5, 500, 30000, 0, 8000},
-	{6, 500, 30000, 0, 15000},   /* 32000 capped to 30000 */
+	{6, 500, 30000, 0, 15000}, /* 32000 capped to 30000 */
 	{6, 500, 30000, 15000, 30000},
 	{1000, 500, 30000, 0, 15000},
 	{UINT32_MAX, 500, 30000, UINT32_MAX, 15000 + UINT32_MAX % 15001},

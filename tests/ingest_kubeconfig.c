@@ -5,7 +5,7 @@
  */
 #include "tests/ingest_tests.h"
 
-#include "ingest/kube.h"
+#include "ingest/ingest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,8 +97,8 @@ START_TEST(config_good)
 	const struct good_row *r = &good_rows[_i];
 	struct kube_config c;
 	struct lg_error err = {0};
-	int rc = kube_config_parse(&c, full_config, strlen(full_config),
-				   "/cfg", r->context, &err);
+	int rc = kube_config_parse(&c, full_config, strlen(full_config), "/cfg",
+				   r->context, &err);
 
 	ck_assert_msg(rc == 0, "row %d: %s", _i, err.msg);
 	eq_opt(c.server, r->server, "server");

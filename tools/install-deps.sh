@@ -16,14 +16,15 @@
 #   python3           the test Kubernetes API server (standard library only)
 #   python3-yaml      PyYAML, to check the manifests in deploy/
 #   kubernetes-client kubectl, to prove that server speaks the real protocol
-#   openssl, curl     a test CA and certificates; HTTP requests from a shell
+#   openssl, curl, jq a test CA and certificates; HTTP requests and JSON
+#                     from a shell
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
 libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 # Tools are wanted as commands: any kubectl on the PATH will do (some images
 # ship another package of it, which Debian's would conflict with).
-cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl"
+cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq"
 
 missing=""
 for p in $pkgs; do

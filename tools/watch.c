@@ -7,7 +7,7 @@
  * restarts), kube_watch_run for a cluster. This file parses options, loads
  * --classes, opens the ledger and turns SIGINT/SIGTERM into a clean stop.
  */
-#include "ingest/kube.h"
+#include "ingest/ingest.h"
 #include "tools/tools.h"
 
 #include <signal.h>

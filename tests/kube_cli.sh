@@ -1,0 +1,458 @@
+#!/bin/sh
+# Integration test of the live watcher (`gpuledger watch --kubeconfig`,
+# ingest/kube*.c) against the test Kubernetes API server
+# (tests/apiserver/fake_apiserver.py): TLS with a token, a token file that
+# rotates, client certificates, pagination, watch streams cut at random
+# bytes, bookmarks, 410 and ERROR events that relist and reconcile, dropped
+# connections, 429/500 with Retry-After, SIGTERM, SIGKILL at random moments.
+#
+# The oracle is the server itself: after each step the objects it holds are
+# listed with curl and replayed into a fresh ledger with `watch --from`; the
+# watcher's ledger must reach the same `replay --json` (without seq, time and
+# chainHead, which count NOTEs and TICKs). At the end the watcher's --record
+# file replayed with `watch --from` must give the same state, and `verify`
+# must pass on every ledger.
+#
+# Usage: tests/kube_cli.sh [PATH/TO/gpuledger]   (KEEP=1 keeps the temp dir)
+# Needs python3, openssl, curl and jq.
+set -u
+bin=${1:-./gpuledger}
+case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
+here=$(cd "$(dirname "$0")" && pwd)
+srv=$here/apiserver/fake_apiserver.py
+scen=$here/apiserver/scenarios/small.json
+tmp=$(mktemp -d)
+pids=""
+token=s3cret
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+cleanup() {
+	for p in $pids; do kill -9 "$p" 2>/dev/null; done
+	for p in $pids; do wait "$p" 2>/dev/null; done
+	[ -n "${KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+for c in python3 openssl curl jq; do
+	if ! command -v "$c" >/dev/null 2>&1; then
+		echo "kube_cli: $c not found"
+		echo "kube_cli: 0 passed, 1 failed"
+		exit 1
+	fi
+done
+# The watcher must have a live mode; without it there is nothing to test.
+if ! "$bin" watch --help 2>/dev/null | grep -q -- --kubeconfig; then
+	echo "kube_cli: $bin watch has no --kubeconfig (live mode): skipped"
+	echo "kube_cli: 0 passed, 1 failed"
+	exit 1
+fi
+
+# wait_until SECONDS COMMAND...: poll every 0.1 s.
+wait_until() {
+	limit=$(($1 * 10))
+	shift
+	n=0
+	while [ $n -lt $limit ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+		n=$((n + 1))
+	done
+	return 1
+}
+
+# ------------------------------------------------------------ certificates
+gen_ca() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -keyout "$tmp/$1.key" -out "$tmp/$1.crt" -days 2 \
+		-subj "/CN=$1" -addext basicConstraints=critical,CA:TRUE \
+		-addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+}
+gen_cert() { # NAME CA SUBJECT EXTENSIONS
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout "$tmp/$1.key" -out "$tmp/$1.csr" -subj "$3" 2>/dev/null &&
+		printf '%s\n' "$4" | tr ';' '\n' >"$tmp/$1.ext" &&
+		openssl x509 -req -in "$tmp/$1.csr" -CA "$tmp/$2.crt" \
+			-CAkey "$tmp/$2.key" -CAcreateserial -out "$tmp/$1.crt" \
+			-days 2 -extfile "$tmp/$1.ext" 2>/dev/null
+}
+if ! gen_ca ca || ! gen_ca wrongca ||
+	! gen_cert server ca /CN=127.0.0.1 \
+		"subjectAltName=IP:127.0.0.1,DNS:localhost;extendedKeyUsage=serverAuth" ||
+	! gen_cert client ca "/O=tenants/CN=watcher" "extendedKeyUsage=clientAuth"; then
+	echo "FAIL: openssl could not make the certificates"
+	echo "kube_cli: 0 passed, 1 failed"
+	exit 1
+fi
+
+# ------------------------------------------------------------ the server
+python3 "$srv" --port-file "$tmp/srv.port" --scenario "$scen" \
+	--cert "$tmp/server.crt" --key "$tmp/server.key" \
+	--client-ca "$tmp/ca.crt" --token "$token" --seed 3 \
+	>"$tmp/srv.log" 2>&1 &
+pids="$pids $!"
+if ! wait_until 20 test -f "$tmp/srv.port"; then
+	echo "FAIL: the API server did not start: $(cat "$tmp/srv.log")"
+	echo "kube_cli: $pass passed, $((fail + 1)) failed"
+	exit 1
+fi
+. "$tmp/srv.port"
+cport=$control_port
+
+ctl() { curl -sS -f -X POST --data-binary "$2" "http://127.0.0.1:$cport$1" >/dev/null; }
+api() { curl -sS -f --cacert "$tmp/ca.crt" -H "Authorization: Bearer $token" "$@"; }
+requests() { curl -sS -f "http://127.0.0.1:$cport/_control/requests" >"$tmp/req.json"; }
+last_req() { requests && jq '.[-1].n' "$tmp/req.json"; }
+# req_true EXPR: the jq expression holds on the request log.
+req_true() { requests && jq -e "$1" "$tmp/req.json" >/dev/null; }
+
+# ------------------------------------------------------------ kubeconfigs
+b64() { base64 -w0 <"$1"; }
+mkconf() { # FILE CLUSTER-YAML USER-YAML
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster:
+    server: $url
+$2
+users:
+- name: w
+  user:
+$3
+contexts:
+- name: other
+  context: {cluster: fake}
+- name: fake
+  context: {cluster: fake, user: w}
+current-context: fake
+EOF
+}
+printf '%s\n' "$token" >"$tmp/token"
+mkconf "$tmp/kc" "    certificate-authority: ca.crt" "    tokenFile: token"
+mkconf "$tmp/kc-cert" "    certificate-authority-data: $(b64 "$tmp/ca.crt")" \
+	"    client-certificate-data: $(b64 "$tmp/client.crt")
+    client-key-data: $(b64 "$tmp/client.key")"
+mkconf "$tmp/kc-wrongca" "    certificate-authority: wrongca.crt" "    token: $token"
+
+# ------------------------------------------------------------ the oracle
+# truth: the server's objects now, as a recorded stream replayed into a fresh
+# ledger; its normalised state goes to $tmp/truth.json.
+cat >"$tmp/truth.py" <<'EOF'
+import json, ssl, sys, time, urllib.request
+url, ca, token = sys.argv[1:4]
+# The class table first, as the watcher lists it first: a pod that holds
+# nothing under the table in force is not kept, so it must come after.
+paths = ["/api/v1/namespaces/cozy-system/configmaps?fieldSelector=metadata.name%3Dgpu-classes",
+         "/api/v1/namespaces",
+         "/apis/apps.cozystack.io/v1alpha1/tenants",
+         "/apis/apps.cozystack.io/v1alpha1/vminstances",
+         "/apis/apps.cozystack.io/v1alpha1/kubernetesnodeses",
+         "/api/v1/pods", "/apis/resource.k8s.io/v1/resourceclaims",
+         "/api/v1/nodes"]
+ctx = ssl.create_default_context(cafile=ca)
+
+def get(p):
+    # Faults meant for the watcher may hit the oracle too: retry.
+    for attempt in range(20):
+        try:
+            req = urllib.request.Request(url + p, headers={"Authorization": "Bearer " + token})
+            return json.load(urllib.request.urlopen(req, context=ctx, timeout=10))
+        except Exception:
+            time.sleep(0.2)
+    raise SystemExit("cannot list " + p)
+
+for p in paths:
+    d = get(p)
+    for it in d["items"]:
+        it.setdefault("apiVersion", d["apiVersion"])
+        it.setdefault("kind", d["kind"][:-4])
+        print(json.dumps({"type": "ADDED", "object": it}))
+EOF
+norm() { # DB -> normalised replay --json on stdout
+	"$bin" replay --db "$1" --json | jq -S 'del(.seq, .time, .chainHead)'
+}
+truth() {
+	rm -rf "$tmp/truthdb"
+	python3 "$tmp/truth.py" "$url" "$tmp/ca.crt" "$token" >"$tmp/truth.ndjson" &&
+		"$bin" watch --db "$tmp/truthdb" --no-sync \
+			--from "$tmp/truth.ndjson" >/dev/null 2>"$tmp/truth.err" &&
+		norm "$tmp/truthdb" >"$tmp/truth.json"
+}
+same_as_truth() { # DB
+	norm "$1" >"$tmp/got.json" 2>/dev/null && cmp -s "$tmp/got.json" "$tmp/truth.json"
+}
+# converge NAME DB: the watcher's ledger reaches the server's state.
+converge() {
+	if ! truth; then
+		bad "$1: oracle failed: $(cat "$tmp/truth.err")"
+		return
+	fi
+	if wait_until 30 same_as_truth "$2"; then ok; else
+		bad "$1: ledger did not converge: $(diff "$tmp/got.json" "$tmp/truth.json" | head -20)"
+	fi
+}
+
+# ------------------------------------------------------------ the watcher
+wpid=""
+start_watch() { # DB LOG ARGS...
+	db=$1
+	log=$2
+	shift 2
+	"$bin" watch --db "$db" "$@" >>"$log" 2>&1 &
+	wpid=$!
+	pids="$pids $wpid"
+}
+stop_watch() { # NAME: SIGTERM, and the watcher exits 0
+	kill -TERM "$wpid"
+	if wait "$wpid"; then ok; else bad "$1: exit status $? after SIGTERM"; fi
+}
+
+# Objects the steps change.
+gpu_pod() { # NS NAME COUNT NODE PHASE
+	echo "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"$2\", \"namespace\": \"$1\"}, \"spec\": {\"nodeName\": \"$4\", \"containers\": [{\"name\": \"c\", \"resources\": {\"limits\": {\"nvidia.com/GH100_H100_SXM5_80GB\": \"$3\"}}}]}, \"status\": {\"phase\": \"$5\"}}"
+}
+vmi() { # NS NAME COUNT
+	echo "{\"apiVersion\": \"apps.cozystack.io/v1alpha1\", \"kind\": \"VMInstance\", \"metadata\": {\"name\": \"$2\", \"namespace\": \"$1\"}, \"spec\": {\"gpus\": [{\"class\": \"h100\", \"count\": $3}]}}"
+}
+tenant() { # NAME BUDGET
+	echo "{\"apiVersion\": \"apps.cozystack.io/v1alpha1\", \"kind\": \"Tenant\", \"metadata\": {\"name\": \"$1\", \"namespace\": \"tenant-root\"}, \"spec\": {\"resourceQuotas\": {\"h100.gpuclass.cozystack.io/devices\": \"$2\"}}}"
+}
+ev() { echo "{\"type\": \"$1\", \"object\": $2}"; }
+
+db=$tmp/db
+rec=$tmp/rec.ndjson
+wlog=$tmp/watch.log
+
+# --------------------------------------------------- 1. first sync over TLS
+# Watch streams cut into chunks of 1..7 bytes anywhere; 700 more pods (a
+# few with GPUs) make the pod list two pages of the watcher's 500.
+ctl /_control/config '{"watch": {"chunking": "random", "max_chunk": 7, "bookmark_interval": 0.3}}'
+python3 - >"$tmp/many.json" <<'EOF'
+import json
+pods = []
+for i in range(700):
+    gpu = {"limits": {"nvidia.com/GH100_H100_SXM5_80GB": "1"}} if i % 100 == 7 else {}
+    pods.append({"type": "ADDED", "object": {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p-%03d" % i, "namespace": "tenant-beta" if i % 2 else "default"},
+        "spec": {"nodeName": "gpu-node-%d" % (1 + i % 2),
+                 "containers": [{"name": "c", "image": "x", "resources": gpu}]},
+        "status": {"phase": "Running"}}})
+print(json.dumps(pods))
+EOF
+ctl /_control/apply "@$tmp/many.json"
+n0=$(last_req)
+start_watch "$db" "$wlog" --kubeconfig "$tmp/kc" --record "$rec"
+converge "first sync" "$db"
+if req_true "[.[] | select(.n > $n0 and .path == \"/api/v1/pods\" and (.query | test(\"continue=\")))] | length == 1"; then ok; else
+	bad "pods were not listed in two pages: $(jq -c '.[-12:]' "$tmp/req.json")"
+fi
+# Watches show in the log when they end: end them (cleanly, as at their
+# timeoutSeconds) once all eight are open; the watcher watches again.
+watches_open() {
+	curl -sS -f "http://127.0.0.1:$cport/_control/state" | jq -e '.activeWatches >= 8' >/dev/null
+}
+wait_until 20 watches_open
+ctl /_control/close-watches '{}'
+if wait_until 20 req_true "[.[] | select(.n > $n0 and .watch and (.query | test(\"allowWatchBookmarks=true\")) and (.query | test(\"resourceVersion=[0-9]\")) and (.query | capture(\"timeoutSeconds=(?<t>[0-9]+)\").t | tonumber | . >= 300 and . < 600))] | length >= 8"; then ok; else
+	bad "no watch with bookmarks from a list's resourceVersion: $(jq -c '.[-8:]' "$tmp/req.json")"
+fi
+
+# --------------------------------------------------- 2. changes while watching
+ctl /_control/apply "[$(ev ADDED "$(gpu_pod tenant-acme train-1 3 gpu-node-1 Running)"),
+	$(ev MODIFIED "$(vmi tenant-acme trainer 4)"),
+	$(ev ADDED "$(tenant beta 5)"),
+	$(ev DELETED "$(gpu_pod tenant-acme-dev notebook-0 1 gpu-node-2 Running)")]"
+converge "watch events" "$db"
+# Bookmarks arrive (interval 0.3 s) while nothing changes; they move the
+# stored resourceVersion only, which the next converge proves harmless.
+sleep 1
+ctl /_control/apply "$(ev MODIFIED "$(gpu_pod tenant-acme train-1 3 gpu-node-1 Succeeded)")"
+converge "after bookmarks" "$db"
+
+# A new class names a raw resource that running pods already use: they
+# become holders, although the engine never kept them (they held nothing).
+raw_pod() { # NS NAME
+	echo "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"$2\", \"namespace\": \"$1\"}, \"spec\": {\"nodeName\": \"gpu-node-1\", \"containers\": [{\"name\": \"c\", \"resources\": {\"limits\": {\"example.com/gpu-b\": \"2\"}}}]}, \"status\": {\"phase\": \"Running\"}}"
+}
+ctl /_control/apply "[$(ev ADDED "$(raw_pod tenant-acme raw-1)"), $(ev ADDED "$(raw_pod tenant-beta raw-2)")]"
+converge "pods of no class" "$db"
+classes='{\"classes\": [{\"name\": \"h100\", \"resourceNames\": [\"nvidia.com/GH100_H100_SXM5_80GB\"], \"tolerations\": [{\"key\": \"nvidia.com/gpu\", \"operator\": \"Exists\", \"effect\": \"NoSchedule\"}]}, {\"name\": \"b\", \"resourceNames\": [\"example.com/gpu-b\"]}]}'
+ctl /_control/apply "$(ev MODIFIED "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"gpu-classes\", \"namespace\": \"cozy-system\"}, \"data\": {\"classes.json\": \"$classes\"}}")"
+converge "new class maps running pods" "$db"
+if jq -e '[.tenants[] | select(.namespace == "tenant-acme" or .namespace == "tenant-beta") | .reserved.b] == [2, 2]' "$tmp/got.json" >/dev/null; then ok; else
+	bad "pods of the new class not counted: $(jq -c '[.tenants[] | {namespace, reserved}]' "$tmp/got.json")"
+fi
+
+# --------------------------------------------------- 3. 429 and 500 with Retry-After
+n0=$(last_req)
+ctl /_control/fault '{"match": {"resource": "pods", "watch": true}, "times": 2, "status": 429, "retry_after": 1}'
+ctl /_control/fault '{"match": {"resource": "vminstances", "watch": true}, "times": 1, "status": 500, "retry_after": 1}'
+ctl /_control/close-watches '{}'
+ctl /_control/apply "[$(ev ADDED "$(gpu_pod tenant-beta b-2 2 gpu-node-2 Running)"),
+	$(ev ADDED "$(vmi tenant-beta v2 1)")]"
+converge "429/500 then re-watch" "$db"
+wait_until 20 watches_open
+ctl /_control/close-watches '{}'
+if wait_until 20 req_true "[.[] | select(.n > $n0 and .path == \"/api/v1/pods\" and .watch) | .status] | (index(429) // 1e9) as \$i | .[\$i:\$i + 2] == [429, 429] and (.[\$i + 2:] | index(200) != null)"; then ok; else
+	bad "429s were not retried: $(jq -c "[.[] | select(.n > $n0 and .path == \"/api/v1/pods\") | [.n, .watch, .status]]" "$tmp/req.json")"
+fi
+check_gap() { # PATH: a failed watch, then another one
+	requests && python3 - "$tmp/req.json" "$1" "$n0" <<'EOF'
+import json, sys
+reqs, path, n0 = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+st = [r["status"] for r in reqs if r["n"] > n0 and r["path"] == path and r["watch"]]
+sys.exit(0 if 500 in st and 200 in st[st.index(500):] else 1)
+EOF
+}
+if wait_until 20 check_gap /apis/apps.cozystack.io/v1alpha1/vminstances; then ok; else bad "500 on vminstances not seen"; fi
+if grep -q "HTTP 429" "$wlog" && grep -q "retrying in" "$wlog"; then ok; else
+	bad "429 not logged with its retry: $(tail -5 "$wlog")"
+fi
+
+# --------------------------------------------------- 4. disconnects
+ctl /_control/fault '{"match": {"resource": "pods", "watch": true}, "disconnect_after_events": 1}'
+ctl /_control/fault '{"match": {"resource": "namespaces", "watch": false}, "disconnect_after_bytes": 30}'
+ctl /_control/apply "[$(ev ADDED "$(gpu_pod tenant-beta b-3 1 gpu-node-1 Running)"),
+	$(ev ADDED "$(gpu_pod tenant-beta b-4 1 gpu-node-1 Running)"),
+	$(ev DELETED "$(gpu_pod tenant-beta b-2 2 gpu-node-2 Running)")]"
+converge "watch cut mid-event" "$db"
+ctl /_control/close-watches '{"abrupt": true}'
+ctl /_control/apply "$(ev MODIFIED "$(gpu_pod tenant-beta b-3 2 gpu-node-1 Running)")"
+converge "abrupt close" "$db"
+
+# --------------------------------------------------- 5. 410 -> relist that reconciles
+# Every watch fails for a while; meanwhile objects are deleted and changed
+# and the history is compacted, so the stored resourceVersions are too old.
+gap_changes() {
+	ctl /_control/fault '{"match": {"watch": true}, "times": 8, "status": 503, "retry_after": 2}'
+	ctl /_control/close-watches '{}'
+	sleep 0.3
+	ctl /_control/apply "[$(ev DELETED "$(gpu_pod tenant-beta b-4 1 gpu-node-1 Running)"),
+		$(ev DELETED "$(vmi tenant-beta v2 1)"),
+		$(ev MODIFIED "$(vmi tenant-acme trainer $1)"),
+		$(ev MODIFIED "$(tenant beta $2)"),
+		$(ev ADDED "$(gpu_pod tenant-acme "late-$1" 1 gpu-node-2 Running)")]"
+	ctl /_control/compact ''
+}
+n0=$(last_req)
+gap_changes 1 3
+converge "410 relist" "$db"
+if grep -q "410" "$wlog"; then ok; else bad "no 410 in the log: $(tail -5 "$wlog")"; fi
+if req_true "[.[] | select(.n > $n0 and .watch == false and .path == \"/api/v1/pods\")] | length >= 1"; then ok; else
+	bad "pods were not listed again after 410"
+fi
+
+# --------------------------------------------------- 6. ERROR event -> relist
+ctl /_control/config '{"watch": {"too_old": "event"}}'
+ctl /_control/apply "$(ev ADDED "$(gpu_pod tenant-beta b-4 1 gpu-node-1 Running)")"
+ctl /_control/apply "$(ev ADDED "$(vmi tenant-beta v2 2)")"
+converge "before ERROR" "$db"
+gap_changes 3 2
+converge "ERROR event relist" "$db"
+if grep -q "watch ERROR 410" "$wlog"; then ok; else bad "no ERROR event in the log: $(tail -5 "$wlog")"; fi
+ctl /_control/config '{"watch": {"too_old": "status"}}'
+
+# --------------------------------------------------- 7. token rotation
+# The server takes a new token; the watcher gets 401s until the token file
+# holds it, then goes on without a restart.
+ctl /_control/config '{"auth": {"token": "rotated"}}'
+token=rotated
+ctl /_control/close-watches '{}'
+ctl /_control/apply "$(ev ADDED "$(gpu_pod tenant-acme rot-1 1 gpu-node-1 Running)")"
+sleep 1
+printf 'rotated\n' >"$tmp/token"
+converge "rotated token" "$db"
+if grep -q "HTTP 401" "$wlog"; then ok; else bad "no 401 before the rotation"; fi
+
+stop_watch "first watcher"
+if "$bin" verify --db "$db" >"$tmp/verify.out" 2>&1; then ok; else
+	bad "verify: $(cat "$tmp/verify.out")"
+fi
+
+# --------------------------------------------------- 8. the record replays
+rm -rf "$tmp/recdb"
+if "$bin" watch --db "$tmp/recdb" --no-sync --from "$rec" \
+	>/dev/null 2>"$tmp/rec.err"; then ok; else bad "watch --from the record: $(cat "$tmp/rec.err")"; fi
+norm "$db" >"$tmp/a.json"
+norm "$tmp/recdb" >"$tmp/b.json"
+if cmp -s "$tmp/a.json" "$tmp/b.json"; then ok; else
+	bad "record replay differs: $(diff "$tmp/a.json" "$tmp/b.json" | head -20)"
+fi
+if jq -e -s 'all(.[]; has("time") and has("type") and (.object | has("apiVersion") and has("kind")))' "$rec" >/dev/null; then ok; else
+	bad "record lines lack time/type/apiVersion/kind"
+fi
+
+# --------------------------------------------------- 9. other credentials
+# Inline client certificate and CA (no token), a non-current context, and
+# insecure-skip-tls-verify with its warning.
+ctl /_control/config '{"watch": {"chunking": "event"}}'
+truth
+start_watch "$tmp/db-cert" "$tmp/cert.log" --kubeconfig "$tmp/kc-cert" --tick 1
+if wait_until 30 same_as_truth "$tmp/db-cert"; then ok; else bad "client certificate: $(tail -3 "$tmp/cert.log")"; fi
+# A quiet cluster, every watch healthy: TICKs mark the time (--tick 1).
+has_tick() { "$bin" log --db "$tmp/db-cert" | grep -q '"type":"TICK"'; }
+if wait_until 10 has_tick; then ok; else bad "no TICK in a quiet cluster"; fi
+stop_watch "client certificate"
+mkconf "$tmp/kc-insecure" "    insecure-skip-tls-verify: true" "    token: $token"
+start_watch "$tmp/db-insecure" "$tmp/insecure.log" --kubeconfig "$tmp/kc-insecure"
+if wait_until 30 same_as_truth "$tmp/db-insecure"; then ok; else bad "insecure: $(tail -3 "$tmp/insecure.log")"; fi
+stop_watch "insecure"
+if grep -q "insecure-skip-tls-verify" "$tmp/insecure.log"; then ok; else bad "no warning for insecure-skip-tls-verify"; fi
+# A server its CA did not sign: nothing is written, errors are retried,
+# SIGTERM still ends it cleanly.
+start_watch "$tmp/db-wrongca" "$tmp/wrongca.log" --kubeconfig "$tmp/kc-wrongca"
+if wait_until 10 grep -qi "certificate" "$tmp/wrongca.log"; then ok; else bad "wrong CA not reported: $(cat "$tmp/wrongca.log")"; fi
+stop_watch "wrong CA"
+# The context without a user is anonymous: 401s, retried, no crash.
+start_watch "$tmp/db-anon" "$tmp/anon.log" --kubeconfig "$tmp/kc" --context other
+if wait_until 10 grep -q "HTTP 401" "$tmp/anon.log"; then ok; else bad "anonymous context: $(cat "$tmp/anon.log")"; fi
+stop_watch "anonymous"
+if "$bin" watch --db "$tmp/db-x" --kubeconfig "$tmp/kc" --context nosuch \
+	>"$tmp/ctx.out" 2>&1; then
+	bad "an unknown context was accepted"
+elif grep -q 'no context named "nosuch"' "$tmp/ctx.out"; then ok; else
+	bad "unknown context error: $(cat "$tmp/ctx.out")"
+fi
+
+# --------------------------------------------------- 10. SIGKILL at random moments
+# A watcher killed anywhere and started again loses and repeats nothing:
+# its ledger ends equal to the server's state, its chain verifies, and its
+# record (appended across restarts) replays to the same state.
+ctl /_control/config '{"watch": {"chunking": "random", "max_chunk": 64}}'
+kdb=$tmp/kdb
+krec=$tmp/krec.ndjson
+i=0
+while [ $i -lt 8 ]; do
+	start_watch "$kdb" "$tmp/kill.log" --kubeconfig "$tmp/kc" --record "$krec"
+	ctl /_control/apply "[$(ev ADDED "$(gpu_pod tenant-beta "k-$i" $((i % 3 + 1)) gpu-node-1 Running)"),
+		$(ev MODIFIED "$(vmi tenant-acme trainer $((i % 4 + 1)))")]"
+	[ $i -ge 2 ] && ctl /_control/apply "$(ev DELETED "$(gpu_pod tenant-beta "k-$((i - 2))" 1 gpu-node-1 Running)")"
+	[ $((i % 3)) -eq 1 ] && ctl /_control/compact ''
+	sleep "0.$(od -An -N1 -tu1 /dev/urandom | tr -d ' ' | cut -c1)"
+	kill -9 "$wpid"
+	wait "$wpid" 2>/dev/null
+	i=$((i + 1))
+done
+start_watch "$kdb" "$tmp/kill.log" --kubeconfig "$tmp/kc" --record "$krec"
+converge "after SIGKILLs" "$kdb"
+stop_watch "after SIGKILLs"
+if "$bin" verify --db "$kdb" >"$tmp/verify.out" 2>&1; then ok; else
+	bad "verify after SIGKILLs: $(cat "$tmp/verify.out")"
+fi
+rm -rf "$tmp/krecdb"
+"$bin" watch --db "$tmp/krecdb" --no-sync --from "$krec" >/dev/null 2>&1
+norm "$kdb" >"$tmp/a.json"
+norm "$tmp/krecdb" >"$tmp/b.json"
+if cmp -s "$tmp/a.json" "$tmp/b.json"; then ok; else
+	bad "record across restarts replays differently: $(diff "$tmp/a.json" "$tmp/b.json" | head -20)"
+fi
+
+echo "kube_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
