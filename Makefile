@@ -54,7 +54,7 @@ UNIT_TESTS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
 
 
 .PHONY: run
-.PHONY: all test check bench install clean layercheck headercheck deps \
+.PHONY: all test check bench bench-build install clean layercheck headercheck deps \
 	unit integration format
 
 # `make` on a fresh machine installs what is missing first, then builds in a
@@ -101,15 +101,49 @@ CLI_TESTS := $(sort $(wildcard tests/*_cli.sh))
 integration: gpuledger
 	@set -e; for t in $(CLI_TESTS); do sh $$t ./gpuledger; done
 
-# Benchmarks measure; tests never time anything. BENCH_EVENTS sizes them.
+# Benchmarks measure; tests never time anything. `make bench` runs
+# tests/bench/run.sh: it installs what the benchmarks need (SQLite,
+# PostgreSQL, wrk) when missing, sizes itself to finish in under 10 minutes
+# on the 2-core machine, and prints one table. The knobs: events per append
+# run (gpuledger and baselines), runs per figure (median, min-max), watch
+# events of the default-mix and of the --all-gpu-pods stream, holders in the
+# memory-per-holder state, seconds per wrk run, remaining-budget queries per
+# run and store.
 BENCH_EVENTS ?= 1000000
 BENCH_RUNS ?= 3
+BENCH_LINES ?= 500000
+BENCH_GPU_LINES ?= 150000
+BENCH_HOLDERS ?= 1000000
+BENCH_SECS ?= 5
+BENCH_QUERIES ?= 20000
+BENCH_PKG := sqlite3 libpq
+BENCH_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(BENCH_PKG) 2>/dev/null)
+BENCH_LIBS := $(shell $(PKG_CONFIG) --libs $(BENCH_PKG) 2>/dev/null)
+BENCH_COMPARE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench/base_*.c) \
+	tests/bench/bench_compare.c tests/ledger_gen.c)
+BENCH_BIN := $(BUILD)/tests/bench_ledger $(BUILD)/tests/bench_compare \
+	$(BUILD)/tests/bench_holders
+
 $(BUILD)/tests/bench_ledger: $(BUILD)/tests/bench/bench_ledger.o $(BUILD)/tests/ledger_gen.o $(BUILD)/libgpuledger.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libgpuledger.a $(LDLIBS)
 
+$(BENCH_COMPARE_OBJ): TEST_CFLAGS += $(BENCH_CFLAGS)
+$(BUILD)/tests/bench_compare: $(BENCH_COMPARE_OBJ) $(BUILD)/libgpuledger.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libgpuledger.a \
+		$(BENCH_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/bench_holders: $(BUILD)/tests/bench/bench_holders.o $(BUILD)/libgpuledger.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libgpuledger.a $(LDLIBS)
+
 bench: deps
-	@$(MAKE) --no-print-directory gpuledger $(BUILD)/tests/bench_ledger
-	@$(BUILD)/tests/bench_ledger $(BENCH_EVENTS) $(BENCH_RUNS)
+	@BENCH_EVENTS=$(BENCH_EVENTS) BENCH_RUNS=$(BENCH_RUNS) \
+	BENCH_LINES=$(BENCH_LINES) BENCH_GPU_LINES=$(BENCH_GPU_LINES) \
+	BENCH_HOLDERS=$(BENCH_HOLDERS) BENCH_SECS=$(BENCH_SECS) \
+	BENCH_QUERIES=$(BENCH_QUERIES) BUILD=$(BUILD) MAKE="$(MAKE)" \
+	sh tests/bench/run.sh
+
+# Builds what run.sh runs (a sub-make, after the packages are installed).
+bench-build: gpuledger $(BENCH_BIN)
 
 # The main job on an embedded default: a simulated cluster ingested into
 # var/demo, served on 127.0.0.1:8420 (PORT=...), with commands to try.
