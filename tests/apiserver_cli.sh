@@ -28,8 +28,7 @@ trap 'exit 1' INT TERM
 
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib/cli.sh"
 
 # check NAME COMMAND...: the command must succeed.
 check() {

@@ -10,9 +10,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
+. "$(dirname "$0")/lib/cli.sh"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 for in in "$dir"/*.in; do
 	name=$(basename "$in" .in)

@@ -13,33 +13,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
+. "$(dirname "$0")/lib/cli.sh"
 db=$tmp/db
 day1=2026-03-01T00:00:00Z
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# run CMD...: stdout to $tmp/out, stderr to $tmp/err, status to $rc.
-run() {
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-}
-expect() { # NAME STATUS
-	if [ "$rc" -eq "$2" ]; then ok; else
-		bad "$1: exit $rc, want $2 ($(head -c 300 "$tmp/err"))"
-	fi
-}
-has() { # NAME FILE REGEX
-	if grep -Eq -- "$3" "$2"; then ok; else
-		bad "$1: no line matching /$3/ in: $(head -c 300 "$2")"
-	fi
-}
-same() { # NAME WANT GOT
-	if cmp -s "$2" "$3"; then ok; else
-		bad "$1: output differs"
-		diff "$2" "$3" | head -c 800
-	fi
-}
 lines() { # NAME FILE N
 	n=$(wc -l <"$2")
 	if [ "$n" -eq "$3" ]; then ok; else bad "$1: $n lines, want $3"; fi

@@ -27,8 +27,7 @@ token=s3cret
 
 pass=0
 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/lib/cli.sh"
 
 cleanup() {
 	for p in $pids; do kill -9 "$p" 2>/dev/null; done

@@ -13,34 +13,9 @@ trap 'kill "$follow_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 follow_pid=
 pass=0
 fail=0
+. "$(dirname "$0")/lib/cli.sh"
 db=$tmp/db
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# run CMD...: stdout to $tmp/out, stderr to $tmp/err, status to $rc.
-run() {
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-}
-# expect NAME STATUS: the last run exited with STATUS.
-expect() {
-	if [ "$rc" -eq "$2" ]; then ok; else
-		bad "$1: exit $rc, want $2 ($(head -c 300 "$tmp/err"))"
-	fi
-}
-# has NAME FILE PATTERN: FILE has a line matching the extended regex.
-has() {
-	if grep -Eq -- "$3" "$2"; then ok; else
-		bad "$1: no line matching /$3/ in: $(head -c 300 "$2")"
-	fi
-}
-same() { # NAME WANT GOT
-	if cmp -s "$2" "$3"; then ok; else
-		bad "$1: output differs"
-		diff "$2" "$3" | head -c 600
-	fi
-}
 # Canonical JSON (sorted keys, no space) of a hand-written expected file.
 canon() {
 	python3 -c 'import json, sys

@@ -13,11 +13,10 @@ server_pid=
 trap 'stop_server; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 pass=0
 fail=0
+. "$(dirname "$0")/lib/cli.sh"
 db=$tmp/db
 port=
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 run() {
 	"$@" >"$tmp/out" 2>"$tmp/err"
@@ -31,12 +30,6 @@ expect() {
 has() {
 	if grep -Eq -- "$3" "$2"; then ok; else
 		bad "$1: no line matching /$3/ in: $(head -c 300 "$2")"
-	fi
-}
-same() { # NAME WANT GOT
-	if cmp -s "$2" "$3"; then ok; else
-		bad "$1: output differs"
-		diff "$2" "$3" | head -c 600
 	fi
 }
 

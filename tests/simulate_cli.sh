@@ -12,9 +12,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
+. "$(dirname "$0")/lib/cli.sh"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # sim NAME ARGS...: runs simulate with ARGS into $tmp/NAME, status in $rc.
 sim() {

@@ -12,32 +12,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
+. "$(dirname "$0")/lib/cli.sh"
 classes=$dir/classes.json
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# run CMD...: stdout to $tmp/out, stderr to $tmp/err, status to $rc.
-run() {
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-}
-expect() { # NAME STATUS
-	if [ "$rc" -eq "$2" ]; then ok; else
-		bad "$1: exit $rc, want $2 ($(head -c 300 "$tmp/err"))"
-	fi
-}
-has() { # NAME FILE REGEX
-	if grep -Eq -- "$3" "$2"; then ok; else
-		bad "$1: no line matching /$3/ in: $(head -c 300 "$2")"
-	fi
-}
-same() { # NAME WANT GOT
-	if cmp -s "$2" "$3"; then ok; else
-		bad "$1: output differs"
-		diff "$2" "$3" | head -c 800
-	fi
-}
 canon() {
 	python3 -c 'import json, sys
 d = json.load(sys.stdin)

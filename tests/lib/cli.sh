@@ -1,0 +1,30 @@
+# Shared helpers of the tests/*_cli.sh scripts (POSIX sh, sourced). The
+# caller sets pass=0, fail=0 and tmp (a scratch directory) first.
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# run CMD...: stdout to $tmp/out, stderr to $tmp/err, status to $rc.
+run() {
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+# expect NAME STATUS: the last run exited with STATUS.
+expect() {
+	if [ "$rc" -eq "$2" ]; then ok; else
+		bad "$1: exit $rc, want $2 ($(head -c 300 "$tmp/err"))"
+	fi
+}
+# has NAME FILE REGEX: FILE has a line matching the extended regex.
+has() {
+	if grep -Eq -- "$3" "$2"; then ok; else
+		bad "$1: no line matching /$3/ in: $(head -c 300 "$2")"
+	fi
+}
+# same NAME WANT GOT: the files are byte for byte equal.
+same() {
+	if cmp -s "$2" "$3"; then ok; else
+		bad "$1: output differs"
+		diff "$2" "$3" | head -c 800
+	fi
+}
