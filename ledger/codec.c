@@ -226,7 +226,9 @@ static int corrupt(struct reader *r, size_t at, const char *what,
 			    "event record: %s: %s at byte %zu", what, why, at);
 }
 
-static int get_varint(struct reader *r, const char *what, uint64_t *out)
+/* The careful reader: byte by byte, with the exact error for every way a
+ * varint can be wrong. get_varint below takes it for anything unusual. */
+static int get_varint_slow(struct reader *r, const char *what, uint64_t *out)
 {
 	size_t at = r->pos;
 	uint64_t v = 0;
@@ -251,6 +253,68 @@ static int get_varint(struct reader *r, const char *what, uint64_t *out)
 	return corrupt(r, at, what, "varint longer than 10 bytes");
 }
 
+/* Eight bytes as a little-endian word. */
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, sizeof(w));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	return w;
+}
+
+/* The 7-bit groups of the low k bytes of w (k <= 8), packed. The groups are
+ * merged pairwise: bytes into 14-bit halves of 16, those into 28 of 32,
+ * those into 56 of 64. */
+static uint64_t varint_pack(uint64_t w, unsigned k)
+{
+	if (k < 8)
+		w &= ((uint64_t)1 << (8 * k)) - 1;
+	w &= 0x7f7f7f7f7f7f7f7fULL;
+	w = (w & 0x007f007f007f007fULL) | (w & 0x7f007f007f007f00ULL) >> 1;
+	w = (w & 0x00003fff00003fffULL) | (w & 0x3fff00003fff0000ULL) >> 2;
+	return (w & 0x000000000fffffffULL) | (w & 0x0fffffff00000000ULL) >> 4;
+}
+
+/* Most varints are one byte (string lengths, small units) or, for event
+ * times, nine. With eight bytes left, a varint of up to nine bytes is read
+ * a word at a time; a tenth byte, a zero last byte (overlong) or a short
+ * tail goes to get_varint_slow, which finds the same value or error. */
+static int get_varint(struct reader *r, const char *what, uint64_t *out)
+{
+	const uint8_t *p = r->buf + r->pos;
+	size_t left = r->len - r->pos;
+	uint64_t w, stop;
+	unsigned k;
+
+	if (left > 0 && p[0] < 0x80) {
+		*out = p[0];
+		r->pos++;
+		return 0;
+	}
+	if (left < 8)
+		return get_varint_slow(r, what, out);
+	w = le64(p);
+	stop = ~w & 0x8080808080808080ULL; /* bytes without continuation */
+	if (stop != 0) {
+		k = (unsigned)__builtin_ctzll(stop) / 8 + 1;
+		if (p[k - 1] == 0)
+			return get_varint_slow(r, what, out);
+		*out = varint_pack(w, k);
+		r->pos += k;
+		return 0;
+	}
+	if (left < 9 || p[8] >= 0x80 || p[8] == 0)
+		return get_varint_slow(r, what, out);
+	*out = varint_pack(w, 8) | (uint64_t)p[8] << 56;
+	r->pos += 9;
+	return 0;
+}
+
+/* A string of n bytes at r->pos is valid when the first NUL among its n + 1
+ * bytes is the last: one scan finds both a NUL inside and a missing one. */
 static int get_str(struct reader *r, const char *what, bool optional,
 		   const char **out)
 {
@@ -272,13 +336,13 @@ static int get_str(struct reader *r, const char *what, bool optional,
 	if (n >= r->len - r->pos)
 		return corrupt(r, at, what, "string runs past the end");
 	p = r->buf + r->pos;
-	nul = memchr(p, 0, (size_t)n);
-	if (nul != NULL)
-		return corrupt(r, r->pos + (size_t)(nul - p), what,
-			       "NUL byte inside string");
-	if (p[n] != 0)
+	nul = memchr(p, 0, (size_t)n + 1);
+	if (nul == NULL)
 		return corrupt(r, r->pos + (size_t)n, what,
 			       "string not NUL-terminated");
+	if (nul != p + n)
+		return corrupt(r, r->pos + (size_t)(nul - p), what,
+			       "NUL byte inside string");
 	*out = (const char *)p;
 	r->pos += (size_t)n + 1;
 	return 0;
@@ -369,9 +433,11 @@ int ledger_event_decode(struct event *ev, const uint8_t *buf, size_t len,
 			struct lg_error *err)
 {
 	struct reader r = {buf, len, 0, err};
-	struct lg_error verr = {0};
+	struct lg_error verr; /* event_validate fills it when it fails */
 	int rc;
 
+	verr.code = 0;
+	verr.msg[0] = '\0';
 	memset(ev, 0, sizeof(*ev));
 	if (len > LEDGER_EVENT_MAX_BYTES)
 		rc = lg_error_set(err, LG_ECORRUPT,

@@ -102,13 +102,44 @@ struct hunits {
 	struct noderec *node; /* where allocated (NULL when none) */
 };
 
+/* A holder is one heap block (DESIGN 10: memory per holder): the record,
+ * then its name and uid as two NUL-terminated strings. Most holders hold
+ * one class, whose units live inline; only n > 1 puts them in a separate
+ * array. Read the units through holder_u, the strings through holder_name
+ * and holder_uid. */
 struct holder {
-	enum holder_kind kind;
 	struct nsrec *ns;
-	char *name, *uid; /* owned */
-	uint32_t n;
-	struct hunits *u; /* owned, sorted by cls */
+	union {
+		struct hunits one;   /* n <= 1 */
+		struct hunits *many; /* n > 1: owned, [n] */
+	} u;
+	uint32_t n;	 /* unit slots, sorted by cls */
+	uint8_t kind;	 /* enum holder_kind */
+	uint16_t uid_at; /* offset of the uid in str */
+	char str[];	 /* name, NUL, uid, NUL */
 };
+
+static inline struct hunits *holder_u(const struct holder *h)
+{
+	return h->n > 1 ? h->u.many : (struct hunits *)&h->u.one;
+}
+
+static inline const char *holder_name(const struct holder *h)
+{
+	return h->str;
+}
+
+static inline const char *holder_uid(const struct holder *h)
+{
+	return h->str + h->uid_at;
+}
+
+/* A holder block with its strings copied in; n = 0, no units. Caller frees
+ * with holder_free. */
+struct holder *holder_new(enum holder_kind kind, struct nsrec *ns,
+			  const char *name, size_t name_len, const char *uid,
+			  size_t uid_len);
+void holder_free(struct holder *h);
 
 struct noderec {
 	char *name;	    /* owned */

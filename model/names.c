@@ -15,45 +15,67 @@
 /* First 8 hex digits of SHA-256, as DESIGN 5.5 fixes. */
 #define CLAIM_HASH_LEN 8
 
-static bool is_alnum_lower(char c)
+/* Character classes of the DNS-1123 patterns, one table lookup a byte. A
+ * NUL, like every byte not listed, is class 0: invalid. */
+enum {
+	C_ALNUM = 1,
+	C_DASH = 2,
+	C_DOT = 4
+};
+
+/* clang-format off */
+#define A C_ALNUM
+static const unsigned char dns_class[256] = {
+	['a'] = A, ['b'] = A, ['c'] = A, ['d'] = A, ['e'] = A, ['f'] = A, ['g'] = A,
+	['h'] = A, ['i'] = A, ['j'] = A, ['k'] = A, ['l'] = A, ['m'] = A, ['n'] = A,
+	['o'] = A, ['p'] = A, ['q'] = A, ['r'] = A, ['s'] = A, ['t'] = A, ['u'] = A,
+	['v'] = A, ['w'] = A, ['x'] = A, ['y'] = A, ['z'] = A,
+	['0'] = A, ['1'] = A, ['2'] = A, ['3'] = A, ['4'] = A, ['5'] = A, ['6'] = A,
+	['7'] = A, ['8'] = A, ['9'] = A,
+	['-'] = C_DASH,
+	['.'] = C_DOT,
+};
+#undef A
+/* clang-format on */
+
+static unsigned cls_of(const char *s, size_t i)
 {
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+	return dns_class[(unsigned char)s[i]];
 }
 
-/* The label pattern without its length limit, which differs between a
- * label (63) and a segment of a subdomain (only the 253 total counts, as
- * upstream's IsDNS1123Subdomain checks nothing per segment). */
-static bool label_chars(const char *s, size_t len)
+/* The label pattern [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 bytes:
+ * alphanumeric at both ends, dashes allowed inside. */
+bool dns1123_label(const char *s, size_t len)
 {
-	if (len == 0 || !is_alnum_lower(s[0]) || !is_alnum_lower(s[len - 1]))
+	if (s == NULL || len == 0 || len > DNS1123_LABEL_MAX ||
+	    cls_of(s, 0) != C_ALNUM || cls_of(s, len - 1) != C_ALNUM)
 		return false;
 	for (size_t i = 1; i + 1 < len; i++)
-		if (!is_alnum_lower(s[i]) && s[i] != '-')
+		if ((cls_of(s, i) & (C_ALNUM | C_DASH)) == 0)
 			return false;
 	return true;
 }
 
-bool dns1123_label(const char *s, size_t len)
-{
-	if (s == NULL || len > DNS1123_LABEL_MAX)
-		return false;
-	return label_chars(s, len);
-}
-
+/* Labels joined by dots; upstream's IsDNS1123Subdomain checks only the 253
+ * total, nothing per label. In one pass: every byte alphanumeric, dash or
+ * dot; the first and last alphanumeric; and both neighbours of every dot
+ * alphanumeric (which also keeps labels non-empty). Each label then starts
+ * and ends alphanumeric with only those and dashes inside, as the pattern
+ * wants. */
 bool dns1123_subdomain(const char *s, size_t len)
 {
-	size_t start = 0;
+	unsigned prev = C_DOT; /* as if a dot stood before the name */
 
 	if (s == NULL || len == 0 || len > DNS1123_SUBDOMAIN_MAX)
 		return false;
-	for (size_t i = 0; i <= len; i++) {
-		if (i < len && s[i] != '.')
-			continue;
-		if (!label_chars(s + start, i - start))
+	for (size_t i = 0; i < len; i++) {
+		unsigned c = cls_of(s, i), pair = prev | c;
+
+		if (c == 0 || ((pair & C_DOT) && pair != (C_DOT | C_ALNUM)))
 			return false;
-		start = i + 1;
+		prev = c;
 	}
-	return true;
+	return prev == C_ALNUM;
 }
 
 /* Drops trailing characters in set from s[0..len); returns the new length. */

@@ -58,16 +58,17 @@ static int check_ns(const state_t *st, struct nsrec *const *v, size_t n,
 	/* Own totals from the holders. */
 	for (size_t i = 0; i < st->holder_index.cap; i++) {
 		const struct holder *h = st->holder_index.vals[i];
+		const struct hunits *u;
 		struct nsrec *const *p;
 
 		if (st->holder_index.hashes[i] == 0)
 			continue;
+		u = holder_u(h);
 		p = bsearch(&h->ns, v, n, sizeof(*v), nsp_cmp);
 		for (uint32_t k = 0; p && k < h->n; k++) {
-			res[(size_t)(p - v) * cc + h->u[k].cls] +=
-				h->u[k].reserved;
-			alloc[(size_t)(p - v) * cc + h->u[k].cls] +=
-				h->u[k].allocated;
+			res[(size_t)(p - v) * cc + u[k].cls] += u[k].reserved;
+			alloc[(size_t)(p - v) * cc + u[k].cls] +=
+				u[k].allocated;
 		}
 	}
 	/* Subtree totals: add each node's own totals to all its ancestors. */
@@ -133,13 +134,14 @@ static int check_nodes(const state_t *st, struct lg_error *err)
 			for (size_t j = 0; j < st->holder_index.cap; j++) {
 				const struct holder *h =
 					st->holder_index.vals[j];
+				const struct hunits *u;
 
 				if (st->holder_index.hashes[j] == 0)
 					continue;
+				u = holder_u(h);
 				for (uint32_t k = 0; k < h->n; k++)
-					if (h->u[k].cls == c &&
-					    h->u[k].node == nd)
-						sum += h->u[k].allocated;
+					if (u[k].cls == c && u[k].node == nd)
+						sum += u[k].allocated;
 			}
 			if (sum != nd->allocated[c])
 				rc = lg_error_set(err, LG_ECORRUPT,
@@ -281,21 +283,26 @@ state_t *state_clone(const state_t *s)
 	d->n_holders = s->n_holders;
 	for (size_t i = 0; i < s->holder_index.cap; i++) {
 		const struct holder *sh = s->holder_index.vals[i];
+		const char *uid;
 		struct holder *dh;
+		struct hunits *u;
 
 		if (s->holder_index.hashes[i] == 0)
 			continue;
-		dh = xmalloc(sizeof(*dh));
-		*dh = *sh;
-		dh->ns = state_ns(d, sh->ns->name);
-		dh->name = xstrdup(sh->name);
-		dh->uid = xstrdup(sh->uid);
-		dh->u = memcpy(xmalloc(sh->n * sizeof(*sh->u) + 1), sh->u,
-			       sh->n * sizeof(*sh->u));
+		uid = holder_uid(sh);
+		dh = holder_new(sh->kind, state_ns(d, sh->ns->name),
+				holder_name(sh), sh->uid_at - 1u, uid,
+				strlen(uid));
+		dh->n = sh->n;
+		if (sh->n > 1)
+			dh->u.many = memcpy(xmalloc(sh->n * sizeof(*u)),
+					    sh->u.many, sh->n * sizeof(*u));
+		else
+			dh->u.one = sh->u.one;
+		u = holder_u(dh);
 		for (uint32_t k = 0; k < dh->n; k++)
-			if (dh->u[k].node != NULL)
-				dh->u[k].node =
-					state_node(d, sh->u[k].node->name);
+			if (u[k].node != NULL)
+				u[k].node = state_node(d, u[k].node->name);
 		d->holder_index.vals[i] = dh;
 	}
 	return d;

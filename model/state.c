@@ -179,18 +179,29 @@ static bool node_eq(const void *val, const void *key)
 	return strcmp(((const struct noderec *)val)->name, key) == 0;
 }
 
+/* A holder's key with its namespace already looked up: every holder's ns
+ * is the one record of that name (records are never dropped), so the
+ * namespace compares as a pointer. */
 struct hkey {
 	enum holder_kind kind;
-	const char *ns, *name;
+	const struct nsrec *ns;
+	const char *name;
 };
+
+/* The holder hash continued from hash_str(ns), which the namespace lookup
+ * has computed already. */
+static uint64_t holder_hash_from(uint64_t ns_hash, enum holder_kind kind,
+				 const char *name)
+{
+	uint64_t h = hash_bytes(ns_hash, &kind, sizeof(kind));
+
+	return hash_bytes(h, name, strlen(name) + 1);
+}
 
 static uint64_t holder_hash(enum holder_kind kind, const char *ns,
 			    const char *name)
 {
-	uint64_t h = hash_str(ns);
-
-	h = hash_bytes(h, &kind, sizeof(kind));
-	return hash_bytes(h, name, strlen(name) + 1);
+	return holder_hash_from(hash_str(ns), kind, name);
 }
 
 static bool holder_eq(const void *val, const void *key)
@@ -198,8 +209,8 @@ static bool holder_eq(const void *val, const void *key)
 	const struct holder *h = val;
 	const struct hkey *k = key;
 
-	return h->kind == k->kind && strcmp(h->ns->name, k->ns) == 0 &&
-	       strcmp(h->name, k->name) == 0;
+	return h->kind == k->kind && h->ns == k->ns &&
+	       strcmp(holder_name(h), k->name) == 0;
 }
 
 struct nsrec *state_ns(const state_t *st, const char *name)
@@ -231,13 +242,18 @@ int32_t state_cls_id(const state_t *st, const char *name)
 	}
 }
 
+/* The holder (kind, ns, name), where ns_hash is hash_str(ns->name); NULL
+ * when absent, and always when ns is (a holder needs its record). */
 static struct holder *holder_find(const state_t *st, enum holder_kind kind,
-				  const char *ns, const char *name)
+				  const struct nsrec *ns, uint64_t ns_hash,
+				  const char *name)
 {
 	struct hkey k = {kind, ns, name};
 
-	return ptab_find(&st->holder_index, holder_hash(kind, ns, name),
-			 holder_eq, &k);
+	if (ns == NULL)
+		return NULL;
+	return ptab_find(&st->holder_index,
+			 holder_hash_from(ns_hash, kind, name), holder_eq, &k);
 }
 
 static int budget_cmp(const void *a, const void *b)
@@ -383,13 +399,38 @@ static void ns_free(struct nsrec *ns)
 	free(ns);
 }
 
-static void holder_free(struct holder *h)
+struct holder *holder_new(enum holder_kind kind, struct nsrec *ns,
+			  const char *name, size_t name_len, const char *uid,
+			  size_t uid_len)
+{
+	size_t at = name_len + 1;
+	struct holder *h;
+
+	/* Events and checkpoints are validated first: a name has at most
+	 * DNS1123_SUBDOMAIN_MAX bytes, so this is a programmer error. */
+	if (at > UINT16_MAX) {
+		fprintf(stderr, "gpuledger: holder name of %zu bytes\n",
+			name_len);
+		abort();
+	}
+	h = xmalloc(offsetof(struct holder, str) + at + uid_len + 1);
+	memset(h, 0, offsetof(struct holder, str));
+	h->kind = (uint8_t)kind;
+	h->ns = ns;
+	h->uid_at = (uint16_t)at;
+	memcpy(h->str, name, name_len);
+	h->str[name_len] = '\0';
+	memcpy(h->str + at, uid, uid_len);
+	h->str[at + uid_len] = '\0';
+	return h;
+}
+
+void holder_free(struct holder *h)
 {
 	if (h == NULL)
 		return;
-	free(h->name);
-	free(h->uid);
-	free(h->u);
+	if (h->n > 1)
+		free(h->u.many);
 	free(h);
 }
 
@@ -695,20 +736,23 @@ static void bill_advance(struct nsrec *ns, uint32_t cls, int64_t t_ms)
 
 static struct hunits *holder_units(const struct holder *h, uint32_t cls)
 {
+	struct hunits *u = h != NULL ? holder_u(h) : NULL;
+
 	for (uint32_t i = 0; h != NULL && i < h->n; i++)
-		if (h->u[i].cls == cls)
-			return &h->u[i];
+		if (u[i].cls == cls)
+			return &u[i];
 	return NULL;
 }
 
-/* Checks a RESERVE..FREE event against the state; changes nothing. */
+/* Checks a RESERVE..FREE event against the state; changes nothing. ns is
+ * the record of ev->ns, or NULL when there is none. */
 static int check_units(const state_t *st, const struct event *ev,
-		       const struct holder *h, int32_t id, struct lg_error *err)
+		       const struct nsrec *ns, const struct holder *h,
+		       int32_t id, struct lg_error *err)
 {
 	bool reserve = ev->type == EV_RESERVE || ev->type == EV_RELEASE;
 	const struct hunits *u = id >= 0 ? holder_units(h, (uint32_t)id) : NULL;
 	int64_t cur = u ? (reserve ? u->reserved : u->allocated) : 0;
-	const struct nsrec *ns = state_ns(st, ev->ns);
 	const char *what = event_type_name(ev->type);
 
 	if (cur != ev->before)
@@ -716,12 +760,13 @@ static int check_units(const state_t *st, const struct event *ev,
 				    "%s %s/%s %s: before %lld, state has %lld",
 				    what, ev->ns, ev->name, ev->cls,
 				    (long long)ev->before, (long long)cur);
-	if (h != NULL && strcmp(h->uid, ev->uid) != 0)
+	if (h != NULL && strcmp(holder_uid(h), ev->uid) != 0)
 		return lg_error_set(err, LG_EMISMATCH,
 				    "%s %s/%s: uid %s, state has %s", what,
-				    ev->ns, ev->name, ev->uid, h->uid);
-	if (ns_is_tenant(ev->ns) && ev->after > ev->before &&
-	    (ns == NULL || !ns->node))
+				    ev->ns, ev->name, ev->uid, holder_uid(h));
+	/* A record knows whether its name is a tenant's (ns->tenant). */
+	if (ev->after > ev->before && (ns == NULL || !ns->node) &&
+	    (ns != NULL ? ns->tenant : ns_is_tenant(ev->ns)))
 		return lg_error_set(err, LG_EMISMATCH,
 				    "%s %s: tenant node does not exist", what,
 				    ev->ns);
@@ -748,18 +793,17 @@ static struct holder *holder_get(state_t *st, const struct event *ev,
 {
 	if (h != NULL)
 		return h;
-	h = xcalloc(1, sizeof(*h));
-	h->kind = ev->kind;
-	h->ns = ns_get(st, ev->ns);
-	h->name = xstrdup(ev->name);
-	h->uid = xstrdup(ev->uid);
+	h = holder_new(ev->kind, ns_get(st, ev->ns), ev->name, strlen(ev->name),
+		       ev->uid, strlen(ev->uid));
 	ptab_insert(&st->holder_index,
-		    holder_hash(h->kind, h->ns->name, h->name), h);
+		    holder_hash(ev->kind, h->ns->name, holder_name(h)), h);
 	h->ns->n_holders++;
 	st->n_holders++;
 	return h;
 }
 
+/* A second class moves the units out of line; the array is sized exactly
+ * (a holder rarely holds more than one or two classes). */
 static struct hunits *hunits_get(struct holder *h, uint32_t cls)
 {
 	struct hunits *u = holder_units(h, cls);
@@ -767,29 +811,46 @@ static struct hunits *hunits_get(struct holder *h, uint32_t cls)
 
 	if (u != NULL)
 		return u;
-	while (i < h->n && h->u[i].cls < cls)
+	u = holder_u(h);
+	while (i < h->n && u[i].cls < cls)
 		i++;
-	h->u = xrealloc(h->u, (h->n + 1) * sizeof(*h->u));
-	memmove(h->u + i + 1, h->u + i, (h->n - i) * sizeof(*h->u));
-	memset(&h->u[i], 0, sizeof(h->u[i]));
-	h->u[i].cls = cls;
+	if (h->n == 1) {
+		struct hunits one = h->u.one;
+
+		u = xmalloc(2 * sizeof(*u));
+		u[0] = one;
+		h->u.many = u;
+	} else if (h->n > 1) {
+		u = h->u.many = xrealloc(u, (h->n + 1) * sizeof(*u));
+	}
+	memmove(u + i + 1, u + i, (h->n - i) * sizeof(*u));
+	memset(&u[i], 0, sizeof(u[i]));
+	u[i].cls = cls;
 	h->n++;
-	return &h->u[i];
+	return &u[i];
 }
 
-/* Drops empty unit slots and, when nothing is left, the holder. */
+/* Drops empty unit slots (a last one moves back inline) and, when nothing
+ * is left, the holder. */
 static void holder_trim(state_t *st, struct holder *h)
 {
+	struct hunits *u = holder_u(h);
 	uint32_t j = 0;
 
 	for (uint32_t i = 0; i < h->n; i++)
-		if (h->u[i].reserved != 0 || h->u[i].allocated != 0)
-			h->u[j++] = h->u[i];
+		if (u[i].reserved != 0 || u[i].allocated != 0)
+			u[j++] = u[i];
+	if (h->n > 1 && j <= 1) {
+		struct hunits one = u[0];
+
+		free(u);
+		h->u.one = one;
+	}
 	h->n = j;
 	if (j > 0)
 		return;
 	ptab_remove(&st->holder_index,
-		    holder_hash(h->kind, h->ns->name, h->name), h);
+		    holder_hash(h->kind, h->ns->name, holder_name(h)), h);
 	h->ns->n_holders--;
 	st->n_holders--;
 	holder_free(h);
@@ -798,17 +859,19 @@ static void holder_trim(state_t *st, struct holder *h)
 static int apply_units(state_t *st, const struct event *ev,
 		       struct lg_error *err)
 {
-	struct holder *h = holder_find(st, ev->kind, ev->ns, ev->name);
+	/* One hash of the namespace serves its lookup and the holder's. */
+	uint64_t ns_hash = hash_str(ev->ns);
+	struct nsrec *ns = ptab_find(&st->ns_index, ns_hash, ns_eq, ev->ns);
+	struct holder *h = holder_find(st, ev->kind, ns, ns_hash, ev->name);
 	bool reserve = ev->type == EV_RESERVE || ev->type == EV_RELEASE;
 	int64_t d = ev->after - ev->before;
 	struct hunits *u;
-	struct nsrec *ns;
 	uint32_t cls;
 	int rc;
 
 	int32_t id = state_cls_id(st, ev->cls);
 
-	rc = check_units(st, ev, h, id, err);
+	rc = check_units(st, ev, ns, h, id, err);
 	if (rc != 0)
 		return rc;
 	cls = id >= 0 ? (uint32_t)id : cls_intern(st, ev->cls);

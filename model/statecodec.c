@@ -262,12 +262,12 @@ static void enc_ns(struct wbuf *w, const state_t *st, const struct nsrec *ns)
 static int enc_holder(struct wbuf *w, const struct holder *h,
 		      const struct pmap *nodes)
 {
-	w_u8(w, (uint8_t)h->kind);
-	w_str(w, h->name);
-	w_str(w, h->uid);
+	w_u8(w, h->kind);
+	w_str(w, holder_name(h));
+	w_str(w, holder_uid(h));
 	w_uv(w, h->n);
 	for (uint32_t k = 0; k < h->n; k++) {
-		const struct hunits *u = &h->u[k];
+		const struct hunits *u = &holder_u(h)[k];
 		size_t at = 0;
 
 		w_uv(w, u->cls);
@@ -308,12 +308,12 @@ static int hsort_cmp(const void *a, const void *b)
 	for (int i = 0; i < 2; i++)
 		if (x->prefix[i] != y->prefix[i])
 			return x->prefix[i] < y->prefix[i] ? -1 : 1;
-	return strcmp(x->h->name, y->h->name);
+	return strcmp(holder_name(x->h), holder_name(y->h));
 }
 
 static void hsort_key(struct hsort *k, const struct holder *h, size_t rank)
 {
-	const unsigned char *s = (const unsigned char *)h->name;
+	const unsigned char *s = (const unsigned char *)holder_name(h);
 	bool end = false;
 
 	k->rank = (uint32_t)rank;
@@ -882,15 +882,21 @@ static void dec_units(struct dec *d, struct holder *h)
 {
 	struct rd *r = &d->r;
 	size_t n = rd_count(r, "holder units", MIN_ENTRY);
-	uint32_t next = 0;
+	uint32_t next = 0, got = 0;
+	struct hunits *units;
 
 	if (r->rc == 0 && n == 0)
-		rd_fail(r, "holder %s/%s holds nothing", h->ns->name, h->name);
+		rd_fail(r, "holder %s/%s holds nothing", h->ns->name,
+			holder_name(h));
 	if (r->rc != 0)
 		return;
-	h->u = xmalloc(n * sizeof(*h->u));
+	/* The slots are laid out for all n at once (zeroed when out of line,
+	 * so that a failure part way leaves them to holder_free). */
+	if (n > 1)
+		h->u.many = xcalloc(n, sizeof(*h->u.many));
+	units = n > 1 ? h->u.many : &h->u.one;
 	for (size_t i = 0; i < n && r->rc == 0; i++) {
-		struct hunits *u = &h->u[i];
+		struct hunits *u = &units[i];
 		uint64_t at = 0;
 
 		u->cls = rd_cls(d, &next);
@@ -902,17 +908,18 @@ static void dec_units(struct dec *d, struct holder *h)
 			break;
 		if (u->reserved == 0 && u->allocated == 0)
 			rd_fail(r, "holder %s/%s: no units of %s", h->ns->name,
-				h->name, d->st->cls_names[u->cls]);
+				holder_name(h), d->st->cls_names[u->cls]);
 		else if (at > d->n_nodes)
 			rd_fail(r, "holder %s/%s: node index %llu of %zu",
-				h->ns->name, h->name, (unsigned long long)at,
-				d->n_nodes);
+				h->ns->name, holder_name(h),
+				(unsigned long long)at, d->n_nodes);
 		if (r->rc != 0)
 			break;
 		u->node = at ? d->nodes[at - 1] : NULL;
-		h->n++;
+		got++;
 		add_units(d, h->ns, u);
 	}
+	h->n = n > 1 ? (uint32_t)n : got;
 }
 
 /* Holders of a namespace ascend by (kind, name). */
@@ -921,7 +928,7 @@ static int holder_order(const struct holder *prev, unsigned kind, const char *s,
 {
 	if ((unsigned)prev->kind != kind)
 		return (unsigned)prev->kind < kind ? -1 : 1;
-	return cmp_prev(prev->name, s, len);
+	return cmp_prev(holder_name(prev), s, len);
 }
 
 static struct holder *dec_holder(struct dec *d, struct nsrec *ns,
@@ -940,17 +947,13 @@ static struct holder *dec_holder(struct dec *d, struct nsrec *ns,
 		rd_fail(r, "holder name is not a DNS-1123 subdomain");
 	if (r->rc == 0 && prev && holder_order(prev, kind, s, len) >= 0)
 		rd_fail(r, "holder %s/%.*s: not after %s", ns->name, (int)len,
-			s, prev->name);
+			s, holder_name(prev));
 	uid = rd_str(r, "holder uid", UID_MAX, &ulen);
 	if (r->rc != 0)
 		return NULL;
-	h = xcalloc(1, sizeof(*h));
-	h->kind = (enum holder_kind)kind;
-	h->ns = ns;
-	h->name = dupn(s, len);
-	h->uid = dupn(uid, ulen);
+	h = holder_new((enum holder_kind)kind, ns, s, len, uid, ulen);
 	ptab_insert(&d->st->holder_index,
-		    state_holder_hash(h->kind, ns->name, h->name), h);
+		    state_holder_hash(h->kind, ns->name, holder_name(h)), h);
 	ns->n_holders++;
 	d->st->n_holders++;
 	dec_units(d, h);
@@ -1115,8 +1118,7 @@ static int tally_holders(const struct dec *d, struct tally *t)
 		if (i + 16 < hs->cap && hs->vals[i + 16] != NULL)
 			__builtin_prefetch(hs->vals[i + 16]);
 		if (i + 8 < hs->cap && hs->vals[i + 8] != NULL)
-			__builtin_prefetch(
-				((const struct holder *)hs->vals[i + 8])->u);
+			__builtin_prefetch(holder_u(hs->vals[i + 8]));
 		if (hs->hashes[i] == 0)
 			continue;
 		s = pmap_get(&t->spaces, h->ns);
@@ -1124,7 +1126,7 @@ static int tally_holders(const struct dec *d, struct tally *t)
 			return -1;
 		t->held[s]++;
 		for (uint32_t k = 0; k < h->n; k++) {
-			const struct hunits *u = &h->u[k];
+			const struct hunits *u = &holder_u(h)[k];
 			size_t nd = u->node ? pmap_get(&t->nodes, u->node) : 0;
 
 			if (nd == SIZE_MAX)

@@ -513,14 +513,16 @@ START_TEST(state_property_recount)
 	uint64_t seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(_i + 1);
 	state_t *st = state_new(), *half = NULL;
 	char *later[STEPS], *a, *b;
-	size_t n_later = 0, accepted = 0;
+	size_t n_later = 0, accepted = 0, multi_class_seen = 0;
 
 	class_event(st, "h100", h100_def);
 	class_event(st, "a10", a10_def);
 	for (int i = 0; i < N_SLOTS; i++) {
-		slots[i] = (struct slot){.ns = pool_ns[i % 8],
-					 .cls = pool_cls[(i / 8) % 2]};
-		snprintf(slots[i].name, sizeof(slots[i].name), "p%d", i);
+		/* Slots 2k and 2k+1 are one holder's two classes, so that
+		 * holders gain and lose a second class too. */
+		slots[i] = (struct slot){.ns = pool_ns[(i / 2) % 8],
+					 .cls = pool_cls[i % 2]};
+		snprintf(slots[i].name, sizeof(slots[i].name), "p%d", i / 2);
 		slots[i].node = "";
 	}
 	for (int i = 0; i < STEPS; i++) {
@@ -533,13 +535,19 @@ START_TEST(state_property_recount)
 			free(text);
 		if (i % 250 == 0)
 			check(st);
+		for (size_t k = 0; k < st->holder_index.cap; k++)
+			if (st->holder_index.hashes[k] != 0 &&
+			    ((struct holder *)st->holder_index.vals[k])->n > 1)
+				multi_class_seen++;
 		if (i == STEPS / 2)
 			half = state_clone(st);
 	}
 	check(st);
-	/* The generator must have exercised the state, not only refusals. */
+	/* The generator must have exercised the state, not only refusals,
+	 * and holders with more than one class. */
 	ck_assert_uint_gt(accepted, STEPS / 3);
 	ck_assert_uint_gt(st->n_holders, 0);
+	ck_assert_uint_gt(multi_class_seen, 0);
 	/* The clone taken halfway, fed the same second half, ends equal. */
 	for (size_t i = 0; i < n_later; i++) {
 		ok(half, later[i]);
@@ -549,6 +557,27 @@ START_TEST(state_property_recount)
 	a = dump(st);
 	b = dump(half);
 	ck_assert_str_eq(a, b);
+	/* The checkpoint bytes of a state with multi-class holders survive a
+	 * decode: equal bytes, equal replay JSON. */
+	{
+		uint8_t *e1, *e2;
+		size_t n1, n2;
+		state_t *back;
+		struct lg_error err = {0};
+		char *c;
+
+		ck_assert_int_eq(state_encode(st, &e1, &n1), 0);
+		ck_assert_msg(state_decode(&back, e1, n1, &err) == 0, "%s",
+			      err.msg);
+		ck_assert_int_eq(state_encode(back, &e2, &n2), 0);
+		ck_assert(n1 == n2 && memcmp(e1, e2, n1) == 0);
+		c = dump(back);
+		ck_assert_str_eq(c, a);
+		free(c);
+		free(e1);
+		free(e2);
+		state_free(back);
+	}
 	ck_assert_uint_eq(state_seq(half), state_seq(st));
 	free(a);
 	free(b);
