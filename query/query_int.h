@@ -54,6 +54,17 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 /* Takes the text (NUL-terminated); b is empty afterwards. */
 char *sbuf_take(struct sbuf *b, size_t *len);
 
+/* Canonical JSON of v appended to b: exactly json_canonical's bytes (keys
+ * sorted, compact), written without jansson's generic dumper, which was most
+ * of the cost of a verdict. -1 where json_canonical gives NULL (text that
+ * is not UTF-8), or once b holds more than max_bytes; b's content is then
+ * undefined. */
+int q_canonical(struct sbuf *b, const json_t *v, size_t max_bytes);
+/* The same as a malloc'ed string of its own size (caller frees), NULL on
+ * failure. The text is built in scratch (may be NULL), which a caller
+ * that makes many keeps, so that only the copy is allocated each time. */
+char *q_canonical_text(const json_t *v, size_t max_bytes, struct sbuf *scratch);
+
 /* jansson lookups that tolerate absent members and wrong types. */
 static inline const char *qjstr(const json_t *o, const char *k)
 {
@@ -299,6 +310,10 @@ struct pending {
 struct pending_q {
 	struct pending *p; /* owned */
 	size_t n, cap;
+	/* The array of the batch before, kept for the next one: growing a
+	 * fresh array every batch went through malloc's large-chunk path. */
+	struct pending *spare; /* owned */
+	size_t spare_cap;
 };
 
 void vindex_release(struct vindex *v);

@@ -291,13 +291,21 @@ void verdict_forget_conn(struct query_server *qs, struct conn *c)
 			qs->q.p[i].c = NULL;
 }
 
-void pending_q_release(struct pending_q *q)
+/* Releases what the entries own; the arrays stay. */
+static void pending_q_clear(struct pending_q *q)
 {
 	for (size_t i = 0; i < q->n; i++) {
 		json_decref(q->p[i].req);
 		free(q->p[i].review_uid);
 	}
+	q->n = 0;
+}
+
+void pending_q_release(struct pending_q *q)
+{
+	pending_q_clear(q);
 	free(q->p);
+	free(q->spare);
 	memset(q, 0, sizeof(*q));
 }
 
@@ -308,12 +316,13 @@ void pending_q_release(struct pending_q *q)
  * of those that are to be appended. */
 struct batch {
 	size_t n, ne;
-	int *status;	   /* per request */
-	json_t **answer;   /* per request: the verdict or {"error"} */
-	size_t *rec;	   /* per request: its record, or SIZE_MAX */
-	struct event *evs; /* per record */
-	char **text;	   /* per record: its canonical bytes */
-	size_t *of;	   /* per record: its request */
+	int *status;	     /* per request */
+	json_t **answer;     /* per request: the verdict or {"error"} */
+	size_t *rec;	     /* per request: its record, or SIZE_MAX */
+	struct event *evs;   /* per record */
+	char **text;	     /* per record: its canonical bytes */
+	size_t *of;	     /* per record: its request */
+	struct sbuf scratch; /* where texts are built */
 };
 
 static json_t *error_json(const char *msg)
@@ -357,9 +366,8 @@ static void judge_one(struct query_server *qs, struct batch *b, size_t i,
 			    json_integer((json_int_t)(qs->vix.n + 1 + b->ne)));
 	json_object_set_new(v, "basisSeq", json_integer((json_int_t)basis));
 	json_object_set_new(v, "chainHead", json_string(head_hex));
-	text = json_canonical(v);
-	if (text == NULL || strlen(text) > RECORD_MAX_BYTES) {
-		free(text);
+	text = q_canonical_text(v, RECORD_MAX_BYTES, &b->scratch);
+	if (text == NULL) {
 		json_decref(v);
 		b->status[i] = 413;
 		b->answer[i] = error_json("the verdict record would be larger "
@@ -431,6 +439,7 @@ static void batch_init(struct batch *b, size_t n)
 	b->evs = q_xmalloc(n * sizeof(*b->evs));
 	b->text = q_xmalloc(n * sizeof(*b->text));
 	b->of = q_xmalloc(n * sizeof(*b->of));
+	sbuf_init(&b->scratch);
 }
 
 static void batch_release(struct batch *b)
@@ -443,6 +452,7 @@ static void batch_release(struct batch *b)
 	free(b->evs);
 	free(b->text);
 	free(b->of);
+	sbuf_release(&b->scratch);
 }
 
 /* The answer to a recorded verdict: its record with "seq" added. The
@@ -473,8 +483,7 @@ static char *with_seq(const char *rec, uint64_t seq)
 }
 
 /* The text answering request i of the batch. */
-static char *answer_text(const struct batch *b, const struct pending *p,
-			 size_t i)
+static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 {
 	json_t *v = NULL;
 	char *text = NULL;
@@ -487,7 +496,7 @@ static char *answer_text(const struct batch *b, const struct pending *p,
 		return text;
 	if (b->status[i] == 200 && p->review_uid != NULL)
 		v = review_response(p->review_uid, b->answer[i]);
-	text = json_canonical(v ? v : b->answer[i]);
+	text = q_canonical_text(v ? v : b->answer[i], SIZE_MAX, &b->scratch);
 	json_decref(v);
 	return text;
 }
@@ -530,10 +539,15 @@ void verdict_batch_run(struct query_server *qs)
 	/* Connections see their answers only now; the queue is handed over
 	 * first, because answering resumes them and they may queue more. */
 	q = qs->q;
-	memset(&qs->q, 0, sizeof(qs->q));
+	qs->q = (struct pending_q){.p = q.spare, .cap = q.spare_cap};
+	q.spare = NULL;
 	answer_all(qs, &b, &q);
 	batch_release(&b);
-	pending_q_release(&q);
+	/* This batch's array is the spare of the next. */
+	pending_q_clear(&q);
+	free(qs->q.spare);
+	qs->q.spare = q.p;
+	qs->q.spare_cap = q.cap;
 }
 
 /* ---------------------------------------------------------------------- */

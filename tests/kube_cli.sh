@@ -65,20 +65,7 @@ wait_until() {
 }
 
 # ------------------------------------------------------------ certificates
-gen_ca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-		-nodes -keyout "$tmp/$1.key" -out "$tmp/$1.crt" -days 2 \
-		-subj "/CN=$1" -addext basicConstraints=critical,CA:TRUE \
-		-addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-}
-gen_cert() { # NAME CA SUBJECT EXTENSIONS
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-		-keyout "$tmp/$1.key" -out "$tmp/$1.csr" -subj "$3" 2>/dev/null &&
-		printf '%s\n' "$4" | tr ';' '\n' >"$tmp/$1.ext" &&
-		openssl x509 -req -in "$tmp/$1.csr" -CA "$tmp/$2.crt" \
-			-CAkey "$tmp/$2.key" -CAcreateserial -out "$tmp/$1.crt" \
-			-days 2 -extfile "$tmp/$1.ext" 2>/dev/null
-}
+# gen_ca and gen_cert come from tests/lib/cli.sh.
 if ! gen_ca ca || ! gen_ca wrongca ||
 	! gen_cert server ca /CN=127.0.0.1 \
 		"subjectAltName=IP:127.0.0.1,DNS:localhost;extendedKeyUsage=serverAuth" ||
