@@ -254,21 +254,6 @@ void handle_remaining(struct query_server *qs, struct request *rq)
 /* ---------------------------------------------------------------------- */
 /* State and events. */
 
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (s[0] == '\0' || strlen(s) > 19)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return true;
-}
-
 /* ?at=SEQ|RFC3339 -> seq; an error message when it cannot be. */
 static const char *resolve_at(struct query_server *qs, struct request *rq,
 			      uint64_t *seq)
@@ -282,7 +267,7 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 		return NULL;
 	if (n < 0)
 		return "at: malformed";
-	if (parse_u64(at, seq))
+	if (q_parse_u64(at, seq))
 		return *seq <= ledger_last_seq(qs->lg)
 			       ? NULL
 			       : "at: past the last seq";
@@ -356,7 +341,7 @@ static bool u64_param(const struct request *rq, const char *key, uint64_t dflt,
 	long n = query_param(rq->query, rq->query_len, key, buf, sizeof(buf));
 
 	*out = dflt;
-	return n == -1 || (n >= 0 && parse_u64(buf, out));
+	return n == -1 || (n >= 0 && q_parse_u64(buf, out));
 }
 
 void handle_events(struct query_server *qs, struct request *rq)

@@ -65,6 +65,9 @@ int q_canonical(struct sbuf *b, const json_t *v, size_t max_bytes);
  * that makes many keeps, so that only the copy is allocated each time. */
 char *q_canonical_text(const json_t *v, size_t max_bytes, struct sbuf *scratch);
 
+/* A decimal seq or id of 1 to 19 digits (paths and query parameters). */
+bool q_parse_u64(const char *s, uint64_t *out);
+
 /* jansson lookups that tolerate absent members and wrong types. */
 static inline const char *qjstr(const json_t *o, const char *k)
 {

@@ -382,3 +382,19 @@ char *q_canonical_text(const json_t *v, size_t max_bytes, struct sbuf *scratch)
 		sbuf_release(&own);
 	return text;
 }
+
+bool q_parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	/* At most 19 digits: every such number fits in 64 bits. */
+	if (s[0] == '\0' || strlen(s) > 19)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return true;
+}

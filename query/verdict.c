@@ -649,21 +649,6 @@ static int copy_record(void *ctx, const struct event *ev, const uint8_t *head)
 	return 0;
 }
 
-static bool parse_id(const char *s, uint64_t *id)
-{
-	uint64_t v = 0;
-
-	if (s[0] == '\0' || strlen(s) > 19)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*id = v;
-	return true;
-}
-
 /* Re-derives the record on the state at its basisSeq; sets "verified" (and
  * "recomputed" when it differs) on v. */
 static int verify_record(struct query_server *qs, const struct record_copy *r,
@@ -746,7 +731,7 @@ void handle_verdict(struct query_server *qs, struct request *rq)
 	int verify = want_verify(rq);
 	json_t *v;
 
-	if (!parse_id(rq->param[0], &id) || id == 0) {
+	if (!q_parse_u64(rq->param[0], &id) || id == 0) {
 		reply_error(qs, rq, 400, "a verdict id is a positive integer");
 	} else if (verify < 0) {
 		reply_error(qs, rq, 400, "verify must be 1, true, 0 or false");

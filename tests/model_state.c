@@ -20,16 +20,8 @@ static const char a10_def[] =
 static int apply(state_t *st, const char *json, struct lg_error *err)
 {
 	json_t *v = tj(json);
-	struct event ev;
-	char *scratch = NULL;
-	int rc = event_from_json(&ev, v, &scratch, err);
+	int rc = apply_event_json(st, v, err);
 
-	if (rc == 0) {
-		if (json_object_get(v, "time") == NULL)
-			ev.time_ns = state_time_ns(st);
-		rc = state_apply(st, &ev, err);
-	}
-	free(scratch);
 	json_decref(v);
 	return rc;
 }

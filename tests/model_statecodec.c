@@ -53,16 +53,8 @@
 static int apply_json(state_t *st, const char *text, struct lg_error *err)
 {
 	json_t *v = tq(text);
-	struct event ev;
-	char *scratch = NULL;
-	int rc = event_from_json(&ev, v, &scratch, err);
+	int rc = apply_event_json(st, v, err);
 
-	if (rc == 0) {
-		if (json_object_get(v, "time") == NULL)
-			ev.time_ns = state_time_ns(st);
-		rc = state_apply(st, &ev, err);
-	}
-	free(scratch);
 	json_decref(v);
 	return rc;
 }

@@ -58,6 +58,24 @@ static inline json_t *tq(const char *text)
 	return v;
 }
 
+/* Applies one event in its JSON form (seq and time optional: a missing
+ * time keeps the state's) to st. v is borrowed. */
+static inline int apply_event_json(state_t *st, const json_t *v,
+				   struct lg_error *err)
+{
+	struct event ev;
+	char *scratch = NULL;
+	int rc = event_from_json(&ev, v, &scratch, err);
+
+	if (rc == 0) {
+		if (json_object_get(v, "time") == NULL)
+			ev.time_ns = state_time_ns(st);
+		rc = state_apply(st, &ev, err);
+	}
+	free(scratch);
+	return rc;
+}
+
 /* One row of an eval function table: input JSON and the canonical output,
  * or NULL when the input must be refused with LG_EINVAL and a message. */
 struct eval_row {

@@ -319,6 +319,23 @@ START_TEST(canonical_writer_refuses_bad_utf8)
 }
 END_TEST
 
+/* Seqs and ids in paths and parameters: 1 to 19 digits, nothing else. */
+START_TEST(parse_u64_rows)
+{
+	uint64_t v = 7;
+
+	ck_assert(q_parse_u64("0", &v) && v == 0);
+	ck_assert(q_parse_u64("9999999999999999999", &v) &&
+		  v == 9999999999999999999ULL);
+	ck_assert(!q_parse_u64("", &v));
+	ck_assert(!q_parse_u64("18446744073709551616", &v));
+	ck_assert(!q_parse_u64("12a", &v));
+	ck_assert(!q_parse_u64("-1", &v));
+	ck_assert(!q_parse_u64(" 1", &v));
+	ck_assert_uint_eq(v, 9999999999999999999ULL);
+}
+END_TEST
+
 QUERY_PART(review)
 {
 	TCase *tc = tcase_create("review_shapes");
@@ -330,5 +347,6 @@ QUERY_PART(review)
 	tcase_add_test(tc, recompute_detects_change);
 	tcase_add_loop_test(tc, canonical_writer_matches, 0, NROWS(canon_rows));
 	tcase_add_test(tc, canonical_writer_refuses_bad_utf8);
+	tcase_add_test(tc, parse_u64_rows);
 	suite_add_tcase(s, tc);
 }
