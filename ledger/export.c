@@ -36,7 +36,10 @@ struct exp {
 	uint8_t head[LEDGER_HEAD_BYTES]; /* the head after st's seq */
 	struct bill_snap *prev, *next;
 	uint64_t prev_seq;
-	int64_t end_ms;	 /* the range's end */
+	int64_t start_ms; /* the range's start */
+	int64_t end_ms;	  /* the range's end */
+	int64_t horizon_ns;
+	int32_t offset_s; /* of the billing months */
 	int64_t next_ms; /* the next boundary to snapshot */
 	bool have_prev, done;
 	int user_rc;	     /* what fn returned when it stopped the export */
@@ -69,7 +72,7 @@ static int check_opts(const struct export_opts *o, const char **currency,
 	    (unsigned)o->basis > BILL_BASIS_ALLOCATED)
 		return lg_error_set(err, LG_EINVAL,
 				    "export: unknown step or basis");
-	if (o->rates != NULL)
+	if (o->rates != NULL && o->rates->priced)
 		return bill_rates_currency(o->rates, o->currency, currency,
 					   err);
 	*currency = o->currency ? o->currency : "USD";
@@ -91,8 +94,15 @@ static int price(struct exp *x, struct bill_row *row)
 
 	row->priced = r != NULL;
 	row->list_cost_nano = row->billed_cost_nano = 0;
+	row->list_unit_nano = row->contracted_unit_nano = 0;
+	if (r == NULL && x->o->rates != NULL && x->o->rates->priced)
+		return lg_error_set(x->err, LG_ENOENT,
+				    "export: no %s rate for class %s",
+				    row->currency, row->cls);
 	if (r == NULL)
-		return 0;
+		return 0; /* unpriced: every price is an explicit 0 */
+	row->list_unit_nano = r->list_nano;
+	row->contracted_unit_nano = r->billed_nano;
 	if (bill_cost(row->device_ms, r->list_nano, &row->list_cost_nano) !=
 		    0 ||
 	    bill_cost(row->device_ms, r->billed_nano, &row->billed_cost_nano) !=
@@ -136,6 +146,10 @@ static int boundary(struct exp *x)
 	if (x->have_prev) {
 		x->row.charge_start_ms = bill_snap_time_ms(x->prev);
 		x->row.charge_end_ms = b;
+		bill_month_of(x->row.charge_start_ms, x->offset_s,
+			      &x->row.billing_start_ms, &x->row.billing_end_ms);
+		x->row.period_open =
+			x->horizon_ns < x->row.billing_end_ms * NS_PER_MS;
 		x->row.seq_start = x->prev_seq;
 		x->row.seq_end = state_seq(x->st);
 		memcpy(x->row.chain_head, x->head, LEDGER_HEAD_BYTES);
@@ -151,7 +165,7 @@ static int boundary(struct exp *x)
 	x->have_prev = true;
 	if (b >= x->end_ms)
 		x->done = true;
-	x->next_ms = bill_period_end(b, x->o->step);
+	x->next_ms = bill_boundary_after(b, x->o->step, x->offset_s);
 	if (x->next_ms > x->end_ms)
 		x->next_ms = x->end_ms;
 	return 0;
@@ -219,11 +233,11 @@ static int start_state(struct exp *x, int64_t start_ms, uint64_t *seq)
 static int walk(struct exp *x)
 {
 	uint64_t seq, last = ledger_last_seq(x->lg);
-	int rc = start_state(x, x->row.billing_start_ms, &seq);
+	int rc = start_state(x, x->start_ms, &seq);
 
 	if (rc != 0)
 		return rc;
-	x->next_ms = x->row.billing_start_ms;
+	x->next_ms = x->start_ms;
 	if (seq < last)
 		rc = ledger_scan(x->lg, seq + 1, last - seq, on_event, x,
 				 x->err);
@@ -236,28 +250,43 @@ static int walk(struct exp *x)
 	return rc > 0 ? 0 : rc;
 }
 
+/* Whole seconds, floored: FOCUS times have no fraction. */
+static int64_t floor_s(int64_t t_ms)
+{
+	return t_ms / 1000 * 1000; /* t_ms >= 0 here */
+}
+
 int ledger_export(ledger_t *lg, const struct export_opts *o,
 		  ledger_export_fn *fn, void *ctx, struct export_range *range,
 		  struct lg_error *err)
 {
 	struct exp x = {.lg = lg, .o = o, .fn = fn, .ctx = ctx, .err = err};
-	int64_t horizon_ms = state_horizon_ns(ledger_state(lg)) / NS_PER_MS;
+	int64_t horizon_ns = state_horizon_ns(ledger_state(lg));
 	int rc = check_opts(o, &x.row.currency, err);
 
+	if (rc == 0)
+		rc = bill_rates_cover(o->rates, x.row.currency,
+				      ledger_state(lg), err);
 	if (rc != 0)
 		return rc;
 	x.row.basis = o->basis;
-	x.row.billing_start_ms = o->from_ns / NS_PER_MS;
+	x.row.cfg = o->rates;
+	x.offset_s = o->rates ? o->rates->offset_s : 0;
+	x.horizon_ns = horizon_ns;
+	/* The range is cut at whole seconds, the end at or before the
+	 * horizon: the milliseconds after the last whole second stay in the
+	 * accumulators and are billed by the export that starts there. */
+	x.start_ms = floor_s(o->from_ns / NS_PER_MS);
 	x.end_ms = o->to_ns / NS_PER_MS;
-	if (x.end_ms > horizon_ms)
-		x.end_ms = horizon_ms;
-	if (x.end_ms < x.row.billing_start_ms)
-		x.end_ms = x.row.billing_start_ms;
-	x.row.billing_end_ms = x.end_ms;
+	if (x.end_ms > horizon_ns / NS_PER_MS)
+		x.end_ms = horizon_ns / NS_PER_MS;
+	x.end_ms = floor_s(x.end_ms);
+	if (x.end_ms < x.start_ms)
+		x.end_ms = x.start_ms;
 	if (range != NULL)
-		*range = (struct export_range){x.row.billing_start_ms, x.end_ms,
+		*range = (struct export_range){x.start_ms, x.end_ms,
 					       ledger_last_seq(lg)};
-	if (x.end_ms == x.row.billing_start_ms)
+	if (x.end_ms == x.start_ms)
 		return 0;
 	x.prev = bill_snap_new();
 	x.next = bill_snap_new();
@@ -267,5 +296,21 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 	state_free(x.st);
 	if (x.user_rc != 0)
 		return x.user_rc;
+	return rc;
+}
+
+int ledger_billing_load(const char *path, struct bill_rates *r,
+			struct lg_error *err)
+{
+	json_error_t je;
+	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	int rc;
+
+	bill_rates_init(r);
+	if (doc == NULL)
+		return lg_error_set(err, LG_EINVAL, "line %d: %s", je.line,
+				    je.text);
+	rc = bill_rates_parse(r, doc, err);
+	json_decref(doc);
 	return rc;
 }

@@ -153,15 +153,20 @@ struct export_opts {
 	enum bill_step step;
 	enum bill_basis basis;
 	bool rollup_subtree;		/* add each tenant's subtree rows */
-	const struct bill_rates *rates; /* borrowed; NULL: every cost is 0 */
-	/* BillingCurrency. With rates: one of theirs (NULL: their only one);
-	 * without: any three capital letters (NULL: "USD"). */
+	/* The billing file (prices, names, billing period offset); borrowed.
+	 * NULL: the defaults, every price an explicit 0. Priced rates must
+	 * cover every class the ledger knows (LG_ENOENT otherwise). */
+	const struct bill_rates *rates;
+	/* BillingCurrency. With priced rates: one of theirs (NULL: their only
+	 * one); else any three capital letters (NULL: "USD"). */
 	const char *currency;
 };
 
 /* What an export covers, known before the first row. */
 struct export_range {
-	int64_t start_ms, end_ms; /* [from, min(to, horizon)); may be empty */
+	/* [from, min(to, horizon)), both floored to a whole second; may be
+	 * empty. The milliseconds after end_ms are the next export's. */
+	int64_t start_ms, end_ms;
 	uint64_t last_seq;	  /* the last seq the handle has seen */
 };
 
@@ -178,5 +183,11 @@ typedef int ledger_export_fn(void *ctx, const struct bill_row *row);
 int ledger_export(ledger_t *lg, const struct export_opts *o,
 		  ledger_export_fn *fn, void *ctx, struct export_range *range,
 		  struct lg_error *err);
+
+/* Reads a billing file (bill_rates_parse's JSON) into r (release with
+ * bill_rates_release); on error r holds the defaults and err says which
+ * line or member and why. */
+int ledger_billing_load(const char *path, struct bill_rates *r,
+			struct lg_error *err);
 
 #endif

@@ -13,6 +13,7 @@
  */
 #include "model/model_int.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,115 @@ int64_t bill_period_end(int64_t t_ms, enum bill_step step)
 	if (t_ms % len < 0)
 		q--;
 	return (q + 1) * len;
+}
+
+/* Calendar arithmetic on day numbers (days since 1970-01-01), after Howard
+ * Hinnant's "chrono-compatible low-level date algorithms": exact for every
+ * proleptic Gregorian date, no tables, no libc time zone state. */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+
+	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = floor_div(y, 400);
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m)
+{
+	int64_t era;
+	unsigned doe, yoe, doy, mp;
+
+	z += 719468;
+	era = floor_div(z, 146097);
+	doe = (unsigned)(z - era * 146097);
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+int64_t bill_boundary_after(int64_t t_ms, enum bill_step step,
+			    int32_t offset_s)
+{
+	int64_t off = (int64_t)offset_s * 1000;
+
+	return bill_period_end(t_ms + off, step) - off;
+}
+
+static void month_bounds(int64_t y, unsigned m, int32_t offset_s,
+			 int64_t *start_ms, int64_t *end_ms)
+{
+	int64_t off = (int64_t)offset_s * 1000;
+
+	*start_ms = days_from_civil(y, m, 1) * BILL_MS_PER_DAY - off;
+	*end_ms = days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) *
+			  BILL_MS_PER_DAY -
+		  off;
+}
+
+void bill_month_of(int64_t t_ms, int32_t offset_s, int64_t *start_ms,
+		   int64_t *end_ms)
+{
+	int64_t y;
+	unsigned m;
+
+	civil_from_days(floor_div(t_ms + (int64_t)offset_s * 1000,
+				  BILL_MS_PER_DAY),
+			&y, &m);
+	month_bounds(y, m, offset_s, start_ms, end_ms);
+}
+
+static bool digits(const char *s, int n, int *out)
+{
+	*out = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		*out = *out * 10 + (s[i] - '0');
+	}
+	return true;
+}
+
+int bill_month_parse(const char *s, int32_t offset_s, int64_t *start_ms,
+		     int64_t *end_ms)
+{
+	int y, m;
+
+	if (s == NULL || strlen(s) != 7 || s[4] != '-' || !digits(s, 4, &y) ||
+	    !digits(s + 5, 2, &m) || y < 1970 || m < 1 || m > 12)
+		return LG_EINVAL;
+	month_bounds(y, (unsigned)m, offset_s, start_ms, end_ms);
+	return 0;
+}
+
+int bill_offset_parse(const char *s, int32_t *offset_s)
+{
+	int h, m;
+
+	if (s != NULL && strcmp(s, "Z") == 0) {
+		*offset_s = 0;
+		return 0;
+	}
+	if (s == NULL || strlen(s) != 6 || (s[0] != '+' && s[0] != '-') ||
+	    s[3] != ':' || !digits(s + 1, 2, &h) || !digits(s + 4, 2, &m) ||
+	    m > 59 || h * 60 + m > 14 * 60)
+		return LG_EINVAL;
+	*offset_s = (s[0] == '-' ? -1 : 1) * (h * 3600 + m * 60);
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -414,9 +524,19 @@ int bill_cost(int64_t device_ms, int64_t price_nano, int64_t *cost_nano)
 /* ---------------------------------------------------------------------- */
 /* Rates */
 
+/* The names a deployment that configures nothing bills under (DESIGN 8). */
+static const struct bill_rates rates_default = {
+	.account_id = "cluster",
+	.account_name = "cluster",
+	.provider = "Cozystack",
+	.publisher = "Cozystack",
+	.issuer = "Cozystack",
+	.service = "GPU Compute",
+};
+
 void bill_rates_init(struct bill_rates *r)
 {
-	memset(r, 0, sizeof(*r));
+	*r = rates_default;
 }
 
 void bill_rates_release(struct bill_rates *r)
@@ -501,17 +621,94 @@ static int rate_cmp(const void *a, const void *b)
 	return c ? c : strcmp(x->cls, y->cls);
 }
 
+/* The names of the billing file, where each goes, and which member gives
+ * its default when absent (-1: the built-in one). */
+struct name_member {
+	const char *key;
+	size_t off;
+	int dflt;
+};
+
+#define NM(k, f, d) {k, offsetof(struct bill_rates, f), d}
+static const struct name_member name_members[] = {
+	NM("billingAccountId", account_id, -1),
+	NM("billingAccountName", account_name, 0),
+	NM("providerName", provider, -1),
+	NM("publisherName", publisher, 2),
+	NM("invoiceIssuerName", issuer, 2),
+	NM("serviceName", service, -1),
+	NM("regionId", region_id, -1),
+	NM("regionName", region_name, 6),
+};
+#define N_NAME_MEMBERS (sizeof(name_members) / sizeof(name_members[0]))
+
+static bool name_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > BILL_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	/* FOCUS: not-nullable strings SHOULD NOT be only spaces. */
+	return strspn(s, " ") != n;
+}
+
+static int doc_names(struct bill_rates *r, const json_t *doc,
+		     struct lg_error *err)
+{
+	const json_t *off = json_object_get(doc, "billingPeriodOffset");
+
+	for (size_t i = 0; i < N_NAME_MEMBERS; i++) {
+		const struct name_member *nm = &name_members[i];
+		const json_t *v = json_object_get(doc, nm->key);
+		char *dst = (char *)r + nm->off;
+
+		if (v == NULL) {
+			if (nm->dflt >= 0)
+				strcpy(dst, (char *)r +
+						    name_members[nm->dflt].off);
+			continue;
+		}
+		if (!name_ok(json_string_value(v)))
+			return lg_error_set(err, LG_EINVAL,
+					    "rates: %s must be 1 to %d "
+					    "printable characters",
+					    nm->key, BILL_NAME_MAX);
+		strcpy(dst, json_string_value(v));
+	}
+	if (off != NULL &&
+	    bill_offset_parse(json_string_value(off), &r->offset_s) != 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "rates: billingPeriodOffset must be \"Z\" "
+				    "or \"+HH:MM\" / \"-HH:MM\" (at most "
+				    "14:00)");
+	return 0;
+}
+
+static bool doc_member_known(const char *k)
+{
+	if (strcmp(k, "rates") == 0 || strcmp(k, "billingPeriodOffset") == 0)
+		return true;
+	for (size_t i = 0; i < N_NAME_MEMBERS; i++)
+		if (strcmp(name_members[i].key, k) == 0)
+			return true;
+	return false;
+}
+
 static int rates_check_doc(const json_t *doc, const json_t *list,
 			   struct lg_error *err)
 {
 	const char *k;
 	const json_t *v;
 
-	if (!json_is_object(doc) || !json_is_array(list))
+	if (!json_is_object(doc) || (list != NULL && !json_is_array(list)))
 		return lg_error_set(err, LG_EINVAL,
-				    "rates: expected {\"rates\": [...]}");
+				    "rates: expected {\"rates\": [...], "
+				    "...}");
 	json_object_foreach ((json_t *)doc, k, v)
-		if (strcmp(k, "rates") != 0)
+		if (!doc_member_known(k))
 			return lg_error_set(err, LG_EINVAL,
 					    "rates: unknown member \"%s\"", k);
 	if (json_array_size(list) > MODEL_MAX_ITEMS)
@@ -529,8 +726,12 @@ int bill_rates_parse(struct bill_rates *r, const json_t *doc,
 	int rc = rates_check_doc(doc, list, err);
 
 	bill_rates_init(r);
-	if (rc != 0)
+	if (rc == 0)
+		rc = doc_names(r, doc, err);
+	if (rc != 0) {
+		bill_rates_release(r);
 		return rc;
+	}
 	r->r = xcalloc(n + 1, sizeof(*r->r));
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = rate_parse(&r->r[i], json_array_get(list, i), i, err);
@@ -548,6 +749,22 @@ int bill_rates_parse(struct bill_rates *r, const json_t *doc,
 		return rc;
 	}
 	r->n = n;
+	r->priced = list != NULL;
+	return 0;
+}
+
+int bill_rates_cover(const struct bill_rates *r, const char *currency,
+		     const state_t *st, struct lg_error *err)
+{
+	if (r == NULL || !r->priced)
+		return 0;
+	for (uint32_t i = 0; i < st->n_cls; i++)
+		if (bill_rates_find(r, currency, st->cls_names[i]) == NULL)
+			return lg_error_set(err, LG_ENOENT,
+					    "rates: no %s rate for class %s "
+					    "(a free class needs an explicit "
+					    "\"listUnitPrice\": \"0\")",
+					    currency, st->cls_names[i]);
 	return 0;
 }
 
@@ -591,85 +808,257 @@ int bill_rates_currency(const struct bill_rates *r, const char *want,
 /* ---------------------------------------------------------------------- */
 /* Rows */
 
-static const char focus_header[] =
-	"BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,"
-	"ChargePeriodEnd,ChargeCategory,SubAccountId,SubAccountName,"
-	"ResourceType,ConsumedQuantity,ConsumedUnit,PricingQuantity,"
-	"PricingUnit,ListCost,BilledCost,BillingCurrency,ServiceName,"
-	"x_TenantPath,x_DeviceClass,x_Basis,x_LedgerSeqStart,x_LedgerSeqEnd,"
-	"x_ChainHead,x_DeviceMilliseconds";
-static const char focus_header_scope[] =
-	"BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,"
-	"ChargePeriodEnd,ChargeCategory,SubAccountId,SubAccountName,"
-	"ResourceType,ConsumedQuantity,ConsumedUnit,PricingQuantity,"
-	"PricingUnit,ListCost,BilledCost,BillingCurrency,ServiceName,"
-	"x_TenantPath,x_DeviceClass,x_Basis,x_LedgerSeqStart,x_LedgerSeqEnd,"
-	"x_ChainHead,x_DeviceMilliseconds,x_Scope";
+/* The columns, FOCUS 1.2 ones first in alphabetical order, then ours
+ * (DESIGN 8 lists each and the value chosen). */
+enum col {
+	C_BILLED_COST,
+	C_ACCOUNT_ID,
+	C_ACCOUNT_NAME,
+	C_CURRENCY,
+	C_BPERIOD_END,
+	C_BPERIOD_START,
+	C_CATEGORY,
+	C_CLASS,
+	C_DESCRIPTION,
+	C_FREQUENCY,
+	C_CPERIOD_END,
+	C_CPERIOD_START,
+	C_CONSUMED_QTY,
+	C_CONSUMED_UNIT,
+	C_CONTRACTED_COST,
+	C_CONTRACTED_PRICE,
+	C_EFFECTIVE_COST,
+	C_ISSUER,
+	C_LIST_COST,
+	C_LIST_PRICE,
+	C_PRICING_CATEGORY,
+	C_PRICING_QTY,
+	C_PRICING_UNIT,
+	C_PROVIDER,
+	C_PUBLISHER,
+	C_REGION_ID,
+	C_REGION_NAME,
+	C_RESOURCE_ID,
+	C_RESOURCE_NAME,
+	C_RESOURCE_TYPE,
+	C_SERVICE_CATEGORY,
+	C_SERVICE_NAME,
+	C_SERVICE_SUBCATEGORY,
+	C_SKU_ID,
+	C_SKU_METER,
+	C_SKU_PRICE_DETAILS,
+	C_SKU_PRICE_ID,
+	C_SUB_ID,
+	C_SUB_NAME,
+	C_SUB_TYPE,
+	C_TAGS,
+	C_X_PERIOD_STATUS,
+	C_X_PATH,
+	C_X_CLASS,
+	C_X_BASIS,
+	C_X_SEQ_START,
+	C_X_SEQ_END,
+	C_X_HEAD,
+	C_X_DEVICE_MS,
+	C_X_SCOPE,
+	N_COLS
+};
 
-const char *bill_csv_header(bool scope)
+#define F_REGION 1u /* only when a region is configured */
+#define F_SCOPE	 2u /* only with --rollup (CSV; JSON always) */
+#define F_INT	 4u /* an integer in JSON */
+
+static const struct {
+	const char *name;
+	unsigned flags;
+} cols[N_COLS] = {
+	[C_BILLED_COST] = {"BilledCost", 0},
+	[C_ACCOUNT_ID] = {"BillingAccountId", 0},
+	[C_ACCOUNT_NAME] = {"BillingAccountName", 0},
+	[C_CURRENCY] = {"BillingCurrency", 0},
+	[C_BPERIOD_END] = {"BillingPeriodEnd", 0},
+	[C_BPERIOD_START] = {"BillingPeriodStart", 0},
+	[C_CATEGORY] = {"ChargeCategory", 0},
+	[C_CLASS] = {"ChargeClass", 0},
+	[C_DESCRIPTION] = {"ChargeDescription", 0},
+	[C_FREQUENCY] = {"ChargeFrequency", 0},
+	[C_CPERIOD_END] = {"ChargePeriodEnd", 0},
+	[C_CPERIOD_START] = {"ChargePeriodStart", 0},
+	[C_CONSUMED_QTY] = {"ConsumedQuantity", 0},
+	[C_CONSUMED_UNIT] = {"ConsumedUnit", 0},
+	[C_CONTRACTED_COST] = {"ContractedCost", 0},
+	[C_CONTRACTED_PRICE] = {"ContractedUnitPrice", 0},
+	[C_EFFECTIVE_COST] = {"EffectiveCost", 0},
+	[C_ISSUER] = {"InvoiceIssuerName", 0},
+	[C_LIST_COST] = {"ListCost", 0},
+	[C_LIST_PRICE] = {"ListUnitPrice", 0},
+	[C_PRICING_CATEGORY] = {"PricingCategory", 0},
+	[C_PRICING_QTY] = {"PricingQuantity", 0},
+	[C_PRICING_UNIT] = {"PricingUnit", 0},
+	[C_PROVIDER] = {"ProviderName", 0},
+	[C_PUBLISHER] = {"PublisherName", 0},
+	[C_REGION_ID] = {"RegionId", F_REGION},
+	[C_REGION_NAME] = {"RegionName", F_REGION},
+	[C_RESOURCE_ID] = {"ResourceId", 0},
+	[C_RESOURCE_NAME] = {"ResourceName", 0},
+	[C_RESOURCE_TYPE] = {"ResourceType", 0},
+	[C_SERVICE_CATEGORY] = {"ServiceCategory", 0},
+	[C_SERVICE_NAME] = {"ServiceName", 0},
+	[C_SERVICE_SUBCATEGORY] = {"ServiceSubcategory", 0},
+	[C_SKU_ID] = {"SkuId", 0},
+	[C_SKU_METER] = {"SkuMeter", 0},
+	[C_SKU_PRICE_DETAILS] = {"SkuPriceDetails", 0},
+	[C_SKU_PRICE_ID] = {"SkuPriceId", 0},
+	[C_SUB_ID] = {"SubAccountId", 0},
+	[C_SUB_NAME] = {"SubAccountName", 0},
+	[C_SUB_TYPE] = {"SubAccountType", 0},
+	[C_TAGS] = {"Tags", 0},
+	[C_X_PERIOD_STATUS] = {"x_BillingPeriodStatus", 0},
+	[C_X_PATH] = {"x_TenantPath", 0},
+	[C_X_CLASS] = {"x_DeviceClass", 0},
+	[C_X_BASIS] = {"x_Basis", 0},
+	[C_X_SEQ_START] = {"x_LedgerSeqStart", F_INT},
+	[C_X_SEQ_END] = {"x_LedgerSeqEnd", F_INT},
+	[C_X_HEAD] = {"x_ChainHead", 0},
+	[C_X_DEVICE_MS] = {"x_DeviceMilliseconds", F_INT},
+	[C_X_SCOPE] = {"x_Scope", F_SCOPE},
+};
+
+static bool col_shown(enum col c, bool scope, const struct bill_rates *cfg)
 {
-	return scope ? focus_header_scope : focus_header;
+	if ((cols[c].flags & F_REGION) && cfg->region_id[0] == '\0')
+		return false;
+	return !(cols[c].flags & F_SCOPE) || scope;
 }
 
-/* RFC 3339 UTC to the second ("YYYY-MM-DDTHH:MM:SS", 19 characters of
- * time_format_ns), with milliseconds only when there are any (billing works
- * in whole milliseconds). */
+/* A bounded writer that counts what it could not write (snprintf-like). */
+struct wr {
+	char *buf;
+	size_t cap, len;
+};
+
+static void wr_add(struct wr *w, const char *s, size_t n)
+{
+	if (w->len < w->cap)
+		memcpy(w->buf + w->len, s,
+		       w->len + n < w->cap ? n : w->cap - w->len);
+	w->len += n;
+}
+
+static size_t wr_end(struct wr *w)
+{
+	if (w->cap > 0)
+		w->buf[w->len < w->cap ? w->len : w->cap - 1] = '\0';
+	return w->len;
+}
+
+/* RFC 4180: a field with a comma, quote or line break is quoted and its
+ * quotes doubled. Names are DNS-1123 and never need it; JSON columns and
+ * configured names may. */
+static void wr_field(struct wr *w, const char *v)
+{
+	if (v == NULL)
+		return; /* null: an empty field */
+	if (strpbrk(v, ",\"\r\n") == NULL) {
+		wr_add(w, v, strlen(v));
+		return;
+	}
+	wr_add(w, "\"", 1);
+	for (const char *p = v; *p; p++) {
+		wr_add(w, p, 1);
+		if (*p == '"')
+			wr_add(w, "\"", 1);
+	}
+	wr_add(w, "\"", 1);
+}
+
+size_t bill_csv_header(bool scope, const struct bill_rates *cfg, char *buf,
+		       size_t cap)
+{
+	struct wr w = {buf, cap, 0};
+	bool first = true;
+
+	cfg = cfg ? cfg : &rates_default;
+	for (int c = 0; c < N_COLS; c++) {
+		if (!col_shown((enum col)c, scope, cfg))
+			continue;
+		if (!first)
+			wr_add(&w, ",", 1);
+		first = false;
+		wr_add(&w, cols[c].name, strlen(cols[c].name));
+	}
+	return wr_end(&w);
+}
+
+/* "YYYY-MM-DDTHH:MM:SSZ" (FOCUS Date/Time Format: UTC, no fraction). Every
+ * time the export makes is a whole second; a fraction would be floored. */
 static void time_text(int64_t t_ms, char *buf)
 {
 	char full[TIME_TEXT_MAX];
-	int64_t ms = t_ms % 1000;
 
-	time_format_ns(t_ms * 1000000, full, sizeof(full));
-	if (ms < 0)
-		ms += 1000;
-	if (ms != 0)
-		snprintf(buf, TIME_TEXT_MAX, "%.19s.%03lldZ", full,
-			 (long long)ms);
-	else
-		snprintf(buf, TIME_TEXT_MAX, "%.19sZ", full);
+	time_format_ns(floor_div(t_ms, 1000) * NANO, full, sizeof(full));
+	snprintf(buf, TIME_TEXT_MAX, "%.19sZ", full);
 }
 
 static void hex_text(const uint8_t *h, char *out)
 {
-	static const char digits[] = "0123456789abcdef";
+	static const char digits_hex[] = "0123456789abcdef";
 
 	for (size_t i = 0; i < BILL_HEAD_BYTES; i++) {
-		out[2 * i] = digits[h[i] >> 4];
-		out[2 * i + 1] = digits[h[i] & 15];
+		out[2 * i] = digits_hex[h[i] >> 4];
+		out[2 * i + 1] = digits_hex[h[i] & 15];
 	}
 	out[2 * BILL_HEAD_BYTES] = '\0';
 }
 
-/* The text of every column of a row, in header order. */
-enum {
-	COL_BSTART,
-	COL_BEND,
-	COL_CSTART,
-	COL_CEND,
-	COL_QTY,
-	COL_LIST,
-	COL_BILLED,
-	COL_PATH,
-	COL_HEAD,
-	N_COLTEXT
+#define NUM_MAX	 48
+#define TEXT_MAX (BILL_NAME_MAX + 2 * DNS1123_SUBDOMAIN_MAX + 80)
+
+/* The value of every column of a row; NULL is FOCUS's null. */
+struct row_vals {
+	const char *v[N_COLS];
+	int64_t i[N_COLS]; /* the F_INT columns */
+	char t[4][TIME_TEXT_MAX];
+	char num[6][NUM_MAX];
+	char head[2 * BILL_HEAD_BYTES + 1];
+	char res_id[TEXT_MAX], res_name[TEXT_MAX], desc[TEXT_MAX];
+	char sku[DNS1123_LABEL_MAX + 16], sku_price[DNS1123_LABEL_MAX + 24];
+	char sku_details[DNS1123_LABEL_MAX + 24];
+	char *path, *tags; /* owned: a tenant path has no small bound */
 };
 
-struct row_text {
-	char t[N_COLTEXT][DNS1123_SUBDOMAIN_MAX * 2 + 80];
-};
-
-static void row_text(const struct bill_row *row, struct row_text *x)
+static void row_ids(const struct bill_row *row, const struct bill_rates *cfg,
+		    struct row_vals *x)
 {
-	time_text(row->billing_start_ms, x->t[COL_BSTART]);
-	time_text(row->billing_end_ms, x->t[COL_BEND]);
-	time_text(row->charge_start_ms, x->t[COL_CSTART]);
-	time_text(row->charge_end_ms, x->t[COL_CEND]);
-	bill_format_ratio(row->device_ms, BILL_MS_PER_HOUR, x->t[COL_QTY],
-			  sizeof(x->t[0]));
-	bill_format_nano(row->list_cost_nano, x->t[COL_LIST], sizeof(x->t[0]));
-	bill_format_nano(row->billed_cost_nano, x->t[COL_BILLED],
-			 sizeof(x->t[0]));
-	hex_text(row->chain_head, x->t[COL_HEAD]);
+	const char *kind = row->subtree ? "subtrees" : "namespaces";
+
+	snprintf(x->res_id, sizeof(x->res_id), "%s/%s/%s/gpuclasses/%s",
+		 cfg->account_id, kind, row->ns, row->cls);
+	snprintf(x->res_name, sizeof(x->res_name), "%s GPUs of %s%s", row->cls,
+		 row->ns, row->subtree ? " and its subtree" : "");
+	snprintf(x->desc, sizeof(x->desc), "%s GPU-hours %s by %s%s", row->cls,
+		 bill_basis_name(row->basis), row->ns,
+		 row->subtree ? " and its descendant tenants" : "");
+	snprintf(x->sku, sizeof(x->sku), "gpuclass/%s", row->cls);
+	snprintf(x->sku_price, sizeof(x->sku_price), "gpuclass/%s/%s",
+		 row->cls, row->currency ? row->currency : "");
+	snprintf(x->sku_details, sizeof(x->sku_details),
+		 "{\"x_DeviceClass\":\"%s\"}", row->cls);
+}
+
+/* Tags (Key-Value Format): the provider-defined tags gpuledger knows,
+ * under its own prefix. Names are DNS-1123, so nothing needs escaping. */
+static char *tags_new(const char *path, const struct bill_row *row)
+{
+	const char *fmt = "{\"gpuledger/tenantPath\":\"%s\","
+			  "\"gpuledger/deviceClass\":\"%s\","
+			  "\"gpuledger/scope\":\"%s\"}";
+	const char *scope = row->subtree ? "subtree" : "namespace";
+	int n = snprintf(NULL, 0, fmt, path, row->cls, scope);
+	char *t = xmalloc((size_t)n + 1);
+
+	snprintf(t, (size_t)n + 1, fmt, path, row->cls, scope);
+	return t;
 }
 
 /* A tenant path can be long (a deep tree of long names): sized exactly. */
@@ -682,63 +1071,138 @@ static char *tenant_path_new(const char *ns)
 	return p;
 }
 
-/* Namespaces, classes, currencies and times never hold a comma or a quote
- * (names are DNS-1123); a tenant path is built from them. So no field is
- * quoted, and a name that would need quoting is refused by validation long
- * before it reaches a row. */
+static void row_numbers(const struct bill_row *row, struct row_vals *x)
+{
+	static const enum col at[6] = {C_PRICING_QTY,	  C_LIST_PRICE,
+				       C_CONTRACTED_PRICE, C_LIST_COST,
+				       C_CONTRACTED_COST, C_X_DEVICE_MS};
+
+	bill_format_ratio(row->device_ms, BILL_MS_PER_HOUR, x->num[0], NUM_MAX);
+	bill_format_nano(row->list_unit_nano, x->num[1], NUM_MAX);
+	bill_format_nano(row->contracted_unit_nano, x->num[2], NUM_MAX);
+	bill_format_nano(row->list_cost_nano, x->num[3], NUM_MAX);
+	bill_format_nano(row->billed_cost_nano, x->num[4], NUM_MAX);
+	snprintf(x->num[5], NUM_MAX, "%lld", (long long)row->device_ms);
+	for (int k = 0; k < 6; k++)
+		x->v[at[k]] = x->num[k];
+	x->v[C_CONSUMED_QTY] = x->num[0];
+	/* No commitment discounts: what is billed is what it costs. */
+	x->v[C_BILLED_COST] = x->v[C_EFFECTIVE_COST] = x->num[4];
+	x->i[C_X_DEVICE_MS] = row->device_ms;
+}
+
+static void row_vals(const struct bill_row *row, struct row_vals *x)
+{
+	const struct bill_rates *cfg = row->cfg ? row->cfg : &rates_default;
+	const char **v = x->v;
+
+	memset(v, 0, sizeof(x->v));
+	time_text(row->billing_start_ms, x->t[0]);
+	time_text(row->billing_end_ms, x->t[1]);
+	time_text(row->charge_start_ms, x->t[2]);
+	time_text(row->charge_end_ms, x->t[3]);
+	v[C_BPERIOD_START] = x->t[0];
+	v[C_BPERIOD_END] = x->t[1];
+	v[C_CPERIOD_START] = x->t[2];
+	v[C_CPERIOD_END] = x->t[3];
+	row_numbers(row, x);
+	row_ids(row, cfg, x);
+	x->path = tenant_path_new(row->ns);
+	x->tags = tags_new(x->path, row);
+	hex_text(row->chain_head, x->head);
+	v[C_ACCOUNT_ID] = cfg->account_id;
+	v[C_ACCOUNT_NAME] = cfg->account_name;
+	v[C_CURRENCY] = row->currency ? row->currency : "USD";
+	v[C_CATEGORY] = "Usage";
+	v[C_DESCRIPTION] = x->desc;
+	v[C_FREQUENCY] = "Usage-Based";
+	v[C_CONSUMED_UNIT] = v[C_PRICING_UNIT] = "GPU-Hours";
+	v[C_ISSUER] = cfg->issuer;
+	v[C_PRICING_CATEGORY] = "Standard";
+	v[C_PROVIDER] = cfg->provider;
+	v[C_PUBLISHER] = cfg->publisher;
+	v[C_REGION_ID] = cfg->region_id[0] ? cfg->region_id : NULL;
+	v[C_REGION_NAME] = cfg->region_id[0] ? cfg->region_name : NULL;
+	v[C_RESOURCE_ID] = x->res_id;
+	v[C_RESOURCE_NAME] = x->res_name;
+	v[C_RESOURCE_TYPE] = "GPU";
+	v[C_SERVICE_CATEGORY] = "Compute";
+	v[C_SERVICE_NAME] = cfg->service;
+	v[C_SERVICE_SUBCATEGORY] = "Other (Compute)";
+	v[C_SKU_ID] = x->sku;
+	v[C_SKU_METER] = "GPU Hours";
+	v[C_SKU_PRICE_DETAILS] = x->sku_details;
+	v[C_SKU_PRICE_ID] = x->sku_price;
+	v[C_SUB_ID] = v[C_SUB_NAME] = row->ns;
+	v[C_SUB_TYPE] = ns_is_tenant(row->ns) ? "Tenant" : "Namespace";
+	v[C_TAGS] = x->tags;
+	v[C_X_PERIOD_STATUS] = row->period_open ? "open" : "closed";
+	v[C_X_PATH] = x->path;
+	v[C_X_CLASS] = row->cls;
+	v[C_X_BASIS] = bill_basis_name(row->basis);
+	v[C_X_HEAD] = x->head;
+	v[C_X_SCOPE] = row->subtree ? "subtree" : "namespace";
+	x->i[C_X_SEQ_START] = (int64_t)row->seq_start;
+	x->i[C_X_SEQ_END] = (int64_t)row->seq_end;
+}
+
+static void row_vals_release(struct row_vals *x)
+{
+	free(x->path);
+	free(x->tags);
+}
+
 size_t bill_row_csv(const struct bill_row *row, bool scope, char *buf,
 		    size_t cap)
 {
-	struct row_text x;
-	char *path = tenant_path_new(row->ns);
-	int n;
+	const struct bill_rates *cfg = row->cfg ? row->cfg : &rates_default;
+	struct row_vals *x = xmalloc(sizeof(*x));
+	struct wr w = {buf, cap, 0};
+	char seq[2][24];
+	bool first = true;
 
-	row_text(row, &x);
-	n = snprintf(buf, cap,
-		     "%s,%s,%s,%s,Usage,%s,%s,GPU,%s,GPU-Hours,%s,GPU-Hours,"
-		     "%s,%s,%s,gpuledger,%s,%s,%s,%llu,%llu,%s,%lld%s%s",
-		     x.t[COL_BSTART], x.t[COL_BEND], x.t[COL_CSTART],
-		     x.t[COL_CEND], row->ns, row->ns, x.t[COL_QTY],
-		     x.t[COL_QTY], x.t[COL_LIST], x.t[COL_BILLED],
-		     row->currency ? row->currency : "", path, row->cls,
-		     bill_basis_name(row->basis),
-		     (unsigned long long)row->seq_start,
-		     (unsigned long long)row->seq_end, x.t[COL_HEAD],
-		     (long long)row->device_ms, scope ? "," : "",
-		     !scope	    ? ""
-		     : row->subtree ? "subtree"
-				    : "namespace");
-	free(path);
-	return n < 0 ? 0 : (size_t)n;
+	row_vals(row, x);
+	snprintf(seq[0], sizeof(seq[0]), "%llu",
+		 (unsigned long long)row->seq_start);
+	snprintf(seq[1], sizeof(seq[1]), "%llu",
+		 (unsigned long long)row->seq_end);
+	x->v[C_X_SEQ_START] = seq[0];
+	x->v[C_X_SEQ_END] = seq[1];
+	for (int c = 0; c < N_COLS; c++) {
+		if (!col_shown((enum col)c, scope, cfg))
+			continue;
+		if (!first)
+			wr_add(&w, ",", 1);
+		first = false;
+		wr_field(&w, x->v[c]);
+	}
+	row_vals_release(x);
+	free(x);
+	return wr_end(&w);
 }
 
 json_t *bill_row_json(const struct bill_row *row)
 {
-	struct row_text x;
-	char *path = tenant_path_new(row->ns);
-	json_t *o;
+	const struct bill_rates *cfg = row->cfg ? row->cfg : &rates_default;
+	struct row_vals *x = xmalloc(sizeof(*x));
+	json_t *o = json_object();
 
-	row_text(row, &x);
-	o = json_pack(
-		"{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
-		"s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, "
-		"s:s}",
-		"BillingPeriodStart", x.t[COL_BSTART], "BillingPeriodEnd",
-		x.t[COL_BEND], "ChargePeriodStart", x.t[COL_CSTART],
-		"ChargePeriodEnd", x.t[COL_CEND], "ChargeCategory", "Usage",
-		"SubAccountId", row->ns, "SubAccountName", row->ns,
-		"ResourceType", "GPU", "ConsumedQuantity", x.t[COL_QTY],
-		"ConsumedUnit", "GPU-Hours", "PricingQuantity", x.t[COL_QTY],
-		"PricingUnit", "GPU-Hours", "ListCost", x.t[COL_LIST],
-		"BilledCost", x.t[COL_BILLED], "BillingCurrency",
-		row->currency ? row->currency : "", "ServiceName", "gpuledger",
-		"x_TenantPath", path, "x_DeviceClass", row->cls, "x_Basis",
-		bill_basis_name(row->basis), "x_LedgerSeqStart",
-		(json_int_t)row->seq_start, "x_LedgerSeqEnd",
-		(json_int_t)row->seq_end, "x_ChainHead", x.t[COL_HEAD],
-		"x_DeviceMilliseconds", (json_int_t)row->device_ms, "x_Scope",
-		row->subtree ? "subtree" : "namespace");
-	free(path);
+	row_vals(row, x);
+	for (int c = 0; c < N_COLS; c++) {
+		json_t *v;
+
+		if (!col_shown((enum col)c, true, cfg))
+			continue;
+		if (cols[c].flags & F_INT)
+			v = json_integer((json_int_t)x->i[c]);
+		else if (x->v[c] == NULL)
+			v = json_null();
+		else
+			v = json_string(x->v[c]);
+		json_object_set_new(o, cols[c].name, v);
+	}
+	row_vals_release(x);
+	free(x);
 	return o;
 }
 
@@ -772,7 +1236,8 @@ int bill_opencost_flush(struct bill_opencost *oc, char *line)
 
 	if (!oc->open)
 		return 0;
-	time_text(oc->start_ms, date);
+	/* The day of the billing period's local time (UTC by default). */
+	time_text(oc->start_ms + (int64_t)oc->offset_s * 1000, date);
 	date[10] = '\0'; /* "YYYY-MM-DD" */
 	bill_format_ratio(oc->device_ms, oc->end_ms - oc->start_ms, gpus,
 			  sizeof(gpus));
@@ -800,6 +1265,7 @@ int bill_opencost_add(struct bill_opencost *oc, const struct bill_row *row,
 	if (!oc->open) {
 		oc->open = true;
 		oc->start_ms = row->charge_start_ms;
+		oc->offset_s = row->cfg ? row->cfg->offset_s : 0;
 		oc->end_ms = row->charge_end_ms;
 		oc->device_ms = oc->cost_nano = 0;
 		snprintf(oc->ns, sizeof(oc->ns), "%s", row->ns);

@@ -528,6 +528,23 @@ int bill_basis_parse(const char *s, enum bill_basis *out);
 
 /* The first UTC hour or day boundary strictly after t_ms. */
 int64_t bill_period_end(int64_t t_ms, enum bill_step step);
+/* The same in the local time of a fixed offset from UTC (offset_s seconds,
+ * a whole number of minutes): the first local hour or day boundary strictly
+ * after t_ms, in UTC ms. Every local month starts on such a boundary, so no
+ * charge period crosses a billing period. */
+int64_t bill_boundary_after(int64_t t_ms, enum bill_step step,
+			    int32_t offset_s);
+/* The calendar month (billing period, DESIGN 8) holding t_ms in the local
+ * time of offset_s: [*start_ms, *end_ms) in UTC ms. */
+void bill_month_of(int64_t t_ms, int32_t offset_s, int64_t *start_ms,
+		   int64_t *end_ms);
+/* "YYYY-MM" (year 1970..9999, month 01..12) into that month's bounds in
+ * the local time of offset_s; LG_EINVAL for anything else. */
+int bill_month_parse(const char *s, int32_t offset_s, int64_t *start_ms,
+		     int64_t *end_ms);
+/* "Z", "+HH:MM" or "-HH:MM" (|offset| <= 14:00) into seconds; LG_EINVAL
+ * otherwise. */
+int bill_offset_parse(const char *s, int32_t *offset_s);
 
 /* The accumulators of every (namespace, class) of a state at one instant,
  * for one basis. Namespace and class names are borrowed from the state the
@@ -577,13 +594,26 @@ size_t bill_format_nano(int64_t nano, char *buf, size_t cap);
  * otherwise, LG_ERANGE above int64. */
 int bill_decimal_parse(const char *s, int64_t *nano);
 
-/* Prices per GPU-hour by class and currency, from a rates file:
+/* The billing file (DESIGN 8): prices per GPU-hour by class and currency,
+ * and the identity the FOCUS columns name, every member optional:
  *   {"rates": [{"class": "h100", "currency": "USD",
- *               "listUnitPrice": "3.20", "billedUnitPrice": "2.50"}]}
+ *               "listUnitPrice": "3.20", "billedUnitPrice": "2.50"}],
+ *    "billingAccountId": "cluster", "billingAccountName": "cluster",
+ *    "providerName": "Cozystack", "publisherName": <providerName>,
+ *    "invoiceIssuerName": <providerName>, "serviceName": "GPU Compute",
+ *    "regionId": null, "regionName": <regionId>,
+ *    "billingPeriodOffset": "Z"}
  * class is a DNS-1123 label, currency three capital letters (ISO 4217),
  * prices decimal strings (bill_decimal_parse) or JSON integers; a JSON real
  * is refused, because its decimal text is already lost. billedUnitPrice
- * defaults to listUnitPrice. A (class, currency) pair may appear once. */
+ * (ContractedUnitPrice) defaults to listUnitPrice. A (class, currency) pair
+ * may appear once. With "rates" present (priced), every class must have a
+ * rate in the billing currency (bill_rates_cover): a free class is an
+ * explicit "0". Without it every price is an explicit 0. Names are 1 to
+ * BILL_NAME_MAX bytes of printable text; billingPeriodOffset is a fixed
+ * offset (bill_offset_parse): months are calendar months of that local
+ * time. */
+#define BILL_NAME_MAX 128
 struct bill_rate {
 	char cls[DNS1123_LABEL_MAX + 1];
 	char currency[4];
@@ -592,10 +622,19 @@ struct bill_rate {
 struct bill_rates {
 	size_t n;
 	struct bill_rate *r; /* owned, sorted by currency then class */
+	bool priced;	     /* the file had "rates" */
+	int32_t offset_s;    /* billing months in UTC + offset_s */
+	char account_id[BILL_NAME_MAX + 1], account_name[BILL_NAME_MAX + 1];
+	char provider[BILL_NAME_MAX + 1], publisher[BILL_NAME_MAX + 1];
+	char issuer[BILL_NAME_MAX + 1], service[BILL_NAME_MAX + 1];
+	char region_id[BILL_NAME_MAX + 1]; /* "": no region configured */
+	char region_name[BILL_NAME_MAX + 1];
 };
+/* Empty and unpriced, with the default names and UTC. */
 void bill_rates_init(struct bill_rates *r);
 void bill_rates_release(struct bill_rates *r);
-/* On error r is left empty and err says which entry and why. */
+/* On error r is left as bill_rates_init makes it and err says which entry
+ * and why. */
 int bill_rates_parse(struct bill_rates *r, const json_t *doc,
 		     struct lg_error *err);
 /* The rate of (currency, cls), or NULL. Borrowed from r. */
@@ -606,24 +645,31 @@ const struct bill_rate *bill_rates_find(const struct bill_rates *r,
  * borrowed from want or r. */
 int bill_rates_currency(const struct bill_rates *r, const char *want,
 			const char **out, struct lg_error *err);
+/* For priced rates: LG_ENOENT naming the first class st has ever known
+ * that has no rate in currency. 0 when unpriced. */
+int bill_rates_cover(const struct bill_rates *r, const char *currency,
+		     const state_t *st, struct lg_error *err);
 /* cost = device_ms * price_nano / 3,600,000 nano units, rounded half up to
  * a whole nano unit (the exact product is formed first, so nothing is lost
  * before the one rounding). LG_ERANGE when it does not fit int64. */
 int bill_cost(int64_t device_ms, int64_t price_nano, int64_t *cost_nano);
 
 /* One row of the export (DESIGN 8). Strings are borrowed for the call that
- * hands the row over. Times are ms since the epoch, UTC. */
+ * hands the row over. Times are ms since the epoch, UTC, whole seconds. */
 struct bill_row {
-	int64_t billing_start_ms, billing_end_ms; /* [from, min(to, horizon)) */
-	int64_t charge_start_ms, charge_end_ms;	  /* the row's period */
-	const char *ns;				  /* SubAccountId */
-	const char *cls;			  /* x_DeviceClass */
+	int64_t billing_start_ms, billing_end_ms; /* the calendar month */
+	bool period_open; /* the horizon is before billing_end_ms */
+	int64_t charge_start_ms, charge_end_ms; /* the row's period */
+	const char *ns;				/* SubAccountId */
+	const char *cls;			/* x_DeviceClass */
 	bool subtree; /* a --rollup subtree row: ns is the tenant */
 	enum bill_basis basis;
 	int64_t device_ms;
-	const char *currency;			  /* BillingCurrency */
-	bool priced;				  /* a rate was found */
-	int64_t list_cost_nano, billed_cost_nano; /* 0 when not priced */
+	const char *currency; /* BillingCurrency */
+	const struct bill_rates *cfg; /* names and offset; NULL: defaults */
+	bool priced;		      /* a rate was found */
+	int64_t list_unit_nano, contracted_unit_nano; /* 0 when not priced */
+	int64_t list_cost_nano, billed_cost_nano;     /* 0 when not priced */
 	/* The log range the row was computed from: the states after seq_start
 	 * and seq_end are those at the period's start and end; chain_head is
 	 * the head after seq_end. */
@@ -631,15 +677,20 @@ struct bill_row {
 	uint8_t chain_head[BILL_HEAD_BYTES];
 };
 
-/* Row formats. The CSV header and lines carry no newline; with scope, the
- * column x_Scope ("namespace" or "subtree") is appended (--rollup). */
-const char *bill_csv_header(bool scope);
-/* Returns the length needed (like snprintf). */
+/* Row formats (FOCUS 1.2 columns, then x_ ones; DESIGN 8). The CSV header
+ * and lines carry no newline; with scope, the column x_Scope ("namespace"
+ * or "subtree") is appended (--rollup); RegionId and RegionName are there
+ * when cfg (may be NULL) configures a region. A null is an empty field;
+ * fields holding a comma or a quote are quoted (RFC 4180). Both return
+ * the length needed (like snprintf). */
+size_t bill_csv_header(bool scope, const struct bill_rates *cfg, char *buf,
+		       size_t cap);
 size_t bill_row_csv(const struct bill_row *row, bool scope, char *buf,
 		    size_t cap);
-/* The row as an object with the CSV column names as keys: decimals and
- * times as strings, x_LedgerSeq* and x_DeviceMilliseconds as integers,
- * x_Scope always present. New reference. */
+/* The row as an object with the CSV column names as keys: decimals, times
+ * and JSON-valued columns as strings, nulls as null, x_LedgerSeq* and
+ * x_DeviceMilliseconds as integers, x_Scope always present. New
+ * reference. */
 json_t *bill_row_json(const struct bill_row *row);
 
 /* The opencost-csv view: one line per (day, namespace) with OpenCost's
@@ -651,6 +702,7 @@ const char *bill_opencost_header(void);
 struct bill_opencost {
 	bool open;
 	int64_t start_ms, end_ms, device_ms, cost_nano;
+	int32_t offset_s;
 	char ns[DNS1123_SUBDOMAIN_MAX + 1];
 };
 void bill_opencost_init(struct bill_opencost *oc);

@@ -68,6 +68,8 @@ struct query_opts {
 				    one [QUERY_LISTEN_DEFAULT] */
 	const char *token_file;	 /* NULL: no authentication, and then only
 				    a loopback address may be used */
+	const char *rates_file;	 /* the billing file of GET /v1/export,
+				    reloaded when it changes; NULL: none */
 	size_t max_body_bytes;	 /* request body [1 MiB] */
 	size_t max_url_bytes;	 /* request line target [8 KiB] */
 	size_t max_header_bytes; /* all header names and values [16 KiB] */

@@ -381,6 +381,26 @@ struct conn_list {
 	unsigned n;
 };
 
+/* The billing file of `serve --rates FILE` (query/billing.c): checked on
+ * every follow tick and read again when its device, inode, size or
+ * modification time changed (a ConfigMap update swaps a symlink); a file
+ * that does not parse leaves the rates in force and is reported once. */
+struct billing_file {
+	const char *path; /* borrowed from the options; NULL: none */
+	struct bill_rates rates;
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	bool failed; /* the last change did not load */
+};
+
+/* Loads the file at open (an error fails the start); release with
+ * billing_release. */
+int billing_open(struct billing_file *b, const char *path,
+		 struct lg_error *err);
+/* Reloads when the file changed; returns true when new rates took force. */
+bool billing_check(struct billing_file *b);
+void billing_release(struct billing_file *b);
+
 struct query_server {
 	struct query_opts o;
 	uv_loop_t loop;
@@ -400,6 +420,7 @@ struct query_server {
 	struct pending_q q;
 	struct tenant_cache cache;
 	struct rcache rcache;
+	struct billing_file billing;
 	struct conn_list conns;
 	bool ready; /* caught up with the log */
 	bool stopping;

@@ -11,10 +11,11 @@
  *   POST /v1/declarations             x      x
  *   GET  /v1/verdicts/{id}            x              x
  *   GET  /v1/state, /v1/events        x              x
- *   GET  /v1/export                   x              x
+ *   GET  /v1/export                   x              x      its subtree only
  *   GET  /v1/classes, .../capacity    x              x
  *
- * Tenants are read-only and see only their own subtree, so cluster-wide
+ * Tenants are read-only and see only their own subtree (an export keeps
+ * only its rows: showback), so cluster-wide
  * reads (state, events, classes, metrics with every tenant's gauges) and
  * verdicts (whose requests may name other tenants) are closed to them.
  * Without a token file every route is open to anyone who can reach the
@@ -62,8 +63,8 @@ const struct route query_routes[R_MAX] = {
 	      "v1", "state"),
 	ROUTE(R_EVENTS, HTTP_GET, "/v1/events", handle_events, READERS, TS_DENY,
 	      "v1", "events"),
-	ROUTE(R_EXPORT, HTTP_GET, "/v1/export", handle_export, READERS, TS_DENY,
-	      "v1", "export"),
+	ROUTE(R_EXPORT, HTTP_GET, "/v1/export", handle_export, READERS,
+	      TS_FILTER, "v1", "export"),
 	ROUTE(R_CLASSES, HTTP_GET, "/v1/classes", handle_classes, READERS,
 	      TS_DENY, "v1", "classes"),
 	ROUTE(R_CAPACITY, HTTP_GET, "/v1/classes/{c}/capacity", handle_capacity,

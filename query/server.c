@@ -161,6 +161,7 @@ static void on_follow(uv_timer_t *t)
 	if (server_follow(qs, &err) != 0)
 		fprintf(stderr, "gpuledger serve: following the log: %s\n",
 			err.msg[0] ? err.msg : lg_strerror(err.code));
+	billing_check(&qs->billing);
 }
 
 static void on_check(uv_check_t *h)
@@ -304,6 +305,8 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 	init_handles(qs);
 	rc = qs->o.token_file ? auth_load(&qs->auth, qs->o.token_file, err) : 0;
 	if (rc == 0)
+		rc = billing_open(&qs->billing, qs->o.rates_file, err);
+	if (rc == 0)
 		rc = bind_listener(qs, err);
 	if (rc == 0)
 		rc = open_ledger(qs, err);
@@ -359,6 +362,7 @@ void query_server_close(query_server_t *qs)
 	tenant_cache_release(&qs->cache);
 	rcache_release(&qs->rcache);
 	auth_release(&qs->auth);
+	billing_release(&qs->billing);
 	ledger_close(qs->lg);
 	if (qs->lock_fd >= 0)
 		close(qs->lock_fd);

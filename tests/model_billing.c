@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define H  BILL_MS_PER_HOUR
 #define D  BILL_MS_PER_DAY
@@ -253,6 +254,17 @@ START_TEST(billing_rates_single_currency)
 	ck_assert_str_eq(cur, "CHF");
 	bill_rates_release(&r);
 	json_decref(doc);
+	/* No rates: unpriced, with the default names. */
+	doc = tq("{}");
+	ck_assert_int_eq(bill_rates_parse(&r, doc, &err), 0);
+	ck_assert(!r.priced);
+	ck_assert_str_eq(r.account_id, "cluster");
+	ck_assert_str_eq(r.provider, "Cozystack");
+	ck_assert_str_eq(r.service, "GPU Compute");
+	ck_assert_str_eq(r.region_id, "");
+	ck_assert_int_eq(r.offset_s, 0);
+	bill_rates_release(&r);
+	json_decref(doc);
 	/* An empty list parses but offers no currency. */
 	doc = tq("{'rates': []}");
 	ck_assert_int_eq(bill_rates_parse(&r, doc, &err), 0);
@@ -266,7 +278,12 @@ static const struct {
 	const char *doc, *why;
 } bad_rates[] = {
 	{"[]", "expected"},
-	{"{}", "expected"},
+	{"{'billingAccountId': ''}", "billingAccountId must be 1 to 128"},
+	{"{'providerName': 'a\\nb'}", "providerName must be"},
+	{"{'serviceName': '   '}", "serviceName must be"},
+	{"{'regionId': 7}", "regionId must be"},
+	{"{'billingPeriodOffset': '+25:00'}", "billingPeriodOffset"},
+	{"{'billingPeriodOffset': 'Europe/Berlin'}", "billingPeriodOffset"},
 	{"{'rates': {}}", "expected"},
 	{"{'rates': [], 'currency': 'USD'}", "unknown member"},
 	{"{'rates': [1]}", "not an object"},
@@ -593,6 +610,8 @@ static struct bill_row sample_row(void)
 		.device_ms = 5400000,
 		.currency = "EUR",
 		.priced = true,
+		.list_unit_nano = 3200000000LL,
+		.contracted_unit_nano = 2500000000LL,
 		.list_cost_nano = 4800000000LL,
 		.billed_cost_nano = 3750000000LL,
 		.seq_start = 17,
@@ -607,45 +626,153 @@ static struct bill_row sample_row(void)
 static const char sample_head[] = "00112233445566778899aabbccddeeff"
 				  "102132435465768798a9bacbdcedfe0f";
 
+/* The value of column name in a CSV line under header, into out (a
+ * quoted field as it stands, quotes and all). */
+static void csv_col(const char *header, const char *line, const char *name,
+		    char *out, size_t cap)
+{
+	char *h = strdup(header), *save = NULL;
+	int idx = -1, i = 0;
+	const char *end;
+
+	for (char *t = strtok_r(h, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save), i++)
+		if (strcmp(t, name) == 0)
+			idx = i;
+	free(h);
+	ck_assert_msg(idx >= 0, "no column %s", name);
+	for (i = 0;; i++) {
+		bool quoted = false;
+
+		for (end = line; *end && (quoted || *end != ','); end++)
+			if (*end == '"')
+				quoted = !quoted;
+		if (i == idx)
+			break;
+		ck_assert_msg(*end == ',', "too few fields for %s", name);
+		line = end + 1;
+	}
+	snprintf(out, cap, "%.*s", (int)(end - line), line);
+}
+
+static void row_has(const char *header, const char *line, const char *name,
+		    const char *want)
+{
+	char got[256];
+
+	csv_col(header, line, name, got, sizeof(got));
+	ck_assert_msg(strcmp(got, want) == 0, "%s: \"%s\", want \"%s\"", name,
+		      got, want);
+}
+
 START_TEST(billing_rows_csv)
 {
 	struct bill_row r = sample_row();
-	char buf[BILL_LINE_MAX], want[BILL_LINE_MAX];
-	size_t n;
-	int cols = 1;
+	char buf[4096], h[2048], hs[2048];
+	size_t n, hn;
+	int ncols = 1, vcols = 1;
 
-	snprintf(want, sizeof(want),
-		 "2026-03-01T08:00:00Z,2026-03-02T08:00:01.500Z,"
-		 "2026-03-01T09:00:00Z,2026-03-01T10:00:00Z,Usage,"
-		 "tenant-a-b,tenant-a-b,GPU,1.500000000,GPU-Hours,"
-		 "1.500000000,GPU-Hours,4.800000000,3.750000000,EUR,"
-		 "gpuledger,tenant-root/tenant-a/tenant-a-b,h100,allocated,"
-		 "17,21,%s,5400000",
-		 sample_head);
+	hn = bill_csv_header(false, NULL, h, sizeof(h));
+	ck_assert_uint_eq(hn, strlen(h));
+	for (const char *p = h; *p; p++)
+		ncols += *p == ',';
+	ck_assert_int_eq(ncols, 47); /* 39 FOCUS columns, 8 x_ ones */
 	n = bill_row_csv(&r, false, buf, sizeof(buf));
-	ck_assert_str_eq(buf, want);
-	ck_assert_uint_eq(n, strlen(want));
-	for (const char *p = bill_csv_header(false); *p; p++)
-		cols += *p == ',';
-	ck_assert_int_eq(cols, 23); /* DESIGN 8's columns */
-	for (const char *p = buf; *p; p++)
-		cols -= *p == ',';
-	ck_assert_int_eq(cols, 1);
+	ck_assert_uint_eq(n, strlen(buf));
+	/* Tags and SkuPriceDetails are quoted JSON with commas inside:
+	 * count the fields outside quotes. */
+	for (const char *p = buf, *q = NULL; *p; p++) {
+		if (*p == '"')
+			q = q ? NULL : p;
+		vcols += *p == ',' && q == NULL;
+	}
+	ck_assert_int_eq(vcols, ncols);
+	row_has(h, buf, "BillingPeriodStart", "2026-03-01T08:00:00Z");
+	/* Fractions never appear: a time is floored to the second. */
+	row_has(h, buf, "BillingPeriodEnd", "2026-03-02T08:00:01Z");
+	row_has(h, buf, "ChargePeriodStart", "2026-03-01T09:00:00Z");
+	row_has(h, buf, "ChargeCategory", "Usage");
+	row_has(h, buf, "ChargeClass", "");
+	row_has(h, buf, "PricingQuantity", "1.500000000");
+	row_has(h, buf, "ConsumedQuantity", "1.500000000");
+	row_has(h, buf, "ListUnitPrice", "3.200000000");
+	row_has(h, buf, "ContractedUnitPrice", "2.500000000");
+	row_has(h, buf, "ListCost", "4.800000000");
+	row_has(h, buf, "ContractedCost", "3.750000000");
+	row_has(h, buf, "BilledCost", "3.750000000");
+	row_has(h, buf, "EffectiveCost", "3.750000000");
+	row_has(h, buf, "BillingCurrency", "EUR");
+	row_has(h, buf, "ServiceCategory", "Compute");
+	row_has(h, buf, "ServiceName", "GPU Compute");
+	row_has(h, buf, "ResourceId",
+		"cluster/namespaces/tenant-a-b/gpuclasses/h100");
+	row_has(h, buf, "SkuId", "gpuclass/h100");
+	row_has(h, buf, "SkuPriceId", "gpuclass/h100/EUR");
+	row_has(h, buf, "SubAccountId", "tenant-a-b");
+	row_has(h, buf, "SubAccountType", "Tenant");
+	row_has(h, buf, "x_TenantPath", "tenant-root/tenant-a/tenant-a-b");
+	row_has(h, buf, "x_BillingPeriodStatus", "closed");
+	row_has(h, buf, "x_LedgerSeqEnd", "21");
+	row_has(h, buf, "x_ChainHead", sample_head);
+	row_has(h, buf, "x_DeviceMilliseconds", "5400000");
+	ck_assert_ptr_nonnull(
+		strstr(buf, ",\"{\"\"gpuledger/tenantPath\"\":\"\"tenant-root/"
+			    "tenant-a/tenant-a-b\"\","));
 	/* With --rollup: x_Scope last. */
 	bill_row_csv(&r, true, buf, sizeof(buf));
 	ck_assert_ptr_nonnull(strstr(buf, ",5400000,namespace"));
 	r.subtree = true;
+	r.period_open = true;
 	bill_row_csv(&r, true, buf, sizeof(buf));
 	ck_assert_ptr_nonnull(strstr(buf, ",5400000,subtree"));
-	ck_assert_str_eq(bill_csv_header(true) + strlen(bill_csv_header(false)),
-			 ",x_Scope");
+	bill_csv_header(true, NULL, hs, sizeof(hs));
+	ck_assert_str_eq(hs + strlen(h), ",x_Scope");
+	row_has(hs, buf, "ResourceId",
+		"cluster/subtrees/tenant-a-b/gpuclasses/h100");
+	row_has(hs, buf, "x_BillingPeriodStatus", "open");
 	/* Too small a buffer: the length needed, like snprintf. */
-	ck_assert_uint_eq(bill_row_csv(&r, true, buf, 10), n + 8);
+	n = bill_row_csv(&r, true, buf, sizeof(buf));
+	ck_assert_uint_eq(bill_row_csv(&r, true, buf, 10), n);
 	ck_assert_uint_eq(strlen(buf), 9);
 	/* A namespace outside the tenant tree is its own path. */
 	r.ns = "default";
+	r.subtree = false;
 	bill_row_csv(&r, false, buf, sizeof(buf));
-	ck_assert_ptr_nonnull(strstr(buf, ",gpuledger,default,h100,"));
+	row_has(h, buf, "x_TenantPath", "default");
+	row_has(h, buf, "SubAccountType", "Namespace");
+}
+END_TEST
+
+START_TEST(billing_rows_configured)
+{
+	struct bill_row r = sample_row();
+	struct bill_rates cfg;
+	struct lg_error err = {0};
+	json_t *doc = json_loads("{\"billingAccountId\": \"acme, \\\"eu\\\"\", "
+				 "\"providerName\": \"Acme\", "
+				 "\"regionId\": \"eu-1\", "
+				 "\"serviceName\": \"H100 Cloud\"}",
+				 0, NULL);
+	char buf[4096], h[2048];
+
+	ck_assert_int_eq(bill_rates_parse(&cfg, doc, &err), 0);
+	json_decref(doc);
+	ck_assert(!cfg.priced);
+	ck_assert_str_eq(cfg.account_name, "acme, \"eu\"");
+	ck_assert_str_eq(cfg.publisher, "Acme");
+	ck_assert_str_eq(cfg.issuer, "Acme");
+	ck_assert_str_eq(cfg.region_name, "eu-1");
+	r.cfg = &cfg;
+	bill_csv_header(false, &cfg, h, sizeof(h));
+	ck_assert_ptr_nonnull(strstr(h, ",PublisherName,RegionId,RegionName,"));
+	bill_row_csv(&r, false, buf, sizeof(buf));
+	/* RFC 4180 quoting for a name with a comma and quotes. */
+	ck_assert_ptr_nonnull(strstr(buf, ",EUR,"));
+	ck_assert_ptr_nonnull(
+		strstr(buf, ",\"acme, \"\"eu\"\"\",\"acme, \"\"eu\"\"\","));
+	ck_assert_ptr_nonnull(strstr(buf, ",Acme,Acme,eu-1,eu-1,\"acme, "));
+	ck_assert_ptr_nonnull(strstr(buf, ",H100 Cloud,"));
+	bill_rates_release(&cfg);
 }
 END_TEST
 
@@ -653,27 +780,93 @@ START_TEST(billing_rows_json)
 {
 	struct bill_row r = sample_row();
 	json_t *o = bill_row_json(&r);
-	char *s;
+	char *s, h[2048];
 
 	ck_assert_ptr_nonnull(o);
-	ck_assert_uint_eq(json_object_size(o), 24);
+	ck_assert_uint_eq(json_object_size(o), 48);
 	ck_assert_str_eq(jstr(o, "ConsumedQuantity"), "1.500000000");
 	ck_assert_str_eq(jstr(o, "BilledCost"), "3.750000000");
-	ck_assert_str_eq(jstr(o, "BillingPeriodEnd"),
-			 "2026-03-02T08:00:01.500Z");
+	ck_assert_str_eq(jstr(o, "BillingPeriodEnd"), "2026-03-02T08:00:01Z");
 	ck_assert_str_eq(jstr(o, "x_ChainHead"), sample_head);
 	ck_assert_str_eq(jstr(o, "x_Scope"), "namespace");
+	ck_assert(json_is_null(json_object_get(o, "ChargeClass")));
 	ck_assert_int_eq(
 		json_integer_value(json_object_get(o, "x_DeviceMilliseconds")),
 		5400000);
 	ck_assert_int_eq(
 		json_integer_value(json_object_get(o, "x_LedgerSeqEnd")), 21);
 	/* The JSON keys are the CSV header's columns. */
-	s = strdup(bill_csv_header(true));
+	bill_csv_header(true, NULL, h, sizeof(h));
+	s = strdup(h);
 	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ","))
 		ck_assert_msg(json_object_get(o, tok) != NULL, "no %s", tok);
 	free(s);
 	json_decref(o);
+}
+END_TEST
+
+/* Calendar months in UTC and at fixed offsets, checked against timegm over
+ * every month from 1970 to 2400, and the local hour and day boundaries
+ * that cut them. */
+START_TEST(billing_months)
+{
+	static const int32_t offs[] = {0, 7200, -18000, 19800, 50400, -43200};
+	int64_t a, b;
+	int32_t off;
+
+	for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++)
+		for (int y = 1970; y < 2400; y++)
+			for (int m = 1; m <= 12; m++) {
+				struct tm tm = {.tm_year = y - 1900,
+						.tm_mon = m - 1,
+						.tm_mday = 1};
+				int64_t want = (int64_t)timegm(&tm) * 1000 -
+					       (int64_t)offs[k] * 1000;
+				int64_t s0, e0;
+				char txt[16];
+
+				bill_month_of(want, offs[k], &s0, &e0);
+				ck_assert_int_eq(s0, want);
+				bill_month_of(e0 - 1, offs[k], &a, &b);
+				ck_assert_int_eq(a, s0);
+				ck_assert_int_eq(b, e0);
+				tm = (struct tm){.tm_year = y - 1900,
+						 .tm_mon = m, .tm_mday = 1};
+				ck_assert_int_eq(e0,
+						 (int64_t)timegm(&tm) * 1000 -
+							 (int64_t)offs[k] * 1000);
+				snprintf(txt, sizeof(txt), "%04d-%02d", y, m);
+				ck_assert_int_eq(bill_month_parse(txt, offs[k],
+								  &a, &b),
+						 0);
+				ck_assert_int_eq(a, s0);
+				ck_assert_int_eq(b, e0);
+				/* A month is a whole number of local days. */
+				ck_assert_int_eq(bill_boundary_after(
+							 s0 - 1, BILL_STEP_DAY,
+							 offs[k]),
+						 s0);
+				ck_assert_int_eq(bill_boundary_after(
+							 s0 - 1, BILL_STEP_HOUR,
+							 offs[k]),
+						 s0);
+			}
+	ck_assert_int_eq(bill_month_parse("2026-13", 0, &a, &b), LG_EINVAL);
+	ck_assert_int_eq(bill_month_parse("2026-1", 0, &a, &b), LG_EINVAL);
+	ck_assert_int_eq(bill_month_parse("1969-12", 0, &a, &b), LG_EINVAL);
+	ck_assert_int_eq(bill_month_parse("2026-01-01", 0, &a, &b), LG_EINVAL);
+	ck_assert_int_eq(bill_month_parse(NULL, 0, &a, &b), LG_EINVAL);
+	ck_assert_int_eq(bill_offset_parse("Z", &off), 0);
+	ck_assert_int_eq(off, 0);
+	ck_assert_int_eq(bill_offset_parse("+05:30", &off), 0);
+	ck_assert_int_eq(off, 19800);
+	ck_assert_int_eq(bill_offset_parse("-12:00", &off), 0);
+	ck_assert_int_eq(off, -43200);
+	ck_assert_int_eq(bill_offset_parse("+14:01", &off), LG_EINVAL);
+	ck_assert_int_eq(bill_offset_parse("+0200", &off), LG_EINVAL);
+	ck_assert_int_eq(bill_offset_parse("02:00", &off), LG_EINVAL);
+	ck_assert_int_eq(bill_offset_parse("+02:60", &off), LG_EINVAL);
+	ck_assert_int_eq(bill_offset_parse("Europe/Berlin", &off), LG_EINVAL);
 }
 END_TEST
 
@@ -754,6 +947,8 @@ MODEL_PART(billing)
 	tc = tcase_create("billing_rows");
 	tcase_add_test(tc, billing_rows_csv);
 	tcase_add_test(tc, billing_rows_json);
+	tcase_add_test(tc, billing_rows_configured);
+	tcase_add_test(tc, billing_months);
 	tcase_add_test(tc, billing_rows_opencost);
 	suite_add_tcase(s, tc);
 }

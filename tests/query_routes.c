@@ -147,7 +147,7 @@ static const struct {
 	{R_VERDICT, "1", 0, 403, 0, 403, 403, 401},
 	{R_STATE, NULL, 0, 403, 0, 403, 403, 401},
 	{R_EVENTS, NULL, 0, 403, 0, 403, 403, 401},
-	{R_EXPORT, NULL, 0, 403, 0, 403, 403, 401},
+	{R_EXPORT, NULL, 0, 403, 0, 0, 0, 401},
 	{R_CLASSES, NULL, 0, 403, 0, 403, 403, 401},
 	{R_CAPACITY, "h100", 0, 403, 0, 403, 403, 401},
 };

@@ -11,20 +11,26 @@
 #include <string.h>
 
 static const char export_usage[] =
-	"usage: gpuledger export --db DIR --from TIME [--to TIME]\n"
+	"usage: gpuledger export --db DIR (--from TIME [--to TIME] | --month "
+	"YYYY-MM)\n"
 	"         [--step hour|day] [--basis reserved|allocated]\n"
 	"         [--format focus-csv|json|opencost-csv] [--rollup subtree]\n"
 	"         [--rates FILE] [--currency CUR]\n"
 	"  GPU usage per namespace, class and period, integrated exactly in\n"
-	"  device-milliseconds from the event times.\n"
+	"  device-milliseconds from the event times, as FOCUS 1.2 rows.\n"
 	"  --db DIR        the ledger directory\n"
-	"  --from TIME     start of the range (RFC 3339; truncated to the ms)\n"
+	"  --from TIME     start of the range (RFC 3339; floored to the "
+	"second)\n"
 	"  --to TIME       end of the range, excluded (default: the horizon).\n"
-	"                  Billing stops at min(--to, horizon), the time of "
-	"the\n"
-	"                  last event other than NOTE and VERDICT: the ledger\n"
-	"                  never bills time it has not seen.\n"
-	"  --step hour|day periods are UTC hours or days clipped to the range\n"
+	"                  Billing stops at min(--to, horizon) floored to the\n"
+	"                  second; the horizon is the time of the last event\n"
+	"                  other than NOTE and VERDICT: the ledger never bills\n"
+	"                  time it has not seen, and the milliseconds after\n"
+	"                  the cut are billed by the export that starts there.\n"
+	"  --month YYYY-MM the calendar month (in the billing file's\n"
+	"                  billingPeriodOffset, default UTC), instead of\n"
+	"                  --from/--to\n"
+	"  --step hour|day periods are hours or days of the billing time\n"
 	"                  (default hour; opencost-csv is always daily)\n"
 	"  --basis B       reserved (what budgets cap, default) or allocated\n"
 	"                  (bound to devices)\n"
@@ -34,50 +40,57 @@ static const char export_usage[] =
 	"                  a last column x_Scope: namespace or subtree. Do "
 	"not\n"
 	"                  add the two kinds of row together.\n"
-	"  --rates FILE    prices per GPU-hour by class and currency:\n"
+	"  --rates FILE    the billing file: prices per GPU-hour by class and\n"
+	"                  currency, and the names the rows carry:\n"
 	"                  {\"rates\": [{\"class\": \"h100\", \"currency\": "
 	"\"USD\",\n"
 	"                    \"listUnitPrice\": \"3.20\", \"billedUnitPrice\": "
-	"\"2.50\"}]}\n"
-	"                  prices are decimal strings (at most 9 decimals) or\n"
-	"                  integers; billedUnitPrice defaults to the list "
-	"price.\n"
-	"                  Without --rates every cost is 0. A class with no "
-	"rate\n"
-	"                  costs 0 and is named once on stderr.\n"
-	"  --currency CUR  BillingCurrency: with --rates one of its "
+	"\"2.50\"}],\n"
+	"                   \"billingAccountId\", \"billingAccountName\",\n"
+	"                   \"providerName\", \"publisherName\",\n"
+	"                   \"invoiceIssuerName\", \"serviceName\", "
+	"\"regionId\",\n"
+	"                   \"regionName\", \"billingPeriodOffset\": "
+	"\"+02:00\"}\n"
+	"                  every member optional. Prices are decimal strings "
+	"(at\n"
+	"                  most 9 decimals) or integers; billedUnitPrice\n"
+	"                  (ContractedUnitPrice) defaults to the list price.\n"
+	"                  With \"rates\", every class the ledger knows needs "
+	"a\n"
+	"                  rate in the billing currency (a free class: \"0\");\n"
+	"                  without, every price is an explicit 0.\n"
+	"  --currency CUR  BillingCurrency: with rates one of their "
 	"currencies\n"
-	"                  (required when it has several); default USD.\n"
+	"                  (required when they have several); default USD.\n"
 	"  Cost = device-ms x price / 3,600,000, computed exactly and rounded\n"
 	"  half up to 9 decimals, once per row: the costs of hourly rows may\n"
 	"  differ from the daily row's in the 9th decimal; device-ms never "
 	"do.\n"
 	"\n"
-	"  focus-csv columns (FOCUS names; x_ are ours): "
-	"BillingPeriodStart/End\n"
-	"  = [--from, min(--to, horizon)); ChargePeriodStart/End = the row's\n"
-	"  period; ChargeCategory Usage; SubAccountId and SubAccountName = "
-	"the\n"
-	"  namespace (the tenant for a subtree row); ResourceType GPU;\n"
-	"  ConsumedQuantity = PricingQuantity = device-ms / 3,600,000 "
-	"truncated\n"
-	"  to 9 decimals, ConsumedUnit = PricingUnit = GPU-Hours; ListCost,\n"
-	"  BilledCost, BillingCurrency; ServiceName gpuledger; x_TenantPath =\n"
-	"  tenant-root/.../ns (a non-tenant namespace: its name); "
-	"x_DeviceClass;\n"
-	"  x_Basis; x_LedgerSeqStart/End = the seqs whose states the period's\n"
-	"  start and end were read from (`replay --at SEQ` shows them);\n"
-	"  x_ChainHead = the hash chain head after x_LedgerSeqEnd;\n"
-	"  x_DeviceMilliseconds = the exact usage. Times are RFC 3339 UTC.\n"
+	"  focus-csv: the FOCUS 1.2 columns (docs/billing.md lists each and\n"
+	"  its value), then ours: x_BillingPeriodStatus (open while the\n"
+	"  horizon is before BillingPeriodEnd, then closed), x_TenantPath =\n"
+	"  tenant-root/.../ns (a non-tenant namespace: its name), "
+	"x_DeviceClass,\n"
+	"  x_Basis, x_LedgerSeqStart/End = the seqs whose states the period's\n"
+	"  start and end were read from (`replay --at SEQ` shows them),\n"
+	"  x_ChainHead = the hash chain head after x_LedgerSeqEnd,\n"
+	"  x_DeviceMilliseconds = the exact usage. BillingPeriodStart/End =\n"
+	"  the calendar month of the row; ChargePeriodStart/End = the row's\n"
+	"  period; ConsumedQuantity = PricingQuantity = device-ms / 3,600,000\n"
+	"  truncated to 9 decimals, in GPU-Hours. Times are UTC, whole "
+	"seconds.\n"
 	"  Rows with zero usage are left out; every namespace is billed, "
 	"tenant\n"
 	"  or not. Rows come by period, then namespace and class, then (with\n"
 	"  --rollup) tenant subtrees.\n"
 	"  json: one object per line with the same names (decimals and times\n"
-	"  as strings, seqs and device-ms as integers, x_Scope always).\n"
+	"  as strings, nulls as null, seqs and device-ms as integers, x_Scope\n"
+	"  always).\n"
 	"  opencost-csv: Date,Namespace,GPUs,GPUCost,TotalCost, the GPU "
 	"columns\n"
-	"  of OpenCost's allocation CSV export, one line per UTC day and\n"
+	"  of OpenCost's allocation CSV export, one line per day and\n"
 	"  namespace over every class: GPUs = the average number of devices\n"
 	"  over the part of the day billed (9 decimals, truncated); GPUCost =\n"
 	"  TotalCost = the sum of the day's BilledCost.\n";
@@ -94,37 +107,22 @@ static const char *const fmt_names[] = {
 	[FMT_OPENCOST] = "opencost-csv",
 };
 
-#define N_FMTS	   (sizeof(fmt_names) / sizeof(fmt_names[0]))
-#define WARNED_MAX 64
+#define N_FMTS (sizeof(fmt_names) / sizeof(fmt_names[0]))
 
 struct export_args {
-	const char *db, *from, *to, *step, *basis, *format, *rollup, *rates,
-		*currency;
+	const char *db, *from, *to, *month, *step, *basis, *format, *rollup,
+		*rates, *currency;
 };
 
 struct out {
 	enum fmt fmt;
-	bool scope, have_rates, header_done;
+	bool scope, header_done;
+	const struct bill_rates *cfg;
 	struct bill_opencost oc;
-	size_t n_warned;
-	char warned[WARNED_MAX][DNS1123_LABEL_MAX + 1];
 };
 
 /* ---------------------------------------------------------------------- */
 /* Output */
-
-static void warn_unpriced(struct out *w, const struct bill_row *row)
-{
-	for (size_t i = 0; i < w->n_warned; i++)
-		if (strcmp(w->warned[i], row->cls) == 0)
-			return;
-	if (w->n_warned == WARNED_MAX)
-		return;
-	snprintf(w->warned[w->n_warned++], sizeof(w->warned[0]), "%s",
-		 row->cls);
-	tool_error("export: warning: no %s rate for class %s: its cost is 0",
-		   row->currency, row->cls);
-}
 
 static int put_csv(const struct out *w, const struct bill_row *row)
 {
@@ -163,8 +161,6 @@ static int on_row(void *ctx, const struct bill_row *row)
 	struct lg_error err = {0};
 	int rc;
 
-	if (w->have_rates && !row->priced)
-		warn_unpriced(w, row);
 	switch (w->fmt) {
 	case FMT_FOCUS:
 		return put_csv(w, row);
@@ -190,6 +186,28 @@ static int parse_time(const char *name, const char *s, int64_t *t_ns)
 		return 0;
 	tool_error("export: %s \"%s\" is not an RFC 3339 time", name, s);
 	return EXIT_USAGE;
+}
+
+/* --month in the billing file's offset (o->rates is loaded first). */
+static int parse_month(const char *s, struct export_opts *o)
+{
+	int64_t start_ms, end_ms;
+
+	if (s == NULL)
+		return 0;
+	if (bill_month_parse(s, o->rates->offset_s, &start_ms, &end_ms) != 0) {
+		tool_error("export: --month \"%s\": expected YYYY-MM (1970 "
+			   "or later)",
+			   s);
+		return EXIT_USAGE;
+	}
+	if (start_ms < 0) {
+		tool_error("export: --month %s starts before 1970", s);
+		return EXIT_USAGE;
+	}
+	o->from_ns = start_ms * 1000000;
+	o->to_ns = end_ms * 1000000;
+	return 0;
 }
 
 static int parse_fmt(const char *s, enum fmt *f)
@@ -246,13 +264,20 @@ static int parse_opts(const struct export_args *a, struct export_opts *o,
 {
 	int status;
 
-	if (a->from == NULL) {
-		tool_error("export: --from TIME is required");
+	if (a->month != NULL && (a->from != NULL || a->to != NULL)) {
+		tool_error("export: --month replaces --from and --to");
+		return EXIT_USAGE;
+	}
+	if (a->from == NULL && a->month == NULL) {
+		tool_error("export: --from TIME (or --month YYYY-MM) is "
+			   "required");
 		return EXIT_USAGE;
 	}
 	o->to_ns = INT64_MAX;
 	o->currency = a->currency;
-	if ((status = parse_time("--from", a->from, &o->from_ns)) != 0 ||
+	if ((status = parse_month(a->month, o)) != 0 ||
+	    (a->from &&
+	     (status = parse_time("--from", a->from, &o->from_ns)) != 0) ||
 	    (a->to && (status = parse_time("--to", a->to, &o->to_ns)) != 0) ||
 	    (a->format && (status = parse_fmt(a->format, &w->fmt)) != 0) ||
 	    (status = parse_names(a, o, w)) != 0)
@@ -267,22 +292,11 @@ static int parse_opts(const struct export_args *a, struct export_opts *o,
 static int load_rates(const char *file, struct bill_rates *r)
 {
 	struct lg_error err = {0};
-	json_error_t je;
-	json_t *doc = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
-	int rc;
 
-	if (doc == NULL) {
-		tool_error("export: --rates %s: line %d: %s", file, je.line,
-			   je.text);
-		return EXIT_USAGE;
-	}
-	rc = bill_rates_parse(r, doc, &err);
-	json_decref(doc);
-	if (rc != 0) {
-		tool_error("export: --rates %s: %s", file, err.msg);
-		return EXIT_USAGE;
-	}
-	return 0;
+	if (ledger_billing_load(file, r, &err) == 0)
+		return 0;
+	tool_error("export: --rates %s: %s", file, err.msg);
+	return EXIT_USAGE;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -295,8 +309,13 @@ static int put_header(struct out *w)
 	if (w->header_done || w->fmt == FMT_JSON)
 		return 0;
 	w->header_done = true;
-	return tool_puts(w->fmt == FMT_OPENCOST ? bill_opencost_header()
-						: bill_csv_header(w->scope));
+	if (w->fmt == FMT_FOCUS) {
+		char h[2048];
+
+		bill_csv_header(w->scope, w->cfg, h, sizeof(h));
+		return tool_puts(h);
+	}
+	return tool_puts(bill_opencost_header());
 }
 
 static int on_row_first(void *ctx, const struct bill_row *row)
@@ -335,6 +354,7 @@ int cmd_export(int argc, char **argv)
 		{"--db", OPT_STR, &a.db},
 		{"--from", OPT_STR, &a.from},
 		{"--to", OPT_STR, &a.to},
+		{"--month", OPT_STR, &a.month},
 		{"--step", OPT_STR, &a.step},
 		{"--basis", OPT_STR, &a.basis},
 		{"--format", OPT_STR, &a.format},
@@ -354,12 +374,11 @@ int cmd_export(int argc, char **argv)
 		return opts_exit(status);
 	bill_rates_init(&rates);
 	bill_opencost_init(&w.oc);
-	if ((status = parse_opts(&a, &o, &w)) != 0 ||
-	    (a.rates && (status = load_rates(a.rates, &rates)) != 0) ||
+	o.rates = w.cfg = &rates;
+	if ((a.rates && (status = load_rates(a.rates, &rates)) != 0) ||
+	    (status = parse_opts(&a, &o, &w)) != 0 ||
 	    (status = tool_open_ledger("export", a.db, NULL, &lg)) != 0)
 		goto out;
-	w.have_rates = a.rates != NULL;
-	o.rates = a.rates ? &rates : NULL;
 	status = run_export(lg, &o, &w);
 out:
 	ledger_close(lg);

@@ -13,6 +13,7 @@
 static const char serve_usage[] =
 	"usage: gpuledger serve --db DIR [--listen HOST:PORT] "
 	"[--token-file FILE]\n"
+	"         [--rates FILE]\n"
 	"  the query process: HTTP/1.1 JSON API under /v1 (DESIGN 7).\n"
 	"  Rebuilds the state from the latest checkpoint and the tail, then\n"
 	"  follows the log as the watcher appends; /readyz answers 200 once\n"
@@ -26,6 +27,10 @@ static const char serve_usage[] =
 	"  --token-file FILE   `TOKEN ROLE` per line; roles admin, admission,\n"
 	"                      auditor, tenant:<ns>; the file must not be\n"
 	"                      readable by group or others\n"
+	"  --rates FILE        the billing file of GET /v1/export (prices,\n"
+	"                      names, billing period offset; `gpuledger\n"
+	"                      export --help`); read again when it changes,\n"
+	"                      a bad change keeps the previous one\n"
 	"  --max-body BYTES    request body bound (default 1048576)\n"
 	"  --max-conns N       open connections (default 4096)\n"
 	"  --idle-ms MS        keep-alive idle time (default 30000)\n"
@@ -81,6 +86,7 @@ int cmd_serve(int argc, char **argv)
 		{"--db", OPT_STR, &o.db},
 		{"--listen", OPT_STR, &o.listen},
 		{"--token-file", OPT_STR, &o.token_file},
+		{"--rates", OPT_STR, &o.rates_file},
 		{"--max-body", OPT_U64, &body},
 		{"--max-conns", OPT_U64, &conns},
 		{"--idle-ms", OPT_U64, &idle},

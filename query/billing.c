@@ -1,0 +1,261 @@
+/*
+ * GET /v1/export (DESIGN 8) and the billing file behind it.
+ *
+ * The rows are the CLI's (ledger_export), priced by `serve --rates FILE`,
+ * which is read again whenever it changes, so that a ConfigMap update
+ * reprices the next export without a restart; a file that no longer parses
+ * keeps the last good rates in force (and says so on stderr), as a bad
+ * class table keeps the previous one.
+ *
+ * A tenant token exports its own subtree (showback): the rows whose
+ * namespace, or whose subtree's root, lies outside it are dropped before
+ * they are written, so they never reach the answer. The body is bounded: a
+ * range too large for one answer is 413, to be split by the client.
+ */
+#include "query/query_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define EXPORT_MAX_BYTES (64u << 20)
+
+/* ---------------------------------------------------------------------- */
+/* The billing file */
+
+static bool stat_of(const char *path, struct billing_file *id)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) != 0)
+		return false;
+	id->dev = (uint64_t)sb.st_dev;
+	id->ino = (uint64_t)sb.st_ino;
+	id->size = (uint64_t)sb.st_size;
+	id->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
+		       sb.st_mtim.tv_nsec;
+	return true;
+}
+
+int billing_open(struct billing_file *b, const char *path,
+		 struct lg_error *err)
+{
+	struct lg_error e = {0};
+
+	memset(b, 0, sizeof(*b));
+	bill_rates_init(&b->rates);
+	b->path = path;
+	if (path == NULL)
+		return 0;
+	stat_of(path, b);
+	if (ledger_billing_load(path, &b->rates, &e) != 0)
+		return lg_error_set(err, LG_EINVAL, "--rates %s: %s", path,
+				    e.msg);
+	return 0;
+}
+
+bool billing_check(struct billing_file *b)
+{
+	struct billing_file now = {0};
+	struct bill_rates r;
+	struct lg_error e = {0};
+
+	if (b->path == NULL || !stat_of(b->path, &now) ||
+	    (now.dev == b->dev && now.ino == b->ino && now.size == b->size &&
+	     now.mtime_ns == b->mtime_ns))
+		return false;
+	b->dev = now.dev;
+	b->ino = now.ino;
+	b->size = now.size;
+	b->mtime_ns = now.mtime_ns;
+	if (ledger_billing_load(b->path, &r, &e) != 0) {
+		if (!b->failed)
+			fprintf(stderr,
+				"gpuledger serve: --rates %s: %s; the "
+				"previous rates stay in force\n",
+				b->path, e.msg);
+		b->failed = true;
+		return false;
+	}
+	bill_rates_release(&b->rates);
+	b->rates = r;
+	b->failed = false;
+	fprintf(stderr, "gpuledger serve: --rates %s: reloaded (%zu rates)\n",
+		b->path, r.n);
+	return true;
+}
+
+void billing_release(struct billing_file *b)
+{
+	if (b != NULL)
+		bill_rates_release(&b->rates);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The answer */
+
+struct export_out {
+	char *buf;
+	size_t len, cap;
+	bool json, scope, over;
+	const char *tenant; /* a tenant token's namespace, else NULL */
+};
+
+static bool out_put(struct export_out *o, const char *s, size_t n)
+{
+	if (o->len + n + 1 > EXPORT_MAX_BYTES) {
+		o->over = true;
+		return false;
+	}
+	if (o->len + n + 1 > o->cap) {
+		o->cap = o->cap ? o->cap * 2 : 1 << 16;
+		while (o->cap < o->len + n + 1)
+			o->cap *= 2;
+		o->buf = q_xrealloc(o->buf, o->cap);
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+	o->buf[o->len++] = '\n';
+	return true;
+}
+
+static int export_row(void *ctx, const struct bill_row *row)
+{
+	struct export_out *o = ctx;
+	bool ok;
+
+	if (o->tenant != NULL && !ns_in_subtree(o->tenant, row->ns))
+		return 0;
+	if (o->json) {
+		json_t *v = bill_row_json(row);
+		char *text = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		ok = text != NULL && out_put(o, text, strlen(text));
+		free(text);
+		json_decref(v);
+	} else {
+		size_t n = bill_row_csv(row, o->scope, NULL, 0);
+		char *line = q_xmalloc(n + 1);
+
+		bill_row_csv(row, o->scope, line, n + 1);
+		ok = out_put(o, line, n);
+		free(line);
+	}
+	return ok ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Parameters */
+
+struct export_params {
+	char from[64], to[64], month[16], step[16], basis[16], fmt[16],
+		rollup[16], currency[8];
+};
+
+static bool param(struct request *rq, const char *k, char *v, size_t cap,
+		  const char *dflt)
+{
+	if (query_param(rq->query, rq->query_len, k, v, cap) >= 0)
+		return true;
+	snprintf(v, cap, "%s", dflt);
+	return false;
+}
+
+/* The range: from[&to], or month (in the billing file's offset). */
+static bool export_range_params(const struct export_params *p, bool has_from,
+				bool has_to, bool has_month, int32_t offset_s,
+				struct export_opts *eo)
+{
+	int64_t start_ms, end_ms;
+
+	if (has_month)
+		return !has_from && !has_to &&
+		       bill_month_parse(p->month, offset_s, &start_ms,
+					&end_ms) == 0 &&
+		       (eo->from_ns = start_ms * 1000000,
+			eo->to_ns = end_ms * 1000000, start_ms >= 0);
+	return has_from && time_parse_ns(p->from, &eo->from_ns) == 0 &&
+	       (!has_to || time_parse_ns(p->to, &eo->to_ns) == 0);
+}
+
+/* Reads the export's query parameters; false (and a 400 sent) when bad. */
+static bool export_params(struct query_server *qs, struct request *rq,
+			  struct export_opts *eo, struct export_out *o,
+			  struct export_params *p)
+{
+	bool has_from, has_to, has_month, has_cur, ok;
+
+	memset(eo, 0, sizeof(*eo));
+	eo->to_ns = INT64_MAX;
+	eo->rates = &qs->billing.rates;
+	has_from = param(rq, "from", p->from, sizeof(p->from), "");
+	has_to = param(rq, "to", p->to, sizeof(p->to), "");
+	has_month = param(rq, "month", p->month, sizeof(p->month), "");
+	has_cur = param(rq, "currency", p->currency, sizeof(p->currency), "");
+	param(rq, "step", p->step, sizeof(p->step), "day");
+	param(rq, "basis", p->basis, sizeof(p->basis), "reserved");
+	param(rq, "format", p->fmt, sizeof(p->fmt), "focus-csv");
+	param(rq, "rollup", p->rollup, sizeof(p->rollup), "");
+	ok = export_range_params(p, has_from, has_to, has_month,
+				 eo->rates->offset_s, eo) &&
+	     bill_step_parse(p->step, &eo->step) == 0 &&
+	     bill_basis_parse(p->basis, &eo->basis) == 0 &&
+	     (strcmp(p->fmt, "focus-csv") == 0 || strcmp(p->fmt, "json") == 0) &&
+	     (p->rollup[0] == '\0' || strcmp(p->rollup, "subtree") == 0);
+	if (!ok) {
+		reply_error(qs, rq, 400,
+			    "export takes from=RFC3339 (required unless "
+			    "month=YYYY-MM), to=RFC3339, step=hour|day, "
+			    "basis=reserved|allocated, format=focus-csv|json, "
+			    "rollup=subtree, currency=CUR");
+		return false;
+	}
+	eo->currency = has_cur ? p->currency : NULL;
+	eo->rollup_subtree = p->rollup[0] != '\0';
+	o->json = strcmp(p->fmt, "json") == 0;
+	o->scope = eo->rollup_subtree;
+	o->tenant = rq->who != NULL && rq->who->role == ROLE_TENANT
+			    ? rq->who->ns
+			    : NULL;
+	return true;
+}
+
+void handle_export(struct query_server *qs, struct request *rq)
+{
+	struct export_params p;
+	struct export_opts eo;
+	struct export_out o = {0};
+	struct lg_error err = {0};
+	int rc;
+
+	if (!export_params(qs, rq, &eo, &o, &p))
+		return;
+	if (!o.json) {
+		size_t n = bill_csv_header(o.scope, eo.rates, NULL, 0);
+		char *h = q_xmalloc(n + 1);
+
+		bill_csv_header(o.scope, eo.rates, h, n + 1);
+		out_put(&o, h, n);
+		free(h);
+	}
+	rc = ledger_export(qs->lg, &eo, export_row, &o, NULL, &err);
+	if (rc == 1 && o.over) {
+		free(o.buf);
+		reply_error(qs, rq, 413,
+			    "the export is larger than %u bytes: ask for a "
+			    "shorter range",
+			    EXPORT_MAX_BYTES);
+	} else if (rc != 0) {
+		free(o.buf);
+		reply_error(qs, rq,
+			    rc == LG_EINVAL || rc == LG_ENOENT ? 400 : 500,
+			    "%s", err.msg);
+	} else {
+		if (o.buf == NULL)
+			o.buf = q_xstrdup("");
+		reply_raw(qs, rq, 200,
+			  o.json ? "application/x-ndjson" : "text/csv", o.buf,
+			  o.len);
+	}
+}
