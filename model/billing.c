@@ -1023,7 +1023,7 @@ struct row_vals {
 	char head[2 * BILL_HEAD_BYTES + 1];
 	char res_id[TEXT_MAX], res_name[TEXT_MAX], desc[TEXT_MAX];
 	char sku[DNS1123_LABEL_MAX + 16], sku_price[DNS1123_LABEL_MAX + 24];
-	char sku_details[DNS1123_LABEL_MAX + 24];
+	char sku_details[DNS1123_LABEL_MAX + 40];
 	char *path, *tags; /* owned: a tenant path has no small bound */
 };
 
@@ -1043,7 +1043,7 @@ static void row_ids(const struct bill_row *row, const struct bill_rates *cfg,
 	snprintf(x->sku_price, sizeof(x->sku_price), "gpuclass/%s/%s",
 		 row->cls, row->currency ? row->currency : "");
 	snprintf(x->sku_details, sizeof(x->sku_details),
-		 "{\"x_DeviceClass\":\"%s\"}", row->cls);
+		 "{\"GpuCount\":1,\"x_DeviceClass\":\"%s\"}", row->cls);
 }
 
 /* Tags (Key-Value Format): the provider-defined tags gpuledger knows,
