@@ -21,6 +21,18 @@ has() {
 		bad "$1: no line matching /$3/ in: $(head -c 300 "$2")"
 	fi
 }
+# wait_listening FILE: waits up to 5 s for serve's "listening on
+# 127.0.0.1:PORT" line in FILE and sets $port to PORT ("" if it never came).
+wait_listening() {
+	port=
+	i=0
+	while [ $i -lt 100 ] && [ -z "$port" ]; do
+		port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' \
+			"$1" 2>/dev/null)
+		[ -n "$port" ] || sleep 0.05
+		i=$((i + 1))
+	done
+}
 # same NAME WANT GOT: the files are byte for byte equal.
 same() {
 	if cmp -s "$2" "$3"; then ok; else
