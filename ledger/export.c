@@ -20,6 +20,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 _Static_assert(BILL_HEAD_BYTES == LEDGER_HEAD_BYTES,
 	       "a billing row carries a ledger chain head");
@@ -299,14 +300,24 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 	return rc;
 }
 
+/* A billing file is a few entries per class: anything larger is a
+ * mistake, refused before it is read. */
+#define BILLING_FILE_MAX_BYTES (4u << 20)
+
 int ledger_billing_load(const char *path, struct bill_rates *r,
 			struct lg_error *err)
 {
 	json_error_t je;
-	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	struct stat sb;
+	json_t *doc;
 	int rc;
 
 	bill_rates_init(r);
+	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    (uint64_t)sb.st_size > BILLING_FILE_MAX_BYTES)
+		return lg_error_set(err, LG_ELIMIT, "larger than %u bytes",
+				    BILLING_FILE_MAX_BYTES);
+	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (doc == NULL)
 		return lg_error_set(err, LG_EINVAL, "line %d: %s", je.line,
 				    je.text);

@@ -169,14 +169,16 @@ static bool export_range_params(const struct export_params *p, bool has_from,
 {
 	int64_t start_ms, end_ms;
 
-	if (has_month)
-		return !has_from && !has_to &&
-		       bill_month_parse(p->month, offset_s, &start_ms,
-					&end_ms) == 0 &&
-		       (eo->from_ns = start_ms * 1000000,
-			eo->to_ns = end_ms * 1000000, start_ms >= 0);
-	return has_from && time_parse_ns(p->from, &eo->from_ns) == 0 &&
-	       (!has_to || time_parse_ns(p->to, &eo->to_ns) == 0);
+	if (!has_month)
+		return has_from && time_parse_ns(p->from, &eo->from_ns) == 0 &&
+		       (!has_to || time_parse_ns(p->to, &eo->to_ns) == 0);
+	if (has_from || has_to ||
+	    bill_month_parse(p->month, offset_s, &start_ms, &end_ms) != 0 ||
+	    start_ms < 0)
+		return false;
+	eo->from_ns = start_ms * 1000000;
+	eo->to_ns = end_ms * 1000000;
+	return true;
 }
 
 /* Reads the export's query parameters; false (and a 400 sent) when bad. */

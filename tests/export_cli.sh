@@ -177,6 +177,9 @@ refused "--month and --from" '--month replaces --from and --to' --db "$db" \
 	--month 2026-03 --from $day1
 refused "bad --month" 'expected YYYY-MM' --db "$db" --month 2026-3
 refused "bad --month" 'expected YYYY-MM' --db "$db" --month 2026-13
+head -c 5000000 /dev/zero | tr '\0' ' ' >"$tmp/big.json"
+refused "a huge billing file" 'larger than 4194304 bytes' --db "$db" \
+	--from $day1 --rates "$tmp/big.json"
 echo '{"billingPeriodOffset": "CET"}' >"$tmp/tz.json"
 refused "bad offset" 'billingPeriodOffset' --db "$db" --month 2026-03 \
 	--rates "$tmp/tz.json"
