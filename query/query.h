@@ -79,6 +79,14 @@ struct query_opts {
 	unsigned poll_ms;	 /* follow the log every [50] ms */
 	unsigned max_conns;	 /* open connections [4096] */
 	bool handle_signals;	 /* SIGINT and SIGTERM stop the loop */
+	/* TLS (all NULL: plain HTTP). cert and key go together; with
+	 * client_ca every client must present a certificate it signed. The
+	 * files are checked for changes every tls_reload_ms [1000]. */
+	const char *tls_cert, *tls_key, *tls_client_ca;
+	unsigned tls_reload_ms;
+	/* A read replica: POSTs answer 503 naming primary (may be NULL). */
+	bool read_only;
+	const char *primary;
 };
 
 typedef struct query_server query_server_t;

@@ -110,8 +110,9 @@ struct principal {
 };
 
 struct auth_entry {
-	uint8_t token[AUTH_TOKEN_MAX]; /* zero-padded */
+	uint8_t token[AUTH_TOKEN_MAX]; /* zero-padded; cert: the CN */
 	size_t len;
+	bool cert; /* a `cert:<CN> ROLE` line: never matches a token */
 	struct principal who;
 };
 
@@ -138,6 +139,9 @@ void auth_release(struct auth *a);
  * time independent of where (or whether) a match is. Borrowed from a. */
 const struct principal *auth_lookup(const struct auth *a, const char *hdr,
 				    size_t len);
+/* The principal of a verified client certificate whose subject CN is cn
+ * (a `cert:<CN> ROLE` line), or NULL. Borrowed from a. */
+const struct principal *auth_lookup_cert(const struct auth *a, const char *cn);
 /* True when ns is root or lies in root's subtree (DESIGN 2.1, by name). */
 bool ns_in_subtree(const char *root, const char *ns);
 
@@ -257,6 +261,42 @@ const char *http_reason(int status);
 void query_http_settings(http_parser_settings *s);
 void conn_accept(struct query_server *qs, uv_stream_t *listener);
 void conn_close_all(struct query_server *qs);
+
+/* ---------------------------------------------------------------------- */
+/* TLS (query/tls.c): OpenSSL through memory BIOs; no I/O of its own.      */
+
+struct tls;
+struct tls_conn;
+
+#define TLS_RELOAD_MS_DEFAULT 1000
+#define TLS_CN_MAX	      256
+
+/* Loads cert (a PEM chain) and key, and ca when not NULL (then client
+ * certificates are required and verified). Caller closes with tls_close. */
+int tls_open(struct tls **t, const char *cert, const char *key,
+	     const char *ca, struct lg_error *err);
+void tls_close(struct tls *t);
+/* Reloads the files if they changed: 1 reloaded, 0 unchanged, -1 the new
+ * files did not load (logged; the old certificate stays). */
+int tls_reload(struct tls *t);
+/* A server-side session on the current certificate; freed with
+ * tls_conn_free (accepts NULL). */
+struct tls_conn *tls_conn_new(struct tls *t);
+void tls_conn_free(struct tls_conn *tc);
+/* Bytes from the socket (copied). */
+void tls_conn_input(struct tls_conn *tc, const char *p, size_t n);
+/* 1 established, 0 needs more bytes, -1 failed (send the output, close). */
+int tls_conn_handshake(struct tls_conn *tc);
+/* Plaintext: > 0 bytes, 0 needs more bytes, -1 closed or failed. */
+long tls_conn_read(struct tls_conn *tc, char *buf, size_t cap);
+/* Encrypts n bytes into the output; -1 when the session has failed. */
+int tls_conn_write(struct tls_conn *tc, const char *p, size_t n);
+/* What must be sent now (caller frees), NULL when nothing. */
+char *tls_conn_output(struct tls_conn *tc, size_t *len);
+/* Queues a close_notify (when the session is up). */
+void tls_conn_shutdown(struct tls_conn *tc);
+/* The subject CN of the client's verified certificate. */
+bool tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap);
 
 /* ---------------------------------------------------------------------- */
 /* Metrics (query/metrics.c).                                              */
@@ -390,6 +430,8 @@ struct query_server {
 	uv_idle_t batch_idle; /* keeps the loop from sleeping while queued */
 	uv_async_t stop_async;
 	uv_signal_t sig_int, sig_term;
+	uv_timer_t tls_timer; /* checks the TLS files for changes */
+	struct tls *tls;      /* NULL: plain HTTP; owned */
 	http_parser_settings settings;
 	ledger_t *lg;
 	int lock_fd;

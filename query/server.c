@@ -41,6 +41,8 @@ static void opts_defaults(struct query_opts *o)
 		o->poll_ms = QUERY_POLL_MS_DEFAULT;
 	if (o->max_conns == 0)
 		o->max_conns = QUERY_MAX_CONNS_DEFAULT;
+	if (o->tls_reload_ms == 0)
+		o->tls_reload_ms = TLS_RELOAD_MS_DEFAULT;
 }
 
 /* "HOST:PORT" or "[V6]:PORT" with a numeric host; *loopback tells whether
@@ -171,6 +173,13 @@ static void on_check(uv_check_t *h)
 		verdict_batch_run(qs);
 }
 
+static void on_tls_timer(uv_timer_t *t)
+{
+	struct query_server *qs = t->data;
+
+	tls_reload(qs->tls);
+}
+
 static void on_connection(uv_stream_t *l, int status)
 {
 	struct query_server *qs = l->data;
@@ -185,7 +194,7 @@ static void close_handles(struct query_server *qs)
 		(uv_handle_t *)&qs->listener,	 (uv_handle_t *)&qs->follow,
 		(uv_handle_t *)&qs->batch_check, (uv_handle_t *)&qs->batch_idle,
 		(uv_handle_t *)&qs->stop_async,	 (uv_handle_t *)&qs->sig_int,
-		(uv_handle_t *)&qs->sig_term,
+		(uv_handle_t *)&qs->sig_term,	 (uv_handle_t *)&qs->tls_timer,
 	};
 
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
@@ -274,6 +283,8 @@ static void init_handles(struct query_server *qs)
 	uv_async_init(&qs->loop, &qs->stop_async, on_stop);
 	uv_signal_init(&qs->loop, &qs->sig_int);
 	uv_signal_init(&qs->loop, &qs->sig_term);
+	uv_timer_init(&qs->loop, &qs->tls_timer);
+	qs->tls_timer.data = qs;
 	qs->follow.data = qs->batch_check.data = qs->batch_idle.data = qs;
 	qs->stop_async.data = qs->sig_int.data = qs->sig_term.data = qs;
 }
@@ -303,6 +314,14 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 	}
 	init_handles(qs);
 	rc = qs->o.token_file ? auth_load(&qs->auth, qs->o.token_file, err) : 0;
+	if (rc == 0 && (qs->o.tls_cert || qs->o.tls_key || qs->o.tls_client_ca))
+		rc = qs->o.tls_client_ca && !qs->o.tls_cert
+			     ? lg_error_set(err, LG_EINVAL,
+					    "--tls-client-ca needs --tls-cert "
+					    "and --tls-key")
+			     : tls_open(&qs->tls, qs->o.tls_cert,
+					qs->o.tls_key, qs->o.tls_client_ca,
+					err);
 	if (rc == 0)
 		rc = bind_listener(qs, err);
 	if (rc == 0)
@@ -328,6 +347,9 @@ int query_server_run(query_server_t *qs, struct lg_error *err)
 		return 0;
 	uv_timer_start(&qs->follow, on_follow, qs->o.poll_ms, qs->o.poll_ms);
 	uv_check_start(&qs->batch_check, on_check);
+	if (qs->tls != NULL)
+		uv_timer_start(&qs->tls_timer, on_tls_timer,
+			       qs->o.tls_reload_ms, qs->o.tls_reload_ms);
 	if (qs->o.handle_signals) {
 		uv_signal_start(&qs->sig_int, on_signal, SIGINT);
 		uv_signal_start(&qs->sig_term, on_signal, SIGTERM);
@@ -359,6 +381,7 @@ void query_server_close(query_server_t *qs)
 	tenant_cache_release(&qs->cache);
 	rcache_release(&qs->rcache);
 	auth_release(&qs->auth);
+	tls_close(qs->tls);
 	ledger_close(qs->lg);
 	if (qs->lock_fd >= 0)
 		close(qs->lock_fd);
