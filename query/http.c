@@ -63,6 +63,7 @@ struct conn {
 	 * certificate (a `cert:<CN>` token-file line), or NULL. */
 	struct tls_conn *tls;
 	bool tls_up;
+	bool probe_only; /* accepted on the probe listener */
 	const struct principal *cert_who;
 };
 
@@ -792,6 +793,11 @@ static void dispatch(struct conn *c)
 		rq.query_len = u.field_data[UF_QUERY].len;
 	}
 	rq.route = route_match(c->parser.method, seg, n, rq.param, &status);
+	if (rq.route != R_NONE && c->probe_only &&
+	    !query_routes[rq.route].public) {
+		rq.route = R_NONE;
+		status = 404;
+	}
 	if (rq.route == R_NONE) {
 		reply_error(qs, &rq, status, "%s",
 			    status == 405 ? "method not allowed"
@@ -864,7 +870,8 @@ void conn_accept(struct query_server *qs, uv_stream_t *listener)
 	/* A handshake, too, must be done within request_ms: the timer runs
 	 * from here, and slow handshakes are cut like slow requests. */
 	uv_timer_start(&c->timer, on_timer, qs->o.request_ms, 0);
-	if (qs->tls != NULL)
+	c->probe_only = listener == (uv_stream_t *)&qs->probe_listener;
+	if (qs->tls != NULL && !c->probe_only)
 		c->tls = tls_conn_new(qs->tls);
 	conn_reading(c, true);
 }

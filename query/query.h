@@ -84,6 +84,10 @@ struct query_opts {
 	 * files are checked for changes every tls_reload_ms [1000]. */
 	const char *tls_cert, *tls_key, *tls_client_ca;
 	unsigned tls_reload_ms;
+	/* A second, plain HTTP listener that answers only /healthz and
+	 * /readyz (NULL: none): the kubelet's probes present no client
+	 * certificate. */
+	const char *probe_listen;
 	/* A read replica: POSTs answer 503 naming primary (may be NULL). */
 	bool read_only;
 	const char *primary;
@@ -100,6 +104,8 @@ int query_server_open(query_server_t **qs, const struct query_opts *o,
 		      struct lg_error *err);
 /* The bound port (useful after asking for port 0). */
 int query_server_port(const query_server_t *qs);
+/* The probe listener's port (0 without one). */
+int query_server_probe_port(const query_server_t *qs);
 /* Runs the loop until query_server_stop (or a signal when handle_signals).
  * Returns 0 or an LG_* code when the loop could not run. */
 int query_server_run(query_server_t *qs, struct lg_error *err);

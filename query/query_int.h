@@ -158,6 +158,7 @@ enum route_id {
 	R_ADMISSION,
 	R_DECLARATIONS,
 	R_VERDICT,
+	R_VERDICTS,
 	R_STATE,
 	R_EVENTS,
 	R_EXPORT,
@@ -346,6 +347,8 @@ struct pending {
 	int type;	  /* VT_* */
 	json_t *req;	  /* the normalised request; owned */
 	char *review_uid; /* AdmissionReview: answer one; owned */
+	json_t *requester; /* AdmissionReview: who asked (DESIGN 3.5); owned */
+	bool dry_run;	   /* request.dryRun: judged, not recorded */
 	enum route_id route;
 	uint64_t t0_ns;
 };
@@ -365,17 +368,27 @@ int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
 		    struct lg_error *err);
 /* The handlers of POST /v1/admission and /v1/declarations and GET
  * /v1/verdicts/{id}. */
-route_fn handle_admission, handle_declaration, handle_verdict;
+route_fn handle_admission, handle_declaration, handle_verdict,
+	handle_verdicts;
 /* Appends and answers every queued verdict (the group commit). */
 void verdict_batch_run(struct query_server *qs);
 /* Forgets c in the queue (its connection is closing). */
 void verdict_forget_conn(struct query_server *qs, struct conn *c);
 void pending_q_release(struct pending_q *q);
-/* The internal request of an AdmissionReview (admission.k8s.io/v1):
- * *uid is its request.uid (borrowed from review). */
+/* The internal request of an AdmissionReview (admission.k8s.io/v1): a
+ * Tenant gives a declaration request (the namespace it governs, the old
+ * and new spec.resourceQuotas), any other kind an admission request. *uid
+ * is its request.uid (borrowed from review). */
 int review_to_request(const json_t *review, json_t **req, const char **uid,
 		      struct lg_error *err);
-/* The AdmissionReview answering uid with verdict v (borrowed). */
+/* True when the review's request is a Tenant (a declaration). */
+bool review_is_tenant(const json_t *review);
+/* {"groups", "operation", "uid", "username"} of a review's request (new
+ * reference); absent members are "" and []. */
+json_t *review_requester(const json_t *review);
+/* The AdmissionReview answering uid with verdict v (borrowed): status
+ * {code, message, reason}, warnings, and the verdict's id and seq as audit
+ * annotations (a dry run, which has none, says so instead). */
 json_t *review_response(const char *uid, const json_t *v);
 /* Keeps only the members of a request its verdict function reads. */
 json_t *request_normalise(int type, const json_t *body);
@@ -425,6 +438,7 @@ struct query_server {
 	struct query_opts o;
 	uv_loop_t loop;
 	uv_tcp_t listener;
+	uv_tcp_t probe_listener; /* with o.probe_listen */
 	uv_timer_t follow;
 	uv_check_t batch_check;
 	uv_idle_t batch_idle; /* keeps the loop from sleeping while queued */
@@ -435,7 +449,7 @@ struct query_server {
 	http_parser_settings settings;
 	ledger_t *lg;
 	int lock_fd;
-	int port;
+	int port, probe_port;
 	struct auth auth;
 	struct metrics m;
 	struct vindex vix;

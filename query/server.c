@@ -195,6 +195,7 @@ static void close_handles(struct query_server *qs)
 		(uv_handle_t *)&qs->batch_check, (uv_handle_t *)&qs->batch_idle,
 		(uv_handle_t *)&qs->stop_async,	 (uv_handle_t *)&qs->sig_int,
 		(uv_handle_t *)&qs->sig_term,	 (uv_handle_t *)&qs->tls_timer,
+		(uv_handle_t *)&qs->probe_listener,
 	};
 
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
@@ -226,11 +227,35 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ---------------------------------------------------------------------- */
 
+/* Binds and listens on addr; *port is the port bound. */
+static int listen_on(struct query_server *qs, uv_tcp_t *l, const char *addr,
+		     const struct sockaddr_storage *ss, int *port,
+		     struct lg_error *err)
+{
+	struct sockaddr_storage got;
+	int len = sizeof(got), rc;
+
+	uv_tcp_init(&qs->loop, l);
+	l->data = qs;
+	rc = uv_tcp_bind(l, (const struct sockaddr *)ss, 0);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)l, 511, on_connection);
+	if (rc == 0)
+		rc = uv_tcp_getsockname(l, (struct sockaddr *)&got, &len);
+	if (rc != 0)
+		return lg_error_set(err, LG_EIO, "listen on %s: %s", addr,
+				    uv_strerror(rc));
+	*port = ntohs(got.ss_family == AF_INET6
+			      ? ((struct sockaddr_in6 *)&got)->sin6_port
+			      : ((struct sockaddr_in *)&got)->sin_port);
+	return 0;
+}
+
 static int bind_listener(struct query_server *qs, struct lg_error *err)
 {
-	struct sockaddr_storage ss, got;
-	int len = sizeof(got), rc;
+	struct sockaddr_storage ss;
 	bool loopback = false;
+	int rc;
 
 	if ((rc = parse_listen(qs->o.listen, &ss, &loopback, err)) != 0)
 		return rc;
@@ -239,21 +264,17 @@ static int bind_listener(struct query_server *qs, struct lg_error *err)
 				    "refusing to listen on %s, which is not a "
 				    "loopback address, without --token-file",
 				    qs->o.listen);
-	uv_tcp_init(&qs->loop, &qs->listener);
-	qs->listener.data = qs;
-	rc = uv_tcp_bind(&qs->listener, (const struct sockaddr *)&ss, 0);
-	if (rc == 0)
-		rc = uv_listen((uv_stream_t *)&qs->listener, 511,
-			       on_connection);
-	if (rc == 0)
-		rc = uv_tcp_getsockname(&qs->listener, (struct sockaddr *)&got,
-					&len);
-	if (rc != 0)
-		return lg_error_set(err, LG_EIO, "listen on %s: %s",
-				    qs->o.listen, uv_strerror(rc));
-	qs->port = ntohs(got.ss_family == AF_INET6
-				 ? ((struct sockaddr_in6 *)&got)->sin6_port
-				 : ((struct sockaddr_in *)&got)->sin_port);
+	if ((rc = listen_on(qs, &qs->listener, qs->o.listen, &ss, &qs->port,
+			    err)) != 0)
+		return rc;
+	/* The probe port answers only the public probes, so it needs no
+	 * token file wherever it listens. */
+	if (qs->o.probe_listen != NULL &&
+	    ((rc = parse_listen(qs->o.probe_listen, &ss, &loopback, err)) !=
+		     0 ||
+	     (rc = listen_on(qs, &qs->probe_listener, qs->o.probe_listen, &ss,
+			     &qs->probe_port, err)) != 0))
+		return rc;
 	return 0;
 }
 
@@ -337,6 +358,11 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 int query_server_port(const query_server_t *qs)
 {
 	return qs->port;
+}
+
+int query_server_probe_port(const query_server_t *qs)
+{
+	return qs->probe_port;
 }
 
 int query_server_run(query_server_t *qs, struct lg_error *err)

@@ -204,7 +204,16 @@ stop_server
 
 # --- client certificates ----------------------------------------------------
 start_server --tls-cert "$tmp/server.crt" --tls-key "$tmp/server.key" \
-	--tls-client-ca "$tmp/ca.crt" --token-file "$tmp/tokens"
+	--tls-client-ca "$tmp/ca.crt" --token-file "$tmp/tokens" \
+	--probe-listen 127.0.0.1:0
+pport=$(sed -n 's/^probes on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/serve.out")
+for p in /healthz /readyz; do
+	code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$pport$p")
+	[ "$code" = 200 ] && ok || bad "probe port $p: $code"
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" \
+	"http://127.0.0.1:$pport/v1/tenants")
+[ "$code" = 404 ] && ok || bad "the probe port answers only probes: $code"
 refused "no client certificate" --cacert "$tmp/ca.crt"
 refused "a client certificate of another CA" --cacert "$tmp/ca.crt" \
 	--cert "$tmp/intruder.crt" --key "$tmp/intruder.key"

@@ -14,7 +14,7 @@ static const char serve_usage[] =
 	"usage: gpuledger serve --db DIR [--listen HOST:PORT] "
 	"[--token-file FILE]\n"
 	"       [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
-	"       [--read-only [--primary URL]]\n"
+	"       [--read-only [--primary URL]] [--probe-listen HOST:PORT]\n"
 	"  the query process: HTTP/1.1 JSON API under /v1 (DESIGN 7).\n"
 	"  Rebuilds the state from the latest checkpoint and the tail, then\n"
 	"  follows the log as the watcher appends; /readyz answers 200 once\n"
@@ -39,6 +39,9 @@ static const char serve_usage[] =
 	"  --read-only         a replica (gpuledger replicate): GETs answer,\n"
 	"                      other methods 503\n"
 	"  --primary URL       named in those 503 answers\n"
+	"  --probe-listen HOST:PORT  plain HTTP for /healthz and /readyz\n"
+	"                      only (the kubelet presents no client\n"
+	"                      certificate); prints \"probes on HOST:PORT\"\n"
 	"  --max-body BYTES    request body bound (default 1048576)\n"
 	"  --max-conns N       open connections (default 4096)\n"
 	"  --idle-ms MS        keep-alive idle time (default 30000)\n"
@@ -105,6 +108,7 @@ int cmd_serve(int argc, char **argv)
 		{"--tls-reload-ms", OPT_U64, &reload},
 		{"--read-only", OPT_FLAG, &o.read_only},
 		{"--primary", OPT_STR, &o.primary},
+		{"--probe-listen", OPT_STR, &o.probe_listen},
 	};
 	const struct cmd_spec spec = {"serve", serve_usage, opts,
 				      sizeof(opts) / sizeof(opts[0])};
@@ -136,6 +140,10 @@ int cmd_serve(int argc, char **argv)
 	listen = o.listen ? o.listen : QUERY_LISTEN_DEFAULT;
 	printf("listening on %.*s:%d\n", (int)(strrchr(listen, ':') - listen),
 	       listen, query_server_port(qs));
+	if (o.probe_listen != NULL)
+		printf("probes on %.*s:%d\n",
+		       (int)(strrchr(o.probe_listen, ':') - o.probe_listen),
+		       o.probe_listen, query_server_probe_port(qs));
 	fflush(stdout);
 	rc = query_server_run(qs, &err);
 	query_server_close(qs);
