@@ -39,6 +39,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_tls import Serve  # noqa: E402
+
 import yaml
 
 NS = "gpuledger"
@@ -53,6 +56,10 @@ KINDS = {
     "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", False),
     "Role": ("rbac.authorization.k8s.io/v1", True),
     "RoleBinding": ("rbac.authorization.k8s.io/v1", True),
+    "Issuer": ("cert-manager.io/v1", True),
+    "Certificate": ("cert-manager.io/v1", True),
+    "ValidatingWebhookConfiguration": ("admissionregistration.k8s.io/v1",
+                                       False),
 }
 REQUIRED = ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
             "PersistentVolumeClaim", "Deployment", "Service"]
@@ -421,7 +428,8 @@ def mount_of(ct, path):
 
 
 def check_paths(c, ct, args):
-    for f in ("--db", "--token-file", "--classes", "--record", "--kubeconfig"):
+    for f in ("--db", "--token-file", "--classes", "--record", "--kubeconfig",
+              "--tls-cert", "--tls-key", "--tls-client-ca"):
         p = flag(args, f)
         if p is not None:
             c.check(f"container {ct['name']}: {f} {p} is on a volume",
@@ -443,51 +451,42 @@ def check_shared_db(c, dep):
 
 # ---------------------------------------------------------- live: serve
 def run_serve(c, docs, binary, tmp):
-    """The serve container's command line, its mounts moved under tmp."""
-    dep = one(docs, "Deployment")
-    ct = [x for x in containers(dep) if x.get("name") == "serve"][0]
-    args = list(gpuledger_args(ct) or [])
-    for m in ct.get("volumeMounts") or []:
-        local = os.path.join(tmp, "mnt", m["name"])
-        os.makedirs(local, exist_ok=True)
-        args = [a.replace(m["mountPath"], local) if a.startswith(
-            m["mountPath"]) else a for a in args]
-    tf = flag(args, "--token-file")
-    if tf:
-        with open(tf, "w") as f:
-            f.write("t0k3n-for-the-deploy-check admin\n")
-        os.chmod(tf, 0o600)
-    port = str(get(ct, "ports", 0, "containerPort"))
-    listen = flag(args, "--listen") or ""
-    c.check("serve --listen uses the container port",
-            listen.endswith(":" + port), listen)
-    args = [a.replace(listen, "127.0.0.1:0") if a == listen else a
-            for a in args]
-    p = subprocess.Popen([binary] + args, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT)
+    """The serve container's command line, its mounts moved under tmp and
+    the TLS files made (tests/deploy/serve_tls.py)."""
+    srv = Serve(binary, docs, tmp)
     try:
-        line = p.stdout.readline().decode()
-        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        if not c.check("the serve command line starts", m is not None, line):
+        ct = srv.ct
+        port = str(get(ct, "ports", 0, "containerPort"))
+        c.check("serve --listen uses the container port",
+                srv.listen.endswith(":" + port), srv.listen)
+        if not c.check("the serve command line starts",
+                       srv.port is not None, srv.first):
             return
-        base = "http://127.0.0.1:" + m.group(1)
+        ports = {p.get("name"): p.get("containerPort")
+                 for p in ct.get("ports") or []}
         for probe in ("readinessProbe", "livenessProbe"):
             path = get(ct, probe, "httpGet", "path")
+            on_probe = srv.probe_listen is not None and \
+                srv.probe_listen.endswith(":%s" % ports.get(
+                    get(ct, probe, "httpGet", "port")))
             try:
-                code = urllib.request.urlopen(base + path, timeout=5).status
+                code, _ = srv.request(path, probe=on_probe)
             except Exception as e:  # noqa: BLE001 - reported as a failure
                 code = str(e)
             c.check(f"serve answers its {probe} {path} without a token",
                     code == 200, str(code))
         try:
-            urllib.request.urlopen(base + "/v1/tenants", timeout=5)
-            code = 200
-        except urllib.error.HTTPError as e:
-            code = e.code
-        c.check("serve demands a token for /v1/tenants", code == 401,
+            code, _ = srv.request("/v1/tenants")
+        except Exception as e:  # noqa: BLE001
+            code = "refused" if srv.tls else str(e)
+        c.check("serve demands a token (or a client certificate) for "
+                "/v1/tenants", code in (401, "refused"), str(code))
+        code, _ = srv.request("/v1/tenants", token=srv.admin,
+                              cert=srv.client_cn or None)
+        c.check("serve answers /v1/tenants to the admin token", code == 200,
                 str(code))
     finally:
-        stop(p)
+        srv.stop()
 
 
 # ---------------------------------------------------------- live: watch
