@@ -39,7 +39,8 @@
  *   GET /v1/verdicts/{id}      the verdict as answered; ?verify=1 adds
  *                              "verified" and, when false, "recomputed"
  *   GET /v1/state?at=SEQ|TIME  `replay --json` (with chainHead)
- *   GET /v1/events?from&limit  {"events": [log form], "next", "lastSeq"}
+ *   GET /v1/events?from&limit  {"events": [log form + "head", the chain
+ *                              head after the event], "next", "lastSeq"}
  *                              (limit 1..10000, default 100; at most about
  *                              8 MiB per answer: continue from "next")
  *   GET /v1/export             billing rows (DESIGN 8) as focus-csv or NDJSON
