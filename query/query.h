@@ -14,7 +14,8 @@
  *    ledger_append (group commit) and answered together.
  *  - The VERDICT event's record is the canonical JSON of the verdict object
  *    {"allowed", "basisSeq", "chainHead", "checks", "id", "message",
- *    "reason", "request", "type", "warnings"}. The event's own seq is not in
+ *    "reason", "request", "type", "warnings"}, plus "requester" when it
+ *    was asked through an AdmissionReview. The event's own seq is not in
  *    the record (it cannot be known before the append); answers add it as
  *    "seq". id is the verdict counter: the n-th VERDICT event of the log has
  *    id n. One server per ledger writes verdicts (a lock file in the ledger
@@ -34,8 +35,16 @@
  *                              basisSeq, chainHead; an AdmissionReview in
  *                              gets an AdmissionReview out (response.uid,
  *                              allowed, status {code 200|403, message
- *                              "<reason>: <message>"}, warnings, and
- *                              auditAnnotations with the verdict id/seq)
+ *                              "<reason>: <message>", reason}, warnings,
+ *                              and auditAnnotations with the verdict
+ *                              id/seq); a Tenant review goes to
+ *                              declarations; request.dryRun is judged,
+ *                              not recorded; a recorded review keeps
+ *                              "requester" {username, groups, uid,
+ *                              operation}
+ *   GET /v1/verdicts?tenant&requester&reason&from&to&after&limit
+ *                              {"verdicts": [verdict + "seq", "time"],
+ *                              "next": id|null}
  *   GET /v1/verdicts/{id}      the verdict as answered; ?verify=1 adds
  *                              "verified" and, when false, "recomputed"
  *   GET /v1/state?at=SEQ|TIME  `replay --json` (with chainHead)
