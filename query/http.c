@@ -274,11 +274,12 @@ static void raw_write(struct conn *c, const char *head, size_t hn,
 static void tls_flush(struct conn *c)
 {
 	size_t len;
-	char *out = tls_conn_output(c->tls, &len);
+	const char *out = tls_conn_output(c->tls, &len);
 
+	/* raw_write copies what the socket does not take at once. */
 	if (out != NULL && !c->closing)
 		raw_write(c, out, len, "", 0);
-	free(out);
+	tls_conn_output_done(c->tls);
 }
 
 /* Writes head and body, through TLS when the connection has it. A small

@@ -292,8 +292,10 @@ int tls_conn_handshake(struct tls_conn *tc);
 long tls_conn_read(struct tls_conn *tc, char *buf, size_t cap);
 /* Encrypts n bytes into the output; -1 when the session has failed. */
 int tls_conn_write(struct tls_conn *tc, const char *p, size_t n);
-/* What must be sent now (caller frees), NULL when nothing. */
-char *tls_conn_output(struct tls_conn *tc, size_t *len);
+/* What must be sent now, NULL when nothing: borrowed until
+ * tls_conn_output_done, which empties it (no other tls_conn call between). */
+const char *tls_conn_output(struct tls_conn *tc, size_t *len);
+void tls_conn_output_done(struct tls_conn *tc);
 /* Queues a close_notify (when the session is up). */
 void tls_conn_shutdown(struct tls_conn *tc);
 /* The subject CN of the client's verified certificate. */

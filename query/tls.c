@@ -301,19 +301,18 @@ int tls_conn_write(struct tls_conn *tc, const char *p, size_t n)
 	return 0;
 }
 
-char *tls_conn_output(struct tls_conn *tc, size_t *len)
+const char *tls_conn_output(struct tls_conn *tc, size_t *len)
 {
-	size_t n = BIO_ctrl_pending(tc->wbio);
-	char *out;
+	char *p = NULL;
+	long n = BIO_get_mem_data(tc->wbio, &p);
 
-	*len = 0;
-	if (n == 0)
-		return NULL;
-	out = q_xmalloc(n);
-	if (BIO_read(tc->wbio, out, (int)n) != (int)n)
-		abort();
-	*len = n;
-	return out;
+	*len = n > 0 ? (size_t)n : 0;
+	return *len > 0 ? p : NULL;
+}
+
+void tls_conn_output_done(struct tls_conn *tc)
+{
+	(void)BIO_reset(tc->wbio);
 }
 
 void tls_conn_shutdown(struct tls_conn *tc)
