@@ -34,23 +34,15 @@ echo auditor-token-0123456789 >"$tmp/reader"
 chmod 600 "$tmp/reader"
 tls="--tls-cert $tmp/server.crt --tls-key $tmp/server.key"
 
-# serve_at DB LISTEN OUT: starts serve, waits for its port; $spid, $sport.
+# serve_at DB LISTEN OUT [OPTIONS]: serve with the tokens and TLS; $spid,
+# $sport.
 serve_at() {
-	rm -f "$3"
+	sa_db=$1 sa_listen=$2 sa_out=$3
+	shift 3
 	# shellcheck disable=SC2086
-	"$bin" serve --db "$1" --listen "$2" --token-file "$tmp/tokens" $tls \
-		--poll-ms 20 ${4:-} >"$3" 2>"$3.err" &
-	spid=$!
+	serve_up "$sa_db" "$sa_listen" "$sa_out" "$sa_out.err" \
+		--token-file "$tmp/tokens" $tls --poll-ms 20 "$@"
 	pids="$pids $spid"
-	sport=
-	i=0
-	while [ $i -lt 100 ] && [ -z "$sport" ]; do
-		sport=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' \
-			"$3" 2>/dev/null)
-		[ -n "$sport" ] || sleep 0.05
-		i=$((i + 1))
-	done
-	[ -n "$sport" ] || bad "serve did not start: $(cat "$3.err")"
 }
 start_replica() {
 	"$bin" replicate --from "https://127.0.0.1:$pport" --db "$tmp/rep" \
@@ -136,7 +128,7 @@ n=$(grep -c '"type":"VERDICT"' "$tmp/rlog")
 serve_at "$tmp/primary" 127.0.0.1:0 "$tmp/p.out"
 ppid=$spid pport=$sport
 serve_at "$tmp/rep" 127.0.0.1:0 "$tmp/r.out" \
-	"--read-only --primary https://127.0.0.1:$pport"
+	--read-only --primary "https://127.0.0.1:$pport"
 rport=$sport
 for path in /v1/tenants/tenant-acme/remaining /v1/tenants /v1/verdicts/3; do
 	for p in "$pport" "$rport"; do

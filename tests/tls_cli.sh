@@ -18,27 +18,6 @@ db=$tmp/db
 port=
 client="python3 $here/tls/client.py"
 
-start_server() {
-	rm -f "$tmp/serve.out"
-	"$bin" serve --db "$db" --listen 127.0.0.1:0 "$@" \
-		>"$tmp/serve.out" 2>"$tmp/serve.err" &
-	server_pid=$!
-	port=
-	i=0
-	while [ $i -lt 100 ] && [ -z "$port" ]; do
-		port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' \
-			"$tmp/serve.out" 2>/dev/null)
-		[ -n "$port" ] || sleep 0.05
-		i=$((i + 1))
-	done
-	[ -n "$port" ] || bad "serve did not start: $(cat "$tmp/serve.err")"
-}
-stop_server() {
-	[ -n "$server_pid" ] || return 0
-	kill -TERM "$server_pid" 2>/dev/null
-	wait "$server_pid"
-	server_pid=
-}
 # get NAME WANT PATH CURL-ARGS...: an HTTPS GET answered WANT.
 get() {
 	name=$1 want=$2 path=$3

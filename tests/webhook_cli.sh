@@ -7,16 +7,5 @@
 set -u
 bin=${1:-./gpuledger}
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=$(python3 "$root/tests/deploy/webhook_check.py" --bin "$bin" \
-	--root "$root" 2>&1)
-rc=$?
-printf '%s\n' "$out" | grep -v -e '^ok: ' -e '^checks: '
-pass=$(printf '%s\n' "$out" | sed -n 's/^checks: \([0-9]*\) passed.*/\1/p')
-fail=$(printf '%s\n' "$out" | sed -n 's/^checks: [0-9]* passed, \([0-9]*\) failed/\1/p')
-if [ -z "$pass" ]; then
-	pass=0 fail=1
-	echo "FAIL: webhook_check.py did not finish (exit $rc)"
-fi
-[ "$rc" -eq 0 ] || [ "$fail" -gt 0 ] || fail=1
-echo "webhook_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+. "$root/tests/lib/cli.sh"
+py_checks webhook_cli "$root/tests/deploy/webhook_check.py" --bin "$bin" --root "$root"

@@ -40,7 +40,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_tls import Serve  # noqa: E402
+from serve_tls import Checks, Serve, flag, get  # noqa: E402
 
 import yaml
 
@@ -68,20 +68,6 @@ DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
                            r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
-class Checks:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-            print("ok: " + name)
-        else:
-            self.failed += 1
-            print("FAIL: " + name + (": " + detail if detail else ""))
-        return ok
-
-
 def load(root):
     docs = []
     for path in sorted(glob.glob(os.path.join(root, "deploy", "*.yaml"))):
@@ -90,17 +76,6 @@ def load(root):
                 if d is not None:
                     docs.append((os.path.basename(path), d))
     return docs
-
-
-def get(d, *path, default=None):
-    for k in path:
-        if isinstance(d, dict) and k in d:
-            d = d[k]
-        elif isinstance(d, list) and isinstance(k, int) and k < len(d):
-            d = d[k]
-        else:
-            return default
-    return d
 
 
 def one(docs, kind):
@@ -406,15 +381,6 @@ def check_commands(c, docs, binary):
         tf = flag(gpuledger_args(serve[0]) or [], "--token-file")
         c.check("init container writes the token file serve reads",
                 tf is not None and tf in (init[0].get("command") or []))
-
-
-def flag(args, name):
-    for i, a in enumerate(args):
-        if a == name and i + 1 < len(args):
-            return args[i + 1]
-        if a.startswith(name + "="):
-            return a.split("=", 1)[1]
-    return None
 
 
 def mount_of(ct, path):

@@ -1,4 +1,6 @@
-"""The serve container of deploy/deployment.yaml, run on this machine: its
+"""Helpers of the deploy/ checks (check_manifests.py, webhook_check.py):
+Checks, manifest lookups, and the serve container of deploy/deployment.yaml
+run on this machine: its
 command line with every mounted path moved under a scratch directory, the
 listeners moved to ephemeral loopback ports, and the files cert-manager
 would mount made here (a CA, the serving certificate for the Certificate's
@@ -26,7 +28,25 @@ def flag(args, name):
     for i, a in enumerate(args):
         if a == name and i + 1 < len(args):
             return args[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
     return None
+
+
+class Checks:
+    """Counts checks; prints "ok: NAME" or "FAIL: NAME: DETAIL"."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print("ok: " + name)
+        else:
+            self.failed += 1
+            print("FAIL: " + name + (": " + detail if detail else ""))
+        return ok
 
 
 def objects(docs, kind):

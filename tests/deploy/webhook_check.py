@@ -25,21 +25,7 @@ import urllib.parse
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_tls import Serve, get, objects  # noqa: E402
-
-
-class Checks:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-            print("ok: " + name)
-        else:
-            self.failed += 1
-            print(f"FAIL: {name}" + (f" ({detail})" if detail else ""))
-        return ok
+from serve_tls import Checks, Serve, get, objects  # noqa: E402
 
 
 def load(root):
