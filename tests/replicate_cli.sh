@@ -173,5 +173,26 @@ has "the seq it lacks is named" "$tmp/err" 'departs from this replica at seq 21 
 kill -TERM "$spid"
 wait "$spid"
 
+# A primary whose event does not hash to the head it sends: a fresh replica
+# takes the events before it and stops at it, appending nothing of it.
+serve_at "$tmp/primary" 127.0.0.1:0 "$tmp/p.out"
+python3 "$here/replicate/tamper.py" "https://127.0.0.1:$sport" "$tmp/ca.crt" \
+	auditor-token-0123456789 30 >"$tmp/tamper.port" 2>"$tmp/tamper.err" &
+tpid=$!
+pids="$pids $tpid"
+i=0
+while [ $i -lt 100 ] && [ ! -s "$tmp/tamper.port" ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+run "$bin" replicate --from "http://127.0.0.1:$(cat "$tmp/tamper.port")" \
+	--db "$tmp/fresh" --page 25 --once
+expect "replicating from a primary whose event does not match its head" 1
+has "the event's seq is named" "$tmp/err" 'departs from this replica at seq 30 \(its head does not follow'
+"$bin" stats --db "$tmp/fresh" >"$tmp/fresh.stats" 2>&1
+has "the page before it was appended, nothing of the bad page" "$tmp/fresh.stats" '^lastSeq: 25$'
+kill "$tpid" "$spid"
+wait "$tpid" "$spid" 2>/dev/null
+
 echo "replicate_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
