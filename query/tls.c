@@ -64,6 +64,23 @@ static void ssl_reason(char *out, size_t cap)
 	ERR_clear_error();
 }
 
+/* ALPN: this server speaks HTTP/1.1 only. A client that offers it (curl,
+ * Go's net/http in the API server, which also offers h2) gets it; one that
+ * offers only other protocols goes on without ALPN, as without the
+ * extension, and is answered in HTTP/1.1 or not at all. */
+static int alpn_select(SSL *ssl, const unsigned char **out,
+		       unsigned char *outlen, const unsigned char *in,
+		       unsigned int inlen, void *arg)
+{
+	static const unsigned char h11[] = "\x08http/1.1";
+
+	if (SSL_select_next_proto((unsigned char **)out, outlen, h11,
+				  sizeof(h11) - 1, in,
+				  inlen) == OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_OK;
+	return SSL_TLSEXT_ERR_NOACK;
+}
+
 static int ctx_build(const struct tls *t, SSL_CTX **out, struct lg_error *err)
 {
 	static const unsigned char sid[] = "gpuledger";
@@ -80,6 +97,7 @@ static int ctx_build(const struct tls *t, SSL_CTX **out, struct lg_error *err)
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
 					 SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_session_id_context(ctx, sid, sizeof(sid) - 1);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
 	what = t->cert;
 	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
 		goto fail;

@@ -128,6 +128,14 @@ if openssl s_client -connect "127.0.0.1:$port" -tls1_1 \
 else
 	has "TLS 1.1 refused by protocol version" "$tmp/s" 'alert protocol version|unsupported protocol|no protocols available|wrong version'
 fi
+# ALPN: offered h2 and http/1.1 (as curl and the API server's Go client
+# do), the server picks http/1.1; offered h2 alone, it picks nothing.
+openssl s_client -connect "127.0.0.1:$port" -CAfile "$tmp/ca.crt" \
+	-alpn h2,http/1.1 </dev/null >"$tmp/s" 2>&1
+has "ALPN picks http/1.1" "$tmp/s" '^ALPN protocol: http/1.1'
+openssl s_client -connect "127.0.0.1:$port" -CAfile "$tmp/ca.crt" \
+	-alpn h2 </dev/null >"$tmp/s" 2>&1
+has "ALPN without http/1.1: none" "$tmp/s" '^No ALPN negotiated'
 # A handshake that never finishes is cut like a slow request.
 r=$($client slowhello "$port")
 [ "$r" = closed ] && ok || bad "a stalled handshake was not cut ($r)"
