@@ -189,9 +189,9 @@ struct replica_opts {
 	const char *url;   /* the primary, "https://host:port" (no /v1) */
 	const char *token; /* bearer token; NULL: none */
 	const char *ca_file, *cert_file, *key_file; /* TLS; NULL: defaults */
-	unsigned page;	   /* events per request [1000] */
-	unsigned poll_ms;  /* wait when caught up [500] */
-	bool once;	   /* return when caught up (and on network errors) */
+	unsigned page;	  /* events per request [1000] */
+	unsigned poll_ms; /* wait when caught up [500] */
+	bool once;	  /* return when caught up (and on network errors) */
 	/* Stop when *stop becomes non-zero; may be NULL. */
 	const volatile sig_atomic_t *stop;
 };

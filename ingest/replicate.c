@@ -81,8 +81,8 @@ static json_t *fetch(struct replica *r, uint64_t from, unsigned limit,
 	CURLcode cc;
 	json_t *v;
 
-	snprintf(url, sizeof(url), "%s/v1/events?from=%llu&limit=%u",
-		 r->o->url, (unsigned long long)from, limit);
+	snprintf(url, sizeof(url), "%s/v1/events?from=%llu&limit=%u", r->o->url,
+		 (unsigned long long)from, limit);
 	r->len = 0;
 	r->over = false;
 	curl_easy_setopt(r->curl, CURLOPT_URL, url);
@@ -274,9 +274,8 @@ static int step(struct replica *r, uint64_t *got, uint64_t *bad_seq,
 		uint8_t theirs[LEDGER_HEAD_BYTES];
 
 		skip = 1;
-		if (e0 == NULL ||
-		    json_integer_value(json_object_get(e0, "seq")) !=
-			    (json_int_t)last) {
+		if (e0 == NULL || json_integer_value(json_object_get(
+					  e0, "seq")) != (json_int_t)last) {
 			json_decref(page);
 			return diverged(r, last, bad_seq,
 					"the primary does not have it", err);

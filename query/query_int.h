@@ -274,8 +274,8 @@ struct tls_conn;
 
 /* Loads cert (a PEM chain) and key, and ca when not NULL (then client
  * certificates are required and verified). Caller closes with tls_close. */
-int tls_open(struct tls **t, const char *cert, const char *key,
-	     const char *ca, struct lg_error *err);
+int tls_open(struct tls **t, const char *cert, const char *key, const char *ca,
+	     struct lg_error *err);
 void tls_close(struct tls *t);
 /* Reloads the files if they changed: 1 reloaded, 0 unchanged, -1 the new
  * files did not load (logged; the old certificate stays). */
@@ -345,10 +345,10 @@ struct vindex {
 
 /* A verdict waiting for the next group commit. */
 struct pending {
-	struct conn *c;	  /* NULL once the client has gone */
-	int type;	  /* VT_* */
-	json_t *req;	  /* the normalised request; owned */
-	char *review_uid; /* AdmissionReview: answer one; owned */
+	struct conn *c;	   /* NULL once the client has gone */
+	int type;	   /* VT_* */
+	json_t *req;	   /* the normalised request; owned */
+	char *review_uid;  /* AdmissionReview: answer one; owned */
 	json_t *requester; /* AdmissionReview: who asked (DESIGN 3.5); owned */
 	bool dry_run;	   /* request.dryRun: judged, not recorded */
 	enum route_id route;
@@ -370,8 +370,7 @@ int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
 		    struct lg_error *err);
 /* The handlers of POST /v1/admission and /v1/declarations and GET
  * /v1/verdicts/{id}. */
-route_fn handle_admission, handle_declaration, handle_verdict,
-	handle_verdicts;
+route_fn handle_admission, handle_declaration, handle_verdict, handle_verdicts;
 /* Appends and answers every queued verdict (the group commit). */
 void verdict_batch_run(struct query_server *qs);
 /* Forgets c in the queue (its connection is closing). */

@@ -191,10 +191,14 @@ static void on_connection(uv_stream_t *l, int status)
 static void close_handles(struct query_server *qs)
 {
 	uv_handle_t *hs[] = {
-		(uv_handle_t *)&qs->listener,	 (uv_handle_t *)&qs->follow,
-		(uv_handle_t *)&qs->batch_check, (uv_handle_t *)&qs->batch_idle,
-		(uv_handle_t *)&qs->stop_async,	 (uv_handle_t *)&qs->sig_int,
-		(uv_handle_t *)&qs->sig_term,	 (uv_handle_t *)&qs->tls_timer,
+		(uv_handle_t *)&qs->listener,
+		(uv_handle_t *)&qs->follow,
+		(uv_handle_t *)&qs->batch_check,
+		(uv_handle_t *)&qs->batch_idle,
+		(uv_handle_t *)&qs->stop_async,
+		(uv_handle_t *)&qs->sig_int,
+		(uv_handle_t *)&qs->sig_term,
+		(uv_handle_t *)&qs->tls_timer,
 		(uv_handle_t *)&qs->probe_listener,
 	};
 
@@ -340,9 +344,8 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 			     ? lg_error_set(err, LG_EINVAL,
 					    "--tls-client-ca needs --tls-cert "
 					    "and --tls-key")
-			     : tls_open(&qs->tls, qs->o.tls_cert,
-					qs->o.tls_key, qs->o.tls_client_ca,
-					err);
+			     : tls_open(&qs->tls, qs->o.tls_cert, qs->o.tls_key,
+					qs->o.tls_client_ca, err);
 	if (rc == 0)
 		rc = bind_listener(qs, err);
 	if (rc == 0)

@@ -39,14 +39,14 @@ struct file_id {
 };
 
 struct tls {
-	SSL_CTX *ctx; /* the current context; owned (one reference) */
+	SSL_CTX *ctx;	       /* the current context; owned (one reference) */
 	char *cert, *key, *ca; /* owned paths; ca may be NULL */
 	struct file_id id[3];  /* cert, key, ca as last tried */
 	uint64_t reloads, reload_errors;
 };
 
 struct tls_conn {
-	SSL *ssl; /* owns its BIOs */
+	SSL *ssl;	  /* owns its BIOs */
 	BIO *rbio, *wbio; /* borrowed from ssl */
 	bool established;
 	bool failed;
@@ -108,7 +108,7 @@ static int ctx_build(const struct tls *t, SSL_CTX **out, struct lg_error *err)
 	if (SSL_CTX_check_private_key(ctx) != 1)
 		goto fail;
 	if (t->ca != NULL) {
-		STACK_OF(X509_NAME) *names;
+		STACK_OF(X509_NAME) * names;
 
 		what = t->ca;
 		if (SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1)
@@ -117,10 +117,9 @@ static int ctx_build(const struct tls *t, SSL_CTX **out, struct lg_error *err)
 		if (names == NULL)
 			goto fail;
 		SSL_CTX_set_client_CA_list(ctx, names);
-		SSL_CTX_set_verify(ctx,
-				   SSL_VERIFY_PEER |
-					   SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
-				   NULL);
+		SSL_CTX_set_verify(
+			ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+			NULL);
 	}
 	*out = ctx;
 	return 0;
@@ -351,8 +350,8 @@ bool tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap)
 	x = SSL_get1_peer_certificate(tc->ssl);
 	if (x == NULL)
 		return false;
-	n = X509_NAME_get_text_by_NID(X509_get_subject_name(x),
-				      NID_commonName, cn, (int)cap);
+	n = X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName,
+				      cn, (int)cap);
 	X509_free(x);
 	/* A CN with an embedded NUL or too long for cap maps to nothing. */
 	return n > 0 && (size_t)n < cap && strlen(cn) == (size_t)n;

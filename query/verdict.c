@@ -156,8 +156,8 @@ json_t *review_requester(const json_t *review)
  * absent, {} when it declares none. */
 static json_t *quotas_of(const json_t *obj)
 {
-	json_t *q = json_object_get(json_object_get(obj, "spec"),
-				    "resourceQuotas");
+	json_t *q =
+		json_object_get(json_object_get(obj, "spec"), "resourceQuotas");
 
 	if (obj == NULL || json_is_null(obj))
 		return json_null();
@@ -290,7 +290,8 @@ static void enqueue(struct query_server *qs, struct request *rq, int type,
 		    json_t *req, const json_t *review)
 {
 	const char *uid =
-		review ? qjstr(json_object_get(review, "request"), "uid") : NULL;
+		review ? qjstr(json_object_get(review, "request"), "uid")
+		       : NULL;
 	struct pending *p;
 
 	if (qs->q.n == qs->q.cap) {
@@ -298,19 +299,18 @@ static void enqueue(struct query_server *qs, struct request *rq, int type,
 		qs->q.p = q_xrealloc(qs->q.p, qs->q.cap * sizeof(*qs->q.p));
 	}
 	p = &qs->q.p[qs->q.n++];
-	*p = (struct pending){.c = rq->c,
-			      .type = type,
-			      .req = req,
-			      .review_uid = uid ? q_xstrdup(uid) : NULL,
-			      .requester =
-				      review ? review_requester(review) : NULL,
-			      .dry_run = review != NULL &&
-					 json_is_true(json_object_get(
-						 json_object_get(review,
-								 "request"),
-						 "dryRun")),
-			      .route = rq->route,
-			      .t0_ns = rq->t0_ns};
+	*p = (struct pending){
+		.c = rq->c,
+		.type = type,
+		.req = req,
+		.review_uid = uid ? q_xstrdup(uid) : NULL,
+		.requester = review ? review_requester(review) : NULL,
+		.dry_run =
+			review != NULL &&
+			json_is_true(json_object_get(
+				json_object_get(review, "request"), "dryRun")),
+		.route = rq->route,
+		.t0_ns = rq->t0_ns};
 	reply_defer(qs, rq);
 	uv_idle_start(&qs->batch_idle, on_idle);
 }
@@ -882,8 +882,7 @@ static bool vfilter_match(const struct vfilter *f, const struct event *ev,
 			  const json_t *v)
 {
 	const char *ns = qjstr(json_object_get(v, "request"), "namespace");
-	const char *user =
-		qjstr(json_object_get(v, "requester"), "username");
+	const char *user = qjstr(json_object_get(v, "requester"), "username");
 
 	if (ev->time_ns < f->from_ns || ev->time_ns >= f->to_ns)
 		return false;
@@ -891,7 +890,8 @@ static bool vfilter_match(const struct vfilter *f, const struct event *ev,
 		return false;
 	if (f->has_requester && (user == NULL || strcmp(user, f->requester)))
 		return false;
-	return !f->has_reason || strcmp(qjstr_or(v, "reason", ""), f->reason) == 0;
+	return !f->has_reason ||
+	       strcmp(qjstr_or(v, "reason", ""), f->reason) == 0;
 }
 
 static int vlist_event(void *ctx, const struct event *ev, const uint8_t *head)
@@ -909,7 +909,8 @@ static int vlist_event(void *ctx, const struct event *ev, const uint8_t *head)
 	l->left--;
 	v = json_loads(ev->text, 0, NULL);
 	if (v != NULL && vfilter_match(l->f, ev, v)) {
-		json_object_set_new(v, "seq", json_integer((json_int_t)ev->seq));
+		json_object_set_new(v, "seq",
+				    json_integer((json_int_t)ev->seq));
 		time_format_ns(ev->time_ns, when, sizeof(when));
 		json_object_set_new(v, "time", json_string(when));
 		json_array_append_new(l->out, v);
@@ -933,8 +934,8 @@ static bool text_param(const struct request *rq, const char *key, char *out,
 	return n != -2 && n != 0;
 }
 
-static bool time_param(const struct request *rq, const char *key,
-		       int64_t *out, const char **why)
+static bool time_param(const struct request *rq, const char *key, int64_t *out,
+		       const char **why)
 {
 	char t[96];
 	long n = query_param(rq->query, rq->query_len, key, t, sizeof(t));
@@ -948,8 +949,8 @@ static bool time_param(const struct request *rq, const char *key,
 	return true;
 }
 
-static bool u64_param(const struct request *rq, const char *key,
-		      uint64_t *out, const char **why)
+static bool u64_param(const struct request *rq, const char *key, uint64_t *out,
+		      const char **why)
 {
 	char t[32];
 	long n = query_param(rq->query, rq->query_len, key, t, sizeof(t));

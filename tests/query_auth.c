@@ -207,8 +207,9 @@ START_TEST(cert_lines)
 	ck_assert_ptr_null(auth_lookup_cert(&a, "kube-apiserver0"));
 	/* The third line's CN, sent as a bearer token, is nothing; the
 	 * fourth line is a token, and a CN that equals it is not a cert. */
-	ck_assert_ptr_null(auth_lookup(&a, "Bearer cert:kube-apiserver0123456",
-				       strlen("Bearer cert:kube-apiserver0123456")));
+	ck_assert_ptr_null(
+		auth_lookup(&a, "Bearer cert:kube-apiserver0123456",
+			    strlen("Bearer cert:kube-apiserver0123456")));
 	p = auth_lookup(&a, "Bearer kube-apiserver0123456",
 			strlen("Bearer kube-apiserver0123456"));
 	ck_assert_ptr_nonnull(p);
