@@ -719,7 +719,6 @@ static bool tls_ready(struct conn *c)
 	if (c->closing)
 		return false;
 	if (r < 0) {
-		c->qs->m.bad_requests++;
 		c->keep_alive = false;
 		conn_linger(c);
 		return false;

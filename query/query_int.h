@@ -301,6 +301,13 @@ void tls_conn_shutdown(struct tls_conn *tc);
 /* The subject CN of the client's verified certificate. */
 bool tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap);
 
+struct tls_stats {
+	uint64_t handshakes, handshake_errors; /* completed, failed */
+	uint64_t reloads, reload_errors;       /* new pairs taken, refused */
+	int64_t not_after_s; /* the certificate in use expires (Unix s) */
+};
+void tls_stats_get(const struct tls *t, struct tls_stats *st);
+
 /* ---------------------------------------------------------------------- */
 /* Metrics (query/metrics.c).                                              */
 

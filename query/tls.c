@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 struct file_id {
 	dev_t dev;
@@ -42,10 +43,11 @@ struct tls {
 	SSL_CTX *ctx;	       /* the current context; owned (one reference) */
 	char *cert, *key, *ca; /* owned paths; ca may be NULL */
 	struct file_id id[3];  /* cert, key, ca as last tried */
-	uint64_t reloads, reload_errors;
+	struct tls_stats st;
 };
 
 struct tls_conn {
+	struct tls *t;	  /* counts its handshake */
 	SSL *ssl;	  /* owns its BIOs */
 	BIO *rbio, *wbio; /* borrowed from ssl */
 	bool established;
@@ -205,7 +207,7 @@ int tls_reload(struct tls *t)
 		return 0;
 	memcpy(t->id, now, sizeof(now));
 	if (ctx_build(t, &ctx, &err) != 0) {
-		t->reload_errors++;
+		t->st.reload_errors++;
 		fprintf(stderr,
 			"gpuledger serve: not reloading the TLS files, "
 			"keeping the certificate in use: %s\n",
@@ -214,7 +216,7 @@ int tls_reload(struct tls *t)
 	}
 	SSL_CTX_free(t->ctx);
 	t->ctx = ctx;
-	t->reloads++;
+	t->st.reloads++;
 	fprintf(stderr, "gpuledger serve: reloaded the TLS certificate %s\n",
 		t->cert);
 	return 1;
@@ -227,6 +229,7 @@ struct tls_conn *tls_conn_new(struct tls *t)
 	struct tls_conn *tc = q_xmalloc(sizeof(*tc));
 
 	memset(tc, 0, sizeof(*tc));
+	tc->t = t;
 	tc->ssl = SSL_new(t->ctx);
 	tc->rbio = BIO_new(BIO_s_mem());
 	tc->wbio = BIO_new(BIO_s_mem());
@@ -286,9 +289,13 @@ int tls_conn_handshake(struct tls_conn *tc)
 	r = SSL_do_handshake(tc->ssl);
 	if (r == 1) {
 		tc->established = true;
+		tc->t->st.handshakes++;
 		return 1;
 	}
-	return ssl_result(tc, r);
+	r = ssl_result(tc, r);
+	if (r < 0)
+		tc->t->st.handshake_errors++;
+	return r;
 }
 
 long tls_conn_read(struct tls_conn *tc, char *buf, size_t cap)
@@ -355,4 +362,16 @@ bool tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap)
 	X509_free(x);
 	/* A CN with an embedded NUL or too long for cap maps to nothing. */
 	return n > 0 && (size_t)n < cap && strlen(cn) == (size_t)n;
+}
+
+void tls_stats_get(const struct tls *t, struct tls_stats *st)
+{
+	const ASN1_TIME *na =
+		X509_get0_notAfter(SSL_CTX_get0_certificate(t->ctx));
+	struct tm tm;
+
+	*st = t->st;
+	st->not_after_s = 0;
+	if (na != NULL && ASN1_TIME_to_tm(na, &tm) == 1)
+		st->not_after_s = (int64_t)timegm(&tm);
 }

@@ -173,6 +173,14 @@ done
 has "bad pair refused with a log line" "$tmp/serve.err" 'not reloading the TLS files.*(mismatch|does not match)'
 [ "$(serial)" = "$new" ] && ok || bad "a bad pair replaced the certificate"
 get "serving after the bad pair" 200 /healthz --cacert "$tmp/ca.crt"
+get "metrics over TLS" 200 /metrics --cacert "$tmp/ca.crt" \
+	-H "Authorization: Bearer $tok"
+has "one reload taken" "$tmp/body" '^gpuledger_tls_reloads_total 1$'
+has "one reload refused" "$tmp/body" '^gpuledger_tls_reload_errors_total 1$'
+exp=$(date -u -d "$(openssl x509 -in "$tmp/server2.crt" -noout -enddate |
+	cut -d= -f2)" +%s)
+has "the expiry of the certificate in use" "$tmp/body" \
+	"^gpuledger_tls_certificate_expiry_timestamp_seconds $exp\$"
 sleep 0.3
 touch "$tmp/stop"
 wait "$ka"
@@ -228,6 +236,13 @@ get "a bearer token beside a certificate" 200 /v1/tenants \
 get "a wrong token is not rescued by the certificate" 401 \
 	/v1/tenants/tenant-acme/remaining $api \
 	-H "Authorization: Bearer wrong-token-0123456789"
+# shellcheck disable=SC2086
+get "metrics by certificate and token" 200 /metrics $api \
+	-H "Authorization: Bearer $tok"
+has "the refused handshakes are counted" "$tmp/body" \
+	'^gpuledger_tls_handshake_errors_total [2-9]$'
+has "the completed handshakes are counted" "$tmp/body" \
+	'^gpuledger_tls_handshakes_total [1-9][0-9]*$'
 stop_server
 
 echo "tls_cli: $pass passed, $fail failed"
