@@ -89,9 +89,25 @@ run "$bin" serve --db "$db" --listen 127.0.0.1:0 --token-file "$tmp/badtokens"
 expect "an empty cert: CN" 2
 
 # --- TLS, bearer tokens, keep-alive, pipelining ---------------------------
-cp "$tmp/server.crt" "$tmp/live.crt"
-cp "$tmp/server.key" "$tmp/live.key"
-start_server --tls-cert "$tmp/live.crt" --tls-key "$tmp/live.key" \
+# The files as the kubelet mounts a secret: tls.crt and tls.key are links
+# into ..data, itself a link to a directory of this version; an update
+# writes a new directory and swaps ..data in one rename.
+mnt=$tmp/mnt
+mkdir -p "$mnt/v1"
+cp "$tmp/server.crt" "$mnt/v1/tls.crt"
+cp "$tmp/server.key" "$mnt/v1/tls.key"
+ln -s v1 "$mnt/..data"
+ln -s ..data/tls.crt "$mnt/tls.crt"
+ln -s ..data/tls.key "$mnt/tls.key"
+# secret_update VERSION CERT KEY: the kubelet's atomic update.
+secret_update() {
+	mkdir -p "$mnt/$1"
+	cp "$2" "$mnt/$1/tls.crt"
+	cp "$3" "$mnt/$1/tls.key"
+	ln -s "$1" "$mnt/..data_tmp"
+	mv -T "$mnt/..data_tmp" "$mnt/..data"
+}
+start_server --tls-cert "$mnt/tls.crt" --tls-key "$mnt/tls.key" \
 	--token-file "$tmp/tokens" --tls-reload-ms 100 --request-ms 500
 get "healthz over TLS" 200 /healthz --cacert "$tmp/ca.crt"
 get "remaining needs a token over TLS" 401 /v1/tenants/tenant-acme/remaining \
@@ -149,11 +165,8 @@ STOP=$tmp/stop $client keepalive "$port" "$tmp/ca.crt" 30 \
 	/v1/tenants/tenant-acme/remaining "$tok" >"$tmp/ka" 2>"$tmp/ka.err" &
 ka=$!
 sleep 0.5
-# cert-manager's way: new files renamed into place.
-cp "$tmp/server2.crt" "$tmp/live.crt.new"
-cp "$tmp/server2.key" "$tmp/live.key.new"
-mv "$tmp/live.key.new" "$tmp/live.key"
-mv "$tmp/live.crt.new" "$tmp/live.crt"
+# cert-manager renews the secret; the kubelet swaps the files.
+secret_update v2 "$tmp/server2.crt" "$tmp/server2.key"
 i=0
 while [ $i -lt 50 ] && [ "$(serial)" != "$new" ]; do
 	sleep 0.1
@@ -163,8 +176,7 @@ done
 has "reload logged" "$tmp/serve.err" 'reloaded the TLS certificate'
 # A bad pair: the old key with the new certificate is refused, logged,
 # and the certificate in use stays.
-cp "$tmp/server.crt" "$tmp/live.crt.new"
-mv "$tmp/live.crt.new" "$tmp/live.crt"
+secret_update v3 "$tmp/server.crt" "$tmp/server2.key"
 i=0
 while [ $i -lt 50 ] && ! grep -q 'not reloading' "$tmp/serve.err"; do
 	sleep 0.1
