@@ -28,12 +28,12 @@ fi
 # The script must sit beside node_modules to resolve them.
 cp "$root/tests/deploy/schema/validate.mjs" "$mods/validate.mjs" 2>/dev/null
 
-run node "$mods/validate.mjs" "$root"/deploy/*.yaml
+run node "$mods/validate.mjs" "$root"/deploy/*.yaml "$root"/deploy/*/*.yaml
 expect "every manifest of deploy/ validates" 0
 n=$(grep -c '^ok: ' "$tmp/out")
 docs=$(python3 -c 'import sys, yaml
 print(sum(1 for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d))' \
-	"$root"/deploy/*.yaml)
+	"$root"/deploy/*.yaml "$root"/deploy/*/*.yaml)
 [ "$n" = "$docs" ] && ok || bad "validated $n of $docs documents: $(grep FAIL "$tmp/out")"
 
 # break FILE NAME PYTHON: a copy of deploy/FILE with PYTHON applied to its

@@ -68,9 +68,9 @@ DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
                            r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
-def load(root):
+def load(root, sub="deploy"):
     docs = []
-    for path in sorted(glob.glob(os.path.join(root, "deploy", "*.yaml"))):
+    for path in sorted(glob.glob(os.path.join(root, sub, "*.yaml"))):
         with open(path, encoding="utf-8") as f:
             for d in yaml.safe_load_all(f):
                 if d is not None:
@@ -395,7 +395,8 @@ def mount_of(ct, path):
 
 def check_paths(c, ct, args):
     for f in ("--db", "--token-file", "--classes", "--record", "--kubeconfig",
-              "--tls-cert", "--tls-key", "--tls-client-ca"):
+              "--tls-cert", "--tls-key", "--tls-client-ca", "--cacert",
+              "--cert", "--key"):
         p = flag(args, f)
         if p is not None:
             c.check(f"container {ct['name']}: {f} {p} is on a volume",
@@ -662,6 +663,13 @@ def main():
             len(watcher_paths(root)) >= 8, str(watcher_paths(root)))
     check_rbac(c, docs, static_requests(root), "engine.c")
     check_commands(c, docs, binary)
+    # The optional read replicas (deploy/replicas/): real commands and
+    # flags, one ledger for both containers, the restricted profile.
+    rdocs = load(root, "deploy/replicas")
+    c.check("deploy/replicas/*.yaml parse", len(rdocs) > 0)
+    check_commands(c, rdocs, binary)
+    check_restricted(c, get(one(rdocs, "Deployment"), "spec", "template",
+                            "spec", default={}))
     check_dockerfile(c, docs, root, binary)
     tmp = tempfile.mkdtemp(prefix="deploy_cli.")
     try:
