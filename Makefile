@@ -13,7 +13,7 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 SANITIZE ?=
 
-LIBS_PKG := lmdb jansson libuv libcurl libcrypto yaml-0.1
+LIBS_PKG := lmdb jansson libuv libcurl libssl libcrypto yaml-0.1
 TEST_PKG := check
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

@@ -179,6 +179,37 @@ struct ingest_follow_result {
 int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		  struct ingest_follow_result *res, struct lg_error *err);
 
+/* ---------------------------------------------------------------------- */
+/* Read replicas (ingest/replicate.c, DESIGN 7): lg follows the primary's
+ * GET /v1/events and holds the identical events (same seqs, same heads).
+ * Each page starts at the replica's last seq, whose head must be the
+ * primary's; each new event's head is computed here and must be the one
+ * the primary sent before anything is appended. */
+struct replica_opts {
+	const char *url;   /* the primary, "https://host:port" (no /v1) */
+	const char *token; /* bearer token; NULL: none */
+	const char *ca_file, *cert_file, *key_file; /* TLS; NULL: defaults */
+	unsigned page;	  /* events per request [1000] */
+	unsigned poll_ms; /* wait when caught up [500] */
+	bool once;	  /* return when caught up (and on network errors) */
+	/* Stop when *stop becomes non-zero; may be NULL. */
+	const volatile sig_atomic_t *stop;
+};
+
+struct replica_result {
+	uint64_t appended;     /* events appended by this run */
+	uint64_t last_seq;     /* the replica's last seq */
+	uint64_t diverged_seq; /* with LG_ECORRUPT: the first seq at which
+				  the primary's log departs from ours */
+};
+
+/* Runs until *stop, or with once until caught up. LG_ECORRUPT when the
+ * logs differ (res->diverged_seq, err names it): nothing of the differing
+ * page is appended. LG_EIO for the network only with once (otherwise it
+ * waits and retries). */
+int ingest_replicate(ledger_t *lg, const struct replica_opts *o,
+		     struct replica_result *res, struct lg_error *err);
+
 /* ====================================================================== */
 /* The live source (ingest/kube*.c): configuration like kubectl, a libcurl
  * list+watch client per watched resource, and the pure pieces it is built

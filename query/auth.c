@@ -97,12 +97,19 @@ static int auth_line(struct auth *a, const char *l, size_t len, unsigned lineno,
 	size_t ntok, nrole;
 	struct auth_entry *e;
 	struct lg_error why = {0};
+	bool cert = false;
 
 	if (!two_words(l, len, &tok, &ntok, &role, &nrole))
 		return lg_error_set(err, LG_EINVAL,
 				    "token file line %u: want \"TOKEN ROLE\"",
 				    lineno);
-	if (ntok < 16 || ntok > AUTH_TOKEN_MAX)
+	/* `cert:<CN> ROLE` gives a verified client certificate a role; the
+	 * CN is not a secret, so it has no minimum length. */
+	if (ntok > 5 && memcmp(tok, "cert:", 5) == 0) {
+		tok += 5;
+		ntok -= 5;
+		cert = true;
+	} else if (ntok < 16 || ntok > AUTH_TOKEN_MAX)
 		return lg_error_set(err, LG_EINVAL,
 				    "token file line %u: a token must have "
 				    "16 to %d bytes",
@@ -116,8 +123,13 @@ static int auth_line(struct auth *a, const char *l, size_t len, unsigned lineno,
 	if (role_parse(role, nrole, &e->who, &why) != 0)
 		return lg_error_set(err, LG_EINVAL, "token file line %u: %s",
 				    lineno, why.msg);
+	if (cert && ntok >= TLS_CN_MAX)
+		return lg_error_set(err, LG_EINVAL,
+				    "token file line %u: a certificate CN "
+				    "must have fewer than %d bytes",
+				    lineno, TLS_CN_MAX);
 	for (size_t i = 0; i < a->n; i++)
-		if (a->e[i].len == ntok &&
+		if (a->e[i].cert == cert && a->e[i].len == ntok &&
 		    memcmp(a->e[i].token, tok, ntok) == 0)
 			return lg_error_set(err, LG_EEXIST,
 					    "token file line %u: the token "
@@ -125,6 +137,7 @@ static int auth_line(struct auth *a, const char *l, size_t len, unsigned lineno,
 					    lineno);
 	memcpy(e->token, tok, ntok);
 	e->len = ntok;
+	e->cert = cert;
 	a->n++;
 	return 0;
 }
@@ -265,7 +278,7 @@ const struct principal *auth_lookup(const struct auth *a, const char *hdr,
 		return NULL;
 	memcpy(given, tok, n);
 	for (size_t i = 0; i < a->n; i++) {
-		unsigned diff = (unsigned)(a->e[i].len ^ n);
+		unsigned diff = (unsigned)(a->e[i].len ^ n) | a->e[i].cert;
 
 		for (size_t j = 0; j < AUTH_TOKEN_MAX; j++)
 			diff |= a->e[i].token[j] ^ given[j];
@@ -275,6 +288,17 @@ const struct principal *auth_lookup(const struct auth *a, const char *hdr,
 		found = (found & ~mask) | (i & mask);
 	}
 	return found == SIZE_MAX ? NULL : &a->e[found].who;
+}
+
+const struct principal *auth_lookup_cert(const struct auth *a, const char *cn)
+{
+	size_t n = strlen(cn);
+
+	for (size_t i = 0; i < a->n; i++)
+		if (a->e[i].cert && a->e[i].len == n &&
+		    memcmp(a->e[i].token, cn, n) == 0)
+			return &a->e[i].who;
+	return NULL;
 }
 
 bool ns_in_subtree(const char *root, const char *ns)

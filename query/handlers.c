@@ -322,7 +322,13 @@ static int add_event(void *ctx, const struct event *ev, const uint8_t *head)
 {
 	struct events_out *o = ctx;
 	json_t *v = event_to_json(ev);
-	char *text = json_canonical(v);
+	char hex[2 * LEDGER_HEAD_BYTES + 1], *text;
+
+	/* The chain head after the event: what a replica checks its own
+	 * against (gpuledger replicate). */
+	q_hex(head, hex);
+	json_object_set_new(v, "head", json_string(hex));
+	text = json_canonical(v);
 
 	o->bytes += text ? strlen(text) : 0;
 	free(text);

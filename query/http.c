@@ -58,6 +58,13 @@ struct conn {
 	bool in_request, deferred, blocked, reading, closing, lingering;
 	bool keep_alive;
 	enum route_id deferred_route;
+
+	/* TLS (NULL: plain). cert_who is the role of the client's verified
+	 * certificate (a `cert:<CN>` token-file line), or NULL. */
+	struct tls_conn *tls;
+	bool tls_up;
+	bool probe_only; /* accepted on the probe listener */
+	const struct principal *cert_who;
 };
 
 /* A queued write: the part of an answer the socket did not take at once. */
@@ -98,6 +105,7 @@ const char *http_reason(int status)
 static void conn_close(struct conn *c);
 static void conn_linger(struct conn *c);
 static void conn_feed(struct conn *c, const char *p, size_t n);
+static void tls_pump(struct conn *c);
 
 /* ---------------------------------------------------------------------- */
 /* Handles and reading. */
@@ -111,6 +119,7 @@ static void on_handle_closed(uv_handle_t *h)
 	free(c->url);
 	free(c->body);
 	free(c->held);
+	tls_conn_free(c->tls);
 	free(c);
 }
 
@@ -133,6 +142,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	if (nread == 0 || c->closing || c->lingering)
 		return;
+	if (c->tls != NULL) {
+		tls_conn_input(c->tls, buf->base, (size_t)nread);
+		tls_pump(c);
+		return;
+	}
 	conn_feed(c, buf->base, (size_t)nread);
 }
 
@@ -223,8 +237,8 @@ static void on_write(uv_write_t *req, int status)
 
 /* Writes head and body: what the socket takes now goes at once, the rest
  * is copied into a queued write. */
-static void conn_write(struct conn *c, const char *head, size_t hn,
-		       const char *body, size_t bn)
+static void raw_write(struct conn *c, const char *head, size_t hn,
+		      const char *body, size_t bn)
 {
 	uv_buf_t b[2] = {uv_buf_init((char *)head, (unsigned)hn),
 			 uv_buf_init((char *)body, (unsigned)bn)};
@@ -254,6 +268,44 @@ static void conn_write(struct conn *c, const char *head, size_t hn,
 		free(w);
 		conn_close(c);
 	}
+}
+
+/* Sends what the TLS session has to send (records, alerts). */
+static void tls_flush(struct conn *c)
+{
+	size_t len;
+	const char *out = tls_conn_output(c->tls, &len);
+
+	/* raw_write copies what the socket does not take at once. */
+	if (out != NULL && !c->closing)
+		raw_write(c, out, len, "", 0);
+	tls_conn_output_done(c->tls);
+}
+
+/* Writes head and body, through TLS when the connection has it. A small
+ * answer is one record: two would cost a second MAC and header. */
+static void conn_write(struct conn *c, const char *head, size_t hn,
+		       const char *body, size_t bn)
+{
+	char one[16384];
+	int rc;
+
+	if (c->tls == NULL) {
+		raw_write(c, head, hn, body, bn);
+		return;
+	}
+	if (hn + bn <= sizeof(one)) {
+		memcpy(one, head, hn);
+		memcpy(one + hn, body, bn);
+		rc = tls_conn_write(c->tls, one, hn + bn);
+	} else {
+		rc = tls_conn_write(c->tls, head, hn);
+		if (rc == 0)
+			rc = tls_conn_write(c->tls, body, bn);
+	}
+	tls_flush(c);
+	if (rc != 0)
+		conn_close(c);
 }
 
 /* Sends one answer and decides what the connection does next. */
@@ -302,6 +354,12 @@ static void conn_linger(struct conn *c)
 	c->held = NULL;
 	c->held_len = 0;
 	uv_timer_start(&c->timer, on_timer, QUERY_LINGER_MS, 0);
+	if (c->tls != NULL) {
+		tls_conn_shutdown(c->tls);
+		tls_flush(c);
+		if (c->closing)
+			return;
+	}
 	c->shut.data = c;
 	if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
 		conn_close(c);
@@ -610,8 +668,9 @@ static void conn_feed(struct conn *c, const char *p, size_t n)
 	char *own = NULL;
 	size_t used;
 	enum http_errno e;
+	bool resumed = p == NULL;
 
-	if (p == NULL) {
+	if (resumed) {
 		own = c->held;
 		p = own;
 		n = c->held_len;
@@ -635,8 +694,65 @@ static void conn_feed(struct conn *c, const char *p, size_t n)
 		conn_parse_error(c, e);
 	} else {
 		conn_reading(c, true);
+		/* Resumed: the TLS session may hold more records. */
+		if (resumed && c->tls != NULL)
+			tls_pump(c);
 	}
 	free(own);
+}
+
+/* ---------------------------------------------------------------------- */
+/* TLS: the handshake, then plaintext into the parser. */
+
+/* Drives the handshake; true once it is done. A failed handshake sends
+ * its alert and ends the connection; the client's certificate, when
+ * verified, is looked up once for the connection's role. */
+static bool tls_ready(struct conn *c)
+{
+	char cn[TLS_CN_MAX];
+	int r;
+
+	if (c->tls_up)
+		return true;
+	r = tls_conn_handshake(c->tls);
+	tls_flush(c);
+	if (c->closing)
+		return false;
+	if (r < 0) {
+		c->keep_alive = false;
+		conn_linger(c);
+		return false;
+	}
+	if (r == 0)
+		return false;
+	c->tls_up = true;
+	if (c->qs->auth.enabled && tls_conn_peer_cn(c->tls, cn, sizeof(cn)))
+		c->cert_who = auth_lookup_cert(&c->qs->auth, cn);
+	return true;
+}
+
+/* Decrypts what has come and parses it, until the session needs more
+ * bytes or the parser pauses (the rest then waits inside the session,
+ * bounded by the read that brought it: reading stops while paused). */
+static void tls_pump(struct conn *c)
+{
+	long n;
+
+	if (!tls_ready(c))
+		return;
+	while (!c->closing && !c->lingering && c->reading) {
+		n = tls_conn_read(c->tls, c->qs->rbuf, sizeof(c->qs->rbuf));
+		tls_flush(c);
+		if (c->closing)
+			return;
+		if (n == 0)
+			return;
+		if (n < 0) {
+			conn_close(c);
+			return;
+		}
+		conn_feed(c, c->qs->rbuf, (size_t)n);
+	}
 }
 
 /* ---------------------------------------------------------------------- */
@@ -677,6 +793,11 @@ static void dispatch(struct conn *c)
 		rq.query_len = u.field_data[UF_QUERY].len;
 	}
 	rq.route = route_match(c->parser.method, seg, n, rq.param, &status);
+	if (rq.route != R_NONE && c->probe_only &&
+	    !query_routes[rq.route].public) {
+		rq.route = R_NONE;
+		status = 404;
+	}
 	if (rq.route == R_NONE) {
 		reply_error(qs, &rq, status, "%s",
 			    status == 405 ? "method not allowed"
@@ -685,6 +806,10 @@ static void dispatch(struct conn *c)
 	}
 	if (qs->auth.enabled && !c->auth_bad)
 		rq.who = auth_lookup(&qs->auth, c->auth, c->auth_len);
+	/* Without an Authorization header a verified client certificate
+	 * speaks for the client; a header that is there decides alone. */
+	if (rq.who == NULL && c->auth_len == 0 && !c->auth_bad)
+		rq.who = c->cert_who;
 	status = route_access(&query_routes[rq.route], qs->auth.enabled, rq.who,
 			      rq.param[0]);
 	if (status == 401)
@@ -694,6 +819,14 @@ static void dispatch(struct conn *c)
 			    role_name(rq.who->role),
 			    http_method_str(c->parser.method),
 			    query_routes[rq.route].name);
+	else if (qs->o.read_only && c->parser.method != HTTP_GET)
+		reply_error(qs, &rq, 503,
+			    "this is a read-only replica: send %s %s to the "
+			    "primary%s%s",
+			    http_method_str(c->parser.method),
+			    query_routes[rq.route].name,
+			    qs->o.primary ? " " : "",
+			    qs->o.primary ? qs->o.primary : "");
 	else
 		query_routes[rq.route].fn(qs, &rq);
 out:
@@ -734,6 +867,11 @@ void conn_accept(struct query_server *qs, uv_stream_t *listener)
 	qs->conns.head = c;
 	qs->conns.n++;
 	c->t0_ns = q_now_ns();
+	/* A handshake, too, must be done within request_ms: the timer runs
+	 * from here, and slow handshakes are cut like slow requests. */
 	uv_timer_start(&c->timer, on_timer, qs->o.request_ms, 0);
+	c->probe_only = listener == (uv_stream_t *)&qs->probe_listener;
+	if (qs->tls != NULL && !c->probe_only)
+		c->tls = tls_conn_new(qs->tls);
 	conn_reading(c, true);
 }

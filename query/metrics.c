@@ -195,6 +195,33 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 	       "Malformed or oversized requests.", (double)m->bad_requests);
 }
 
+/* TLS, when serve speaks it: handshakes, reloads, and when the
+ * certificate in use expires (cert-manager renews well before; an old
+ * date here means renewals are not arriving or are refused). */
+static void render_tls(struct sbuf *b, struct query_server *qs)
+{
+	struct tls_stats st;
+
+	if (qs->tls == NULL)
+		return;
+	tls_stats_get(qs->tls, &st);
+	scalar(b, "gpuledger_tls_handshakes_total", "counter",
+	       "TLS handshakes completed.", (double)st.handshakes);
+	scalar(b, "gpuledger_tls_handshake_errors_total", "counter",
+	       "TLS handshakes that failed (bad or missing client "
+	       "certificate, protocol).",
+	       (double)st.handshake_errors);
+	scalar(b, "gpuledger_tls_reloads_total", "counter",
+	       "Certificate and key pairs reloaded after they changed.",
+	       (double)st.reloads);
+	scalar(b, "gpuledger_tls_reload_errors_total", "counter",
+	       "Changed TLS files that did not load (the old pair stayed).",
+	       (double)st.reload_errors);
+	scalar(b, "gpuledger_tls_certificate_expiry_timestamp_seconds", "gauge",
+	       "When the serving certificate in use expires (Unix time).",
+	       (double)st.not_after_s);
+}
+
 /* Per tenant and class: own and subtree reserved units, remaining. */
 static void render_tenants(struct sbuf *b, struct query_server *qs)
 {
@@ -263,6 +290,7 @@ char *metrics_render(struct query_server *qs, size_t *len)
 	render_latency(&b, &qs->m);
 	render_verdicts(&b, &qs->m);
 	render_server(&b, qs);
+	render_tls(&b, qs);
 	render_tenants(&b, qs);
 	return sbuf_take(&b, len);
 }

@@ -14,7 +14,8 @@
  *    ledger_append (group commit) and answered together.
  *  - The VERDICT event's record is the canonical JSON of the verdict object
  *    {"allowed", "basisSeq", "chainHead", "checks", "id", "message",
- *    "reason", "request", "type", "warnings"}. The event's own seq is not in
+ *    "reason", "request", "type", "warnings"}, plus "requester" when it
+ *    was asked through an AdmissionReview. The event's own seq is not in
  *    the record (it cannot be known before the append); answers add it as
  *    "seq". id is the verdict counter: the n-th VERDICT event of the log has
  *    id n. One server per ledger writes verdicts (a lock file in the ledger
@@ -34,12 +35,21 @@
  *                              basisSeq, chainHead; an AdmissionReview in
  *                              gets an AdmissionReview out (response.uid,
  *                              allowed, status {code 200|403, message
- *                              "<reason>: <message>"}, warnings, and
- *                              auditAnnotations with the verdict id/seq)
+ *                              "<reason>: <message>", reason}, warnings,
+ *                              and auditAnnotations with the verdict
+ *                              id/seq); a Tenant review goes to
+ *                              declarations; request.dryRun is judged,
+ *                              not recorded; a recorded review keeps
+ *                              "requester" {username, groups, uid,
+ *                              operation}
+ *   GET /v1/verdicts?tenant&requester&reason&from&to&after&limit
+ *                              {"verdicts": [verdict + "seq", "time"],
+ *                              "next": id|null}
  *   GET /v1/verdicts/{id}      the verdict as answered; ?verify=1 adds
  *                              "verified" and, when false, "recomputed"
  *   GET /v1/state?at=SEQ|TIME  `replay --json` (with chainHead)
- *   GET /v1/events?from&limit  {"events": [log form], "next", "lastSeq"}
+ *   GET /v1/events?from&limit  {"events": [log form + "head", the chain
+ *                              head after the event], "next", "lastSeq"}
  *                              (limit 1..10000, default 100; at most about
  *                              8 MiB per answer: continue from "next")
  *   GET /v1/export             billing rows (DESIGN 8) as focus-csv or NDJSON
@@ -81,6 +91,18 @@ struct query_opts {
 	unsigned poll_ms;	 /* follow the log every [50] ms */
 	unsigned max_conns;	 /* open connections [4096] */
 	bool handle_signals;	 /* SIGINT and SIGTERM stop the loop */
+	/* TLS (all NULL: plain HTTP). cert and key go together; with
+	 * client_ca every client must present a certificate it signed. The
+	 * files are checked for changes every tls_reload_ms [1000]. */
+	const char *tls_cert, *tls_key, *tls_client_ca;
+	unsigned tls_reload_ms;
+	/* A second, plain HTTP listener that answers only /healthz and
+	 * /readyz (NULL: none): the kubelet's probes present no client
+	 * certificate. */
+	const char *probe_listen;
+	/* A read replica: POSTs answer 503 naming primary (may be NULL). */
+	bool read_only;
+	const char *primary;
 };
 
 typedef struct query_server query_server_t;
@@ -94,6 +116,8 @@ int query_server_open(query_server_t **qs, const struct query_opts *o,
 		      struct lg_error *err);
 /* The bound port (useful after asking for port 0). */
 int query_server_port(const query_server_t *qs);
+/* The probe listener's port (0 without one). */
+int query_server_probe_port(const query_server_t *qs);
 /* Runs the loop until query_server_stop (or a signal when handle_signals).
  * Returns 0 or an LG_* code when the loop could not run. */
 int query_server_run(query_server_t *qs, struct lg_error *err);

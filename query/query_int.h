@@ -110,8 +110,9 @@ struct principal {
 };
 
 struct auth_entry {
-	uint8_t token[AUTH_TOKEN_MAX]; /* zero-padded */
+	uint8_t token[AUTH_TOKEN_MAX]; /* zero-padded; cert: the CN */
 	size_t len;
+	bool cert; /* a `cert:<CN> ROLE` line: never matches a token */
 	struct principal who;
 };
 
@@ -138,6 +139,9 @@ void auth_release(struct auth *a);
  * time independent of where (or whether) a match is. Borrowed from a. */
 const struct principal *auth_lookup(const struct auth *a, const char *hdr,
 				    size_t len);
+/* The principal of a verified client certificate whose subject CN is cn
+ * (a `cert:<CN> ROLE` line), or NULL. Borrowed from a. */
+const struct principal *auth_lookup_cert(const struct auth *a, const char *cn);
 /* True when ns is root or lies in root's subtree (DESIGN 2.1, by name). */
 bool ns_in_subtree(const char *root, const char *ns);
 
@@ -154,6 +158,7 @@ enum route_id {
 	R_ADMISSION,
 	R_DECLARATIONS,
 	R_VERDICT,
+	R_VERDICTS,
 	R_STATE,
 	R_EVENTS,
 	R_EXPORT,
@@ -259,6 +264,51 @@ void conn_accept(struct query_server *qs, uv_stream_t *listener);
 void conn_close_all(struct query_server *qs);
 
 /* ---------------------------------------------------------------------- */
+/* TLS (query/tls.c): OpenSSL through memory BIOs; no I/O of its own.      */
+
+struct tls;
+struct tls_conn;
+
+#define TLS_RELOAD_MS_DEFAULT 1000
+#define TLS_CN_MAX	      256
+
+/* Loads cert (a PEM chain) and key, and ca when not NULL (then client
+ * certificates are required and verified). Caller closes with tls_close. */
+int tls_open(struct tls **t, const char *cert, const char *key, const char *ca,
+	     struct lg_error *err);
+void tls_close(struct tls *t);
+/* Reloads the files if they changed: 1 reloaded, 0 unchanged, -1 the new
+ * files did not load (logged; the old certificate stays). */
+int tls_reload(struct tls *t);
+/* A server-side session on the current certificate; freed with
+ * tls_conn_free (accepts NULL). */
+struct tls_conn *tls_conn_new(struct tls *t);
+void tls_conn_free(struct tls_conn *tc);
+/* Bytes from the socket (copied). */
+void tls_conn_input(struct tls_conn *tc, const char *p, size_t n);
+/* 1 established, 0 needs more bytes, -1 failed (send the output, close). */
+int tls_conn_handshake(struct tls_conn *tc);
+/* Plaintext: > 0 bytes, 0 needs more bytes, -1 closed or failed. */
+long tls_conn_read(struct tls_conn *tc, char *buf, size_t cap);
+/* Encrypts n bytes into the output; -1 when the session has failed. */
+int tls_conn_write(struct tls_conn *tc, const char *p, size_t n);
+/* What must be sent now, NULL when nothing: borrowed until
+ * tls_conn_output_done, which empties it (no other tls_conn call between). */
+const char *tls_conn_output(struct tls_conn *tc, size_t *len);
+void tls_conn_output_done(struct tls_conn *tc);
+/* Queues a close_notify (when the session is up). */
+void tls_conn_shutdown(struct tls_conn *tc);
+/* The subject CN of the client's verified certificate. */
+bool tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap);
+
+struct tls_stats {
+	uint64_t handshakes, handshake_errors; /* completed, failed */
+	uint64_t reloads, reload_errors;       /* new pairs taken, refused */
+	int64_t not_after_s; /* the certificate in use expires (Unix s) */
+};
+void tls_stats_get(const struct tls *t, struct tls_stats *st);
+
+/* ---------------------------------------------------------------------- */
 /* Metrics (query/metrics.c).                                              */
 
 #define METRIC_LAT_BUCKETS 12
@@ -302,10 +352,12 @@ struct vindex {
 
 /* A verdict waiting for the next group commit. */
 struct pending {
-	struct conn *c;	  /* NULL once the client has gone */
-	int type;	  /* VT_* */
-	json_t *req;	  /* the normalised request; owned */
-	char *review_uid; /* AdmissionReview: answer one; owned */
+	struct conn *c;	   /* NULL once the client has gone */
+	int type;	   /* VT_* */
+	json_t *req;	   /* the normalised request; owned */
+	char *review_uid;  /* AdmissionReview: answer one; owned */
+	json_t *requester; /* AdmissionReview: who asked (DESIGN 3.5); owned */
+	bool dry_run;	   /* request.dryRun: judged, not recorded */
 	enum route_id route;
 	uint64_t t0_ns;
 };
@@ -325,17 +377,26 @@ int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
 		    struct lg_error *err);
 /* The handlers of POST /v1/admission and /v1/declarations and GET
  * /v1/verdicts/{id}. */
-route_fn handle_admission, handle_declaration, handle_verdict;
+route_fn handle_admission, handle_declaration, handle_verdict, handle_verdicts;
 /* Appends and answers every queued verdict (the group commit). */
 void verdict_batch_run(struct query_server *qs);
 /* Forgets c in the queue (its connection is closing). */
 void verdict_forget_conn(struct query_server *qs, struct conn *c);
 void pending_q_release(struct pending_q *q);
-/* The internal request of an AdmissionReview (admission.k8s.io/v1):
- * *uid is its request.uid (borrowed from review). */
+/* The internal request of an AdmissionReview (admission.k8s.io/v1): a
+ * Tenant gives a declaration request (the namespace it governs, the old
+ * and new spec.resourceQuotas), any other kind an admission request. *uid
+ * is its request.uid (borrowed from review). */
 int review_to_request(const json_t *review, json_t **req, const char **uid,
 		      struct lg_error *err);
-/* The AdmissionReview answering uid with verdict v (borrowed). */
+/* True when the review's request is a Tenant (a declaration). */
+bool review_is_tenant(const json_t *review);
+/* {"groups", "operation", "uid", "username"} of a review's request (new
+ * reference); absent members are "" and []. */
+json_t *review_requester(const json_t *review);
+/* The AdmissionReview answering uid with verdict v (borrowed): status
+ * {code, message, reason}, warnings, and the verdict's id and seq as audit
+ * annotations (a dry run, which has none, says so instead). */
 json_t *review_response(const char *uid, const json_t *v);
 /* Keeps only the members of a request its verdict function reads. */
 json_t *request_normalise(int type, const json_t *body);
@@ -405,15 +466,18 @@ struct query_server {
 	struct query_opts o;
 	uv_loop_t loop;
 	uv_tcp_t listener;
+	uv_tcp_t probe_listener; /* with o.probe_listen */
 	uv_timer_t follow;
 	uv_check_t batch_check;
 	uv_idle_t batch_idle; /* keeps the loop from sleeping while queued */
 	uv_async_t stop_async;
 	uv_signal_t sig_int, sig_term;
+	uv_timer_t tls_timer; /* checks the TLS files for changes */
+	struct tls *tls;      /* NULL: plain HTTP; owned */
 	http_parser_settings settings;
 	ledger_t *lg;
 	int lock_fd;
-	int port;
+	int port, probe_port;
 	struct auth auth;
 	struct metrics m;
 	struct vindex vix;

@@ -9,7 +9,7 @@
  *   GET  /v1/tenants/{ns}/remaining   x      x       x      {ns} in subtree
  *   POST /v1/admission                x      x
  *   POST /v1/declarations             x      x
- *   GET  /v1/verdicts/{id}            x              x
+ *   GET  /v1/verdicts/{id}, /v1/verdicts  x          x
  *   GET  /v1/state, /v1/events        x              x
  *   GET  /v1/export                   x              x      its subtree only
  *   GET  /v1/classes, .../capacity    x              x
@@ -59,6 +59,8 @@ const struct route query_routes[R_MAX] = {
 	      WRITERS, TS_DENY, "v1", "declarations"),
 	ROUTE(R_VERDICT, HTTP_GET, "/v1/verdicts/{id}", handle_verdict, READERS,
 	      TS_DENY, "v1", "verdicts", "*"),
+	ROUTE(R_VERDICTS, HTTP_GET, "/v1/verdicts", handle_verdicts, READERS,
+	      TS_DENY, "v1", "verdicts"),
 	ROUTE(R_STATE, HTTP_GET, "/v1/state", handle_state, READERS, TS_DENY,
 	      "v1", "state"),
 	ROUTE(R_EVENTS, HTTP_GET, "/v1/events", handle_events, READERS, TS_DENY,

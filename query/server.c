@@ -41,6 +41,8 @@ static void opts_defaults(struct query_opts *o)
 		o->poll_ms = QUERY_POLL_MS_DEFAULT;
 	if (o->max_conns == 0)
 		o->max_conns = QUERY_MAX_CONNS_DEFAULT;
+	if (o->tls_reload_ms == 0)
+		o->tls_reload_ms = TLS_RELOAD_MS_DEFAULT;
 }
 
 /* "HOST:PORT" or "[V6]:PORT" with a numeric host; *loopback tells whether
@@ -172,6 +174,13 @@ static void on_check(uv_check_t *h)
 		verdict_batch_run(qs);
 }
 
+static void on_tls_timer(uv_timer_t *t)
+{
+	struct query_server *qs = t->data;
+
+	tls_reload(qs->tls);
+}
+
 static void on_connection(uv_stream_t *l, int status)
 {
 	struct query_server *qs = l->data;
@@ -183,10 +192,15 @@ static void on_connection(uv_stream_t *l, int status)
 static void close_handles(struct query_server *qs)
 {
 	uv_handle_t *hs[] = {
-		(uv_handle_t *)&qs->listener,	 (uv_handle_t *)&qs->follow,
-		(uv_handle_t *)&qs->batch_check, (uv_handle_t *)&qs->batch_idle,
-		(uv_handle_t *)&qs->stop_async,	 (uv_handle_t *)&qs->sig_int,
+		(uv_handle_t *)&qs->listener,
+		(uv_handle_t *)&qs->follow,
+		(uv_handle_t *)&qs->batch_check,
+		(uv_handle_t *)&qs->batch_idle,
+		(uv_handle_t *)&qs->stop_async,
+		(uv_handle_t *)&qs->sig_int,
 		(uv_handle_t *)&qs->sig_term,
+		(uv_handle_t *)&qs->tls_timer,
+		(uv_handle_t *)&qs->probe_listener,
 	};
 
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
@@ -218,11 +232,35 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ---------------------------------------------------------------------- */
 
+/* Binds and listens on addr; *port is the port bound. */
+static int listen_on(struct query_server *qs, uv_tcp_t *l, const char *addr,
+		     const struct sockaddr_storage *ss, int *port,
+		     struct lg_error *err)
+{
+	struct sockaddr_storage got;
+	int len = sizeof(got), rc;
+
+	uv_tcp_init(&qs->loop, l);
+	l->data = qs;
+	rc = uv_tcp_bind(l, (const struct sockaddr *)ss, 0);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)l, 511, on_connection);
+	if (rc == 0)
+		rc = uv_tcp_getsockname(l, (struct sockaddr *)&got, &len);
+	if (rc != 0)
+		return lg_error_set(err, LG_EIO, "listen on %s: %s", addr,
+				    uv_strerror(rc));
+	*port = ntohs(got.ss_family == AF_INET6
+			      ? ((struct sockaddr_in6 *)&got)->sin6_port
+			      : ((struct sockaddr_in *)&got)->sin_port);
+	return 0;
+}
+
 static int bind_listener(struct query_server *qs, struct lg_error *err)
 {
-	struct sockaddr_storage ss, got;
-	int len = sizeof(got), rc;
+	struct sockaddr_storage ss;
 	bool loopback = false;
+	int rc;
 
 	if ((rc = parse_listen(qs->o.listen, &ss, &loopback, err)) != 0)
 		return rc;
@@ -231,21 +269,17 @@ static int bind_listener(struct query_server *qs, struct lg_error *err)
 				    "refusing to listen on %s, which is not a "
 				    "loopback address, without --token-file",
 				    qs->o.listen);
-	uv_tcp_init(&qs->loop, &qs->listener);
-	qs->listener.data = qs;
-	rc = uv_tcp_bind(&qs->listener, (const struct sockaddr *)&ss, 0);
-	if (rc == 0)
-		rc = uv_listen((uv_stream_t *)&qs->listener, 511,
-			       on_connection);
-	if (rc == 0)
-		rc = uv_tcp_getsockname(&qs->listener, (struct sockaddr *)&got,
-					&len);
-	if (rc != 0)
-		return lg_error_set(err, LG_EIO, "listen on %s: %s",
-				    qs->o.listen, uv_strerror(rc));
-	qs->port = ntohs(got.ss_family == AF_INET6
-				 ? ((struct sockaddr_in6 *)&got)->sin6_port
-				 : ((struct sockaddr_in *)&got)->sin_port);
+	if ((rc = listen_on(qs, &qs->listener, qs->o.listen, &ss, &qs->port,
+			    err)) != 0)
+		return rc;
+	/* The probe port answers only the public probes, so it needs no
+	 * token file wherever it listens. */
+	if (qs->o.probe_listen != NULL &&
+	    ((rc = parse_listen(qs->o.probe_listen, &ss, &loopback, err)) !=
+		     0 ||
+	     (rc = listen_on(qs, &qs->probe_listener, qs->o.probe_listen, &ss,
+			     &qs->probe_port, err)) != 0))
+		return rc;
 	return 0;
 }
 
@@ -275,6 +309,8 @@ static void init_handles(struct query_server *qs)
 	uv_async_init(&qs->loop, &qs->stop_async, on_stop);
 	uv_signal_init(&qs->loop, &qs->sig_int);
 	uv_signal_init(&qs->loop, &qs->sig_term);
+	uv_timer_init(&qs->loop, &qs->tls_timer);
+	qs->tls_timer.data = qs;
 	qs->follow.data = qs->batch_check.data = qs->batch_idle.data = qs;
 	qs->stop_async.data = qs->sig_int.data = qs->sig_term.data = qs;
 }
@@ -304,6 +340,13 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 	}
 	init_handles(qs);
 	rc = qs->o.token_file ? auth_load(&qs->auth, qs->o.token_file, err) : 0;
+	if (rc == 0 && (qs->o.tls_cert || qs->o.tls_key || qs->o.tls_client_ca))
+		rc = qs->o.tls_client_ca && !qs->o.tls_cert
+			     ? lg_error_set(err, LG_EINVAL,
+					    "--tls-client-ca needs --tls-cert "
+					    "and --tls-key")
+			     : tls_open(&qs->tls, qs->o.tls_cert, qs->o.tls_key,
+					qs->o.tls_client_ca, err);
 	if (rc == 0)
 		rc = billing_open(&qs->billing, qs->o.rates_file, err);
 	if (rc == 0)
@@ -323,6 +366,11 @@ int query_server_port(const query_server_t *qs)
 	return qs->port;
 }
 
+int query_server_probe_port(const query_server_t *qs)
+{
+	return qs->probe_port;
+}
+
 int query_server_run(query_server_t *qs, struct lg_error *err)
 {
 	int rc;
@@ -331,6 +379,9 @@ int query_server_run(query_server_t *qs, struct lg_error *err)
 		return 0;
 	uv_timer_start(&qs->follow, on_follow, qs->o.poll_ms, qs->o.poll_ms);
 	uv_check_start(&qs->batch_check, on_check);
+	if (qs->tls != NULL)
+		uv_timer_start(&qs->tls_timer, on_tls_timer,
+			       qs->o.tls_reload_ms, qs->o.tls_reload_ms);
 	if (qs->o.handle_signals) {
 		uv_signal_start(&qs->sig_int, on_signal, SIGINT);
 		uv_signal_start(&qs->sig_term, on_signal, SIGTERM);
@@ -363,6 +414,7 @@ void query_server_close(query_server_t *qs)
 	rcache_release(&qs->rcache);
 	auth_release(&qs->auth);
 	billing_release(&qs->billing);
+	tls_close(qs->tls);
 	ledger_close(qs->lg);
 	if (qs->lock_fd >= 0)
 		close(qs->lock_fd);

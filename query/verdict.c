@@ -127,6 +127,70 @@ static const char *review_name(const json_t *rq)
 	return n;
 }
 
+bool review_is_tenant(const json_t *review)
+{
+	const char *kind = qjstr(
+		json_object_get(json_object_get(review, "request"), "kind"),
+		"kind");
+
+	return kind != NULL && strcmp(kind, "Tenant") == 0;
+}
+
+json_t *review_requester(const json_t *review)
+{
+	const json_t *rq = json_object_get(review, "request");
+	const json_t *ui = json_object_get(rq, "userInfo"), *g;
+	json_t *groups = json_array();
+	size_t i;
+
+	json_array_foreach (json_object_get(ui, "groups"), i, g)
+		if (json_is_string(g))
+			json_array_append(groups, (json_t *)g);
+	return json_pack("{s:s, s:o, s:s, s:s}", "username",
+			 qjstr_or(ui, "username", ""), "groups", groups, "uid",
+			 qjstr_or(rq, "uid", ""), "operation",
+			 qjstr_or(rq, "operation", ""));
+}
+
+/* spec.resourceQuotas of a Tenant in a review: null when the object is
+ * absent, {} when it declares none. */
+static json_t *quotas_of(const json_t *obj)
+{
+	json_t *q =
+		json_object_get(json_object_get(obj, "spec"), "resourceQuotas");
+
+	if (obj == NULL || json_is_null(obj))
+		return json_null();
+	return json_is_object(q) ? json_incref(q) : json_object();
+}
+
+/* A Tenant review as a declaration request (DESIGN 2.2, 3.2). */
+static int tenant_review(const json_t *rq, const char *op, json_t **req,
+			 struct lg_error *err)
+{
+	const char *p = qjstr(rq, "namespace"), *x = review_name(rq);
+	char governed[DNS1123_SUBDOMAIN_MAX + 1];
+
+	if (strcmp(op, "DELETE") == 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: a Tenant DELETE declares "
+				    "nothing to judge");
+	if (p == NULL || x == NULL ||
+	    tenant_governed_ns(p, x, governed, sizeof(governed)) != 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: a Tenant needs "
+				    "request.namespace and a name that give "
+				    "the namespace it governs");
+	*req = json_pack("{s:s, s:o, s:o}", "namespace", governed, "old",
+			 strcmp(op, "CREATE") == 0
+				 ? json_null()
+				 : quotas_of(json_object_get(rq, "oldObject")),
+			 "new", quotas_of(json_object_get(rq, "object")));
+	if (json_is_null(json_object_get(*req, "new")))
+		json_object_set_new(*req, "new", json_object());
+	return 0;
+}
+
 int review_to_request(const json_t *review, json_t **req, const char **uid,
 		      struct lg_error *err)
 {
@@ -159,6 +223,8 @@ int review_to_request(const json_t *review, json_t **req, const char **uid,
 				    "AdmissionReview: operation %.32s is not "
 				    "CREATE, UPDATE or DELETE",
 				    op);
+	if (strcmp(kind, "Tenant") == 0)
+		return tenant_review(rq, op, req, err);
 	r = json_pack("{s:s}", "kind", kind);
 	if (r == NULL)
 		return lg_error_set(err, LG_EINVAL,
@@ -183,7 +249,7 @@ int review_to_request(const json_t *review, json_t **req, const char **uid,
 json_t *review_response(const char *uid, const json_t *v)
 {
 	bool allowed = json_is_true(json_object_get(v, "allowed"));
-	json_t *resp, *warn = json_array(), *w;
+	json_t *resp, *warn = json_array(), *w, *notes;
 	char id[32], seq[32], msg[1024];
 	size_t i;
 
@@ -191,17 +257,22 @@ json_t *review_response(const char *uid, const json_t *v)
 		 (long long)json_integer_value(json_object_get(v, "id")));
 	snprintf(seq, sizeof(seq), "%lld",
 		 (long long)json_integer_value(json_object_get(v, "seq")));
+	notes = json_object_get(v, "id") != NULL
+			? json_pack("{s:s, s:s}",
+				    "gpuledger.cozystack.io/verdict-id", id,
+				    "gpuledger.cozystack.io/verdict-seq", seq)
+			: json_pack("{s:s}", "gpuledger.cozystack.io/dry-run",
+				    "not recorded");
 	snprintf(msg, sizeof(msg), "%s: %s", qjstr_or(v, "reason", "?"),
 		 qjstr_or(v, "message", ""));
 	json_array_foreach (json_object_get(v, "warnings"), i, w)
 		if (json_is_string(w))
 			json_array_append(warn, w);
-	resp = json_pack(
-		"{s:s, s:b, s:{s:i, s:s}, s:{s:s, s:s}, s:o}", "uid", uid,
-		"allowed", allowed, "status", "code", allowed ? 200 : 403,
-		"message", msg, "auditAnnotations",
-		"gpuledger.cozystack.io/verdict-id", id,
-		"gpuledger.cozystack.io/verdict-seq", seq, "warnings", warn);
+	resp = json_pack("{s:s, s:b, s:{s:i, s:s, s:s}, s:o, s:o}", "uid", uid,
+			 "allowed", allowed, "status", "code",
+			 allowed ? 200 : 403, "message", msg, "reason",
+			 qjstr_or(v, "reason", ""), "auditAnnotations", notes,
+			 "warnings", warn);
 	return json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1",
 			 "kind", "AdmissionReview", "response", resp);
 }
@@ -216,8 +287,11 @@ static void on_idle(uv_idle_t *h)
 }
 
 static void enqueue(struct query_server *qs, struct request *rq, int type,
-		    json_t *req, const char *uid)
+		    json_t *req, const json_t *review)
 {
+	const char *uid =
+		review ? qjstr(json_object_get(review, "request"), "uid")
+		       : NULL;
 	struct pending *p;
 
 	if (qs->q.n == qs->q.cap) {
@@ -225,12 +299,18 @@ static void enqueue(struct query_server *qs, struct request *rq, int type,
 		qs->q.p = q_xrealloc(qs->q.p, qs->q.cap * sizeof(*qs->q.p));
 	}
 	p = &qs->q.p[qs->q.n++];
-	*p = (struct pending){.c = rq->c,
-			      .type = type,
-			      .req = req,
-			      .review_uid = uid ? q_xstrdup(uid) : NULL,
-			      .route = rq->route,
-			      .t0_ns = rq->t0_ns};
+	*p = (struct pending){
+		.c = rq->c,
+		.type = type,
+		.req = req,
+		.review_uid = uid ? q_xstrdup(uid) : NULL,
+		.requester = review ? review_requester(review) : NULL,
+		.dry_run =
+			review != NULL &&
+			json_is_true(json_object_get(
+				json_object_get(review, "request"), "dryRun")),
+		.route = rq->route,
+		.t0_ns = rq->t0_ns};
 	reply_defer(qs, rq);
 	uv_idle_start(&qs->batch_idle, on_idle);
 }
@@ -253,12 +333,21 @@ static void handle_verdict_request(struct query_server *qs, struct request *rq,
 	struct lg_error err = {0};
 	json_t *body = parse_body(qs, rq), *req = NULL;
 	const char *uid = NULL;
+	bool review;
 
 	if (body == NULL)
 		return;
-	if (type == VT_ADMISSION &&
-	    json_is_string(json_object_get(body, "kind")) &&
-	    strcmp(qjstr(body, "kind"), "AdmissionReview") == 0) {
+	review = json_is_string(json_object_get(body, "kind")) &&
+		 strcmp(qjstr(body, "kind"), "AdmissionReview") == 0;
+	if (review && review_is_tenant(body) != (type == VT_DECLARATION)) {
+		reply_error(qs, rq, 400,
+			    "AdmissionReview: a Tenant goes to "
+			    "/v1/declarations, a VMInstance or "
+			    "KubernetesNodes to /v1/admission");
+		json_decref(body);
+		return;
+	}
+	if (review) {
 		if (review_to_request(body, &req, &uid, &err) != 0) {
 			reply_error(qs, rq, 400, "%s", err.msg);
 			json_decref(body);
@@ -270,7 +359,7 @@ static void handle_verdict_request(struct query_server *qs, struct request *rq,
 	if (req == NULL)
 		reply_error(qs, rq, 400, "the request must be a JSON object");
 	else
-		enqueue(qs, rq, type, req, uid);
+		enqueue(qs, rq, type, req, review ? body : NULL);
 	json_decref(body);
 }
 
@@ -297,6 +386,7 @@ static void pending_q_clear(struct pending_q *q)
 	for (size_t i = 0; i < q->n; i++) {
 		json_decref(q->p[i].req);
 		free(q->p[i].review_uid);
+		json_decref(q->p[i].requester);
 	}
 	q->n = 0;
 }
@@ -362,10 +452,19 @@ static void judge_one(struct query_server *qs, struct batch *b, size_t i,
 			error_json(err.msg[0] ? err.msg : lg_strerror(rc));
 		return;
 	}
-	json_object_set_new(v, "id",
-			    json_integer((json_int_t)(qs->vix.n + 1 + b->ne)));
 	json_object_set_new(v, "basisSeq", json_integer((json_int_t)basis));
 	json_object_set_new(v, "chainHead", json_string(head_hex));
+	/* Who asked is recorded beside the judgement, not part of it. */
+	if (p->requester != NULL)
+		json_object_set(v, "requester", p->requester);
+	/* A dry run is answered from the same state and not recorded. */
+	if (p->dry_run) {
+		b->status[i] = 200;
+		b->answer[i] = v;
+		return;
+	}
+	json_object_set_new(v, "id",
+			    json_integer((json_int_t)(qs->vix.n + 1 + b->ne)));
 	text = q_canonical_text(v, RECORD_MAX_BYTES, &b->scratch);
 	if (text == NULL) {
 		json_decref(v);
@@ -620,6 +719,9 @@ int query_verdict_recompute(const state_t *basis, const char *head_hex,
 	json_object_set(out, "id", json_object_get(v, "id"));
 	json_object_set(out, "basisSeq", json_object_get(v, "basisSeq"));
 	json_object_set_new(out, "chainHead", json_string(head_hex));
+	if (json_object_get(v, "requester") != NULL)
+		json_object_set(out, "requester",
+				json_object_get(v, "requester"));
 	*recomputed = json_canonical(out);
 	*match = rc == 0 && *recomputed != NULL && strlen(*recomputed) == len &&
 		 memcmp(*recomputed, record, len) == 0;
@@ -746,4 +848,178 @@ void handle_verdict(struct query_server *qs, struct request *rq)
 		reply_json(qs, rq, 200, v);
 	}
 	free(r.text);
+}
+
+/* ---------------------------------------------------------------------- */
+/* GET /v1/verdicts?tenant&requester&reason&from&to&after&limit: "who asked
+ * for these GPUs, when, and what was answered" (DESIGN 3.5). Verdicts are
+ * read in id order after `after`; at most VLIST_SCAN_MAX records are read
+ * per answer, so a filter that matches little cannot make one request
+ * read the whole log: "next" says where to go on. */
+
+#define VLIST_LIMIT_DEFAULT 100
+#define VLIST_LIMIT_MAX	    1000
+#define VLIST_SCAN_MAX	    100000
+
+struct vfilter {
+	char tenant[DNS1123_SUBDOMAIN_MAX + 1];
+	char requester[256];
+	char reason[64];
+	bool has_tenant, has_requester, has_reason;
+	int64_t from_ns, to_ns; /* [from, to) */
+	uint64_t after, limit;
+};
+
+struct vlist {
+	const struct vfilter *f;
+	json_t *out;
+	uint64_t id;   /* of the last verdict read */
+	uint64_t read; /* records read */
+	uint64_t left; /* verdicts not yet read, from id + 1 */
+};
+
+static bool vfilter_match(const struct vfilter *f, const struct event *ev,
+			  const json_t *v)
+{
+	const char *ns = qjstr(json_object_get(v, "request"), "namespace");
+	const char *user = qjstr(json_object_get(v, "requester"), "username");
+
+	if (ev->time_ns < f->from_ns || ev->time_ns >= f->to_ns)
+		return false;
+	if (f->has_tenant && (ns == NULL || !ns_in_subtree(f->tenant, ns)))
+		return false;
+	if (f->has_requester && (user == NULL || strcmp(user, f->requester)))
+		return false;
+	return !f->has_reason ||
+	       strcmp(qjstr_or(v, "reason", ""), f->reason) == 0;
+}
+
+static int vlist_event(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct vlist *l = ctx;
+	char when[64];
+	json_t *v;
+
+	if (ev->type != EV_VERDICT || ev->text == NULL)
+		return 0;
+	if (l->left == 0)
+		return 1; /* appended after the index was read */
+	l->id++;
+	l->read++;
+	l->left--;
+	v = json_loads(ev->text, 0, NULL);
+	if (v != NULL && vfilter_match(l->f, ev, v)) {
+		json_object_set_new(v, "seq",
+				    json_integer((json_int_t)ev->seq));
+		time_format_ns(ev->time_ns, when, sizeof(when));
+		json_object_set_new(v, "time", json_string(when));
+		json_array_append_new(l->out, v);
+	} else {
+		json_decref(v);
+	}
+	if (json_array_size(l->out) >= l->f->limit || l->read >= VLIST_SCAN_MAX)
+		return 1;
+	return 0;
+}
+
+/* A text query parameter into out; false (with *why) when malformed. */
+static bool text_param(const struct request *rq, const char *key, char *out,
+		       size_t cap, bool *has, const char **why)
+{
+	long n = query_param(rq->query, rq->query_len, key, out, cap);
+
+	*has = n >= 0;
+	if (n == -2 || n == 0)
+		*why = key;
+	return n != -2 && n != 0;
+}
+
+static bool time_param(const struct request *rq, const char *key, int64_t *out,
+		       const char **why)
+{
+	char t[96];
+	long n = query_param(rq->query, rq->query_len, key, t, sizeof(t));
+
+	if (n == -1)
+		return true;
+	if (n < 0 || time_parse_ns(t, out) != 0) {
+		*why = key;
+		return false;
+	}
+	return true;
+}
+
+static bool u64_param(const struct request *rq, const char *key, uint64_t *out,
+		      const char **why)
+{
+	char t[32];
+	long n = query_param(rq->query, rq->query_len, key, t, sizeof(t));
+
+	if (n == -1)
+		return true;
+	if (n < 0 || !q_parse_u64(t, out)) {
+		*why = key;
+		return false;
+	}
+	return true;
+}
+
+static const char *vfilter_parse(const struct request *rq, struct vfilter *f)
+{
+	const char *why = NULL;
+
+	memset(f, 0, sizeof(*f));
+	f->from_ns = INT64_MIN;
+	f->to_ns = INT64_MAX;
+	f->limit = VLIST_LIMIT_DEFAULT;
+	if (!text_param(rq, "tenant", f->tenant, sizeof(f->tenant),
+			&f->has_tenant, &why) ||
+	    !text_param(rq, "requester", f->requester, sizeof(f->requester),
+			&f->has_requester, &why) ||
+	    !text_param(rq, "reason", f->reason, sizeof(f->reason),
+			&f->has_reason, &why) ||
+	    !time_param(rq, "from", &f->from_ns, &why) ||
+	    !time_param(rq, "to", &f->to_ns, &why) ||
+	    !u64_param(rq, "after", &f->after, &why) ||
+	    !u64_param(rq, "limit", &f->limit, &why))
+		return why;
+	if (f->limit < 1 || f->limit > VLIST_LIMIT_MAX)
+		return "limit";
+	if (f->has_tenant && !ns_is_tenant(f->tenant))
+		return "tenant";
+	return NULL;
+}
+
+void handle_verdicts(struct query_server *qs, struct request *rq)
+{
+	struct lg_error err = {0};
+	struct vfilter f;
+	struct vlist l = {.f = &f};
+	const char *why = vfilter_parse(rq, &f);
+	json_t *doc;
+	int rc = 0;
+
+	if (why != NULL) {
+		reply_error(qs, rq, 400,
+			    "%s: malformed (tenant: a tenant namespace; "
+			    "from, to: RFC 3339; after: a verdict id; limit: "
+			    "1..%d)",
+			    why, VLIST_LIMIT_MAX);
+		return;
+	}
+	l.out = json_array();
+	l.id = f.after;
+	l.left = f.after < qs->vix.n ? qs->vix.n - f.after : 0;
+	if (l.left > 0)
+		rc = ledger_scan(qs->lg, qs->vix.seq[f.after], 0, vlist_event,
+				 &l, &err);
+	if (rc < 0) {
+		json_decref(l.out);
+		reply_error(qs, rq, 500, "%s", err.msg);
+		return;
+	}
+	doc = json_pack("{s:o, s:o}", "verdicts", l.out, "next",
+			l.left > 0 ? json_integer((json_int_t)l.id)
+				   : json_null());
+	reply_json(qs, rq, 200, doc);
 }

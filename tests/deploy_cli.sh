@@ -15,16 +15,5 @@ if ! python3 -c 'import yaml' 2>/dev/null; then
 	echo "deploy_cli: 0 passed, 1 failed"
 	exit 1
 fi
-out=$(python3 "$root/tests/deploy/check_manifests.py" --bin "$bin" \
-	--root "$root" 2>&1)
-rc=$?
-printf '%s\n' "$out" | grep -v -e '^ok: ' -e '^checks: '
-pass=$(printf '%s\n' "$out" | sed -n 's/^checks: \([0-9]*\) passed.*/\1/p')
-fail=$(printf '%s\n' "$out" | sed -n 's/^checks: [0-9]* passed, \([0-9]*\) failed/\1/p')
-if [ -z "$pass" ]; then
-	pass=0 fail=1
-	echo "FAIL: check_manifests.py did not finish (exit $rc)"
-fi
-[ "$rc" -eq 0 ] || [ "$fail" -gt 0 ] || fail=1
-echo "deploy_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+. "$root/tests/lib/cli.sh"
+py_checks deploy_cli "$root/tests/deploy/check_manifests.py" --bin "$bin" --root "$root"

@@ -180,6 +180,49 @@ static const struct {
 	{"tenant-a-b", "tenant-a", false},
 };
 
+/* `cert:<CN> ROLE` lines: a CN maps to its role, is never a bearer token
+ * (not even "cert:<CN>" sent as one), and may repeat only as a token. */
+START_TEST(cert_lines)
+{
+	static const char text[] = "cert:kube-apiserver admission\n"
+				   "cert:ops tenant:tenant-acme\n"
+				   "cert:kube-apiserver0123456 admin\n"
+				   "kube-apiserver0123456 auditor\n";
+	struct auth a;
+	struct lg_error err = {0};
+	const struct principal *p;
+	static const char dup[] = "cert:x admin\ncert:x auditor\n";
+	static const char empty[] = "cert: admin\n";
+
+	ck_assert_int_eq(auth_parse(&a, text, strlen(text), &err), 0);
+	ck_assert_uint_eq(a.n, 4);
+	p = auth_lookup_cert(&a, "kube-apiserver");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->role, ROLE_ADMISSION);
+	p = auth_lookup_cert(&a, "ops");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->role, ROLE_TENANT);
+	ck_assert_str_eq(p->ns, "tenant-acme");
+	ck_assert_ptr_null(auth_lookup_cert(&a, "kube"));
+	ck_assert_ptr_null(auth_lookup_cert(&a, "kube-apiserver0"));
+	/* The third line's CN, sent as a bearer token, is nothing; the
+	 * fourth line is a token, and a CN that equals it is not a cert. */
+	ck_assert_ptr_null(
+		auth_lookup(&a, "Bearer cert:kube-apiserver0123456",
+			    strlen("Bearer cert:kube-apiserver0123456")));
+	p = auth_lookup(&a, "Bearer kube-apiserver0123456",
+			strlen("Bearer kube-apiserver0123456"));
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->role, ROLE_AUDITOR);
+	p = auth_lookup_cert(&a, "kube-apiserver0123456");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->role, ROLE_ADMIN);
+	auth_release(&a);
+	ck_assert_int_eq(auth_parse(&a, dup, strlen(dup), &err), LG_EEXIST);
+	ck_assert_int_eq(auth_parse(&a, empty, strlen(empty), &err), LG_EINVAL);
+}
+END_TEST
+
 START_TEST(subtree_scope)
 {
 	ck_assert_msg(ns_in_subtree(subtree_rows[_i].root,
@@ -234,6 +277,7 @@ QUERY_PART(auth)
 	tcase_add_loop_test(tc, token_file_syntax, 0, NROWS(file_rows));
 	tcase_add_test(tc, token_file_nul_and_long);
 	tcase_add_loop_test(tc, bearer_lookup, 0, NROWS(lookup_rows));
+	tcase_add_test(tc, cert_lines);
 	tcase_add_loop_test(tc, subtree_scope, 0, NROWS(subtree_rows));
 	tcase_add_loop_test(tc, token_file_permissions, 0, NROWS(mode_rows));
 	suite_add_tcase(s, tc);

@@ -44,6 +44,39 @@ static const struct {
 	 "{'kind':'VMInstance','name':'x','namespace':'tenant-a','new':{},"
 	 "'old':null}",
 	 "u4"},
+	/* A Tenant: the namespace it governs, its resourceQuotas. */
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'t1','kind':{'group':'apps.cozystack.io',"
+	 "'version':'v1alpha1','kind':'Tenant'},'operation':'CREATE',"
+	 "'namespace':'tenant-acme','name':'dev','object':{'metadata':"
+	 "{'name':'dev','namespace':'tenant-acme'},'spec':{'resourceQuotas':"
+	 "{'h100.gpuclass.cozystack.io/devices':'4'}}},'oldObject':null}}",
+	 "{'namespace':'tenant-acme-dev','new':{'h100.gpuclass.cozystack.io/"
+	 "devices':'4'},'old':null}",
+	 "t1"},
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'t2','kind':{'kind':'Tenant'},'operation':"
+	 "'UPDATE','namespace':'tenant-root','object':{'metadata':{'name':"
+	 "'beta'},'spec':{}},'oldObject':{'spec':{'resourceQuotas':"
+	 "{'gpuclass.cozystack.io/devices':'2'}}}}}",
+	 "{'namespace':'tenant-beta','new':{},'old':{'gpuclass.cozystack.io/"
+	 "devices':'2'}}",
+	 "t2"},
+	/* The root Tenant governs tenant-root. */
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'t3','kind':{'kind':'Tenant'},'operation':"
+	 "'CREATE','namespace':'tenant-root','name':'root','object':{'spec':"
+	 "{'resourceQuotas':{}}}}}",
+	 "{'namespace':'tenant-root','new':{},'old':null}", "t3"},
+	/* A Tenant DELETE is not judged; a Tenant needs its namespace. */
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'t4','kind':{'kind':'Tenant'},'operation':"
+	 "'DELETE','namespace':'tenant-root','name':'x','oldObject':{}}}",
+	 NULL, NULL},
+	{"{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'t5','kind':{'kind':'Tenant'},'operation':"
+	 "'CREATE','name':'x','object':{}}}",
+	 NULL, NULL},
 	{"{'apiVersion':'admission.k8s.io/v1beta1','kind':'AdmissionReview',"
 	 "'request':{'uid':'u','kind':{'kind':'VMInstance'},'operation':"
 	 "'CREATE'}}",
@@ -127,6 +160,8 @@ START_TEST(review_response_shape)
 			 403);
 	ck_assert_str_eq(qjstr(json_object_get(resp, "status"), "message"),
 			 "ClassBudgetExceeded: t: k 1 + 2 > 2");
+	ck_assert_str_eq(qjstr(json_object_get(resp, "status"), "reason"),
+			 "ClassBudgetExceeded");
 	ck_assert_str_eq(qjstr(json_object_get(resp, "auditAnnotations"),
 			       "gpuledger.cozystack.io/verdict-id"),
 			 "7");
@@ -143,6 +178,36 @@ START_TEST(review_response_shape)
 	json_decref(r);
 	json_decref(denied);
 	json_decref(allowed);
+}
+END_TEST
+
+/* Who asked: userInfo.username and groups, the review's uid and the
+ * operation; what is missing is empty, groups keep only strings. */
+START_TEST(review_requester_shape)
+{
+	json_t *r1 = tq("{'request':{'uid':'u9','operation':'UPDATE',"
+			"'userInfo':{'username':'alice','uid':'x','groups':"
+			"['system:authenticated',7,'devs']}}}");
+	json_t *r2 = tq("{'request':{'uid':'u8'}}");
+	json_t *want1 = tq("{'groups':['system:authenticated','devs'],"
+			   "'operation':'UPDATE','uid':'u9','username':"
+			   "'alice'}");
+	json_t *want2 = tq("{'groups':[],'operation':'','uid':'u8',"
+			   "'username':''}");
+	json_t *t = tq("{'request':{'kind':{'kind':'Tenant'}}}");
+	json_t *g1 = review_requester(r1), *g2 = review_requester(r2);
+
+	ck_assert(json_equal(g1, want1));
+	ck_assert(json_equal(g2, want2));
+	ck_assert(review_is_tenant(t));
+	ck_assert(!review_is_tenant(r1));
+	json_decref(t);
+	json_decref(g1);
+	json_decref(g2);
+	json_decref(want1);
+	json_decref(want2);
+	json_decref(r1);
+	json_decref(r2);
 }
 END_TEST
 
@@ -342,6 +407,7 @@ QUERY_PART(review)
 
 	tcase_add_loop_test(tc, review_to_request_rows, 0, NROWS(review_rows));
 	tcase_add_test(tc, review_response_shape);
+	tcase_add_test(tc, review_requester_shape);
 	tcase_add_loop_test(tc, normalise_rows, 0, NROWS(norm_rows));
 	tcase_add_loop_test(tc, verdict_ref_rows, 0, NROWS(ref_rows));
 	tcase_add_test(tc, recompute_detects_change);

@@ -33,24 +33,6 @@ has() {
 	fi
 }
 
-# start_server [OPTIONS...]: starts serve on 127.0.0.1:0, sets $port.
-start_server() {
-	# The redirection below happens in the background child, after this
-	# shell goes on: an old file must not be read for the new port.
-	rm -f "$tmp/serve.out"
-	"$bin" serve --db "$db" --listen 127.0.0.1:0 "$@" \
-		>"$tmp/serve.out" 2>"$tmp/serve.err" &
-	server_pid=$!
-	wait_listening "$tmp/serve.out"
-	[ -n "$port" ] || bad "serve did not start: $(cat "$tmp/serve.err")"
-}
-stop_server() {
-	[ -n "$server_pid" ] || return 0
-	kill -TERM "$server_pid" 2>/dev/null
-	wait "$server_pid"
-	stopped_rc=$?
-	server_pid=
-}
 
 # req METHOD PATH [TOKEN [BODY]]: body to $tmp/body, status to $code.
 req() {

@@ -18,13 +18,19 @@
 #   kubernetes-client kubectl, to prove that server speaks the real protocol
 #   openssl, curl, jq a test CA and certificates; HTTP requests and JSON
 #                     from a shell
+#   faketime          an expired certificate for tests/tls_cli.sh
+#   nodejs, npm       the Kubernetes OpenAPI schemas (npm kubernetes-models)
+#                     that tests/manifests_cli.sh validates deploy/ with
+#   wrk               tests/bench/serve_bench.sh, the quick HTTP and TLS
+#                     figures outside `make bench` (which installs it too)
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
 libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 # Tools are wanted as commands: any kubectl on the PATH will do (some images
 # ship another package of it, which Debian's would conflict with).
-cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq"
+cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq \
+faketime:faketime node:nodejs npm:npm wrk:wrk"
 
 missing=""
 for p in $pkgs; do

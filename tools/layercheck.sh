@@ -44,6 +44,7 @@ check_foreign() { # header pattern, allowed layers
 check_foreign 'lmdb.h' ledger
 check_foreign 'curl/' ingest
 check_foreign 'uv.h' query tools
+check_foreign 'openssl/ssl.h' query
 if [ -f "${TMPDIR:-/tmp}/layercheck.$$" ]; then
 	rm -f "${TMPDIR:-/tmp}/layercheck.$$"
 	fail=1

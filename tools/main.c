@@ -29,6 +29,8 @@ static const struct subcommand subcommands[] = {
 	{"watch", "follow a cluster or a recorded stream into --db DIR",
 	 cmd_watch},
 	{"serve", "the query process (HTTP)", cmd_serve},
+	{"replicate", "a read replica: follow a primary's log into --db DIR",
+	 cmd_replicate},
 	{"replay", "the state at --at SEQ|TIME", cmd_replay},
 	{"audit", "recompute stored verdicts", cmd_audit},
 	{"verify", "check the hash chain and every checkpoint", cmd_verify},

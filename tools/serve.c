@@ -13,7 +13,9 @@
 static const char serve_usage[] =
 	"usage: gpuledger serve --db DIR [--listen HOST:PORT] "
 	"[--token-file FILE]\n"
-	"         [--rates FILE]\n"
+	"       [--rates FILE]\n"
+	"       [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
+	"       [--read-only [--primary URL]] [--probe-listen HOST:PORT]\n"
 	"  the query process: HTTP/1.1 JSON API under /v1 (DESIGN 7).\n"
 	"  Rebuilds the state from the latest checkpoint and the tail, then\n"
 	"  follows the log as the watcher appends; /readyz answers 200 once\n"
@@ -31,6 +33,20 @@ static const char serve_usage[] =
 	"                      names, billing period offset; `gpuledger\n"
 	"                      export --help`); read again when it changes,\n"
 	"                      a bad change keeps the previous one\n"
+	"  --tls-cert FILE     serve HTTPS (TLS >= 1.2) with this PEM chain;\n"
+	"  --tls-key FILE      and its key; both are reloaded when they\n"
+	"                      change (open connections keep the old one; a\n"
+	"                      pair that does not load is logged and ignored)\n"
+	"  --tls-client-ca FILE  require client certificates signed by it;\n"
+	"                      a token-file line `cert:<CN> ROLE` gives a\n"
+	"                      certificate with that subject CN a role\n"
+	"  --tls-reload-ms MS  how often the TLS files are checked (1000)\n"
+	"  --read-only         a replica (gpuledger replicate): GETs answer,\n"
+	"                      other methods 503\n"
+	"  --primary URL       named in those 503 answers\n"
+	"  --probe-listen HOST:PORT  plain HTTP for /healthz and /readyz\n"
+	"                      only (the kubelet presents no client\n"
+	"                      certificate); prints \"probes on HOST:PORT\"\n"
 	"  --max-body BYTES    request body bound (default 1048576)\n"
 	"  --max-conns N       open connections (default 4096)\n"
 	"  --idle-ms MS        keep-alive idle time (default 30000)\n"
@@ -81,7 +97,7 @@ static bool fits(const char *name, uint64_t v)
 int cmd_serve(int argc, char **argv)
 {
 	struct query_opts o = {.handle_signals = true};
-	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0;
+	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0, reload = 0;
 	const struct opt opts[] = {
 		{"--db", OPT_STR, &o.db},
 		{"--listen", OPT_STR, &o.listen},
@@ -92,6 +108,13 @@ int cmd_serve(int argc, char **argv)
 		{"--idle-ms", OPT_U64, &idle},
 		{"--request-ms", OPT_U64, &req},
 		{"--poll-ms", OPT_U64, &poll},
+		{"--tls-cert", OPT_STR, &o.tls_cert},
+		{"--tls-key", OPT_STR, &o.tls_key},
+		{"--tls-client-ca", OPT_STR, &o.tls_client_ca},
+		{"--tls-reload-ms", OPT_U64, &reload},
+		{"--read-only", OPT_FLAG, &o.read_only},
+		{"--primary", OPT_STR, &o.primary},
+		{"--probe-listen", OPT_STR, &o.probe_listen},
 	};
 	const struct cmd_spec spec = {"serve", serve_usage, opts,
 				      sizeof(opts) / sizeof(opts[0])};
@@ -103,7 +126,8 @@ int cmd_serve(int argc, char **argv)
 	if (status != OPTS_RUN)
 		return opts_exit(status);
 	if (!fits("--max-conns", conns) || !fits("--idle-ms", idle) ||
-	    !fits("--request-ms", req) || !fits("--poll-ms", poll))
+	    !fits("--request-ms", req) || !fits("--poll-ms", poll) ||
+	    !fits("--tls-reload-ms", reload))
 		return EXIT_USAGE;
 	if (tool_check_db("serve", o.db, false) != 0)
 		return EXIT_USAGE;
@@ -112,6 +136,7 @@ int cmd_serve(int argc, char **argv)
 	o.idle_ms = (unsigned)idle;
 	o.request_ms = (unsigned)req;
 	o.poll_ms = (unsigned)poll;
+	o.tls_reload_ms = (unsigned)reload;
 	uv_replace_allocator(x_malloc, x_realloc, x_calloc, free);
 	if ((rc = query_server_open(&qs, &o, &err)) != 0) {
 		tool_error("serve: %s", err.msg[0] ? err.msg : lg_strerror(rc));
@@ -121,6 +146,10 @@ int cmd_serve(int argc, char **argv)
 	listen = o.listen ? o.listen : QUERY_LISTEN_DEFAULT;
 	printf("listening on %.*s:%d\n", (int)(strrchr(listen, ':') - listen),
 	       listen, query_server_port(qs));
+	if (o.probe_listen != NULL)
+		printf("probes on %.*s:%d\n",
+		       (int)(strrchr(o.probe_listen, ':') - o.probe_listen),
+		       o.probe_listen, query_server_probe_port(qs));
 	fflush(stdout);
 	rc = query_server_run(qs, &err);
 	query_server_close(qs);

@@ -43,6 +43,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_replicate(int argc, char **argv);
 
 /* Prints "gpuledger: <message>" to stderr. */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -249,8 +249,10 @@ bench_compare() {
 # gpuledger serve under wrk, against the ledger of the default-mix stream.
 
 serve_pid=
+scheme=http
+# serve_start [SERVE-OPTIONS...]: with --tls-cert, $url is https.
 serve_start() {
-	"$bin" serve --db "$tmp/mix.db" --listen 127.0.0.1:0 \
+	"$bin" serve --db "$tmp/mix.db" --listen 127.0.0.1:0 "$@" \
 		>"$tmp/serve.out" 2>"$tmp/serve.err" &
 	serve_pid=$!
 	port=
@@ -261,7 +263,7 @@ serve_start() {
 		i=$((i + 1))
 	done
 	[ -n "$port" ] || { say "bench: serve did not start"; return 1; }
-	url=http://127.0.0.1:$port
+	url=$scheme://127.0.0.1:$port
 }
 
 serve_stop() {
@@ -321,6 +323,31 @@ print(best[1], best[2]) if best else print("tenant-root", "h100")')
 	export BENCH_NS BENCH_CLASS
 	wrk_runs "$serve_group" "POST /v1/admission (durable verdicts)" 64 \
 		">= 20k req/s" "" -s "$here/wrk_admission.lua" "$url/v1/admission"
+	serve_stop
+	bench_serve_tls
+}
+
+# The same over TLS (DESIGN 10: >= 50% of the plain rate), and the rate of
+# full handshakes (a new connection per request: Connection: close).
+bench_serve_tls() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -keyout "$tmp/tls.key" -out "$tmp/tls.crt" -days 2 \
+		-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+		2>/dev/null || { say "bench: no TLS certificate"; return 1; }
+	say "== serve over TLS: the same requests, and full handshakes"
+	tls_group="gpuledger serve over TLS 1.3 (wrk -t1, ${secs}s runs), $ns"
+	scheme=https
+	serve_start --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key"
+	scheme=http
+	cmd "$bin serve --db DIR --listen 127.0.0.1:0 --tls-cert tls.crt --tls-key tls.key"
+	cmd "wrk -t1 -c64 -d${secs}s --latency $url/v1/tenants/$ns/remaining (and /v1/admission as above)"
+	cmd "wrk -t1 -c8 -d${secs}s -H 'Connection: close' $url/healthz   # handshakes/s"
+	wrk_runs "$tls_group" "GET /v1/tenants/{ns}/remaining" 64 \
+		">= 50% of plain" "" "$url/v1/tenants/$ns/remaining"
+	wrk_runs "$tls_group" "POST /v1/admission (durable verdicts)" 64 \
+		">= 50% of plain" "" -s "$here/wrk_admission.lua" "$url/v1/admission"
+	wrk_runs "$tls_group" "full TLS handshakes (GET /healthz, Connection: close)" 8 \
+		"" "" -H "Connection: close" "$url/healthz"
 	serve_stop
 }
 

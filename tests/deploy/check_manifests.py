@@ -39,6 +39,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_tls import Checks, Serve, flag, get  # noqa: E402
+
 import yaml
 
 NS = "gpuledger"
@@ -53,6 +56,10 @@ KINDS = {
     "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", False),
     "Role": ("rbac.authorization.k8s.io/v1", True),
     "RoleBinding": ("rbac.authorization.k8s.io/v1", True),
+    "Issuer": ("cert-manager.io/v1", True),
+    "Certificate": ("cert-manager.io/v1", True),
+    "ValidatingWebhookConfiguration": ("admissionregistration.k8s.io/v1",
+                                       False),
 }
 REQUIRED = ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
             "PersistentVolumeClaim", "Deployment", "Service"]
@@ -61,39 +68,14 @@ DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
                            r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
-class Checks:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-            print("ok: " + name)
-        else:
-            self.failed += 1
-            print("FAIL: " + name + (": " + detail if detail else ""))
-        return ok
-
-
-def load(root):
+def load(root, sub="deploy"):
     docs = []
-    for path in sorted(glob.glob(os.path.join(root, "deploy", "*.yaml"))):
+    for path in sorted(glob.glob(os.path.join(root, sub, "*.yaml"))):
         with open(path, encoding="utf-8") as f:
             for d in yaml.safe_load_all(f):
                 if d is not None:
                     docs.append((os.path.basename(path), d))
     return docs
-
-
-def get(d, *path, default=None):
-    for k in path:
-        if isinstance(d, dict) and k in d:
-            d = d[k]
-        elif isinstance(d, list) and isinstance(k, int) and k < len(d):
-            d = d[k]
-        else:
-            return default
-    return d
 
 
 def one(docs, kind):
@@ -401,15 +383,6 @@ def check_commands(c, docs, binary):
                 tf is not None and tf in (init[0].get("command") or []))
 
 
-def flag(args, name):
-    for i, a in enumerate(args):
-        if a == name and i + 1 < len(args):
-            return args[i + 1]
-        if a.startswith(name + "="):
-            return a.split("=", 1)[1]
-    return None
-
-
 def mount_of(ct, path):
     best = None
     for m in ct.get("volumeMounts") or []:
@@ -421,7 +394,9 @@ def mount_of(ct, path):
 
 
 def check_paths(c, ct, args):
-    for f in ("--db", "--token-file", "--classes", "--record", "--kubeconfig"):
+    for f in ("--db", "--token-file", "--classes", "--record", "--kubeconfig",
+              "--tls-cert", "--tls-key", "--tls-client-ca", "--cacert",
+              "--cert", "--key"):
         p = flag(args, f)
         if p is not None:
             c.check(f"container {ct['name']}: {f} {p} is on a volume",
@@ -443,51 +418,42 @@ def check_shared_db(c, dep):
 
 # ---------------------------------------------------------- live: serve
 def run_serve(c, docs, binary, tmp):
-    """The serve container's command line, its mounts moved under tmp."""
-    dep = one(docs, "Deployment")
-    ct = [x for x in containers(dep) if x.get("name") == "serve"][0]
-    args = list(gpuledger_args(ct) or [])
-    for m in ct.get("volumeMounts") or []:
-        local = os.path.join(tmp, "mnt", m["name"])
-        os.makedirs(local, exist_ok=True)
-        args = [a.replace(m["mountPath"], local) if a.startswith(
-            m["mountPath"]) else a for a in args]
-    tf = flag(args, "--token-file")
-    if tf:
-        with open(tf, "w") as f:
-            f.write("t0k3n-for-the-deploy-check admin\n")
-        os.chmod(tf, 0o600)
-    port = str(get(ct, "ports", 0, "containerPort"))
-    listen = flag(args, "--listen") or ""
-    c.check("serve --listen uses the container port",
-            listen.endswith(":" + port), listen)
-    args = [a.replace(listen, "127.0.0.1:0") if a == listen else a
-            for a in args]
-    p = subprocess.Popen([binary] + args, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT)
+    """The serve container's command line, its mounts moved under tmp and
+    the TLS files made (tests/deploy/serve_tls.py)."""
+    srv = Serve(binary, docs, tmp)
     try:
-        line = p.stdout.readline().decode()
-        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        if not c.check("the serve command line starts", m is not None, line):
+        ct = srv.ct
+        port = str(get(ct, "ports", 0, "containerPort"))
+        c.check("serve --listen uses the container port",
+                srv.listen.endswith(":" + port), srv.listen)
+        if not c.check("the serve command line starts",
+                       srv.port is not None, srv.first):
             return
-        base = "http://127.0.0.1:" + m.group(1)
+        ports = {p.get("name"): p.get("containerPort")
+                 for p in ct.get("ports") or []}
         for probe in ("readinessProbe", "livenessProbe"):
             path = get(ct, probe, "httpGet", "path")
+            on_probe = srv.probe_listen is not None and \
+                srv.probe_listen.endswith(":%s" % ports.get(
+                    get(ct, probe, "httpGet", "port")))
             try:
-                code = urllib.request.urlopen(base + path, timeout=5).status
+                code, _ = srv.request(path, probe=on_probe)
             except Exception as e:  # noqa: BLE001 - reported as a failure
                 code = str(e)
             c.check(f"serve answers its {probe} {path} without a token",
                     code == 200, str(code))
         try:
-            urllib.request.urlopen(base + "/v1/tenants", timeout=5)
-            code = 200
-        except urllib.error.HTTPError as e:
-            code = e.code
-        c.check("serve demands a token for /v1/tenants", code == 401,
+            code, _ = srv.request("/v1/tenants")
+        except Exception as e:  # noqa: BLE001
+            code = "refused" if srv.tls else str(e)
+        c.check("serve demands a token (or a client certificate) for "
+                "/v1/tenants", code in (401, "refused"), str(code))
+        code, _ = srv.request("/v1/tenants", token=srv.admin,
+                              cert=srv.client_cn or None)
+        c.check("serve answers /v1/tenants to the admin token", code == 200,
                 str(code))
     finally:
-        stop(p)
+        srv.stop()
 
 
 # ---------------------------------------------------------- live: watch
@@ -697,6 +663,13 @@ def main():
             len(watcher_paths(root)) >= 8, str(watcher_paths(root)))
     check_rbac(c, docs, static_requests(root), "engine.c")
     check_commands(c, docs, binary)
+    # The optional read replicas (deploy/replicas/): real commands and
+    # flags, one ledger for both containers, the restricted profile.
+    rdocs = load(root, "deploy/replicas")
+    c.check("deploy/replicas/*.yaml parse", len(rdocs) > 0)
+    check_commands(c, rdocs, binary)
+    check_restricted(c, get(one(rdocs, "Deployment"), "spec", "template",
+                            "spec", default={}))
     check_dockerfile(c, docs, root, binary)
     tmp = tempfile.mkdtemp(prefix="deploy_cli.")
     try:

@@ -58,3 +58,55 @@ gen_cert() {
 			-CAkey "$tmp/$2.key" -CAcreateserial -out "$tmp/$1.crt" \
 			-days 2 -extfile "$tmp/$1.ext" 2>/dev/null
 }
+
+# serve_up DB LISTEN OUT ERR [OPTIONS...]: starts `$bin serve` in the
+# background (stdout to OUT, stderr to ERR) and waits for its port: sets
+# $spid and $sport.
+serve_up() {
+	su_db=$1 su_listen=$2 su_out=$3 su_err=$4
+	shift 4
+	# The redirection below happens in the background child, after this
+	# shell goes on: an old file must not be read for the new port.
+	rm -f "$su_out"
+	"$bin" serve --db "$su_db" --listen "$su_listen" "$@" \
+		>"$su_out" 2>"$su_err" &
+	spid=$!
+	wait_listening "$su_out"
+	sport=$port
+	[ -n "$sport" ] || bad "serve did not start: $(cat "$su_err")"
+}
+# start_server [OPTIONS...]: serve on $db at 127.0.0.1:0 ($tmp/serve.out,
+# $tmp/serve.err); sets $server_pid and $port. stop_server sends SIGTERM
+# and sets $stopped_rc.
+start_server() {
+	serve_up "$db" 127.0.0.1:0 "$tmp/serve.out" "$tmp/serve.err" "$@"
+	server_pid=$spid
+	port=$sport
+}
+stop_server() {
+	[ -n "${server_pid:-}" ] || return 0
+	kill -TERM "$server_pid" 2>/dev/null
+	wait "$server_pid"
+	stopped_rc=$?
+	server_pid=
+}
+
+# py_checks NAME SCRIPT ARGS...: runs a python checker that prints "ok:" and
+# "FAIL:" lines and "checks: N passed, N failed" last; shows the failures
+# and the "NAME: N passed, N failed" line, and returns non-zero on failure.
+py_checks() {
+	pc_name=$1
+	shift
+	pc_out=$(python3 "$@" 2>&1)
+	pc_rc=$?
+	printf '%s\n' "$pc_out" | grep -v -e '^ok: ' -e '^checks: '
+	pass=$(printf '%s\n' "$pc_out" | sed -n 's/^checks: \([0-9]*\) passed.*/\1/p')
+	fail=$(printf '%s\n' "$pc_out" | sed -n 's/^checks: [0-9]* passed, \([0-9]*\) failed/\1/p')
+	if [ -z "$pass" ]; then
+		pass=0 fail=1
+		echo "FAIL: $(basename "$1") did not finish (exit $pc_rc)"
+	fi
+	[ "$pc_rc" -eq 0 ] || [ "$fail" -gt 0 ] || fail=1
+	echo "$pc_name: $pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+}

@@ -1,0 +1,67 @@
+#!/bin/sh
+# Validates every manifest of deploy/ against the Kubernetes and
+# cert-manager OpenAPI schemas (npm kubernetes-models and
+# @kubernetes-models/cert-manager, installed here by npm into
+# build/npm-schema on first use, versions pinned by
+# tests/deploy/schema/package.json), then breaks copies of them in ways a
+# typo would and checks that each broken copy is refused.
+# Usage: tests/manifests_cli.sh PATH/TO/gpuledger (the binary is not used)
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+. "$root/tests/lib/cli.sh"
+mods=$root/build/npm-schema
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	bad "node and npm are needed (tools/install-deps.sh installs them)"
+elif ! cmp -s "$root/tests/deploy/schema/package.json" "$mods/package.json" ||
+	[ ! -d "$mods/node_modules/kubernetes-models" ]; then
+	rm -rf "$mods"
+	mkdir -p "$mods"
+	cp "$root/tests/deploy/schema/package.json" "$mods/"
+	(cd "$mods" && npm install --no-audit --no-fund --silent) \
+		>"$tmp/npm.out" 2>&1 || bad "npm install: $(tail -5 "$tmp/npm.out")"
+fi
+# The script must sit beside node_modules to resolve them.
+cp "$root/tests/deploy/schema/validate.mjs" "$mods/validate.mjs" 2>/dev/null
+
+run node "$mods/validate.mjs" "$root"/deploy/*.yaml "$root"/deploy/*/*.yaml
+expect "every manifest of deploy/ validates" 0
+n=$(grep -c '^ok: ' "$tmp/out")
+docs=$(python3 -c 'import sys, yaml
+print(sum(1 for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d))' \
+	"$root"/deploy/*.yaml "$root"/deploy/*/*.yaml)
+[ "$n" = "$docs" ] && ok || bad "validated $n of $docs documents: $(grep FAIL "$tmp/out")"
+
+# break FILE NAME PYTHON: a copy of deploy/FILE with PYTHON applied to its
+# documents (d, a list) must be refused.
+break_one() {
+	python3 - "$root/deploy/$1" "$tmp/$2.yaml" "$3" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+def kind(k):
+    return [d for d in docs if d["kind"] == k][0]
+exec(sys.argv[3])
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+	run node "$mods/validate.mjs" "$tmp/$2.yaml"
+	if [ "$rc" -ne 0 ] && grep -q '^FAIL: ' "$tmp/out"; then ok; else
+		bad "broken manifest $2 was accepted"
+	fi
+}
+break_one deployment.yaml replicas-string 'kind("Deployment")["spec"]["replicas"] = "one"'
+break_one deployment.yaml port-string 'kind("Service")["spec"]["ports"][0]["port"] = "https"'
+break_one deployment.yaml no-selector 'del kind("Deployment")["spec"]["selector"]'
+break_one deployment.yaml container-no-name 'del kind("Deployment")["spec"]["template"]["spec"]["containers"][0]["name"]'
+break_one webhook.yaml webhook-no-sideeffects 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["sideEffects"]'
+break_one webhook.yaml webhook-rules-string 'kind("ValidatingWebhookConfiguration")["webhooks"][0]["rules"] = "vminstances"'
+break_one webhook.yaml certificate-no-issuer 'del [d for d in docs if d["kind"] == "Certificate"][1]["spec"]["issuerRef"]'
+break_one webhook.yaml certificate-bad-duration 'kind("Certificate")["spec"]["isCA"] = "yes"'
+break_one rbac.yaml role-verbs-string 'kind("ClusterRole")["rules"][0]["verbs"] = "list"'
+break_one namespace.yaml unknown-kind 'docs[0]["kind"] = "Namespaces"'
+
+echo "manifests_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
