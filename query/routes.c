@@ -13,6 +13,8 @@
  *   GET  /v1/state, /v1/events        x              x
  *   GET  /v1/export                   x              x
  *   GET  /v1/classes, .../capacity    x              x
+ *   GET  /ui, /ui/{file}            (no token needed: static files; the
+ *                                    page calls the API with the user's)
  *
  * Tenants are read-only and see only their own subtree, so cluster-wide
  * reads (state, events, classes, metrics with every tenant's gauges) and
@@ -68,6 +70,18 @@ const struct route query_routes[R_MAX] = {
 	      TS_DENY, "v1", "classes"),
 	ROUTE(R_CAPACITY, HTTP_GET, "/v1/classes/{c}/capacity", handle_capacity,
 	      READERS, TS_DENY, "v1", "classes", "*", "capacity"),
+	[R_UI] = {.name = "/ui",
+		  .method = HTTP_GET,
+		  .segs = {"ui"},
+		  .fn = handle_ui,
+		  .public = true,
+		  .headers = ui_headers},
+	[R_UI_ASSET] = {.name = "/ui/{file}",
+			.method = HTTP_GET,
+			.segs = {"ui", "*"},
+			.fn = handle_ui_asset,
+			.public = true,
+			.headers = ui_headers},
 };
 
 /* Whether the pattern matches the segments, capturing "*" into params. */

@@ -1,0 +1,399 @@
+/*
+ * The console's browser test (tests/ui_cli.sh runs it): Debian chromium,
+ * headless, drives /ui of a running `gpuledger serve` and checks that
+ *   - each view renders, and the tenants, classes, nodes and history
+ *     numbers on the page equal the API's (three tenants in full);
+ *   - a tenant token sees its own subtree only, never a sibling, and the
+ *     views its role may not read say so;
+ *   - the timer refresh keeps the user's place (collapsed tenant, focus);
+ *   - keyboard: the tabs move with the arrow keys, a verdict opens with
+ *     Enter;
+ *   - no console error, no exception, no CSP violation, and no request to
+ *     anything but the server on 127.0.0.1.
+ * Screenshots of each view go to $UI_ARTIFACTS.
+ *
+ * Environment: UI_URL (http://127.0.0.1:PORT), ADMIN_TOKEN, TENANT_TOKEN,
+ * TENANT_NS, SIBLING_NS, UI_ARTIFACTS. Prints FAIL lines and a last line
+ * "browser: N passed, M failed"; exits 1 on any failure.
+ */
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const {launch} = require('./cdp.js');
+const GL = require('../../query/ui/lib.js');
+
+const URL0 = process.env.UI_URL;
+const ADMIN = process.env.ADMIN_TOKEN;
+const TENANT = process.env.TENANT_TOKEN;
+const TNS = process.env.TENANT_NS;
+const SIB = process.env.SIBLING_NS;
+const OUT = process.env.UI_ARTIFACTS || 'build/ui-artifacts';
+const W = 1366, H = 900;
+
+let pass = 0, fail = 0;
+function ok(cond, what) {
+	if (cond) {
+		pass++;
+	} else {
+		fail++;
+		console.log('FAIL: ' + what);
+	}
+	return cond;
+}
+
+async function apiGet(p, tok) {
+	const r = await fetch(URL0 + p, {headers: {Authorization: 'Bearer ' + tok}});
+	const text = await r.text();
+	if (!r.ok)
+		throw new Error(p + ': ' + r.status + ' ' + text);
+	return text;
+}
+const apiJson = async (p, tok) => JSON.parse(await apiGet(p, tok));
+
+/* Everything a page does that the test watches. */
+function watch(b, page) {
+	const w = {requests: [], errors: []};
+	b.on((m) => {
+		if (m.sessionId !== page.s)
+			return;
+		const p = m.params;
+		if (m.method === 'Network.requestWillBeSent')
+			w.requests.push(p.request.url);
+		else if (m.method === 'Runtime.consoleAPICalled' &&
+			 (p.type === 'error' || p.type === 'assert'))
+			w.errors.push('console.' + p.type + ': ' +
+				      p.args.map((a) => a.value || a.description).join(' '));
+		else if (m.method === 'Runtime.exceptionThrown')
+			w.errors.push('exception: ' + (p.exceptionDetails.exception
+				? p.exceptionDetails.exception.description : p.exceptionDetails.text));
+		else if (m.method === 'Log.entryAdded' &&
+			 (p.entry.level === 'error' || p.entry.source === 'security'))
+			w.errors.push('log: ' + p.entry.text + ' ' + (p.entry.url || ''));
+	});
+	return w;
+}
+
+async function openPage(b) {
+	const page = await b.page();
+	const w = watch(b, page);
+	for (const d of ['Page', 'Runtime', 'Network', 'Log'])
+		await page.send(d + '.enable');
+	await page.send('Emulation.setDeviceMetricsOverride',
+			{width: W, height: H, deviceScaleFactor: 1, mobile: false});
+	await page.send('Page.navigate', {url: URL0 + '/ui'});
+	return {page, w};
+}
+
+/* Types the token into the sign-in form and presses Enter, as a user. */
+async function signIn(page, tok) {
+	await page.until("!document.getElementById('login').hidden &&" +
+			 " document.activeElement.id === 'token'", 'the sign-in form');
+	await page.send('Input.insertText', {text: tok});
+	await page.send('Input.dispatchKeyEvent', {type: 'keyDown', key: 'Enter', code: 'Enter',
+						   windowsVirtualKeyCode: 13, text: '\r'});
+	await page.send('Input.dispatchKeyEvent', {type: 'keyUp', key: 'Enter', code: 'Enter',
+						   windowsVirtualKeyCode: 13});
+}
+
+/* The tenants table as the page shows it: {ns: {cls|'': {field: text}}}. */
+const READ_TENANTS = `(() => {
+	const out = {};
+	for (const b of document.querySelectorAll('#t-table tbody[data-ns]')) {
+		const t = out[b.dataset.ns] = {};
+		for (const tr of b.rows) {
+			const r = t[tr.dataset.cls] = {};
+			for (const td of tr.querySelectorAll('td[data-f]'))
+				r[td.dataset.f] = td.textContent;
+		}
+	}
+	return out;
+})()`;
+
+function checkTenant(shown, t, classes) {
+	const rows = GL.tenantRows(t, classes);
+	const got = shown[t.namespace];
+	if (!ok(got !== undefined, 'tenant ' + t.namespace + ' is on the page'))
+		return;
+	for (const r of rows) {
+		const g = got[r.cls === null ? '' : r.cls];
+		const where = t.namespace + ' ' + (r.cls || 'total');
+		if (!ok(g !== undefined, where + ' has a row'))
+			continue;
+		ok(GL.parseInt10(g.budget) === r.budget, where + ' budget ' + g.budget + ' != ' + r.budget);
+		ok(GL.parseInt10(g.own) === r.own, where + ' own ' + g.own + ' != ' + r.own);
+		ok(GL.parseInt10(g.subtree) === r.subtree, where + ' subtree ' + g.subtree + ' != ' + r.subtree);
+		ok(GL.parseInt10(g.allocated) === r.allocated,
+		   where + ' allocated ' + g.allocated + ' != ' + r.allocated);
+		const want = r.blocked ? 'blocked (raw key)' : r.remaining === null ? 'unbounded'
+			: String(r.remaining);
+		const have = r.blocked || r.remaining === null ? g.remaining
+			: String(GL.parseInt10(g.remaining));
+		ok(have === want, where + ' remaining ' + g.remaining + ' != ' + want);
+		ok(g.limitedBy === GL.limitedByText(r.limitedBy),
+		   where + ' limitedBy ' + g.limitedBy);
+	}
+}
+
+/* Three tenants to compare in full: the root, the deepest, and one with a
+ * budget of its own that is neither. */
+function pickThree(tenants) {
+	const depth = (t) => t.namespace.split('-').length;
+	const root = tenants.find((t) => t.parent === null);
+	const deep = tenants.slice().sort((a, b) => depth(b) - depth(a) ||
+					  (a.namespace < b.namespace ? -1 : 1))[0];
+	const mid = tenants.find((t) => t !== root && t !== deep &&
+				 Object.keys(t.budgets).length > 0) ||
+		    tenants.find((t) => t !== root && t !== deep);
+	return [root, deep, mid];
+}
+
+async function shot(page, name) {
+	fs.mkdirSync(OUT, {recursive: true});
+	await page.screenshot(path.join(OUT, name + '.png'));
+}
+
+async function adminSession(b) {
+	const {page, w} = await openPage(b);
+	await signIn(page, ADMIN);
+	await page.until("document.querySelectorAll('#t-table tbody[data-ns]').length > 0",
+			 'the tenant tree');
+	ok(await page.eval("sessionStorage.getItem('gpuledger.token')") === ADMIN,
+	   'the token is in session storage');
+	ok(await page.eval('localStorage.length === 0 && document.cookie === ""'),
+	   'nothing in local storage or cookies');
+
+	/* Tenants: every tenant, three in full. */
+	const api = await apiJson('/v1/tenants', ADMIN);
+	const classes = GL.classesOf(api.tenants);
+	await page.eval("document.getElementById('t-expand').click()");
+	const shown = await page.until(`(() => { const t = ${READ_TENANTS};
+		return Object.keys(t).length === ${api.tenants.length} ? t : null; })()`,
+	'every tenant after Expand all');
+	ok(Object.keys(shown).length === api.tenants.length, 'every tenant is listed');
+	for (const t of pickThree(api.tenants))
+		checkTenant(shown, t, classes);
+	await shot(page, 'tenants');
+
+	/* The filter shows matches with their ancestors and nothing else. */
+	const target = pickThree(api.tenants)[1].namespace;
+	await page.eval(`(() => { const f = document.getElementById('t-filter');
+		f.value = ${JSON.stringify(target)}; f.dispatchEvent(new Event('input')); })()`);
+	const filtered = Object.keys(await page.eval(READ_TENANTS));
+	ok(filtered.indexOf(target) >= 0 && filtered.every(
+		(ns) => ns === target || target.startsWith(ns + '-') || ns === 'tenant-root' ||
+			ns.indexOf(target) >= 0),
+	   'the filter keeps matches and their ancestors: ' + filtered.join(' '));
+	await page.eval(`(() => { const f = document.getElementById('t-filter');
+		f.value = ''; f.dispatchEvent(new Event('input')); })()`);
+
+	/* The refresh timer keeps the place: a collapsed tenant stays
+	 * collapsed and its toggle keeps the focus. */
+	const parent = api.tenants.find((t) => t.parent === 'tenant-root' &&
+		api.tenants.some((c) => c.parent === t.namespace));
+	if (ok(parent !== undefined, 'a tenant with children to collapse')) {
+		const id = 'tg-' + parent.namespace;
+		await page.eval(`document.getElementById(${JSON.stringify(id)}).click()`);
+		await page.eval(`document.getElementById(${JSON.stringify(id)}).focus()`);
+		await page.eval(`(() => { const s = document.getElementById('refresh');
+			s.value = '5'; s.dispatchEvent(new Event('change')); })()`);
+		await page.until("/^Refreshed/.test(document.getElementById('status').textContent)",
+				 'a timer refresh', 12000);
+		ok(await page.eval(`document.activeElement.id === ${JSON.stringify(id)} &&
+			document.activeElement.getAttribute('aria-expanded') === 'false'`),
+		   'after a refresh the collapsed tenant is collapsed and focused');
+		const after = await page.eval(READ_TENANTS);
+		ok(!api.tenants.some((t) => t.parent === parent.namespace && after[t.namespace]),
+		   'the collapsed tenant\'s children stay hidden');
+		await page.eval(`(() => { const s = document.getElementById('refresh');
+			s.value = '0'; s.dispatchEvent(new Event('change')); })()`);
+	}
+
+	/* Classes and nodes, reached with the keyboard. */
+	await page.eval("document.getElementById('tab-tenants').focus()");
+	await page.key('ArrowRight', 'ArrowRight', 39);
+	ok(await page.eval("document.activeElement.id === 'tab-classes' && " +
+			   "document.getElementById('tab-classes').getAttribute('aria-selected') === 'true'"),
+	   'ArrowRight moves to the Classes tab');
+	const cls = (await apiJson('/v1/classes', ADMIN)).classes;
+	await page.until(`document.querySelectorAll('#c-table tbody tr[data-cls]').length === ${cls.length}`,
+			 'the classes table');
+	const cshown = await page.eval(`Array.from(document.querySelectorAll('#c-table tbody tr')).map(
+		(tr) => [tr.dataset.cls, tr.querySelector('[data-f=capacity]').textContent,
+			 tr.querySelector('[data-f=free]').textContent])`);
+	for (const c of cls) {
+		const row = cshown.find((r) => r[0] === c.name);
+		ok(row && GL.parseInt10(row[1]) === c.capacity && GL.parseInt10(row[2]) === c.free,
+		   'class ' + c.name + ' capacity/free on the page equal the API');
+	}
+	const caps = await Promise.all(cls.map((c) => apiJson('/v1/classes/' + c.name + '/capacity', ADMIN)));
+	const nodes = GL.mergeNodes(caps);
+	const nshown = await page.eval(`Array.from(document.querySelectorAll('#n-table tbody tr[data-node]')).map(
+		(tr) => [tr.dataset.node, tr.dataset.cls, tr.querySelector('[data-f=capacity]').textContent,
+			 tr.querySelector('[data-f=allocated]').textContent, tr.className])`);
+	let nrows = 0, over = 0;
+	for (const n of nodes)
+		for (const [c, e] of Object.entries(n.classes)) {
+			nrows++;
+			const r = nshown.find((x) => x[0] === n.name && x[1] === c);
+			ok(r && GL.parseInt10(r[2]) === e.capacity && GL.parseInt10(r[3]) === e.allocated,
+			   'node ' + n.name + ' ' + c + ' numbers equal the API');
+			if (e.allocated > e.capacity) {
+				over++;
+				ok(r && r[4] === 'over', 'node ' + n.name + ' ' + c + ' over capacity is highlighted');
+			} else {
+				ok(r && r[4] !== 'over', 'node ' + n.name + ' ' + c + ' is not highlighted');
+			}
+		}
+	ok(nshown.length === nrows, 'every node and class is listed');
+	ok(over > 0, 'the fixture has a node allocated beyond capacity to highlight');
+	await shot(page, 'classes');
+
+	/* History: a tenant's subtree over the ledger's whole span. */
+	await page.key('ArrowRight', 'ArrowRight', 39);
+	await page.until("document.getElementById('h-tenant').options.length > 0", 'the history form');
+	const first = (await apiJson('/v1/events?from=1&limit=1', ADMIN)).events[0].time;
+	const day = (ms) => new Date(ms).toISOString().slice(0, 10);
+	const hFrom = day(Date.parse(first));
+	const hTo = day(Date.parse(api.horizon) + 86400000);
+	/* The default range is the last three days before the horizon. */
+	ok(await page.eval("document.getElementById('h-to').value") === hTo,
+	   'history ends by default on the day after the horizon ' + api.horizon);
+	const hns = pickThree(api.tenants)[2].namespace;
+	await page.eval(`(() => { document.getElementById('h-tenant').value = ${JSON.stringify(hns)};
+		document.getElementById('h-from').value = ${JSON.stringify(hFrom)};
+		document.getElementById('h-to').value = ${JSON.stringify(hTo)};
+		document.getElementById('h-form').requestSubmit(); })()`);
+	await page.until(`document.getElementById('h-caption').textContent.indexOf(${JSON.stringify(hns)}) >= 0 &&
+		document.getElementById('h-caption').textContent.indexOf('${hFrom}') >= 0`, 'the history chart');
+	const rows = GL.parseNdjson(await apiGet('/v1/export?format=json&rollup=subtree&step=hour&from=' +
+		hFrom + 'T00:00:00Z&to=' + hTo + 'T00:00:00Z', ADMIN));
+	const want = {};
+	for (const r of rows)
+		if (r.x_Scope === 'subtree' && r.SubAccountId === hns)
+			want[r.x_DeviceClass] = (want[r.x_DeviceClass] || 0) + r.x_DeviceMilliseconds;
+	const hshown = await page.eval(`Object.fromEntries(Array.from(
+		document.querySelectorAll('#h-table tbody tr')).map((tr) =>
+		[tr.dataset.cls, tr.querySelector('[data-f=hours]').textContent]))`);
+	ok(Object.keys(want).length > 0, 'the history tenant has usage to draw');
+	ok(Object.keys(hshown).sort().join() === Object.keys(want).sort().join(),
+	   'history lists the classes the export has: ' + Object.keys(hshown).join());
+	for (const [c, ms] of Object.entries(want))
+		ok(hshown[c] === (ms / 3600000).toFixed(2),
+		   'history ' + hns + ' ' + c + ' GPU-hours ' + hshown[c] + ' != ' + (ms / 3600000).toFixed(2));
+	ok(await page.eval(`document.querySelectorAll('#h-chart polyline.series').length`) ===
+	   Object.keys(want).length, 'one line per class in the chart');
+	const budgets = Object.keys(GL.budgetLines(api.tenants.find((t) => t.namespace === hns), classes));
+	ok(await page.eval(`document.querySelectorAll('#h-chart line.budget').length`) === budgets.length,
+	   'one dashed line per budget of the tenant');
+	await shot(page, 'history');
+
+	/* Verdicts: the page's list equals the log's VERDICT events. */
+	await page.key('ArrowRight', 'ArrowRight', 39);
+	const ev = await apiJson('/v1/events?from=1&limit=10000', ADMIN);
+	const verdicts = GL.verdictsOf(ev.events);
+	await page.until(`document.querySelectorAll('#v-table tbody tr[data-id]').length === ${verdicts.length}`,
+			 'every verdict listed');
+	const denied = verdicts.filter((v) => !v.record.allowed).length;
+	ok(denied > 0 && denied < verdicts.length, 'the fixture has allowed and denied verdicts');
+	await page.eval(`(() => { const s = document.getElementById('v-allowed');
+		s.value = 'no'; s.dispatchEvent(new Event('change')); })()`);
+	ok(await page.eval(`Array.from(document.querySelectorAll('#v-table tbody tr[data-id]')).map(
+		(tr) => tr.cells[4].textContent).join()`) === Array(denied).fill('denied').join(),
+	   'the allowed filter shows the denied verdicts only');
+	const vid = verdicts.find((v) => !v.record.allowed).id;
+	await page.eval(`document.getElementById('vr-${vid}').focus()`);
+	await page.send('Input.dispatchKeyEvent', {type: 'keyDown', key: 'Enter', code: 'Enter',
+						   windowsVirtualKeyCode: 13, text: '\r'});
+	await page.send('Input.dispatchKeyEvent', {type: 'keyUp', key: 'Enter', code: 'Enter',
+						   windowsVirtualKeyCode: 13});
+	await page.until(`!document.getElementById('v-record').hidden &&
+		document.getElementById('v-json').textContent.indexOf('"id": ${vid}') >= 0`,
+	'Enter opens the verdict record');
+	const rec = verdicts.find((v) => v.id === vid).record;
+	ok(await page.eval("document.querySelectorAll('#v-checks tbody tr').length") === rec.checks.length,
+	   'the record lists every check');
+	await page.eval("document.getElementById('v-verify').click()");
+	const vout = await page.until(`(() => { const t = document.getElementById('v-verify-out').textContent;
+		return /^Re-derived/.test(t) ? t : ''; })()`, 're-derive');
+	ok(/byte for byte/.test(vout), 're-derive says the verdict is reproduced: ' + vout);
+	/* Prove: with the proof routes (issue 16) the page must prove; without
+	 * them it must say there are none. */
+	const pr = await fetch(URL0 + '/v1/verdicts/' + vid + '?proof=1',
+			       {headers: {Authorization: 'Bearer ' + ADMIN}});
+	const hasProof = pr.ok && (await pr.json()).proof !== undefined;
+	await page.eval("document.getElementById('v-prove').click()");
+	const pout = await page.until(`(() => { const t = document.getElementById('v-prove-out').textContent;
+		return /^Asking/.test(t) ? '' : t; })()`, 'prove');
+	ok(hasProof ? /^Proved: /.test(pout) : /no proofs|without an inclusion proof/.test(pout),
+	   'prove: ' + pout);
+	await shot(page, 'verdicts');
+	return w;
+}
+
+async function tenantSession(b) {
+	const {page, w} = await openPage(b);
+	await signIn(page, TENANT);
+	await page.until("document.querySelectorAll('#t-table tbody[data-ns]').length > 0",
+			 'the tenant tree for a tenant token');
+	await page.eval("document.getElementById('t-expand').click()");
+	const api = await apiJson('/v1/tenants', TENANT);
+	const shown = await page.until(`(() => { const t = ${READ_TENANTS};
+		return Object.keys(t).length === ${api.tenants.length} ? t : null; })()`,
+	'the tenant\'s subtree');
+	const names = Object.keys(shown);
+	ok(names.length > 0 && names.every((ns) => ns === TNS || ns.startsWith(TNS + '-')),
+	   'a tenant token sees its own subtree only: ' + names.join(' '));
+	ok(names.indexOf(SIB) < 0 && names.indexOf('tenant-root') < 0,
+	   'a tenant token does not see its sibling ' + SIB + ' or the root');
+	const classes = GL.classesOf(api.tenants);
+	checkTenant(shown, api.tenants.find((t) => t.namespace === TNS), classes);
+	ok((await page.eval('document.body.textContent')).indexOf(SIB) < 0,
+	   'the sibling\'s name appears nowhere on the page');
+	await shot(page, 'tenant-token');
+	await page.eval("document.getElementById('tab-classes').click()");
+	const msg = await page.until(`(() => { const e = document.querySelector('#c-table tbody td.error');
+		return e ? e.textContent : ''; })()`, 'the refusal of the classes');
+	ok(/403/.test(msg), 'the classes view shows the API\'s 403 to a tenant: ' + msg);
+	await page.eval("document.getElementById('tab-verdicts').click()");
+	const vmsg = await page.until(`(() => { const e = document.querySelector('#v-table tbody td.error');
+		return e ? e.textContent : ''; })()`, 'the refusal of the verdicts');
+	ok(/403/.test(vmsg), 'the verdicts view shows the API\'s 403 to a tenant');
+	/* A wrong token goes back to the sign-in form. */
+	await page.eval("sessionStorage.setItem('gpuledger.token', 'not-a-token-at-all-x'); location.reload()");
+	await page.until("!document.getElementById('login').hidden && " +
+			 "/did not accept/.test(document.getElementById('login-error').textContent)",
+	'a refused token asks again');
+	return w;
+}
+
+async function main() {
+	const b = launch({width: W, height: H});
+	const watched = [];
+	try {
+		watched.push(await adminSession(b));
+		/* Chromium logs every 4xx answer as an error. For a tenant the
+		 * API's 403 on what its role may not read is the point (and the
+		 * 401 of the wrong token at the end); anything else is not. */
+		const tw = await tenantSession(b);
+		tw.errors = tw.errors.filter((e) => !new RegExp(
+			'^log: Failed to load resource: the server responded with a status of ' +
+			'(403 \\(Forbidden\\) ' + URL0 + '/v1/(classes|events|export)|' +
+			'401 \\(Unauthorized\\) ' + URL0 + '/v1/tenants)').test(e));
+		watched.push(tw);
+	} catch (e) {
+		ok(false, e.stack || String(e));
+	} finally {
+		await b.close();
+	}
+	const errors = [].concat(...watched.map((w) => w.errors));
+	ok(errors.length === 0, 'no console errors: ' + errors.join(' | '));
+	const reqs = [].concat(...watched.map((w) => w.requests));
+	const away = reqs.filter((u) => !u.startsWith(URL0 + '/') && !u.startsWith('data:') &&
+				 u !== 'about:blank');
+	ok(reqs.length > 10 && away.length === 0,
+	   'every request went to ' + URL0 + ' (' + reqs.length + ' requests): ' + away.join(' '));
+	console.log('browser: ' + pass + ' passed, ' + fail + ' failed');
+	process.exit(fail ? 1 : 0);
+}
+
+main();
