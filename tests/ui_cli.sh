@@ -118,7 +118,7 @@ for n in 1 500; do
 done
 
 # --- the browser ------------------------------------------------------------
-UI_URL=$url ADMIN_TOKEN=$admin TENANT_TOKEN=$tenant TENANT_NS=$tns SIBLING_NS=$sib \
+UI_EXPECT_OVER=1 UI_URL=$url ADMIN_TOKEN=$admin TENANT_TOKEN=$tenant TENANT_NS=$tns SIBLING_NS=$sib \
 	UI_ARTIFACTS=$art node "$here/ui/browser.js" >"$tmp/browser.out" 2>"$tmp/browser.err"
 rc=$?
 cat "$tmp/browser.out"

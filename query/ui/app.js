@@ -271,7 +271,8 @@
 		const t = node.t;
 		const st = GL.tenantStatus(t, S.classes);
 		const body = el('tbody', {'class': 'tenant ' + st, 'data-ns': node.ns});
-		const rows = GL.tenantRows(t, S.classes);
+		const all = GL.tenantRows(t, S.classes);
+		const rows = $('t-busy').checked ? all.filter(GL.rowInUse) : all;
 		rows.forEach((r, i) => {
 			const tr = el('tr', {'class': i === 0 ? 'total' : 'cls',
 					     'data-cls': r.cls === null ? '' : r.cls});
@@ -301,7 +302,7 @@
 			} else {
 				tr.append(el('td', {'class': 'sub'}));
 			}
-			tr.append(el('td', {text: r.cls === null ? 'all classes' : r.cls}));
+			tr.append(el('td', {text: r.cls === null ? 'total' : r.cls}));
 			tr.append(numCell('budget', r.budget, '—'));
 			tr.append(numCell('own', r.own));
 			tr.append(numCell('subtree', r.subtree,
@@ -524,6 +525,13 @@
 						     'data-cls': c}));
 			root.append(svg('rect', {'class': 'f' + colour(c), x: W - m.pad.r + 8, y: ly - 8, width: 10, height: 10}));
 			root.append(svg('text', {x: W - m.pad.r + 22, y: ly + 1}, c));
+			ly += 16;
+		}
+		if (m.total) {
+			root.append(svg('polyline', {'class': 'series total sT', points: m.total,
+						     'data-cls': 'total'}));
+			root.append(svg('rect', {'class': 'fT', x: W - m.pad.r + 8, y: ly - 8, width: 10, height: 10}));
+			root.append(svg('text', {x: W - m.pad.r + 22, y: ly + 1}, 'all classes'));
 			ly += 16;
 		}
 		for (const b of m.budgets) {
@@ -797,6 +805,7 @@
 		$('t-table').addEventListener('click', onTenantClick);
 		$('t-filter').addEventListener('input', renderTenants);
 		$('t-status').addEventListener('change', renderTenants);
+		$('t-busy').addEventListener('change', renderTenants);
 		$('t-expand').addEventListener('click', () => expandAll(true));
 		$('t-collapse').addEventListener('click', () => expandAll(false));
 		$('n-only-over').addEventListener('change', () => loadView(false));

@@ -163,6 +163,13 @@
 		return rows;
 	}
 
+	/* Whether a class row says anything beyond its tenant's total row:
+	 * some usage, a budget, or a block. The total row always shows. */
+	function rowInUse(r) {
+		return r.cls === null || r.own > 0 || r.subtree > 0 ||
+		       r.allocated > 0 || r.budget !== null || r.blocked;
+	}
+
 	/* The classes a tenant list knows of (its remaining maps list every
 	 * class of the table), sorted. */
 	function classesOf(tenants) {
@@ -316,8 +323,11 @@
 			series[c][i] += r.x_DeviceMilliseconds / len;
 			deviceMs[c] += r.x_DeviceMilliseconds;
 		}
+		/* What the total budget caps: the sum over classes. */
+		const total = times.map((_, i) => Object.values(series).reduce(
+			(a, v) => a + v[i], 0));
 		return {times: times, ends: ends, classes: Object.keys(series).sort(),
-			series: series, deviceMs: deviceMs};
+			series: series, deviceMs: deviceMs, total: total};
 	}
 
 	/* Round tick values 0..>=max, about n of them. */
@@ -349,25 +359,34 @@
 				max = Math.max(max, v);
 		for (const k of Object.keys(budgets || {}))
 			max = Math.max(max, budgets[k]);
+		const withTotal = budgets && budgets['total budget'] !== undefined &&
+				  hist.total !== undefined;
+		if (withTotal)
+			for (const v of hist.total)
+				max = Math.max(max, v);
 		const ticks = niceTicks(max, 5);
 		const top = ticks[ticks.length - 1];
 		const x = (t) => pad.l + ((t - t0) / Math.max(1, t1 - t0)) *
 					 (w - pad.l - pad.r);
 		const y = (v) => h - pad.b - (v / top) * (h - pad.t - pad.b);
-		const lines = {};
-		for (const c of hist.classes) {
+		/* Steps: a mean holds over its whole period. */
+		const steps = (vals) => {
 			const pts = [];
-			hist.series[c].forEach((v, i) => {
-				/* A step: the mean holds over its period. */
+			vals.forEach((v, i) => {
 				pts.push(x(hist.times[i]).toFixed(1) + ',' + y(v).toFixed(1));
 				pts.push(x(hist.ends[i]).toFixed(1) + ',' + y(v).toFixed(1));
 			});
-			lines[c] = pts.join(' ');
-		}
+			return pts.join(' ');
+		};
+		const lines = {};
+		for (const c of hist.classes)
+			lines[c] = steps(hist.series[c]);
+		/* The sum over classes is drawn against a total budget. */
+		const total = withTotal ? steps(hist.total) : null;
 		const bl = Object.keys(budgets || {}).sort().map(
 			(k) => ({label: k, value: budgets[k], y: y(budgets[k])}));
 		return {w: w, h: h, pad: pad, x: x, y: y, ticks: ticks, top: top,
-			lines: lines, budgets: bl, t0: t0, t1: t1};
+			lines: lines, total: total, budgets: bl, t0: t0, t1: t1};
 	}
 
 	/* The budget lines of a tenant for the chart: per class its own
@@ -637,7 +656,7 @@
 	return {
 		TOTAL_KEY, classKey, HOUR_MS, fmtInt, parseInt10, fmtFixed,
 		fmtGpuHours, fmtTime, fmtShare, limitedByText, shortKey, buildTree,
-		tenantRows, classesOf, tenantStatus, tenantMatches, visibleRows,
+		tenantRows, rowInUse, classesOf, tenantStatus, tenantMatches, visibleRows,
 		mergeNodes, parseNdjson, historySeries, niceTicks, chartModel,
 		budgetLines, verdictsOf, verdictMatches, verdictSubject, jcs,
 		b64decode, b64encode, leafHash, nodeHash, verifyInclusion,

@@ -123,6 +123,9 @@ test('tenantRows gives the API numbers: total first, then each class', () => {
 	assert.equal(rows[2].budget, null);
 	assert.equal(rows[2].own, 0);
 	assert.equal(rows[2].blocked, true);
+	assert.deepEqual(rows.map(GL.rowInUse), [true, true, true]);
+	const idle = GL.tenantRows(tenant('tenant-z', null, {remaining: {a100: {remaining: 3}}}), ['a100']);
+	assert.deepEqual(idle.map(GL.rowInUse), [true, false]);
 	assert.deepEqual(GL.classesOf([t, tenant('x', null, {remaining: {a100: {}}})]), ['a100', 'h100', 'l40s']);
 });
 
@@ -190,6 +193,7 @@ test('historySeries: mean devices per period for the subtree rows of one tenant'
 	assert.deepEqual(h.series.h100, [2, 0, 0, 1]);
 	assert.deepEqual(h.series.l40s, [0, 0, 0.5, 0]);
 	assert.deepEqual(h.deviceMs, {h100: 9000000, l40s: 1800000});
+	assert.deepEqual(h.total, [2, 0, 0.5, 1]);
 	const none = GL.historySeries(rows, 'tenant-z', from, from + GL.HOUR_MS, GL.HOUR_MS);
 	assert.deepEqual(none.classes, []);
 	assert.deepEqual(GL.parseNdjson('{"a":1}\n\n{"a":2}\n'), [{a: 1}, {a: 2}]);
@@ -215,6 +219,13 @@ test('niceTicks and chartModel put every value and budget inside the chart', () 
 	assert.equal(m.y(4), m.pad.t);
 	assert.equal(m.lines.h100.split(' ').length, 4);
 	assert.equal(m.budgets[0].y, m.pad.t);
+	assert.equal(m.total, null);
+	/* With a total budget the sum is drawn, and the scale covers it. */
+	const ht = Object.assign({}, h, {classes: ['h100', 'l40s'], series: {h100: [1, 3], l40s: [2, 3]},
+		total: [3, 6]});
+	const mt = GL.chartModel(ht, {'total budget': 5}, 800, 300);
+	assert.equal(mt.top, 6);
+	assert.equal(mt.total.split(' ')[2], mt.x(3600000).toFixed(1) + ',' + mt.y(6).toFixed(1));
 	assert.deepEqual(GL.budgetLines(tenant('t', null, {budgets: {'h100.gpuclass.cozystack.io/devices': 4,
 		[GL.TOTAL_KEY]: 9, cpu: 3}}), ['h100', 'l40s']), {'h100 budget': 4, 'total budget': 9});
 });
