@@ -718,15 +718,6 @@
 		}
 	}
 
-	async function sha256(bytes) {
-		return new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
-	}
-
-	async function ed25519verify(pub, sig, msg) {
-		const k = await crypto.subtle.importKey('raw', pub, {name: 'Ed25519'}, false, ['verify']);
-		return crypto.subtle.verify({name: 'Ed25519'}, k, sig, msg);
-	}
-
 	async function prove() {
 		const out = $('v-prove-out');
 		out.className = '';
@@ -755,7 +746,7 @@
 			out.textContent = 'This browser context has no Web Crypto (not a secure context): check the proof with gpuledger check-proof.';
 			return;
 		}
-		const res = await GL.checkInclusion(sha256, proof);
+		const res = await GL.checkInclusion(GL.webSha256, proof);
 		let msg = (res.ok ? 'Proved: ' : 'NOT proved: ') + res.reason + '.';
 		let ok = res.ok;
 		const keyText = $('v-key').value.trim();
@@ -766,7 +757,7 @@
 				msg += ' The verifier key is not name+id+key.';
 			} else {
 				try {
-					const s = await GL.checkSignature(sha256, ed25519verify,
+					const s = await GL.checkSignature(GL.webSha256, GL.webEd25519Verify,
 									  GL.parseCheckpoint(proof.checkpoint), key);
 					ok = s.ok;
 					msg += ' Checkpoint: ' + s.reason + '.';

@@ -653,8 +653,21 @@
 		return {ok: false, reason: 'no signature of ' + key.name + ' on the checkpoint'};
 	}
 
+	/* The browser's primitives for the checks above (Web Crypto; node has
+	 * the same object). Ed25519 in Web Crypto is recent: a browser
+	 * without it makes ed25519verify throw, which the page reports. */
+	async function webSha256(bytes) {
+		return new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+	}
+
+	async function webEd25519Verify(pub, sig, msg) {
+		const k = await crypto.subtle.importKey('raw', pub, {name: 'Ed25519'},
+							false, ['verify']);
+		return crypto.subtle.verify({name: 'Ed25519'}, k, sig, msg);
+	}
+
 	return {
-		TOTAL_KEY, classKey, HOUR_MS, fmtInt, parseInt10, fmtFixed,
+		webSha256, webEd25519Verify, TOTAL_KEY, classKey, HOUR_MS, fmtInt, parseInt10, fmtFixed,
 		fmtGpuHours, fmtTime, fmtShare, limitedByText, shortKey, buildTree,
 		tenantRows, rowInUse, classesOf, tenantStatus, tenantMatches, visibleRows,
 		mergeNodes, parseNdjson, historySeries, niceTicks, chartModel,

@@ -346,6 +346,23 @@ async function adminSession(b) {
 	ok(hasProof ? /^Proved: /.test(pout) : /no proofs|without an inclusion proof/.test(pout),
 	   'prove: ' + pout);
 	await shot(page, 'verdicts');
+
+	/* The page's proof check in this browser (Web Crypto SHA-256 and
+	 * Ed25519) on a proof made by `gpuledger prove` (tests/ui/fixtures). */
+	const fx = path.join(__dirname, 'fixtures');
+	const proof = fs.readFileSync(path.join(fx, 'proof-verdict.json'), 'utf8');
+	const key = fs.readFileSync(path.join(fx, 'verifier.pub'), 'utf8').trim();
+	const checked = await page.eval(`(async () => {
+		const p = ${proof};
+		const r = await GL.checkInclusion(GL.webSha256, p);
+		const s = await GL.checkSignature(GL.webSha256, GL.webEd25519Verify,
+			GL.parseCheckpoint(p.checkpoint), GL.parseVerifierKey(${JSON.stringify(key)}));
+		p.event.record.allowed = !p.event.record.allowed;
+		const t = await GL.checkInclusion(GL.webSha256, p);
+		return [r.ok, s.ok, t.ok, r.reason + ' / ' + s.reason];
+	})()`);
+	ok(checked[0] && checked[1] && !checked[2],
+	   'chromium checks a gpuledger proof and its signature, and refuses a changed one: ' + checked[3]);
 	return w;
 }
 

@@ -382,3 +382,31 @@ test('checkInclusion proves an event against its signed checkpoint; tampering fa
 	assert.equal(GL.parseVerifierKey('nope'), null);
 	assert.equal(GL.parseCheckpoint('one line'), null);
 });
+
+/* Known answers from the C side: proofs printed by `gpuledger prove` (the
+ * issue 16 branch, its RFC 9162 tree, JCS and signed notes) on a small
+ * simulated ledger with one verdict whose request holds a non-ASCII name,
+ * and the verifier key `gpuledger keygen` wrote. The page's checker must
+ * agree with them byte for byte. */
+test('checkInclusion and checkSignature accept proofs made by gpuledger prove', async () => {
+	const fs = require('node:fs');
+	const path = require('node:path');
+	const dir = path.join(__dirname, 'fixtures');
+	const key = GL.parseVerifierKey(fs.readFileSync(path.join(dir, 'verifier.pub'), 'utf8'));
+	assert.ok(key, 'verifier key parses');
+	for (const f of ['proof-verdict.json', 'proof-budget.json']) {
+		const proof = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+		const res = await GL.checkInclusion(sha256, proof);
+		assert.ok(res.ok, f + ': ' + res.reason);
+		const sig = await GL.checkSignature(sha256, edVerify, GL.parseCheckpoint(proof.checkpoint), key);
+		assert.ok(sig.ok, f + ': ' + sig.reason);
+		/* The same with the Web Crypto primitives the page uses. */
+		assert.ok((await GL.checkInclusion(GL.webSha256, proof)).ok, f + ' (web crypto)');
+		assert.ok((await GL.checkSignature(GL.webSha256, GL.webEd25519Verify,
+			GL.parseCheckpoint(proof.checkpoint), key)).ok, f + ' (web crypto)');
+		/* One changed character of the event breaks it. */
+		const bad = JSON.parse(JSON.stringify(proof));
+		bad.event.time = bad.event.time.replace(/0/, '1');
+		assert.equal((await GL.checkInclusion(sha256, bad)).ok, false, f);
+	}
+});
