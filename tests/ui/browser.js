@@ -112,29 +112,50 @@ const READ_TENANTS = `(() => {
 	return out;
 })()`;
 
+/* What the page must show for tenant t, straight from the API's JSON
+ * (not through lib.js, so that a bug there cannot hide): per class and
+ * for the total. */
+function expectedRows(t, classes) {
+	const TOTAL = 'gpuclass.cozystack.io/devices';
+	const sum = (o) => Object.values(o).reduce((a, x) => a + x, 0);
+	const lb = (l) => (l ? l.tenant + ' (' + (l.key === TOTAL ? 'total'
+		: l.key.split('.')[0]) + ')' : '—');
+	const out = {'': {budget: t.budgets[TOTAL] === undefined ? null : t.budgets[TOTAL],
+		own: sum(t.reserved), subtree: sum(t.subtreeReserved),
+		allocated: sum(t.subtreeAllocated),
+		remaining: t.remainingTotal.remaining === null ? 'unbounded'
+			: String(t.remainingTotal.remaining),
+		limitedBy: lb(t.remainingTotal.limitedBy)}};
+	for (const c of classes) {
+		const k = c + '.gpuclass.cozystack.io/devices';
+		const r = t.remaining[c];
+		out[c] = {budget: t.budgets[k] === undefined ? null : t.budgets[k],
+			own: t.reserved[c] || 0, subtree: t.subtreeReserved[c] || 0,
+			allocated: t.subtreeAllocated[c] || 0,
+			remaining: r.blocked ? 'blocked (raw key)' : r.remaining === null
+				? 'unbounded' : String(r.remaining),
+			limitedBy: lb(r.limitedBy)};
+	}
+	return out;
+}
+
 function checkTenant(shown, t, classes) {
-	const rows = GL.tenantRows(t, classes);
 	const got = shown[t.namespace];
 	if (!ok(got !== undefined, 'tenant ' + t.namespace + ' is on the page'))
 		return;
-	for (const r of rows) {
-		const g = got[r.cls === null ? '' : r.cls];
-		const where = t.namespace + ' ' + (r.cls || 'total');
+	for (const [cls, e] of Object.entries(expectedRows(t, classes))) {
+		const g = got[cls];
+		const where = t.namespace + ' ' + (cls || 'total');
 		if (!ok(g !== undefined, where + ' has a row'))
 			continue;
-		ok(GL.parseInt10(g.budget) === r.budget, where + ' budget ' + g.budget + ' != ' + r.budget);
-		ok(GL.parseInt10(g.own) === r.own, where + ' own ' + g.own + ' != ' + r.own);
-		ok(GL.parseInt10(g.subtree) === r.subtree, where + ' subtree ' + g.subtree + ' != ' + r.subtree);
-		ok(GL.parseInt10(g.allocated) === r.allocated,
-		   where + ' allocated ' + g.allocated + ' != ' + r.allocated);
-		const want = r.blocked ? 'blocked (raw key)' : r.remaining === null ? 'unbounded'
-			: String(r.remaining);
-		const have = r.blocked || r.remaining === null ? g.remaining
-			: String(GL.parseInt10(g.remaining));
-		ok(have === want, where + ' remaining ' + g.remaining + ' != ' + want);
-		ok(g.limitedBy === GL.limitedByText(r.limitedBy),
-		   where + ' limitedBy ' + g.limitedBy);
+		for (const f of ['budget', 'own', 'subtree', 'allocated'])
+			ok(GL.parseInt10(g[f]) === e[f], where + ' ' + f + ' ' + g[f] + ' != ' + e[f]);
+		const rem = /^-?[\d,]+$/.test(g.remaining) ? String(GL.parseInt10(g.remaining))
+			: g.remaining;
+		ok(rem === e.remaining, where + ' remaining ' + g.remaining + ' != ' + e.remaining);
+		ok(g.limitedBy === e.limitedBy, where + ' limitedBy ' + g.limitedBy + ' != ' + e.limitedBy);
 	}
+	ok(Object.keys(got).length === classes.length + 1, t.namespace + ' has a row per class and a total');
 }
 
 /* Three tenants to compare in full: the root, the deepest, and one with a
@@ -237,7 +258,15 @@ async function adminSession(b) {
 		   'class ' + c.name + ' capacity/free on the page equal the API');
 	}
 	const caps = await Promise.all(cls.map((c) => apiJson('/v1/classes/' + c.name + '/capacity', ADMIN)));
-	const nodes = GL.mergeNodes(caps);
+	/* The expectation straight from the capacity answers. */
+	const nodes = [];
+	for (const cap of caps)
+		for (const n of cap.nodes) {
+			let e = nodes.find((x) => x.name === n.name);
+			if (!e)
+				nodes.push(e = {name: n.name, classes: {}});
+			e.classes[cap.class] = n;
+		}
 	const nshown = await page.eval(`Array.from(document.querySelectorAll('#n-table tbody tr[data-node]')).map(
 		(tr) => [tr.dataset.node, tr.dataset.cls, tr.querySelector('[data-f=capacity]').textContent,
 			 tr.querySelector('[data-f=allocated]').textContent, tr.className])`);
@@ -309,7 +338,7 @@ async function adminSession(b) {
 		last = ev.lastSeq;
 		at = ev.next;
 	}
-	const verdicts = GL.verdictsOf(evs);
+	const verdicts = evs.filter((e) => e.type === 'VERDICT').map((e) => ({id: e.record.id, record: e.record}));
 	await page.until(`document.querySelectorAll('#v-table tbody tr[data-id]').length === ${verdicts.length}`,
 			 'every verdict listed');
 	const denied = verdicts.filter((v) => !v.record.allowed).length;
@@ -363,6 +392,22 @@ async function adminSession(b) {
 	})()`);
 	ok(checked[0] && checked[1] && !checked[2],
 	   'chromium checks a gpuledger proof and its signature, and refuses a changed one: ' + checked[3]);
+
+	/* The CSP is in force: an injected inline script does not run. The
+	 * violation it logs is this probe's, and is taken off the list. */
+	const before = w.errors.length;
+	const csp = await page.eval(`new Promise((res) => {
+		document.addEventListener('securitypolicyviolation',
+			(e) => res(e.effectiveDirective + ' ' + (window.__probe === undefined)), {once: true});
+		const s = document.createElement('script');
+		s.textContent = 'window.__probe = 1';
+		document.body.append(s);
+		setTimeout(() => res('no violation ' + window.__probe), 2000);
+	})`);
+	ok(/^script-src(-elem)? true$/.test(csp), 'the CSP blocks an inline script: ' + csp);
+	await new Promise((r) => setTimeout(r, 200));
+	w.errors.splice(before).forEach((e) => ok(/Content Security Policy/.test(e),
+		'only the probe\'s violation is logged: ' + e));
 	return w;
 }
 
