@@ -459,13 +459,14 @@
 
 	async function loadHistory(timer) {
 		fillHistoryForm();
-		/* The timer redraws a range the user already asked for; the
-		 * first visit draws the default range. */
-		if (timer && !S.hist.loaded)
-			return;
 		const ns = $('h-tenant').value;
 		const from = Date.parse($('h-from').value + 'T00:00:00Z');
 		const to = Date.parse($('h-to').value + 'T00:00:00Z');
+		/* The timer redraws only a drawn range the ledger is still
+		 * filling (it ends after the horizon): the past does not
+		 * change, and an export is not a cheap read. */
+		if (timer && (!S.hist.loaded || to <= Date.parse(S.horizon)))
+			return;
 		const step = $('h-step').value;
 		if (!ns || !(from < to)) {
 			$('h-caption').textContent = 'Choose a tenant and a range whose end is after its start.';
@@ -646,7 +647,7 @@
 		const rows = shown.map((v) => {
 			const r = v.record;
 			return el('tr', {tabindex: 0, id: 'vr-' + v.id, 'data-id': v.id,
-					 'aria-selected': S.v.open === v.id ? 'true' : 'false'},
+					 'aria-current': S.v.open === v.id ? 'true' : null},
 				el('td', {'class': 'num', text: String(v.id)}),
 				el('td', {text: GL.fmtTime(v.time)}),
 				el('td', {text: r.type}),
@@ -689,7 +690,10 @@
 		$('v-prove-out').textContent = '';
 		$('v-proof-details').hidden = true;
 		for (const tr of $('v-table').tBodies[0].rows)
-			tr.setAttribute('aria-selected', tr.getAttribute('data-id') === String(id) ? 'true' : 'false');
+			if (tr.getAttribute('data-id') === String(id))
+				tr.setAttribute('aria-current', 'true');
+			else
+				tr.removeAttribute('aria-current');
 	}
 
 	function onVerdictRow(ev) {

@@ -488,6 +488,19 @@
 		return out;
 	}
 
+	/* b64decode, or null for text that is not base64. */
+	function b64OrNull(s) {
+		try {
+			return b64decode(s);
+		} catch (e) {
+			return null;
+		}
+	}
+
+	function hex(u) {
+		return Array.from(u).map((b) => b.toString(16).padStart(2, '0')).join('');
+	}
+
 	function b64encode(u) {
 		let s = '';
 		for (const b of u)
@@ -553,12 +566,9 @@
 		const lines = body.split('\n');
 		if (lines.length < 4 || !/^\d+$/.test(lines[1]))
 			return null;
-		let root;
-		try {
-			root = b64decode(lines[2]);
-		} catch (e) {
+		const root = b64OrNull(lines[2]);
+		if (root === null)
 			return null;
-		}
 		const sigs = [];
 		for (const l of note.slice(cut + 2).split('\n')) {
 			const m = /^\u2014 (\S+) (\S+)$/.exec(l);
@@ -587,12 +597,9 @@
 		if (cp.size !== proof.treeSize)
 			return fail('the checkpoint is of size ' + cp.size +
 				    ', the proof of size ' + proof.treeSize);
-		let path;
-		try {
-			path = (proof.hashes || []).map(b64decode);
-		} catch (e) {
+		const path = (proof.hashes || []).map(b64OrNull);
+		if (path.some((h) => h === null))
 			return fail('a proof hash is not base64');
-		}
 		const leaf = await leafHash(sha256, utf8(jcs(proof.event)));
 		const ok = await verifyInclusion(sha256, proof.seq - 1, proof.treeSize,
 						 leaf, path, cp.root);
@@ -607,13 +614,8 @@
 		const m = /^([^+\s]+)\+([0-9a-f]{8})\+(\S+)$/.exec(String(s).trim());
 		if (!m)
 			return null;
-		let raw;
-		try {
-			raw = b64decode(m[3]);
-		} catch (e) {
-			return null;
-		}
-		if (raw.length !== 33 || raw[0] !== 1)
+		const raw = b64OrNull(m[3]);
+		if (raw === null || raw.length !== 33 || raw[0] !== 1)
 			return null;
 		return {name: m[1], id: m[2], pub: raw.slice(1)};
 	}
@@ -621,8 +623,7 @@
 	/* Key id = first 4 bytes of SHA-256(name || 0x0A || 0x01 || pub). */
 	async function keyId(sha256, name, pub) {
 		const h = await sha256(concat(utf8(name), new Uint8Array([10, 1]), pub));
-		return Array.from(h.slice(0, 4)).map(
-			(b) => b.toString(16).padStart(2, '0')).join('');
+		return hex(h.slice(0, 4));
 	}
 
 	/* Whether some signature line of the note is by key and verifies.
@@ -634,17 +635,8 @@
 		for (const s of cp.signatures) {
 			if (s.name !== key.name)
 				continue;
-			let blob;
-			try {
-				blob = b64decode(s.blob);
-			} catch (e) {
-				continue;
-			}
-			if (blob.length !== 68)
-				continue;
-			const hex = Array.from(blob.slice(0, 4)).map(
-				(b) => b.toString(16).padStart(2, '0')).join('');
-			if (hex !== id)
+			const blob = b64OrNull(s.blob);
+			if (blob === null || blob.length !== 68 || hex(blob.slice(0, 4)) !== id)
 				continue;
 			if (await ed25519verify(key.pub, blob.slice(4), utf8(cp.body)))
 				return {ok: true, reason: 'signed by ' + key.name};
