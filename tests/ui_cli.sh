@@ -44,9 +44,13 @@ grep -E '^# (pass|fail)' "$tmp/node.out" | tr '\n' ' '
 echo
 
 # --- a small cluster: ~2 days, a node allocated beyond its capacity, a
-# tenant over its budget -------------------------------------------------
-"$bin" simulate --seed 7 --events 20000 --tenants 12 --days 2 \
-	--out "$tmp/stream.ndjson" 2>"$tmp/err" || bad "simulate: $(cat "$tmp/err")"
+# tenant over its budget. UI_LEDGER=demo: the `make run` cluster instead
+# (tools/demo.sh's simulation, 40 tenants, 30 days), a few seconds more.
+sim="--seed 7 --events 20000 --tenants 12 --days 2"
+[ "${UI_LEDGER:-}" = demo ] && sim="--seed 7 --events 200000 --tenants 40 --days 30"
+# shellcheck disable=SC2086
+"$bin" simulate $sim --out "$tmp/stream.ndjson" 2>"$tmp/err" ||
+	bad "simulate: $(cat "$tmp/err")"
 cat >>"$tmp/stream.ndjson" <<'EOF'
 {"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"hog","namespace":"tenant-dev3","uid":"c0ffee00-0000-4000-8000-000000000001"},"spec":{"nodeName":"gpu-l40s-0000","containers":[{"name":"hog","resources":{"requests":{"nvidia.com/AD102GL_L40S":"9"},"limits":{"nvidia.com/AD102GL_L40S":"9"}}}]},"status":{"phase":"Running"}},"time":"2026-01-02T23:00:00Z"}
 {"type":"MODIFIED","object":{"apiVersion":"apps.cozystack.io/v1alpha1","kind":"Tenant","metadata":{"name":"dev3","namespace":"tenant-root","uid":"c0ffee00-0000-4000-8000-000000000002"},"spec":{"resourceQuotas":{"l40s.gpuclass.cozystack.io/devices":"2"}}},"time":"2026-01-02T23:00:01Z"}
