@@ -147,6 +147,8 @@ bool ns_in_subtree(const char *root, const char *ns);
 enum route_id {
 	R_HEALTHZ,
 	R_READYZ,
+	R_UI,
+	R_UI_ASSET,
 	R_METRICS,
 	R_TENANTS,
 	R_TENANT,
@@ -159,8 +161,6 @@ enum route_id {
 	R_EXPORT,
 	R_CLASSES,
 	R_CAPACITY,
-	R_UI,
-	R_UI_ASSET,
 	R_MAX,
 	R_NONE = R_MAX /* no route matched (metrics label "none") */
 };

@@ -52,6 +52,11 @@ static const struct {
 } match_rows[] = {
 	{HTTP_GET, "/healthz", R_HEALTHZ, 200, NULL},
 	{HTTP_GET, "/readyz", R_READYZ, 200, NULL},
+	{HTTP_GET, "/ui", R_UI, 200, NULL},
+	{HTTP_GET, "/ui/", R_UI, 200, NULL},
+	{HTTP_GET, "/ui/app.js", R_UI_ASSET, 200, "app.js"},
+	{HTTP_POST, "/ui", R_NONE, 405, NULL},
+	{HTTP_GET, "/ui/a/b", R_NONE, 404, NULL},
 	{HTTP_GET, "/metrics", R_METRICS, 200, NULL},
 	{HTTP_GET, "/v1/tenants", R_TENANTS, 200, NULL},
 	{HTTP_GET, "/v1/tenants/tenant-acme", R_TENANT, 200, "tenant-acme"},
@@ -65,11 +70,6 @@ static const struct {
 	{HTTP_GET, "/v1/export", R_EXPORT, 200, NULL},
 	{HTTP_GET, "/v1/classes", R_CLASSES, 200, NULL},
 	{HTTP_GET, "/v1/classes/h100/capacity", R_CAPACITY, 200, "h100"},
-	{HTTP_GET, "/ui", R_UI, 200, NULL},
-	{HTTP_GET, "/ui/", R_UI, 200, NULL},
-	{HTTP_GET, "/ui/app.js", R_UI_ASSET, 200, "app.js"},
-	{HTTP_POST, "/ui", R_NONE, 405, NULL},
-	{HTTP_GET, "/ui/a/b", R_NONE, 404, NULL},
 	{HTTP_POST, "/v1/tenants", R_NONE, 405, NULL},
 	{HTTP_GET, "/v1/admission", R_NONE, 405, NULL},
 	{HTTP_DELETE, "/v1/tenants/x", R_NONE, 405, NULL},
@@ -143,6 +143,8 @@ static const struct {
 } matrix[] = {
 	{R_HEALTHZ, NULL, 0, 0, 0, 0, 0, 0},
 	{R_READYZ, NULL, 0, 0, 0, 0, 0, 0},
+	{R_UI, NULL, 0, 0, 0, 0, 0, 0},
+	{R_UI_ASSET, "app.js", 0, 0, 0, 0, 0, 0},
 	{R_METRICS, NULL, 0, 403, 0, 403, 403, 401},
 	{R_TENANTS, NULL, 0, 403, 0, 0, 0, 401},
 	{R_TENANT, "tenant-acme-dev", 0, 403, 0, 0, 403, 401},
@@ -155,8 +157,6 @@ static const struct {
 	{R_EXPORT, NULL, 0, 403, 0, 403, 403, 401},
 	{R_CLASSES, NULL, 0, 403, 0, 403, 403, 401},
 	{R_CAPACITY, "h100", 0, 403, 0, 403, 403, 401},
-	{R_UI, NULL, 0, 0, 0, 0, 0, 0},
-	{R_UI_ASSET, "app.js", 0, 0, 0, 0, 0, 0},
 };
 
 START_TEST(role_matrix)
