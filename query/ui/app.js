@@ -737,7 +737,9 @@
 				: refusal(e, 'the proof');
 			return;
 		}
-		const proof = d.proof;
+		/* DESIGN 7: the verdict with its inclusion proof (as "proof";
+		 * a bare proof object is taken too). */
+		const proof = d.proof || (d.type === 'inclusion' ? d : null);
 		if (!proof) {
 			out.className = 'error';
 			out.textContent = 'This server answered without an inclusion proof: it does not make proofs yet.';

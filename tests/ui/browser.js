@@ -171,7 +171,52 @@ function pickThree(tenants) {
 	return [root, deep, mid];
 }
 
+/* What the view shown breaks of the basics: a form control without a
+ * label, a button without a name, text below WCAG AA contrast (4.5:1,
+ * computed colours against the nearest opaque background). */
+const A11Y = `(() => {
+	const bad = [];
+	for (const e of document.querySelectorAll('input, select'))
+		if (e.offsetParent && (!e.labels || e.labels.length === 0))
+			bad.push('no label: ' + e.id);
+	for (const b of document.querySelectorAll('button'))
+		if (b.offsetParent && !(b.textContent.trim() || b.getAttribute('aria-label')))
+			bad.push('a button without a name');
+	const rgb = (s) => (s.match(/[\\d.]+/g) || []).map(Number);
+	const lum = (c) => {
+		const [r, g, b] = c.slice(0, 3).map((v) => {
+			v /= 255;
+			return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+		});
+		return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+	};
+	const back = (e) => {
+		for (; e; e = e.parentElement) {
+			const c = rgb(getComputedStyle(e).backgroundColor);
+			if (c.length === 3 || (c.length === 4 && c[3] > 0))
+				return c;
+		}
+		return [255, 255, 255];
+	};
+	let checked = 0;
+	for (const e of document.querySelectorAll('body *')) {
+		if (!e.offsetParent)
+			continue;
+		if (!Array.from(e.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim()))
+			continue;
+		const a = lum(rgb(getComputedStyle(e).color)), b = lum(back(e));
+		const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+		checked++;
+		if (ratio < 4.5)
+			bad.push('contrast ' + ratio.toFixed(2) + ': ' + e.tagName + ' ' +
+				 e.textContent.trim().slice(0, 30));
+	}
+	return checked > 0 ? bad : ['no text checked'];
+})()`;
+
 async function shot(page, name) {
+	const bad = await page.eval(A11Y);
+	ok(bad.length === 0, name + ' view: labels, names and contrast: ' + bad.slice(0, 5).join(' | '));
 	fs.mkdirSync(OUT, {recursive: true});
 	await page.screenshot(path.join(OUT, name + '.png'));
 }
