@@ -137,9 +137,23 @@
 		start();
 	}
 
+	/* Forgetting the token forgets what it showed, too. */
 	function signOut() {
 		sessionStorage.removeItem(TOKEN_KEY);
 		S.tenants = null;
+		S.expanded.clear();
+		S.expandedInit = false;
+		S.hist.loaded = false;
+		S.v = {list: [], oldest: null, newest: null, open: null, reasons: new Set()};
+		for (const b of Array.from($('t-table').tBodies))
+			b.remove();
+		for (const id of ['c-table', 'n-table', 'v-table', 'v-checks', 'h-table'])
+			$(id).tBodies[0].replaceChildren();
+		for (const id of ['h-chart', 'h-caption', 'h-tenant', 'v-json', 'v-proof', 'v-message',
+				  'ledger-pos', 'v-scan'])
+			$(id).replaceChildren();
+		$('v-record').hidden = true;
+		setStatus('');
 		showLogin('Token forgotten.');
 	}
 

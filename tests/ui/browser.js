@@ -487,6 +487,19 @@ async function tenantSession(b) {
 	const vmsg = await page.until(`(() => { const e = document.querySelector('#v-table tbody td.error');
 		return e ? e.textContent : ''; })()`, 'the refusal of the verdicts');
 	ok(/403/.test(vmsg), 'the verdicts view shows the API\'s 403 to a tenant');
+	await page.eval("document.getElementById('tab-history').click()");
+	const hmsg = await page.until(`(() => { const e = document.getElementById('h-caption');
+		return e.className === 'error' ? e.textContent : ''; })()`, 'the refusal of the export');
+	ok(/403/.test(hmsg) && await page.eval("document.querySelector('#h-chart svg') === null"),
+	   'the history view shows the API\'s 403 to a tenant and draws nothing');
+	/* Forget token: gone from session storage, the sign-in form again. */
+	await page.eval("document.getElementById('signout').click()");
+	ok(await page.eval("sessionStorage.getItem('gpuledger.token') === null && " +
+			   "!document.getElementById('login').hidden && " +
+			   "document.getElementById('view-tenants').hidden && " +
+			   "document.querySelectorAll('#t-table tbody').length === 0 && " +
+			   `document.body.textContent.indexOf(${JSON.stringify(TNS)}) < 0`),
+	   'Forget token removes the token and what it showed');
 	/* A wrong token goes back to the sign-in form. */
 	await page.eval("sessionStorage.setItem('gpuledger.token', 'not-a-token-at-all-x'); location.reload()");
 	await page.until("!document.getElementById('login').hidden && " +
