@@ -23,6 +23,7 @@
 		tenants: null, classes: [], expanded: new Set(), expandedInit: false,
 		hist: {loaded: false},
 		v: {list: [], oldest: null, newest: null, open: null, reasons: new Set()},
+		audit: new Map(), /* verdict id -> 'reproduced' | 'DIFFERS' | 'error' */
 		timer: null, busy: false, again: false,
 	};
 
@@ -145,6 +146,7 @@
 		S.expandedInit = false;
 		S.hist.loaded = false;
 		S.v = {list: [], oldest: null, newest: null, open: null, reasons: new Set()};
+		S.audit.clear();
 		for (const b of Array.from($('t-table').tBodies))
 			b.remove();
 		for (const id of ['c-table', 'n-table', 'v-table', 'v-checks', 'h-table'])
@@ -623,7 +625,7 @@
 			if (e instanceof ApiError && e.status === 401)
 				throw e;
 			$('v-table').tBodies[0].replaceChildren(el('tr', {},
-				el('td', {colspan: 6, 'class': 'error', text: refusal(e, 'the event log')})));
+				el('td', {colspan: 7, 'class': 'error', text: refusal(e, 'the event log')})));
 			$('v-older').disabled = true;
 			return;
 		}
@@ -663,15 +665,17 @@
 			return el('tr', {tabindex: 0, id: 'vr-' + v.id, 'data-id': v.id,
 					 'aria-current': S.v.open === v.id ? 'true' : null},
 				el('td', {'class': 'num', text: String(v.id)}),
-				el('td', {text: GL.fmtTime(v.time)}),
+				el('td', {'class': 'nowrap', text: GL.fmtTime(v.time)}),
 				el('td', {text: r.type}),
 				el('td', {text: GL.verdictSubject(r)}),
 				el('td', {'class': r.allowed ? 'allowed' : 'denied',
 					  text: r.allowed ? 'allowed' : 'denied'}),
-				el('td', {text: r.reason}));
+				el('td', {text: r.reason}),
+				el('td', {'data-f': 'audit', 'class': auditClass(S.audit.get(v.id)),
+					  text: S.audit.get(v.id) || 'not re-derived'}));
 		});
 		if (rows.length === 0)
-			rows.push(el('tr', {}, el('td', {colspan: 6, text: S.v.list.length
+			rows.push(el('tr', {}, el('td', {colspan: 7, text: S.v.list.length
 				? 'No verdict matches the filter.' : 'No verdicts in the part of the log read.'})));
 		$('v-table').tBodies[0].replaceChildren(...rows);
 		$('v-older').disabled = !(S.v.oldest > 1);
@@ -720,12 +724,29 @@
 		openVerdict(Number(tr.getAttribute('data-id')));
 	}
 
+	function auditClass(a) {
+		return a === 'reproduced' ? 'allowed' : a ? 'denied' : null;
+	}
+
+	/* GET ?verify=1 for verdict id: the server recomputes it from the
+	 * state at its basisSeq. Remembers the outcome for the list. */
+	async function verifyOne(id) {
+		try {
+			const d = await api('/v1/verdicts/' + id + '?verify=1');
+			S.audit.set(id, d.verified ? 'reproduced' : 'DIFFERS');
+			return d;
+		} catch (e) {
+			S.audit.set(id, 'error');
+			throw e;
+		}
+	}
+
 	async function reDerive() {
 		const out = $('v-verify-out');
 		out.className = '';
 		out.textContent = 'Re-deriving…';
 		try {
-			const d = await api('/v1/verdicts/' + S.v.open + '?verify=1');
+			const d = await verifyOne(S.v.open);
 			out.className = d.verified ? 'allowed' : 'denied';
 			out.textContent = d.verified
 				? 'Re-derived from the log up to seq ' + d.basisSeq + ': the same verdict, byte for byte.'
@@ -734,6 +755,29 @@
 			out.className = 'error';
 			out.textContent = refusal(e, 'this verdict');
 		}
+		keepingFocus(renderVerdicts);
+	}
+
+	/* Re-derives every verdict the filter shows, one request at a time
+	 * (each rebuilds a past state on the server). */
+	async function auditShown() {
+		const f = verdictFilter();
+		const ids = S.v.list.filter((v) => GL.verdictMatches(v, f)).map((v) => v.id);
+		let bad = 0;
+		for (let i = 0; i < ids.length; i++) {
+			setStatus('Re-deriving ' + (i + 1) + ' of ' + ids.length + '…');
+			try {
+				await verifyOne(ids[i]);
+			} catch (e) {
+				if (e instanceof ApiError && e.status === 401)
+					return;
+			}
+			if (S.audit.get(ids[i]) !== 'reproduced')
+				bad++;
+		}
+		keepingFocus(renderVerdicts);
+		setStatus('Re-derived ' + ids.length + ' verdicts: ' +
+			  (bad ? bad + ' NOT reproduced.' : 'all reproduced byte for byte.'), bad > 0);
 	}
 
 	async function prove() {
@@ -831,6 +875,7 @@
 		$('v-table').addEventListener('click', onVerdictRow);
 		$('v-table').addEventListener('keydown', onVerdictRow);
 		$('v-verify').addEventListener('click', reDerive);
+		$('v-audit').addEventListener('click', auditShown);
 		$('v-prove').addEventListener('click', prove);
 		window.addEventListener('hashchange', () => {
 			const v = location.hash.replace(/^#/, '');

@@ -419,6 +419,18 @@ async function adminSession(b) {
 		return /^Asking/.test(t) ? '' : t; })()`, 'prove');
 	ok(hasProof ? /^Proved: /.test(pout) : /no proofs|without an inclusion proof/.test(pout),
 	   'prove: ' + pout);
+	/* Re-derive the shown (all, after clearing the filter): every row
+	 * says reproduced. */
+	await page.eval(`(() => { const s = document.getElementById('v-allowed');
+		s.value = 'all'; s.dispatchEvent(new Event('change'));
+		document.getElementById('v-audit').click(); })()`);
+	const audits = await page.until(`(() => {
+		const a = Array.from(document.querySelectorAll('#v-table tbody tr[data-id] td[data-f=audit]'))
+			.map((td) => td.textContent);
+		return /^Re-derived/.test(document.getElementById('status').textContent) ? a : null; })()`,
+	're-derive the shown');
+	ok(audits.length === verdicts.length && audits.every((a) => a === 'reproduced'),
+	   'every verdict re-derived: ' + audits.join());
 	await shot(page, 'verdicts');
 
 	/* The page's proof check in this browser (Web Crypto SHA-256 and
