@@ -648,14 +648,22 @@
 	/* The browser's primitives for the checks above (Web Crypto; node has
 	 * the same object). Ed25519 in Web Crypto is recent: a browser
 	 * without it makes ed25519verify throw, which the page reports. */
+	function subtle() {
+		if (typeof crypto !== 'undefined' && crypto.subtle)
+			return crypto.subtle;
+		/* node 18 (Debian 12's) has Web Crypto but not as a global. */
+		if (typeof require === 'function')
+			return require('node:crypto').webcrypto.subtle;
+		throw new Error('no Web Crypto here (not a secure context)');
+	}
+
 	async function webSha256(bytes) {
-		return new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+		return new Uint8Array(await subtle().digest('SHA-256', bytes));
 	}
 
 	async function webEd25519Verify(pub, sig, msg) {
-		const k = await crypto.subtle.importKey('raw', pub, {name: 'Ed25519'},
-							false, ['verify']);
-		return crypto.subtle.verify({name: 'Ed25519'}, k, sig, msg);
+		const k = await subtle().importKey('raw', pub, {name: 'Ed25519'}, false, ['verify']);
+		return subtle().verify({name: 'Ed25519'}, k, sig, msg);
 	}
 
 	return {
