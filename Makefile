@@ -46,7 +46,9 @@ INGEST_SRC := $(wildcard ingest/*.c)
 QUERY_SRC := $(wildcard query/*.c)
 TOOLS_SRC := $(wildcard tools/*.c)
 LIB_SRC := $(MODEL_SRC) $(LEDGER_SRC) $(INGEST_SRC) $(QUERY_SRC)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The web console's files (query/ui/) compiled in as byte arrays.
+UI_FILES := $(sort $(wildcard query/ui/*.html query/ui/*.css query/ui/*.js))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/query/ui_assets.o
 TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
 # One Check suite per module: tests/test_<m>.c plus its parts tests/<m>_*.c.
 TEST_MODULES := $(foreach m,model ledger ingest query,$(if $(wildcard tests/test_$(m).c),$(m)))
@@ -78,6 +80,13 @@ $(BUILD)/tests/%.o: tests/%.c
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/query/ui_assets.c: $(UI_FILES) tools/embed-ui.sh
+	@mkdir -p $(dir $@)
+	sh tools/embed-ui.sh $(UI_FILES) >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/query/ui_assets.o: $(BUILD)/query/ui_assets.c
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 define test_binary

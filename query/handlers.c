@@ -145,10 +145,14 @@ void handle_tenants(struct query_server *qs, struct request *rq)
 			continue;
 		json_array_append(list, (json_t *)t);
 	}
+	/* horizon: how far the ledger knows the cluster (DESIGN 4.1); the
+	 * console's history ends there, not at the last verdict's time. */
 	reply_json(qs, rq, 200,
-		   json_pack("{s:I, s:o, s:o}", "seq",
+		   json_pack("{s:I, s:o, s:o, s:o}", "seq",
 			     (json_int_t)ledger_last_seq(qs->lg), "time",
 			     time_json(state_time_ns(ledger_state(qs->lg))),
+			     "horizon",
+			     time_json(state_horizon_ns(ledger_state(qs->lg))),
 			     "tenants", list));
 }
 

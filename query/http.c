@@ -308,22 +308,28 @@ static void conn_write(struct conn *c, const char *head, size_t hn,
 		conn_close(c);
 }
 
-/* Sends one answer and decides what the connection does next. */
+/* Sends one answer and decides what the connection does next. extra holds
+ * the route's own header lines ("Name: value\r\n" each; may be NULL). */
 static void conn_send(struct conn *c, int status, const char *ctype,
-		      const char *body, size_t len)
+		      const char *extra, const char *body, size_t len)
 {
-	char head[384];
+	char head[1536];
 	bool close = !c->keep_alive || c->reject != 0;
 	int hn;
 
 	hn = snprintf(head, sizeof(head),
 		      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-		      "Content-Length: %zu\r\n%s%s\r\n",
+		      "Content-Length: %zu\r\n%s%s%s\r\n",
 		      status, http_reason(status), ctype, len,
+		      extra ? extra : "",
 		      status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
 		      close			  ? "Connection: close\r\n"
 		      : c->parser.http_minor == 0 ? "Connection: keep-alive\r\n"
 						  : "");
+	/* The header lines are constants of the route table: one that does
+	 * not fit is a programmer error. */
+	if (hn < 0 || (size_t)hn >= sizeof(head))
+		abort();
 	conn_write(c, head, (size_t)hn, body, len);
 	if (c->closing)
 		return;
@@ -377,7 +383,9 @@ static void answer(struct query_server *qs, struct conn *c, enum route_id r,
 {
 	metrics_request(&qs->m, r, status, q_now_ns() - t0);
 	if (c != NULL && !c->closing && !c->lingering)
-		conn_send(c, status, ctype, body, len);
+		conn_send(c, status, ctype,
+			  r < R_MAX ? query_routes[r].headers : NULL, body,
+			  len);
 }
 
 void reply_raw(struct query_server *qs, struct request *rq, int status,

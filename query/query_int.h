@@ -151,6 +151,8 @@ bool ns_in_subtree(const char *root, const char *ns);
 enum route_id {
 	R_HEALTHZ,
 	R_READYZ,
+	R_UI,
+	R_UI_ASSET,
 	R_METRICS,
 	R_TENANTS,
 	R_TENANT,
@@ -204,7 +206,8 @@ struct route {
 	route_fn *fn;
 	unsigned roles; /* ROLE_BITs allowed; 0 with public */
 	enum tenant_scope tenant;
-	bool public; /* no token needed (probes) */
+	bool public;	     /* no token needed (probes, the console's files) */
+	const char *headers; /* extra header lines of every answer, or NULL */
 };
 
 extern const struct route query_routes[R_MAX];
@@ -433,6 +436,30 @@ struct rcache {
 void rcache_release(struct rcache *rc);
 /* The cache for the current state (borrowed until the state changes). */
 const struct tenant_cache *tenant_cache_get(struct query_server *qs);
+
+/* ---------------------------------------------------------------------- */
+/* The web console (query/ui.c, DESIGN 7): static files from query/ui/,
+ * compiled in by the Makefile (tools/embed-ui.sh writes ui_assets.c). They
+ * hold no data, so they need no token; the page reads the API with the
+ * token its user gives it. */
+
+struct ui_asset {
+	const char *name; /* file name under query/ui/ */
+	const unsigned char *data;
+	size_t len;
+};
+extern const struct ui_asset ui_assets[];
+extern const size_t ui_assets_n;
+
+/* The header lines of every /ui answer: CSP (nothing but this origin),
+ * no framing, no sniffing, no referrer, no caching. */
+extern const char ui_headers[];
+
+/* The asset named name, or NULL. Borrowed (static). */
+const struct ui_asset *ui_asset_find(const char *name);
+/* Its Content-Type by extension (text/plain when unknown). */
+const char *ui_content_type(const char *name);
+route_fn handle_ui, handle_ui_asset;
 
 /* ---------------------------------------------------------------------- */
 /* The server (query/server.c).                                            */

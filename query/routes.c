@@ -13,6 +13,8 @@
  *   GET  /v1/state, /v1/events        x              x
  *   GET  /v1/export                   x              x      its subtree only
  *   GET  /v1/classes, .../capacity    x              x
+ *   GET  /ui, /ui/{file}            (no token needed: static files; the
+ *                                    page calls the API with the user's)
  *
  * Tenants are read-only and see only their own subtree (an export keeps
  * only its rows: showback), so cluster-wide
@@ -44,6 +46,18 @@ const struct route query_routes[R_MAX] = {
 	      "healthz"),
 	ROUTE(R_READYZ, HTTP_GET, "/readyz", handle_readyz, 0, TS_DENY,
 	      "readyz"),
+	[R_UI] = {.name = "/ui",
+		  .method = HTTP_GET,
+		  .segs = {"ui"},
+		  .fn = handle_ui,
+		  .public = true,
+		  .headers = ui_headers},
+	[R_UI_ASSET] = {.name = "/ui/{file}",
+			.method = HTTP_GET,
+			.segs = {"ui", "*"},
+			.fn = handle_ui_asset,
+			.public = true,
+			.headers = ui_headers},
 	ROUTE(R_METRICS, HTTP_GET, "/metrics", handle_metrics, READERS, TS_DENY,
 	      "metrics"),
 	ROUTE(R_TENANTS, HTTP_GET, "/v1/tenants", handle_tenants, READERS,

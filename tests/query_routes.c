@@ -52,6 +52,11 @@ static const struct {
 } match_rows[] = {
 	{HTTP_GET, "/healthz", R_HEALTHZ, 200, NULL},
 	{HTTP_GET, "/readyz", R_READYZ, 200, NULL},
+	{HTTP_GET, "/ui", R_UI, 200, NULL},
+	{HTTP_GET, "/ui/", R_UI, 200, NULL},
+	{HTTP_GET, "/ui/app.js", R_UI_ASSET, 200, "app.js"},
+	{HTTP_POST, "/ui", R_NONE, 405, NULL},
+	{HTTP_GET, "/ui/a/b", R_NONE, 404, NULL},
 	{HTTP_GET, "/metrics", R_METRICS, 200, NULL},
 	{HTTP_GET, "/v1/tenants", R_TENANTS, 200, NULL},
 	{HTTP_GET, "/v1/tenants/tenant-acme", R_TENANT, 200, "tenant-acme"},
@@ -139,6 +144,8 @@ static const struct {
 } matrix[] = {
 	{R_HEALTHZ, NULL, 0, 0, 0, 0, 0, 0},
 	{R_READYZ, NULL, 0, 0, 0, 0, 0, 0},
+	{R_UI, NULL, 0, 0, 0, 0, 0, 0},
+	{R_UI_ASSET, "app.js", 0, 0, 0, 0, 0, 0},
 	{R_METRICS, NULL, 0, 403, 0, 403, 403, 401},
 	{R_TENANTS, NULL, 0, 403, 0, 0, 0, 401},
 	{R_TENANT, "tenant-acme-dev", 0, 403, 0, 0, 403, 401},
@@ -190,6 +197,54 @@ START_TEST(matrix_covers_every_route)
 }
 END_TEST
 
+/* The console's files are compiled in, each with its type, and every
+ * /ui/ file the page names is one of them. */
+START_TEST(ui_assets_embedded)
+{
+	const struct ui_asset *index = ui_asset_find("index.html");
+	const char *p;
+	int named = 0;
+
+	ck_assert_ptr_nonnull(index);
+	ck_assert_uint_ge(ui_assets_n, 4);
+	for (size_t i = 0; i < ui_assets_n; i++) {
+		ck_assert_uint_gt(ui_assets[i].len, 0);
+		ck_assert_int_eq(ui_assets[i].data[ui_assets[i].len], 0);
+		ck_assert_str_ne(ui_content_type(ui_assets[i].name),
+				 "text/plain; charset=utf-8");
+		ck_assert_ptr_eq(ui_asset_find(ui_assets[i].name),
+				 &ui_assets[i]);
+	}
+	ck_assert_ptr_null(ui_asset_find("nope.js"));
+	ck_assert_ptr_null(ui_asset_find(""));
+	ck_assert_str_eq(ui_content_type("x.css"), "text/css; charset=utf-8");
+	ck_assert_str_eq(ui_content_type("js"), "text/plain; charset=utf-8");
+	for (p = (const char *)index->data; (p = strstr(p, "\"/ui/")) != NULL;
+	     p++) {
+		char name[64];
+		size_t n = strcspn(p + 5, "\"");
+
+		ck_assert_uint_lt(n, sizeof(name));
+		memcpy(name, p + 5, n);
+		name[n] = '\0';
+		ck_assert_msg(ui_asset_find(name) != NULL,
+			      "index.html names /ui/%s, not compiled in", name);
+		named++;
+	}
+	ck_assert_int_ge(named, 3);
+	ck_assert_ptr_nonnull(strstr((const char *)index->data,
+				     "<script src=\"/ui/app.js\""));
+	/* No inline script or style: the CSP would block them. */
+	ck_assert_ptr_null(strstr((const char *)index->data, "<script>"));
+	ck_assert_ptr_null(strstr((const char *)index->data, "style=\""));
+	ck_assert_ptr_nonnull(strstr(ui_headers, "Content-Security-Policy: "
+						 "default-src 'none';"));
+	ck_assert_ptr_eq(query_routes[R_UI].headers, ui_headers);
+	ck_assert_ptr_eq(query_routes[R_UI_ASSET].headers, ui_headers);
+	ck_assert_ptr_null(query_routes[R_TENANTS].headers);
+}
+END_TEST
+
 #define NROWS(a) (int)(sizeof(a) / sizeof(a[0]))
 
 QUERY_PART(routes)
@@ -201,5 +256,6 @@ QUERY_PART(routes)
 	tcase_add_loop_test(tc, query_param_rows, 0, NROWS(param_rows));
 	tcase_add_loop_test(tc, role_matrix, 0, NROWS(matrix));
 	tcase_add_test(tc, matrix_covers_every_route);
+	tcase_add_test(tc, ui_assets_embedded);
 	suite_add_tcase(s, tc);
 }

@@ -66,7 +66,8 @@ big="{\"namespace\":\"$ns\",\"kind\":\"VMInstance\",\"name\":\"demo-big\",\"old\
 
 cat <<MSG
 
-== gpuledger serve is listening on $url (log: $dir/serve.log). Try:
+== gpuledger serve is listening on $url (log: $dir/serve.log).
+   The console: $url/ui in a browser ("Continue without a token"). Or try:
 
   # what $ns may still reserve, per class and in total
   curl -s $url/v1/tenants/$ns/remaining
@@ -112,6 +113,7 @@ check audit "$("$bin" audit --db "$dir/db" 2>&1)" 'ok'
 check verify "$("$bin" verify --db "$dir/db" 2>&1)" '^ok'
 check export "$(curl -s "$url/v1/export?from=$from&step=day" | head -5)" 'GPU-Hours'
 check replay "$("$bin" replay --db "$dir/db" | head -3)" 'chainHead'
+check console "$(curl -s "$url/ui")" '<title>gpuledger console</title>'
 kill -TERM $server
 wait $server || true
 trap - EXIT

@@ -23,6 +23,9 @@
 #                     that tests/manifests_cli.sh validates deploy/ with
 #   wrk               tests/bench/serve_bench.sh, the quick HTTP and TLS
 #                     figures outside `make bench` (which installs it too)
+#   chromium          the web console's browser test: headless chromium driven
+#                     over the DevTools protocol (tests/ui_cli.sh); node's
+#                     test runner for its JavaScript
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
@@ -30,7 +33,7 @@ libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 # Tools are wanted as commands: any kubectl on the PATH will do (some images
 # ship another package of it, which Debian's would conflict with).
 cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq \
-faketime:faketime node:nodejs npm:npm wrk:wrk"
+faketime:faketime node:nodejs npm:npm wrk:wrk chromium:chromium"
 
 missing=""
 for p in $pkgs; do

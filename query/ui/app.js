@@ -1,0 +1,898 @@
+/*
+ * gpuledger console: the DOM side. It reads only the API (/v1/...) with
+ * the user's bearer token and shows what the API answers; a refusal (401,
+ * 403) is shown as such, never worked around. What computes lives in
+ * lib.js (GL) and is unit-tested there.
+ *
+ * Place is kept across the refresh timer: the view, filters, expanded
+ * tenants, the open verdict and the focused control are state here, and a
+ * refresh re-renders in place from them.
+ */
+'use strict';
+(function () {
+	const GL = window.GL;
+	const TOKEN_KEY = 'gpuledger.token';
+	const VIEWS = ['tenants', 'classes', 'history', 'verdicts'];
+	const PAGE = 1000;   /* events per /v1/events request */
+	const WINDOW = 5000; /* events scanned per step back in history */
+	const WANT = 50;     /* verdicts the first scan looks for */
+
+	const S = {
+		view: 'tenants',
+		seq: null, time: null, horizon: null,
+		tenants: null, classes: [], expanded: new Set(), expandedInit: false,
+		hist: {loaded: false},
+		v: {list: [], oldest: null, newest: null, open: null, reasons: new Set()},
+		audit: new Map(), /* verdict id -> 'reproduced' | 'DIFFERS' | 'error' */
+		timer: null, busy: false, again: false,
+	};
+
+	const $ = (id) => document.getElementById(id);
+
+	/* An element: attrs are attributes (never "style": the CSP forbids
+	 * inline styles), except text (textContent); children appended. */
+	function el(tag, attrs, ...children) {
+		const e = document.createElement(tag);
+		for (const [k, v] of Object.entries(attrs || {})) {
+			if (v === null || v === undefined || v === false)
+				continue;
+			if (k === 'text')
+				e.textContent = v;
+			else
+				e.setAttribute(k, v === true ? '' : String(v));
+		}
+		for (const c of children)
+			if (c !== null && c !== undefined)
+				e.append(c);
+		return e;
+	}
+
+	const SVGNS = 'http://www.w3.org/2000/svg';
+	function svg(tag, attrs, text) {
+		const e = document.createElementNS(SVGNS, tag);
+		for (const [k, v] of Object.entries(attrs || {}))
+			e.setAttribute(k, String(v));
+		if (text !== undefined)
+			e.textContent = text;
+		return e;
+	}
+
+	function setStatus(msg, error) {
+		const s = $('status');
+		s.textContent = msg || '';
+		s.className = error ? 'error' : '';
+	}
+
+	/* ---------------------------------------------------------------- */
+	/* The API. */
+
+	class ApiError extends Error {
+		constructor(status, message) {
+			super(message);
+			this.status = status;
+		}
+	}
+
+	function token() {
+		return sessionStorage.getItem(TOKEN_KEY);
+	}
+
+	/* GET path; JSON (or text with raw) on 2xx, else an ApiError with the
+	 * API's own error message. A 401 asks for a token again. */
+	async function api(path, raw) {
+		const h = {};
+		const t = token();
+		if (t)
+			h.Authorization = 'Bearer ' + t;
+		const r = await fetch(path, {headers: h, cache: 'no-store',
+					     credentials: 'omit', redirect: 'error'});
+		const text = await r.text();
+		if (!r.ok) {
+			let msg = text;
+			try {
+				msg = JSON.parse(text).error || text;
+			} catch (e) { /* not JSON: the text itself */ }
+			if (r.status === 401)
+				showLogin(t ? 'The server did not accept the token (' + msg + ').'
+					    : 'This server needs a token.');
+			throw new ApiError(r.status, msg);
+		}
+		return raw ? text : JSON.parse(text);
+	}
+
+	function refusal(e, what) {
+		if (e instanceof ApiError && e.status === 403)
+			return 'Your token may not read ' + what + ' (403: ' + e.message + ').';
+		if (e instanceof ApiError)
+			return 'Could not read ' + what + ' (' + e.status + ': ' + e.message + ').';
+		return 'Could not read ' + what + ': ' + e.message;
+	}
+
+	/* ---------------------------------------------------------------- */
+	/* Sign-in. */
+
+	function showLogin(msg) {
+		stopTimer();
+		for (const v of VIEWS)
+			$('view-' + v).hidden = true;
+		$('login').hidden = false;
+		$('login-error').textContent = msg || '';
+		$('token').focus();
+	}
+
+	function onLogin(ev) {
+		ev.preventDefault();
+		const t = $('token').value.trim();
+		if (!t)
+			return;
+		sessionStorage.setItem(TOKEN_KEY, t);
+		$('token').value = '';
+		$('login').hidden = true;
+		start();
+	}
+
+	/* For a server without --token-file: an empty token means none. */
+	function onNoToken() {
+		sessionStorage.setItem(TOKEN_KEY, '');
+		$('login').hidden = true;
+		start();
+	}
+
+	/* Forgetting the token forgets what it showed, too. */
+	function signOut() {
+		sessionStorage.removeItem(TOKEN_KEY);
+		S.tenants = null;
+		S.expanded.clear();
+		S.expandedInit = false;
+		S.hist.loaded = false;
+		S.v = {list: [], oldest: null, newest: null, open: null, reasons: new Set()};
+		S.audit.clear();
+		for (const b of Array.from($('t-table').tBodies))
+			b.remove();
+		for (const id of ['c-table', 'n-table', 'v-table', 'v-checks', 'h-table'])
+			$(id).tBodies[0].replaceChildren();
+		for (const id of ['h-chart', 'h-caption', 'h-tenant', 'v-json', 'v-proof', 'v-message',
+				  'ledger-pos', 'v-scan'])
+			$(id).replaceChildren();
+		$('v-record').hidden = true;
+		setStatus('');
+		showLogin('Token forgotten.');
+	}
+
+	/* ---------------------------------------------------------------- */
+	/* Tabs: arrow keys move between them (WAI-ARIA tabs pattern). */
+
+	function selectView(name, focus) {
+		if (VIEWS.indexOf(name) < 0)
+			name = 'tenants';
+		S.view = name;
+		for (const v of VIEWS) {
+			const tab = $('tab-' + v);
+			tab.setAttribute('aria-selected', v === name ? 'true' : 'false');
+			tab.tabIndex = v === name ? 0 : -1;
+			$('view-' + v).hidden = v !== name || !$('login').hidden;
+		}
+		if (focus)
+			$('tab-' + name).focus();
+		if (location.hash !== '#' + name)
+			history.replaceState(null, '', '#' + name);
+		loadView(false);
+	}
+
+	function onTabKey(ev) {
+		const i = VIEWS.indexOf(S.view);
+		let j = -1;
+		if (ev.key === 'ArrowRight')
+			j = (i + 1) % VIEWS.length;
+		else if (ev.key === 'ArrowLeft')
+			j = (i + VIEWS.length - 1) % VIEWS.length;
+		else if (ev.key === 'Home')
+			j = 0;
+		else if (ev.key === 'End')
+			j = VIEWS.length - 1;
+		if (j >= 0) {
+			ev.preventDefault();
+			selectView(VIEWS[j], true);
+		}
+	}
+
+	/* ---------------------------------------------------------------- */
+	/* Loading, and the refresh timer. */
+
+	async function loadTenants() {
+		const d = await api('/v1/tenants');
+		S.seq = d.seq;
+		S.time = d.time;
+		S.horizon = d.horizon || d.time;
+		S.tenants = d.tenants;
+		S.classes = GL.classesOf(d.tenants);
+		$('ledger-pos').textContent = 'seq ' + GL.fmtInt(d.seq) + ' · ' + GL.fmtTime(d.time);
+	}
+
+	/* Reloads what the current view shows. A failure is shown in the
+	 * view; the rest of the page stays. */
+	async function loadView(timer) {
+		if (!$('login').hidden)
+			return;
+		if (S.busy) {
+			/* Asked while loading (a click, a new range): load again
+			 * once this load is done, so the last request wins. */
+			S.again = S.again || !timer;
+			return;
+		}
+		S.busy = true;
+		S.again = false;
+		try {
+			await loadTenants();
+			if (S.view === 'tenants')
+				renderTenants();
+			else if (S.view === 'classes')
+				await loadClasses();
+			else if (S.view === 'history')
+				await loadHistory(timer);
+			else
+				await loadVerdicts();
+			setStatus((timer ? 'Refreshed' : 'Loaded') + ' at ' +
+				  new Date().toISOString().slice(11, 19) + ' UTC.');
+		} catch (e) {
+			if (!(e instanceof ApiError && e.status === 401))
+				setStatus(refusal(e, 'the tenants'), true);
+		} finally {
+			S.busy = false;
+			if (S.again) {
+				S.again = false;
+				loadView(false);
+			}
+		}
+	}
+
+	function stopTimer() {
+		if (S.timer)
+			clearInterval(S.timer);
+		S.timer = null;
+	}
+
+	function startTimer() {
+		stopTimer();
+		const s = Number($('refresh').value);
+		if (s > 0)
+			S.timer = setInterval(() => loadView(true), s * 1000);
+	}
+
+	/* Runs render, then puts focus back on the control that had it (by
+	 * id) if it was replaced: a refresh never throws the user out. */
+	function keepingFocus(render) {
+		const id = document.activeElement && document.activeElement.id;
+		render();
+		if (id && document.activeElement && document.activeElement.id !== id) {
+			const e = document.getElementById(id);
+			if (e)
+				e.focus({preventScroll: true});
+		}
+	}
+
+	/* ---------------------------------------------------------------- */
+	/* Tenants. */
+
+	function tenantFilter() {
+		return {text: $('t-filter').value, status: $('t-status').value};
+	}
+
+	function numCell(f, v, none, extra) {
+		return el('td', {'class': 'num' + (extra ? ' ' + extra : ''), 'data-f': f},
+			  GL.fmtInt(v, none));
+	}
+
+	function tenantBody(node, filtered) {
+		const t = node.t;
+		const st = GL.tenantStatus(t, S.classes);
+		const body = el('tbody', {'class': 'tenant ' + st, 'data-ns': node.ns});
+		const all = GL.tenantRows(t, S.classes);
+		const rows = $('t-busy').checked ? all.filter(GL.rowInUse) : all;
+		rows.forEach((r, i) => {
+			const tr = el('tr', {'class': i === 0 ? 'total' : 'cls',
+					     'data-cls': r.cls === null ? '' : r.cls});
+			if (i === 0) {
+				const th = el('th', {scope: 'row'});
+				th.style.paddingLeft = (8 + 20 * node.depth) + 'px';
+				if (node.children.length && !filtered) {
+					const open = S.expanded.has(node.ns);
+					th.append(el('button', {
+						type: 'button', 'class': 'toggle', id: 'tg-' + node.ns,
+						'aria-expanded': open ? 'true' : 'false',
+						'aria-label': (open ? 'Collapse ' : 'Expand ') + node.ns,
+						'data-ns': node.ns, text: open ? '−' : '+'}));
+				} else {
+					th.append(el('span', {'class': 'leaf', 'aria-hidden': 'true'}));
+				}
+				th.append(el('span', {'class': 'name', text: node.ns}));
+				if (st !== 'ok')
+					th.append(el('span', {'class': 'badge ' + st,
+							      text: st === 'over' ? 'over' : 'near'}));
+				for (const o of t.overcommitted || [])
+					th.append(el('span', {'class': 'overnote', text:
+						'overcommitted: ' + GL.shortKey(o.key) + ' used ' +
+						GL.fmtInt(o.used) + ', carved ' + GL.fmtInt(o.carved) +
+						' of budget ' + GL.fmtInt(o.budget)}));
+				tr.append(th);
+			} else {
+				tr.append(el('td', {'class': 'sub'}));
+			}
+			tr.append(el('td', {text: r.cls === null ? 'total' : r.cls}));
+			tr.append(numCell('budget', r.budget, '—'));
+			tr.append(numCell('own', r.own));
+			tr.append(numCell('subtree', r.subtree,
+					  undefined, r.budget !== null && r.subtree > r.budget ? 'neg' : ''));
+			tr.append(numCell('allocated', r.allocated));
+			const rem = r.blocked ? el('td', {'class': 'num neg', 'data-f': 'remaining',
+							   text: 'blocked (raw key)'})
+					      : numCell('remaining', r.remaining, 'unbounded',
+							r.remaining !== null && r.remaining <= 0 ? 'neg' : '');
+			tr.append(rem);
+			tr.append(el('td', {'data-f': 'limitedBy', text: GL.limitedByText(r.limitedBy)}));
+			body.append(tr);
+		});
+		return body;
+	}
+
+	function renderTenants() {
+		if (!S.tenants)
+			return;
+		const tree = GL.buildTree(S.tenants);
+		if (!S.expandedInit) {
+			/* First view: the top two levels open. */
+			for (const r of tree.roots) {
+				S.expanded.add(r.ns);
+				for (const c of r.children)
+					if (c.children.length <= 8)
+						S.expanded.add(c.ns);
+			}
+			S.expandedInit = true;
+		}
+		const f = tenantFilter();
+		const filtered = f.text.trim() !== '' || f.status !== 'all';
+		const rows = GL.visibleRows(tree, S.expanded, f, S.classes);
+		keepingFocus(() => {
+			const table = $('t-table');
+			for (const b of Array.from(table.tBodies))
+				b.remove();
+			for (const r of rows)
+				table.append(tenantBody(r.node, filtered));
+		});
+		$('t-empty').hidden = rows.length > 0;
+	}
+
+	function onTenantClick(ev) {
+		const b = ev.target.closest('button.toggle');
+		if (!b)
+			return;
+		const ns = b.getAttribute('data-ns');
+		if (S.expanded.has(ns))
+			S.expanded.delete(ns);
+		else
+			S.expanded.add(ns);
+		renderTenants();
+		const again = document.getElementById('tg-' + ns);
+		if (again)
+			again.focus();
+	}
+
+	function expandAll(open) {
+		S.expanded.clear();
+		if (open)
+			for (const t of S.tenants || [])
+				S.expanded.add(t.namespace);
+		renderTenants();
+	}
+
+	/* ---------------------------------------------------------------- */
+	/* Classes and nodes. */
+
+	async function loadClasses() {
+		let d;
+		try {
+			d = await api('/v1/classes');
+		} catch (e) {
+			if (e instanceof ApiError && e.status === 401)
+				throw e;
+			showClassesError(refusal(e, 'the classes'));
+			return;
+		}
+		const caps = await Promise.all(d.classes.map(
+			(c) => api('/v1/classes/' + encodeURIComponent(c.name) + '/capacity')));
+		const nodes = GL.mergeNodes(caps);
+		keepingFocus(() => renderClasses(d.classes, caps, nodes));
+	}
+
+	function showClassesError(msg) {
+		const cb = $('c-table').tBodies[0];
+		cb.replaceChildren(el('tr', {}, el('td', {colspan: 6, 'class': 'error', text: msg})));
+		$('n-table').tBodies[0].replaceChildren();
+	}
+
+	function renderClasses(classes, caps, nodes) {
+		const alloc = {};
+		for (const cap of caps)
+			alloc[cap.class] = (cap.nodes || []).reduce((a, n) => a + n.allocated, 0);
+		$('c-table').tBodies[0].replaceChildren(...classes.map((c) =>
+			el('tr', {'data-cls': c.name},
+			   el('th', {scope: 'row', text: c.name}),
+			   el('td', {text: c.deviceClassName}),
+			   el('td', {text: (c.resourceNames || []).join(', ')}),
+			   el('td', {'class': 'num', 'data-f': 'capacity', text: GL.fmtInt(c.capacity)}),
+			   el('td', {'class': 'num', 'data-f': 'allocated', text: GL.fmtInt(alloc[c.name] || 0)}),
+			   el('td', {'class': 'num' + (c.free === 0 ? ' neg' : ''), 'data-f': 'free',
+				     text: GL.fmtInt(c.free)}))));
+		const onlyOver = $('n-only-over').checked;
+		const rows = [];
+		for (const n of nodes) {
+			if (onlyOver && n.over.length === 0)
+				continue;
+			const cls = Object.keys(n.classes).sort();
+			cls.forEach((c, i) => {
+				const e = n.classes[c];
+				const over = e.allocated > e.capacity;
+				rows.push(el('tr', {'class': over ? 'over' : null, 'data-node': n.name, 'data-cls': c},
+					i === 0 ? el('th', {scope: 'row', rowspan: cls.length, text: n.name}) : null,
+					el('td', {text: c}),
+					el('td', {'class': 'num', 'data-f': 'capacity', text: GL.fmtInt(e.capacity)}),
+					el('td', {'class': 'num' + (over ? ' neg' : ''), 'data-f': 'allocated',
+						  text: GL.fmtInt(e.allocated)}),
+					el('td', {text: e.serves ? 'yes' : 'no'}),
+					el('td', {'data-f': 'state', text: over
+						? 'over capacity by ' + GL.fmtInt(e.allocated - e.capacity)
+						: e.serves ? 'ok' : 'not serving'})));
+			});
+		}
+		if (rows.length === 0)
+			rows.push(el('tr', {}, el('td', {colspan: 6, text: onlyOver
+				? 'No node is allocated beyond its capacity.' : 'No nodes.'})));
+		$('n-table').tBodies[0].replaceChildren(...rows);
+	}
+
+	/* ---------------------------------------------------------------- */
+	/* History. */
+
+	const DAY_MS = 86400000;
+	const isoDay = (ms) => new Date(ms).toISOString().slice(0, 10);
+
+	function fillHistoryForm() {
+		const sel = $('h-tenant');
+		const names = (S.tenants || []).map((t) => t.namespace).sort();
+		const cur = sel.value;
+		if (sel.options.length !== names.length ||
+		    names.some((n, i) => sel.options[i].value !== n))
+			sel.replaceChildren(...names.map((n) => el('option', {value: n, text: n})));
+		sel.value = names.indexOf(cur) >= 0 ? cur : names[0] || '';
+		if (!$('h-to').value && S.horizon) {
+			/* The last three days the ledger knows of (its horizon,
+			 * not the last verdict's time). */
+			const end = Math.floor(Date.parse(S.horizon) / DAY_MS) * DAY_MS + DAY_MS;
+			$('h-to').value = isoDay(end);
+			$('h-from').value = isoDay(end - 3 * DAY_MS);
+		}
+	}
+
+	async function loadHistory(timer) {
+		fillHistoryForm();
+		const ns = $('h-tenant').value;
+		const from = Date.parse($('h-from').value + 'T00:00:00Z');
+		const to = Date.parse($('h-to').value + 'T00:00:00Z');
+		/* The timer redraws only a drawn range the ledger is still
+		 * filling (it ends after the horizon): the past does not
+		 * change, and an export is not a cheap read. */
+		if (timer && (!S.hist.loaded || to <= Date.parse(S.horizon)))
+			return;
+		const step = $('h-step').value;
+		if (!ns || !(from < to)) {
+			$('h-caption').textContent = 'Choose a tenant and a range whose end is after its start.';
+			return;
+		}
+		let text;
+		try {
+			text = await api('/v1/export?format=json&rollup=subtree&step=' + step +
+					 '&from=' + isoDay(from) + 'T00:00:00Z&to=' +
+					 isoDay(to) + 'T00:00:00Z', true);
+		} catch (e) {
+			if (e instanceof ApiError && e.status === 401)
+				throw e;
+			$('h-chart').replaceChildren();
+			$('h-table').tBodies[0].replaceChildren();
+			$('h-caption').textContent = refusal(e, 'the billing export');
+			$('h-caption').className = 'error';
+			return;
+		}
+		S.hist.loaded = true;
+		const rows = GL.parseNdjson(text);
+		const stepMs = step === 'day' ? DAY_MS : GL.HOUR_MS;
+		const h = GL.historySeries(rows, ns, from, to, stepMs);
+		const t = (S.tenants || []).find((x) => x.namespace === ns);
+		drawChart(h, GL.budgetLines(t, S.classes), ns, step);
+	}
+
+	function drawChart(h, budgets, ns, step) {
+		const W = 960, H = 360;
+		const m = GL.chartModel(h, budgets, W, H);
+		const root = svg('svg', {viewBox: '0 0 ' + W + ' ' + H, width: W, height: H,
+					 role: 'img', 'aria-labelledby': 'h-caption'});
+		for (const v of m.ticks) {
+			root.append(svg('line', {'class': 'gridline', x1: m.pad.l, x2: W - m.pad.r,
+						 y1: m.y(v), y2: m.y(v)}));
+			root.append(svg('text', {x: m.pad.l - 6, y: m.y(v) + 4, 'text-anchor': 'end'},
+					GL.fmtFixed(v, v % 1 ? 1 : 0)));
+		}
+		const days = Math.max(1, Math.round((m.t1 - m.t0) / DAY_MS));
+		const every = Math.max(1, Math.ceil(days / 8)) * DAY_MS;
+		for (let t = m.t0; t <= m.t1; t += every) {
+			root.append(svg('line', {'class': 'axis', x1: m.x(t), x2: m.x(t),
+						 y1: H - m.pad.b, y2: H - m.pad.b + 4}));
+			root.append(svg('text', {x: m.x(t), y: H - 8, 'text-anchor': 'middle'},
+					isoDay(t).slice(5)));
+		}
+		root.append(svg('line', {'class': 'axis', x1: m.pad.l, x2: m.pad.l, y1: m.pad.t, y2: H - m.pad.b}));
+		root.append(svg('line', {'class': 'axis', x1: m.pad.l, x2: W - m.pad.r,
+					 y1: H - m.pad.b, y2: H - m.pad.b}));
+		const colour = (c) => {
+			const i = S.classes.indexOf(c);
+			return i < 0 ? 'T' : String(i % 6);
+		};
+		let ly = m.pad.t + 10;
+		for (const c of h.classes) {
+			root.append(svg('polyline', {'class': 'series s' + colour(c), points: m.lines[c],
+						     'data-cls': c}));
+			root.append(svg('rect', {'class': 'f' + colour(c), x: W - m.pad.r + 8, y: ly - 8, width: 10, height: 10}));
+			root.append(svg('text', {x: W - m.pad.r + 22, y: ly + 1}, c));
+			ly += 16;
+		}
+		if (m.total) {
+			root.append(svg('polyline', {'class': 'series total sT', points: m.total,
+						     'data-cls': 'total'}));
+			root.append(svg('rect', {'class': 'fT', x: W - m.pad.r + 8, y: ly - 8, width: 10, height: 10}));
+			root.append(svg('text', {x: W - m.pad.r + 22, y: ly + 1}, 'all classes'));
+			ly += 16;
+		}
+		for (const b of m.budgets) {
+			const c = b.label.replace(/ budget$/, '');
+			root.append(svg('line', {'class': 'budget s' + (c === 'total' ? 'T' : colour(c)),
+						 x1: m.pad.l, x2: W - m.pad.r, y1: b.y, y2: b.y,
+						 'data-budget': b.label}));
+			root.append(svg('text', {x: W - m.pad.r + 8, y: Math.max(b.y + 4, ly)},
+					b.label + ' ' + GL.fmtInt(b.value)));
+			ly = Math.max(b.y + 4, ly) + 14;
+		}
+		$('h-chart').replaceChildren(root);
+		const cap = $('h-caption');
+		cap.className = '';
+		cap.textContent = h.classes.length
+			? 'Mean devices reserved per ' + step + ' in the subtree of ' + ns + ', ' +
+			  isoDay(m.t0) + ' to ' + isoDay(m.t1) + ' (UTC)' +
+			  (m.budgets.length ? '; dashed: budgets today.' : '; no budget declared.')
+			: 'No usage in the subtree of ' + ns + ' in this range.';
+		$('h-table').tBodies[0].replaceChildren(...h.classes.map((c) =>
+			el('tr', {'data-cls': c},
+			   el('th', {scope: 'row', text: c}),
+			   el('td', {'class': 'num', 'data-f': 'hours', text: GL.fmtGpuHours(h.deviceMs[c])}),
+			   el('td', {'class': 'num', 'data-f': 'peak',
+				     text: GL.fmtFixed(Math.max(...h.series[c]), 2)}))));
+	}
+
+	/* ---------------------------------------------------------------- */
+	/* Verdicts: VERDICT events found by reading the log backwards in
+	 * windows from its end (the API has no verdict list; /v1/events is
+	 * what an auditor reads). */
+
+	async function scan(from, to) {
+		const found = [];
+		let at = from;
+		while (at <= to) {
+			const d = await api('/v1/events?from=' + at + '&limit=' +
+					    Math.min(PAGE, to - at + 1));
+			found.push(...GL.verdictsOf(d.events));
+			if (d.next <= at)
+				break;
+			at = d.next;
+		}
+		return found;
+	}
+
+	function addVerdicts(list) {
+		const have = new Set(S.v.list.map((v) => v.seq));
+		for (const v of list)
+			if (!have.has(v.seq)) {
+				S.v.list.push(v);
+				S.v.reasons.add(v.record.reason);
+			}
+		S.v.list.sort((a, b) => b.seq - a.seq);
+	}
+
+	async function loadVerdicts() {
+		try {
+			const last = S.seq;
+			if (S.v.oldest === null) {
+				let lo = last + 1;
+				while (lo > 1 && S.v.list.length < WANT && last - lo < 4 * WINDOW) {
+					const from = Math.max(1, lo - WINDOW);
+					addVerdicts(await scan(from, lo - 1));
+					lo = from;
+				}
+				S.v.oldest = lo;
+				S.v.newest = last;
+			} else if (last > S.v.newest) {
+				addVerdicts(await scan(S.v.newest + 1, last));
+				S.v.newest = last;
+			}
+		} catch (e) {
+			if (e instanceof ApiError && e.status === 401)
+				throw e;
+			$('v-table').tBodies[0].replaceChildren(el('tr', {},
+				el('td', {colspan: 7, 'class': 'error', text: refusal(e, 'the event log')})));
+			$('v-older').disabled = true;
+			return;
+		}
+		keepingFocus(renderVerdicts);
+	}
+
+	async function loadOlder() {
+		if (S.v.oldest === null || S.v.oldest <= 1)
+			return;
+		const from = Math.max(1, S.v.oldest - WINDOW);
+		try {
+			addVerdicts(await scan(from, S.v.oldest - 1));
+			S.v.oldest = from;
+		} catch (e) {
+			setStatus(refusal(e, 'the event log'), true);
+		}
+		renderVerdicts();
+	}
+
+	function verdictFilter() {
+		return {tenant: $('v-tenant').value, reason: $('v-reason').value,
+			allowed: $('v-allowed').value};
+	}
+
+	function renderVerdicts() {
+		const sel = $('v-reason');
+		const cur = sel.value;
+		const reasons = Array.from(S.v.reasons).sort();
+		if (sel.options.length !== reasons.length + 1)
+			sel.replaceChildren(el('option', {value: '', text: 'any'}),
+					    ...reasons.map((r) => el('option', {value: r, text: r})));
+		sel.value = cur;
+		const f = verdictFilter();
+		const shown = S.v.list.filter((v) => GL.verdictMatches(v, f));
+		const rows = shown.map((v) => {
+			const r = v.record;
+			return el('tr', {tabindex: 0, id: 'vr-' + v.id, 'data-id': v.id,
+					 'aria-current': S.v.open === v.id ? 'true' : null},
+				el('td', {'class': 'num', text: String(v.id)}),
+				el('td', {'class': 'nowrap', text: GL.fmtTime(v.time)}),
+				el('td', {text: r.type}),
+				el('td', {text: GL.verdictSubject(r)}),
+				el('td', {'class': r.allowed ? 'allowed' : 'denied',
+					  text: r.allowed ? 'allowed' : 'denied'}),
+				el('td', {text: r.reason}),
+				el('td', {'data-f': 'audit', 'class': auditClass(S.audit.get(v.id)),
+					  text: S.audit.get(v.id) || 'not re-derived'}));
+		});
+		if (rows.length === 0)
+			rows.push(el('tr', {}, el('td', {colspan: 7, text: S.v.list.length
+				? 'No verdict matches the filter.' : 'No verdicts in the part of the log read.'})));
+		$('v-table').tBodies[0].replaceChildren(...rows);
+		$('v-older').disabled = !(S.v.oldest > 1);
+		$('v-scan').textContent = S.v.oldest === null ? '' :
+			'Read events ' + GL.fmtInt(S.v.oldest) + ' to ' + GL.fmtInt(S.v.newest) +
+			' of ' + GL.fmtInt(S.seq) + ': ' + S.v.list.length + ' verdicts, ' +
+			shown.length + ' shown.';
+	}
+
+	function openVerdict(id) {
+		const v = S.v.list.find((x) => x.id === id);
+		if (!v)
+			return;
+		S.v.open = id;
+		const r = v.record;
+		$('v-record').hidden = false;
+		$('v-record-h').textContent = 'Verdict ' + id + ' (' + r.type + ', seq ' + v.seq + ')';
+		$('v-message').textContent = (r.allowed ? 'Allowed' : 'Denied') + ', ' + r.reason +
+			': ' + r.message + '. Judged on the state at seq ' + r.basisSeq + '.';
+		$('v-checks').tBodies[0].replaceChildren(...(r.checks || []).map((c) =>
+			el('tr', {'class': c.ok ? null : 'over'},
+			   el('td', {text: c.tenant}), el('td', {text: c.key}),
+			   el('td', {'class': 'num', text: GL.fmtInt(c.budget)}),
+			   el('td', {'class': 'num', text: GL.fmtInt(c.used)}),
+			   el('td', {'class': 'num', text: GL.fmtInt(c.growth)}),
+			   el('td', {'class': 'num', text: GL.fmtInt(c.remaining)}),
+			   el('td', {text: c.ok ? 'yes' : 'no'}))));
+		$('v-json').textContent = JSON.stringify(r, null, 2);
+		$('v-verify-out').textContent = '';
+		$('v-prove-out').textContent = '';
+		$('v-proof-details').hidden = true;
+		for (const tr of $('v-table').tBodies[0].rows)
+			if (tr.getAttribute('data-id') === String(id))
+				tr.setAttribute('aria-current', 'true');
+			else
+				tr.removeAttribute('aria-current');
+	}
+
+	function onVerdictRow(ev) {
+		if (ev.type === 'keydown' && ev.key !== 'Enter' && ev.key !== ' ')
+			return;
+		const tr = ev.target.closest('tr[data-id]');
+		if (!tr)
+			return;
+		ev.preventDefault();
+		openVerdict(Number(tr.getAttribute('data-id')));
+	}
+
+	function auditClass(a) {
+		return a === 'reproduced' ? 'allowed' : a ? 'denied' : null;
+	}
+
+	/* GET ?verify=1 for verdict id: the server recomputes it from the
+	 * state at its basisSeq. Remembers the outcome for the list. */
+	async function verifyOne(id) {
+		try {
+			const d = await api('/v1/verdicts/' + id + '?verify=1');
+			S.audit.set(id, d.verified ? 'reproduced' : 'DIFFERS');
+			return d;
+		} catch (e) {
+			S.audit.set(id, 'error');
+			throw e;
+		}
+	}
+
+	async function reDerive() {
+		const out = $('v-verify-out');
+		out.className = '';
+		out.textContent = 'Re-deriving…';
+		try {
+			const d = await verifyOne(S.v.open);
+			out.className = d.verified ? 'allowed' : 'denied';
+			out.textContent = d.verified
+				? 'Re-derived from the log up to seq ' + d.basisSeq + ': the same verdict, byte for byte.'
+				: 'Re-derived from the log up to seq ' + d.basisSeq + ': it DIFFERS from the stored record.';
+		} catch (e) {
+			out.className = 'error';
+			out.textContent = refusal(e, 'this verdict');
+		}
+		keepingFocus(renderVerdicts);
+	}
+
+	/* Re-derives every verdict the filter shows, one request at a time
+	 * (each rebuilds a past state on the server). */
+	async function auditShown() {
+		const f = verdictFilter();
+		const ids = S.v.list.filter((v) => GL.verdictMatches(v, f)).map((v) => v.id);
+		let bad = 0;
+		for (let i = 0; i < ids.length; i++) {
+			setStatus('Re-deriving ' + (i + 1) + ' of ' + ids.length + '…');
+			try {
+				await verifyOne(ids[i]);
+			} catch (e) {
+				if (e instanceof ApiError && e.status === 401)
+					return;
+			}
+			if (S.audit.get(ids[i]) !== 'reproduced')
+				bad++;
+		}
+		keepingFocus(renderVerdicts);
+		setStatus('Re-derived ' + ids.length + ' verdicts: ' +
+			  (bad ? bad + ' NOT reproduced.' : 'all reproduced byte for byte.'), bad > 0);
+	}
+
+	async function prove() {
+		const out = $('v-prove-out');
+		out.className = '';
+		out.textContent = 'Asking for the inclusion proof…';
+		$('v-proof-details').hidden = true;
+		let d;
+		try {
+			d = await api('/v1/verdicts/' + S.v.open + '?proof=1');
+		} catch (e) {
+			out.className = 'error';
+			out.textContent = e instanceof ApiError && e.status === 404
+				? 'This server has no proofs (GET /v1/verdicts/' + S.v.open + '?proof=1 answered 404: ' + e.message + ').'
+				: refusal(e, 'the proof');
+			return;
+		}
+		/* DESIGN 7: the verdict with its inclusion proof (as "proof";
+		 * a bare proof object is taken too). */
+		const proof = d.proof || (d.type === 'inclusion' ? d : null);
+		if (!proof) {
+			out.className = 'error';
+			out.textContent = 'This server answered without an inclusion proof: it does not make proofs yet.';
+			return;
+		}
+		$('v-proof').textContent = JSON.stringify(proof, null, 2);
+		$('v-proof-details').hidden = false;
+		if (!window.crypto || !crypto.subtle) {
+			out.className = 'error';
+			out.textContent = 'This browser context has no Web Crypto (not a secure context): check the proof with gpuledger check-proof.';
+			return;
+		}
+		const res = await GL.checkInclusion(GL.webSha256, proof);
+		let msg = (res.ok ? 'Proved: ' : 'NOT proved: ') + res.reason + '.';
+		let ok = res.ok;
+		const keyText = $('v-key').value.trim();
+		if (res.ok && keyText) {
+			const key = GL.parseVerifierKey(keyText);
+			if (!key) {
+				ok = false;
+				msg += ' The verifier key is not name+id+key.';
+			} else {
+				try {
+					const s = await GL.checkSignature(GL.webSha256, GL.webEd25519Verify,
+									  GL.parseCheckpoint(proof.checkpoint), key);
+					ok = s.ok;
+					msg += ' Checkpoint: ' + s.reason + '.';
+				} catch (e) {
+					ok = false;
+					msg += ' This browser cannot check Ed25519 signatures (' + e.message + ').';
+				}
+			}
+		} else if (res.ok) {
+			msg += ' Give the verifier key to check the checkpoint\'s signature here.';
+		}
+		out.className = ok ? 'allowed' : 'denied';
+		out.textContent = msg;
+	}
+
+	/* ---------------------------------------------------------------- */
+
+	function start() {
+		$('login').hidden = true;
+		const v = location.hash.replace(/^#/, '');
+		selectView(VIEWS.indexOf(v) >= 0 ? v : S.view, false);
+		startTimer();
+	}
+
+	function init() {
+		$('login-form').addEventListener('submit', onLogin);
+		$('signout').addEventListener('click', signOut);
+		$('refresh').addEventListener('change', startTimer);
+		const tabs = $('tabs');
+		tabs.addEventListener('click', (ev) => {
+			const b = ev.target.closest('[role="tab"]');
+			if (b)
+				selectView(b.getAttribute('data-view'), false);
+		});
+		tabs.addEventListener('keydown', onTabKey);
+		$('t-table').addEventListener('click', onTenantClick);
+		$('t-filter').addEventListener('input', renderTenants);
+		$('t-status').addEventListener('change', renderTenants);
+		$('t-busy').addEventListener('change', renderTenants);
+		$('t-expand').addEventListener('click', () => expandAll(true));
+		$('t-collapse').addEventListener('click', () => expandAll(false));
+		$('n-only-over').addEventListener('change', () => loadView(false));
+		$('h-form').addEventListener('submit', (ev) => {
+			ev.preventDefault();
+			S.hist.loaded = true;
+			loadView(false);
+		});
+		for (const id of ['v-tenant', 'v-reason', 'v-allowed'])
+			$(id).addEventListener(id === 'v-tenant' ? 'input' : 'change', renderVerdicts);
+		$('v-older').addEventListener('click', loadOlder);
+		$('v-table').addEventListener('click', onVerdictRow);
+		$('v-table').addEventListener('keydown', onVerdictRow);
+		$('v-verify').addEventListener('click', reDerive);
+		$('v-audit').addEventListener('click', auditShown);
+		$('v-prove').addEventListener('click', prove);
+		window.addEventListener('hashchange', () => {
+			const v = location.hash.replace(/^#/, '');
+			if (v !== S.view && VIEWS.indexOf(v) >= 0)
+				selectView(v, false);
+		});
+		$('no-token').addEventListener('click', onNoToken);
+		/* Ask for a token first (a request without one would only
+		 * earn a 401); "without a token" is stored as "". */
+		if (token() === null)
+			showLogin('');
+		else
+			start();
+	}
+
+	if (document.readyState === 'loading')
+		document.addEventListener('DOMContentLoaded', init);
+	else
+		init();
+})();

@@ -1,0 +1,136 @@
+#!/bin/sh
+# The web console at /ui (DESIGN 7): what serve sends (the compiled-in
+# files, byte for byte, with CSP and the other security headers), the unit
+# tests of the console's JavaScript (node --test tests/ui/), and the
+# headless browser test (tests/ui/browser.js, Debian chromium) against a
+# small simulated ledger served on an ephemeral loopback port.
+# Screenshots of each view: $UI_ARTIFACTS (default build/ui-artifacts).
+# Usage: tests/ui_cli.sh PATH/TO/gpuledger
+set -u
+bin=${1:-./gpuledger}
+here=$(dirname "$0")
+tmp=$(mktemp -d)
+server_pid=
+trap 'stop_server; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+. "$here/lib/cli.sh"
+art=${UI_ARTIFACTS:-build/ui-artifacts}
+admin=admin-0123456789abcdef
+tenant=tenant-0123456789abcdef
+
+stop_server() {
+	[ -n "$server_pid" ] || return 0
+	kill -TERM "$server_pid" 2>/dev/null
+	wait "$server_pid"
+	server_pid=
+}
+
+# hdr NAME PATH REGEX: a header line of GET PATH matches REGEX.
+hdr() {
+	curl -s -D "$tmp/h" -o /dev/null "$url$2"
+	has "$1" "$tmp/h" "$3"
+}
+
+for c in node chromium; do
+	command -v $c >/dev/null 2>&1 || bad "$c is not installed (tools/install-deps.sh installs it)"
+done
+
+# --- the console's JavaScript, alone -----------------------------------
+if node --test "$here/ui/lib.test.js" >"$tmp/node.out" 2>&1; then ok; else
+	bad "node --test tests/ui/lib.test.js: $(grep -E '^not ok|Error' "$tmp/node.out" | head -c 800)"
+fi
+grep -E '^# (pass|fail)' "$tmp/node.out" | tr '\n' ' '
+echo
+
+# --- a small cluster: ~2 days, a node allocated beyond its capacity, a
+# tenant over its budget. UI_LEDGER=demo: the `make run` cluster instead
+# (tools/demo.sh's simulation, 40 tenants, 30 days), a few seconds more.
+sim="--seed 7 --events 20000 --tenants 12 --days 2"
+[ "${UI_LEDGER:-}" = demo ] && sim="--seed 7 --events 200000 --tenants 40 --days 30"
+# shellcheck disable=SC2086
+"$bin" simulate $sim --out "$tmp/stream.ndjson" 2>"$tmp/err" ||
+	bad "simulate: $(cat "$tmp/err")"
+cat >>"$tmp/stream.ndjson" <<'EOF'
+{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"hog","namespace":"tenant-dev3","uid":"c0ffee00-0000-4000-8000-000000000001"},"spec":{"nodeName":"gpu-l40s-0000","containers":[{"name":"hog","resources":{"requests":{"nvidia.com/AD102GL_L40S":"9"},"limits":{"nvidia.com/AD102GL_L40S":"9"}}}]},"status":{"phase":"Running"}},"time":"2026-01-02T23:00:00Z"}
+{"type":"MODIFIED","object":{"apiVersion":"apps.cozystack.io/v1alpha1","kind":"Tenant","metadata":{"name":"dev3","namespace":"tenant-root","uid":"c0ffee00-0000-4000-8000-000000000002"},"spec":{"resourceQuotas":{"l40s.gpuclass.cozystack.io/devices":"2"}}},"time":"2026-01-02T23:00:01Z"}
+EOF
+"$bin" watch --from "$tmp/stream.ndjson" --db "$tmp/db" >/dev/null 2>"$tmp/err" ||
+	bad "watch: $(cat "$tmp/err")"
+# A tenant with a sibling, for the scope check: the first child of the root
+# that has children, and another child of the root.
+"$bin" replay --db "$tmp/db" --json >"$tmp/state.json"
+set -- $(python3 -c '
+import json, sys
+ts = json.load(open(sys.argv[1]))["tenants"]
+kids = {}
+for t in ts:
+    kids.setdefault(t["parent"], []).append(t["namespace"])
+top = sorted(kids.get("tenant-root", []))
+mine = [n for n in top if n in kids][0]
+print(mine, [n for n in top if n != mine][0])' "$tmp/state.json")
+tns=$1 sib=$2
+printf '%s admin\n%s tenant:%s\n' "$admin" "$tenant" "$tns" >"$tmp/tokens"
+chmod 600 "$tmp/tokens"
+
+"$bin" serve --db "$tmp/db" --listen 127.0.0.1:0 --token-file "$tmp/tokens" \
+	>"$tmp/serve.out" 2>"$tmp/serve.err" &
+server_pid=$!
+port=
+i=0
+while [ $i -lt 100 ] && [ -z "$port" ]; do
+	port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/serve.out" 2>/dev/null)
+	[ -n "$port" ] || sleep 0.05
+	i=$((i + 1))
+done
+[ -n "$port" ] || { bad "serve did not start: $(cat "$tmp/serve.err")"; exit 1; }
+url=http://127.0.0.1:$port
+
+# --- what serve sends ----------------------------------------------------
+for f in index.html app.js lib.js app.css; do
+	p=/ui/$f
+	[ $f = index.html ] && p=/ui
+	code=$(curl -s -o "$tmp/got" -w '%{http_code}' "$url$p")
+	[ "$code" = 200 ] && ok || bad "GET $p: HTTP $code"
+	same "GET $p is query/ui/$f as built" "$here/../query/ui/$f" "$tmp/got"
+done
+hdr "CSP on /ui" /ui "^Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self';.* frame-ancestors 'none'"
+hdr "nosniff" /ui/app.js '^X-Content-Type-Options: nosniff'
+hdr "no framing" /ui '^X-Frame-Options: DENY'
+hdr "no referrer" /ui '^Referrer-Policy: no-referrer'
+hdr "html type" /ui '^Content-Type: text/html; charset=utf-8'
+hdr "js type" /ui/lib.js '^Content-Type: text/javascript'
+hdr "css type" /ui/app.css '^Content-Type: text/css'
+hdr "CSP on a 404 of /ui" /ui/nope.js "^Content-Security-Policy: default-src 'none'"
+code=$(curl -s -o "$tmp/got" -w '%{http_code}' "$url/ui/nope.js")
+[ "$code" = 404 ] && ok || bad "GET /ui/nope.js: HTTP $code, want 404"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$url/ui/..%2Fquery.h")
+[ "$code" = 404 ] && ok || bad "GET /ui/..%2F...: HTTP $code, want 404"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url/ui")
+[ "$code" = 405 ] && ok || bad "POST /ui: HTTP $code, want 405"
+# The API keeps its own headers: no CSP on JSON, and still a token.
+curl -s -D "$tmp/h" -o /dev/null "$url/v1/tenants"
+if grep -q '^Content-Security-Policy' "$tmp/h"; then bad "CSP on /v1"; else ok; fi
+has "the API still wants a token" "$tmp/h" '^HTTP/1.1 401'
+
+# --- verdicts to list: allowed and denied ---------------------------------
+for n in 1 500; do
+	curl -s -H "Authorization: Bearer $admin" -X POST "$url/v1/admission" \
+		-d "{\"namespace\":\"$tns\",\"kind\":\"VMInstance\",\"name\":\"ui-$n\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"h100\",\"count\":$n}]}}" \
+		>"$tmp/v" || bad "admission $n"
+	has "admission $n answered" "$tmp/v" '"allowed"'
+done
+
+# --- the browser ------------------------------------------------------------
+UI_EXPECT_OVER=1 UI_URL=$url ADMIN_TOKEN=$admin TENANT_TOKEN=$tenant TENANT_NS=$tns SIBLING_NS=$sib \
+	UI_ARTIFACTS=$art node "$here/ui/browser.js" >"$tmp/browser.out" 2>"$tmp/browser.err"
+rc=$?
+cat "$tmp/browser.out"
+[ $rc -eq 0 ] && ok || bad "browser test (exit $rc): $(tail -c 600 "$tmp/browser.err")"
+for v in tenants classes history verdicts tenant-token; do
+	[ -s "$art/$v.png" ] && ok || bad "no screenshot $art/$v.png"
+done
+
+stop_server
+echo "ui_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
