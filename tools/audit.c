@@ -219,11 +219,18 @@ static int audit_range(ledger_t *lg, uint64_t from, uint64_t to)
 	for (uint64_t id = from; id <= to && status == EXIT_OK; id++, done++)
 		status = audit_one(&w, id, v.seq[id - 1]);
 	if (status == EXIT_OK && rc == LG_ECORRUPT) {
-		snprintf(line, sizeof(line),
-			 "%llu verdicts before the damage match (ids "
-			 "%llu..%llu)",
-			 (unsigned long long)done, (unsigned long long)from,
-			 (unsigned long long)(done ? to : 0));
+		if (done > 0)
+			snprintf(line, sizeof(line),
+				 "%llu verdicts before the damage match (ids "
+				 "%llu..%llu)",
+				 (unsigned long long)done,
+				 (unsigned long long)from,
+				 (unsigned long long)to);
+		else
+			snprintf(line, sizeof(line),
+				 "0 verdicts before the damage to audit (%zu "
+				 "found)",
+				 v.n);
 		status = tool_flush("audit", tool_puts(line));
 		if (status == EXIT_OK)
 			status = tool_damage("audit", &damage);
