@@ -341,26 +341,26 @@ forensic "a node LMDB follows into nothing" 20 \
 damaged "$tmp/backup" cpbyte
 forensic "a damaged checkpoint" 0 \
 	'^corrupt at seq 38: checkpoint 38: digest mismatch$'
+# every_tool NAME REGEX: verify, log and audit of $tmp/dmg exit 1, saying
+# REGEX (on stdout or stderr).
+every_tool() {
+	for cmd in verify log audit; do
+		run "$bin" $cmd --db "$tmp/dmg"
+		expect "$cmd of $1" 1
+		cat "$tmp/out" "$tmp/err" >"$tmp/both"
+		has "$cmd names $1" "$tmp/both" "$2"
+	done
+}
 # The magic of meta page 1; then the file cut in half.
 rm -rf "$tmp/dmg"
 cp -r "$tmp/pristine" "$tmp/dmg"
 printf '\377' | dd of="$tmp/dmg/data.mdb" bs=1 seek=4112 conv=notrunc 2>/dev/null
-for cmd in verify log audit; do
-	run "$bin" $cmd --db "$tmp/dmg"
-	expect "$cmd of a damaged meta page" 1
-	cat "$tmp/out" "$tmp/err" >"$tmp/both"
-	has "$cmd names the meta page" "$tmp/both" 'damaged storage: meta page 1: '
-done
+every_tool "a damaged meta page" 'damaged storage: meta page 1: '
 rm -rf "$tmp/dmg"
 cp -r "$tmp/pristine" "$tmp/dmg"
 size=$(wc -c <"$tmp/dmg/data.mdb")
 truncate -s $((size / 2)) "$tmp/dmg/data.mdb"
-for cmd in verify log audit; do
-	run "$bin" $cmd --db "$tmp/dmg"
-	expect "$cmd of a cut file" 1
-	cat "$tmp/out" "$tmp/err" >"$tmp/both"
-	has "$cmd names a cut file" "$tmp/both" 'damaged storage: .*beyond the file'
-done
+every_tool "a cut file" 'damaged storage: .*beyond the file'
 
 # Random bit flips of a bigger ledger's data.mdb (seeded: FLIP_SEED=S
 # repeats a run, FLIPS=N sets how many): every run of verify, log and audit

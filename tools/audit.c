@@ -218,35 +218,25 @@ static int audit_range(ledger_t *lg, uint64_t from, uint64_t to)
 		to = v.n;
 	for (uint64_t id = from; id <= to && status == EXIT_OK; id++, done++)
 		status = audit_one(&w, id, v.seq[id - 1]);
-	if (status == EXIT_OK && rc == LG_ECORRUPT) {
+	if (status == EXIT_OK) {
+		/* Before damage, "ok" would claim the whole log. */
+		const char *what =
+			rc == LG_ECORRUPT ? "before the damage" : "ok";
+
 		if (done > 0)
 			snprintf(line, sizeof(line),
-				 "%llu verdicts before the damage match (ids "
-				 "%llu..%llu)",
-				 (unsigned long long)done,
+				 "%s: %llu verdicts match (ids %llu..%llu)",
+				 what, (unsigned long long)done,
 				 (unsigned long long)from,
 				 (unsigned long long)to);
 		else
 			snprintf(line, sizeof(line),
-				 "0 verdicts before the damage to audit (%zu "
-				 "found)",
-				 v.n);
-		status = tool_flush("audit", tool_puts(line));
-		if (status == EXIT_OK)
-			status = tool_damage("audit", &damage);
-	} else if (status == EXIT_OK) {
-		if (done > 0)
-			snprintf(line, sizeof(line),
-				 "ok: %llu verdicts match (ids %llu..%llu)",
-				 (unsigned long long)done,
-				 (unsigned long long)from,
-				 (unsigned long long)to);
-		else
-			snprintf(line, sizeof(line),
-				 "ok: 0 verdicts match (none in range; the "
+				 "%s: 0 verdicts match (none in range; the "
 				 "log has %zu)",
-				 v.n);
+				 what, v.n);
 		status = tool_flush("audit", tool_puts(line));
+		if (status == EXIT_OK && rc == LG_ECORRUPT)
+			status = tool_damage("audit", &damage);
 	}
 	state_free(w.st);
 	free(v.seq);
