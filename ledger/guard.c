@@ -286,7 +286,7 @@ int store_damage_detail(const ledger_t *lg, int rc, char *buf, size_t cap)
 #define MDB_P_INVALID  (~(uint64_t)0)
 
 struct meta {
-	uint64_t pgno, last, txnid, roots[2];
+	uint64_t pgno, mapsize, last, txnid, roots[2];
 	uint32_t magic, version, psize;
 	uint16_t flags;
 };
@@ -306,6 +306,7 @@ static void meta_parse(const uint8_t *p, struct meta *m)
 	m->flags = (uint16_t)le(p + 10, 2);
 	m->magic = (uint32_t)le(p + 16, 4);
 	m->version = (uint32_t)le(p + 20, 4);
+	m->mapsize = le(p + 32, 8);
 	m->psize = (uint32_t)le(p + 40, 4);
 	m->roots[0] = le(p + 40 + 40, 8);
 	m->roots[1] = le(p + 88 + 40, 8);
@@ -326,6 +327,9 @@ static const char *meta_fault(const struct meta *m, unsigned i, uint64_t pages)
 		return "transaction id of the other meta page";
 	if (m->last >= pages)
 		return "last page beyond the file";
+	/* LMDB would map it: more than any machine's address space. */
+	if (m->mapsize > ((uint64_t)1 << 46))
+		return "map size beyond any address space";
 	for (int d = 0; d < 2; d++)
 		if (m->roots[d] != MDB_P_INVALID &&
 		    (m->roots[d] < 2 || m->roots[d] > m->last))
@@ -333,13 +337,45 @@ static const char *meta_fault(const struct meta *m, unsigned i, uint64_t pages)
 	return NULL;
 }
 
-int store_meta_check(ledger_t *lg, struct lg_error *err)
+/* Why the meta pages of the open file fd are unusable (NULL: they are
+ * fine); *bad is the page. Read before the file's size, which only grows
+ * while a writer commits, so a page a meta names is never found missing. */
+static const char *metas_fault(int fd, unsigned *bad)
 {
-	char path[4096];
-	uint8_t p0[160], p1[160];
+	uint8_t p[2][160];
 	struct meta m[2];
 	struct stat sb;
 	uint64_t pages;
+	const char *why = NULL;
+
+	*bad = 0;
+	if (pread(fd, p[0], sizeof(p[0]), 0) != sizeof(p[0]))
+		return "too short for LMDB";
+	meta_parse(p[0], &m[0]);
+	memset(&m[1], 0, sizeof(m[1]));
+	if (m[0].psize >= 512 && m[0].psize <= 65536 &&
+	    pread(fd, p[1], sizeof(p[1]), m[0].psize) == sizeof(p[1]))
+		meta_parse(p[1], &m[1]);
+	if (fstat(fd, &sb) != 0)
+		return "cannot be read";
+	pages = m[0].psize ? (uint64_t)sb.st_size / m[0].psize : 0;
+	for (unsigned i = 0; i < 2 && why == NULL; i++)
+		if ((why = meta_fault(&m[i], i, pages)) != NULL)
+			*bad = i;
+	if (why == NULL && m[1].psize != m[0].psize)
+		why = "bad page size", *bad = 1;
+	/* Each commit writes the meta page of its parity with the next
+	 * transaction id: the two are one apart (or both 0, fresh). */
+	if (why == NULL && m[0].txnid + 1 != m[1].txnid &&
+	    m[1].txnid + 1 != m[0].txnid && (m[0].txnid | m[1].txnid) != 0)
+		why = "transaction ids not consecutive",
+		*bad = m[0].txnid > m[1].txnid ? 0 : 1;
+	return why;
+}
+
+int store_meta_check(ledger_t *lg, struct lg_error *err)
+{
+	char path[4096];
 	const char *why = NULL;
 	unsigned bad = 0;
 	int fd;
@@ -350,31 +386,12 @@ int store_meta_check(ledger_t *lg, struct lg_error *err)
 		return errno == ENOENT ? 0 /* LMDB says so */
 				       : lg_error_set(err, LG_EIO, "%s: %s",
 						      path, strerror(errno));
-	if (fstat(fd, &sb) != 0 || pread(fd, p0, sizeof(p0), 0) != sizeof(p0)) {
-		close(fd);
-		return lg_error_set(err, LG_ECORRUPT,
-				    "damaged storage: %s: too short for LMDB",
-				    path);
-	}
-	meta_parse(p0, &m[0]);
-	if (m[0].psize >= 512 && m[0].psize <= 65536 &&
-	    pread(fd, p1, sizeof(p1), m[0].psize) == sizeof(p1))
-		meta_parse(p1, &m[1]);
-	else
-		memset(&m[1], 0, sizeof(m[1]));
+	/* A writer may commit between the two reads of a check: only a
+	 * fault that stays is damage. */
+	for (int i = 0; i < 3; i++)
+		if ((why = metas_fault(fd, &bad)) == NULL)
+			break;
 	close(fd);
-	pages = m[0].psize ? (uint64_t)sb.st_size / m[0].psize : 0;
-	for (unsigned i = 0; i < 2 && why == NULL; i++)
-		if ((why = meta_fault(&m[i], i, pages)) != NULL)
-			bad = i;
-	if (why == NULL && m[1].psize != m[0].psize)
-		why = "bad page size", bad = 1;
-	/* Each commit writes the meta page of its parity with the next
-	 * transaction id: the two are one apart (or both 0, fresh). */
-	if (why == NULL && m[0].txnid + 1 != m[1].txnid &&
-	    m[1].txnid + 1 != m[0].txnid && (m[0].txnid | m[1].txnid) != 0)
-		why = "transaction ids not consecutive",
-		bad = m[0].txnid > m[1].txnid ? 0 : 1;
 	if (why != NULL)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "damaged storage: meta page %u: %s", bad,

@@ -429,6 +429,13 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 				       ? store_error(err, rc, "create")
 				       : 0;
 	}
+	if (rc == MDB_NOTFOUND && lg->o.forensic) {
+		/* Every database is there: a ledger that lost its version. */
+		mdb_txn_abort(txn);
+		return lg_error_set(err, LG_ECORRUPT,
+				    "damaged storage: %s: no schema version",
+				    lg->dir);
+	}
 	if (rc != 0) {
 		mdb_txn_abort(txn);
 		return rc == MDB_NOTFOUND
