@@ -288,17 +288,7 @@ static uint64_t change_before(ledger_t *lg, bool rechain)
 	return k;
 }
 
-static uint64_t t_before_still_decodes(ledger_t *lg)
-{
-	return change_before(lg, false);
-}
-
-static uint64_t t_before_rechained(ledger_t *lg)
-{
-	return change_before(lg, true);
-}
-
-static uint64_t t_head(ledger_t *lg)
+static uint64_t t_head(ledger_t *lg, bool variant)
 {
 	size_t len;
 	uint8_t *rec = rec_get(lg, LEDGER_DB_EVENTS, 100, &len);
@@ -309,27 +299,27 @@ static uint64_t t_head(ledger_t *lg)
 	return 100;
 }
 
-static uint64_t t_missing_first(ledger_t *lg)
+static uint64_t t_missing_first(ledger_t *lg, bool variant)
 {
 	rec_put(lg, LEDGER_DB_EVENTS, 1, NULL, 0);
 	return 1;
 }
 
-static uint64_t t_missing_middle(ledger_t *lg)
+static uint64_t t_missing_middle(ledger_t *lg, bool variant)
 {
 	rec_put(lg, LEDGER_DB_EVENTS, 100, NULL, 0);
 	return 100;
 }
 
 /* 185 re-keyed to 186 (over it): the gap at 185 is the damage. */
-static uint64_t t_rekeyed(ledger_t *lg)
+static uint64_t t_rekeyed(ledger_t *lg, bool variant)
 {
 	rec_move(lg, 185, 186);
 	return 185;
 }
 
 /* 185..FN all moved up by one: the same gap, the log one longer. */
-static uint64_t t_rekeyed_shift(ledger_t *lg)
+static uint64_t t_rekeyed_shift(ledger_t *lg, bool variant)
 {
 	for (uint64_t k = FN; k >= 185; k--)
 		rec_move(lg, k, k + 1);
@@ -337,7 +327,7 @@ static uint64_t t_rekeyed_shift(ledger_t *lg)
 }
 
 /* 185 copied over 186: no gap, 186 holds another seq's record. */
-static uint64_t t_copied(ledger_t *lg)
+static uint64_t t_copied(ledger_t *lg, bool variant)
 {
 	size_t len;
 	uint8_t *rec = rec_get(lg, LEDGER_DB_EVENTS, 185, &len);
@@ -347,7 +337,7 @@ static uint64_t t_copied(ledger_t *lg)
 	return 186;
 }
 
-static uint64_t t_swapped(ledger_t *lg)
+static uint64_t t_swapped(ledger_t *lg, bool variant)
 {
 	size_t l1, l2;
 	uint8_t *r1 = rec_get(lg, LEDGER_DB_EVENTS, 120, &l1),
@@ -360,7 +350,7 @@ static uint64_t t_swapped(ledger_t *lg)
 	return 120;
 }
 
-static uint64_t t_cp_byte(ledger_t *lg)
+static uint64_t t_cp_byte(ledger_t *lg, bool variant)
 {
 	size_t len;
 	uint8_t *rec = rec_get(lg, LEDGER_DB_CHECKPOINTS, 90, &len);
@@ -396,17 +386,7 @@ static uint64_t reframe_cp90(ledger_t *lg, bool other_head)
 	return 90;
 }
 
-static uint64_t t_cp_state(ledger_t *lg)
-{
-	return reframe_cp90(lg, false);
-}
-
-static uint64_t t_cp_head(ledger_t *lg)
-{
-	return reframe_cp90(lg, true);
-}
-
-static uint64_t t_cp_past_end(ledger_t *lg)
+static uint64_t t_cp_past_end(ledger_t *lg, bool variant)
 {
 	size_t len;
 	uint8_t *rec = rec_get(lg, LEDGER_DB_CHECKPOINTS, 180, &len);
@@ -418,29 +398,80 @@ static uint64_t t_cp_past_end(ledger_t *lg)
 
 static const struct forensic_case {
 	const char *name;
-	uint64_t (*tamper)(ledger_t *lg); /* returns the seq to be named */
-	bool storage;			  /* found by the storage pass */
-	bool in_events;			  /* a checked scan stops there */
+	/* Returns the seq to be named; variant picks one of two kinds. */
+	uint64_t (*tamper)(ledger_t *lg, bool variant);
+	bool variant;
+	bool storage;	/* found by the storage pass */
+	bool in_events; /* a checked scan stops there */
 	const char *says;
 } forensic_cases[] = {
-	{"a tail RELEASE's before, still decodes", t_before_still_decodes, true,
-	 true, "chain head mismatch"},
-	{"the same with the chain recomputed", t_before_rechained, false, false,
-	 "does not fit the state"},
-	{"a changed head", t_head, true, true, "chain head mismatch"},
-	{"seq 1 missing", t_missing_first, true, true, "missing"},
-	{"seq 100 missing", t_missing_middle, true, true, "missing"},
-	{"185 re-keyed to 186", t_rekeyed, true, true, "missing"},
-	{"185.. re-keyed one up", t_rekeyed_shift, true, true, "missing"},
-	{"185 copied over 186", t_copied, true, true, "record says seq 185"},
-	{"120 and 121 swapped", t_swapped, true, true, "record says seq 121"},
-	{"a checkpoint byte", t_cp_byte, true, false, "checkpoint 90"},
-	{"a checkpoint of another state", t_cp_state, false, false,
-	 "state differs from the replay"},
-	{"a checkpoint with another head", t_cp_head, true, false,
-	 "head differs from the chain"},
-	{"a checkpoint past the end", t_cp_past_end, true, false,
-	 "past the end"},
+	{.name = "a tail RELEASE's before, still decodes",
+	 .tamper = change_before,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "chain head mismatch"},
+	{.name = "the same with the chain recomputed",
+	 .tamper = change_before,
+	 .variant = true,
+	 .storage = false,
+	 .in_events = false,
+	 .says = "does not fit the state"},
+	{.name = "a changed head",
+	 .tamper = t_head,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "chain head mismatch"},
+	{.name = "seq 1 missing",
+	 .tamper = t_missing_first,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "missing"},
+	{.name = "seq 100 missing",
+	 .tamper = t_missing_middle,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "missing"},
+	{.name = "185 re-keyed to 186",
+	 .tamper = t_rekeyed,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "missing"},
+	{.name = "185.. re-keyed one up",
+	 .tamper = t_rekeyed_shift,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "missing"},
+	{.name = "185 copied over 186",
+	 .tamper = t_copied,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "record says seq 185"},
+	{.name = "120 and 121 swapped",
+	 .tamper = t_swapped,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "record says seq 121"},
+	{.name = "a checkpoint byte",
+	 .tamper = t_cp_byte,
+	 .storage = true,
+	 .in_events = false,
+	 .says = "checkpoint 90"},
+	{.name = "a checkpoint of another state",
+	 .tamper = reframe_cp90,
+	 .storage = false,
+	 .in_events = false,
+	 .says = "state differs from the replay"},
+	{.name = "a checkpoint with another head",
+	 .tamper = reframe_cp90,
+	 .variant = true,
+	 .storage = true,
+	 .in_events = false,
+	 .says = "head differs from the chain"},
+	{.name = "a checkpoint past the end",
+	 .tamper = t_cp_past_end,
+	 .storage = true,
+	 .in_events = false,
+	 .says = "past the end"},
 };
 
 static int count_event(void *ctx, const struct event *ev, const uint8_t *h)
@@ -461,7 +492,7 @@ START_TEST(tamper_forensic)
 	struct ledger_verify_result res;
 	struct lg_error err = {0};
 	char seqs[32];
-	uint64_t want = c->tamper(lg), n = 0;
+	uint64_t want = c->tamper(lg, c->variant), n = 0;
 	int rc;
 
 	ledger_close(lg);
