@@ -51,6 +51,34 @@ int store_error(struct lg_error *err, int rc, const char *what)
 	return lg_error_set(err, code, "%s: %s", what, mdb_strerror(rc));
 }
 
+/* LMDB's own findings about its pages, and ours (ledger/guard.c). */
+static bool damaged_storage(const ledger_t *lg, int rc)
+{
+	/* A file that is not LMDB at all, or of another format version, is
+	 * damage only to a forensic reader, who was told it is a ledger. */
+	if (rc == MDB_INVALID || rc == MDB_INCOMPATIBLE ||
+	    rc == MDB_VERSION_MISMATCH)
+		return lg->o.forensic;
+	return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ||
+	       rc == MDB_BAD_VALSIZE || rc == STORE_EFAULT ||
+	       rc == STORE_EBOUNDS;
+}
+
+int store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
+		     uint64_t seq, const char *what)
+{
+	char detail[160], at[32] = "";
+
+	if (!damaged_storage(lg, rc))
+		return store_error(err, rc, what);
+	if (!store_damage_detail(lg, rc, detail, sizeof(detail)))
+		snprintf(detail, sizeof(detail), "%s", mdb_strerror(rc));
+	if (seq != 0)
+		snprintf(at, sizeof(at), "seq %llu: ", (unsigned long long)seq);
+	return lg_error_set(err, LG_ECORRUPT, "%sdamaged storage: %s: %s", at,
+			    what, detail);
+}
+
 MDB_val store_key(uint64_t *k)
 {
 	return (MDB_val){.mv_size = sizeof(*k), .mv_data = k};
@@ -77,7 +105,12 @@ int store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
 		if (rc == 0)
 			rc = mdb_txn_begin(lg->env, NULL, flags, txn);
 	}
-	return rc ? store_error(err, rc, "begin transaction") : 0;
+	if (rc == 0 && (rc = store_bounds_load(lg)) != 0) {
+		mdb_txn_abort(*txn);
+		*txn = NULL;
+		return store_read_error(lg, err, rc, 0, "begin transaction");
+	}
+	return rc ? store_read_error(lg, err, rc, 0, "begin transaction") : 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -211,7 +244,12 @@ int store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
 		struct event ev;
 		const uint8_t *h;
 
-		rc = mdb_cursor_get(cur, &key, &val, op);
+		rc = store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key, &val,
+				      op);
+		if (rc != 0 && rc != MDB_NOTFOUND) {
+			rc = store_read_error(lg, err, rc, k, "read event");
+			break;
+		}
 		if (rc != 0 || store_keyval(&key) != k) {
 			rc = lg_error_set(err, LG_ECORRUPT,
 					  "seq %llu: missing from the log",
@@ -236,14 +274,14 @@ int store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db, uint64_t *out,
 
 	if (rc != 0)
 		return store_error(err, rc, "open cursor");
-	rc = mdb_cursor_get(cur, &key, &val, MDB_LAST);
+	rc = store_cursor_get(lg, cur, db, &key, &val, MDB_LAST);
 	mdb_cursor_close(cur);
 	if (rc == MDB_NOTFOUND) {
 		*out = 0;
 		return 0;
 	}
 	if (rc != 0)
-		return store_error(err, rc, "last key");
+		return store_read_error(lg, err, rc, 0, "last key");
 	*out = store_keyval(&key);
 	return 0;
 }
@@ -271,10 +309,12 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 	rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_CHECKPOINTS], &cur);
 	if (rc != 0)
 		return store_error(err, rc, "open cursor");
-	rc = mdb_cursor_get(cur, &key, &val, op);
+	rc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key, &val, op);
 	if (rc == MDB_NOTFOUND)
-		rc = mdb_cursor_get(cur, &key, &val, MDB_LAST);
-	for (; rc == 0; rc = mdb_cursor_get(cur, &key, &val, MDB_PREV)) {
+		rc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key,
+				      &val, MDB_LAST);
+	for (; rc == 0; rc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS,
+					      &key, &val, MDB_PREV)) {
 		const uint8_t *sb, *h;
 		size_t sl;
 		uint64_t at = store_keyval(&key);
@@ -294,7 +334,7 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 	}
 	mdb_cursor_close(cur);
 	if (rc != 0 && rc != MDB_NOTFOUND)
-		return store_error(err, rc, "read checkpoints");
+		return store_read_error(lg, err, rc, 0, "read checkpoints");
 	if (st == NULL)
 		st = state_new();
 	rc = store_apply_range(lg, txn, st, seq, head, err);
@@ -350,14 +390,28 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 	MDB_val key = {.mv_size = 6, .mv_data = "schema"}, val;
 	int rc = store_txn_begin(lg, flags, &txn, err);
 
+	int found = 0;
+
 	if (rc != 0)
 		return rc;
-	for (int i = 0; i < LEDGER_DB_MAX && rc == 0; i++) {
+	for (int i = 0; i < LEDGER_DB_MAX && (rc == 0 || rc == MDB_NOTFOUND);
+	     i++) {
 		unsigned f = i == LEDGER_DB_META ? 0 : MDB_INTEGERKEY;
+		int r;
 
 		if (!lg->o.read_only)
 			f |= MDB_CREATE;
-		rc = mdb_dbi_open(txn, store_db_names[i], f, &lg->dbi[i]);
+		r = store_dbi_open(lg, txn, (enum ledger_db)i, f);
+		found += r == 0;
+		rc = rc ? rc : r;
+	}
+	/* Some of the databases but not all: not another program's
+	 * environment, but a ledger whose main page lost a name. */
+	if (rc == MDB_NOTFOUND && found > 0) {
+		mdb_txn_abort(txn);
+		return lg_error_set(err, LG_ECORRUPT,
+				    "damaged storage: %s: %d of %d databases",
+				    lg->dir, found, LEDGER_DB_MAX);
 	}
 	if (rc == MDB_NOTFOUND) {
 		mdb_txn_abort(txn);
@@ -365,7 +419,7 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 				    "%s: not a gpuledger database", lg->dir);
 	}
 	if (rc == 0)
-		rc = mdb_get(txn, lg->dbi[LEDGER_DB_META], &key, &val);
+		rc = store_get(lg, txn, LEDGER_DB_META, &key, &val);
 	if (rc == MDB_NOTFOUND && !lg->o.read_only) {
 		val = (MDB_val){.mv_size = sizeof(version),
 				.mv_data = &version};
@@ -375,13 +429,21 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 				       ? store_error(err, rc, "create")
 				       : 0;
 	}
+	if (rc == MDB_NOTFOUND && lg->o.forensic) {
+		/* Every database is there: a ledger that lost its version. */
+		mdb_txn_abort(txn);
+		return lg_error_set(err, LG_ECORRUPT,
+				    "damaged storage: %s: no schema version",
+				    lg->dir);
+	}
 	if (rc != 0) {
 		mdb_txn_abort(txn);
 		return rc == MDB_NOTFOUND
 			       ? lg_error_set(err, LG_ENOENT,
 					      "%s: not a gpuledger database",
 					      lg->dir)
-			       : store_error(err, rc, "open databases");
+			       : store_read_error(lg, err, rc, 0,
+						  "open databases");
 	}
 	memcpy(&stored, val.mv_data, sizeof(stored));
 	/* Committing keeps the database handles opened in this transaction
@@ -421,9 +483,12 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 	mdb_env_set_maxdbs(lg->env, LEDGER_DB_MAX);
 	mdb_env_set_maxreaders(lg->env, 510);
 	mdb_env_set_mapsize(lg->env, lg->o.map_size_bytes);
+	/* A forensic reader checks the meta pages before LMDB trusts them. */
+	if (lg->o.forensic && (rc = store_meta_check(lg, err)) != 0)
+		return rc;
 	rc = mdb_env_open(lg->env, lg->dir, flags, 0664);
 	if (rc != 0)
-		return store_error(err, rc, lg->dir);
+		return store_read_error(lg, err, rc, 0, lg->dir);
 	/* A file grown by an earlier run is bigger than our initial size;
 	 * adopt it. Stale reader slots of dead processes are freed. */
 	mdb_env_set_mapsize(lg->env, 0);
@@ -450,10 +515,16 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 	if (lg->o.checkpoint_secs == 0)
 		lg->o.checkpoint_secs = DEFAULT_CP_SECS;
 	lg->dir = strdup(o->dir ? o->dir : "");
+	lg->bad_page = (size_t)-1;
 	clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
+	if (o->forensic) {
+		lg->o.read_only = true;
+		store_trap_install();
+	}
 	if (o->dir == NULL || o->dir[0] == '\0')
 		rc = lg_error_set(err, LG_EINVAL, "no ledger directory");
-	else if ((rc = env_open(lg, err)) == 0 && (rc = open_dbs(lg, err)) == 0)
+	else if ((rc = env_open(lg, err)) == 0 &&
+		 (rc = open_dbs(lg, err)) == 0 && !o->forensic)
 		rc = store_reload(lg, err);
 	if (rc != 0) {
 		ledger_close(lg);
@@ -469,6 +540,8 @@ void ledger_close(ledger_t *lg)
 		return;
 	if (lg->env != NULL)
 		mdb_env_close(lg->env);
+	if (lg->o.forensic)
+		store_trap_remove();
 	state_free(lg->st);
 	free(lg->buf);
 	free(lg->offs);
@@ -518,6 +591,8 @@ int ledger_refresh(ledger_t *lg, struct lg_error *err)
 	MDB_txn *txn;
 	int rc;
 
+	if (lg->o.forensic)
+		return 0;
 	if (lg->dirty)
 		return store_reload(lg, err);
 	if ((rc = store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)

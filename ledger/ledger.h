@@ -46,6 +46,16 @@ struct ledger_opts {
 	uint64_t checkpoint_every; /* events between automatic checkpoints
 				      (0: 1,000,000); only for writers */
 	int64_t checkpoint_secs;   /* seconds between them (0: 3600; <0 off) */
+	/* Forensic reading (verify, log, audit; implies read_only): the
+	 * state is not rebuilt at open, so that damage cannot stop the open
+	 * before it can be named (ledger_state is NULL, ledger_last_seq 0
+	 * and ledger_refresh does nothing: scan to the end instead); the
+	 * meta pages are checked against the file first, every key and value
+	 * LMDB returns is checked to lie inside the file, and a SIGSEGV or
+	 * SIGBUS inside an LMDB read becomes LG_ECORRUPT "damaged storage"
+	 * instead of ending the process (a process-wide handler, installed
+	 * while such a handle is open: single-threaded tools only). */
+	bool forensic;
 };
 
 /* Opens (and with create, initialises) the ledger in o->dir and brings its
@@ -107,10 +117,41 @@ typedef int ledger_event_fn(void *ctx, const struct event *ev,
 int ledger_scan(ledger_t *lg, uint64_t from, uint64_t limit,
 		ledger_event_fn *fn, void *ctx, struct lg_error *err);
 
-/* Verification (DESIGN 4.3): recomputes every head from genesis and replays
- * the log, checking every checkpoint against the replay. *bad_seq is the
- * first bad seq (0 when sound). Returns 0 when sound, LG_ECORRUPT when not
- * (err says what), other codes on operating errors. */
+/* The same, checking the chain as it goes: each record's stored head must
+ * be SHA-256(the previous record's stored head || its bytes) (head(0) = 0
+ * before seq 1), so fn never sees a record that verify would refuse on
+ * storage grounds; a bad one stops the scan with LG_ECORRUPT naming its
+ * seq. For readers that print what they can up to the damage (log, audit).
+ */
+int ledger_scan_checked(ledger_t *lg, uint64_t from, uint64_t limit,
+			ledger_event_fn *fn, void *ctx, struct lg_error *err);
+
+/* Verification (DESIGN 4.3) checks storage before meaning, in two passes
+ * over one snapshot, so that no damage can hide behind another:
+ *  1. storage: every record read as stored, in key order, without any
+ *     state: keys 1, 2, ... gap-free (a missing record, a re-keyed one or
+ *     a swap is named at the first seq out of place), each record decodes
+ *     and carries its own seq, each head is the chain step of the one
+ *     before; every checkpoint's frame, digest and head (against the
+ *     chain at its seq), and none past the end; the databases' entry
+ *     counts match what was walked; LMDB's own errors and faults are
+ *     "damaged storage".
+ *  2. meaning: the events before the first storage damage are replayed
+ *     from genesis, each must fit the state, and every checkpoint there
+ *     must equal the replay.
+ * The first bad seq of either pass is the answer. */
+struct ledger_verify_result {
+	uint64_t bad_seq;     /* first bad seq (0: sound, or not known) */
+	bool storage;	      /* the damage is in storage (pass 1) */
+	uint64_t events;      /* events checked (the last seq when sound) */
+	uint64_t checkpoints; /* checkpoints checked */
+	uint8_t head[LEDGER_HEAD_BYTES]; /* the head after the last event */
+};
+/* Returns 0 when sound, LG_ECORRUPT when not (err says what, res which
+ * seq), other codes on operating errors. */
+int ledger_verify_run(ledger_t *lg, struct ledger_verify_result *res,
+		      struct lg_error *err);
+/* The same, with only the first bad seq (0 when sound). */
 int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
 
 struct ledger_stats {

@@ -36,10 +36,10 @@ static int time_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, int64_t *t,
 	MDB_val key = store_key(&seq), val;
 	struct event ev;
 	const uint8_t *head;
-	int rc = mdb_get(txn, lg->dbi[LEDGER_DB_EVENTS], &key, &val);
+	int rc = store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val);
 
 	if (rc != 0)
-		return store_error(err, rc, "read event");
+		return store_read_error(lg, err, rc, seq, "read event");
 	rc = store_record_decode(&val, seq, &ev, &head, err);
 	*t = ev.time_ns;
 	return rc;
@@ -72,86 +72,272 @@ int ledger_seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
 	return rc;
 }
 
-int ledger_scan(ledger_t *lg, uint64_t from, uint64_t limit,
+/* The head stored with the record at seq (head(0) = 0), for a checked
+ * scan that starts after seq 1. */
+static int stored_head(ledger_t *lg, MDB_txn *txn, uint64_t seq, uint8_t *head,
+		       struct lg_error *err)
+{
+	MDB_val key = store_key(&seq), val;
+	int rc;
+
+	memset(head, 0, LEDGER_HEAD_BYTES);
+	if (seq == 0)
+		return 0;
+	rc = store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val);
+	if (rc == MDB_NOTFOUND)
+		return lg_error_set(err, LG_ECORRUPT,
+				    "seq %llu: missing from the log",
+				    (unsigned long long)seq);
+	if (rc != 0)
+		return store_read_error(lg, err, rc, seq, "read event");
+	if (val.mv_size <= LEDGER_HEAD_BYTES)
+		return lg_error_set(err, LG_ECORRUPT,
+				    "seq %llu: record too short",
+				    (unsigned long long)seq);
+	memcpy(head,
+	       (const uint8_t *)val.mv_data + val.mv_size - LEDGER_HEAD_BYTES,
+	       LEDGER_HEAD_BYTES);
+	return 0;
+}
+
+/* One record of the events database at the expected seq k, as stored:
+ * the cursor's result rc, its key and value. Gap-free keys, a record that
+ * decodes and carries its seq, and (with head, the previous stored head,
+ * advanced on success) the chain step. The checks every reader of the log
+ * makes before it looks at an event's meaning. */
+static int storage_record(ledger_t *lg, int rc, uint64_t k, const MDB_val *key,
+			  const MDB_val *val, struct event *ev, uint8_t *head,
+			  struct lg_error *err)
+{
+	const uint8_t *stored;
+	uint8_t step[LEDGER_HEAD_BYTES];
+
+	if (rc != 0)
+		return store_read_error(lg, err, rc, k, "read event");
+	if (store_keyval(key) != k)
+		/* Keys come in order: a larger one leaves k out (a deleted
+		 * or re-keyed record: the gap is named, not the record that
+		 * moved), a smaller or equal one is a key out of order. */
+		return store_keyval(key) > k
+			       ? lg_error_set(err, LG_ECORRUPT,
+					      "seq %llu: missing from the log",
+					      (unsigned long long)k)
+			       : lg_error_set(
+					 err, LG_ECORRUPT,
+					 "seq %llu: key %llu out of order",
+					 (unsigned long long)k,
+					 (unsigned long long)store_keyval(key));
+	if ((rc = store_record_decode(val, k, ev, &stored, err)) != 0)
+		return rc;
+	if (head == NULL)
+		return 0;
+	ledger_chain_step(head, val->mv_data, val->mv_size - LEDGER_HEAD_BYTES,
+			  step);
+	if (memcmp(stored, step, LEDGER_HEAD_BYTES) != 0)
+		return lg_error_set(err, LG_ECORRUPT,
+				    "seq %llu: chain head mismatch",
+				    (unsigned long long)k);
+	memcpy(head, step, LEDGER_HEAD_BYTES);
+	return 0;
+}
+
+static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 		ledger_event_fn *fn, void *ctx, struct lg_error *err)
 {
 	MDB_txn *txn;
-	MDB_cursor *cur;
+	MDB_cursor *cur = NULL;
 	uint64_t k = from ? from : 1, n = 0;
+	uint8_t head[LEDGER_HEAD_BYTES];
 	MDB_val key = store_key(&k), val;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err), op = MDB_SET_KEY;
+	/* SET_RANGE, not SET_KEY: a missing first record is named, not
+	 * taken for the end of the log. */
+	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err), op = MDB_SET_RANGE;
 
 	if (rc != 0)
 		return rc;
-	rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur);
-	if (rc != 0) {
-		mdb_txn_abort(txn);
-		return store_error(err, rc, "open cursor");
-	}
-	for (; limit == 0 || n < limit; n++, k++, op = MDB_NEXT) {
+	if (checked)
+		rc = stored_head(lg, txn, k - 1, head, err);
+	if (rc == 0 &&
+	    (rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur)) != 0)
+		rc = store_error(err, rc, "open cursor");
+	for (; rc == 0 && (limit == 0 || n < limit); n++, k++, op = MDB_NEXT) {
 		struct event ev;
-		const uint8_t *head;
 
-		rc = mdb_cursor_get(cur, &key, &val, op);
+		rc = store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key, &val,
+				      op);
 		if (rc == MDB_NOTFOUND) {
 			rc = 0;
 			break;
 		}
-		if (rc != 0) {
-			rc = store_error(err, rc, "scan");
-			break;
-		}
-		if (store_keyval(&key) != k) {
-			rc = lg_error_set(err, LG_ECORRUPT,
-					  "seq %llu: missing from the log",
-					  (unsigned long long)k);
-			break;
-		}
-		if ((rc = store_record_decode(&val, k, &ev, &head, err)) != 0 ||
-		    (rc = fn(ctx, &ev, head)) != 0)
+		if ((rc = storage_record(lg, rc, k, &key, &val, &ev,
+					 checked ? head : NULL, err)) != 0 ||
+		    (rc = fn(ctx, &ev,
+			     (const uint8_t *)val.mv_data + val.mv_size -
+				     LEDGER_HEAD_BYTES)) != 0)
 			break;
 	}
-	mdb_cursor_close(cur);
+	if (cur != NULL)
+		mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
 	return rc;
 }
 
+int ledger_scan(ledger_t *lg, uint64_t from, uint64_t limit,
+		ledger_event_fn *fn, void *ctx, struct lg_error *err)
+{
+	return scan(lg, from, limit, false, fn, ctx, err);
+}
+
+int ledger_scan_checked(ledger_t *lg, uint64_t from, uint64_t limit,
+			ledger_event_fn *fn, void *ctx, struct lg_error *err)
+{
+	return scan(lg, from, limit, true, fn, ctx, err);
+}
+
 /* ---------------------------------------------------------------------- */
-/* Verification */
+/* Verification: storage, then meaning (ledger.h). */
 
 struct verify {
 	ledger_t *lg;
 	MDB_txn *txn;
-	state_t *st;
+	MDB_cursor *ev, *cp; /* over events and checkpoints */
+	struct ledger_verify_result *res;
 	uint8_t head[LEDGER_HEAD_BYTES];
-	uint64_t *bad;
-	uint64_t n_cp;
+	uint64_t walked, n_cp; /* records and checkpoints found in pass 1 */
+	uint64_t cp_next; /* key of the next checkpoint (UINT64_MAX: none) */
+	MDB_val cp_val;
 };
 
-/* Checks the checkpoint stored at seq (if any) against the replay. */
-static int verify_checkpoint(struct verify *v, uint64_t seq,
-			     struct lg_error *err)
+/* Moves to the first checkpoint (first) or the next one. */
+static int cp_advance(struct verify *v, bool first, struct lg_error *err)
 {
-	MDB_val key = store_key(&seq), val;
-	const uint8_t *sb, *h;
-	uint8_t *mine = NULL;
-	size_t sl, ml = 0;
-	int rc = mdb_get(v->txn, v->lg->dbi[LEDGER_DB_CHECKPOINTS], &key, &val);
+	MDB_val key;
+	int rc = store_cursor_get(v->lg, v->cp, LEDGER_DB_CHECKPOINTS, &key,
+				  &v->cp_val, first ? MDB_FIRST : MDB_NEXT);
 
-	if (rc == MDB_NOTFOUND)
+	if (rc == MDB_NOTFOUND) {
+		v->cp_next = UINT64_MAX;
 		return 0;
+	}
 	if (rc != 0)
-		return store_error(err, rc, "read checkpoint");
-	v->n_cp++;
-	*v->bad = seq;
-	if ((rc = store_cp_open(&val, seq, &sb, &sl, &h, err)) != 0)
+		return store_read_error(v->lg, err, rc,
+					v->cp_next == UINT64_MAX ? 0
+								 : v->cp_next,
+					"read checkpoint");
+	v->cp_next = store_keyval(&key);
+	return 0;
+}
+
+/* Pass 1 for the checkpoint at seq (v->cp_val): frame, digest, and the
+ * head against the chain's. */
+static int storage_checkpoint(struct verify *v, uint64_t seq,
+			      struct lg_error *err)
+{
+	const uint8_t *sb, *h;
+	size_t sl;
+	int rc = store_cp_open(&v->cp_val, seq, &sb, &sl, &h, err);
+
+	if (rc != 0)
 		return rc;
 	if (memcmp(h, v->head, LEDGER_HEAD_BYTES) != 0)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "checkpoint %llu: head differs from the "
 				    "chain",
 				    (unsigned long long)seq);
-	if (state_encode(v->st, &mine, &ml) != 0)
+	v->n_cp++;
+	return 0;
+}
+
+/* The entry counts LMDB keeps for a database must be what was walked: a
+ * root or a count damaged in the main page shows here. */
+static int storage_count(struct verify *v, enum ledger_db db, uint64_t walked,
+			 struct lg_error *err)
+{
+	MDB_stat st;
+	int rc = mdb_stat(v->txn, v->lg->dbi[db], &st);
+
+	if (rc != 0)
+		return store_read_error(v->lg, err, rc, 0, "database stat");
+	if (st.ms_entries != walked)
+		return lg_error_set(
+			err, LG_ECORRUPT,
+			"damaged storage: %s: %zu entries recorded, "
+			"%llu found",
+			store_db_names[db], st.ms_entries,
+			(unsigned long long)walked);
+	return 0;
+}
+
+/* Pass 1: every record and checkpoint as stored, no state. On failure
+ * res->bad_seq names the first bad seq (0: none known, e.g. a count). */
+static int verify_storage(struct verify *v, struct lg_error *err)
+{
+	uint64_t k = 1, *bad = &v->res->bad_seq;
+	int rc = cp_advance(v, true, err), op = MDB_FIRST;
+
+	memset(v->head, 0, sizeof(v->head));
+	if (rc == 0 && v->cp_next == 0) {
+		*bad = 0;
+		if ((rc = storage_checkpoint(v, 0, err)) == 0)
+			rc = cp_advance(v, false, err);
+	}
+	for (; rc == 0; k++, op = MDB_NEXT) {
+		struct event ev;
+		MDB_val key, val;
+
+		*bad = k;
+		rc = store_cursor_get(v->lg, v->ev, LEDGER_DB_EVENTS, &key,
+				      &val, op);
+		if (rc == MDB_NOTFOUND) {
+			rc = 0;
+			break;
+		}
+		rc = storage_record(v->lg, rc, k, &key, &val, &ev, v->head,
+				    err);
+		/* The Merkle tree (4.4) takes leaf k here. */
+		if (rc == 0)
+			v->walked = k;
+		while (rc == 0 && v->cp_next <= k) {
+			/* Only a checkpoint at k can be here: one at a
+			 * smaller key would sit on no seq of the log. */
+			rc = v->cp_next == k
+				     ? storage_checkpoint(v, k, err)
+				     : lg_error_set(
+					       err, LG_ECORRUPT,
+					       "checkpoint %llu: on no "
+					       "seq of the log",
+					       (unsigned long long)v->cp_next);
+			if (rc == 0)
+				rc = cp_advance(v, false, err);
+		}
+	}
+	if (rc == 0 && v->cp_next != UINT64_MAX) {
+		*bad = v->cp_next;
+		rc = lg_error_set(err, LG_ECORRUPT,
+				  "checkpoint %llu: past the end of the log",
+				  (unsigned long long)v->cp_next);
+	}
+	if (rc == 0) {
+		*bad = 0;
+		rc = storage_count(v, LEDGER_DB_EVENTS, v->walked, err);
+	}
+	if (rc == 0)
+		rc = storage_count(v, LEDGER_DB_CHECKPOINTS, v->n_cp, err);
+	return rc;
+}
+
+/* Pass 2 for the checkpoint at seq: it must be the replay's state. */
+static int meaning_checkpoint(struct verify *v, const state_t *st, uint64_t seq,
+			      struct lg_error *err)
+{
+	const uint8_t *sb, *h;
+	uint8_t *mine = NULL;
+	size_t sl, ml = 0;
+	int rc = store_cp_open(&v->cp_val, seq, &sb, &sl, &h, err);
+
+	if (rc != 0)
+		return rc;
+	if (state_encode(st, &mine, &ml) != 0)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	rc = ml == sl && memcmp(mine, sb, sl) == 0
 		     ? 0
@@ -160,95 +346,128 @@ static int verify_checkpoint(struct verify *v, uint64_t seq,
 				    "replay",
 				    (unsigned long long)seq);
 	free(mine);
-	if (rc == 0)
-		*v->bad = 0;
 	return rc;
 }
 
-static int verify_event(struct verify *v, uint64_t k, const MDB_val *val,
-			struct lg_error *err)
+/* Pass 2: replays seqs 1..upto (all sound in storage) from genesis. */
+static int verify_meaning(struct verify *v, uint64_t upto, struct lg_error *err)
 {
-	struct event ev;
-	const uint8_t *stored;
-	int rc;
+	state_t *st = state_new();
+	uint64_t *bad = &v->res->bad_seq;
+	int rc = cp_advance(v, true, err), op = MDB_FIRST;
 
-	*v->bad = k;
-	if ((rc = store_record_decode(val, k, &ev, &stored, err)) != 0)
-		return rc;
-	ledger_chain_step(v->head, val->mv_data,
-			  val->mv_size - LEDGER_HEAD_BYTES, v->head);
-	if (memcmp(stored, v->head, LEDGER_HEAD_BYTES) != 0)
-		return lg_error_set(err, LG_ECORRUPT,
-				    "seq %llu: chain head mismatch",
-				    (unsigned long long)k);
-	if ((rc = state_apply_validated(v->st, &ev, err)) != 0) {
-		char msg[LG_ERRMSG_MAX];
-
-		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
-		return lg_error_set(err, LG_ECORRUPT,
-				    "seq %llu: does not fit the state: %s",
-				    (unsigned long long)k, msg);
+	*bad = 0;
+	if (rc == 0 && v->cp_next == 0) {
+		if ((rc = meaning_checkpoint(v, st, 0, err)) == 0)
+			rc = cp_advance(v, false, err);
 	}
-	*v->bad = 0;
-	return verify_checkpoint(v, k, err);
+	for (uint64_t k = 1; rc == 0 && k <= upto; k++, op = MDB_NEXT) {
+		struct event ev;
+		MDB_val key, val;
+
+		*bad = k;
+		rc = store_cursor_get(v->lg, v->ev, LEDGER_DB_EVENTS, &key,
+				      &val, op);
+		if (rc == 0)
+			rc = storage_record(v->lg, rc, k, &key, &val, &ev, NULL,
+					    err);
+		if (rc == 0 &&
+		    (rc = state_apply_validated(st, &ev, err)) != 0) {
+			char msg[LG_ERRMSG_MAX];
+
+			snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
+			rc = lg_error_set(
+				err, LG_ECORRUPT,
+				"seq %llu: does not fit the state: %s",
+				(unsigned long long)k, msg);
+		}
+		if (rc == 0 && v->cp_next == k) {
+			if ((rc = meaning_checkpoint(v, st, k, err)) == 0)
+				rc = cp_advance(v, false, err);
+		}
+	}
+	if (rc == 0)
+		*bad = 0;
+	state_free(st);
+	return rc;
 }
 
-/* Checkpoints must sit on seqs of the log (or at 0). */
-static int verify_cp_keys(struct verify *v, uint64_t last, struct lg_error *err)
+static void verify_end(struct verify *v)
 {
-	uint64_t cp;
-	int rc = store_last_key(v->lg, v->txn, LEDGER_DB_CHECKPOINTS, &cp, err);
+	if (v->ev != NULL)
+		mdb_cursor_close(v->ev);
+	if (v->cp != NULL)
+		mdb_cursor_close(v->cp);
+	if (v->txn != NULL)
+		mdb_txn_abort(v->txn);
+	v->ev = v->cp = NULL;
+	v->txn = NULL;
+}
 
-	if (rc == 0 && cp > last) {
-		*v->bad = cp;
-		rc = lg_error_set(err, LG_ECORRUPT,
-				  "checkpoint %llu: past the end of the log",
-				  (unsigned long long)cp);
+/* A read transaction (a new one after an old one) with its cursors. */
+static int verify_begin(struct verify *v, struct lg_error *err)
+{
+	int rc;
+
+	verify_end(v);
+	if ((rc = store_txn_begin(v->lg, MDB_RDONLY, &v->txn, err)) != 0)
+		return rc;
+	if ((rc = mdb_cursor_open(v->txn, v->lg->dbi[LEDGER_DB_EVENTS],
+				  &v->ev)) != 0 ||
+	    (rc = mdb_cursor_open(v->txn, v->lg->dbi[LEDGER_DB_CHECKPOINTS],
+				  &v->cp)) != 0)
+		return store_error(err, rc, "open cursor");
+	return 0;
+}
+
+int ledger_verify_run(ledger_t *lg, struct ledger_verify_result *res,
+		      struct lg_error *err)
+{
+	struct verify v = {.lg = lg, .res = res};
+	struct lg_error serr = {0};
+	uint64_t sbad;
+	int rc, src;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = verify_begin(&v, err)) != 0)
+		goto out;
+	src = verify_storage(&v, &serr);
+	sbad = res->bad_seq;
+	memcpy(res->head, v.head, sizeof(res->head));
+	res->events = v.walked;
+	res->checkpoints = v.n_cp;
+	/* After an error LMDB refuses the rest of the transaction; the
+	 * records before the damage are the same in a new one (the log only
+	 * grows). */
+	if (src != 0 && (rc = verify_begin(&v, err)) != 0)
+		goto out;
+	/* Meaning only over what storage vouched for: the events before the
+	 * first storage damage (all of them when there is none, or when the
+	 * damage has no seq, like a count). */
+	rc = verify_meaning(
+		&v,
+		src != 0 && sbad != 0 && sbad <= v.walked ? sbad - 1 : v.walked,
+		err);
+	if (rc == 0 && src != 0) {
+		rc = src;
+		res->bad_seq = sbad;
+		res->storage = true;
+		if (err != NULL)
+			*err = serr;
 	}
-	return rc ? rc : verify_checkpoint(v, 0, err);
+out:
+	verify_end(&v);
+	if (rc != 0 && rc != LG_ECORRUPT && res->bad_seq != 0)
+		rc = LG_ECORRUPT;
+	return rc;
 }
 
 int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 {
-	struct verify v = {.lg = lg, .bad = bad_seq};
-	MDB_cursor *cur = NULL;
-	uint64_t k = 1, last = 0;
-	MDB_val key, val;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &v.txn, err), op = MDB_FIRST;
+	struct ledger_verify_result res;
+	int rc = ledger_verify_run(lg, &res, err);
 
-	*bad_seq = 0;
-	if (rc != 0)
-		return rc;
-	v.st = state_new();
-	rc = store_last_key(lg, v.txn, LEDGER_DB_EVENTS, &last, err);
-	if (rc == 0)
-		rc = verify_cp_keys(&v, last, err);
-	if (rc == 0 &&
-	    (rc = mdb_cursor_open(v.txn, lg->dbi[LEDGER_DB_EVENTS], &cur)) != 0)
-		rc = store_error(err, rc, "open cursor");
-	for (; rc == 0; k++, op = MDB_NEXT) {
-		rc = mdb_cursor_get(cur, &key, &val, op);
-		if (rc == MDB_NOTFOUND) {
-			rc = 0;
-			break;
-		}
-		if (rc != 0) {
-			*bad_seq = k;
-			rc = store_error(err, rc, "read event");
-		} else if (store_keyval(&key) != k) {
-			*bad_seq = k;
-			rc = lg_error_set(err, LG_ECORRUPT,
-					  "seq %llu: missing from the log",
-					  (unsigned long long)k);
-		} else {
-			rc = verify_event(&v, k, &val, err);
-		}
-	}
-	mdb_cursor_close(cur);
-	mdb_txn_abort(v.txn);
-	state_free(v.st);
-	if (rc != 0 && rc != LG_ECORRUPT && *bad_seq != 0)
-		rc = LG_ECORRUPT;
+	*bad_seq = res.bad_seq;
 	return rc;
 }
 

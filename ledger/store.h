@@ -34,6 +34,12 @@ struct ledger {
 	size_t buf_cap;
 	size_t *offs;
 	size_t offs_cap;
+	/* Forensic handles (ledger/guard.c): the part of the map the file
+	 * holds, as of the last transaction begun, and the last damage. */
+	const void *map_lo, *map_hi;
+	size_t map_bytes, psize;
+	size_t bad_page; /* (size_t)-1: not known */
+	const char *bad_what;
 };
 
 extern const char *const store_db_names[LEDGER_DB_MAX];
@@ -45,6 +51,36 @@ uint64_t store_keyval(const MDB_val *v);
 /* Begins a transaction, adopting a map another process has grown. */
 int store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
 		    struct lg_error *err);
+/* Reading damaged storage (ledger/guard.c). With lg->o.forensic the reads
+ * are guarded: a key or value outside the file gives STORE_EBOUNDS, a fault
+ * inside LMDB STORE_EFAULT (lg->bad_page, lg->bad_what say where and what);
+ * without, they are plain mdb_get and mdb_cursor_get. */
+#define STORE_EFAULT  (-30600)
+#define STORE_EBOUNDS (-30601)
+int store_get(ledger_t *lg, MDB_txn *txn, enum ledger_db db, MDB_val *key,
+	      MDB_val *val);
+int store_cursor_get(ledger_t *lg, MDB_cursor *cur, enum ledger_db db,
+		     MDB_val *key, MDB_val *val, MDB_cursor_op op);
+int store_dbi_open(ledger_t *lg, MDB_txn *txn, enum ledger_db db,
+		   unsigned flags);
+/* Loads the bounds above for a new transaction; STORE_EBOUNDS when the
+ * snapshot's last page is beyond the file. */
+int store_bounds_load(ledger_t *lg);
+/* Both meta pages of data.mdb checked against the file before LMDB maps
+ * it; LG_ECORRUPT "damaged storage: meta page N: why". */
+int store_meta_check(ledger_t *lg, struct lg_error *err);
+/* Installs (first user) or removes (last) the fault handler. */
+void store_trap_install(void);
+void store_trap_remove(void);
+/* Writes the detail of a STORE_E* code; 0 for any other code. */
+int store_damage_detail(const ledger_t *lg, int rc, char *buf, size_t cap);
+/* The error of a failed read at seq (0: none known): damage of the LMDB
+ * structure (its own MDB_CORRUPTED, MDB_PAGE_NOTFOUND, ..., and STORE_E*)
+ * is LG_ECORRUPT "seq N: damaged storage: ...", anything else store_error.
+ */
+int store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
+		     uint64_t seq, const char *what);
+
 /* Decodes an event record (bytes + head) stored at seq. */
 int store_record_decode(const MDB_val *v, uint64_t seq, struct event *ev,
 			const uint8_t **head, struct lg_error *err);

@@ -2,12 +2,17 @@
  * Tamper evidence (DESIGN 4.3): flipping any single byte of any stored
  * event or checkpoint makes verify fail and name the seq; a damaged
  * checkpoint is skipped when rebuilding, which still gives the right state;
- * a missing event is named too.
+ * a missing event is named too. The forensic cases look the way the verify
+ * tool does, through a forensic open that rebuilds nothing, and expect the
+ * true seq of every kind of damage.
  */
 #include "tests/ledger_gen.h"
 #include "tests/ledger_tests.h"
 
 #include "ledger/ledger_int.h"
+
+#include <openssl/evp.h>
+#include <sys/wait.h>
 
 #define T0 1767225600000000000LL
 
@@ -190,6 +195,423 @@ START_TEST(tamper_structure)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* Forensic verification: damage done through a writer, which is then
+ * closed; verified through a forensic handle. 200 events, checkpoints every
+ * 30: what a normal open replays is the tail 181..200. */
+
+#define FN 200
+
+static uint8_t *rec_get(ledger_t *lg, enum ledger_db db, uint64_t k,
+			size_t *len)
+{
+	struct lg_error err = {0};
+	uint8_t *rec = NULL;
+
+	ck_assert_msg(ledger_raw_get(lg, db, k, &rec, len, &err) == 0,
+		      "raw get %llu: %s", (unsigned long long)k, err.msg);
+	return rec;
+}
+
+static void rec_put(ledger_t *lg, enum ledger_db db, uint64_t k,
+		    const uint8_t *rec, size_t len)
+{
+	struct lg_error err = {0};
+
+	ck_assert_msg(ledger_raw_put(lg, db, k, rec, len, &err) == 0,
+		      "raw put %llu: %s", (unsigned long long)k, err.msg);
+}
+
+/* Moves the record at `from` to key `to` (replacing what is there). */
+static void rec_move(ledger_t *lg, uint64_t from, uint64_t to)
+{
+	size_t len;
+	uint8_t *rec = rec_get(lg, LEDGER_DB_EVENTS, from, &len);
+
+	rec_put(lg, LEDGER_DB_EVENTS, from, NULL, 0);
+	rec_put(lg, LEDGER_DB_EVENTS, to, rec, len);
+	free(rec);
+}
+
+/* The last RELEASE of the log, which must be in the tail. */
+static uint64_t tail_release(ledger_t *lg, struct event *ev, uint8_t **rec,
+			     size_t *len)
+{
+	struct lg_error err = {0};
+
+	for (uint64_t k = FN; k > 180; k--) {
+		*rec = rec_get(lg, LEDGER_DB_EVENTS, k, len);
+		ck_assert_int_eq(ledger_event_decode(ev, *rec,
+						     *len - LEDGER_HEAD_BYTES,
+						     &err),
+				 0);
+		if (ev->type == EV_RELEASE)
+			return k;
+		free(*rec);
+	}
+	ck_abort_msg("no RELEASE in the tail 181..%d", FN);
+	return 0;
+}
+
+/* A RELEASE whose `before` is one more: it still decodes, but no longer
+ * fits the state. With rechain, every head from there on is recomputed
+ * (a forger's rewrite): storage is sound, only meaning can tell. */
+static uint64_t change_before(ledger_t *lg, bool rechain)
+{
+	struct event ev;
+	uint8_t *rec, *out, head[LEDGER_HEAD_BYTES];
+	size_t len, n;
+	uint64_t k = tail_release(lg, &ev, &rec, &len);
+	uint8_t *prev = rec_get(lg, LEDGER_DB_EVENTS, k - 1, &n);
+
+	memcpy(head, prev + n - LEDGER_HEAD_BYTES, LEDGER_HEAD_BYTES);
+	free(prev);
+	ev.before++;
+	n = ledger_event_encode(&ev, NULL, 0);
+	out = malloc(n + LEDGER_HEAD_BYTES);
+	ledger_event_encode(&ev, out, n);
+	if (rechain)
+		ledger_chain_step(head, out, n, head);
+	else
+		memcpy(head, rec + len - LEDGER_HEAD_BYTES, LEDGER_HEAD_BYTES);
+	memcpy(out + n, head, LEDGER_HEAD_BYTES);
+	rec_put(lg, LEDGER_DB_EVENTS, k, out, n + LEDGER_HEAD_BYTES);
+	free(out);
+	free(rec);
+	for (uint64_t j = k + 1; rechain && j <= FN; j++) {
+		rec = rec_get(lg, LEDGER_DB_EVENTS, j, &len);
+		ledger_chain_step(head, rec, len - LEDGER_HEAD_BYTES, head);
+		memcpy(rec + len - LEDGER_HEAD_BYTES, head, LEDGER_HEAD_BYTES);
+		rec_put(lg, LEDGER_DB_EVENTS, j, rec, len);
+		free(rec);
+	}
+	return k;
+}
+
+static uint64_t t_head(ledger_t *lg, bool variant)
+{
+	size_t len;
+	uint8_t *rec = rec_get(lg, LEDGER_DB_EVENTS, 100, &len);
+
+	rec[len - 1] ^= 0x10;
+	rec_put(lg, LEDGER_DB_EVENTS, 100, rec, len);
+	free(rec);
+	return 100;
+}
+
+static uint64_t t_missing_first(ledger_t *lg, bool variant)
+{
+	rec_put(lg, LEDGER_DB_EVENTS, 1, NULL, 0);
+	return 1;
+}
+
+static uint64_t t_missing_middle(ledger_t *lg, bool variant)
+{
+	rec_put(lg, LEDGER_DB_EVENTS, 100, NULL, 0);
+	return 100;
+}
+
+/* 185 re-keyed to 186 (over it): the gap at 185 is the damage. */
+static uint64_t t_rekeyed(ledger_t *lg, bool variant)
+{
+	rec_move(lg, 185, 186);
+	return 185;
+}
+
+/* 185..FN all moved up by one: the same gap, the log one longer. */
+static uint64_t t_rekeyed_shift(ledger_t *lg, bool variant)
+{
+	for (uint64_t k = FN; k >= 185; k--)
+		rec_move(lg, k, k + 1);
+	return 185;
+}
+
+/* 185 copied over 186: no gap, 186 holds another seq's record. */
+static uint64_t t_copied(ledger_t *lg, bool variant)
+{
+	size_t len;
+	uint8_t *rec = rec_get(lg, LEDGER_DB_EVENTS, 185, &len);
+
+	rec_put(lg, LEDGER_DB_EVENTS, 186, rec, len);
+	free(rec);
+	return 186;
+}
+
+static uint64_t t_swapped(ledger_t *lg, bool variant)
+{
+	size_t l1, l2;
+	uint8_t *r1 = rec_get(lg, LEDGER_DB_EVENTS, 120, &l1),
+		*r2 = rec_get(lg, LEDGER_DB_EVENTS, 121, &l2);
+
+	rec_put(lg, LEDGER_DB_EVENTS, 120, r2, l2);
+	rec_put(lg, LEDGER_DB_EVENTS, 121, r1, l1);
+	free(r1);
+	free(r2);
+	return 120;
+}
+
+static uint64_t t_cp_byte(ledger_t *lg, bool variant)
+{
+	size_t len;
+	uint8_t *rec = rec_get(lg, LEDGER_DB_CHECKPOINTS, 90, &len);
+
+	rec[len / 2] ^= 0x04;
+	rec_put(lg, LEDGER_DB_CHECKPOINTS, 90, rec, len);
+	free(rec);
+	return 90;
+}
+
+/* Checkpoint 90 re-made from checkpoint 60's state (or with its head),
+ * with a correct frame and digest: only the head or the replay can tell. */
+static uint64_t reframe_cp90(ledger_t *lg, bool other_head)
+{
+	size_t l60, l90, n;
+	uint8_t *c60 = rec_get(lg, LEDGER_DB_CHECKPOINTS, 60, &l60),
+		*c90 = rec_get(lg, LEDGER_DB_CHECKPOINTS, 90, &l90), *out;
+	const uint8_t *src = other_head ? c90 : c60;
+	size_t slen = (other_head ? l90 : l60) - 32;
+	unsigned dlen;
+
+	out = malloc(slen + 32);
+	memcpy(out, src, slen);
+	/* seq 90 and, unless other_head, 90's head; else 60's head. */
+	out[8] = 90;
+	memcpy(out + 16, (other_head ? c60 : c90) + 16, LEDGER_HEAD_BYTES);
+	n = slen;
+	EVP_Digest(out, n, out + n, &dlen, EVP_sha256(), NULL);
+	rec_put(lg, LEDGER_DB_CHECKPOINTS, 90, out, n + 32);
+	free(out);
+	free(c60);
+	free(c90);
+	return 90;
+}
+
+static uint64_t t_cp_past_end(ledger_t *lg, bool variant)
+{
+	size_t len;
+	uint8_t *rec = rec_get(lg, LEDGER_DB_CHECKPOINTS, 180, &len);
+
+	rec_put(lg, LEDGER_DB_CHECKPOINTS, FN + 5, rec, len);
+	free(rec);
+	return FN + 5;
+}
+
+static const struct forensic_case {
+	const char *name;
+	/* Returns the seq to be named; variant picks one of two kinds. */
+	uint64_t (*tamper)(ledger_t *lg, bool variant);
+	bool variant;
+	bool storage;	/* found by the storage pass */
+	bool in_events; /* a checked scan stops there */
+	const char *says;
+} forensic_cases[] = {
+	{.name = "a tail RELEASE's before, still decodes",
+	 .tamper = change_before,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "chain head mismatch"},
+	{.name = "the same with the chain recomputed",
+	 .tamper = change_before,
+	 .variant = true,
+	 .storage = false,
+	 .in_events = false,
+	 .says = "does not fit the state"},
+	{.name = "a changed head",
+	 .tamper = t_head,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "chain head mismatch"},
+	{.name = "seq 1 missing",
+	 .tamper = t_missing_first,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "missing"},
+	{.name = "seq 100 missing",
+	 .tamper = t_missing_middle,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "missing"},
+	{.name = "185 re-keyed to 186",
+	 .tamper = t_rekeyed,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "missing"},
+	{.name = "185.. re-keyed one up",
+	 .tamper = t_rekeyed_shift,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "missing"},
+	{.name = "185 copied over 186",
+	 .tamper = t_copied,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "record says seq 185"},
+	{.name = "120 and 121 swapped",
+	 .tamper = t_swapped,
+	 .storage = true,
+	 .in_events = true,
+	 .says = "record says seq 121"},
+	{.name = "a checkpoint byte",
+	 .tamper = t_cp_byte,
+	 .storage = true,
+	 .in_events = false,
+	 .says = "checkpoint 90"},
+	{.name = "a checkpoint of another state",
+	 .tamper = reframe_cp90,
+	 .storage = false,
+	 .in_events = false,
+	 .says = "state differs from the replay"},
+	{.name = "a checkpoint with another head",
+	 .tamper = reframe_cp90,
+	 .variant = true,
+	 .storage = true,
+	 .in_events = false,
+	 .says = "head differs from the chain"},
+	{.name = "a checkpoint past the end",
+	 .tamper = t_cp_past_end,
+	 .storage = true,
+	 .in_events = false,
+	 .says = "past the end"},
+};
+
+static int count_event(void *ctx, const struct event *ev, const uint8_t *h)
+{
+	uint64_t *n = ctx;
+
+	ck_assert_uint_eq(ev->seq, *n + 1);
+	(*n)++;
+	return 0;
+}
+
+START_TEST(tamper_forensic)
+{
+	const struct forensic_case *c = &forensic_cases[_i];
+	char *dir = fresh_dir();
+	ledger_t *lg = build(dir, FN);
+	struct ledger_opts fo = {.dir = dir, .forensic = true};
+	struct ledger_verify_result res;
+	struct lg_error err = {0};
+	char seqs[32];
+	uint64_t want = c->tamper(lg, c->variant), n = 0;
+	int rc;
+
+	ledger_close(lg);
+	/* The open rebuilds nothing, so it cannot fail first. */
+	ck_assert_msg(ledger_open(&lg, &fo, &err) == 0, "%s: open: %s", c->name,
+		      err.msg);
+	rc = ledger_verify_run(lg, &res, &err);
+	ck_assert_msg(rc == LG_ECORRUPT, "%s: verify gave %d", c->name, rc);
+	ck_assert_msg(res.bad_seq == want && res.storage == c->storage,
+		      "%s: named seq %llu (%s pass: %s), want %llu (%s)",
+		      c->name, (unsigned long long)res.bad_seq,
+		      res.storage ? "storage" : "meaning", err.msg,
+		      (unsigned long long)want,
+		      c->storage ? "storage" : "meaning");
+	ck_assert_msg(strstr(err.msg, c->says) != NULL, "%s: says \"%s\"",
+		      c->name, err.msg);
+	/* A message that names a seq names the same one. */
+	snprintf(seqs, sizeof(seqs), "seq %llu:", (unsigned long long)want);
+	ck_assert_msg(strncmp(err.msg, "seq ", 4) != 0 ||
+			      strncmp(err.msg, seqs, strlen(seqs)) == 0,
+		      "%s: says \"%s\"", c->name, err.msg);
+	/* log and audit read with a checked scan: every event before the
+	 * damage, then the damage with its seq. */
+	rc = ledger_scan_checked(lg, 1, 0, count_event, &n, &err);
+	if (c->in_events) {
+		ck_assert_msg(rc == LG_ECORRUPT && n == want - 1 &&
+				      strstr(err.msg, seqs) != NULL,
+			      "%s: checked scan gave %d after %llu events: %s",
+			      c->name, rc, (unsigned long long)n, err.msg);
+	} else {
+		ck_assert_msg(rc == 0 && n == FN, "%s: checked scan: %s",
+			      c->name, err.msg);
+	}
+	ledger_close(lg);
+	rm_tree(dir);
+}
+END_TEST
+
+/* A sound ledger through the forensic handle: ok, with its head, and a
+ * checked scan from the middle sees the rest. */
+START_TEST(tamper_forensic_sound)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = build(dir, FN);
+	struct ledger_opts fo = {.dir = dir, .forensic = true};
+	struct ledger_verify_result res;
+	struct lg_error err = {0};
+	uint8_t head[LEDGER_HEAD_BYTES];
+	uint64_t n = 99;
+
+	memcpy(head, ledger_head(lg), sizeof(head));
+	ledger_close(lg);
+	ck_assert_int_eq(ledger_open(&lg, &fo, &err), 0);
+	ck_assert_ptr_null(ledger_state(lg));
+	ck_assert_msg(ledger_verify_run(lg, &res, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(res.bad_seq, 0);
+	ck_assert_uint_eq(res.events, FN);
+	ck_assert_uint_eq(res.checkpoints, FN / 30);
+	ck_assert_mem_eq(res.head, head, sizeof(head));
+	ck_assert_int_eq(ledger_scan_checked(lg, 100, 0, count_event, &n, &err),
+			 0);
+	ck_assert_uint_eq(n, FN);
+	ledger_close(lg);
+	rm_tree(dir);
+}
+END_TEST
+
+/* A forensic reader while a writer commits (and grows the file and the
+ * map): the meta pages and the bounds are read as the writer moves them,
+ * and a sound ledger must never look damaged. */
+START_TEST(tamper_forensic_while_writing)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = build(dir, 10);
+	struct ledger_opts fo = {.dir = dir, .forensic = true};
+	pid_t pid;
+	int status, rounds = 0;
+
+	ledger_close(lg);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ledger_opts o = {.dir = dir,
+					.no_sync = true,
+					.map_size_bytes = 64 << 10,
+					.checkpoint_every = 500,
+					.checkpoint_secs = -1};
+		struct gen *g = gen_new(77, T0);
+		struct event evs[10];
+
+		if (ledger_open(&lg, &o, NULL) != 0)
+			_exit(3);
+		gen_next(g, evs, 10); /* the 10 already there */
+		for (int b = 0; b < 400; b++) {
+			gen_next(g, evs, 10);
+			if (ledger_append(lg, evs, 10, NULL, 0, NULL, NULL))
+				_exit(4);
+		}
+		ledger_close(lg);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0 || rounds < 3) {
+		struct ledger_verify_result res;
+		struct lg_error err = {0};
+
+		ck_assert_msg(ledger_open(&lg, &fo, &err) == 0, "open: %s",
+			      err.msg);
+		ck_assert_msg(ledger_verify_run(lg, &res, &err) == 0,
+			      "round %d: %s at %llu", rounds, err.msg,
+			      (unsigned long long)res.bad_seq);
+		ledger_close(lg);
+		rounds++;
+	}
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "writer: %d", status);
+	rm_tree(dir);
+}
+END_TEST
+
 void ledger_tests_tamper(Suite *s)
 {
 	TCase *tc = tcase_create("tamper");
@@ -198,5 +620,9 @@ void ledger_tests_tamper(Suite *s)
 	tcase_add_test(tc, tamper_every_event_byte);
 	tcase_add_test(tc, tamper_every_checkpoint_byte);
 	tcase_add_test(tc, tamper_structure);
+	tcase_add_loop_test(tc, tamper_forensic, 0,
+			    sizeof(forensic_cases) / sizeof(forensic_cases[0]));
+	tcase_add_test(tc, tamper_forensic_sound);
+	tcase_add_test(tc, tamper_forensic_while_writing);
 	suite_add_tcase(s, tc);
 }

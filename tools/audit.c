@@ -24,7 +24,10 @@ static const char audit_usage[] =
 	"  chain head at basisSeq.\n"
 	"  prints \"ok: N verdicts match (ids A..B)\" and exits 0, or the\n"
 	"  first mismatch (stored and recomputed record) and exits 1; exits\n"
-	"  2 when the ledger cannot be read.\n";
+	"  2 when the ledger cannot be read. Damage in the log (a record that\n"
+	"  is not what was written, a broken chain, damaged storage): the\n"
+	"  verdicts before it are audited, then it is named on stderr, exit "
+	"1.\n";
 
 /* Seqs of the VERDICT events, in log order: seqs[id - 1]. */
 struct vlist {
@@ -62,11 +65,18 @@ static int apply_one(void *ctx, const struct event *ev, const uint8_t *head)
 	struct walker *w = ctx;
 	int rc = state_apply_validated(w->st, ev, &w->err);
 
-	if (rc == 0) {
-		w->seq = ev->seq;
-		memcpy(w->head, head, LEDGER_HEAD_BYTES);
+	if (rc != 0) {
+		char msg[LG_ERRMSG_MAX];
+
+		/* An event that does not fit is damage at its seq. */
+		snprintf(msg, sizeof(msg), "%s", w->err.msg);
+		return lg_error_set(&w->err, LG_ECORRUPT,
+				    "seq %llu: does not fit the state: %s",
+				    (unsigned long long)ev->seq, msg);
 	}
-	return rc;
+	w->seq = ev->seq;
+	memcpy(w->head, head, LEDGER_HEAD_BYTES);
+	return 0;
 }
 
 static int head_of(void *ctx, const struct event *ev, const uint8_t *head)
@@ -97,7 +107,8 @@ static int walk_to(struct walker *w, uint64_t b)
 	}
 	if (b == w->seq)
 		return 0;
-	rc = ledger_scan(w->lg, w->seq + 1, b - w->seq, apply_one, w, &w->err);
+	rc = ledger_scan_checked(w->lg, w->seq + 1, b - w->seq, apply_one, w,
+				 &w->err);
 	if (rc == 0 && w->seq != b)
 		rc = lg_error_set(&w->err, LG_ECORRUPT,
 				  "the log ends before seq %llu",
@@ -172,7 +183,9 @@ static int audit_one(struct walker *w, uint64_t id, uint64_t seq)
 		else if (rc == LG_ECORRUPT)
 			rc = report(id, seq, w->err.msg, r.text, NULL);
 	}
-	if (rc < 0) {
+	if (rc == LG_ECORRUPT) {
+		rc = tool_damage("audit", &w->err);
+	} else if (rc < 0) {
 		tool_error("audit: verdict %llu (seq %llu): %s",
 			   (unsigned long long)id, (unsigned long long)seq,
 			   w->err.msg[0] ? w->err.msg : lg_strerror(rc));
@@ -183,16 +196,21 @@ static int audit_one(struct walker *w, uint64_t id, uint64_t seq)
 	return rc;
 }
 
+/* Audits ids from..to of the verdicts found. With damage in the log
+ * (damage: its error), the verdicts before it are audited and said to
+ * match, then the damage is named: exit 1. */
 static int audit_range(ledger_t *lg, uint64_t from, uint64_t to)
 {
 	struct vlist v = {0};
 	struct walker w = {.lg = lg};
-	char line[128];
-	uint64_t last = ledger_last_seq(lg), done = 0;
-	int status = EXIT_OK;
+	struct lg_error damage = {0};
+	char line[160];
+	uint64_t done = 0;
+	int status = EXIT_OK,
+	    rc = ledger_scan_checked(lg, 1, 0, collect, &v, &damage);
 
-	if (last > 0 && ledger_scan(lg, 1, last, collect, &v, &w.err) != 0) {
-		tool_error("audit: %s", w.err.msg);
+	if (rc != 0 && rc != LG_ECORRUPT) {
+		tool_error("audit: %s", damage.msg);
 		free(v.seq);
 		return EXIT_USAGE;
 	}
@@ -201,18 +219,24 @@ static int audit_range(ledger_t *lg, uint64_t from, uint64_t to)
 	for (uint64_t id = from; id <= to && status == EXIT_OK; id++, done++)
 		status = audit_one(&w, id, v.seq[id - 1]);
 	if (status == EXIT_OK) {
+		/* Before damage, "ok" would claim the whole log. */
+		const char *what =
+			rc == LG_ECORRUPT ? "before the damage" : "ok";
+
 		if (done > 0)
 			snprintf(line, sizeof(line),
-				 "ok: %llu verdicts match (ids %llu..%llu)",
-				 (unsigned long long)done,
+				 "%s: %llu verdicts match (ids %llu..%llu)",
+				 what, (unsigned long long)done,
 				 (unsigned long long)from,
 				 (unsigned long long)to);
 		else
 			snprintf(line, sizeof(line),
-				 "ok: 0 verdicts match (none in range; the "
+				 "%s: 0 verdicts match (none in range; the "
 				 "log has %zu)",
-				 v.n);
+				 what, v.n);
 		status = tool_flush("audit", tool_puts(line));
+		if (status == EXIT_OK && rc == LG_ECORRUPT)
+			status = tool_damage("audit", &damage);
 	}
 	state_free(w.st);
 	free(v.seq);
@@ -230,6 +254,8 @@ int cmd_audit(int argc, char **argv)
 	};
 	const struct cmd_spec spec = {"audit", audit_usage, opts,
 				      sizeof(opts) / sizeof(opts[0])};
+	/* Forensic: nothing is replayed at open, damage is named in order. */
+	const struct ledger_opts lo = {.read_only = true, .forensic = true};
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv);
 
@@ -239,7 +265,7 @@ int cmd_audit(int argc, char **argv)
 		tool_error("audit: want 1 <= --from <= --to");
 		return EXIT_USAGE;
 	}
-	if ((status = tool_open_ledger("audit", db, NULL, &lg)) != 0)
+	if ((status = tool_open_ledger("audit", db, &lo, &lg)) != 0)
 		return status;
 	status = audit_range(lg, from, to);
 	ledger_close(lg);

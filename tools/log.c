@@ -24,7 +24,10 @@ static const char log_usage[] =
 	"               are appended (polling every 200 ms) until killed or\n"
 	"               until the reader of the output goes away\n"
 	"  A reader that stops reading (`| head`) ends the command with\n"
-	"  status 0.\n";
+	"  status 0. Damage (a record that is not what was written, a broken\n"
+	"  chain, damaged storage) ends it after the events before it with\n"
+	"  \"corrupt at seq N: ...\" or \"damaged storage ...\" on stderr and\n"
+	"  status 1.\n";
 
 struct log_out {
 	uint64_t next; /* the seq to print next */
@@ -46,18 +49,21 @@ static int print_event(void *ctx, const struct event *ev, const uint8_t *head)
 	return o->werr != 0 || o->left == 0;
 }
 
-/* Prints the events from o->next up to the handle's last seq. */
+/* Prints the events from o->next to the end of the log. The handle is
+ * forensic (nothing replayed) and the scan checks the chain, so the events
+ * up to damage are printed, then the damage is named (exit 1). */
 static int print_available(ledger_t *lg, struct log_out *o)
 {
 	struct lg_error err = {0};
-	uint64_t last = ledger_last_seq(lg), n;
 	int rc;
 
-	if (o->next > last || o->left == 0)
+	if (o->left == 0)
 		return 0;
-	n = last - o->next + 1;
-	rc = ledger_scan(lg, o->next, n < o->left ? n : o->left, print_event, o,
-			 &err);
+	rc = ledger_scan_checked(lg, o->next,
+				 o->left == UINT64_MAX ? 0 : o->left,
+				 print_event, o, &err);
+	if (rc == LG_ECORRUPT)
+		return fflush(stdout), tool_damage("log", &err);
 	if (rc < 0) {
 		tool_error("log: %s", err.msg[0] ? err.msg : lg_strerror(rc));
 		return EXIT_USAGE;
@@ -79,7 +85,6 @@ static bool reader_gone_after_wait(void)
 
 static int follow(ledger_t *lg, struct log_out *o)
 {
-	struct lg_error err = {0};
 	int rc;
 
 	while (o->werr == 0 && o->left > 0) {
@@ -87,12 +92,6 @@ static int follow(ledger_t *lg, struct log_out *o)
 			return tool_flush("log", errno ? errno : EIO);
 		if (reader_gone_after_wait())
 			return EXIT_OK;
-		rc = ledger_refresh(lg, &err);
-		if (rc != 0) {
-			tool_error("log: %s",
-				   err.msg[0] ? err.msg : lg_strerror(rc));
-			return EXIT_USAGE;
-		}
 		if ((rc = print_available(lg, o)) != 0)
 			return rc;
 	}
@@ -112,13 +111,14 @@ int cmd_log(int argc, char **argv)
 	};
 	const struct cmd_spec spec = {"log", log_usage, opts,
 				      sizeof(opts) / sizeof(opts[0])};
+	const struct ledger_opts lo = {.read_only = true, .forensic = true};
 	struct log_out o;
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv);
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
-	if ((status = tool_open_ledger("log", db, NULL, &lg)) != 0)
+	if ((status = tool_open_ledger("log", db, &lo, &lg)) != 0)
 		return status;
 	o.next = from > 0 ? from : 1;
 	o.left = limit > 0 ? limit : UINT64_MAX;

@@ -145,6 +145,10 @@ int tool_open_ledger(const char *cmd, const char *dir,
 	if (tool_check_db(cmd, dir, lo.create) != 0)
 		return EXIT_USAGE;
 	rc = ledger_open(lg, &lo, &err);
+	if (rc == LG_ECORRUPT && lo.forensic) {
+		*lg = NULL;
+		return tool_damage(cmd, &err);
+	}
 	if (rc != 0) {
 		tool_error("%s: %s: %s", cmd, dir,
 			   err.msg[0] ? err.msg : lg_strerror(rc));
@@ -152,6 +156,44 @@ int tool_open_ledger(const char *cmd, const char *dir,
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
+}
+
+void tool_damage_line(uint64_t seq, const struct lg_error *err, char *line,
+		      size_t cap)
+{
+	static const char storage[] = "damaged storage: ";
+	const char *d = err->msg[0] ? err->msg : lg_strerror(err->code);
+	unsigned long long at = 0;
+	int n = 0;
+	bool damaged = false;
+
+	/* The ledger's messages begin "seq N: " when they know the seq. */
+	if (sscanf(d, "seq %llu: %n", &at, &n) == 1 && n > 0)
+		d += n;
+	else
+		at = 0;
+	if (seq == 0)
+		seq = at;
+	if (strncmp(d, storage, sizeof(storage) - 1) == 0) {
+		d += sizeof(storage) - 1;
+		damaged = true;
+	}
+	if (seq != 0)
+		snprintf(line, cap, "%s at seq %llu: %s",
+			 damaged ? "damaged storage" : "corrupt",
+			 (unsigned long long)seq, d);
+	else
+		snprintf(line, cap, "%s: %s",
+			 damaged ? "damaged storage" : "corrupt", d);
+}
+
+int tool_damage(const char *cmd, const struct lg_error *err)
+{
+	char line[LG_ERRMSG_MAX + 64];
+
+	tool_damage_line(0, err, line, sizeof(line));
+	tool_error("%s: %s", cmd, line);
+	return EXIT_NEGATIVE;
 }
 
 long tool_read_line(FILE *f, char *buf, size_t cap)

@@ -92,6 +92,16 @@ int opts_exit(int parsed);
 int tool_open_ledger(const char *cmd, const char *dir,
 		     const struct ledger_opts *o, ledger_t **lg);
 
+/* Damage a forensic read found (ledger_opts.forensic, LG_ECORRUPT), as one
+ * line: "corrupt at seq N: DETAIL" for a record that is not what was
+ * written, "damaged storage at seq N: DETAIL" (or without the seq, naming
+ * the page) for LMDB's structure. seq 0: the one the message names. */
+void tool_damage_line(uint64_t seq, const struct lg_error *err, char *line,
+		      size_t cap);
+/* Prints that line as cmd's error; returns EXIT_NEGATIVE (damage is a
+ * "no", like a failed verify, not an operating error). */
+int tool_damage(const char *cmd, const struct lg_error *err);
+
 /* Writes the hex of a chain head (LEDGER_HEAD_BYTES) into out, which holds
  * 2 * LEDGER_HEAD_BYTES + 1 bytes. */
 void tool_hex(const uint8_t *head, char *out);

@@ -13,43 +13,36 @@ static const char verify_usage[] =
 	"usage: gpuledger verify --db DIR\n"
 	"  recomputes every chain head from genesis, replays the log and\n"
 	"  checks every checkpoint against the replay.\n"
+	"  checks storage before meaning: every record as stored (gap-free\n"
+	"  seqs, each decodes, the chain, checkpoint frames and heads) first,\n"
+	"  then the replay, so that the first bad seq is named whatever the\n"
+	"  damage.\n"
 	"  prints \"ok: N events, M checkpoints, head HEX\" and exits 0, or\n"
-	"  \"corrupt at seq S: DETAIL\" and exits 1; exits 2 when the ledger\n"
-	"  cannot be read at all (no such directory, not a ledger).\n";
-
-/* The seq a ledger error message names ("... seq 12 ..."), or 0. The
- * ledger opens by replaying its tail, so damage there already stops
- * ledger_open, whose error says where but has no bad_seq out-parameter. */
-static unsigned long long seq_in_message(const char *msg)
-{
-	const char *p = strstr(msg, "seq ");
-
-	return p ? strtoull(p + 4, NULL, 10) : 0;
-}
+	"  \"corrupt at seq S: DETAIL\" (a record is not what was written) or\n"
+	"  \"damaged storage[ at seq S]: DETAIL\" (LMDB's pages are damaged;\n"
+	"  the page is named) and exits 1; exits 2 when the ledger cannot be\n"
+	"  read at all (no such directory, not a ledger).\n";
 
 static bool is_damage(int rc)
 {
 	return rc == LG_ECORRUPT || rc == LG_EMISMATCH;
 }
 
-static int report_corrupt(unsigned long long seq, const struct lg_error *err,
-			  int rc)
+static int report_damage(uint64_t seq, const struct lg_error *err)
 {
-	char line[LG_ERRMSG_MAX + 64], prefix[32];
-	const char *detail = err->msg[0] ? err->msg : lg_strerror(rc);
-	int n = snprintf(prefix, sizeof(prefix), "seq %llu: ", seq);
+	char line[LG_ERRMSG_MAX + 64];
 
-	/* The ledger's detail may already start with the seq. */
-	if (strncmp(detail, prefix, (size_t)n) == 0)
-		detail += n;
-	snprintf(line, sizeof(line), "corrupt at seq %llu: %s", seq, detail);
+	tool_damage_line(seq, err, line, sizeof(line));
 	return tool_flush("verify", tool_puts(line)) ? EXIT_USAGE
 						     : EXIT_NEGATIVE;
 }
 
+/* Opens for forensic reading: nothing is replayed at open, so damage is
+ * named by the verification, not by the open failing first. Damage found
+ * already here (the meta pages, the databases) is reported as such. */
 static int verify_open(const char *db, ledger_t **lg)
 {
-	struct ledger_opts o = {.dir = db, .read_only = true};
+	struct ledger_opts o = {.dir = db, .read_only = true, .forensic = true};
 	struct lg_error err = {0};
 	int rc;
 
@@ -60,7 +53,7 @@ static int verify_open(const char *db, ledger_t **lg)
 		return EXIT_OK;
 	*lg = NULL;
 	if (is_damage(rc))
-		return report_corrupt(seq_in_message(err.msg), &err, rc);
+		return report_damage(0, &err);
 	tool_error("verify: %s: %s", db,
 		   err.msg[0] ? err.msg : lg_strerror(rc));
 	return EXIT_USAGE;
@@ -72,32 +65,28 @@ int cmd_verify(int argc, char **argv)
 	const struct opt opts[] = {{"--db", OPT_STR, &db}};
 	const struct cmd_spec spec = {"verify", verify_usage, opts, 1};
 	struct lg_error err = {0};
-	struct ledger_stats stats = {0};
+	struct ledger_verify_result res;
 	char hex[TOOL_HEX_LEN], line[256];
 	ledger_t *lg = NULL;
-	uint64_t bad = 0;
 	int status = opts_parse(&spec, argc, argv), rc;
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
 	if ((status = verify_open(db, &lg)) != 0)
 		return status;
-	rc = ledger_verify(lg, &bad, &err);
-	if (rc == 0)
-		rc = ledger_stats(lg, &stats, &err);
+	rc = ledger_verify_run(lg, &res, &err);
 	if (is_damage(rc)) {
-		status = report_corrupt(bad ? bad : seq_in_message(err.msg),
-					&err, rc);
+		status = report_damage(res.bad_seq, &err);
 	} else if (rc != 0) {
 		tool_error("verify: %s: %s", db,
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		status = EXIT_USAGE;
 	} else {
-		tool_hex(ledger_head(lg), hex);
+		tool_hex(res.head, hex);
 		snprintf(line, sizeof(line),
 			 "ok: %llu events, %llu checkpoints, head %s",
-			 (unsigned long long)ledger_last_seq(lg),
-			 (unsigned long long)stats.checkpoints, hex);
+			 (unsigned long long)res.events,
+			 (unsigned long long)res.checkpoints, hex);
 		status = tool_flush("verify", tool_puts(line));
 	}
 	ledger_close(lg);
