@@ -13,6 +13,12 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 SANITIZE ?=
 
+# The version, set here only; the commit is the checkout's (or COMMIT=...
+# from a build without .git, e.g. the image build). Both are baked into
+# ledger/build.o: `gpuledger version`, --version, gpuledger_build_info.
+VERSION := 0.1.0
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+
 LIBS_PKG := lmdb jansson libuv libcurl libcrypto yaml-0.1
 TEST_PKG := check
 
@@ -64,6 +70,17 @@ all: deps
 
 deps:
 	@sh tools/install-deps.sh
+
+# build.o is rebuilt when the version or commit changes (the stamp's
+# content changes only then).
+$(BUILD)/build-id: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION) $(COMMIT)' | cmp -s - $@ || echo '$(VERSION) $(COMMIT)' > $@
+$(BUILD)/ledger/build.o: $(BUILD)/build-id
+$(BUILD)/ledger/build.o: ALL_CFLAGS += -DGPULEDGER_VERSION='"$(VERSION)"' \
+	-DGPULEDGER_COMMIT='"$(COMMIT)"'
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/libgpuledger.a: $(LIB_OBJ)
 	@rm -f $@
