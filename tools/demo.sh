@@ -28,7 +28,11 @@ else
 		--out "$dir/stream.ndjson"
 	say "== ingesting it: gpuledger watch --from $dir/stream.ndjson --db $dir/db"
 	"$bin" watch --from "$dir/stream.ndjson" --db "$dir/db"
+	# The stream is several times the ledger's size and the demo does not
+	# need it again (a second run reuses the ledger): keep only the ledger.
+	rm -f "$dir/stream.ndjson"
 fi
+say "== disk used by the demo: $(du -sh "$dir" | cut -f1) in $dir (rm -rf $dir frees it)"
 
 # A tenant with room for one device of some class, for an allowed admission;
 # the same request for many devices is denied.
@@ -86,6 +90,9 @@ cat <<MSG
   # GPU-hours per tenant and class, one row per day (FOCUS CSV)
   curl -s '$url/v1/export?from=$from&step=day' | head -5
 
+  # Prometheus metrics (promtool check metrics lints them)
+  curl -s $url/metrics | promtool check metrics
+
   # the whole state, as a table
   $bin replay --db $dir/db | less
 
@@ -112,6 +119,8 @@ check audit "$("$bin" audit --db "$dir/db" 2>&1)" 'ok'
 check verify "$("$bin" verify --db "$dir/db" 2>&1)" '^ok'
 check export "$(curl -s "$url/v1/export?from=$from&step=day" | head -5)" 'GPU-Hours'
 check replay "$("$bin" replay --db "$dir/db" | head -3)" 'chainHead'
+lint=$(curl -s "$url/metrics" | promtool check metrics 2>&1; echo "exit $?")
+check metrics "$lint" '^exit 0$'
 kill -TERM $server
 wait $server || true
 trap - EXIT

@@ -1,0 +1,101 @@
+#!/bin/sh
+# The monitoring and the kustomize base in deploy/, with the tools an
+# operator runs: `promtool check rules` and `promtool test rules`
+# (tests/monitoring/alerts_test.yaml: every alert fires when it should and
+# not on a blip) on the PrometheusRule's groups, `kubectl kustomize deploy/`
+# offline, the image set in one place, the Grafana dashboard's JSON, and
+# every metric the rules and the dashboard use is one gpuledger exports.
+# (/metrics itself is linted by promtool in tests/demo_cli.sh for serve and
+# tests/watchapi_cli.sh for the watcher.)
+# Usage: tests/monitoring_cli.sh [PATH/TO/gpuledger]
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+. "$root/tests/lib/cli.sh"
+
+for c in promtool kubectl python3 jq; do
+	if ! command -v "$c" >/dev/null 2>&1; then
+		echo "FAIL: $c not found (tools/install-deps.sh installs it)"
+		echo "monitoring_cli: 0 passed, 1 failed"
+		exit 1
+	fi
+done
+rule=$root/deploy/monitoring/prometheusrule.yaml
+dash=$root/deploy/monitoring/gpuledger-dashboard.json
+
+# The rule groups as a Prometheus rule file: as they are for check rules;
+# without annotations for test rules (which would otherwise have to repeat
+# every annotation's text; check rules validates their templates).
+python3 - "$rule" "$tmp" <<'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+groups = d["spec"]["groups"]
+yaml.safe_dump({"groups": groups}, open(sys.argv[2] + "/full.yaml", "w"))
+for g in groups:
+    for r in g["rules"]:
+        r.pop("annotations", None)
+yaml.safe_dump({"groups": groups}, open(sys.argv[2] + "/rules.yaml", "w"))
+with open(sys.argv[2] + "/alerts", "w") as f:
+    for g in groups:
+        for r in g["rules"]:
+            f.write("%s %s\n" % (r["alert"], r.get("for", "-")))
+PY
+run promtool check rules "$tmp/full.yaml"
+expect "promtool check rules" 0
+has "promtool check rules counts the rules" "$tmp/out" "SUCCESS: [0-9]+ rules found"
+cp "$root/tests/monitoring/alerts_test.yaml" "$tmp/"
+run promtool test rules "$tmp/alerts_test.yaml"
+expect "promtool test rules" 0
+[ "$rc" -eq 0 ] || cat "$tmp/out" "$tmp/err" | head -40
+while read -r alert for; do
+	if [ "$for" != "-" ]; then ok; else bad "$alert has no for:"; fi
+	n=$(grep -c "alertname: $alert\b" "$root/tests/monitoring/alerts_test.yaml")
+	if [ "$n" -ge 2 ]; then ok; else
+		bad "$alert: $n promtool test cases, want one that fires and one that must not"
+	fi
+done <"$tmp/alerts"
+
+# The kustomize base builds offline; the image is set in one place.
+run kubectl kustomize "$root/deploy"
+expect "kubectl kustomize deploy/" 0
+cp "$tmp/out" "$tmp/rendered.yaml"
+for k in Namespace Deployment Service ServiceMonitor PrometheusRule ConfigMap; do
+	has "kustomize renders a $k" "$tmp/rendered.yaml" "^kind: $k\$"
+done
+tag=$(python3 -c '
+import sys, yaml
+k = yaml.safe_load(open(sys.argv[1]))
+print("%s:%s" % (k["images"][0]["newName"], k["images"][0]["newTag"]))' \
+	"$root/deploy/kustomization.yaml")
+images=$(grep -E '^ +image: ' "$tmp/rendered.yaml" | sed 's/^ *image: //' | sort -u)
+if [ "$images" = "$tag" ]; then ok; else
+	bad "every container runs the kustomization's image $tag, got: $images"
+fi
+n=$(grep -rn 'newTag' "$root/deploy" | wc -l)
+if [ "$n" -eq 1 ]; then ok; else bad "the image tag is set in $n places"; fi
+
+# The dashboard: JSON Grafana loads, in the ConfigMap the sidecar finds.
+if jq -e '.uid == "gpuledger" and (.panels | length) > 0 and
+	all(.panels[]; .type == "row" or (.targets | length) > 0)' "$dash" \
+	>/dev/null 2>&1; then ok; else bad "the dashboard is not valid JSON with panels"; fi
+has "the dashboard ConfigMap carries the sidecar label" "$tmp/rendered.yaml" \
+	'grafana_dashboard: "1"'
+
+# Every metric the rules and the dashboard use is exported by the code.
+exported=$(cat "$root/query/metrics.c" "$root/ingest/kube_metrics.c" \
+	"$root/ledger/build.c" | grep -oE '"(gpuledger|process)_[a-z_]+' |
+	tr -d '"' | sort -u)
+used=$( (cat "$rule"; jq -r '.. | .expr? // empty' "$dash") |
+	grep -oE '\b(gpuledger|process)_[a-z_]+' | sort -u)
+for m in $used; do
+	base=$(printf '%s' "$m" | sed -E 's/_(bucket|count|sum)$//')
+	if printf '%s\n' "$exported" | grep -qx -e "$m" -e "$base"; then ok; else
+		bad "$m is used by deploy/monitoring but not exported"
+	fi
+done
+
+echo "monitoring_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
