@@ -60,7 +60,7 @@ UNIT_TESTS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
 
 
 .PHONY: run
-.PHONY: all test check bench bench-build install clean layercheck headercheck deps \
+.PHONY: all test check bench bench-build install man completion clean layercheck headercheck deps \
 	unit integration format
 
 # `make` on a fresh machine installs what is missing first, then builds in a
@@ -167,9 +167,25 @@ bench-build: gpuledger $(BENCH_BIN)
 run: all
 	@sh tools/demo.sh
 
-install: gpuledger
-	install -d $(DESTDIR)$(BINDIR)
+# Man pages (help2man, from each --help) and bash completion, both made
+# from the binary so that they cannot drift from it.
+MANDIR ?= $(PREFIX)/share/man
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+man: gpuledger
+	@rm -rf build/man
+	sh tools/manpages.sh ./gpuledger build/man
+
+completion: gpuledger
+	@mkdir -p build/completion
+	sh tools/completion.sh ./gpuledger > build/completion/gpuledger
+
+install: gpuledger man completion
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(COMPLETIONDIR)
 	install -m 0755 gpuledger $(DESTDIR)$(BINDIR)/gpuledger
+	install -m 0644 build/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 build/completion/gpuledger \
+		$(DESTDIR)$(COMPLETIONDIR)/gpuledger
 
 # Layers: model <- ledger <- ingest, query <- tools. A layer may include only
 # its own headers and those of the layers below it; foreign types stay home.

@@ -1,0 +1,117 @@
+#!/bin/sh
+# The command line as an operator meets it: `gpuledger version` and
+# --version on every subcommand (version and commit baked in at build);
+# `make install` installs the binary, a man page per subcommand (help2man,
+# from --help) and bash completion; errors about a --db path name it once
+# and say what is wrong; serve refuses a directory that holds no ledger
+# unless --create.
+# Usage: tests/manners_cli.sh [PATH/TO/gpuledger]
+set -u
+bin=${1:-./gpuledger}
+case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+. "$root/tests/lib/cli.sh"
+
+for c in help2man bash; do
+	if ! command -v "$c" >/dev/null 2>&1; then
+		echo "FAIL: $c not found (tools/install-deps.sh installs it)"
+		echo "manners_cli: 0 passed, 1 failed"
+		exit 1
+	fi
+done
+
+# ---------------------------------------------------------------- version
+want=$(sed -n 's/^VERSION := //p' "$root/Makefile")
+run "$bin" version
+expect "gpuledger version" 0
+has "version and commit" "$tmp/out" \
+	"^gpuledger $want \\(commit ([0-9a-f]{12}|unknown)\\)\$"
+cp "$tmp/out" "$tmp/version"
+run "$bin" --version
+expect "gpuledger --version" 0
+same "gpuledger --version" "$tmp/version" "$tmp/out"
+subs=$("$bin" --help | sed -n 's/^  \([a-z][a-z-]*\)  .*/\1/p')
+[ -n "$subs" ] && ok || bad "gpuledger --help lists no subcommands"
+for s in $subs; do
+	run "$bin" "$s" --version
+	expect "$s --version" 0
+	same "$s --version" "$tmp/version" "$tmp/out"
+done
+
+# ---------------------------------------------------------------- install
+# MAKEFLAGS carries SANITIZE from `make test`, so this sub-make links
+# nothing new: it installs the binary under test.
+run make -C "$root" --no-print-directory install DESTDIR="$tmp/inst" PREFIX=/usr
+expect "make install" 0
+for f in usr/bin/gpuledger usr/share/man/man1/gpuledger.1 \
+	usr/share/bash-completion/completions/gpuledger; do
+	if [ -s "$tmp/inst/$f" ]; then ok; else bad "make install: no $f"; fi
+done
+for s in $subs; do
+	page=$tmp/inst/usr/share/man/man1/gpuledger-$s.1
+	if [ -s "$page" ] && grep -q "^gpuledger-$s \\\\- " "$page"; then ok
+	else bad "no man page gpuledger-$s(1)"; fi
+done
+# A page holds what --help says (help2man escapes dashes).
+has "gpuledger-watch(1) documents --metrics-listen" \
+	"$tmp/inst/usr/share/man/man1/gpuledger-watch.1" 'metrics\\-listen'
+has "gpuledger-serve(1) documents --create" \
+	"$tmp/inst/usr/share/man/man1/gpuledger-serve.1" '\\-\\-create'
+comp=$tmp/inst/usr/share/bash-completion/completions/gpuledger
+complete_words() { # WORDS...: what completing the last word offers
+	bash -c '. "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gpuledger;
+		echo "${COMPREPLY[*]}"' "$comp" "$@"
+}
+got=$(complete_words gpuledger rep)
+[ "$got" = "replay" ] && ok || bad "completion of 'gpuledger rep': '$got'"
+got=$(complete_words gpuledger watch --metr)
+[ "$got" = "--metrics-listen" ] && ok || bad "completion of 'watch --metr': '$got'"
+got=$(complete_words gpuledger export --form)
+[ "$got" = "--format" ] && ok || bad "completion of 'export --form': '$got'"
+
+# ------------------------------------------------------ paths named once
+mkdir -p "$tmp/empty"
+extra() { [ "$1" = export ] && echo "--from 2026-01-01T00:00:00Z"; }
+for s in verify replay export stats log audit; do
+	for d in "$tmp/empty" "$tmp/missing"; do
+		run "$bin" $s --db "$d" $(extra $s)
+		expect "$s --db $(basename "$d")" 2
+		n=$(grep -o "$d" "$tmp/err" | wc -l)
+		[ "$n" -eq 1 ] && ok || bad "$s: the path is named $n times: $(cat "$tmp/err")"
+	done
+	run "$bin" $s --db "$tmp/empty" $(extra $s)
+	has "$s: an empty directory is not a ledger" "$tmp/err" \
+		"$s: $tmp/empty: not a gpuledger ledger"
+	run "$bin" $s --db "$tmp/missing" $(extra $s)
+	has "$s: a missing directory" "$tmp/err" "$s: $tmp/missing: No such file or directory"
+done
+if [ ! -e "$tmp/empty/data.mdb" ] && [ ! -e "$tmp/missing" ]; then ok; else
+	bad "a refused path was changed"
+fi
+
+# ------------------------------------------------ serve and --create
+run "$bin" serve --db "$tmp/empty" --listen 127.0.0.1:0
+expect "serve on an empty directory" 2
+has "serve names what is wrong" "$tmp/err" \
+	"serve: $tmp/empty: not a gpuledger ledger \\(no data.mdb in it\\)"
+if [ ! -e "$tmp/empty/data.mdb" ]; then ok; else bad "serve made a ledger without --create"; fi
+"$bin" serve --db "$tmp/new" --create --listen 127.0.0.1:0 >"$tmp/serve.out" 2>&1 &
+p=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q '^listening on' "$tmp/serve.out"; do
+	sleep 0.1
+	i=$((i + 1))
+done
+has "serve --create starts" "$tmp/serve.out" '^listening on 127.0.0.1:[0-9]+'
+kill -TERM $p 2>/dev/null
+wait $p 2>/dev/null
+if [ -f "$tmp/new/data.mdb" ]; then ok; else bad "serve --create made no ledger"; fi
+run "$bin" verify --db "$tmp/new"
+expect "the ledger serve --create made verifies" 0
+
+echo "manners_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
