@@ -271,8 +271,8 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 		return *seq <= ledger_last_seq(qs->lg)
 			       ? NULL
 			       : "at: past the last seq";
-	if (time_parse_ns(at, &t_ns) != 0)
-		return "at: neither a seq nor an RFC 3339 time";
+	if (time_parse_user_ns(at, &t_ns) != 0)
+		return "at: neither a seq nor an RFC 3339 time or a date";
 	if (ledger_seq_at_time(qs->lg, t_ns, seq, NULL) != 0)
 		return "at: the log cannot be searched";
 	return NULL;
@@ -427,47 +427,77 @@ static int export_row(void *ctx, const struct bill_row *row)
 	return ok ? 0 : 1;
 }
 
-/* Reads the export's query parameters; false (and a 400 sent) when bad. */
+/* The export's parameters, with the values they may take (for errors). */
+static const char *const export_known[] = {"from", "to", "step", "basis",
+					   "format", "rollup", NULL};
+
+/* One parameter into out (def when absent); NULL, or what is wrong. */
+static const char *export_param(const struct request *rq, const char *key,
+				char *out, size_t cap, const char *def)
+{
+	long n = query_param(rq->query, rq->query_len, key, out, cap);
+
+	if (n == -1 && def != NULL)
+		snprintf(out, cap, "%s", def);
+	return n == -2 ? "is malformed or too long"
+	       : n == -1 && def == NULL ? "is required"
+					: NULL;
+}
+
+/* Reads the export's query parameters; false (and a 400 naming the
+ * parameter that is wrong sent) when bad. */
 static bool export_params(struct query_server *qs, struct request *rq,
 			  struct export_opts *eo, struct export_out *o)
 {
 	char from[64], to[64], step[16], basis[16], fmt[16], rollup[16];
-	bool ok = true;
+	char unknown[64];
+	const char *bad = NULL, *why = NULL;
 
 	memset(eo, 0, sizeof(*eo));
 	eo->to_ns = INT64_MAX;
-	if (query_param(rq->query, rq->query_len, "from", from, sizeof(from)) <
-		    0 ||
-	    time_parse_ns(from, &eo->from_ns) != 0)
-		ok = false;
-	if (query_param(rq->query, rq->query_len, "to", to, sizeof(to)) >= 0 &&
-	    time_parse_ns(to, &eo->to_ns) != 0)
-		ok = false;
-	if (query_param(rq->query, rq->query_len, "step", step, sizeof(step)) <
-	    0)
-		strcpy(step, "day");
-	if (query_param(rq->query, rq->query_len, "basis", basis,
-			sizeof(basis)) < 0)
-		strcpy(basis, "reserved");
-	if (query_param(rq->query, rq->query_len, "format", fmt, sizeof(fmt)) <
-	    0)
-		strcpy(fmt, "focus-csv");
-	if (query_param(rq->query, rq->query_len, "rollup", rollup,
-			sizeof(rollup)) < 0)
-		rollup[0] = '\0';
-	ok = ok && bill_step_parse(step, &eo->step) == 0 &&
-	     bill_basis_parse(basis, &eo->basis) == 0 &&
-	     (strcmp(fmt, "focus-csv") == 0 || strcmp(fmt, "json") == 0) &&
-	     (rollup[0] == '\0' || strcmp(rollup, "subtree") == 0);
-	if (!ok) {
+	if (query_param_unknown(rq->query, rq->query_len, export_known,
+				unknown, sizeof(unknown))) {
 		reply_error(qs, rq, 400,
-			    "export takes from=RFC3339 (required), to=RFC3339, "
-			    "step=hour|day, basis=reserved|allocated, "
-			    "format=focus-csv|json, rollup=subtree");
+			    "export: unknown parameter \"%s\" (known: from, "
+			    "to, step, basis, format, rollup)",
+			    unknown);
+		return false;
+	}
+	if ((why = export_param(rq, bad = "from", from, sizeof(from), NULL)) ||
+	    (why = export_param(rq, bad = "to", to, sizeof(to), "")) ||
+	    (why = export_param(rq, bad = "step", step, sizeof(step),
+				"day")) ||
+	    (why = export_param(rq, bad = "basis", basis, sizeof(basis),
+				"reserved")) ||
+	    (why = export_param(rq, bad = "format", fmt, sizeof(fmt),
+				"focus-csv")) ||
+	    (why = export_param(rq, bad = "rollup", rollup, sizeof(rollup),
+				""))) {
+		/* bad names the parameter that is absent or malformed. */
+	} else if (time_parse_user_ns(from, &eo->from_ns) != 0) {
+		bad = "from", why = "is not an RFC 3339 time or a date "
+				    "(YYYY-MM-DD)";
+	} else if (to[0] && time_parse_user_ns(to, &eo->to_ns) != 0) {
+		bad = "to", why = "is not an RFC 3339 time or a date "
+				  "(YYYY-MM-DD)";
+	} else if (eo->to_ns <= eo->from_ns) {
+		bad = "to", why = "must be after from";
+	} else if (bill_step_parse(step, &eo->step) != 0) {
+		bad = "step", why = "must be hour or day";
+	} else if (bill_basis_parse(basis, &eo->basis) != 0) {
+		bad = "basis", why = "must be reserved or allocated";
+	} else if (strcmp(fmt, "focus-csv") != 0 &&
+		   strcmp(fmt, "ndjson") != 0 && strcmp(fmt, "json") != 0) {
+		bad = "format", why = "must be focus-csv or ndjson (json)";
+	} else if (rollup[0] != '\0' && strcmp(rollup, "subtree") != 0) {
+		bad = "rollup", why = "must be subtree";
+	}
+	if (why != NULL) {
+		reply_error(qs, rq, 400, "export: parameter %s %s", bad, why);
 		return false;
 	}
 	eo->rollup_subtree = rollup[0] != '\0';
-	o->json = strcmp(fmt, "json") == 0;
+	o->json = strcmp(fmt, "focus-csv") != 0;
 	o->scope = eo->rollup_subtree;
 	return true;
 }

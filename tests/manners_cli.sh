@@ -16,7 +16,7 @@ pass=0
 fail=0
 . "$root/tests/lib/cli.sh"
 
-for c in help2man bash; do
+for c in help2man bash curl jq; do
 	if ! command -v "$c" >/dev/null 2>&1; then
 		echo "FAIL: $c not found (tools/install-deps.sh installs it)"
 		echo "manners_cli: 0 passed, 1 failed"
@@ -112,6 +112,65 @@ wait $p 2>/dev/null
 if [ -f "$tmp/new/data.mdb" ]; then ok; else bad "serve --create made no ledger"; fi
 run "$bin" verify --db "$tmp/new"
 expect "the ledger serve --create made verifies" 0
+
+# ------------------------------------- export formats, dates, parameters
+db=$tmp/ledger
+"$bin" import --db "$db" --create <"$root/tests/query/base.ndjson" >/dev/null
+exp() { "$bin" export --db "$db" "$@"; }
+exp --from 2026-03-01T00:00:00Z --format json >"$tmp/json" 2>&1
+run exp --from 2026-03-01T00:00:00Z --format ndjson
+expect "export --format ndjson" 0
+same "--format json is an alias of ndjson" "$tmp/json" "$tmp/out"
+[ -s "$tmp/out" ] && jq -e . "$tmp/out" >/dev/null && ok || bad "ndjson is JSON lines"
+exp --from 2026-03-01T00:00:00Z --to 2026-03-02T00:00:00Z >"$tmp/rfc"
+run exp --from 2026-03-01 --to 2026-03-02
+expect "export with date-only times" 0
+same "a date is its midnight UTC (export)" "$tmp/rfc" "$tmp/out"
+run exp --from 2026-02-30
+expect "export --from 2026-02-30" 2
+has "a date that does not exist is refused" "$tmp/err" '--from "2026-02-30" is not an RFC 3339 time or a date'
+run exp --from 2026-03-01 --format csv
+has "an unknown format lists the names" "$tmp/err" 'expected focus-csv, ndjson \(or json\) or opencost-csv'
+"$bin" replay --db "$db" --json --at 2026-03-02T00:00:00Z >"$tmp/rfc"
+run "$bin" replay --db "$db" --json --at 2026-03-02
+expect "replay --at DATE" 0
+same "a date is its midnight UTC (replay)" "$tmp/rfc" "$tmp/out"
+
+"$bin" serve --db "$db" --listen 127.0.0.1:0 >"$tmp/serve2.out" 2>&1 &
+p=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q '^listening on' "$tmp/serve2.out"; do
+	sleep 0.1
+	i=$((i + 1))
+done
+port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/serve2.out")
+get() { # PATH?QUERY: status to $code, body to $tmp/body
+	code=$(curl -s -o "$tmp/body" -w '%{http_code}' "http://127.0.0.1:$port$1")
+}
+refused() { # NAME QUERY MESSAGE-REGEX
+	get "/v1/export?$2"
+	if [ "$code" = 400 ] && jq -r .error "$tmp/body" | grep -Eq -- "$3"; then ok
+	else bad "$1: $code $(head -c 200 "$tmp/body")"; fi
+}
+get "/v1/export?from=2026-03-01T00:00:00Z&format=ndjson"
+cp "$tmp/body" "$tmp/http.ndjson"
+[ "$code" = 200 ] && ok || bad "HTTP export format=ndjson: $code"
+get "/v1/export?from=2026-03-01&format=json"
+[ "$code" = 200 ] && cmp -s "$tmp/body" "$tmp/http.ndjson" && ok ||
+	bad "HTTP export: from=DATE&format=json differs from the RFC 3339 ndjson ($code)"
+refused "unknown parameter" "from=2026-03-01&form=ndjson" 'unknown parameter "form"'
+refused "from missing" "to=2026-03-02" '^export: parameter from is required'
+refused "bad from" "from=yesterday" '^export: parameter from is not an RFC 3339 time'
+refused "bad to" "from=2026-03-01&to=2026-13-01" '^export: parameter to is not'
+refused "to before from" "from=2026-03-02&to=2026-03-01" '^export: parameter to must be after from'
+refused "bad step" "from=2026-03-01&step=week" '^export: parameter step must be hour or day'
+refused "bad basis" "from=2026-03-01&basis=used" '^export: parameter basis must be'
+refused "bad format" "from=2026-03-01&format=xml" '^export: parameter format must be'
+refused "bad rollup" "from=2026-03-01&rollup=tree" '^export: parameter rollup must be subtree'
+get "/v1/state?at=2026-03-02"
+[ "$code" = 200 ] && ok || bad "HTTP state?at=DATE: $code $(head -c 200 "$tmp/body")"
+kill -TERM $p 2>/dev/null
+wait $p 2>/dev/null
 
 echo "manners_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -227,7 +227,7 @@ int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
 			   (unsigned long long)last);
 		return EXIT_USAGE;
 	}
-	if (time_parse_ns(at, &t_ns) != 0) {
+	if (time_parse_user_ns(at, &t_ns) != 0) {
 		tool_error("%s: --at \"%s\" is neither a seq nor an RFC 3339 "
 			   "time",
 			   cmd, at);
