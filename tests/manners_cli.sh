@@ -16,13 +16,17 @@ pass=0
 fail=0
 . "$root/tests/lib/cli.sh"
 
-for c in help2man bash curl jq; do
-	if ! command -v "$c" >/dev/null 2>&1; then
-		echo "FAIL: $c not found (tools/install-deps.sh installs it)"
-		echo "manners_cli: 0 passed, 1 failed"
-		exit 1
-	fi
-done
+need_cmds manners_cli help2man bash curl jq
+# start_serve OUT ARGS...: serve on an ephemeral port, output to OUT; sets
+# $p (its pid) and $port once it listens.
+start_serve() {
+	out=$1
+	shift
+	"$bin" serve --listen 127.0.0.1:0 "$@" >"$out" 2>&1 &
+	p=$!
+	wait_until 10 grep -q '^listening on' "$out"
+	port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$out")
+}
 
 # ---------------------------------------------------------------- version
 want=$(sed -n 's/^VERSION := //p' "$root/Makefile")
@@ -99,13 +103,7 @@ expect "serve on an empty directory" 2
 has "serve names what is wrong" "$tmp/err" \
 	"serve: $tmp/empty: not a gpuledger ledger \\(no data.mdb in it\\)"
 if [ ! -e "$tmp/empty/data.mdb" ]; then ok; else bad "serve made a ledger without --create"; fi
-"$bin" serve --db "$tmp/new" --create --listen 127.0.0.1:0 >"$tmp/serve.out" 2>&1 &
-p=$!
-i=0
-while [ $i -lt 100 ] && ! grep -q '^listening on' "$tmp/serve.out"; do
-	sleep 0.1
-	i=$((i + 1))
-done
+start_serve "$tmp/serve.out" --db "$tmp/new" --create
 has "serve --create starts" "$tmp/serve.out" '^listening on 127.0.0.1:[0-9]+'
 kill -TERM $p 2>/dev/null
 wait $p 2>/dev/null
@@ -136,14 +134,7 @@ run "$bin" replay --db "$db" --json --at 2026-03-02
 expect "replay --at DATE" 0
 same "a date is its midnight UTC (replay)" "$tmp/rfc" "$tmp/out"
 
-"$bin" serve --db "$db" --listen 127.0.0.1:0 >"$tmp/serve2.out" 2>&1 &
-p=$!
-i=0
-while [ $i -lt 100 ] && ! grep -q '^listening on' "$tmp/serve2.out"; do
-	sleep 0.1
-	i=$((i + 1))
-done
-port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/serve2.out")
+start_serve "$tmp/serve2.out" --db "$db"
 get() { # PATH?QUERY: status to $code, body to $tmp/body
 	code=$(curl -s -o "$tmp/body" -w '%{http_code}' "http://127.0.0.1:$port$1")
 }

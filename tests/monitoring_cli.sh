@@ -16,13 +16,7 @@ pass=0
 fail=0
 . "$root/tests/lib/cli.sh"
 
-for c in promtool kubectl python3 jq; do
-	if ! command -v "$c" >/dev/null 2>&1; then
-		echo "FAIL: $c not found (tools/install-deps.sh installs it)"
-		echo "monitoring_cli: 0 passed, 1 failed"
-		exit 1
-	fi
-done
+need_cmds monitoring_cli promtool kubectl python3 jq
 rule=$root/deploy/monitoring/prometheusrule.yaml
 dash=$root/deploy/monitoring/gpuledger-dashboard.json
 

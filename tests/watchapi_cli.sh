@@ -33,25 +33,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for c in python3 curl jq promtool; do
-	if ! command -v "$c" >/dev/null 2>&1; then
-		echo "FAIL: $c not found (tools/install-deps.sh installs it)"
-		echo "watchapi_cli: 0 passed, 1 failed"
-		exit 1
-	fi
-done
-
-wait_until() { # SECONDS COMMAND...
-	limit=$(($1 * 10))
-	shift
-	n=0
-	while [ $n -lt $limit ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-		n=$((n + 1))
-	done
-	return 1
-}
+need_cmds watchapi_cli python3 curl jq promtool
 # The state without what counts NOTEs and TICKs.
 state() { "$bin" replay --db "$1" --json | jq -S 'del(.seq, .time, .chainHead)'; }
 
