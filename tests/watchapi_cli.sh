@@ -94,9 +94,13 @@ state_is() { # DB WANT
 	state "$1" >"$tmp/got.json" 2>/dev/null && cmp -s "$2" "$tmp/got.json"
 }
 ticks() { "$bin" log --db "$1" | jq -s '[.[] | select(.type == "TICK")] | length'; }
-stop_watch() {
+stop_watch() { # SIGTERM is a clean stop: exit 0 (a sanitizer report is not)
 	kill -TERM "$watchpid" 2>/dev/null
 	wait "$watchpid" 2>/dev/null
+	st=$?
+	if [ "$st" -eq 0 ] && ! grep -q Sanitizer "$tmp"/*.watch.log; then ok; else
+		bad "the watcher exited $st on SIGTERM: $(tail -3 "$tmp"/*.watch.log)"
+	fi
 }
 stop_server() {
 	kill -TERM "$srvpid" 2>/dev/null
