@@ -84,11 +84,6 @@ struct res {
 	bool first_page;  /* the list request in flight has no continue */
 	bool listed;	  /* listed at least once */
 	char *rv;	  /* resourceVersion to watch from */
-	char *path;	  /* list/watch path of the version in use */
-	const char *version; /* the version in use (NULL: core or none yet) */
-	bool absent;	  /* the API is not served: skipped, re-checked */
-	char *url;	  /* the request in flight (for error messages) */
-	struct kube_res_stats st; /* what /metrics shows */
 	char *cont;	  /* continue token of the list in progress */
 	unsigned limit;	  /* page size (halved when a page is too big) */
 	unsigned attempt; /* failures in a row */
@@ -109,6 +104,13 @@ struct res {
 	/* With --record: "ns/name" -> uid of what the record holds, so that
 	 * a relist can write DELETED lines for what vanished. */
 	json_t *known, *seen;
+
+	/* The API version in use (discovery) and what /metrics shows. */
+	char *path;	     /* list/watch path of that version */
+	const char *version; /* NULL: core, or not discovered yet */
+	bool absent;	     /* the API is not served: skipped, re-checked */
+	char *url;	     /* the request in flight (for error messages) */
+	struct kube_res_stats st;
 };
 
 struct kube {
@@ -702,20 +704,17 @@ static void fill_typemeta(const struct res *s, json_t *obj)
  * "exactly". firstAvailable has the same shape in both. */
 static void claim_request_to_v1(json_t *req)
 {
-	json_t *exactly;
-	const char *key;
-	json_t *v, *tmp;
+	json_t *exactly, *name;
 
 	if (!json_is_object(req) || json_object_get(req, "firstAvailable") ||
 	    json_object_get(req, "exactly"))
 		return;
-	exactly = json_object();
-	json_object_foreach_safe (req, tmp, key, v) {
-		if (strcmp(key, "name") == 0)
-			continue;
-		json_object_set(exactly, key, v);
-		json_object_del(req, key);
-	}
+	exactly = json_deep_copy(req);
+	json_object_del(exactly, "name");
+	name = json_incref(json_object_get(req, "name"));
+	json_object_clear(req);
+	if (name != NULL)
+		json_object_set_new(req, "name", name);
 	json_object_set_new(req, "exactly", exactly);
 }
 
@@ -1093,8 +1092,7 @@ static const char *pick_version(const struct res *s)
 }
 
 /* Discovery answered: list the chosen version, or skip an absent API. */
-static void discovered(struct kube *k, struct res *s, CURLcode cc,
-		       long status)
+static void discovered(struct kube *k, struct res *s, CURLcode cc, long status)
 {
 	const struct api_versions *av = &api_versions[s->r];
 	const char *plural = strrchr(resource_info(s->r)->path, '/') + 1;
@@ -1503,8 +1501,7 @@ int kube_watch_run(ingest_t *in, const struct kube_config *c,
 	if (k->o.record_path != NULL)
 		rc = record_open(k, err);
 	if (rc == 0 && k->o.metrics_listen != NULL &&
-	    (rc = metrics_srv_open(&k->metrics, k->o.metrics_listen, err)) ==
-		    0)
+	    (rc = metrics_srv_open(&k->metrics, k->o.metrics_listen, err)) == 0)
 		logmsg("metrics on http://%.*s:%u/metrics",
 		       (int)(strrchr(k->o.metrics_listen, ':') -
 			     k->o.metrics_listen),

@@ -65,7 +65,6 @@ size_t metrics_srv_fds(const metrics_srv_t *m, int *fds, short *events,
  * frees), GET /healthz "ok", anything else 404/405. At most 8 connections;
  * one that sends no request within 5 s is closed. */
 typedef char *metrics_render_fn(void *ctx, size_t *len);
-void metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render,
-		       void *ctx);
+void metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render, void *ctx);
 
 #endif

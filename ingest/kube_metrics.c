@@ -87,8 +87,7 @@ int metrics_srv_open(metrics_srv_t **out, const char *hostport,
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-	    bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
-	    listen(fd, 16) != 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0 ||
 	    getsockname(fd, (struct sockaddr *)&sin, &sl) != 0) {
 		rc = lg_error_set(err, LG_EIO, "--metrics-listen %s: %s",
 				  hostport, strerror(errno));
@@ -204,8 +203,8 @@ static void conn_read(struct conn *c, metrics_render_fn *render, void *ctx)
 		ssize_t n = recv(c->fd, c->req + c->req_len,
 				 sizeof(c->req) - 1 - c->req_len, 0);
 
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-			      errno == EINTR))
+		if (n < 0 &&
+		    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return;
 		if (n <= 0) {
 			conn_close(c);
@@ -231,8 +230,8 @@ static void conn_write(struct conn *c)
 		ssize_t n = send(c->fd, c->out + c->out_off,
 				 c->out_len - c->out_off, MSG_NOSIGNAL);
 
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-			      errno == EINTR))
+		if (n < 0 &&
+		    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return;
 		if (n <= 0)
 			break;
@@ -241,8 +240,7 @@ static void conn_write(struct conn *c)
 	conn_close(c);
 }
 
-void metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render,
-		       void *ctx)
+void metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render, void *ctx)
 {
 	int64_t now = mono();
 	int fd;
@@ -399,8 +397,7 @@ char *kube_metrics_render(const struct kube_metrics_view *v, size_t *len)
 		abort();
 	b.len = lg_metrics_common(b.p, b.cap);
 	per_res(&b, v, "gpuledger_watch_up", "gauge",
-		"1 while the resource is listed and its watch is open.",
-		g_up);
+		"1 while the resource is listed and its watch is open.", g_up);
 	per_res(&b, v, "gpuledger_watch_api_absent", "gauge",
 		"1 while the resource's API is not served (skipped, "
 		"re-checked).",

@@ -93,12 +93,12 @@ size_t lg_metrics_common(char *buf, size_t cap)
 	size_t len = 0;
 	int n;
 
-#define PUT(...)                                                          \
-	do {                                                              \
-		n = snprintf(buf + len, len < cap ? cap - len : 0,        \
-			     __VA_ARGS__);                                \
-		if (n > 0)                                                \
-			len += (size_t)n;                                 \
+#define PUT(...)                                                   \
+	do {                                                       \
+		n = snprintf(buf + len, len < cap ? cap - len : 0, \
+			     __VA_ARGS__);                         \
+		if (n > 0)                                         \
+			len += (size_t)n;                          \
 	} while (0)
 
 	PUT("# HELP gpuledger_build_info The running build (value 1).\n"

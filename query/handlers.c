@@ -428,7 +428,7 @@ static int export_row(void *ctx, const struct bill_row *row)
 }
 
 /* The export's parameters, with the values they may take (for errors). */
-static const char *const export_known[] = {"from", "to", "step", "basis",
+static const char *const export_known[] = {"from",   "to",     "step", "basis",
 					   "format", "rollup", NULL};
 
 /* One parameter into out (def when absent); NULL, or what is wrong. */
@@ -439,7 +439,7 @@ static const char *export_param(const struct request *rq, const char *key,
 
 	if (n == -1 && def != NULL)
 		snprintf(out, cap, "%s", def);
-	return n == -2 ? "is malformed or too long"
+	return n == -2			? "is malformed or too long"
 	       : n == -1 && def == NULL ? "is required"
 					: NULL;
 }
@@ -455,8 +455,8 @@ static bool export_params(struct query_server *qs, struct request *rq,
 
 	memset(eo, 0, sizeof(*eo));
 	eo->to_ns = INT64_MAX;
-	if (query_param_unknown(rq->query, rq->query_len, export_known,
-				unknown, sizeof(unknown))) {
+	if (query_param_unknown(rq->query, rq->query_len, export_known, unknown,
+				sizeof(unknown))) {
 		reply_error(qs, rq, 400,
 			    "export: unknown parameter \"%s\" (known: from, "
 			    "to, step, basis, format, rollup)",
@@ -465,8 +465,7 @@ static bool export_params(struct query_server *qs, struct request *rq,
 	}
 	if ((why = export_param(rq, bad = "from", from, sizeof(from), NULL)) ||
 	    (why = export_param(rq, bad = "to", to, sizeof(to), "")) ||
-	    (why = export_param(rq, bad = "step", step, sizeof(step),
-				"day")) ||
+	    (why = export_param(rq, bad = "step", step, sizeof(step), "day")) ||
 	    (why = export_param(rq, bad = "basis", basis, sizeof(basis),
 				"reserved")) ||
 	    (why = export_param(rq, bad = "format", fmt, sizeof(fmt),

@@ -205,8 +205,8 @@ long query_param(const char *q, size_t qlen, const char *key, char *out,
 	return -1;
 }
 
-bool query_param_unknown(const char *q, size_t qlen,
-			 const char *const *known, char *out, size_t cap)
+bool query_param_unknown(const char *q, size_t qlen, const char *const *known,
+			 char *out, size_t cap)
 {
 	size_t i = 0;
 

@@ -168,7 +168,8 @@ int tool_open_ledger(const char *cmd, const char *dir,
 		return EXIT_USAGE;
 	rc = ledger_open(lg, &lo, &err);
 	if (rc != 0) {
-		/* The path once: most of the ledger's messages start with it. */
+		/* The path once: most of the ledger's messages start with it.
+		 */
 		if (err.msg[0] && strncmp(err.msg, dir, strlen(dir)) == 0)
 			tool_error("%s: %s", cmd, err.msg);
 		else

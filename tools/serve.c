@@ -6,8 +6,8 @@
 #include "query/query.h"
 #include "tools/tools.h"
 
-#include <stdlib.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <uv.h>
@@ -21,7 +21,8 @@ static const char serve_usage[] =
 	"  caught up. Verdicts are recorded as VERDICT events before they\n"
 	"  are answered. Prints \"listening on HOST:PORT\" when ready to\n"
 	"  accept; SIGINT or SIGTERM stop it after answering what is queued.\n"
-	"  --db DIR            the ledger (one server per ledger); a directory\n"
+	"  --db DIR            the ledger (one server per ledger); a "
+	"directory\n"
 	"                      that holds none is refused, unless --create\n"
 	"  --create            make an empty ledger in DIR when there is none\n"
 	"                      (a pod whose watcher has not started yet)\n"
