@@ -134,6 +134,13 @@ run "$bin" replay --db "$db" --json --at 2026-03-02
 expect "replay --at DATE" 0
 same "a date is its midnight UTC (replay)" "$tmp/rfc" "$tmp/out"
 
+"$bin" simulate --seed 3 --events 200 --start 2026-01-01T00:00:00Z \
+	--end 2026-01-02T00:00:00Z --out "$tmp/sim-rfc" 2>/dev/null
+run "$bin" simulate --seed 3 --events 200 --start 2026-01-01 --end 2026-01-02 \
+	--out "$tmp/sim-date"
+expect "simulate with date-only times" 0
+same "a date is its midnight UTC (simulate)" "$tmp/sim-rfc" "$tmp/sim-date"
+
 start_serve "$tmp/serve2.out" --db "$db"
 get() { # PATH?QUERY: status to $code, body to $tmp/body
 	code=$(curl -s -o "$tmp/body" -w '%{http_code}' "http://127.0.0.1:$port$1")
