@@ -78,6 +78,42 @@ if jq -e '.uid == "gpuledger" and (.panels | length) > 0 and
 has "the dashboard ConfigMap carries the sidecar label" "$tmp/rendered.yaml" \
 	'grafana_dashboard: "1"'
 
+# Every dashboard query is valid PromQL: as recording rules (the template
+# variables filled in), `promtool check rules` parses each one.
+jq -r '.. | .expr? // empty' "$dash" | python3 -c '
+import json, sys, yaml
+exprs = [l.replace("$namespace", "gpuledger").replace("$tenant", ".*")
+         for l in sys.stdin.read().splitlines() if l.strip()]
+rules = [{"record": "dashboard:q%d" % i, "expr": e} for i, e in enumerate(exprs)]
+yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]},
+               open(sys.argv[1], "w"))
+print(len(exprs))' "$tmp/dash-rules.yaml" >"$tmp/n-exprs"
+run promtool check rules "$tmp/dash-rules.yaml"
+expect "the dashboard's $(cat "$tmp/n-exprs") queries parse (promtool)" 0
+
+# The ServiceMonitor scrapes ports the Service has, and the Service selects
+# the pod.
+python3 - "$tmp/rendered.yaml" >"$tmp/sm" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+svc = [d for d in docs if d["kind"] == "Service"][0]
+sm = [d for d in docs if d["kind"] == "ServiceMonitor"][0]
+dep = [d for d in docs if d["kind"] == "Deployment"][0]
+ports = {p["name"] for p in svc["spec"]["ports"]}
+labels = svc["metadata"].get("labels", {})
+sel = sm["spec"]["selector"]["matchLabels"]
+cports = {p["name"] for c in dep["spec"]["template"]["spec"]["containers"]
+          for p in c.get("ports", [])}
+for e in sm["spec"]["endpoints"]:
+    print("port", e["port"], e["port"] in ports and e["port"] in cports)
+print("selector", "-", all(labels.get(k) == v for k, v in sel.items()))
+PY
+while read -r what name okay; do
+	[ "$okay" = True ] && ok || bad "ServiceMonitor: $what $name does not match"
+done <"$tmp/sm"
+n=$(grep -c '^port' "$tmp/sm")
+[ "$n" -eq 2 ] && ok || bad "the ServiceMonitor scrapes $n endpoints, want serve's and the watcher's"
+
 # Every metric the rules and the dashboard use is exported by the code.
 exported=$(cat "$root/query/metrics.c" "$root/ingest/kube_metrics.c" \
 	"$root/ledger/build.c" | grep -oE '"(gpuledger|process)_[a-z_]+' |

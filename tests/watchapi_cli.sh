@@ -192,6 +192,27 @@ fi
 if metric_is 'gpuledger_watch_up{resource="Pod"}' 1; then ok; else
 	bad "noCozy: the Pod watch is not up"
 fi
+# The metrics port answers what it serves and nothing else.
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+[ "$(code "http://127.0.0.1:$mport/healthz")" = 200 ] && ok || bad "metrics: /healthz"
+[ "$(code "http://127.0.0.1:$mport/nope")" = 404 ] && ok || bad "metrics: an unknown path is not 404"
+[ "$(code -X POST "http://127.0.0.1:$mport/metrics")" = 405 ] && ok ||
+	bad "metrics: POST is not 405"
+[ "$(code -H "X-Big: $(head -c 4000 /dev/zero | tr '\0' x)" \
+	"http://127.0.0.1:$mport/metrics")" = 431 ] && ok ||
+	bad "metrics: an oversized request head is not 431"
+# Connections are bounded (8) and idle ones time out (5 s): a client that
+# holds them delays a scrape but never blocks the watcher or the port.
+idle=
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	python3 -c 'import socket,sys,time; s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); time.sleep(3)' "$mport" &
+	idle="$idle $!"
+done
+sleep 0.5
+if wait_until 10 metric_is 'gpuledger_watch_up{resource="Pod"}' 1; then ok; else
+	bad "metrics: idle connections blocked the scrape"
+fi
+for i in $idle; do wait "$i"; done
 stop_watch
 # ----------------------------------------- network errors name the URL
 # The server is gone: the next failures must say where the watcher went.
