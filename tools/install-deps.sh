@@ -21,6 +21,8 @@
 #   prometheus        promtool: lints /metrics, checks and unit-tests the
 #                     alerting rules in deploy/
 #   help2man          the man pages, made from each subcommand's --help
+#   faketime          a frozen wall clock for the README tour's server
+#                     (tests/demo_cli.sh: reproducible verdict times)
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
@@ -28,7 +30,7 @@ libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 # Tools are wanted as commands: any kubectl on the PATH will do (some images
 # ship another package of it, which Debian's would conflict with).
 cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq \
-promtool:prometheus help2man:help2man"
+promtool:prometheus help2man:help2man faketime:faketime"
 
 missing=""
 for p in $pkgs; do
