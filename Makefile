@@ -13,6 +13,12 @@ CC ?= cc
 PKG_CONFIG ?= pkg-config
 SANITIZE ?=
 
+# The version, set here only; the commit is the checkout's (or COMMIT=...
+# from a build without .git, e.g. the image build). Both are baked into
+# ledger/build.o: `gpuledger version`, --version, gpuledger_build_info.
+VERSION := 0.1.0
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+
 LIBS_PKG := lmdb jansson libuv libcurl libssl libcrypto yaml-0.1
 TEST_PKG := check
 
@@ -56,7 +62,7 @@ UNIT_TESTS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
 
 
 .PHONY: run
-.PHONY: all test check bench bench-build install clean layercheck headercheck deps \
+.PHONY: all test check bench bench-build install man completion clean layercheck headercheck deps \
 	unit integration format
 
 # `make` on a fresh machine installs what is missing first, then builds in a
@@ -66,6 +72,17 @@ all: deps
 
 deps:
 	@sh tools/install-deps.sh
+
+# build.o is rebuilt when the version or commit changes (the stamp's
+# content changes only then).
+$(BUILD)/build-id: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION) $(COMMIT)' | cmp -s - $@ || echo '$(VERSION) $(COMMIT)' > $@
+$(BUILD)/ledger/build.o: $(BUILD)/build-id
+$(BUILD)/ledger/build.o: ALL_CFLAGS += -DGPULEDGER_VERSION='"$(VERSION)"' \
+	-DGPULEDGER_COMMIT='"$(COMMIT)"'
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/libgpuledger.a: $(LIB_OBJ)
 	@rm -f $@
@@ -159,9 +176,25 @@ bench-build: gpuledger $(BENCH_BIN)
 run: all
 	@sh tools/demo.sh
 
-install: gpuledger
-	install -d $(DESTDIR)$(BINDIR)
+# Man pages (help2man, from each --help) and bash completion, both made
+# from the binary so that they cannot drift from it.
+MANDIR ?= $(PREFIX)/share/man
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+man: gpuledger
+	@rm -rf build/man
+	sh tools/manpages.sh ./gpuledger build/man
+
+completion: gpuledger
+	@mkdir -p build/completion
+	sh tools/completion.sh ./gpuledger > build/completion/gpuledger
+
+install: gpuledger man completion
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(COMPLETIONDIR)
 	install -m 0755 gpuledger $(DESTDIR)$(BINDIR)/gpuledger
+	install -m 0644 build/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 build/completion/gpuledger \
+		$(DESTDIR)$(COMPLETIONDIR)/gpuledger
 
 # Layers: model <- ledger <- ingest, query <- tools. A layer may include only
 # its own headers and those of the layers below it; foreign types stay home.

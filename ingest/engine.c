@@ -25,6 +25,9 @@
  *                      namespace (ignored while the first exists)
  *   InvalidClassTable  a gpu-classes ConfigMap whose table is invalid (the
  *                      table in force stays)
+ *   ApiAbsent          the live watcher found a resource's API not served
+ *                      (kube.c: it is skipped and re-checked, the other
+ *                      resources go on)
  * A NOTE about an object is emitted when what is wrong with it changes, so
  * that re-observing the same object adds nothing; line-level NOTEs have no
  * object to remember and repeat.
@@ -236,6 +239,22 @@ static const char *keep(ingest_t *in, const char *s)
 	return s ? arena_strdup(&in->arena, s) : NULL;
 }
 
+/* NOTEs by code, for the watcher's metrics: the codes are few, fixed and
+ * static strings (every emit_note passes a literal), so a small table of
+ * pointers suffices; a code past its end is counted under "other". */
+static void count_note(ingest_t *in, const char *code)
+{
+	struct ingest_note_count *t = in->note_counts;
+	size_t i = 0;
+
+	while (i < INGEST_NOTE_CODES - 1 && t[i].code != NULL &&
+	       strcmp(t[i].code, code) != 0)
+		i++;
+	if (t[i].code == NULL)
+		t[i].code = i < INGEST_NOTE_CODES - 1 ? code : "other";
+	t[i].n++;
+}
+
 void emit(ingest_t *in, const struct event *ev)
 {
 	struct event *e;
@@ -258,8 +277,10 @@ void emit(ingest_t *in, const struct event *ev)
 	e->node = keep(in, ev->node);
 	e->name = keep(in, ev->name);
 	e->uid = keep(in, ev->uid);
-	if (ev->type == EV_NOTE)
+	if (ev->type == EV_NOTE) {
 		in->c.notes++;
+		count_note(in, ev->key);
+	}
 }
 
 /* NOTE strings are printed as JSON by `log`: keep them printable ASCII
@@ -658,6 +679,28 @@ const struct class_table *ingest_classes(const ingest_t *in)
 void ingest_counters(const ingest_t *in, struct ingest_counters *c)
 {
 	*c = in->c;
+}
+
+size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
+			  size_t cap)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < INGEST_NOTE_CODES && n < cap; i++)
+		if (in->note_counts[i].code != NULL)
+			out[n++] = in->note_counts[i];
+	return n;
+}
+
+int ingest_note(ingest_t *in, const char *code, const char *msg,
+		struct lg_error *err)
+{
+	int rc = input_begin(in, err);
+
+	if (rc != 0)
+		return rc;
+	emit_note(in, NULL, code, HK_NONE, NULL, NULL, "%s", msg);
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -138,6 +138,21 @@ struct ingest_counters {
 };
 void ingest_counters(const ingest_t *in, struct ingest_counters *c);
 
+/* NOTEs emitted since ingest_new, by code (at most INGEST_NOTE_CODES
+ * codes; later new codes count under "other"). Copies up to cap entries
+ * into out and returns how many; code strings are borrowed from in. */
+#define INGEST_NOTE_CODES 24
+struct ingest_note_count {
+	const char *code;
+	uint64_t n;
+};
+size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
+			  size_t cap);
+/* A NOTE with no object (the watcher's ApiAbsent): code is a static
+ * string, msg is copied. */
+int ingest_note(ingest_t *in, const char *code, const char *msg,
+		struct lg_error *err);
+
 /* ---------------------------------------------------------------------- */
 /* Following a recorded stream (ingest/follow.c), exactly once across
  * restarts. After every line the position {"classes", "head", "offset",
@@ -367,6 +382,12 @@ struct kube_watch_opts {
 	int64_t backoff_max_ms;	    /* backoff cap (0: 30 s) */
 	int64_t retry_after_max_ms; /* cap on a Retry-After (0: 5 min) */
 	int64_t connect_timeout_ms; /* (0: 10 s) */
+	/* A resource whose API is not served is skipped (NOTE ApiAbsent) and
+	 * discovered again after this long (0: 60 s). */
+	int64_t api_recheck_ms;
+	/* --metrics-listen HOST:PORT: Prometheus text on GET /metrics (NULL:
+	 * none; port 0 picks one, logged to stderr). */
+	const char *metrics_listen;
 	/* Stop when *stop becomes non-zero (a signal handler sets it); may
 	 * be NULL. */
 	const volatile sig_atomic_t *stop;

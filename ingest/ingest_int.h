@@ -157,6 +157,7 @@ struct ingest {
 	int64_t time_ns;
 	bool relisting[RES_MAX];
 	struct ingest_counters c;
+	struct ingest_note_count note_counts[INGEST_NOTE_CODES];
 	/* The pod projection of the current line (stream.c). */
 	char *proj;
 	size_t proj_cap;

@@ -16,10 +16,11 @@
  * events before it, so every flush commits a position no later than its
  * events: a crash repeats at most events that re-apply as no change.
  */
-#include "ingest/ingest.h"
+#include "ingest/kube_int.h"
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #define BACKOFF_MAX_DEFAULT  30000
 #define RETRY_MAX_DEFAULT    300000
 #define CONNECT_DEFAULT	     10000
+#define API_RECHECK_DEFAULT  60000
 #define TICK_DEFAULT_NS	     (60 * (int64_t)1000000000)
 /* An error response body is kept only to show its message. */
 #define ERROR_BODY_MAX (64u << 10)
@@ -48,8 +50,24 @@
 #define URL_MAX		8192
 
 enum phase {
+	PH_DISCOVER, /* GET /apis/<group>: which versions are served */
 	PH_LIST,
 	PH_WATCH
+};
+
+/* The versions of a resource's API group that the watcher can read, most
+ * preferred first. Objects of an older version are converted to the first
+ * (the only one the engine reads, Appendix A "Claims") before they are fed
+ * or recorded. Core resources (no group) need no discovery. */
+struct api_versions {
+	const char *group;
+	const char *versions[4];
+};
+static const struct api_versions api_versions[RES_MAX] = {
+	[RES_TENANT] = {"apps.cozystack.io", {"v1alpha1"}},
+	[RES_VMINSTANCE] = {"apps.cozystack.io", {"v1alpha1"}},
+	[RES_KUBERNETESNODES] = {"apps.cozystack.io", {"v1alpha1"}},
+	[RES_RESOURCECLAIM] = {"resource.k8s.io", {"v1", "v1beta2", "v1beta1"}},
 };
 
 struct kube;
@@ -86,6 +104,13 @@ struct res {
 	/* With --record: "ns/name" -> uid of what the record holds, so that
 	 * a relist can write DELETED lines for what vanished. */
 	json_t *known, *seen;
+
+	/* The API version in use (discovery) and what /metrics shows. */
+	char *path;	     /* list/watch path of that version */
+	const char *version; /* NULL: core, or not discovered yet */
+	bool absent;	     /* the API is not served: skipped, re-checked */
+	char *url;	     /* the request in flight (for error messages) */
+	struct kube_res_stats st;
 };
 
 struct kube {
@@ -102,6 +127,7 @@ struct kube {
 	int fatal;	       /* an operating error (code) */
 	char *classes_rv;      /* resourceVersion of the class ConfigMap */
 	struct lg_error *err;
+	metrics_srv_t *metrics; /* --metrics-listen, NULL: none */
 };
 
 static void *xmalloc(size_t n)
@@ -371,12 +397,15 @@ static int record_open(struct kube *k, struct lg_error *err)
 
 static bool build_url(struct kube *k, struct res *s, char *buf, size_t cap)
 {
-	const char *path = resource_info(s->r)->path;
+	const char *path = s->path ? s->path : resource_info(s->r)->path;
 	char sep = strchr(path, '?') ? '&' : '?';
 	char *esc = NULL;
 	int n;
 
-	if (s->phase == PH_LIST) {
+	if (s->phase == PH_DISCOVER) {
+		n = snprintf(buf, cap, "%s/apis/%s", k->c->server,
+			     api_versions[s->r].group);
+	} else if (s->phase == PH_LIST) {
 		if (s->cont != NULL)
 			esc = curl_easy_escape(NULL, s->cont, 0);
 		n = snprintf(buf, cap, "%s%s%climit=%u%s%s", k->c->server, path,
@@ -505,8 +534,9 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *data)
 
 	if (s->status == 0)
 		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
-	if (s->status != 200) {
-		/* Only the start of an error body is kept, for its message. */
+	if (s->status != 200 || s->phase == PH_DISCOVER) {
+		/* Only the start of an error body is kept, for its message;
+		 * a discovery document is small. */
 		body_append(s, p, n, ERROR_BODY_MAX);
 		return n;
 	}
@@ -598,8 +628,11 @@ static int start_request(struct kube *k, struct res *s, struct lg_error *err)
 	CURL *e;
 	int rc;
 
+	free(s->url);
+	s->url = NULL;
 	if (!build_url(k, s, url, sizeof(url)))
 		return lg_error_set(err, LG_ELIMIT, "request URL too long");
+	s->url = xstrdup(url);
 	if ((rc = set_headers(k, s, err)) < 0)
 		return rc;
 	reset_response(s);
@@ -666,6 +699,50 @@ static void fill_typemeta(const struct res *s, json_t *obj)
 		json_object_set_new(obj, "kind", json_string(ri->kind));
 }
 
+/* A v1beta1 DeviceRequest keeps deviceClassName, allocationMode, count
+ * (and selectors, adminAccess, tolerations) at its top; v1 moved them into
+ * "exactly". firstAvailable has the same shape in both. */
+static void claim_request_to_v1(json_t *req)
+{
+	json_t *exactly, *name;
+
+	if (!json_is_object(req) || json_object_get(req, "firstAvailable") ||
+	    json_object_get(req, "exactly"))
+		return;
+	exactly = json_deep_copy(req);
+	json_object_del(exactly, "name");
+	name = json_incref(json_object_get(req, "name"));
+	json_object_clear(req);
+	if (name != NULL)
+		json_object_set_new(req, "name", name);
+	json_object_set_new(req, "exactly", exactly);
+}
+
+/* Objects of an older served version are read as the version the engine
+ * knows (Appendix A reads only resource.k8s.io/v1 claims): the fields it
+ * reads are the same in v1beta2 and mapped from v1beta1. The record gets
+ * the converted object, so a replay of it gives the same state. */
+static void to_read_version(const struct res *s, json_t *obj)
+{
+	const struct api_versions *av = &api_versions[s->r];
+	json_t *reqs;
+	size_t i;
+	json_t *req;
+
+	if (s->version == NULL || strcmp(s->version, av->versions[0]) == 0)
+		return;
+	if (s->r == RES_RESOURCECLAIM && strcmp(s->version, "v1beta1") == 0) {
+		reqs = json_object_get(
+			json_object_get(json_object_get(obj, "spec"),
+					"devices"),
+			"requests");
+		json_array_foreach (reqs, i, req)
+			claim_request_to_v1(req);
+	}
+	json_object_set_new(obj, "apiVersion",
+			    json_string(resource_info(s->r)->api_version));
+}
+
 /* The engine keeps no pod that holds nothing, so when the class table
  * changes it cannot map such pods again, yet a new raw resource name may
  * make a running pod a holder. So pods are listed again whenever the
@@ -704,8 +781,11 @@ static int feed(struct kube *k, struct res *s, enum watch_type type,
 	k->dirty = true;
 	if (s->r == RES_CONFIGMAP && type != WATCH_BOOKMARK)
 		class_table_seen(k, obj, type);
-	if (type != WATCH_BOOKMARK)
+	if (type != WATCH_BOOKMARK) {
 		k->last_event_ns = mono_ns();
+		s->st.events++;
+	}
+	s->st.last_seen_ns = now;
 	if (advance && rv != NULL && rv[0] != '\0') {
 		free(s->rv);
 		s->rv = xstrdup(rv);
@@ -769,6 +849,7 @@ static int watch_line(struct kube *k, struct res *s, const char *line,
 			continue;
 		if (watch_types[i].type != WATCH_BOOKMARK)
 			fill_typemeta(s, obj);
+		to_read_version(s, obj);
 		rc = feed(k, s, watch_types[i].type, type, obj, true);
 		s->attempt = 0;
 		json_decref(ev);
@@ -792,6 +873,7 @@ static int list_item(struct kube *k, struct res *s, json_t *item)
 		return 0;
 	}
 	fill_typemeta(s, item);
+	to_read_version(s, item);
 	n = json_dumpb(item, NULL, 0, JSON_COMPACT);
 	if (n > k->o.max_object_bytes)
 		return oversized(k, s, n, "listed object");
@@ -806,6 +888,7 @@ static int relist_begin(struct kube *k, struct res *s)
 	if ((rc = ingest_relist_begin(k->in, s->r, &e)) < 0)
 		return fail(k, rc, &e);
 	s->listing = true;
+	s->st.relists++;
 	k->dirty = true;
 	if (s->known != NULL) {
 		json_decref(s->seen);
@@ -827,6 +910,7 @@ static int relist_end(struct kube *k, struct res *s, const char *rv)
 		return rc;
 	s->listing = false;
 	s->listed = true;
+	s->st.last_list_ns = s->st.last_seen_ns = real_ns();
 	free(s->rv);
 	s->rv = rv && rv[0] ? xstrdup(rv) : NULL;
 	if (s->rv != NULL)
@@ -882,8 +966,16 @@ static void retry_later(struct kube *k, struct res *s, const char *why)
 
 	if (s->attempt < 64)
 		s->attempt++;
+	s->st.errors++;
 	s->start_ns = mono_ns() + d * 1000000;
-	logmsg("%s: %s; retrying in %lld ms", res_name(s), why, (long long)d);
+	/* Every failure names what was asked of whom: "Couldn't connect to
+	 * server" alone does not say which server. */
+	if (s->url != NULL)
+		logmsg("%s: GET %s: %s; retrying in %lld ms", res_name(s),
+		       s->url, why, (long long)d);
+	else
+		logmsg("%s: %s; retrying in %lld ms", res_name(s), why,
+		       (long long)d);
 }
 
 static void start_now(struct res *s)
@@ -942,6 +1034,105 @@ static void after_ok(struct kube *k, struct res *s)
 		start_now(s);
 }
 
+/* The resource's API is not served (its group or version is missing, or
+ * the list answered 404): skip it with a NOTE when that is news, and look
+ * again after api_recheck_ms. The other resources go on, and the watcher
+ * stays healthy: a missing API holds no objects to miss. */
+static void went_absent(struct kube *k, struct res *s, const char *why)
+{
+	const char *group = api_versions[s->r].group;
+	struct lg_error e = {0};
+	char msg[400];
+	int rc;
+
+	if (!s->absent) {
+		snprintf(msg, sizeof(msg),
+			 "%s: API %s not served (%s); skipped, re-checked "
+			 "every %lld s",
+			 res_name(s), group, why,
+			 (long long)(k->o.api_recheck_ms / 1000));
+		logmsg("%s", msg);
+		if ((rc = ingest_note(k->in, "ApiAbsent", msg, &e)) < 0) {
+			fail(k, rc, &e);
+			return;
+		}
+		k->dirty = true;
+	}
+	s->absent = true;
+	s->version = NULL;
+	s->phase = PH_DISCOVER;
+	free(s->cont);
+	s->cont = NULL;
+	s->attempt = 0;
+	s->start_ns = mono_ns() + k->o.api_recheck_ms * 1000000;
+}
+
+/* The served version most preferred of those we read, from an APIGroup
+ * document ({"versions": [{"version": "v1"}, ...]}); NULL when none. */
+static const char *pick_version(const struct res *s)
+{
+	json_t *doc = json_loadb(s->body ? s->body : "", s->body_len, 0, NULL);
+	json_t *vs = json_object_get(doc, "versions"), *v;
+	const char *const *want = api_versions[s->r].versions;
+	const char *found = NULL;
+	size_t i;
+
+	for (size_t w = 0; found == NULL && w < 4 && want[w] != NULL; w++)
+		json_array_foreach (vs, i, v) {
+			const char *name = json_string_value(
+				json_object_get(v, "version"));
+
+			if (name != NULL && strcmp(name, want[w]) == 0) {
+				found = want[w];
+				break;
+			}
+		}
+	json_decref(doc);
+	return found;
+}
+
+/* Discovery answered: list the chosen version, or skip an absent API. */
+static void discovered(struct kube *k, struct res *s, CURLcode cc, long status)
+{
+	const struct api_versions *av = &api_versions[s->r];
+	const char *plural = strrchr(resource_info(s->r)->path, '/') + 1;
+	char why[200];
+	size_t n;
+
+	if (cc != CURLE_OK) {
+		retry_later(k, s, curl_easy_strerror(cc));
+		return;
+	}
+	if (status == 404) {
+		went_absent(k, s, "HTTP 404 from discovery");
+		return;
+	}
+	if (status != 200) {
+		error_message(s, status, why, sizeof(why));
+		retry_later(k, s, why);
+		return;
+	}
+	s->version = pick_version(s);
+	if (s->version == NULL) {
+		snprintf(why, sizeof(why), "no version of %s that is read",
+			 av->versions[0]);
+		went_absent(k, s, why);
+		return;
+	}
+	if (s->absent || strcmp(s->version, av->versions[0]) != 0)
+		logmsg("%s: reading %s/%s%s", res_name(s), av->group,
+		       s->version,
+		       s->absent ? " (the API is served again)" : "");
+	s->absent = false;
+	n = strlen(av->group) + strlen(s->version) + strlen(plural) + 16;
+	free(s->path);
+	s->path = xmalloc(n);
+	snprintf(s->path, n, "/apis/%s/%s/%s", av->group, s->version, plural);
+	to_list(s);
+	s->attempt = 0;
+	start_now(s);
+}
+
 static void done(struct kube *k, struct res *s, CURLcode cc)
 {
 	long status = s->status;
@@ -952,6 +1143,10 @@ static void done(struct kube *k, struct res *s, CURLcode cc)
 	end_request(k, s);
 	if (k->fatal || s->failed)
 		return;
+	if (s->phase == PH_DISCOVER) {
+		discovered(k, s, cc, status);
+		return;
+	}
 	if (s->phase == PH_WATCH && cc == CURLE_OK && status == 200)
 		watch_finish(k, s);
 	if (k->fatal || s->failed)
@@ -973,6 +1168,9 @@ static void done(struct kube *k, struct res *s, CURLcode cc)
 		logmsg("%s: 410 Gone: relisting", res_name(s));
 		to_list(s);
 		start_now(s);
+	} else if (status == 404 && api_versions[s->r].group != NULL) {
+		/* A CRD deleted, an API version switched off. */
+		went_absent(k, s, "HTTP 404 from the list or watch");
 	} else if (status != 200) {
 		error_message(s, status, why, sizeof(why));
 		retry_later(k, s, why);
@@ -991,6 +1189,8 @@ static bool healthy(const struct kube *k)
 	for (int r = 0; r < RES_MAX; r++) {
 		const struct res *s = &k->res[r];
 
+		if (s->absent)
+			continue;
 		if (!s->listed || s->phase != PH_WATCH || s->easy == NULL ||
 		    s->attempt > 0)
 			return false;
@@ -1131,6 +1331,53 @@ static int wait_ms(const struct kube *k, int64_t now)
 	return until <= now ? 0 : (int)((until - now + 999999) / 1000000);
 }
 
+/* What /metrics shows, from the loop's state. */
+static char *render_metrics(void *ctx, size_t *len)
+{
+	struct kube *k = ctx;
+	struct kube_metrics_view v = {.now_ns = real_ns(),
+				      .horizon_ns = ingest_time_ns(k->in),
+				      .healthy = healthy(k)};
+	int64_t now = mono_ns();
+
+	for (int r = 0; r < RES_MAX; r++) {
+		const struct res *s = &k->res[r];
+		struct kube_res_view *rv = &v.res[r];
+
+		rv->name = res_name(s);
+		rv->group = api_versions[r].group ? api_versions[r].group : "";
+		rv->version = api_versions[r].group ? s->version : "v1";
+		rv->absent = s->absent;
+		rv->up = !s->absent && s->listed && s->phase == PH_WATCH &&
+			 s->easy != NULL && s->attempt == 0;
+		rv->backoff_s = s->easy == NULL && s->start_ns > now
+					? (double)(s->start_ns - now) / 1e9
+					: 0;
+		rv->st = s->st;
+	}
+	ingest_counters(k->in, &v.c);
+	v.n_notes = ingest_note_counts(k->in, v.notes, INGEST_NOTE_CODES);
+	return kube_metrics_render(&v, len);
+}
+
+/* Waits for the transfers and the metrics sockets, then answers what the
+ * metrics server has ready (it never blocks). */
+static void poll_all(struct kube *k, int timeout_ms)
+{
+	struct curl_waitfd w[METRICS_SRV_FDS];
+	int fds[METRICS_SRV_FDS];
+	short ev[METRICS_SRV_FDS];
+	size_t n = metrics_srv_fds(k->metrics, fds, ev, METRICS_SRV_FDS);
+
+	for (size_t i = 0; i < n; i++)
+		w[i] = (struct curl_waitfd){
+			.fd = fds[i],
+			.events = ev[i] == POLLOUT ? CURL_WAIT_POLLOUT
+						   : CURL_WAIT_POLLIN};
+	curl_multi_poll(k->multi, w, (unsigned)n, timeout_ms, NULL);
+	metrics_srv_serve(k->metrics, render_metrics, k);
+}
+
 static void loop(struct kube *k)
 {
 	for (;;) {
@@ -1150,7 +1397,7 @@ static void loop(struct kube *k)
 			maybe_flush(k, now, false);
 		if (k->fatal)
 			break;
-		curl_multi_poll(k->multi, NULL, 0, wait_ms(k, now), NULL);
+		poll_all(k, wait_ms(k, now));
 	}
 }
 
@@ -1176,6 +1423,8 @@ static void set_defaults(struct kube_watch_opts *o)
 		o->retry_after_max_ms = RETRY_MAX_DEFAULT;
 	if (o->connect_timeout_ms <= 0)
 		o->connect_timeout_ms = CONNECT_DEFAULT;
+	if (o->api_recheck_ms <= 0)
+		o->api_recheck_ms = API_RECHECK_DEFAULT;
 }
 
 static struct kube *kube_new(ingest_t *in, const struct kube_config *c,
@@ -1202,7 +1451,7 @@ static struct kube *kube_new(ingest_t *in, const struct kube_config *c,
 
 		s->k = k;
 		s->r = (enum resource)r;
-		s->phase = PH_LIST;
+		s->phase = api_versions[r].group ? PH_DISCOVER : PH_LIST;
 		s->limit = k->o.page_limit;
 		s->frame_buf = xmalloc(k->o.max_object_bytes);
 		kube_frame_init(&s->frame, s->frame_buf, k->o.max_object_bytes);
@@ -1218,12 +1467,15 @@ static void kube_free(struct kube *k)
 		end_request(k, s);
 		free(s->rv);
 		free(s->cont);
+		free(s->path);
+		free(s->url);
 		free(s->body);
 		free(s->frame_buf);
 		json_decref(s->known);
 		json_decref(s->seen);
 	}
 	curl_multi_cleanup(k->multi);
+	metrics_srv_close(k->metrics);
 	free(k->classes_rv);
 	if (k->record != NULL)
 		fclose(k->record);
@@ -1248,6 +1500,12 @@ int kube_watch_run(ingest_t *in, const struct kube_config *c,
 		       c->server);
 	if (k->o.record_path != NULL)
 		rc = record_open(k, err);
+	if (rc == 0 && k->o.metrics_listen != NULL &&
+	    (rc = metrics_srv_open(&k->metrics, k->o.metrics_listen, err)) == 0)
+		logmsg("metrics on http://%.*s:%u/metrics",
+		       (int)(strrchr(k->o.metrics_listen, ':') -
+			     k->o.metrics_listen),
+		       k->o.metrics_listen, metrics_srv_port(k->metrics));
 	if (rc == 0) {
 		loop(k);
 		/* Stopping: what was received is committed with its

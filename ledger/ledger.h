@@ -231,4 +231,18 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 int ledger_billing_load(const char *path, struct bill_rates *r,
 			struct lg_error *err);
 
+/* ---------------------------------------------------------------------- */
+/* The build and the process (ledger/build.c), for every /metrics. */
+
+/* The version and the git commit baked in at build time (static strings;
+ * "0.0.0-dev" and "unknown" when built outside the Makefile). */
+const char *lg_version(void);
+const char *lg_commit(void);
+/* Writes gpuledger_build_info and the process_* metrics (CPU, memory,
+ * start time, file descriptors) in the Prometheus text format into buf,
+ * at most cap bytes with a terminating NUL (2 KiB are enough). Returns the
+ * length it needed, like snprintf. */
+#define LG_METRICS_COMMON_MAX 2048
+size_t lg_metrics_common(char *buf, size_t cap);
+
 #endif

@@ -308,6 +308,19 @@ int time_parse_ns(const char *s, int64_t *out)
 	return 0;
 }
 
+int time_parse_user_ns(const char *s, int64_t *out)
+{
+	char full[32];
+
+	if (s != NULL && strlen(s) == 10) {
+		/* The date's own checks (month, day, leap year) are the full
+		 * parser's. */
+		snprintf(full, sizeof(full), "%sT00:00:00Z", s);
+		return time_parse_ns(full, out);
+	}
+	return time_parse_ns(s, out);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Canonical JSON */
 

@@ -426,6 +426,10 @@ int event_from_json(struct event *ev, const json_t *v, char **scratch,
 size_t time_format_ns(int64_t t_ns, char *buf, size_t cap);
 /* Parses RFC 3339 (any offset, optional fraction up to ns). */
 int time_parse_ns(const char *s, int64_t *out);
+/* What an operator may type for a time (--at, --from, --to, at=, from=,
+ * to=): RFC 3339, or a date alone ("2026-01-15"), which is its midnight
+ * UTC. Recorded streams keep time_parse_ns: their times are RFC 3339. */
+int time_parse_user_ns(const char *s, int64_t *out);
 
 /* Canonical JSON: sorted keys, no insignificant space. Caller frees. */
 char *json_canonical(const json_t *v);

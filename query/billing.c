@@ -153,69 +153,123 @@ struct export_params {
 		rollup[16], currency[8];
 };
 
-static bool param(struct request *rq, const char *k, char *v, size_t cap,
-		  const char *dflt)
+/* The export's parameters (an unknown one is refused, naming it). */
+static const char *const export_known[] = {
+	"from", "to", "month", "step", "basis", "format", "rollup", "currency",
+	NULL};
+
+/* One parameter into v (dflt when absent); sets *has; NULL, or what is
+ * wrong with it. */
+static const char *param(struct request *rq, const char *k, char *v,
+			 size_t cap, const char *dflt, bool *has)
 {
-	if (query_param(rq->query, rq->query_len, k, v, cap) >= 0)
-		return true;
-	snprintf(v, cap, "%s", dflt);
-	return false;
+	long n = query_param(rq->query, rq->query_len, k, v, cap);
+
+	*has = n >= 0;
+	if (n == -1)
+		snprintf(v, cap, "%s", dflt);
+	return n == -2 ? "is malformed or too long" : NULL;
 }
 
-/* The range: from[&to], or month (in the billing file's offset). */
-static bool export_range_params(const struct export_params *p, bool has_from,
-				bool has_to, bool has_month, int32_t offset_s,
-				struct export_opts *eo)
+/* The range: from[&to], or month (in the billing file's offset); sets
+ * *bad to the parameter that is wrong and returns why, or NULL. */
+static const char *export_range_params(const struct export_params *p,
+				       bool has_from, bool has_to,
+				       bool has_month, int32_t offset_s,
+				       struct export_opts *eo, const char **bad)
 {
 	int64_t start_ms, end_ms;
 
-	if (!has_month)
-		return has_from && time_parse_ns(p->from, &eo->from_ns) == 0 &&
-		       (!has_to || time_parse_ns(p->to, &eo->to_ns) == 0);
-	if (has_from || has_to ||
-	    bill_month_parse(p->month, offset_s, &start_ms, &end_ms) != 0 ||
-	    start_ms < 0)
-		return false;
-	eo->from_ns = start_ms * 1000000;
-	eo->to_ns = end_ms * 1000000;
-	return true;
+	if (has_month) {
+		*bad = has_from ? "from" : has_to ? "to" : "month";
+		if (has_from || has_to)
+			return "cannot be given with month";
+		if (bill_month_parse(p->month, offset_s, &start_ms, &end_ms) !=
+			    0 ||
+		    start_ms < 0)
+			return "is not a month YYYY-MM";
+		eo->from_ns = start_ms * 1000000;
+		eo->to_ns = end_ms * 1000000;
+		return NULL;
+	}
+	*bad = "from";
+	if (!has_from)
+		return "is required (or month=YYYY-MM)";
+	if (time_parse_user_ns(p->from, &eo->from_ns) != 0)
+		return "is not an RFC 3339 time or a date (YYYY-MM-DD)";
+	*bad = "to";
+	if (has_to && time_parse_user_ns(p->to, &eo->to_ns) != 0)
+		return "is not an RFC 3339 time or a date (YYYY-MM-DD)";
+	if (eo->to_ns <= eo->from_ns)
+		return "must be after from";
+	return NULL;
 }
 
-/* Reads the export's query parameters; false (and a 400 sent) when bad. */
+/* The step, basis, format and rollup; as export_range_params. */
+static const char *export_kind_params(const struct export_params *p,
+				      struct export_opts *eo, const char **bad)
+{
+	if (bill_step_parse(p->step, &eo->step) != 0)
+		return *bad = "step", "must be hour or day";
+	if (bill_basis_parse(p->basis, &eo->basis) != 0)
+		return *bad = "basis", "must be reserved or allocated";
+	if (strcmp(p->fmt, "focus-csv") != 0 && strcmp(p->fmt, "ndjson") != 0 &&
+	    strcmp(p->fmt, "json") != 0)
+		return *bad = "format", "must be focus-csv or ndjson (json)";
+	if (p->rollup[0] != '\0' && strcmp(p->rollup, "subtree") != 0)
+		return *bad = "rollup", "must be subtree";
+	return NULL;
+}
+
+/* Reads the export's query parameters; false (and a 400 naming the
+ * parameter that is wrong sent) when bad. */
 static bool export_params(struct query_server *qs, struct request *rq,
 			  struct export_opts *eo, struct export_out *o,
 			  struct export_params *p)
 {
-	bool has_from, has_to, has_month, has_cur, ok;
+	bool has_from, has_to, has_month, has_cur, unused;
+	const char *bad = NULL, *why = NULL;
+	char unknown[64];
 
 	memset(eo, 0, sizeof(*eo));
 	eo->to_ns = INT64_MAX;
 	eo->rates = &qs->billing.rates;
-	has_from = param(rq, "from", p->from, sizeof(p->from), "");
-	has_to = param(rq, "to", p->to, sizeof(p->to), "");
-	has_month = param(rq, "month", p->month, sizeof(p->month), "");
-	has_cur = param(rq, "currency", p->currency, sizeof(p->currency), "");
-	param(rq, "step", p->step, sizeof(p->step), "day");
-	param(rq, "basis", p->basis, sizeof(p->basis), "reserved");
-	param(rq, "format", p->fmt, sizeof(p->fmt), "focus-csv");
-	param(rq, "rollup", p->rollup, sizeof(p->rollup), "");
-	ok = export_range_params(p, has_from, has_to, has_month,
-				 eo->rates->offset_s, eo) &&
-	     bill_step_parse(p->step, &eo->step) == 0 &&
-	     bill_basis_parse(p->basis, &eo->basis) == 0 &&
-	     (strcmp(p->fmt, "focus-csv") == 0 || strcmp(p->fmt, "json") == 0) &&
-	     (p->rollup[0] == '\0' || strcmp(p->rollup, "subtree") == 0);
-	if (!ok) {
+	if (query_param_unknown(rq->query, rq->query_len, export_known, unknown,
+				sizeof(unknown))) {
 		reply_error(qs, rq, 400,
-			    "export takes from=RFC3339 (required unless "
-			    "month=YYYY-MM), to=RFC3339, step=hour|day, "
-			    "basis=reserved|allocated, format=focus-csv|json, "
-			    "rollup=subtree, currency=CUR");
+			    "export: unknown parameter \"%s\" (known: from, "
+			    "to, month, step, basis, format, rollup, currency)",
+			    unknown);
+		return false;
+	}
+	if ((why = param(rq, bad = "from", p->from, sizeof(p->from), "",
+			 &has_from)) ||
+	    (why = param(rq, bad = "to", p->to, sizeof(p->to), "", &has_to)) ||
+	    (why = param(rq, bad = "month", p->month, sizeof(p->month), "",
+			 &has_month)) ||
+	    (why = param(rq, bad = "currency", p->currency,
+			 sizeof(p->currency), "", &has_cur)) ||
+	    (why = param(rq, bad = "step", p->step, sizeof(p->step), "day",
+			 &unused)) ||
+	    (why = param(rq, bad = "basis", p->basis, sizeof(p->basis),
+			 "reserved", &unused)) ||
+	    (why = param(rq, bad = "format", p->fmt, sizeof(p->fmt),
+			 "focus-csv", &unused)) ||
+	    (why = param(rq, bad = "rollup", p->rollup, sizeof(p->rollup), "",
+			 &unused))) {
+		/* bad names the parameter that is malformed. */
+	} else if ((why = export_range_params(p, has_from, has_to, has_month,
+					      eo->rates->offset_s, eo,
+					      &bad)) == NULL) {
+		why = export_kind_params(p, eo, &bad);
+	}
+	if (why != NULL) {
+		reply_error(qs, rq, 400, "export: parameter %s %s", bad, why);
 		return false;
 	}
 	eo->currency = has_cur ? p->currency : NULL;
 	eo->rollup_subtree = p->rollup[0] != '\0';
-	o->json = strcmp(p->fmt, "json") == 0;
+	o->json = strcmp(p->fmt, "focus-csv") != 0;
 	o->scope = eo->rollup_subtree;
 	o->tenant = rq->who != NULL && rq->who->role == ROLE_TENANT
 			    ? rq->who->ns

@@ -275,8 +275,8 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 		return *seq <= ledger_last_seq(qs->lg)
 			       ? NULL
 			       : "at: past the last seq";
-	if (time_parse_ns(at, &t_ns) != 0)
-		return "at: neither a seq nor an RFC 3339 time";
+	if (time_parse_user_ns(at, &t_ns) != 0)
+		return "at: neither a seq nor an RFC 3339 time or a date";
 	if (ledger_seq_at_time(qs->lg, t_ns, seq, NULL) != 0)
 		return "at: the log cannot be searched";
 	return NULL;

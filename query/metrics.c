@@ -166,7 +166,8 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 	       (double)ledger_last_seq(qs->lg));
 	scalar(b, "gpuledger_ready", "gauge",
 	       "1 while the server is caught up with the log.", qs->ready);
-	scalar(b, "gpuledger_verdict_count", "gauge",
+	/* promtool: a gauge must not end in _count (a summary's suffix). */
+	scalar(b, "gpuledger_verdicts_logged", "gauge",
 	       "VERDICT events in the log (the last verdict id).",
 	       (double)qs->vix.n);
 	scalar(b, "gpuledger_verdict_batches_total", "counter",
@@ -267,14 +268,16 @@ static void render_tenants(struct sbuf *b, struct query_server *qs)
 					(long long)json_integer_value(
 						json_object_get(v,
 								"remaining")));
-	head(b, "gpuledger_tenant_remaining_total", "gauge",
+	/* promtool: a gauge must not end in _total (a counter's suffix). */
+	head(b, "gpuledger_tenant_remaining_all_classes", "gauge",
 	     "Remaining budget over all classes (absent when unbounded).");
 	json_array_foreach (tenants, i, t) {
 		v = json_object_get(json_object_get(t, "remainingTotal"),
 				    "remaining");
 		if (json_is_integer(v))
 			sbuf_printf(b,
-				    "gpuledger_tenant_remaining_total{tenant="
+				    "gpuledger_tenant_remaining_all_classes{"
+				    "tenant="
 				    "\"%s\"} %lld\n",
 				    qjstr_or(t, "namespace", ""),
 				    (long long)json_integer_value(v));
@@ -283,9 +286,12 @@ static void render_tenants(struct sbuf *b, struct query_server *qs)
 
 char *metrics_render(struct query_server *qs, size_t *len)
 {
+	char common[LG_METRICS_COMMON_MAX];
 	struct sbuf b;
 
 	sbuf_init(&b);
+	lg_metrics_common(common, sizeof(common));
+	sbuf_printf(&b, "%s", common);
 	render_requests(&b, &qs->m);
 	render_latency(&b, &qs->m);
 	render_verdicts(&b, &qs->m);

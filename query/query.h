@@ -74,6 +74,7 @@
 /* Bounds and intervals; 0 takes the default in brackets. */
 struct query_opts {
 	const char *db;		 /* the ledger directory (must exist) */
+	bool create;		 /* ... unless this: then it may be made */
 	const char *listen;	 /* "HOST:PORT" or "[V6]:PORT"; port 0 picks
 				    one [QUERY_LISTEN_DEFAULT] */
 	const char *token_file;	 /* NULL: no authentication, and then only

@@ -236,6 +236,10 @@ int route_access(const struct route *r, bool auth_on,
  * its length, -1 when absent, -2 when malformed or too long. */
 long query_param(const char *q, size_t qlen, const char *key, char *out,
 		 size_t cap);
+/* True when q names a parameter not in known (NULL-terminated); its name
+ * (cut to cap - 1 bytes, not decoded) is copied into out. */
+bool query_param_unknown(const char *q, size_t qlen, const char *const *known,
+			 char *out, size_t cap);
 
 /* ---------------------------------------------------------------------- */
 /* Answers (query/http.c). Each ends the request: exactly one per request. */

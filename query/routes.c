@@ -222,6 +222,31 @@ long query_param(const char *q, size_t qlen, const char *key, char *out,
 	return -1;
 }
 
+bool query_param_unknown(const char *q, size_t qlen, const char *const *known,
+			 char *out, size_t cap)
+{
+	size_t i = 0;
+
+	while (i < qlen) {
+		const char *p = q + i, *amp = memchr(p, '&', qlen - i);
+		size_t pl = amp ? (size_t)(amp - p) : qlen - i;
+		const char *eq = memchr(p, '=', pl);
+		size_t nl = eq ? (size_t)(eq - p) : pl, k = 0;
+
+		i += pl + 1;
+		if (nl == 0)
+			continue; /* "a=1&&b=2" */
+		while (known[k] != NULL &&
+		       (strlen(known[k]) != nl || memcmp(p, known[k], nl) != 0))
+			k++;
+		if (known[k] == NULL) {
+			snprintf(out, cap, "%.*s", (int)nl, p);
+			return true;
+		}
+	}
+	return false;
+}
+
 int route_access(const struct route *r, bool auth_on,
 		 const struct principal *who, const char *ns)
 {

@@ -285,7 +285,7 @@ static int bind_listener(struct query_server *qs, struct lg_error *err)
 
 static int open_ledger(struct query_server *qs, struct lg_error *err)
 {
-	struct ledger_opts lo = {.dir = qs->o.db};
+	struct ledger_opts lo = {.dir = qs->o.db, .create = qs->o.create};
 	int rc;
 
 	if ((rc = take_lock(qs, err)) != 0 ||

@@ -1,7 +1,11 @@
 #!/bin/sh
 # Keeps `make run` true: runs tools/demo.sh in self-test mode (it executes
 # every command it prints and checks the answers), twice, so that the second
-# run reuses the ledger the first one made.
+# run reuses the ledger the first one made. The first run also writes the
+# README's tour (tools/demo.sh DEMO_TOUR, serve under a frozen wall clock so
+# that every value is reproducible), which must equal the block between the
+# README's tour markers: the tour is a real run and cannot drift.
+# UPDATE_TOUR=1 writes the new tour into README.md instead of failing.
 # Usage: tests/demo_cli.sh PATH/TO/gpuledger
 set -u
 bin=${1:-./gpuledger}
@@ -11,8 +15,12 @@ pass=0
 fail=0
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
+root=$(cd "$(dirname "$0")/.." && pwd)
 for run in first second; do
+	tour=
+	[ $run = first ] && tour=$tmp/tour
 	out=$(GPULEDGER=$bin DEMO_DIR="$tmp/demo" PORT=$port DEMO_SELFTEST=1 \
+		DEMO_TOUR=$tour DEMO_FAKETIME="2026-02-01 00:00:00" \
 		sh "$(dirname "$0")/../tools/demo.sh" 2>&1)
 	rc=$?
 	n_ok=$(printf '%s\n' "$out" | grep -c '^ok: ')
@@ -23,6 +31,14 @@ for run in first second; do
 		fail=$((fail + 1))
 		echo "FAIL: $run run (exit $rc):"
 		printf '%s\n' "$out" | tail -20
+	fi
+	# make run keeps only what the demo needs, and says how much that is.
+	if printf '%s\n' "$out" | grep -Eq '^== disk used by the demo: [0-9.,]+[KMG]? in ' &&
+		[ ! -e "$tmp/demo/stream.ndjson" ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: $run run: no disk use line, or the stream was kept"
 	fi
 	case $run in
 	second)
@@ -35,5 +51,29 @@ for run in first second; do
 		;;
 	esac
 done
+# The README's tour is the first run's.
+readme=$root/README.md
+begin='<!-- tour: tests/demo_cli.sh writes this block from a real run (UPDATE_TOUR=1) -->'
+end='<!-- tour end -->'
+awk -v b="$begin" -v e="$end" '$0 == e { on = 0 } on && !/^```/ { print }
+	$0 == b { on = 1 }' "$readme" >"$tmp/readme-tour"
+if [ ! -s "$tmp/tour" ]; then
+	fail=$((fail + 1))
+	echo "FAIL: the demo wrote no tour"
+elif cmp -s "$tmp/tour" "$tmp/readme-tour"; then
+	pass=$((pass + 1))
+elif [ -n "${UPDATE_TOUR:-}" ]; then
+	awk -v b="$begin" -v e="$end" -v f="$tmp/tour" '
+		$0 == e { print "```"; while ((getline l < f) > 0) print l;
+			print "```"; on = 0 }
+		!on { print } $0 == b { on = 1 }' "$readme" >"$tmp/readme.new" &&
+		cp "$tmp/readme.new" "$readme"
+	echo "demo_cli: README.md tour updated"
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL: the README tour differs from a real run (UPDATE_TOUR=1 $0 $bin rewrites it):"
+	diff "$tmp/readme-tour" "$tmp/tour" | head -20
+fi
 echo "demo_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

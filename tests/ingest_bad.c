@@ -390,6 +390,57 @@ START_TEST(bad_mutations)
 }
 END_TEST
 
+/* NOTEs are counted by code (the watcher's gpuledger_watch_notes_total):
+ * every bad line under its code, ingest_note's code too, and codes past
+ * the table's room under "other". */
+START_TEST(bad_note_counts)
+{
+	static const char *const extra[] = {
+		"C00", "C01", "C02", "C03", "C04", "C05", "C06", "C07",
+		"C08", "C09", "C10", "C11", "C12", "C13", "C14", "C15",
+		"C16", "C17", "C18", "C19", "C20", "C21", "C22", "C23",
+		"C24", "C25", "C26", "C27", "C28", "C29",
+	};
+	size_t n_bad = sizeof(bad_lines) / sizeof(bad_lines[0]);
+	struct ingest_note_count got[INGEST_NOTE_CODES + 1];
+	struct lg_error err = {0};
+	uint64_t sum = 0, other = 0;
+	struct h h;
+	size_t n;
+
+	h_open(&h, CLASSES);
+	for (size_t i = 0; i < n_bad; i++)
+		h_feed(&h, bad_lines[i].line);
+	ck_assert_int_eq(ingest_note(h.in, "ApiAbsent", "no API", &err), 0);
+	n = ingest_note_counts(h.in, got, INGEST_NOTE_CODES + 1);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t want = strcmp(got[i].code, "ApiAbsent") == 0;
+
+		for (size_t j = 0; j < n_bad; j++)
+			want += strcmp(bad_lines[j].note, got[i].code) == 0;
+		ck_assert_msg(got[i].n == want, "%s: %llu, want %llu",
+			      got[i].code, (unsigned long long)got[i].n,
+			      (unsigned long long)want);
+		sum += got[i].n;
+	}
+	ck_assert_uint_eq(sum, n_bad + 1);
+	/* More codes than the table holds: the rest count as "other". */
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+		ck_assert_int_eq(ingest_note(h.in, extra[i], "x", &err), 0);
+	n = ingest_note_counts(h.in, got, INGEST_NOTE_CODES + 1);
+	ck_assert_uint_eq(n, INGEST_NOTE_CODES);
+	sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		sum += got[i].n;
+		if (strcmp(got[i].code, "other") == 0)
+			other = got[i].n;
+	}
+	ck_assert_uint_eq(sum, n_bad + 1 + sizeof(extra) / sizeof(extra[0]));
+	ck_assert_uint_gt(other, 0);
+	h_close(&h);
+}
+END_TEST
+
 INGEST_PART(bad)
 {
 	TCase *tc = tcase_create("bad_lines");
@@ -398,6 +449,7 @@ INGEST_PART(bad)
 			    sizeof(bad_lines) / sizeof(bad_lines[0]));
 	tcase_add_test(tc, bad_blank_bookmark_oversized);
 	tcase_add_test(tc, bad_mutations);
+	tcase_add_test(tc, bad_note_counts);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_time");
 	tcase_add_test(tc, bad_times);

@@ -51,18 +51,7 @@ if ! "$bin" watch --help 2>/dev/null | grep -q -- --kubeconfig; then
 	exit 1
 fi
 
-# wait_until SECONDS COMMAND...: poll every 0.1 s.
-wait_until() {
-	limit=$(($1 * 10))
-	shift
-	n=0
-	while [ $n -lt $limit ]; do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-		n=$((n + 1))
-	done
-	return 1
-}
+# wait_until comes from tests/lib/cli.sh.
 
 # ------------------------------------------------------------ certificates
 # gen_ca and gen_cert come from tests/lib/cli.sh.

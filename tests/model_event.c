@@ -233,6 +233,32 @@ START_TEST(event_time)
 }
 END_TEST
 
+/* What an operator types: RFC 3339 as before, or a date alone (midnight
+ * UTC); a date must still be a real date, and streams stay strict. */
+START_TEST(event_time_user)
+{
+	static const char *const bad[] = {
+		"2026-02-30", "2026-13-01",  "2026-1-15", "2026-01-1x",
+		"26-01-15",   "2026/01/15",  "",	  "2026-01-15T",
+		"2025-02-29", "2026-01-15 ",
+	};
+	int64_t t = 0, want = 0;
+
+	ck_assert_int_eq(time_parse_ns("2026-01-15T00:00:00Z", &want), 0);
+	ck_assert_int_eq(time_parse_user_ns("2026-01-15", &t), 0);
+	ck_assert_int_eq(t, want);
+	ck_assert_int_eq(time_parse_user_ns("2024-02-29", &t), 0);
+	ck_assert_int_eq(time_parse_user_ns("2026-01-15T10:00:00+01:00", &t),
+			 0);
+	ck_assert_int_eq(t, want + 9 * 3600LL * 1000000000LL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(time_parse_user_ns(bad[i], &t) == LG_EINVAL,
+			      "accepted \"%s\"", bad[i]);
+	ck_assert_int_eq(time_parse_user_ns(NULL, &t), LG_EINVAL);
+	ck_assert_int_eq(time_parse_ns("2026-01-15", &t), LG_EINVAL);
+}
+END_TEST
+
 START_TEST(event_canonical_json)
 {
 	json_t *v =
@@ -274,5 +300,6 @@ void model_tests_event(Suite *s)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("event_time");
 	tcase_add_test(tc, event_time);
+	tcase_add_test(tc, event_time_user);
 	suite_add_tcase(s, tc);
 }

@@ -8,7 +8,12 @@
 # when it verifies, else it makes a new one.
 #
 # DEMO_SELFTEST=1 runs every printed command itself, checks each answer, and
-# stops the server: tests/demo_cli.sh uses it to keep this page true.
+# stops the server: tests/demo_cli.sh uses it to keep this page true. With
+# DEMO_TOUR=FILE the self-test also writes the README's tour (commands and
+# their real output, with this run's URL, directory and binary written as
+# a default run's) to FILE; DEMO_FAKETIME="YYYY-MM-DD HH:MM:SS" runs serve
+# under a frozen wall clock (faketime), so that the verdicts' times, and
+# so the chain heads after them, are the same in every run.
 set -eu
 bin=${GPULEDGER:-./gpuledger}
 dir=${DEMO_DIR:-var/demo}
@@ -28,7 +33,11 @@ else
 		--out "$dir/stream.ndjson"
 	say "== ingesting it: gpuledger watch --from $dir/stream.ndjson --db $dir/db"
 	"$bin" watch --from "$dir/stream.ndjson" --db "$dir/db"
+	# The stream is several times the ledger's size and the demo does not
+	# need it again (a second run reuses the ledger): keep only the ledger.
+	rm -f "$dir/stream.ndjson"
 fi
+say "== disk used by the demo: $(du -sh "$dir" | cut -f1) in $dir (rm -rf $dir frees it)"
 
 # A tenant with room for one device of some class, for an allowed admission;
 # the same request for many devices is denied.
@@ -46,7 +55,19 @@ ns=$1 cls=$2 left=$3
 from=$("$bin" replay --db "$dir/db" --json --at 1 | python3 -c '
 import json, sys; print(json.load(sys.stdin)["time"][:10] + "T00:00:00Z")')
 
-"$bin" serve --db "$dir/db" --listen "127.0.0.1:$port" >"$dir/serve.log" 2>&1 &
+if [ -n "${DEMO_FAKETIME:-}" ]; then
+	# libfaketime preloaded into serve itself (the faketime command would
+	# stand between us and serve's pid); monotonic time stays real, so
+	# the server's timers run. A sanitizer runtime tolerates the preload.
+	lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -1)
+	[ -n "$lib" ] || { say "DEMO_FAKETIME: libfaketime not found" >&2; exit 1; }
+	FAKETIME="$DEMO_FAKETIME" FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD=$lib \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$bin" serve --db "$dir/db" --listen "127.0.0.1:$port" \
+		>"$dir/serve.log" 2>&1 &
+else
+	"$bin" serve --db "$dir/db" --listen "127.0.0.1:$port" >"$dir/serve.log" 2>&1 &
+fi
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null; say "== stopped"; exit 0' INT TERM
 trap 'kill -TERM $server 2>/dev/null || true' EXIT
@@ -87,6 +108,9 @@ cat <<MSG
   # GPU-hours per tenant and class, one row per day (FOCUS CSV)
   curl -s '$url/v1/export?from=$from&step=day' | head -5
 
+  # Prometheus metrics (promtool check metrics lints them)
+  curl -s $url/metrics | promtool check metrics
+
   # the whole state, as a table
   $bin replay --db $dir/db | less
 
@@ -114,6 +138,29 @@ check verify "$("$bin" verify --db "$dir/db" 2>&1)" '^ok'
 check export "$(curl -s "$url/v1/export?from=$from&step=day" | head -5)" 'GPU-Hours'
 check replay "$("$bin" replay --db "$dir/db" | head -3)" 'chainHead'
 check console "$(curl -s "$url/ui")" '<title>gpuledger console</title>'
+lint=$(curl -s "$url/metrics" | promtool check metrics 2>&1; echo "exit $?")
+check metrics "$lint" '^exit 0$'
+tour=${DEMO_TOUR:-}
+if [ -n "$tour" ]; then
+	# Each command as printed for a default run, then what it printed now.
+	step() { # COMMAND-TEXT (run with sh; $url, $dir, $bin as in this run)
+		shown=$(printf '%s' "$1" | sed -e "s|\$url|http://127.0.0.1:8420|g" \
+			-e "s|\$dir|var/demo|g" -e "s|\$bin|./gpuledger|g")
+		printf '$ %s\n' "$shown"
+		url=$url dir=$dir bin=$bin sh -c "$1" 2>&1 | sed -e "s|$url|http://127.0.0.1:8420|g" \
+			-e "s|$dir|var/demo|g"
+		printf '\n'
+	}
+	{
+		step "curl -s \$url/v1/tenants/$ns/remaining | jq -c '.total'"
+		step "curl -s -X POST \$url/v1/admission -d '$big' | jq -c '{id, allowed, reason, message}'"
+		step "curl -s -X POST \$url/v1/admission -d '$small' | jq -c '{id, allowed, reason, basisSeq, seq}'"
+		step '$bin audit --db $dir/db'
+		step '$bin verify --db $dir/db'
+		step "curl -s \"\$url/v1/export?from=$from&step=day\" | head -3 | cut -d, -f1-6"
+		step '$bin replay --db $dir/db | head -8'
+	} | sed '$d' >"$tour"
+fi
 kill -TERM $server
 wait $server || true
 trap - EXIT

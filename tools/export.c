@@ -14,13 +14,13 @@ static const char export_usage[] =
 	"usage: gpuledger export --db DIR (--from TIME [--to TIME] | --month "
 	"YYYY-MM)\n"
 	"         [--step hour|day] [--basis reserved|allocated]\n"
-	"         [--format focus-csv|json|opencost-csv] [--rollup subtree]\n"
+	"         [--format focus-csv|ndjson|opencost-csv] [--rollup subtree]\n"
 	"         [--rates FILE] [--currency CUR]\n"
 	"  GPU usage per namespace, class and period, integrated exactly in\n"
 	"  device-milliseconds from the event times, as FOCUS 1.2 rows.\n"
 	"  --db DIR        the ledger directory\n"
-	"  --from TIME     start of the range (RFC 3339; floored to the "
-	"second)\n"
+	"  --from TIME     start of the range (RFC 3339, or a date YYYY-MM-DD:\n"
+	"                  its midnight UTC; floored to the second)\n"
 	"  --to TIME       end of the range, excluded (default: the horizon).\n"
 	"                  Billing stops at min(--to, horizon) floored to the\n"
 	"                  second; the horizon is the time of the last event\n"
@@ -85,9 +85,9 @@ static const char export_usage[] =
 	"tenant\n"
 	"  or not. Rows come by period, then namespace and class, then (with\n"
 	"  --rollup) tenant subtrees.\n"
-	"  json: one object per line with the same names (decimals and times\n"
-	"  as strings, nulls as null, seqs and device-ms as integers, x_Scope\n"
-	"  always).\n"
+	"  ndjson (alias json): one object per line with the same names\n"
+	"  (decimals and times as strings, nulls as null, seqs and device-ms\n"
+	"  as integers, x_Scope always).\n"
 	"  opencost-csv: Date,Namespace,GPUs,GPUCost,TotalCost, the GPU "
 	"columns\n"
 	"  of OpenCost's allocation CSV export, one line per day and\n"
@@ -103,7 +103,7 @@ enum fmt {
 
 static const char *const fmt_names[] = {
 	[FMT_FOCUS] = "focus-csv",
-	[FMT_JSON] = "json",
+	[FMT_JSON] = "ndjson",
 	[FMT_OPENCOST] = "opencost-csv",
 };
 
@@ -182,9 +182,11 @@ static int on_row(void *ctx, const struct bill_row *row)
 
 static int parse_time(const char *name, const char *s, int64_t *t_ns)
 {
-	if (time_parse_ns(s, t_ns) == 0)
+	if (time_parse_user_ns(s, t_ns) == 0)
 		return 0;
-	tool_error("export: %s \"%s\" is not an RFC 3339 time", name, s);
+	tool_error("export: %s \"%s\" is not an RFC 3339 time or a date "
+		   "(YYYY-MM-DD, midnight UTC)",
+		   name, s);
 	return EXIT_USAGE;
 }
 
@@ -217,8 +219,13 @@ static int parse_fmt(const char *s, enum fmt *f)
 			*f = (enum fmt)i;
 			return 0;
 		}
-	tool_error("export: --format \"%s\": expected focus-csv, json or "
-		   "opencost-csv",
+	/* "json" was the name of NDJSON output: kept as its alias. */
+	if (strcmp(s, "json") == 0) {
+		*f = FMT_JSON;
+		return 0;
+	}
+	tool_error("export: --format \"%s\": expected focus-csv, ndjson (or "
+		   "json) or opencost-csv",
 		   s);
 	return EXIT_USAGE;
 }

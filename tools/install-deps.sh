@@ -18,7 +18,8 @@
 #   kubernetes-client kubectl, to prove that server speaks the real protocol
 #   openssl, curl, jq a test CA and certificates; HTTP requests and JSON
 #                     from a shell
-#   faketime          an expired certificate for tests/tls_cli.sh
+#   faketime          an expired certificate for tests/tls_cli.sh; a frozen
+#                     wall clock for the README tour's server (demo_cli.sh)
 #   nodejs, npm       the Kubernetes OpenAPI schemas (npm kubernetes-models)
 #                     that tests/manifests_cli.sh validates deploy/ with
 #   wrk               tests/bench/serve_bench.sh, the quick HTTP and TLS
@@ -26,6 +27,9 @@
 #   chromium          the web console's browser test: headless chromium driven
 #                     over the DevTools protocol (tests/ui_cli.sh); node's
 #                     test runner for its JavaScript
+#   prometheus        promtool: lints /metrics, checks and unit-tests the
+#                     alerting rules in deploy/
+#   help2man          the man pages, made from each subcommand's --help
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
@@ -33,7 +37,8 @@ libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 # Tools are wanted as commands: any kubectl on the PATH will do (some images
 # ship another package of it, which Debian's would conflict with).
 cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq \
-faketime:faketime node:nodejs npm:npm wrk:wrk chromium:chromium"
+faketime:faketime node:nodejs npm:npm wrk:wrk chromium:chromium \
+promtool:prometheus help2man:help2man"
 
 missing=""
 for p in $pkgs; do

@@ -23,6 +23,27 @@ void tool_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void tool_version(FILE *f)
+{
+	fprintf(f, "gpuledger %s (commit %s)\n", lg_version(), lg_commit());
+}
+
+static const char version_usage[] =
+	"usage: gpuledger version\n"
+	"  prints the version and the git commit it was built from (also\n"
+	"  `gpuledger --version` and `gpuledger SUBCOMMAND --version`).\n";
+
+static int cmd_version(int argc, char **argv)
+{
+	const struct cmd_spec spec = {"version", version_usage, NULL, 0};
+	int status = opts_parse(&spec, argc, argv);
+
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	tool_version(stdout);
+	return tool_flush("version", 0);
+}
+
 static const struct subcommand subcommands[] = {
 	{"eval", "the model on the command line: NDJSON requests on stdin",
 	 cmd_eval},
@@ -44,6 +65,8 @@ static const struct subcommand subcommands[] = {
 	{"backup", "a compact consistent copy", cmd_backup},
 	{"simulate", "a synthetic cluster history as a recorded stream",
 	 cmd_simulate},
+	{"version", "the version and the commit it was built from",
+	 cmd_version},
 };
 
 #define N_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
@@ -84,6 +107,8 @@ int main(int argc, char **argv)
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
+	if (strcmp(argv[1], "--version") == 0)
+		return cmd_version(1, argv + 1);
 	for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
 		if (strcmp(argv[1], subcommands[i].name) != 0)
 			continue;

@@ -72,6 +72,10 @@ int opts_parse(const struct cmd_spec *spec, int argc, char **argv)
 			fputs(spec->usage, stdout);
 			return OPTS_HELP_SHOWN;
 		}
+		if (strcmp(arg, "--version") == 0) {
+			tool_version(stdout);
+			return OPTS_HELP_SHOWN;
+		}
 		o = arg[0] == '-' ? opt_find(spec, arg, len) : NULL;
 		if (o == NULL) {
 			tool_error("%s: %s \"%s\"", spec->name,
@@ -108,6 +112,16 @@ int opts_exit(int parsed)
 	return parsed == OPTS_HELP_SHOWN ? EXIT_OK : EXIT_USAGE;
 }
 
+static bool has_ledger(const char *dir)
+{
+	char path[4096];
+	struct stat sb;
+	int n = snprintf(path, sizeof(path), "%s/data.mdb", dir);
+
+	return n > 0 && (size_t)n < sizeof(path) && stat(path, &sb) == 0 &&
+	       S_ISREG(sb.st_mode);
+}
+
 int tool_check_db(const char *cmd, const char *dir, bool create)
 {
 	struct stat sb;
@@ -126,6 +140,14 @@ int tool_check_db(const char *cmd, const char *dir, bool create)
 	}
 	if (!S_ISDIR(sb.st_mode)) {
 		tool_error("%s: %s: not a directory", cmd, dir);
+		return EXIT_USAGE;
+	}
+	/* An existing directory that holds no ledger is a mistyped path far
+	 * more often than a wish for an empty one: LMDB's own answer would be
+	 * a bare "No such file or directory" about a directory that exists. */
+	if (!has_ledger(dir)) {
+		tool_error("%s: %s: not a gpuledger ledger (no data.mdb in it)",
+			   cmd, dir);
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -150,8 +172,13 @@ int tool_open_ledger(const char *cmd, const char *dir,
 		return tool_damage(cmd, &err);
 	}
 	if (rc != 0) {
-		tool_error("%s: %s: %s", cmd, dir,
-			   err.msg[0] ? err.msg : lg_strerror(rc));
+		/* The path once: most of the ledger's messages start with it.
+		 */
+		if (err.msg[0] && strncmp(err.msg, dir, strlen(dir)) == 0)
+			tool_error("%s: %s", cmd, err.msg);
+		else
+			tool_error("%s: %s: %s", cmd, dir,
+				   err.msg[0] ? err.msg : lg_strerror(rc));
 		*lg = NULL;
 		return EXIT_USAGE;
 	}
@@ -243,7 +270,7 @@ int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
 			   (unsigned long long)last);
 		return EXIT_USAGE;
 	}
-	if (time_parse_ns(at, &t_ns) != 0) {
+	if (time_parse_user_ns(at, &t_ns) != 0) {
 		tool_error("%s: --at \"%s\" is neither a seq nor an RFC 3339 "
 			   "time",
 			   cmd, at);

@@ -6,8 +6,10 @@
 #include "query/query.h"
 #include "tools/tools.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <uv.h>
 
 static const char serve_usage[] =
@@ -22,7 +24,11 @@ static const char serve_usage[] =
 	"  caught up. Verdicts are recorded as VERDICT events before they\n"
 	"  are answered. Prints \"listening on HOST:PORT\" when ready to\n"
 	"  accept; SIGINT or SIGTERM stop it after answering what is queued.\n"
-	"  --db DIR            the ledger (one server per ledger)\n"
+	"  --db DIR            the ledger (one server per ledger); a "
+	"directory\n"
+	"                      that holds none is refused, unless --create\n"
+	"  --create            make an empty ledger in DIR when there is none\n"
+	"                      (a pod whose watcher has not started yet)\n"
 	"  --listen HOST:PORT  numeric address (default 127.0.0.1:8420; port\n"
 	"                      0 picks a free one); without --token-file only\n"
 	"                      a loopback address is accepted\n"
@@ -100,6 +106,7 @@ int cmd_serve(int argc, char **argv)
 	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0, reload = 0;
 	const struct opt opts[] = {
 		{"--db", OPT_STR, &o.db},
+		{"--create", OPT_FLAG, &o.create},
 		{"--listen", OPT_STR, &o.listen},
 		{"--token-file", OPT_STR, &o.token_file},
 		{"--rates", OPT_STR, &o.rates_file},
@@ -129,8 +136,13 @@ int cmd_serve(int argc, char **argv)
 	    !fits("--request-ms", req) || !fits("--poll-ms", poll) ||
 	    !fits("--tls-reload-ms", reload))
 		return EXIT_USAGE;
-	if (tool_check_db("serve", o.db, false) != 0)
+	if (tool_check_db("serve", o.db, o.create) != 0)
 		return EXIT_USAGE;
+	/* The server's lock file lives in the directory: make it first. */
+	if (o.create && mkdir(o.db, 0775) != 0 && errno != EEXIST) {
+		tool_error("serve: %s: %s", o.db, strerror(errno));
+		return EXIT_USAGE;
+	}
 	o.max_body_bytes = (size_t)body;
 	o.max_conns = (unsigned)conns;
 	o.idle_ms = (unsigned)idle;

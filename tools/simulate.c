@@ -2592,9 +2592,10 @@ static bool parse_share(const char *v, uint32_t *ppm)
 
 static int sim_time_opt(const char *name, const char *v, int64_t *out)
 {
-	if (time_parse_ns(v, out) != 0 || *out < 0 || *out > SIM_TIME_MAX_NS) {
-		tool_error("simulate: %s \"%s\" is not an RFC 3339 time in "
-			   "1970..2199",
+	if (time_parse_user_ns(v, out) != 0 || *out < 0 ||
+	    *out > SIM_TIME_MAX_NS) {
+		tool_error("simulate: %s \"%s\" is not an RFC 3339 time or a "
+			   "date in 1970..2199",
 			   name, v);
 		return EXIT_USAGE;
 	}

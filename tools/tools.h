@@ -45,6 +45,10 @@ int cmd_export(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_replicate(int argc, char **argv);
 
+/* Prints "gpuledger VERSION (commit C)" and a newline: `gpuledger version`
+ * and --version of every subcommand. */
+void tool_version(FILE *f);
+
 /* Prints "gpuledger: <message>" to stderr. */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -78,7 +82,8 @@ enum {
 };
 
 /* Parses argv[1..argc) against spec's table ("--name VALUE" or
- * "--name=VALUE"). --help / -h prints the usage to stdout (OPTS_HELP_SHOWN);
+ * "--name=VALUE"). --help / -h prints the usage to stdout, --version the
+ * version (both OPTS_HELP_SHOWN);
  * an unknown option, a missing or malformed value, or a positional argument
  * prints one error line and the usage to stderr (OPTS_USAGE_ERROR). */
 int opts_parse(const struct cmd_spec *spec, int argc, char **argv);

@@ -52,6 +52,16 @@ static const char watch_usage[] =
 	"  $KUBECONFIG, ~/.kube/config, else in-cluster), --context, --record\n"
 	"  FILE (tee the received events as a recorded stream), --tick S (a\n"
 	"  TICK after S seconds of quiet, default 60), --verbose.\n"
+	"  --metrics-listen HOST:PORT   Prometheus metrics on GET /metrics\n"
+	"                (per-resource watch health, lag, relists, errors;\n"
+	"                events appended; NOTEs by code; port 0 picks one)\n"
+	"  --api-recheck S   a resource whose API is not served (e.g. no\n"
+	"                resource.k8s.io/v1 before Kubernetes 1.34: v1beta2 "
+	"or\n"
+	"                v1beta1 is read instead; no Cozystack CRDs) is "
+	"skipped\n"
+	"                with a NOTE ApiAbsent and discovered again every S\n"
+	"                seconds (default 60); the other resources go on.\n"
 	"  Exit status: 0 when the input ended or SIGINT/SIGTERM stopped it\n"
 	"  (what was read is committed), 2 on a usage or operating error.\n";
 
@@ -119,7 +129,8 @@ static int watch_stream(ledger_t *lg, const char *from,
 	}
 	snprintf(line, sizeof(line),
 		 "watch: %s%llu lines (%llu replayed), %llu events, %llu "
-		 "notes, %llu pods skipped unparsed; last seq %llu",
+		 "notes, %llu pods without GPUs skipped (no class's resource "
+		 "named, so not parsed; normal); last seq %llu",
 		 res.resumed ? "resumed; " : "",
 		 (unsigned long long)res.c.lines,
 		 (unsigned long long)res.replayed,
@@ -131,8 +142,8 @@ static int watch_stream(ledger_t *lg, const char *from,
 }
 
 struct live_opts {
-	const char *kubeconfig, *context, *record;
-	uint64_t tick_s, max_object, batch;
+	const char *kubeconfig, *context, *record, *metrics_listen;
+	uint64_t tick_s, max_object, batch, api_recheck_s;
 	bool verbose;
 };
 
@@ -148,6 +159,9 @@ static int watch_live(ledger_t *lg, const struct class_table *t,
 				     .tick_ns = io.tick_ns,
 				     .max_object_bytes = io.max_object_bytes,
 				     .stop = &watch_stop,
+				     .metrics_listen = lo->metrics_listen,
+				     .api_recheck_ms =
+					     (int64_t)lo->api_recheck_s * 1000,
 				     .verbose = lo->verbose};
 	struct lg_error err = {0};
 	ingest_t *in = NULL;
@@ -170,7 +184,7 @@ static int watch_live(ledger_t *lg, const struct class_table *t,
 int cmd_watch(int argc, char **argv)
 {
 	const char *db = NULL, *from = NULL, *classes = NULL;
-	struct live_opts live = {.tick_s = 60};
+	struct live_opts live = {.tick_s = 60, .api_recheck_s = 60};
 	struct ledger_opts lo = {.create = true};
 	const struct opt opts[] = {
 		{"--db", OPT_STR, &db},
@@ -184,6 +198,8 @@ int cmd_watch(int argc, char **argv)
 		{"--record", OPT_STR, &live.record},
 		{"--tick", OPT_U64, &live.tick_s},
 		{"--verbose", OPT_FLAG, &live.verbose},
+		{"--metrics-listen", OPT_STR, &live.metrics_listen},
+		{"--api-recheck", OPT_U64, &live.api_recheck_s},
 	};
 	const struct cmd_spec spec = {"watch", watch_usage, opts,
 				      sizeof(opts) / sizeof(opts[0])};
@@ -194,9 +210,11 @@ int cmd_watch(int argc, char **argv)
 	if (status != OPTS_RUN)
 		return opts_exit(status);
 	if (live.batch > 1000000 || live.tick_s == 0 ||
-	    live.max_object > (1ULL << 30)) {
+	    live.max_object > (1ULL << 30) || live.api_recheck_s == 0 ||
+	    live.api_recheck_s > 86400) {
 		tool_error("watch: --batch is at most 1000000, --tick at least "
-			   "1, --max-object-bytes at most 1 GiB");
+			   "1, --max-object-bytes at most 1 GiB, --api-recheck "
+			   "1..86400");
 		return EXIT_USAGE;
 	}
 	if ((status = load_classes(classes, &t)) != 0)

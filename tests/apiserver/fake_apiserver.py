@@ -35,6 +35,11 @@ A scenario is one JSON object (every key optional):
     "auth": {"token": "T"},    # require "Authorization: Bearer T"; --token overrides
     "history": 1000,           # watch events retained: a watch or a continue
                                # token may start at most this many changes back
+    "served": {"resource.k8s.io": ["v1beta2", "v1beta1"]},
+                               # API versions served per group, most preferred
+                               # first ([] = the group is absent); objects are
+                               # converted to the version asked for (v1beta1
+                               # claims carry no "exactly")
     "list_item_typemeta": "real",  # "real": items of built-in lists carry no
                                # kind/apiVersion, as kube-apiserver sends them
                                # (custom resources keep them); "always": all do
@@ -97,6 +102,7 @@ Control endpoint (plain HTTP on 127.0.0.1, no auth)
                            applied in order -> {"resourceVersion", "applied"}
   POST /_control/fault     body: a FAULT or a list -> {"faults": count}
   POST /_control/config    body: scenario keys "watch", "auth", "history",
+                           "served",
                            "list_item_typemeta" (merged)
   POST /_control/compact   drop the history: every older resourceVersion and
                            continue token expires
@@ -642,6 +648,7 @@ def check_event(ev):
 
 
 SCENARIO_KEYS = ("seed", "version", "auth", "history", "list_item_typemeta",
+                 "served",
                  "watch", "objects", "timeline", "faults")
 
 
@@ -715,6 +722,7 @@ class App:
         self.watch = dict(DEFAULT_WATCH)
         self.token = None
         self.typemeta = "real"
+        self.served = default_served()
         self.version = {
             "major": "1", "minor": "32", "gitVersion": "v1.32.4",
             "gitCommit": "0" * 40, "gitTreeState": "clean",
@@ -764,6 +772,17 @@ class App:
                 raise ApiError(400, f"history is an integer in "
                                f"0..{MAX_HISTORY}")
             self.store.set_retention(history)
+        if "served" in cfg:
+            served = cfg["served"]
+            if not isinstance(served, dict) or any(
+                    g not in SERVABLE or not isinstance(vs, list) or
+                    any(v not in SERVABLE[g] for v in vs)
+                    for g, vs in served.items()):
+                raise ApiError(400, "served is {group: [versions]} with "
+                               f"groups and versions of {SERVABLE}")
+            with self.lock:
+                self.served.update({g: list(vs) for g, vs in
+                                    served.items()})
         if "version" in cfg:
             if not isinstance(cfg["version"], dict):
                 raise ApiError(400, "version is a JSON object")
@@ -946,15 +965,51 @@ def int_param(params, name, default, lo=0, hi=None):
 
 # ------------------------------------------------------------------ routing
 
-def groups():
-    """API groups other than the core group, in first-seen order."""
+# The versions each API group can be served in ("served" in a scenario or
+# POST /_control/config picks a subset, most preferred first; [] removes the
+# group, as on a cluster without Cozystack's CRDs).  Objects are stored in
+# their resource's version and converted when served in another, as the
+# real server converts from its storage version: resource.k8s.io/v1beta1
+# keeps a DeviceRequest's deviceClassName, allocationMode and count at its
+# top, where v1 and v1beta2 hold them under "exactly".
+SERVABLE = {"apps.cozystack.io": ["v1alpha1"],
+            "resource.k8s.io": ["v1", "v1beta2", "v1beta1"]}
+
+
+def default_served():
     out = {}
     for r in RESOURCES:
-        if r.group:
-            out.setdefault(r.group, [])
-            if r.version not in out[r.group]:
-                out[r.group].append(r.version)
+        if r.group and r.version not in out.setdefault(r.group, []):
+            out[r.group].append(r.version)
     return out
+
+
+def served_versions(app, res):
+    return app.served.get(res.group, [res.version]) if res.group \
+        else [res.version]
+
+
+def present(obj, res, version):
+    """obj (stored in res.version) as served in version."""
+    if version == res.version or not isinstance(obj, dict):
+        return obj
+    out = copy.deepcopy(obj)
+    if "apiVersion" in out:
+        out["apiVersion"] = f"{res.group}/{version}"
+    if res.kind == "ResourceClaim" and version == "v1beta1":
+        reqs = ((out.get("spec") or {}).get("devices") or {}).get(
+            "requests") or []
+        for req in reqs:
+            if isinstance(req, dict) and isinstance(req.get("exactly"),
+                                                    dict):
+                req.update(req.pop("exactly"))
+    return out
+
+
+def groups(app):
+    """API groups other than the core group that are served, in first-seen
+    order, each with its served versions."""
+    return {g: vs for g, vs in app.served.items() if vs}
 
 
 def group_doc(name, versions):
@@ -962,10 +1017,10 @@ def group_doc(name, versions):
     return {"name": name, "versions": vs, "preferredVersion": vs[0]}
 
 
-def resource_list(group, version):
+def resource_list(app, group, version):
     gv = f"{group}/{version}" if group else version
     res = [r.discovery() for r in RESOURCES
-           if r.group == group and r.version == version]
+           if r.group == group and version in served_versions(app, r)]
     if not res:
         return None
     return {"kind": "APIResourceList", "apiVersion": "v1",
@@ -975,9 +1030,11 @@ def resource_list(group, version):
 class Route:
     """What a request path names: a discovery document or a resource."""
 
-    def __init__(self, doc=None, res=None, namespace=None, name=None):
+    def __init__(self, doc=None, res=None, namespace=None, name=None,
+                 version=None):
         self.doc = doc
         self.res = res
+        self.version = version
         self.namespace = namespace
         self.name = name
 
@@ -993,9 +1050,9 @@ def route_discovery(app, segs):
     if segs == ["apis"]:
         return Route(doc={"kind": "APIGroupList", "apiVersion": "v1",
                           "groups": [group_doc(g, v)
-                                     for g, v in groups().items()]})
-    if len(segs) == 2 and segs[0] == "apis" and segs[1] in groups():
-        doc = group_doc(segs[1], groups()[segs[1]])
+                                     for g, v in groups(app).items()]})
+    if len(segs) == 2 and segs[0] == "apis" and segs[1] in groups(app):
+        doc = group_doc(segs[1], groups(app)[segs[1]])
         return Route(doc={"kind": "APIGroup", "apiVersion": "v1", **doc})
     return None
 
@@ -1014,7 +1071,7 @@ def route(app, path):
         raise ApiError(404, "the server could not find the requested "
                        "resource")
     if not rest:
-        doc = resource_list(group, version)
+        doc = resource_list(app, group, version)
         if doc is None:
             raise ApiError(404, "the server could not find the requested "
                            "resource")
@@ -1023,7 +1080,8 @@ def route(app, path):
     if len(rest) >= 3 and rest[0] == "namespaces":
         ns, rest = rest[1], rest[2:]
     res = BY_KEY.get(f"{rest[0]}.{group}" if group else rest[0])
-    if res is None or res.version != version or len(rest) > 2 or \
+    if res is None or version not in served_versions(app, res) or \
+            len(rest) > 2 or \
             (ns is not None and not res.namespaced):
         raise ApiError(404, "the server could not find the requested "
                        "resource")
@@ -1031,7 +1089,7 @@ def route(app, path):
     if name is not None and res.namespaced and ns is None:
         raise ApiError(404, "the server could not find the requested "
                        "resource")
-    return Route(res=res, namespace=ns, name=name)
+    return Route(res=res, namespace=ns, name=name, version=version)
 
 
 # -------------------------------------------------------------- API server
@@ -1182,7 +1240,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                            details={"name": rt.name,
                                     "group": rt.res.group,
                                     "kind": rt.res.plural})
-        self.send_json(200, obj)
+        self.send_json(200, present(obj, rt.res, rt.version))
 
     # ------------------------------------------------------------- lists
 
@@ -1246,12 +1304,15 @@ class ApiHandler(BaseHTTPRequestHandler):
             md["continue"] = encode_continue(at, obj_key(page[-1]) + "\0")
             if not sel.fields and not sel.labels:
                 md["remainingItemCount"] = len(picked) - limit
+        page = [present(o, rt.res, rt.version) for o in page]
         if rt.res.builtin and app.typemeta == "real":
             page = [{k: v for k, v in o.items()
                      if k not in ("kind", "apiVersion")} for o in page]
         self.entry["events"] = len(page)
         self.send_json(200, {"kind": f"{rt.res.kind}List",
-                             "apiVersion": rt.res.api_version,
+                             "apiVersion": present(
+                                 {"apiVersion": rt.res.api_version},
+                                 rt.res, rt.version)["apiVersion"],
                              "metadata": md, "items": page})
 
     # ------------------------------------------------------------- watch
@@ -1279,6 +1340,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         return evs, max(want, store.rv), None
 
     def serve_watch(self, app, rt, params):
+        self.watch_rt = rt
         sel = Selector(rt.res, rt.namespace, params)
         cfg = dict(app.watch)
         bookmarks = parse_bool(params.get("allowWatchBookmarks", "false"))
@@ -1321,7 +1383,9 @@ class ApiHandler(BaseHTTPRequestHandler):
         if initial_end:
             md["annotations"] = {"k8s.io/initial-events-end": "true"}
         return jdump({"type": "BOOKMARK", "object": {
-            "kind": rt.res.kind, "apiVersion": rt.res.api_version,
+            "kind": rt.res.kind, "apiVersion": present(
+                {"apiVersion": rt.res.api_version}, rt.res,
+                rt.version)["apiVersion"],
             "metadata": md}})
 
     def deliver(self, evs):
@@ -1331,7 +1395,9 @@ class ApiHandler(BaseHTTPRequestHandler):
         done = self.entry["events"]
         if "end_after_events" in f:
             evs = evs[:max(0, int(f["end_after_events"]) - done)]
-        pieces = [jdump({"type": t, "object": o}) for t, o in evs]
+        rt = self.watch_rt
+        pieces = [jdump({"type": t, "object": present(o, rt.res, rt.version)})
+                  for t, o in evs]
         if "disconnect_after_events" in f:
             k = int(f["disconnect_after_events"]) - done
             if 0 <= k < len(pieces):
@@ -1526,7 +1592,7 @@ def ctl_config(app, text):
         raise ApiError(400, "config is a JSON object")
     app.configure(cfg)
     return {"watch": app.watch, "history": app.store.retention,
-            "list_item_typemeta": app.typemeta}
+            "list_item_typemeta": app.typemeta, "served": app.served}
 
 
 def ctl_compact(app, text):

@@ -5,7 +5,8 @@ leaves nothing out.
   - every subcommand of `gpuledger --help` is run by an example of
     docs/api.md, and every route of query/routes.c is requested by one
     (COMMANDS is the list run_examples.py --commands wrote);
-  - every metric named in docs/*.md is one query/metrics.c exposes;
+  - every metric named in docs/*.md is one serve (query/metrics.c) or the
+    watcher (ingest/kube_metrics.c, ledger/build.c) exposes;
   - every option written after `gpuledger SUB` is in `gpuledger SUB --help`,
     and every other --option in the docs belongs to some subcommand;
   - every relative link of docs/*.md points at a file that exists.
@@ -81,7 +82,9 @@ def doc_texts(root):
 
 
 def check_metrics(c, root, texts):
-    src = open(os.path.join(root, "query", "metrics.c")).read()
+    src = "".join(open(os.path.join(root, *f)).read() for f in (
+        ("query", "metrics.c"), ("ingest", "kube_metrics.c"),
+        ("ledger", "build.c")))
     names = set(re.findall(r"\"(gpuledger_[a-z_]+)", src))
     names |= {n + s for n in names for s in ("_bucket", "_sum", "_count")}
     for p, t in texts.items():

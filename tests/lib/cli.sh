@@ -110,3 +110,30 @@ py_checks() {
 	echo "$pc_name: $pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 }
+
+# wait_until SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds
+# (status 0) or SECONDS pass (status 1).
+wait_until() {
+	limit=$(($1 * 10))
+	shift
+	n=0
+	while [ $n -lt $limit ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+		n=$((n + 1))
+	done
+	return 1
+}
+# need_cmds SCRIPT CMD...: every command is on the PATH, or the script
+# fails at once (a missing tool is a failure, never a quiet skip).
+need_cmds() {
+	script=$1
+	shift
+	for c in "$@"; do
+		if ! command -v "$c" >/dev/null 2>&1; then
+			echo "FAIL: $c not found (tools/install-deps.sh installs it)"
+			echo "$script: 0 passed, 1 failed"
+			exit 1
+		fi
+	done
+}

@@ -1,0 +1,174 @@
+#!/bin/sh
+# The command line as an operator meets it: `gpuledger version` and
+# --version on every subcommand (version and commit baked in at build);
+# `make install` installs the binary, a man page per subcommand (help2man,
+# from --help) and bash completion; errors about a --db path name it once
+# and say what is wrong; serve refuses a directory that holds no ledger
+# unless --create.
+# Usage: tests/manners_cli.sh [PATH/TO/gpuledger]
+set -u
+bin=${1:-./gpuledger}
+case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+. "$root/tests/lib/cli.sh"
+
+need_cmds manners_cli help2man bash curl jq
+# start_serve OUT ARGS...: serve on an ephemeral port, output to OUT; sets
+# $p (its pid) and $port once it listens.
+start_serve() {
+	out=$1
+	shift
+	"$bin" serve --listen 127.0.0.1:0 "$@" >"$out" 2>&1 &
+	p=$!
+	wait_until 10 grep -q '^listening on' "$out"
+	port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$out")
+}
+
+# ---------------------------------------------------------------- version
+want=$(sed -n 's/^VERSION := //p' "$root/Makefile")
+run "$bin" version
+expect "gpuledger version" 0
+has "version and commit" "$tmp/out" \
+	"^gpuledger $want \\(commit ([0-9a-f]{12}|unknown)\\)\$"
+cp "$tmp/out" "$tmp/version"
+run "$bin" --version
+expect "gpuledger --version" 0
+same "gpuledger --version" "$tmp/version" "$tmp/out"
+subs=$("$bin" --help | sed -n 's/^  \([a-z][a-z-]*\)  .*/\1/p')
+[ -n "$subs" ] && ok || bad "gpuledger --help lists no subcommands"
+for s in $subs; do
+	run "$bin" "$s" --version
+	expect "$s --version" 0
+	same "$s --version" "$tmp/version" "$tmp/out"
+done
+
+# ---------------------------------------------------------------- install
+# MAKEFLAGS carries SANITIZE from `make test`, so this sub-make links
+# nothing new: it installs the binary under test.
+run make -C "$root" --no-print-directory install DESTDIR="$tmp/inst" PREFIX=/usr
+expect "make install" 0
+for f in usr/bin/gpuledger usr/share/man/man1/gpuledger.1 \
+	usr/share/bash-completion/completions/gpuledger; do
+	if [ -s "$tmp/inst/$f" ]; then ok; else bad "make install: no $f"; fi
+done
+for s in $subs; do
+	page=$tmp/inst/usr/share/man/man1/gpuledger-$s.1
+	if [ -s "$page" ] && grep -q "^gpuledger-$s \\\\- " "$page"; then ok
+	else bad "no man page gpuledger-$s(1)"; fi
+done
+# A page holds what --help says (help2man escapes dashes).
+has "gpuledger-watch(1) documents --metrics-listen" \
+	"$tmp/inst/usr/share/man/man1/gpuledger-watch.1" 'metrics\\-listen'
+has "gpuledger-serve(1) documents --create" \
+	"$tmp/inst/usr/share/man/man1/gpuledger-serve.1" '\\-\\-create'
+comp=$tmp/inst/usr/share/bash-completion/completions/gpuledger
+complete_words() { # WORDS...: what completing the last word offers
+	bash -c '. "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gpuledger;
+		echo "${COMPREPLY[*]}"' "$comp" "$@"
+}
+got=$(complete_words gpuledger rep)
+[ "$got" = "replay" ] && ok || bad "completion of 'gpuledger rep': '$got'"
+got=$(complete_words gpuledger watch --metr)
+[ "$got" = "--metrics-listen" ] && ok || bad "completion of 'watch --metr': '$got'"
+got=$(complete_words gpuledger export --form)
+[ "$got" = "--format" ] && ok || bad "completion of 'export --form': '$got'"
+
+# ------------------------------------------------------ paths named once
+mkdir -p "$tmp/empty"
+extra() { [ "$1" = export ] && echo "--from 2026-01-01T00:00:00Z"; }
+for s in verify replay export stats log audit; do
+	for d in "$tmp/empty" "$tmp/missing"; do
+		run "$bin" $s --db "$d" $(extra $s)
+		expect "$s --db $(basename "$d")" 2
+		n=$(grep -o "$d" "$tmp/err" | wc -l)
+		[ "$n" -eq 1 ] && ok || bad "$s: the path is named $n times: $(cat "$tmp/err")"
+	done
+	run "$bin" $s --db "$tmp/empty" $(extra $s)
+	has "$s: an empty directory is not a ledger" "$tmp/err" \
+		"$s: $tmp/empty: not a gpuledger ledger"
+	run "$bin" $s --db "$tmp/missing" $(extra $s)
+	has "$s: a missing directory" "$tmp/err" "$s: $tmp/missing: No such file or directory"
+done
+if [ ! -e "$tmp/empty/data.mdb" ] && [ ! -e "$tmp/missing" ]; then ok; else
+	bad "a refused path was changed"
+fi
+
+# ------------------------------------------------ serve and --create
+run "$bin" serve --db "$tmp/empty" --listen 127.0.0.1:0
+expect "serve on an empty directory" 2
+has "serve names what is wrong" "$tmp/err" \
+	"serve: $tmp/empty: not a gpuledger ledger \\(no data.mdb in it\\)"
+if [ ! -e "$tmp/empty/data.mdb" ]; then ok; else bad "serve made a ledger without --create"; fi
+start_serve "$tmp/serve.out" --db "$tmp/new" --create
+has "serve --create starts" "$tmp/serve.out" '^listening on 127.0.0.1:[0-9]+'
+kill -TERM $p 2>/dev/null
+wait $p 2>/dev/null
+if [ -f "$tmp/new/data.mdb" ]; then ok; else bad "serve --create made no ledger"; fi
+run "$bin" verify --db "$tmp/new"
+expect "the ledger serve --create made verifies" 0
+
+# ------------------------------------- export formats, dates, parameters
+db=$tmp/ledger
+"$bin" import --db "$db" --create <"$root/tests/query/base.ndjson" >/dev/null
+exp() { "$bin" export --db "$db" "$@"; }
+exp --from 2026-03-01T00:00:00Z --format json >"$tmp/json" 2>&1
+run exp --from 2026-03-01T00:00:00Z --format ndjson
+expect "export --format ndjson" 0
+same "--format json is an alias of ndjson" "$tmp/json" "$tmp/out"
+[ -s "$tmp/out" ] && jq -e . "$tmp/out" >/dev/null && ok || bad "ndjson is JSON lines"
+exp --from 2026-03-01T00:00:00Z --to 2026-03-02T00:00:00Z >"$tmp/rfc"
+run exp --from 2026-03-01 --to 2026-03-02
+expect "export with date-only times" 0
+same "a date is its midnight UTC (export)" "$tmp/rfc" "$tmp/out"
+run exp --from 2026-02-30
+expect "export --from 2026-02-30" 2
+has "a date that does not exist is refused" "$tmp/err" '--from "2026-02-30" is not an RFC 3339 time or a date'
+run exp --from 2026-03-01 --format csv
+has "an unknown format lists the names" "$tmp/err" 'expected focus-csv, ndjson \(or json\) or opencost-csv'
+"$bin" replay --db "$db" --json --at 2026-03-02T00:00:00Z >"$tmp/rfc"
+run "$bin" replay --db "$db" --json --at 2026-03-02
+expect "replay --at DATE" 0
+same "a date is its midnight UTC (replay)" "$tmp/rfc" "$tmp/out"
+
+"$bin" simulate --seed 3 --events 200 --start 2026-01-01T00:00:00Z \
+	--end 2026-01-02T00:00:00Z --out "$tmp/sim-rfc" 2>/dev/null
+run "$bin" simulate --seed 3 --events 200 --start 2026-01-01 --end 2026-01-02 \
+	--out "$tmp/sim-date"
+expect "simulate with date-only times" 0
+same "a date is its midnight UTC (simulate)" "$tmp/sim-rfc" "$tmp/sim-date"
+
+start_serve "$tmp/serve2.out" --db "$db"
+get() { # PATH?QUERY: status to $code, body to $tmp/body
+	code=$(curl -s -o "$tmp/body" -w '%{http_code}' "http://127.0.0.1:$port$1")
+}
+refused() { # NAME QUERY MESSAGE-REGEX
+	get "/v1/export?$2"
+	if [ "$code" = 400 ] && jq -r .error "$tmp/body" | grep -Eq -- "$3"; then ok
+	else bad "$1: $code $(head -c 200 "$tmp/body")"; fi
+}
+get "/v1/export?from=2026-03-01T00:00:00Z&format=ndjson"
+cp "$tmp/body" "$tmp/http.ndjson"
+[ "$code" = 200 ] && ok || bad "HTTP export format=ndjson: $code"
+get "/v1/export?from=2026-03-01&format=json"
+[ "$code" = 200 ] && cmp -s "$tmp/body" "$tmp/http.ndjson" && ok ||
+	bad "HTTP export: from=DATE&format=json differs from the RFC 3339 ndjson ($code)"
+refused "unknown parameter" "from=2026-03-01&form=ndjson" 'unknown parameter "form"'
+refused "from missing" "to=2026-03-02" '^export: parameter from is required'
+refused "bad from" "from=yesterday" '^export: parameter from is not an RFC 3339 time'
+refused "bad to" "from=2026-03-01&to=2026-13-01" '^export: parameter to is not'
+refused "to before from" "from=2026-03-02&to=2026-03-01" '^export: parameter to must be after from'
+refused "bad step" "from=2026-03-01&step=week" '^export: parameter step must be hour or day'
+refused "bad basis" "from=2026-03-01&basis=used" '^export: parameter basis must be'
+refused "bad format" "from=2026-03-01&format=xml" '^export: parameter format must be'
+refused "bad rollup" "from=2026-03-01&rollup=tree" '^export: parameter rollup must be subtree'
+get "/v1/state?at=2026-03-02"
+[ "$code" = 200 ] && ok || bad "HTTP state?at=DATE: $code $(head -c 200 "$tmp/body")"
+kill -TERM $p 2>/dev/null
+wait $p 2>/dev/null
+
+echo "manners_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
