@@ -402,6 +402,7 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 {
 	unsigned flags = MDB_NOTLS | (lg->o.no_sync ? MDB_NOSYNC : 0) |
 			 (lg->o.read_only ? MDB_RDONLY : 0);
+	MDB_envinfo info;
 	struct stat sb;
 	int rc, dead;
 
@@ -425,8 +426,13 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 	if (rc != 0)
 		return store_error(err, rc, lg->dir);
 	/* A file grown by an earlier run is bigger than our initial size;
-	 * adopt it. Stale reader slots of dead processes are freed. */
+	 * adopt it, but never beyond the operator's bound (LMDB keeps at
+	 * least the pages in use). Stale reader slots of dead processes are
+	 * freed. */
 	mdb_env_set_mapsize(lg->env, 0);
+	mdb_env_info(lg->env, &info);
+	if (info.me_mapsize > lg->o.map_max_bytes)
+		mdb_env_set_mapsize(lg->env, lg->o.map_max_bytes);
 	mdb_reader_check(lg->env, &dead);
 	return 0;
 }

@@ -250,7 +250,9 @@ static int bind_listener(struct query_server *qs, struct lg_error *err)
 
 static int open_ledger(struct query_server *qs, struct lg_error *err)
 {
-	struct ledger_opts lo = {.dir = qs->o.db};
+	struct ledger_opts lo = {.dir = qs->o.db,
+				 .map_size_bytes = qs->o.map_max_bytes,
+				 .map_max_bytes = qs->o.map_max_bytes};
 	int rc;
 
 	if ((rc = take_lock(qs, err)) != 0 ||
