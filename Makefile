@@ -107,6 +107,14 @@ integration: gpuledger
 		echo "integration: FAILED:$$failed"; exit 1; \
 	fi; echo "integration: all $(words $(CLI_TESTS)) scripts passed"
 
+# Mutation testing, not part of CI (slow): each deliberate bug of
+# tests/mutate/mutations.txt is applied alone to a scratch copy of the tree
+# and the suites it names must fail; prints the score and the survivors.
+# `make mutate MUTATE=ID...` runs some only.
+.PHONY: mutate
+mutate: gpuledger $(UNIT_TESTS)
+	@nice sh tests/mutate/run.sh $(MUTATE)
+
 # Benchmarks measure; tests never time anything. `make bench` runs
 # tests/bench/run.sh: it installs what the benchmarks need (SQLite,
 # PostgreSQL, wrk) when missing, sizes itself to finish in under 10 minutes

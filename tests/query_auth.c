@@ -157,6 +157,10 @@ START_TEST(bearer_lookup)
 		ck_assert_msg(p != NULL && p->role == lookup_rows[_i].role,
 			      "%s", lookup_rows[_i].hdr);
 	ck_assert_ptr_null(auth_lookup(&a, NULL, 0));
+	/* The length counts too: a token that matches the zero padding of
+	 * a shorter one is another token. */
+	ck_assert_ptr_null(auth_lookup(&a, "Bearer abcdefghijklmnop\0", 24));
+	ck_assert_ptr_null(auth_lookup(&a, "Bearer abcdefghijklmnop\0\0", 25));
 	auth_release(&a);
 }
 END_TEST
