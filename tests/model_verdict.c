@@ -499,6 +499,10 @@ static const struct decl_row decl_rows[] = {
 	 WITHIN(ACME_H100(5, 5, 0, true))},
 	{"shrink-is-not-checked", DECL, DEV, Q(KH100, 8), Q(KH100, 6),
 	 NO_GROWTH},
+	/* Equal is not growth: 6 would not fit (5 + 6 > 10), and is not
+	 * checked. */
+	{"unchanged-is-not-checked", DECL, DEV, Q(KH100, 6), Q(KH100, 6),
+	 NO_GROWTH},
 	{"growth-checks-whole-value", DECL, DEV, Q(KH100, 4), Q(KH100, 6),
 	 DENIED("ExceedsParentBudget", "tenant-acme: " KH100 " 5 + 6 > 10",
 		ACME_H100(5, 6, -1, false))},

@@ -29,6 +29,8 @@ trap '[ -n "${KEEP:-}" ] && echo "kept $scratch" || rm -rf "$scratch"' EXIT
 trap 'exit 1' INT TERM
 
 [ -f "$list" ] || { echo "mutate: no list $list"; exit 2; }
+# Read from a copy: the list may be edited while this runs.
+cp "$list" "$scratch/mutations.list" && list=$scratch/mutations.list
 command -v python3 >/dev/null || { echo "mutate: python3 is needed"; exit 2; }
 
 # The scratch copy: the tracked files as they are in the work tree, and a
