@@ -249,8 +249,7 @@ int store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db, uint64_t *out,
 }
 
 /* The chain head stored with event seq, or false when it cannot be read. */
-static bool stored_head(ledger_t *lg, MDB_txn *txn, uint64_t seq,
-			uint8_t *head)
+static bool stored_head(ledger_t *lg, MDB_txn *txn, uint64_t seq, uint8_t *head)
 {
 	MDB_val key = store_key(&seq), val;
 	struct event ev;
@@ -319,7 +318,8 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 		uint64_t at = 0;
 
 		st = NULL;
-		for (; crc == 0; crc = mdb_cursor_get(cur, &key, &val, MDB_PREV)) {
+		for (; crc == 0;
+		     crc = mdb_cursor_get(cur, &key, &val, MDB_PREV)) {
 			at = store_keyval(&key);
 			if (at > seq)
 				continue;

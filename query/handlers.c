@@ -150,8 +150,8 @@ json_t *tenants_visible(const json_t *all, const struct principal *who)
 void handle_tenants(struct query_server *qs, struct request *rq)
 {
 	const struct tenant_cache *tc = tenant_cache_get(qs);
-	json_t *list = tenants_visible(json_object_get(tc->doc, "tenants"),
-				       rq->who);
+	json_t *list =
+		tenants_visible(json_object_get(tc->doc, "tenants"), rq->who);
 
 	reply_json(qs, rq, 200,
 		   json_pack("{s:I, s:o, s:o}", "seq",

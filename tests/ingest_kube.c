@@ -444,7 +444,7 @@ static const struct {
 	long long code;
 	bool waits;
 } error_rows[] = {
-	{410, false}, {0, true},   {409, true}, {411, true}, {500, true},
+	{410, false}, {0, true},   {409, true}, {411, true},  {500, true},
 	{429, true},  {403, true}, {404, true}, {-410, true}, {4100, true},
 };
 

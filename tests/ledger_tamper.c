@@ -153,14 +153,14 @@ static void put_forged_checkpoint(ledger_t *lg, uint64_t at, const state_t *st,
 	struct lg_error err = {0};
 
 	ck_assert_int_eq(store_cp_build(st, head, &rec, &len), 0);
-	ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, at, rec, len,
-					&err),
-			 0);
+	ck_assert_int_eq(
+		ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, at, rec, len, &err),
+		0);
 	free(rec);
 }
 
-static void expect_rebuild_skips(ledger_t *lg, const uint8_t *good,
-				 size_t glen, const char *what)
+static void expect_rebuild_skips(ledger_t *lg, const uint8_t *good, size_t glen,
+				 const char *what)
 {
 	struct lg_error err = {0};
 	unsigned skipped = 0;

@@ -347,8 +347,8 @@ static const struct adm_row adm_rows[] = {
 	 CLASSES TREE "B tenant-acme h100 4; B tenant-acme * 4; "
 		      "U tenant-acme-prod h100 vm-p 2",
 	 DEV, NULL, "null", GPUS("h100", 2),
-	 WITHIN(CK("tenant-acme", KH100, 4, 2, 2, 0, true) "," CK(
-		 "tenant-acme", KTOT, 4, 2, 2, 0, true))},
+	 WITHIN(CK("tenant-acme", KH100, 4, 2, 2, 0,
+		   true) "," CK("tenant-acme", KTOT, 4, 2, 2, 0, true))},
 	{"class-swap-no-total-growth", MULTI, DEV, NULL, GPUS("h100", 1),
 	 GPUS("a10", 1), WITHIN(CK("tenant-acme", KA10, 3, 2, 1, 0, true))},
 };

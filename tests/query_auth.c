@@ -196,8 +196,9 @@ END_TEST
  * a token file or with a cluster-wide role, its own subtree for a tenant
  * (by name, so a prefix that is not an ancestor sees nothing of it). */
 static const char *const list_all[] = {
-	"tenant-acm",	    "tenant-acme", "tenant-acme-dev", "tenant-acme-dev-x",
-	"tenant-acme-prod", "tenant-acmex", "tenant-beta",    "tenant-root",
+	"tenant-acm",	     "tenant-acme",	 "tenant-acme-dev",
+	"tenant-acme-dev-x", "tenant-acme-prod", "tenant-acmex",
+	"tenant-beta",	     "tenant-root",
 };
 static const struct {
 	enum role role; /* ROLE_NONE: no principal */
@@ -245,9 +246,10 @@ START_TEST(tenant_list_filter)
 		size_t n = strlen(got);
 
 		/* The members are the objects themselves, unchanged. */
-		ck_assert_ptr_eq(t, json_array_get(
-					    all, (size_t)json_integer_value(
-							 json_object_get(t, "n"))));
+		ck_assert_ptr_eq(
+			t,
+			json_array_get(all, (size_t)json_integer_value(
+						    json_object_get(t, "n"))));
 		snprintf(got + n, sizeof(got) - n, "%s%s", n ? " " : "",
 			 qjstr(t, "namespace"));
 	}

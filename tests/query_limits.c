@@ -322,14 +322,14 @@ START_TEST(authorization_headers)
 	ck_assert_msg(strncmp(buf, want, strlen(want)) == 0, "%.40s", buf);
 	{
 		const char *second = strstr(buf + 1, "HTTP/1.1 ");
-		const char *third = second ? strstr(second + 1, "HTTP/1.1 ")
-					   : NULL;
+		const char *third =
+			second ? strstr(second + 1, "HTTP/1.1 ") : NULL;
 
 		ck_assert_ptr_nonnull(third);
 		ck_assert_msg(strncmp(second, "HTTP/1.1 200 ", 13) == 0,
 			      "%.40s", second);
-		ck_assert_msg(strncmp(third, "HTTP/1.1 401 ", 13) == 0,
-			      "%.40s", third);
+		ck_assert_msg(strncmp(third, "HTTP/1.1 401 ", 13) == 0, "%.40s",
+			      third);
 	}
 	free(buf);
 	qt_done(&t);
@@ -484,8 +484,7 @@ QUERY_PART(limits)
 	tcase_add_test(tc, slow_clients);
 	tcase_add_test(tc, pipelining_order);
 	tcase_add_test(tc, http10_keepalive);
-	tcase_add_loop_test(tc, authorization_headers, 0,
-			    NROWS(auth_hdr_rows));
+	tcase_add_loop_test(tc, authorization_headers, 0, NROWS(auth_hdr_rows));
 	tcase_add_test(tc, connection_bound);
 	tcase_add_test(tc, keepalive_concurrency);
 	tcase_add_test(tc, large_body_accepted);

@@ -63,12 +63,14 @@ static json_t *recount_fixture(void)
 	ck_assert_ptr_nonnull(f);
 	while (fgets(line, sizeof(line), f) != NULL) {
 		json_t *ev = qt_json(line);
-		const char *type = qjstr(ev, "type"), *ns = qjstr(ev, "namespace");
+		const char *type = qjstr(ev, "type"),
+			   *ns = qjstr(ev, "namespace");
 		char key[512];
 		json_t *into = NULL;
 
 		if (strcmp(type, "TENANT") == 0)
-			json_object_set(parent, ns, json_object_get(ev, "parent"));
+			json_object_set(parent, ns,
+					json_object_get(ev, "parent"));
 		else if (strcmp(type, "TENANT_GONE") == 0)
 			json_object_del(parent, ns);
 		else if (!strcmp(type, "RESERVE") || !strcmp(type, "RELEASE"))
@@ -79,13 +81,13 @@ static json_t *recount_fixture(void)
 			snprintf(key, sizeof(key), "%s|%s|%s|%s", ns,
 				 qjstr(ev, "class"), qjstr(ev, "kind"),
 				 qjstr(ev, "name"));
-			json_object_set(into, key, json_object_get(ev, "after"));
+			json_object_set(into, key,
+					json_object_get(ev, "after"));
 		}
 		json_decref(ev);
 	}
 	fclose(f);
-	json_object_foreach(parent, k, v)
-	{
+	json_object_foreach (parent, k, v) {
 		(void)v;
 		json_object_set_new(out, k,
 				    qt_json("{\"reserved\":{},\"allocated\":{},"
@@ -95,8 +97,7 @@ static json_t *recount_fixture(void)
 	for (int pass = 0; pass < 2; pass++) {
 		json_t *m = pass ? alloc : res;
 
-		json_object_foreach(m, k, v)
-		{
+		json_object_foreach (m, k, v) {
 			char ns[128], cls[64];
 			json_int_t n = json_integer_value(v);
 			const char *bar = strchr(k, '|'), *bar2;
@@ -111,7 +112,8 @@ static json_t *recount_fixture(void)
 			if (json_object_get(out, ns) == NULL)
 				continue; /* not a tenant: in no subtree */
 			for (t = ns; t != NULL;
-			     t = json_string_value(json_object_get(parent, t))) {
+			     t = json_string_value(
+				     json_object_get(parent, t))) {
 				const char *field =
 					t == ns ? (pass ? "allocated"
 							: "reserved")
@@ -132,7 +134,8 @@ static json_t *recount_fixture(void)
 						json_integer(
 							json_integer_value(
 								json_object_get(
-									c, cls)) +
+									c,
+									cls)) +
 							n));
 				}
 			}
@@ -149,16 +152,14 @@ static json_t *recount_fixture(void)
 static void assert_recount(const json_t *tenants)
 {
 	json_t *want = recount_fixture();
-	static const char *const fields[] = {"reserved", "allocated",
-					     "subtreeReserved",
-					     "subtreeAllocated"};
+	static const char *const fields[] = {
+		"reserved", "allocated", "subtreeReserved", "subtreeAllocated"};
 	size_t i;
 	json_t *t;
 
 	ck_assert_uint_eq(json_array_size(tenants), json_object_size(want));
 	ck_assert_uint_eq(json_array_size(tenants), 5);
-	json_array_foreach(tenants, i, t)
-	{
+	json_array_foreach (tenants, i, t) {
 		json_t *w = json_object_get(want, qjstr(t, "namespace"));
 
 		ck_assert_msg(w != NULL, "tenant %s not in the recount",
@@ -236,33 +237,45 @@ END_TEST
 #define LB(t, k)  "{\"key\":\"" k "\",\"tenant\":\"" t "\"}"
 #define TOTAL_KEY "gpuclass.cozystack.io/devices"
 #define H100_KEY  "h100.gpuclass.cozystack.io/devices"
-#define UNBOUND                                                             \
-	"{\"classes\":{\"a10\":{\"blocked\":false,\"limitedBy\":null,"       \
+#define UNBOUND                                                               \
+	"{\"classes\":{\"a10\":{\"blocked\":false,\"limitedBy\":null,"        \
 	"\"remaining\":null},\"h100\":{\"blocked\":false,\"limitedBy\":null," \
 	"\"remaining\":null}},\"total\":{\"limitedBy\":null,\"remaining\":"   \
 	"null}}"
-#define ACME_DEV                                                            \
-	"{\"classes\":{\"a10\":{\"blocked\":false,\"limitedBy\":"           \
-	LB("tenant-acme", TOTAL_KEY) ",\"remaining\":5},\"h100\":{\"blocked\":" \
-	"false,\"limitedBy\":" LB("tenant-acme-dev", H100_KEY)                 \
-	",\"remaining\":1}},\"total\":{\"limitedBy\":"                        \
-	LB("tenant-acme", TOTAL_KEY) ",\"remaining\":5}}"
+#define ACME_DEV                                                              \
+	"{\"classes\":{\"a10\":{\"blocked\":false,\"limitedBy\":" LB(         \
+		"tenant-acme",                                                \
+		TOTAL_KEY) ",\"remaining\":5},\"h100\":{\"blocked\":"         \
+			   "false,\"limitedBy\":" LB(                         \
+				   "tenant-acme-dev",                         \
+				   H100_KEY) ",\"remaining\":1}},\"total\":{" \
+					     "\"limitedBy\":" LB("tenant-"    \
+								 "acme",      \
+								 TOTAL_KEY) ",\"remaining\":5}}"
 static const struct {
 	const char *ns, *want;
 } remaining_rows[] = {
 	{"tenant-acme-dev", ACME_DEV},
 	{"tenant-acme-prod",
-	 "{\"classes\":{\"a10\":{\"blocked\":true,\"limitedBy\":"
-	 LB("tenant-acme", TOTAL_KEY) ",\"remaining\":5},\"h100\":{\"blocked\":"
-	 "false,\"limitedBy\":" LB("tenant-acme", H100_KEY)
-	 ",\"remaining\":3}},\"total\":{\"limitedBy\":"
-	 LB("tenant-acme", TOTAL_KEY) ",\"remaining\":5}}"},
+	 "{\"classes\":{\"a10\":{\"blocked\":true,\"limitedBy\":" LB(
+		 "tenant-acme",
+		 TOTAL_KEY) ",\"remaining\":5},\"h100\":{\"blocked\":"
+			    "false,\"limitedBy\":" LB(
+				    "tenant-acme",
+				    H100_KEY) ",\"remaining\":3}},\"total\":{"
+					      "\"limitedBy\":" LB("tenant-acme",
+								  TOTAL_KEY) ","
+									     "\"remaining\":5}}"},
 	{"tenant-beta",
-	 "{\"classes\":{\"a10\":{\"blocked\":false,\"limitedBy\":"
-	 LB("tenant-beta", TOTAL_KEY) ",\"remaining\":-1},\"h100\":{\"blocked\":"
-	 "false,\"limitedBy\":" LB("tenant-beta", TOTAL_KEY)
-	 ",\"remaining\":-1}},\"total\":{\"limitedBy\":"
-	 LB("tenant-beta", TOTAL_KEY) ",\"remaining\":-1}}"},
+	 "{\"classes\":{\"a10\":{\"blocked\":false,\"limitedBy\":" LB(
+		 "tenant-beta",
+		 TOTAL_KEY) ",\"remaining\":-1},\"h100\":{\"blocked\":"
+			    "false,\"limitedBy\":" LB(
+				    "tenant-beta",
+				    TOTAL_KEY) ",\"remaining\":-1}},\"total\":{"
+					       "\"limitedBy\":" LB("tenant-"
+								   "beta",
+								   TOTAL_KEY) ",\"remaining\":-1}}"},
 	{"tenant-root", UNBOUND},
 	/* Not (yet) a namespace: its ancestors by name still bind it. */
 	{"tenant-acme-dev-new", ACME_DEV},

@@ -380,16 +380,22 @@ START_TEST(concurrent_verdicts_audit)
 }
 END_TEST
 
-/* A metric's value in a /metrics body (the line "NAME VALUE"). */
-static long metric(const char *body, const char *name)
+/* A metric's value on the server's /metrics (the line "NAME VALUE"). */
+static long metric(const struct qt *t, const char *name)
 {
 	char key[128];
 	const char *p;
+	struct qt_resp r;
+	long v;
 
+	qt_http(t, "GET", "/metrics", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 200);
 	snprintf(key, sizeof(key), "\n%s ", name);
-	p = strstr(body, key);
+	p = strstr(r.body, key);
 	ck_assert_msg(p != NULL, "no metric %s", name);
-	return atol(p + strlen(key));
+	v = atol(p + strlen(key));
+	qt_resp_free(&r);
+	return v;
 }
 
 /* A verdict whose record does not fit the map: the append fails, the
@@ -421,10 +427,11 @@ START_TEST(append_failure_is_503)
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_int_eq(json_integer_value(json_object_get(r.json, "id")), 1);
 	qt_resp_free(&r);
-	n = snprintf(big, pad + 256,
-		     "{\"namespace\":\"tenant-acme-dev\",\"kind\":\"VMInstance\","
-		     "\"name\":\"vm-big\",\"old\":null,\"new\":{\"gpus\":"
-		     "[{\"class\":\"h100\"}],\"pad\":\"");
+	n = snprintf(
+		big, pad + 256,
+		"{\"namespace\":\"tenant-acme-dev\",\"kind\":\"VMInstance\","
+		"\"name\":\"vm-big\",\"old\":null,\"new\":{\"gpus\":"
+		"[{\"class\":\"h100\"}],\"pad\":\"");
 	memset(big + n, 'p', pad);
 	strcpy(big + n + pad, "\"}}");
 	qt_http(&t, "POST", "/v1/admission", NULL, big, &r);
@@ -434,10 +441,8 @@ START_TEST(append_failure_is_503)
 	qt_resp_free(&r);
 	ck_assert_int_eq(qt_status(&t, "GET", "/v1/verdicts/2", NULL, NULL),
 			 404);
-	qt_http(&t, "GET", "/metrics", NULL, NULL, &r);
-	ck_assert_int_eq(metric(r.body, "gpuledger_verdict_append_errors_total"),
+	ck_assert_int_eq(metric(&t, "gpuledger_verdict_append_errors_total"),
 			 1);
-	qt_resp_free(&r);
 	snprintf(seqpath, sizeof(seqpath), "/v1/events?from=%d",
 		 QT_FIXTURE_SEQ + 2);
 	qt_http(&t, "GET", seqpath, NULL, NULL, &r);
@@ -455,10 +460,8 @@ START_TEST(append_failure_is_503)
 			 200);
 	ck_assert_int_eq(qt_status(&t, "GET", "/v1/verdicts/3", NULL, NULL),
 			 404);
-	qt_http(&t, "GET", "/metrics", NULL, NULL, &r);
-	ck_assert_int_eq(metric(r.body, "gpuledger_verdict_append_errors_total"),
+	ck_assert_int_eq(metric(&t, "gpuledger_verdict_append_errors_total"),
 			 1);
-	qt_resp_free(&r);
 	qt_stop(&t);
 	ck_assert_uint_eq(qt_audit(t.db, NULL, 0), 2);
 	free(big);
