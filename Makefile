@@ -93,7 +93,10 @@ test: deps
 check: test
 
 unit: $(UNIT_TESTS)
-	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; CK_FORK=yes $$t; done
+	@failed=""; for t in $(UNIT_TESTS); do echo "== $$t"; \
+		CK_FORK=yes $$t || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "unit: FAILED:$$failed"; exit 1; fi
 
 # Every tests/<name>_cli.sh drives the real binary; each prints its own
 # "N passed, N failed" line. All of them run, so that one failure does not
