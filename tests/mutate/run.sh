@@ -102,6 +102,21 @@ suite() {
 	esac
 }
 
+# The baseline: every suite the chosen mutations name passes on the
+# unmutated tree, or no kill would mean anything.
+base_suites=$(awk -v want=" $* " '
+	/^M / { if (want == "  " || index(want, " " $2 " ")) for (i = 4; i <= NF; i++) print $i }
+' "$list" | sort -u)
+for s in $base_suites; do
+	: >"$scratch/m.log"
+	if ! suite "$s"; then
+		echo "mutate: $s fails on the unmutated tree:"
+		tail -20 "$scratch/m.log"
+		exit 2
+	fi
+	echo "mutate: baseline $s passes"
+done
+
 total=0 killed=0 survived=0 errors=0
 survivors="" broken=""
 want=" $* "
