@@ -119,13 +119,30 @@ test: deps
 check: test
 
 unit: $(UNIT_TESTS)
-	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; CK_FORK=yes $$t; done
+	@failed=""; for t in $(UNIT_TESTS); do echo "== $$t"; \
+		CK_FORK=yes $$t || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "unit: FAILED:$$failed"; exit 1; fi
 
 # Every tests/<name>_cli.sh drives the real binary; each prints its own
-# "N passed, N failed" line.
+# "N passed, N failed" line. All of them run, so that one failure does not
+# hide another; the failed ones are listed at the end.
 CLI_TESTS := $(sort $(wildcard tests/*_cli.sh))
 integration: gpuledger
-	@set -e; for t in $(CLI_TESTS); do sh $$t ./gpuledger; done
+	@failed=""; for t in $(CLI_TESTS); do \
+		sh $$t ./gpuledger || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then \
+		echo "integration: FAILED:$$failed"; exit 1; \
+	fi; echo "integration: all $(words $(CLI_TESTS)) scripts passed"
+
+# Mutation testing, not part of CI (slow): each deliberate bug of
+# tests/mutate/mutations.txt is applied alone to a scratch copy of the tree
+# and the suites it names must fail; prints the score and the survivors.
+# `make mutate MUTATE=ID...` runs some only.
+.PHONY: mutate
+mutate: gpuledger $(UNIT_TESTS)
+	@nice sh tests/mutate/run.sh $(MUTATE)
 
 # Benchmarks measure; tests never time anything. `make bench` runs
 # tests/bench/run.sh: it installs what the benchmarks need (SQLite,

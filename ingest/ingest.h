@@ -363,6 +363,11 @@ int kube_retry_after_ms(const char *value, int64_t now_s, int64_t max_ms,
 int64_t kube_retry_delay_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
 			    int64_t retry_after_ms, int64_t retry_max_ms,
 			    uint32_t rnd);
+/* Whether a watch ERROR event whose Status has this code waits with backoff
+ * before the relist it calls for. 410 (Gone/Expired: the history moved on)
+ * is routine and relists at once; anything else may repeat, so it waits
+ * like a failed request. */
+bool kube_error_waits(long long code);
 /* The watch timeoutSeconds: min_s plus a random part of [0, min_s), like
  * client-go, so that the watches of many clients do not end together. */
 unsigned kube_watch_timeout_s(unsigned min_s, uint32_t rnd);

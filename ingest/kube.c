@@ -814,9 +814,7 @@ static void watch_error(struct res *s, const json_t *status)
 	logmsg("%s: watch ERROR %lld (%s): relisting", res_name(s),
 	       (long long)code, msg ? msg : "no message");
 	s->relist = true;
-	/* 410 Gone/Expired is routine (the history moved on): relist at
-	 * once. Anything else may repeat, so it waits like a failure. */
-	s->relist_wait = code != 410;
+	s->relist_wait = kube_error_waits((long long)code);
 }
 
 static int watch_line(struct kube *k, struct res *s, const char *line,

@@ -108,6 +108,11 @@ int64_t kube_retry_delay_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
 	return retry_after_ms > d ? retry_after_ms : d;
 }
 
+bool kube_error_waits(long long code)
+{
+	return code != 410;
+}
+
 unsigned kube_watch_timeout_s(unsigned min_s, uint32_t rnd)
 {
 	if (min_s == 0)

@@ -286,17 +286,57 @@ int store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db, uint64_t *out,
 	return 0;
 }
 
-/* The state at seq from the latest sound checkpoint <= seq, in txn. */
+/* The chain head stored with event seq, or false when it cannot be read. */
+static bool stored_head(ledger_t *lg, MDB_txn *txn, uint64_t seq, uint8_t *head)
+{
+	MDB_val key = store_key(&seq), val;
+	struct event ev;
+	const uint8_t *h;
+
+	if (store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val) != 0 ||
+	    store_record_decode(&val, seq, &ev, &h, NULL) != 0)
+		return false;
+	memcpy(head, h, LEDGER_HEAD_BYTES);
+	return true;
+}
+
+/* The checkpoint in val, stored at seq at, when it is sound: its frame and
+ * digest, its state's seq, and the head it claims equal to the head the
+ * chain stores at that seq (the digest is plain SHA-256 that anyone who
+ * edits a checkpoint can recompute; the chain is what binds it). */
+static state_t *sound_checkpoint(ledger_t *lg, MDB_txn *txn, uint64_t at,
+				 const MDB_val *val, uint8_t *head)
+{
+	const uint8_t *sb, *h;
+	uint8_t chain[LEDGER_HEAD_BYTES];
+	size_t sl;
+	state_t *st = NULL;
+
+	if (store_cp_open(val, at, &sb, &sl, &h, NULL) != 0 ||
+	    !stored_head(lg, txn, at, chain) ||
+	    memcmp(h, chain, LEDGER_HEAD_BYTES) != 0 ||
+	    state_decode(&st, sb, sl, NULL) != 0)
+		return NULL;
+	if (state_seq(st) != at) {
+		state_free(st);
+		return NULL;
+	}
+	memcpy(head, h, LEDGER_HEAD_BYTES);
+	return st;
+}
+
+/* The state at seq from the latest sound checkpoint <= seq, in txn. A
+ * checkpoint whose state the tail does not apply to (a state edited along
+ * with its digest) is skipped too, and the next older one tried; a state
+ * edit the tail never touches is found only by verify's replay. */
 int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 		   uint8_t *head, unsigned *skipped, struct lg_error *err)
 {
-	uint64_t k = seq;
+	uint64_t k = seq, last;
 	MDB_val key = store_key(&k), val;
 	MDB_cursor *cur;
 	state_t *st = NULL;
-	int rc, op = MDB_SET_RANGE;
-
-	uint64_t last;
+	int rc, crc;
 
 	*skipped = 0;
 	memset(head, 0, LEDGER_HEAD_BYTES);
@@ -309,38 +349,48 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 	rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_CHECKPOINTS], &cur);
 	if (rc != 0)
 		return store_error(err, rc, "open cursor");
-	rc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key, &val, op);
-	if (rc == MDB_NOTFOUND)
-		rc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key,
-				      &val, MDB_LAST);
-	for (; rc == 0; rc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS,
-					      &key, &val, MDB_PREV)) {
-		const uint8_t *sb, *h;
-		size_t sl;
-		uint64_t at = store_keyval(&key);
+	crc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key, &val,
+			       MDB_SET_RANGE);
+	if (crc == MDB_NOTFOUND)
+		crc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key,
+				       &val, MDB_LAST);
+	for (;;) {
+		uint64_t at = 0;
 
-		if (at > seq)
-			continue;
-		if (store_cp_open(&val, at, &sb, &sl, &h, NULL) == 0 &&
-		    state_decode(&st, sb, sl, NULL) == 0) {
-			if (state_seq(st) == at) {
-				memcpy(head, h, LEDGER_HEAD_BYTES);
+		st = NULL;
+		for (; crc == 0;
+		     crc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key,
+					    &val, MDB_PREV)) {
+			at = store_keyval(&key);
+			if (at > seq)
+				continue;
+			if ((st = sound_checkpoint(lg, txn, at, &val, head)))
 				break;
-			}
-			state_free(st);
-			st = NULL;
+			(*skipped)++;
 		}
+		if (crc != 0 && crc != MDB_NOTFOUND) {
+			rc = store_read_error(lg, err, crc, 0, "read checkpoints");
+			break;
+		}
+		if (st == NULL) {
+			memset(head, 0, LEDGER_HEAD_BYTES);
+			st = state_new();
+		}
+		rc = store_apply_range(lg, txn, st, seq, head, err);
+		if (rc == 0 && state_seq(st) != seq)
+			rc = lg_error_set(err, LG_ENOENT,
+					  "seq %llu is past the log",
+					  (unsigned long long)seq);
+		if (rc == 0 || crc != 0 || rc != LG_EMISMATCH)
+			break;
+		/* From genesis the same tail would tell the truth. */
+		state_free(st);
+		st = NULL;
 		(*skipped)++;
+		crc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key, &val,
+				       MDB_PREV);
 	}
 	mdb_cursor_close(cur);
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return store_read_error(lg, err, rc, 0, "read checkpoints");
-	if (st == NULL)
-		st = state_new();
-	rc = store_apply_range(lg, txn, st, seq, head, err);
-	if (rc == 0 && state_seq(st) != seq)
-		rc = lg_error_set(err, LG_ENOENT, "seq %llu is past the log",
-				  (unsigned long long)seq);
 	if (rc != 0) {
 		state_free(st);
 		return rc;
@@ -464,6 +514,7 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 {
 	unsigned flags = MDB_NOTLS | (lg->o.no_sync ? MDB_NOSYNC : 0) |
 			 (lg->o.read_only ? MDB_RDONLY : 0);
+	MDB_envinfo info;
 	struct stat sb;
 	int rc, dead;
 
@@ -490,8 +541,13 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 	if (rc != 0)
 		return store_read_error(lg, err, rc, 0, lg->dir);
 	/* A file grown by an earlier run is bigger than our initial size;
-	 * adopt it. Stale reader slots of dead processes are freed. */
+	 * adopt it, but never beyond the operator's bound (LMDB keeps at
+	 * least the pages in use). Stale reader slots of dead processes are
+	 * freed. */
 	mdb_env_set_mapsize(lg->env, 0);
+	mdb_env_info(lg->env, &info);
+	if (info.me_mapsize > lg->o.map_max_bytes)
+		mdb_env_set_mapsize(lg->env, lg->o.map_max_bytes);
 	mdb_reader_check(lg->env, &dead);
 	return 0;
 }

@@ -132,19 +132,27 @@ static bool valid_ns(const char *ns)
 	return dns1123_label(ns, strlen(ns));
 }
 
-void handle_tenants(struct query_server *qs, struct request *rq)
+json_t *tenants_visible(const json_t *all, const struct principal *who)
 {
-	const struct tenant_cache *tc = tenant_cache_get(qs);
-	const json_t *all = json_object_get(tc->doc, "tenants"), *t;
 	json_t *list = json_array();
+	const json_t *t;
 	size_t i;
 
 	json_array_foreach (all, i, t) {
-		if (rq->who != NULL && rq->who->role == ROLE_TENANT &&
-		    !ns_in_subtree(rq->who->ns, qjstr_or(t, "namespace", "")))
+		if (who != NULL && who->role == ROLE_TENANT &&
+		    !ns_in_subtree(who->ns, qjstr_or(t, "namespace", "")))
 			continue;
 		json_array_append(list, (json_t *)t);
 	}
+	return list;
+}
+
+void handle_tenants(struct query_server *qs, struct request *rq)
+{
+	const struct tenant_cache *tc = tenant_cache_get(qs);
+	json_t *list =
+		tenants_visible(json_object_get(tc->doc, "tenants"), rq->who);
+
 	/* horizon: how far the ledger knows the cluster (DESIGN 4.1); the
 	 * console's history ends there, not at the last verdict's time. */
 	reply_json(qs, rq, 200,

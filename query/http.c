@@ -48,7 +48,7 @@ struct conn {
 	} hf;
 	char auth[AUTH_HEADER_MAX];
 	size_t auth_len;
-	bool auth_bad, expect_continue;
+	bool auth_seen, auth_bad, expect_continue;
 	int reject; /* status when a bound stopped the parser */
 	uint64_t t0_ns;
 
@@ -503,7 +503,7 @@ static int on_message_begin(http_parser *p)
 	c->url_len = c->body_len = c->header_bytes = c->auth_len = 0;
 	c->n_headers = 0;
 	c->last_was_value = true;
-	c->auth_bad = c->expect_continue = false;
+	c->auth_seen = c->auth_bad = c->expect_continue = false;
 	c->hf = HF_OTHER;
 	/* A body buffer that a large request grew is not kept for the
 	 * small requests that usually follow. */
@@ -568,9 +568,12 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 		c->hf = field_is(c, "authorization") ? HF_AUTH
 			: field_is(c, "expect")	     ? HF_EXPECT
 						     : HF_OTHER;
-		/* Two Authorization headers are ambiguous: neither counts. */
-		if (c->hf == HF_AUTH && c->auth_len > 0)
+		/* Two Authorization headers are ambiguous: neither counts,
+		 * whatever their values (an empty one included). */
+		if (c->hf == HF_AUTH && c->auth_seen)
 			c->auth_bad = true;
+		if (c->hf == HF_AUTH)
+			c->auth_seen = true;
 	}
 	if (count_header_bytes(c, len) != 0)
 		return -1;

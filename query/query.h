@@ -91,6 +91,9 @@ struct query_opts {
 				    [10000]; slow clients are cut off */
 	unsigned poll_ms;	 /* follow the log every [50] ms */
 	unsigned max_conns;	 /* open connections [4096] */
+	size_t map_max_bytes;	 /* bound of the ledger's map (0: the
+				    ledger's default); a small one gives a
+				    full map that verdict appends run into */
 	bool handle_signals;	 /* SIGINT and SIGTERM stop the loop */
 	/* TLS (all NULL: plain HTTP). cert and key go together; with
 	 * client_ca every client must present a certificate it signed. The

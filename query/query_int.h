@@ -144,6 +144,11 @@ const struct principal *auth_lookup(const struct auth *a, const char *hdr,
 const struct principal *auth_lookup_cert(const struct auth *a, const char *cn);
 /* True when ns is root or lies in root's subtree (DESIGN 2.1, by name). */
 bool ns_in_subtree(const char *root, const char *ns);
+/* The replay tenant objects of all (a JSON array) that who may see: every
+ * one for no principal (no token file) and the cluster-wide roles, those
+ * of its subtree for tenant:<ns>. A new array of borrowed members; caller
+ * decrefs. */
+json_t *tenants_visible(const json_t *all, const struct principal *who);
 
 /* ---------------------------------------------------------------------- */
 /* Routes (query/routes.c).                                                */

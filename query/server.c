@@ -285,7 +285,10 @@ static int bind_listener(struct query_server *qs, struct lg_error *err)
 
 static int open_ledger(struct query_server *qs, struct lg_error *err)
 {
-	struct ledger_opts lo = {.dir = qs->o.db, .create = qs->o.create};
+	struct ledger_opts lo = {.dir = qs->o.db,
+				 .create = qs->o.create,
+				 .map_size_bytes = qs->o.map_max_bytes,
+				 .map_max_bytes = qs->o.map_max_bytes};
 	int rc;
 
 	if ((rc = take_lock(qs, err)) != 0 ||

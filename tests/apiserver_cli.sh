@@ -112,7 +112,6 @@ if ! gen_ca ca || ! gen_ca wrongca ||
 	echo "FAIL: openssl could not make the certificates"
 	exit 1
 fi
-ok
 
 start main --scenario "$scen" --cert "$tmp/server.crt" --key "$tmp/server.key" \
 	--client-ca "$tmp/ca.crt" --token "$token" --seed 7
@@ -281,7 +280,7 @@ python3 -c 'import json,sys; [print(p) for p in json.load(open(sys.argv[1]))]' "
 if command -v kubectl >/dev/null 2>&1; then
 	kubectl_checks
 else
-	echo "apiserver_cli: kubectl not found, kubectl checks skipped"
+	bad "kubectl not found (tools/install-deps.sh installs kubernetes-client)"
 fi
 
 # The watch above left a modified web pod and added/deleted new-pod; every

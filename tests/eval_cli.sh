@@ -23,8 +23,14 @@ for in in "$dir"/*.in; do
 		bad "$name: exit status $? ($(cat "$tmp/$name.err"))"
 		continue
 	fi
+	# As many expected lines as requests, and as many answers: a
+	# truncated .out must not leave requests unchecked.
 	nin=$(wc -l <"$in")
+	nwant=$(wc -l <"$want")
 	ngot=$(wc -l <"$tmp/$name.got")
+	if [ "$nin" -gt 0 ] && [ "$nin" -eq "$nwant" ]; then ok; else
+		bad "$name: $nin requests but $nwant expected lines in $want"
+	fi
 	[ "$nin" -eq "$ngot" ] || bad "$name: $nin lines in, $ngot lines out"
 	# Compare line by line so that a failure names the request.
 	i=0

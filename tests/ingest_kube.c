@@ -438,6 +438,24 @@ START_TEST(watch_timeout_range)
 }
 END_TEST
 
+/* A watch ERROR of 410 relists at once; every other code (and a Status
+ * without one) waits with backoff first. */
+static const struct {
+	long long code;
+	bool waits;
+} error_rows[] = {
+	{410, false}, {0, true},   {409, true}, {411, true},  {500, true},
+	{429, true},  {403, true}, {404, true}, {-410, true}, {4100, true},
+};
+
+START_TEST(error_wait_table)
+{
+	ck_assert_msg(kube_error_waits(error_rows[_i].code) ==
+			      error_rows[_i].waits,
+		      "code %lld", error_rows[_i].code);
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 INGEST_PART(kube)
@@ -457,5 +475,6 @@ INGEST_PART(kube)
 	tcase_add_loop_test(tc, retry_after_table, 0, N(retry_rows));
 	tcase_add_test(tc, retry_delay_table);
 	tcase_add_test(tc, watch_timeout_range);
+	tcase_add_loop_test(tc, error_wait_table, 0, N(error_rows));
 	suite_add_tcase(s, tc);
 }

@@ -236,8 +236,12 @@ while [ $i -lt 100 ] && [ "$(wc -l <"$tmp/follow.out")" -lt 3 ]; do
 	i=$((i + 1))
 done
 kill "$follow_pid" 2>/dev/null
-wait "$follow_pid" 2>/dev/null
+wait "$follow_pid"
+follow_rc=$?
 follow_pid=
+# SIGTERM ends --follow (128 + 15); anything else (a sanitizer report, a
+# crash, an error exit while following) is a failure.
+if [ "$follow_rc" -eq 143 ]; then ok; else bad "log --follow ended with status $follow_rc, not by SIGTERM"; fi
 has "log --follow sees a new event" "$tmp/follow.out" '"seq":39,"time":"2026-03-03T00:00:00.000000000Z","type":"TICK"'
 
 # A reader that goes away while --follow waits for events ends it quietly.

@@ -10,6 +10,9 @@
 #include "tests/ledger_tests.h"
 
 #include "ledger/ledger_int.h"
+#include "ledger/store.h"
+
+#include <openssl/sha.h>
 
 #include <openssl/evp.h>
 #include <sys/wait.h>
@@ -140,6 +143,137 @@ START_TEST(tamper_every_checkpoint_byte)
 	free(rec);
 	free(good);
 	state_free(ref);
+	ledger_close(lg);
+	rm_tree(dir);
+}
+END_TEST
+
+/* A checkpoint record rebuilt around new content, with its SHA-256 digest
+ * recomputed as anyone who edits it can: only the chain binds it. */
+static void put_forged_checkpoint(ledger_t *lg, uint64_t at, const state_t *st,
+				  const uint8_t *head)
+{
+	uint8_t *rec;
+	size_t len;
+	struct lg_error err = {0};
+
+	ck_assert_int_eq(store_cp_build(st, head, &rec, &len), 0);
+	ck_assert_int_eq(
+		ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, at, rec, len, &err),
+		0);
+	free(rec);
+}
+
+static void expect_rebuild_skips(ledger_t *lg, const uint8_t *good, size_t glen,
+				 const char *what)
+{
+	struct lg_error err = {0};
+	unsigned skipped = 0;
+	state_t *st;
+	uint8_t *enc;
+	size_t elen;
+
+	ck_assert_int_eq(ledger_state_at(lg, 45, &st, &skipped, &err), 0);
+	ck_assert_msg(skipped == 1, "%s: %u checkpoints skipped", what,
+		      skipped);
+	ck_assert_int_eq(state_encode(st, &enc, &elen), 0);
+	ck_assert_msg(elen == glen && memcmp(enc, good, glen) == 0,
+		      "%s: rebuilt state differs", what);
+	free(enc);
+	state_free(st);
+}
+
+/* A checkpoint with a valid digest but a head that is not the chain's, or
+ * a state that is not the replay's: verify names its seq and rebuilding
+ * does not use it. */
+START_TEST(tamper_checkpoint_recomputed_digest)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = build(dir, 60);
+	struct lg_error err = {0};
+	uint8_t *orig, *good, head[LEDGER_HEAD_BYTES];
+	size_t olen, glen;
+	uint64_t bad = 0;
+	state_t *ref, *at30, *forged;
+	unsigned sk = 0;
+
+	ck_assert_int_eq(ledger_state_at(lg, 45, &ref, NULL, &err), 0);
+	ck_assert_int_eq(state_encode(ref, &good, &glen), 0);
+	ck_assert_int_eq(ledger_raw_get(lg, LEDGER_DB_CHECKPOINTS, 30, &orig,
+					&olen, &err),
+			 0);
+	ck_assert_int_eq(ledger_state_at(lg, 30, &at30, &sk, &err), 0);
+	memcpy(head, orig + 16, LEDGER_HEAD_BYTES);
+	/* The same record rebuilt is the stored one: the forgery below
+	 * differs from it only where it is meant to. */
+	{
+		uint8_t *rec;
+		size_t len;
+
+		ck_assert_int_eq(store_cp_build(at30, head, &rec, &len), 0);
+		ck_assert(len == olen && memcmp(rec, orig, len) == 0);
+		free(rec);
+	}
+	/* A wrong head: every byte position, one at a time. */
+	for (size_t i = 0; i < LEDGER_HEAD_BYTES; i++) {
+		head[i] ^= 0x5a;
+		put_forged_checkpoint(lg, 30, at30, head);
+		head[i] ^= 0x5a;
+		ck_assert_int_eq(ledger_verify(lg, &bad, &err), LG_ECORRUPT);
+		ck_assert_uint_eq(bad, 30);
+		ck_assert_msg(strstr(err.msg, "head differs") != NULL, "%s",
+			      err.msg);
+		expect_rebuild_skips(lg, good, glen, "wrong head");
+	}
+	/* A wrong state, with the right head: the state at 30 of another
+	 * history. The tail does not apply to it, so rebuilding skips it. */
+	{
+		struct gen *g = gen_new(78, T0);
+		struct event ev;
+
+		forged = state_new();
+		for (int n = 0; n < 30; n++) {
+			gen_next(g, &ev, 1);
+			ck_assert_int_eq(state_apply(forged, &ev, &err), 0);
+		}
+		gen_free(g);
+	}
+	ck_assert_uint_eq(state_seq(forged), 30);
+	put_forged_checkpoint(lg, 30, forged, head);
+	ck_assert_int_eq(ledger_verify(lg, &bad, &err), LG_ECORRUPT);
+	ck_assert_uint_eq(bad, 30);
+	ck_assert_msg(strstr(err.msg, "state differs") != NULL, "%s", err.msg);
+	expect_rebuild_skips(lg, good, glen, "wrong state");
+	state_free(forged);
+	/* Any byte of the state changed, the digest recomputed: verify still
+	 * names the checkpoint (it compares the replay's encoding). */
+	for (size_t i = LEDGER_CP_HEADER; i + SHA256_DIGEST_LENGTH < olen;
+	     i += 1 + i % 7) {
+		uint8_t *rec = malloc(olen);
+
+		memcpy(rec, orig, olen);
+		rec[i] ^= 0x01;
+		SHA256(rec, olen - SHA256_DIGEST_LENGTH,
+		       rec + olen - SHA256_DIGEST_LENGTH);
+		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 30,
+						rec, olen, &err),
+				 0);
+		free(rec);
+		ck_assert_int_eq(ledger_verify(lg, &bad, &err), LG_ECORRUPT);
+		ck_assert_msg(bad == 30 && strstr(err.msg, "state differs"),
+			      "state byte %zu: seq %llu, %s", i,
+			      (unsigned long long)bad, err.msg);
+	}
+	ck_assert_int_eq(
+		ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 30, orig, olen, &err),
+		0);
+	bad = 9;
+	ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+	ck_assert_uint_eq(bad, 0);
+	free(orig);
+	free(good);
+	state_free(ref);
+	state_free(at30);
 	ledger_close(lg);
 	rm_tree(dir);
 }
@@ -619,6 +753,7 @@ void ledger_tests_tamper(Suite *s)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, tamper_every_event_byte);
 	tcase_add_test(tc, tamper_every_checkpoint_byte);
+	tcase_add_test(tc, tamper_checkpoint_recomputed_digest);
 	tcase_add_test(tc, tamper_structure);
 	tcase_add_loop_test(tc, tamper_forensic, 0,
 			    sizeof(forensic_cases) / sizeof(forensic_cases[0]));

@@ -341,6 +341,10 @@ START_TEST(state_seq_time_class)
 	       "\"time\":\"2026-01-02T00:00:00Z\"}");
 	/* NOTE and VERDICT do not move the horizon. */
 	ck_assert_int_eq(state_horizon_ns(st), 1767225600LL * 1000000000);
+	ok(st, "{\"type\":\"VERDICT\",\"record\":{\"allowed\":true},"
+	       "\"time\":\"2026-01-03T00:00:00Z\"}");
+	ck_assert_int_eq(state_horizon_ns(st), 1767225600LL * 1000000000);
+	ck_assert_int_eq(state_time_ns(st), 1767398400LL * 1000000000);
 	refused(st,
 		"{\"type\":\"CLASS\",\"class\":\"h100\",\"definition\":null}",
 		"absent class");
@@ -362,7 +366,7 @@ START_TEST(state_seq_time_class)
 	ck_assert_str_eq(state_classes(st)->classes[0].resource_names[0],
 			 "nvidia.com/X");
 	ok(st, "{\"type\":\"VERDICT\",\"record\":{\"allowed\":true}}");
-	ck_assert_uint_eq(st->n_verdicts, 1);
+	ck_assert_uint_eq(st->n_verdicts, 2);
 	state_free(st);
 }
 END_TEST

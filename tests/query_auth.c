@@ -157,6 +157,10 @@ START_TEST(bearer_lookup)
 		ck_assert_msg(p != NULL && p->role == lookup_rows[_i].role,
 			      "%s", lookup_rows[_i].hdr);
 	ck_assert_ptr_null(auth_lookup(&a, NULL, 0));
+	/* The length counts too: a token that matches the zero padding of
+	 * a shorter one is another token. */
+	ck_assert_ptr_null(auth_lookup(&a, "Bearer abcdefghijklmnop\0", 24));
+	ck_assert_ptr_null(auth_lookup(&a, "Bearer abcdefghijklmnop\0\0", 25));
 	auth_release(&a);
 }
 END_TEST
@@ -231,6 +235,76 @@ START_TEST(subtree_scope)
 }
 END_TEST
 
+/* The tenant list a principal sees (GET /v1/tenants): everything without
+ * a token file or with a cluster-wide role, its own subtree for a tenant
+ * (by name, so a prefix that is not an ancestor sees nothing of it). */
+static const char *const list_all[] = {
+	"tenant-acm",	     "tenant-acme",	 "tenant-acme-dev",
+	"tenant-acme-dev-x", "tenant-acme-prod", "tenant-acmex",
+	"tenant-beta",	     "tenant-root",
+};
+static const struct {
+	enum role role; /* ROLE_NONE: no principal */
+	const char *ns;
+	const char *want; /* the namespaces seen, space separated */
+} list_rows[] = {
+	{ROLE_NONE, "",
+	 "tenant-acm tenant-acme tenant-acme-dev tenant-acme-dev-x "
+	 "tenant-acme-prod tenant-acmex tenant-beta tenant-root"},
+	{ROLE_ADMIN, "",
+	 "tenant-acm tenant-acme tenant-acme-dev tenant-acme-dev-x "
+	 "tenant-acme-prod tenant-acmex tenant-beta tenant-root"},
+	{ROLE_AUDITOR, "",
+	 "tenant-acm tenant-acme tenant-acme-dev tenant-acme-dev-x "
+	 "tenant-acme-prod tenant-acmex tenant-beta tenant-root"},
+	{ROLE_ADMISSION, "",
+	 "tenant-acm tenant-acme tenant-acme-dev tenant-acme-dev-x "
+	 "tenant-acme-prod tenant-acmex tenant-beta tenant-root"},
+	{ROLE_TENANT, "tenant-acme",
+	 "tenant-acme tenant-acme-dev tenant-acme-dev-x tenant-acme-prod"},
+	{ROLE_TENANT, "tenant-acme-dev", "tenant-acme-dev tenant-acme-dev-x"},
+	{ROLE_TENANT, "tenant-acme-dev-x", "tenant-acme-dev-x"},
+	{ROLE_TENANT, "tenant-acm", "tenant-acm"},
+	{ROLE_TENANT, "tenant-beta", "tenant-beta"},
+	{ROLE_TENANT, "tenant-gamma", ""},
+	{ROLE_TENANT, "tenant-root",
+	 "tenant-acm tenant-acme tenant-acme-dev tenant-acme-dev-x "
+	 "tenant-acme-prod tenant-acmex tenant-beta tenant-root"},
+};
+
+START_TEST(tenant_list_filter)
+{
+	json_t *all = json_array(), *seen;
+	struct principal who = {.role = list_rows[_i].role};
+	char got[512] = "";
+	size_t i;
+	json_t *t;
+
+	for (size_t k = 0; k < sizeof(list_all) / sizeof(list_all[0]); k++)
+		json_array_append_new(all, json_pack("{s:s, s:i}", "namespace",
+						     list_all[k], "n", (int)k));
+	snprintf(who.ns, sizeof(who.ns), "%s", list_rows[_i].ns);
+	seen = tenants_visible(all, who.role == ROLE_NONE ? NULL : &who);
+	json_array_foreach (seen, i, t) {
+		size_t n = strlen(got);
+
+		/* The members are the objects themselves, unchanged. */
+		ck_assert_ptr_eq(
+			t,
+			json_array_get(all, (size_t)json_integer_value(
+						    json_object_get(t, "n"))));
+		snprintf(got + n, sizeof(got) - n, "%s%s", n ? " " : "",
+			 qjstr(t, "namespace"));
+	}
+	ck_assert_msg(strcmp(got, list_rows[_i].want) == 0,
+		      "%s %s: saw \"%s\", want \"%s\"",
+		      role_name(list_rows[_i].role), list_rows[_i].ns, got,
+		      list_rows[_i].want);
+	json_decref(seen);
+	json_decref(all);
+}
+END_TEST
+
 static const struct {
 	mode_t mode;
 	int rc;
@@ -279,6 +353,7 @@ QUERY_PART(auth)
 	tcase_add_loop_test(tc, bearer_lookup, 0, NROWS(lookup_rows));
 	tcase_add_test(tc, cert_lines);
 	tcase_add_loop_test(tc, subtree_scope, 0, NROWS(subtree_rows));
+	tcase_add_loop_test(tc, tenant_list_filter, 0, NROWS(list_rows));
 	tcase_add_loop_test(tc, token_file_permissions, 0, NROWS(mode_rows));
 	suite_add_tcase(s, tc);
 }

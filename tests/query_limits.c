@@ -263,6 +263,79 @@ START_TEST(http10_keepalive)
 }
 END_TEST
 
+/* Every combination of Authorization headers: one valid header counts;
+ * two of them (whatever their values, an empty one included, in any case
+ * of the field name) are ambiguous and neither counts. */
+#define AH_OK  "Authorization: Bearer " TOK_ADMIN "\r\n"
+#define AH_BAD "Authorization: Bearer " TOK_ADMIN "x\r\n"
+static const struct {
+	const char *headers;
+	int status;
+} auth_hdr_rows[] = {
+	{"", 401},
+	{AH_OK, 200},
+	{"Authorization:\r\n", 401},
+	{"Authorization: \r\n", 401},
+	{AH_BAD, 401},
+	{"Authorization: Bearer\r\n", 401},
+	{AH_OK AH_OK, 401},
+	{AH_OK "Authorization:\r\n", 401},
+	{"Authorization:\r\n" AH_OK, 401},
+	{"Authorization:   \r\n" AH_OK, 401},
+	{"Authorization:\r\nAuthorization:\r\n", 401},
+	{AH_OK AH_BAD, 401},
+	{AH_BAD AH_OK, 401},
+	{AH_OK "X-Other: 1\r\n" AH_OK, 401},
+	{"Authorization:\r\nX-Other: 1\r\n" AH_OK, 401},
+	{"authorization: Bearer " TOK_ADMIN "\r\n", 200},
+	{"authorization: Bearer " TOK_ADMIN "\r\nAUTHORIZATION:\r\n", 401},
+	{"AUTHORIZATION:\r\nauthorization: Bearer " TOK_ADMIN "\r\n", 401},
+	{AH_OK "Authorization-X: 1\r\n", 200},
+	{"X-Authorization:\r\n" AH_OK, 200},
+	{AH_OK AH_OK AH_OK, 401},
+};
+
+START_TEST(authorization_headers)
+{
+	struct qt t;
+	char raw[1024], want[32], *buf = malloc(1 << 16);
+	int n;
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, true);
+	n = snprintf(raw, sizeof(raw),
+		     "GET /v1/classes HTTP/1.1\r\n%sConnection: close\r\n\r\n",
+		     auth_hdr_rows[_i].headers);
+	exchange(&t, raw, (size_t)n, buf, 1 << 16);
+	snprintf(want, sizeof(want), "HTTP/1.1 %d ", auth_hdr_rows[_i].status);
+	ck_assert_msg(strncmp(buf, want, strlen(want)) == 0,
+		      "headers %s: want %d, got %.40s",
+		      auth_hdr_rows[_i].headers, auth_hdr_rows[_i].status, buf);
+	/* On one keep-alive connection, what a request's headers said is
+	 * forgotten by the next: ambiguous then valid then none. */
+	n = snprintf(raw, sizeof(raw),
+		     "GET /v1/classes HTTP/1.1\r\n%s\r\n"
+		     "GET /v1/classes HTTP/1.1\r\n" AH_OK "\r\n"
+		     "GET /v1/classes HTTP/1.1\r\nConnection: close\r\n\r\n",
+		     auth_hdr_rows[_i].headers);
+	exchange(&t, raw, (size_t)n, buf, 1 << 16);
+	ck_assert_msg(strncmp(buf, want, strlen(want)) == 0, "%.40s", buf);
+	{
+		const char *second = strstr(buf + 1, "HTTP/1.1 ");
+		const char *third =
+			second ? strstr(second + 1, "HTTP/1.1 ") : NULL;
+
+		ck_assert_ptr_nonnull(third);
+		ck_assert_msg(strncmp(second, "HTTP/1.1 200 ", 13) == 0,
+			      "%.40s", second);
+		ck_assert_msg(strncmp(third, "HTTP/1.1 401 ", 13) == 0, "%.40s",
+			      third);
+	}
+	free(buf);
+	qt_done(&t);
+}
+END_TEST
+
 START_TEST(connection_bound)
 {
 	struct qt t;
@@ -411,6 +484,7 @@ QUERY_PART(limits)
 	tcase_add_test(tc, slow_clients);
 	tcase_add_test(tc, pipelining_order);
 	tcase_add_test(tc, http10_keepalive);
+	tcase_add_loop_test(tc, authorization_headers, 0, NROWS(auth_hdr_rows));
 	tcase_add_test(tc, connection_bound);
 	tcase_add_test(tc, keepalive_concurrency);
 	tcase_add_test(tc, large_body_accepted);

@@ -8,6 +8,7 @@
 #include "tests/query_tests.h"
 
 #include <curl/curl.h>
+#include <sys/stat.h>
 
 static state_t *ledger_snapshot(const char *db, char *hex)
 {
@@ -379,6 +380,95 @@ START_TEST(concurrent_verdicts_audit)
 }
 END_TEST
 
+/* A metric's value on the server's /metrics (the line "NAME VALUE"). */
+static long metric(const struct qt *t, const char *name)
+{
+	char key[128];
+	const char *p;
+	struct qt_resp r;
+	long v;
+
+	qt_http(t, "GET", "/metrics", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	snprintf(key, sizeof(key), "\n%s ", name);
+	p = strstr(r.body, key);
+	ck_assert_msg(p != NULL, "no metric %s", name);
+	v = atol(p + strlen(key));
+	qt_resp_free(&r);
+	return v;
+}
+
+/* A verdict whose record does not fit the map: the append fails, the
+ * answer is 503, no id is consumed (the id it would have had answers 404
+ * and goes to the next recorded verdict), the log holds nothing of it and
+ * the append-error counter counts it. The map is bounded to the fixture's
+ * file plus 256 KiB: a small verdict fits, a 600 KB one cannot. */
+#define SMALL_VERDICT                                                          \
+	"{\"namespace\":\"tenant-acme-dev\",\"kind\":\"VMInstance\",\"name\":" \
+	"\"vm-y\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"h100\"}]}}"
+
+START_TEST(append_failure_is_503)
+{
+	struct qt t;
+	struct query_opts o = {0};
+	struct qt_resp r;
+	struct stat sb;
+	char path[128], seqpath[64];
+	size_t pad = 600u << 10;
+	char *big = malloc(pad + 256);
+	int n;
+
+	qt_init(&t, true);
+	snprintf(path, sizeof(path), "%s/data.mdb", t.db);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	o.map_max_bytes = (size_t)sb.st_size + (256u << 10);
+	qt_start(&t, &o, false);
+	qt_http(&t, "POST", "/v1/admission", NULL, SMALL_VERDICT, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(r.json, "id")), 1);
+	qt_resp_free(&r);
+	n = snprintf(
+		big, pad + 256,
+		"{\"namespace\":\"tenant-acme-dev\",\"kind\":\"VMInstance\","
+		"\"name\":\"vm-big\",\"old\":null,\"new\":{\"gpus\":"
+		"[{\"class\":\"h100\"}],\"pad\":\"");
+	memset(big + n, 'p', pad);
+	strcpy(big + n + pad, "\"}}");
+	qt_http(&t, "POST", "/v1/admission", NULL, big, &r);
+	ck_assert_msg(r.status == 503, "status %ld: %.200s", r.status, r.body);
+	ck_assert_ptr_nonnull(json_object_get(r.json, "error"));
+	ck_assert_ptr_null(json_object_get(r.json, "id"));
+	qt_resp_free(&r);
+	ck_assert_int_eq(qt_status(&t, "GET", "/v1/verdicts/2", NULL, NULL),
+			 404);
+	ck_assert_int_eq(metric(&t, "gpuledger_verdict_append_errors_total"),
+			 1);
+	snprintf(seqpath, sizeof(seqpath), "/v1/events?from=%d",
+		 QT_FIXTURE_SEQ + 2);
+	qt_http(&t, "GET", seqpath, NULL, NULL, &r);
+	ck_assert_uint_eq(json_array_size(json_object_get(r.json, "events")),
+			  0);
+	qt_resp_free(&r);
+	/* The next verdict that fits gets id 2 and the next seq. */
+	qt_http(&t, "POST", "/v1/admission", NULL, SMALL_VERDICT, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(r.json, "id")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(r.json, "seq")),
+			 QT_FIXTURE_SEQ + 2);
+	qt_resp_free(&r);
+	ck_assert_int_eq(qt_status(&t, "GET", "/v1/verdicts/2", NULL, NULL),
+			 200);
+	ck_assert_int_eq(qt_status(&t, "GET", "/v1/verdicts/3", NULL, NULL),
+			 404);
+	ck_assert_int_eq(metric(&t, "gpuledger_verdict_append_errors_total"),
+			 1);
+	qt_stop(&t);
+	ck_assert_uint_eq(qt_audit(t.db, NULL, 0), 2);
+	free(big);
+	qt_done(&t);
+}
+END_TEST
+
 #define NROWS(a) (int)(sizeof(a) / sizeof(a[0]))
 
 QUERY_PART(verdicts)
@@ -391,5 +481,6 @@ QUERY_PART(verdicts)
 	tcase_add_test(tc, admission_review_roundtrip);
 	tcase_add_test(tc, verify_finds_forgery);
 	tcase_add_test(tc, concurrent_verdicts_audit);
+	tcase_add_test(tc, append_failure_is_503);
 	suite_add_tcase(s, tc);
 }

@@ -224,6 +224,7 @@ same "state after restart" "$tmp/state.before" "$tmp/body"
 req POST /v1/admission "" "$vm"
 has "ids go on after restart" "$tmp/body" '"id":164,'
 stop_server
+if [ "$stopped_rc" -eq 0 ]; then ok; else bad "SIGTERM after restart: exit $stopped_rc"; fi
 
 # --- audit ---------------------------------------------------------------
 run "$bin" audit --db "$db"
@@ -275,6 +276,7 @@ GET /metrics tenant-acme-token-01234 403
 GET /metrics admin-token-0123456789 200
 EOF
 stop_server
+if [ "$stopped_rc" -eq 0 ]; then ok; else bad "SIGTERM with a token file: exit $stopped_rc"; fi
 
 echo "serve_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -251,7 +251,7 @@ for args in "--nope" "--events" "--events x" "--events -1" "--tenants 0" \
 	fi
 done
 
-# End to end, when `gpuledger watch` is built: the stream ingests, the
+# End to end (a `gpuledger watch` that does not run is a failure): the stream ingests, the
 # ledger verifies, tenants hold units, some budget is overcommitted, and the
 # only NOTEs are the deliberately invalid quotas (none with --no-invalid).
 if "$bin" watch --help >/dev/null 2>&1; then
@@ -295,7 +295,7 @@ sys.exit(1 if problems else 0)
 EOF
 	done
 else
-	echo "simulate_cli: gpuledger watch is not built; end-to-end part skipped"
+	bad "gpuledger watch --help failed: the end-to-end part cannot run"
 fi
 
 echo "simulate_cli: $pass passed, $fail failed"

@@ -30,6 +30,7 @@
 #   prometheus        promtool: lints /metrics, checks and unit-tests the
 #                     alerting rules in deploy/
 #   help2man          the man pages, made from each subcommand's --help
+#   binutils          readelf, to check the image's runtime packages
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
@@ -38,7 +39,7 @@ libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 # ship another package of it, which Debian's would conflict with).
 cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq \
 faketime:faketime node:nodejs npm:npm wrk:wrk chromium:chromium \
-promtool:prometheus help2man:help2man"
+promtool:prometheus help2man:help2man readelf:binutils"
 
 missing=""
 for p in $pkgs; do
