@@ -124,8 +124,9 @@ static int put_checkpoint(ledger_t *lg, MDB_txn *txn, const uint8_t *head)
 }
 
 /* One attempt at writing the prepared batch. Returns an LMDB code. */
-static int write_batch(ledger_t *lg, MDB_txn *txn, uint64_t first, size_t n,
-		       const struct ledger_meta *meta, size_t n_meta)
+static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
+		       uint64_t first, size_t n, const struct ledger_meta *meta,
+		       size_t n_meta)
 {
 	MDB_dbi ev = lg->dbi[LEDGER_DB_EVENTS];
 	int rc = 0;
@@ -146,6 +147,8 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, uint64_t first, size_t n,
 
 		rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val, 0);
 	}
+	if (rc == 0)
+		rc = store_vidx_put(lg, txn, evs, first, n);
 	return rc;
 }
 
@@ -154,6 +157,7 @@ static int grow_map(ledger_t *lg, struct lg_error *err)
 {
 	MDB_envinfo info;
 	size_t next;
+	int rc;
 
 	mdb_env_info(lg->env, &info);
 	if (info.me_mapsize >= lg->o.map_max_bytes)
@@ -163,7 +167,11 @@ static int grow_map(ledger_t *lg, struct lg_error *err)
 	next = info.me_mapsize * 2;
 	if (next > lg->o.map_max_bytes)
 		next = lg->o.map_max_bytes;
-	if (mdb_env_set_mapsize(lg->env, next) != 0)
+	/* Snapshots on other threads read the map: they finish first. */
+	pthread_rwlock_wrlock(lg->remap);
+	rc = mdb_env_set_mapsize(lg->env, next);
+	pthread_rwlock_unlock(lg->remap);
+	if (rc != 0)
 		return lg_error_set(err, LG_EFULL, "cannot grow the map");
 	return 0;
 }
@@ -172,14 +180,15 @@ static int grow_map(ledger_t *lg, struct lg_error *err)
  * MDB_MAP_FULL. A new transaction after growth must find the log where the
  * batch was prepared, else *stale is set (another writer came in between).
  * txn is always consumed. */
-static int commit_batch(ledger_t *lg, MDB_txn *txn, uint64_t first, size_t n,
+static int commit_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
+			uint64_t first, size_t n,
 			const struct ledger_meta *meta, size_t n_meta,
 			const uint8_t *head, bool *stale, struct lg_error *err)
 {
 	for (;;) {
 		uint64_t last;
 		bool cp = checkpoint_due(lg, first + n - 1);
-		int rc = write_batch(lg, txn, first, n, meta, n_meta);
+		int rc = write_batch(lg, txn, evs, first, n, meta, n_meta);
 
 		if (rc == 0 && cp)
 			rc = put_checkpoint(lg, txn, head);
@@ -230,8 +239,8 @@ static int append_once(ledger_t *lg, struct event *evs, size_t n,
 		lg->dirty = lg->dirty || applied > 0;
 		return rc;
 	}
-	rc = commit_batch(lg, txn, lg->seq + 1, n, meta, n_meta, head, stale,
-			  err);
+	rc = commit_batch(lg, txn, evs, lg->seq + 1, n, meta, n_meta, head,
+			  stale, err);
 	/* The state holds a batch the log lacks. */
 	lg->dirty = lg->dirty || rc != 0;
 	return rc;

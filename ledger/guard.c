@@ -229,6 +229,8 @@ int store_get(ledger_t *lg, MDB_txn *txn, enum ledger_db db, MDB_val *key,
 {
 	int rc;
 
+	if (db == LEDGER_DB_EVENTS)
+		lg->records_read++;
 	if (!lg->o.forensic)
 		return mdb_get(txn, lg->dbi[db], key, val);
 	GUARDED(lg, rc, mdb_get(txn, lg->dbi[db], key, val));
@@ -240,6 +242,8 @@ int store_cursor_get(ledger_t *lg, MDB_cursor *cur, enum ledger_db db,
 {
 	int rc;
 
+	if (db == LEDGER_DB_EVENTS)
+		lg->records_read++;
 	if (!lg->o.forensic)
 		return mdb_cursor_get(cur, key, val, op);
 	GUARDED(lg, rc, mdb_cursor_get(cur, key, val, op));

@@ -99,9 +99,15 @@ int store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
 	int rc = mdb_txn_begin(lg->env, NULL, flags, txn);
 
 	/* Another process grew the map: adopt its size. It may grow it again
-	 * meanwhile, so try a bounded number of times. */
-	for (int i = 0; rc == MDB_MAP_RESIZED && i < 64; i++) {
+	 * meanwhile, so try a bounded number of times. A snapshot may not
+	 * remap (its parent's thread does, on its next transaction). */
+	for (int i = 0; rc == MDB_MAP_RESIZED && lg->parent == NULL && i < 64;
+	     i++) {
+		if (lg->remap != NULL)
+			pthread_rwlock_wrlock(lg->remap);
 		rc = mdb_env_set_mapsize(lg->env, 0);
+		if (lg->remap != NULL)
+			pthread_rwlock_unlock(lg->remap);
 		if (rc == 0)
 			rc = mdb_txn_begin(lg->env, NULL, flags, txn);
 	}
@@ -572,6 +578,14 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		lg->o.checkpoint_secs = DEFAULT_CP_SECS;
 	lg->dir = strdup(o->dir ? o->dir : "");
 	lg->bad_page = (size_t)-1;
+	lg->remap = malloc(sizeof(*lg->remap));
+	if (lg->remap == NULL || lg->dir == NULL) {
+		free(lg->remap);
+		free(lg->dir);
+		free(lg);
+		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	}
+	pthread_rwlock_init(lg->remap, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
 	if (o->forensic) {
 		lg->o.read_only = true;
@@ -594,8 +608,14 @@ void ledger_close(ledger_t *lg)
 {
 	if (lg == NULL)
 		return;
+	if (lg->parent != NULL) {
+		store_snapshot_free(lg);
+		return;
+	}
 	if (lg->env != NULL)
 		mdb_env_close(lg->env);
+	pthread_rwlock_destroy(lg->remap);
+	free(lg->remap);
 	if (lg->o.forensic)
 		store_trap_remove();
 	state_free(lg->st);
@@ -647,7 +667,7 @@ int ledger_refresh(ledger_t *lg, struct lg_error *err)
 	MDB_txn *txn;
 	int rc;
 
-	if (lg->o.forensic)
+	if (lg->o.forensic || lg->parent != NULL)
 		return 0;
 	if (lg->dirty)
 		return store_reload(lg, err);

@@ -181,6 +181,42 @@ void ledger_chain_step(const uint8_t *head_prev, const uint8_t *bytes,
 		       size_t len, uint8_t *head_out);
 
 /* ---------------------------------------------------------------------- */
+/* The verdict index (ledger/snapshot.c). Every append records, in its own
+ * transaction, the seq of each VERDICT event it carries under its id (ids
+ * count the VERDICT events from 1 in log order), the number of verdicts
+ * and the last event that changed the state's content (not VERDICT, NOTE
+ * or TICK): a server starting up learns them without reading the log. A
+ * log written before the index existed is indexed once, by the first
+ * writer that appends or asks. */
+struct ledger_vindex {
+	uint64_t count;	      /* verdicts among events 1..upto */
+	uint64_t upto;	      /* the index covers events 1..upto */
+	uint64_t content_seq; /* last content change <= upto (0: none) */
+};
+/* The index as committed; a writer handle first fills a gap (upto short of
+ * the log's end), a read-only one returns it as it is. */
+int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
+			 struct lg_error *err);
+/* The seq of verdict id (1..count); LG_ENOENT when not indexed. */
+int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
+		       struct lg_error *err);
+/* Event records this handle has fetched from storage since it was opened
+ * (what a start or a query cost; for tests and benchmarks). */
+uint64_t ledger_records_read(const ledger_t *lg);
+
+/* Snapshots: heavy reads on other threads. ledger_snapshot_new (on the
+ * thread that owns lg) makes a read-only handle fixed at lg's last seq and
+ * head, sharing lg's environment; it must be closed (ledger_close) before
+ * lg. It is then used by one other thread only: ledger_snapshot_enter
+ * first (with load_state, its ledger_state is the state at that seq, built
+ * there from a checkpoint and the tail), then ledger_scan, ledger_state_at,
+ * ledger_seq_at_time, ledger_export, and ledger_close on that same thread.
+ * While any snapshot is entered, a growth of lg's map waits for it. */
+int ledger_snapshot_new(ledger_t *lg, ledger_t **snap, struct lg_error *err);
+int ledger_snapshot_enter(ledger_t *snap, bool load_state,
+			  struct lg_error *err);
+
+/* ---------------------------------------------------------------------- */
 /* Billing export (DESIGN 8; ledger/export.c). One function serves the CLI
  * (`gpuledger export`) and the query process (`GET /v1/export`): it walks
  * the log once, from the state at --from (a checkpoint plus a tail) to the

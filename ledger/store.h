@@ -8,6 +8,7 @@
 #include "ledger/ledger_int.h"
 
 #include <lmdb.h>
+#include <pthread.h>
 #include <time.h>
 
 #define DEFAULT_MAP_BYTES     ((size_t)64 << 20)
@@ -40,6 +41,14 @@ struct ledger {
 	size_t map_bytes, psize;
 	size_t bad_page; /* (size_t)-1: not known */
 	const char *bad_what;
+	/* Event records fetched (ledger_records_read). */
+	uint64_t records_read;
+	/* Remaps of the environment exclude readers on other threads: the
+	 * parent write-locks around mdb_env_set_mapsize, a snapshot holds
+	 * the read lock (ledger/snapshot.c). Owned by the parent. */
+	pthread_rwlock_t *remap;
+	ledger_t *parent; /* a snapshot's; NULL for a handle of its own */
+	bool locked;	  /* a snapshot holds remap for reading */
 };
 
 extern const char *const store_db_names[LEDGER_DB_MAX];
@@ -101,6 +110,13 @@ int store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db, uint64_t *out,
 /* The state at seq from the latest sound checkpoint <= seq. */
 int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 		   uint8_t *head, unsigned *skipped, struct lg_error *err);
+/* Records the VERDICT events evs[0..n) (seqs first..) in the verdict
+ * index, inside the batch's write transaction; an LMDB code. */
+int store_vidx_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
+		   uint64_t first, size_t n);
+/* Frees a snapshot (ledger_close of one). */
+void store_snapshot_free(ledger_t *s);
+
 /* Rebuilds the handle's state at the last seq. */
 int store_reload(ledger_t *lg, struct lg_error *err);
 /* Applies what other processes appended since the handle's seq. */

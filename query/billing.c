@@ -9,8 +9,9 @@
  *
  * A tenant token exports its own subtree (showback): the rows whose
  * namespace, or whose subtree's root, lies outside it are dropped before
- * they are written, so they never reach the answer. The body is bounded: a
- * range too large for one answer is 413, to be split by the client.
+ * they are written, so they never reach the answer. The rows are computed
+ * off the loop and streamed (query/stream.c): an answer of any size holds a
+ * bounded amount of memory, so there is no bound on the range.
  */
 #include "query/query_int.h"
 
@@ -19,7 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define EXPORT_MAX_BYTES (64u << 20)
 
 /* ---------------------------------------------------------------------- */
 /* The billing file */
@@ -93,45 +93,43 @@ void billing_release(struct billing_file *b)
 }
 
 /* ---------------------------------------------------------------------- */
-/* The answer */
+/* The answer, streamed from a thread of its own (query/stream.c). */
 
 struct export_out {
-	char *buf;
-	size_t len, cap;
-	bool json, scope, over;
-	const char *tenant; /* a tenant token's namespace, else NULL */
+	struct heavy *h;
+	bool json, scope;
+	char tenant[DNS1123_SUBDOMAIN_MAX + 1]; /* a tenant token's: "" all */
 };
 
-static bool out_put(struct export_out *o, const char *s, size_t n)
+/* What the thread needs: copies, since the billing file may be reloaded
+ * on the loop while it runs. */
+struct export_job {
+	struct export_opts eo;
+	struct export_out o;
+	struct bill_rates rates;
+	char currency[8];
+};
+
+static void export_job_free(void *p)
 {
-	if (o->len + n + 1 > EXPORT_MAX_BYTES) {
-		o->over = true;
-		return false;
-	}
-	if (o->len + n + 1 > o->cap) {
-		o->cap = o->cap ? o->cap * 2 : 1 << 16;
-		while (o->cap < o->len + n + 1)
-			o->cap *= 2;
-		o->buf = q_xrealloc(o->buf, o->cap);
-	}
-	memcpy(o->buf + o->len, s, n);
-	o->len += n;
-	o->buf[o->len++] = '\n';
-	return true;
+	struct export_job *j = p;
+
+	free(j->rates.r);
+	free(j);
 }
 
 static int export_row(void *ctx, const struct bill_row *row)
 {
 	struct export_out *o = ctx;
-	bool ok;
+	int rc;
 
-	if (o->tenant != NULL && !ns_in_subtree(o->tenant, row->ns))
+	if (o->tenant[0] != '\0' && !ns_in_subtree(o->tenant, row->ns))
 		return 0;
 	if (o->json) {
 		json_t *v = bill_row_json(row);
 		char *text = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
 
-		ok = text != NULL && out_put(o, text, strlen(text));
+		rc = text == NULL ? -1 : heavy_emit(o->h, text, strlen(text));
 		free(text);
 		json_decref(v);
 	} else {
@@ -139,10 +137,37 @@ static int export_row(void *ctx, const struct bill_row *row)
 		char *line = q_xmalloc(n + 1);
 
 		bill_row_csv(row, o->scope, line, n + 1);
-		ok = out_put(o, line, n);
+		rc = heavy_emit(o->h, line, n);
 		free(line);
 	}
-	return ok ? 0 : 1;
+	if (rc == 0)
+		rc = heavy_emit(o->h, "\n", 1);
+	return rc == 0 ? 0 : 1;
+}
+
+/* On the thread: the rows of the snapshot. */
+static void export_run(struct heavy *h, void *arg)
+{
+	struct export_job *j = arg;
+	struct lg_error err = {0};
+	int rc;
+
+	j->o.h = h;
+	if (!j->o.json) {
+		size_t n = bill_csv_header(j->o.scope, j->eo.rates, NULL, 0);
+		char *hd = q_xmalloc(n + 1);
+
+		bill_csv_header(j->o.scope, j->eo.rates, hd, n + 1);
+		rc = heavy_emit(h, hd, n);
+		free(hd);
+		if (rc != 0 || heavy_emit(h, "\n", 1) != 0)
+			return;
+	}
+	rc = ledger_export(heavy_ledger(h), &j->eo, export_row, &j->o, NULL,
+			   &err);
+	if (rc < 0)
+		heavy_fail(h, rc == LG_EINVAL || rc == LG_ENOENT ? 400 : 500,
+			   "%s", err.msg);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -271,47 +296,30 @@ static bool export_params(struct query_server *qs, struct request *rq,
 	eo->rollup_subtree = p->rollup[0] != '\0';
 	o->json = strcmp(p->fmt, "focus-csv") != 0;
 	o->scope = eo->rollup_subtree;
-	o->tenant = rq->who != NULL && rq->who->role == ROLE_TENANT
-			    ? rq->who->ns
-			    : NULL;
+	if (rq->who != NULL && rq->who->role == ROLE_TENANT)
+		snprintf(o->tenant, sizeof(o->tenant), "%s", rq->who->ns);
 	return true;
 }
 
 void handle_export(struct query_server *qs, struct request *rq)
 {
 	struct export_params p;
-	struct export_opts eo;
-	struct export_out o = {0};
-	struct lg_error err = {0};
-	int rc;
+	struct export_job *j = q_xmalloc(sizeof(*j));
+	const struct bill_rates *r = &qs->billing.rates;
 
-	if (!export_params(qs, rq, &eo, &o, &p))
+	memset(j, 0, sizeof(*j));
+	if (!export_params(qs, rq, &j->eo, &j->o, &p)) {
+		free(j);
 		return;
-	if (!o.json) {
-		size_t n = bill_csv_header(o.scope, eo.rates, NULL, 0);
-		char *h = q_xmalloc(n + 1);
-
-		bill_csv_header(o.scope, eo.rates, h, n + 1);
-		out_put(&o, h, n);
-		free(h);
 	}
-	rc = ledger_export(qs->lg, &eo, export_row, &o, NULL, &err);
-	if (rc == 1 && o.over) {
-		free(o.buf);
-		reply_error(qs, rq, 413,
-			    "the export is larger than %u bytes: ask for a "
-			    "shorter range",
-			    EXPORT_MAX_BYTES);
-	} else if (rc != 0) {
-		free(o.buf);
-		reply_error(qs, rq,
-			    rc == LG_EINVAL || rc == LG_ENOENT ? 400 : 500,
-			    "%s", err.msg);
-	} else {
-		if (o.buf == NULL)
-			o.buf = q_xstrdup("");
-		reply_raw(qs, rq, 200,
-			  o.json ? "application/x-ndjson" : "text/csv", o.buf,
-			  o.len);
+	j->rates = *r;
+	j->rates.r = q_xmalloc(r->n * sizeof(*r->r) + 1);
+	memcpy(j->rates.r, r->r, r->n * sizeof(*r->r));
+	j->eo.rates = &j->rates;
+	if (j->eo.currency != NULL) {
+		snprintf(j->currency, sizeof(j->currency), "%s", p.currency);
+		j->eo.currency = j->currency;
 	}
+	heavy_start(qs, rq, j->o.json ? "application/x-ndjson" : "text/csv",
+		    true, export_run, j, export_job_free);
 }

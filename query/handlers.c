@@ -290,38 +290,71 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 	return NULL;
 }
 
+/* The heavy reads' jobs: what the thread needs, copied off the request. */
+struct read_job {
+	uint64_t seq;	       /* /state: at; /events: from */
+	uint64_t limit;	       /* /events */
+};
+
+static int head_at(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	memcpy(ctx, head, LEDGER_HEAD_BYTES);
+	return 0;
+}
+
+/* Emits v's canonical text (v is stolen). */
+static void emit_json(struct heavy *h, json_t *v)
+{
+	char *text = v ? json_canonical(v) : NULL;
+
+	json_decref(v);
+	if (text == NULL)
+		heavy_fail(h, 500, "the answer could not be built");
+	else
+		heavy_emit(h, text, strlen(text));
+	free(text);
+}
+
+/* On the thread: the state at j->seq with the chain head after it. */
+static void state_run(struct heavy *h, void *arg)
+{
+	const struct read_job *j = arg;
+	ledger_t *lg = heavy_ledger(h);
+	struct lg_error err = {0};
+	uint8_t head[LEDGER_HEAD_BYTES] = {0};
+	char hex[2 * LEDGER_HEAD_BYTES + 1];
+	state_t *st = NULL;
+	json_t *doc;
+	int rc = 0;
+
+	if (j->seq == 0)
+		st = state_new();
+	else if ((rc = ledger_state_at(lg, j->seq, &st, NULL, &err)) == 0)
+		rc = ledger_scan(lg, j->seq, 1, head_at, head, &err);
+	if (rc != 0) {
+		state_free(st);
+		heavy_fail(h, 500, "state at seq %llu: %s",
+			   (unsigned long long)j->seq, err.msg);
+		return;
+	}
+	q_hex(head, hex);
+	doc = state_to_json(st, NULL);
+	json_object_set_new(doc, "chainHead", json_string(hex));
+	state_free(st);
+	emit_json(h, doc);
+}
+
 void handle_state(struct query_server *qs, struct request *rq)
 {
-	struct lg_error err = {0};
-	char hex[2 * LEDGER_HEAD_BYTES + 1];
 	const char *why;
-	state_t *st = NULL;
-	const state_t *use;
-	uint64_t seq;
-	json_t *doc;
+	struct read_job *j = q_xmalloc(sizeof(*j));
 
-	if ((why = resolve_at(qs, rq, &seq)) != NULL) {
+	if ((why = resolve_at(qs, rq, &j->seq)) != NULL) {
+		free(j);
 		reply_error(qs, rq, 400, "%s", why);
 		return;
 	}
-	if (seq == ledger_last_seq(qs->lg))
-		use = ledger_state(qs->lg);
-	else if (seq == 0)
-		use = st = state_new();
-	else if (ledger_state_at(qs->lg, seq, &st, NULL, &err) == 0)
-		use = st;
-	else
-		use = NULL;
-	if (use == NULL || server_head_at(qs, seq, hex, &err) != 0) {
-		state_free(st);
-		reply_error(qs, rq, 500, "state at seq %llu: %s",
-			    (unsigned long long)seq, err.msg);
-		return;
-	}
-	doc = state_to_json(use, NULL);
-	json_object_set_new(doc, "chainHead", json_string(hex));
-	state_free(st);
-	reply_json(qs, rq, 200, doc);
+	heavy_start(qs, rq, "application/json", false, state_run, j, free);
 }
 
 struct events_out {
@@ -362,33 +395,42 @@ static bool u64_param(const struct request *rq, const char *key, uint64_t dflt,
 	return n == -1 || (n >= 0 && q_parse_u64(buf, out));
 }
 
-void handle_events(struct query_server *qs, struct request *rq)
+/* On the thread: one page of events of the snapshot. */
+static void events_run(struct heavy *h, void *arg)
 {
+	const struct read_job *j = arg;
+	ledger_t *lg = heavy_ledger(h);
 	struct lg_error err = {0};
-	struct events_out o = {0};
-	uint64_t from, limit, last = ledger_last_seq(qs->lg);
+	struct events_out o = {.list = json_array(), .next = j->seq};
+	uint64_t last = ledger_last_seq(lg);
 	int rc = 0;
 
-	if (!u64_param(rq, "from", 1, &from) || from == 0 ||
-	    !u64_param(rq, "limit", EVENTS_LIMIT_DEFAULT, &limit) ||
-	    limit == 0 || limit > EVENTS_LIMIT_MAX) {
+	if (j->seq <= last)
+		rc = ledger_scan(lg, j->seq, j->limit, add_event, &o, &err);
+	if (rc < 0) {
+		json_decref(o.list);
+		heavy_fail(h, 500, "%s", err.msg);
+		return;
+	}
+	emit_json(h, json_pack("{s:o, s:I, s:I}", "events", o.list, "next",
+			       (json_int_t)o.next, "lastSeq",
+			       (json_int_t)last));
+}
+
+void handle_events(struct query_server *qs, struct request *rq)
+{
+	struct read_job *j = q_xmalloc(sizeof(*j));
+
+	if (!u64_param(rq, "from", 1, &j->seq) || j->seq == 0 ||
+	    !u64_param(rq, "limit", EVENTS_LIMIT_DEFAULT, &j->limit) ||
+	    j->limit == 0 || j->limit > EVENTS_LIMIT_MAX) {
+		free(j);
 		reply_error(qs, rq, 400,
 			    "from must be a seq >= 1 and limit 1..%d",
 			    EVENTS_LIMIT_MAX);
 		return;
 	}
-	o.list = json_array();
-	o.next = from;
-	if (from <= last)
-		rc = ledger_scan(qs->lg, from, limit, add_event, &o, &err);
-	if (rc < 0) {
-		json_decref(o.list);
-		reply_error(qs, rq, 500, "%s", err.msg);
-		return;
-	}
-	reply_json(qs, rq, 200,
-		   json_pack("{s:o, s:I, s:I}", "events", o.list, "next",
-			     (json_int_t)o.next, "lastSeq", (json_int_t)last));
+	heavy_start(qs, rq, "application/json", false, events_run, j, free);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -58,6 +58,9 @@ struct conn {
 	bool in_request, deferred, blocked, reading, closing, lingering;
 	bool keep_alive;
 	enum route_id deferred_route;
+	/* A heavy read streaming its answer (query/stream.c), or NULL. */
+	struct heavy *heavy;
+	bool chunked; /* its body goes in chunks (HTTP/1.1) */
 
 	/* TLS (NULL: plain). cert_who is the role of the client's verified
 	 * certificate (a `cert:<CN>` token-file line), or NULL. */
@@ -171,8 +174,12 @@ static void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
-	if (c->deferred)
+	if (c->heavy != NULL) {
+		heavy_conn_gone(c->heavy);
+		c->heavy = NULL;
+	} else if (c->deferred) {
 		verdict_forget_conn(qs, c);
+	}
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -195,7 +202,8 @@ static void on_timer(uv_timer_t *t)
 {
 	struct conn *c = t->data;
 
-	if (c->lingering || c->closing) {
+	if (c->lingering || c->closing || c->heavy != NULL) {
+		/* A stream whose client took nothing for idle_ms is cut. */
 		conn_close(c);
 	} else if (c->in_request) {
 		struct request rq = {
@@ -222,6 +230,12 @@ static void on_write(uv_write_t *req, int status)
 	free(w);
 	if (status < 0) {
 		conn_close(c);
+		return;
+	}
+	if (c->heavy != NULL && !c->closing) {
+		/* The client takes the stream: it may go on. */
+		uv_timer_start(&c->timer, on_timer, c->qs->o.idle_ms, 0);
+		heavy_pump(c->heavy);
 		return;
 	}
 	if (c->blocked && !c->closing &&
@@ -452,8 +466,10 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 		text = q_xstrdup(
 			"{\"error\":\"the answer could not be built\"}");
 	}
-	if (c != NULL)
+	if (c != NULL) {
 		c->deferred = false;
+		c->heavy = NULL;
+	}
 	answer(qs, c, route, t0_ns, status, "application/json", text,
 	       strlen(text));
 	free(text);
@@ -461,6 +477,123 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 		http_parser_pause(&c->parser, 0);
 		conn_feed(c, NULL, 0);
 	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Streamed answers (query/stream.c drives them). */
+
+void conn_stream_begin(struct query_server *qs, struct request *rq,
+		       struct heavy *h)
+{
+	reply_defer(qs, rq);
+	rq->c->heavy = h;
+}
+
+/* While the socket holds bytes the client has not taken, the idle clock
+ * runs (each write that completes restarts it); while the stream waits on
+ * its producer it does not. */
+void conn_stream_watch(struct conn *c)
+{
+	bool waiting = conn_write_queue(c) > 0;
+
+	if (c->closing)
+		return;
+	if (!waiting)
+		uv_timer_stop(&c->timer);
+	else if (!uv_is_active((uv_handle_t *)&c->timer))
+		uv_timer_start(&c->timer, on_timer, c->qs->o.idle_ms, 0);
+}
+
+size_t conn_write_queue(const struct conn *c)
+{
+	return uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp);
+}
+
+bool conn_usable(const struct conn *c)
+{
+	return !c->closing && !c->lingering;
+}
+
+/* The head of a 200 streamed answer: chunked for HTTP/1.1; an HTTP/1.0
+ * client gets the body up to the end of the connection. */
+void conn_stream_head(struct conn *c, const char *ctype, enum route_id r)
+{
+	char head[1024];
+	int hn;
+
+	c->chunked = c->parser.http_major == 1 && c->parser.http_minor >= 1;
+	if (!c->chunked)
+		c->keep_alive = false;
+	hn = snprintf(head, sizeof(head),
+		      "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n%s%s%s\r\n",
+		      ctype, r < R_MAX && query_routes[r].headers
+				     ? query_routes[r].headers
+				     : "",
+		      c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
+		      !c->keep_alive ? "Connection: close\r\n" : "");
+	if (hn < 0 || (size_t)hn >= sizeof(head))
+		abort();
+	conn_write(c, head, (size_t)hn, "", 0);
+}
+
+void conn_stream_data(struct conn *c, const char *p, size_t n)
+{
+	char frame[32];
+	int fn;
+
+	if (n == 0 || c->closing)
+		return;
+	if (!c->chunked) {
+		conn_write(c, p, n, "", 0);
+		return;
+	}
+	fn = snprintf(frame, sizeof(frame), "%zx\r\n", n);
+	conn_write(c, frame, (size_t)fn, p, n);
+	if (!c->closing)
+		conn_write(c, "\r\n", 2, "", 0);
+}
+
+void conn_stream_end(struct query_server *qs, struct conn *c,
+		     enum route_id r, uint64_t t0_ns, bool complete)
+{
+	metrics_request(&qs->m, r, complete ? 200 : 500, q_now_ns() - t0_ns);
+	c->heavy = NULL;
+	c->deferred = false;
+	if (c->closing)
+		return;
+	if (!complete) {
+		/* The body cannot be finished: the client must see it cut,
+		 * not a short answer that looks whole. */
+		conn_close(c);
+		return;
+	}
+	if (c->chunked)
+		conn_write(c, "0\r\n\r\n", 5, "", 0);
+	if (c->closing)
+		return;
+	if (!c->keep_alive) {
+		conn_linger(c);
+		return;
+	}
+	uv_timer_start(&c->timer, on_timer, qs->o.idle_ms, 0);
+	if (!c->blocked) {
+		http_parser_pause(&c->parser, 0);
+		conn_feed(c, NULL, 0);
+	}
+}
+
+/* 503 with Retry-After: the bound of heavy reads is reached. */
+void reply_busy(struct query_server *qs, struct request *rq, unsigned retry_s,
+		const char *msg)
+{
+	char body[512], extra[64];
+	int n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}", msg);
+
+	snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", retry_s);
+	metrics_request(&qs->m, rq->route, 503, q_now_ns() - rq->t0_ns);
+	if (rq->c != NULL && !rq->c->closing && !rq->c->lingering)
+		conn_send(rq->c, 503, "application/json", extra, body,
+			  (size_t)n);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -194,6 +194,15 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 	       (double)m->conns_timed_out);
 	scalar(b, "gpuledger_bad_requests_total", "counter",
 	       "Malformed or oversized requests.", (double)m->bad_requests);
+	scalar(b, "gpuledger_heavy_reads_in_flight", "gauge",
+	       "Exports, past states and event pages being computed or "
+	       "streamed.",
+	       (double)qs->heavy_n);
+	scalar(b, "gpuledger_heavy_reads_total", "counter",
+	       "Heavy reads started.", (double)m->heavy_started);
+	scalar(b, "gpuledger_heavy_reads_refused_total", "counter",
+	       "Heavy reads answered 503 (over --max-heavy).",
+	       (double)m->heavy_refused);
 }
 
 /* TLS, when serve speaks it: handshakes, reloads, and when the

@@ -91,6 +91,8 @@ struct query_opts {
 				    [10000]; slow clients are cut off */
 	unsigned poll_ms;	 /* follow the log every [50] ms */
 	unsigned max_conns;	 /* open connections [4096] */
+	unsigned max_heavy;	 /* heavy reads (exports, past states, event
+				    pages) in flight [16]; beyond: 503 */
 	size_t map_max_bytes;	 /* bound of the ledger's map (0: the
 				    ledger's default); a small one gives a
 				    full map that verdict appends run into */

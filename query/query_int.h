@@ -270,6 +270,25 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 			  char *text);
 const char *http_reason(int status);
 
+/* Streamed answers of heavy reads (query/stream.c drives them). */
+struct heavy;
+/* Defers rq: h streams its answer. */
+void conn_stream_begin(struct query_server *qs, struct request *rq,
+		       struct heavy *h);
+size_t conn_write_queue(const struct conn *c);
+bool conn_usable(const struct conn *c);
+void conn_stream_watch(struct conn *c);
+/* The head of a 200 answer of unknown length, then its body in pieces. */
+void conn_stream_head(struct conn *c, const char *ctype, enum route_id r);
+void conn_stream_data(struct conn *c, const char *p, size_t n);
+/* Ends the stream: complete, the last chunk; else the connection is cut.
+ * The connection then reads its next request. */
+void conn_stream_end(struct query_server *qs, struct conn *c,
+		     enum route_id r, uint64_t t0_ns, bool complete);
+/* 503 with Retry-After: retry_s. */
+void reply_busy(struct query_server *qs, struct request *rq, unsigned retry_s,
+		const char *msg);
+
 /* The connection layer (query/http.c). */
 void query_http_settings(http_parser_settings *s);
 void conn_accept(struct query_server *qs, uv_stream_t *listener);
@@ -341,6 +360,7 @@ struct metrics {
 	uint64_t refreshes, refresh_errors, followed_events;
 	uint64_t conns_accepted, conns_refused, conns_timed_out;
 	uint64_t bad_requests;
+	uint64_t heavy_started, heavy_refused;
 };
 
 void metrics_request(struct metrics *m, enum route_id r, int status,
@@ -352,11 +372,10 @@ char *metrics_render(struct query_server *qs, size_t *len);
 /* ---------------------------------------------------------------------- */
 /* Verdicts (query/verdict.c).                                             */
 
-/* Verdict id -> seq of its VERDICT event, and what following the log has
- * seen. */
+/* The number of verdicts and what following the log has seen; the id ->
+ * seq index itself is the ledger's (ledger_verdict_seq). */
 struct vindex {
-	uint64_t *seq; /* seq[id - 1]; owned */
-	size_t n, cap;
+	uint64_t n;	      /* verdicts in the log up to scanned */
 	uint64_t scanned;     /* the log is indexed up to this seq */
 	uint64_t content_seq; /* last event that changed the state's content
 				 (not VERDICT, NOTE or TICK) */
@@ -384,6 +403,9 @@ struct pending_q {
 };
 
 void vindex_release(struct vindex *v);
+/* Starts from the ledger's verdict index, then indexes the tail up to the
+ * handle's last seq: a start reads no history. */
+int vindex_open(ledger_t *lg, struct vindex *v, struct lg_error *err);
 /* Indexes the log from v->scanned + 1 up to `to`. */
 int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
 		    struct lg_error *err);
@@ -445,6 +467,38 @@ struct rcache {
 void rcache_release(struct rcache *rc);
 /* The cache for the current state (borrowed until the state changes). */
 const struct tenant_cache *tenant_cache_get(struct query_server *qs);
+
+/* ---------------------------------------------------------------------- */
+/* Heavy reads (query/stream.c): a thread of their own against a ledger
+ * snapshot, the body streamed with backpressure. */
+
+#define QUERY_MAX_HEAVY_DEFAULT 16
+#define HEAVY_CHUNK_BYTES	(64u << 10)  /* the producer's buffer */
+#define HEAVY_QUEUE_BYTES	(256u << 10) /* produced, not yet sent */
+#define HEAVY_WRITE_HIGH_BYTES	(256u << 10) /* the socket's queue */
+
+/* Runs on the thread; writes the body with heavy_emit, or fails. */
+typedef void heavy_fn(struct heavy *h, void *arg);
+/* Starts fn(h, arg) on a thread against a snapshot of the ledger (with
+ * load_state, its state is loaded there first) and streams what it emits
+ * as the answer to rq, of type ctype; arg is freed with arg_free (may be
+ * NULL) on the loop when it is done. Beyond o.max_heavy in flight, or
+ * without a thread, rq is answered 503 with Retry-After. */
+void heavy_start(struct query_server *qs, struct request *rq,
+		 const char *ctype, bool load_state, heavy_fn *fn, void *arg,
+		 void (*arg_free)(void *));
+/* The thread's side: the snapshot (borrowed for the call of fn); bytes of
+ * the body (waits while the queue is full; -1 once the client is gone:
+ * stop); a failure (an error answer if nothing was sent yet, else the
+ * connection is cut). */
+ledger_t *heavy_ledger(struct heavy *h);
+int heavy_emit(struct heavy *h, const char *p, size_t n);
+void heavy_fail(struct heavy *h, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The loop's side: sends what can be sent (a write completed, a chunk
+ * came); the connection is gone. */
+void heavy_pump(struct heavy *h);
+void heavy_conn_gone(struct heavy *h);
 
 /* ---------------------------------------------------------------------- */
 /* The web console (query/ui.c, DESIGN 7): static files from query/ui/,
@@ -522,6 +576,8 @@ struct query_server {
 	struct rcache rcache;
 	struct billing_file billing;
 	struct conn_list conns;
+	struct heavy *heavies; /* in flight; owned */
+	unsigned heavy_n;
 	bool ready; /* caught up with the log */
 	bool stopping;
 	uint64_t caught_up_ns;	   /* last refresh that reached the end */

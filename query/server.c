@@ -41,6 +41,8 @@ static void opts_defaults(struct query_opts *o)
 		o->poll_ms = QUERY_POLL_MS_DEFAULT;
 	if (o->max_conns == 0)
 		o->max_conns = QUERY_MAX_CONNS_DEFAULT;
+	if (o->max_heavy == 0)
+		o->max_heavy = QUERY_MAX_HEAVY_DEFAULT;
 	if (o->tls_reload_ms == 0)
 		o->tls_reload_ms = TLS_RELOAD_MS_DEFAULT;
 }
@@ -294,9 +296,10 @@ static int open_ledger(struct query_server *qs, struct lg_error *err)
 	if ((rc = take_lock(qs, err)) != 0 ||
 	    (rc = ledger_open(&qs->lg, &lo, err)) != 0)
 		return rc;
-	/* Index every verdict already in the log (ids, for lookups and the
-	 * next id). */
-	rc = vindex_catch_up(qs->lg, &qs->vix, ledger_last_seq(qs->lg), err);
+	/* The verdicts already in the log (the next id) from the ledger's
+	 * index: a start reads the latest checkpoint and the tail, never the
+	 * history. */
+	rc = vindex_open(qs->lg, &qs->vix, err);
 	if (rc == 0) {
 		qs->ready = true;
 		qs->caught_up_ns = q_now_ns();

@@ -33,17 +33,14 @@
 
 void vindex_release(struct vindex *v)
 {
-	free(v->seq);
 	memset(v, 0, sizeof(*v));
 }
 
+/* Every new verdict is in the ledger's own index (ledger_verdict_index),
+ * written with its event: here only the count moves. */
 static void vindex_push(struct vindex *v, uint64_t seq)
 {
-	if (v->n == v->cap) {
-		v->cap = v->cap ? 2 * v->cap : 1024;
-		v->seq = q_xrealloc(v->seq, v->cap * sizeof(*v->seq));
-	}
-	v->seq[v->n++] = seq;
+	v->n++;
 }
 
 static int index_event(void *ctx, const struct event *ev, const uint8_t *head)
@@ -56,6 +53,19 @@ static int index_event(void *ctx, const struct event *ev, const uint8_t *head)
 		v->content_seq = ev->seq;
 	v->scanned = ev->seq;
 	return 0;
+}
+
+int vindex_open(ledger_t *lg, struct vindex *v, struct lg_error *err)
+{
+	struct ledger_vindex vi;
+	int rc = ledger_verdict_index(lg, &vi, err);
+
+	if (rc != 0)
+		return rc;
+	v->n = vi.count;
+	v->scanned = vi.upto;
+	v->content_seq = vi.content_seq;
+	return vindex_catch_up(lg, v, ledger_last_seq(lg), err);
 }
 
 int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
@@ -810,9 +820,12 @@ static int want_verify(const struct request *rq)
 static json_t *load_verdict(struct query_server *qs, uint64_t id,
 			    struct record_copy *r, struct lg_error *err)
 {
-	uint64_t seq = qs->vix.seq[id - 1];
+	uint64_t seq = 0;
 	json_t *v = NULL;
-	int rc = ledger_scan(qs->lg, seq, 1, copy_record, r, err);
+	int rc = ledger_verdict_seq(qs->lg, id, &seq, err);
+
+	if (rc == 0)
+		rc = ledger_scan(qs->lg, seq, 1, copy_record, r, err);
 
 	if (rc == 0 && !r->verdict)
 		lg_error_set(err, LG_ECORRUPT, "seq %llu is no verdict",
@@ -997,6 +1010,7 @@ void handle_verdicts(struct query_server *qs, struct request *rq)
 	struct vlist l = {.f = &f};
 	const char *why = vfilter_parse(rq, &f);
 	json_t *doc;
+	uint64_t seq = 0;
 	int rc = 0;
 
 	if (why != NULL) {
@@ -1010,9 +1024,9 @@ void handle_verdicts(struct query_server *qs, struct request *rq)
 	l.out = json_array();
 	l.id = f.after;
 	l.left = f.after < qs->vix.n ? qs->vix.n - f.after : 0;
-	if (l.left > 0)
-		rc = ledger_scan(qs->lg, qs->vix.seq[f.after], 0, vlist_event,
-				 &l, &err);
+	if (l.left > 0 &&
+	    (rc = ledger_verdict_seq(qs->lg, f.after + 1, &seq, &err)) == 0)
+		rc = ledger_scan(qs->lg, seq, 0, vlist_event, &l, &err);
 	if (rc < 0) {
 		json_decref(l.out);
 		reply_error(qs, rq, 500, "%s", err.msg);

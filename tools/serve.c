@@ -55,6 +55,9 @@ static const char serve_usage[] =
 	"                      certificate); prints \"probes on HOST:PORT\"\n"
 	"  --max-body BYTES    request body bound (default 1048576)\n"
 	"  --max-conns N       open connections (default 4096)\n"
+	"  --max-heavy N       exports, past states and event pages computed\n"
+	"                      at once, each on a thread; beyond: 503 with\n"
+	"                      Retry-After (default 16)\n"
 	"  --idle-ms MS        keep-alive idle time (default 30000)\n"
 	"  --request-ms MS     a request must arrive whole within (default\n"
 	"                      10000); slower clients get 408 and are cut off\n"
@@ -103,7 +106,8 @@ static bool fits(const char *name, uint64_t v)
 int cmd_serve(int argc, char **argv)
 {
 	struct query_opts o = {.handle_signals = true};
-	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0, reload = 0;
+	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0, reload = 0,
+		 heavy = 0;
 	const struct opt opts[] = {
 		{"--db", OPT_STR, &o.db},
 		{"--create", OPT_FLAG, &o.create},
@@ -112,6 +116,7 @@ int cmd_serve(int argc, char **argv)
 		{"--rates", OPT_STR, &o.rates_file},
 		{"--max-body", OPT_U64, &body},
 		{"--max-conns", OPT_U64, &conns},
+		{"--max-heavy", OPT_U64, &heavy},
 		{"--idle-ms", OPT_U64, &idle},
 		{"--request-ms", OPT_U64, &req},
 		{"--poll-ms", OPT_U64, &poll},
@@ -132,7 +137,8 @@ int cmd_serve(int argc, char **argv)
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
-	if (!fits("--max-conns", conns) || !fits("--idle-ms", idle) ||
+	if (!fits("--max-conns", conns) || !fits("--max-heavy", heavy) ||
+	    !fits("--idle-ms", idle) ||
 	    !fits("--request-ms", req) || !fits("--poll-ms", poll) ||
 	    !fits("--tls-reload-ms", reload))
 		return EXIT_USAGE;
@@ -145,6 +151,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	o.max_body_bytes = (size_t)body;
 	o.max_conns = (unsigned)conns;
+	o.max_heavy = (unsigned)heavy;
 	o.idle_ms = (unsigned)idle;
 	o.request_ms = (unsigned)req;
 	o.poll_ms = (unsigned)poll;

@@ -1,0 +1,343 @@
+/*
+ * Heavy reads off the loop (DESIGN 7): exports, states at past seqs and
+ * event pages are computed on a thread of their own against a ledger
+ * snapshot, and their body is streamed with backpressure.
+ *
+ * The producer (the thread) writes into a local buffer of HEAVY_CHUNK_BYTES
+ * and hands full chunks to a queue of at most HEAVY_QUEUE_BYTES; when the
+ * queue is full it waits. The loop takes chunks from the queue only while
+ * the socket's write queue is under HEAVY_WRITE_HIGH_BYTES and takes again
+ * when a write completes. So a client that does not read holds at most
+ * about the sum of those three bounds (plus the kernel's socket buffers),
+ * whatever the size of the answer; and one that takes nothing for idle_ms
+ * is cut. The number of heavy reads in flight is bounded (max_heavy); the
+ * next one is answered 503 with Retry-After.
+ *
+ * Order of what the client sees: nothing is sent until the first chunk or
+ * the end, so an error the producer finds before its first chunk (bad
+ * options, a seq past the log) is an ordinary JSON error answer; an error
+ * after it cuts the connection without the last chunk, so the body cannot
+ * be taken for whole.
+ *
+ * Lifetime: a heavy read is freed on the loop once both its thread has
+ * ended (joined) and its connection has let it go; its async handle is
+ * closed first.
+ */
+#include "query/query_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct chunk {
+	struct chunk *next;
+	size_t len;
+	char data[];
+};
+
+struct heavy {
+	struct query_server *qs;
+	struct conn *c; /* loop only; NULL once the connection is gone */
+	enum route_id route;
+	uint64_t t0_ns;
+	const char *ctype;
+	bool load_state;
+	heavy_fn *fn;
+	void *arg;
+	void (*arg_free)(void *);
+	ledger_t *snap; /* used by the thread only */
+	uv_thread_t thread;
+	uv_async_t async;
+	bool started, joined, head_sent, reaped;
+
+	/* The producer's buffer (thread only). */
+	char *buf;
+	size_t len;
+
+	/* Shared, under mu. */
+	uv_mutex_t mu;
+	uv_cond_t cv;
+	struct chunk *head, *tail;
+	size_t queued;
+	bool flushed; /* a chunk was ever queued */
+	bool done, cancel;
+	int status;	  /* of a failure (0: none) */
+	char *error_text; /* its JSON body; owned */
+	struct heavy *prev, *next; /* qs->heavies (loop only) */
+};
+
+/* ---------------------------------------------------------------------- */
+/* The producer's side. */
+
+static void queue_chunk(struct heavy *h)
+{
+	struct chunk *k;
+
+	if (h->len == 0)
+		return;
+	k = q_xmalloc(sizeof(*k) + h->len);
+	k->next = NULL;
+	k->len = h->len;
+	memcpy(k->data, h->buf, h->len);
+	h->len = 0;
+	uv_mutex_lock(&h->mu);
+	while (h->queued >= HEAVY_QUEUE_BYTES && !h->cancel)
+		uv_cond_wait(&h->cv, &h->mu);
+	if (h->cancel) {
+		uv_mutex_unlock(&h->mu);
+		free(k);
+		return;
+	}
+	if (h->tail != NULL)
+		h->tail->next = k;
+	else
+		h->head = k;
+	h->tail = k;
+	h->queued += k->len;
+	h->flushed = true;
+	uv_mutex_unlock(&h->mu);
+	uv_async_send(&h->async);
+}
+
+int heavy_emit(struct heavy *h, const char *p, size_t n)
+{
+	bool cancel;
+
+	while (n > 0) {
+		size_t take = HEAVY_CHUNK_BYTES - h->len;
+
+		if (take > n)
+			take = n;
+		memcpy(h->buf + h->len, p, take);
+		h->len += take;
+		p += take;
+		n -= take;
+		if (h->len == HEAVY_CHUNK_BYTES)
+			queue_chunk(h);
+	}
+	uv_mutex_lock(&h->mu);
+	cancel = h->cancel;
+	uv_mutex_unlock(&h->mu);
+	return cancel ? -1 : 0;
+}
+
+void heavy_fail(struct heavy *h, int status, const char *fmt, ...)
+{
+	char msg[512];
+	json_t *v;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
+	v = json_pack("{s:s}", "error", msg);
+	uv_mutex_lock(&h->mu);
+	if (h->status == 0) {
+		h->status = status;
+		h->error_text = json_canonical(v);
+	}
+	uv_mutex_unlock(&h->mu);
+	json_decref(v);
+}
+
+ledger_t *heavy_ledger(struct heavy *h)
+{
+	return h->snap;
+}
+
+static void heavy_thread(void *arg)
+{
+	struct heavy *h = arg;
+	struct lg_error err = {0};
+
+	h->buf = q_xmalloc(HEAVY_CHUNK_BYTES);
+	if (ledger_snapshot_enter(h->snap, h->load_state, &err) != 0)
+		heavy_fail(h, 500, "snapshot: %s", err.msg);
+	else
+		h->fn(h, h->arg);
+	uv_mutex_lock(&h->mu);
+	bool failed = h->status != 0;
+	uv_mutex_unlock(&h->mu);
+	if (!failed)
+		queue_chunk(h);
+	ledger_close(h->snap);
+	h->snap = NULL;
+	free(h->buf);
+	h->buf = NULL;
+	uv_mutex_lock(&h->mu);
+	h->done = true;
+	uv_mutex_unlock(&h->mu);
+	uv_async_send(&h->async);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The loop's side. */
+
+static void on_async_closed(uv_handle_t *a)
+{
+	struct heavy *h = a->data;
+	struct chunk *k = h->head;
+
+	while (k != NULL) {
+		struct chunk *next = k->next;
+
+		free(k);
+		k = next;
+	}
+	if (h->arg_free != NULL)
+		h->arg_free(h->arg);
+	free(h->error_text);
+	uv_cond_destroy(&h->cv);
+	uv_mutex_destroy(&h->mu);
+	free(h);
+}
+
+/* Frees h once the thread has ended and the connection let it go. */
+static void heavy_reap(struct heavy *h)
+{
+	struct query_server *qs = h->qs;
+
+	if (h->c != NULL || !h->done || h->reaped)
+		return;
+	h->reaped = true;
+	if (h->started && !h->joined) {
+		uv_thread_join(&h->thread);
+		h->joined = true;
+	}
+	if (h->prev != NULL)
+		h->prev->next = h->next;
+	else
+		qs->heavies = h->next;
+	if (h->next != NULL)
+		h->next->prev = h->prev;
+	qs->heavy_n--;
+	uv_close((uv_handle_t *)&h->async, on_async_closed);
+}
+
+void heavy_pump(struct heavy *h)
+{
+	struct query_server *qs = h->qs;
+	struct conn *c = h->c;
+
+	uv_mutex_lock(&h->mu);
+	if (c != NULL && !h->head_sent && h->done && h->status != 0 &&
+	    !h->flushed) {
+		int status = h->status;
+		char *text = h->error_text;
+
+		h->error_text = NULL;
+		uv_mutex_unlock(&h->mu);
+		h->c = NULL;
+		/* Nothing was sent: the error is an ordinary answer. */
+		conn_answer_deferred(qs, c, h->route, h->t0_ns, status, text);
+		heavy_reap(h);
+		return;
+	}
+	while (c != NULL && conn_usable(c) && h->head != NULL &&
+	       conn_write_queue(c) < HEAVY_WRITE_HIGH_BYTES) {
+		struct chunk *k = h->head;
+
+		h->head = k->next;
+		if (h->head == NULL)
+			h->tail = NULL;
+		h->queued -= k->len;
+		uv_cond_signal(&h->cv);
+		uv_mutex_unlock(&h->mu);
+		if (!h->head_sent) {
+			conn_stream_head(c, h->ctype, h->route);
+			h->head_sent = true;
+		}
+		conn_stream_data(c, k->data, k->len);
+		free(k);
+		uv_mutex_lock(&h->mu);
+		c = h->c; /* a failed write closes the connection */
+	}
+	bool finished = c != NULL && h->done && h->head == NULL;
+	bool ok = h->status == 0;
+	uv_mutex_unlock(&h->mu);
+	if (finished) {
+		if (!h->head_sent && ok) {
+			conn_stream_head(c, h->ctype, h->route);
+			h->head_sent = true;
+		}
+		h->c = NULL;
+		conn_stream_end(qs, c, h->route, h->t0_ns, ok);
+	} else if (c != NULL) {
+		conn_stream_watch(c);
+	}
+	heavy_reap(h);
+}
+
+void heavy_conn_gone(struct heavy *h)
+{
+	h->c = NULL;
+	uv_mutex_lock(&h->mu);
+	h->cancel = true;
+	uv_cond_signal(&h->cv);
+	uv_mutex_unlock(&h->mu);
+	heavy_reap(h);
+}
+
+static void on_async(uv_async_t *a)
+{
+	heavy_pump(a->data);
+}
+
+void heavy_start(struct query_server *qs, struct request *rq,
+		 const char *ctype, bool load_state, heavy_fn *fn, void *arg,
+		 void (*arg_free)(void *))
+{
+	struct lg_error err = {0};
+	struct heavy *h;
+
+	if (qs->heavy_n >= qs->o.max_heavy) {
+		qs->m.heavy_refused++;
+		if (arg_free != NULL)
+			arg_free(arg);
+		reply_busy(qs, rq, 1,
+			   "too many heavy reads in flight: retry later");
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		abort();
+	if (ledger_snapshot_new(qs->lg, &h->snap, &err) != 0) {
+		free(h);
+		if (arg_free != NULL)
+			arg_free(arg);
+		reply_error(qs, rq, 503, "%s", err.msg);
+		return;
+	}
+	h->qs = qs;
+	h->c = rq->c;
+	h->route = rq->route;
+	h->t0_ns = rq->t0_ns;
+	h->ctype = ctype;
+	h->load_state = load_state;
+	h->fn = fn;
+	h->arg = arg;
+	h->arg_free = arg_free;
+	uv_mutex_init(&h->mu);
+	uv_cond_init(&h->cv);
+	uv_async_init(&qs->loop, &h->async, on_async);
+	h->async.data = h;
+	h->next = qs->heavies;
+	if (h->next != NULL)
+		h->next->prev = h;
+	qs->heavies = h;
+	qs->heavy_n++;
+	qs->m.heavy_started++;
+	conn_stream_begin(qs, rq, h);
+	if (uv_thread_create(&h->thread, heavy_thread, h) != 0) {
+		heavy_fail(h, 503, "no thread for the read");
+		ledger_close(h->snap);
+		h->snap = NULL;
+		h->done = true;
+		heavy_pump(h);
+		return;
+	}
+	h->started = true;
+}
