@@ -278,5 +278,28 @@ EOF
 stop_server
 if [ "$stopped_rc" -eq 0 ]; then ok; else bad "SIGTERM with a token file: exit $stopped_rc"; fi
 
+# --- streamed heavy reads ------------------------------------------------
+# A month of hourly rows is many chunks: streamed (chunked, off the loop),
+# it is still the CLI's export byte for byte, over HTTP/1.1 and HTTP/1.0.
+echo '{"time":"2026-04-01T00:00:00Z","type":"TICK"}' |
+	"$bin" import --db "$db" >/dev/null 2>&1
+start_server
+for fmt in focus-csv ndjson; do
+	"$bin" export --db "$db" --from 2026-03-01 --step hour --format "$fmt" \
+		>"$tmp/want" 2>/dev/null
+	for v in --http1.1 --http1.0; do
+		curl -s $v -D "$tmp/hdr" -o "$tmp/body" \
+			"http://127.0.0.1:$port/v1/export?from=2026-03-01&step=hour&format=$fmt"
+		same "streamed export $fmt $v = CLI" "$tmp/want" "$tmp/body"
+	done
+	if [ "$(wc -c <"$tmp/want")" -gt 262144 ]; then ok; else
+		bad "export $fmt: only $(wc -c <"$tmp/want") bytes, want many chunks"
+	fi
+done
+curl -s --http1.1 -D "$tmp/hdr" -o /dev/null \
+	"http://127.0.0.1:$port/v1/export?from=2026-03-01&step=hour"
+has "export is chunked" "$tmp/hdr" '^Transfer-Encoding: chunked'
+stop_server
+
 echo "serve_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
