@@ -314,7 +314,8 @@ void handle_export(struct query_server *qs, struct request *rq)
 	}
 	j->rates = *r;
 	j->rates.r = q_xmalloc(r->n * sizeof(*r->r) + 1);
-	memcpy(j->rates.r, r->r, r->n * sizeof(*r->r));
+	if (r->n > 0)
+		memcpy(j->rates.r, r->r, r->n * sizeof(*r->r));
 	j->eo.rates = &j->rates;
 	if (j->eo.currency != NULL) {
 		snprintf(j->currency, sizeof(j->currency), "%s", p.currency);

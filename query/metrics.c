@@ -198,6 +198,10 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 	       "Exports, past states and event pages being computed or "
 	       "streamed.",
 	       (double)qs->heavy_n);
+	scalar(b, "gpuledger_heavy_reads_buffered_bytes", "gauge",
+	       "Bytes of heavy answers waiting for their clients (queued and "
+	       "on the sockets).",
+	       (double)heavy_buffered_bytes(qs));
 	scalar(b, "gpuledger_heavy_reads_total", "counter",
 	       "Heavy reads started.", (double)m->heavy_started);
 	scalar(b, "gpuledger_heavy_reads_refused_total", "counter",

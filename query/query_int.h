@@ -499,6 +499,9 @@ void heavy_fail(struct heavy *h, int status, const char *fmt, ...)
  * came); the connection is gone. */
 void heavy_pump(struct heavy *h);
 void heavy_conn_gone(struct heavy *h);
+/* Bytes the heavy reads in flight hold for their clients: produced and
+ * queued, and queued on their sockets (the kernel's buffers aside). */
+size_t heavy_buffered_bytes(struct query_server *qs);
 
 /* ---------------------------------------------------------------------- */
 /* The web console (query/ui.c, DESIGN 7): static files from query/ui/,

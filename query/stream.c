@@ -152,6 +152,7 @@ static void heavy_thread(void *arg)
 {
 	struct heavy *h = arg;
 	struct lg_error err = {0};
+	bool failed;
 
 	h->buf = q_xmalloc(HEAVY_CHUNK_BYTES);
 	if (ledger_snapshot_enter(h->snap, h->load_state, &err) != 0)
@@ -159,7 +160,7 @@ static void heavy_thread(void *arg)
 	else
 		h->fn(h, h->arg);
 	uv_mutex_lock(&h->mu);
-	bool failed = h->status != 0;
+	failed = h->status != 0;
 	uv_mutex_unlock(&h->mu);
 	if (!failed)
 		queue_chunk(h);
@@ -199,8 +200,12 @@ static void on_async_closed(uv_handle_t *a)
 static void heavy_reap(struct heavy *h)
 {
 	struct query_server *qs = h->qs;
+	bool done;
 
-	if (h->c != NULL || !h->done || h->reaped)
+	uv_mutex_lock(&h->mu);
+	done = h->done;
+	uv_mutex_unlock(&h->mu);
+	if (h->c != NULL || !done || h->reaped)
 		return;
 	h->reaped = true;
 	if (h->started && !h->joined) {
@@ -221,6 +226,7 @@ void heavy_pump(struct heavy *h)
 {
 	struct query_server *qs = h->qs;
 	struct conn *c = h->c;
+	bool finished, ok;
 
 	uv_mutex_lock(&h->mu);
 	if (c != NULL && !h->head_sent && h->done && h->status != 0 &&
@@ -255,8 +261,8 @@ void heavy_pump(struct heavy *h)
 		uv_mutex_lock(&h->mu);
 		c = h->c; /* a failed write closes the connection */
 	}
-	bool finished = c != NULL && h->done && h->head == NULL;
-	bool ok = h->status == 0;
+	finished = c != NULL && h->done && h->head == NULL;
+	ok = h->status == 0;
 	uv_mutex_unlock(&h->mu);
 	if (finished) {
 		if (!h->head_sent && ok) {
@@ -335,9 +341,25 @@ void heavy_start(struct query_server *qs, struct request *rq,
 		heavy_fail(h, 503, "no thread for the read");
 		ledger_close(h->snap);
 		h->snap = NULL;
+		uv_mutex_lock(&h->mu);
 		h->done = true;
+		uv_mutex_unlock(&h->mu);
 		heavy_pump(h);
 		return;
 	}
 	h->started = true;
+}
+
+size_t heavy_buffered_bytes(struct query_server *qs)
+{
+	size_t n = 0;
+
+	for (struct heavy *h = qs->heavies; h != NULL; h = h->next) {
+		uv_mutex_lock(&h->mu);
+		n += h->queued;
+		uv_mutex_unlock(&h->mu);
+		if (h->c != NULL)
+			n += conn_write_queue(h->c);
+	}
+	return n;
 }

@@ -12,7 +12,8 @@
 # only and is stopped on exit; every loop is bounded in count and time.
 #
 # Knobs (environment, set by the Makefile): BENCH_EVENTS BENCH_RUNS
-# BENCH_LINES BENCH_GPU_LINES BENCH_HOLDERS BENCH_SECS BENCH_QUERIES, and
+# BENCH_LINES BENCH_GPU_LINES BENCH_HOLDERS BENCH_SECS BENCH_QUERIES
+# BENCH_RESTART_EVENTS (the ledger sizes of the restart figure), and
 # MAKE, BUILD (the build directory the Makefile uses).
 set -eu
 
@@ -352,6 +353,105 @@ bench_serve_tls() {
 }
 
 # ---------------------------------------------------------------------------
+# Restart and heavy reads (DESIGN 10: restart in O(live objects); heavy
+# reads never stall the loop).
+
+restart_events=${BENCH_RESTART_EVENTS:-1000000 10000000}
+
+# serve's start (query_server_open: the ledger's checkpoint and tail, the
+# verdict index) on ledgers of each size: the figure must not grow.
+bench_restart() {
+	for n in $restart_events; do
+		say "== restart: serve on a ledger of $n events ($runs runs)"
+		cmd "$BUILD/tests/bench_serve build DIR $n; $BUILD/tests/bench_serve open DIR"
+		"$BUILD/tests/bench_serve" build "$tmp/restart.db" "$n"
+		i=0
+		while [ $i -lt "$runs" ]; do
+			"$BUILD/tests/bench_serve" open "$tmp/restart.db"
+			i=$((i + 1))
+		done >"$tmp/restart.out"
+		rg="Restart of serve (query_server_open), generated events + 1% verdicts"
+		awk '{ print $2 }' "$tmp/restart.out" |
+			figure "$rg" "$n events: ready" ms "<= 2000 ms, flat in N"
+		awk '{ print $4 }' "$tmp/restart.out" |
+			figure "$rg" "  event records read at start" records ""
+		rm -rf "$tmp/restart.db"
+	done
+}
+
+base_pid=
+base_stop() {
+	[ -n "$base_pid" ] || return 0
+	kill "$base_pid" 2>/dev/null || true
+	wait "$base_pid" 2>/dev/null || true
+	base_pid=
+}
+
+# The loop's cost alone: a minimal libuv HTTP server, in the same run.
+bench_baseline() {
+	say "== baseline: a minimal libuv HTTP server, wrk ${secs}s ($runs runs)"
+	"$BUILD/tests/bench_serve" baseline >"$tmp/base.out" &
+	base_pid=$!
+	bport=
+	i=0
+	while [ -z "$bport" ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		bport=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/base.out")
+		i=$((i + 1))
+	done
+	cmd "$BUILD/tests/bench_serve baseline; wrk -t1 -c8 -d${secs}s --latency http://127.0.0.1:PORT/"
+	wrk_runs "Minimal libuv HTTP server (tests/bench/bench_serve.c baseline)" \
+		"GET / (fixed answer)" 8 "" "" "http://127.0.0.1:$bport/"
+	base_stop
+	# GET remaining at 8 connections as a share of it (medians).
+	awk -F'|' '
+		/GET \/v1\/tenants\/\{ns\}\/remaining, 8 connections/ && !r { r = $3 }
+		/GET \/ \(fixed answer\), 8 connections/ { b = $3 }
+		END { if (r && b) printf "GET remaining (8 connections) / minimal libuv server|%.1f%%\n", 100 * r / b }' \
+		"$res" >>"$tmp/ratios"
+}
+
+# Admission and /healthz latency while 8 clients export a month each, and
+# serve's RSS with 40 export clients reading 1 KB/s.
+bench_heavy() {
+	say "== heavy reads: admission and /healthz p99 under 8 exports; RSS with 40 slow exporters"
+	hg="gpuledger serve with heavy reads in flight (wrk -t1, ${secs}s runs)"
+	serve_start --max-heavy 64
+	exp="$url/v1/export?from=$month_from&to=$month_to&step=hour&format=json"
+	cmd "8 x (curl $exp in a loop) while wrk -c8 POST /v1/admission and wrk -c1 GET /healthz"
+	loops=
+	for k in 1 2 3 4 5 6 7 8; do
+		(while :; do curl -s -o /dev/null "$exp" || sleep 0.1; done) &
+		loops="$loops $!"
+	done
+	wrk_runs "$hg" "POST /v1/admission, 8 exports running" 8 "" "<= 5 ms" \
+		-s "$here/wrk_admission.lua" "$url/v1/admission"
+	wrk_runs "$hg" "GET /healthz, 8 exports running" 1 "" "<= 5 ms" \
+		"$url/healthz"
+	# shellcheck disable=SC2086
+	kill $loops 2>/dev/null || true
+	# shellcheck disable=SC2086
+	wait $loops 2>/dev/null || true
+	cmd "40 x curl --limit-rate 1k $exp; VmRSS of serve after 10 s"
+	i=0
+	while [ $i -lt "$runs" ]; do
+		slow=
+		for k in $(seq 40); do
+			curl -s --limit-rate 1k -o /dev/null "$exp" &
+			slow="$slow $!"
+		done
+		sleep 10
+		awk '/^VmRSS/ { printf "%.1f\n", $2 / 1024 }' "/proc/$serve_pid/status"
+		# shellcheck disable=SC2086
+		kill $slow 2>/dev/null || true
+		# shellcheck disable=SC2086
+		wait $slow 2>/dev/null || true
+		i=$((i + 1))
+	done | figure "$hg" "serve RSS, 40 export clients reading 1 KB/s" MB "<= 256 MB"
+	serve_stop
+}
+
+# ---------------------------------------------------------------------------
 # The table
 
 print_table() {
@@ -395,6 +495,7 @@ print_table() {
 tmp=
 cleanup() {
 	serve_stop
+	base_stop
 	pg_stop
 	[ -n "$tmp" ] && rm -rf "$tmp"
 }
@@ -419,5 +520,8 @@ bench_export
 bench_holders
 bench_compare
 bench_serve
+bench_baseline
+bench_heavy
+bench_restart
 awk -v a="$start" -v b="$(now)" 'BEGIN { printf "total time of the measurements: %.0f s\n", b - a }' >>"$tmp/info"
 print_table

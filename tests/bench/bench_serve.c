@@ -1,0 +1,183 @@
+/*
+ * The serve side of DESIGN 10 that wrk cannot measure alone:
+ *
+ *   bench_serve build DIR N   a ledger of N generated events and 1% more
+ *                             VERDICTs (100 after every 10,000),
+ *                             checkpointed as a writer does (every 1M)
+ *   bench_serve open DIR      times query_server_open on it (the ledger's
+ *                             checkpoint and tail, the verdict index) and
+ *                             prints "open MS ms, READ records read, IDS
+ *                             verdicts"
+ *   bench_serve baseline      a minimal libuv HTTP server: every request
+ *                             (up to its blank line) answered with a fixed
+ *                             200, keep-alive; prints "listening on
+ *                             127.0.0.1:PORT". The rate of GET remaining is
+ *                             read as a percentage of its rate.
+ */
+#define _GNU_SOURCE /* memmem */
+#include "ledger/ledger.h"
+#include "query/query_int.h"
+#include "tests/ledger_gen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int build(const char *dir, uint64_t n)
+{
+	struct ledger_opts o = {.dir = dir, .create = true, .no_sync = true};
+	struct lg_error err = {0};
+	static struct event evs[10000];
+	struct gen *g = gen_new(1, 1700000000000000000LL);
+	ledger_t *lg;
+
+	if (ledger_open(&lg, &o, &err) != 0) {
+		fprintf(stderr, "bench_serve: %s\n", err.msg);
+		return 1;
+	}
+	for (uint64_t done = 0; done < n;) {
+		size_t k = n - done < 10000 ? (size_t)(n - done) : 10000;
+		struct event v[100];
+
+		gen_next(g, evs, k);
+		for (size_t i = 0; i < 100; i++)
+			v[i] = (struct event){.type = EV_VERDICT,
+					      .time_ns = evs[k - 1].time_ns,
+					      .text = "{\"bench\":1}"};
+		if (ledger_append(lg, evs, k, NULL, 0, NULL, &err) != 0 ||
+		    ledger_append(lg, v, 100, NULL, 0, NULL, &err) != 0) {
+			fprintf(stderr, "bench_serve: append: %s\n", err.msg);
+			ledger_close(lg);
+			gen_free(g);
+			return 1;
+		}
+		done += k;
+	}
+	ledger_close(lg);
+	gen_free(g);
+	return 0;
+}
+
+static int open_timed(const char *dir)
+{
+	struct query_opts o = {.db = (char *)dir, .listen = "127.0.0.1:0"};
+	struct lg_error err = {0};
+	query_server_t *qs;
+	double t0 = now_ms(), t1;
+
+	if (query_server_open(&qs, &o, &err) != 0) {
+		fprintf(stderr, "bench_serve: %s\n", err.msg);
+		return 1;
+	}
+	t1 = now_ms();
+	printf("open %.1f ms, %llu records read, %llu verdicts\n", t1 - t0,
+	       (unsigned long long)ledger_records_read(qs->lg),
+	       (unsigned long long)qs->vix.n);
+	query_server_close(qs);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The baseline: what a libuv HTTP server costs with nothing behind it. */
+
+static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: "
+			     "application/json\r\nContent-Length: 16\r\n\r\n"
+			     "{\"status\":\"ok\"}\n";
+
+struct bconn {
+	uv_tcp_t tcp;
+	char buf[65536];
+	size_t len;
+};
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+	struct bconn *c = h->data;
+
+	*b = uv_buf_init(c->buf + c->len, (unsigned)(sizeof(c->buf) - c->len));
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	struct bconn *c = s->data;
+	char *p, *end;
+
+	if (n < 0 || (size_t)n + c->len >= sizeof(c->buf)) {
+		uv_close((uv_handle_t *)s, on_closed);
+		return;
+	}
+	c->len += (size_t)n;
+	p = c->buf;
+	end = c->buf + c->len;
+	for (char *q; (q = memmem(p, (size_t)(end - p), "\r\n\r\n", 4));
+	     p = q + 4) {
+		uv_buf_t a = uv_buf_init((char *)answer, sizeof(answer) - 1);
+
+		uv_try_write(s, &a, 1);
+	}
+	memmove(c->buf, p, (size_t)(end - p));
+	c->len = (size_t)(end - p);
+}
+
+static void on_conn(uv_stream_t *l, int status)
+{
+	struct bconn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL || status != 0)
+		abort();
+	c->tcp.data = c;
+	uv_tcp_init(l->loop, &c->tcp);
+	if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0) {
+		uv_close((uv_handle_t *)&c->tcp, on_closed);
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static int baseline(void)
+{
+	uv_loop_t *loop = uv_default_loop();
+	uv_tcp_t l;
+	struct sockaddr_in a;
+	struct sockaddr_storage got;
+	int len = sizeof(got);
+
+	uv_ip4_addr("127.0.0.1", 0, &a);
+	uv_tcp_init(loop, &l);
+	if (uv_tcp_bind(&l, (const struct sockaddr *)&a, 0) != 0 ||
+	    uv_listen((uv_stream_t *)&l, 511, on_conn) != 0)
+		return 1;
+	uv_tcp_getsockname(&l, (struct sockaddr *)&got, &len);
+	printf("listening on 127.0.0.1:%d\n",
+	       ntohs(((struct sockaddr_in *)&got)->sin_port));
+	fflush(stdout);
+	return uv_run(loop, UV_RUN_DEFAULT);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "build") == 0)
+		return build(argv[2], strtoull(argv[3], NULL, 10));
+	if (argc == 3 && strcmp(argv[1], "open") == 0)
+		return open_timed(argv[2]);
+	if (argc == 2 && strcmp(argv[1], "baseline") == 0)
+		return baseline();
+	fprintf(stderr, "usage: bench_serve build DIR N | open DIR | "
+			"baseline\n");
+	return 2;
+}
