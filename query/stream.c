@@ -19,6 +19,9 @@
  * after it cuts the connection without the last chunk, so the body cannot
  * be taken for whole.
  *
+ * CPU: the threads run at nice HEAVY_NICE, so that with more heavy reads
+ * than cores the loop still gets the CPU first.
+ *
  * Lifetime: a heavy read is freed on the loop once both its thread has
  * ended (joined) and its connection has let it go; its async handle is
  * closed first.
@@ -28,6 +31,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+/* The producers' niceness: on a machine with fewer cores than heavy reads,
+ * the loop (admission, probes) must win the CPU, not share it evenly. */
+#define HEAVY_NICE 10
 
 struct chunk {
 	struct chunk *next;
@@ -154,6 +166,10 @@ static void heavy_thread(void *arg)
 	struct lg_error err = {0};
 	bool failed;
 
+#ifdef __linux__
+	/* Linux applies a thread's own nice value to that thread only. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), HEAVY_NICE);
+#endif
 	h->buf = q_xmalloc(HEAVY_CHUNK_BYTES);
 	if (ledger_snapshot_enter(h->snap, h->load_state, &err) != 0)
 		heavy_fail(h, 500, "snapshot: %s", err.msg);
