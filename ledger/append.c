@@ -145,7 +145,13 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 		MDB_val val = {.mv_size = meta[i].len,
 			       .mv_data = (void *)meta[i].val};
 
-		rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val, 0);
+		if (meta[i].val == NULL) {
+			rc = mdb_del(txn, lg->dbi[LEDGER_DB_META], &key, NULL);
+			rc = rc == MDB_NOTFOUND ? 0 : rc;
+		} else {
+			rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val,
+				     0);
+		}
 	}
 	if (rc == 0)
 		rc = store_vidx_put(lg, txn, evs, first, n);
@@ -374,4 +380,40 @@ int ledger_raw_put(ledger_t *lg, enum ledger_db db, uint64_t key,
 		 : mdb_del(txn, lg->dbi[db], &k, NULL);
 	rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
 	return rc ? store_error(err, rc, "raw put") : 0;
+}
+
+int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
+		     void *ctx, struct lg_error *err)
+{
+	MDB_txn *txn;
+	MDB_cursor *cur = NULL;
+	size_t pl = strlen(prefix);
+	MDB_val k = {.mv_size = pl, .mv_data = (void *)prefix}, v;
+	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err), op = MDB_SET_RANGE;
+
+	if (rc != 0)
+		return rc;
+	if ((rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_META], &cur)) != 0) {
+		mdb_txn_abort(txn);
+		return store_error(err, rc, "open cursor");
+	}
+	for (;; op = MDB_NEXT) {
+		rc = store_cursor_get(lg, cur, LEDGER_DB_META, &k, &v, op);
+		if (rc == MDB_NOTFOUND) {
+			rc = 0;
+			break;
+		}
+		if (rc != 0) {
+			rc = store_read_error(lg, err, rc, 0, "read meta");
+			break;
+		}
+		if (k.mv_size < pl || memcmp(k.mv_data, prefix, pl) != 0)
+			break;
+		if ((rc = fn(ctx, k.mv_data, k.mv_size, v.mv_data,
+			     v.mv_size)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	return rc;
 }

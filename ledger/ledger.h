@@ -73,7 +73,9 @@ uint64_t ledger_last_seq(const ledger_t *lg);
 /* The chain head at the last seq seen (LEDGER_HEAD_BYTES). */
 const uint8_t *ledger_head(const ledger_t *lg);
 
-/* A meta value written in the same transaction as a batch. */
+/* A meta value written in the same transaction as a batch; val NULL
+ * deletes the key (absent or not). Keys starting with "vid" are the
+ * ledger's own (the verdict index). */
 struct ledger_meta {
 	const char *key;
 	const void *val;
@@ -95,6 +97,14 @@ int ledger_append(ledger_t *lg, struct event *evs, size_t n,
  * when absent, LG_ERANGE when buf is too small. */
 int ledger_meta_get(ledger_t *lg, const char *key, void *buf, size_t cap,
 		    size_t *len, struct lg_error *err);
+
+/* Calls fn for every meta key starting with prefix, in key order, as
+ * committed (e.g. a cache kept with the events that built it); key and val
+ * are borrowed for the call. fn returns non-zero to stop (returned). */
+typedef int ledger_meta_fn(void *ctx, const void *key, size_t klen,
+			   const void *val, size_t vlen);
+int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
+		     void *ctx, struct lg_error *err);
 
 /* Writes a checkpoint of the current state now. */
 int ledger_checkpoint(ledger_t *lg, struct lg_error *err);
