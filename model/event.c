@@ -8,6 +8,7 @@
  */
 #include "model/model_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,14 +310,6 @@ int time_parse_ns(const char *s, int64_t *out)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Canonical JSON */
-
-char *json_canonical(const json_t *v)
-{
-	return json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
-}
-
-/* ---------------------------------------------------------------------- */
 /* JSON form */
 
 static json_t *jstr_or_null(const char *s)
@@ -395,6 +388,15 @@ json_t *event_to_json(const struct event *ev)
 	return o;
 }
 
+char *event_jcs(const struct event *ev)
+{
+	json_t *v = event_to_json(ev);
+	char *text = jcs_text(v, JCS_INT_STRINGS, SIZE_MAX, NULL);
+
+	json_decref(v);
+	return text;
+}
+
 /* Reads member k of o as a string or null; LG_EINVAL on another type. */
 static int opt_str(const json_t *o, const char *k, const char **out,
 		   struct lg_error *err)
@@ -411,11 +413,27 @@ static int opt_str(const json_t *o, const char *k, const char **out,
 	return 0;
 }
 
+/* An integer member: a JSON integer, or (as `log` writes one beyond
+ * +-(2^53-1), DESIGN 4.4) a string of its decimal digits. */
 static int req_int(const json_t *o, const char *k, int64_t *out,
 		   struct lg_error *err)
 {
 	json_t *v = json_object_get(o, k);
 
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v), *p = s + (*s == '-');
+		char *end;
+		long long n;
+
+		errno = 0;
+		n = strtoll(s, &end, 10);
+		if (*p >= '0' && *p <= '9' && *end == '\0' && errno == 0 &&
+		    (p[0] != '0' || p[1] == '\0') &&
+		    (n > 9007199254740991LL || n < -9007199254740991LL)) {
+			*out = n;
+			return 0;
+		}
+	}
 	if (!json_is_integer(v))
 		return lg_error_set(err, LG_EINVAL,
 				    "event: \"%s\" must be an integer", k);

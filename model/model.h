@@ -416,6 +416,10 @@ int event_validate(const struct event *ev, struct lg_error *err);
 /* JSON form (used by `log` and inline states): {"seq", "time" (RFC 3339 with
  * nanoseconds), "type", fields...}. New reference. */
 json_t *event_to_json(const struct event *ev);
+/* The canonical text of an event (DESIGN 4.4): JCS of event_to_json with
+ * JCS_INT_STRINGS, what `log` prints and what a Merkle leaf hashes. NULL
+ * only for text that is not UTF-8. Caller frees. */
+char *event_jcs(const struct event *ev);
 /* Reads the JSON form. Strings are borrowed from v; CLASS "definition" and
  * VERDICT "record" are objects in JSON: they are rendered canonically into
  * *scratch (caller frees with free()). seq and time are optional (0). */
@@ -427,8 +431,37 @@ size_t time_format_ns(int64_t t_ns, char *buf, size_t cap);
 /* Parses RFC 3339 (any offset, optional fraction up to ns). */
 int time_parse_ns(const char *s, int64_t *out);
 
-/* Canonical JSON: sorted keys, no insignificant space. Caller frees. */
+/* Canonical JSON (model/jcs.c): RFC 8785 JCS, the one canonical writer.
+ * Members sorted by UTF-16 code units, no insignificant space, strings and
+ * numbers as ECMAScript writes them. Text that is not UTF-8, NaN and
+ * Infinity and trees deeper than 512 fail (NULL / -1).
+ * JCS_INT_STRINGS: an integer beyond +-(2^53-1), which a double cannot
+ * hold, is written as a string of its decimal digits (the event JSON and
+ * the Merkle leaves, DESIGN 4.4); without it, as its exact digits. */
+#define JCS_INT_STRINGS 1u
+
+struct jcs_buf {
+	char *p;
+	size_t len, cap;
+};
+void jcs_buf_init(struct jcs_buf *b);
+void jcs_buf_release(struct jcs_buf *b);
+/* Appends JCS of v to b (NUL-terminated); -1 on failure or once b holds
+ * more than max_bytes (b's content is then undefined). */
+int jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
+	      size_t max_bytes);
+/* JCS of v as a malloc'ed string of its own size (caller frees), NULL on
+ * failure. Built in scratch (may be NULL), which a caller that writes many
+ * keeps, so that only the copy is allocated each time. */
+char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
+	       struct jcs_buf *scratch);
+/* jcs_text(v, 0, SIZE_MAX, NULL). Caller frees. */
 char *json_canonical(const json_t *v);
+/* Compares names by UTF-16 code units (RFC 8785 3.2.3); both valid UTF-8. */
+int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
+/* ECMAScript Number::toString of a finite d into out (>= 32 bytes); returns
+ * the length. */
+size_t jcs_format_double(double d, char *out);
 
 /* ---------------------------------------------------------------------- */
 /* The projection: state + event -> state (DESIGN 4).                       */

@@ -54,17 +54,6 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 /* Takes the text (NUL-terminated); b is empty afterwards. */
 char *sbuf_take(struct sbuf *b, size_t *len);
 
-/* Canonical JSON of v appended to b: exactly json_canonical's bytes (keys
- * sorted, compact), written without jansson's generic dumper, which was most
- * of the cost of a verdict. -1 where json_canonical gives NULL (text that
- * is not UTF-8), or once b holds more than max_bytes; b's content is then
- * undefined. */
-int q_canonical(struct sbuf *b, const json_t *v, size_t max_bytes);
-/* The same as a malloc'ed string of its own size (caller frees), NULL on
- * failure. The text is built in scratch (may be NULL), which a caller
- * that makes many keeps, so that only the copy is allocated each time. */
-char *q_canonical_text(const json_t *v, size_t max_bytes, struct sbuf *scratch);
-
 /* A decimal seq or id of 1 to 19 digits (paths and query parameters). */
 bool q_parse_u64(const char *s, uint64_t *out);
 

@@ -322,7 +322,7 @@ struct batch {
 	struct event *evs;   /* per record */
 	char **text;	     /* per record: its canonical bytes */
 	size_t *of;	     /* per record: its request */
-	struct sbuf scratch; /* where texts are built */
+	struct jcs_buf scratch; /* where texts are built */
 };
 
 static json_t *error_json(const char *msg)
@@ -366,7 +366,7 @@ static void judge_one(struct query_server *qs, struct batch *b, size_t i,
 			    json_integer((json_int_t)(qs->vix.n + 1 + b->ne)));
 	json_object_set_new(v, "basisSeq", json_integer((json_int_t)basis));
 	json_object_set_new(v, "chainHead", json_string(head_hex));
-	text = q_canonical_text(v, RECORD_MAX_BYTES, &b->scratch);
+	text = jcs_text(v, 0, RECORD_MAX_BYTES, &b->scratch);
 	if (text == NULL) {
 		json_decref(v);
 		b->status[i] = 413;
@@ -439,7 +439,7 @@ static void batch_init(struct batch *b, size_t n)
 	b->evs = q_xmalloc(n * sizeof(*b->evs));
 	b->text = q_xmalloc(n * sizeof(*b->text));
 	b->of = q_xmalloc(n * sizeof(*b->of));
-	sbuf_init(&b->scratch);
+	jcs_buf_init(&b->scratch);
 }
 
 static void batch_release(struct batch *b)
@@ -452,7 +452,7 @@ static void batch_release(struct batch *b)
 	free(b->evs);
 	free(b->text);
 	free(b->of);
-	sbuf_release(&b->scratch);
+	jcs_buf_release(&b->scratch);
 }
 
 /* The answer to a recorded verdict: its record with "seq" added. The
@@ -496,7 +496,7 @@ static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 		return text;
 	if (b->status[i] == 200 && p->review_uid != NULL)
 		v = review_response(p->review_uid, b->answer[i]);
-	text = q_canonical_text(v ? v : b->answer[i], SIZE_MAX, &b->scratch);
+	text = jcs_text(v ? v : b->answer[i], 0, SIZE_MAX, &b->scratch);
 	json_decref(v);
 	return text;
 }
