@@ -464,6 +464,75 @@ int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
 size_t jcs_format_double(double d, char *out);
 
 /* ---------------------------------------------------------------------- */
+/* The Merkle tree of the log (model/merkle.c; RFC 9162 2.1, DESIGN 4.4).
+ * Leaf index = seq - 1; leaf hash = SHA-256(0x00 || event_jcs(event)),
+ * node hash = SHA-256(0x01 || left || right). A complete subtree is named
+ * by (level, index): it covers leaves [index * 2^level, (index+1) * 2^level). */
+
+#define MERKLE_HASH_BYTES 32
+/* Hashes in any proof of a tree of at most 2^64 leaves (consistency proofs
+ * need up to two per level). */
+#define MERKLE_PROOF_MAX 130
+
+void merkle_leaf_hash(const void *data, size_t len, uint8_t *out);
+void merkle_node_hash(const uint8_t *left, const uint8_t *right, uint8_t *out);
+/* The post-order position of a complete subtree: nodes numbered in the
+ * order a growing tree completes them, so that they are appended in
+ * increasing order (the ledger's storage key). */
+uint64_t merkle_node_pos(unsigned level, uint64_t index);
+
+/* Returns the hash of the complete subtree (level, index) into out (0), or
+ * an LG_* code. */
+typedef int merkle_get_fn(void *ctx, unsigned level, uint64_t index,
+			  uint8_t *out);
+/* Receives a subtree completed by a push (leaves first, then upwards). */
+typedef void merkle_node_fn(void *ctx, unsigned level, uint64_t index,
+			    const uint8_t *hash);
+
+/* The right edge of a tree: one complete subtree per set bit of size. */
+struct merkle_edge {
+	uint64_t size;
+	uint8_t hash[64][MERKLE_HASH_BYTES];
+};
+/* Appends a leaf; emit (may be NULL) sees every subtree it completes. */
+void merkle_edge_push(struct merkle_edge *e, const uint8_t *leaf,
+		      merkle_node_fn *emit, void *ctx);
+/* MTH of the whole tree (SHA-256 of nothing for the empty tree). */
+void merkle_edge_root(const struct merkle_edge *e, uint8_t *out);
+/* The edge of the tree of the given size, from stored subtrees. */
+int merkle_edge_load(struct merkle_edge *e, uint64_t size, merkle_get_fn *get,
+		     void *ctx);
+
+struct merkle_proof {
+	size_t n;
+	uint8_t hash[MERKLE_PROOF_MAX][MERKLE_HASH_BYTES];
+};
+/* MTH(D[0:size]) from stored subtrees (O(log size) lookups). */
+int merkle_root(merkle_get_fn *get, void *ctx, uint64_t size, uint8_t *out);
+/* RFC 9162 2.1.3.1: the audit path of leaf index in the tree of size.
+ * LG_EINVAL when index >= size. */
+int merkle_inclusion_proof(merkle_get_fn *get, void *ctx, uint64_t index,
+			   uint64_t size, struct merkle_proof *p);
+/* RFC 9162 2.1.4.1: the consistency proof from size m to size n (m <= n);
+ * empty when m is 0 or n. */
+int merkle_consistency_proof(merkle_get_fn *get, void *ctx, uint64_t m,
+			     uint64_t n, struct merkle_proof *p);
+/* RFC 9162 2.1.3.2: the root the proof gives for leaf at index, or
+ * LG_EINVAL when the proof has the wrong shape for (index, size). */
+int merkle_root_from_inclusion(uint64_t index, uint64_t size,
+			       const uint8_t *leaf,
+			       const struct merkle_proof *p, uint8_t *root);
+/* 0 when the proof proves leaf at index in the tree of size with root;
+ * LG_EINVAL for a malformed proof, LG_EMISMATCH for a wrong one. */
+int merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t *leaf,
+			    const struct merkle_proof *p, const uint8_t *root);
+/* RFC 9162 2.1.4.2: 0 when the tree of size n and root2 extends the tree
+ * of size m and root1; LG_EINVAL / LG_EMISMATCH as above. */
+int merkle_verify_consistency(uint64_t m, uint64_t n, const uint8_t *root1,
+			      const uint8_t *root2,
+			      const struct merkle_proof *p);
+
+/* ---------------------------------------------------------------------- */
 /* The projection: state + event -> state (DESIGN 4).                       */
 
 typedef struct state state_t;
