@@ -28,6 +28,7 @@ const char *const store_db_names[LEDGER_DB_MAX] = {
 	[LEDGER_DB_EVENTS] = "events",
 	[LEDGER_DB_CHECKPOINTS] = "checkpoints",
 	[LEDGER_DB_META] = "meta",
+	[LEDGER_DB_TREE] = "tree",
 };
 
 /* ---------------------------------------------------------------------- */
@@ -358,6 +359,12 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 		if (!lg->o.read_only)
 			f |= MDB_CREATE;
 		rc = mdb_dbi_open(txn, store_db_names[i], f, &lg->dbi[i]);
+		/* A ledger from before the Merkle tree has no "tree"
+		 * database; a reader sees a tree of size 0. */
+		if (rc == MDB_NOTFOUND && i == LEDGER_DB_TREE) {
+			lg->no_tree = true;
+			rc = 0;
+		}
 	}
 	if (rc == MDB_NOTFOUND) {
 		mdb_txn_abort(txn);
@@ -451,10 +458,14 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		lg->o.checkpoint_secs = DEFAULT_CP_SECS;
 	lg->dir = strdup(o->dir ? o->dir : "");
 	clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
+	lg->edge.size = UINT64_MAX;
 	if (o->dir == NULL || o->dir[0] == '\0')
 		rc = lg_error_set(err, LG_EINVAL, "no ledger directory");
 	else if ((rc = env_open(lg, err)) == 0 && (rc = open_dbs(lg, err)) == 0)
 		rc = store_reload(lg, err);
+	/* A writer builds what the tree lacks (a ledger from before it). */
+	if (rc == 0 && !lg->o.read_only)
+		rc = store_tree_build(lg, err);
 	if (rc != 0) {
 		ledger_close(lg);
 		return rc;
@@ -472,6 +483,7 @@ void ledger_close(ledger_t *lg)
 	state_free(lg->st);
 	free(lg->buf);
 	free(lg->offs);
+	free(lg->leaf);
 	free(lg->dir);
 	free(lg);
 }

@@ -34,6 +34,11 @@ struct ledger {
 	size_t buf_cap;
 	size_t *offs;
 	size_t offs_cap;
+	/* Merkle leaves of the batch (one per event, offs_cap of them) and
+	 * the right edge of the stored tree (size UINT64_MAX: reload). */
+	uint8_t (*leaf)[MERKLE_HASH_BYTES];
+	struct merkle_edge edge;
+	bool no_tree; /* read-only open of a ledger without a tree */
 };
 
 extern const char *const store_db_names[LEDGER_DB_MAX];
@@ -69,5 +74,17 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 int store_reload(ledger_t *lg, struct lg_error *err);
 /* Applies what other processes appended since the handle's seq. */
 int store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err);
+
+/* The Merkle tree (ledger/tree.c). */
+int store_leaf_hash(const struct event *ev, uint8_t *out);
+/* The number of leaves the stored tree covers; an LMDB code. */
+int store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size);
+/* Extends the stored tree (of size first - 1) by n leaves; an LMDB code. */
+int store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
+		      const uint8_t (*leaf)[MERKLE_HASH_BYTES], size_t n);
+/* Builds the tree of events the stored tree lacks (older ledgers). */
+int store_tree_build(ledger_t *lg, struct lg_error *err);
+/* Doubles the map up to the operator's bound. */
+int store_grow_map(ledger_t *lg, struct lg_error *err);
 
 #endif

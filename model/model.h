@@ -533,6 +533,60 @@ int merkle_verify_consistency(uint64_t m, uint64_t n, const uint8_t *root1,
 			      const struct merkle_proof *p);
 
 /* ---------------------------------------------------------------------- */
+/* Signed notes and checkpoints (model/note.c): C2SP signed-note with
+ * Ed25519 keys in the formats of Go's sumdb/note, and C2SP tlog-checkpoint
+ * bodies ("<origin>\n<size>\n<base64 root>\n"). */
+
+#define NOTE_NAME_MAX  255
+#define NOTE_KEY_BYTES 32
+#define NOTE_MAX_BYTES (1u << 16)
+/* Longest key text (name, id, base64 of 33 bytes, "PRIVATE+KEY+"). */
+#define NOTE_KEY_TEXT_MAX (NOTE_NAME_MAX + 80)
+
+struct note_verifier {
+	char name[NOTE_NAME_MAX + 1];
+	uint32_t id;
+	uint8_t pub[NOTE_KEY_BYTES];
+};
+struct note_signer {
+	char name[NOTE_NAME_MAX + 1];
+	uint32_t id;
+	uint8_t seed[NOTE_KEY_BYTES], pub[NOTE_KEY_BYTES];
+};
+
+/* "<name>+<hex id>+<base64(0x01 || key)>"; the id must match the key. */
+int note_verifier_parse(struct note_verifier *v, const char *text,
+			struct lg_error *err);
+/* "PRIVATE+KEY+<name>+<hex id>+<base64(0x01 || seed)>". */
+int note_signer_parse(struct note_signer *s, const char *text,
+		      struct lg_error *err);
+int note_signer_from_seed(struct note_signer *s, const char *name,
+			  const uint8_t *seed, struct lg_error *err);
+/* Key texts into out (NOTE_KEY_TEXT_MAX bytes); return their length. */
+size_t note_verifier_format(const struct note_signer *s, char *out);
+size_t note_signer_format(const struct note_signer *s, char *out);
+/* The signed note of text (non-empty, ends in \n, no blank line): text,
+ * a blank line and one signature line. Caller frees; NULL on bad text. */
+char *note_sign(const struct note_signer *s, const char *text);
+/* Opens msg (len bytes) with the known keys vs[0..nv): signature lines of
+ * other keys are ignored; 0 when at least one known key verifies and none
+ * fails, with *text_len the length of the signed text (msg's start). */
+int note_open(const char *msg, size_t len, const struct note_verifier *vs,
+	      size_t nv, size_t *text_len, struct lg_error *err);
+/* Base64 (standard, padded, strict). encode writes 4 * ceil(n / 3) + 1. */
+size_t note_b64_encode(const uint8_t *in, size_t n, char *out);
+int note_b64_decode(const char *in, size_t n, uint8_t *out, size_t cap,
+		    size_t *len);
+
+/* The checkpoint body of a tree (caller frees). */
+char *tlog_checkpoint_text(const char *origin, uint64_t size,
+			   const uint8_t *root);
+/* Parses a body's first three lines (extension lines may follow); origin
+ * holds NOTE_NAME_MAX + 1 bytes. */
+int tlog_checkpoint_parse(const char *text, size_t len, char *origin,
+			  uint64_t *size, uint8_t *root, struct lg_error *err);
+
+/* ---------------------------------------------------------------------- */
 /* The projection: state + event -> state (DESIGN 4).                       */
 
 typedef struct state state_t;

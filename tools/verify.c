@@ -83,6 +83,8 @@ int cmd_verify(int argc, char **argv)
 	if ((status = verify_open(db, &lg)) != 0)
 		return status;
 	rc = ledger_verify(lg, &bad, &err);
+	if (rc == 0) /* and the Merkle tree (DESIGN 4.4) */
+		rc = ledger_verify_tree(lg, &bad, &err);
 	if (rc == 0)
 		rc = ledger_stats(lg, &stats, &err);
 	if (is_damage(rc)) {
