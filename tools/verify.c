@@ -10,9 +10,12 @@
 #include <string.h>
 
 static const char verify_usage[] =
-	"usage: gpuledger verify --db DIR\n"
+	"usage: gpuledger verify --db DIR [--checkpoint FILE --key KEY]\n"
 	"  recomputes every chain head from genesis, replays the log and\n"
-	"  checks every checkpoint against the replay.\n"
+	"  checks every checkpoint against the replay, and the Merkle tree.\n"
+	"  --checkpoint FILE --key KEY  also proves that the ledger holds the\n"
+	"  tree of that signed checkpoint (kept outside the ledger): a cut or\n"
+	"  rewritten log fails naming the size where it departs.\n"
 	"  prints \"ok: N events, M checkpoints, head HEX\" and exits 0, or\n"
 	"  \"corrupt at seq S: DETAIL\" and exits 1; exits 2 when the ledger\n"
 	"  cannot be read at all (no such directory, not a ledger).\n";
@@ -68,9 +71,11 @@ static int verify_open(const char *db, ledger_t **lg)
 
 int cmd_verify(int argc, char **argv)
 {
-	const char *db = NULL;
-	const struct opt opts[] = {{"--db", OPT_STR, &db}};
-	const struct cmd_spec spec = {"verify", verify_usage, opts, 1};
+	const char *db = NULL, *cpfile = NULL, *key = NULL;
+	const struct opt opts[] = {{"--db", OPT_STR, &db},
+				   {"--checkpoint", OPT_STR, &cpfile},
+				   {"--key", OPT_STR, &key}};
+	const struct cmd_spec spec = {"verify", verify_usage, opts, 3};
 	struct lg_error err = {0};
 	struct ledger_stats stats = {0};
 	char hex[TOOL_HEX_LEN], line[256];
@@ -94,6 +99,9 @@ int cmd_verify(int argc, char **argv)
 		tool_error("verify: %s: %s", db,
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		status = EXIT_USAGE;
+	} else if (cpfile != NULL &&
+		   (status = tlog_verify_checkpoint(lg, cpfile, key)) != 0) {
+		/* the ledger does not hold the tree of the signed note */
 	} else {
 		tool_hex(ledger_head(lg), hex);
 		snprintf(line, sizeof(line),
