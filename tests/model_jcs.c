@@ -350,7 +350,7 @@ START_TEST(jcs_double_round_trip)
 	fprintf(stderr, "jcs_double_round_trip: seed %llu\n",
 		(unsigned long long)seed);
 	s = seed | 1;
-	for (int i = 0; i < 200000; i++) {
+	for (int i = 0; i < 50000; i++) {
 		uint64_t bits = rnd(&s);
 		double d;
 		char out[40], shorter[40];
@@ -390,6 +390,8 @@ END_TEST
 MODEL_PART(jcs)
 {
 	TCase *tc = tcase_create("jcs");
+
+	tcase_set_timeout(tc, 60);
 
 	tcase_add_loop_test(tc, jcs_examples, 0, NROWS(jcs_rows));
 	tcase_add_loop_test(tc, jcs_numbers, 0, NROWS(num_rows));
