@@ -159,6 +159,27 @@ int main(int argc, char **argv)
 		}
 		report("cold start from a checkpoint at the end", v, runs,
 		       "ms");
+		/* Inclusion proofs (DESIGN 10: <= 50 us in-process) of
+		 * spread-out seqs in the whole tree. */
+		lg = open_dir(d, true, UINT64_MAX);
+		for (int r = 0; r < runs; r++) {
+			static struct merkle_proof pf;
+			uint64_t last = ledger_last_seq(lg), k = 20000;
+			double t = now_s();
+
+			for (uint64_t i = 0; i < k; i++)
+				if (ledger_prove_inclusion(
+					    lg, 1 + (i * 2654435761u) % last,
+					    last, &pf, &err) != 0) {
+					fprintf(stderr, "prove: %s\n",
+						err.msg);
+					return 2;
+				}
+			v[r] = (now_s() - t) * 1e6 / (double)k;
+		}
+		ledger_close(lg);
+		report("inclusion proof (Merkle tree, whole log)", v, runs,
+		       "us");
 		rm_dir(d);
 	}
 	return 0;
