@@ -89,7 +89,8 @@ static int prepare(ledger_t *lg, struct event *evs, size_t n, uint8_t *head,
 			lg->offs[i] = used;
 			rc = encode_one(lg, &evs[i], &used, head, err);
 		}
-		if (rc == 0 && store_leaf_hash(&evs[i], lg->leaf[i]) != 0)
+		if (rc == 0 &&
+		    store_leaf_hash(&lg->jbuf, &evs[i], lg->leaf[i]) != 0)
 			rc = lg_error_set(err, LG_EINVAL,
 					  "event %zu: text is not UTF-8", i);
 		if (rc != 0)

@@ -484,6 +484,7 @@ void ledger_close(ledger_t *lg)
 	free(lg->buf);
 	free(lg->offs);
 	free(lg->leaf);
+	jcs_buf_release(&lg->jbuf);
 	free(lg->dir);
 	free(lg);
 }

@@ -38,6 +38,7 @@ struct ledger {
 	 * the right edge of the stored tree (size UINT64_MAX: reload). */
 	uint8_t (*leaf)[MERKLE_HASH_BYTES];
 	struct merkle_edge edge;
+	struct jcs_buf jbuf; /* leaf texts */
 	bool no_tree; /* read-only open of a ledger without a tree */
 };
 
@@ -76,7 +77,9 @@ int store_reload(ledger_t *lg, struct lg_error *err);
 int store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err);
 
 /* The Merkle tree (ledger/tree.c). */
-int store_leaf_hash(const struct event *ev, uint8_t *out);
+/* The Merkle leaf of ev, its text built in scratch. */
+int store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
+		    uint8_t *out);
 /* The number of leaves the stored tree covers; an LMDB code. */
 int store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size);
 /* Extends the stored tree (of size first - 1) by n leaves; an LMDB code. */

@@ -94,14 +94,13 @@ static int put_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t size)
 	return mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val, 0);
 }
 
-int store_leaf_hash(const struct event *ev, uint8_t *out)
+int store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
+		    uint8_t *out)
 {
-	char *text = event_jcs(ev);
-
-	if (text == NULL)
+	scratch->len = 0;
+	if (event_jcs_write(scratch, ev) != 0)
 		return LG_EINVAL;
-	merkle_leaf_hash(text, strlen(text), out);
-	free(text);
+	merkle_leaf_hash(scratch->p, scratch->len, out);
 	return 0;
 }
 
@@ -187,6 +186,7 @@ static int store_scan_txn(ledger_t *lg, MDB_txn *txn, uint64_t from,
 /* Building the tree of a ledger written before it existed */
 
 struct build {
+	struct jcs_buf jb;
 	uint8_t (*leaf)[MERKLE_HASH_BYTES];
 	size_t n;
 	struct lg_error *err;
@@ -196,7 +196,7 @@ static int build_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 {
 	struct build *b = ctx;
 
-	if (store_leaf_hash(ev, b->leaf[b->n]) != 0)
+	if (store_leaf_hash(&b->jb, ev, b->leaf[b->n]) != 0)
 		return lg_error_set(b->err, LG_ECORRUPT,
 				    "seq %llu: event text is not UTF-8",
 				    (unsigned long long)ev->seq);
@@ -206,7 +206,8 @@ static int build_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 
 int store_tree_build(ledger_t *lg, struct lg_error *err)
 {
-	struct build b = {malloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES), 0, err};
+	struct build b = {{NULL, 0, 0},
+			  malloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES), 0, err};
 	int rc = 0;
 
 	if (b.leaf == NULL)
@@ -257,6 +258,7 @@ int store_tree_build(ledger_t *lg, struct lg_error *err)
 		}
 	}
 	free(b.leaf);
+	jcs_buf_release(&b.jb);
 	return rc;
 }
 
@@ -366,6 +368,7 @@ int ledger_prove_consistency(ledger_t *lg, uint64_t from, uint64_t to,
 /* verify: the tree recomputed from the events */
 
 struct tverify {
+	struct jcs_buf jb;
 	struct merkle_edge edge;
 	uint64_t bad, cur;
 	unsigned bad_level;
@@ -393,7 +396,7 @@ static int verify_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 	struct tverify *v = ctx;
 	uint8_t leaf[MERKLE_HASH_BYTES], stored[MERKLE_HASH_BYTES];
 
-	if (store_leaf_hash(ev, leaf) != 0 ||
+	if (store_leaf_hash(&v->jb, ev, leaf) != 0 ||
 	    tree_get(&v->t, 0, ev->seq - 1, stored) != 0 ||
 	    memcmp(leaf, stored, MERKLE_HASH_BYTES) != 0) {
 		v->bad = ev->seq;
@@ -455,6 +458,7 @@ int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 out_txn:
 	mdb_txn_abort(v->t.txn);
 out_free:
+	jcs_buf_release(&v->jb);
 	free(v);
 	return rc;
 }
@@ -536,4 +540,23 @@ int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
 	return rc;
+}
+
+int ledger_raw_tree_drop(ledger_t *lg, struct lg_error *err)
+{
+	MDB_txn *txn;
+	MDB_val key = {.mv_size = strlen(TREE_SIZE_KEY),
+		       .mv_data = TREE_SIZE_KEY};
+	int rc = store_txn_begin(lg, 0, &txn, err);
+
+	if (rc != 0)
+		return rc;
+	rc = mdb_drop(txn, lg->dbi[LEDGER_DB_TREE], 0);
+	if (rc == 0) {
+		rc = mdb_del(txn, lg->dbi[LEDGER_DB_META], &key, NULL);
+		rc = rc == MDB_NOTFOUND ? 0 : rc;
+	}
+	rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
+	lg->edge.size = UINT64_MAX;
+	return rc ? store_error(err, rc, "drop tree") : 0;
 }

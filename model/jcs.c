@@ -57,7 +57,7 @@ static void reserve(struct jcs_buf *b, size_t n)
 	b->cap = cap;
 }
 
-static inline void put(struct jcs_buf *b, const char *s, size_t n)
+void jcs_put_raw(struct jcs_buf *b, const char *s, size_t n)
 {
 	reserve(b, n);
 	memcpy(b->p + b->len, s, n);
@@ -154,7 +154,7 @@ int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 /* ---------------------------------------------------------------------- */
 /* Strings */
 
-static int put_string(struct jcs_buf *b, const char *str, size_t n)
+int jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)str;
@@ -177,7 +177,7 @@ static int put_string(struct jcs_buf *b, const char *str, size_t n)
 			i++;
 			continue;
 		}
-		put(b, str + run, i - run);
+		jcs_put_raw(b, str + run, i - run);
 		switch (c) {
 		case '"':
 		case '\\':
@@ -204,11 +204,11 @@ static int put_string(struct jcs_buf *b, const char *str, size_t n)
 			esc[5] = hex[c & 15];
 			el = 6;
 		}
-		put(b, esc, el);
+		jcs_put_raw(b, esc, el);
 		run = ++i;
 	}
-	put(b, str + run, n - run);
-	put(b, "\"", 1);
+	jcs_put_raw(b, str + run, n - run);
+	jcs_put_raw(b, "\"", 1);
 	return 0;
 }
 
@@ -218,7 +218,7 @@ static int put_string(struct jcs_buf *b, const char *str, size_t n)
 /* The largest integer a double holds exactly with all below it. */
 #define JCS_SAFE_INT 9007199254740991LL
 
-static void put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
+void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 {
 	char tmp[24], *p = tmp + sizeof(tmp);
 	unsigned long long u =
@@ -233,10 +233,10 @@ static void put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 	if (v < 0)
 		*--p = '-';
 	if (quote)
-		put(b, "\"", 1);
-	put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+		jcs_put_raw(b, "\"", 1);
+	jcs_put_raw(b, p, (size_t)(tmp + sizeof(tmp) - p));
 	if (quote)
-		put(b, "\"", 1);
+		jcs_put_raw(b, "\"", 1);
 }
 
 size_t jcs_format_double(double d, char *out)
@@ -364,17 +364,17 @@ static int put_object(struct jcs_buf *b, const json_t *v, unsigned flags,
 	}
 	if (rc == 0)
 		sort_members(m, i);
-	put(b, "{", 1);
+	jcs_put_raw(b, "{", 1);
 	for (size_t k = 0; k < i && rc == 0; k++) {
 		if (k > 0)
-			put(b, ",", 1);
-		rc = put_string(b, m[k].key, m[k].len);
+			jcs_put_raw(b, ",", 1);
+		rc = jcs_put_string(b, m[k].key, m[k].len);
 		if (rc == 0) {
-			put(b, ":", 1);
+			jcs_put_raw(b, ":", 1);
 			rc = put_value(b, m[k].v, flags, max, depth + 1);
 		}
 	}
-	put(b, "}", 1);
+	jcs_put_raw(b, "}", 1);
 	if (m != stack)
 		free(m);
 	return rc;
@@ -396,35 +396,35 @@ static int put_value(struct jcs_buf *b, const json_t *v, unsigned flags,
 		rc = put_object(b, v, flags, max, depth);
 		break;
 	case JSON_ARRAY:
-		put(b, "[", 1);
+		jcs_put_raw(b, "[", 1);
 		for (size_t i = 0, n = json_array_size(v); i < n && rc == 0;
 		     i++) {
 			if (i > 0)
-				put(b, ",", 1);
+				jcs_put_raw(b, ",", 1);
 			rc = put_value(b, json_array_get(v, i), flags, max,
 				       depth + 1);
 		}
-		put(b, "]", 1);
+		jcs_put_raw(b, "]", 1);
 		break;
 	case JSON_STRING:
-		rc = put_string(b, json_string_value(v), json_string_length(v));
+		rc = jcs_put_string(b, json_string_value(v), json_string_length(v));
 		break;
 	case JSON_INTEGER:
-		put_integer(b, json_integer_value(v), flags);
+		jcs_put_integer(b, json_integer_value(v), flags);
 		break;
 	case JSON_REAL:
 		if (!isfinite(json_real_value(v)))
 			return -1; /* RFC 8785 3.2.2.2: NaN and Infinity */
-		put(b, num, jcs_format_double(json_real_value(v), num));
+		jcs_put_raw(b, num, jcs_format_double(json_real_value(v), num));
 		break;
 	case JSON_TRUE:
-		put(b, "true", 4);
+		jcs_put_raw(b, "true", 4);
 		break;
 	case JSON_FALSE:
-		put(b, "false", 5);
+		jcs_put_raw(b, "false", 5);
 		break;
 	default:
-		put(b, "null", 4);
+		jcs_put_raw(b, "null", 4);
 		break;
 	}
 	return rc == 0 && b->len <= max ? 0 : -1;

@@ -420,6 +420,10 @@ json_t *event_to_json(const struct event *ev);
  * JCS_INT_STRINGS, what `log` prints and what a Merkle leaf hashes. NULL
  * only for text that is not UTF-8. Caller frees. */
 char *event_jcs(const struct event *ev);
+/* The same appended to b (NUL-terminated), for callers that hash many;
+ * -1 where event_jcs gives NULL. */
+struct jcs_buf;
+int event_jcs_write(struct jcs_buf *b, const struct event *ev);
 /* Reads the JSON form. Strings are borrowed from v; CLASS "definition" and
  * VERDICT "record" are objects in JSON: they are rendered canonically into
  * *scratch (caller frees with free()). seq and time are optional (0). */
