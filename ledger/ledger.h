@@ -142,6 +142,10 @@ int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
 		    struct lg_error *err);
 int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
 		    uint64_t *size_out, struct lg_error *err);
+/* Signs a C2SP checkpoint of the tree at the last seq this handle has seen
+ * (origin = the key's name) and stores it; *size is its tree size. */
+int ledger_sign_checkpoint(ledger_t *lg, const struct note_signer *s,
+			   uint64_t *size, struct lg_error *err);
 
 struct ledger_stats {
 	uint64_t events, checkpoints, last_seq;

@@ -466,6 +466,26 @@ out_free:
 /* ---------------------------------------------------------------------- */
 /* Signed notes */
 
+int ledger_sign_checkpoint(ledger_t *lg, const struct note_signer *s,
+			   uint64_t *size, struct lg_error *err)
+{
+	uint8_t root[MERKLE_HASH_BYTES];
+	char *body, *note;
+	int rc;
+
+	*size = ledger_last_seq(lg);
+	if ((rc = ledger_tree_root(lg, *size, root, err)) != 0)
+		return rc;
+	body = tlog_checkpoint_text(s->name, *size, root);
+	note = note_sign(s, body);
+	free(body);
+	if (note == NULL)
+		return lg_error_set(err, LG_EINVAL, "cannot sign");
+	rc = ledger_note_put(lg, *size, note, err);
+	free(note);
+	return rc;
+}
+
 static void note_key(char *buf, uint64_t size)
 {
 	snprintf(buf, 40, NOTE_PREFIX "%020llu", (unsigned long long)size);

@@ -148,6 +148,9 @@ enum route_id {
 	R_EXPORT,
 	R_CLASSES,
 	R_CAPACITY,
+	R_CHECKPOINT,
+	R_PROOF_INCLUSION,
+	R_PROOF_CONSISTENCY,
 	R_MAX,
 	R_NONE = R_MAX /* no route matched (metrics label "none") */
 };
@@ -336,6 +339,15 @@ route_fn handle_healthz, handle_readyz, handle_metrics, handle_tenants,
 	handle_tenant, handle_remaining, handle_state, handle_events,
 	handle_export, handle_classes, handle_capacity;
 
+/* Transparency (query/proof.c). */
+route_fn handle_checkpoint, handle_proof_inclusion, handle_proof_consistency;
+/* Adds "proof": the inclusion proof of the verdict's seq to v. */
+int query_verdict_proof(struct query_server *qs, json_t *v, uint64_t seq,
+			struct lg_error *err);
+/* Signs a checkpoint when --sign-key is given, the tree grew and
+ * --sign-every has passed since the last one. */
+void query_sign_due(struct query_server *qs);
+
 /* The replay tenant list and the children of each tenant, rebuilt when
  * the state's content changes (verdicts do not change it). */
 struct tenant_cache {
@@ -390,6 +402,7 @@ struct query_server {
 	struct tenant_cache cache;
 	struct rcache rcache;
 	struct conn_list conns;
+	uint64_t signed_size, signed_ns; /* the last signed checkpoint */
 	bool ready; /* caught up with the log */
 	bool stopping;
 	uint64_t caught_up_ns;	   /* last refresh that reached the end */

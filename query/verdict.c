@@ -629,7 +629,9 @@ int query_verdict_recompute(const state_t *basis, const char *head_hex,
 }
 
 /* ---------------------------------------------------------------------- */
-/* GET /v1/verdicts/{id}[?verify=1] */
+/* GET /v1/verdicts/{id}[?verify=1][&proof=1] */
+
+static int want_flag(const struct request *rq, const char *key);
 
 struct record_copy {
 	char *text;
@@ -687,10 +689,16 @@ static int verify_record(struct query_server *qs, const struct record_copy *r,
 /* The verify query parameter: -1 malformed, else whether it asks. */
 static int want_verify(const struct request *rq)
 {
+	return want_flag(rq, "verify");
+}
+
+/* A boolean query parameter: -1 malformed, else whether it asks. */
+static int want_flag(const struct request *rq, const char *key)
+{
 	static const char *const yes[] = {"1", "true"}, *const no[] = {"0",
 								       "false"};
 	char flag[8];
-	long n = query_param(rq->query, rq->query_len, "verify", flag,
+	long n = query_param(rq->query, rq->query_len, key, flag,
 			     sizeof(flag));
 
 	if (n == -1)
@@ -739,7 +747,9 @@ void handle_verdict(struct query_server *qs, struct request *rq)
 		reply_error(qs, rq, 404, "no verdict %llu",
 			    (unsigned long long)id);
 	} else if ((v = load_verdict(qs, id, &r, &err)) == NULL ||
-		   (verify && verify_record(qs, &r, v, &err) != 0)) {
+		   (verify && verify_record(qs, &r, v, &err) != 0) ||
+		   (want_flag(rq, "proof") == 1 &&
+		    query_verdict_proof(qs, v, qs->vix.seq[id - 1], &err))) {
 		json_decref(v);
 		reply_error(qs, rq, 500, "%s", err.msg);
 	} else {

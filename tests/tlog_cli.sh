@@ -9,10 +9,51 @@
 set -u
 bin=${1:-./gpuledger}
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+server_pid=
+trap 'stop_server; rm -rf "$tmp"' EXIT
 pass=0
 fail=0
 . "$(dirname "$0")/lib/cli.sh"
+
+# start_server DB [OPTIONS...]: serve DB on 127.0.0.1:0, sets $port.
+start_server() {
+	sdb=$1
+	shift
+	rm -f "$tmp/serve.out"
+	"$bin" serve --db "$sdb" --listen 127.0.0.1:0 "$@" \
+		>"$tmp/serve.out" 2>"$tmp/serve.err" &
+	server_pid=$!
+	port=
+	i=0
+	while [ $i -lt 100 ] && [ -z "$port" ]; do
+		port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' \
+			"$tmp/serve.out" 2>/dev/null)
+		[ -n "$port" ] || sleep 0.05
+		i=$((i + 1))
+	done
+	[ -n "$port" ] || bad "serve did not start: $(cat "$tmp/serve.err")"
+}
+stop_server() {
+	[ -n "$server_pid" ] || return 0
+	kill -TERM "$server_pid" 2>/dev/null
+	wait "$server_pid"
+	server_pid=
+}
+# get PATH: GET on the server into $tmp/body, the status into $code.
+get() {
+	code=$(curl -s -o "$tmp/body" -w '%{http_code}' "http://127.0.0.1:$port$1")
+}
+# wait_size N: until the server's checkpoint is of tree size N.
+wait_size() {
+	i=0
+	while [ $i -lt 100 ]; do
+		get /v1/checkpoint
+		[ "$code" = 200 ] && [ "$(sed -n 2p "$tmp/body")" = "$1" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
 db=$tmp/db
 keys=$tmp/keys
 pub=$keys/gpuledger.example_prod.pub
@@ -86,6 +127,13 @@ has "tlog-proof index" "$tmp/out" '^index 16$'
 # Consistency: sign again after more events.
 printf '%s\n' '{"type":"TICK","time":"2031-01-01T00:00:00Z"}' \
 	'{"type":"TICK","time":"2031-01-02T00:00:00Z"}' >"$tmp/ticks"
+printf '%s\n' '{"type":"TICK","time":"2031-02-01T00:00:00Z"}' \
+	'{"type":"TICK","time":"2031-02-02T00:00:00Z"}' >"$tmp/ticks2"
+printf '%s\n' '{"type":"TICK","time":"2031-03-01T00:00:00Z"}' \
+	'{"type":"TICK","time":"2031-03-02T00:00:00Z"}' \
+	'{"type":"TICK","time":"2031-03-03T00:00:00Z"}' \
+	'{"type":"TICK","time":"2031-03-04T00:00:00Z"}' \
+	'{"type":"TICK","time":"2031-03-05T00:00:00Z"}' >"$tmp/ticks3"
 run "$bin" import --db "$db" <"$tmp/ticks"
 expect "import two more events" 0
 run "$bin" checkpoint --db "$db" --sign-key "$key"
@@ -142,6 +190,71 @@ run "$bin" verify --db "$tmp/rw" --checkpoint "$tmp/cp1" --key "$pub"
 # A forged note (another key) is refused before anything is compared.
 run "$bin" verify --db "$db" --checkpoint "$tmp/cp2" --key "$tmp/other/other.example_log.pub"
 expect "verify --checkpoint with another key" 1
+
+# --- serve: signing, the transparency routes, witnesses ------------------
+cp -r "$db" "$tmp/sdb"
+start_server "$tmp/sdb" --sign-key "$key" --sign-every 1
+get /v1/checkpoint
+[ "$code" = 200 ] && ok || bad "GET /v1/checkpoint: $code"
+wait_size "$n2" && ok || bad "serve signs the current tree"
+cp "$tmp/body" "$tmp/scp"
+get "/v1/proof/inclusion?seq=9"
+[ "$code" = 200 ] && ok || bad "GET /v1/proof/inclusion: $code"
+run "$bin" check-proof --key "$pub" <"$tmp/body"
+expect "check-proof of the server's inclusion proof" 0
+get "/v1/proof/consistency?from=$n1&to=$n2"
+[ "$code" = 200 ] && ok || bad "GET /v1/proof/consistency: $code"
+run "$bin" check-proof --key "$pub" --old-checkpoint "$tmp/cp1" <"$tmp/body"
+expect "check-proof of the server's consistency proof" 0
+get "/v1/proof/inclusion?seq=0"
+[ "$code" = 400 ] && ok || bad "inclusion seq=0: $code"
+get "/v1/proof/inclusion?seq=999999"
+[ "$code" = 400 ] && ok || bad "inclusion past the log: $code"
+get "/v1/proof/consistency?from=5"
+[ "$code" = 400 ] && ok || bad "consistency without to: $code"
+# A verdict with its proof.
+vm='{"namespace":"tenant-root","kind":"VMInstance","name":"vm-x","old":null,"new":{"gpus":[]}}'
+vcode=$(curl -s -o "$tmp/verdict" -w '%{http_code}' -H 'Content-Type: application/json' \
+	--data "$vm" "http://127.0.0.1:$port/v1/admission")
+[ "$vcode" = 200 ] && ok || bad "admission: $vcode $(cat "$tmp/verdict")"
+vid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/verdict")
+wait_size $((n2 + 1)) && ok || bad "serve signs after the verdict"
+get "/v1/verdicts/$vid?proof=1"
+[ "$code" = 200 ] && ok || bad "GET verdict proof=1: $code"
+python3 -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["proof"], open(sys.argv[2],"w"))' \
+	"$tmp/body" "$tmp/vproof.json"
+run "$bin" check-proof --key "$pub" <"$tmp/vproof.json"
+expect "check-proof of a verdict's proof" 0
+has "the verdict is the proven event" "$tmp/vproof.json" '"type": ?"VERDICT"'
+
+# Witnesses: the first look keeps the head, later ones prove consistency.
+run "$bin" witness --url "http://127.0.0.1:$port" --key "$pub" --state "$tmp/w1"
+expect "witness: first look" 0
+has "witness keeps the first" "$tmp/out" '^ok: first checkpoint'
+run "$bin" import --db "$tmp/sdb" <"$tmp/ticks2"
+wait_size $((n2 + 3)) && ok || bad "serve signs after more events"
+run "$bin" witness --url "http://127.0.0.1:$port" --key "$pub" --state "$tmp/w1"
+expect "witness: the tree grew consistently" 0
+has "witness: extends" "$tmp/out" "^ok: tree size $((n2 + 3)) extends $((n2 + 1))\$"
+cp -r "$tmp/w1" "$tmp/w2"
+run "$bin" witness --url "http://127.0.0.1:$port" --key "$tmp/other/other.example_log.pub" --state "$tmp/w3"
+expect "witness: another key's server" 1
+stop_server
+# The same key signing a rewritten log: the witness sees it.
+start_server "$tmp/rw" --sign-key "$key" --sign-every 1
+"$bin" import --db "$tmp/rw" <"$tmp/ticks3" >/dev/null
+wait_size $((n2 + 5)) || bad "rewritten server signs"
+run "$bin" witness --url "http://127.0.0.1:$port" --key "$pub" --state "$tmp/w1"
+expect "witness: a rewritten log" 1
+has "witness names the rewrite" "$tmp/out" 'does not extend the kept one'
+stop_server
+# A cut tail served and signed: the tree shrank.
+start_server "$tmp/cut" --sign-key "$key" --sign-every 1
+wait_size $((n2 - 3)) || bad "cut server signs"
+run "$bin" witness --url "http://127.0.0.1:$port" --key "$pub" --state "$tmp/w2"
+expect "witness: a cut tail" 1
+has "witness names the shrink" "$tmp/out" "shrank from size $((n2 + 3)) to $((n2 - 3))"
+stop_server
 
 echo "tlog_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -190,7 +190,7 @@ int cmd_checkpoint(int argc, char **argv)
 		return status;
 	rc = ledger_checkpoint(lg, &err);
 	if (rc == 0 && key != NULL)
-		rc = tlog_sign_now(lg, &signer, &signed_size, &err);
+		rc = ledger_sign_checkpoint(lg, &signer, &signed_size, &err);
 	if (rc != 0) {
 		tool_error("checkpoint: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));

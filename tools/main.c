@@ -47,6 +47,7 @@ static const struct subcommand subcommands[] = {
 	{"prove", "an inclusion or consistency proof", cmd_prove},
 	{"check-proof", "check a proof offline, with no ledger",
 	 cmd_check_proof},
+	{"witness", "follow a server's signed checkpoints", cmd_witness},
 };
 
 #define N_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

@@ -31,7 +31,11 @@ static const char serve_usage[] =
 	"  --idle-ms MS        keep-alive idle time (default 30000)\n"
 	"  --request-ms MS     a request must arrive whole within (default\n"
 	"                      10000); slower clients get 408 and are cut off\n"
-	"  --poll-ms MS        how often the log is followed (default 50)\n";
+	"  --poll-ms MS        how often the log is followed (default 50)\n"
+	"  --sign-key FILE     sign a C2SP checkpoint of the Merkle tree with\n"
+	"                      this key (gpuledger keygen) while the tree\n"
+	"                      grows; GET /v1/checkpoint serves the latest\n"
+	"  --sign-every SECS   at most this often (default 10)\n";
 
 static void *x_malloc(size_t n)
 {
@@ -76,7 +80,9 @@ static bool fits(const char *name, uint64_t v)
 int cmd_serve(int argc, char **argv)
 {
 	struct query_opts o = {.handle_signals = true};
-	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0;
+	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0, every = 10;
+	const char *sign_key = NULL;
+	struct note_signer signer;
 	const struct opt opts[] = {
 		{"--db", OPT_STR, &o.db},
 		{"--listen", OPT_STR, &o.listen},
@@ -86,6 +92,8 @@ int cmd_serve(int argc, char **argv)
 		{"--idle-ms", OPT_U64, &idle},
 		{"--request-ms", OPT_U64, &req},
 		{"--poll-ms", OPT_U64, &poll},
+		{"--sign-key", OPT_STR, &sign_key},
+		{"--sign-every", OPT_U64, &every},
 	};
 	const struct cmd_spec spec = {"serve", serve_usage, opts,
 				      sizeof(opts) / sizeof(opts[0])};
@@ -101,6 +109,16 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_USAGE;
 	if (tool_check_db("serve", o.db, false) != 0)
 		return EXIT_USAGE;
+	if (every == 0 || every > 86400) {
+		tool_error("serve: --sign-every is 1 to 86400 seconds");
+		return EXIT_USAGE;
+	}
+	if (sign_key != NULL) {
+		if ((status = tlog_load_signer("serve", sign_key, &signer)) != 0)
+			return status;
+		o.signer = &signer;
+		o.sign_every_ms = (unsigned)every * 1000;
+	}
 	o.max_body_bytes = (size_t)body;
 	o.max_conns = (unsigned)conns;
 	o.idle_ms = (unsigned)idle;

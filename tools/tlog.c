@@ -5,6 +5,8 @@
  * check what these print.
  */
 #include "tools/tools.h"
+#include "ingest/ingest.h"
+#include "query/query.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,26 +66,6 @@ static int load_verifier(const char *cmd, const char *path,
 		tool_error("%s: %s: %s", cmd, path, err.msg);
 	free(t);
 	return rc ? EXIT_USAGE : 0;
-}
-
-int tlog_sign_now(ledger_t *lg, const struct note_signer *s, uint64_t *size,
-		  struct lg_error *err)
-{
-	uint8_t root[MERKLE_HASH_BYTES];
-	char *body, *note;
-	int rc;
-
-	*size = ledger_last_seq(lg);
-	if ((rc = ledger_tree_root(lg, *size, root, err)) != 0)
-		return rc;
-	body = tlog_checkpoint_text(s->name, *size, root);
-	note = note_sign(s, body);
-	free(body);
-	if (note == NULL)
-		return lg_error_set(err, LG_EINVAL, "cannot sign");
-	rc = ledger_note_put(lg, *size, note, err);
-	free(note);
-	return rc;
 }
 
 /* Opens a signed checkpoint with key v: its size and root. Prints why not
@@ -227,72 +209,6 @@ static const char prove_usage[] =
 	"  they exist; --format c2sp prints an inclusion proof as C2SP\n"
 	"  tlog-proof@v1 (needs a signed checkpoint of size M).\n";
 
-static json_t *hashes_json(const struct merkle_proof *p)
-{
-	json_t *a = json_array();
-
-	for (size_t i = 0; i < p->n; i++) {
-		char b[48];
-
-		note_b64_encode(p->hash[i], MERKLE_HASH_BYTES, b);
-		json_array_append_new(a, json_string(b));
-	}
-	return a;
-}
-
-static int event_text(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	*(char **)ctx = event_jcs(ev);
-	return 1;
-}
-
-json_t *tlog_inclusion_json(ledger_t *lg, uint64_t seq, uint64_t size,
-			    struct lg_error *err)
-{
-	struct merkle_proof *p = malloc(sizeof(*p));
-	char *ev = NULL, *note = NULL;
-	json_t *o = NULL, *event;
-
-	if (p == NULL || ledger_prove_inclusion(lg, seq, size, p, err) != 0 ||
-	    ledger_scan(lg, seq, 1, event_text, &ev, err) < 0 || ev == NULL)
-		goto out;
-	event = json_loads(ev, 0, NULL);
-	o = json_pack("{s:s,s:I,s:I,s:o,s:o}", "type", "inclusion", "seq",
-		      (json_int_t)seq, "treeSize", (json_int_t)size, "hashes",
-		      hashes_json(p), "event", event ? event : json_null());
-	if (ledger_note_get(lg, size, &note, NULL, NULL) == 0)
-		json_object_set_new(o, "checkpoint", json_string(note));
-out:
-	free(note);
-	free(ev);
-	free(p);
-	return o;
-}
-
-json_t *tlog_consistency_json(ledger_t *lg, uint64_t from, uint64_t to,
-			      struct lg_error *err)
-{
-	struct merkle_proof *p = malloc(sizeof(*p));
-	char *note = NULL;
-	json_t *o = NULL;
-
-	if (p == NULL || ledger_prove_consistency(lg, from, to, p, err) != 0)
-		goto out;
-	o = json_pack("{s:s,s:I,s:I,s:o}", "type", "consistency", "from",
-		      (json_int_t)from, "treeSize", (json_int_t)to, "hashes",
-		      hashes_json(p));
-	if (ledger_note_get(lg, to, &note, NULL, NULL) == 0)
-		json_object_set_new(o, "checkpoint", json_string(note));
-	free(note);
-	note = NULL;
-	if (ledger_note_get(lg, from, &note, NULL, NULL) == 0)
-		json_object_set_new(o, "oldCheckpoint", json_string(note));
-out:
-	free(note);
-	free(p);
-	return o;
-}
-
 /* C2SP tlog-proof@v1: the header line, the leaf index, the hashes one a
  * line, a blank line, the signed checkpoint. */
 static int print_c2sp(const json_t *proof)
@@ -327,7 +243,7 @@ int cmd_prove(int argc, char **argv)
 	struct lg_error err = {0};
 	ledger_t *lg;
 	json_t *proof;
-	char *text, *note;
+	char *text;
 	int status = opts_parse(&spec, argc, argv);
 
 	if (status != OPTS_RUN)
@@ -340,16 +256,12 @@ int cmd_prove(int argc, char **argv)
 	}
 	if ((status = tool_open_ledger("prove", db, NULL, &lg)) != 0)
 		return status;
-	if (seq != 0 && size == 0) {
-		if (ledger_note_get(lg, 0, &note, &size, NULL) == 0)
-			free(note);
-		if (size < seq)
-			size = ledger_last_seq(lg);
-	}
+	if (seq != 0 && size == 0)
+		size = query_proof_size(lg, seq);
 	if (seq == 0 && to == 0)
 		to = ledger_last_seq(lg);
-	proof = seq ? tlog_inclusion_json(lg, seq, size, &err)
-		    : tlog_consistency_json(lg, from, to, &err);
+	proof = seq ? query_proof_inclusion(lg, seq, size, &err)
+		    : query_proof_consistency(lg, from, to, &err);
 	ledger_close(lg);
 	if (proof == NULL) {
 		tool_error("prove: %s", err.msg[0] ? err.msg : "failed");
@@ -574,4 +486,196 @@ int tlog_verify_checkpoint(ledger_t *lg, const char *file, const char *key)
 		return EXIT_NEGATIVE;
 	}
 	return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* witness */
+
+static const char witness_usage[] =
+	"usage: gpuledger witness --url URL --key VERIFIER_KEY_FILE --state DIR\n"
+	"         [--token-file FILE] [--follow SECS] [--count N]\n"
+	"  follows a server's signed checkpoints (GET URL/v1/checkpoint): checks\n"
+	"  each new one's signature and a consistency proof from the last one\n"
+	"  it kept (DIR/checkpoint), then keeps the new one. Exits 1 and says\n"
+	"  why on a split view (same size, another root), a shrinking tree or a\n"
+	"  proof that does not verify. Without --follow it looks once; with it,\n"
+	"  every SECS seconds (--count N looks: stop after N).\n"
+	"  --token-file FILE  the first word of FILE is the bearer token\n";
+
+#define WITNESS_NOTE_MAX (64u << 10)
+#define WITNESS_PROOF_MAX (1u << 20)
+#define WITNESS_TIMEOUT_MS 10000
+
+struct witness {
+	const char *url, *state;
+	char token[512];
+	bool have_token;
+	struct note_verifier v;
+};
+
+static int fetch(const struct witness *w, const char *path, size_t max,
+		 char **body)
+{
+	struct lg_error err = {0};
+	char url[4096];
+	long status = 0;
+
+	snprintf(url, sizeof(url), "%s%s", w->url, path);
+	if (ingest_http_get(url, w->have_token ? w->token : NULL, max,
+			    WITNESS_TIMEOUT_MS, body, &status, &err) != 0) {
+		tool_error("witness: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	if (status != 200) {
+		tool_error("witness: %s: HTTP %ld: %.200s", url, status, *body);
+		free(*body);
+		*body = NULL;
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int keep(const struct witness *w, const char *note)
+{
+	char path[4096], tmp[4200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/checkpoint", w->state);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (f == NULL || fputs(note, f) == EOF || fflush(f) != 0 ||
+	    fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+		tool_error("witness: %s: %s", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* One look: 0 when the server's head extends what was kept. */
+static int witness_once(const struct witness *w)
+{
+	char path[4096], *now = NULL, *old = NULL, *pj = NULL, q[96];
+	uint8_t r_new[MERKLE_HASH_BYTES], r_old[MERKLE_HASH_BYTES];
+	uint64_t n_new, n_old;
+	struct merkle_proof *p = NULL;
+	json_t *proof = NULL;
+	FILE *f;
+	int status;
+
+	if ((status = fetch(w, "/v1/checkpoint", WITNESS_NOTE_MAX, &now)) != 0)
+		return status;
+	if ((status = open_checkpoint(now, &w->v, &n_new, r_new,
+				      "the server's checkpoint")) != 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/checkpoint", w->state);
+	if ((f = fopen(path, "r")) == NULL) {
+		status = keep(w, now);
+		if (status == 0)
+			printf("ok: first checkpoint, tree size %llu\n",
+			       (unsigned long long)n_new);
+		goto out;
+	}
+	fclose(f);
+	if ((old = read_text("witness", path, NULL)) == NULL) {
+		status = EXIT_USAGE;
+		goto out;
+	}
+	if ((status = open_checkpoint(old, &w->v, &n_old, r_old,
+				      "the kept checkpoint")) != 0)
+		goto out;
+	status = EXIT_NEGATIVE;
+	if (n_new < n_old) {
+		printf("corrupt: the tree shrank from size %llu to %llu\n",
+		       (unsigned long long)n_old, (unsigned long long)n_new);
+		goto out;
+	}
+	if (n_new == n_old) {
+		if (memcmp(r_new, r_old, MERKLE_HASH_BYTES) != 0)
+			printf("corrupt: split view: two roots for tree size "
+			       "%llu\n",
+			       (unsigned long long)n_new);
+		else
+			status = (printf("ok: tree size %llu, unchanged\n",
+					 (unsigned long long)n_new),
+				  EXIT_OK);
+		goto out;
+	}
+	snprintf(q, sizeof(q), "/v1/proof/consistency?from=%llu&to=%llu",
+		 (unsigned long long)n_old, (unsigned long long)n_new);
+	if ((status = fetch(w, q, WITNESS_PROOF_MAX, &pj)) != 0)
+		goto out;
+	status = EXIT_NEGATIVE;
+	p = malloc(sizeof(*p));
+	proof = json_loads(pj, 0, NULL);
+	if (proof == NULL || p == NULL ||
+	    proof_hashes(json_object_get(proof, "hashes"), p) != 0) {
+		printf("corrupt: the server's consistency proof is malformed\n");
+		goto out;
+	}
+	/* The roots are the signed ones, never the server's word. */
+	if (merkle_verify_consistency(n_old, n_new, r_old, r_new, p) != 0) {
+		printf("corrupt: the tree of size %llu does not extend the "
+		       "kept one of size %llu (a rewritten log)\n",
+		       (unsigned long long)n_new, (unsigned long long)n_old);
+		goto out;
+	}
+	if ((status = keep(w, now)) == 0)
+		printf("ok: tree size %llu extends %llu\n",
+		       (unsigned long long)n_new, (unsigned long long)n_old);
+out:
+	fflush(stdout);
+	json_decref(proof);
+	free(p);
+	free(pj);
+	free(old);
+	free(now);
+	return status;
+}
+
+int cmd_witness(int argc, char **argv)
+{
+	const char *key = NULL, *token_file = NULL;
+	uint64_t every = 0, count = 0;
+	struct witness w = {0};
+	const struct opt opts[] = {
+		{"--url", OPT_STR, &w.url},
+		{"--key", OPT_STR, &key},
+		{"--state", OPT_STR, &w.state},
+		{"--token-file", OPT_STR, &token_file},
+		{"--follow", OPT_U64, &every},
+		{"--count", OPT_U64, &count},
+	};
+	const struct cmd_spec spec = {"witness", witness_usage, opts, 6};
+	int status = opts_parse(&spec, argc, argv);
+
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	if (w.url == NULL || key == NULL || w.state == NULL) {
+		tool_error("witness: --url, --key and --state are required");
+		return EXIT_USAGE;
+	}
+	if ((status = load_verifier("witness", key, &w.v)) != 0)
+		return status;
+	if (token_file != NULL) {
+		char *t = read_text("witness", token_file, NULL);
+
+		if (t == NULL || sscanf(t, "%511s", w.token) != 1) {
+			free(t);
+			tool_error("witness: %s: no token", token_file);
+			return EXIT_USAGE;
+		}
+		free(t);
+		w.have_token = true;
+	}
+	if (mkdir(w.state, 0700) != 0 && errno != EEXIST) {
+		tool_error("witness: %s: %s", w.state, strerror(errno));
+		return EXIT_USAGE;
+	}
+	for (uint64_t n = 1;; n++) {
+		status = witness_once(&w);
+		if (status == EXIT_NEGATIVE || every == 0 ||
+		    (count != 0 && n >= count))
+			return status;
+		sleep((unsigned)every);
+	}
 }

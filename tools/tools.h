@@ -47,19 +47,11 @@ int cmd_keygen(int argc, char **argv);
 int cmd_head(int argc, char **argv);
 int cmd_prove(int argc, char **argv);
 int cmd_check_proof(int argc, char **argv);
+int cmd_witness(int argc, char **argv);
 
 /* Transparency (tools/tlog.c, DESIGN 4.4). */
 /* Reads a signer key file; prints the error; 0 or EXIT_USAGE. */
 int tlog_load_signer(const char *cmd, const char *path, struct note_signer *s);
-/* Signs a checkpoint of the tree at the last seq and stores it in meta;
- * *size is its tree size. */
-int tlog_sign_now(ledger_t *lg, const struct note_signer *s, uint64_t *size,
-		  struct lg_error *err);
-/* The proof JSON of DESIGN 4.4 (new reference), NULL with err set. */
-json_t *tlog_inclusion_json(ledger_t *lg, uint64_t seq, uint64_t size,
-			    struct lg_error *err);
-json_t *tlog_consistency_json(ledger_t *lg, uint64_t from, uint64_t to,
-			      struct lg_error *err);
 /* verify --checkpoint FILE --key KEY: the ledger holds the tree of that
  * signed note. Prints "corrupt: ..." naming the size and returns
  * EXIT_NEGATIVE when not; EXIT_USAGE when it cannot tell. */
