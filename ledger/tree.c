@@ -134,54 +134,6 @@ int store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
 	return t.mdb_rc;
 }
 
-/* The events from `from` (at most limit, 0: all) read in txn, in order;
- * fn's non-zero return stops the scan and is returned. (ledger_scan opens
- * its own read transaction; the tree is built and checked inside one.) */
-static int store_scan_txn(ledger_t *lg, MDB_txn *txn, uint64_t from,
-			  uint64_t limit, ledger_event_fn *fn, void *ctx,
-			  struct lg_error *err)
-{
-	MDB_cursor *cur;
-	uint64_t k = from;
-	MDB_val key = store_key(&k), val;
-	int rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur);
-
-	if (rc != 0)
-		return store_error(err, rc, "open cursor");
-	for (int op = MDB_SET_KEY; limit == 0 || k < from + limit;
-	     k++, op = MDB_NEXT) {
-		struct event ev;
-		const uint8_t *head;
-
-		rc = mdb_cursor_get(cur, &key, &val, op);
-		if (rc == MDB_NOTFOUND && (op == MDB_NEXT || k > 1)) {
-			rc = 0;
-			if (op == MDB_SET_KEY)
-				rc = lg_error_set(err, LG_ECORRUPT,
-						  "seq %llu: missing from the "
-						  "log",
-						  (unsigned long long)k);
-			break;
-		}
-		if (rc != 0) {
-			rc = rc == MDB_NOTFOUND ? 0
-						: store_error(err, rc, "scan");
-			break;
-		}
-		if (store_keyval(&key) != k) {
-			rc = lg_error_set(err, LG_ECORRUPT,
-					  "seq %llu: missing from the log",
-					  (unsigned long long)k);
-			break;
-		}
-		if ((rc = store_record_decode(&val, k, &ev, &head, err)) != 0 ||
-		    (rc = fn(ctx, &ev, head)) != 0)
-			break;
-	}
-	mdb_cursor_close(cur);
-	return rc;
-}
-
 /* ---------------------------------------------------------------------- */
 /* Building the tree of a ledger written before it existed */
 
@@ -204,58 +156,59 @@ static int build_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 	return 0;
 }
 
+/* One chunk: the leaves of the events after the stored tree are computed
+ * from a read of the log, then written in a write transaction that still
+ * finds the tree where the read did (else nothing is written and the
+ * chunk is read again). Returns an LMDB code, or an LG_* code with err
+ * set; *done when the tree covers the log. */
+static int build_chunk(ledger_t *lg, struct build *b, bool *done,
+		       struct lg_error *err)
+{
+	MDB_txn *txn;
+	uint64_t have, now;
+	int rc;
+
+	if ((rc = store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
+		return rc;
+	rc = store_tree_size(lg, txn, &have);
+	mdb_txn_abort(txn);
+	if (rc != 0)
+		return store_error(err, rc, "build tree");
+	b->n = 0;
+	rc = ledger_scan(lg, have + 1, TREE_BUILD_CHUNK, build_leaf, b, err);
+	if (rc != 0 || b->n == 0) {
+		*done = rc == 0;
+		return rc;
+	}
+	if ((rc = store_txn_begin(lg, 0, &txn, err)) != 0)
+		return rc;
+	rc = store_tree_size(lg, txn, &now);
+	if (rc == 0 && now == have)
+		rc = store_tree_append(lg, txn, have + 1,
+				       (const uint8_t(*)[MERKLE_HASH_BYTES])
+					       b->leaf,
+				       b->n);
+	rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
+	if (rc != 0)
+		lg->edge.size = UINT64_MAX;
+	return rc;
+}
+
 int store_tree_build(ledger_t *lg, struct lg_error *err)
 {
 	struct build b = {{NULL, 0, 0},
 			  malloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES), 0, err};
+	bool done = false;
 	int rc = 0;
 
 	if (b.leaf == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	for (;;) {
-		MDB_txn *txn;
-		uint64_t have, last;
-
-		if ((rc = store_txn_begin(lg, 0, &txn, err)) != 0)
-			break;
-		rc = store_tree_size(lg, txn, &have);
-		if (rc == 0)
-			rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &last,
-					    err) ? MDB_PANIC : 0;
-		if (rc != 0 || have >= last) {
-			mdb_txn_abort(txn);
-			if (rc != 0 && rc != MDB_PANIC)
-				rc = store_error(err, rc, "build tree");
-			else if (rc == MDB_PANIC)
-				rc = err ? err->code : LG_EIO;
-			break;
-		}
-		b.n = 0;
-		rc = store_scan_txn(lg, txn, have + 1, TREE_BUILD_CHUNK,
-				    build_leaf, &b, err);
-		if (rc == 0)
-			rc = store_tree_append(lg, txn, have + 1,
-					       (const uint8_t(*)[32])b.leaf,
-					       b.n);
-		else {
-			mdb_txn_abort(txn);
-			break;
-		}
-		if (rc == 0)
-			rc = mdb_txn_commit(txn);
-		else
-			mdb_txn_abort(txn);
-		if (rc != 0)
-			lg->edge.size = UINT64_MAX;
-		if (rc == MDB_MAP_FULL) {
-			if ((rc = store_grow_map(lg, err)) != 0)
-				break;
-			continue;
-		}
-		if (rc != 0) {
+	while (!done && rc == 0) {
+		rc = build_chunk(lg, &b, &done, err);
+		if (rc == MDB_MAP_FULL)
+			rc = store_grow_map(lg, err);
+		else if (rc > 0 || rc < LG_ERR_MIN) /* LMDB or errno */
 			rc = store_error(err, rc, "build tree");
-			break;
-		}
 	}
 	free(b.leaf);
 	jcs_buf_release(&b.jb);
@@ -453,7 +406,10 @@ int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 				  (unsigned long long)last);
 		goto out_txn;
 	}
-	rc = store_scan_txn(lg, v->t.txn, 1, 0, verify_leaf, v, err);
+	/* Stored subtrees never change once written, so the events may be
+	 * read in a transaction of their own, up to the size seen here. */
+	if (last > 0)
+		rc = ledger_scan(lg, 1, last, verify_leaf, v, err);
 	*bad_seq = v->bad;
 out_txn:
 	mdb_txn_abort(v->t.txn);

@@ -285,19 +285,22 @@ static json_t *rnd_value(uint64_t *s, int depth)
 	}
 }
 
-static uint64_t test_seed(uint64_t fallback)
+/* The seed of a randomized test (GPULEDGER_SEED or fallback), printed. */
+static uint64_t test_seed(const char *test, uint64_t fallback)
 {
 	const char *e = getenv("GPULEDGER_SEED");
+	uint64_t seed = e != NULL ? strtoull(e, NULL, 0) : fallback;
 
-	return e != NULL ? strtoull(e, NULL, 0) : fallback;
+	fprintf(stderr, "%s: seed %llu\n", test, (unsigned long long)seed);
+	return seed;
 }
 
 START_TEST(jcs_round_trip)
 {
-	uint64_t seed = test_seed(0x5eed0000ULL + (uint64_t)time(NULL)), s;
+	uint64_t seed = test_seed("jcs_round_trip",
+				  0x5eed0000ULL + (uint64_t)time(NULL)),
+		 s;
 
-	fprintf(stderr, "jcs_round_trip: seed %llu\n",
-		(unsigned long long)seed);
 	s = seed | 1;
 	for (int i = 0; i < 3000; i++) {
 		json_t *v = rnd_value(&s, 0), *back;
@@ -345,10 +348,10 @@ END_TEST
 /* Every double: the text is the shortest that reads back as it. */
 START_TEST(jcs_double_round_trip)
 {
-	uint64_t seed = test_seed(0xd0b1e000ULL + (uint64_t)time(NULL)), s;
+	uint64_t seed = test_seed("jcs_double_round_trip",
+				  0xd0b1e000ULL + (uint64_t)time(NULL)),
+		 s;
 
-	fprintf(stderr, "jcs_double_round_trip: seed %llu\n",
-		(unsigned long long)seed);
 	s = seed | 1;
 	for (int i = 0; i < 50000; i++) {
 		uint64_t bits = rnd(&s);

@@ -15,30 +15,6 @@ pass=0
 fail=0
 . "$(dirname "$0")/lib/cli.sh"
 
-# start_server DB [OPTIONS...]: serve DB on 127.0.0.1:0, sets $port.
-start_server() {
-	sdb=$1
-	shift
-	rm -f "$tmp/serve.out"
-	"$bin" serve --db "$sdb" --listen 127.0.0.1:0 "$@" \
-		>"$tmp/serve.out" 2>"$tmp/serve.err" &
-	server_pid=$!
-	port=
-	i=0
-	while [ $i -lt 100 ] && [ -z "$port" ]; do
-		port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' \
-			"$tmp/serve.out" 2>/dev/null)
-		[ -n "$port" ] || sleep 0.05
-		i=$((i + 1))
-	done
-	[ -n "$port" ] || bad "serve did not start: $(cat "$tmp/serve.err")"
-}
-stop_server() {
-	[ -n "$server_pid" ] || return 0
-	kill -TERM "$server_pid" 2>/dev/null
-	wait "$server_pid"
-	server_pid=
-}
 # get PATH: GET on the server into $tmp/body, the status into $code.
 get() {
 	code=$(curl -s -o "$tmp/body" -w '%{http_code}' "http://127.0.0.1:$port$1")
@@ -193,7 +169,8 @@ expect "verify --checkpoint with another key" 1
 
 # --- serve: signing, the transparency routes, witnesses ------------------
 cp -r "$db" "$tmp/sdb"
-start_server "$tmp/sdb" --sign-key "$key" --sign-every 1
+serve_db=$tmp/sdb
+start_server --sign-key "$key" --sign-every 1
 get /v1/checkpoint
 [ "$code" = 200 ] && ok || bad "GET /v1/checkpoint: $code"
 wait_size "$n2" && ok || bad "serve signs the current tree"
@@ -241,7 +218,8 @@ run "$bin" witness --url "http://127.0.0.1:$port" --key "$tmp/other/other.exampl
 expect "witness: another key's server" 1
 stop_server
 # The same key signing a rewritten log: the witness sees it.
-start_server "$tmp/rw" --sign-key "$key" --sign-every 1
+serve_db=$tmp/rw
+start_server --sign-key "$key" --sign-every 1
 "$bin" import --db "$tmp/rw" <"$tmp/ticks3" >/dev/null
 wait_size $((n2 + 5)) || bad "rewritten server signs"
 run "$bin" witness --url "http://127.0.0.1:$port" --key "$pub" --state "$tmp/w1"
@@ -249,7 +227,8 @@ expect "witness: a rewritten log" 1
 has "witness names the rewrite" "$tmp/out" 'does not extend the kept one'
 stop_server
 # A cut tail served and signed: the tree shrank.
-start_server "$tmp/cut" --sign-key "$key" --sign-every 1
+serve_db=$tmp/cut
+start_server --sign-key "$key" --sign-every 1
 wait_size $((n2 - 3)) || bad "cut server signs"
 run "$bin" witness --url "http://127.0.0.1:$port" --key "$pub" --state "$tmp/w2"
 expect "witness: a cut tail" 1

@@ -43,11 +43,15 @@ static char *read_text(const char *cmd, const char *path, FILE *f_in)
 	return buf;
 }
 
-int tlog_load_signer(const char *cmd, const char *path, struct note_signer *s)
+/* Reads a key file and parses it with parse (note_signer_parse or
+ * note_verifier_parse); prints the error; 0 or EXIT_USAGE. */
+static int load_key(const char *cmd, const char *path,
+		    int (*parse)(void *, const char *, struct lg_error *),
+		    void *key)
 {
 	struct lg_error err = {0};
 	char *t = read_text(cmd, path, NULL);
-	int rc = t ? note_signer_parse(s, t, &err) : LG_EIO;
+	int rc = t ? parse(key, t, &err) : LG_EIO;
 
 	if (t != NULL && rc != 0)
 		tool_error("%s: %s: %s", cmd, path, err.msg);
@@ -55,17 +59,25 @@ int tlog_load_signer(const char *cmd, const char *path, struct note_signer *s)
 	return rc ? EXIT_USAGE : 0;
 }
 
+static int parse_signer(void *k, const char *t, struct lg_error *err)
+{
+	return note_signer_parse(k, t, err);
+}
+
+static int parse_verifier(void *k, const char *t, struct lg_error *err)
+{
+	return note_verifier_parse(k, t, err);
+}
+
+int tlog_load_signer(const char *cmd, const char *path, struct note_signer *s)
+{
+	return load_key(cmd, path, parse_signer, s);
+}
+
 static int load_verifier(const char *cmd, const char *path,
 			 struct note_verifier *v)
 {
-	struct lg_error err = {0};
-	char *t = read_text(cmd, path, NULL);
-	int rc = t ? note_verifier_parse(v, t, &err) : LG_EIO;
-
-	if (t != NULL && rc != 0)
-		tool_error("%s: %s: %s", cmd, path, err.msg);
-	free(t);
-	return rc ? EXIT_USAGE : 0;
+	return load_key(cmd, path, parse_verifier, v);
 }
 
 /* Opens a signed checkpoint with key v: its size and root. Prints why not
