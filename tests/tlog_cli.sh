@@ -99,6 +99,9 @@ run "$bin" prove --db "$db" --seq 17 --format c2sp
 expect "prove --format c2sp" 0
 has "tlog-proof header" "$tmp/out" '^c2sp\.org/tlog-proof@v1$'
 has "tlog-proof index" "$tmp/out" '^index 16$'
+"$bin" log --db "$db" --from 17 --limit 1 >"$tmp/line17"
+sed -n 's/^extra //p' "$tmp/out" | base64 -d >"$tmp/extra17" && echo >>"$tmp/extra17"
+same "tlog-proof extra is the log line" "$tmp/line17" "$tmp/extra17"
 
 # Consistency: sign again after more events.
 printf '%s\n' '{"type":"TICK","time":"2031-01-01T00:00:00Z"}' \

@@ -219,7 +219,8 @@ static const char prove_usage[] =
 	"  consistency proof from size M to size N (RFC 9162 2.1.3, 2.1.4), as\n"
 	"  JSON with the event and the signed checkpoints of those sizes when\n"
 	"  they exist; --format c2sp prints an inclusion proof as C2SP\n"
-	"  tlog-proof@v1 (needs a signed checkpoint of size M).\n";
+	"  tlog-proof@v1 (needs a signed checkpoint of size M), the event's\n"
+	"  log line as its extra data.\n";
 
 /* C2SP tlog-proof@v1: the header line, the leaf index, the hashes one a
  * line, a blank line, the signed checkpoint. */
@@ -227,6 +228,7 @@ static int print_c2sp(const json_t *proof)
 {
 	const json_t *h = json_object_get(proof, "hashes"), *v;
 	const char *cp = json_string_value(json_object_get(proof, "checkpoint"));
+	char *ev;
 	size_t i;
 
 	if (cp == NULL) {
@@ -234,7 +236,21 @@ static int print_c2sp(const json_t *proof)
 			   "with `gpuledger checkpoint --sign-key`)");
 		return EXIT_USAGE;
 	}
-	printf("c2sp.org/tlog-proof@v1\nindex %lld\n",
+	/* extra: the entry itself (line `seq` of `gpuledger log`), so that
+	 * the proof is self-contained. */
+	ev = jcs_text(json_object_get(proof, "event"), JCS_INT_STRINGS,
+		      SIZE_MAX, NULL);
+	if (ev != NULL) {
+		char *b64 = malloc(4 * (strlen(ev) / 3 + 1) + 1);
+
+		note_b64_encode((const uint8_t *)ev, strlen(ev), b64);
+		printf("c2sp.org/tlog-proof@v1\nextra %s\n", b64);
+		free(b64);
+		free(ev);
+	} else {
+		printf("c2sp.org/tlog-proof@v1\n");
+	}
+	printf("index %lld\n",
 	       (long long)json_integer_value(json_object_get(proof, "seq")) - 1);
 	json_array_foreach (h, i, v)
 		printf("%s\n", json_string_value(v));
