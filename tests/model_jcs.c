@@ -390,6 +390,44 @@ START_TEST(jcs_double_round_trip)
 }
 END_TEST
 
+/* The event JSON writes integers beyond 2^53-1 as strings (DESIGN 4.4),
+ * and reads them back (import of `log` output). */
+START_TEST(jcs_event_big_ints)
+{
+	struct event ev = {.seq = 3,
+			   .time_ns = 1767225600000000000LL,
+			   .type = EV_BUDGET,
+			   .ns = "tenant-a",
+			   .key = "gpuclass.cozystack.io/devices",
+			   .present = true,
+			   .value = INT64_MAX},
+		     back;
+	char *text = event_jcs(&ev), *scratch = NULL;
+	json_t *v;
+
+	ck_assert_ptr_nonnull(strstr(text, "\"value\":\"9223372036854775807\""));
+	v = json_loads(text, 0, NULL);
+	ck_assert_int_eq(event_from_json(&back, v, &scratch, NULL), 0);
+	ck_assert_int_eq(back.value, INT64_MAX);
+	json_decref(v);
+	/* A string in the safe range, or not a number, is refused. */
+	v = json_loads("{\"type\":\"BUDGET\",\"namespace\":\"tenant-a\","
+		       "\"key\":\"gpuclass.cozystack.io/devices\","
+		       "\"value\":\"12\"}",
+		       0, NULL);
+	ck_assert_int_ne(event_from_json(&back, v, &scratch, NULL), 0);
+	json_decref(v);
+	v = json_loads("{\"type\":\"BUDGET\",\"namespace\":\"tenant-a\","
+		       "\"key\":\"gpuclass.cozystack.io/devices\","
+		       "\"value\":\"99999999999999999x\"}",
+		       0, NULL);
+	ck_assert_int_ne(event_from_json(&back, v, &scratch, NULL), 0);
+	json_decref(v);
+	free(scratch);
+	free(text);
+}
+END_TEST
+
 MODEL_PART(jcs)
 {
 	TCase *tc = tcase_create("jcs");
@@ -402,5 +440,6 @@ MODEL_PART(jcs)
 	tcase_add_test(tc, jcs_int_strings);
 	tcase_add_test(tc, jcs_round_trip);
 	tcase_add_test(tc, jcs_double_round_trip);
+	tcase_add_test(tc, jcs_event_big_ints);
 	suite_add_tcase(s, tc);
 }
