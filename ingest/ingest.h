@@ -411,4 +411,12 @@ struct kube_watch_opts {
 int kube_watch_run(ingest_t *in, const struct kube_config *c,
 		   const struct kube_watch_opts *o, struct lg_error *err);
 
+/* One GET of url (http or https) with an optional bearer token; the body
+ * (at most max_bytes, NUL-terminated) into *body (caller frees) and the
+ * HTTP status into *status. LG_EIO when there is no answer, LG_ELIMIT when
+ * it is larger (ingest/fetch.c). */
+int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
+		    long timeout_ms, char **body, long *status,
+		    struct lg_error *err);
+
 #endif

@@ -154,6 +154,40 @@ int ledger_verify_run(ledger_t *lg, struct ledger_verify_result *res,
 /* The same, with only the first bad seq (0 when sound). */
 int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
 
+/* ---------------------------------------------------------------------- */
+/* The Merkle tree (DESIGN 4.4; ledger/tree.c). The tree of size N covers
+ * seqs 1..N (leaf index = seq - 1) and grows in the transaction of every
+ * append. A ledger from before the tree gets it built when a writer opens
+ * it; until then proofs fail with LG_EVERSION naming that command. */
+
+/* The root of the tree of size (<= the last seq; 0: the empty tree). */
+int ledger_tree_root(ledger_t *lg, uint64_t size, uint8_t *root,
+		     struct lg_error *err);
+/* The inclusion proof of seq in the tree of size (1 <= seq <= size). */
+int ledger_prove_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
+			   struct merkle_proof *p, struct lg_error *err);
+/* The consistency proof from size `from` to size `to` (1 <= from <= to). */
+int ledger_prove_consistency(ledger_t *lg, uint64_t from, uint64_t to,
+			     struct merkle_proof *p, struct lg_error *err);
+/* verify's part for the tree: every leaf recomputed from its event and
+ * every stored subtree from the leaves. *bad_seq is the first seq whose
+ * leaf or completed subtree differs (0 when sound). LG_ECORRUPT when not
+ * sound, LG_EVERSION when the ledger has no tree yet. */
+int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
+
+/* Signed notes (C2SP tlog-checkpoint) of tree sizes, in meta. put stores
+ * text (a writer only) under size; get copies the note of size (0: the
+ * latest) into *text (caller frees) and its size into *size_out (may be
+ * NULL). LG_ENOENT when there is none. */
+int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
+		    struct lg_error *err);
+int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
+		    uint64_t *size_out, struct lg_error *err);
+/* Signs a C2SP checkpoint of the tree at the last seq this handle has seen
+ * (origin = the key's name) and stores it; *size is its tree size. */
+int ledger_sign_checkpoint(ledger_t *lg, const struct note_signer *s,
+			   uint64_t *size, struct lg_error *err);
+
 struct ledger_stats {
 	uint64_t events, checkpoints, last_seq;
 	int64_t first_time_ns, last_time_ns;

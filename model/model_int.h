@@ -199,4 +199,10 @@ uint64_t state_holder_hash(enum holder_kind kind, const char *ns,
 int state_from_events_json(const json_t *events, state_t **out,
 			   struct lg_error *err);
 
+/* Pieces of the JCS writer (model/jcs.c) for writers of known shapes
+ * (event_jcs): raw bytes, a string (-1 when not UTF-8), an integer. */
+void jcs_put_raw(struct jcs_buf *b, const char *s, size_t n);
+int jcs_put_string(struct jcs_buf *b, const char *str, size_t n);
+void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags);
+
 #endif

@@ -54,17 +54,6 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 /* Takes the text (NUL-terminated); b is empty afterwards. */
 char *sbuf_take(struct sbuf *b, size_t *len);
 
-/* Canonical JSON of v appended to b: exactly json_canonical's bytes (keys
- * sorted, compact), written without jansson's generic dumper, which was most
- * of the cost of a verdict. -1 where json_canonical gives NULL (text that
- * is not UTF-8), or once b holds more than max_bytes; b's content is then
- * undefined. */
-int q_canonical(struct sbuf *b, const json_t *v, size_t max_bytes);
-/* The same as a malloc'ed string of its own size (caller frees), NULL on
- * failure. The text is built in scratch (may be NULL), which a caller
- * that makes many keeps, so that only the copy is allocated each time. */
-char *q_canonical_text(const json_t *v, size_t max_bytes, struct sbuf *scratch);
-
 /* A decimal seq or id of 1 to 19 digits (paths and query parameters). */
 bool q_parse_u64(const char *s, uint64_t *out);
 
@@ -171,6 +160,9 @@ enum route_id {
 	R_EXPORT,
 	R_CLASSES,
 	R_CAPACITY,
+	R_CHECKPOINT,
+	R_PROOF_INCLUSION,
+	R_PROOF_CONSISTENCY,
 	R_MAX,
 	R_NONE = R_MAX /* no route matched (metrics label "none") */
 };
@@ -420,6 +412,15 @@ route_fn handle_healthz, handle_readyz, handle_metrics, handle_tenants,
 	handle_tenant, handle_remaining, handle_state, handle_events,
 	handle_export, handle_classes, handle_capacity;
 
+/* Transparency (query/proof.c). */
+route_fn handle_checkpoint, handle_proof_inclusion, handle_proof_consistency;
+/* Adds "proof": the inclusion proof of the verdict's seq to v. */
+int query_verdict_proof(struct query_server *qs, json_t *v, uint64_t seq,
+			struct lg_error *err);
+/* Signs a checkpoint when --sign-key is given, the tree grew and
+ * --sign-every has passed since the last one. */
+void query_sign_due(struct query_server *qs);
+
 /* The replay tenant list and the children of each tenant, rebuilt when
  * the state's content changes (verdicts do not change it). */
 struct tenant_cache {
@@ -522,6 +523,7 @@ struct query_server {
 	struct rcache rcache;
 	struct billing_file billing;
 	struct conn_list conns;
+	uint64_t signed_size, signed_ns; /* the last signed checkpoint */
 	bool ready; /* caught up with the log */
 	bool stopping;
 	uint64_t caught_up_ns;	   /* last refresh that reached the end */

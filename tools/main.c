@@ -65,6 +65,12 @@ static const struct subcommand subcommands[] = {
 	{"backup", "a compact consistent copy", cmd_backup},
 	{"simulate", "a synthetic cluster history as a recorded stream",
 	 cmd_simulate},
+	{"keygen", "an Ed25519 key for signed checkpoints", cmd_keygen},
+	{"head", "the latest signed checkpoint", cmd_head},
+	{"prove", "an inclusion or consistency proof", cmd_prove},
+	{"check-proof", "check a proof offline, with no ledger",
+	 cmd_check_proof},
+	{"witness", "follow a server's signed checkpoints", cmd_witness},
 	{"version", "the version and the commit it was built from",
 	 cmd_version},
 };

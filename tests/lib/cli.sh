@@ -75,11 +75,11 @@ serve_up() {
 	sport=$port
 	[ -n "$sport" ] || bad "serve did not start: $(cat "$su_err")"
 }
-# start_server [OPTIONS...]: serve on $db at 127.0.0.1:0 ($tmp/serve.out,
+# start_server [OPTIONS...]: serve on ${serve_db:-$db} at 127.0.0.1:0 ($tmp/serve.out,
 # $tmp/serve.err); sets $server_pid and $port. stop_server sends SIGTERM
 # and sets $stopped_rc.
 start_server() {
-	serve_up "$db" 127.0.0.1:0 "$tmp/serve.out" "$tmp/serve.err" "$@"
+	serve_up "${serve_db:-$db}" 127.0.0.1:0 "$tmp/serve.out" "$tmp/serve.err" "$@"
 	server_pid=$spid
 	port=$sport
 }
