@@ -475,12 +475,13 @@ out:
 /* ---------------------------------------------------------------------- */
 /* verify --checkpoint */
 
-int tlog_verify_checkpoint(ledger_t *lg, const char *file, const char *key)
+int tlog_verify_checkpoint(ledger_t *lg, uint64_t last, const char *file,
+			   const char *key)
 {
 	struct note_verifier v;
 	struct lg_error err = {0};
 	uint8_t root[MERKLE_HASH_BYTES], mine[MERKLE_HASH_BYTES];
-	uint64_t size, last = ledger_last_seq(lg);
+	uint64_t size;
 	char *note;
 	int status;
 

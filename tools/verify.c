@@ -89,7 +89,8 @@ int cmd_verify(int argc, char **argv)
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		status = EXIT_USAGE;
 	} else if (cpfile != NULL &&
-		   (status = tlog_verify_checkpoint(lg, cpfile, key)) != 0) {
+		   (status = tlog_verify_checkpoint(lg, res.events, cpfile,
+						 key)) != 0) {
 		/* the ledger does not hold the tree of the signed note */
 	} else {
 		tool_hex(res.head, hex);
