@@ -83,7 +83,7 @@ static void usage(FILE *f)
 	      "its options)\n\nsubcommands:\n",
 	      f);
 	for (size_t i = 0; i < N_SUBCOMMANDS; i++)
-		fprintf(f, "  %-11s %s%s\n", subcommands[i].name,
+		fprintf(f, "  %-12s %s%s\n", subcommands[i].name,
 			subcommands[i].summary,
 			subcommands[i].run ? "" : " (not built yet)");
 }
