@@ -218,6 +218,9 @@ bool holder_apply(ingest_t *in, struct obj *o, const char *uid,
 /* Counts o in its tenant node while it holds units. */
 void holder_count(ingest_t *in, struct obj *o);
 void cover_free(struct cover *c);
+/* A pod that holds nothing but must stay cached, because a later class
+ * table could map it: it names an extended resource and is not terminal. */
+bool pod_dormant(const json_t *pod);
 
 /* nodes.c: Nodes and the class table. */
 upsert_fn node_upsert, configmap_upsert;
