@@ -378,6 +378,12 @@ static void seed_node(ingest_t *in, const struct event *ev)
 
 	if (o == NULL)
 		o = obj_add(in, RES_NODE, "", ev->node, NULL);
+	if (ev->cls[0] == '\0') {
+		o->exists = ev->present;
+		if (!o->exists && o->n_caps == 0)
+			obj_del(in, RES_NODE, o);
+		return;
+	}
 	while (i < o->n_caps && strcmp(o->caps[i].cls, ev->cls) != 0)
 		i++;
 	if (i == o->n_caps) {

@@ -103,9 +103,11 @@ struct obj {
 	/* VMInstance: the claim names its class entries would cover. */
 	size_t n_covers;
 	char (*covers)[DNS1123_LABEL_MAX + 1];
-	/* Node: the ledger's per-class capacity and serving. */
+	/* Node: the ledger's per-class capacity and serving, and whether the
+	 * ledger knows the Node exists (a NODE_EXISTS_CLASS event). */
 	size_t n_caps;
 	struct ncap *caps;
+	bool exists;
 	/* Tenant: the namespace it governs and contributes to ("" none). */
 	char *governed;
 };

@@ -87,11 +87,26 @@ nm_find(const ingest_t *in, const struct node_map *nm, const char *cls)
 	return NULL;
 }
 
-/* The node's classes become nm (NULL: the node is gone). */
+/* The NODE event of the node's existence, when the ledger's differs. */
+static void set_exists(ingest_t *in, struct obj *o, bool exists)
+{
+	if (o->exists == exists)
+		return;
+	emit(in, &(struct event){.type = EV_NODE,
+				 .node = o->name,
+				 .cls = NODE_EXISTS_CLASS,
+				 .present = exists});
+	o->exists = exists;
+}
+
+/* The node's classes become nm (NULL: the node is gone). A node appears
+ * before its capacities and goes after them. */
 static void diff_caps(ingest_t *in, struct obj *o, const struct node_map *nm)
 {
 	size_t k = 0;
 
+	if (nm != NULL)
+		set_exists(in, o, true);
 	/* Classes the ledger has for the node but nm lacks go to 0. */
 	for (size_t i = 0; i < o->n_caps; i++)
 		if (nm == NULL || nm_find(in, nm, o->caps[i].cls) == NULL)
@@ -104,6 +119,8 @@ static void diff_caps(ingest_t *in, struct obj *o, const struct node_map *nm)
 		if (o->caps[i].capacity != 0 || o->caps[i].serves)
 			o->caps[k++] = o->caps[i];
 	o->n_caps = k;
+	if (nm == NULL)
+		set_exists(in, o, false);
 }
 
 int node_upsert(ingest_t *in, enum resource r, const json_t *obj, struct obj *o)

@@ -138,7 +138,9 @@ int event_validate(const struct event *ev, struct lg_error *err)
 	if ((f & F_NS) && !label(ev->ns))
 		return lg_error_set(err, LG_EINVAL, "%s: bad namespace",
 				    evtab[ev->type].name);
-	if ((f & F_CLASS) && !label(ev->cls))
+	if ((f & F_CLASS) && !label(ev->cls) &&
+	    !(ev->type == EV_NODE && ev->cls != NULL &&
+	      strcmp(ev->cls, NODE_EXISTS_CLASS) == 0))
 		return lg_error_set(err, LG_EINVAL, "%s: bad class name",
 				    evtab[ev->type].name);
 	switch (ev->type) {
@@ -171,6 +173,9 @@ int event_validate(const struct event *ev, struct lg_error *err)
 		if (ev->value < 0)
 			return lg_error_set(err, LG_EINVAL,
 					    "NODE: negative capacity");
+		if (ev->cls[0] == '\0' && ev->value != 0)
+			return lg_error_set(err, LG_EINVAL,
+					    "NODE: existence with a capacity");
 		return 0;
 	case EV_RESERVE:
 	case EV_RELEASE:

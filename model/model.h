@@ -378,7 +378,8 @@ enum event_type {
 	EV_BUDGET,
 	EV_RAWKEY,
 	EV_CLASS,
-	EV_NODE,
+	EV_NODE, /* class NODE_EXISTS_CLASS: the Node object appears
+		    (serves true) or is gone (false), capacity 0 */
 	EV_RESERVE,
 	EV_RELEASE,
 	EV_ALLOC,
@@ -388,6 +389,10 @@ enum event_type {
 	EV_TICK,
 	EV_MAX
 };
+
+/* The class of a NODE event that records a Node object's existence
+ * (DESIGN 6: replay lists every Node that exists, GPU entries or not). */
+#define NODE_EXISTS_CLASS ""
 
 struct event {
 	uint64_t seq;	 /* 1, 2, ... (0 = not yet assigned) */

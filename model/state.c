@@ -705,12 +705,40 @@ static int apply_class(state_t *st, const struct event *ev,
 	return 0;
 }
 
+/* A node's existence (DESIGN 6: replay lists every Node object that
+ * exists) is the serving flag of the pseudo-class NODE_EXISTS_CLASS, which
+ * is never a DNS-1123 label and so never a table class: checkpoints carry
+ * it as one more per-class entry, without a new field. A node goes only
+ * after its capacities did. */
+static int apply_node_exists(state_t *st, const struct event *ev,
+			     struct lg_error *err)
+{
+	struct noderec *n = state_node(st, ev->node);
+	int32_t id = state_cls_id(st, ev->cls);
+	bool was = n != NULL && id >= 0 && n->serves[id];
+
+	if (was == ev->present)
+		return lg_error_set(err, LG_EMISMATCH, "NODE %s: already %s",
+				    ev->node, was ? "exists" : "gone");
+	for (uint32_t c = 0; !ev->present && c < st->n_cls; c++)
+		if (n->capacity[c] != 0)
+			return lg_error_set(err, LG_EMISMATCH,
+					    "NODE %s: gone with capacity of %s",
+					    ev->node, st->cls_names[c]);
+	id = (int32_t)cls_intern(st, ev->cls);
+	n = node_get(st, ev->node);
+	n->serves[id] = ev->present;
+	return 0;
+}
+
 static int apply_node(state_t *st, const struct event *ev, struct lg_error *err)
 {
 	struct noderec *n = state_node(st, ev->node);
 	int32_t id = state_cls_id(st, ev->cls);
 	uint32_t cls;
 
+	if (ev->cls[0] == '\0')
+		return apply_node_exists(st, ev, err);
 	if (n != NULL && id >= 0 && n->capacity[id] == ev->value &&
 	    n->serves[id] == ev->present)
 		return lg_error_set(err, LG_EMISMATCH, "NODE %s %s: no change",

@@ -236,6 +236,11 @@ static inline void h_format(const struct event *ev, char *out, size_t cap)
 		snprintf(out, cap, "CLASS %s%s", ev->text ? "" : "-", ev->cls);
 		break;
 	case EV_NODE:
+		if (ev->cls[0] == '\0') {
+			snprintf(out, cap, "NODE %s %s", ev->node,
+				 ev->present ? "exists" : "gone");
+			break;
+		}
 		snprintf(out, cap, "NODE %s %s %lld %s", ev->node, ev->cls,
 			 (long long)ev->value, ev->present ? "serves" : "-");
 		break;
