@@ -14,6 +14,8 @@
  *   Oversized          a line or object larger than max_object_bytes
  *   UnknownKind        an object whose apiVersion and kind are not watched
  *   InvalidObject      an object that cannot be mapped (it holds nothing)
+ *   UnitsTooLarge      a holder with more than 2^31-1 units of a class
+ *                      (DESIGN 2.3 "Bounds"; it holds nothing)
  *   UnknownClass       a VMInstance/KubernetesNodes entry names a class not
  *                      in the table (that entry reserves nothing)
  *   LabelMismatch      a Namespace's tenant.cozystack.io labels disagree

@@ -511,7 +511,11 @@ static void note_holder(ingest_t *in, enum resource r, struct obj *o,
 {
 	const char *kind = resource_info(r)->kind;
 
-	if (!hm->valid)
+	if (!hm->valid && hm->too_large)
+		emit_note(in, o, "UnitsTooLarge", o->kind, o->ns, o->name,
+			  "%s %s/%s: %s; it holds 0", kind, o->ns, o->name,
+			  e->msg);
+	else if (!hm->valid)
 		emit_note(in, o, "InvalidObject", o->kind, o->ns, o->name,
 			  "%s %s/%s: %s", kind, o->ns, o->name, e->msg);
 	else if (hm->unknown_class)

@@ -96,6 +96,10 @@ static int validate_holder(const struct event *ev, struct lg_error *err)
 		return lg_error_set(err, LG_EINVAL, "%s: bad uid", what);
 	if (ev->before < 0 || ev->after < 0)
 		return lg_error_set(err, LG_EINVAL, "%s: negative units", what);
+	if (ev->before > HOLDER_UNITS_MAX || ev->after > HOLDER_UNITS_MAX)
+		return lg_error_set(err, LG_EINVAL,
+				    "%s: units above %lld (DESIGN 2.3 Bounds)",
+				    what, HOLDER_UNITS_MAX);
 	if (up ? ev->after <= ev->before : ev->after >= ev->before)
 		return lg_error_set(
 			err, LG_EINVAL, "%s: units must %s (%lld -> %lld)",
