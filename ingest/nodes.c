@@ -64,6 +64,13 @@ static void set_cap(ingest_t *in, struct obj *o, const char *cls,
 {
 	struct ncap *c = cap_get(o, cls);
 
+	/* Serving of a class the node has no capacity of is never an event
+	 * (Appendix A "Nodes"), so the ledger cannot follow it: it records
+	 * such a class as not served, whatever order the node's changes came
+	 * in (DESIGN 2.3 "Order independence"; a capacity-0 entry shows up in
+	 * replay when units stay bound to the node). */
+	if (capacity == 0)
+		serves = false;
 	if (c->capacity == 0 && capacity == 0)
 		return;
 	if (c->capacity == capacity && c->serves == serves)
