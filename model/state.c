@@ -784,8 +784,8 @@ static void bill_advance(struct nsrec *ns, uint32_t cls, int64_t t_ms)
  * is: the namespace's own, each ancestor's subtree (per class and over
  * classes), the node's allocation, and the billing integral up to now. An
  * event that would overflow one is refused (LG_EMISMATCH, the state
- * unchanged), never wrapped. ns is the holder's namespace record, node the
- * allocation's node or NULL. */
+ * unchanged), never wrapped. ns is the holder's namespace record (NULL:
+ * none yet, its totals are 0), node the allocation's node or NULL. */
 static int units_fit(const state_t *st, const struct event *ev,
 		     const struct nsrec *ns, uint32_t cls,
 		     const struct noderec *node, int64_t d)
@@ -794,11 +794,12 @@ static int units_fit(const state_t *st, const struct event *ev,
 	int64_t v, r, a;
 	bool over;
 
-	over = nsrec_bill_at(ns, cls, st->time_ns / 1000000, &r, &a) != 0 ||
-	       __builtin_add_overflow(reserve ? ns->reserved[cls]
-					      : ns->allocated[cls],
-				      d, &v);
-	for (const struct nsrec *p = ns->node ? ns : NULL; p && !over;
+	over = ns != NULL &&
+	       (nsrec_bill_at(ns, cls, st->time_ns / 1000000, &r, &a) != 0 ||
+		__builtin_add_overflow(reserve ? ns->reserved[cls]
+					       : ns->allocated[cls],
+				       d, &v));
+	for (const struct nsrec *p = ns && ns->node ? ns : NULL; p && !over;
 	     p = p->parent)
 		over = reserve ? __builtin_add_overflow(p->sub_reserved[cls], d,
 							&v) ||
@@ -958,9 +959,9 @@ static int apply_units(state_t *st, const struct event *ev,
 	rc = check_units(st, ev, ns, h, id, err);
 	if (rc != 0)
 		return rc;
-	/* A class never interned, or a namespace without a record, has
-	 * totals of 0 that one holder's bounded units cannot overflow. */
-	if (id >= 0 && ns != NULL &&
+	/* A class never interned has totals of 0 that one holder's bounded
+	 * units cannot overflow. */
+	if (id >= 0 &&
 	    units_fit(st, ev, ns, (uint32_t)id, unit_node(st, ev, h, id), d))
 		return lg_error_set(err, LG_EMISMATCH,
 				    "%s %s/%s %s: %lld -> %lld would overflow "
