@@ -157,6 +157,7 @@ struct ingest {
 	bool quiet;
 	bool broken; /* a flush failed: the cache is ahead of the ledger */
 	int64_t time_ns;
+	int64_t time_back_noted; /* time_ns when TimeWentBack was last noted */
 	bool relisting[RES_MAX];
 	struct ingest_counters c;
 	/* The pod projection of the current line (stream.c). */

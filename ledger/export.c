@@ -40,6 +40,7 @@ struct exp {
 	int64_t next_ms; /* the next boundary to snapshot */
 	bool have_prev, done;
 	int user_rc;	     /* what fn returned when it stopped the export */
+	struct export_range *range; /* the caller's, or NULL */
 	struct bill_row row; /* the fields every row of a period shares */
 };
 
@@ -174,6 +175,11 @@ static int on_event(void *ctx, const struct event *ev, const uint8_t *head)
 			return rc;
 	if (x->done)
 		return 1;
+	/* Event times in the range could not be trusted (DESIGN 4.1). */
+	if (ev->type == EV_NOTE && x->range != NULL && ev->key != NULL &&
+	    strcmp(ev->key, "TimeWentBack") == 0 &&
+	    x->range->time_went_back++ == 0)
+		x->range->time_went_back_seq = ev->seq;
 	rc = state_apply_validated(x->st, ev, x->err);
 	if (rc != 0)
 		return lg_error_set(x->err, LG_ECORRUPT,
@@ -240,7 +246,8 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 		  ledger_export_fn *fn, void *ctx, struct export_range *range,
 		  struct lg_error *err)
 {
-	struct exp x = {.lg = lg, .o = o, .fn = fn, .ctx = ctx, .err = err};
+	struct exp x = {
+		.lg = lg, .o = o, .fn = fn, .ctx = ctx, .err = err, .range = range};
 	int64_t horizon_ms = state_horizon_ns(ledger_state(lg)) / NS_PER_MS;
 	int rc = check_opts(o, &x.row.currency, err);
 
@@ -256,7 +263,7 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 	x.row.billing_end_ms = x.end_ms;
 	if (range != NULL)
 		*range = (struct export_range){x.row.billing_start_ms, x.end_ms,
-					       ledger_last_seq(lg)};
+					       ledger_last_seq(lg), 0, 0};
 	if (x.end_ms == x.row.billing_start_ms)
 		return 0;
 	x.prev = bill_snap_new();

@@ -159,10 +159,14 @@ struct export_opts {
 	const char *currency;
 };
 
-/* What an export covers, known before the first row. */
+/* What an export covers, known before the first row; the TimeWentBack
+ * count is final when ledger_export returns. */
 struct export_range {
 	int64_t start_ms, end_ms; /* [from, min(to, horizon)); may be empty */
 	uint64_t last_seq;	  /* the last seq the handle has seen */
+	/* NOTEs TimeWentBack among the events the range is computed from
+	 * (DESIGN 4.1: the export warns), and the seq of the first. */
+	uint64_t time_went_back, time_went_back_seq;
 };
 
 /* Receives one row; its strings are borrowed for the call. Returns

@@ -476,7 +476,9 @@ void handle_export(struct query_server *qs, struct request *rq)
 {
 	struct export_opts eo;
 	struct export_out o = {0};
+	struct export_range range;
 	struct lg_error err = {0};
+	char warning[QUERY_EXTRA_HEADER_MAX];
 	int rc;
 
 	if (!export_params(qs, rq, &eo, &o))
@@ -486,7 +488,7 @@ void handle_export(struct query_server *qs, struct request *rq)
 
 		out_put(&o, h, strlen(h));
 	}
-	rc = ledger_export(qs->lg, &eo, export_row, &o, NULL, &err);
+	rc = ledger_export(qs->lg, &eo, export_row, &o, &range, &err);
 	if (rc == 1 && o.over) {
 		free(o.buf);
 		reply_error(qs, rq, 413,
@@ -499,9 +501,18 @@ void handle_export(struct query_server *qs, struct request *rq)
 	} else {
 		if (o.buf == NULL)
 			o.buf = q_xstrdup("");
-		reply_raw(qs, rq, 200,
-			  o.json ? "application/x-ndjson" : "text/csv", o.buf,
-			  o.len);
+		/* DESIGN 4.1: RFC 7234 warn-code 199, "miscellaneous". */
+		snprintf(warning, sizeof(warning),
+			 "Warning: 199 gpuledger \"the range holds %llu "
+			 "TimeWentBack NOTE(s), the first at seq %llu: input "
+			 "times were clamped, usage may be billed later than "
+			 "it happened\"\r\n",
+			 (unsigned long long)range.time_went_back,
+			 (unsigned long long)range.time_went_back_seq);
+		reply_raw_headers(qs, rq, 200,
+				  o.json ? "application/x-ndjson" : "text/csv",
+				  o.buf, o.len,
+				  range.time_went_back > 0 ? warning : NULL);
 	}
 }
 

@@ -256,22 +256,26 @@ static void conn_write(struct conn *c, const char *head, size_t hn,
 	}
 }
 
-/* Sends one answer and decides what the connection does next. */
+/* Sends one answer and decides what the connection does next. extra is
+ * NULL or more header lines, each ending in CRLF. */
 static void conn_send(struct conn *c, int status, const char *ctype,
-		      const char *body, size_t len)
+		      const char *body, size_t len, const char *extra)
 {
-	char head[384];
+	char head[384 + QUERY_EXTRA_HEADER_MAX];
 	bool close = !c->keep_alive || c->reject != 0;
 	int hn;
 
+	if (extra != NULL && strlen(extra) > QUERY_EXTRA_HEADER_MAX)
+		extra = NULL; /* a bug of the caller; the answer still goes */
 	hn = snprintf(head, sizeof(head),
 		      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-		      "Content-Length: %zu\r\n%s%s\r\n",
+		      "Content-Length: %zu\r\n%s%s%s\r\n",
 		      status, http_reason(status), ctype, len,
 		      status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
 		      close			  ? "Connection: close\r\n"
 		      : c->parser.http_minor == 0 ? "Connection: keep-alive\r\n"
-						  : "");
+						  : "",
+		      extra != NULL ? extra : "");
 	conn_write(c, head, (size_t)hn, body, len);
 	if (c->closing)
 		return;
@@ -313,13 +317,20 @@ static void conn_linger(struct conn *c)
 /* ---------------------------------------------------------------------- */
 /* Answers. */
 
+static void answer_h(struct query_server *qs, struct conn *c, enum route_id r,
+		     uint64_t t0, int status, const char *ctype,
+		     const char *body, size_t len, const char *extra)
+{
+	metrics_request(&qs->m, r, status, q_now_ns() - t0);
+	if (c != NULL && !c->closing && !c->lingering)
+		conn_send(c, status, ctype, body, len, extra);
+}
+
 static void answer(struct query_server *qs, struct conn *c, enum route_id r,
 		   uint64_t t0, int status, const char *ctype, const char *body,
 		   size_t len)
 {
-	metrics_request(&qs->m, r, status, q_now_ns() - t0);
-	if (c != NULL && !c->closing && !c->lingering)
-		conn_send(c, status, ctype, body, len);
+	answer_h(qs, c, r, t0, status, ctype, body, len, NULL);
 }
 
 void reply_raw(struct query_server *qs, struct request *rq, int status,
@@ -327,6 +338,15 @@ void reply_raw(struct query_server *qs, struct request *rq, int status,
 {
 	answer(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
 	       len);
+	free(body);
+}
+
+void reply_raw_headers(struct query_server *qs, struct request *rq,
+		       int status, const char *content_type, char *body,
+		       size_t len, const char *extra)
+{
+	answer_h(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
+		 len, extra);
 	free(body);
 }
 

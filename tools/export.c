@@ -309,14 +309,24 @@ static int on_row_first(void *ctx, const struct bill_row *row)
 static int run_export(ledger_t *lg, const struct export_opts *o, struct out *w)
 {
 	struct lg_error err = {0};
+	struct export_range range;
 	char line[BILL_LINE_MAX];
-	int rc = ledger_export(lg, o, on_row_first, w, NULL, &err);
+	int rc = ledger_export(lg, o, on_row_first, w, &range, &err);
 
 	if (rc < 0) {
 		tool_error("export: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		return EXIT_USAGE;
 	}
+	/* DESIGN 4.1: event times the range rests on were clamped. */
+	if (range.time_went_back > 0)
+		fprintf(stderr,
+			"gpuledger: export: warning: the range holds %llu "
+			"TimeWentBack NOTE(s), the first at seq %llu: input "
+			"times went back and were clamped, so usage may be "
+			"billed later than it happened (see `gpuledger log`)\n",
+			(unsigned long long)range.time_went_back,
+			(unsigned long long)range.time_went_back_seq);
 	/* rc > 0 is a write error (errno) that stopped the export. */
 	if (rc == 0)
 		rc = put_header(w);
