@@ -27,6 +27,8 @@
  *                      namespace (ignored while the first exists)
  *   InvalidClassTable  a gpu-classes ConfigMap whose table is invalid (the
  *                      table in force stays)
+ *   ClockStep          the live watcher saw the wall clock step more than
+ *                      1 s away from its time (ingest/clock.c)
  *   TimeWentBack       an input time more than 1 s before the ledger's
  *                      (DESIGN 4.1 "Time that cannot be trusted"): it is
  *                      clamped; the NOTE gives both times and the step,
@@ -892,6 +894,17 @@ int ingest_event(ingest_t *in, enum watch_type type, const json_t *object,
 	if (rc == 0 && in->relisting[r] && (o = obj_get(in, r, ns, name)))
 		o->seen = true;
 	return rc;
+}
+
+int ingest_note(ingest_t *in, const char *code, const char *msg,
+		struct lg_error *err)
+{
+	int rc = input_begin(in, err);
+
+	if (rc != 0)
+		return rc;
+	emit_note(in, NULL, code, HK_NONE, NULL, NULL, "%s", msg);
+	return 0;
 }
 
 int ingest_oversized(ingest_t *in, uint64_t len, struct lg_error *err)
