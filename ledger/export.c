@@ -18,6 +18,7 @@
  */
 #include "ledger/ledger.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,6 +241,22 @@ static int walk(struct exp *x)
 	/* 1 is how on_event and on_usage stop the scan; only errors are
 	 * negative, and a stop by fn is reported through user_rc. */
 	return rc > 0 ? 0 : rc;
+}
+
+size_t ledger_export_warning(const struct export_range *r, char *buf,
+			    size_t cap)
+{
+	int n;
+
+	if (r->time_went_back == 0)
+		return 0;
+	n = snprintf(buf, cap,
+		     "the range holds %llu TimeWentBack NOTE(s), the first at "
+		     "seq %llu: input times went back and were clamped, so "
+		     "usage may be billed later than it happened",
+		     (unsigned long long)r->time_went_back,
+		     (unsigned long long)r->time_went_back_seq);
+	return n < 0 ? 0 : (size_t)n;
 }
 
 int ledger_export(ledger_t *lg, const struct export_opts *o,

@@ -169,6 +169,12 @@ struct export_range {
 	uint64_t time_went_back, time_went_back_seq;
 };
 
+/* The warning an export over r owes its reader (DESIGN 4.1), one line
+ * without a newline, into buf; 0 when there is none, else its length
+ * (like snprintf). */
+size_t ledger_export_warning(const struct export_range *r, char *buf,
+			    size_t cap);
+
 /* Receives one row; its strings are borrowed for the call. Returns
  * non-zero to stop the export (ledger_export then returns that value). */
 typedef int ledger_export_fn(void *ctx, const struct bill_row *row);

@@ -478,7 +478,7 @@ void handle_export(struct query_server *qs, struct request *rq)
 	struct export_out o = {0};
 	struct export_range range;
 	struct lg_error err = {0};
-	char warning[QUERY_EXTRA_HEADER_MAX];
+	char warning[QUERY_EXTRA_HEADER_MAX], text[QUERY_EXTRA_HEADER_MAX - 40];
 	int rc;
 
 	if (!export_params(qs, rq, &eo, &o))
@@ -502,17 +502,13 @@ void handle_export(struct query_server *qs, struct request *rq)
 		if (o.buf == NULL)
 			o.buf = q_xstrdup("");
 		/* DESIGN 4.1: RFC 7234 warn-code 199, "miscellaneous". */
+		bool warn = ledger_export_warning(&range, text, sizeof(text)) > 0;
+
 		snprintf(warning, sizeof(warning),
-			 "Warning: 199 gpuledger \"the range holds %llu "
-			 "TimeWentBack NOTE(s), the first at seq %llu: input "
-			 "times were clamped, usage may be billed later than "
-			 "it happened\"\r\n",
-			 (unsigned long long)range.time_went_back,
-			 (unsigned long long)range.time_went_back_seq);
+			 "Warning: 199 gpuledger \"%s\"\r\n", text);
 		reply_raw_headers(qs, rq, 200,
 				  o.json ? "application/x-ndjson" : "text/csv",
-				  o.buf, o.len,
-				  range.time_went_back > 0 ? warning : NULL);
+				  o.buf, o.len, warn ? warning : NULL);
 	}
 }
 

@@ -35,27 +35,6 @@ fail=$((fail + n_bad))
 # --- a live server on an ephemeral loopback port -----------------------------
 server_pid=
 port=
-start_server() { # DB
-	rm -f "$tmp/serve.out"
-	"$bin" serve --db "$1" --listen 127.0.0.1:0 \
-		>"$tmp/serve.out" 2>"$tmp/serve.err" &
-	server_pid=$!
-	port=
-	i=0
-	while [ $i -lt 100 ] && [ -z "$port" ]; do
-		port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' \
-			"$tmp/serve.out" 2>/dev/null)
-		[ -n "$port" ] || sleep 0.05
-		i=$((i + 1))
-	done
-	[ -n "$port" ] || bad "serve did not start: $(cat "$tmp/serve.err")"
-}
-stop_server() {
-	[ -n "$server_pid" ] || return 0
-	kill -TERM "$server_pid" 2>/dev/null
-	wait "$server_pid"
-	server_pid=
-}
 trap 'stop_server; rm -rf "$tmp"' EXIT
 
 # --- bounds (DESIGN 2.3): the wrapped case of issue 10 -------------------------
@@ -106,7 +85,8 @@ echo "{\"function\":\"Admission\",\"input\":$raw}" |
 has "raw entry: NoGrowth with a warning" "$tmp/eval.out" '"reason":"NoGrowth".*"warnings":\["spec.gpus\[0\]: raw entry nvidia.com/A10-24Q reserves nothing itself; it is counted once its pod exists"\]'
 run "$bin" verify --db "$tmp/wrap"
 expect "wrap: verify" 0
-start_server "$tmp/wrap"
+db=$tmp/wrap
+start_server
 code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST \
 	-H 'Content-Type: application/json' --data-binary "$adm" \
 	"http://127.0.0.1:$port/v1/admission")
@@ -144,7 +124,8 @@ has "year: export warns on stderr" "$tmp/err" 'warning: the range holds 1 TimeWe
 run "$bin" export --db "$tmp/year" --from 2026-03-01T00:00:00Z --to 2026-03-01T00:30:00Z --step hour
 expect "year: export before the jump" 0
 grep -q TimeWentBack "$tmp/err" && bad "year: a warning for a range without the NOTE" || ok
-start_server "$tmp/year"
+db=$tmp/year
+start_server
 curl -s -D "$tmp/headers" -o "$tmp/body" \
 	"http://127.0.0.1:$port/v1/export?from=2026-03-01T00:00:00Z&step=day"
 has "year: HTTP Warning header" "$tmp/headers" '^Warning: 199 gpuledger "the range holds 1 TimeWentBack'

@@ -319,14 +319,8 @@ static int run_export(ledger_t *lg, const struct export_opts *o, struct out *w)
 		return EXIT_USAGE;
 	}
 	/* DESIGN 4.1: event times the range rests on were clamped. */
-	if (range.time_went_back > 0)
-		fprintf(stderr,
-			"gpuledger: export: warning: the range holds %llu "
-			"TimeWentBack NOTE(s), the first at seq %llu: input "
-			"times went back and were clamped, so usage may be "
-			"billed later than it happened (see `gpuledger log`)\n",
-			(unsigned long long)range.time_went_back,
-			(unsigned long long)range.time_went_back_seq);
+	if (ledger_export_warning(&range, line, sizeof(line)) > 0)
+		fprintf(stderr, "gpuledger: export: warning: %s\n", line);
 	/* rc > 0 is a write error (errno) that stopped the export. */
 	if (rc == 0)
 		rc = put_header(w);
