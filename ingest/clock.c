@@ -11,10 +11,10 @@
  * than 1 s between two readings. Between two readings the ledger's time
  * therefore advances by at least 15/16 and at most 17/16 of the real
  * elapsed time, and never more than that time plus 1 s, whatever the wall
- * clock does; it never goes back. A difference of more than 1 s between
- * the wall clock and the ledger's time (a step) is reported once, until
- * the two agree again within 1 s, so that the watcher can record a NOTE
- * ClockStep.
+ * clock does; it never goes back. A step is the wall clock moving more than
+ * 1 s away from the elapsed time between two readings (or, at the first
+ * reading, a ledger already more than 1 s ahead of it); each is reported,
+ * so that the watcher records a NOTE ClockStep.
  */
 #include "ingest/ingest.h"
 
@@ -38,18 +38,17 @@ static int64_t diff(int64_t a, int64_t b)
 int64_t ingest_clock_read(struct ingest_clock *c, int64_t mono_ns,
 			  int64_t wall_ns, int64_t floor_ns, int64_t *step_ns)
 {
-	int64_t d, pred, err, slew;
+	int64_t d, pred, err, slew, step;
 
 	*step_ns = 0;
 	if (!c->started) {
 		c->started = true;
 		c->mono_ns = mono_ns;
+		c->wall_ns = wall_ns;
 		c->ledger_ns = wall_ns > floor_ns ? wall_ns : floor_ns;
 		/* A ledger already ahead of the wall clock is a step too. */
-		if (diff(wall_ns, floor_ns) < -NS_PER_SEC) {
+		if (diff(wall_ns, floor_ns) < -NS_PER_SEC)
 			*step_ns = diff(wall_ns, floor_ns);
-			c->stepped = true;
-		}
 		return c->ledger_ns;
 	}
 	d = mono_ns > c->mono_ns ? mono_ns - c->mono_ns : 0;
@@ -58,14 +57,11 @@ int64_t ingest_clock_read(struct ingest_clock *c, int64_t mono_ns,
 	err = diff(wall_ns, pred);
 	slew = d / INGEST_CLOCK_SLEW_DIV;
 	slew = clamp(err, -slew, slew < NS_PER_SEC ? slew : NS_PER_SEC);
-	if (err > NS_PER_SEC || err < -NS_PER_SEC) {
-		if (!c->stepped)
-			*step_ns = err;
-		c->stepped = true;
-	} else {
-		c->stepped = false;
-	}
+	step = diff(diff(wall_ns, c->wall_ns), d);
+	if (step > NS_PER_SEC || step < -NS_PER_SEC)
+		*step_ns = step;
 	c->mono_ns = mono_ns;
+	c->wall_ns = wall_ns;
 	if (__builtin_add_overflow(pred, slew, &c->ledger_ns))
 		c->ledger_ns = INT64_MAX;
 	return c->ledger_ns;

@@ -138,13 +138,15 @@ int ingest_note(ingest_t *in, const char *code, const char *msg,
  * more than 1 s between two readings. Zero-initialise. */
 #define INGEST_CLOCK_SLEW_DIV 16
 struct ingest_clock {
-	bool started, stepped;
-	int64_t mono_ns, ledger_ns; /* at the last reading */
+	bool started;
+	int64_t mono_ns, wall_ns, ledger_ns; /* at the last reading */
 };
 /* The ledger time at a reading of both clocks; the first reading starts at
- * max(wall_ns, floor_ns) (floor: the ledger's time). *step_ns is the wall
- * clock's difference from the ledger's time when it first exceeds 1 s
- * (else 0): the caller records a NOTE ClockStep. Never decreases. */
+ * max(wall_ns, floor_ns) (floor: the ledger's time). *step_ns is how far
+ * the wall clock moved beyond the elapsed time since the last reading when
+ * that is more than 1 s either way (at the first reading: wall - floor when
+ * the ledger is more than 1 s ahead), else 0: the caller records a NOTE
+ * ClockStep. Never decreases. */
 int64_t ingest_clock_read(struct ingest_clock *c, int64_t mono_ns,
 			  int64_t wall_ns, int64_t floor_ns, int64_t *step_ns);
 /* An input line or object of len bytes was larger than max_object_bytes

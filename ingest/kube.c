@@ -668,9 +668,9 @@ static int64_t ledger_now(struct kube *k)
 	if (step == 0)
 		return t;
 	snprintf(msg, sizeof(msg),
-		 "the wall clock is %+lld ms from the ledger's time; events "
-		 "are dated from CLOCK_MONOTONIC, slewing toward it by at "
-		 "most 1/%d of elapsed time",
+		 "the wall clock stepped %+lld ms against CLOCK_MONOTONIC; "
+		 "events are dated from the monotonic clock, slewing toward "
+		 "the wall clock by at most 1/%d of elapsed time",
 		 (long long)(step / 1000000), INGEST_CLOCK_SLEW_DIV);
 	if ((rc = ingest_note(k->in, "ClockStep", msg, &e)) < 0)
 		fail(k, rc, &e);

@@ -118,8 +118,9 @@ START_TEST(exact_clock_property)
 	int64_t mono = 5 * SEC, wall = 1772323200LL * SEC, off = 0;
 	int64_t prev, step, steps_seen = 0, steps_made = 0;
 
-	prev = ingest_clock_read(&c, mono, wall, 0, &step);
-	ck_assert_int_eq(prev, wall);
+	prev = ingest_clock_read(&c, mono, wall + mono, 0, &step);
+	ck_assert_int_eq(prev, wall + mono);
+	ck_assert_int_eq(step, 0);
 	for (int i = 0; i < 20000; i++) {
 		int64_t d = (int64_t)(rnd(&s) % (60 * SEC)) + 1000000;
 		int64_t t;
@@ -145,6 +146,7 @@ START_TEST(exact_clock_property)
 			      (unsigned long long)seed);
 		prev = t;
 	}
+	/* Every step of more than 1 s is seen, and nothing else. */
 	ck_assert_msg(steps_seen >= 1 && steps_seen <= steps_made,
 		      "seed %llu: %lld steps seen, %lld made",
 		      (unsigned long long)seed, (long long)steps_seen,
@@ -170,8 +172,8 @@ START_TEST(exact_clock_property)
 }
 END_TEST
 
-/* A step is reported once; the first reading starts at the ledger's time
- * when that is later than the wall clock. */
+/* Each step is reported once; the first reading starts at the ledger's
+ * time when that is later than the wall clock. */
 START_TEST(exact_clock_steps)
 {
 	struct ingest_clock c = {0};
@@ -181,7 +183,7 @@ START_TEST(exact_clock_steps)
 	ck_assert_int_eq(t, 200 * SEC);
 	ck_assert_int_eq(step, -100 * SEC);
 	t = ingest_clock_read(&c, SEC, 101 * SEC, 0, &step);
-	ck_assert_int_eq(step, 0); /* the same episode */
+	ck_assert_int_eq(step, 0); /* still behind, no new step */
 	ck_assert_int_eq(t, 200 * SEC + SEC - SEC / 16);
 	c = (struct ingest_clock){0};
 	ingest_clock_read(&c, 0, 0, 0, &step);
@@ -193,6 +195,13 @@ START_TEST(exact_clock_steps)
 	t = ingest_clock_read(&c, 64 * SEC, 3664 * SEC, 0, &step);
 	ck_assert_int_eq(step, 0);
 	ck_assert_int_eq(t, 66 * SEC);
+	/* Then two hours back, while still catching up: a second step. */
+	t = ingest_clock_read(&c, 96 * SEC, -3504 * SEC, 0, &step);
+	ck_assert_int_eq(step, -7200 * SEC);
+	ck_assert_int_eq(t, 96 * SEC);
+	/* 0.5 s of drift is no step. */
+	ingest_clock_read(&c, 128 * SEC, -3471 * SEC - SEC / 2, 0, &step);
+	ck_assert_int_eq(step, 0);
 }
 END_TEST
 

@@ -18,13 +18,16 @@
 #   kubernetes-client kubectl, to prove that server speaks the real protocol
 #   openssl, curl, jq a test CA and certificates; HTTP requests and JSON
 #                     from a shell
+#   faketime          libfaketime: steps of the live watcher's wall clock
+#                     (tests/kube_cli.sh)
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
 libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 # Tools are wanted as commands: any kubectl on the PATH will do (some images
 # ship another package of it, which Debian's would conflict with).
-cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq"
+cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq \
+faketime:faketime"
 
 missing=""
 for p in $pkgs; do
