@@ -578,6 +578,65 @@ START_TEST(state_property_recount)
 }
 END_TEST
 
+/* DESIGN 6: replay lists every Node that exists (NODE events of class
+ * NODE_EXISTS_CLASS), with units bound to it after its capacity went to 0;
+ * existence survives a checkpoint (issue 10, case 2). */
+#define EXISTS(n, yes)                                                   \
+	"{\"type\":\"NODE\",\"node\":\"" n "\",\"class\":\"\","           \
+	"\"capacity\":0,\"serves\":" yes "}"
+
+START_TEST(state_node_exists)
+{
+	state_t *st = small_tree(), *back = NULL;
+	struct lg_error err = {0};
+	uint8_t *enc = NULL;
+	size_t n = 0;
+	json_t *v;
+	char *s, *a, *b;
+
+	refused(st, EXISTS("n1", "false"), "already gone");
+	ok(st, EXISTS("cpu-1", "true"));
+	ok(st, EXISTS("n1", "true"));
+	refused(st, EXISTS("n1", "true"), "already exists");
+	refused(st,
+		"{\"type\":\"NODE\",\"node\":\"n1\",\"class\":\"\","
+		"\"capacity\":1,\"serves\":true}",
+		"existence with a capacity");
+	ok(st, "{\"type\":\"NODE\",\"node\":\"n1\",\"class\":\"h100\","
+	       "\"capacity\":8,\"serves\":true}");
+	units(st, "ALLOC", "tenant-a", "h100", "c1", 0, 3, "n1");
+	refused(st, EXISTS("n1", "false"), "gone with capacity of h100");
+	/* The device plugin leaves; the units stay bound. */
+	ok(st, "{\"type\":\"NODE\",\"node\":\"n1\",\"class\":\"h100\","
+	       "\"capacity\":0,\"serves\":false}");
+	v = state_to_json(st, "none");
+	s = json_canonical(json_object_get(v, "nodes"));
+	ck_assert_str_eq(s, "[{\"classes\":{},\"name\":\"cpu-1\"},"
+			    "{\"classes\":{\"h100\":{\"allocated\":3,"
+			    "\"capacity\":0,\"serves\":false}},\"name\":\"n1\"}]");
+	free(s);
+	json_decref(v);
+	check(st);
+	ck_assert_int_eq(state_encode(st, &enc, &n), 0);
+	ck_assert_msg(state_decode(&back, enc, n, &err) == 0, "%s", err.msg);
+	a = dump(st);
+	b = dump(back);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	free(enc);
+	ok(st, EXISTS("cpu-1", "false"));
+	v = state_to_json(st, "none");
+	s = json_canonical(json_object_get(v, "nodes"));
+	ck_assert_str_eq(s, "[{\"classes\":{\"h100\":{\"allocated\":3,"
+			    "\"capacity\":0,\"serves\":false}},\"name\":\"n1\"}]");
+	free(s);
+	json_decref(v);
+	state_free(back);
+	state_free(st);
+}
+END_TEST
+
 /* DESIGN 2.3 "Bounds": a holder's units are at most 2^31-1, and every total
  * an event changes is checked before any is: an event that would overflow
  * one is refused with the state unchanged, never wrapped (issue 10, case
@@ -697,6 +756,7 @@ void model_tests_state(Suite *s)
 	tcase_add_test(tc, state_alloc_nodes);
 	tcase_add_test(tc, state_seq_time_class);
 	tcase_add_test(tc, state_billing);
+	tcase_add_test(tc, state_node_exists);
 	tcase_add_test(tc, state_bounds);
 	tcase_add_test(tc, state_bounds_billing);
 	suite_add_tcase(s, tc);
