@@ -237,13 +237,23 @@ struct export_opts {
 	const char *currency;
 };
 
-/* What an export covers, known before the first row. */
+/* What an export covers, known before the first row; the TimeWentBack
+ * count is final when ledger_export returns. */
 struct export_range {
 	/* [from, min(to, horizon)), both floored to a whole second; may be
 	 * empty. The milliseconds after end_ms are the next export's. */
 	int64_t start_ms, end_ms;
 	uint64_t last_seq;	  /* the last seq the handle has seen */
+	/* NOTEs TimeWentBack among the events the range is computed from
+	 * (DESIGN 4.1: the export warns), and the seq of the first. */
+	uint64_t time_went_back, time_went_back_seq;
 };
+
+/* The warning an export over r owes its reader (DESIGN 4.1), one line
+ * without a newline, into buf; 0 when there is none, else its length
+ * (like snprintf). */
+size_t ledger_export_warning(const struct export_range *r, char *buf,
+			    size_t cap);
 
 /* Receives one row; its strings are borrowed for the call. Returns
  * non-zero to stop the export (ledger_export then returns that value). */

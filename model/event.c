@@ -97,6 +97,10 @@ static int validate_holder(const struct event *ev, struct lg_error *err)
 		return lg_error_set(err, LG_EINVAL, "%s: bad uid", what);
 	if (ev->before < 0 || ev->after < 0)
 		return lg_error_set(err, LG_EINVAL, "%s: negative units", what);
+	if (ev->before > HOLDER_UNITS_MAX || ev->after > HOLDER_UNITS_MAX)
+		return lg_error_set(err, LG_EINVAL,
+				    "%s: units above %lld (DESIGN 2.3 Bounds)",
+				    what, HOLDER_UNITS_MAX);
 	if (up ? ev->after <= ev->before : ev->after >= ev->before)
 		return lg_error_set(
 			err, LG_EINVAL, "%s: units must %s (%lld -> %lld)",
@@ -139,7 +143,9 @@ int event_validate(const struct event *ev, struct lg_error *err)
 	if ((f & F_NS) && !label(ev->ns))
 		return lg_error_set(err, LG_EINVAL, "%s: bad namespace",
 				    evtab[ev->type].name);
-	if ((f & F_CLASS) && !label(ev->cls))
+	if ((f & F_CLASS) && !label(ev->cls) &&
+	    !(ev->type == EV_NODE && ev->cls != NULL &&
+	      strcmp(ev->cls, NODE_EXISTS_CLASS) == 0))
 		return lg_error_set(err, LG_EINVAL, "%s: bad class name",
 				    evtab[ev->type].name);
 	switch (ev->type) {
@@ -172,6 +178,9 @@ int event_validate(const struct event *ev, struct lg_error *err)
 		if (ev->value < 0)
 			return lg_error_set(err, LG_EINVAL,
 					    "NODE: negative capacity");
+		if (ev->cls[0] == '\0' && ev->value != 0)
+			return lg_error_set(err, LG_EINVAL,
+					    "NODE: existence with a capacity");
 		return 0;
 	case EV_RESERVE:
 	case EV_RELEASE:

@@ -278,6 +278,9 @@ enum holder_kind holder_kind_parse(const char *s); /* HK_NONE if unknown */
 /* Classes a table may have (larger tables are rejected), and so the most
  * classes one object may hold. */
 #define HOLDER_MAX_CLASSES 64
+/* DESIGN 2.3 "Bounds": one holder holds at most this many units of one
+ * class; a larger count makes the object invalid (too_large). */
+#define HOLDER_UNITS_MAX 2147483647LL
 #define HOLDER_MAX_ENTRIES 256 /* spec.gpus entries of one object */
 #define NODE_NAME_MAX	   DNS1123_SUBDOMAIN_MAX
 
@@ -307,6 +310,8 @@ struct holder_map {
 	bool allocated;	    /* claim: status.allocation present; pod: always */
 	bool unknown_class; /* VMI/KN: an entry names a class not in the table
 			     */
+	bool too_large;	    /* invalid because some class's units exceed
+			       HOLDER_UNITS_MAX (or int64) */
 	/* VMInstance/KubernetesNodes: per spec.gpus entry, the class index of a
 	 * class entry, -1 for a raw entry or an unknown class. */
 	size_t n_entries;
@@ -378,7 +383,8 @@ enum event_type {
 	EV_BUDGET,
 	EV_RAWKEY,
 	EV_CLASS,
-	EV_NODE,
+	EV_NODE, /* class NODE_EXISTS_CLASS: the Node object appears
+		    (serves true) or is gone (false), capacity 0 */
 	EV_RESERVE,
 	EV_RELEASE,
 	EV_ALLOC,
@@ -388,6 +394,10 @@ enum event_type {
 	EV_TICK,
 	EV_MAX
 };
+
+/* The class of a NODE event that records a Node object's existence
+ * (DESIGN 6: replay lists every Node that exists, GPU entries or not). */
+#define NODE_EXISTS_CLASS ""
 
 struct event {
 	uint64_t seq;	 /* 1, 2, ... (0 = not yet assigned) */

@@ -282,7 +282,9 @@ void handle_export(struct query_server *qs, struct request *rq)
 	struct export_params p;
 	struct export_opts eo;
 	struct export_out o = {0};
+	struct export_range range;
 	struct lg_error err = {0};
+	char warning[QUERY_EXTRA_HEADER_MAX], text[QUERY_EXTRA_HEADER_MAX - 40];
 	int rc;
 
 	if (!export_params(qs, rq, &eo, &o, &p))
@@ -295,7 +297,7 @@ void handle_export(struct query_server *qs, struct request *rq)
 		out_put(&o, h, n);
 		free(h);
 	}
-	rc = ledger_export(qs->lg, &eo, export_row, &o, NULL, &err);
+	rc = ledger_export(qs->lg, &eo, export_row, &o, &range, &err);
 	if (rc == 1 && o.over) {
 		free(o.buf);
 		reply_error(qs, rq, 413,
@@ -308,10 +310,15 @@ void handle_export(struct query_server *qs, struct request *rq)
 			    rc == LG_EINVAL || rc == LG_ENOENT ? 400 : 500,
 			    "%s", err.msg);
 	} else {
+		/* DESIGN 4.1: RFC 7234 warn-code 199, "miscellaneous". */
+		bool warn = ledger_export_warning(&range, text, sizeof(text)) > 0;
+
 		if (o.buf == NULL)
 			o.buf = q_xstrdup("");
-		reply_raw(qs, rq, 200,
-			  o.json ? "application/x-ndjson" : "text/csv", o.buf,
-			  o.len);
+		snprintf(warning, sizeof(warning),
+			 "Warning: 199 gpuledger \"%s\"\r\n", text);
+		reply_raw_headers(qs, rq, 200,
+				  o.json ? "application/x-ndjson" : "text/csv",
+				  o.buf, o.len, warn ? warning : NULL);
 	}
 }

@@ -308,26 +308,31 @@ static void conn_write(struct conn *c, const char *head, size_t hn,
 		conn_close(c);
 }
 
-/* Sends one answer and decides what the connection does next. extra holds
- * the route's own header lines ("Name: value\r\n" each; may be NULL). */
+/* Sends one answer and decides what the connection does next. route holds
+ * the route's own header lines and extra the answer's (each NULL or lines
+ * ending in CRLF; extra at most QUERY_EXTRA_HEADER_MAX bytes). */
 static void conn_send(struct conn *c, int status, const char *ctype,
-		      const char *extra, const char *body, size_t len)
+		      const char *route, const char *body, size_t len,
+		      const char *extra)
 {
-	char head[1536];
+	char head[1536 + QUERY_EXTRA_HEADER_MAX];
 	bool close = !c->keep_alive || c->reject != 0;
 	int hn;
 
+	if (extra != NULL && strlen(extra) > QUERY_EXTRA_HEADER_MAX)
+		extra = NULL; /* a bug of the caller; the answer still goes */
 	hn = snprintf(head, sizeof(head),
 		      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-		      "Content-Length: %zu\r\n%s%s%s\r\n",
+		      "Content-Length: %zu\r\n%s%s%s%s\r\n",
 		      status, http_reason(status), ctype, len,
-		      extra ? extra : "",
+		      route ? route : "",
 		      status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
 		      close			  ? "Connection: close\r\n"
 		      : c->parser.http_minor == 0 ? "Connection: keep-alive\r\n"
-						  : "");
-	/* The header lines are constants of the route table: one that does
-	 * not fit is a programmer error. */
+						  : "",
+		      extra != NULL ? extra : "");
+	/* The route's header lines are constants of the route table and
+	 * extra is bounded: one that does not fit is a programmer error. */
 	if (hn < 0 || (size_t)hn >= sizeof(head))
 		abort();
 	conn_write(c, head, (size_t)hn, body, len);
@@ -377,15 +382,22 @@ static void conn_linger(struct conn *c)
 /* ---------------------------------------------------------------------- */
 /* Answers. */
 
-static void answer(struct query_server *qs, struct conn *c, enum route_id r,
-		   uint64_t t0, int status, const char *ctype, const char *body,
-		   size_t len)
+static void answer_h(struct query_server *qs, struct conn *c, enum route_id r,
+		     uint64_t t0, int status, const char *ctype,
+		     const char *body, size_t len, const char *extra)
 {
 	metrics_request(&qs->m, r, status, q_now_ns() - t0);
 	if (c != NULL && !c->closing && !c->lingering)
 		conn_send(c, status, ctype,
-			  r < R_MAX ? query_routes[r].headers : NULL, body,
-			  len);
+			  r < R_MAX ? query_routes[r].headers : NULL, body, len,
+			  extra);
+}
+
+static void answer(struct query_server *qs, struct conn *c, enum route_id r,
+		   uint64_t t0, int status, const char *ctype, const char *body,
+		   size_t len)
+{
+	answer_h(qs, c, r, t0, status, ctype, body, len, NULL);
 }
 
 void reply_raw(struct query_server *qs, struct request *rq, int status,
@@ -393,6 +405,15 @@ void reply_raw(struct query_server *qs, struct request *rq, int status,
 {
 	answer(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
 	       len);
+	free(body);
+}
+
+void reply_raw_headers(struct query_server *qs, struct request *rq,
+		       int status, const char *content_type, char *body,
+		       size_t len, const char *extra)
+{
+	answer_h(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
+		 len, extra);
 	free(body);
 }
 

@@ -249,6 +249,12 @@ void reply_error(struct query_server *qs, struct request *rq, int status,
 /* body is taken (malloc'ed). */
 void reply_raw(struct query_server *qs, struct request *rq, int status,
 	       const char *content_type, char *body, size_t len);
+/* reply_raw with more header lines (extra: each ends in CRLF, at most
+ * QUERY_EXTRA_HEADER_MAX bytes in all; borrowed). */
+#define QUERY_EXTRA_HEADER_MAX 512
+void reply_raw_headers(struct query_server *qs, struct request *rq,
+		       int status, const char *content_type, char *body,
+		       size_t len, const char *extra);
 /* body is borrowed (not freed): for cached answers. */
 void reply_borrowed(struct query_server *qs, struct request *rq, int status,
 		    const char *content_type, const char *body, size_t len);
