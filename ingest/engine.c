@@ -14,6 +14,8 @@
  *   Oversized          a line or object larger than max_object_bytes
  *   UnknownKind        an object whose apiVersion and kind are not watched
  *   InvalidObject      an object that cannot be mapped (it holds nothing)
+ *   UnitsTooLarge      a holder with more than 2^31-1 units of a class
+ *                      (DESIGN 2.3 "Bounds"; it holds nothing)
  *   UnknownClass       a VMInstance/KubernetesNodes entry names a class not
  *                      in the table (that entry reserves nothing)
  *   LabelMismatch      a Namespace's tenant.cozystack.io labels disagree
@@ -28,6 +30,13 @@
  *   ApiAbsent          the live watcher found a resource's API not served
  *                      (kube.c: it is skipped and re-checked, the other
  *                      resources go on)
+ *   ClockStep          the live watcher saw the wall clock step more than
+ *                      1 s away from its time (ingest/clock.c)
+ *   TimeWentBack       an input time more than 1 s before the ledger's
+ *                      (DESIGN 4.1 "Time that cannot be trusted"): it is
+ *                      clamped; the NOTE gives both times and the step,
+ *                      once per ledger time (a line dated a year ahead
+ *                      makes one NOTE, not one per later line)
  * A NOTE about an object is emitted when what is wrong with it changes, so
  * that re-observing the same object adds nothing; line-level NOTEs have no
  * object to remember and repeat.
@@ -399,6 +408,12 @@ static void seed_node(ingest_t *in, const struct event *ev)
 
 	if (o == NULL)
 		o = obj_add(in, RES_NODE, "", ev->node, NULL);
+	if (ev->cls[0] == '\0') {
+		o->exists = ev->present;
+		if (!o->exists && o->n_caps == 0)
+			obj_del(in, RES_NODE, o);
+		return;
+	}
 	while (i < o->n_caps && strcmp(o->caps[i].cls, ev->cls) != 0)
 		i++;
 	if (i == o->n_caps) {
@@ -816,10 +831,30 @@ int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err)
 /* ---------------------------------------------------------------------- */
 /* Input */
 
+/* A step back of more than this is recorded (DESIGN 4.1). */
+#define TIME_BACK_NOTE_NS 1000000000LL
+
 void advance_time(ingest_t *in, int64_t time_ns)
 {
-	if (time_ns > in->time_ns)
+	char got[48], have[48];
+
+	if (time_ns > in->time_ns) {
 		in->time_ns = time_ns;
+		return;
+	}
+	/* 0 is "no time" (a line without one keeps the previous time). */
+	if (time_ns == 0 || in->time_ns - time_ns <= TIME_BACK_NOTE_NS ||
+	    in->time_back_noted == in->time_ns)
+		return;
+	in->time_back_noted = in->time_ns;
+	time_format_ns(time_ns, got, sizeof(got));
+	time_format_ns(in->time_ns, have, sizeof(have));
+	emit_note(in, NULL, "TimeWentBack", HK_NONE, NULL, NULL,
+		  "input time %s is %lld.%09lld s before the ledger's time %s; "
+		  "clamped (times never go back): events are dated later "
+		  "than they happened until the input catches up",
+		  got, (long long)((in->time_ns - time_ns) / 1000000000),
+		  (long long)((in->time_ns - time_ns) % 1000000000), have);
 }
 
 /* Flushes before taking new input once a batch is full, so that the

@@ -411,6 +411,66 @@ static bool claim_covered(ingest_t *in, const struct holder_map *claim)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Dormant pods (DESIGN 2.3 "Order independence")
+ *
+ * A pod that holds nothing under the table in force may hold units under a
+ * later one, and a class table change must then map it like every other
+ * live object, whether it arrived before or after the change and whether
+ * the stream fast path (ingest/stream.c) or the full parse read it. Of the
+ * two ways to get there, re-reading the live objects is not open to a
+ * recorded stream (the lines are gone), so the engine remembers, per pod
+ * that holds nothing, only what a table change could need: it keeps such a
+ * pod in the cache with its small extract when it names an extended
+ * resource (a name with a '/', which is every name a device plugin can
+ * advertise) and is not terminal. Most pods name only cpu, memory and the
+ * like and are still forgotten, so the fast path stays fast; the few that
+ * name some other device cost one cached extract each. A table that names
+ * a resource without a '/' (a native resource such as cpu, which the API
+ * server never lets a device plugin advertise) does not find pods read
+ * before it that held nothing. */
+
+static bool names_extended(const json_t *res)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach ((json_t *)res, k, v)
+		if (strchr(k, '/') != NULL)
+			return true;
+	return false;
+}
+
+static bool container_extended(const json_t *c)
+{
+	const json_t *res = json_object_get(c, "resources");
+
+	return names_extended(json_object_get(res, "requests")) ||
+	       names_extended(json_object_get(res, "limits"));
+}
+
+bool pod_dormant(const json_t *pod)
+{
+	const json_t *spec = json_object_get(pod, "spec");
+	const char *phase = json_string_value(
+		json_object_get(json_object_get(pod, "status"), "phase"));
+	static const char *const lists[] = {"containers", "initContainers"};
+
+	if (phase != NULL &&
+	    (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
+		return false;
+	if (names_extended(json_object_get(spec, "overhead")))
+		return true;
+	for (size_t i = 0; i < 2; i++) {
+		const json_t *l = json_object_get(spec, lists[i]);
+
+		for (size_t j = 0; j < json_array_size(l); j++)
+			if (container_extended(json_array_get(l, j)))
+				return true;
+	}
+	return false;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Upsert and delete */
 
 /* The units the ledger should hold for hm, by class name. */
@@ -451,7 +511,11 @@ static void note_holder(ingest_t *in, enum resource r, struct obj *o,
 {
 	const char *kind = resource_info(r)->kind;
 
-	if (!hm->valid)
+	if (!hm->valid && hm->too_large)
+		emit_note(in, o, "UnitsTooLarge", o->kind, o->ns, o->name,
+			  "%s %s/%s: %s; it holds 0", kind, o->ns, o->name,
+			  e->msg);
+	else if (!hm->valid)
 		emit_note(in, o, "InvalidObject", o->kind, o->ns, o->name,
 			  "%s %s/%s: %s", kind, o->ns, o->name, e->msg);
 	else if (hm->unknown_class)
@@ -469,7 +533,7 @@ int holder_upsert(ingest_t *in, enum resource r, const json_t *obj,
 	struct ucls want[HOLDER_MAX_CLASSES];
 	struct lg_error e = {0};
 	size_t n = 0;
-	bool changed;
+	bool changed, dormant;
 	int rc = 0;
 
 	holder_map_object(obj, &in->table, hm, &e);
@@ -478,8 +542,10 @@ int holder_upsert(ingest_t *in, enum resource r, const json_t *obj,
 	if (hm->valid)
 		n = want_units(in, r, hm, want);
 	/* Most pods hold nothing and never enter the cache; an invalid one
-	 * does, so that its NOTE is not repeated. */
-	if (o == NULL && r == RES_POD && hm->valid && n == 0)
+	 * does, so that its NOTE is not repeated, and so does a dormant one
+	 * (above). */
+	dormant = r == RES_POD && hm->valid && n == 0 && pod_dormant(obj);
+	if (o == NULL && r == RES_POD && hm->valid && n == 0 && !dormant)
 		goto out;
 	if (o == NULL)
 		o = obj_add(in, r, meta_str(obj, "namespace"),
@@ -488,13 +554,16 @@ int holder_upsert(ingest_t *in, enum resource r, const json_t *obj,
 	changed = holder_apply(
 		in, o, hm->valid ? hm->uid : o->uid, want, n,
 		hm->valid && (r == RES_POD || hm->allocated) ? hm->node : "");
-	if (r == RES_POD && hm->valid && o->n_units == 0) {
+	if (r == RES_POD && hm->valid && o->n_units == 0 && !dormant) {
 		obj_del(in, r, o);
 		goto out;
 	}
 	/* A pod's resources never change, so its extract is kept until its
-	 * units or node do; other holders are few and rarely change. */
-	if (obj != o->doc && (r != RES_POD || o->doc == NULL || changed))
+	 * units or node do; other holders are few and rarely change. A
+	 * dormant pod's units stay 0 while its node and phase move, so its
+	 * extract always follows. */
+	if (obj != o->doc &&
+	    (r != RES_POD || o->doc == NULL || changed || dormant))
 		obj_set_doc(o, holder_extract(r, obj));
 	if (r == RES_VMINSTANCE) {
 		char(*names)[DNS1123_LABEL_MAX + 1] =

@@ -126,6 +126,29 @@ const struct class_table *ingest_classes(const ingest_t *in);
 void ingest_set_quiet(ingest_t *in, bool quiet);
 /* The current event time (the last input time, never decreasing). */
 int64_t ingest_time_ns(const ingest_t *in);
+/* A NOTE with no object, with code (a static string) and message (copied;
+ * printable ASCII is kept, the rest becomes '?'), dated like the next
+ * event; for what the sources see themselves (ClockStep, ApiAbsent). */
+int ingest_note(ingest_t *in, const char *code, const char *msg,
+		struct lg_error *err);
+
+/* The live watcher's clock (ingest/clock.c, DESIGN 4.1): the time events
+ * are dated with, from CLOCK_MONOTONIC readings steered toward the wall
+ * clock by at most 1/INGEST_CLOCK_SLEW_DIV of the elapsed time and never
+ * more than 1 s between two readings. Zero-initialise. */
+#define INGEST_CLOCK_SLEW_DIV 16
+struct ingest_clock {
+	bool started;
+	int64_t mono_ns, wall_ns, ledger_ns; /* at the last reading */
+};
+/* The ledger time at a reading of both clocks; the first reading starts at
+ * max(wall_ns, floor_ns) (floor: the ledger's time). *step_ns is how far
+ * the wall clock moved beyond the elapsed time since the last reading when
+ * that is more than 1 s either way (at the first reading: wall - floor when
+ * the ledger is more than 1 s ahead), else 0: the caller records a NOTE
+ * ClockStep. Never decreases. */
+int64_t ingest_clock_read(struct ingest_clock *c, int64_t mono_ns,
+			  int64_t wall_ns, int64_t floor_ns, int64_t *step_ns);
 /* An input line or object of len bytes was larger than max_object_bytes
  * and skipped by the source: a NOTE. */
 int ingest_oversized(ingest_t *in, uint64_t len, struct lg_error *err);
@@ -148,10 +171,6 @@ struct ingest_note_count {
 };
 size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
 			  size_t cap);
-/* A NOTE with no object (the watcher's ApiAbsent): code is a static
- * string, msg is copied. */
-int ingest_note(ingest_t *in, const char *code, const char *msg,
-		struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
 /* Following a recorded stream (ingest/follow.c), exactly once across
@@ -410,5 +429,13 @@ struct kube_watch_opts {
  * borrowed for the call. */
 int kube_watch_run(ingest_t *in, const struct kube_config *c,
 		   const struct kube_watch_opts *o, struct lg_error *err);
+
+/* One GET of url (http or https) with an optional bearer token; the body
+ * (at most max_bytes, NUL-terminated) into *body (caller frees) and the
+ * HTTP status into *status. LG_EIO when there is no answer, LG_ELIMIT when
+ * it is larger (ingest/fetch.c). */
+int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
+		    long timeout_ms, char **body, long *status,
+		    struct lg_error *err);
 
 #endif

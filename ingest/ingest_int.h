@@ -103,9 +103,11 @@ struct obj {
 	/* VMInstance: the claim names its class entries would cover. */
 	size_t n_covers;
 	char (*covers)[DNS1123_LABEL_MAX + 1];
-	/* Node: the ledger's per-class capacity and serving. */
+	/* Node: the ledger's per-class capacity and serving, and whether the
+	 * ledger knows the Node exists (a NODE_EXISTS_CLASS event). */
 	size_t n_caps;
 	struct ncap *caps;
+	bool exists;
 	/* Tenant: the namespace it governs and contributes to ("" none). */
 	char *governed;
 };
@@ -155,6 +157,7 @@ struct ingest {
 	bool quiet;
 	bool broken; /* a flush failed: the cache is ahead of the ledger */
 	int64_t time_ns;
+	int64_t time_back_noted; /* time_ns when TimeWentBack was last noted */
 	bool relisting[RES_MAX];
 	struct ingest_counters c;
 	struct ingest_note_count note_counts[INGEST_NOTE_CODES];
@@ -219,6 +222,9 @@ bool holder_apply(ingest_t *in, struct obj *o, const char *uid,
 /* Counts o in its tenant node while it holds units. */
 void holder_count(ingest_t *in, struct obj *o);
 void cover_free(struct cover *c);
+/* A pod that holds nothing but must stay cached, because a later class
+ * table could map it: it names an extended resource and is not terminal. */
+bool pod_dormant(const json_t *pod);
 
 /* nodes.c: Nodes and the class table. */
 upsert_fn node_upsert, configmap_upsert;

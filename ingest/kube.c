@@ -126,6 +126,7 @@ struct kube {
 	int64_t last_event_ns; /* monotonic: last event or TICK */
 	int fatal;	       /* an operating error (code) */
 	char *classes_rv;      /* resourceVersion of the class ConfigMap */
+	struct ingest_clock clock; /* the time events are dated with */
 	struct lg_error *err;
 	metrics_srv_t *metrics; /* --metrics-listen, NULL: none */
 };
@@ -686,6 +687,31 @@ static int64_t real_ns(void)
 	return clock_ns(CLOCK_REALTIME);
 }
 
+/* The time events are dated with (DESIGN 4.1): elapsed time from
+ * CLOCK_MONOTONIC, steered toward CLOCK_REALTIME (ingest/clock.c); a step
+ * of the wall clock is a NOTE ClockStep. */
+static int64_t ledger_now(struct kube *k)
+{
+	int64_t step, t = ingest_clock_read(&k->clock, mono_ns(), real_ns(),
+					    ingest_time_ns(k->in), &step);
+	struct lg_error e = {0};
+	char msg[200];
+	int rc;
+
+	if (step == 0)
+		return t;
+	snprintf(msg, sizeof(msg),
+		 "the wall clock stepped %+lld ms against CLOCK_MONOTONIC; "
+		 "events are dated from the monotonic clock, slewing toward "
+		 "the wall clock by at most 1/%d of elapsed time",
+		 (long long)(step / 1000000), INGEST_CLOCK_SLEW_DIV);
+	if ((rc = ingest_note(k->in, "ClockStep", msg, &e)) < 0)
+		fail(k, rc, &e);
+	logmsg("%s", msg);
+	k->dirty = true;
+	return t;
+}
+
 /* Objects of built-in lists carry no apiVersion and kind; the engine and
  * the record need both, and they are known from the resource. */
 static void fill_typemeta(const struct res *s, json_t *obj)
@@ -769,7 +795,7 @@ static int feed(struct kube *k, struct res *s, enum watch_type type,
 		const char *type_name, json_t *obj, bool advance)
 {
 	struct lg_error e = {0};
-	int64_t now = real_ns();
+	int64_t now = ledger_now(k);
 	const char *rv = meta_str(obj, "resourceVersion");
 	int rc;
 
@@ -904,7 +930,7 @@ static int relist_end(struct kube *k, struct res *s, const char *rv)
 
 	if ((rc = ingest_relist_end(k->in, s->r, &e)) < 0)
 		return fail(k, rc, &e);
-	if ((rc = record_vanished(k, s, real_ns())) < 0)
+	if ((rc = record_vanished(k, s, ledger_now(k))) < 0)
 		return rc;
 	s->listing = false;
 	s->listed = true;
@@ -1271,7 +1297,7 @@ static void maybe_tick(struct kube *k, int64_t now)
 
 	if (now - k->last_event_ns < k->o.tick_ns || !healthy(k))
 		return;
-	if ((rc = ingest_tick(k->in, real_ns(), &e)) < 0) {
+	if ((rc = ingest_tick(k->in, ledger_now(k), &e)) < 0) {
 		fail(k, rc, &e);
 		return;
 	}

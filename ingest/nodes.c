@@ -64,6 +64,13 @@ static void set_cap(ingest_t *in, struct obj *o, const char *cls,
 {
 	struct ncap *c = cap_get(o, cls);
 
+	/* Serving of a class the node has no capacity of is never an event
+	 * (Appendix A "Nodes"), so the ledger cannot follow it: it records
+	 * such a class as not served, whatever order the node's changes came
+	 * in (DESIGN 2.3 "Order independence"; a capacity-0 entry shows up in
+	 * replay when units stay bound to the node). */
+	if (capacity == 0)
+		serves = false;
 	if (c->capacity == 0 && capacity == 0)
 		return;
 	if (c->capacity == capacity && c->serves == serves)
@@ -87,11 +94,26 @@ nm_find(const ingest_t *in, const struct node_map *nm, const char *cls)
 	return NULL;
 }
 
-/* The node's classes become nm (NULL: the node is gone). */
+/* The NODE event of the node's existence, when the ledger's differs. */
+static void set_exists(ingest_t *in, struct obj *o, bool exists)
+{
+	if (o->exists == exists)
+		return;
+	emit(in, &(struct event){.type = EV_NODE,
+				 .node = o->name,
+				 .cls = NODE_EXISTS_CLASS,
+				 .present = exists});
+	o->exists = exists;
+}
+
+/* The node's classes become nm (NULL: the node is gone). A node appears
+ * before its capacities and goes after them. */
 static void diff_caps(ingest_t *in, struct obj *o, const struct node_map *nm)
 {
 	size_t k = 0;
 
+	if (nm != NULL)
+		set_exists(in, o, true);
 	/* Classes the ledger has for the node but nm lacks go to 0. */
 	for (size_t i = 0; i < o->n_caps; i++)
 		if (nm == NULL || nm_find(in, nm, o->caps[i].cls) == NULL)
@@ -104,6 +126,8 @@ static void diff_caps(ingest_t *in, struct obj *o, const struct node_map *nm)
 		if (o->caps[i].capacity != 0 || o->caps[i].serves)
 			o->caps[k++] = o->caps[i];
 	o->n_caps = k;
+	if (nm == NULL)
+		set_exists(in, o, false);
 }
 
 int node_upsert(ingest_t *in, enum resource r, const json_t *obj, struct obj *o)

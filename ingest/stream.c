@@ -11,9 +11,12 @@
  * is taken. Otherwise jansson parses the projection, a few hundred bytes,
  * instead of the line; the mapping reads the same members either way.
  *
+ * A pod that names an extended resource (a '/' in its projection) is never
+ * skipped, even when the table in force does not name it: a later table
+ * may, and the engine must then map it again (DESIGN 2.3 "Order
+ * independence"; ingest/holders.c keeps such pods, "dormant").
+ *
  * What this path does not see (documented limitations):
- *  - a pod skipped under one class table is not mapped again when a later
- *    table adds a raw name it uses (it is seen at its next event);
  *  - invalid quantities of a pod that names no GPU resource are not
  *    reported (it holds nothing either way), and neither are invalid UTF-8
  *    or bad escapes in members of a pod line that are not projected (the
@@ -53,7 +56,8 @@ static bool can_skip(ingest_t *in, const struct pod_proj *pp, const char *proj,
 
 	*time_ns = 0;
 	/* A raw name could hide behind an escape ("nvidia.com\/gpu"). */
-	if (memchr(proj, '\\', n) != NULL || names_raw(in, proj, n))
+	if (memchr(proj, '\\', n) != NULL || memchr(proj, '/', n) != NULL ||
+	    names_raw(in, proj, n))
 		return false;
 	if (!(span_is(&pp->span[PP_TYPE], "ADDED") ||
 	      span_is(&pp->span[PP_TYPE], "MODIFIED") ||

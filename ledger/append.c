@@ -63,10 +63,14 @@ static int prepare(ledger_t *lg, struct event *evs, size_t n, uint8_t *head,
 
 	if (lg->offs == NULL || n > lg->offs_cap) {
 		size_t *p = realloc(lg->offs, (n + 1) * sizeof(*p));
+		void *l = realloc(lg->leaf, (n + 1) * MERKLE_HASH_BYTES);
 
-		if (p == NULL)
+		if (p != NULL)
+			lg->offs = p;
+		if (l != NULL)
+			lg->leaf = l;
+		if (p == NULL || l == NULL)
 			return lg_error_set(err, LG_ENOMEM, "out of memory");
-		lg->offs = p;
 		lg->offs_cap = n;
 	}
 	memcpy(head, lg->head, LEDGER_HEAD_BYTES);
@@ -85,6 +89,10 @@ static int prepare(ledger_t *lg, struct event *evs, size_t n, uint8_t *head,
 			lg->offs[i] = used;
 			rc = encode_one(lg, &evs[i], &used, head, err);
 		}
+		if (rc == 0 &&
+		    store_leaf_hash(&lg->jbuf, &evs[i], lg->leaf[i]) != 0)
+			rc = lg_error_set(err, LG_EINVAL,
+					  "event %zu: text is not UTF-8", i);
 		if (rc != 0)
 			return rc;
 	}
@@ -155,11 +163,16 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 	}
 	if (rc == 0)
 		rc = store_vidx_put(lg, txn, evs, first, n);
+	/* The Merkle tree grows in the same transaction (DESIGN 4.4). */
+	if (rc == 0)
+		rc = store_tree_append(
+			lg, txn, first,
+			(const uint8_t(*)[MERKLE_HASH_BYTES])lg->leaf, n);
 	return rc;
 }
 
 /* Doubles the map, up to the operator's bound. */
-static int grow_map(ledger_t *lg, struct lg_error *err)
+int store_grow_map(ledger_t *lg, struct lg_error *err)
 {
 	MDB_envinfo info;
 	size_t next;
@@ -211,7 +224,7 @@ static int commit_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 		}
 		if (rc != MDB_MAP_FULL)
 			return store_error(err, rc, "append");
-		if ((rc = grow_map(lg, err)) != 0 ||
+		if ((rc = store_grow_map(lg, err)) != 0 ||
 		    (rc = store_txn_begin(lg, 0, &txn, err)) != 0)
 			return rc;
 		rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
@@ -247,8 +260,11 @@ static int append_once(ledger_t *lg, struct event *evs, size_t n,
 	}
 	rc = commit_batch(lg, txn, evs, lg->seq + 1, n, meta, n_meta, head,
 			  stale, err);
-	/* The state holds a batch the log lacks. */
+	/* The state holds a batch the log lacks; the cached tree edge may
+	 * hold its leaves. */
 	lg->dirty = lg->dirty || rc != 0;
+	if (rc != 0)
+		lg->edge.size = UINT64_MAX;
 	return rc;
 }
 
@@ -332,7 +348,7 @@ int ledger_checkpoint(ledger_t *lg, struct lg_error *err)
 			rc = mdb_txn_commit(txn);
 		else
 			mdb_txn_abort(txn);
-		if (rc == MDB_MAP_FULL && grow_map(lg, err) == 0)
+		if (rc == MDB_MAP_FULL && store_grow_map(lg, err) == 0)
 			continue;
 		if (rc != 0)
 			return store_error(err, rc, "commit checkpoint");

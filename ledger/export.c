@@ -18,6 +18,7 @@
  */
 #include "ledger/ledger.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,6 +45,7 @@ struct exp {
 	int64_t next_ms; /* the next boundary to snapshot */
 	bool have_prev, done;
 	int user_rc;	     /* what fn returned when it stopped the export */
+	struct export_range *range; /* the caller's, or NULL */
 	struct bill_row row; /* the fields every row of a period shares */
 };
 
@@ -189,6 +191,11 @@ static int on_event(void *ctx, const struct event *ev, const uint8_t *head)
 			return rc;
 	if (x->done)
 		return 1;
+	/* Event times in the range could not be trusted (DESIGN 4.1). */
+	if (ev->type == EV_NOTE && x->range != NULL && ev->key != NULL &&
+	    strcmp(ev->key, "TimeWentBack") == 0 &&
+	    x->range->time_went_back++ == 0)
+		x->range->time_went_back_seq = ev->seq;
 	rc = state_apply_validated(x->st, ev, x->err);
 	if (rc != 0)
 		return lg_error_set(x->err, LG_ECORRUPT,
@@ -257,11 +264,28 @@ static int64_t floor_s(int64_t t_ms)
 	return t_ms / 1000 * 1000; /* t_ms >= 0 here */
 }
 
+size_t ledger_export_warning(const struct export_range *r, char *buf,
+			    size_t cap)
+{
+	int n;
+
+	if (r->time_went_back == 0)
+		return 0;
+	n = snprintf(buf, cap,
+		     "the range holds %llu TimeWentBack NOTE(s), the first at "
+		     "seq %llu: input times went back and were clamped, so "
+		     "usage may be billed later than it happened",
+		     (unsigned long long)r->time_went_back,
+		     (unsigned long long)r->time_went_back_seq);
+	return n < 0 ? 0 : (size_t)n;
+}
+
 int ledger_export(ledger_t *lg, const struct export_opts *o,
 		  ledger_export_fn *fn, void *ctx, struct export_range *range,
 		  struct lg_error *err)
 {
-	struct exp x = {.lg = lg, .o = o, .fn = fn, .ctx = ctx, .err = err};
+	struct exp x = {
+		.lg = lg, .o = o, .fn = fn, .ctx = ctx, .err = err, .range = range};
 	int64_t horizon_ns = state_horizon_ns(ledger_state(lg));
 	int rc = check_opts(o, &x.row.currency, err);
 
@@ -286,7 +310,7 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 		x.end_ms = x.start_ms;
 	if (range != NULL)
 		*range = (struct export_range){x.start_ms, x.end_ms,
-					       ledger_last_seq(lg)};
+					       ledger_last_seq(lg), 0, 0};
 	if (x.end_ms == x.start_ms)
 		return 0;
 	x.prev = bill_snap_new();

@@ -28,6 +28,7 @@ const char *const store_db_names[LEDGER_DB_MAX] = {
 	[LEDGER_DB_EVENTS] = "events",
 	[LEDGER_DB_CHECKPOINTS] = "checkpoints",
 	[LEDGER_DB_META] = "meta",
+	[LEDGER_DB_TREE] = "tree",
 };
 
 /* ---------------------------------------------------------------------- */
@@ -458,7 +459,14 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 		if (!lg->o.read_only)
 			f |= MDB_CREATE;
 		r = store_dbi_open(lg, txn, (enum ledger_db)i, f);
-		found += r == 0;
+		/* A ledger from before the Merkle tree has no "tree"
+		 * database; a reader sees a tree of size 0. */
+		if (r == MDB_NOTFOUND && i == LEDGER_DB_TREE) {
+			lg->no_tree = true;
+			r = 0;
+		} else {
+			found += r == 0;
+		}
 		rc = rc ? rc : r;
 	}
 	/* Some of the databases but not all: not another program's
@@ -591,11 +599,15 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		lg->o.read_only = true;
 		store_trap_install();
 	}
+	lg->edge.size = UINT64_MAX;
 	if (o->dir == NULL || o->dir[0] == '\0')
 		rc = lg_error_set(err, LG_EINVAL, "no ledger directory");
 	else if ((rc = env_open(lg, err)) == 0 &&
 		 (rc = open_dbs(lg, err)) == 0 && !o->forensic)
 		rc = store_reload(lg, err);
+	/* A writer builds what the tree lacks (a ledger from before it). */
+	if (rc == 0 && !lg->o.read_only)
+		rc = store_tree_build(lg, err);
 	if (rc != 0) {
 		ledger_close(lg);
 		return rc;
@@ -621,6 +633,8 @@ void ledger_close(ledger_t *lg)
 	state_free(lg->st);
 	free(lg->buf);
 	free(lg->offs);
+	free(lg->leaf);
+	jcs_buf_release(&lg->jbuf);
 	free(lg->dir);
 	free(lg);
 }

@@ -164,6 +164,40 @@ int ledger_verify_run(ledger_t *lg, struct ledger_verify_result *res,
 /* The same, with only the first bad seq (0 when sound). */
 int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
 
+/* ---------------------------------------------------------------------- */
+/* The Merkle tree (DESIGN 4.4; ledger/tree.c). The tree of size N covers
+ * seqs 1..N (leaf index = seq - 1) and grows in the transaction of every
+ * append. A ledger from before the tree gets it built when a writer opens
+ * it; until then proofs fail with LG_EVERSION naming that command. */
+
+/* The root of the tree of size (<= the last seq; 0: the empty tree). */
+int ledger_tree_root(ledger_t *lg, uint64_t size, uint8_t *root,
+		     struct lg_error *err);
+/* The inclusion proof of seq in the tree of size (1 <= seq <= size). */
+int ledger_prove_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
+			   struct merkle_proof *p, struct lg_error *err);
+/* The consistency proof from size `from` to size `to` (1 <= from <= to). */
+int ledger_prove_consistency(ledger_t *lg, uint64_t from, uint64_t to,
+			     struct merkle_proof *p, struct lg_error *err);
+/* verify's part for the tree: every leaf recomputed from its event and
+ * every stored subtree from the leaves. *bad_seq is the first seq whose
+ * leaf or completed subtree differs (0 when sound). LG_ECORRUPT when not
+ * sound, LG_EVERSION when the ledger has no tree yet. */
+int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
+
+/* Signed notes (C2SP tlog-checkpoint) of tree sizes, in meta. put stores
+ * text (a writer only) under size; get copies the note of size (0: the
+ * latest) into *text (caller frees) and its size into *size_out (may be
+ * NULL). LG_ENOENT when there is none. */
+int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
+		    struct lg_error *err);
+int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
+		    uint64_t *size_out, struct lg_error *err);
+/* Signs a C2SP checkpoint of the tree at the last seq this handle has seen
+ * (origin = the key's name) and stores it; *size is its tree size. */
+int ledger_sign_checkpoint(ledger_t *lg, const struct note_signer *s,
+			   uint64_t *size, struct lg_error *err);
+
 struct ledger_stats {
 	uint64_t events, checkpoints, last_seq;
 	int64_t first_time_ns, last_time_ns;
@@ -249,13 +283,23 @@ struct export_opts {
 	const char *currency;
 };
 
-/* What an export covers, known before the first row. */
+/* What an export covers, known before the first row; the TimeWentBack
+ * count is final when ledger_export returns. */
 struct export_range {
 	/* [from, min(to, horizon)), both floored to a whole second; may be
 	 * empty. The milliseconds after end_ms are the next export's. */
 	int64_t start_ms, end_ms;
 	uint64_t last_seq;	  /* the last seq the handle has seen */
+	/* NOTEs TimeWentBack among the events the range is computed from
+	 * (DESIGN 4.1: the export warns), and the seq of the first. */
+	uint64_t time_went_back, time_went_back_seq;
 };
+
+/* The warning an export over r owes its reader (DESIGN 4.1), one line
+ * without a newline, into buf; 0 when there is none, else its length
+ * (like snprintf). */
+size_t ledger_export_warning(const struct export_range *r, char *buf,
+			    size_t cap);
 
 /* Receives one row; its strings are borrowed for the call. Returns
  * non-zero to stop the export (ledger_export then returns that value). */

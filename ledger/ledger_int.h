@@ -12,6 +12,7 @@ enum ledger_db {
 	LEDGER_DB_EVENTS,
 	LEDGER_DB_CHECKPOINTS,
 	LEDGER_DB_META,
+	LEDGER_DB_TREE, /* Merkle subtrees by post-order position */
 	LEDGER_DB_MAX
 };
 
@@ -22,6 +23,10 @@ int ledger_raw_get(ledger_t *lg, enum ledger_db db, uint64_t key, uint8_t **val,
 /* Overwrites (or creates, or with val NULL deletes) a raw record. */
 int ledger_raw_put(ledger_t *lg, enum ledger_db db, uint64_t key,
 		   const uint8_t *val, size_t len, struct lg_error *err);
+
+/* Empties the Merkle tree (its nodes and meta "merkle.size"), as a ledger
+ * from before the tree has it: tests and the benchmark of building it. */
+int ledger_raw_tree_drop(ledger_t *lg, struct lg_error *err);
 
 /* Checkpoint record layout: "GLCP", u32 version, u64 seq, head, u64 n,
  * n state bytes, then SHA-256 of everything before it. Little endian. */

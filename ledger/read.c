@@ -165,6 +165,15 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 
 		rc = store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key, &val,
 				      op);
+		/* The end of the log is the last seq the handle knows; a seq
+		 * at or before it that is not found (seq 1 itself, or a cut
+		 * tail) is damage, not the end (issue 10, case 5). */
+		if (rc == MDB_NOTFOUND && k <= lg->seq) {
+			rc = lg_error_set(err, LG_ECORRUPT,
+					  "seq %llu: missing from the log",
+					  (unsigned long long)k);
+			break;
+		}
 		if (rc == MDB_NOTFOUND) {
 			rc = 0;
 			break;

@@ -49,6 +49,12 @@ struct ledger {
 	pthread_rwlock_t *remap;
 	ledger_t *parent; /* a snapshot's; NULL for a handle of its own */
 	bool locked;	  /* a snapshot holds remap for reading */
+	/* Merkle leaves of the batch (one per event, offs_cap of them) and
+	 * the right edge of the stored tree (size UINT64_MAX: reload). */
+	uint8_t (*leaf)[MERKLE_HASH_BYTES];
+	struct merkle_edge edge;
+	struct jcs_buf jbuf; /* leaf texts */
+	bool no_tree; /* read-only open of a ledger without a tree */
 };
 
 extern const char *const store_db_names[LEDGER_DB_MAX];
@@ -121,5 +127,19 @@ void store_snapshot_free(ledger_t *s);
 int store_reload(ledger_t *lg, struct lg_error *err);
 /* Applies what other processes appended since the handle's seq. */
 int store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err);
+
+/* The Merkle tree (ledger/tree.c). */
+/* The Merkle leaf of ev, its text built in scratch. */
+int store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
+		    uint8_t *out);
+/* The number of leaves the stored tree covers; an LMDB code. */
+int store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size);
+/* Extends the stored tree (of size first - 1) by n leaves; an LMDB code. */
+int store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
+		      const uint8_t (*leaf)[MERKLE_HASH_BYTES], size_t n);
+/* Builds the tree of events the stored tree lacks (older ledgers). */
+int store_tree_build(ledger_t *lg, struct lg_error *err);
+/* Doubles the map up to the operator's bound. */
+int store_grow_map(ledger_t *lg, struct lg_error *err);
 
 #endif

@@ -269,7 +269,12 @@ static int snap_ns(struct bill_snap *s, const struct nsrec *ns,
 					    ns->name, ord[i].name,
 					    (long long)ns->bill[id].since_ms,
 					    (long long)t_ms);
-		nsrec_bill_at(ns, id, t_ms, &r, &a);
+		if (nsrec_bill_at(ns, id, t_ms, &r, &a) != 0)
+			return lg_error_set(err, LG_ERANGE,
+					    "billing %s %s: device-ms at %lld "
+					    "ms overflow int64",
+					    ns->name, ord[i].name,
+					    (long long)t_ms);
 		r = basis == BILL_BASIS_ALLOCATED ? a : r;
 		if (r != 0)
 			snap_push(s, ns->name, ord[i].name, r);

@@ -8,6 +8,7 @@
  */
 #include "model/model_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,10 @@ static int validate_holder(const struct event *ev, struct lg_error *err)
 		return lg_error_set(err, LG_EINVAL, "%s: bad uid", what);
 	if (ev->before < 0 || ev->after < 0)
 		return lg_error_set(err, LG_EINVAL, "%s: negative units", what);
+	if (ev->before > HOLDER_UNITS_MAX || ev->after > HOLDER_UNITS_MAX)
+		return lg_error_set(err, LG_EINVAL,
+				    "%s: units above %lld (DESIGN 2.3 Bounds)",
+				    what, HOLDER_UNITS_MAX);
 	if (up ? ev->after <= ev->before : ev->after >= ev->before)
 		return lg_error_set(
 			err, LG_EINVAL, "%s: units must %s (%lld -> %lld)",
@@ -138,7 +143,9 @@ int event_validate(const struct event *ev, struct lg_error *err)
 	if ((f & F_NS) && !label(ev->ns))
 		return lg_error_set(err, LG_EINVAL, "%s: bad namespace",
 				    evtab[ev->type].name);
-	if ((f & F_CLASS) && !label(ev->cls))
+	if ((f & F_CLASS) && !label(ev->cls) &&
+	    !(ev->type == EV_NODE && ev->cls != NULL &&
+	      strcmp(ev->cls, NODE_EXISTS_CLASS) == 0))
 		return lg_error_set(err, LG_EINVAL, "%s: bad class name",
 				    evtab[ev->type].name);
 	switch (ev->type) {
@@ -171,6 +178,9 @@ int event_validate(const struct event *ev, struct lg_error *err)
 		if (ev->value < 0)
 			return lg_error_set(err, LG_EINVAL,
 					    "NODE: negative capacity");
+		if (ev->cls[0] == '\0' && ev->value != 0)
+			return lg_error_set(err, LG_EINVAL,
+					    "NODE: existence with a capacity");
 		return 0;
 	case EV_RESERVE:
 	case EV_RELEASE:
@@ -237,6 +247,24 @@ size_t time_format_ns(int64_t t_ns, char *buf, size_t cap)
 		days--;
 	}
 	civil_from_days(days, &y, &m, &d);
+	if (y >= 0 && y <= 9999 && cap > 30) {
+		/* The common case without snprintf (every Merkle leaf). */
+		unsigned v[7] = {(unsigned)y, m, d, (unsigned)(sod / 3600),
+				 (unsigned)(sod / 60 % 60), (unsigned)(sod % 60),
+				 (unsigned)ns};
+		static const int w[7] = {4, 2, 2, 2, 2, 2, 9};
+		static const char sep[7] = {'-', '-', 'T', ':', ':', '.', 'Z'};
+		char *o = buf;
+
+		for (int i = 0; i < 7; i++) {
+			for (int k = w[i] - 1; k >= 0; k--, v[i] /= 10)
+				o[k] = (char)('0' + v[i] % 10);
+			o += w[i];
+			*o++ = sep[i];
+		}
+		*o = '\0';
+		return (size_t)(o - buf);
+	}
 	n = snprintf(buf, cap, "%04lld-%02u-%02uT%02d:%02d:%02d.%09lldZ",
 		     (long long)y, m, d, (int)(sod / 3600),
 		     (int)(sod / 60 % 60), (int)(sod % 60), (long long)ns);
@@ -322,14 +350,6 @@ int time_parse_user_ns(const char *s, int64_t *out)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Canonical JSON */
-
-char *json_canonical(const json_t *v)
-{
-	return json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
-}
-
-/* ---------------------------------------------------------------------- */
 /* JSON form */
 
 static json_t *jstr_or_null(const char *s)
@@ -408,6 +428,150 @@ json_t *event_to_json(const struct event *ev)
 	return o;
 }
 
+/* event_jcs without building the JSON tree: the members of the type in
+ * the order of their names (ASCII, so byte order is UTF-16 order), written
+ * straight into b. Only the embedded CLASS definition and VERDICT record
+ * go through jansson (parsed, as event_to_json embeds them). Two hashes an
+ * event are cheap next to a jansson tree, and every append computes its
+ * Merkle leaf here. */
+enum mval { MV_STR, MV_INT, MV_BOOL, MV_NULL, MV_JSON };
+
+struct mem {
+	const char *key;
+	enum mval t;
+	const char *s;
+	int64_t i;
+};
+
+static void mem_add(struct mem *m, size_t *n, const char *key, enum mval t,
+		    const char *s, int64_t i)
+{
+	if (t == MV_STR && s == NULL)
+		t = MV_NULL;
+	m[(*n)++] = (struct mem){key, t, s, i};
+}
+
+static size_t event_members(const struct event *ev, struct mem *m,
+			    char *tbuf, size_t tcap)
+{
+	unsigned f = ((int)ev->type > EV_NONE && ev->type < EV_MAX)
+			     ? evtab[ev->type].fields
+			     : 0;
+	size_t n = 0;
+
+	bool holder = f & F_HOLDER, note = f & F_NOTE;
+	const char *kind =
+		ev->kind > HK_NONE && ev->kind < HK_MAX ? holder_kind_name(ev->kind)
+							: NULL;
+
+	/* In the order of the names (the JCS order), so nothing is sorted. */
+	time_format_ns(ev->time_ns, tbuf, tcap);
+	if (holder) {
+		mem_add(m, &n, "after", MV_INT, NULL, ev->after);
+		mem_add(m, &n, "before", MV_INT, NULL, ev->before);
+	}
+	if (f & F_CAPACITY)
+		mem_add(m, &n, "capacity", MV_INT, NULL, ev->value);
+	if (f & F_CLASS)
+		mem_add(m, &n, "class", MV_STR, ev->cls, 0);
+	if (note)
+		mem_add(m, &n, "code", MV_STR, ev->key, 0);
+	if (f & F_DEF)
+		mem_add(m, &n, "definition", MV_JSON, ev->text, 0);
+	if (f & F_KEY)
+		mem_add(m, &n, "key", MV_STR, ev->key, 0);
+	if (holder)
+		mem_add(m, &n, "kind", MV_STR, holder_kind_name(ev->kind), 0);
+	if (note) {
+		mem_add(m, &n, "kind", MV_STR, kind, 0);
+		mem_add(m, &n, "message", MV_STR, ev->text, 0);
+	}
+	if (holder || note)
+		mem_add(m, &n, "name", MV_STR, ev->name, 0);
+	if (f & (F_NS | F_NOTE))
+		mem_add(m, &n, "namespace", MV_STR, ev->ns, 0);
+	if (f & F_NODE)
+		mem_add(m, &n, "node", MV_STR, ev->node, 0);
+	if (f & F_PARENT)
+		mem_add(m, &n, "parent", MV_STR, ev->parent, 0);
+	if (f & F_RAWKEY)
+		mem_add(m, &n, "present", MV_BOOL, NULL, ev->present);
+	if (f & F_RECORD)
+		mem_add(m, &n, "record", MV_JSON, ev->text, 0);
+	if (f & F_RAWKEY)
+		mem_add(m, &n, "resource", MV_STR, ev->key, 0);
+	mem_add(m, &n, "seq", MV_INT, NULL, (int64_t)ev->seq);
+	if (f & F_CAPACITY)
+		mem_add(m, &n, "serves", MV_BOOL, NULL, ev->present);
+	mem_add(m, &n, "time", MV_STR, tbuf, 0);
+	mem_add(m, &n, "type", MV_STR, event_type_name(ev->type), 0);
+	if (holder)
+		mem_add(m, &n, "uid", MV_STR, ev->uid, 0);
+	if (f & F_VALUE)
+		mem_add(m, &n, "value", ev->present ? MV_INT : MV_NULL, NULL,
+			ev->value);
+	return n;
+}
+
+static int put_member(struct jcs_buf *b, const struct mem *m)
+{
+	json_t *v;
+	int rc = 0;
+
+	switch (m->t) {
+	case MV_STR:
+		return jcs_put_string(b, m->s, strlen(m->s));
+	case MV_INT:
+		jcs_put_integer(b, m->i, JCS_INT_STRINGS);
+		return 0;
+	case MV_BOOL:
+		jcs_put_raw(b, m->i ? "true" : "false", m->i ? 4 : 5);
+		return 0;
+	case MV_NULL:
+		jcs_put_raw(b, "null", 4);
+		return 0;
+	default:
+		v = text_json(m->s);
+		rc = jcs_write(b, v, JCS_INT_STRINGS, SIZE_MAX);
+		json_decref(v);
+		return rc;
+	}
+}
+
+int event_jcs_write(struct jcs_buf *b, const struct event *ev)
+{
+	struct mem m[16];
+	char tbuf[48];
+	size_t n = event_members(ev, m, tbuf, sizeof(tbuf));
+	int rc = 0;
+
+	jcs_put_raw(b, "{", 1);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (i > 0)
+			jcs_put_raw(b, ",", 1);
+		jcs_put_raw(b, "\"", 1);
+		jcs_put_raw(b, m[i].key, strlen(m[i].key));
+		jcs_put_raw(b, "\":", 2);
+		rc = put_member(b, &m[i]);
+	}
+	jcs_put_raw(b, "}", 1);
+	b->p[b->len] = '\0';
+	return rc;
+}
+
+char *event_jcs(const struct event *ev)
+{
+	struct jcs_buf b;
+	char *text = NULL;
+
+	jcs_buf_init(&b);
+	if (event_jcs_write(&b, ev) == 0)
+		text = b.p;
+	else
+		jcs_buf_release(&b);
+	return text;
+}
+
 /* Reads member k of o as a string or null; LG_EINVAL on another type. */
 static int opt_str(const json_t *o, const char *k, const char **out,
 		   struct lg_error *err)
@@ -424,11 +588,27 @@ static int opt_str(const json_t *o, const char *k, const char **out,
 	return 0;
 }
 
+/* An integer member: a JSON integer, or (as `log` writes one beyond
+ * +-(2^53-1), DESIGN 4.4) a string of its decimal digits. */
 static int req_int(const json_t *o, const char *k, int64_t *out,
 		   struct lg_error *err)
 {
 	json_t *v = json_object_get(o, k);
 
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v), *p = s + (*s == '-');
+		char *end;
+		long long n;
+
+		errno = 0;
+		n = strtoll(s, &end, 10);
+		if (*p >= '0' && *p <= '9' && *end == '\0' && errno == 0 &&
+		    (p[0] != '0' || p[1] == '\0') &&
+		    (n > 9007199254740991LL || n < -9007199254740991LL)) {
+			*out = n;
+			return 0;
+		}
+	}
 	if (!json_is_integer(v))
 		return lg_error_set(err, LG_EINVAL,
 				    "event: \"%s\" must be an integer", k);

@@ -607,6 +607,7 @@ static void holder_map_reset(struct holder_map *hm, enum holder_kind kind)
 	hm->node[0] = '\0';
 	hm->allocated = false;
 	hm->unknown_class = false;
+	hm->too_large = false;
 	hm->n_entries = 0;
 }
 
@@ -624,6 +625,16 @@ static int run_mapper(const struct kind_desc *kd, const json_t *in,
 				  HOLDER_MAX_CLASSES);
 	else
 		rc = kd->map(in, t, hm, acc, err);
+	/* DESIGN 2.3 "Bounds": int64 overflow on the way is too large too. */
+	for (size_t i = 0; rc == 0 && i < table_n(t); i++)
+		if (acc[i] > HOLDER_UNITS_MAX)
+			rc = lg_error_set(err, LG_ERANGE,
+					  "%lld units of class %s, more than "
+					  "%lld",
+					  (long long)acc[i], t->classes[i].name,
+					  HOLDER_UNITS_MAX);
+	if (rc == LG_ERANGE)
+		hm->too_large = true;
 	if (rc < 0) {
 		hm->valid = false;
 		hm->n = 0;

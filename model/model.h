@@ -278,6 +278,9 @@ enum holder_kind holder_kind_parse(const char *s); /* HK_NONE if unknown */
 /* Classes a table may have (larger tables are rejected), and so the most
  * classes one object may hold. */
 #define HOLDER_MAX_CLASSES 64
+/* DESIGN 2.3 "Bounds": one holder holds at most this many units of one
+ * class; a larger count makes the object invalid (too_large). */
+#define HOLDER_UNITS_MAX 2147483647LL
 #define HOLDER_MAX_ENTRIES 256 /* spec.gpus entries of one object */
 #define NODE_NAME_MAX	   DNS1123_SUBDOMAIN_MAX
 
@@ -307,6 +310,8 @@ struct holder_map {
 	bool allocated;	    /* claim: status.allocation present; pod: always */
 	bool unknown_class; /* VMI/KN: an entry names a class not in the table
 			     */
+	bool too_large;	    /* invalid because some class's units exceed
+			       HOLDER_UNITS_MAX (or int64) */
 	/* VMInstance/KubernetesNodes: per spec.gpus entry, the class index of a
 	 * class entry, -1 for a raw entry or an unknown class. */
 	size_t n_entries;
@@ -378,7 +383,8 @@ enum event_type {
 	EV_BUDGET,
 	EV_RAWKEY,
 	EV_CLASS,
-	EV_NODE,
+	EV_NODE, /* class NODE_EXISTS_CLASS: the Node object appears
+		    (serves true) or is gone (false), capacity 0 */
 	EV_RESERVE,
 	EV_RELEASE,
 	EV_ALLOC,
@@ -388,6 +394,10 @@ enum event_type {
 	EV_TICK,
 	EV_MAX
 };
+
+/* The class of a NODE event that records a Node object's existence
+ * (DESIGN 6: replay lists every Node that exists, GPU entries or not). */
+#define NODE_EXISTS_CLASS ""
 
 struct event {
 	uint64_t seq;	 /* 1, 2, ... (0 = not yet assigned) */
@@ -416,6 +426,14 @@ int event_validate(const struct event *ev, struct lg_error *err);
 /* JSON form (used by `log` and inline states): {"seq", "time" (RFC 3339 with
  * nanoseconds), "type", fields...}. New reference. */
 json_t *event_to_json(const struct event *ev);
+/* The canonical text of an event (DESIGN 4.4): JCS of event_to_json with
+ * JCS_INT_STRINGS, what `log` prints and what a Merkle leaf hashes. NULL
+ * only for text that is not UTF-8. Caller frees. */
+char *event_jcs(const struct event *ev);
+/* The same appended to b (NUL-terminated), for callers that hash many;
+ * -1 where event_jcs gives NULL. */
+struct jcs_buf;
+int event_jcs_write(struct jcs_buf *b, const struct event *ev);
 /* Reads the JSON form. Strings are borrowed from v; CLASS "definition" and
  * VERDICT "record" are objects in JSON: they are rendered canonically into
  * *scratch (caller frees with free()). seq and time are optional (0). */
@@ -431,8 +449,160 @@ int time_parse_ns(const char *s, int64_t *out);
  * UTC. Recorded streams keep time_parse_ns: their times are RFC 3339. */
 int time_parse_user_ns(const char *s, int64_t *out);
 
-/* Canonical JSON: sorted keys, no insignificant space. Caller frees. */
+/* Canonical JSON (model/jcs.c): RFC 8785 JCS, the one canonical writer.
+ * Members sorted by UTF-16 code units, no insignificant space, strings and
+ * numbers as ECMAScript writes them. Text that is not UTF-8, NaN and
+ * Infinity and trees deeper than 512 fail (NULL / -1).
+ * JCS_INT_STRINGS: an integer beyond +-(2^53-1), which a double cannot
+ * hold, is written as a string of its decimal digits (the event JSON and
+ * the Merkle leaves, DESIGN 4.4); without it, as its exact digits. */
+#define JCS_INT_STRINGS 1u
+
+struct jcs_buf {
+	char *p;
+	size_t len, cap;
+};
+void jcs_buf_init(struct jcs_buf *b);
+void jcs_buf_release(struct jcs_buf *b);
+/* Appends JCS of v to b (NUL-terminated); -1 on failure or once b holds
+ * more than max_bytes (b's content is then undefined). */
+int jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
+	      size_t max_bytes);
+/* JCS of v as a malloc'ed string of its own size (caller frees), NULL on
+ * failure. Built in scratch (may be NULL), which a caller that writes many
+ * keeps, so that only the copy is allocated each time. */
+char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
+	       struct jcs_buf *scratch);
+/* jcs_text(v, 0, SIZE_MAX, NULL). Caller frees. */
 char *json_canonical(const json_t *v);
+/* Compares names by UTF-16 code units (RFC 8785 3.2.3); both valid UTF-8. */
+int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
+/* ECMAScript Number::toString of a finite d into out (>= 32 bytes); returns
+ * the length. */
+size_t jcs_format_double(double d, char *out);
+
+/* ---------------------------------------------------------------------- */
+/* The Merkle tree of the log (model/merkle.c; RFC 9162 2.1, DESIGN 4.4).
+ * Leaf index = seq - 1; leaf hash = SHA-256(0x00 || event_jcs(event)),
+ * node hash = SHA-256(0x01 || left || right). A complete subtree is named
+ * by (level, index): it covers leaves [index * 2^level, (index+1) * 2^level). */
+
+#define MERKLE_HASH_BYTES 32
+/* Hashes in any proof of a tree of at most 2^64 leaves (consistency proofs
+ * need up to two per level). */
+#define MERKLE_PROOF_MAX 130
+
+void merkle_leaf_hash(const void *data, size_t len, uint8_t *out);
+void merkle_node_hash(const uint8_t *left, const uint8_t *right, uint8_t *out);
+/* The post-order position of a complete subtree: nodes numbered in the
+ * order a growing tree completes them, so that they are appended in
+ * increasing order (the ledger's storage key). */
+uint64_t merkle_node_pos(unsigned level, uint64_t index);
+
+/* Returns the hash of the complete subtree (level, index) into out (0), or
+ * an LG_* code. */
+typedef int merkle_get_fn(void *ctx, unsigned level, uint64_t index,
+			  uint8_t *out);
+/* Receives a subtree completed by a push (leaves first, then upwards). */
+typedef void merkle_node_fn(void *ctx, unsigned level, uint64_t index,
+			    const uint8_t *hash);
+
+/* The right edge of a tree: one complete subtree per set bit of size. */
+struct merkle_edge {
+	uint64_t size;
+	uint8_t hash[64][MERKLE_HASH_BYTES];
+};
+/* Appends a leaf; emit (may be NULL) sees every subtree it completes. */
+void merkle_edge_push(struct merkle_edge *e, const uint8_t *leaf,
+		      merkle_node_fn *emit, void *ctx);
+/* MTH of the whole tree (SHA-256 of nothing for the empty tree). */
+void merkle_edge_root(const struct merkle_edge *e, uint8_t *out);
+/* The edge of the tree of the given size, from stored subtrees. */
+int merkle_edge_load(struct merkle_edge *e, uint64_t size, merkle_get_fn *get,
+		     void *ctx);
+
+struct merkle_proof {
+	size_t n;
+	uint8_t hash[MERKLE_PROOF_MAX][MERKLE_HASH_BYTES];
+};
+/* MTH(D[0:size]) from stored subtrees (O(log size) lookups). */
+int merkle_root(merkle_get_fn *get, void *ctx, uint64_t size, uint8_t *out);
+/* RFC 9162 2.1.3.1: the audit path of leaf index in the tree of size.
+ * LG_EINVAL when index >= size. */
+int merkle_inclusion_proof(merkle_get_fn *get, void *ctx, uint64_t index,
+			   uint64_t size, struct merkle_proof *p);
+/* RFC 9162 2.1.4.1: the consistency proof from size m to size n (m <= n);
+ * empty when m is 0 or n. */
+int merkle_consistency_proof(merkle_get_fn *get, void *ctx, uint64_t m,
+			     uint64_t n, struct merkle_proof *p);
+/* RFC 9162 2.1.3.2: the root the proof gives for leaf at index, or
+ * LG_EINVAL when the proof has the wrong shape for (index, size). */
+int merkle_root_from_inclusion(uint64_t index, uint64_t size,
+			       const uint8_t *leaf,
+			       const struct merkle_proof *p, uint8_t *root);
+/* 0 when the proof proves leaf at index in the tree of size with root;
+ * LG_EINVAL for a malformed proof, LG_EMISMATCH for a wrong one. */
+int merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t *leaf,
+			    const struct merkle_proof *p, const uint8_t *root);
+/* RFC 9162 2.1.4.2: 0 when the tree of size n and root2 extends the tree
+ * of size m and root1; LG_EINVAL / LG_EMISMATCH as above. */
+int merkle_verify_consistency(uint64_t m, uint64_t n, const uint8_t *root1,
+			      const uint8_t *root2,
+			      const struct merkle_proof *p);
+
+/* ---------------------------------------------------------------------- */
+/* Signed notes and checkpoints (model/note.c): C2SP signed-note with
+ * Ed25519 keys in the formats of Go's sumdb/note, and C2SP tlog-checkpoint
+ * bodies ("<origin>\n<size>\n<base64 root>\n"). */
+
+#define NOTE_NAME_MAX  255
+#define NOTE_KEY_BYTES 32
+#define NOTE_MAX_BYTES (1u << 16)
+/* Longest key text (name, id, base64 of 33 bytes, "PRIVATE+KEY+"). */
+#define NOTE_KEY_TEXT_MAX (NOTE_NAME_MAX + 80)
+
+struct note_verifier {
+	char name[NOTE_NAME_MAX + 1];
+	uint32_t id;
+	uint8_t pub[NOTE_KEY_BYTES];
+};
+struct note_signer {
+	char name[NOTE_NAME_MAX + 1];
+	uint32_t id;
+	uint8_t seed[NOTE_KEY_BYTES], pub[NOTE_KEY_BYTES];
+};
+
+/* "<name>+<hex id>+<base64(0x01 || key)>"; the id must match the key. */
+int note_verifier_parse(struct note_verifier *v, const char *text,
+			struct lg_error *err);
+/* "PRIVATE+KEY+<name>+<hex id>+<base64(0x01 || seed)>". */
+int note_signer_parse(struct note_signer *s, const char *text,
+		      struct lg_error *err);
+int note_signer_from_seed(struct note_signer *s, const char *name,
+			  const uint8_t *seed, struct lg_error *err);
+/* Key texts into out (NOTE_KEY_TEXT_MAX bytes); return their length. */
+size_t note_verifier_format(const struct note_signer *s, char *out);
+size_t note_signer_format(const struct note_signer *s, char *out);
+/* The signed note of text (non-empty, ends in \n, no blank line): text,
+ * a blank line and one signature line. Caller frees; NULL on bad text. */
+char *note_sign(const struct note_signer *s, const char *text);
+/* Opens msg (len bytes) with the known keys vs[0..nv): signature lines of
+ * other keys are ignored; 0 when at least one known key verifies and none
+ * fails, with *text_len the length of the signed text (msg's start). */
+int note_open(const char *msg, size_t len, const struct note_verifier *vs,
+	      size_t nv, size_t *text_len, struct lg_error *err);
+/* Base64 (standard, padded, strict). encode writes 4 * ceil(n / 3) + 1. */
+size_t note_b64_encode(const uint8_t *in, size_t n, char *out);
+int note_b64_decode(const char *in, size_t n, uint8_t *out, size_t cap,
+		    size_t *len);
+
+/* The checkpoint body of a tree (caller frees). */
+char *tlog_checkpoint_text(const char *origin, uint64_t size,
+			   const uint8_t *root);
+/* Parses a body's first three lines (extension lines may follow); origin
+ * holds NOTE_NAME_MAX + 1 bytes. */
+int tlog_checkpoint_parse(const char *text, size_t len, char *origin,
+			  uint64_t *size, uint8_t *root, struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
 /* The projection: state + event -> state (DESIGN 4).                       */

@@ -174,9 +174,10 @@ int32_t state_cls_id(const state_t *st, const char *name);
 /* Budget of key declared by ns, or NULL. */
 const struct budget *nsrec_budget(const struct nsrec *ns, const char *key);
 bool nsrec_has_raw(const struct nsrec *ns, const char *resource);
-/* The billing accumulator of (ns, cls) carried forward to t_ms. */
-void nsrec_bill_at(const struct nsrec *ns, uint32_t cls, int64_t t_ms,
-		   int64_t *reserved_ms, int64_t *allocated_ms);
+/* The billing accumulator of (ns, cls) carried forward to t_ms; LG_ERANGE
+ * (outputs untouched) when it does not fit int64. */
+int nsrec_bill_at(const struct nsrec *ns, uint32_t cls, int64_t t_ms,
+		  int64_t *reserved_ms, int64_t *allocated_ms);
 /* Every namespace record, sorted by name (caller frees the array). */
 struct nsrec **state_ns_sorted(const state_t *st, size_t *n);
 struct noderec **state_nodes_sorted(const state_t *st, size_t *n);
@@ -198,5 +199,11 @@ uint64_t state_holder_hash(enum holder_kind kind, const char *ns,
  * event_from_json (model/event.c); used by eval's inline states. */
 int state_from_events_json(const json_t *events, state_t **out,
 			   struct lg_error *err);
+
+/* Pieces of the JCS writer (model/jcs.c) for writers of known shapes
+ * (event_jcs): raw bytes, a string (-1 when not UTF-8), an integer. */
+void jcs_put_raw(struct jcs_buf *b, const char *s, size_t n);
+int jcs_put_string(struct jcs_buf *b, const char *str, size_t n);
+void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags);
 
 #endif

@@ -351,10 +351,16 @@ static json_t *tenant_json(const state_t *st, const struct nsrec *ns)
 	return o;
 }
 
-/* A node exists for the replay when some class has capacity on it: NODE
- * events carry capacity, and a node without any is gone or never served. */
+/* A node exists for the replay while its Node object does (the NODE
+ * existence event, model/state.c), so that one with no GPU entries, or with
+ * units bound to it after its device plugin left, is listed. A log written
+ * before existence events only says it through capacity. */
 static bool node_exists(const state_t *st, const struct noderec *nd)
 {
+	int32_t id = state_cls_id(st, NODE_EXISTS_CLASS);
+
+	if (id >= 0 && nd->serves[id])
+		return true;
 	for (uint32_t c = 0; c < st->n_cls; c++)
 		if (nd->capacity[c] > 0)
 			return true;

@@ -284,14 +284,21 @@ bool nsrec_has_raw(const struct nsrec *ns, const char *resource)
 		       str_cmp) != NULL;
 }
 
-void nsrec_bill_at(const struct nsrec *ns, uint32_t cls, int64_t t_ms,
-		   int64_t *reserved_ms, int64_t *allocated_ms)
+int nsrec_bill_at(const struct nsrec *ns, uint32_t cls, int64_t t_ms,
+		  int64_t *reserved_ms, int64_t *allocated_ms)
 {
 	const struct bill *b = &ns->bill[cls];
 	int64_t dt = t_ms > b->since_ms ? t_ms - b->since_ms : 0;
+	int64_t r, a;
 
-	*reserved_ms = b->cum_reserved_ms + ns->reserved[cls] * dt;
-	*allocated_ms = b->cum_allocated_ms + ns->allocated[cls] * dt;
+	if (__builtin_mul_overflow(ns->reserved[cls], dt, &r) ||
+	    __builtin_add_overflow(b->cum_reserved_ms, r, &r) ||
+	    __builtin_mul_overflow(ns->allocated[cls], dt, &a) ||
+	    __builtin_add_overflow(b->cum_allocated_ms, a, &a))
+		return LG_ERANGE;
+	*reserved_ms = r;
+	*allocated_ms = a;
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -705,12 +712,40 @@ static int apply_class(state_t *st, const struct event *ev,
 	return 0;
 }
 
+/* A node's existence (DESIGN 6: replay lists every Node object that
+ * exists) is the serving flag of the pseudo-class NODE_EXISTS_CLASS, which
+ * is never a DNS-1123 label and so never a table class: checkpoints carry
+ * it as one more per-class entry, without a new field. A node goes only
+ * after its capacities did. */
+static int apply_node_exists(state_t *st, const struct event *ev,
+			     struct lg_error *err)
+{
+	struct noderec *n = state_node(st, ev->node);
+	int32_t id = state_cls_id(st, ev->cls);
+	bool was = n != NULL && id >= 0 && n->serves[id];
+
+	if (was == ev->present)
+		return lg_error_set(err, LG_EMISMATCH, "NODE %s: already %s",
+				    ev->node, was ? "exists" : "gone");
+	for (uint32_t c = 0; !ev->present && c < st->n_cls; c++)
+		if (n->capacity[c] != 0)
+			return lg_error_set(err, LG_EMISMATCH,
+					    "NODE %s: gone with capacity of %s",
+					    ev->node, st->cls_names[c]);
+	id = (int32_t)cls_intern(st, ev->cls);
+	n = node_get(st, ev->node);
+	n->serves[id] = ev->present;
+	return 0;
+}
+
 static int apply_node(state_t *st, const struct event *ev, struct lg_error *err)
 {
 	struct noderec *n = state_node(st, ev->node);
 	int32_t id = state_cls_id(st, ev->cls);
 	uint32_t cls;
 
+	if (ev->cls[0] == '\0')
+		return apply_node_exists(st, ev, err);
 	if (n != NULL && id >= 0 && n->capacity[id] == ev->value &&
 	    n->serves[id] == ev->present)
 		return lg_error_set(err, LG_EMISMATCH, "NODE %s %s: no change",
@@ -725,6 +760,17 @@ static int apply_node(state_t *st, const struct event *ev, struct lg_error *err)
 /* ---------------------------------------------------------------------- */
 /* Units */
 
+static struct hunits *holder_units(const struct holder *h, uint32_t cls)
+{
+	struct hunits *u = h != NULL ? holder_u(h) : NULL;
+
+	for (uint32_t i = 0; h != NULL && i < h->n; i++)
+		if (u[i].cls == cls)
+			return &u[i];
+	return NULL;
+}
+
+/* Only after units_fit said it fits. */
 static void bill_advance(struct nsrec *ns, uint32_t cls, int64_t t_ms)
 {
 	struct bill *b = &ns->bill[cls];
@@ -734,14 +780,53 @@ static void bill_advance(struct nsrec *ns, uint32_t cls, int64_t t_ms)
 		b->since_ms = t_ms;
 }
 
-static struct hunits *holder_units(const struct holder *h, uint32_t cls)
+/* DESIGN 2.3 "Bounds": every total an event changes, checked before any
+ * is: the namespace's own, each ancestor's subtree (per class and over
+ * classes), the node's allocation, and the billing integral up to now. An
+ * event that would overflow one is refused (LG_EMISMATCH, the state
+ * unchanged), never wrapped. ns is the holder's namespace record (NULL:
+ * none yet, its totals are 0), node the allocation's node or NULL. */
+static int units_fit(const state_t *st, const struct event *ev,
+		     const struct nsrec *ns, uint32_t cls,
+		     const struct noderec *node, int64_t d)
 {
-	struct hunits *u = h != NULL ? holder_u(h) : NULL;
+	bool reserve = ev->type == EV_RESERVE || ev->type == EV_RELEASE;
+	int64_t v, r, a;
+	bool over;
 
-	for (uint32_t i = 0; h != NULL && i < h->n; i++)
-		if (u[i].cls == cls)
-			return &u[i];
-	return NULL;
+	over = ns != NULL &&
+	       (nsrec_bill_at(ns, cls, st->time_ns / 1000000, &r, &a) != 0 ||
+		__builtin_add_overflow(reserve ? ns->reserved[cls]
+					       : ns->allocated[cls],
+				       d, &v));
+	for (const struct nsrec *p = ns && ns->node ? ns : NULL; p && !over;
+	     p = p->parent)
+		over = reserve ? __builtin_add_overflow(p->sub_reserved[cls], d,
+							&v) ||
+					 __builtin_add_overflow(
+						 p->sub_reserved_total, d, &v)
+			       : __builtin_add_overflow(p->sub_allocated[cls],
+							d, &v);
+	if (!over && !reserve && node != NULL)
+		over = __builtin_add_overflow(node->allocated[cls], d, &v);
+	if (!over)
+		return 0;
+	return LG_EMISMATCH;
+}
+
+/* The node whose allocation an ALLOC/FREE changes (NULL: none or unknown,
+ * whose allocation is 0). */
+static const struct noderec *unit_node(const state_t *st,
+				       const struct event *ev,
+				       const struct holder *h, int32_t id)
+{
+	const struct hunits *u = holder_units(h, (uint32_t)id);
+
+	if (ev->type == EV_RESERVE || ev->type == EV_RELEASE)
+		return NULL;
+	if (u != NULL && u->allocated > 0)
+		return u->node;
+	return ev->node[0] != '\0' ? state_node(st, ev->node) : NULL;
 }
 
 /* Checks a RESERVE..FREE event against the state; changes nothing. ns is
@@ -874,6 +959,16 @@ static int apply_units(state_t *st, const struct event *ev,
 	rc = check_units(st, ev, ns, h, id, err);
 	if (rc != 0)
 		return rc;
+	/* A class never interned has totals of 0 that one holder's bounded
+	 * units cannot overflow. */
+	if (id >= 0 &&
+	    units_fit(st, ev, ns, (uint32_t)id, unit_node(st, ev, h, id), d))
+		return lg_error_set(err, LG_EMISMATCH,
+				    "%s %s/%s %s: %lld -> %lld would overflow "
+				    "a total",
+				    event_type_name(ev->type), ev->ns, ev->name,
+				    ev->cls, (long long)ev->before,
+				    (long long)ev->after);
 	cls = id >= 0 ? (uint32_t)id : cls_intern(st, ev->cls);
 	h = holder_get(st, ev, h);
 	u = hunits_get(h, cls);

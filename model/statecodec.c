@@ -642,7 +642,8 @@ static void dec_names(struct dec *d)
 
 		if (r->rc != 0)
 			break;
-		if (!dns1123_label(s, len)) {
+		/* NODE_EXISTS_CLASS ("") is interned for node existence. */
+		if (len != 0 && !dns1123_label(s, len)) {
 			rd_fail(r, "class name is not a DNS-1123 label");
 			break;
 		}

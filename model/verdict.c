@@ -23,10 +23,16 @@
  *   InvalidBudgetKey     "invalid budget key <key>"
  *   InvalidQuantity      "invalid quantity for <key>"
  *
- *   warnings (declarations only, in this order: all unknown-class warnings
- *   by key, then all overcommit warnings by key):
+ *   warnings of a declaration, in this order: all unknown-class warnings
+ *   by key, then all overcommit warnings by key:
  *     "<key>: class <c> is not in the class table"
  *     "<key>: <value> is below the subtree usage <used>"
+ *   warnings of an admission whose valid new spec has raw entries, one per
+ *   raw entry in entry order (issue 10, case 6; the verdict is unchanged):
+ *     "spec.gpus[<i>]: raw entry <name> reserves nothing itself; it is
+ *      counted once its pod exists"
+ *   (<name> is the entry's "name" string cut to 317 bytes, "(no name)"
+ *   when it has none)
  *
  * Numbers are printed in decimal. Sums that could leave int64 (budgets may be
  * as large as 2^63-1) are computed in 128 bits so that every comparison is
@@ -555,6 +561,28 @@ static bool admission_new_invalid(const state_t *st, const struct adm_req *r,
 	return true;
 }
 
+/* A raw entry ({"name": <raw resource>}) reserves nothing: the caller is
+ * told that it counts only once its virt-launcher pod exists. new is a
+ * valid spec (admission_new_invalid passed). */
+static void raw_entry_warnings(const json_t *new, struct judgement *j)
+{
+	const json_t *gpus = json_object_get(new, "gpus");
+
+	for (size_t i = 0; i < json_array_size(gpus); i++) {
+		const json_t *e = json_array_get(gpus, i);
+		const json_t *cls = json_object_get(e, "class");
+		const char *name = jstr(e, "name");
+
+		if (cls != NULL && !json_is_null(cls))
+			continue;
+		json_array_append_new(
+			j->warnings,
+			jfmt("spec.gpus[%zu]: raw entry %.317s reserves nothing "
+			     "itself; it is counted once its pod exists",
+			     i, name != NULL ? name : "(no name)"));
+	}
+}
+
 /* Growth per class of the table (by table index) and in total. */
 struct growth {
 	size_t n;
@@ -661,6 +689,8 @@ static void admission_judge(const state_t *st, const struct adm_req *r,
 
 	if (r->new != NULL && admission_new_invalid(st, r, &hm_new, j))
 		return;
+	if (r->new != NULL)
+		raw_entry_warnings(r->new, j);
 	if (r->old != NULL &&
 	    holder_map_spec(r->kind, r->old, &st->table, &hm_old, NULL) == 0 &&
 	    hm_old.valid)

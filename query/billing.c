@@ -150,6 +150,8 @@ static void export_run(struct heavy *h, void *arg)
 {
 	struct export_job *j = arg;
 	struct lg_error err = {0};
+	struct export_range range = {0};
+	char warning[QUERY_EXTRA_HEADER_MAX], text[QUERY_EXTRA_HEADER_MAX - 40];
 	int rc;
 
 	j->o.h = h;
@@ -163,11 +165,17 @@ static void export_run(struct heavy *h, void *arg)
 		if (rc != 0 || heavy_emit(h, "\n", 1) != 0)
 			return;
 	}
-	rc = ledger_export(heavy_ledger(h), &j->eo, export_row, &j->o, NULL,
+	rc = ledger_export(heavy_ledger(h), &j->eo, export_row, &j->o, &range,
 			   &err);
-	if (rc < 0)
+	if (rc < 0) {
 		heavy_fail(h, rc == LG_EINVAL || rc == LG_ENOENT ? 400 : 500,
 			   "%s", err.msg);
+	} else if (ledger_export_warning(&range, text, sizeof(text)) > 0) {
+		/* DESIGN 4.1: RFC 7234 warn-code 199, "miscellaneous". */
+		snprintf(warning, sizeof(warning),
+			 "Warning: 199 gpuledger \"%s\"\r\n", text);
+		heavy_late_header(h, warning);
+	}
 }
 
 /* ---------------------------------------------------------------------- */

@@ -322,26 +322,31 @@ static void conn_write(struct conn *c, const char *head, size_t hn,
 		conn_close(c);
 }
 
-/* Sends one answer and decides what the connection does next. extra holds
- * the route's own header lines ("Name: value\r\n" each; may be NULL). */
+/* Sends one answer and decides what the connection does next. route holds
+ * the route's own header lines and extra the answer's (each NULL or lines
+ * ending in CRLF; extra at most QUERY_EXTRA_HEADER_MAX bytes). */
 static void conn_send(struct conn *c, int status, const char *ctype,
-		      const char *extra, const char *body, size_t len)
+		      const char *route, const char *body, size_t len,
+		      const char *extra)
 {
-	char head[1536];
+	char head[1536 + QUERY_EXTRA_HEADER_MAX];
 	bool close = !c->keep_alive || c->reject != 0;
 	int hn;
 
+	if (extra != NULL && strlen(extra) > QUERY_EXTRA_HEADER_MAX)
+		extra = NULL; /* a bug of the caller; the answer still goes */
 	hn = snprintf(head, sizeof(head),
 		      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-		      "Content-Length: %zu\r\n%s%s%s\r\n",
+		      "Content-Length: %zu\r\n%s%s%s%s\r\n",
 		      status, http_reason(status), ctype, len,
-		      extra ? extra : "",
+		      route ? route : "",
 		      status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
 		      close			  ? "Connection: close\r\n"
 		      : c->parser.http_minor == 0 ? "Connection: keep-alive\r\n"
-						  : "");
-	/* The header lines are constants of the route table: one that does
-	 * not fit is a programmer error. */
+						  : "",
+		      extra != NULL ? extra : "");
+	/* The route's header lines are constants of the route table and
+	 * extra is bounded: one that does not fit is a programmer error. */
 	if (hn < 0 || (size_t)hn >= sizeof(head))
 		abort();
 	conn_write(c, head, (size_t)hn, body, len);
@@ -391,15 +396,22 @@ static void conn_linger(struct conn *c)
 /* ---------------------------------------------------------------------- */
 /* Answers. */
 
-static void answer(struct query_server *qs, struct conn *c, enum route_id r,
-		   uint64_t t0, int status, const char *ctype, const char *body,
-		   size_t len)
+static void answer_h(struct query_server *qs, struct conn *c, enum route_id r,
+		     uint64_t t0, int status, const char *ctype,
+		     const char *body, size_t len, const char *extra)
 {
 	metrics_request(&qs->m, r, status, q_now_ns() - t0);
 	if (c != NULL && !c->closing && !c->lingering)
 		conn_send(c, status, ctype,
-			  r < R_MAX ? query_routes[r].headers : NULL, body,
-			  len);
+			  r < R_MAX ? query_routes[r].headers : NULL, body, len,
+			  extra);
+}
+
+static void answer(struct query_server *qs, struct conn *c, enum route_id r,
+		   uint64_t t0, int status, const char *ctype, const char *body,
+		   size_t len)
+{
+	answer_h(qs, c, r, t0, status, ctype, body, len, NULL);
 }
 
 void reply_raw(struct query_server *qs, struct request *rq, int status,
@@ -407,6 +419,15 @@ void reply_raw(struct query_server *qs, struct request *rq, int status,
 {
 	answer(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
 	       len);
+	free(body);
+}
+
+void reply_raw_headers(struct query_server *qs, struct request *rq,
+		       int status, const char *content_type, char *body,
+		       size_t len, const char *extra)
+{
+	answer_h(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
+		 len, extra);
 	free(body);
 }
 
@@ -516,19 +537,21 @@ bool conn_usable(const struct conn *c)
 
 /* The head of a 200 streamed answer: chunked for HTTP/1.1; an HTTP/1.0
  * client gets the body up to the end of the connection. */
-void conn_stream_head(struct conn *c, const char *ctype, enum route_id r)
+void conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
+		      const char *extra)
 {
-	char head[1024];
+	char head[1024 + QUERY_EXTRA_HEADER_MAX];
 	int hn;
 
 	c->chunked = c->parser.http_major == 1 && c->parser.http_minor >= 1;
 	if (!c->chunked)
 		c->keep_alive = false;
 	hn = snprintf(head, sizeof(head),
-		      "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n%s%s%s\r\n",
+		      "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n%s%s%s%s\r\n",
 		      ctype, r < R_MAX && query_routes[r].headers
 				     ? query_routes[r].headers
 				     : "",
+		      extra ? extra : "",
 		      c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
 		      !c->keep_alive ? "Connection: close\r\n" : "");
 	if (hn < 0 || (size_t)hn >= sizeof(head))
@@ -554,8 +577,11 @@ void conn_stream_data(struct conn *c, const char *p, size_t n)
 }
 
 void conn_stream_end(struct query_server *qs, struct conn *c,
-		     enum route_id r, uint64_t t0_ns, bool complete)
+		     enum route_id r, uint64_t t0_ns, bool complete,
+		     const char *trailer)
 {
+	char last[16 + QUERY_EXTRA_HEADER_MAX];
+
 	metrics_request(&qs->m, r, complete ? 200 : 500, q_now_ns() - t0_ns);
 	c->heavy = NULL;
 	c->deferred = false;
@@ -567,8 +593,12 @@ void conn_stream_end(struct query_server *qs, struct conn *c,
 		conn_close(c);
 		return;
 	}
-	if (c->chunked)
-		conn_write(c, "0\r\n\r\n", 5, "", 0);
+	if (c->chunked) {
+		int n = snprintf(last, sizeof(last), "0\r\n%s\r\n",
+				 trailer ? trailer : "");
+
+		conn_write(c, last, (size_t)n, "", 0);
+	}
 	if (c->closing)
 		return;
 	if (!c->keep_alive) {
@@ -592,8 +622,8 @@ void reply_busy(struct query_server *qs, struct request *rq, unsigned retry_s,
 	snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", retry_s);
 	metrics_request(&qs->m, rq->route, 503, q_now_ns() - rq->t0_ns);
 	if (rq->c != NULL && !rq->c->closing && !rq->c->lingering)
-		conn_send(rq->c, 503, "application/json", extra, body,
-			  (size_t)n);
+		conn_send(rq->c, 503, "application/json", NULL, body,
+			  (size_t)n, extra);
 }
 
 /* ---------------------------------------------------------------------- */

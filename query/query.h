@@ -109,6 +109,11 @@ struct query_opts {
 	/* A read replica: POSTs answer 503 naming primary (may be NULL). */
 	bool read_only;
 	const char *primary;
+	/* --sign-key: sign a checkpoint of the Merkle tree at least every
+	 * sign_every_ms [10000] while it grows (DESIGN 4.4); borrowed, NULL:
+	 * no signing. */
+	const struct note_signer *signer;
+	unsigned sign_every_ms;
 };
 
 typedef struct query_server query_server_t;
@@ -131,6 +136,18 @@ int query_server_run(query_server_t *qs, struct lg_error *err);
 void query_server_stop(query_server_t *qs);
 /* Closes connections, the listener and the ledger; accepts NULL. */
 void query_server_close(query_server_t *qs);
+
+/* Proofs (DESIGN 4.4) as JSON: {"type", "seq"|"from", "treeSize",
+ * "hashes", "event" (inclusion), "checkpoint", "oldCheckpoint" (the signed
+ * notes of those sizes when the ledger has them)}. New reference, NULL
+ * with err set. */
+json_t *query_proof_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
+			      struct lg_error *err);
+json_t *query_proof_consistency(ledger_t *lg, uint64_t from, uint64_t to,
+				struct lg_error *err);
+/* The tree size a proof of seq is given in by default: the latest signed
+ * checkpoint's when it covers seq, else the last seq. */
+uint64_t query_proof_size(ledger_t *lg, uint64_t seq);
 
 /* ---------------------------------------------------------------------- */
 /* Verdict records (shared by GET /v1/verdicts/{id}?verify=1 and

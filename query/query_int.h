@@ -54,17 +54,6 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 /* Takes the text (NUL-terminated); b is empty afterwards. */
 char *sbuf_take(struct sbuf *b, size_t *len);
 
-/* Canonical JSON of v appended to b: exactly json_canonical's bytes (keys
- * sorted, compact), written without jansson's generic dumper, which was most
- * of the cost of a verdict. -1 where json_canonical gives NULL (text that
- * is not UTF-8), or once b holds more than max_bytes; b's content is then
- * undefined. */
-int q_canonical(struct sbuf *b, const json_t *v, size_t max_bytes);
-/* The same as a malloc'ed string of its own size (caller frees), NULL on
- * failure. The text is built in scratch (may be NULL), which a caller
- * that makes many keeps, so that only the copy is allocated each time. */
-char *q_canonical_text(const json_t *v, size_t max_bytes, struct sbuf *scratch);
-
 /* A decimal seq or id of 1 to 19 digits (paths and query parameters). */
 bool q_parse_u64(const char *s, uint64_t *out);
 
@@ -171,6 +160,9 @@ enum route_id {
 	R_EXPORT,
 	R_CLASSES,
 	R_CAPACITY,
+	R_CHECKPOINT,
+	R_PROOF_INCLUSION,
+	R_PROOF_CONSISTENCY,
 	R_MAX,
 	R_NONE = R_MAX /* no route matched (metrics label "none") */
 };
@@ -257,6 +249,12 @@ void reply_error(struct query_server *qs, struct request *rq, int status,
 /* body is taken (malloc'ed). */
 void reply_raw(struct query_server *qs, struct request *rq, int status,
 	       const char *content_type, char *body, size_t len);
+/* reply_raw with more header lines (extra: each ends in CRLF, at most
+ * QUERY_EXTRA_HEADER_MAX bytes in all; borrowed). */
+#define QUERY_EXTRA_HEADER_MAX 512
+void reply_raw_headers(struct query_server *qs, struct request *rq,
+		       int status, const char *content_type, char *body,
+		       size_t len, const char *extra);
 /* body is borrowed (not freed): for cached answers. */
 void reply_borrowed(struct query_server *qs, struct request *rq, int status,
 		    const char *content_type, const char *body, size_t len);
@@ -278,13 +276,17 @@ void conn_stream_begin(struct query_server *qs, struct request *rq,
 size_t conn_write_queue(const struct conn *c);
 bool conn_usable(const struct conn *c);
 void conn_stream_watch(struct conn *c);
-/* The head of a 200 answer of unknown length, then its body in pieces. */
-void conn_stream_head(struct conn *c, const char *ctype, enum route_id r);
+/* The head of a 200 answer of unknown length (extra: header lines, each
+ * ending in CRLF, or NULL), then its body in pieces. */
+void conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
+		      const char *extra);
 void conn_stream_data(struct conn *c, const char *p, size_t n);
-/* Ends the stream: complete, the last chunk; else the connection is cut.
- * The connection then reads its next request. */
+/* Ends the stream: complete, the last chunk (with trailer lines, or NULL);
+ * else the connection is cut. The connection then reads its next request.
+ */
 void conn_stream_end(struct query_server *qs, struct conn *c,
-		     enum route_id r, uint64_t t0_ns, bool complete);
+		     enum route_id r, uint64_t t0_ns, bool complete,
+		     const char *trailer);
 /* 503 with Retry-After: retry_s. */
 void reply_busy(struct query_server *qs, struct request *rq, unsigned retry_s,
 		const char *msg);
@@ -442,6 +444,15 @@ route_fn handle_healthz, handle_readyz, handle_metrics, handle_tenants,
 	handle_tenant, handle_remaining, handle_state, handle_events,
 	handle_export, handle_classes, handle_capacity;
 
+/* Transparency (query/proof.c). */
+route_fn handle_checkpoint, handle_proof_inclusion, handle_proof_consistency;
+/* Adds "proof": the inclusion proof of the verdict's seq to v. */
+int query_verdict_proof(struct query_server *qs, json_t *v, uint64_t seq,
+			struct lg_error *err);
+/* Signs a checkpoint when --sign-key is given, the tree grew and
+ * --sign-every has passed since the last one. */
+void query_sign_due(struct query_server *qs);
+
 /* The replay tenant list and the children of each tenant, rebuilt when
  * the state's content changes (verdicts do not change it). */
 struct tenant_cache {
@@ -492,6 +503,11 @@ void heavy_start(struct query_server *qs, struct request *rq,
  * stop); a failure (an error answer if nothing was sent yet, else the
  * connection is cut). */
 ledger_t *heavy_ledger(struct heavy *h);
+/* A header line (ending in CRLF, < QUERY_EXTRA_HEADER_MAX) learnt while
+ * producing (an export's Warning, known at its end): in the head when the
+ * body ended before its first chunk was sent, else a trailer of the last
+ * chunk (HTTP/1.0: lost). The first call counts. */
+void heavy_late_header(struct heavy *h, const char *line);
 int heavy_emit(struct heavy *h, const char *p, size_t n);
 void heavy_fail(struct heavy *h, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -581,6 +597,7 @@ struct query_server {
 	struct conn_list conns;
 	struct heavy *heavies; /* in flight; owned */
 	unsigned heavy_n;
+	uint64_t signed_size, signed_ns; /* the last signed checkpoint */
 	bool ready; /* caught up with the log */
 	bool stopping;
 	uint64_t caught_up_ns;	   /* last refresh that reached the end */

@@ -15,6 +15,7 @@
  *   GET  /v1/classes, .../capacity    x              x
  *   GET  /ui, /ui/{file}            (no token needed: static files; the
  *                                    page calls the API with the user's)
+ *   GET  /v1/checkpoint, /v1/proof/..  x            x
  *
  * Tenants are read-only and see only their own subtree (an export keeps
  * only its rows: showback), so cluster-wide
@@ -85,6 +86,14 @@ const struct route query_routes[R_MAX] = {
 	      TS_DENY, "v1", "classes"),
 	ROUTE(R_CAPACITY, HTTP_GET, "/v1/classes/{c}/capacity", handle_capacity,
 	      READERS, TS_DENY, "v1", "classes", "*", "capacity"),
+	ROUTE(R_CHECKPOINT, HTTP_GET, "/v1/checkpoint", handle_checkpoint,
+	      READERS, TS_DENY, "v1", "checkpoint"),
+	ROUTE(R_PROOF_INCLUSION, HTTP_GET, "/v1/proof/inclusion",
+	      handle_proof_inclusion, READERS, TS_DENY, "v1", "proof",
+	      "inclusion"),
+	ROUTE(R_PROOF_CONSISTENCY, HTTP_GET, "/v1/proof/consistency",
+	      handle_proof_consistency, READERS, TS_DENY, "v1", "proof",
+	      "consistency"),
 };
 
 /* Whether the pattern matches the segments, capturing "*" into params. */

@@ -165,6 +165,8 @@ static void on_follow(uv_timer_t *t)
 	if (server_follow(qs, &err) != 0)
 		fprintf(stderr, "gpuledger serve: following the log: %s\n",
 			err.msg[0] ? err.msg : lg_strerror(err.code));
+	else
+		query_sign_due(qs);
 	billing_check(&qs->billing);
 }
 
@@ -331,6 +333,9 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 	if (qs == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	qs->o = *o;
+	qs->signed_size = UINT64_MAX; /* sign at the first follow */
+	if (qs->o.sign_every_ms == 0)
+		qs->o.sign_every_ms = 10000;
 	qs->lock_fd = -1;
 	qs->cache.content_seq = UINT64_MAX;
 	opts_defaults(&qs->o);

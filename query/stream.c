@@ -61,6 +61,7 @@ struct heavy {
 	uv_thread_t thread;
 	uv_async_t async;
 	bool started, joined, head_sent, reaped;
+	bool late_in_head; /* the late header went in the head */
 
 	/* The producer's buffer (thread only). */
 	char *buf;
@@ -75,38 +76,42 @@ struct heavy {
 	bool done, cancel;
 	int status;	  /* of a failure (0: none) */
 	char *error_text; /* its JSON body; owned */
+	char *late;	  /* heavy_late_header's line; owned */
 	struct heavy *prev, *next; /* qs->heavies (loop only) */
 };
 
 /* ---------------------------------------------------------------------- */
 /* The producer's side. */
 
-static void queue_chunk(struct heavy *h)
+/* Hands the buffer to the queue, waiting while it is full; with last, the
+ * production is done (in the same step, so that the loop sees the last
+ * chunk and the end together). */
+static void queue_chunk(struct heavy *h, bool last)
 {
-	struct chunk *k;
+	struct chunk *k = NULL;
 
-	if (h->len == 0)
-		return;
-	k = q_xmalloc(sizeof(*k) + h->len);
-	k->next = NULL;
-	k->len = h->len;
-	memcpy(k->data, h->buf, h->len);
-	h->len = 0;
-	uv_mutex_lock(&h->mu);
-	while (h->queued >= HEAVY_QUEUE_BYTES && !h->cancel)
-		uv_cond_wait(&h->cv, &h->mu);
-	if (h->cancel) {
-		uv_mutex_unlock(&h->mu);
-		free(k);
-		return;
+	if (h->len > 0) {
+		k = q_xmalloc(sizeof(*k) + h->len);
+		k->next = NULL;
+		k->len = h->len;
+		memcpy(k->data, h->buf, h->len);
+		h->len = 0;
 	}
-	if (h->tail != NULL)
-		h->tail->next = k;
-	else
-		h->head = k;
-	h->tail = k;
-	h->queued += k->len;
-	h->flushed = true;
+	uv_mutex_lock(&h->mu);
+	while (k != NULL && h->queued >= HEAVY_QUEUE_BYTES && !h->cancel)
+		uv_cond_wait(&h->cv, &h->mu);
+	if (k != NULL && h->cancel) {
+		free(k);
+	} else if (k != NULL) {
+		if (h->tail != NULL)
+			h->tail->next = k;
+		else
+			h->head = k;
+		h->tail = k;
+		h->queued += k->len;
+		h->flushed = true;
+	}
+	h->done = h->done || last;
 	uv_mutex_unlock(&h->mu);
 	uv_async_send(&h->async);
 }
@@ -125,7 +130,7 @@ int heavy_emit(struct heavy *h, const char *p, size_t n)
 		p += take;
 		n -= take;
 		if (h->len == HEAVY_CHUNK_BYTES)
-			queue_chunk(h);
+			queue_chunk(h, false);
 	}
 	uv_mutex_lock(&h->mu);
 	cancel = h->cancel;
@@ -160,6 +165,14 @@ ledger_t *heavy_ledger(struct heavy *h)
 	return h->snap;
 }
 
+void heavy_late_header(struct heavy *h, const char *line)
+{
+	uv_mutex_lock(&h->mu);
+	if (h->late == NULL)
+		h->late = q_xstrdup(line);
+	uv_mutex_unlock(&h->mu);
+}
+
 static void heavy_thread(void *arg)
 {
 	struct heavy *h = arg;
@@ -175,19 +188,17 @@ static void heavy_thread(void *arg)
 		heavy_fail(h, 500, "snapshot: %s", err.msg);
 	else
 		h->fn(h, h->arg);
+	ledger_close(h->snap);
+	h->snap = NULL;
 	uv_mutex_lock(&h->mu);
 	failed = h->status != 0;
 	uv_mutex_unlock(&h->mu);
-	if (!failed)
-		queue_chunk(h);
-	ledger_close(h->snap);
-	h->snap = NULL;
+	if (failed)
+		h->len = 0; /* what is left of a failed body is not sent */
+	queue_chunk(h, true);
+	/* The loop frees h only after joining this thread. */
 	free(h->buf);
 	h->buf = NULL;
-	uv_mutex_lock(&h->mu);
-	h->done = true;
-	uv_mutex_unlock(&h->mu);
-	uv_async_send(&h->async);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -207,6 +218,7 @@ static void on_async_closed(uv_handle_t *a)
 	if (h->arg_free != NULL)
 		h->arg_free(h->arg);
 	free(h->error_text);
+	free(h->late);
 	uv_cond_destroy(&h->cv);
 	uv_mutex_destroy(&h->mu);
 	free(h);
@@ -267,10 +279,17 @@ void heavy_pump(struct heavy *h)
 			h->tail = NULL;
 		h->queued -= k->len;
 		uv_cond_signal(&h->cv);
-		uv_mutex_unlock(&h->mu);
 		if (!h->head_sent) {
-			conn_stream_head(c, h->ctype, h->route);
+			/* Once done, the late header is final: in the head. */
+			bool done = h->done;
+
+			uv_mutex_unlock(&h->mu);
+			conn_stream_head(c, h->ctype, h->route,
+					 done ? h->late : NULL);
+			h->late_in_head = done;
 			h->head_sent = true;
+		} else {
+			uv_mutex_unlock(&h->mu);
 		}
 		conn_stream_data(c, k->data, k->len);
 		free(k);
@@ -281,12 +300,16 @@ void heavy_pump(struct heavy *h)
 	ok = h->status == 0;
 	uv_mutex_unlock(&h->mu);
 	if (finished) {
+		/* done: late is no longer written. */
+		const char *trailer = h->late_in_head ? NULL : h->late;
+
 		if (!h->head_sent && ok) {
-			conn_stream_head(c, h->ctype, h->route);
+			conn_stream_head(c, h->ctype, h->route, h->late);
 			h->head_sent = true;
+			trailer = NULL;
 		}
 		h->c = NULL;
-		conn_stream_end(qs, c, h->route, h->t0_ns, ok);
+		conn_stream_end(qs, c, h->route, h->t0_ns, ok, trailer);
 	} else if (c != NULL) {
 		conn_stream_watch(c);
 	}

@@ -422,7 +422,7 @@ struct batch {
 	struct event *evs;   /* per record */
 	char **text;	     /* per record: its canonical bytes */
 	size_t *of;	     /* per record: its request */
-	struct sbuf scratch; /* where texts are built */
+	struct jcs_buf scratch; /* where texts are built */
 };
 
 static json_t *error_json(const char *msg)
@@ -475,7 +475,7 @@ static void judge_one(struct query_server *qs, struct batch *b, size_t i,
 	}
 	json_object_set_new(v, "id",
 			    json_integer((json_int_t)(qs->vix.n + 1 + b->ne)));
-	text = q_canonical_text(v, RECORD_MAX_BYTES, &b->scratch);
+	text = jcs_text(v, 0, RECORD_MAX_BYTES, &b->scratch);
 	if (text == NULL) {
 		json_decref(v);
 		b->status[i] = 413;
@@ -548,7 +548,7 @@ static void batch_init(struct batch *b, size_t n)
 	b->evs = q_xmalloc(n * sizeof(*b->evs));
 	b->text = q_xmalloc(n * sizeof(*b->text));
 	b->of = q_xmalloc(n * sizeof(*b->of));
-	sbuf_init(&b->scratch);
+	jcs_buf_init(&b->scratch);
 }
 
 static void batch_release(struct batch *b)
@@ -561,7 +561,7 @@ static void batch_release(struct batch *b)
 	free(b->evs);
 	free(b->text);
 	free(b->of);
-	sbuf_release(&b->scratch);
+	jcs_buf_release(&b->scratch);
 }
 
 /* The answer to a recorded verdict: its record with "seq" added. The
@@ -605,7 +605,7 @@ static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 		return text;
 	if (b->status[i] == 200 && p->review_uid != NULL)
 		v = review_response(p->review_uid, b->answer[i]);
-	text = q_canonical_text(v ? v : b->answer[i], SIZE_MAX, &b->scratch);
+	text = jcs_text(v ? v : b->answer[i], 0, SIZE_MAX, &b->scratch);
 	json_decref(v);
 	return text;
 }
@@ -741,7 +741,9 @@ int query_verdict_recompute(const state_t *basis, const char *head_hex,
 }
 
 /* ---------------------------------------------------------------------- */
-/* GET /v1/verdicts/{id}[?verify=1] */
+/* GET /v1/verdicts/{id}[?verify=1][&proof=1] */
+
+static int want_flag(const struct request *rq, const char *key);
 
 struct record_copy {
 	char *text;
@@ -799,10 +801,16 @@ static int verify_record(struct query_server *qs, const struct record_copy *r,
 /* The verify query parameter: -1 malformed, else whether it asks. */
 static int want_verify(const struct request *rq)
 {
+	return want_flag(rq, "verify");
+}
+
+/* A boolean query parameter: -1 malformed, else whether it asks. */
+static int want_flag(const struct request *rq, const char *key)
+{
 	static const char *const yes[] = {"1", "true"}, *const no[] = {"0",
 								       "false"};
 	char flag[8];
-	long n = query_param(rq->query, rq->query_len, "verify", flag,
+	long n = query_param(rq->query, rq->query_len, key, flag,
 			     sizeof(flag));
 
 	if (n == -1)
@@ -854,7 +862,12 @@ void handle_verdict(struct query_server *qs, struct request *rq)
 		reply_error(qs, rq, 404, "no verdict %llu",
 			    (unsigned long long)id);
 	} else if ((v = load_verdict(qs, id, &r, &err)) == NULL ||
-		   (verify && verify_record(qs, &r, v, &err) != 0)) {
+		   (verify && verify_record(qs, &r, v, &err) != 0) ||
+		   (want_flag(rq, "proof") == 1 &&
+		    query_verdict_proof(
+			    qs, v,
+			    (uint64_t)json_integer_value(json_object_get(v, "seq")),
+			    &err))) {
 		json_decref(v);
 		reply_error(qs, rq, 500, "%s", err.msg);
 	} else {

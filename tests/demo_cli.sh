@@ -25,7 +25,7 @@ for run in first second; do
 	rc=$?
 	n_ok=$(printf '%s\n' "$out" | grep -c '^ok: ')
 	n_bad=$(printf '%s\n' "$out" | grep -c '^FAIL: ')
-	if [ $rc -eq 0 ] && [ "$n_ok" -eq 8 ] && [ "$n_bad" -eq 0 ]; then
+	if [ $rc -eq 0 ] && [ "$n_ok" -eq 9 ] && [ "$n_bad" -eq 0 ]; then
 		pass=$((pass + 1))
 	else
 		fail=$((fail + 1))

@@ -15,19 +15,19 @@
 static const struct h_case node_cases[] = {
 	{"capacity and serving",
 	 {ADD(NODE("n1", "{'nvidia.com/H100':'8','cpu':'64'}", ""))},
-	 "NODE n1 h100 8 serves",
+	 "NODE n1 exists; NODE n1 h100 8 serves",
 	 NULL},
 	{"a taint only the class tolerates",
 	 {ADD(NODE("n1", "{'nvidia.com/H100':'8','nvidia.com/L40S':'2'}",
 		   "'taints':[{'key':'gpu','effect':'NoSchedule'}]"))},
-	 "NODE n1 h100 8 serves; NODE n1 l40s 2 -",
+	 "NODE n1 exists; NODE n1 h100 8 serves; NODE n1 l40s 2 -",
 	 NULL},
 	{"cordoned",
 	 {ADD(NODE("n1", "{'nvidia.com/H100':'8'}", "")),
 	  MOD(NODE("n1", "{'nvidia.com/H100':'8'}", "'unschedulable':true"))},
-	 "NODE n1 h100 8 serves; NODE n1 h100 8 -",
+	 "NODE n1 exists; NODE n1 h100 8 serves; NODE n1 h100 8 -",
 	 NULL},
-	{"not ready", {ADD(READY_NOT)}, "NODE n1 h100 8 -", NULL},
+	{"not ready", {ADD(READY_NOT)}, "NODE n1 exists; NODE n1 h100 8 -", NULL},
 	{"capacity changes, then the node goes",
 	 {ADD(NODE("n1", "{'nvidia.com/H100':'8'}", "")),
 	  MOD(NODE("n1",
@@ -35,17 +35,18 @@ static const struct h_case node_cases[] = {
 		   "'nvidia.com/L40S_SHARED':'2'}",
 		   "")),
 	  DEL(NODE("n1", "{}", ""))},
-	 "NODE n1 h100 8 serves; NODE n1 h100 4 serves; "
-	 "NODE n1 l40s 3 serves; NODE n1 h100 0 -; NODE n1 l40s 0 -",
+	 "NODE n1 exists; NODE n1 h100 8 serves; NODE n1 h100 4 serves; "
+	 "NODE n1 l40s 3 serves; NODE n1 h100 0 -; NODE n1 l40s 0 -; "
+	 "NODE n1 gone",
 	 NULL},
-	{"no capacity, no event",
+	{"no capacity: it exists, and serving is no event",
 	 {ADD(NODE("n1", "{'cpu':'4'}", "")),
 	  MOD(NODE("n1", "{'cpu':'4'}", "'unschedulable':true"))},
-	 "",
+	 "NODE n1 exists",
 	 NULL},
 	{"invalid allocatable counts 0",
 	 {ADD(NODE("n1", "{'nvidia.com/H100':'x','nvidia.com/L40S':'1'}", ""))},
-	 "NODE n1 l40s 1 serves; NOTE InvalidObject",
+	 "NODE n1 exists; NODE n1 l40s 1 serves; NOTE InvalidObject",
 	 NULL},
 };
 
@@ -105,8 +106,8 @@ START_TEST(classes_configmap_remaps)
 		 "NOTE UnknownClass; RESERVE VMInstance ns/vm#v1 h100 0>1; "
 		 "RESERVE VMInstance ns/vm#v1 l40s 0>2; "
 		 "RESERVE Pod ns/p#u1 l40s 0>1; "
-		 "ALLOC Pod ns/p#u1 l40s 0>1 @n1; NODE n1 l40s 4 serves; "
-		 "TENANT tenant-root; TENANT tenant-a; "
+		 "ALLOC Pod ns/p#u1 l40s 0>1 @n1; NODE n1 exists; "
+		 "NODE n1 l40s 4 serves; TENANT tenant-root; TENANT tenant-a; "
 		 "BUDGET tenant-a l40s.gpuclass.cozystack.io/devices=3; "
 		 "RAWKEY tenant-a +nvidia.com/L40S",
 		 "before");

@@ -513,7 +513,7 @@ static const char *const relist_want[N_RELIST] = {
 	"RELEASE VMInstance tenant-a/vm#v1 h100 1>0",
 	"FREE Pod tenant-a/p#u1 l40s 1>0 @n1; RELEASE Pod tenant-a/p#u1 l40s "
 	"1>0",
-	"NODE n1 l40s 0 -",
+	"NODE n1 l40s 0 -; NODE n1 gone",
 };
 
 START_TEST(restart_relist_seeded)

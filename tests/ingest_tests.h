@@ -33,11 +33,12 @@ INGEST_PART_DECL(bad);
 INGEST_PART_DECL(restart);
 INGEST_PART_DECL(kube);
 INGEST_PART_DECL(kubeconfig);
+INGEST_PART_DECL(exact);
 
 static void (*const ingest_parts[])(Suite *) = {
 	ingest_tests_tree,	 ingest_tests_holders, ingest_tests_classes,
 	ingest_tests_bad,	 ingest_tests_restart, ingest_tests_kube,
-	ingest_tests_kubeconfig,
+	ingest_tests_kubeconfig, ingest_tests_exact,
 };
 
 /* Two classes: h100 (device class h100.nvidia.com, tolerates "gpu") and
@@ -236,6 +237,11 @@ static inline void h_format(const struct event *ev, char *out, size_t cap)
 		snprintf(out, cap, "CLASS %s%s", ev->text ? "" : "-", ev->cls);
 		break;
 	case EV_NODE:
+		if (ev->cls[0] == '\0') {
+			snprintf(out, cap, "NODE %s %s", ev->node,
+				 ev->present ? "exists" : "gone");
+			break;
+		}
 		snprintf(out, cap, "NODE %s %s %lld %s", ev->node, ev->cls,
 			 (long long)ev->value, ev->present ? "serves" : "-");
 		break;

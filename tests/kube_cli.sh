@@ -442,5 +442,61 @@ if norm "$kdb" >"$tmp/a.json" && norm "$tmp/krecdb" >"$tmp/b.json" &&
 	bad "record across restarts replays differently: $(diff "$tmp/a.json" "$tmp/b.json" | head -20)"
 fi
 
+# --------------------------------------------------- 11. wall-clock steps
+# DESIGN 4.1: the watcher under libfaketime, only CLOCK_REALTIME faked,
+# whose wall clock jumps a day ahead, then a day behind the real time, while
+# objects arrive. Events are dated from CLOCK_MONOTONIC: the ledger's time
+# spans at most the real elapsed time plus 1 s per event, and each step is
+# a NOTE ClockStep.
+ftlib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
+ctl /_control/config '{"watch": {"chunking": "event"}}'
+echo "+0" >"$tmp/faketime"
+has_pod() { # DB NAME
+	"$bin" log --db "$1" | grep -q "\"name\":\"$2\".*\"type\":\"ALLOC\""
+}
+if [ -z "$ftlib" ]; then
+	bad "clock: libfaketime not found (tools/install-deps.sh installs it)"
+else
+	r0=$(date +%s%N)
+	env LD_PRELOAD="$ftlib" FAKETIME_TIMESTAMP_FILE="$tmp/faketime" \
+		FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1 \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		"$bin" watch --db "$tmp/db-clock" --kubeconfig "$tmp/kc" --tick 1 \
+		>>"$tmp/clock.log" 2>&1 &
+	wpid=$!
+	pids="$pids $wpid"
+	converge "clock: first sync" "$tmp/db-clock"
+	for step in +1d -1d; do
+		name=$([ "$step" = +1d ] && echo -ahead || echo -behind)
+		echo "$step" >"$tmp/faketime"
+		sleep 1.5
+		ctl /_control/apply "$(ev ADDED "$(gpu_pod tenant-beta "clock$name" 1 gpu-node-2 Running)")"
+		if wait_until 20 has_pod "$tmp/db-clock" "clock$name"; then ok; else
+			bad "clock: pod after the $step step not seen: $(tail -3 "$tmp/clock.log")"
+		fi
+	done
+	sleep 1.5
+	stop_watch "clock"
+	r1=$(date +%s%N)
+	"$bin" log --db "$tmp/db-clock" >"$tmp/clock.events"
+	n=$(grep -c '"code":"ClockStep"' "$tmp/clock.events")
+	[ "$n" -ge 2 ] && ok || bad "clock: $n ClockStep NOTEs, want one per step"
+	if python3 - "$tmp/clock.events" "$r0" "$r1" <<'EOF'
+import datetime, json, sys
+evs = [json.loads(l) for l in open(sys.argv[1])]
+def ns(t):
+    d = datetime.datetime.strptime(t[:19], "%Y-%m-%dT%H:%M:%S")
+    d = d.replace(tzinfo=datetime.timezone.utc)
+    return int(d.timestamp()) * 10**9 + int(t[20:29])
+span = ns(evs[-1]["time"]) - ns(evs[0]["time"])
+real = int(sys.argv[3]) - int(sys.argv[2])
+limit = real + len(evs) * 10**9
+print("clock: ledger span %.3f s, real %.3f s, %d events"
+      % (span / 1e9, real / 1e9, len(evs)))
+sys.exit(0 if 0 <= span <= limit else 1)
+EOF
+	then ok; else bad "clock: the ledger's time ran ahead of real time"; fi
+fi
+
 echo "kube_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

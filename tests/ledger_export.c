@@ -456,7 +456,7 @@ START_TEST(export_refused)
 			.basis = (enum bill_basis)bad_opts[i].basis,
 			.currency = bad_opts[i].currency};
 		struct collected c = {.n = 0};
-		struct export_range r = {1, 1, 1};
+		struct export_range r = {1, 1, 1, 1, 1};
 		struct lg_error err = {0};
 
 		ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err),

@@ -746,6 +746,48 @@ START_TEST(tamper_forensic_while_writing)
 }
 END_TEST
 
+/* A scan (what `log` prints) fails naming a missing seq 1, or a missing
+ * last record, instead of taking "not found" for the end of the log
+ * (issue 10, case 5). */
+START_TEST(tamper_scan_missing)
+{
+	static const uint64_t gone[] = {1, 60};
+	char *dir = fresh_dir();
+	ledger_t *lg = build(dir, 60);
+
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
+		struct lg_error err = {0};
+		uint64_t n = 0;
+		uint8_t *rec;
+		size_t len;
+		char want[32];
+
+		ck_assert_int_eq(ledger_raw_get(lg, LEDGER_DB_EVENTS, gone[i],
+						&rec, &len, &err),
+				 0);
+		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_EVENTS, gone[i],
+						NULL, 0, &err),
+				 0);
+		ck_assert_int_eq(ledger_scan(lg, 1, 0, count_event, &n, &err),
+				 LG_ECORRUPT);
+		snprintf(want, sizeof(want), "seq %llu: missing",
+			 (unsigned long long)gone[i]);
+		ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
+		ck_assert_uint_eq(n, gone[i] - 1);
+		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_EVENTS, gone[i],
+						rec, len, &err),
+				 0);
+		free(rec);
+		n = 0;
+		ck_assert_int_eq(ledger_scan(lg, 1, 0, count_event, &n, &err),
+				 0);
+		ck_assert_uint_eq(n, 60);
+	}
+	ledger_close(lg);
+	rm_tree(dir);
+}
+END_TEST
+
 void ledger_tests_tamper(Suite *s)
 {
 	TCase *tc = tcase_create("tamper");
@@ -759,5 +801,6 @@ void ledger_tests_tamper(Suite *s)
 			    sizeof(forensic_cases) / sizeof(forensic_cases[0]));
 	tcase_add_test(tc, tamper_forensic_sound);
 	tcase_add_test(tc, tamper_forensic_while_writing);
+	tcase_add_test(tc, tamper_scan_missing);
 	suite_add_tcase(s, tc);
 }

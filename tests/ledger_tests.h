@@ -19,10 +19,12 @@ LEDGER_PART(crash);
 LEDGER_PART(tamper);
 LEDGER_PART(concurrency);
 LEDGER_PART(export);
+LEDGER_PART(tree);
 
 static void (*const ledger_parts[])(Suite *) = {
 	ledger_tests_codec,  ledger_tests_store,       ledger_tests_crash,
 	ledger_tests_tamper, ledger_tests_concurrency, ledger_tests_export,
+	ledger_tests_tree,
 };
 
 /* A fresh LMDB directory for one test (each test runs in its own process);

@@ -70,8 +70,10 @@ complete_words() { # WORDS...: what completing the last word offers
 	bash -c '. "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gpuledger;
 		echo "${COMPREPLY[*]}"' "$comp" "$@"
 }
-got=$(complete_words gpuledger rep)
-[ "$got" = "replay" ] && ok || bad "completion of 'gpuledger rep': '$got'"
+got=$(complete_words gpuledger repl)
+[ "$got" = "replicate replay" ] && ok || bad "completion of 'gpuledger repl': '$got'"
+got=$(complete_words gpuledger check-p)
+[ "$got" = "check-proof" ] && ok || bad "completion of 'gpuledger check-p': '$got'"
 got=$(complete_words gpuledger watch --metr)
 [ "$got" = "--metrics-listen" ] && ok || bad "completion of 'watch --metr': '$got'"
 got=$(complete_words gpuledger export --form)

@@ -328,10 +328,18 @@ ROWS(vmi_rows,
      {VMI("{'gpus':[{'class':'h100','count':'9223372036854775807'},"
 	  "{'class':'h100'}]}"),
       0, false, "", "", false, NULL, false},
+     /* DESIGN 2.3 "Bounds": at most 2^31-1 units of a class. */
      {VMI("{'gpus':[{'class':'h100','count':'9223372036854775807'},"
 	  "{'class':'a10'}]}"),
-      0, true, "a10=1 h100=9223372036854775807", "h100,a10", false, NULL,
-      false},
+      0, false, "", "", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':2147483647},{'class':'a10'}]}"),
+      0, true, "a10=1 h100=2147483647", "h100,a10", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':2147483648}]}"), 0, false, "", "",
+      false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':2147483646},{'class':'h100'}]}"),
+      0, true, "h100=2147483647", "h100,h100", false, NULL, false},
+     {VMI("{'gpus':[{'class':'h100','count':2147483647},{'class':'h100'}]}"),
+      0, false, "", "", false, NULL, false},
      /* Unknown classes reserve 0; the other entries still count. */
      {VMI("{'gpus':[{'class':'v100','count':4},{'class':'h100'}]}"), 0, true,
       "h100=1", "-,h100", true, NULL, false},
@@ -432,7 +440,12 @@ ROWS(kn_rows,
      {KN("{'gpus':[{'class':'h100','count':'1000000000000000000'}]}"), 0, false,
       "", "", false, NULL, false},
      {KN("{'maxReplicas':9223372036854775807,'gpus':[{'class':'h100'}]}"), 0,
-      true, "h100=9223372036854775807", "h100", false, NULL, false},
+      false, "", "", false, NULL, false},
+     /* count x maxReplicas at and above 2^31-1. */
+     {KN("{'maxReplicas':2147483647,'gpus':[{'class':'h100'}]}"), 0, true,
+      "h100=2147483647", "h100", false, NULL, false},
+     {KN("{'maxReplicas':1073741824,'gpus':[{'class':'h100','count':2}]}"), 0,
+      false, "", "", false, NULL, false},
      {KN("{'maxReplicas':9223372036854775807,'gpus':[{'class':'h100',"
 	 "'count':2}]}"),
       0, false, "", "", false, NULL, false}, )
@@ -530,6 +543,15 @@ ROWS(pod_rows,
      /* A Value() overflow, and an overflowing sum over raw names. */
      {POD1(GH("10E"), "Running"), 0, false, "", NULL, false, "n1", true},
      {POD1("{'requests':{'nvidia.com/AD104':'9223372036854775807',"
+	   "'nvidia.com/L4':'1'}}",
+	   "Running"),
+      0, false, "", NULL, false, "n1", true},
+     /* A pod's per-class sum over raw names at and above 2^31-1. */
+     {POD1("{'requests':{'nvidia.com/AD104':'2147483646',"
+	   "'nvidia.com/L4':'1'}}",
+	   "Running"),
+      0, true, "l4=2147483647", NULL, false, "n1", true},
+     {POD1("{'requests':{'nvidia.com/AD104':'2147483647',"
 	   "'nvidia.com/L4':'1'}}",
 	   "Running"),
       0, false, "", NULL, false, "n1", true},

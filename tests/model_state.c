@@ -582,6 +582,174 @@ START_TEST(state_property_recount)
 }
 END_TEST
 
+/* DESIGN 6: replay lists every Node that exists (NODE events of class
+ * NODE_EXISTS_CLASS), with units bound to it after its capacity went to 0;
+ * existence survives a checkpoint (issue 10, case 2). */
+#define EXISTS(n, yes)                                                   \
+	"{\"type\":\"NODE\",\"node\":\"" n "\",\"class\":\"\","           \
+	"\"capacity\":0,\"serves\":" yes "}"
+
+START_TEST(state_node_exists)
+{
+	state_t *st = small_tree(), *back = NULL;
+	struct lg_error err = {0};
+	uint8_t *enc = NULL;
+	size_t n = 0;
+	json_t *v;
+	char *s, *a, *b;
+
+	refused(st, EXISTS("n1", "false"), "already gone");
+	ok(st, EXISTS("cpu-1", "true"));
+	ok(st, EXISTS("n1", "true"));
+	refused(st, EXISTS("n1", "true"), "already exists");
+	refused(st,
+		"{\"type\":\"NODE\",\"node\":\"n1\",\"class\":\"\","
+		"\"capacity\":1,\"serves\":true}",
+		"existence with a capacity");
+	ok(st, "{\"type\":\"NODE\",\"node\":\"n1\",\"class\":\"h100\","
+	       "\"capacity\":8,\"serves\":true}");
+	units(st, "ALLOC", "tenant-a", "h100", "c1", 0, 3, "n1");
+	refused(st, EXISTS("n1", "false"), "gone with capacity of h100");
+	/* The device plugin leaves; the units stay bound. */
+	ok(st, "{\"type\":\"NODE\",\"node\":\"n1\",\"class\":\"h100\","
+	       "\"capacity\":0,\"serves\":false}");
+	v = state_to_json(st, "none");
+	s = json_canonical(json_object_get(v, "nodes"));
+	ck_assert_str_eq(s, "[{\"classes\":{},\"name\":\"cpu-1\"},"
+			    "{\"classes\":{\"h100\":{\"allocated\":3,"
+			    "\"capacity\":0,\"serves\":false}},\"name\":\"n1\"}]");
+	free(s);
+	json_decref(v);
+	check(st);
+	ck_assert_int_eq(state_encode(st, &enc, &n), 0);
+	ck_assert_msg(state_decode(&back, enc, n, &err) == 0, "%s", err.msg);
+	a = dump(st);
+	b = dump(back);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	free(enc);
+	ok(st, EXISTS("cpu-1", "false"));
+	v = state_to_json(st, "none");
+	s = json_canonical(json_object_get(v, "nodes"));
+	ck_assert_str_eq(s, "[{\"classes\":{\"h100\":{\"allocated\":3,"
+			    "\"capacity\":0,\"serves\":false}},\"name\":\"n1\"}]");
+	free(s);
+	json_decref(v);
+	state_free(back);
+	state_free(st);
+}
+END_TEST
+
+/* DESIGN 2.3 "Bounds": a holder's units are at most 2^31-1, and every total
+ * an event changes is checked before any is: an event that would overflow
+ * one is refused with the state unchanged, never wrapped (issue 10, case
+ * 3). Totals near 2^63 cannot be reached with valid events short of 2^32
+ * holders, so they are built with state_apply_validated, which trusts the
+ * event's own fields: the checked arithmetic is what still stands. */
+static struct event big_event(enum event_type type, const char *ns,
+			      const char *name, int64_t before, int64_t after,
+			      const char *node)
+{
+	return (struct event){.type = type,
+			      .time_ns = 0,
+			      .ns = ns,
+			      .cls = "h100",
+			      .kind = HK_POD,
+			      .name = name,
+			      .uid = name,
+			      .before = before,
+			      .after = after,
+			      .node = node};
+}
+
+static void big_refused(state_t *st, const struct event *ev)
+{
+	struct lg_error err = {0};
+	char *before = dump(st), *after;
+
+	ck_assert_int_eq(state_apply_validated(st, ev, &err), LG_EMISMATCH);
+	ck_assert_msg(strstr(err.msg, "would overflow") != NULL, "%s",
+		      err.msg);
+	after = dump(st);
+	ck_assert_str_eq(after, before);
+	free(before);
+	free(after);
+}
+
+START_TEST(state_bounds)
+{
+	state_t *st = small_tree();
+	struct lg_error err = {0};
+	struct event ev;
+
+	/* One holder: 2^31-1 is the most; above it the event is invalid. */
+	refused(st,
+		"{\"type\":\"RESERVE\",\"namespace\":\"tenant-a\",\"class\":"
+		"\"h100\",\"kind\":\"Pod\",\"name\":\"p\",\"uid\":\"u\","
+		"\"before\":0,\"after\":2147483648}",
+		"units above 2147483647");
+	units(st, "RESERVE", "tenant-a", "h100", "v1", 0, 2147483647, NULL);
+	units(st, "RESERVE", "tenant-a-b", "h100", "v2", 0, 2147483647, NULL);
+	expect_member(st, "tenant-root", "subtreeReserved",
+		      "{\"h100\":4294967294}");
+	check(st);
+	state_free(st);
+
+	/* Own, subtree (per class and total) and node totals near 2^63. */
+	st = small_tree();
+	ev = big_event(EV_RESERVE, "tenant-c", "p1", 0, INT64_MAX - 5, NULL);
+	ck_assert_int_eq(state_apply_validated(st, &ev, &err), 0);
+	ev = big_event(EV_RESERVE, "tenant-c", "p2", 0, 8, NULL);
+	big_refused(st, &ev);
+	ev = big_event(EV_RESERVE, "tenant-a", "p3", 0, 6, NULL);
+	big_refused(st, &ev); /* tenant-root's subtree total */
+	ev = big_event(EV_RESERVE, "tenant-c", "p2", 0, 5, NULL);
+	ck_assert_int_eq(state_apply_validated(st, &ev, &err), 0);
+	expect_member(st, "tenant-c", "reserved",
+		      "{\"h100\":9223372036854775807}");
+	ev = big_event(EV_ALLOC, "default", "p4", 0, INT64_MAX - 1, "n1");
+	ck_assert_int_eq(state_apply_validated(st, &ev, &err), 0);
+	ev = big_event(EV_ALLOC, "other", "p5", 0, 2, "n1");
+	big_refused(st, &ev); /* the node's allocation */
+	ev = big_event(EV_ALLOC, "other", "p5", 0, 2, "n2");
+	ck_assert_int_eq(state_apply_validated(st, &ev, &err), 0);
+	check(st);
+	state_free(st);
+}
+END_TEST
+
+/* Billing integrates units x milliseconds: two holders of 2^31-1 units
+ * overflow int64 device-ms within 25 days. The next event there is refused
+ * and a billing snapshot says so, instead of wrapping. */
+START_TEST(state_bounds_billing)
+{
+	state_t *st = small_tree();
+	struct bill_snap *snap = bill_snap_new();
+	struct lg_error err = {0};
+	int64_t day_ms = 86400000LL, t30 = 30 * day_ms;
+	char buf[512];
+
+	units(st, "RESERVE", "tenant-a", "h100", "v1", 0, 2147483647, NULL);
+	units(st, "RESERVE", "tenant-a", "h100", "v2", 0, 2147483647, NULL);
+	ck_assert_int_eq(bill_snap_take(snap, st, 20 * day_ms,
+					BILL_BASIS_RESERVED, &err),
+			 0);
+	ck_assert_int_eq(
+		bill_snap_take(snap, st, t30, BILL_BASIS_RESERVED, &err),
+		LG_ERANGE);
+	ck_assert_msg(strstr(err.msg, "overflow") != NULL, "%s", err.msg);
+	snprintf(buf, sizeof(buf),
+		 "{\"type\":\"RESERVE\",\"time\":\"1970-01-31T00:00:00Z\","
+		 "\"namespace\":\"tenant-a\",\"class\":\"h100\",\"kind\":"
+		 "\"Pod\",\"name\":\"p\",\"uid\":\"u\",\"before\":0,"
+		 "\"after\":1}");
+	refused(st, buf, "would overflow");
+	bill_snap_free(snap);
+	state_free(st);
+}
+END_TEST
+
 void model_tests_state(Suite *s)
 {
 	TCase *tc = tcase_create("state_rules");
@@ -592,6 +760,9 @@ void model_tests_state(Suite *s)
 	tcase_add_test(tc, state_alloc_nodes);
 	tcase_add_test(tc, state_seq_time_class);
 	tcase_add_test(tc, state_billing);
+	tcase_add_test(tc, state_node_exists);
+	tcase_add_test(tc, state_bounds);
+	tcase_add_test(tc, state_bounds_billing);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("state_property");
 	tcase_set_timeout(tc, 120);

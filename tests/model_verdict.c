@@ -263,8 +263,20 @@ static const struct adm_row adm_rows[] = {
 	{"invalid-beats-unknown-class", ACME, DEV, NULL, "null",
 	 "{'gpus':[{'class':'b200'},{'class':'h100','count':0}]}",
 	 DENIED("Invalid", "spec.gpus[1].count: must be >= 1", "")},
+	/* Issue 10, case 6: NoGrowth, with a warning per raw entry. */
 	{"raw-entry-reserves-nothing", ACME, DEV, NULL, "null",
-	 "{'gpus':[{'name':'nvidia.com/h100'}]}", NO_GROWTH},
+	 "{'gpus':[{'name':'nvidia.com/h100'}]}",
+	 "{'allowed':true,'reason':'NoGrowth','message':'no growth',"
+	 "'checks':[],'warnings':['spec.gpus[0]: raw entry nvidia.com/h100 "
+	 "reserves nothing itself; it is counted once its pod exists']}"},
+	{"raw-entries-warn-within", ACME, DEV, NULL, "null",
+	 "{'gpus':[{'class':'h100'},{'name':'nvidia.com/x'},{'class':null}]}",
+	 "{'allowed':true,'reason':'WithinBudget','message':'within budget',"
+	 "'checks':[" CK(DEV, KH100, 4, 2, 1, 1, true) "," CK("tenant-acme",
+	 KH100, 8, 7, 1, 0, true) "],'warnings':['spec.gpus[1]: raw "
+	 "entry nvidia.com/x reserves nothing itself; it is counted once its "
+	 "pod exists','spec.gpus[2]: raw entry (no name) reserves nothing "
+	 "itself; it is counted once its pod exists']}"},
 	{"kn-replicas", ACME, "tenant-acme-prod", "KubernetesNodes", "null",
 	 "{'gpus':[{'class':'h100'}],'maxReplicas':1}",
 	 WITHIN(CK("tenant-acme", KH100, 8, 7, 1, 0, true))},

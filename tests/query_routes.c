@@ -159,6 +159,9 @@ static const struct {
 	{R_EXPORT, NULL, 0, 403, 0, 0, 0, 401},
 	{R_CLASSES, NULL, 0, 403, 0, 403, 403, 401},
 	{R_CAPACITY, "h100", 0, 403, 0, 403, 403, 401},
+	{R_CHECKPOINT, NULL, 0, 403, 0, 403, 403, 401},
+	{R_PROOF_INCLUSION, NULL, 0, 403, 0, 403, 403, 401},
+	{R_PROOF_CONSISTENCY, NULL, 0, 403, 0, 403, 403, 401},
 };
 
 START_TEST(role_matrix)

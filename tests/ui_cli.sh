@@ -73,7 +73,11 @@ tns=$1 sib=$2
 printf '%s admin\n%s tenant:%s\n' "$admin" "$tenant" "$tns" >"$tmp/tokens"
 chmod 600 "$tmp/tokens"
 
+# Signed checkpoints, so that the verdicts view proves against one.
+"$bin" keygen --name gpuledger.test/ui --out "$tmp/keys" >/dev/null ||
+	bad "keygen"
 "$bin" serve --db "$tmp/db" --listen 127.0.0.1:0 --token-file "$tmp/tokens" \
+	--sign-key "$tmp/keys/gpuledger.test_ui.key" --sign-every 1 \
 	>"$tmp/serve.out" 2>"$tmp/serve.err" &
 server_pid=$!
 port=
@@ -121,8 +125,18 @@ for n in 1 500; do
 	has "admission $n answered" "$tmp/v" '"allowed"'
 done
 
+# A signed checkpoint covering the last verdict (serve signs every second
+# while the tree grows).
+last=$(sed -n 's/.*"seq":\([0-9]*\).*/\1/p' "$tmp/v")
+signed() {
+	size=$(curl -s -H "Authorization: Bearer $admin" "$url/v1/checkpoint" | sed -n 2p)
+	[ -n "$size" ] && [ -n "$last" ] && [ "$size" -ge "$last" ]
+}
+wait_until 15 signed && ok || bad "no signed checkpoint covers seq $last"
+
 # --- the browser ------------------------------------------------------------
-UI_EXPECT_OVER=1 UI_URL=$url ADMIN_TOKEN=$admin TENANT_TOKEN=$tenant TENANT_NS=$tns SIBLING_NS=$sib \
+UI_VERIFIER_KEY=$(cat "$tmp/keys/gpuledger.test_ui.pub") \
+	UI_EXPECT_OVER=1 UI_URL=$url ADMIN_TOKEN=$admin TENANT_TOKEN=$tenant TENANT_NS=$tns SIBLING_NS=$sib \
 	UI_ARTIFACTS=$art node "$here/ui/browser.js" >"$tmp/browser.out" 2>"$tmp/browser.err"
 rc=$?
 cat "$tmp/browser.out"

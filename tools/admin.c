@@ -160,15 +160,21 @@ int cmd_stats(int argc, char **argv)
 /* checkpoint */
 
 static const char checkpoint_usage[] =
-	"usage: gpuledger checkpoint --db DIR\n"
+	"usage: gpuledger checkpoint --db DIR [--sign-key FILE]\n"
 	"  writes a checkpoint of the state at the last event now and prints\n"
-	"  its seq. Replays and restarts then start from it.\n";
+	"  its seq. Replays and restarts then start from it.\n"
+	"  --sign-key FILE  also sign a C2SP checkpoint of the Merkle tree\n"
+	"                   with that key (from `gpuledger keygen`) and keep\n"
+	"                   it in the ledger (`gpuledger head` prints it)\n";
 
 int cmd_checkpoint(int argc, char **argv)
 {
-	const char *db = NULL;
-	const struct opt opts[] = {{"--db", OPT_STR, &db}};
-	const struct cmd_spec spec = {"checkpoint", checkpoint_usage, opts, 1};
+	const char *db = NULL, *key = NULL;
+	const struct opt opts[] = {{"--db", OPT_STR, &db},
+				   {"--sign-key", OPT_STR, &key}};
+	const struct cmd_spec spec = {"checkpoint", checkpoint_usage, opts, 2};
+	struct note_signer signer;
+	uint64_t signed_size;
 	const struct ledger_opts lo = {.read_only = false};
 	struct lg_error err = {0};
 	char line[32];
@@ -177,9 +183,14 @@ int cmd_checkpoint(int argc, char **argv)
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
+	if (key != NULL &&
+	    (status = tlog_load_signer("checkpoint", key, &signer)) != 0)
+		return status;
 	if ((status = tool_open_ledger("checkpoint", db, &lo, &lg)) != 0)
 		return status;
 	rc = ledger_checkpoint(lg, &err);
+	if (rc == 0 && key != NULL)
+		rc = ledger_sign_checkpoint(lg, &signer, &signed_size, &err);
 	if (rc != 0) {
 		tool_error("checkpoint: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));

@@ -335,14 +335,18 @@ static int on_row_first(void *ctx, const struct bill_row *row)
 static int run_export(ledger_t *lg, const struct export_opts *o, struct out *w)
 {
 	struct lg_error err = {0};
+	struct export_range range;
 	char line[BILL_LINE_MAX];
-	int rc = ledger_export(lg, o, on_row_first, w, NULL, &err);
+	int rc = ledger_export(lg, o, on_row_first, w, &range, &err);
 
 	if (rc < 0) {
 		tool_error("export: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		return EXIT_USAGE;
 	}
+	/* DESIGN 4.1: event times the range rests on were clamped. */
+	if (ledger_export_warning(&range, line, sizeof(line)) > 0)
+		fprintf(stderr, "gpuledger: export: warning: %s\n", line);
 	/* rc > 0 is a write error (errno) that stopped the export. */
 	if (rc == 0)
 		rc = put_header(w);

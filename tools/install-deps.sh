@@ -19,7 +19,8 @@
 #   openssl, curl, jq a test CA and certificates; HTTP requests and JSON
 #                     from a shell
 #   faketime          an expired certificate for tests/tls_cli.sh; a frozen
-#                     wall clock for the README tour's server (demo_cli.sh)
+#                     wall clock for the README tour's server (demo_cli.sh);
+#                     steps of the live watcher's wall clock (kube_cli.sh)
 #   nodejs, npm       the Kubernetes OpenAPI schemas (npm kubernetes-models)
 #                     that tests/manifests_cli.sh validates deploy/ with
 #   wrk               tests/bench/serve_bench.sh, the quick HTTP and TLS

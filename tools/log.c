@@ -38,12 +38,10 @@ struct log_out {
 static int print_event(void *ctx, const struct event *ev, const uint8_t *head)
 {
 	struct log_out *o = ctx;
-	json_t *v = event_to_json(ev);
-	char *text = json_canonical(v);
+	char *text = event_jcs(ev);
 
-	o->werr = tool_puts(text);
+	o->werr = text != NULL ? tool_puts(text) : EILSEQ;
 	free(text);
-	json_decref(v);
 	o->next = ev->seq + 1;
 	o->left--;
 	return o->werr != 0 || o->left == 0;

@@ -65,6 +65,12 @@ static const struct subcommand subcommands[] = {
 	{"backup", "a compact consistent copy", cmd_backup},
 	{"simulate", "a synthetic cluster history as a recorded stream",
 	 cmd_simulate},
+	{"keygen", "an Ed25519 key for signed checkpoints", cmd_keygen},
+	{"head", "the latest signed checkpoint", cmd_head},
+	{"prove", "an inclusion or consistency proof", cmd_prove},
+	{"check-proof", "check a proof offline, with no ledger",
+	 cmd_check_proof},
+	{"witness", "follow a server's signed checkpoints", cmd_witness},
 	{"version", "the version and the commit it was built from",
 	 cmd_version},
 };
@@ -77,7 +83,7 @@ static void usage(FILE *f)
 	      "its options)\n\nsubcommands:\n",
 	      f);
 	for (size_t i = 0; i < N_SUBCOMMANDS; i++)
-		fprintf(f, "  %-11s %s%s\n", subcommands[i].name,
+		fprintf(f, "  %-12s %s%s\n", subcommands[i].name,
 			subcommands[i].summary,
 			subcommands[i].run ? "" : " (not built yet)");
 }

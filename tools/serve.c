@@ -61,7 +61,11 @@ static const char serve_usage[] =
 	"  --idle-ms MS        keep-alive idle time (default 30000)\n"
 	"  --request-ms MS     a request must arrive whole within (default\n"
 	"                      10000); slower clients get 408 and are cut off\n"
-	"  --poll-ms MS        how often the log is followed (default 50)\n";
+	"  --poll-ms MS        how often the log is followed (default 50)\n"
+	"  --sign-key FILE     sign a C2SP checkpoint of the Merkle tree with\n"
+	"                      this key (gpuledger keygen) while the tree\n"
+	"                      grows; GET /v1/checkpoint serves the latest\n"
+	"  --sign-every SECS   at most this often (default 10)\n";
 
 static void *x_malloc(size_t n)
 {
@@ -107,7 +111,9 @@ int cmd_serve(int argc, char **argv)
 {
 	struct query_opts o = {.handle_signals = true};
 	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0, reload = 0,
-		 heavy = 0;
+		 heavy = 0, every = 10;
+	const char *sign_key = NULL;
+	struct note_signer signer;
 	const struct opt opts[] = {
 		{"--db", OPT_STR, &o.db},
 		{"--create", OPT_FLAG, &o.create},
@@ -127,6 +133,8 @@ int cmd_serve(int argc, char **argv)
 		{"--read-only", OPT_FLAG, &o.read_only},
 		{"--primary", OPT_STR, &o.primary},
 		{"--probe-listen", OPT_STR, &o.probe_listen},
+		{"--sign-key", OPT_STR, &sign_key},
+		{"--sign-every", OPT_U64, &every},
 	};
 	const struct cmd_spec spec = {"serve", serve_usage, opts,
 				      sizeof(opts) / sizeof(opts[0])};
@@ -148,6 +156,16 @@ int cmd_serve(int argc, char **argv)
 	if (o.create && mkdir(o.db, 0775) != 0 && errno != EEXIST) {
 		tool_error("serve: %s: %s", o.db, strerror(errno));
 		return EXIT_USAGE;
+	}
+	if (every == 0 || every > 86400) {
+		tool_error("serve: --sign-every is 1 to 86400 seconds");
+		return EXIT_USAGE;
+	}
+	if (sign_key != NULL) {
+		if ((status = tlog_load_signer("serve", sign_key, &signer)) != 0)
+			return status;
+		o.signer = &signer;
+		o.sign_every_ms = (unsigned)every * 1000;
 	}
 	o.max_body_bytes = (size_t)body;
 	o.max_conns = (unsigned)conns;

@@ -28,6 +28,15 @@
  *     budget changes, node Ready flaps and cordons, and bookmarks.
  * The simulator does not enforce budgets: like racing API servers it lets
  * tenants overcommit, which the ledger must report.
+ *
+ * --churn adds what makes the ledger's state depend on everything at once
+ * (DESIGN 2.3 "Order independence", the metamorphic test of
+ * tests/exactness_cli.sh): gpu-classes changes that add and remove raw
+ * names (one that only some pods request, nvidia.com/A10-24Q, and one that
+ * moves to a new class), device plugins leaving and returning under bound
+ * pods, objects recreated under a new uid (with and without the DELETED
+ * between), and VMInstance entries changing class under their claim, so
+ * that the claim's coverage flips. Without it the bytes are as before.
  */
 #include "tools/tools.h"
 
@@ -68,7 +77,7 @@ static const char sim_usage[] =
 	"usage: gpuledger simulate [--seed N] [--events N] [--tenants N]\n"
 	"         [--depth D] [--days N | --start T --end T]\n"
 	"         [--gpu-pod-share P] [--all-gpu-pods] [--no-invalid]\n"
-	"         [--out FILE]\n"
+	"         [--churn] [--out FILE]\n"
 	"  writes a synthetic Cozystack cluster history as a recorded\n"
 	"  stream (NDJSON watch events with \"type\", \"object\" and\n"
 	"  \"time\") that `gpuledger watch --from FILE` reads. The same\n"
@@ -88,6 +97,9 @@ static const char sim_usage[] =
 	"  --no-invalid       leave out the deliberately invalid quota\n"
 	"                     keys and values (one tenant in 37 has one,\n"
 	"                     each a NOTE)\n"
+	"  --churn            also class-table changes, device plugins\n"
+	"                     leaving and returning, recreated objects\n"
+	"                     and claims whose coverage changes\n"
 	"  --out FILE         write to FILE instead of stdout\n";
 
 /* ---------------------------------------------------------------------- */
@@ -344,6 +356,7 @@ struct sim_node {
 	uint16_t gpus;
 	int32_t alloc; /* devices allocated on it by this simulator */
 	bool ready, cordoned, dedicated;
+	bool plugin_gone; /* --churn: allocatable lost its GPU resource */
 	uint32_t index;
 	int64_t created_ns, changed_ns;
 };
@@ -360,8 +373,16 @@ enum pod_flag {
 	PF_LIMITS_ONLY = 1, /* GPU in limits only: the API server defaults */
 	PF_SIDECAR = 2,	    /* a restartPolicy: Always init container */
 	PF_INIT = 4,	    /* an init container */
-	PF_LAUNCHER = 8	    /* a virt-launcher pod of a VMInstance */
+	PF_LAUNCHER = 8,    /* a virt-launcher pod of a VMInstance */
+	PF_EXTRA = 16	    /* --churn: requests CHURN_RAW instead */
 };
+
+/* --churn: a raw name no class of the base table has, added to l40s by
+ * table variant bit 0; bit 1 drops a100's second raw name; bit 2 moves
+ * l40s's raw name to a class of its own. */
+#define CHURN_RAW	"nvidia.com/A10-24Q"
+#define CHURN_VARIANTS	8u
+#define CHURN_PERMILLE	60 /* of the steady steps */
 
 struct sim_pod {
 	char name[DNS1123_LABEL_MAX + 1];
@@ -442,6 +463,8 @@ struct sim {
 	bool steady, done;
 	uint32_t gpu_share_ppm;
 	bool all_gpu, invalid;
+	bool churn;
+	uint32_t table_variant; /* --churn: bits as CHURN_RAW says */
 
 	struct sim_ns *ns;
 	uint32_t n_ns, n_sys;
@@ -862,12 +885,36 @@ static void emit_tenant(struct sim *s, uint32_t i, const char *type)
 /* ---------------------------------------------------------------------- */
 /* The class table and the nodes. */
 
-/* {"classes": [...]} as DESIGN 2 writes it, into b (not quoted). */
-static void class_table_text(struct sb *b)
+/* The raw names class c lists under table variant v (--churn). */
+static unsigned class_raw_names(int c, uint32_t v, const char **out)
+{
+	const struct sim_class *k = &classes[c];
+	unsigned n = 0;
+
+	for (unsigned j = 0; j < k->n_raw; j++) {
+		if (strcmp(k->name, "a100") == 0 && j == 1 && (v & 2))
+			continue;
+		if (strcmp(k->name, "l40s") == 0 && (v & 4))
+			continue;
+		out[n++] = k->raw[j];
+	}
+	if (strcmp(k->name, "l40s") == 0 && (v & 1))
+		out[n++] = CHURN_RAW;
+	return n;
+}
+
+/* {"classes": [...]} as DESIGN 2 writes it, into b (not quoted); variant
+ * 0 is the base table. */
+static void class_table_text(struct sb *b, uint32_t v)
 {
 	SB_LIT(b, "{\"classes\":[");
+	if (v & 4)
+		SB_LIT(b, "{\"name\":\"l40g\",\"resourceNames\":[\""
+			  "nvidia.com/AD102GL_L40S\"]},");
 	for (int c = 0; c < N_CLASSES; c++) {
 		const struct sim_class *k = &classes[c];
+		const char *raw[4];
+		unsigned n_raw = class_raw_names(c, v, raw);
 
 		if (c)
 			sb_chr(b, ',');
@@ -878,10 +925,10 @@ static void class_table_text(struct sb *b)
 			sb_str(b, k->device_class);
 		}
 		SB_LIT(b, ",\"resourceNames\":[");
-		for (unsigned j = 0; j < k->n_raw; j++) {
+		for (unsigned j = 0; j < n_raw; j++) {
 			if (j)
 				sb_chr(b, ',');
-			sb_str(b, k->raw[j]);
+			sb_str(b, raw[j]);
 		}
 		SB_LIT(b, "],\"tolerations\":[{\"key\":\"nvidia.com/gpu\","
 			  "\"operator\":\"Exists\"");
@@ -894,17 +941,20 @@ static void class_table_text(struct sb *b)
 	SB_LIT(b, "]}");
 }
 
-static void emit_configmap(struct sim *s)
+static void emit_configmap(struct sim *s, const char *type)
 {
 	char text[2048];
 	struct sb t = {text, 0, sizeof(text) - 1, false};
 	struct sb *b = &s->line;
 	char uid[SIM_UID_LEN + 1];
 
-	class_table_text(&t);
+	class_table_text(&t, s->table_variant);
 	text[t.len] = '\0';
-	make_uid(s, uid);
-	if (t.over || !line_begin(s, "ADDED")) {
+	/* The ConfigMap keeps its uid: one derived from the seed alone. */
+	uid_from(s->seed ^ 0x636d, uid);
+	if (!s->churn)
+		make_uid(s, uid);
+	if (t.over || !line_begin(s, type)) {
 		s->line.over |= t.over;
 		return;
 	}
@@ -989,7 +1039,7 @@ static void node_resources(struct sim *s, const struct sim_node *n,
 		SB_LIT(b, "\"128\",\"ephemeral-storage\":\"1870819Mi\","
 			  "\"hugepages-1Gi\":\"0\",\"hugepages-2Mi\":\"0\","
 			  "\"memory\":\"1056768Mi\"");
-	if (n->cls >= 0) {
+	if (n->cls >= 0 && !n->plugin_gone) {
 		SB_LIT(b, ",\"");
 		sb_mem(b, classes[n->cls].raw[n->raw],
 		       strlen(classes[n->cls].raw[n->raw]));
@@ -1304,7 +1354,9 @@ static void res_list(struct sb *b, const char *cpu, const char *mem,
 
 static const char *pod_raw(const struct sim_pod *p)
 {
-	return p->cls < 0 ? NULL : classes[p->cls].raw[p->raw];
+	if (p->cls < 0)
+		return NULL;
+	return p->flags & PF_EXTRA ? CHURN_RAW : classes[p->cls].raw[p->raw];
 }
 
 /* "resources" of the main container. A GPU in limits only is what the API
@@ -1755,6 +1807,8 @@ static void gpu_pod_init(struct sim *s, struct sim_pod *p)
 	p->flags |= rng_permille(r, 200) ? PF_INIT : 0;
 	if ((p->flags & PF_INIT) && rng_permille(r, 500))
 		p->init_gpus = (uint8_t)(1 + rng_below(r, p->gpus));
+	if (s->churn && rng_permille(r, 250))
+		p->flags |= PF_EXTRA;
 }
 
 /* Starts a pod in a free slot (ADDED, Pending). vm >= 0 makes it the
@@ -2359,9 +2413,90 @@ static const struct action {
 
 #define N_ACTIONS (sizeof(actions) / sizeof(actions[0]))
 
+/* --churn (see the top of the file). */
+static int churn_table(struct sim *s)
+{
+	uint32_t v = s->table_variant;
+
+	while (v == s->table_variant)
+		v = rng_below(&s->rng, CHURN_VARIANTS);
+	s->table_variant = v;
+	emit_configmap(s, "MODIFIED");
+	return 1;
+}
+
+static int churn_plugin(struct sim *s)
+{
+	struct sim_node *n = &s->nodes[rng_below(&s->rng, s->n_nodes)];
+
+	if (n->cls < 0)
+		return 0;
+	n->plugin_gone = !n->plugin_gone;
+	emit_node(s, n, "MODIFIED");
+	return 1;
+}
+
+/* A VMInstance or KubernetesNodes recreated under a new uid: half the
+ * time with its DELETED, half the time as a watch that missed it. */
+static int churn_recreate(struct sim *s)
+{
+	bool vm = rng_permille(&s->rng, 500);
+	int32_t slot = pool_pick(vm ? &s->vm_pool : &s->kn_pool, &s->rng);
+	bool del = rng_permille(&s->rng, 500);
+
+	if (slot < 0)
+		return 0;
+	if (vm) {
+		struct sim_vm *v = &s->vms[slot];
+
+		if (del)
+			emit_vm(s, v, "DELETED", true);
+		make_uid(s, v->uid);
+		emit_vm(s, v, "ADDED", false);
+	} else {
+		struct sim_kn *k = &s->kns[slot];
+
+		if (del)
+			emit_kn(s, k, "DELETED", true);
+		make_uid(s, k->uid);
+		emit_kn(s, k, "ADDED", false);
+	}
+	return 1;
+}
+
+/* A class entry changes class under its claim, which then stops (or
+ * starts again) being covered. */
+static int churn_cover(struct sim *s)
+{
+	int32_t slot = pool_pick(&s->vm_pool, &s->rng);
+	struct sim_vm *v;
+
+	if (slot < 0)
+		return 0;
+	v = &s->vms[slot];
+	for (unsigned i = 0; i < v->n; i++)
+		if (v->e[i].cls >= 0 && v->e[i].claim >= 0) {
+			v->e[i].cls = (int8_t)((v->e[i].cls + 1) % N_CLASSES);
+			emit_vm(s, v, "MODIFIED", false);
+			return 1;
+		}
+	return 0;
+}
+
+static int step_churn(struct sim *s)
+{
+	static int (*const steps[])(struct sim *) = {
+		churn_table, churn_plugin, churn_recreate, churn_cover};
+
+	return steps[rng_below(&s->rng, 4)](s);
+}
+
 static int step_any(struct sim *s)
 {
 	uint32_t total = 0, r;
+
+	if (s->churn && rng_permille(&s->rng, CHURN_PERMILLE))
+		return step_churn(s);
 
 	for (size_t i = 0; i < N_ACTIONS; i++)
 		total += actions[i].weight;
@@ -2533,7 +2668,7 @@ static void setup(struct sim *s)
 {
 	for (uint32_t i = 0; i < s->n_sys; i++)
 		emit_namespace(s, i);
-	emit_configmap(s);
+	emit_configmap(s, "ADDED");
 	for (uint32_t i = 0; i < s->n_nodes; i++)
 		emit_node(s, &s->nodes[i], "ADDED");
 	for (uint32_t i = s->n_sys; i < s->n_ns; i++) {
@@ -2566,7 +2701,7 @@ static void run(struct sim *s)
 struct sim_opts {
 	uint64_t seed, events, tenants, depth, days;
 	const char *start, *end, *share, *out;
-	bool all_gpu, valid_only;
+	bool all_gpu, valid_only, churn;
 };
 
 /* --gpu-pod-share: a plain decimal fraction in [0, 1], to parts per
@@ -2732,6 +2867,7 @@ static int sim_main(const struct sim_opts *o)
 	s->done = o->events == 0;
 	s->all_gpu = o->all_gpu;
 	s->invalid = !o->valid_only;
+	s->churn = o->churn;
 	s->now_ns = s->start_ns;
 	s->line = (struct sb){xcalloc(1, SIM_LINE_MAX), 0, SIM_LINE_MAX, false};
 	s->obuf = (struct sb){xcalloc(1, SIM_OUTBUF), 0, SIM_OUTBUF, false};
@@ -2766,6 +2902,7 @@ int cmd_simulate(int argc, char **argv)
 		{"--gpu-pod-share", OPT_STR, &o.share},
 		{"--all-gpu-pods", OPT_FLAG, &o.all_gpu},
 		{"--no-invalid", OPT_FLAG, &o.valid_only},
+		{"--churn", OPT_FLAG, &o.churn},
 		{"--out", OPT_STR, &o.out},
 	};
 	const struct cmd_spec spec = {"simulate", sim_usage, opts,

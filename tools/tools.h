@@ -49,6 +49,22 @@ int cmd_replicate(int argc, char **argv);
  * and --version of every subcommand. */
 void tool_version(FILE *f);
 
+int cmd_keygen(int argc, char **argv);
+int cmd_head(int argc, char **argv);
+int cmd_prove(int argc, char **argv);
+int cmd_check_proof(int argc, char **argv);
+int cmd_witness(int argc, char **argv);
+
+/* Transparency (tools/tlog.c, DESIGN 4.4). */
+/* Reads a signer key file; prints the error; 0 or EXIT_USAGE. */
+int tlog_load_signer(const char *cmd, const char *path, struct note_signer *s);
+/* verify --checkpoint FILE --key KEY: the ledger, verified to hold last
+ * events, holds the tree of that signed note. Prints "corrupt: ..." naming
+ * the size and returns EXIT_NEGATIVE when not; EXIT_USAGE when it cannot
+ * tell. */
+int tlog_verify_checkpoint(ledger_t *lg, uint64_t last, const char *file,
+			   const char *key);
+
 /* Prints "gpuledger: <message>" to stderr. */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

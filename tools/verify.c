@@ -10,13 +10,16 @@
 #include <string.h>
 
 static const char verify_usage[] =
-	"usage: gpuledger verify --db DIR\n"
+	"usage: gpuledger verify --db DIR [--checkpoint FILE --key KEY]\n"
 	"  recomputes every chain head from genesis, replays the log and\n"
-	"  checks every checkpoint against the replay.\n"
+	"  checks every checkpoint against the replay, and the Merkle tree.\n"
 	"  checks storage before meaning: every record as stored (gap-free\n"
 	"  seqs, each decodes, the chain, checkpoint frames and heads) first,\n"
 	"  then the replay, so that the first bad seq is named whatever the\n"
-	"  damage.\n"
+	"  damage; then every Merkle leaf and stored subtree.\n"
+	"  --checkpoint FILE --key KEY  also proves that the ledger holds the\n"
+	"  tree of that signed checkpoint (kept outside the ledger): a cut or\n"
+	"  rewritten log fails naming the size where it departs.\n"
 	"  prints \"ok: N events, M checkpoints, head HEX\" and exits 0, or\n"
 	"  \"corrupt at seq S: DETAIL\" (a record is not what was written) or\n"
 	"  \"damaged storage[ at seq S]: DETAIL\" (LMDB's pages are damaged;\n"
@@ -61,9 +64,11 @@ static int verify_open(const char *db, ledger_t **lg)
 
 int cmd_verify(int argc, char **argv)
 {
-	const char *db = NULL;
-	const struct opt opts[] = {{"--db", OPT_STR, &db}};
-	const struct cmd_spec spec = {"verify", verify_usage, opts, 1};
+	const char *db = NULL, *cpfile = NULL, *key = NULL;
+	const struct opt opts[] = {{"--db", OPT_STR, &db},
+				   {"--checkpoint", OPT_STR, &cpfile},
+				   {"--key", OPT_STR, &key}};
+	const struct cmd_spec spec = {"verify", verify_usage, opts, 3};
 	struct lg_error err = {0};
 	struct ledger_verify_result res;
 	char hex[TOOL_HEX_LEN], line[256];
@@ -75,12 +80,18 @@ int cmd_verify(int argc, char **argv)
 	if ((status = verify_open(db, &lg)) != 0)
 		return status;
 	rc = ledger_verify_run(lg, &res, &err);
+	if (rc == 0) /* and the Merkle tree (DESIGN 4.4) */
+		rc = ledger_verify_tree(lg, &res.bad_seq, &err);
 	if (is_damage(rc)) {
 		status = report_damage(res.bad_seq, &err);
 	} else if (rc != 0) {
 		tool_error("verify: %s: %s", db,
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		status = EXIT_USAGE;
+	} else if (cpfile != NULL &&
+		   (status = tlog_verify_checkpoint(lg, res.events, cpfile,
+						 key)) != 0) {
+		/* the ledger does not hold the tree of the signed note */
 	} else {
 		tool_hex(res.head, hex);
 		snprintf(line, sizeof(line),

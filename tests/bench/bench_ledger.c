@@ -5,7 +5,7 @@
  *
  *   bench_ledger [EVENTS] [RUNS]
  */
-#include "ledger/ledger.h"
+#include "ledger/ledger_int.h"
 #include "tests/ledger_gen.h"
 
 #include <stdio.h>
@@ -159,6 +159,45 @@ int main(int argc, char **argv)
 		}
 		report("cold start from a checkpoint at the end", v, runs,
 		       "ms");
+		/* Inclusion proofs (DESIGN 10: <= 50 us in-process) of
+		 * spread-out seqs in the whole tree. */
+		lg = open_dir(d, true, UINT64_MAX);
+		for (int r = 0; r < runs; r++) {
+			static struct merkle_proof pf;
+			uint64_t last = ledger_last_seq(lg), k = 20000;
+			double t = now_s();
+
+			for (uint64_t i = 0; i < k; i++)
+				if (ledger_prove_inclusion(
+					    lg, 1 + (i * 2654435761u) % last,
+					    last, &pf, &err) != 0) {
+					fprintf(stderr, "prove: %s\n",
+						err.msg);
+					return 2;
+				}
+			v[r] = (now_s() - t) * 1e6 / (double)k;
+		}
+		ledger_close(lg);
+		report("inclusion proof (Merkle tree, whole log)", v, runs,
+		       "us");
+		/* A ledger from before the tree: the first writer builds it
+		 * (DESIGN 4.4 asks how long that takes). */
+		for (int r = 0; r < runs; r++) {
+			double t;
+
+			lg = open_dir(d, false, UINT64_MAX);
+			if (ledger_raw_tree_drop(lg, &err) != 0) {
+				fprintf(stderr, "drop: %s\n", err.msg);
+				return 2;
+			}
+			ledger_close(lg);
+			t = now_s();
+			lg = open_dir(d, false, UINT64_MAX);
+			v[r] = (double)ledger_last_seq(lg) / (now_s() - t);
+			ledger_close(lg);
+		}
+		report("tree built for an old ledger (writer open)", v, runs,
+		       "events/s");
 		rm_dir(d);
 	}
 	return 0;

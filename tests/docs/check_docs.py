@@ -43,7 +43,7 @@ def helptext(binary, sub=None):
 
 def subcommands(binary):
     part = helptext(binary).split("subcommands:", 1)[-1]
-    return re.findall(r"^\s{2}([a-z]+)\s", part, re.M)
+    return re.findall(r"^\s{2}([a-z][a-z-]*)\s", part, re.M)
 
 
 def routes(root):
@@ -104,7 +104,7 @@ def check_options(c, binary, texts):
     for p, t in texts.items():
         name = os.path.basename(p)
         tied = set()
-        for m in re.finditer(r"gpuledger\s+([a-z]+)\b([^`|\n]*)", t):
+        for m in re.finditer(r"gpuledger\s+([a-z][a-z-]*)\b([^`|\n]*)", t):
             if m.group(1) not in helps:
                 continue
             for opt in re.findall(r"(?<![\w-])--[a-z][a-z-]*", m.group(2)):

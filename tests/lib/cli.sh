@@ -41,6 +41,33 @@ same() {
 	fi
 }
 
+# start_server [OPTIONS...]: starts serve on 127.0.0.1:0 over the ledger
+# $db, sets $port and $server_pid; stop_server stops it ($stopped_rc).
+start_server() {
+	# The redirection below happens in the background child, after this
+	# shell goes on: an old file must not be read for the new port.
+	rm -f "$tmp/serve.out"
+	"$bin" serve --db "$db" --listen 127.0.0.1:0 "$@" \
+		>"$tmp/serve.out" 2>"$tmp/serve.err" &
+	server_pid=$!
+	port=
+	i=0
+	while [ $i -lt 100 ] && [ -z "$port" ]; do
+		port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' \
+			"$tmp/serve.out" 2>/dev/null)
+		[ -n "$port" ] || sleep 0.05
+		i=$((i + 1))
+	done
+	[ -n "$port" ] || bad "serve did not start: $(cat "$tmp/serve.err")"
+}
+stop_server() {
+	[ -n "${server_pid:-}" ] || return 0
+	kill -TERM "$server_pid" 2>/dev/null
+	wait "$server_pid"
+	stopped_rc=$?
+	server_pid=
+}
+
 # A test CA: gen_ca NAME writes $tmp/NAME.key and $tmp/NAME.crt.
 gen_ca() {
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
@@ -75,11 +102,11 @@ serve_up() {
 	sport=$port
 	[ -n "$sport" ] || bad "serve did not start: $(cat "$su_err")"
 }
-# start_server [OPTIONS...]: serve on $db at 127.0.0.1:0 ($tmp/serve.out,
+# start_server [OPTIONS...]: serve on ${serve_db:-$db} at 127.0.0.1:0 ($tmp/serve.out,
 # $tmp/serve.err); sets $server_pid and $port. stop_server sends SIGTERM
 # and sets $stopped_rc.
 start_server() {
-	serve_up "$db" 127.0.0.1:0 "$tmp/serve.out" "$tmp/serve.err" "$@"
+	serve_up "${serve_db:-$db}" 127.0.0.1:0 "$tmp/serve.out" "$tmp/serve.err" "$@"
 	server_pid=$spid
 	port=$sport
 }

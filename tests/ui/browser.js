@@ -414,11 +414,17 @@ async function adminSession(b) {
 	const pr = await fetch(URL0 + '/v1/verdicts/' + vid + '?proof=1',
 			       {headers: {Authorization: 'Bearer ' + ADMIN}});
 	const hasProof = pr.ok && (await pr.json()).proof !== undefined;
+	if (process.env.UI_VERIFIER_KEY)
+		await page.eval(`(() => { const k = document.getElementById('v-key');
+			k.value = ${JSON.stringify(process.env.UI_VERIFIER_KEY)};
+			k.dispatchEvent(new Event('input')); })()`);
 	await page.eval("document.getElementById('v-prove').click()");
 	const pout = await page.until(`(() => { const t = document.getElementById('v-prove-out').textContent;
 		return /^Asking/.test(t) ? '' : t; })()`, 'prove');
 	ok(hasProof ? /^Proved: /.test(pout) : /no proofs|without an inclusion proof/.test(pout),
 	   'prove: ' + pout);
+	ok(!process.env.UI_VERIFIER_KEY || /signed by gpuledger.test\/ui/.test(pout),
+	   'prove checks the checkpoint\'s signature with the verifier key: ' + pout);
 	/* Re-derive the shown (all, after clearing the filter): every row
 	 * says reproduced. */
 	await page.eval(`(() => { const s = document.getElementById('v-allowed');
@@ -499,11 +505,20 @@ async function tenantSession(b) {
 	const vmsg = await page.until(`(() => { const e = document.querySelector('#v-table tbody td.error');
 		return e ? e.textContent : ''; })()`, 'the refusal of the verdicts');
 	ok(/403/.test(vmsg), 'the verdicts view shows the API\'s 403 to a tenant');
+	/* Showback: a tenant may export its own subtree (DESIGN 8), so the
+	 * history draws, from rows of its subtree only. */
 	await page.eval("document.getElementById('tab-history').click()");
-	const hmsg = await page.until(`(() => { const e = document.getElementById('h-caption');
-		return e.className === 'error' ? e.textContent : ''; })()`, 'the refusal of the export');
-	ok(/403/.test(hmsg) && await page.eval("document.querySelector('#h-chart svg') === null"),
-	   'the history view shows the API\'s 403 to a tenant and draws nothing');
+	const hstate = await page.until(`(() => { const e = document.getElementById('h-caption');
+		if (e.className === 'error') return 'error: ' + e.textContent;
+		return document.querySelector('#h-chart svg') ? 'chart' : ''; })()`,
+	'the history of a tenant token');
+	ok(hstate === 'chart', 'the history view draws a tenant\'s own subtree: ' + hstate);
+	const rows = await apiGet('/v1/export?format=ndjson&step=day&from=2000-01-01', TENANT);
+	const foreign = rows.split('\n').filter((l) => l).map((l) => JSON.parse(l).SubAccountId)
+		.filter((ns) => !(ns === TNS || ns.startsWith(TNS + '-')));
+	ok(foreign.length === 0, 'a tenant token\'s export holds its subtree only: ' + foreign.slice(0, 3).join(' '));
+	ok((await page.eval('document.body.textContent')).indexOf(SIB) < 0,
+	   'the sibling\'s name appears nowhere on the history view');
 	/* Forget token: gone from session storage, the sign-in form again. */
 	await page.eval("document.getElementById('signout').click()");
 	ok(await page.eval("sessionStorage.getItem('gpuledger.token') === null && " +

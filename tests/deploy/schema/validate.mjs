@@ -1,6 +1,7 @@
 // Validates Kubernetes manifests against the OpenAPI schemas of the
 // Kubernetes API (npm kubernetes-models) and of cert-manager
-// (@kubernetes-models/cert-manager): every document of every file given is
+// (@kubernetes-models/cert-manager) and of the Prometheus Operator
+// (@kubernetes-models/prometheus-operator): every document of every file given is
 // looked up by apiVersion and kind; a kind without a schema is an error,
 // as is any schema violation.
 // Usage: node validate.mjs FILE.yaml...   (exit 1 on any failure)
@@ -16,6 +17,8 @@ function modulePath(apiVersion, kind) {
     : ["", apiVersion];
   if (group.endsWith("cert-manager.io"))
     return `@kubernetes-models/cert-manager/${group}/${version}/${kind}`;
+  if (group === "monitoring.coreos.com")
+    return `@kubernetes-models/prometheus-operator/${group}/${version}/${kind}`;
   return group === ""
     ? `kubernetes-models/${version}/${kind}`
     : `kubernetes-models/${group}/${version}/${kind}`;

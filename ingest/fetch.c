@@ -1,0 +1,80 @@
+/*
+ * One bounded HTTP GET (libcurl's easy interface), for clients outside the
+ * watch loop: `gpuledger witness` following a server's checkpoints. CURL*
+ * stays in this file.
+ */
+#include "ingest/ingest.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct body {
+	char *p;
+	size_t len, max;
+	bool over;
+};
+
+static size_t on_data(char *data, size_t size, size_t n, void *ctx)
+{
+	struct body *b = ctx;
+	size_t k = size * n;
+	char *p;
+
+	if (b->len + k > b->max) {
+		b->over = true;
+		return 0;
+	}
+	p = realloc(b->p, b->len + k + 1);
+	if (p == NULL)
+		return 0;
+	b->p = p;
+	memcpy(b->p + b->len, data, k);
+	b->len += k;
+	b->p[b->len] = '\0';
+	return k;
+}
+
+int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
+		    long timeout_ms, char **body, long *status,
+		    struct lg_error *err)
+{
+	struct body b = {calloc(1, 1), 0, max_bytes, false};
+	struct curl_slist *h = NULL;
+	char auth[1024];
+	CURL *e = curl_easy_init();
+	CURLcode rc;
+
+	*body = NULL;
+	if (e == NULL || b.p == NULL) {
+		curl_easy_cleanup(e);
+		free(b.p);
+		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	}
+	if (bearer != NULL) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", bearer);
+		h = curl_slist_append(h, auth);
+	}
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (h != NULL)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	rc = curl_easy_perform(e);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	if (rc != CURLE_OK) {
+		free(b.p);
+		return lg_error_set(err, b.over ? LG_ELIMIT : LG_EIO, "%s: %s",
+				    url,
+				    b.over ? "answer too large"
+					   : curl_easy_strerror(rc));
+	}
+	*body = b.p;
+	return 0;
+}

@@ -1,0 +1,463 @@
+/*
+ * The one canonical JSON writer of gpuledger: RFC 8785 (JSON Canonicalization
+ * Scheme, JCS). Verdict records, audit, `log`, the Merkle leaves and every
+ * other canonical text come from here, so that the bytes an auditor
+ * recomputes with any JCS library are the bytes the ledger hashed.
+ *
+ * JCS in short: no insignificant space; object members sorted by the UTF-16
+ * code units of their names; strings escaped as ECMAScript's JSON.stringify
+ * does (only '"', '\\' and the control characters, as \b \t \n \f \r or
+ * \u00xx in lower-case hex; everything else, '/' and DEL included, is
+ * written as UTF-8); numbers as ECMAScript's Number.prototype.toString (the
+ * shortest text that reads back as the same double).
+ *
+ * Integers: jansson keeps 64-bit integers exactly, JCS reads every number as
+ * a double. An integer within +-(2^53-1) is the same either way. Beyond it
+ * JCS_INT_STRINGS writes the decimal digits as a string (I-JSON, RFC 7493
+ * 2.2), which is what the event JSON and the leaves use; without the flag
+ * the exact digits are written as a number (json_canonical, for the replay
+ * and eval outputs whose integers DESIGN fixes as numbers).
+ *
+ * The writer walks a tree we built, without cycle detection (jansson's
+ * dumper keeps a hash table of the path for that, most of its cost).
+ */
+#include "model/model_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void jcs_buf_init(struct jcs_buf *b)
+{
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+void jcs_buf_release(struct jcs_buf *b)
+{
+	if (b == NULL)
+		return;
+	free(b->p);
+	jcs_buf_init(b);
+}
+
+static void reserve(struct jcs_buf *b, size_t n)
+{
+	size_t cap;
+
+	if (b->len + n + 1 <= b->cap)
+		return;
+	cap = b->cap ? b->cap : 256;
+	while (cap < b->len + n + 1)
+		cap *= 2;
+	b->p = realloc(b->p, cap);
+	if (b->p == NULL)
+		abort(); /* STYLE: running out of memory aborts */
+	b->cap = cap;
+}
+
+void jcs_put_raw(struct jcs_buf *b, const char *s, size_t n)
+{
+	reserve(b, n);
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* UTF-8 */
+
+/* The code point of the valid UTF-8 sequence at s (n bytes available) and
+ * its length in *len, or -1 when the bytes are not valid UTF-8. */
+static long utf8_decode(const unsigned char *s, size_t n, size_t *len)
+{
+	size_t l;
+	unsigned long cp;
+
+	if (s[0] < 0x80) {
+		*len = 1;
+		return s[0];
+	}
+	if (s[0] >= 0xC2 && s[0] <= 0xDF)
+		l = 2, cp = s[0] & 0x1F;
+	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+		l = 3, cp = s[0] & 0x0F;
+	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+		l = 4, cp = s[0] & 0x07;
+	else
+		return -1;
+	if (l > n)
+		return -1;
+	for (size_t i = 1; i < l; i++) {
+		if (s[i] < 0x80 || s[i] > 0xBF)
+			return -1;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ||
+	    (l == 3 && cp < 0x800) || (l == 4 && cp < 0x10000))
+		return -1;
+	*len = l;
+	return (long)cp;
+}
+
+/* The next UTF-16 code unit of the text (valid UTF-8), keeping a
+ * pending low surrogate in *low; -1 at the end, so that a name sorts before
+ * the names it is a prefix of. *i is the byte position. */
+static long utf16_next(const unsigned char *s, size_t n, size_t *i,
+				unsigned long *low)
+{
+	size_t l;
+	long cp;
+
+	if (*low != 0) {
+		unsigned long u = *low;
+
+		*low = 0;
+		return (long)u;
+	}
+	if (*i >= n)
+		return -1;
+	cp = utf8_decode(s + *i, n - *i, &l);
+	if (cp < 0) { /* not reached: keys are checked first */
+		(*i)++;
+		return s[*i - 1];
+	}
+	*i += l;
+	if (cp < 0x10000)
+		return cp;
+	cp -= 0x10000;
+	*low = 0xDC00 | ((unsigned long)cp & 0x3FF);
+	return (long)(0xD800 | ((unsigned long)cp >> 10));
+}
+
+/* Compares two names by their UTF-16 code units (RFC 8785 3.2.3). For text
+ * below U+10000 that is the byte order of UTF-8; it differs where a
+ * surrogate pair meets U+E000..U+FFFF. */
+int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	const unsigned char *x = (const unsigned char *)a;
+	const unsigned char *y = (const unsigned char *)b;
+	size_t i = 0, j = 0;
+	unsigned long lx = 0, ly = 0;
+
+	for (;;) {
+		long u = utf16_next(x, alen, &i, &lx);
+		long v = utf16_next(y, blen, &j, &ly);
+
+		if (u != v)
+			return u < v ? -1 : 1;
+		if (u < 0)
+			return 0;
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Strings */
+
+int jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, run = 0;
+
+	reserve(b, n + 2);
+	b->p[b->len++] = '"';
+	while (i < n) {
+		unsigned char c = s[i];
+		char esc[6] = {'\\', 0, '0', '0', 0, 0};
+		size_t el = 2, k;
+
+		if (c >= 0x80) {
+			if (utf8_decode(s + i, n - i, &k) < 0)
+				return -1;
+			i += k;
+			continue;
+		}
+		if (c >= 0x20 && c != '"' && c != '\\') {
+			i++;
+			continue;
+		}
+		jcs_put_raw(b, str + run, i - run);
+		switch (c) {
+		case '"':
+		case '\\':
+			esc[1] = (char)c;
+			break;
+		case '\b':
+			esc[1] = 'b';
+			break;
+		case '\f':
+			esc[1] = 'f';
+			break;
+		case '\n':
+			esc[1] = 'n';
+			break;
+		case '\r':
+			esc[1] = 'r';
+			break;
+		case '\t':
+			esc[1] = 't';
+			break;
+		default:
+			esc[1] = 'u';
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			el = 6;
+		}
+		jcs_put_raw(b, esc, el);
+		run = ++i;
+	}
+	jcs_put_raw(b, str + run, n - run);
+	jcs_put_raw(b, "\"", 1);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Numbers */
+
+/* The largest integer a double holds exactly with all below it. */
+#define JCS_SAFE_INT 9007199254740991LL
+
+void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+	unsigned long long u =
+		v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	bool quote = (flags & JCS_INT_STRINGS) &&
+		     (v > JCS_SAFE_INT || v < -JCS_SAFE_INT);
+
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (v < 0)
+		*--p = '-';
+	if (quote)
+		jcs_put_raw(b, "\"", 1);
+	jcs_put_raw(b, p, (size_t)(tmp + sizeof(tmp) - p));
+	if (quote)
+		jcs_put_raw(b, "\"", 1);
+}
+
+size_t jcs_format_double(double d, char *out)
+{
+	char sci[40], digits[20], *o = out;
+	int k = 0, e, n;
+
+	if (d == 0) { /* 0 and -0 */
+		strcpy(out, "0");
+		return 1;
+	}
+	/* The shortest correctly rounded digits that read back as d: the
+	 * digits ECMAScript's Number::toString chooses. */
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(sci, sizeof(sci), "%.*e", prec - 1, d);
+		if (strtod(sci, NULL) == d)
+			break;
+	}
+	{
+		const char *p = sci;
+
+		if (*p == '-') {
+			*o++ = '-';
+			p++;
+		}
+		for (; *p != 'e'; p++)
+			if (*p != '.')
+				digits[k++] = *p;
+		e = atoi(p + 1);
+	}
+	while (k > 1 && digits[k - 1] == '0')
+		k--;
+	digits[k] = '\0';
+	n = e + 1; /* d = 0.digits * 10^n */
+	if (k <= n && n <= 21) {
+		memcpy(o, digits, (size_t)k);
+		o += k;
+		for (int i = k; i < n; i++)
+			*o++ = '0';
+	} else if (0 < n && n <= 21) {
+		memcpy(o, digits, (size_t)n);
+		o += n;
+		*o++ = '.';
+		memcpy(o, digits + n, (size_t)(k - n));
+		o += k - n;
+	} else if (-6 < n && n <= 0) {
+		*o++ = '0';
+		*o++ = '.';
+		for (int i = 0; i < -n; i++)
+			*o++ = '0';
+		memcpy(o, digits, (size_t)k);
+		o += k;
+	} else {
+		*o++ = digits[0];
+		if (k > 1) {
+			*o++ = '.';
+			memcpy(o, digits + 1, (size_t)(k - 1));
+			o += k - 1;
+		}
+		o += sprintf(o, "e%c%d", n - 1 < 0 ? '-' : '+', abs(n - 1));
+	}
+	*o = '\0';
+	return (size_t)(o - out);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Values */
+
+struct member {
+	const char *key;
+	size_t len;
+	const json_t *v;
+};
+
+#define STACK_MEMBERS 16
+
+static int member_cmp(const void *a, const void *b)
+{
+	const struct member *x = a, *y = b;
+
+	return jcs_key_cmp(x->key, x->len, y->key, y->len);
+}
+
+static void sort_members(struct member *m, size_t n)
+{
+	if (n > STACK_MEMBERS) {
+		qsort(m, n, sizeof(*m), member_cmp);
+		return;
+	}
+	/* Names of an object are distinct; objects are small. */
+	for (size_t i = 1; i < n; i++) {
+		struct member t = m[i];
+		size_t j = i;
+
+		for (; j > 0 && member_cmp(&m[j - 1], &t) > 0; j--)
+			m[j] = m[j - 1];
+		m[j] = t;
+	}
+}
+
+static int put_value(struct jcs_buf *b, const json_t *v, unsigned flags,
+		     size_t max, int depth);
+
+static int put_object(struct jcs_buf *b, const json_t *v, unsigned flags,
+		      size_t max, int depth)
+{
+	struct member stack[STACK_MEMBERS], *m = stack;
+	size_t n = json_object_size(v), i = 0;
+	int rc = 0;
+
+	if (n > STACK_MEMBERS)
+		m = xmalloc(n * sizeof(*m));
+	for (void *it = json_object_iter((json_t *)v); it != NULL && i < n;
+	     it = json_object_iter_next((json_t *)v, it), i++) {
+		size_t l;
+
+		m[i] = (struct member){json_object_iter_key(it),
+				       json_object_iter_key_len(it),
+				       json_object_iter_value(it)};
+		/* Names are compared as UTF-16: check them first. */
+		for (size_t k = 0; k < m[i].len && rc == 0; k += l)
+			if (utf8_decode((const unsigned char *)m[i].key + k,
+					m[i].len - k, &l) < 0)
+				rc = -1;
+	}
+	if (rc == 0)
+		sort_members(m, i);
+	jcs_put_raw(b, "{", 1);
+	for (size_t k = 0; k < i && rc == 0; k++) {
+		if (k > 0)
+			jcs_put_raw(b, ",", 1);
+		rc = jcs_put_string(b, m[k].key, m[k].len);
+		if (rc == 0) {
+			jcs_put_raw(b, ":", 1);
+			rc = put_value(b, m[k].v, flags, max, depth + 1);
+		}
+	}
+	jcs_put_raw(b, "}", 1);
+	if (m != stack)
+		free(m);
+	return rc;
+}
+
+/* Deeper trees than this are refused (the writer recurses). */
+#define JCS_MAX_DEPTH 512
+
+static int put_value(struct jcs_buf *b, const json_t *v, unsigned flags,
+		     size_t max, int depth)
+{
+	char num[40];
+	int rc = 0;
+
+	if (depth > JCS_MAX_DEPTH)
+		return -1;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		rc = put_object(b, v, flags, max, depth);
+		break;
+	case JSON_ARRAY:
+		jcs_put_raw(b, "[", 1);
+		for (size_t i = 0, n = json_array_size(v); i < n && rc == 0;
+		     i++) {
+			if (i > 0)
+				jcs_put_raw(b, ",", 1);
+			rc = put_value(b, json_array_get(v, i), flags, max,
+				       depth + 1);
+		}
+		jcs_put_raw(b, "]", 1);
+		break;
+	case JSON_STRING:
+		rc = jcs_put_string(b, json_string_value(v), json_string_length(v));
+		break;
+	case JSON_INTEGER:
+		jcs_put_integer(b, json_integer_value(v), flags);
+		break;
+	case JSON_REAL:
+		if (!isfinite(json_real_value(v)))
+			return -1; /* RFC 8785 3.2.2.2: NaN and Infinity */
+		jcs_put_raw(b, num, jcs_format_double(json_real_value(v), num));
+		break;
+	case JSON_TRUE:
+		jcs_put_raw(b, "true", 4);
+		break;
+	case JSON_FALSE:
+		jcs_put_raw(b, "false", 5);
+		break;
+	default:
+		jcs_put_raw(b, "null", 4);
+		break;
+	}
+	return rc == 0 && b->len <= max ? 0 : -1;
+}
+
+int jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
+	      size_t max_bytes)
+{
+	int rc = v != NULL ? put_value(b, v, flags, max_bytes, 0) : -1;
+
+	reserve(b, 0);
+	b->p[b->len] = '\0';
+	return rc;
+}
+
+char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
+	       struct jcs_buf *scratch)
+{
+	struct jcs_buf own;
+	struct jcs_buf *b = scratch != NULL ? scratch : &own;
+	char *text = NULL;
+
+	if (scratch == NULL)
+		jcs_buf_init(&own);
+	b->len = 0;
+	if (jcs_write(b, v, flags, max_bytes) == 0)
+		text = memcpy(xmalloc(b->len + 1), b->p, b->len + 1);
+	if (scratch == NULL)
+		jcs_buf_release(&own);
+	return text;
+}
+
+char *json_canonical(const json_t *v)
+{
+	return jcs_text(v, 0, SIZE_MAX, NULL);
+}
