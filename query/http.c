@@ -454,21 +454,29 @@ void reply_json(struct query_server *qs, struct request *rq, int status,
 	reply_raw(qs, rq, status, "application/json", text, strlen(text));
 }
 
-void reply_error(struct query_server *qs, struct request *rq, int status,
-		 const char *fmt, ...)
+json_t *q_error_doc(const char *fmt, va_list ap)
 {
 	char msg[512];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	/* Messages may quote what a client sent; JSON strings must be UTF-8,
 	 * so anything but printable ASCII is shown as '?'. */
 	for (char *p = msg; *p; p++)
 		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
 			*p = '?';
-	reply_json(qs, rq, status, json_pack("{s:s}", "error", msg));
+	return json_pack("{s:s}", "error", msg);
+}
+
+void reply_error(struct query_server *qs, struct request *rq, int status,
+		 const char *fmt, ...)
+{
+	va_list ap;
+	json_t *v;
+
+	va_start(ap, fmt);
+	v = q_error_doc(fmt, ap);
+	va_end(ap);
+	reply_json(qs, rq, status, v);
 }
 
 void reply_defer(struct query_server *qs, struct request *rq)

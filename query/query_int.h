@@ -246,6 +246,9 @@ void reply_json(struct query_server *qs, struct request *rq, int status,
 		json_t *v);
 void reply_error(struct query_server *qs, struct request *rq, int status,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* {"error": the message}, shown as printable ASCII (new reference). */
+json_t *q_error_doc(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
 /* body is taken (malloc'ed). */
 void reply_raw(struct query_server *qs, struct request *rq, int status,
 	       const char *content_type, char *body, size_t len);

@@ -140,17 +140,12 @@ int heavy_emit(struct heavy *h, const char *p, size_t n)
 
 void heavy_fail(struct heavy *h, int status, const char *fmt, ...)
 {
-	char msg[512];
 	json_t *v;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	v = q_error_doc(fmt, ap);
 	va_end(ap);
-	for (char *p = msg; *p; p++)
-		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
-			*p = '?';
-	v = json_pack("{s:s}", "error", msg);
 	uv_mutex_lock(&h->mu);
 	if (h->status == 0) {
 		h->status = status;

@@ -268,10 +268,15 @@ serve_start() {
 	url=$scheme://127.0.0.1:$port
 }
 
+# stop_bg PID: stops a background server of ours (nothing when empty).
+stop_bg() {
+	[ -n "$1" ] || return 0
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
 serve_stop() {
-	[ -n "$serve_pid" ] || return 0
-	kill "$serve_pid" 2>/dev/null || true
-	wait "$serve_pid" 2>/dev/null || true
+	stop_bg "$serve_pid"
 	serve_pid=
 }
 
@@ -382,9 +387,7 @@ bench_restart() {
 
 base_pid=
 base_stop() {
-	[ -n "$base_pid" ] || return 0
-	kill "$base_pid" 2>/dev/null || true
-	wait "$base_pid" 2>/dev/null || true
+	stop_bg "$base_pid"
 	base_pid=
 }
 
