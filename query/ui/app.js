@@ -686,8 +686,10 @@
 		const r = v.record;
 		$('v-record').hidden = false;
 		$('v-record-h').textContent = 'Verdict ' + id + ' (' + r.type + ', seq ' + v.seq + ')';
+		const who = GL.requesterText(r);
 		$('v-message').textContent = (r.allowed ? 'Allowed' : 'Denied') + ', ' + r.reason +
-			': ' + r.message + '. Judged on the state at seq ' + r.basisSeq + '.';
+			': ' + r.message + '. Judged on the state at seq ' + r.basisSeq + '.' +
+			(who ? ' Asked by ' + who + ' (review ' + (r.requester.uid || '?') + ').' : '');
 		$('v-checks').tBodies[0].replaceChildren(...(r.checks || []).map((c) =>
 			el('tr', {'class': c.ok ? null : 'over'},
 			   el('td', {text: c.tenant}), el('td', {text: c.key}),

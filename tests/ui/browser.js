@@ -461,6 +461,15 @@ async function adminSession(b) {
 	ok(asked.length === 3, 'the requester of each AdmissionReview is shown: ' + asked.map((r) => r[1]).join());
 	ok(everyone.got.filter((r) => r[1] === 'not recorded').length === everyone.got.length - asked.length,
 	   'verdicts asked without a review say the requester is not recorded');
+	if (asked.length > 0) {
+		const rv = all.find((v) => v.id === asked[0][0]);
+		await page.eval(`document.getElementById('vr-${rv.id}').click()`);
+		const m = await page.until(`(() => { const t = document.getElementById('v-message').textContent;
+			return document.getElementById('v-record-h').textContent.indexOf('Verdict ${rv.id} ') === 0 ? t : ''; })()`,
+		'the record of a reviewed verdict');
+		ok(m.indexOf('Asked by ' + rv.requester.username + ' (' + rv.requester.operation + ') (review ' +
+			     rv.requester.uid + ')') >= 0, 'the record says who asked: ' + m);
+	}
 	const denied = all.filter((v) => !v.allowed).length;
 	ok(denied > 0 && denied < all.length, 'the fixture has allowed and denied verdicts');
 	const den = await showAll(Object.assign({}, any, {'v-allowed': 'no'}));
