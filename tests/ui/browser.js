@@ -538,6 +538,7 @@ async function adminSession(b) {
 	ok(audits.length === narrow.got.length && audits.every((a) => a === 'reproduced'),
 	   'every shown verdict re-derived: ' + audits.join());
 	await showAll(any);
+	await page.eval('window.scrollTo(0, 0)');
 	await shot(page, 'verdicts');
 
 	/* The page's proof check in this browser (Web Crypto SHA-256 and
