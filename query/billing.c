@@ -9,7 +9,10 @@
  *
  * A tenant token exports its own subtree (showback): the rows whose
  * namespace, or whose subtree's root, lies outside it are dropped before
- * they are written, so they never reach the answer. The body is bounded: a
+ * they are written, so they never reach the answer. `tenant=NS` keeps the
+ * rows of NS's subtree the same way (for a tenant token NS must lie in its
+ * own subtree, else 403), so the console's history of one tenant does not
+ * download everyone's rows. The body is bounded: a
  * range too large for one answer is 413, to be split by the client.
  */
 #include "query/query_int.h"
@@ -100,6 +103,7 @@ struct export_out {
 	size_t len, cap;
 	bool json, scope, over;
 	const char *tenant; /* a tenant token's namespace, else NULL */
+	const char *only;   /* the tenant= parameter, else NULL */
 };
 
 static bool out_put(struct export_out *o, const char *s, size_t n)
@@ -125,7 +129,8 @@ static int export_row(void *ctx, const struct bill_row *row)
 	struct export_out *o = ctx;
 	bool ok;
 
-	if (o->tenant != NULL && !ns_in_subtree(o->tenant, row->ns))
+	if ((o->tenant != NULL && !ns_in_subtree(o->tenant, row->ns)) ||
+	    (o->only != NULL && !ns_in_subtree(o->only, row->ns)))
 		return 0;
 	if (o->json) {
 		json_t *v = bill_row_json(row);
@@ -150,13 +155,13 @@ static int export_row(void *ctx, const struct bill_row *row)
 
 struct export_params {
 	char from[64], to[64], month[16], step[16], basis[16], fmt[16],
-		rollup[16], currency[8];
+		rollup[16], currency[8], tenant[DNS1123_SUBDOMAIN_MAX + 1];
 };
 
 /* The export's parameters (an unknown one is refused, naming it). */
 static const char *const export_known[] = {
 	"from", "to", "month", "step", "basis", "format", "rollup", "currency",
-	NULL};
+	"tenant", NULL};
 
 /* One parameter into v (dflt when absent); sets *has; NULL, or what is
  * wrong with it. */
@@ -227,7 +232,7 @@ static bool export_params(struct query_server *qs, struct request *rq,
 			  struct export_opts *eo, struct export_out *o,
 			  struct export_params *p)
 {
-	bool has_from, has_to, has_month, has_cur, unused;
+	bool has_from, has_to, has_month, has_cur, has_tenant, unused;
 	const char *bad = NULL, *why = NULL;
 	char unknown[64];
 
@@ -238,7 +243,8 @@ static bool export_params(struct query_server *qs, struct request *rq,
 				sizeof(unknown))) {
 		reply_error(qs, rq, 400,
 			    "export: unknown parameter \"%s\" (known: from, "
-			    "to, month, step, basis, format, rollup, currency)",
+			    "to, month, step, basis, format, rollup, currency, "
+			    "tenant)",
 			    unknown);
 		return false;
 	}
@@ -256,8 +262,15 @@ static bool export_params(struct query_server *qs, struct request *rq,
 	    (why = param(rq, bad = "format", p->fmt, sizeof(p->fmt),
 			 "focus-csv", &unused)) ||
 	    (why = param(rq, bad = "rollup", p->rollup, sizeof(p->rollup), "",
-			 &unused))) {
+			 &unused)) ||
+	    (why = param(rq, bad = "tenant", p->tenant, sizeof(p->tenant), "",
+			 &has_tenant))) {
 		/* bad names the parameter that is malformed. */
+	} else if (has_tenant &&
+		   (!dns1123_label(p->tenant, strlen(p->tenant)) ||
+		    !ns_is_tenant(p->tenant))) {
+		bad = "tenant";
+		why = "is not a tenant namespace";
 	} else if ((why = export_range_params(p, has_from, has_to, has_month,
 					      eo->rates->offset_s, eo,
 					      &bad)) == NULL) {
@@ -274,6 +287,14 @@ static bool export_params(struct query_server *qs, struct request *rq,
 	o->tenant = rq->who != NULL && rq->who->role == ROLE_TENANT
 			    ? rq->who->ns
 			    : NULL;
+	o->only = has_tenant ? p->tenant : NULL;
+	if (o->only != NULL && o->tenant != NULL &&
+	    !ns_in_subtree(o->tenant, o->only)) {
+		reply_error(qs, rq, 403,
+			    "export: tenant %s is outside the subtree of %s",
+			    o->only, o->tenant);
+		return false;
+	}
 	return true;
 }
 
