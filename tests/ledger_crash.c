@@ -9,9 +9,12 @@
 #include "tests/ledger_gen.h"
 #include "tests/ledger_tests.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define T0    1767225600000000000LL
 #define BATCH 40
@@ -135,6 +138,45 @@ START_TEST(crash_sigkill_any_moment)
 }
 END_TEST
 
+/* What a creator killed between creating data.mdb and its first write
+ * leaves: an empty file. A reader finds no ledger there (LMDB, read-only,
+ * used to fail with EBADF trying to write the meta pages itself), and the
+ * next writer starts the log in it. */
+START_TEST(crash_before_first_write)
+{
+	char *dir = fresh_dir(), path[300];
+	struct ledger_opts ro = {.dir = dir, .read_only = true};
+	struct ledger_opts rw = {.dir = dir, .create = true};
+	struct lg_error err = {0};
+	struct event evs[BATCH];
+	struct gen *g = gen_new(7, T0);
+	ledger_t *lg = NULL;
+	uint64_t bad = 1;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0664);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(ledger_open(&lg, &ro, &err), LG_ENOENT);
+		ck_assert_ptr_null(lg);
+		ck_assert_msg(strstr(err.msg, "no meta pages") != NULL, "%s",
+			      err.msg);
+	}
+	ck_assert_int_eq(ledger_open(&lg, &rw, &err), 0);
+	gen_next(g, evs, BATCH);
+	ck_assert_int_eq(ledger_append(lg, evs, BATCH, NULL, 0, NULL, &err), 0);
+	ledger_close(lg);
+	ck_assert_int_eq(ledger_open(&lg, &ro, &err), 0);
+	ck_assert_uint_eq(ledger_last_seq(lg), BATCH);
+	ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+	ledger_close(lg);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
 void ledger_tests_crash(Suite *s)
 {
 	TCase *tc = tcase_create("crash");
@@ -142,5 +184,6 @@ void ledger_tests_crash(Suite *s)
 	tcase_set_timeout(tc, 300);
 	/* 4 seeds x 60 kills = 240 kills at random moments. */
 	tcase_add_loop_test(tc, crash_sigkill_any_moment, 0, 4);
+	tcase_add_test(tc, crash_before_first_write);
 	suite_add_tcase(s, tc);
 }
