@@ -382,6 +382,7 @@ int store_meta_check(ledger_t *lg, struct lg_error *err)
 	char path[4096];
 	const char *why = NULL;
 	unsigned bad = 0;
+	struct stat sb;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/data.mdb", lg->dir);
@@ -390,6 +391,16 @@ int store_meta_check(ledger_t *lg, struct lg_error *err)
 		return errno == ENOENT ? 0 /* LMDB says so */
 				       : lg_error_set(err, LG_EIO, "%s: %s",
 						      path, strerror(errno));
+	/* An empty file is a writer killed before its first commit, as an
+	 * absent one: nothing was ever stored, so it is no ledger, not damage
+	 * (the same answer as a normal read-only open gives). */
+	if (fstat(fd, &sb) == 0 && sb.st_size == 0) {
+		close(fd);
+		return lg_error_set(err, LG_ENOENT,
+				    "%s: not a gpuledger database (data.mdb "
+				    "has no meta pages yet)",
+				    lg->dir);
+	}
 	/* A writer may commit between the two reads of a check: only a
 	 * fault that stays is damage. */
 	for (int i = 0; i < 3; i++)

@@ -763,8 +763,11 @@ int bill_rates_cover(const struct bill_rates *r, const char *currency,
 {
 	if (r == NULL || !r->priced)
 		return 0;
+	/* Class "" is no device class: NODE events of it record that a Node
+	 * exists (DESIGN 6), and nothing is billed for it. */
 	for (uint32_t i = 0; i < st->n_cls; i++)
-		if (bill_rates_find(r, currency, st->cls_names[i]) == NULL)
+		if (st->cls_names[i][0] != '\0' &&
+		    bill_rates_find(r, currency, st->cls_names[i]) == NULL)
 			return lg_error_set(err, LG_ENOENT,
 					    "rates: no %s rate for class %s "
 					    "(a free class needs an explicit "

@@ -9,9 +9,12 @@
  *
  * A tenant token exports its own subtree (showback): the rows whose
  * namespace, or whose subtree's root, lies outside it are dropped before
- * they are written, so they never reach the answer. The rows are computed
- * off the loop and streamed (query/stream.c): an answer of any size holds a
- * bounded amount of memory, so there is no bound on the range.
+ * they are written, so they never reach the answer. `tenant=NS` keeps the
+ * rows of NS's subtree the same way (for a tenant token NS must lie in its
+ * own subtree, else 403), so the console's history of one tenant does not
+ * download everyone's rows. The rows are computed off the loop and
+ * streamed (query/stream.c): an answer of any size holds a bounded amount
+ * of memory, so there is no bound on the range.
  */
 #include "query/query_int.h"
 
@@ -99,6 +102,7 @@ struct export_out {
 	struct heavy *h;
 	bool json, scope;
 	char tenant[DNS1123_SUBDOMAIN_MAX + 1]; /* a tenant token's: "" all */
+	char only[DNS1123_SUBDOMAIN_MAX + 1];	/* the tenant= parameter, or "" */
 };
 
 /* What the thread needs: copies, since the billing file may be reloaded
@@ -123,7 +127,8 @@ static int export_row(void *ctx, const struct bill_row *row)
 	struct export_out *o = ctx;
 	int rc;
 
-	if (o->tenant[0] != '\0' && !ns_in_subtree(o->tenant, row->ns))
+	if ((o->tenant[0] != '\0' && !ns_in_subtree(o->tenant, row->ns)) ||
+	    (o->only[0] != '\0' && !ns_in_subtree(o->only, row->ns)))
 		return 0;
 	if (o->json) {
 		json_t *v = bill_row_json(row);
@@ -183,13 +188,13 @@ static void export_run(struct heavy *h, void *arg)
 
 struct export_params {
 	char from[64], to[64], month[16], step[16], basis[16], fmt[16],
-		rollup[16], currency[8];
+		rollup[16], currency[8], tenant[DNS1123_SUBDOMAIN_MAX + 1];
 };
 
 /* The export's parameters (an unknown one is refused, naming it). */
 static const char *const export_known[] = {
 	"from", "to", "month", "step", "basis", "format", "rollup", "currency",
-	NULL};
+	"tenant", NULL};
 
 /* One parameter into v (dflt when absent); sets *has; NULL, or what is
  * wrong with it. */
@@ -260,7 +265,7 @@ static bool export_params(struct query_server *qs, struct request *rq,
 			  struct export_opts *eo, struct export_out *o,
 			  struct export_params *p)
 {
-	bool has_from, has_to, has_month, has_cur, unused;
+	bool has_from, has_to, has_month, has_cur, has_tenant, unused;
 	const char *bad = NULL, *why = NULL;
 	char unknown[64];
 
@@ -271,7 +276,8 @@ static bool export_params(struct query_server *qs, struct request *rq,
 				sizeof(unknown))) {
 		reply_error(qs, rq, 400,
 			    "export: unknown parameter \"%s\" (known: from, "
-			    "to, month, step, basis, format, rollup, currency)",
+			    "to, month, step, basis, format, rollup, currency, "
+			    "tenant)",
 			    unknown);
 		return false;
 	}
@@ -289,8 +295,15 @@ static bool export_params(struct query_server *qs, struct request *rq,
 	    (why = param(rq, bad = "format", p->fmt, sizeof(p->fmt),
 			 "focus-csv", &unused)) ||
 	    (why = param(rq, bad = "rollup", p->rollup, sizeof(p->rollup), "",
-			 &unused))) {
+			 &unused)) ||
+	    (why = param(rq, bad = "tenant", p->tenant, sizeof(p->tenant), "",
+			 &has_tenant))) {
 		/* bad names the parameter that is malformed. */
+	} else if (has_tenant &&
+		   (!dns1123_label(p->tenant, strlen(p->tenant)) ||
+		    !ns_is_tenant(p->tenant))) {
+		bad = "tenant";
+		why = "is not a tenant namespace";
 	} else if ((why = export_range_params(p, has_from, has_to, has_month,
 					      eo->rates->offset_s, eo,
 					      &bad)) == NULL) {
@@ -306,6 +319,15 @@ static bool export_params(struct query_server *qs, struct request *rq,
 	o->scope = eo->rollup_subtree;
 	if (rq->who != NULL && rq->who->role == ROLE_TENANT)
 		snprintf(o->tenant, sizeof(o->tenant), "%s", rq->who->ns);
+	if (has_tenant)
+		snprintf(o->only, sizeof(o->only), "%s", p->tenant);
+	if (o->only[0] != '\0' && o->tenant[0] != '\0' &&
+	    !ns_in_subtree(o->tenant, o->only)) {
+		reply_error(qs, rq, 403,
+			    "export: tenant %s is outside the subtree of %s",
+			    o->only, o->tenant);
+		return false;
+	}
 	return true;
 }
 

@@ -877,11 +877,14 @@ void handle_verdict(struct query_server *qs, struct request *rq)
 }
 
 /* ---------------------------------------------------------------------- */
-/* GET /v1/verdicts?tenant&requester&reason&from&to&after&limit: "who asked
- * for these GPUs, when, and what was answered" (DESIGN 3.5). Verdicts are
- * read in id order after `after`; at most VLIST_SCAN_MAX records are read
- * per answer, so a filter that matches little cannot make one request
- * read the whole log: "next" says where to go on. */
+/* GET /v1/verdicts?tenant&requester&reason&allowed&from&to&after&before
+ * &order&limit: "who asked for these GPUs, when, and what was answered"
+ * (DESIGN 3.5). Verdicts with after < id < before are read in id order
+ * (order=asc, from after + 1 up) or newest first (order=desc, from
+ * before - 1 down: the console's "latest, then older"); at most
+ * VLIST_SCAN_MAX records are read per answer, so a filter that matches
+ * little cannot make one request read the whole log: "next" is the id to
+ * go on from (as after when ascending, as before when descending). */
 
 #define VLIST_LIMIT_DEFAULT 100
 #define VLIST_LIMIT_MAX	    1000
@@ -892,8 +895,10 @@ struct vfilter {
 	char requester[256];
 	char reason[64];
 	bool has_tenant, has_requester, has_reason;
+	int allowed; /* -1 either, else the answer asked for */
+	bool desc;
 	int64_t from_ns, to_ns; /* [from, to) */
-	uint64_t after, limit;
+	uint64_t after, before, limit; /* ids in (after, before) */
 };
 
 struct vlist {
@@ -916,24 +921,19 @@ static bool vfilter_match(const struct vfilter *f, const struct event *ev,
 		return false;
 	if (f->has_requester && (user == NULL || strcmp(user, f->requester)))
 		return false;
+	if (f->allowed >= 0 &&
+	    json_is_true(json_object_get(v, "allowed")) != (f->allowed == 1))
+		return false;
 	return !f->has_reason ||
 	       strcmp(qjstr_or(v, "reason", ""), f->reason) == 0;
 }
 
-static int vlist_event(void *ctx, const struct event *ev, const uint8_t *head)
+/* Adds the verdict ev to the answer when the filter takes it. */
+static void vlist_take(struct vlist *l, const struct event *ev)
 {
-	struct vlist *l = ctx;
 	char when[64];
-	json_t *v;
+	json_t *v = json_loads(ev->text, 0, NULL);
 
-	if (ev->type != EV_VERDICT || ev->text == NULL)
-		return 0;
-	if (l->left == 0)
-		return 1; /* appended after the index was read */
-	l->id++;
-	l->read++;
-	l->left--;
-	v = json_loads(ev->text, 0, NULL);
 	if (v != NULL && vfilter_match(l->f, ev, v)) {
 		json_object_set_new(v, "seq",
 				    json_integer((json_int_t)ev->seq));
@@ -943,9 +943,61 @@ static int vlist_event(void *ctx, const struct event *ev, const uint8_t *head)
 	} else {
 		json_decref(v);
 	}
-	if (json_array_size(l->out) >= l->f->limit || l->read >= VLIST_SCAN_MAX)
-		return 1;
-	return 0;
+}
+
+static bool vlist_full(const struct vlist *l)
+{
+	return json_array_size(l->out) >= l->f->limit ||
+	       l->read >= VLIST_SCAN_MAX;
+}
+
+/* Ascending: one scan from the first verdict on. */
+static int vlist_event(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct vlist *l = ctx;
+
+	if (ev->type != EV_VERDICT || ev->text == NULL)
+		return 0;
+	if (l->left == 0)
+		return 1; /* appended after the index was read, or at before */
+	l->id++;
+	l->read++;
+	l->left--;
+	vlist_take(l, ev);
+	return vlist_full(l) ? 1 : 0;
+}
+
+/* Descending: one record at a time through the index (the log is read
+ * forwards only). */
+static int vlist_one(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct vlist *l = ctx;
+
+	if (ev->type == EV_VERDICT && ev->text != NULL)
+		vlist_take(l, ev);
+	return 1;
+}
+
+/* Reads verdicts before - 1 down to after + 1; l->id ends at the last one
+ * read, l->left counts those not read. */
+static int vlist_desc(struct query_server *qs, struct vlist *l,
+		      struct lg_error *err)
+{
+	uint64_t hi = l->f->before - 1 < qs->vix.n ? l->f->before - 1
+						   : qs->vix.n;
+	uint64_t seq;
+	int rc = 0;
+
+	l->left = hi > l->f->after ? hi - l->f->after : 0;
+	for (l->id = hi + 1; l->left > 0 && !vlist_full(l) && rc >= 0;) {
+		l->id--;
+		l->read++;
+		l->left--;
+		rc = ledger_verdict_seq(qs->lg, l->id, &seq, err);
+		if (rc == 0)
+			rc = ledger_scan(qs->lg, seq, 1, vlist_one, l, err);
+	}
+	return rc < 0 ? rc : 0;
 }
 
 /* A text query parameter into out; false (with *why) when malformed. */
@@ -990,6 +1042,34 @@ static bool u64_param(const struct request *rq, const char *key, uint64_t *out,
 	return true;
 }
 
+/* allowed=true|false (or 1|0): -1 when absent. */
+static bool allowed_param(const struct request *rq, int *out,
+			  const char **why)
+{
+	char t[8];
+
+	*out = -1;
+	if (query_param(rq->query, rq->query_len, "allowed", t, sizeof(t)) ==
+	    -1)
+		return true;
+	*out = want_flag(rq, "allowed");
+	if (*out < 0)
+		*why = "allowed";
+	return *out >= 0;
+}
+
+static bool order_param(const struct request *rq, bool *desc,
+			const char **why)
+{
+	char t[8];
+	long n = query_param(rq->query, rq->query_len, "order", t, sizeof(t));
+
+	*desc = n >= 0 && strcmp(t, "desc") == 0;
+	if (n != -1 && !*desc && (n < 0 || strcmp(t, "asc") != 0))
+		*why = "order";
+	return *why == NULL;
+}
+
 static const char *vfilter_parse(const struct request *rq, struct vfilter *f)
 {
 	const char *why = NULL;
@@ -998,6 +1078,10 @@ static const char *vfilter_parse(const struct request *rq, struct vfilter *f)
 	f->from_ns = INT64_MIN;
 	f->to_ns = INT64_MAX;
 	f->limit = VLIST_LIMIT_DEFAULT;
+	f->before = UINT64_MAX;
+	if (!allowed_param(rq, &f->allowed, &why) ||
+	    !order_param(rq, &f->desc, &why))
+		return why;
 	if (!text_param(rq, "tenant", f->tenant, sizeof(f->tenant),
 			&f->has_tenant, &why) ||
 	    !text_param(rq, "requester", f->requester, sizeof(f->requester),
@@ -1007,8 +1091,11 @@ static const char *vfilter_parse(const struct request *rq, struct vfilter *f)
 	    !time_param(rq, "from", &f->from_ns, &why) ||
 	    !time_param(rq, "to", &f->to_ns, &why) ||
 	    !u64_param(rq, "after", &f->after, &why) ||
+	    !u64_param(rq, "before", &f->before, &why) ||
 	    !u64_param(rq, "limit", &f->limit, &why))
 		return why;
+	if (f->before == 0)
+		return "before";
 	if (f->limit < 1 || f->limit > VLIST_LIMIT_MAX)
 		return "limit";
 	if (f->has_tenant && !ns_is_tenant(f->tenant))
@@ -1029,17 +1116,27 @@ void handle_verdicts(struct query_server *qs, struct request *rq)
 	if (why != NULL) {
 		reply_error(qs, rq, 400,
 			    "%s: malformed (tenant: a tenant namespace; "
-			    "from, to: RFC 3339; after: a verdict id; limit: "
-			    "1..%d)",
+			    "allowed: true or false; from, to: RFC 3339; "
+			    "after, before: verdict ids; order: asc or desc; "
+			    "limit: 1..%d)",
 			    why, VLIST_LIMIT_MAX);
 		return;
 	}
 	l.out = json_array();
-	l.id = f.after;
-	l.left = f.after < qs->vix.n ? qs->vix.n - f.after : 0;
-	if (l.left > 0 &&
-	    (rc = ledger_verdict_seq(qs->lg, f.after + 1, &seq, &err)) == 0)
-		rc = ledger_scan(qs->lg, seq, 0, vlist_event, &l, &err);
+	if (f.desc) {
+		rc = vlist_desc(qs, &l, &err);
+	} else {
+		uint64_t hi = f.before - 1 < qs->vix.n ? f.before - 1
+						       : qs->vix.n;
+
+		l.id = f.after;
+		l.left = hi > f.after ? hi - f.after : 0;
+		if (l.left > 0 &&
+		    (rc = ledger_verdict_seq(qs->lg, f.after + 1, &seq,
+					     &err)) == 0)
+			rc = ledger_scan(qs->lg, seq, 0, vlist_event, &l,
+					 &err);
+	}
 	if (rc < 0) {
 		json_decref(l.out);
 		reply_error(qs, rq, 500, "%s", err.msg);

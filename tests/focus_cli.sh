@@ -352,7 +352,11 @@ get tenant-token-0123456789 'month=2026-01&step=day&rollup=subtree' \
 	"$tmp/tenant.csv"
 if [ "$code" = 200 ]; then ok; else bad "tenant export: $code"; fi
 conforms "HTTP, tenant" "$tmp/tenant.csv" --rates "$tmp/rates.json"
-python3 - "$tmp/tenant.csv" "$tmp/http.csv" "$tenant" >"$tmp/py" 2>&1 <<'PY'
+# subtree_rows WHAT MINE NS [MANY]: MINE holds exactly the rows of the
+# admin's $tmp/http.csv whose namespace lies in NS's subtree, some but not
+# all of them (MANY: of more than one namespace).
+subtree_rows() {
+	python3 - "$2" "$tmp/http.csv" "$3" "${4:-}" >"$tmp/py" 2>&1 <<'PY'
 import csv, sys
 mine = list(csv.DictReader(open(sys.argv[1])))
 every = list(csv.DictReader(open(sys.argv[2])))
@@ -363,10 +367,44 @@ want = [r for r in every if inside(r["SubAccountId"])]
 assert all(inside(r["SubAccountId"]) for r in mine)
 assert mine == want, (len(mine), len(want))
 assert 0 < len(mine) < len(every)
-assert len({r["SubAccountId"] for r in mine}) > 1
+assert not sys.argv[4] or len({r["SubAccountId"] for r in mine}) > 1
 print("subtree", len(mine), len(every))
 PY
-has "tenant sees its subtree, all of it" "$tmp/py" '^subtree [0-9]+ [0-9]+$'
+	has "$1" "$tmp/py" '^subtree [0-9]+ [0-9]+$'
+}
+subtree_rows "tenant sees its subtree, all of it" "$tmp/tenant.csv" "$tenant" many
+# tenant=NS: the rows of NS's subtree only, as a tenant token's own; for a
+# tenant token NS must lie in its subtree (403 otherwise).
+get admin-token-0123456789 "month=2026-01&step=day&rollup=subtree&tenant=$tenant" \
+	"$tmp/only.csv"
+if [ "$code" = 200 ]; then ok; else bad "admin export tenant=: $code"; fi
+same "admin tenant=$tenant = the tenant token's export" "$tmp/tenant.csv" \
+	"$tmp/only.csv"
+set -- $("$bin" replay --db "$db" --json | jq -r --arg t "$tenant" '
+	([.tenants[] | select(.parent == $t) | .namespace] | sort | .[0]),
+	([.tenants[] | select(.parent == "tenant-root" and .namespace != $t) |
+	  .namespace] | sort | .[0])')
+child=$1 other=$2
+for who in admin tenant; do
+	get $who-token-0123456789 "month=2026-01&step=day&rollup=subtree&tenant=$child" \
+		"$tmp/child-$who.csv"
+	if [ "$code" = 200 ]; then ok; else bad "$who export tenant=$child: $code"; fi
+done
+same "tenant=$child: admin = tenant token" "$tmp/child-admin.csv" \
+	"$tmp/child-tenant.csv"
+subtree_rows "tenant=$child is its subtree, all of it" "$tmp/child-admin.csv" "$child"
+get admin-token-0123456789 "month=2026-01&format=json&tenant=$child" \
+	"$tmp/child.ndjson"
+conforms "HTTP, tenant=, ndjson" "$tmp/child.ndjson"
+get tenant-token-0123456789 "month=2026-01&tenant=$other" "$tmp/body"
+if [ "$code" = 403 ]; then ok; else bad "tenant token, tenant=$other (outside its subtree): $code"; fi
+has "the 403 says why" "$tmp/body" 'outside the subtree'
+get tenant-token-0123456789 "month=2026-01&tenant=tenant-root" "$tmp/body"
+if [ "$code" = 403 ]; then ok; else bad "tenant token, tenant=tenant-root: $code"; fi
+for ns in default tenant-Bad ''; do
+	get admin-token-0123456789 "month=2026-01&tenant=$ns" "$tmp/body"
+	if [ "$code" = 400 ]; then ok; else bad "tenant=$ns: $code, want 400"; fi
+done
 get tenant-token-0123456789 'month=2026-01&format=json' "$tmp/tenant.ndjson"
 conforms "HTTP, tenant, ndjson" "$tmp/tenant.ndjson"
 get tenant-token-0123456789 'month=2026-1' "$tmp/body"

@@ -451,6 +451,16 @@ static const struct {
 	{"GET", "/v1/state", NULL, 200, 403, 200, 403, 403, 401},
 	{"GET", "/v1/events", NULL, 200, 403, 200, 403, 403, 401},
 	{"GET", "/v1/export", NULL, 400, 403, 400, 400, 400, 401},
+	/* tenant=: inside a tenant token's subtree, else 403 (one day of
+	 * tenant-acme-prod is one NDJSON row, so the answer is JSON). */
+	{"GET",
+	 "/v1/export?from=2026-03-01&to=2026-03-02&format=ndjson&tenant="
+	 "tenant-acme-prod",
+	 NULL, 200, 403, 200, 200, 403, 401},
+	{"GET", "/v1/export?from=2026-03-01&tenant=kube-system", NULL, 400, 403,
+	 400, 400, 400, 401},
+	{"GET", "/v1/verdicts?order=desc&allowed=false", NULL, 200, 403, 200,
+	 403, 403, 401},
 	{"GET", "/v1/classes", NULL, 200, 403, 200, 403, 403, 401},
 	{"GET", "/v1/classes/h100/capacity", NULL, 200, 403, 200, 403, 403,
 	 401},

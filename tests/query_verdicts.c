@@ -66,6 +66,8 @@ static const struct {
 	 "Unconstrained"},
 };
 
+#define NROWS(a) (int)(sizeof(a) / sizeof(a[0]))
+
 /* The answer is the model's verdict plus the four fields; the log holds
  * it at seq 38, and a lookup returns the same bytes. */
 START_TEST(verdict_matches_model)
@@ -469,7 +471,148 @@ START_TEST(append_failure_is_503)
 }
 END_TEST
 
-#define NROWS(a) (int)(sizeof(a) / sizeof(a[0]))
+
+/* The ids of a listing, in answer order, into ids; returns how many and
+ * sets *next (0 for null). */
+static size_t listed(const struct qt *t, const char *path, uint64_t *ids,
+		     size_t cap, uint64_t *next)
+{
+	struct qt_resp r;
+	const json_t *vs, *v;
+	size_t i, n = 0;
+
+	qt_http(t, "GET", path, NULL, NULL, &r);
+	ck_assert_msg(r.status == 200, "%s: %ld %s", path, r.status, r.body);
+	vs = json_object_get(r.json, "verdicts");
+	json_array_foreach(vs, i, v)
+	{
+		ck_assert_uint_lt(n, cap);
+		ids[n++] = (uint64_t)json_integer_value(json_object_get(v, "id"));
+	}
+	*next = (uint64_t)json_integer_value(json_object_get(r.json, "next"));
+	qt_resp_free(&r);
+	return n;
+}
+
+/* Every page of a listing (query without the cursor), following next as
+ * `cursor` (after or before); returns how many ids. */
+static size_t walk(const struct qt *t, const char *query, const char *cursor,
+		   uint64_t *ids, size_t cap)
+{
+	char path[256];
+	uint64_t next = 0;
+	size_t n = 0;
+	int pages = 0;
+
+	do {
+		if (next)
+			snprintf(path, sizeof(path), "/v1/verdicts?%s&%s=%llu",
+				 query, cursor, (unsigned long long)next);
+		else
+			snprintf(path, sizeof(path), "/v1/verdicts?%s", query);
+		n += listed(t, path, ids + n, cap - n, &next);
+		ck_assert_int_lt(++pages, 100);
+	} while (next);
+	return n;
+}
+
+#define NLIST 11
+
+/* allowed= keeps the answers asked for; order=desc lists newest first with
+ * `before` as its cursor, and both orders see the same verdicts; after and
+ * before bound either; a requester is kept in the listing. */
+START_TEST(listing_allowed_order_cursor)
+{
+	struct qt t;
+	struct qt_resp r;
+	uint64_t ids[64], got[64], next;
+	bool allowed[NLIST + 1];
+	size_t n, yes = 0, i;
+	char q[64];
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	for (i = 1; i <= NLIST; i++) {
+		int row = (int)(i - 1) % NROWS(verdict_rows);
+
+		qt_http(&t, "POST", verdict_rows[row].path, NULL,
+			verdict_rows[row].body, &r);
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_int_eq(json_integer_value(json_object_get(r.json, "id")),
+				 (json_int_t)i);
+		allowed[i] = json_is_true(json_object_get(r.json, "allowed"));
+		yes += allowed[i];
+		qt_resp_free(&r);
+	}
+	ck_assert(yes > 0 && yes < NLIST);
+	for (int a = 0; a < 2; a++) {
+		snprintf(q, sizeof(q), "allowed=%s&limit=2",
+			 a ? "true" : "false");
+		n = walk(&t, q, "after", got, 64);
+		ck_assert_uint_eq(n, (a ? yes : NLIST - yes));
+		for (i = 0; i < n; i++) {
+			ck_assert(allowed[got[i]] == (a == 1));
+			ck_assert(i == 0 || got[i] > got[i - 1]);
+		}
+		/* Newest first, the same verdicts reversed. */
+		snprintf(q, sizeof(q), "allowed=%s&limit=3&order=desc",
+			 a ? "1" : "0");
+		ck_assert_uint_eq(walk(&t, q, "before", ids, 64), n);
+		for (i = 0; i < n; i++)
+			ck_assert_uint_eq(ids[i], got[n - 1 - i]);
+	}
+	/* The first page newest first, and its cursor. */
+	ck_assert_uint_eq(listed(&t, "/v1/verdicts?order=desc&limit=3", ids,
+				 64, &next),
+			  3);
+	ck_assert_uint_eq(ids[0], NLIST);
+	ck_assert_uint_eq(ids[2], NLIST - 2);
+	ck_assert_uint_eq(next, NLIST - 2);
+	ck_assert_uint_eq(walk(&t, "order=desc&limit=4", "before", ids, 64),
+			  NLIST);
+	for (i = 0; i < NLIST; i++)
+		ck_assert_uint_eq(ids[i], NLIST - i);
+	/* Both bounds, either order. */
+	ck_assert_uint_eq(listed(&t, "/v1/verdicts?after=2&before=6", ids, 64,
+				 &next),
+			  3);
+	ck_assert(ids[0] == 3 && ids[2] == 5 && next == 0);
+	ck_assert_uint_eq(listed(&t,
+				 "/v1/verdicts?after=2&before=6&order=desc&"
+				 "limit=2",
+				 ids, 64, &next),
+			  2);
+	ck_assert(ids[0] == 5 && ids[1] == 4 && next == 4);
+	ck_assert_uint_eq(listed(&t, "/v1/verdicts?after=3&before=4", ids, 64,
+				 &next),
+			  0);
+	ck_assert_uint_eq(listed(&t, "/v1/verdicts?before=99&order=desc&"
+				     "limit=1",
+				 ids, 64, &next),
+			  1);
+	ck_assert(ids[0] == NLIST && next == NLIST);
+	/* Filters combine: tenant and answer. */
+	n = walk(&t, "tenant=tenant-acme-dev&allowed=false&order=desc",
+		 "before", ids, 64);
+	ck_assert_uint_gt(n, 0);
+	for (i = 0; i < n; i++)
+		ck_assert(!allowed[ids[i]]);
+	{
+		static const char *const bad[] = {
+			"allowed=maybe", "allowed=", "order=up", "order=",
+			"before=0",	 "before=x", "allowed=true&limit=0"};
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			snprintf(q, sizeof(q), "/v1/verdicts?%s", bad[i]);
+			qt_http(&t, "GET", q, NULL, NULL, &r);
+			ck_assert_msg(r.status == 400, "%s: %ld", q, r.status);
+			ck_assert_ptr_nonnull(qjstr(r.json, "error"));
+			qt_resp_free(&r);
+		}
+	}
+	qt_done(&t);
+}
+END_TEST
 
 QUERY_PART(verdicts)
 {
@@ -482,5 +625,6 @@ QUERY_PART(verdicts)
 	tcase_add_test(tc, verify_finds_forgery);
 	tcase_add_test(tc, concurrent_verdicts_audit);
 	tcase_add_test(tc, append_failure_is_503);
+	tcase_add_test(tc, listing_allowed_order_cursor);
 	suite_add_tcase(s, tc);
 }

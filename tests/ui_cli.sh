@@ -125,6 +125,32 @@ for n in 1 500; do
 	has "admission $n answered" "$tmp/v" '"allowed"'
 done
 
+# More than a page of them (the console reads 50 at a time, newest first,
+# and "Load older" follows the listing's cursor), and three asked through an
+# AdmissionReview, whose records keep the requester.
+n=0
+while [ $n -lt 60 ]; do
+	c=$((n % 3 == 0 ? 500 : 1))
+	curl -s -H "Authorization: Bearer $admin" -X POST "$url/v1/admission" \
+		-d "{\"namespace\":\"$tns\",\"kind\":\"VMInstance\",\"name\":\"ui-more-$n\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"h100\",\"count\":$c}]}}" \
+		-o /dev/null -w '%{http_code}\n' >>"$tmp/more"
+	n=$((n + 1))
+done
+[ "$(grep -c '^200$' "$tmp/more")" = 60 ] && ok || bad "60 more admissions: $(sort "$tmp/more" | uniq -c)"
+for n in 1 2 3; do
+	jq --arg ns "$tns" --arg n "$n" '.request.namespace = $ns |
+		.request.object.metadata.namespace = $ns |
+		.request.name = "ui-review-" + $n | .request.object.metadata.name = "ui-review-" + $n |
+		.request.uid = "ui-review-uid-" + $n | .request.userInfo.username = "ui-user-" + $n + "@example.com"' \
+		"$here/webhook/vminstance-create-denied.json" >"$tmp/review.json"
+	curl -s -H "Authorization: Bearer $admin" -X POST "$url/v1/admission" \
+		--data-binary @"$tmp/review.json" >"$tmp/v" || bad "review $n"
+	has "review $n answered" "$tmp/v" '"uid":"ui-review-uid-'$n'"'
+done
+curl -s -H "Authorization: Bearer $admin" -X POST "$url/v1/admission" \
+	-d "{\"namespace\":\"$tns\",\"kind\":\"VMInstance\",\"name\":\"ui-last\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"h100\",\"count\":1}]}}" \
+	>"$tmp/v" || bad "admission ui-last"
+
 # A signed checkpoint covering the last verdict (serve signs every second
 # while the tree grows).
 last=$(sed -n 's/.*"seq":\([0-9]*\).*/\1/p' "$tmp/v")

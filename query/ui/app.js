@@ -13,16 +13,15 @@
 	const GL = window.GL;
 	const TOKEN_KEY = 'gpuledger.token';
 	const VIEWS = ['tenants', 'classes', 'history', 'verdicts'];
-	const PAGE = 1000;   /* events per /v1/events request */
-	const WINDOW = 5000; /* events scanned per step back in history */
-	const WANT = 50;     /* verdicts the first scan looks for */
+	const VPAGE = 50;    /* verdicts per /v1/verdicts request */
+	const VNEWER = 20;   /* pages of newer verdicts one refresh reads */
 
 	const S = {
 		view: 'tenants',
 		seq: null, time: null, horizon: null,
 		tenants: null, classes: [], expanded: new Set(), expandedInit: false,
 		hist: {loaded: false},
-		v: {list: [], oldest: null, newest: null, open: null, reasons: new Set()},
+		v: {list: [], next: null, key: null, open: null},
 		audit: new Map(), /* verdict id -> 'reproduced' | 'DIFFERS' | 'error' */
 		timer: null, busy: false, again: false,
 	};
@@ -145,14 +144,14 @@
 		S.expanded.clear();
 		S.expandedInit = false;
 		S.hist.loaded = false;
-		S.v = {list: [], oldest: null, newest: null, open: null, reasons: new Set()};
+		S.v = {list: [], next: null, key: null, open: null};
 		S.audit.clear();
 		for (const b of Array.from($('t-table').tBodies))
 			b.remove();
 		for (const id of ['c-table', 'n-table', 'v-table', 'v-checks', 'h-table'])
 			$(id).tBodies[0].replaceChildren();
-		for (const id of ['h-chart', 'h-caption', 'h-tenant', 'v-json', 'v-proof', 'v-message',
-				  'ledger-pos', 'v-scan'])
+		for (const id of ['h-chart', 'h-caption', 'h-tenant', 'v-tenant', 'v-json', 'v-proof',
+				  'v-message', 'ledger-pos', 'v-scan'])
 			$(id).replaceChildren();
 		$('v-record').hidden = true;
 		setStatus('');
@@ -490,7 +489,9 @@
 		}
 		let text;
 		try {
-			text = await api('/v1/export?format=json&rollup=subtree&step=' + step +
+			/* tenant=: the rows of its subtree only, not everyone's. */
+			text = await api('/v1/export?format=json&rollup=subtree&tenant=' +
+					 encodeURIComponent(ns) + '&step=' + step +
 					 '&from=' + isoDay(from) + 'T00:00:00Z&to=' +
 					 isoDay(to) + 'T00:00:00Z', true);
 		} catch (e) {
@@ -577,97 +578,90 @@
 	}
 
 	/* ---------------------------------------------------------------- */
-	/* Verdicts: VERDICT events found by reading the log backwards in
-	 * windows from its end (the API has no verdict list; /v1/events is
-	 * what an auditor reads). */
-
-	async function scan(from, to) {
-		const found = [];
-		let at = from;
-		while (at <= to) {
-			const d = await api('/v1/events?from=' + at + '&limit=' +
-					    Math.min(PAGE, to - at + 1));
-			found.push(...GL.verdictsOf(d.events));
-			if (d.next <= at)
-				break;
-			at = d.next;
-		}
-		return found;
-	}
-
-	function addVerdicts(list) {
-		const have = new Set(S.v.list.map((v) => v.seq));
-		for (const v of list)
-			if (!have.has(v.seq)) {
-				S.v.list.push(v);
-				S.v.reasons.add(v.record.reason);
-			}
-		S.v.list.sort((a, b) => b.seq - a.seq);
-	}
-
-	async function loadVerdicts() {
-		try {
-			const last = S.seq;
-			if (S.v.oldest === null) {
-				let lo = last + 1;
-				while (lo > 1 && S.v.list.length < WANT && last - lo < 4 * WINDOW) {
-					const from = Math.max(1, lo - WINDOW);
-					addVerdicts(await scan(from, lo - 1));
-					lo = from;
-				}
-				S.v.oldest = lo;
-				S.v.newest = last;
-			} else if (last > S.v.newest) {
-				addVerdicts(await scan(S.v.newest + 1, last));
-				S.v.newest = last;
-			}
-		} catch (e) {
-			if (e instanceof ApiError && e.status === 401)
-				throw e;
-			$('v-table').tBodies[0].replaceChildren(el('tr', {},
-				el('td', {colspan: 7, 'class': 'error', text: refusal(e, 'the event log')})));
-			$('v-older').disabled = true;
-			return;
-		}
-		keepingFocus(renderVerdicts);
-	}
-
-	async function loadOlder() {
-		if (S.v.oldest === null || S.v.oldest <= 1)
-			return;
-		const from = Math.max(1, S.v.oldest - WINDOW);
-		try {
-			addVerdicts(await scan(from, S.v.oldest - 1));
-			S.v.oldest = from;
-		} catch (e) {
-			setStatus(refusal(e, 'the event log'), true);
-		}
-		renderVerdicts();
-	}
+	/* Verdicts: GET /v1/verdicts, newest first, filtered by the server
+	 * (tenant subtree, reason, answer); "next" is the cursor for "Load
+	 * older", and a refresh asks for the verdicts after the newest shown. */
 
 	function verdictFilter() {
 		return {tenant: $('v-tenant').value, reason: $('v-reason').value,
 			allowed: $('v-allowed').value};
 	}
 
-	function renderVerdicts() {
-		const sel = $('v-reason');
-		const cur = sel.value;
-		const reasons = Array.from(S.v.reasons).sort();
-		if (sel.options.length !== reasons.length + 1)
-			sel.replaceChildren(el('option', {value: '', text: 'any'}),
-					    ...reasons.map((r) => el('option', {value: r, text: r})));
-		sel.value = cur;
+	/* The filter's choices: the tenants the token sees, every reason. */
+	function fillVerdictForm() {
+		const fill = (sel, names, any) => {
+			const cur = sel.value;
+			if (sel.options.length !== names.length + 1 ||
+			    names.some((n, i) => sel.options[i + 1].value !== n))
+				sel.replaceChildren(el('option', {value: '', text: any}),
+						    ...names.map((n) => el('option', {value: n, text: n})));
+			sel.value = cur === '' || names.indexOf(cur) >= 0 ? cur : '';
+		};
+		fill($('v-tenant'), (S.tenants || []).map((t) => t.namespace).sort(), 'any (whole tree)');
+		fill($('v-reason'), GL.REASONS, 'any');
+	}
+
+	async function loadVerdicts() {
+		fillVerdictForm();
 		const f = verdictFilter();
-		const shown = S.v.list.filter((v) => GL.verdictMatches(v, f));
-		const rows = shown.map((v) => {
+		const key = JSON.stringify(f);
+		try {
+			if (key !== S.v.key || S.v.list.length === 0) {
+				/* A new filter (or nothing yet): the newest page. */
+				const d = await api(GL.verdictsPath(f, {}, VPAGE));
+				S.v.list = GL.verdictsOfListing(d);
+				S.v.next = d.next;
+				S.v.key = key;
+			} else {
+				/* A refresh: what was recorded since, in id order. */
+				let after = S.v.list[0].id;
+				for (let i = 0; i < VNEWER && after !== null; i++) {
+					const d = await api(GL.verdictsPath(f, {after: after}, VPAGE));
+					S.v.list = GL.mergeVerdicts(S.v.list, GL.verdictsOfListing(d));
+					after = d.next;
+				}
+			}
+		} catch (e) {
+			if (e instanceof ApiError && e.status === 401)
+				throw e;
+			S.v.key = null;
+			$('v-table').tBodies[0].replaceChildren(el('tr', {},
+				el('td', {colspan: 8, 'class': 'error', text: refusal(e, 'the verdicts')})));
+			$('v-older').disabled = true;
+			$('v-scan').textContent = '';
+			return;
+		}
+		keepingFocus(renderVerdicts);
+	}
+
+	async function loadOlder() {
+		const key = JSON.stringify(verdictFilter());
+		if (S.v.next === null || S.v.key !== key)
+			return;
+		try {
+			const d = await api(GL.verdictsPath(verdictFilter(), {before: S.v.next}, VPAGE));
+			if (S.v.key !== key)
+				return; /* the filter changed meanwhile: a new list */
+			S.v.list = GL.mergeVerdicts(S.v.list, GL.verdictsOfListing(d));
+			S.v.next = d.next;
+		} catch (e) {
+			setStatus(refusal(e, 'the verdicts'), true);
+		}
+		keepingFocus(renderVerdicts);
+	}
+
+	function renderVerdicts() {
+		const rows = S.v.list.map((v) => {
 			const r = v.record;
+			const who = GL.requesterText(r);
 			return el('tr', {tabindex: 0, id: 'vr-' + v.id, 'data-id': v.id,
 					 'aria-current': S.v.open === v.id ? 'true' : null},
 				el('td', {'class': 'num', text: String(v.id)}),
 				el('td', {'class': 'nowrap', text: GL.fmtTime(v.time)}),
 				el('td', {text: r.type}),
 				el('td', {text: GL.verdictSubject(r)}),
+				el('td', {'data-f': 'requester',
+					  text: who || 'not recorded'}),
 				el('td', {'class': r.allowed ? 'allowed' : 'denied',
 					  text: r.allowed ? 'allowed' : 'denied'}),
 				el('td', {text: r.reason}),
@@ -675,14 +669,13 @@
 					  text: S.audit.get(v.id) || 'not re-derived'}));
 		});
 		if (rows.length === 0)
-			rows.push(el('tr', {}, el('td', {colspan: 7, text: S.v.list.length
-				? 'No verdict matches the filter.' : 'No verdicts in the part of the log read.'})));
+			rows.push(el('tr', {}, el('td', {colspan: 8, text: S.v.next !== null
+				? 'No verdict matches the filter among the newest read; Load older reads on.'
+				: 'No verdict matches the filter.'})));
 		$('v-table').tBodies[0].replaceChildren(...rows);
-		$('v-older').disabled = !(S.v.oldest > 1);
-		$('v-scan').textContent = S.v.oldest === null ? '' :
-			'Read events ' + GL.fmtInt(S.v.oldest) + ' to ' + GL.fmtInt(S.v.newest) +
-			' of ' + GL.fmtInt(S.seq) + ': ' + S.v.list.length + ' verdicts, ' +
-			shown.length + ' shown.';
+		$('v-older').disabled = S.v.next === null;
+		$('v-scan').textContent = S.v.list.length + ' verdicts, newest first' +
+			(S.v.next !== null ? '; older ones remain (Load older).' : '; that is all of them.');
 	}
 
 	function openVerdict(id) {
@@ -693,8 +686,10 @@
 		const r = v.record;
 		$('v-record').hidden = false;
 		$('v-record-h').textContent = 'Verdict ' + id + ' (' + r.type + ', seq ' + v.seq + ')';
+		const who = GL.requesterText(r);
 		$('v-message').textContent = (r.allowed ? 'Allowed' : 'Denied') + ', ' + r.reason +
-			': ' + r.message + '. Judged on the state at seq ' + r.basisSeq + '.';
+			': ' + r.message + '. Judged on the state at seq ' + r.basisSeq + '.' +
+			(who ? ' Asked by ' + who + ' (review ' + (r.requester.uid || '?') + ').' : '');
 		$('v-checks').tBodies[0].replaceChildren(...(r.checks || []).map((c) =>
 			el('tr', {'class': c.ok ? null : 'over'},
 			   el('td', {text: c.tenant}), el('td', {text: c.key}),
@@ -761,8 +756,7 @@
 	/* Re-derives every verdict the filter shows, one request at a time
 	 * (each rebuilds a past state on the server). */
 	async function auditShown() {
-		const f = verdictFilter();
-		const ids = S.v.list.filter((v) => GL.verdictMatches(v, f)).map((v) => v.id);
+		const ids = S.v.list.map((v) => v.id);
 		let bad = 0;
 		for (let i = 0; i < ids.length; i++) {
 			setStatus('Re-deriving ' + (i + 1) + ' of ' + ids.length + '…');
@@ -870,7 +864,7 @@
 			loadView(false);
 		});
 		for (const id of ['v-tenant', 'v-reason', 'v-allowed'])
-			$(id).addEventListener(id === 'v-tenant' ? 'input' : 'change', renderVerdicts);
+			$(id).addEventListener('change', () => loadView(false));
 		$('v-older').addEventListener('click', loadOlder);
 		$('v-table').addEventListener('click', onVerdictRow);
 		$('v-table').addEventListener('keydown', onVerdictRow);

@@ -405,39 +405,61 @@
 	/* ---------------------------------------------------------------- */
 	/* Verdicts. */
 
-	/* The VERDICT events of an events page, newest first:
-	 * {id, seq, time, record}. */
-	function verdictsOf(events) {
-		const out = [];
-		for (const e of events)
-			if (e.type === 'VERDICT' && e.record)
-				out.push({id: e.record.id, seq: e.seq, time: e.time,
-					  record: e.record});
-		return out.sort((a, b) => b.seq - a.seq);
+	/* The reasons a verdict can give (query/metrics.c's table, which
+	 * the unit test compares), sorted: the reason filter's choices. */
+	const REASONS = ['ClassBudgetExceeded', 'ExceedsParentBudget', 'Invalid',
+		'InvalidBudgetKey', 'InvalidQuantity', 'NoGrowth', 'NotATenant',
+		'RawKeyBlocksClass', 'TotalBudgetExceeded', 'Unconstrained',
+		'UnknownClass', 'WithinBudget'];
+
+	/* The GET /v1/verdicts path for filter f = {tenant ('' any, else a
+	 * namespace: its subtree), reason ('' any), allowed ('all'|'yes'|
+	 * 'no')} and a cursor: {} the newest, {before: id} older ones (both
+	 * newest first), {after: id} newer ones (in id order). */
+	function verdictsPath(f, cursor, limit) {
+		const q = [];
+		const add = (k, v) => q.push(k + '=' + encodeURIComponent(String(v)));
+		const c = cursor || {};
+		if (c.after !== undefined && c.after !== null) {
+			add('after', c.after);
+		} else {
+			add('order', 'desc');
+			if (c.before !== undefined && c.before !== null)
+				add('before', c.before);
+		}
+		add('limit', limit || 50);
+		if (f.tenant)
+			add('tenant', f.tenant);
+		if (f.reason)
+			add('reason', f.reason);
+		if (f.allowed === 'yes' || f.allowed === 'no')
+			add('allowed', f.allowed === 'yes' ? 'true' : 'false');
+		return '/v1/verdicts?' + q.join('&');
 	}
 
-	/* Filter f = {tenant (substring of the request's namespace or of a
-	 * checked tenant), reason ('' any), allowed ('all'|'yes'|'no'),
-	 * type ('' any)}. */
-	function verdictMatches(v, f) {
-		const r = v.record;
-		if (f.allowed === 'yes' && !r.allowed)
-			return false;
-		if (f.allowed === 'no' && r.allowed)
-			return false;
-		if (f.reason && r.reason !== f.reason)
-			return false;
-		if (f.type && r.type !== f.type)
-			return false;
-		const text = (f.tenant || '').trim().toLowerCase();
-		if (text) {
-			const names = [(r.request && r.request.namespace) || ''];
-			for (const c of r.checks || [])
-				names.push(c.tenant || '');
-			if (!names.some((n) => n.toLowerCase().indexOf(text) >= 0))
-				return false;
-		}
-		return true;
+	/* The verdicts of a listing page as the view keeps them:
+	 * {id, seq, time, record} (the record as listed). */
+	function verdictsOfListing(d) {
+		return ((d && d.verdicts) || []).map((v) => ({id: v.id, seq: v.seq, time: v.time,
+							       record: v}));
+	}
+
+	/* list with the verdicts of page added (each id once), newest first. */
+	function mergeVerdicts(list, page) {
+		const by = new Map();
+		for (const v of list.concat(page))
+			if (!by.has(v.id))
+				by.set(v.id, v);
+		return Array.from(by.values()).sort((a, b) => b.id - a.id);
+	}
+
+	/* Who asked, when the record keeps it (an AdmissionReview's user and
+	 * operation, DESIGN 3.5); '' when it does not. */
+	function requesterText(r) {
+		const q = r && r.requester;
+		if (!q || typeof q.username !== 'string' || q.username === '')
+			return '';
+		return q.username + (q.operation ? ' (' + q.operation + ')' : '');
 	}
 
 	/* What a verdict was about, in a few words. */
@@ -671,7 +693,8 @@
 		fmtGpuHours, fmtTime, fmtShare, limitedByText, shortKey, buildTree,
 		tenantRows, rowInUse, classesOf, tenantStatus, tenantMatches, visibleRows,
 		mergeNodes, parseNdjson, historySeries, niceTicks, chartModel,
-		budgetLines, verdictsOf, verdictMatches, verdictSubject, jcs,
+		budgetLines, REASONS, verdictsPath, verdictsOfListing, mergeVerdicts,
+		requesterText, verdictSubject, jcs,
 		b64decode, b64encode, leafHash, nodeHash, verifyInclusion,
 		parseCheckpoint, checkInclusion, parseVerifierKey, keyId,
 		checkSignature, utf8, concat,

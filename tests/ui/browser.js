@@ -52,6 +52,36 @@ async function apiGet(p, tok) {
 }
 const apiJson = async (p, tok) => JSON.parse(await apiGet(p, tok));
 
+/* Every verdict GET /v1/verdicts lists for query q, newest first, read
+ * through its cursor in pages of another size than the console's. */
+async function apiVerdicts(q) {
+	const out = [];
+	for (let before = null, pages = 0; pages < 1000; pages++) {
+		const d = await apiJson('/v1/verdicts?order=desc&limit=37' + (q ? '&' + q : '') +
+					(before === null ? '' : '&before=' + before), ADMIN);
+		out.push(...d.verdicts);
+		if (d.next === null)
+			break;
+		before = d.next;
+	}
+	return out;
+}
+/* The listing's query for the page's filter controls. */
+function verdictQuery(f) {
+	const q = [];
+	if (f['v-tenant'])
+		q.push('tenant=' + encodeURIComponent(f['v-tenant']));
+	if (f['v-reason'])
+		q.push('reason=' + encodeURIComponent(f['v-reason']));
+	if (f['v-allowed'] !== 'all')
+		q.push('allowed=' + (f['v-allowed'] === 'yes'));
+	return q.join('&');
+}
+/* What the page must show of each: id, requester, answer, reason. */
+const apiRows = (vs) => vs.map((v) => [v.id, v.requester && v.requester.username
+	? v.requester.username + ' (' + v.requester.operation + ')' : 'not recorded',
+	v.allowed ? 'allowed' : 'denied', v.reason]);
+
 /* Everything a page does that the test watches. */
 function watch(b, page) {
 	const w = {requests: [], errors: []};
@@ -372,9 +402,16 @@ async function adminSession(b) {
 	   'one line per class in the chart (and their sum against a total budget)');
 	ok(await page.eval(`document.querySelectorAll('#h-chart line.budget').length`) === budgets.length,
 	   'one dashed line per budget of the tenant');
+	/* It asked for that tenant's rows only, never for everyone's. */
+	const exports = w.requests.filter((u) => u.startsWith(URL0 + '/v1/export?'));
+	ok(exports.some((u) => u.indexOf('tenant=' + encodeURIComponent(hns) + '&') >= 0) &&
+	   exports.every((u) => /[?&]tenant=tenant-[a-z0-9-]+&/.test(u)),
+	   'the history asks the export for one tenant\'s rows (tenant=): ' + exports.join(' '));
 	await shot(page, 'history');
 
-	/* Verdicts: the page's list equals the log's VERDICT events. */
+	/* Verdicts: the page's list equals GET /v1/verdicts for each filter
+	 * (newest first, every page read with "Load older"), and the listing
+	 * holds every VERDICT event of the log. */
 	await page.key('ArrowRight', 'ArrowRight', 39);
 	const evs = [];
 	for (let at = 1, last = Infinity; at <= last;) {
@@ -384,15 +421,79 @@ async function adminSession(b) {
 		at = ev.next;
 	}
 	const verdicts = evs.filter((e) => e.type === 'VERDICT').map((e) => ({id: e.record.id, record: e.record}));
-	await page.until(`document.querySelectorAll('#v-table tbody tr[data-id]').length === ${verdicts.length}`,
-			 'every verdict listed');
-	const denied = verdicts.filter((v) => !v.record.allowed).length;
-	ok(denied > 0 && denied < verdicts.length, 'the fixture has allowed and denied verdicts');
-	await page.eval(`(() => { const s = document.getElementById('v-allowed');
-		s.value = 'no'; s.dispatchEvent(new Event('change')); })()`);
-	ok(await page.eval(`Array.from(document.querySelectorAll('#v-table tbody tr[data-id]')).map(
-		(tr) => tr.cells[4].textContent).join()`) === Array(denied).fill('denied').join(),
-	   'the allowed filter shows the denied verdicts only');
+	const all = await apiVerdicts('');
+	ok(all.map((v) => v.id).join() === verdicts.map((v) => v.id).reverse().join(),
+	   'GET /v1/verdicts lists every VERDICT event of the log, newest first (' + all.length + ')');
+	ok(all.length > 50, 'more verdicts than one page of the console: ' + all.length);
+	const pageRows = `Array.from(document.querySelectorAll('#v-table tbody tr[data-id]')).map((tr) =>
+		[Number(tr.dataset.id), tr.querySelector('[data-f=requester]').textContent,
+		 tr.cells[5].textContent, tr.cells[6].textContent])`;
+	/* Sets the filter, waits for the newest page, reads older pages until
+	 * "Load older" is disabled; the rows shown, and how many pages. */
+	async function showAll(f) {
+		await page.eval(`(() => { for (const [id, v] of ${JSON.stringify(Object.entries(f))}) {
+			const s = document.getElementById(id); s.value = v;
+			s.dispatchEvent(new Event('change')); } })()`);
+		const q = verdictQuery(f);
+		const want = apiRows(await apiVerdicts(q));
+		await page.until(`JSON.stringify(${pageRows}) === ${JSON.stringify(JSON.stringify(want.slice(0, 50)))}`,
+				 'the newest page of ' + q);
+		let pages = 1;
+		while (!(await page.eval("document.getElementById('v-older').disabled"))) {
+			const n = await page.eval(`${pageRows}.length`);
+			await page.eval("document.getElementById('v-older').click()");
+			await page.until(`${pageRows}.length > ${n} || document.getElementById('v-older').disabled`,
+					 'Load older (' + q + ')');
+			ok(++pages < 50, 'Load older ends');
+			if (pages >= 50)
+				break;
+		}
+		const got = await page.eval(pageRows);
+		ok(JSON.stringify(got) === JSON.stringify(want),
+		   'verdicts ' + (q || 'unfiltered') + ': the page (' + got.length + ' rows) = the API (' +
+		   want.length + ')');
+		return {got: got, pages: pages};
+	}
+	const any = {'v-tenant': '', 'v-reason': '', 'v-allowed': 'all'};
+	const everyone = await showAll(any);
+	ok(everyone.pages >= 2, 'the unfiltered list took Load older: ' + everyone.pages + ' pages');
+	const asked = everyone.got.filter((r) => /^ui-user-\d@example\.com \(CREATE\)$/.test(r[1]));
+	ok(asked.length === 3, 'the requester of each AdmissionReview is shown: ' + asked.map((r) => r[1]).join());
+	ok(everyone.got.filter((r) => r[1] === 'not recorded').length === everyone.got.length - asked.length,
+	   'verdicts asked without a review say the requester is not recorded');
+	if (asked.length > 0) {
+		const rv = all.find((v) => v.id === asked[0][0]);
+		await page.eval(`document.getElementById('vr-${rv.id}').click()`);
+		const m = await page.until(`(() => { const t = document.getElementById('v-message').textContent;
+			return document.getElementById('v-record-h').textContent.indexOf('Verdict ${rv.id} ') === 0 ? t : ''; })()`,
+		'the record of a reviewed verdict');
+		ok(m.indexOf('Asked by ' + rv.requester.username + ' (' + rv.requester.operation + ') (review ' +
+			     rv.requester.uid + ')') >= 0, 'the record says who asked: ' + m);
+	}
+	const denied = all.filter((v) => !v.allowed).length;
+	ok(denied > 0 && denied < all.length, 'the fixture has allowed and denied verdicts');
+	const den = await showAll(Object.assign({}, any, {'v-allowed': 'no'}));
+	ok(den.got.length === denied && den.got.every((r) => r[2] === 'denied'),
+	   'the answer filter shows the denied verdicts only (' + den.got.length + ' of ' + denied + ')');
+	const reason = all.find((v) => !v.allowed).reason;
+	const narrow = await showAll({'v-tenant': TNS, 'v-reason': reason, 'v-allowed': 'no'});
+	ok(narrow.got.length > 0 && narrow.got.every((r) => r[3] === reason),
+	   'tenant ' + TNS + ', reason ' + reason + ': ' + narrow.got.length + ' rows');
+	const none = await showAll({'v-tenant': SIB, 'v-reason': '', 'v-allowed': 'all'});
+	ok(none.got.length === 0 && /No verdict matches/.test(await page.eval(
+		"document.getElementById('v-table').tBodies[0].textContent")),
+	   'a tenant without verdicts: none, and the page says so');
+	/* A refresh adds what was recorded since at the top and keeps the
+	 * older pages read. */
+	await showAll(any);
+	const fresh = await (await fetch(URL0 + '/v1/admission', {method: 'POST',
+		headers: {Authorization: 'Bearer ' + ADMIN}, body: JSON.stringify({namespace: TNS,
+		kind: 'VMInstance', name: 'ui-fresh', old: null, new: {gpus: [{class: 'h100', count: 1}]}})})).json();
+	await page.eval("document.getElementById('tab-verdicts').click()");
+	await page.until(`document.querySelector('#v-table tbody tr[data-id]').dataset.id === '${fresh.id}'`,
+			 'the new verdict on top after a refresh');
+	ok(await page.eval(`${pageRows}.length`) === all.length + 1,
+	   'the refresh kept every older verdict read and added the new one');
 	const vid = verdicts.find((v) => !v.record.allowed).id;
 	await page.eval(`document.getElementById('vr-${vid}').focus()`);
 	await page.send('Input.dispatchKeyEvent', {type: 'keyDown', key: 'Enter', code: 'Enter',
@@ -425,18 +526,19 @@ async function adminSession(b) {
 	   'prove: ' + pout);
 	ok(!process.env.UI_VERIFIER_KEY || /signed by gpuledger.test\/ui/.test(pout),
 	   'prove checks the checkpoint\'s signature with the verifier key: ' + pout);
-	/* Re-derive the shown (all, after clearing the filter): every row
-	 * says reproduced. */
-	await page.eval(`(() => { const s = document.getElementById('v-allowed');
-		s.value = 'all'; s.dispatchEvent(new Event('change'));
-		document.getElementById('v-audit').click(); })()`);
+	/* Re-derive the shown (the tenant, reason and answer filter): every
+	 * row says reproduced. */
+	await showAll({'v-tenant': TNS, 'v-reason': reason, 'v-allowed': 'no'});
+	await page.eval("document.getElementById('v-audit').click()");
 	const audits = await page.until(`(() => {
 		const a = Array.from(document.querySelectorAll('#v-table tbody tr[data-id] td[data-f=audit]'))
 			.map((td) => td.textContent);
 		return /^Re-derived/.test(document.getElementById('status').textContent) ? a : null; })()`,
-	're-derive the shown');
-	ok(audits.length === verdicts.length && audits.every((a) => a === 'reproduced'),
-	   'every verdict re-derived: ' + audits.join());
+	're-derive the shown', 60000);
+	ok(audits.length === narrow.got.length && audits.every((a) => a === 'reproduced'),
+	   'every shown verdict re-derived: ' + audits.join());
+	await showAll(any);
+	await page.eval('window.scrollTo(0, 0)');
 	await shot(page, 'verdicts');
 
 	/* The page's proof check in this browser (Web Crypto SHA-256 and
@@ -549,7 +651,7 @@ async function main() {
 	 * 403 on what its role may not read is the point (and so is the 401
 	 * of the wrong token at the end); anything else is not. */
 	const expected = new RegExp('^log: Failed to load resource: the server responded with a ' +
-		'status of (403 \\(Forbidden\\) ' + URL0 + '/v1/(classes|events|export)|' +
+		'status of (403 \\(Forbidden\\) ' + URL0 + '/v1/(classes|verdicts|export)|' +
 		'401 \\(Unauthorized\\) ' + URL0 + '/v1/tenants)');
 	const errors = [].concat(...WATCHED.map((w) => w.tenant
 		? w.errors.filter((e) => !expected.test(e)) : w.errors));

@@ -7,6 +7,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
 const GL = require('../../query/ui/lib.js');
 
 const sha256 = async (b) => new Uint8Array(crypto.createHash('sha256').update(b).digest());
@@ -230,26 +232,51 @@ test('niceTicks and chartModel put every value and budget inside the chart', () 
 		[GL.TOTAL_KEY]: 9, cpu: 3}}), ['h100', 'l40s']), {'h100 budget': 4, 'total budget': 9});
 });
 
-test('verdicts: found in events newest first, filtered by tenant, reason, answer', () => {
-	const rec = (id, ns, allowed, reason, checks) => ({id, allowed, reason, type: 'admission',
-		request: {namespace: ns, kind: 'VMInstance', name: 'v' + id}, checks: checks || []});
-	const ev = [{seq: 5, type: 'RESERVE'},
-		{seq: 6, type: 'VERDICT', time: 't6', record: rec(1, 'tenant-a', true, 'WithinBudget')},
-		{seq: 9, type: 'VERDICT', time: 't9', record: rec(2, 'tenant-b-x', false, 'ClassBudgetExceeded',
-			[{tenant: 'tenant-b'}])}];
-	const v = GL.verdictsOf(ev);
-	assert.deepEqual(v.map((x) => x.id), [2, 1]);
-	const ids = (f) => v.filter((x) => GL.verdictMatches(x, f)).map((x) => x.id);
-	assert.deepEqual(ids({}), [2, 1]);
-	assert.deepEqual(ids({allowed: 'no'}), [2]);
-	assert.deepEqual(ids({allowed: 'yes'}), [1]);
-	assert.deepEqual(ids({reason: 'WithinBudget'}), [1]);
-	assert.deepEqual(ids({tenant: 'TENANT-B'}), [2]);
-	assert.deepEqual(ids({tenant: 'tenant-'}), [2, 1]);
-	assert.deepEqual(ids({tenant: 'zzz'}), []);
-	assert.equal(GL.verdictSubject(v[0].record), 'VMInstance tenant-b-x/v2');
+test('verdicts: the listing path carries the filters and the cursor', () => {
+	const any = {tenant: '', reason: '', allowed: 'all'};
+	assert.equal(GL.verdictsPath(any), '/v1/verdicts?order=desc&limit=50');
+	assert.equal(GL.verdictsPath(any, {before: 17}, 20), '/v1/verdicts?order=desc&before=17&limit=20');
+	assert.equal(GL.verdictsPath(any, {after: 40}, 5), '/v1/verdicts?after=40&limit=5');
+	assert.equal(GL.verdictsPath(any, {after: 0}), '/v1/verdicts?after=0&limit=50');
+	assert.equal(GL.verdictsPath({tenant: 'tenant-a', reason: 'WithinBudget', allowed: 'yes'}, {before: 3}, 9),
+		'/v1/verdicts?order=desc&before=3&limit=9&tenant=tenant-a&reason=WithinBudget&allowed=true');
+	assert.equal(GL.verdictsPath({allowed: 'no'}, {}), '/v1/verdicts?order=desc&limit=50&allowed=false');
+	/* A parameter value is encoded, never spliced into the query. */
+	assert.equal(GL.verdictsPath({tenant: 'a&b=c', reason: 'x y'}),
+		'/v1/verdicts?order=desc&limit=50&tenant=a%26b%3Dc&reason=x%20y');
+});
+
+test('verdicts: pages merge once per id, newest first; the requester when recorded', () => {
+	const rec = (id, o) => Object.assign({id, seq: 100 + id, time: 't' + id, allowed: true,
+		reason: 'WithinBudget', type: 'admission',
+		request: {namespace: 'tenant-a', kind: 'VMInstance', name: 'v' + id}}, o || {});
+	const p1 = GL.verdictsOfListing({verdicts: [rec(9), rec(7)], next: 7});
+	assert.deepEqual(p1.map((v) => [v.id, v.seq, v.time]), [[9, 109, 't9'], [7, 107, 't7']]);
+	assert.equal(p1[0].record.reason, 'WithinBudget');
+	const p2 = GL.verdictsOfListing({verdicts: [rec(3), rec(7)], next: null});
+	const p3 = GL.verdictsOfListing({verdicts: [rec(10), rec(12)], next: null});
+	assert.deepEqual(GL.mergeVerdicts(GL.mergeVerdicts(p1, p2), p3).map((v) => v.id), [12, 10, 9, 7, 3]);
+	assert.deepEqual(GL.verdictsOfListing({}), []);
+	assert.deepEqual(GL.verdictsOfListing(null), []);
+	assert.equal(GL.requesterText(rec(1, {requester: {username: 'system:serviceaccount:kube-system:x',
+		groups: ['a'], uid: 'u', operation: 'UPDATE'}})), 'system:serviceaccount:kube-system:x (UPDATE)');
+	assert.equal(GL.requesterText(rec(1, {requester: {username: 'alice'}})), 'alice');
+	assert.equal(GL.requesterText(rec(1)), '');
+	assert.equal(GL.requesterText(rec(1, {requester: {username: ''}})), '');
+	assert.equal(GL.requesterText(rec(1, {requester: 'alice'})), '');
+	assert.equal(GL.verdictSubject(rec(2, {request: {namespace: 'tenant-b-x', kind: 'VMInstance', name: 'v2'}})),
+		'VMInstance tenant-b-x/v2');
 	assert.equal(GL.verdictSubject({type: 'declaration', request: {namespace: 'tenant-a'}}),
 		'budgets of tenant-a');
+});
+
+test('verdicts: the reason filter offers every reason the server counts', () => {
+	const src = fs.readFileSync(path.join(__dirname, '..', '..', 'query', 'metrics.c'), 'utf8');
+	const table = /static const char \*const reasons\[\] = \{([^}]*)\}/.exec(src);
+	assert.ok(table, 'query/metrics.c has its reasons table');
+	const names = Array.from(table[1].matchAll(/"([A-Za-z]+)"/g), (m) => m[1]).sort();
+	assert.ok(names.length >= 10);
+	assert.deepEqual(GL.REASONS, names);
 });
 
 test('jcs sorts keys at every level and prints no space', () => {
@@ -389,8 +416,6 @@ test('checkInclusion proves an event against its signed checkpoint; tampering fa
  * and the verifier key `gpuledger keygen` wrote. The page's checker must
  * agree with them byte for byte. */
 test('checkInclusion and checkSignature accept proofs made by gpuledger prove', async () => {
-	const fs = require('node:fs');
-	const path = require('node:path');
 	const dir = path.join(__dirname, 'fixtures');
 	const key = GL.parseVerifierKey(fs.readFileSync(path.join(dir, 'verifier.pub'), 'utf8'));
 	assert.ok(key, 'verifier key parses');
