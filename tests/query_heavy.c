@@ -34,13 +34,15 @@ static long vm_rss_kb(void)
 	return kb;
 }
 
-/* Sends a GET on a raw connection and never reads. */
-static int send_get(const struct qt *t, const char *path)
+/* Sends a GET on a raw connection (close: asking the server to close it
+ * after the answer) and never reads. */
+static int send_get(const struct qt *t, const char *path, bool close)
 {
 	char req[512];
 	int fd = qt_connect(t);
 	int n = snprintf(req, sizeof(req),
-			 "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+			 "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n", path,
+			 close ? "Connection: close\r\n" : "");
 
 	ck_assert_int_eq(write(fd, req, (size_t)n), n);
 	return fd;
@@ -95,7 +97,7 @@ START_TEST(heavy_slow_clients)
 	ck_assert_int_eq(qt_status(&t, "GET", "/healthz", NULL, NULL), 200);
 	before = vm_rss_kb();
 	for (int i = 0; i < 4; i++)
-		fds[i] = send_get(&t, BIG_EXPORT);
+		fds[i] = send_get(&t, BIG_EXPORT, false);
 	wait_heavy(&t, 4);
 	/* The loop answers while four exports wait on their clients. */
 	ck_assert_int_eq(qt_status(&t, "GET", "/healthz", NULL, NULL), 200);
@@ -104,7 +106,7 @@ START_TEST(heavy_slow_clients)
 	qt_resp_free(&r);
 	/* A fifth is refused, with a time to come back. */
 	{
-		int fd = send_get(&t, BIG_EXPORT);
+		int fd = send_get(&t, BIG_EXPORT, true);
 
 		qt_read_all(fd, buf, sizeof(buf), 10000);
 		close(fd);
