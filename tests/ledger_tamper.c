@@ -746,12 +746,6 @@ START_TEST(tamper_forensic_while_writing)
 }
 END_TEST
 
-static int count_event(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	(*(uint64_t *)ctx)++;
-	return 0;
-}
-
 /* A scan (what `log` prints) fails naming a missing seq 1, or a missing
  * last record, instead of taking "not found" for the end of the log
  * (issue 10, case 5). */
