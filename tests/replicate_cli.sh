@@ -172,6 +172,22 @@ expect "replicating from a primary that lost events" 1
 has "the seq it lacks is named" "$tmp/err" 'departs from this replica at seq 21 '
 kill -TERM "$spid"
 wait "$spid"
+# A primary whose last event is another than the replica's, with nothing
+# after it: the heads at the replica's last seq differ, so it departs there
+# (without that check the replica would take itself for up to date).
+head -n 9 "$here/query/base.ndjson" >"$tmp/nine.ndjson"
+head -n 9 "$tmp/rewritten.ndjson" >"$tmp/nine-forged.ndjson"
+run "$bin" import --db "$tmp/rep9" --create <"$tmp/nine.ndjson"
+expect "import nine events" 0
+run "$bin" import --db "$tmp/forged9" --create <"$tmp/nine-forged.ndjson"
+expect "import nine rewritten events" 0
+serve_at "$tmp/forged9" 127.0.0.1:0 "$tmp/f9.out"
+run "$bin" replicate --from "https://127.0.0.1:$sport" --db "$tmp/rep9" \
+	--token-file "$tmp/reader" --cacert "$tmp/ca.crt" --once
+expect "replicating from a primary whose last event differs" 1
+has "the differing last seq is named" "$tmp/err" 'departs from this replica at seq 9 \(a different chain head\)'
+kill -TERM "$spid"
+wait "$spid"
 
 # A primary whose event does not hash to the head it sends: a fresh replica
 # takes the events before it and stops at it, appending nothing of it.
