@@ -545,20 +545,17 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 	/* A forensic reader checks the meta pages before LMDB trusts them. */
 	if (lg->o.forensic && (rc = store_meta_check(lg, err)) != 0)
 		return rc;
-	/* A reader cannot initialise a data file: one still empty (a writer
-	 * stopped while it created the ledger) holds no ledger yet, where
-	 * LMDB would try to write its header and fail with EBADF. */
-	if (lg->o.read_only) {
-		char path[4096];
-
-		snprintf(path, sizeof(path), "%s/data.mdb", lg->dir);
-		if (stat(path, &sb) == 0 && sb.st_size == 0)
-			return lg_error_set(err, LG_ENOENT,
-					    "%s: no ledger yet (data.mdb is "
-					    "empty)",
-					    lg->dir);
-	}
 	rc = mdb_env_open(lg->env, lg->dir, flags, 0664);
+	/* A data.mdb with no meta pages yet: its creator was stopped (or is
+	 * still) between creating the file and its first write. LMDB takes
+	 * such a file for a new environment and, read-only, fails writing
+	 * the meta pages through its read-only descriptor (EBADF). Nothing
+	 * was ever committed: no ledger, as when there is no data.mdb. */
+	if (rc == EBADF && lg->o.read_only)
+		return lg_error_set(err, LG_ENOENT,
+				    "%s: not a gpuledger database (data.mdb "
+				    "has no meta pages yet)",
+				    lg->dir);
 	if (rc != 0)
 		return store_read_error(lg, err, rc, 0, lg->dir);
 	/* A file grown by an earlier run is bigger than our initial size;

@@ -763,10 +763,10 @@ int bill_rates_cover(const struct bill_rates *r, const char *currency,
 {
 	if (r == NULL || !r->priced)
 		return 0;
-	/* Every class of the state, but not NODE_EXISTS_CLASS: that is a
-	 * node's existence, never billed (model/state.c). */
+	/* Class "" is no device class: NODE events of it record that a Node
+	 * exists (DESIGN 6), and nothing is billed for it. */
 	for (uint32_t i = 0; i < st->n_cls; i++)
-		if (strcmp(st->cls_names[i], NODE_EXISTS_CLASS) != 0 &&
+		if (st->cls_names[i][0] != '\0' &&
 		    bill_rates_find(r, currency, st->cls_names[i]) == NULL)
 			return lg_error_set(err, LG_ENOENT,
 					    "rates: no %s rate for class %s "

@@ -81,10 +81,9 @@ p["hashes"][2]=base64.b64encode(bytes(h)).decode(); json.dump(p,open(sys.argv[2]
 run "$bin" check-proof --key "$pub" <"$tmp/bad1.json"
 expect "check-proof: a flipped bit" 1
 has "check-proof names why" "$tmp/out" '^invalid: the inclusion proof'
-# (Whatever the event's members are: since Node existence events, seq 17
-# is one with "serves" after "seq", which a sed on "seq":17,"time" missed.)
-jq -c '.event.extra = 1' "$tmp/incl.json" >"$tmp/bad2.json"
-cmp -s "$tmp/incl.json" "$tmp/bad2.json" && bad "the event was not changed"
+python3 -c 'import json,sys
+p=json.load(open(sys.argv[1])); p["event"]["extra"]=1; json.dump(p,open(sys.argv[2],"w"))' \
+	"$tmp/incl.json" "$tmp/bad2.json"
 run "$bin" check-proof --key "$pub" <"$tmp/bad2.json"
 expect "check-proof: a changed event" 1
 run "$bin" keygen --name other.example/log --out "$tmp/other"

@@ -157,7 +157,7 @@ if [ -n "$tour" ]; then
 		step "curl -s -X POST \$url/v1/admission -d '$small' | jq -c '{id, allowed, reason, basisSeq, seq}'"
 		step '$bin audit --db $dir/db'
 		step '$bin verify --db $dir/db'
-		step "curl -s \"\$url/v1/export?from=$from&step=day\" | head -3 | cut -d, -f1-6"
+		step "curl -s \"\$url/v1/export?from=$from&step=day&format=ndjson\" | head -2 | jq -c '{ChargePeriodStart, SubAccountId, x_DeviceClass, ConsumedQuantity, ConsumedUnit, BilledCost}'"
 		step '$bin replay --db $dir/db | head -8'
 	} | sed '$d' >"$tour"
 fi
