@@ -79,6 +79,12 @@ START_TEST(exact_time_went_back)
 	h_feed(&h, NSAT("2026-02-28T23:59:59.500Z", "tenant-b"));
 	h_expect(&h, "TENANT tenant-root; TENANT tenant-a; TENANT tenant-b",
 		 "half a second back is no NOTE");
+	/* The threshold: exactly 1 s back is none, 1 ns more is one. */
+	h_feed(&h, NSAT("2026-02-28T23:59:59Z", "tenant-b1"));
+	h_expect(&h, "TENANT tenant-b1", "exactly 1 s back is no NOTE");
+	h_feed(&h, NSAT("2026-02-28T23:59:58.999999999Z", "tenant-b2"));
+	h_expect(&h, "NOTE TimeWentBack; TENANT tenant-b2",
+		 "1 s and 1 ns back is a NOTE");
 	h_feed(&h, NSAT("2027-03-01T00:00:00Z", "tenant-c"));
 	h_feed(&h, NSAT("2026-03-01T00:01:00Z", "tenant-d"));
 	h_feed(&h, NSAT("2026-03-01T00:02:00Z", "tenant-e"));

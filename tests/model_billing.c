@@ -432,6 +432,43 @@ static state_t *tree_state(void)
 	return st;
 }
 
+/* Rates cover every class the state has met, and nothing else: not the
+ * pseudo-class of a Node's existence (a NODE event with class ""), which
+ * every watched cluster has. */
+START_TEST(billing_rates_cover)
+{
+	state_t *st = tree_state();
+	struct bill_rates r;
+	struct lg_error err = {0};
+	json_t *both = tq("{'rates': ["
+			  "{'class': 'h100', 'currency': 'EUR', "
+			  " 'listUnitPrice': '3.20'},"
+			  "{'class': 'a10', 'currency': 'EUR', "
+			  " 'listUnitPrice': '0'}]}");
+	json_t *h100 = tq("{'rates': [{'class': 'h100', 'currency': 'EUR', "
+			  " 'listUnitPrice': '3.20'}]}");
+
+	apply_ok(st, "{'time': '2026-03-01T08:00:00Z', 'type': 'NODE', "
+		     "'node': 'worker-1', 'class': '', 'capacity': 0, "
+		     "'serves': true}");
+	ck_assert_msg(bill_rates_parse(&r, both, &err) == 0, "%s", err.msg);
+	ck_assert_msg(bill_rates_cover(&r, "EUR", st, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_int_eq(bill_rates_cover(&r, "USD", st, &err), LG_ENOENT);
+	bill_rates_release(&r);
+	ck_assert_msg(bill_rates_parse(&r, h100, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(bill_rates_cover(&r, "EUR", st, &err), LG_ENOENT);
+	ck_assert_msg(strstr(err.msg, "no EUR rate for class a10") != NULL,
+		      "%s", err.msg);
+	bill_rates_release(&r);
+	/* No rates: nothing to cover. */
+	ck_assert_int_eq(bill_rates_cover(NULL, "EUR", st, &err), 0);
+	json_decref(both);
+	json_decref(h100);
+	state_free(st);
+}
+END_TEST
+
 /* Collects usage lines "ns cls ms [subtree]". */
 struct lines {
 	char text[2048];
@@ -941,6 +978,7 @@ MODEL_PART(billing)
 	tc = tcase_create("billing_snap");
 	tcase_add_test(tc, billing_path_rows);
 	tcase_add_test(tc, billing_snap_usage);
+	tcase_add_test(tc, billing_rates_cover);
 	tcase_add_test(tc, billing_snap_refused);
 	tcase_add_test(tc, billing_snap_stop);
 	suite_add_tcase(s, tc);

@@ -380,6 +380,22 @@ START_TEST(merkle_every_consistency)
 						0);
 					p.hash[h][byte] ^= bit;
 				}
+			/* A wrong first root alone: for a first size that is
+			 * not a power of two only the check of the first
+			 * root it rebuilds refuses it (RFC 9162 2.1.4.2). */
+			{
+				uint8_t r1[MERKLE_HASH_BYTES];
+
+				memcpy(r1, s->root[m], sizeof(r1));
+				r1[m % MERKLE_HASH_BYTES] ^= 0x80;
+				ck_assert_msg(merkle_verify_consistency(
+						      m, n, r1, s->root[n],
+						      &p) != 0,
+					      "consistency %llu -> %llu with "
+					      "a wrong first root",
+					      (unsigned long long)m,
+					      (unsigned long long)n);
+			}
 			if (m == n)
 				continue;
 			/* Other roots, other sizes, a shorter proof. */

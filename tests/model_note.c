@@ -61,6 +61,29 @@ START_TEST(note_open_known_answers)
 	ck_assert_uint_eq(tl, strlen(go_text));
 	ck_assert_int_eq(note_open(msg, strlen(msg), v, 1, &tl, NULL), 0);
 	ck_assert_int_eq(note_open(msg, strlen(msg), v + 1, 1, &tl, NULL), 0);
+	/* A known key's line that does not verify rejects the note, though
+	 * another known key's line does verify; unknown, it is ignored. */
+	{
+		char bad[sizeof(enoch_sig)];
+		struct lg_error err = {0};
+		size_t at;
+
+		strcpy(bad, enoch_sig);
+		at = strlen(bad) - 10; /* inside the signature's base64 */
+		bad[at] = bad[at] == 'A' ? 'B' : 'A';
+		snprintf(msg, sizeof(msg), "%s\n%s%s", go_text, peter_sig, bad);
+		ck_assert_int_eq(note_open(msg, strlen(msg), v, 2, &tl, &err),
+				 LG_EMISMATCH);
+		ck_assert_msg(strstr(err.msg, "EnochRoot") != NULL, "%s",
+			      err.msg);
+		ck_assert_int_eq(note_open(msg, strlen(msg), v, 1, &tl, NULL),
+				 0);
+		snprintf(msg, sizeof(msg), "%s\n%s%s", go_text, bad, peter_sig);
+		ck_assert_int_eq(note_open(msg, strlen(msg), v, 2, &tl, NULL),
+				 LG_EMISMATCH);
+		snprintf(msg, sizeof(msg), "%s\n%s%s", go_text, peter_sig,
+			 enoch_sig);
+	}
 	/* The C2SP example. */
 	ck_assert_int_eq(note_verifier_parse(&v[0], c2sp_vkey, NULL), 0);
 	ck_assert_int_eq(note_open(c2sp_note, strlen(c2sp_note), v, 1, &tl,

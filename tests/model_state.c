@@ -704,6 +704,10 @@ START_TEST(state_bounds)
 	big_refused(st, &ev);
 	ev = big_event(EV_RESERVE, "tenant-a", "p3", 0, 6, NULL);
 	big_refused(st, &ev); /* tenant-root's subtree total */
+	/* Another class: only tenant-root's total over classes overflows. */
+	ev = big_event(EV_RESERVE, "tenant-a", "p3", 0, 6, NULL);
+	ev.cls = "a10";
+	big_refused(st, &ev);
 	ev = big_event(EV_RESERVE, "tenant-c", "p2", 0, 5, NULL);
 	ck_assert_int_eq(state_apply_validated(st, &ev, &err), 0);
 	expect_member(st, "tenant-c", "reserved",

@@ -191,7 +191,8 @@ START_TEST(cert_lines)
 	static const char text[] = "cert:kube-apiserver admission\n"
 				   "cert:ops tenant:tenant-acme\n"
 				   "cert:kube-apiserver0123456 admin\n"
-				   "kube-apiserver0123456 auditor\n";
+				   "kube-apiserver0123456 auditor\n"
+				   "bearer-only-0123456789 admin\n";
 	struct auth a;
 	struct lg_error err = {0};
 	const struct principal *p;
@@ -199,7 +200,7 @@ START_TEST(cert_lines)
 	static const char empty[] = "cert: admin\n";
 
 	ck_assert_int_eq(auth_parse(&a, text, strlen(text), &err), 0);
-	ck_assert_uint_eq(a.n, 4);
+	ck_assert_uint_eq(a.n, 5);
 	p = auth_lookup_cert(&a, "kube-apiserver");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(p->role, ROLE_ADMISSION);
@@ -221,6 +222,10 @@ START_TEST(cert_lines)
 	p = auth_lookup_cert(&a, "kube-apiserver0123456");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(p->role, ROLE_ADMIN);
+	/* A bearer token is no CN: a certificate named after it is nobody. */
+	ck_assert_ptr_nonnull(auth_lookup(&a, "Bearer bearer-only-0123456789",
+					  strlen("Bearer bearer-only-0123456789")));
+	ck_assert_ptr_null(auth_lookup_cert(&a, "bearer-only-0123456789"));
 	auth_release(&a);
 	ck_assert_int_eq(auth_parse(&a, dup, strlen(dup), &err), LG_EEXIST);
 	ck_assert_int_eq(auth_parse(&a, empty, strlen(empty), &err), LG_EINVAL);

@@ -147,31 +147,43 @@ kill -TERM "$ppid" "$spid"
 wait "$ppid" "$spid"
 
 # --- a rewritten primary ----------------------------------------------------
+# departs PRIMARY REPLICA WHAT PATTERN: replicating once from a primary
+# serving the ledger PRIMARY into REPLICA fails, its error matching PATTERN.
+departs() {
+	serve_at "$1" 127.0.0.1:0 "$tmp/d.out"
+	run "$bin" replicate --from "https://127.0.0.1:$sport" --db "$2" \
+		--token-file "$tmp/reader" --cacert "$tmp/ca.crt" --once
+	expect "replicating from $3" 1
+	has "$3: the seq is named" "$tmp/err" "$4"
+	kill -TERM "$spid"
+	wait "$spid"
+}
 # The same history with the 9th event changed: it departs at seq 9.
 awk 'NR == 9 { sub(/"value":8/, "\"value\":9") } { print }' \
 	"$here/query/base.ndjson" >"$tmp/rewritten.ndjson"
 cmp -s "$here/query/base.ndjson" "$tmp/rewritten.ndjson" && bad "the rewrite changed nothing"
 run "$bin" import --db "$tmp/forged" --create <"$tmp/rewritten.ndjson"
 expect "import the rewritten history" 0
-serve_at "$tmp/forged" 127.0.0.1:0 "$tmp/f.out"
-run "$bin" replicate --from "https://127.0.0.1:$sport" --db "$tmp/rep" \
-	--token-file "$tmp/reader" --cacert "$tmp/ca.crt" --once
-expect "replicating from a rewritten primary" 1
-has "the first differing seq is named" "$tmp/err" 'departs from this replica at seq 9 '
+departs "$tmp/forged" "$tmp/rep" "a rewritten primary" \
+	'departs from this replica at seq 9 '
 "$bin" log --db "$tmp/rep" >"$tmp/rlog2"
 same "nothing was appended from it" "$tmp/rlog" "$tmp/rlog2"
-kill -TERM "$spid"
-wait "$spid"
 # A primary that lost its tail: it holds 20 events of the same history.
 head -n 20 "$here/query/base.ndjson" >"$tmp/short.ndjson"
 run "$bin" import --db "$tmp/short" --create <"$tmp/short.ndjson"
-serve_at "$tmp/short" 127.0.0.1:0 "$tmp/s.out"
-run "$bin" replicate --from "https://127.0.0.1:$sport" --db "$tmp/rep" \
-	--token-file "$tmp/reader" --cacert "$tmp/ca.crt" --once
-expect "replicating from a primary that lost events" 1
-has "the seq it lacks is named" "$tmp/err" 'departs from this replica at seq 21 '
-kill -TERM "$spid"
-wait "$spid"
+departs "$tmp/short" "$tmp/rep" "a primary that lost events" \
+	'departs from this replica at seq 21 '
+# A primary whose last event is another than the replica's, with nothing
+# after it: the heads at the replica's last seq differ, so it departs there
+# (without that check the replica would take itself for up to date).
+head -n 9 "$here/query/base.ndjson" >"$tmp/nine.ndjson"
+head -n 9 "$tmp/rewritten.ndjson" >"$tmp/nine-forged.ndjson"
+run "$bin" import --db "$tmp/rep9" --create <"$tmp/nine.ndjson"
+expect "import nine events" 0
+run "$bin" import --db "$tmp/forged9" --create <"$tmp/nine-forged.ndjson"
+expect "import nine rewritten events" 0
+departs "$tmp/forged9" "$tmp/rep9" "a primary whose last event differs" \
+	'departs from this replica at seq 9 \(a different chain head\)'
 
 # A primary whose event does not hash to the head it sends: a fresh replica
 # takes the events before it and stops at it, appending nothing of it.
