@@ -437,19 +437,25 @@ json_t *event_to_json(const struct event *ev)
 enum mval { MV_STR, MV_INT, MV_BOOL, MV_NULL, MV_JSON };
 
 struct mem {
-	const char *key;
+	const char *key; /* the text ,"name": */
+	size_t klen;
 	enum mval t;
 	const char *s;
 	int64_t i;
 };
 
-static void mem_add(struct mem *m, size_t *n, const char *key, enum mval t,
-		    const char *s, int64_t i)
+static void mem_put(struct mem *m, size_t *n, const char *key, size_t klen,
+		    enum mval t, const char *s, int64_t i)
 {
 	if (t == MV_STR && s == NULL)
 		t = MV_NULL;
-	m[(*n)++] = (struct mem){key, t, s, i};
+	m[(*n)++] = (struct mem){key, klen, t, s, i};
 }
+
+/* key is a string literal: its separator, quotes and colon are written in
+ * one piece. */
+#define mem_add(m, n, key, t, s, i)                                            \
+	mem_put(m, n, ",\"" key "\":", sizeof(key) + 3, t, s, i)
 
 static size_t event_members(const struct event *ev, struct mem *m,
 			    char *tbuf, size_t tcap)
@@ -547,11 +553,8 @@ int event_jcs_write(struct jcs_buf *b, const struct event *ev)
 
 	jcs_put_raw(b, "{", 1);
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (i > 0)
-			jcs_put_raw(b, ",", 1);
-		jcs_put_raw(b, "\"", 1);
-		jcs_put_raw(b, m[i].key, strlen(m[i].key));
-		jcs_put_raw(b, "\":", 2);
+		/* The first member goes without its comma. */
+		jcs_put_raw(b, m[i].key + (i == 0), m[i].klen - (i == 0));
 		rc = put_member(b, &m[i]);
 	}
 	jcs_put_raw(b, "}", 1);

@@ -154,61 +154,77 @@ int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 /* ---------------------------------------------------------------------- */
 /* Strings */
 
+/* One pass: plain runs are copied in one piece, and the buffer is reserved
+ * once for the unescaped length (escapes and UTF-8 checks are the rare
+ * path), since every Merkle leaf of an append is written here. */
 int jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0, run = 0;
+	size_t i = 0;
 
+	/* Invariant: room for the rest of the input as it is, plus the
+	 * closing quote. */
 	reserve(b, n + 2);
 	b->p[b->len++] = '"';
 	while (i < n) {
-		unsigned char c = s[i];
-		char esc[6] = {'\\', 0, '0', '0', 0, 0};
-		size_t el = 2, k;
+		size_t run = i, k;
+		unsigned char c;
+		char *o;
 
+		/* Written as they are: ASCII from space on (DEL too) but
+		 * '"' and '\\'. */
+		while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
+		       s[i] != '\\')
+			i++;
+		memcpy(b->p + b->len, str + run, i - run);
+		b->len += i - run;
+		if (i == n)
+			break;
+		c = s[i];
 		if (c >= 0x80) {
 			if (utf8_decode(s + i, n - i, &k) < 0)
 				return -1;
+			memcpy(b->p + b->len, str + i, k);
+			b->len += k;
 			i += k;
 			continue;
 		}
-		if (c >= 0x20 && c != '"' && c != '\\') {
-			i++;
-			continue;
-		}
-		jcs_put_raw(b, str + run, i - run);
+		/* One byte becomes up to six. */
+		reserve(b, n - i + 6 + 1);
+		o = b->p + b->len;
+		*o++ = '\\';
 		switch (c) {
 		case '"':
 		case '\\':
-			esc[1] = (char)c;
+			*o++ = (char)c;
 			break;
 		case '\b':
-			esc[1] = 'b';
+			*o++ = 'b';
 			break;
 		case '\f':
-			esc[1] = 'f';
+			*o++ = 'f';
 			break;
 		case '\n':
-			esc[1] = 'n';
+			*o++ = 'n';
 			break;
 		case '\r':
-			esc[1] = 'r';
+			*o++ = 'r';
 			break;
 		case '\t':
-			esc[1] = 't';
+			*o++ = 't';
 			break;
 		default:
-			esc[1] = 'u';
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			el = 6;
+			*o++ = 'u';
+			*o++ = '0';
+			*o++ = '0';
+			*o++ = hex[c >> 4];
+			*o++ = hex[c & 15];
 		}
-		jcs_put_raw(b, esc, el);
-		run = ++i;
+		b->len = (size_t)(o - b->p);
+		i++;
 	}
-	jcs_put_raw(b, str + run, n - run);
-	jcs_put_raw(b, "\"", 1);
+	b->p[b->len++] = '"';
 	return 0;
 }
 
@@ -220,7 +236,8 @@ int jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 
 void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 {
-	char tmp[24], *p = tmp + sizeof(tmp);
+	/* The digits end one before the end, where a closing quote fits. */
+	char tmp[24], *end = tmp + sizeof(tmp) - 1, *p = end;
 	unsigned long long u =
 		v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
 	bool quote = (flags & JCS_INT_STRINGS) &&
@@ -232,11 +249,12 @@ void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 	} while (u != 0);
 	if (v < 0)
 		*--p = '-';
-	if (quote)
-		jcs_put_raw(b, "\"", 1);
-	jcs_put_raw(b, p, (size_t)(tmp + sizeof(tmp) - p));
-	if (quote)
-		jcs_put_raw(b, "\"", 1);
+	if (quote) {
+		*--p = '"';
+		tmp[sizeof(tmp) - 1] = '"';
+		end++;
+	}
+	jcs_put_raw(b, p, (size_t)(end - p));
 }
 
 size_t jcs_format_double(double d, char *out)
