@@ -154,6 +154,25 @@ int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 /* ---------------------------------------------------------------------- */
 /* Strings */
 
+/* Written as it is: ASCII from space on (DEL too) but '"' and '\\'. */
+static bool plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/* plain() of all eight bytes of x at once. Each term is nonzero exactly
+ * when some byte has the high bit, is below 0x20, is '"', is '\\'
+ * (Hacker's Delight 6-1: haszero and hasless). */
+static bool plain8(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101ull,
+		       high = 0x8080808080808080ull;
+	uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+
+	return ((x & high) | ((x - ones * 0x20) & ~x & high) |
+		((q - ones) & ~q & high) | ((bs - ones) & ~bs & high)) == 0;
+}
+
 /* One pass: plain runs are copied in one piece, and the buffer is reserved
  * once for the unescaped length (escapes and UTF-8 checks are the rare
  * path), since every Merkle leaf of an append is written here. */
@@ -172,10 +191,15 @@ int jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 		unsigned char c;
 		char *o;
 
-		/* Written as they are: ASCII from space on (DEL too) but
-		 * '"' and '\\'. */
-		while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
-		       s[i] != '\\')
+		while (i + 8 <= n) {
+			uint64_t x;
+
+			memcpy(&x, s + i, 8);
+			if (!plain8(x))
+				break;
+			i += 8;
+		}
+		while (i < n && plain(s[i]))
 			i++;
 		memcpy(b->p + b->len, str + run, i - run);
 		b->len += i - run;
