@@ -143,8 +143,11 @@ static int put_checkpoint(ledger_t *lg, MDB_txn *txn, const uint8_t *head)
 static int write_batch(ledger_t *lg, MDB_txn *txn, uint64_t first, size_t n,
 		       const struct ledger_meta *meta, size_t n_meta)
 {
-	MDB_dbi ev = lg->dbi[LEDGER_DB_EVENTS];
-	int rc = 0;
+	MDB_cursor *ev = NULL;
+	/* One cursor for the batch appends where the last put left it;
+	 * mdb_put would search from the root for every event. */
+	int rc = n > 0 ? mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &ev)
+		       : 0;
 
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		uint64_t k = first + i;
@@ -152,8 +155,10 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, uint64_t first, size_t n,
 		MDB_val val = {.mv_size = lg->offs[i + 1] - lg->offs[i],
 			       .mv_data = lg->buf + lg->offs[i]};
 
-		rc = mdb_put(txn, ev, &key, &val, MDB_APPEND);
+		rc = mdb_cursor_put(ev, &key, &val, MDB_APPEND);
 	}
+	if (ev != NULL)
+		mdb_cursor_close(ev);
 	for (size_t i = 0; i < n_meta && rc == 0; i++) {
 		MDB_val key = {.mv_size = strlen(meta[i].key),
 			       .mv_data = (void *)meta[i].key};
