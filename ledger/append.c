@@ -33,21 +33,29 @@ static uint8_t *scratch(ledger_t *lg, size_t used, size_t need)
 	return lg->buf + used;
 }
 
+/* Room an event is first encoded into; a larger one is encoded again. */
+#define ENCODE_GUESS 1024
+
 /* Encodes one event plus its head at *used; advances *used and head. */
 static int encode_one(ledger_t *lg, const struct event *ev, size_t *used,
 		      uint8_t *head, struct lg_error *err)
 {
-	size_t n = ledger_event_encode(ev, NULL, 0);
-	uint8_t *p;
+	uint8_t *p = scratch(lg, *used, ENCODE_GUESS + LEDGER_HEAD_BYTES);
+	/* Most events fit the guess: encoded once, not sized first. */
+	size_t n = p != NULL ? ledger_event_encode(ev, p, ENCODE_GUESS) : 0;
 
+	if (p == NULL)
+		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	if (n > LEDGER_EVENT_MAX_BYTES)
 		return lg_error_set(
 			err, LG_ELIMIT, "event %llu: %zu bytes, more than %u",
 			(unsigned long long)ev->seq, n, LEDGER_EVENT_MAX_BYTES);
-	p = scratch(lg, *used, n + LEDGER_HEAD_BYTES);
-	if (p == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	ledger_event_encode(ev, p, n);
+	if (n > ENCODE_GUESS) {
+		p = scratch(lg, *used, n + LEDGER_HEAD_BYTES);
+		if (p == NULL)
+			return lg_error_set(err, LG_ENOMEM, "out of memory");
+		ledger_event_encode(ev, p, n);
+	}
 	ledger_chain_step(head, p, n, head);
 	memcpy(p + n, head, LEDGER_HEAD_BYTES);
 	*used += n + LEDGER_HEAD_BYTES;
@@ -136,8 +144,11 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 		       uint64_t first, size_t n, const struct ledger_meta *meta,
 		       size_t n_meta)
 {
-	MDB_dbi ev = lg->dbi[LEDGER_DB_EVENTS];
-	int rc = 0;
+	MDB_cursor *ev = NULL;
+	/* One cursor for the batch appends where the last put left it;
+	 * mdb_put would search from the root for every event. */
+	int rc = n > 0 ? mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &ev)
+		       : 0;
 
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		uint64_t k = first + i;
@@ -145,8 +156,10 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 		MDB_val val = {.mv_size = lg->offs[i + 1] - lg->offs[i],
 			       .mv_data = lg->buf + lg->offs[i]};
 
-		rc = mdb_put(txn, ev, &key, &val, MDB_APPEND);
+		rc = mdb_cursor_put(ev, &key, &val, MDB_APPEND);
 	}
+	if (ev != NULL)
+		mdb_cursor_close(ev);
 	for (size_t i = 0; i < n_meta && rc == 0; i++) {
 		MDB_val key = {.mv_size = strlen(meta[i].key),
 			       .mv_data = (void *)meta[i].key};

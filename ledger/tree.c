@@ -31,6 +31,7 @@ struct tree_txn {
 	ledger_t *lg;
 	MDB_txn *txn;
 	int mdb_rc; /* an LMDB failure inside a callback */
+	MDB_cursor *put; /* appends: kept across the batch, at the end */
 };
 
 static int tree_get(void *ctx, unsigned level, uint64_t index, uint8_t *out)
@@ -56,9 +57,10 @@ static void tree_put(void *ctx, unsigned level, uint64_t index,
 	MDB_val key = store_key(&pos),
 		val = {.mv_size = MERKLE_HASH_BYTES, .mv_data = (void *)hash};
 
+	/* A cursor at the last key appends without a search from the root
+	 * (mdb_put opens one per call). */
 	if (t->mdb_rc == 0)
-		t->mdb_rc = mdb_put(t->txn, t->lg->dbi[LEDGER_DB_TREE], &key,
-				    &val, MDB_APPEND);
+		t->mdb_rc = mdb_cursor_put(t->put, &key, &val, MDB_APPEND);
 }
 
 /* The size the stored tree covers (0 when it has none). */
@@ -109,7 +111,7 @@ int store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
 int store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
 		      const uint8_t (*leaf)[MERKLE_HASH_BYTES], size_t n)
 {
-	struct tree_txn t = {lg, txn, 0};
+	struct tree_txn t = {lg, txn, 0, NULL};
 	struct merkle_edge *e = &lg->edge;
 	uint64_t have;
 	int rc = store_tree_size(lg, txn, &have);
@@ -123,8 +125,11 @@ int store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
 		e->size = UINT64_MAX;
 		return t.mdb_rc ? t.mdb_rc : MDB_CORRUPTED;
 	}
+	t.mdb_rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_TREE], &t.put);
 	for (size_t i = 0; i < n && t.mdb_rc == 0; i++)
 		merkle_edge_push(e, leaf[i], tree_put, &t);
+	if (t.put != NULL)
+		mdb_cursor_close(t.put);
 	if (t.mdb_rc == 0)
 		t.mdb_rc = put_tree_size(lg, txn, first - 1 + n);
 	/* Whether or not the transaction commits, the cached edge is only
@@ -267,7 +272,7 @@ static int tree_result(struct tree_txn *t, int rc, struct lg_error *err)
 int ledger_tree_root(ledger_t *lg, uint64_t size, uint8_t *root,
 		     struct lg_error *err)
 {
-	struct tree_txn t = {lg, NULL, 0};
+	struct tree_txn t = {lg, NULL, 0, NULL};
 	int rc = read_tree(lg, size, &t.txn, err);
 
 	if (rc != 0)
@@ -280,7 +285,7 @@ int ledger_tree_root(ledger_t *lg, uint64_t size, uint8_t *root,
 int ledger_prove_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
 			   struct merkle_proof *p, struct lg_error *err)
 {
-	struct tree_txn t = {lg, NULL, 0};
+	struct tree_txn t = {lg, NULL, 0, NULL};
 	int rc;
 
 	if (seq == 0 || seq > size)
@@ -300,7 +305,7 @@ int ledger_prove_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
 int ledger_prove_consistency(ledger_t *lg, uint64_t from, uint64_t to,
 			     struct merkle_proof *p, struct lg_error *err)
 {
-	struct tree_txn t = {lg, NULL, 0};
+	struct tree_txn t = {lg, NULL, 0, NULL};
 	int rc;
 
 	if (from == 0 || from > to)

@@ -229,6 +229,23 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 	*y = (int64_t)yoe + era * 400 + (*m <= 2);
 }
 
+/* The nanoseconds and the closing Z after the 20 characters of the
+ * seconds. */
+static size_t put_ns(char *buf, unsigned ns)
+{
+	for (int k = 28; k >= 20; k--, ns /= 10)
+		buf[k] = (char)('0' + ns % 10);
+	buf[29] = 'Z';
+	buf[30] = '\0';
+	return 30;
+}
+
+/* The text up to the seconds' dot of the last second formatted: the
+ * events of a batch mostly share their second (every Merkle leaf has a
+ * time). */
+static _Thread_local int64_t tf_secs = INT64_MIN;
+static _Thread_local char tf_text[20];
+
 size_t time_format_ns(int64_t t_ns, char *buf, size_t cap)
 {
 	int64_t secs = t_ns / 1000000000, ns = t_ns % 1000000000;
@@ -240,6 +257,10 @@ size_t time_format_ns(int64_t t_ns, char *buf, size_t cap)
 		ns += 1000000000;
 		secs--;
 	}
+	if (secs == tf_secs && cap > 30) {
+		memcpy(buf, tf_text, sizeof(tf_text));
+		return put_ns(buf, (unsigned)ns);
+	}
 	days = secs / 86400;
 	sod = secs % 86400;
 	if (sod < 0) {
@@ -249,21 +270,21 @@ size_t time_format_ns(int64_t t_ns, char *buf, size_t cap)
 	civil_from_days(days, &y, &m, &d);
 	if (y >= 0 && y <= 9999 && cap > 30) {
 		/* The common case without snprintf (every Merkle leaf). */
-		unsigned v[7] = {(unsigned)y, m, d, (unsigned)(sod / 3600),
-				 (unsigned)(sod / 60 % 60), (unsigned)(sod % 60),
-				 (unsigned)ns};
-		static const int w[7] = {4, 2, 2, 2, 2, 2, 9};
-		static const char sep[7] = {'-', '-', 'T', ':', ':', '.', 'Z'};
+		unsigned v[6] = {(unsigned)y, m, d, (unsigned)(sod / 3600),
+				 (unsigned)(sod / 60 % 60), (unsigned)(sod % 60)};
+		static const int w[6] = {4, 2, 2, 2, 2, 2};
+		static const char sep[6] = {'-', '-', 'T', ':', ':', '.'};
 		char *o = buf;
 
-		for (int i = 0; i < 7; i++) {
+		for (int i = 0; i < 6; i++) {
 			for (int k = w[i] - 1; k >= 0; k--, v[i] /= 10)
 				o[k] = (char)('0' + v[i] % 10);
 			o += w[i];
 			*o++ = sep[i];
 		}
-		*o = '\0';
-		return (size_t)(o - buf);
+		memcpy(tf_text, buf, sizeof(tf_text));
+		tf_secs = secs;
+		return put_ns(buf, (unsigned)ns);
 	}
 	n = snprintf(buf, cap, "%04lld-%02u-%02uT%02d:%02d:%02d.%09lldZ",
 		     (long long)y, m, d, (int)(sod / 3600),
@@ -434,22 +455,28 @@ json_t *event_to_json(const struct event *ev)
  * go through jansson (parsed, as event_to_json embeds them). Two hashes an
  * event are cheap next to a jansson tree, and every append computes its
  * Merkle leaf here. */
-enum mval { MV_STR, MV_INT, MV_BOOL, MV_NULL, MV_JSON };
+enum mval { MV_STR, MV_RAW, MV_INT, MV_BOOL, MV_NULL, MV_JSON };
 
 struct mem {
-	const char *key;
+	const char *key; /* the text ,"name": */
+	size_t klen;
 	enum mval t;
 	const char *s;
 	int64_t i;
 };
 
-static void mem_add(struct mem *m, size_t *n, const char *key, enum mval t,
-		    const char *s, int64_t i)
+static void mem_put(struct mem *m, size_t *n, const char *key, size_t klen,
+		    enum mval t, const char *s, int64_t i)
 {
-	if (t == MV_STR && s == NULL)
+	if ((t == MV_STR || t == MV_RAW) && s == NULL)
 		t = MV_NULL;
-	m[(*n)++] = (struct mem){key, t, s, i};
+	m[(*n)++] = (struct mem){key, klen, t, s, i};
 }
+
+/* key is a string literal: its separator, quotes and colon are written in
+ * one piece. */
+#define mem_add(m, n, key, t, s, i)                                            \
+	mem_put(m, n, ",\"" key "\":", sizeof(key) + 3, t, s, i)
 
 static size_t event_members(const struct event *ev, struct mem *m,
 			    char *tbuf, size_t tcap)
@@ -503,14 +530,28 @@ static size_t event_members(const struct event *ev, struct mem *m,
 	mem_add(m, &n, "seq", MV_INT, NULL, (int64_t)ev->seq);
 	if (f & F_CAPACITY)
 		mem_add(m, &n, "serves", MV_BOOL, NULL, ev->present);
-	mem_add(m, &n, "time", MV_STR, tbuf, 0);
-	mem_add(m, &n, "type", MV_STR, event_type_name(ev->type), 0);
+	/* Our own texts, with nothing to escape (digits and -T:.Z, and the
+	 * upper-case type names). */
+	mem_add(m, &n, "time", MV_RAW, tbuf, 0);
+	mem_add(m, &n, "type", MV_RAW, event_type_name(ev->type), 0);
 	if (holder)
 		mem_add(m, &n, "uid", MV_STR, ev->uid, 0);
 	if (f & F_VALUE)
 		mem_add(m, &n, "value", ev->present ? MV_INT : MV_NULL, NULL,
 			ev->value);
 	return n;
+}
+
+/* jcs_put_raw, without the call while the buffer has room (three or four
+ * pieces of every leaf). */
+static void put_raw(struct jcs_buf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		jcs_put_raw(b, s, n);
+		return;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
 }
 
 static int put_member(struct jcs_buf *b, const struct mem *m)
@@ -521,6 +562,11 @@ static int put_member(struct jcs_buf *b, const struct mem *m)
 	switch (m->t) {
 	case MV_STR:
 		return jcs_put_string(b, m->s, strlen(m->s));
+	case MV_RAW:
+		put_raw(b, "\"", 1);
+		put_raw(b, m->s, strlen(m->s));
+		put_raw(b, "\"", 1);
+		return 0;
 	case MV_INT:
 		jcs_put_integer(b, m->i, JCS_INT_STRINGS);
 		return 0;
@@ -547,11 +593,8 @@ int event_jcs_write(struct jcs_buf *b, const struct event *ev)
 
 	jcs_put_raw(b, "{", 1);
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (i > 0)
-			jcs_put_raw(b, ",", 1);
-		jcs_put_raw(b, "\"", 1);
-		jcs_put_raw(b, m[i].key, strlen(m[i].key));
-		jcs_put_raw(b, "\":", 2);
+		/* The first member goes without its comma. */
+		put_raw(b, m[i].key + (i == 0), m[i].klen - (i == 0));
 		rc = put_member(b, &m[i]);
 	}
 	jcs_put_raw(b, "}", 1);

@@ -154,61 +154,101 @@ int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 /* ---------------------------------------------------------------------- */
 /* Strings */
 
+/* Written as it is: ASCII from space on (DEL too) but '"' and '\\'. */
+static bool plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/* plain() of all eight bytes of x at once. Each term is nonzero exactly
+ * when some byte has the high bit, is below 0x20, is '"', is '\\'
+ * (Hacker's Delight 6-1: haszero and hasless). */
+static bool plain8(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101ull,
+		       high = 0x8080808080808080ull;
+	uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+
+	return ((x & high) | ((x - ones * 0x20) & ~x & high) |
+		((q - ones) & ~q & high) | ((bs - ones) & ~bs & high)) == 0;
+}
+
+/* One pass: plain runs are copied in one piece, and the buffer is reserved
+ * once for the unescaped length (escapes and UTF-8 checks are the rare
+ * path), since every Merkle leaf of an append is written here. */
 int jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0, run = 0;
+	size_t i = 0;
 
+	/* Invariant: room for the rest of the input as it is, plus the
+	 * closing quote. */
 	reserve(b, n + 2);
 	b->p[b->len++] = '"';
 	while (i < n) {
-		unsigned char c = s[i];
-		char esc[6] = {'\\', 0, '0', '0', 0, 0};
-		size_t el = 2, k;
+		size_t run = i, k;
+		unsigned char c;
+		char *o;
 
+		while (i + 8 <= n) {
+			uint64_t x;
+
+			memcpy(&x, s + i, 8);
+			if (!plain8(x))
+				break;
+			i += 8;
+		}
+		while (i < n && plain(s[i]))
+			i++;
+		memcpy(b->p + b->len, str + run, i - run);
+		b->len += i - run;
+		if (i == n)
+			break;
+		c = s[i];
 		if (c >= 0x80) {
 			if (utf8_decode(s + i, n - i, &k) < 0)
 				return -1;
+			memcpy(b->p + b->len, str + i, k);
+			b->len += k;
 			i += k;
 			continue;
 		}
-		if (c >= 0x20 && c != '"' && c != '\\') {
-			i++;
-			continue;
-		}
-		jcs_put_raw(b, str + run, i - run);
+		/* One byte becomes up to six. */
+		reserve(b, n - i + 6 + 1);
+		o = b->p + b->len;
+		*o++ = '\\';
 		switch (c) {
 		case '"':
 		case '\\':
-			esc[1] = (char)c;
+			*o++ = (char)c;
 			break;
 		case '\b':
-			esc[1] = 'b';
+			*o++ = 'b';
 			break;
 		case '\f':
-			esc[1] = 'f';
+			*o++ = 'f';
 			break;
 		case '\n':
-			esc[1] = 'n';
+			*o++ = 'n';
 			break;
 		case '\r':
-			esc[1] = 'r';
+			*o++ = 'r';
 			break;
 		case '\t':
-			esc[1] = 't';
+			*o++ = 't';
 			break;
 		default:
-			esc[1] = 'u';
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			el = 6;
+			*o++ = 'u';
+			*o++ = '0';
+			*o++ = '0';
+			*o++ = hex[c >> 4];
+			*o++ = hex[c & 15];
 		}
-		jcs_put_raw(b, esc, el);
-		run = ++i;
+		b->len = (size_t)(o - b->p);
+		i++;
 	}
-	jcs_put_raw(b, str + run, n - run);
-	jcs_put_raw(b, "\"", 1);
+	b->p[b->len++] = '"';
 	return 0;
 }
 
@@ -220,7 +260,8 @@ int jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 
 void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 {
-	char tmp[24], *p = tmp + sizeof(tmp);
+	/* The digits end one before the end, where a closing quote fits. */
+	char tmp[24], *end = tmp + sizeof(tmp) - 1, *p = end;
 	unsigned long long u =
 		v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
 	bool quote = (flags & JCS_INT_STRINGS) &&
@@ -232,11 +273,12 @@ void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 	} while (u != 0);
 	if (v < 0)
 		*--p = '-';
-	if (quote)
-		jcs_put_raw(b, "\"", 1);
-	jcs_put_raw(b, p, (size_t)(tmp + sizeof(tmp) - p));
-	if (quote)
-		jcs_put_raw(b, "\"", 1);
+	if (quote) {
+		*--p = '"';
+		tmp[sizeof(tmp) - 1] = '"';
+		end++;
+	}
+	jcs_put_raw(b, p, (size_t)(end - p));
 }
 
 size_t jcs_format_double(double d, char *out)

@@ -231,6 +231,72 @@ START_TEST(store_refuses_misfits)
 }
 END_TEST
 
+/* Records of every size around the room an append first encodes into
+ * (ledger/append.c ENCODE_GUESS, 1024), up to the bound, come back as
+ * written, in one batch with small ones; one past the bound is refused. */
+struct texts {
+	char **want;
+	size_t n;
+};
+
+static int text_fn(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct texts *t = ctx;
+
+	ck_assert_ptr_nonnull(ev->text);
+	ck_assert_str_eq(ev->text, t->want[t->n]);
+	t->n++;
+	return 0;
+}
+
+START_TEST(store_record_sizes)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_at(dir, true, 0);
+	struct lg_error err = {0};
+	size_t sizes[80], n = 0;
+	struct event evs[80];
+	char *want[80];
+	struct texts t = {want, 0};
+	uint64_t bad = 1;
+
+	for (size_t k = 960; k < 1100; k += 3)
+		sizes[n++] = k;
+	sizes[n++] = 1;
+	sizes[n++] = 5000;
+	sizes[n++] = LEDGER_EVENT_MAX_BYTES - 64;
+	sizes[n++] = 10;
+	for (size_t i = 0; i < n; i++) {
+		want[i] = malloc(sizes[i] + 1);
+		for (size_t k = 0; k < sizes[i]; k++)
+			want[i][k] = (char)('a' + (i + k) % 26);
+		want[i][sizes[i]] = '\0';
+		evs[i] = (struct event){
+			.type = EV_VERDICT, .time_ns = T0, .text = want[i]};
+	}
+	ck_assert_msg(ledger_append(lg, evs, n, NULL, 0, NULL, &err) == 0,
+		      "append: %s", err.msg);
+	ck_assert_int_eq(ledger_scan(lg, 1, n, text_fn, &t, &err), 0);
+	ck_assert_uint_eq(t.n, n);
+	ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+	ck_assert_uint_eq(bad, 0);
+	/* Past the bound: refused, nothing written. */
+	free(want[0]);
+	want[0] = malloc(LEDGER_EVENT_MAX_BYTES + 1);
+	memset(want[0], 'x', LEDGER_EVENT_MAX_BYTES);
+	want[0][LEDGER_EVENT_MAX_BYTES] = '\0';
+	evs[0] = (struct event){
+		.type = EV_VERDICT, .time_ns = T0, .text = want[0]};
+	ck_assert_int_eq(ledger_append(lg, evs, 1, NULL, 0, NULL, &err),
+			 LG_ELIMIT);
+	ck_assert_uint_eq(ledger_last_seq(lg), n);
+	for (size_t i = 0; i < n; i++)
+		free(want[i]);
+	ledger_close(lg);
+	rm_tree(dir);
+}
+END_TEST
+
 /* Checkpoint + tail equals a replay from genesis, for random logs and
  * every seq; by time, the state of exactly the events up to it. */
 START_TEST(store_checkpoint_tail_equals_genesis)
@@ -580,6 +646,7 @@ void ledger_tests_store(Suite *s)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, store_append_and_reopen);
 	tcase_add_test(tc, store_refuses_misfits);
+	tcase_add_test(tc, store_record_sizes);
 	tcase_add_loop_test(tc, store_checkpoint_tail_equals_genesis, 0, 4);
 	tcase_add_test(tc, store_scan_and_time);
 	tcase_add_test(tc, store_map_growth_and_bound);

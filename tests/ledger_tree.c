@@ -70,6 +70,20 @@ START_TEST(tree_leaf_writer_matches)
 		 .key = "nvidia.com/gpu", .present = true},
 		{.seq = UINT64_MAX >> 1, .time_ns = INT64_MAX,
 		 .type = EV_TENANT, .ns = "tenant-a", .parent = "tenant-root"},
+		/* The string writer takes eight bytes at a time: escapes and
+		 * UTF-8 on both sides of and across those boundaries. */
+		{.seq = 12, .time_ns = T0 + 999999999, .type = EV_NOTE,
+		 .key = "Long", .ns = "tenant-a", .kind = HK_POD,
+		 .name = "abcdefgh\"abcdefg\\abcdefghijklmnop\x1f",
+		 .text = "1234567\xc3\xa9" "89abcdef\xe2\x82\xac" "ghijklm"
+			 "\xf0\x9f\x98\x80nopqrstuvwxyz0123456789\x7f\n"},
+		/* The time text is kept per second: the same second with
+		 * other nanoseconds, another second, back. */
+		{.seq = 13, .time_ns = T0 + 1, .type = EV_TICK},
+		{.seq = 14, .time_ns = T0 + 1000000001, .type = EV_TICK},
+		{.seq = 15, .time_ns = T0 + 2, .type = EV_TICK},
+		{.seq = 16, .time_ns = -1000000000, .type = EV_TICK},
+		{.seq = 17, .time_ns = -999999999, .type = EV_TICK},
 	};
 
 	fprintf(stderr, "tree_leaf_writer_matches: seed %llu\n",

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* One event of every type in JSON form; each must round-trip exactly. */
 static const char *const round_trip[] = {
@@ -233,6 +234,60 @@ START_TEST(event_time)
 }
 END_TEST
 
+/* time_format_ns keeps the text of the last second: runs of times in the
+ * same second, the next one, far ones and before 1970, against gmtime_r. */
+START_TEST(event_time_sequence)
+{
+	const char *e = getenv("GPULEDGER_SEED");
+	uint64_t seed = e ? strtoull(e, NULL, 0) : (uint64_t)time(NULL) | 1;
+	uint64_t s = seed;
+	int64_t t = 1767225600000000000LL;
+	char got[48], want[64];
+
+	fprintf(stderr, "event_time_sequence: seed %llu\n",
+		(unsigned long long)seed);
+	for (int r = 0; r < 200000; r++) {
+		struct tm tm;
+		time_t secs;
+		int64_t ns;
+
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		switch (s % 8) {
+		case 0: /* anywhere from 1678 to 2262 */
+			t = (int64_t)(s >> 1) - INT64_MAX / 2;
+			break;
+		case 1: /* the next second */
+			t += 1000000000;
+			break;
+		case 2: /* another second, same nanoseconds */
+			t -= 1000000000 * (int64_t)((s >> 8) % 5 + 1);
+			break;
+		default: /* within the same second, mostly */
+			t += (int64_t)((s >> 8) % 300000000);
+		}
+		secs = (time_t)(t / 1000000000);
+		ns = t % 1000000000;
+		if (ns < 0) {
+			ns += 1000000000;
+			secs--;
+		}
+		ck_assert_ptr_nonnull(gmtime_r(&secs, &tm));
+		snprintf(want, sizeof(want),
+			 "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+			 tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)ns);
+		ck_assert_uint_eq(time_format_ns(t, got, sizeof(got)),
+				  strlen(want));
+		ck_assert_msg(strcmp(got, want) == 0,
+			      "seed %llu: %lld gives %s, want %s",
+			      (unsigned long long)seed, (long long)t, got,
+			      want);
+	}
+}
+END_TEST
+
 /* What an operator types: RFC 3339 as before, or a date alone (midnight
  * UTC); a date must still be a real date, and streams stay strict. */
 START_TEST(event_time_user)
@@ -295,6 +350,7 @@ void model_tests_event(Suite *s)
 	tcase_add_loop_test(tc, event_json_refused, 0,
 			    sizeof(bad_events) / sizeof(bad_events[0]));
 	tcase_add_test(tc, event_type_names);
+	tcase_add_test(tc, event_time_sequence);
 	tcase_add_test(tc, event_canonical_json);
 	tcase_add_test(tc, event_errors_table);
 	suite_add_tcase(s, tc);

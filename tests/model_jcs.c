@@ -392,6 +392,96 @@ END_TEST
 
 /* The event JSON writes integers beyond 2^53-1 as strings (DESIGN 4.4),
  * and reads them back (import of `log` output). */
+/* jcs_put_string against a writer of one byte at a time, for long random
+ * strings (the writer tests eight bytes at once): ASCII, the escapes,
+ * controls, DEL and UTF-8 of every length at every offset; a broken UTF-8
+ * sequence anywhere is refused. */
+static size_t ref_escape(const unsigned char *s, size_t n, char *out)
+{
+	size_t o = 0;
+
+	out[o++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+
+		if (c == '"' || c == '\\')
+			o += (size_t)sprintf(out + o, "\\%c", c);
+		else if (c == '\b')
+			o += (size_t)sprintf(out + o, "\\b");
+		else if (c == '\f')
+			o += (size_t)sprintf(out + o, "\\f");
+		else if (c == '\n')
+			o += (size_t)sprintf(out + o, "\\n");
+		else if (c == '\r')
+			o += (size_t)sprintf(out + o, "\\r");
+		else if (c == '\t')
+			o += (size_t)sprintf(out + o, "\\t");
+		else if (c < 0x20)
+			o += (size_t)sprintf(out + o, "\\u%04x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o++] = '"';
+	return o;
+}
+
+START_TEST(jcs_string_reference)
+{
+	static const char *const pieces[] = {
+		"a", "Z", " ", "~", "\x7f", "\"", "\\", "\n", "\t", "\x01",
+		"\x1f", "/", "\xc3\xa9", "\xe2\x82\xac", "\xee\x80\x80",
+		"\xf0\x9f\x98\x80", "abcdefgh", "0123456"};
+	static const char *const broken[] = {"\xc3", "\x80", "\xed\xa0\x80",
+					     "\xf5\x80\x80\x80", "\xc0\xaf"};
+	uint64_t seed = test_seed("jcs_string_reference",
+				  (uint64_t)time(NULL) | 1);
+	uint64_t st = seed;
+	unsigned char in[512];
+	char want[4096];
+	struct jcs_buf b;
+
+	jcs_buf_init(&b);
+	for (int r = 0; r < 20000; r++) {
+		size_t n = 0, pieces_n = rnd(&st) % 40, w;
+		bool bad = r % 4 == 3;
+
+		for (size_t i = 0; i < pieces_n; i++) {
+			const char *p = pieces[rnd(&st) % NROWS(pieces)];
+
+			memcpy(in + n, p, strlen(p));
+			n += strlen(p);
+		}
+		if (bad) {
+			const char *p = broken[rnd(&st) % NROWS(broken)];
+			size_t at = n ? rnd(&st) % (n + 1) : 0;
+
+			/* Inserted between whole pieces only where it stays
+			 * broken: at the end, or before ASCII. */
+			while (at < n && in[at] >= 0x80)
+				at++;
+			memmove(in + at + strlen(p), in + at, n - at);
+			memcpy(in + at, p, strlen(p));
+			n += strlen(p);
+		}
+		b.len = 0;
+		if (bad) {
+			ck_assert_msg(jcs_put_string(&b, (const char *)in, n) ==
+					      -1,
+				      "seed %llu run %d: broken UTF-8 accepted",
+				      (unsigned long long)seed, r);
+			continue;
+		}
+		ck_assert_int_eq(jcs_put_string(&b, (const char *)in, n), 0);
+		w = ref_escape(in, n, want);
+		ck_assert_msg(b.len == w && memcmp(b.p, want, w) == 0,
+			      "seed %llu run %d: %.*s, want %.*s",
+			      (unsigned long long)seed, r, (int)b.len, b.p,
+			      (int)w, want);
+	}
+	jcs_buf_release(&b);
+}
+END_TEST
+
 START_TEST(jcs_event_big_ints)
 {
 	struct event ev = {.seq = 3,
@@ -441,5 +531,6 @@ MODEL_PART(jcs)
 	tcase_add_test(tc, jcs_round_trip);
 	tcase_add_test(tc, jcs_double_round_trip);
 	tcase_add_test(tc, jcs_event_big_ints);
+	tcase_add_test(tc, jcs_string_reference);
 	suite_add_tcase(s, tc);
 }
