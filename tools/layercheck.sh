@@ -7,13 +7,14 @@ fail=0
 allowed() { # layer -> allowed project include prefixes
 	case "$1" in
 	model) echo "model" ;;
+	sim) echo "model sim" ;;
 	ledger) echo "model ledger" ;;
 	ingest) echo "model ledger ingest" ;;
 	query) echo "model ledger query" ;;
-	tools) echo "model ledger ingest query tools" ;;
+	tools) echo "model sim ledger ingest query tools" ;;
 	esac
 }
-for layer in model ledger ingest query tools; do
+for layer in model sim ledger ingest query tools; do
 	[ -d "$layer" ] || continue
 	ok=$(allowed "$layer")
 	for f in "$layer"/*.c "$layer"/*.h; do
@@ -32,7 +33,7 @@ done
 # Foreign types stay home.
 check_foreign() { # header pattern, allowed layers
 	pat=$1; shift
-	for layer in model ledger ingest query tools; do
+	for layer in model sim ledger ingest query tools; do
 		case " $* " in *" $layer "*) continue ;; esac
 		[ -d "$layer" ] || continue
 		if grep -ln "#include <$pat" "$layer"/*.c "$layer"/*.h 2>/dev/null; then
