@@ -51,7 +51,9 @@ if ! "$bin" watch --help 2>/dev/null | grep -q -- --kubeconfig; then
 	exit 1
 fi
 
-# wait_until comes from tests/lib/cli.sh.
+# wait_until comes from tests/lib/cli.sh. The moments of section 10's
+# kills are random, from a printed seed (SEED=N repeats them).
+test_seed kube_cli
 
 # ------------------------------------------------------------ certificates
 # gen_ca and gen_cert come from tests/lib/cli.sh.
@@ -251,7 +253,12 @@ ctl /_control/apply "[$(ev ADDED "$(gpu_pod tenant-acme train-1 3 gpu-node-1 Run
 converge "watch events" "$db"
 # Bookmarks arrive (interval 0.3 s) while nothing changes; they move the
 # stored resourceVersion only, which the next converge proves harmless.
-sleep 1
+bookmarks() { curl -sS -f "http://127.0.0.1:$cport/_control/state" | jq '.bookmarksSent'; }
+bookmarks_past() { [ "$(bookmarks)" -ge "$1" ]; }
+b0=$(bookmarks)
+if wait_until 20 bookmarks_past $((b0 + 8)); then ok; else
+	bad "no bookmarks while nothing changed: $b0 -> $(bookmarks)"
+fi
 ctl /_control/apply "$(ev MODIFIED "$(gpu_pod tenant-acme train-1 3 gpu-node-1 Succeeded)")"
 converge "after bookmarks" "$db"
 
@@ -310,9 +317,12 @@ converge "abrupt close" "$db"
 # Every watch fails for a while; meanwhile objects are deleted and changed
 # and the history is compacted, so the stored resourceVersions are too old.
 gap_changes() {
+	gn=$(last_req)
 	ctl /_control/fault '{"match": {"watch": true}, "times": 8, "status": 503, "retry_after": 2}'
 	ctl /_control/close-watches '{}'
-	sleep 0.3
+	# The changes come while the watches fail: after the first 503.
+	wait_until 20 req_true "[.[] | select(.n > $gn and .watch and .status == 503)] | length >= 1" ||
+		bad "gap: no watch failed with 503"
 	ctl /_control/apply "[$(ev DELETED "$(gpu_pod tenant-beta b-4 1 gpu-node-1 Running)"),
 		$(ev DELETED "$(vmi tenant-beta v2 1)"),
 		$(ev MODIFIED "$(vmi tenant-acme trainer $1)"),
@@ -354,7 +364,10 @@ ctl /_control/config '{"auth": {"token": "rotated"}}'
 token=rotated
 ctl /_control/close-watches '{}'
 ctl /_control/apply "$(ev ADDED "$(gpu_pod tenant-acme rot-1 1 gpu-node-1 Running)")"
-sleep 1
+# The new token is written once the watcher has been refused with the old.
+n401=$(grep -c "HTTP 401" "$wlog")
+more_401() { [ "$(grep -c "HTTP 401" "$wlog")" -gt "$n401" ]; }
+wait_until 20 more_401
 printf 'rotated\n' >"$tmp/token"
 converge "rotated token" "$db"
 if grep -q "HTTP 401" "$wlog"; then ok; else bad "no 401 before the rotation"; fi
@@ -422,7 +435,8 @@ while [ $i -lt 8 ]; do
 		$(ev MODIFIED "$(vmi tenant-acme trainer $((i % 4 + 1)))")]"
 	[ $i -ge 2 ] && ctl /_control/apply "$(ev DELETED "$(gpu_pod tenant-beta "k-$((i - 2))" 1 gpu-node-1 Running)")"
 	[ $((i % 3)) -eq 1 ] && ctl /_control/compact ''
-	sleep "0.$(od -An -N1 -tu1 /dev/urandom | tr -d ' ' | cut -c1)"
+	rnd 10
+	sleep "0.$r" # a random moment to kill at (the seed), not a wait
 	kill -9 "$wpid"
 	wait "$wpid" 2>/dev/null
 	i=$((i + 1))
@@ -454,6 +468,9 @@ echo "+0" >"$tmp/faketime"
 has_pod() { # DB NAME
 	"$bin" log --db "$1" | grep -q "\"name\":\"$2\".*\"type\":\"ALLOC\""
 }
+clock_steps() { # N: the clock ledger holds at least N ClockStep NOTEs
+	[ "$("$bin" log --db "$tmp/db-clock" | grep -c '"code":"ClockStep"')" -ge "$1" ]
+}
 if [ -z "$ftlib" ]; then
 	bad "clock: libfaketime not found (tools/install-deps.sh installs it)"
 else
@@ -466,16 +483,19 @@ else
 	wpid=$!
 	pids="$pids $wpid"
 	converge "clock: first sync" "$tmp/db-clock"
+	steps=0
 	for step in +1d -1d; do
 		name=$([ "$step" = +1d ] && echo -ahead || echo -behind)
 		echo "$step" >"$tmp/faketime"
-		sleep 1.5
+		# The watcher notes the step at its next tick (--tick 1).
+		steps=$((steps + 1))
+		wait_until 20 clock_steps "$steps" ||
+			bad "clock: the $step step was not noted: $(tail -3 "$tmp/clock.log")"
 		ctl /_control/apply "$(ev ADDED "$(gpu_pod tenant-beta "clock$name" 1 gpu-node-2 Running)")"
 		if wait_until 20 has_pod "$tmp/db-clock" "clock$name"; then ok; else
 			bad "clock: pod after the $step step not seen: $(tail -3 "$tmp/clock.log")"
 		fi
 	done
-	sleep 1.5
 	stop_watch "clock"
 	r1=$(date +%s%N)
 	"$bin" log --db "$tmp/db-clock" >"$tmp/clock.events"

@@ -17,12 +17,7 @@ trap 'for p in $pids; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null;
 pass=0
 fail=0
 . "$here/lib/cli.sh"
-seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-echo "replicate_cli: seed $seed"
-rnd() { # rnd N: a pseudo-random number in 0..N-1 from the seed
-	seed=$(((seed * 1103515245 + 12345) % 2147483648))
-	echo $((seed % $1))
-}
+test_seed replicate_cli
 
 gen_ca ca && gen_cert server ca /CN=127.0.0.1 \
 	"subjectAltName=IP:127.0.0.1;extendedKeyUsage=serverAuth" ||
@@ -89,21 +84,30 @@ w1=$!
 writer b &
 w2=$!
 pids="$pids $w1 $w2"
+# The moments of the kills are the random part (the seed): these sleeps
+# pick them, they wait for nothing.
 for round in 1 2 3; do
-	sleep "0.$(($(rnd 5) + 3))"
-	if [ "$(rnd 2)" = 0 ]; then
+	rnd 5
+	sleep "0.$((r + 3))"
+	rnd 2
+	if [ "$r" = 0 ]; then
 		kill -9 "$rpid" 2>/dev/null
 		wait "$rpid" 2>/dev/null
 		start_replica
 	else
 		kill -9 "$ppid" 2>/dev/null
 		wait "$ppid" 2>/dev/null
-		sleep 0.2
+		sleep 0.2 # the primary stays down a while: the replica retries
 		serve_at "$tmp/primary" "127.0.0.1:$pport" "$tmp/p.out"
 		ppid=$spid
 	fi
 done
-sleep 0.5
+# Load goes on until the replica, restarted or not, holds more than ten
+# verdicts (the count checked below).
+rep_verdicts() {
+	[ "$("$bin" log --db "$tmp/rep" 2>/dev/null | grep -c '"type":"VERDICT"')" -gt 10 ]
+}
+wait_until 30 rep_verdicts
 touch "$tmp/stop"
 wait "$w1" "$w2" 2>/dev/null
 kill -TERM "$rpid"

@@ -174,10 +174,12 @@ get "serving after the stalled handshake" 200 /healthz --cacert "$tmp/ca.crt"
 old=$(serial)
 new=$(openssl x509 -in "$tmp/server2.crt" -noout -serial)
 [ -n "$old" ] && [ "$old" != "$new" ] && ok || bad "serials $old / $new"
-STOP=$tmp/stop $client keepalive "$port" "$tmp/ca.crt" 30 \
+STOP=$tmp/stop PROGRESS=$tmp/ka.n $client keepalive "$port" "$tmp/ca.crt" 30 \
 	/v1/tenants/tenant-acme/remaining "$tok" >"$tmp/ka" 2>"$tmp/ka.err" &
 ka=$!
-sleep 0.5
+# ka_past N: the keep-alive client has had more than N answers.
+ka_past() { [ "$(cat "$tmp/ka.n" 2>/dev/null || echo 0)" -gt "$1" ]; }
+wait_until 10 ka_past 0 || bad "the keep-alive client got no answer"
 # cert-manager renews the secret; the kubelet swaps the files.
 secret_update v2 "$tmp/server2.crt" "$tmp/server2.key"
 i=0
@@ -206,7 +208,9 @@ exp=$(date -u -d "$(openssl x509 -in "$tmp/server2.crt" -noout -enddate |
 	cut -d= -f2)" +%s)
 has "the expiry of the certificate in use" "$tmp/body" \
 	"^gpuledger_tls_certificate_expiry_timestamp_seconds $exp\$"
-sleep 0.3
+# More answers on the old connection after both reloads, then stop.
+kan=$(cat "$tmp/ka.n" 2>/dev/null || echo 0)
+wait_until 10 ka_past $((kan + 5)) || bad "the keep-alive client stalled after the reloads"
 touch "$tmp/stop"
 wait "$ka"
 has "keep-alive client never failed across rotations" "$tmp/ka" '^requests [1-9][0-9]* failed 0 '

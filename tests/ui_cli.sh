@@ -37,7 +37,11 @@ for c in node chromium; do
 done
 
 # --- the console's JavaScript, alone -----------------------------------
-if node --test "$here/ui/lib.test.js" >"$tmp/node.out" 2>&1; then ok; else
+node --test "$here/ui/lib.test.js" >"$tmp/node.out" 2>&1
+node_rc=$?
+# Its random tests' seed, so that a failure can be repeated.
+echo "ui_cli: tests/ui/lib.test.js: $(grep -o 'seed [0-9]* (UI_SEED=[0-9]* repeats it)' "$tmp/node.out" | head -n 1)"
+if [ "$node_rc" -eq 0 ]; then ok; else
 	bad "node --test tests/ui/lib.test.js: $(grep -E '^not ok|Error' "$tmp/node.out" | head -c 800)"
 fi
 grep -E '^# (pass|fail)' "$tmp/node.out" | tr '\n' ' '

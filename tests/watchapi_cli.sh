@@ -205,10 +205,12 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 # holds them delays a scrape but never blocks the watcher or the port.
 idle=
 for i in 1 2 3 4 5 6 7 8 9 10; do
-	python3 -c 'import socket,sys,time; s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); time.sleep(3)' "$mport" &
+	python3 -c 'import socket,sys,time; s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); open(sys.argv[2], "w").close(); time.sleep(3)' "$mport" "$tmp/idle.$i" &
 	idle="$idle $!"
 done
-sleep 0.5
+# The scrape below comes once all ten hold their connection.
+idle_all() { [ "$(ls "$tmp"/idle.* 2>/dev/null | wc -l)" -ge 10 ]; }
+wait_until 10 idle_all || bad "metrics: the idle clients did not connect"
 if wait_until 10 metric_is 'gpuledger_watch_up{resource="Pod"}' 1; then ok; else
 	bad "metrics: idle connections blocked the scrape"
 fi

@@ -110,6 +110,7 @@ Control endpoint (plain HTTP on 127.0.0.1, no auth)
                            cuts them without the terminating chunk)
   GET  /_control/state     {"resourceVersion", "oldestResourceVersion",
                            "requests", "activeWatches", "watchesStarted",
+                           "bookmarksSent" (periodic BOOKMARKs written),
                            "objects": {resource: count}}
   GET  /_control/requests  the last requests: [{"n", "method", "path",
                            "query", "status", "watch", "events"}]
@@ -735,6 +736,7 @@ class App:
         self.log = []
         self.active_watches = 0
         self.watches_started = 0
+        self.bookmarks_sent = 0
         self.address = ""
         self.after_requests = []
         self.at = []
@@ -856,6 +858,10 @@ class App:
             if delta > 0:
                 self.watches_started += 1
 
+    def bookmark_sent(self):
+        with self.lock:
+            self.bookmarks_sent += 1
+
     def state(self):
         st = self.store
         with st.cond:
@@ -867,6 +873,7 @@ class App:
                     "requests": self.requests,
                     "activeWatches": self.active_watches,
                     "watchesStarted": self.watches_started,
+                    "bookmarksSent": self.bookmarks_sent,
                     "objects": counts}
 
 
@@ -1469,6 +1476,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                 return
             if now >= next_bm:
                 self.writer.write([self.bookmark(rt, pos)])
+                app.bookmark_sent()
                 next_bm = now + interval
 
 

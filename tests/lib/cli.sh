@@ -151,6 +151,19 @@ wait_until() {
 	done
 	return 1
 }
+# test_seed NAME: the seed of a script's random choices, $SEED or one drawn
+# from /dev/urandom, in $seed and printed, so that `SEED=N sh tests/NAME.sh
+# ./gpuledger` repeats a run. rnd N then sets $r to the next number in
+# 0..N-1 (a variable, not output: $(rnd) would run in a subshell and never
+# advance the seed).
+test_seed() {
+	seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+	echo "$1: seed $seed (SEED=$seed reruns it)"
+}
+rnd() {
+	seed=$(((seed * 1103515245 + 12345) % 2147483648))
+	r=$((seed / 65536 % $1))
+}
 # need_cmds SCRIPT CMD...: every command is on the PATH, or the script
 # fails at once (a missing tool is a failure, never a quiet skip).
 need_cmds() {

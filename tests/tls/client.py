@@ -7,7 +7,8 @@ finishes.
       one TLS connection, requests back to back for SECONDS (or until the
       file $STOP exists); prints "requests N failed N reconnects 0"; any
       answer that is not 200, a short read or a closed connection counts as
-      failed, and the connection is never reopened.
+      failed, and the connection is never reopened. With $PROGRESS set,
+      the count of answers so far is kept in that file (for polling).
   client.py pipeline PORT CA N PATH TOKEN
       N requests in one write on one connection; prints the status of each
       answer read back, in order.
@@ -67,6 +68,7 @@ def keepalive(port, ca, secs, path, token):
     n = failed = 0
     end = time.time() + float(secs)
     stop = os.environ.get("STOP")
+    progress = os.environ.get("PROGRESS")
     while time.time() < end and not (stop and os.path.exists(stop)):
         try:
             s.sendall(request(path, token))
@@ -78,6 +80,10 @@ def keepalive(port, ca, secs, path, token):
         n += 1
         if st != 200:
             failed += 1
+        if progress:
+            with open(progress + ".tmp", "w") as f:
+                f.write(f"{n}\n")
+            os.replace(progress + ".tmp", progress)
         time.sleep(0.005)
     print(f"requests {n} failed {failed} reconnects 0")
 

@@ -1,7 +1,7 @@
 /*
  * Unit tests of the console's computing JavaScript (query/ui/lib.js) with
  * node's built-in runner: `node --test tests/ui/lib.test.js`.
- * The Merkle property test prints its seed (UI_SEED=N repeats a run).
+ * Every random test draws from one seed, printed (UI_SEED=N repeats a run).
  */
 'use strict';
 const test = require('node:test');
@@ -10,6 +10,22 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const GL = require('../../query/ui/lib.js');
+
+// The seed of every random test: UI_SEED or the clock, printed once.
+const SEED = Number(process.env.UI_SEED || Date.now() % 100000);
+console.log('# seed ' + SEED + ' (UI_SEED=' + SEED + ' repeats it)');
+// random(): a float in [0, 1) from a mulberry32 stream of SEED and a salt,
+// so that each test's draws do not depend on the others'.
+function randomFrom(salt) {
+	let a = (SEED ^ salt) >>> 0;
+	return () => {
+		a = (a + 0x6d2b79f5) >>> 0;
+		let t = a;
+		t = Math.imul(t ^ (t >>> 15), t | 1);
+		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+	};
+}
 
 const sha256 = async (b) => new Uint8Array(crypto.createHash('sha256').update(b).digest());
 
@@ -38,9 +54,10 @@ test('fmtInt groups thousands, keeps the sign, names null', () => {
 });
 
 test('fmtInt round-trips through parseInt10 for random integers', () => {
+	const random = randomFrom(1);
 	for (let i = 0; i < 2000; i++) {
-		const n = Math.round((Math.random() - 0.5) * 2 * Math.pow(10, Math.floor(Math.random() * 15))) || 0;
-		assert.equal(GL.parseInt10(GL.fmtInt(n)), n, 'n=' + n);
+		const n = Math.round((random() - 0.5) * 2 * Math.pow(10, Math.floor(random() * 15))) || 0;
+		assert.equal(GL.parseInt10(GL.fmtInt(n)), n, 'seed ' + SEED + ' n=' + n);
 	}
 });
 
@@ -76,7 +93,7 @@ test('buildTree nests by parent, sorts, and roots a subtree whose parent is not 
 });
 
 test('buildTree keeps every tenant exactly once for random trees', () => {
-	const seed = Number(process.env.UI_SEED || Date.now() % 100000);
+	const seed = SEED;
 	let s = seed;
 	const rnd = (n) => {
 		s = (s * 1103515245 + 12345) % 2147483648;
@@ -205,10 +222,11 @@ test('niceTicks and chartModel put every value and budget inside the chart', () 
 	assert.deepEqual(GL.niceTicks(0), [0, 1]);
 	assert.deepEqual(GL.niceTicks(10, 5), [0, 2, 4, 6, 8, 10]);
 	assert.deepEqual(GL.niceTicks(7.3, 5), [0, 2, 4, 6, 8]);
+	const random = randomFrom(2);
 	for (let i = 0; i < 500; i++) {
-		const max = Math.random() * Math.pow(10, Math.floor(Math.random() * 6) - 2);
+		const max = random() * Math.pow(10, Math.floor(random() * 6) - 2);
 		const t = GL.niceTicks(max, 5);
-		assert.ok(t[t.length - 1] >= max && t.length <= 12, 'max ' + max + ' ticks ' + t);
+		assert.ok(t[t.length - 1] >= max && t.length <= 12, 'seed ' + SEED + ' max ' + max + ' ticks ' + t);
 	}
 	const from = 0;
 	const h = {times: [0, 3600000], ends: [3600000, 7200000], classes: ['h100'],
@@ -306,8 +324,7 @@ async function refPath(m, leaves) {
 }
 
 test('verifyInclusion accepts every RFC 9162 path and rejects any change (property)', async () => {
-	const seed = Number(process.env.UI_SEED || Date.now() % 100000);
-	console.log('# merkle property seed ' + seed + ' (UI_SEED=' + seed + ' repeats it)');
+	const seed = SEED;
 	let s = seed;
 	const rnd = (n) => {
 		s = (s * 1103515245 + 12345) % 2147483648;
