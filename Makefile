@@ -1,8 +1,10 @@
 # gpuledger — one plain Makefile (STYLE.md "Build and tests").
 #
-#   make            build ./gpuledger
-#   make run        the demo: a simulated cluster, served on 127.0.0.1:8420
-#   make test       install missing Debian packages, build, run every test
+#   make            build ./gpuledger (the libraries must be there: make deps)
+#   make deps       install the missing Debian packages (tools/install-deps.sh)
+#   make run        deps, then the demo: a simulated cluster, served on
+#                   127.0.0.1:8420
+#   make test       deps, build, run every test
 #   make test SANITIZE=address,undefined
 #   make bench | install [PREFIX=/usr/local DESTDIR=] | clean
 #   make layercheck headercheck
@@ -64,12 +66,21 @@ UNIT_TESTS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
 
 .PHONY: run
 .PHONY: all test check bench bench-build install man completion clean layercheck headercheck deps \
+	libcheck \
 	unit integration format
 
-# `make` on a fresh machine installs what is missing first, then builds in a
-# sub-make so that pkg-config sees the freshly installed libraries.
-all: deps
+# `make` only builds: installing packages is `make deps`, which `make test`,
+# `make run` and `make bench` run first and then build in a sub-make, so that
+# pkg-config sees the freshly installed libraries. Without them `make` says
+# so instead of failing on a missing header.
+all: libcheck
 	@$(MAKE) --no-print-directory gpuledger
+
+libcheck:
+	@$(PKG_CONFIG) --exists $(LIBS_PKG) 2>/dev/null || { \
+		echo "make: missing libraries ($(LIBS_PKG)):" \
+			"run 'make deps' (tools/install-deps.sh) first" >&2; \
+		exit 1; }
 
 deps:
 	@sh tools/install-deps.sh
@@ -89,8 +100,17 @@ $(BUILD)/libgpuledger.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-gpuledger: $(TOOLS_OBJ) $(BUILD)/libgpuledger.a
+# Each flavour links its own binary in its build directory; ./gpuledger, what
+# every test script runs, is a copy of the flavour of this make's SANITIZE.
+# It is refreshed whenever it differs, so after `make test SANITIZE=...` a
+# plain `make` (or `make install`) brings back the plain binary instead of
+# finding ./gpuledger up to date.
+$(BUILD)/gpuledger: $(TOOLS_OBJ) $(BUILD)/libgpuledger.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(TOOLS_OBJ) $(BUILD)/libgpuledger.a $(LDLIBS)
+
+gpuledger: $(BUILD)/gpuledger FORCE
+	@cmp -s $< $@ || { cp $< $@.tmp && mv -f $@.tmp $@ && \
+		echo "gpuledger: $< (SANITIZE=$(SANITIZE))"; }
 
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -194,7 +214,8 @@ bench-build: gpuledger $(BENCH_BIN)
 
 # The main job on an embedded default: a simulated cluster ingested into
 # var/demo, served on 127.0.0.1:8420 (PORT=...), with commands to try.
-run: all
+run: deps
+	@$(MAKE) --no-print-directory gpuledger
 	@sh tools/demo.sh
 
 # Man pages (help2man, from each --help) and bash completion, both made
@@ -212,10 +233,16 @@ completion: gpuledger
 install: gpuledger man completion
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(COMPLETIONDIR)
-	install -m 0755 gpuledger $(DESTDIR)$(BINDIR)/gpuledger
+	install -m 0755 $(BUILD)/gpuledger $(DESTDIR)$(BINDIR)/gpuledger
 	install -m 0644 build/man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 build/completion/gpuledger \
 		$(DESTDIR)$(COMPLETIONDIR)/gpuledger
+
+# ./gpuledger follows the flavour of the last make (tests/flavour_check.sh;
+# builds both flavours when they are not built yet).
+.PHONY: flavourcheck
+flavourcheck:
+	@sh tests/flavour_check.sh
 
 # Layers: model <- ledger <- ingest, query <- tools, and model <- sim <- tools
 # (sim is the simulator; tools/ and the benchmarks use it). A layer may
