@@ -46,6 +46,28 @@ for s in $subs; do
 	same "$s --version" "$tmp/version" "$tmp/out"
 done
 
+# ------------------------------------------------------------------ --help
+# Each --help is made from its option table (tools/opts.c): every option it
+# lists is one the parser takes (--OPT=1 is not "unknown"), each with a help
+# text, and no line is wider than 79 columns.
+for s in $subs; do
+	"$bin" "$s" --help >"$tmp/help" 2>&1 || bad "$s --help failed"
+	awk -v s="$s" 'length > 79 { print "FAIL: " s " --help: a line of " length " columns: " $0; bad = 1 }
+		END { exit bad }' "$tmp/help" && ok || fail=$((fail + 1))
+	listed=$(sed -n 's/^  \(--[a-z][a-z0-9-]*\).*/\1/p' "$tmp/help" | sort -u)
+	[ -n "$listed" ] || [ "$s" = version ] || bad "$s --help lists no option"
+	missing=
+	for o in $listed; do
+		"$bin" "$s" "$o=1" --zz-no-such-option >/dev/null 2>"$tmp/err"
+		grep -q "unknown option \"$o" "$tmp/err" && missing="$missing $o"
+	done
+	[ -z "$missing" ] && ok || bad "$s --help lists options it does not take:$missing"
+	# An option alone on its line has its help text on the next one.
+	awk '/^  --/ { if (want) exit 1; want = (NF == 1 || NF == 2) && !/  [^ -]/ ; next }
+		want { if (!/^        /) exit 1; want = 0 }
+		END { exit want }' "$tmp/help" && ok || bad "$s --help: an option without help"
+done
+
 # ---------------------------------------------------------------- install
 # MAKEFLAGS carries SANITIZE from `make test`, so this sub-make links
 # nothing new: it installs the binary under test.

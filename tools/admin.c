@@ -16,9 +16,7 @@ static const char stats_usage[] =
 	"  sizes and counts of the ledger: events, checkpoints, first and "
 	"last\n"
 	"  event time, the LMDB map and page sizes, bytes used by events and\n"
-	"  checkpoints, reader slots in use and the chain head.\n"
-	"  --json   one canonical JSON object instead of \"key: value\" "
-	"lines\n";
+	"  checkpoints, reader slots in use and the chain head.\n";
 
 enum stat_kind {
 	ST_U64,
@@ -123,9 +121,12 @@ int cmd_stats(int argc, char **argv)
 {
 	const char *db = NULL;
 	bool as_json = false;
-	const struct opt opts[] = {{"--db", OPT_STR, &db},
-				   {"--json", OPT_FLAG, &as_json}};
-	const struct cmd_spec spec = {"stats", stats_usage, opts, 2};
+	const struct opt opts[] = {
+		OPT_DB(&db),
+		{"--json", OPT_FLAG, &as_json, NULL,
+		 "one canonical JSON object instead of \"key: value\" lines"},
+	};
+	const struct cmd_spec spec = {"stats", stats_usage, opts, 2, NULL};
 	struct ledger_stats st = {0};
 	struct lg_error err = {0};
 	ledger_t *lg;
@@ -162,17 +163,20 @@ int cmd_stats(int argc, char **argv)
 static const char checkpoint_usage[] =
 	"usage: gpuledger checkpoint --db DIR [--sign-key FILE]\n"
 	"  writes a checkpoint of the state at the last event now and prints\n"
-	"  its seq. Replays and restarts then start from it.\n"
-	"  --sign-key FILE  also sign a C2SP checkpoint of the Merkle tree\n"
-	"                   with that key (from `gpuledger keygen`) and keep\n"
-	"                   it in the ledger (`gpuledger head` prints it)\n";
+	"  its seq. Replays and restarts then start from it.\n";
 
 int cmd_checkpoint(int argc, char **argv)
 {
 	const char *db = NULL, *key = NULL;
-	const struct opt opts[] = {{"--db", OPT_STR, &db},
-				   {"--sign-key", OPT_STR, &key}};
-	const struct cmd_spec spec = {"checkpoint", checkpoint_usage, opts, 2};
+	const struct opt opts[] = {
+		OPT_DB(&db),
+		{"--sign-key", OPT_STR, &key, "FILE",
+		 "also sign a C2SP checkpoint of the Merkle tree with that key "
+		 "(from `gpuledger keygen`) and keep it in the ledger "
+		 "(`gpuledger head` prints it)"},
+	};
+	const struct cmd_spec spec = {"checkpoint", checkpoint_usage, opts, 2,
+				      NULL};
 	struct note_signer signer;
 	uint64_t signed_size;
 	const struct ledger_opts lo = {.read_only = false};
@@ -217,9 +221,12 @@ static const char backup_usage[] =
 int cmd_backup(int argc, char **argv)
 {
 	const char *db = NULL, *to = NULL;
-	const struct opt opts[] = {{"--db", OPT_STR, &db},
-				   {"--to", OPT_STR, &to}};
-	const struct cmd_spec spec = {"backup", backup_usage, opts, 2};
+	const struct opt opts[] = {
+		OPT_DB(&db),
+		{"--to", OPT_STR, &to, "DIR2",
+		 "the copy: a new or empty directory"},
+	};
+	const struct cmd_spec spec = {"backup", backup_usage, opts, 2, NULL};
 	struct lg_error err = {0};
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv), rc;

@@ -248,12 +248,14 @@ int cmd_audit(int argc, char **argv)
 	const char *db = NULL;
 	uint64_t from = 1, to = 0;
 	const struct opt opts[] = {
-		{"--db", OPT_STR, &db},
-		{"--from", OPT_U64, &from},
-		{"--to", OPT_U64, &to},
+		OPT_DB(&db),
+		{"--from", OPT_U64, &from, "ID",
+		 "the first verdict id to audit (default 1)"},
+		{"--to", OPT_U64, &to, "ID",
+		 "the last (default: the last verdict)"},
 	};
 	const struct cmd_spec spec = {"audit", audit_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]), NULL};
 	/* Forensic: nothing is replayed at open, damage is named in order. */
 	const struct ledger_opts lo = {.read_only = true, .forensic = true};
 	ledger_t *lg;

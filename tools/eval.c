@@ -16,14 +16,7 @@ static const char eval_usage[] =
 	"  functions: ParseQuantity PodRequests ToleratesTaint IsDNS1123Label\n"
 	"    IsDNS1123Subdomain ClaimName BudgetKey NodeServes, and Admission\n"
 	"    Declaration Remaining on the --db state or on an inline state:\n"
-	"    input members plus \"state\": {\"events\": [...]}\n"
-	"  --classes FILE  the class table ({\"classes\": [...]}) for "
-	"BudgetKey;\n"
-	"                  without it, the --db state's class table\n"
-	"  --db DIR        the ledger whose state Admission, Declaration and\n"
-	"                  Remaining answer on\n"
-	"  --at SEQ|TIME   that state after event SEQ, or at an RFC 3339 time\n"
-	"                  (default: the last event)\n";
+	"    input members plus \"state\": {\"events\": [...]}\n";
 
 static json_t *answer(const struct eval_ctx *ctx, const char *line, size_t len)
 {
@@ -129,12 +122,18 @@ int cmd_eval(int argc, char **argv)
 {
 	const char *classes_file = NULL, *db = NULL, *at = NULL;
 	const struct opt opts[] = {
-		{"--classes", OPT_STR, &classes_file},
-		{"--db", OPT_STR, &db},
-		{"--at", OPT_STR, &at},
+		{"--classes", OPT_STR, &classes_file, "FILE",
+		 "the class table ({\"classes\": [...]}) for BudgetKey; "
+		 "without it, the --db state's class table"},
+		{"--db", OPT_STR, &db, "DIR",
+		 "the ledger whose state Admission, Declaration and Remaining "
+		 "answer on"},
+		{"--at", OPT_STR, &at, "SEQ|TIME",
+		 "that state after event SEQ, or at an RFC 3339 time (default: "
+		 "the last event)"},
 	};
 	const struct cmd_spec spec = {"eval", eval_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]), NULL};
 	struct class_table classes;
 	struct eval_ctx ctx = {0};
 	state_t *st = NULL;

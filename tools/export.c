@@ -17,52 +17,10 @@ static const char export_usage[] =
 	"         [--format focus-csv|ndjson|opencost-csv] [--rollup subtree]\n"
 	"         [--rates FILE] [--currency CUR]\n"
 	"  GPU usage per namespace, class and period, integrated exactly in\n"
-	"  device-milliseconds from the event times, as FOCUS 1.2 rows.\n"
-	"  --db DIR        the ledger directory\n"
-	"  --from TIME     start of the range (RFC 3339, or a date YYYY-MM-DD:\n"
-	"                  its midnight UTC; floored to the second)\n"
-	"  --to TIME       end of the range, excluded (default: the horizon).\n"
-	"                  Billing stops at min(--to, horizon) floored to the\n"
-	"                  second; the horizon is the time of the last event\n"
-	"                  other than NOTE and VERDICT: the ledger never bills\n"
-	"                  time it has not seen, and the milliseconds after\n"
-	"                  the cut are billed by the export that starts there.\n"
-	"  --month YYYY-MM the calendar month (in the billing file's\n"
-	"                  billingPeriodOffset, default UTC), instead of\n"
-	"                  --from/--to\n"
-	"  --step hour|day periods are hours or days of the billing time\n"
-	"                  (default hour; opencost-csv is always daily)\n"
-	"  --basis B       reserved (what budgets cap, default) or allocated\n"
-	"                  (bound to devices)\n"
-	"  --rollup subtree  also a row per tenant and class summing its\n"
-	"                  subtree (the tenant and its descendant tenants), "
-	"and\n"
-	"                  a last column x_Scope: namespace or subtree. Do "
-	"not\n"
-	"                  add the two kinds of row together.\n"
-	"  --rates FILE    the billing file: prices per GPU-hour by class and\n"
-	"                  currency, and the names the rows carry:\n"
-	"                  {\"rates\": [{\"class\": \"h100\", \"currency\": "
-	"\"USD\",\n"
-	"                    \"listUnitPrice\": \"3.20\", \"billedUnitPrice\": "
-	"\"2.50\"}],\n"
-	"                   \"billingAccountId\", \"billingAccountName\",\n"
-	"                   \"providerName\", \"publisherName\",\n"
-	"                   \"invoiceIssuerName\", \"serviceName\", "
-	"\"regionId\",\n"
-	"                   \"regionName\", \"billingPeriodOffset\": "
-	"\"+02:00\"}\n"
-	"                  every member optional. Prices are decimal strings "
-	"(at\n"
-	"                  most 9 decimals) or integers; billedUnitPrice\n"
-	"                  (ContractedUnitPrice) defaults to the list price.\n"
-	"                  With \"rates\", every class the ledger knows needs "
-	"a\n"
-	"                  rate in the billing currency (a free class: \"0\");\n"
-	"                  without, every price is an explicit 0.\n"
-	"  --currency CUR  BillingCurrency: with rates one of their "
-	"currencies\n"
-	"                  (required when they have several); default USD.\n"
+	"  device-milliseconds from the event times, as FOCUS 1.2 rows.\n";
+
+/* After the options: what the rows hold, in each --format. */
+static const char export_after[] =
 	"  Cost = device-ms x price / 3,600,000, computed exactly and rounded\n"
 	"  half up to 9 decimals, once per row: the costs of hourly rows may\n"
 	"  differ from the daily row's in the 9th decimal; device-ms never "
@@ -362,19 +320,54 @@ int cmd_export(int argc, char **argv)
 {
 	struct export_args a = {0};
 	const struct opt opts[] = {
-		{"--db", OPT_STR, &a.db},
-		{"--from", OPT_STR, &a.from},
-		{"--to", OPT_STR, &a.to},
-		{"--month", OPT_STR, &a.month},
-		{"--step", OPT_STR, &a.step},
-		{"--basis", OPT_STR, &a.basis},
-		{"--format", OPT_STR, &a.format},
-		{"--rollup", OPT_STR, &a.rollup},
-		{"--rates", OPT_STR, &a.rates},
-		{"--currency", OPT_STR, &a.currency},
+		OPT_DB(&a.db),
+		{"--from", OPT_STR, &a.from, "TIME",
+		 "start of the range (RFC 3339, or a date YYYY-MM-DD: its "
+		 "midnight UTC; floored to the second)"},
+		{"--to", OPT_STR, &a.to, "TIME",
+		 "end of the range, excluded (default: the horizon). Billing "
+		 "stops at min(--to, horizon) floored to the second; the horizon "
+		 "is the time of the last event other than NOTE and VERDICT: the "
+		 "ledger never bills time it has not seen, and the milliseconds "
+		 "after the cut are billed by the export that starts there."},
+		{"--month", OPT_STR, &a.month, "YYYY-MM",
+		 "the calendar month (in the billing file's "
+		 "billingPeriodOffset, default UTC), instead of --from/--to"},
+		{"--step", OPT_STR, &a.step, "hour|day",
+		 "periods are hours or days of the billing time (default hour; "
+		 "opencost-csv is always daily)"},
+		{"--basis", OPT_STR, &a.basis, "B",
+		 "reserved (what budgets cap, default) or allocated (bound to "
+		 "devices)"},
+		{"--format", OPT_STR, &a.format, "F",
+		 "focus-csv (default), ndjson (alias json) or opencost-csv; "
+		 "each is described below"},
+		{"--rollup", OPT_STR, &a.rollup, "subtree",
+		 "also a row per tenant and class summing its subtree (the "
+		 "tenant and its descendant tenants), and a last column x_Scope: "
+		 "namespace or subtree. Do not add the two kinds of row "
+		 "together."},
+		{"--rates", OPT_STR, &a.rates, "FILE",
+		 "the billing file: prices per GPU-hour by class and currency, "
+		 "and the names the rows carry:\n"
+		 "{\"rates\": [{\"class\": \"h100\", \"currency\": \"USD\",\n"
+		 "  \"listUnitPrice\": \"3.20\", \"billedUnitPrice\": \"2.50\"}],\n"
+		 " \"billingAccountId\", \"billingAccountName\",\n"
+		 " \"providerName\", \"publisherName\",\n"
+		 " \"invoiceIssuerName\", \"serviceName\", \"regionId\",\n"
+		 " \"regionName\", \"billingPeriodOffset\": \"+02:00\"}\n"
+		 "every member optional. Prices are decimal strings (at most 9 "
+		 "decimals) or integers; billedUnitPrice (ContractedUnitPrice) "
+		 "defaults to the list price. With \"rates\", every class the "
+		 "ledger knows needs a rate in the billing currency (a free "
+		 "class: \"0\"); without, every price is an explicit 0."},
+		{"--currency", OPT_STR, &a.currency, "CUR",
+		 "BillingCurrency: with rates one of their currencies (required "
+		 "when they have several); default USD."},
 	};
 	const struct cmd_spec spec = {"export", export_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]),
+				      export_after};
 	struct export_opts o = {0};
 	struct bill_rates rates;
 	struct out w = {0};

@@ -32,11 +32,7 @@ static const char import_usage[] =
 	"  A line that is not an event, or an event that does not fit the\n"
 	"  state, stops the import with exit status 2 and an error naming the\n"
 	"  line: the events before that line are committed and stay, nothing\n"
-	"  from it on is written.\n"
-	"  --create    create DIR and the ledger when missing\n"
-	"  --no-sync   do not fsync commits (faster; a crash may lose the "
-	"tail)\n"
-	"  --batch N   events per transaction (1..1000000)\n";
+	"  from it on is written.\n";
 
 /* The events read but not yet appended, and what their strings borrow. */
 struct import {
@@ -205,13 +201,15 @@ int cmd_import(int argc, char **argv)
 	uint64_t batch = IMPORT_BATCH_DEFAULT;
 	struct ledger_opts lo = {0};
 	const struct opt opts[] = {
-		{"--db", OPT_STR, &db},
-		{"--create", OPT_FLAG, &lo.create},
-		{"--no-sync", OPT_FLAG, &lo.no_sync},
-		{"--batch", OPT_U64, &batch},
+		OPT_DB(&db),
+		{"--create", OPT_FLAG, &lo.create, NULL,
+		 "create DIR and the ledger when missing"},
+		{"--no-sync", OPT_FLAG, &lo.no_sync, NULL, OPT_NO_SYNC_HELP},
+		{"--batch", OPT_U64, &batch, "N",
+		 "events per transaction (1..1000000)"},
 	};
 	const struct cmd_spec spec = {"import", import_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]), NULL};
 	struct import im;
 	char line[96];
 	ledger_t *lg;

@@ -17,12 +17,9 @@ static const char log_usage[] =
 	"usage: gpuledger log --db DIR [--from SEQ] [--limit N] [--follow]\n"
 	"  prints events as NDJSON, one canonical JSON object per line, in "
 	"the\n"
-	"  form `gpuledger import` reads.\n"
-	"  --from SEQ   the first event (default 1)\n"
-	"  --limit N    at most N events (default: all)\n"
-	"  --follow     after the last event, keep printing new ones as they\n"
-	"               are appended (polling every 200 ms) until killed or\n"
-	"               until the reader of the output goes away\n"
+	"  form `gpuledger import` reads.\n";
+
+static const char log_after[] =
 	"  A reader that stops reading (`| head`) ends the command with\n"
 	"  status 0. Damage (a record that is not what was written, a broken\n"
 	"  chain, damaged storage) ends it after the events before it with\n"
@@ -102,13 +99,17 @@ int cmd_log(int argc, char **argv)
 	uint64_t from = 1, limit = 0;
 	bool follow_on = false;
 	const struct opt opts[] = {
-		{"--db", OPT_STR, &db},
-		{"--from", OPT_U64, &from},
-		{"--limit", OPT_U64, &limit},
-		{"--follow", OPT_FLAG, &follow_on},
+		OPT_DB(&db),
+		{"--from", OPT_U64, &from, "SEQ", "the first event (default 1)"},
+		{"--limit", OPT_U64, &limit, "N",
+		 "at most N events (default: all)"},
+		{"--follow", OPT_FLAG, &follow_on, NULL,
+		 "after the last event, keep printing new ones as they are "
+		 "appended (polling every 200 ms) until killed or until the "
+		 "reader of the output goes away"},
 	};
 	const struct cmd_spec spec = {"log", log_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]), log_after};
 	const struct ledger_opts lo = {.read_only = true, .forensic = true};
 	struct log_out o;
 	ledger_t *lg;

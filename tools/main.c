@@ -35,7 +35,7 @@ static const char version_usage[] =
 
 static int cmd_version(int argc, char **argv)
 {
-	const struct cmd_spec spec = {"version", version_usage, NULL, 0};
+	const struct cmd_spec spec = {"version", version_usage, NULL, 0, NULL};
 	int status = opts_parse(&spec, argc, argv);
 
 	if (status != OPTS_RUN)

@@ -37,9 +37,90 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
+/* --help's layout: help texts start at one column, that of the longest
+ * "--name ARG" up to OPT_COL_MAX (a longer one has its help on the next
+ * line), and are wrapped at OPT_WIDTH. */
+#define OPT_COL_MAX 24
+#define OPT_WIDTH   76
+
+static size_t opt_width(const struct opt *o)
+{
+	return 2 + strlen(o->name) + (o->arg ? 1 + strlen(o->arg) : 0);
+}
+
+/* Writes text, the cursor being at column pos, every line from column at,
+ * wrapped at OPT_WIDTH. A '\n' in text starts a new line, which the spaces
+ * after it indent further (the lines of an example). */
+static void wrap(FILE *f, const char *text, size_t at, size_t pos)
+{
+	const char *line = text;
+
+	for (;;) {
+		size_t len = strcspn(line, "\n");
+		size_t start = at + strspn(line, " ");
+		const char *p = line + (start - at), *end = line + len;
+		bool first = true;
+
+		fprintf(f, "%*s", (int)(start > pos ? start - pos : 0), "");
+		pos = start > pos ? start : pos;
+		while (p < end) {
+			size_t n = strcspn(p, " \n");
+
+			if (!first && pos + 1 + n > OPT_WIDTH) {
+				fprintf(f, "\n%*s", (int)start, "");
+				pos = start;
+				first = true;
+			}
+			if (!first) {
+				fputc(' ', f);
+				pos++;
+			}
+			fwrite(p, 1, n, f);
+			pos += n;
+			first = false;
+			p += n;
+			p += strspn(p, " ");
+		}
+		if (line[len] == '\0')
+			break;
+		fputc('\n', f);
+		pos = 0;
+		line += len + 1;
+	}
+	fputc('\n', f);
+}
+
+void opts_usage(const struct cmd_spec *spec, FILE *f)
+{
+	size_t col = 0;
+
+	fputs(spec->usage, f);
+	for (size_t i = 0; i < spec->n_opts; i++) {
+		size_t w = opt_width(&spec->opts[i]);
+
+		if (w <= OPT_COL_MAX && w > col)
+			col = w;
+	}
+	col += 2;
+	for (size_t i = 0; i < spec->n_opts; i++) {
+		const struct opt *o = &spec->opts[i];
+		size_t w = opt_width(o);
+
+		fprintf(f, "  %s%s%s", o->name, o->arg ? " " : "",
+			o->arg ? o->arg : "");
+		if (w + 1 > col) {
+			fputc('\n', f);
+			w = 0;
+		}
+		wrap(f, o->help ? o->help : "", col, w);
+	}
+	if (spec->after != NULL)
+		fputs(spec->after, f);
+}
+
 static int usage_error(const struct cmd_spec *spec)
 {
-	fputs(spec->usage, stderr);
+	opts_usage(spec, stderr);
 	return OPTS_USAGE_ERROR;
 }
 
@@ -69,7 +150,7 @@ int opts_parse(const struct cmd_spec *spec, int argc, char **argv)
 		const char *value = eq && arg[0] == '-' ? eq + 1 : NULL;
 
 		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-			fputs(spec->usage, stdout);
+			opts_usage(spec, stdout);
 			return OPTS_HELP_SHOWN;
 		}
 		if (strcmp(arg, "--version") == 0) {

@@ -13,14 +13,9 @@
 static const char replay_usage[] =
 	"usage: gpuledger replay --db DIR [--at SEQ|RFC3339] [--tenant NS] "
 	"[--json]\n"
-	"  the state of the ledger at --at (default: the last event).\n"
-	"  --db DIR       the ledger directory\n"
-	"  --at SEQ       the state after event SEQ (0: empty)\n"
-	"  --at TIME      the state after the last event at or before TIME\n"
-	"                 (RFC 3339, e.g. 2026-03-01T12:00:00Z)\n"
-	"  --tenant NS    only this tenant (an unknown tenant is an error)\n"
-	"  --json         canonical JSON on one line, as DESIGN 6 describes,\n"
-	"                 plus \"chainHead\", the hash chain head at that seq\n"
+	"  the state of the ledger at --at (default: the last event).\n";
+
+static const char replay_after[] =
 	"  Without --json: per tenant and class its budget, own and subtree\n"
 	"  reserved units, subtree allocated units and the remaining budget,\n"
 	"  then the classes and the nodes.\n";
@@ -448,13 +443,19 @@ int cmd_replay(int argc, char **argv)
 {
 	struct replay_args a = {0};
 	const struct opt opts[] = {
-		{"--db", OPT_STR, &a.db},
-		{"--at", OPT_STR, &a.at},
-		{"--tenant", OPT_STR, &a.tenant},
-		{"--json", OPT_FLAG, &a.json},
+		OPT_DB(&a.db),
+		{"--at", OPT_STR, &a.at, "SEQ|TIME",
+		 "the state after event SEQ (0: empty), or after the last event "
+		 "at or before TIME (RFC 3339, e.g. 2026-03-01T12:00:00Z)"},
+		{"--tenant", OPT_STR, &a.tenant, "NS",
+		 "only this tenant (an unknown tenant is an error)"},
+		{"--json", OPT_FLAG, &a.json, NULL,
+		 "canonical JSON on one line, as DESIGN 6 describes, plus "
+		 "\"chainHead\", the hash chain head at that seq"},
 	};
 	const struct cmd_spec spec = {"replay", replay_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]),
+				      replay_after};
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv);
 

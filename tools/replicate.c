@@ -22,18 +22,9 @@ static const char replicate_usage[] =
 	"  stopped, it resumes where DIR ends. When the primary's log departs\n"
 	"  from DIR it stops and names the first seq that differs (a replica\n"
 	"  is also a witness). While the primary is away it waits and "
-	"retries.\n"
-	"  --from URL          the primary, e.g. https://gpuledger:443\n"
-	"  --db DIR            the replica's ledger\n"
-	"  --token-file FILE   a file holding the bearer token (a reader's:\n"
-	"                      admin or auditor); must not be group/other\n"
-	"                      readable\n"
-	"  --cacert FILE       CA to verify the primary's certificate with\n"
-	"  --cert/--key FILE   a client certificate (serve --tls-client-ca)\n"
-	"  --page N            events per request (default 1000, at most "
-	"10000)\n"
-	"  --poll-ms MS        wait when caught up (default 500)\n"
-	"  --once              stop when caught up (and on network errors)\n"
+	"retries.\n";
+
+static const char replicate_after[] =
 	"  Exit status: 0 stopped or caught up, 1 the logs differ, 2 errors\n";
 
 /* Set by the signal handler: a signal handler can reach nothing else. */
@@ -70,18 +61,27 @@ int cmd_replicate(int argc, char **argv)
 	uint64_t page = 0, poll = 0;
 	struct replica_opts ro = {.stop = &replicate_stop};
 	const struct opt opts[] = {
-		{"--from", OPT_STR, &ro.url},
-		{"--db", OPT_STR, &db},
-		{"--token-file", OPT_STR, &token_file},
-		{"--cacert", OPT_STR, &ro.ca_file},
-		{"--cert", OPT_STR, &ro.cert_file},
-		{"--key", OPT_STR, &ro.key_file},
-		{"--page", OPT_U64, &page},
-		{"--poll-ms", OPT_U64, &poll},
-		{"--once", OPT_FLAG, &ro.once},
+		{"--from", OPT_STR, &ro.url, "URL",
+		 "the primary, e.g. https://gpuledger:443"},
+		{"--db", OPT_STR, &db, "DIR", "the replica's ledger"},
+		{"--token-file", OPT_STR, &token_file, "FILE",
+		 "a file holding the bearer token (a reader's: admin or "
+		 "auditor); must not be group/other readable"},
+		{"--cacert", OPT_STR, &ro.ca_file, "FILE",
+		 "CA to verify the primary's certificate with"},
+		{"--cert", OPT_STR, &ro.cert_file, "FILE",
+		 "a client certificate (serve --tls-client-ca)"},
+		{"--key", OPT_STR, &ro.key_file, "FILE", "and its key"},
+		{"--page", OPT_U64, &page, "N",
+		 "events per request (default 1000, at most 10000)"},
+		{"--poll-ms", OPT_U64, &poll, "MS",
+		 "wait when caught up (default 500)"},
+		{"--once", OPT_FLAG, &ro.once, NULL,
+		 "stop when caught up (and on network errors)"},
 	};
 	const struct cmd_spec spec = {"replicate", replicate_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]),
+				      replicate_after};
 	struct ledger_opts lo = {.create = true};
 	struct replica_result res;
 	struct lg_error err = {0};

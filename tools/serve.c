@@ -23,49 +23,7 @@ static const char serve_usage[] =
 	"  follows the log as the watcher appends; /readyz answers 200 once\n"
 	"  caught up. Verdicts are recorded as VERDICT events before they\n"
 	"  are answered. Prints \"listening on HOST:PORT\" when ready to\n"
-	"  accept; SIGINT or SIGTERM stop it after answering what is queued.\n"
-	"  --db DIR            the ledger (one server per ledger); a "
-	"directory\n"
-	"                      that holds none is refused, unless --create\n"
-	"  --create            make an empty ledger in DIR when there is none\n"
-	"                      (a pod whose watcher has not started yet)\n"
-	"  --listen HOST:PORT  numeric address (default 127.0.0.1:8420; port\n"
-	"                      0 picks a free one); without --token-file only\n"
-	"                      a loopback address is accepted\n"
-	"  --token-file FILE   `TOKEN ROLE` per line; roles admin, admission,\n"
-	"                      auditor, tenant:<ns>; the file must not be\n"
-	"                      readable by group or others\n"
-	"  --rates FILE        the billing file of GET /v1/export (prices,\n"
-	"                      names, billing period offset; `gpuledger\n"
-	"                      export --help`); read again when it changes,\n"
-	"                      a bad change keeps the previous one\n"
-	"  --tls-cert FILE     serve HTTPS (TLS >= 1.2) with this PEM chain;\n"
-	"  --tls-key FILE      and its key; both are reloaded when they\n"
-	"                      change (open connections keep the old one; a\n"
-	"                      pair that does not load is logged and ignored)\n"
-	"  --tls-client-ca FILE  require client certificates signed by it;\n"
-	"                      a token-file line `cert:<CN> ROLE` gives a\n"
-	"                      certificate with that subject CN a role\n"
-	"  --tls-reload-ms MS  how often the TLS files are checked (1000)\n"
-	"  --read-only         a replica (gpuledger replicate): GETs answer,\n"
-	"                      other methods 503\n"
-	"  --primary URL       named in those 503 answers\n"
-	"  --probe-listen HOST:PORT  plain HTTP for /healthz and /readyz\n"
-	"                      only (the kubelet presents no client\n"
-	"                      certificate); prints \"probes on HOST:PORT\"\n"
-	"  --max-body BYTES    request body bound (default 1048576)\n"
-	"  --max-conns N       open connections (default 4096)\n"
-	"  --max-heavy N       exports, past states and event pages computed\n"
-	"                      at once, each on a thread; beyond: 503 with\n"
-	"                      Retry-After (default 16)\n"
-	"  --idle-ms MS        keep-alive idle time (default 30000)\n"
-	"  --request-ms MS     a request must arrive whole within (default\n"
-	"                      10000); slower clients get 408 and are cut off\n"
-	"  --poll-ms MS        how often the log is followed (default 50)\n"
-	"  --sign-key FILE     sign a C2SP checkpoint of the Merkle tree with\n"
-	"                      this key (gpuledger keygen) while the tree\n"
-	"                      grows; GET /v1/checkpoint serves the latest\n"
-	"  --sign-every SECS   at most this often (default 10)\n";
+	"  accept; SIGINT or SIGTERM stop it after answering what is queued.\n";
 
 static void *x_malloc(size_t n)
 {
@@ -115,29 +73,67 @@ int cmd_serve(int argc, char **argv)
 	const char *sign_key = NULL;
 	struct note_signer signer;
 	const struct opt opts[] = {
-		{"--db", OPT_STR, &o.db},
-		{"--create", OPT_FLAG, &o.create},
-		{"--listen", OPT_STR, &o.listen},
-		{"--token-file", OPT_STR, &o.token_file},
-		{"--rates", OPT_STR, &o.rates_file},
-		{"--max-body", OPT_U64, &body},
-		{"--max-conns", OPT_U64, &conns},
-		{"--max-heavy", OPT_U64, &heavy},
-		{"--idle-ms", OPT_U64, &idle},
-		{"--request-ms", OPT_U64, &req},
-		{"--poll-ms", OPT_U64, &poll},
-		{"--tls-cert", OPT_STR, &o.tls_cert},
-		{"--tls-key", OPT_STR, &o.tls_key},
-		{"--tls-client-ca", OPT_STR, &o.tls_client_ca},
-		{"--tls-reload-ms", OPT_U64, &reload},
-		{"--read-only", OPT_FLAG, &o.read_only},
-		{"--primary", OPT_STR, &o.primary},
-		{"--probe-listen", OPT_STR, &o.probe_listen},
-		{"--sign-key", OPT_STR, &sign_key},
-		{"--sign-every", OPT_U64, &every},
+		{"--db", OPT_STR, &o.db, "DIR",
+		 "the ledger (one server per ledger); a directory that holds "
+		 "none is refused, unless --create"},
+		{"--create", OPT_FLAG, &o.create, NULL,
+		 "make an empty ledger in DIR when there is none (a pod whose "
+		 "watcher has not started yet)"},
+		{"--listen", OPT_STR, &o.listen, "HOST:PORT",
+		 "numeric address (default 127.0.0.1:8420; port 0 picks a free "
+		 "one); without --token-file only a loopback address is "
+		 "accepted"},
+		{"--token-file", OPT_STR, &o.token_file, "FILE",
+		 "`TOKEN ROLE` per line; roles admin, admission, auditor, "
+		 "tenant:<ns>; the file must not be readable by group or "
+		 "others"},
+		{"--rates", OPT_STR, &o.rates_file, "FILE",
+		 "the billing file of GET /v1/export (prices, names, billing "
+		 "period offset; `gpuledger export --help`); read again when it "
+		 "changes, a bad change keeps the previous one"},
+		{"--tls-cert", OPT_STR, &o.tls_cert, "FILE",
+		 "serve HTTPS (TLS >= 1.2) with this PEM chain;"},
+		{"--tls-key", OPT_STR, &o.tls_key, "FILE",
+		 "and its key; both are reloaded when they change (open "
+		 "connections keep the old one; a pair that does not load is "
+		 "logged and ignored)"},
+		{"--tls-client-ca", OPT_STR, &o.tls_client_ca, "FILE",
+		 "require client certificates signed by it; a token-file line "
+		 "`cert:<CN> ROLE` gives a certificate with that subject CN a "
+		 "role"},
+		{"--tls-reload-ms", OPT_U64, &reload, "MS",
+		 "how often the TLS files are checked (1000)"},
+		{"--read-only", OPT_FLAG, &o.read_only, NULL,
+		 "a replica (gpuledger replicate): GETs answer, other methods "
+		 "503"},
+		{"--primary", OPT_STR, &o.primary, "URL",
+		 "named in those 503 answers"},
+		{"--probe-listen", OPT_STR, &o.probe_listen, "HOST:PORT",
+		 "plain HTTP for /healthz and /readyz only (the kubelet presents "
+		 "no client certificate); prints \"probes on HOST:PORT\""},
+		{"--max-body", OPT_U64, &body, "BYTES",
+		 "request body bound (default 1048576)"},
+		{"--max-conns", OPT_U64, &conns, "N",
+		 "open connections (default 4096)"},
+		{"--max-heavy", OPT_U64, &heavy, "N",
+		 "exports, past states and event pages computed at once, each "
+		 "on a thread; beyond: 503 with Retry-After (default 16)"},
+		{"--idle-ms", OPT_U64, &idle, "MS",
+		 "keep-alive idle time (default 30000)"},
+		{"--request-ms", OPT_U64, &req, "MS",
+		 "a request must arrive whole within (default 10000); slower "
+		 "clients get 408 and are cut off"},
+		{"--poll-ms", OPT_U64, &poll, "MS",
+		 "how often the log is followed (default 50)"},
+		{"--sign-key", OPT_STR, &sign_key, "FILE",
+		 "sign a C2SP checkpoint of the Merkle tree with this key "
+		 "(gpuledger keygen) while the tree grows; GET /v1/checkpoint "
+		 "serves the latest"},
+		{"--sign-every", OPT_U64, &every, "SECS",
+		 "at most this often (default 10)"},
 	};
 	const struct cmd_spec spec = {"serve", serve_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]), NULL};
 	struct lg_error err = {0};
 	query_server_t *qs;
 	const char *listen;

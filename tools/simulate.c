@@ -26,26 +26,7 @@ static const char sim_usage[] =
 	"  writes a synthetic Cozystack cluster history as a recorded\n"
 	"  stream (NDJSON watch events with \"type\", \"object\" and\n"
 	"  \"time\") that `gpuledger watch --from FILE` reads. The same\n"
-	"  options give the same bytes.\n"
-	"  --seed N           PRNG seed (default 1)\n"
-	"  --events N         exactly N lines (default 100000)\n"
-	"  --tenants N        tenants including tenant-root, 1..20000\n"
-	"                     (default 24)\n"
-	"  --depth D          deepest tenant level below tenant-root,\n"
-	"                     1..6 (default 3)\n"
-	"  --days N           span of the event times (default 30)\n"
-	"  --start T, --end T the span as RFC 3339 times (default\n"
-	"                     start " DEFAULT_START ")\n"
-	"  --gpu-pod-share P  fraction 0..1 of pods that request GPUs\n"
-	"                     (default 0.02)\n"
-	"  --all-gpu-pods     every pod requests GPUs (benchmark case)\n"
-	"  --no-invalid       leave out the deliberately invalid quota\n"
-	"                     keys and values (one tenant in 37 has one,\n"
-	"                     each a NOTE)\n"
-	"  --churn            also class-table changes, device plugins\n"
-	"                     leaving and returning, recreated objects\n"
-	"                     and claims whose coverage changes\n"
-	"  --out FILE         write to FILE instead of stdout\n";
+	"  options give the same bytes.\n";
 
 /* The options as typed; sim_args turns them into a struct sim_opts. */
 struct sim_args {
@@ -249,21 +230,36 @@ int cmd_simulate(int argc, char **argv)
 			     .days = UINT64_MAX,
 			     .start = DEFAULT_START};
 	const struct opt opts[] = {
-		{"--seed", OPT_U64, &a.seed},
-		{"--events", OPT_U64, &a.events},
-		{"--tenants", OPT_U64, &a.tenants},
-		{"--depth", OPT_U64, &a.depth},
-		{"--days", OPT_U64, &a.days},
-		{"--start", OPT_STR, &a.start},
-		{"--end", OPT_STR, &a.end},
-		{"--gpu-pod-share", OPT_STR, &a.share},
-		{"--all-gpu-pods", OPT_FLAG, &a.all_gpu},
-		{"--no-invalid", OPT_FLAG, &a.valid_only},
-		{"--churn", OPT_FLAG, &a.churn},
-		{"--out", OPT_STR, &a.out},
+		{"--seed", OPT_U64, &a.seed, "N", "PRNG seed (default 1)"},
+		{"--events", OPT_U64, &a.events, "N",
+		 "exactly N lines (default 100000)"},
+		{"--tenants", OPT_U64, &a.tenants, "N",
+		 "tenants including tenant-root, 1..20000 (default 24)"},
+		{"--depth", OPT_U64, &a.depth, "D",
+		 "deepest tenant level below tenant-root, 1..6 (default 3)"},
+		{"--days", OPT_U64, &a.days, "N",
+		 "span of the event times (default 30)"},
+		{"--start", OPT_STR, &a.start, "T",
+		 "the span's start, an RFC 3339 time (default " DEFAULT_START
+		 ")"},
+		{"--end", OPT_STR, &a.end, "T",
+		 "the span's end, instead of --days"},
+		{"--gpu-pod-share", OPT_STR, &a.share, "P",
+		 "fraction 0..1 of pods that request GPUs (default 0.02)"},
+		{"--all-gpu-pods", OPT_FLAG, &a.all_gpu, NULL,
+		 "every pod requests GPUs (benchmark case)"},
+		{"--no-invalid", OPT_FLAG, &a.valid_only, NULL,
+		 "leave out the deliberately invalid quota keys and values (one "
+		 "tenant in 37 has one, each a NOTE)"},
+		{"--churn", OPT_FLAG, &a.churn, NULL,
+		 "also class-table changes, device plugins leaving and "
+		 "returning, recreated objects and claims whose coverage "
+		 "changes"},
+		{"--out", OPT_STR, &a.out, "FILE",
+		 "write to FILE instead of stdout"},
 	};
 	const struct cmd_spec spec = {"simulate", sim_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]), NULL};
 	int status = opts_parse(&spec, argc, argv);
 
 	if (status != OPTS_RUN)

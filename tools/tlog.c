@@ -130,9 +130,13 @@ static int write_file(const char *path, const char *text, mode_t mode)
 int cmd_keygen(int argc, char **argv)
 {
 	const char *name = NULL, *out = NULL;
-	const struct opt opts[] = {{"--name", OPT_STR, &name},
-				   {"--out", OPT_STR, &out}};
-	const struct cmd_spec spec = {"keygen", keygen_usage, opts, 2};
+	const struct opt opts[] = {
+		{"--name", OPT_STR, &name, "NAME",
+		 "the log's origin, the first line of its checkpoints"},
+		{"--out", OPT_STR, &out, "DIR",
+		 "the directory of the two key files"},
+	};
+	const struct cmd_spec spec = {"keygen", keygen_usage, opts, 2, NULL};
 	struct lg_error err = {0};
 	struct note_signer s;
 	uint8_t seed[NOTE_KEY_BYTES];
@@ -185,9 +189,12 @@ int cmd_head(int argc, char **argv)
 {
 	const char *db = NULL;
 	uint64_t size = 0;
-	const struct opt opts[] = {{"--db", OPT_STR, &db},
-				   {"--size", OPT_U64, &size}};
-	const struct cmd_spec spec = {"head", head_usage, opts, 2};
+	const struct opt opts[] = {
+		OPT_DB(&db),
+		{"--size", OPT_U64, &size, "N",
+		 "the checkpoint of tree size N (default: the latest)"},
+	};
+	const struct cmd_spec spec = {"head", head_usage, opts, 2, NULL};
 	struct lg_error err = {0};
 	ledger_t *lg;
 	char *note;
@@ -263,11 +270,16 @@ int cmd_prove(int argc, char **argv)
 	const char *db = NULL, *format = "json";
 	uint64_t seq = 0, size = 0, from = 0, to = 0;
 	const struct opt opts[] = {
-		{"--db", OPT_STR, &db},	     {"--seq", OPT_U64, &seq},
-		{"--size", OPT_U64, &size},  {"--from", OPT_U64, &from},
-		{"--to", OPT_U64, &to},	     {"--format", OPT_STR, &format},
+		OPT_DB(&db),
+		{"--seq", OPT_U64, &seq, "N", "the event to prove included"},
+		{"--size", OPT_U64, &size, "M", "in the tree of size M"},
+		{"--from", OPT_U64, &from, "M",
+		 "a consistency proof from the tree of size M"},
+		{"--to", OPT_U64, &to, "N", "to the tree of size N"},
+		{"--format", OPT_STR, &format, "F",
+		 "json (default) or c2sp (an inclusion proof only)"},
 	};
-	const struct cmd_spec spec = {"prove", prove_usage, opts, 6};
+	const struct cmd_spec spec = {"prove", prove_usage, opts, 6, NULL};
 	struct lg_error err = {0};
 	ledger_t *lg;
 	json_t *proof;
@@ -385,11 +397,18 @@ static int check_inclusion(const json_t *pr, const struct merkle_proof *p,
 int cmd_check_proof(int argc, char **argv)
 {
 	const char *key = NULL, *cpf = NULL, *oldf = NULL;
-	const struct opt opts[] = {{"--key", OPT_STR, &key},
-				   {"--checkpoint", OPT_STR, &cpf},
-				   {"--old-checkpoint", OPT_STR, &oldf}};
+	const struct opt opts[] = {
+		{"--key", OPT_STR, &key, "FILE",
+		 "the verifier key of the checkpoints' signer"},
+		{"--checkpoint", OPT_STR, &cpf, "FILE",
+		 "the signed checkpoint the proof leads to (default: the "
+		 "proof's own)"},
+		{"--old-checkpoint", OPT_STR, &oldf, "FILE",
+		 "the older checkpoint of a consistency proof (default: the "
+		 "proof's own)"},
+	};
 	const struct cmd_spec spec = {"check-proof", check_proof_usage, opts,
-				      3};
+				      3, NULL};
 	struct note_verifier v;
 	struct merkle_proof *p = NULL;
 	json_t *pr = NULL;
@@ -528,8 +547,7 @@ static const char witness_usage[] =
 	"  it kept (DIR/checkpoint), then keeps the new one. Exits 1 and says\n"
 	"  why on a split view (same size, another root), a shrinking tree or a\n"
 	"  proof that does not verify. Without --follow it looks once; with it,\n"
-	"  every SECS seconds (--count N looks: stop after N).\n"
-	"  --token-file FILE  the first word of FILE is the bearer token\n";
+	"  every SECS seconds (--count N looks: stop after N).\n";
 
 #define WITNESS_NOTE_MAX (64u << 10)
 #define WITNESS_PROOF_MAX (1u << 20)
@@ -667,14 +685,19 @@ int cmd_witness(int argc, char **argv)
 	uint64_t every = 0, count = 0;
 	struct witness w = {0};
 	const struct opt opts[] = {
-		{"--url", OPT_STR, &w.url},
-		{"--key", OPT_STR, &key},
-		{"--state", OPT_STR, &w.state},
-		{"--token-file", OPT_STR, &token_file},
-		{"--follow", OPT_U64, &every},
-		{"--count", OPT_U64, &count},
+		{"--url", OPT_STR, &w.url, "URL",
+		 "the server (GET URL/v1/checkpoint)"},
+		{"--key", OPT_STR, &key, "FILE",
+		 "the verifier key of its checkpoints' signer"},
+		{"--state", OPT_STR, &w.state, "DIR",
+		 "where the last checkpoint kept is (DIR/checkpoint)"},
+		{"--token-file", OPT_STR, &token_file, "FILE",
+		 "the first word of FILE is the bearer token"},
+		{"--follow", OPT_U64, &every, "SECS",
+		 "look again every SECS seconds"},
+		{"--count", OPT_U64, &count, "N", "with --follow: stop after N looks"},
 	};
-	const struct cmd_spec spec = {"witness", witness_usage, opts, 6};
+	const struct cmd_spec spec = {"witness", witness_usage, opts, 6, NULL};
 	int status = opts_parse(&spec, argc, argv);
 
 	if (status != OPTS_RUN)

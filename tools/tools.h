@@ -77,17 +77,28 @@ enum opt_kind {
 	OPT_U64	  /* a value, a decimal integer; sets *(uint64_t *)ptr */
 };
 
+/* One option. --help is made from the table (as git's parse-options
+ * does): "  --db DIR" and the help text, wrapped; a '\n' in help starts a
+ * new line there, keeping the spaces after it. */
 struct opt {
 	const char *name; /* "--db" */
 	enum opt_kind kind;
 	void *ptr;
+	const char *arg;  /* the value's name in --help ("DIR"); NULL: a flag */
+	const char *help; /* what it does, defaults included */
 };
+
+/* Help texts that several subcommands share. */
+#define OPT_NO_SYNC_HELP "do not fsync commits (faster; a crash may lose the tail)"
+/* The --db of most subcommands. */
+#define OPT_DB(ptr) {"--db", OPT_STR, (ptr), "DIR", "the ledger directory"}
 
 struct cmd_spec {
 	const char *name;  /* "replay" */
-	const char *usage; /* the whole --help text */
+	const char *usage; /* synopsis and description, before the options */
 	const struct opt *opts;
 	size_t n_opts;
+	const char *after; /* text after the options, or NULL */
 };
 
 /* Result of opts_parse. */
@@ -96,6 +107,9 @@ enum {
 	OPTS_HELP_SHOWN = 1,
 	OPTS_USAGE_ERROR = -1
 };
+
+/* Prints spec's --help: its usage, the option table, its after text. */
+void opts_usage(const struct cmd_spec *spec, FILE *f);
 
 /* Parses argv[1..argc) against spec's table ("--name VALUE" or
  * "--name=VALUE"). --help / -h prints the usage to stdout, --version the

@@ -17,14 +17,17 @@ static const char verify_usage[] =
 	"  seqs, each decodes, the chain, checkpoint frames and heads) first,\n"
 	"  then the replay, so that the first bad seq is named whatever the\n"
 	"  damage; then every Merkle leaf and stored subtree.\n"
-	"  --checkpoint FILE --key KEY  also proves that the ledger holds the\n"
-	"  tree of that signed checkpoint (kept outside the ledger): a cut or\n"
-	"  rewritten log fails naming the size where it departs.\n"
 	"  prints \"ok: N events, M checkpoints, head HEX\" and exits 0, or\n"
 	"  \"corrupt at seq S: DETAIL\" (a record is not what was written) or\n"
 	"  \"damaged storage[ at seq S]: DETAIL\" (LMDB's pages are damaged;\n"
 	"  the page is named) and exits 1; exits 2 when the ledger cannot be\n"
 	"  read at all (no such directory, not a ledger).\n";
+
+static const char verify_after[] =
+	"  --checkpoint FILE --key KEY together also prove that the ledger\n"
+	"  holds the tree of that signed checkpoint (kept outside the\n"
+	"  ledger): a cut or rewritten log fails naming the size where it\n"
+	"  departs.\n";
 
 static bool is_damage(int rc)
 {
@@ -65,10 +68,15 @@ static int verify_open(const char *db, ledger_t **lg)
 int cmd_verify(int argc, char **argv)
 {
 	const char *db = NULL, *cpfile = NULL, *key = NULL;
-	const struct opt opts[] = {{"--db", OPT_STR, &db},
-				   {"--checkpoint", OPT_STR, &cpfile},
-				   {"--key", OPT_STR, &key}};
-	const struct cmd_spec spec = {"verify", verify_usage, opts, 3};
+	const struct opt opts[] = {
+		OPT_DB(&db),
+		{"--checkpoint", OPT_STR, &cpfile, "FILE",
+		 "a signed checkpoint (C2SP note) to check the ledger against"},
+		{"--key", OPT_STR, &key, "KEY",
+		 "the verifier key file of that checkpoint's signer"},
+	};
+	const struct cmd_spec spec = {"verify", verify_usage, opts, 3,
+				      verify_after};
 	struct lg_error err = {0};
 	struct ledger_verify_result res;
 	char hex[TOOL_HEX_LEN], line[256];

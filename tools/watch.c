@@ -20,48 +20,9 @@ static const char watch_usage[] =
 	"                       [--classes FILE] [--record FILE] [--tick S]\n"
 	"  appends what it observes to the ledger in DIR (created when\n"
 	"  missing): TENANT, BUDGET, RAWKEY, CLASS, NODE, RESERVE, RELEASE,\n"
-	"  ALLOC, FREE and NOTE events, only differences, in group commits.\n"
-	"  --from FILE   a recorded stream: one Kubernetes watch event per\n"
-	"                line, {\"type\", \"object\", \"time\"?}; a line's "
-	"RFC 3339\n"
-	"                \"time\" is its event time (lines without one keep "
-	"the\n"
-	"                previous time). The position in FILE is committed "
-	"with\n"
-	"                the events, so a run that was stopped or killed "
-	"resumes\n"
-	"                where it left off when started again with the same "
-	"FILE\n"
-	"                (and --classes): nothing is lost or repeated. At the "
-	"end\n"
-	"                a TICK carries the last line's time.\n"
-	"  --from -      standard input, which cannot be read twice and so\n"
-	"                cannot be resumed: a ledger that already holds a "
-	"stdin\n"
-	"                stream is refused (exit 2); use a file, or a new "
-	"--db.\n"
-	"  --classes F   the class table at start ({\"classes\": [...]}); the\n"
-	"                cozy-system/gpu-classes ConfigMap replaces it\n"
-	"  --max-object-bytes N   longest line or object (default 4 MiB); "
-	"longer\n"
-	"                ones are skipped and recorded as a NOTE\n"
-	"  --batch N     events per commit (default 10000)\n"
-	"  --no-sync     do not fsync commits (faster; a crash may lose the "
-	"tail)\n"
-	"  Without --from: a live cluster through --kubeconfig (default\n"
-	"  $KUBECONFIG, ~/.kube/config, else in-cluster), --context, --record\n"
-	"  FILE (tee the received events as a recorded stream), --tick S (a\n"
-	"  TICK after S seconds of quiet, default 60), --verbose.\n"
-	"  --metrics-listen HOST:PORT   Prometheus metrics on GET /metrics\n"
-	"                (per-resource watch health, lag, relists, errors;\n"
-	"                events appended; NOTEs by code; port 0 picks one)\n"
-	"  --api-recheck S   a resource whose API is not served (e.g. no\n"
-	"                resource.k8s.io/v1 before Kubernetes 1.34: v1beta2 "
-	"or\n"
-	"                v1beta1 is read instead; no Cozystack CRDs) is "
-	"skipped\n"
-	"                with a NOTE ApiAbsent and discovered again every S\n"
-	"                seconds (default 60); the other resources go on.\n"
+	"  ALLOC, FREE and NOTE events, only differences, in group commits.\n";
+
+static const char watch_after[] =
 	"  Exit status: 0 when the input ended or SIGINT/SIGTERM stopped it\n"
 	"  (what was read is committed), 2 on a usage or operating error.\n";
 
@@ -187,22 +148,52 @@ int cmd_watch(int argc, char **argv)
 	struct live_opts live = {.tick_s = 60, .api_recheck_s = 60};
 	struct ledger_opts lo = {.create = true};
 	const struct opt opts[] = {
-		{"--db", OPT_STR, &db},
-		{"--from", OPT_STR, &from},
-		{"--classes", OPT_STR, &classes},
-		{"--no-sync", OPT_FLAG, &lo.no_sync},
-		{"--batch", OPT_U64, &live.batch},
-		{"--max-object-bytes", OPT_U64, &live.max_object},
-		{"--kubeconfig", OPT_STR, &live.kubeconfig},
-		{"--context", OPT_STR, &live.context},
-		{"--record", OPT_STR, &live.record},
-		{"--tick", OPT_U64, &live.tick_s},
-		{"--verbose", OPT_FLAG, &live.verbose},
-		{"--metrics-listen", OPT_STR, &live.metrics_listen},
-		{"--api-recheck", OPT_U64, &live.api_recheck_s},
+		OPT_DB(&db),
+		{"--from", OPT_STR, &from, "FILE|-",
+		 "a recorded stream: one Kubernetes watch event per line, "
+		 "{\"type\", \"object\", \"time\"?}; a line's RFC 3339 \"time\" "
+		 "is its event time (lines without one keep the previous time). "
+		 "The position in FILE is committed with the events, so a run "
+		 "that was stopped or killed resumes where it left off when "
+		 "started again with the same FILE (and --classes): nothing is "
+		 "lost or repeated. At the end a TICK carries the last line's "
+		 "time. - is standard input, which cannot be read twice and so "
+		 "cannot be resumed: a ledger that already holds a stdin stream "
+		 "is refused (exit 2); use a file, or a new --db."},
+		{"--classes", OPT_STR, &classes, "FILE",
+		 "the class table at start ({\"classes\": [...]}); the "
+		 "cozy-system/gpu-classes ConfigMap replaces it"},
+		{"--no-sync", OPT_FLAG, &lo.no_sync, NULL, OPT_NO_SYNC_HELP},
+		{"--batch", OPT_U64, &live.batch, "N",
+		 "events per commit (default 10000)"},
+		{"--max-object-bytes", OPT_U64, &live.max_object, "N",
+		 "longest line or object (default 4 MiB); longer ones are "
+		 "skipped and recorded as a NOTE"},
+		{"--kubeconfig", OPT_STR, &live.kubeconfig, "FILE",
+		 "without --from: the live cluster (default $KUBECONFIG, "
+		 "~/.kube/config, else in-cluster)"},
+		{"--context", OPT_STR, &live.context, "NAME",
+		 "the kubeconfig's context (default: its current-context)"},
+		{"--record", OPT_STR, &live.record, "FILE",
+		 "tee the received events as a recorded stream"},
+		{"--tick", OPT_U64, &live.tick_s, "S",
+		 "a TICK after S seconds of quiet (default 60)"},
+		{"--verbose", OPT_FLAG, &live.verbose, NULL,
+		 "log each request and retry to stderr"},
+		{"--metrics-listen", OPT_STR, &live.metrics_listen, "HOST:PORT",
+		 "Prometheus metrics on GET /metrics (per-resource watch "
+		 "health, lag, relists, errors; events appended; NOTEs by code; "
+		 "port 0 picks one)"},
+		{"--api-recheck", OPT_U64, &live.api_recheck_s, "S",
+		 "a resource whose API is not served (e.g. no resource.k8s.io/v1 "
+		 "before Kubernetes 1.34: v1beta2 or v1beta1 is read instead; no "
+		 "Cozystack CRDs) is skipped with a NOTE ApiAbsent and "
+		 "discovered again every S seconds (default 60); the other "
+		 "resources go on."},
 	};
 	const struct cmd_spec spec = {"watch", watch_usage, opts,
-				      sizeof(opts) / sizeof(opts[0])};
+				      sizeof(opts) / sizeof(opts[0]),
+				      watch_after};
 	struct class_table t;
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv);
