@@ -346,7 +346,10 @@ int time_parse_ns(const char *s, int64_t *out)
 	} else {
 		return LG_EINVAL;
 	}
-	if (sec == 60) /* A leap second is the next second's start. */
+	/* A leap second (:60, with any fraction) is read as the last
+	 * nanosecond of the second before it: it keeps its minute, sorts
+	 * before the next minute, and int64 ns need no 61st second. */
+	if (sec == 60)
 		sec = 59, frac = 999999999;
 	int64_t t = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
 		    h * 3600 + mi * 60 + sec - sign * (oh * 3600 + om * 60);

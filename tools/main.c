@@ -1,7 +1,6 @@
 /*
- * gpuledger: dispatch to a subcommand (DESIGN 6). Subcommands that later
- * issues deliver are listed so that `gpuledger --help` shows the whole tool,
- * and say plainly that they are not built yet.
+ * gpuledger: dispatch to a subcommand (DESIGN 6) through one table, which
+ * `gpuledger --help` lists (and from it the man pages and completion).
  */
 #include "tools/tools.h"
 
@@ -83,9 +82,8 @@ static void usage(FILE *f)
 	      "its options)\n\nsubcommands:\n",
 	      f);
 	for (size_t i = 0; i < N_SUBCOMMANDS; i++)
-		fprintf(f, "  %-12s %s%s\n", subcommands[i].name,
-			subcommands[i].summary,
-			subcommands[i].run ? "" : " (not built yet)");
+		fprintf(f, "  %-12s %s\n", subcommands[i].name,
+			subcommands[i].summary);
 }
 
 /* The daemons and tools abort on out-of-memory rather than test every call
@@ -118,11 +116,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
 		if (strcmp(argv[1], subcommands[i].name) != 0)
 			continue;
-		if (subcommands[i].run == NULL) {
-			tool_error("%s: not built yet (see the open issues)",
-				   argv[1]);
-			return 2;
-		}
 		return subcommands[i].run(argc - 1, argv + 1);
 	}
 	tool_error("unknown subcommand \"%s\"", argv[1]);

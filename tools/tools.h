@@ -5,8 +5,8 @@
  * 2 a usage or operating error).
  *
  * Every subcommand parses its options with opts_parse (tools/opts.c) from a
- * const table, so that --help, --name=value, unknown options and missing
- * values behave the same everywhere.
+ * const table, so that --name=value, unknown options and missing values
+ * behave the same everywhere, and its --help is made from that table.
  */
 #ifndef GPULEDGER_TOOLS_H
 #define GPULEDGER_TOOLS_H
