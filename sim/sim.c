@@ -317,9 +317,9 @@ enum pod_flag {
 /* --churn: a raw name no class of the base table has, added to l40s by
  * table variant bit 0; bit 1 drops a100's second raw name; bit 2 moves
  * l40s's raw name to a class of its own. */
-#define CHURN_RAW	"nvidia.com/A10-24Q"
-#define CHURN_VARIANTS	8u
-#define CHURN_PERMILLE	60 /* of the steady steps */
+#define CHURN_RAW      "nvidia.com/A10-24Q"
+#define CHURN_VARIANTS 8u
+#define CHURN_PERMILLE 60 /* of the steady steps */
 
 struct sim_pod {
 	char name[DNS1123_LABEL_MAX + 1];
@@ -2662,7 +2662,8 @@ void sim_opts_default(struct sim_opts *o)
 			       .tenants = 24,
 			       .depth = 3,
 			       .start_ns = 1767225600ll * NS_PER_SEC,
-			       .end_ns = (1767225600ll + 30 * 86400) * NS_PER_SEC,
+			       .end_ns =
+				       (1767225600ll + 30 * 86400) * NS_PER_SEC,
 			       .gpu_share_ppm = 20000,
 			       .invalid = true};
 }

@@ -36,11 +36,11 @@
 
 struct sim_opts {
 	uint64_t seed;
-	uint64_t events;	/* lines to yield, 0..SIM_EVENTS_MAX */
-	uint32_t tenants;	/* including tenant-root, 1..SIM_TENANTS_MAX */
-	uint32_t depth;		/* deepest level below the root, 1..SIM_DEPTH_MAX */
-	int64_t start_ns;	/* the span of the times, 0 <= start <= end */
-	int64_t end_ns;		/* <= SIM_TIME_MAX_NS */
+	uint64_t events;  /* lines to yield, 0..SIM_EVENTS_MAX */
+	uint32_t tenants; /* including tenant-root, 1..SIM_TENANTS_MAX */
+	uint32_t depth;	  /* deepest level below the root, 1..SIM_DEPTH_MAX */
+	int64_t start_ns; /* the span of the times, 0 <= start <= end */
+	int64_t end_ns;	  /* <= SIM_TIME_MAX_NS */
 	uint32_t gpu_share_ppm; /* pods that request GPUs, 0..1000000 */
 	bool all_gpu;		/* every pod requests GPUs */
 	bool invalid;		/* one tenant in 37 gets an invalid quota */

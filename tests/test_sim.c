@@ -17,8 +17,8 @@
 
 /* 2026-01-01T00:00:00Z and the options of `gpuledger simulate`'s
  * defaults with the given changes. */
-#define T0_NS	(1767225600ll * 1000000000ll)
-#define DAY_NS	(86400ll * 1000000000ll)
+#define T0_NS  (1767225600ll * 1000000000ll)
+#define DAY_NS (86400ll * 1000000000ll)
 
 static struct sim_opts opts_with(uint64_t seed, uint64_t events)
 {
@@ -136,8 +136,7 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* Every line a watch event (DESIGN 6's recorded stream). */
 
-static const char *const types[] = {"ADDED", "MODIFIED", "DELETED",
-				    "BOOKMARK"};
+static const char *const types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
 
 static void check_line(const struct sim_opts *o, const char *line, size_t len,
 		       uint64_t no, int64_t *last_ns, unsigned long long *rv)
@@ -325,15 +324,33 @@ static const char *const bad_what[] = {"tenants", "tenants", "depth",
 static void spoil(size_t i, struct sim_opts *o)
 {
 	switch (i) {
-	case 0: o->tenants = 0; break;
-	case 1: o->tenants = SIM_TENANTS_MAX + 1; break;
-	case 2: o->depth = 0; break;
-	case 3: o->depth = SIM_DEPTH_MAX + 1; break;
-	case 4: o->events = SIM_EVENTS_MAX + 1; break;
-	case 5: o->start_ns = -1; break;
-	case 6: o->end_ns = SIM_TIME_MAX_NS + 1; break;
-	case 7: o->end_ns = o->start_ns - 1; break;
-	case 8: o->gpu_share_ppm = 1000001; break;
+	case 0:
+		o->tenants = 0;
+		break;
+	case 1:
+		o->tenants = SIM_TENANTS_MAX + 1;
+		break;
+	case 2:
+		o->depth = 0;
+		break;
+	case 3:
+		o->depth = SIM_DEPTH_MAX + 1;
+		break;
+	case 4:
+		o->events = SIM_EVENTS_MAX + 1;
+		break;
+	case 5:
+		o->start_ns = -1;
+		break;
+	case 6:
+		o->end_ns = SIM_TIME_MAX_NS + 1;
+		break;
+	case 7:
+		o->end_ns = o->start_ns - 1;
+		break;
+	case 8:
+		o->gpu_share_ppm = 1000001;
+		break;
 	}
 }
 

@@ -326,10 +326,11 @@ int cmd_export(int argc, char **argv)
 		 "midnight UTC; floored to the second)"},
 		{"--to", OPT_STR, &a.to, "TIME",
 		 "end of the range, excluded (default: the horizon). Billing "
-		 "stops at min(--to, horizon) floored to the second; the horizon "
-		 "is the time of the last event other than NOTE and VERDICT: the "
-		 "ledger never bills time it has not seen, and the milliseconds "
-		 "after the cut are billed by the export that starts there."},
+		 "stops at min(--to, horizon) floored to the second; the "
+		 "horizon is the time of the last event other than NOTE and "
+		 "VERDICT: the ledger never bills time it has not seen, and "
+		 "the milliseconds after the cut are billed by the export that "
+		 "starts there."},
 		{"--month", OPT_STR, &a.month, "YYYY-MM",
 		 "the calendar month (in the billing file's "
 		 "billingPeriodOffset, default UTC), instead of --from/--to"},
@@ -344,14 +345,15 @@ int cmd_export(int argc, char **argv)
 		 "each is described below"},
 		{"--rollup", OPT_STR, &a.rollup, "subtree",
 		 "also a row per tenant and class summing its subtree (the "
-		 "tenant and its descendant tenants), and a last column x_Scope: "
-		 "namespace or subtree. Do not add the two kinds of row "
-		 "together."},
+		 "tenant and its descendant tenants), and a last column "
+		 "x_Scope: namespace or subtree. Do not add the two kinds of "
+		 "row together."},
 		{"--rates", OPT_STR, &a.rates, "FILE",
 		 "the billing file: prices per GPU-hour by class and currency, "
 		 "and the names the rows carry:\n"
 		 "{\"rates\": [{\"class\": \"h100\", \"currency\": \"USD\",\n"
-		 "  \"listUnitPrice\": \"3.20\", \"billedUnitPrice\": \"2.50\"}],\n"
+		 "  \"listUnitPrice\": \"3.20\", \"billedUnitPrice\": "
+		 "\"2.50\"}],\n"
 		 " \"billingAccountId\", \"billingAccountName\",\n"
 		 " \"providerName\", \"publisherName\",\n"
 		 " \"invoiceIssuerName\", \"serviceName\", \"regionId\",\n"
@@ -362,8 +364,8 @@ int cmd_export(int argc, char **argv)
 		 "ledger knows needs a rate in the billing currency (a free "
 		 "class: \"0\"); without, every price is an explicit 0."},
 		{"--currency", OPT_STR, &a.currency, "CUR",
-		 "BillingCurrency: with rates one of their currencies (required "
-		 "when they have several); default USD."},
+		 "BillingCurrency: with rates one of their currencies "
+		 "(required when they have several); default USD."},
 	};
 	const struct cmd_spec spec = {"export", export_usage, opts,
 				      sizeof(opts) / sizeof(opts[0]),

@@ -100,7 +100,8 @@ int cmd_log(int argc, char **argv)
 	bool follow_on = false;
 	const struct opt opts[] = {
 		OPT_DB(&db),
-		{"--from", OPT_U64, &from, "SEQ", "the first event (default 1)"},
+		{"--from", OPT_U64, &from, "SEQ",
+		 "the first event (default 1)"},
 		{"--limit", OPT_U64, &limit, "N",
 		 "at most N events (default: all)"},
 		{"--follow", OPT_FLAG, &follow_on, NULL,
@@ -109,7 +110,8 @@ int cmd_log(int argc, char **argv)
 		 "reader of the output goes away"},
 	};
 	const struct cmd_spec spec = {"log", log_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), log_after};
+				      sizeof(opts) / sizeof(opts[0]),
+				      log_after};
 	const struct ledger_opts lo = {.read_only = true, .forensic = true};
 	struct log_out o;
 	ledger_t *lg;

@@ -445,8 +445,9 @@ int cmd_replay(int argc, char **argv)
 	const struct opt opts[] = {
 		OPT_DB(&a.db),
 		{"--at", OPT_STR, &a.at, "SEQ|TIME",
-		 "the state after event SEQ (0: empty), or after the last event "
-		 "at or before TIME (RFC 3339, e.g. 2026-03-01T12:00:00Z)"},
+		 "the state after event SEQ (0: empty), or after the last "
+		 "event at or before TIME (RFC 3339, e.g. "
+		 "2026-03-01T12:00:00Z)"},
 		{"--tenant", OPT_STR, &a.tenant, "NS",
 		 "only this tenant (an unknown tenant is an error)"},
 		{"--json", OPT_FLAG, &a.json, NULL,

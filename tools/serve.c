@@ -89,8 +89,8 @@ int cmd_serve(int argc, char **argv)
 		 "others"},
 		{"--rates", OPT_STR, &o.rates_file, "FILE",
 		 "the billing file of GET /v1/export (prices, names, billing "
-		 "period offset; `gpuledger export --help`); read again when it "
-		 "changes, a bad change keeps the previous one"},
+		 "period offset; `gpuledger export --help`); read again when "
+		 "it changes, a bad change keeps the previous one"},
 		{"--tls-cert", OPT_STR, &o.tls_cert, "FILE",
 		 "serve HTTPS (TLS >= 1.2) with this PEM chain;"},
 		{"--tls-key", OPT_STR, &o.tls_key, "FILE",
@@ -109,8 +109,9 @@ int cmd_serve(int argc, char **argv)
 		{"--primary", OPT_STR, &o.primary, "URL",
 		 "named in those 503 answers"},
 		{"--probe-listen", OPT_STR, &o.probe_listen, "HOST:PORT",
-		 "plain HTTP for /healthz and /readyz only (the kubelet presents "
-		 "no client certificate); prints \"probes on HOST:PORT\""},
+		 "plain HTTP for /healthz and /readyz only (the kubelet "
+		 "presents no client certificate); prints \"probes on "
+		 "HOST:PORT\""},
 		{"--max-body", OPT_U64, &body, "BYTES",
 		 "request body bound (default 1048576)"},
 		{"--max-conns", OPT_U64, &conns, "N",

@@ -249,8 +249,8 @@ int cmd_simulate(int argc, char **argv)
 		{"--all-gpu-pods", OPT_FLAG, &a.all_gpu, NULL,
 		 "every pod requests GPUs (benchmark case)"},
 		{"--no-invalid", OPT_FLAG, &a.valid_only, NULL,
-		 "leave out the deliberately invalid quota keys and values (one "
-		 "tenant in 37 has one, each a NOTE)"},
+		 "leave out the deliberately invalid quota keys and values "
+		 "(one tenant in 37 has one, each a NOTE)"},
 		{"--churn", OPT_FLAG, &a.churn, NULL,
 		 "also class-table changes, device plugins leaving and "
 		 "returning, recreated objects and claims whose coverage "

@@ -695,7 +695,8 @@ int cmd_witness(int argc, char **argv)
 		 "the first word of FILE is the bearer token"},
 		{"--follow", OPT_U64, &every, "SECS",
 		 "look again every SECS seconds"},
-		{"--count", OPT_U64, &count, "N", "with --follow: stop after N looks"},
+		{"--count", OPT_U64, &count, "N",
+		 "with --follow: stop after N looks"},
 	};
 	const struct cmd_spec spec = {"witness", witness_usage, opts, 6, NULL};
 	int status = opts_parse(&spec, argc, argv);

@@ -89,7 +89,8 @@ struct opt {
 };
 
 /* Help texts that several subcommands share. */
-#define OPT_NO_SYNC_HELP "do not fsync commits (faster; a crash may lose the tail)"
+#define OPT_NO_SYNC_HELP \
+	"do not fsync commits (faster; a crash may lose the tail)"
 /* The --db of most subcommands. */
 #define OPT_DB(ptr) {"--db", OPT_STR, (ptr), "DIR", "the ledger directory"}
 

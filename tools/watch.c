@@ -151,15 +151,16 @@ int cmd_watch(int argc, char **argv)
 		OPT_DB(&db),
 		{"--from", OPT_STR, &from, "FILE|-",
 		 "a recorded stream: one Kubernetes watch event per line, "
-		 "{\"type\", \"object\", \"time\"?}; a line's RFC 3339 \"time\" "
-		 "is its event time (lines without one keep the previous time). "
-		 "The position in FILE is committed with the events, so a run "
-		 "that was stopped or killed resumes where it left off when "
-		 "started again with the same FILE (and --classes): nothing is "
-		 "lost or repeated. At the end a TICK carries the last line's "
-		 "time. - is standard input, which cannot be read twice and so "
-		 "cannot be resumed: a ledger that already holds a stdin stream "
-		 "is refused (exit 2); use a file, or a new --db."},
+		 "{\"type\", \"object\", \"time\"?}; a line's RFC 3339 "
+		 "\"time\" is its event time (lines without one keep the "
+		 "previous time). The position in FILE is committed with the "
+		 "events, so a run that was stopped or killed resumes where it "
+		 "left off when started again with the same FILE (and "
+		 "--classes): nothing is lost or repeated. At the end a TICK "
+		 "carries the last line's time. - is standard input, which "
+		 "cannot be read twice and so cannot be resumed: a ledger that "
+		 "already holds a stdin stream is refused (exit 2); use a "
+		 "file, or a new --db."},
 		{"--classes", OPT_STR, &classes, "FILE",
 		 "the class table at start ({\"classes\": [...]}); the "
 		 "cozy-system/gpu-classes ConfigMap replaces it"},
@@ -182,14 +183,14 @@ int cmd_watch(int argc, char **argv)
 		 "log each request and retry to stderr"},
 		{"--metrics-listen", OPT_STR, &live.metrics_listen, "HOST:PORT",
 		 "Prometheus metrics on GET /metrics (per-resource watch "
-		 "health, lag, relists, errors; events appended; NOTEs by code; "
-		 "port 0 picks one)"},
+		 "health, lag, relists, errors; events appended; NOTEs by "
+		 "code; port 0 picks one)"},
 		{"--api-recheck", OPT_U64, &live.api_recheck_s, "S",
-		 "a resource whose API is not served (e.g. no resource.k8s.io/v1 "
-		 "before Kubernetes 1.34: v1beta2 or v1beta1 is read instead; no "
-		 "Cozystack CRDs) is skipped with a NOTE ApiAbsent and "
-		 "discovered again every S seconds (default 60); the other "
-		 "resources go on."},
+		 "a resource whose API is not served (e.g. no "
+		 "resource.k8s.io/v1 before Kubernetes 1.34: v1beta2 or "
+		 "v1beta1 is read instead; no Cozystack CRDs) is skipped with "
+		 "a NOTE ApiAbsent and discovered again every S seconds "
+		 "(default 60); the other resources go on."},
 	};
 	const struct cmd_spec spec = {"watch", watch_usage, opts,
 				      sizeof(opts) / sizeof(opts[0]),
