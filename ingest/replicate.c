@@ -394,6 +394,9 @@ int ingest_replicate(ledger_t *lg, const struct replica_opts *o,
 			if (backoff > REPLICA_BACKOFF_MAX_MS)
 				backoff = REPLICA_BACKOFF_MAX_MS;
 			sleep_ms(backoff);
+			/* A stop while the primary is away is a stop, not
+			 * the error of the last try. */
+			rc = 0;
 			continue;
 		}
 		if (rc != 0)

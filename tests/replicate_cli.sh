@@ -73,6 +73,19 @@ chmod 600 "$tmp/reader"
 run "$bin" replicate --from https://127.0.0.1:1 --db "$tmp/x" --once
 expect "--once with the primary away is an error" 2
 
+# SIGTERM while the primary is away (retrying) is a stop: exit 0, not the
+# last try's connection error.
+"$bin" replicate --from https://127.0.0.1:1 --db "$tmp/away" \
+	--token-file "$tmp/reader" --cacert "$tmp/ca.crt" 2>"$tmp/away.err" &
+apid=$!
+pids="$pids $apid"
+wait_until 20 grep -q 'retrying' "$tmp/away.err" ||
+	bad "replicate did not retry an absent primary: $(cat "$tmp/away.err")"
+kill -TERM "$apid"
+wait "$apid"
+rc=$?
+[ "$rc" = 0 ] && ok || bad "SIGTERM while retrying exited $rc: $(tail -2 "$tmp/away.err")"
+
 # --- a replica under write load, both sides killed and restarted ------------
 run "$bin" import --db "$tmp/primary" --create <"$here/query/base.ndjson"
 expect "import the primary" 0
