@@ -131,22 +131,6 @@ struct kube {
 	metrics_srv_t *metrics; /* --metrics-listen, NULL: none */
 };
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-
-	return memcpy(xmalloc(n), s, n);
-}
-
 static int64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;

@@ -122,7 +122,7 @@ static bool checkpoint_due(ledger_t *lg, uint64_t seq)
 }
 
 /* Writes a checkpoint of the handle's state, whose chain head is head.
- * Returns an LMDB (or errno) code, like the other writes of a batch. */
+ * Returns an LMDB code, like the other writes of a batch. */
 static int put_checkpoint(ledger_t *lg, MDB_txn *txn, const uint8_t *head)
 {
 	uint8_t *rec;
@@ -131,8 +131,7 @@ static int put_checkpoint(ledger_t *lg, MDB_txn *txn, const uint8_t *head)
 	MDB_val key = store_key(&k), val;
 	int rc;
 
-	if (store_cp_build(lg->st, head, &rec, &len) != 0)
-		return ENOMEM;
+	store_cp_build(lg->st, head, &rec, &len);
 	val = (MDB_val){.mv_size = len, .mv_data = rec};
 	rc = mdb_put(txn, lg->dbi[LEDGER_DB_CHECKPOINTS], &key, &val, 0);
 	free(rec);
@@ -385,7 +384,7 @@ int ledger_raw_get(ledger_t *lg, enum ledger_db db, uint64_t key, uint8_t **val,
 		return rc;
 	rc = mdb_get(txn, lg->dbi[db], &k, &v);
 	if (rc == 0) {
-		*val = malloc(v.mv_size + 1);
+		*val = lg_xmalloc(v.mv_size + 1);
 		memcpy(*val, v.mv_data, v.mv_size);
 		*len = v.mv_size;
 	} else {

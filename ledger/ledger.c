@@ -166,20 +166,18 @@ uint64_t store_le64_get(const uint8_t *p)
 }
 
 /* Builds a checkpoint record of st (caller frees *out). */
-int store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
-		   size_t *len)
+void store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
+		    size_t *len)
 {
 	uint8_t *sbuf, *rec;
 	size_t slen, n;
+	/* state_encode fails only when jansson cannot allocate, and running
+	 * out of memory aborts (one policy, STYLE "Errors and memory"). */
+	int rc = state_encode(st, &sbuf, &slen);
 
-	if (state_encode(st, &sbuf, &slen) != 0)
-		return LG_ENOMEM;
+	LG_ASSERT(rc == 0);
 	n = LEDGER_CP_HEADER + slen + SHA256_DIGEST_LENGTH;
-	rec = malloc(n);
-	if (rec == NULL) {
-		free(sbuf);
-		return LG_ENOMEM;
-	}
+	rec = lg_xmalloc(n);
 	memcpy(rec, LEDGER_CP_MAGIC, 4);
 	rec[4] = LEDGER_CP_VERSION;
 	rec[5] = rec[6] = rec[7] = 0;
@@ -191,7 +189,6 @@ int store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
 	free(sbuf);
 	*out = rec;
 	*len = n;
-	return 0;
 }
 
 /* Checks a checkpoint record's frame; on success sbytes and slen are the

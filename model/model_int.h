@@ -35,12 +35,12 @@ static inline const char *jstr(const json_t *o, const char *k)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Memory: running out aborts (STYLE "Errors and memory"); call sites do not
- * test for NULL. Defined in model/state.c. */
-void *xmalloc(size_t n);
-void *xcalloc(size_t n, size_t size);
-void *xrealloc(void *p, size_t n);
-char *xstrdup(const char *s);
+/* Memory: the one family of model/model.h (lg_xmalloc & co., model/base.c).
+ * The old names stay as aliases until notes/rename.map is applied. */
+#define xmalloc lg_xmalloc
+#define xcalloc lg_xcalloc
+#define xrealloc lg_xrealloc
+#define xstrdup lg_xstrdup
 
 /* ---------------------------------------------------------------------- */
 /* Pointer tables: open addressing keyed by a 64-bit hash, equality by a

@@ -14,43 +14,6 @@
 #include <string.h>
 
 /* ---------------------------------------------------------------------- */
-/* Memory */
-
-static void *oom(size_t n)
-{
-	fprintf(stderr, "gpuledger: out of memory (%zu bytes)\n", n);
-	abort();
-}
-
-void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	return p ? p : oom(n);
-}
-
-void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	return p ? p : oom(n * size);
-}
-
-void *xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-
-	return q ? q : oom(n);
-}
-
-char *xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-
-	return memcpy(xmalloc(n), s, n);
-}
-
-/* ---------------------------------------------------------------------- */
 /* Pointer tables (linear probing, tombstone-free deletion by shifting). */
 
 uint64_t hash_bytes(uint64_t h, const void *p, size_t n)

@@ -50,15 +50,6 @@ struct import {
 	uint64_t appended;
 };
 
-static void *xcalloc_or_die(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
 static void import_init(struct import *im, ledger_t *lg, size_t batch)
 {
 	memset(im, 0, sizeof(*im));
@@ -68,9 +59,9 @@ static void import_init(struct import *im, ledger_t *lg, size_t batch)
 	im->st = ledger_last_seq(lg) == 0 ? state_new()
 					  : state_clone(ledger_state(lg));
 	im->batch = batch;
-	im->evs = xcalloc_or_die(batch, sizeof(*im->evs));
-	im->docs = xcalloc_or_die(batch, sizeof(*im->docs));
-	im->scratch = xcalloc_or_die(batch, sizeof(*im->scratch));
+	im->evs = lg_xcalloc(batch, sizeof(*im->evs));
+	im->docs = lg_xcalloc(batch, sizeof(*im->docs));
+	im->scratch = lg_xcalloc(batch, sizeof(*im->scratch));
 }
 
 static void drop_pending(struct import *im)
