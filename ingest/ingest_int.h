@@ -48,7 +48,7 @@ void smap_init(struct smap *m, smap_key_fn *key);
 void smap_release(struct smap *m);
 void *smap_get(const struct smap *m, const char *key);
 void *smap_getn(const struct smap *m, const char *key, size_t len);
-/* Inserts v, whose key must not be in the map yet. */
+/* Inserts v, whose key must not be in the map yet (asserted). */
 void smap_put(struct smap *m, void *v);
 void smap_del(struct smap *m, const void *v);
 /* The values sorted by key (caller frees the array; NULL when empty). */

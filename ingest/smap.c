@@ -67,12 +67,18 @@ void *smap_get(const struct smap *m, const char *key)
 	return smap_getn(m, key, strlen(key));
 }
 
+/* Every entry of v's probe sequence is passed on the way to the free slot:
+ * the precondition of smap_put (the key is not in the map yet) costs a
+ * string compare only on a full hash match. */
 static void put_raw(struct smap *m, uint64_t h, void *v)
 {
 	size_t i = h & (m->cap - 1);
 
-	while (m->hashes[i] != 0)
+	while (m->hashes[i] != 0) {
+		LG_ASSERT(m->hashes[i] != h ||
+			  strcmp(m->key(m->vals[i]), m->key(v)) != 0);
 		i = (i + 1) & (m->cap - 1);
+	}
 	m->hashes[i] = h;
 	m->vals[i] = v;
 }
@@ -195,6 +201,7 @@ char *arena_strdup(struct arena *a, const char *s)
 		b->next = a->head;
 		a->head = b;
 	}
+	LG_ASSERT(b->cap - b->used >= n);
 	p = b->data + b->used;
 	memcpy(p, s, n);
 	b->used += n;

@@ -57,6 +57,9 @@ void merkle_edge_push(struct merkle_edge *e, const uint8_t *leaf,
 	unsigned level = 0;
 	uint64_t idx = e->size;
 
+	/* UINT64_MAX marks an edge that must be loaded again (ledger/tree.c);
+	 * pushing onto it would join all 64 levels and write past hash[63]. */
+	LG_ASSERT(e->size < UINT64_MAX);
 	memcpy(h, leaf, MERKLE_HASH_BYTES);
 	if (emit != NULL)
 		emit(ctx, 0, idx, h);

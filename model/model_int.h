@@ -54,8 +54,9 @@ uint64_t hash_bytes(uint64_t h, const void *p, size_t n); /* FNV-1a step */
 uint64_t hash_str(const char *s);
 void *ptab_find(const struct ptab *t, uint64_t h,
 		bool (*eq)(const void *val, const void *key), const void *key);
-void ptab_insert(struct ptab *t, uint64_t h,
-		 void *val); /* no duplicate check */
+/* The key of val must not be in the table yet: the table does not compare
+ * keys (the same val twice is asserted). */
+void ptab_insert(struct ptab *t, uint64_t h, void *val);
 void ptab_remove(struct ptab *t, uint64_t h, const void *val);
 void ptab_release(struct ptab *t);
 

@@ -52,12 +52,17 @@ void *ptab_find(const struct ptab *t, uint64_t h,
 	}
 }
 
+/* The table cannot compare keys, so the caller guarantees a new key; the
+ * same value twice, the cheapest violation to see, is asserted on the way
+ * to the free slot. */
 static void ptab_put(struct ptab *t, uint64_t h, void *val)
 {
 	size_t i = h & (t->cap - 1);
 
-	while (t->hashes[i] != 0)
+	while (t->hashes[i] != 0) {
+		LG_ASSERT(t->vals[i] != val);
 		i = (i + 1) & (t->cap - 1);
+	}
 	t->hashes[i] = h;
 	t->vals[i] = val;
 }
@@ -1008,6 +1013,10 @@ int state_apply_validated(state_t *st, const struct event *ev,
 			  struct lg_error *err)
 {
 	int rc;
+
+	/* event_validate checked the type; apply_tab is indexed by it. */
+	LG_ASSERT(ev->type > 0 && ev->type < EV_MAX &&
+		  apply_tab[ev->type] != NULL);
 
 	if (ev->seq != 0 && ev->seq != st->seq + 1)
 		return lg_error_set(err, LG_EMISMATCH,

@@ -569,19 +569,23 @@ static void batch_release(struct batch *b)
  * the top-level "type", which is the last `,"type":"` in the text (inside
  * strings quotes are escaped, and only "warnings", an array of strings,
  * follows it). Splicing saves dumping the verdict a second time, which is
- * the most expensive step of a verdict. */
+ * the most expensive step of a verdict. The record is one that judge()
+ * just made (never input): that it has this shape is asserted. */
 static char *with_seq(const char *rec, uint64_t seq)
 {
-	static const char key[] = ",\"type\":\"";
-	const char *at = NULL, *p = rec;
+	static const char key[] = ",\"type\":\"", warn[] = ",\"warnings\":[";
+	const char *at = NULL, *p = rec, *end;
 	char field[40];
 	size_t fl, rl = strlen(rec);
 	char *out;
 
 	while ((p = strstr(p, key)) != NULL)
 		at = p++;
-	if (at == NULL)
-		return NULL;
+	LG_ASSERT(at != NULL && rec[0] == '{' && rec[rl - 1] == '}');
+	/* The type's value (a plain word), then "warnings" or the end. */
+	end = strchr(at + sizeof(key) - 1, '"');
+	LG_ASSERT(end != NULL && (strcmp(end + 1, "}") == 0 ||
+				  strncmp(end + 1, warn, sizeof(warn) - 1) == 0));
 	fl = (size_t)snprintf(field, sizeof(field), ",\"seq\":%llu",
 			      (unsigned long long)seq);
 	out = q_xmalloc(rl + fl + 1);
@@ -597,6 +601,10 @@ static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 	json_t *v = NULL;
 	char *text = NULL;
 
+	/* A 200 that is not an AdmissionReview (a dry run is one) was
+	 * recorded. */
+	LG_ASSERT(b->status[i] != 200 || p->review_uid != NULL ||
+		  b->rec[i] < b->ne);
 	if (b->status[i] == 200 && p->review_uid == NULL)
 		text = with_seq(b->text[b->rec[i]],
 				(uint64_t)json_integer_value(
