@@ -118,7 +118,9 @@ void handle_readyz(struct query_server *qs, struct request *rq)
 void handle_metrics(struct query_server *qs, struct request *rq)
 {
 	size_t len;
-	char *text = metrics_render(qs, &len);
+	char *text = metrics_render(
+		qs, json_object_get(tenant_cache_get(qs)->doc, "tenants"),
+		&len);
 
 	reply_raw(qs, rq, 200, "text/plain; version=0.0.4; charset=utf-8", text,
 		  len);

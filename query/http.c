@@ -58,6 +58,9 @@ struct conn {
 	bool in_request, deferred, blocked, reading, closing, lingering;
 	bool keep_alive;
 	enum route_id deferred_route;
+	/* The close hook of whoever answers the deferred request. */
+	conn_gone_fn *gone;
+	void *gone_arg;
 	/* A heavy read streaming its answer (query/stream.c), or NULL. */
 	struct heavy *heavy;
 	bool chunked; /* its body goes in chunks (HTTP/1.1) */
@@ -177,8 +180,9 @@ static void conn_close(struct conn *c)
 	if (c->heavy != NULL) {
 		heavy_conn_gone(c->heavy);
 		c->heavy = NULL;
-	} else if (c->deferred) {
-		verdict_forget_conn(qs, c);
+	} else if (c->deferred && c->gone != NULL) {
+		c->gone(c, c->gone_arg);
+		c->gone = NULL;
 	}
 	if (c->prev != NULL)
 		c->prev->next = c->next;
@@ -479,10 +483,13 @@ void reply_error(struct query_server *qs, struct request *rq, int status,
 	reply_json(qs, rq, status, v);
 }
 
-void reply_defer(struct query_server *qs, struct request *rq)
+void reply_defer(struct query_server *qs, struct request *rq,
+		 conn_gone_fn *gone, void *arg)
 {
 	rq->c->deferred = true;
 	rq->c->deferred_route = rq->route;
+	rq->c->gone = gone;
+	rq->c->gone_arg = arg;
 	uv_timer_stop(&rq->c->timer);
 }
 
@@ -490,6 +497,9 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 			  enum route_id route, uint64_t t0_ns, int status,
 			  char *text)
 {
+	/* Whoever answers was told by its close hook (reply_defer) that the
+	 * connection went away, and answers NULL instead. */
+	LG_ASSERT(c == NULL || !c->closing);
 	if (text == NULL) {
 		status = 500;
 		text = q_xstrdup(
@@ -497,6 +507,7 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 	}
 	if (c != NULL) {
 		c->deferred = false;
+		c->gone = NULL;
 		c->heavy = NULL;
 	}
 	answer(qs, c, route, t0_ns, status, "application/json", text,
@@ -514,7 +525,7 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 void conn_stream_begin(struct query_server *qs, struct request *rq,
 		       struct heavy *h)
 {
-	reply_defer(qs, rq);
+	reply_defer(qs, rq, NULL, NULL);
 	rq->c->heavy = h;
 }
 
@@ -593,6 +604,7 @@ void conn_stream_end(struct query_server *qs, struct conn *c,
 	metrics_request(&qs->m, r, complete ? 200 : 500, q_now_ns() - t0_ns);
 	c->heavy = NULL;
 	c->deferred = false;
+	c->gone = NULL;
 	if (c->closing)
 		return;
 	if (!complete) {

@@ -263,9 +263,16 @@ void reply_raw_headers(struct query_server *qs, struct request *rq,
 /* body is borrowed (not freed): for cached answers. */
 void reply_borrowed(struct query_server *qs, struct request *rq, int status,
 		    const char *content_type, const char *body, size_t len);
+/* Called when a deferred connection closes before its answer was given
+ * (with the arg given to reply_defer): the application drops what refers
+ * to c, which is about to be freed. */
+typedef void conn_gone_fn(struct conn *c, void *arg);
 /* The handler keeps the request open: the connection stops reading until
- * conn_answer_deferred gives the answer. */
-void reply_defer(struct query_server *qs, struct request *rq);
+ * conn_answer_deferred gives the answer. gone (may be NULL) is the close
+ * hook of the application that will answer: called at most once, never
+ * after the answer. */
+void reply_defer(struct query_server *qs, struct request *rq,
+		 conn_gone_fn *gone, void *arg);
 /* Answers a deferred request of c (c may already be closed: NULL) with
  * JSON text (taken; NULL answers 500). */
 void conn_answer_deferred(struct query_server *qs, struct conn *c,
@@ -373,8 +380,11 @@ struct metrics {
 void metrics_request(struct metrics *m, enum route_id r, int status,
 		     uint64_t ns);
 void metrics_verdict(struct metrics *m, int type, const char *reason);
-/* The Prometheus text exposition (format 0.0.4). Caller frees. */
-char *metrics_render(struct query_server *qs, size_t *len);
+/* The Prometheus text exposition (format 0.0.4). Caller frees. tenants is
+ * the replay tenant list of the server's cache (borrowed for the call):
+ * the caller hands it in, metrics does not reach into the handlers. */
+char *metrics_render(struct query_server *qs, const json_t *tenants,
+		     size_t *len);
 
 /* ---------------------------------------------------------------------- */
 /* Verdicts (query/verdict.c).                                             */
@@ -421,8 +431,6 @@ int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
 route_fn handle_admission, handle_declaration, handle_verdict, handle_verdicts;
 /* Appends and answers every queued verdict (the group commit). */
 void verdict_batch_run(struct query_server *qs);
-/* Forgets c in the queue (its connection is closing). */
-void verdict_forget_conn(struct query_server *qs, struct conn *c);
 void pending_q_release(struct pending_q *q);
 /* The internal request of an AdmissionReview (admission.k8s.io/v1): a
  * Tenant gives a declaration request (the namespace it governs, the old

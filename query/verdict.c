@@ -296,6 +296,16 @@ static void on_idle(uv_idle_t *h)
 	 * wait: the check handle judges them in this iteration. */
 }
 
+/* The close hook of a queued connection: its entry answers no one. */
+static void forget_conn(struct conn *c, void *arg)
+{
+	struct query_server *qs = arg;
+
+	for (size_t i = 0; i < qs->q.n; i++)
+		if (qs->q.p[i].c == c)
+			qs->q.p[i].c = NULL;
+}
+
 static void enqueue(struct query_server *qs, struct request *rq, int type,
 		    json_t *req, const json_t *review)
 {
@@ -321,7 +331,7 @@ static void enqueue(struct query_server *qs, struct request *rq, int type,
 				json_object_get(review, "request"), "dryRun")),
 		.route = rq->route,
 		.t0_ns = rq->t0_ns};
-	reply_defer(qs, rq);
+	reply_defer(qs, rq, forget_conn, qs);
 	uv_idle_start(&qs->batch_idle, on_idle);
 }
 
@@ -381,13 +391,6 @@ void handle_admission(struct query_server *qs, struct request *rq)
 void handle_declaration(struct query_server *qs, struct request *rq)
 {
 	handle_verdict_request(qs, rq, VT_DECLARATION);
-}
-
-void verdict_forget_conn(struct query_server *qs, struct conn *c)
-{
-	for (size_t i = 0; i < qs->q.n; i++)
-		if (qs->q.p[i].c == c)
-			qs->q.p[i].c = NULL;
 }
 
 /* Releases what the entries own; the arrays stay. */
