@@ -512,7 +512,7 @@ void heavy_start(struct query_server *qs, struct request *rq,
 		 const char *ctype, bool load_state, heavy_fn *fn, void *arg,
 		 void (*arg_free)(void *));
 /* The thread's side: the snapshot (borrowed for the call of fn); bytes of
- * the body (waits while the queue is full; -1 once the client is gone:
+ * the body (waits while the queue is full; LG_EIO once the client is gone:
  * stop); a failure (an error answer if nothing was sent yet, else the
  * connection is cut). */
 ledger_t *heavy_ledger(struct heavy *h);

@@ -135,7 +135,7 @@ int heavy_emit(struct heavy *h, const char *p, size_t n)
 	uv_mutex_lock(&h->mu);
 	cancel = h->cancel;
 	uv_mutex_unlock(&h->mu);
-	return cancel ? -1 : 0;
+	return cancel ? LG_EIO : 0;
 }
 
 void heavy_fail(struct heavy *h, int status, const char *fmt, ...)

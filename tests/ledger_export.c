@@ -123,7 +123,7 @@ static int collect(void *ctx, const struct bill_row *row)
 		 a, b, row->ns, row->cls, (long long)row->device_ms,
 		 row->subtree ? " subtree" : "");
 	c->n++;
-	return c->stop_at && (int)c->n == c->stop_at ? 7 : 0;
+	return c->stop_at && (int)c->n == c->stop_at ? LG_ELIMIT : 0;
 }
 
 static void export_ok(ledger_t *lg, const struct export_opts *o,
@@ -565,13 +565,15 @@ START_TEST(export_stops_and_empty)
 	append_json(lg, base_events, N_BASE);
 	append_json(lg, rated_events, 3);
 	/* fn's value stops the export and comes back; one call only. */
-	ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err), 7);
+	ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err),
+			 LG_ELIMIT);
 	ck_assert_uint_eq(c.n, 1);
 	ck_assert_int_eq(r.end_ms, T0 + 11 * HR);
 	/* Stopping in a rollup's subtree rows works the same. */
 	c = (struct collected){.stop_at = 3};
 	o.rollup_subtree = true;
-	ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err), 7);
+	ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err),
+			 LG_ELIMIT);
 	ck_assert_str_eq(c.text,
 			 "09:00-10:00 default a10 3600000\n"
 			 "09:00-10:00 tenant-a h100 10800000\n"
