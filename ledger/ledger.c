@@ -576,12 +576,10 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		struct lg_error *err)
 {
-	ledger_t *lg = calloc(1, sizeof(*lg));
+	ledger_t *lg = lg_xcalloc(1, sizeof(*lg));
 	int rc;
 
 	*out = NULL;
-	if (lg == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	lg->o = *o;
 	if (lg->o.map_size_bytes == 0)
 		lg->o.map_size_bytes = DEFAULT_MAP_BYTES;
@@ -591,15 +589,9 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		lg->o.checkpoint_every = DEFAULT_CP_EVERY;
 	if (lg->o.checkpoint_secs == 0)
 		lg->o.checkpoint_secs = DEFAULT_CP_SECS;
-	lg->dir = strdup(o->dir ? o->dir : "");
+	lg->dir = lg_xstrdup(o->dir ? o->dir : "");
 	lg->bad_page = (size_t)-1;
-	lg->remap = malloc(sizeof(*lg->remap));
-	if (lg->remap == NULL || lg->dir == NULL) {
-		free(lg->remap);
-		free(lg->dir);
-		free(lg);
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	}
+	lg->remap = lg_xmalloc(sizeof(*lg->remap));
 	pthread_rwlock_init(lg->remap, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
 	if (o->forensic) {

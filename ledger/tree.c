@@ -202,12 +202,11 @@ static int build_chunk(ledger_t *lg, struct build *b, bool *done,
 int store_tree_build(ledger_t *lg, struct lg_error *err)
 {
 	struct build b = {{NULL, 0, 0},
-			  malloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES), 0, err};
+			  lg_xmalloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES), 0,
+			  err};
 	bool done = false;
 	int rc = 0;
 
-	if (b.leaf == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	while (!done && rc == 0) {
 		rc = build_chunk(lg, &b, &done, err);
 		if (rc == MDB_MAP_FULL)
@@ -376,13 +375,11 @@ static int verify_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 
 int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 {
-	struct tverify *v = calloc(1, sizeof(*v));
+	struct tverify *v = lg_xcalloc(1, sizeof(*v));
 	uint64_t have, last;
 	int rc;
 
 	*bad_seq = 0;
-	if (v == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	v->t.lg = lg;
 	v->err = err;
 	if ((rc = store_txn_begin(lg, MDB_RDONLY, &v->t.txn, err)) != 0)
@@ -463,14 +460,11 @@ int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
 }
 
 /* Copies the note stored under key (cursor op on the meta database). */
-static int note_copy(const MDB_val *v, char **text)
+static void note_copy(const MDB_val *v, char **text)
 {
-	*text = malloc(v->mv_size + 1);
-	if (*text == NULL)
-		return LG_ENOMEM;
+	*text = lg_xmalloc(v->mv_size + 1);
 	memcpy(*text, v->mv_data, v->mv_size);
 	(*text)[v->mv_size] = '\0';
-	return 0;
 }
 
 int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
@@ -511,7 +505,7 @@ int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
 			*size_out = strtoull((const char *)key.mv_data +
 						     strlen(NOTE_PREFIX),
 					     NULL, 10);
-		rc = note_copy(&val, text);
+		note_copy(&val, text);
 	} else if (rc == MDB_NOTFOUND) {
 		rc = lg_error_set(err, LG_ENOENT, "no signed checkpoint%s",
 				  size ? " of that size" : "");

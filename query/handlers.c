@@ -229,9 +229,7 @@ static const struct rcache_entry *remaining_cached(struct query_server *qs,
 	if (rc->slot == NULL || rc->content_seq != qs->vix.content_seq ||
 	    rc->n >= RCACHE_SLOTS / 4 * 3) {
 		rcache_release(rc);
-		rc->slot = calloc(RCACHE_SLOTS, sizeof(*rc->slot));
-		if (rc->slot == NULL)
-			abort();
+		rc->slot = lg_xcalloc(RCACHE_SLOTS, sizeof(*rc->slot));
 		rc->content_seq = qs->vix.content_seq;
 	}
 	e = rcache_slot(rc, ns);

@@ -1032,10 +1032,8 @@ out:
 
 void conn_accept(struct query_server *qs, uv_stream_t *listener)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c = lg_xcalloc(1, sizeof(*c));
 
-	if (c == NULL)
-		abort();
 	c->qs = qs;
 	c->tcp.data = c->timer.data = c;
 	c->handles = 1;

@@ -341,9 +341,7 @@ void heavy_start(struct query_server *qs, struct request *rq,
 			   "too many heavy reads in flight: retry later");
 		return;
 	}
-	h = calloc(1, sizeof(*h));
-	if (h == NULL)
-		abort();
+	h = lg_xcalloc(1, sizeof(*h));
 	if (ledger_snapshot_new(qs->lg, &h->snap, &err) != 0) {
 		free(h);
 		if (arg_free != NULL)

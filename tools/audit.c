@@ -43,9 +43,7 @@ static int collect(void *ctx, const struct event *ev, const uint8_t *head)
 		return 0;
 	if (v->n == v->cap) {
 		v->cap = v->cap ? 2 * v->cap : 1024;
-		v->seq = realloc(v->seq, v->cap * sizeof(*v->seq));
-		if (v->seq == NULL)
-			abort();
+		v->seq = lg_xrealloc(v->seq, v->cap * sizeof(*v->seq));
 	}
 	v->seq[v->n++] = ev->seq;
 	return 0;

@@ -161,13 +161,11 @@ static int import_line(struct import *im, const char *line, size_t len,
 
 static int import_stream(struct import *im, FILE *in)
 {
-	char *line = malloc(TOOL_LINE_MAX);
+	char *line = lg_xmalloc(TOOL_LINE_MAX);
 	unsigned long long lineno = 0;
 	long len;
 	int status = EXIT_OK;
 
-	if (line == NULL)
-		abort();
 	while (status == EXIT_OK &&
 	       (len = tool_read_line(in, line, TOOL_LINE_MAX)) != -1) {
 		lineno++;
