@@ -383,11 +383,7 @@ struct holder *holder_new(enum holder_kind kind, struct nsrec *ns,
 
 	/* Events and checkpoints are validated first: a name has at most
 	 * DNS1123_SUBDOMAIN_MAX bytes, so this is a programmer error. */
-	if (at > UINT16_MAX) {
-		fprintf(stderr, "gpuledger: holder name of %zu bytes\n",
-			name_len);
-		abort();
-	}
+	LG_ASSERT(at <= UINT16_MAX);
 	h = xmalloc(offsetof(struct holder, str) + at + uid_len + 1);
 	memset(h, 0, offsetof(struct holder, str));
 	h->kind = (uint8_t)kind;

@@ -351,8 +351,7 @@ static void conn_send(struct conn *c, int status, const char *ctype,
 		      extra != NULL ? extra : "");
 	/* The route's header lines are constants of the route table and
 	 * extra is bounded: one that does not fit is a programmer error. */
-	if (hn < 0 || (size_t)hn >= sizeof(head))
-		abort();
+	LG_ASSERT(hn >= 0 && (size_t)hn < sizeof(head));
 	conn_write(c, head, (size_t)hn, body, len);
 	if (c->closing)
 		return;
@@ -573,8 +572,7 @@ void conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
 		      extra ? extra : "",
 		      c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
 		      !c->keep_alive ? "Connection: close\r\n" : "");
-	if (hn < 0 || (size_t)hn >= sizeof(head))
-		abort();
+	LG_ASSERT(hn >= 0 && (size_t)hn < sizeof(head));
 	conn_write(c, head, (size_t)hn, "", 0);
 }
 
