@@ -65,10 +65,10 @@ void arena_release(struct arena *a);
 
 /* Memory: model's lg_xmalloc family; aliases until
  * notes/rename-e15-ingest.map is applied. */
-#define ing_xmalloc lg_xmalloc
-#define ing_xcalloc lg_xcalloc
+#define ing_xmalloc  lg_xmalloc
+#define ing_xcalloc  lg_xcalloc
 #define ing_xrealloc lg_xrealloc
-#define ing_xstrdup lg_xstrdup
+#define ing_xstrdup  lg_xstrdup
 uint64_t ing_hash(const void *p, size_t n);
 
 /* ---------------------------------------------------------------------- */

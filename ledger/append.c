@@ -38,7 +38,6 @@ static uint8_t *scratch(ledger_t *lg, size_t used, size_t need)
 	return lg->buf + used;
 }
 
-
 /* Encodes one event plus its head at *used; advances *used and head. */
 static int encode_one(ledger_t *lg, const struct event *ev, size_t *used,
 		      uint8_t *head, struct lg_error *err)

@@ -202,7 +202,8 @@ static int build_chunk(ledger_t *lg, struct build *b, bool *done,
 int store_tree_build(ledger_t *lg, struct lg_error *err)
 {
 	struct build b = {{NULL, 0, 0},
-			  lg_xmalloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES), 0,
+			  lg_xmalloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES),
+			  0,
 			  err};
 	bool done = false;
 	int rc = 0;

@@ -476,8 +476,7 @@ static const char *dup_opt(const char *src)
 	return src == NULL ? NULL : xstrdup(src);
 }
 
-static void copy_tolerations(struct gpu_class *dst,
-			     const struct gpu_class *src)
+static void copy_tolerations(struct gpu_class *dst, const struct gpu_class *src)
 {
 	if (src->n_tolerations == 0)
 		return;

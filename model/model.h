@@ -72,9 +72,9 @@ int lg_error_set(struct lg_error *err, int code, const char *fmt, ...)
  * install the same family into jansson, libuv and libcurl at start. */
 _Noreturn void lg_assert_fail(const char *cond, const char *file, int line,
 			      const char *func);
-#define LG_ASSERT(cond)                                                        \
-	(__builtin_expect(!!(cond), 1)                                         \
-		 ? (void)0                                                     \
+#define LG_ASSERT(cond)                \
+	(__builtin_expect(!!(cond), 1) \
+		 ? (void)0             \
 		 : lg_assert_fail(#cond, __FILE__, __LINE__, __func__))
 
 void *lg_xmalloc(size_t n);

@@ -37,10 +37,10 @@ static inline const char *jstr(const json_t *o, const char *k)
 /* ---------------------------------------------------------------------- */
 /* Memory: the one family of model/model.h (lg_xmalloc & co., model/base.c).
  * The old names stay as aliases until notes/rename.map is applied. */
-#define xmalloc lg_xmalloc
-#define xcalloc lg_xcalloc
+#define xmalloc	 lg_xmalloc
+#define xcalloc	 lg_xcalloc
 #define xrealloc lg_xrealloc
-#define xstrdup lg_xstrdup
+#define xstrdup	 lg_xstrdup
 
 /* ---------------------------------------------------------------------- */
 /* Pointer tables: open addressing keyed by a 64-bit hash, equality by a

@@ -73,9 +73,9 @@ static inline const char *qjstr_or(const json_t *o, const char *k,
 
 /* Memory: model's lg_xmalloc family; aliases until
  * notes/rename-e15-query.map is applied. */
-#define q_xmalloc lg_xmalloc
+#define q_xmalloc  lg_xmalloc
 #define q_xrealloc lg_xrealloc
-#define q_xstrdup lg_xstrdup
+#define q_xstrdup  lg_xstrdup
 uint64_t q_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* ---------------------------------------------------------------------- */

@@ -587,8 +587,9 @@ static char *with_seq(const char *rec, uint64_t seq)
 	LG_ASSERT(at != NULL && rec[0] == '{' && rec[rl - 1] == '}');
 	/* The type's value (a plain word), then "warnings" or the end. */
 	end = strchr(at + sizeof(key) - 1, '"');
-	LG_ASSERT(end != NULL && (strcmp(end + 1, "}") == 0 ||
-				  strncmp(end + 1, warn, sizeof(warn) - 1) == 0));
+	LG_ASSERT(end != NULL &&
+		  (strcmp(end + 1, "}") == 0 ||
+		   strncmp(end + 1, warn, sizeof(warn) - 1) == 0));
 	fl = (size_t)snprintf(field, sizeof(field), ",\"seq\":%llu",
 			      (unsigned long long)seq);
 	out = q_xmalloc(rl + fl + 1);
