@@ -16,7 +16,7 @@
 void lg_assert_fail(const char *cond, const char *file, int line,
 		    const char *func)
 {
-	fprintf(stderr, "gpuledger: %s:%d: %s: assertion `%s' failed\n", file,
+	fprintf(stderr, "gpuledger: %s:%d: %s: assertion failed: %s\n", file,
 		line, func, cond);
 	abort();
 }

@@ -62,7 +62,7 @@ int lg_error_set(struct lg_error *err, int code, const char *fmt, ...)
  *
  * LG_ASSERT(cond) states a programmer's precondition or an invariant. It is
  * always compiled in (NDEBUG does not remove it): when cond is false it
- * prints "file:line: function: assertion `cond' failed" to stderr and aborts.
+ * prints "file:line: function: assertion failed: cond" to stderr and aborts.
  * Bad input is never asserted; it is an operating error, an LG_* code.
  *
  * lg_xmalloc, lg_xcalloc, lg_xrealloc and lg_xstrdup never return NULL:
