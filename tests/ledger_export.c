@@ -10,6 +10,7 @@
 #include "tests/ledger_gen.h"
 #include "tests/ledger_tests.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -583,6 +584,27 @@ START_TEST(export_stops_and_empty)
 }
 END_TEST
 
+/* ledger_export_fn returns LG_* codes only: a positive value (an errno,
+ * say) is a programmer error that ledger_export asserts. */
+static int positive_row(void *ctx, const struct bill_row *row)
+{
+	return 32; /* EPIPE */
+}
+
+START_TEST(export_callback_contract)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_dir(dir);
+	struct export_opts o = {.from_ns = T0_NS, .to_ns = INT64_MAX};
+	struct lg_error err = {0};
+
+	append_json(lg, base_events, N_BASE);
+	append_json(lg, rated_events, 3);
+	ledger_export(lg, &o, positive_row, NULL, NULL, &err); /* aborts */
+	ck_abort_msg("ledger_export took a positive code from its callback");
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* Checkpoints and the property test on random logs */
 
@@ -998,6 +1020,7 @@ LEDGER_PART(export)
 	tcase_add_test(tc, export_refused);
 	tcase_add_test(tc, export_rates);
 	tcase_add_test(tc, export_stops_and_empty);
+	tcase_add_test_raise_signal(tc, export_callback_contract, SIGABRT);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("export_properties");
 	tcase_set_timeout(tc, 60);
