@@ -39,7 +39,8 @@ static int tree_get(void *ctx, unsigned level, uint64_t index, uint8_t *out)
 	struct tree_txn *t = ctx;
 	uint64_t pos = merkle_node_pos(level, index);
 	MDB_val key = store_key(&pos), val;
-	int rc = mdb_get(t->txn, t->lg->dbi[LEDGER_DB_TREE], &key, &val);
+	/* Guarded on a forensic handle: verify reads damaged trees. */
+	int rc = store_get(t->lg, t->txn, LEDGER_DB_TREE, &key, &val);
 
 	if (rc != 0 || val.mv_size != MERKLE_HASH_BYTES) {
 		t->mdb_rc = rc ? rc : MDB_CORRUPTED;
@@ -358,6 +359,9 @@ static int verify_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 	    tree_get(&v->t, 0, ev->seq - 1, stored) != 0 ||
 	    memcmp(leaf, stored, MERKLE_HASH_BYTES) != 0) {
 		v->bad = ev->seq;
+		if (v->t.mdb_rc != 0 && v->t.mdb_rc != MDB_NOTFOUND)
+			return store_read_error(v->t.lg, v->err, v->t.mdb_rc,
+						ev->seq, "Merkle tree");
 		return lg_error_set(v->err, LG_ECORRUPT,
 				    "seq %llu: Merkle leaf does not match the "
 				    "event",
