@@ -75,7 +75,7 @@ int store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size)
 	*size = 0;
 	if (lg->no_tree)
 		return 0;
-	rc = mdb_get(txn, lg->dbi[LEDGER_DB_META], &key, &val);
+	rc = store_get(lg, txn, LEDGER_DB_META, &key, &val);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc != 0)
@@ -390,7 +390,7 @@ int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 	if ((rc = store_txn_begin(lg, MDB_RDONLY, &v->t.txn, err)) != 0)
 		goto out_free;
 	if ((rc = store_tree_size(lg, v->t.txn, &have)) != 0) {
-		rc = store_error(err, rc, "read tree");
+		rc = store_read_error(lg, err, rc, 0, "read tree");
 		goto out_txn;
 	}
 	if ((rc = store_last_key(lg, v->t.txn, LEDGER_DB_EVENTS, &last,
