@@ -1068,8 +1068,7 @@ int ingest_set_classes(ingest_t *in, const struct class_table *t,
 		return lg_error_set(err, LG_EINVAL, "bad class table");
 	if (!diff_classes(in, t))
 		return 0;
-	if (table_copy(&copy, t) != 0)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	table_copy(&copy, t);
 	class_table_release(&in->table);
 	in->table = copy;
 	needles_rebuild(in);

@@ -19,16 +19,12 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
 {
 	struct body *b = ctx;
 	size_t k = size * n;
-	char *p;
 
 	if (b->len + k > b->max) {
 		b->over = true;
 		return 0;
 	}
-	p = realloc(b->p, b->len + k + 1);
-	if (p == NULL)
-		return 0;
-	b->p = p;
+	b->p = lg_xrealloc(b->p, b->len + k + 1);
 	memcpy(b->p + b->len, data, k);
 	b->len += k;
 	b->p[b->len] = '\0';
@@ -39,17 +35,16 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 		    long timeout_ms, char **body, long *status,
 		    struct lg_error *err)
 {
-	struct body b = {calloc(1, 1), 0, max_bytes, false};
+	struct body b = {lg_xcalloc(1, 1), 0, max_bytes, false};
 	struct curl_slist *h = NULL;
 	char auth[1024];
 	CURL *e = curl_easy_init();
 	CURLcode rc;
 
 	*body = NULL;
-	if (e == NULL || b.p == NULL) {
-		curl_easy_cleanup(e);
+	if (e == NULL) { /* libcurl allocates through lg_xmalloc: not memory */
 		free(b.p);
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+		return lg_error_set(err, LG_EIO, "libcurl would not start");
 	}
 	if (bearer != NULL) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", bearer);

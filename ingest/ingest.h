@@ -438,4 +438,10 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 		    long timeout_ms, char **body, long *status,
 		    struct lg_error *err);
 
+/* Starts libcurl for the process with model's lg_xmalloc family as its
+ * allocator (ingest/global.c). Call it once at the start of main, before
+ * anything else uses curl; later curl_global_init calls only count. LG_EIO
+ * when libcurl does not start. */
+int ingest_global_init(struct lg_error *err);
+
 #endif

@@ -131,22 +131,6 @@ struct kube {
 	metrics_srv_t *metrics; /* --metrics-listen, NULL: none */
 };
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-
-	return memcpy(xmalloc(n), s, n);
-}
-
 static int64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
@@ -464,14 +448,10 @@ static bool body_append(struct res *s, const char *p, size_t n, size_t max)
 		return false;
 	if (s->body_len + n + 1 > s->body_cap) {
 		size_t cap = s->body_cap ? s->body_cap : 1 << 16;
-		char *nb;
 
 		while (cap < s->body_len + n + 1)
 			cap *= 2;
-		nb = realloc(s->body, cap);
-		if (nb == NULL)
-			abort();
-		s->body = nb;
+		s->body = lg_xrealloc(s->body, cap);
 		s->body_cap = cap;
 	}
 	memcpy(s->body + s->body_len, p, n);
@@ -1454,10 +1434,8 @@ static void set_defaults(struct kube_watch_opts *o)
 static struct kube *kube_new(ingest_t *in, const struct kube_config *c,
 			     const struct kube_watch_opts *o)
 {
-	struct kube *k = calloc(1, sizeof(*k));
+	struct kube *k = lg_xcalloc(1, sizeof(*k));
 
-	if (k == NULL)
-		abort();
 	k->in = in;
 	k->c = c;
 	k->o = *o;

@@ -170,12 +170,12 @@ missing:
 
 /* ---------------------------------------------------------------------- */
 
+/* Returns 0 (memory runs out by aborting): an int so that it chains with
+ * the readers that can fail. */
 static int dup_into(char **dst, const char *s, size_t len, struct lg_error *err)
 {
-	char *p = malloc(len + 1);
+	char *p = lg_xmalloc(len + 1);
 
-	if (p == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	memcpy(p, s, len);
 	p[len] = '\0';
 	*dst = p;
@@ -194,9 +194,7 @@ static int set_path(struct kdoc *d, char **dst, const char *s,
 	if (s[0] == '/' || d->dir == NULL || d->dir[0] == '\0')
 		return dup_into(dst, s, strlen(s), err);
 	n = strlen(d->dir) + strlen(s) + 2;
-	p = malloc(n);
-	if (p == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	p = lg_xmalloc(n);
 	snprintf(p, n, "%s/%s", d->dir, s);
 	*dst = p;
 	return 0;
@@ -262,9 +260,7 @@ static int set_data(struct kdoc *d, yaml_node_t *m, const char *key, char **dst,
 
 	if (rc < 0 || s == NULL)
 		return rc;
-	buf = malloc(strlen(s) / 4 * 3 + 4);
-	if (buf == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	buf = lg_xmalloc(strlen(s) / 4 * 3 + 4);
 	if (!b64_decode(s, buf, dst_len)) {
 		free(buf);
 		return lg_error_set(err, LG_EINVAL, "%s:%lu: %s is not base64",
@@ -448,11 +444,7 @@ static int slurp(const char *path, size_t max, char **out, size_t *out_len,
 	if (f == NULL)
 		return lg_error_set(err, errno == ENOENT ? LG_ENOENT : LG_EIO,
 				    "%s: %s", path, strerror(errno));
-	buf = malloc(max + 1);
-	if (buf == NULL) {
-		fclose(f);
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	}
+	buf = lg_xmalloc(max + 1);
 	n = fread(buf, 1, max + 1, f);
 	if (ferror(f) || n > max) {
 		bool big = !ferror(f);
@@ -481,11 +473,7 @@ static int load_file(struct kube_config *c, const char *path,
 
 	if (rc < 0)
 		return rc;
-	dir = strdup(path);
-	if (dir == NULL) {
-		free(text);
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	}
+	dir = lg_xstrdup(path);
 	slash = strrchr(dir, '/');
 	if (slash == NULL)
 		dir[0] = '\0';

@@ -11,6 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* kube's memory is model's lg_xmalloc family; aliases until
+ * notes/rename.map is applied. */
+#define xmalloc lg_xmalloc
+#define xstrdup lg_xstrdup
+
 /* ---------------------------------------------------------------------- */
 /* The watcher's /metrics (ingest/kube_metrics.c): a small HTTP server that
  * kube.c's loop polls alongside its transfers (one thread, no libuv), and

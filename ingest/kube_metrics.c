@@ -98,9 +98,7 @@ int metrics_srv_open(metrics_srv_t **out, const char *hostport,
 	}
 	freeaddrinfo(ai);
 	set_nonblock(fd);
-	m = calloc(1, sizeof(*m));
-	if (m == NULL)
-		abort();
+	m = lg_xcalloc(1, sizeof(*m));
 	m->lfd = fd;
 	m->port = ntohs(sin.sin_port);
 	for (int i = 0; i < MAX_CONNS; i++)
@@ -155,9 +153,7 @@ static void answer(struct conn *c, int code, const char *reason,
 {
 	size_t cap = len + 256;
 
-	c->out = malloc(cap);
-	if (c->out == NULL)
-		abort();
+	c->out = lg_xmalloc(cap);
 	c->out_len = (size_t)snprintf(c->out, cap,
 				      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
 				      "Content-Length: %zu\r\n"
@@ -300,8 +296,7 @@ static void tput(struct tbuf *b, const char *fmt, ...)
 			return;
 		}
 		b->cap = 2 * b->cap + (size_t)n;
-		if ((b->p = realloc(b->p, b->cap)) == NULL)
-			abort();
+		b->p = lg_xrealloc(b->p, b->cap);
 	}
 }
 
@@ -393,8 +388,7 @@ char *kube_metrics_render(const struct kube_metrics_view *v, size_t *len)
 {
 	struct tbuf b = {.cap = 8192};
 
-	if ((b.p = malloc(b.cap)) == NULL)
-		abort();
+	b.p = lg_xmalloc(b.cap);
 	b.len = lg_metrics_common(b.p, b.cap);
 	per_res(&b, v, "gpuledger_watch_up", "gauge",
 		"1 while the resource is listed and its watch is open.", g_up);

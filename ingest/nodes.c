@@ -168,20 +168,15 @@ void node_delete(ingest_t *in, enum resource r, struct obj *o)
 /* ---------------------------------------------------------------------- */
 /* The class table */
 
-int table_copy(struct class_table *dst, const struct class_table *src)
+void table_copy(struct class_table *dst, const struct class_table *src)
 {
 	class_table_init(dst);
 	if (src->n == 0)
-		return 0;
+		return;
 	dst->classes = ing_xcalloc(src->n, sizeof(*dst->classes));
-	for (size_t i = 0; i < src->n; i++) {
-		if (gpu_class_copy(&dst->classes[i], &src->classes[i]) != 0) {
-			class_table_release(dst);
-			return LG_ENOMEM;
-		}
-		dst->n = i + 1;
-	}
-	return 0;
+	for (size_t i = 0; i < src->n; i++)
+		gpu_class_copy(&dst->classes[i], &src->classes[i]);
+	dst->n = src->n;
 }
 
 void needles_free(ingest_t *in)

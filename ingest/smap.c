@@ -1,7 +1,7 @@
 /*
- * Small containers of the engine: a string-keyed hash map, an arena for the
- * strings of pending events, and allocation that aborts on out-of-memory
- * (STYLE "Errors and memory": the watcher is a daemon).
+ * Small containers of the engine: a string-keyed hash map and an arena for
+ * the strings of pending events (memory comes from model's lg_xmalloc
+ * family, which aborts when it runs out).
  *
  * The map stores only pointers and reads each value's key through a
  * callback, so that a cached object carries its key once. Deletion shifts
@@ -13,45 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void *ing_xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (p == NULL) {
-		fputs("gpuledger: out of memory\n", stderr);
-		abort();
-	}
-	return p;
-}
-
-void *ing_xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	if (p == NULL) {
-		fputs("gpuledger: out of memory\n", stderr);
-		abort();
-	}
-	return p;
-}
-
-void *ing_xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (p == NULL) {
-		fputs("gpuledger: out of memory\n", stderr);
-		abort();
-	}
-	return p;
-}
-
-char *ing_xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-
-	return memcpy(ing_xmalloc(n), s, n);
-}
 
 /* FNV-1a; never 0, which marks an empty slot. */
 uint64_t ing_hash(const void *p, size_t n)
@@ -106,12 +67,18 @@ void *smap_get(const struct smap *m, const char *key)
 	return smap_getn(m, key, strlen(key));
 }
 
+/* Every entry of v's probe sequence is passed on the way to the free slot:
+ * the precondition of smap_put (the key is not in the map yet) costs a
+ * string compare only on a full hash match. */
 static void put_raw(struct smap *m, uint64_t h, void *v)
 {
 	size_t i = h & (m->cap - 1);
 
-	while (m->hashes[i] != 0)
+	while (m->hashes[i] != 0) {
+		LG_ASSERT(m->hashes[i] != h ||
+			  strcmp(m->key(m->vals[i]), m->key(v)) != 0);
 		i = (i + 1) & (m->cap - 1);
+	}
 	m->hashes[i] = h;
 	m->vals[i] = v;
 }
@@ -234,6 +201,7 @@ char *arena_strdup(struct arena *a, const char *s)
 		b->next = a->head;
 		a->head = b;
 	}
+	LG_ASSERT(b->cap - b->used >= n);
 	p = b->data + b->used;
 	memcpy(p, s, n);
 	b->used += n;

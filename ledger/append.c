@@ -14,27 +14,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Room an event is first encoded into; a larger one is encoded again. */
+#define ENCODE_GUESS 1024
+/* What scratch may hold beyond the events: each one's head, and the guess
+ * asked for before the last event's size is known. */
+#define ENCODE_SLACK (LEDGER_HEAD_BYTES + ENCODE_GUESS)
+
 /* Grows the batch scratch to hold `need` more bytes; never beyond what
  * LEDGER_BATCH_MAX events of LEDGER_EVENT_MAX_BYTES could need. */
 static uint8_t *scratch(ledger_t *lg, size_t used, size_t need)
 {
+	LG_ASSERT(used + need <=
+		  (size_t)LEDGER_BATCH_MAX *
+			  (LEDGER_EVENT_MAX_BYTES + ENCODE_SLACK));
 	if (used + need > lg->buf_cap) {
 		size_t cap = lg->buf_cap ? lg->buf_cap : 1 << 16;
-		uint8_t *p;
 
 		while (cap < used + need)
 			cap *= 2;
-		p = realloc(lg->buf, cap);
-		if (p == NULL)
-			return NULL;
-		lg->buf = p;
+		lg->buf = lg_xrealloc(lg->buf, cap);
 		lg->buf_cap = cap;
 	}
 	return lg->buf + used;
 }
-
-/* Room an event is first encoded into; a larger one is encoded again. */
-#define ENCODE_GUESS 1024
 
 /* Encodes one event plus its head at *used; advances *used and head. */
 static int encode_one(ledger_t *lg, const struct event *ev, size_t *used,
@@ -42,19 +44,16 @@ static int encode_one(ledger_t *lg, const struct event *ev, size_t *used,
 {
 	uint8_t *p = scratch(lg, *used, ENCODE_GUESS + LEDGER_HEAD_BYTES);
 	/* Most events fit the guess: encoded once, not sized first. */
-	size_t n = p != NULL ? ledger_event_encode(ev, p, ENCODE_GUESS) : 0;
+	size_t n = ledger_event_encode(ev, p, ENCODE_GUESS);
 
-	if (p == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	if (n > LEDGER_EVENT_MAX_BYTES)
 		return lg_error_set(
 			err, LG_ELIMIT, "event %llu: %zu bytes, more than %u",
 			(unsigned long long)ev->seq, n, LEDGER_EVENT_MAX_BYTES);
 	if (n > ENCODE_GUESS) {
 		p = scratch(lg, *used, n + LEDGER_HEAD_BYTES);
-		if (p == NULL)
-			return lg_error_set(err, LG_ENOMEM, "out of memory");
-		ledger_event_encode(ev, p, n);
+		/* The size asked for is the size written. */
+		LG_ASSERT(ledger_event_encode(ev, p, n) == n);
 	}
 	ledger_chain_step(head, p, n, head);
 	memcpy(p + n, head, LEDGER_HEAD_BYTES);
@@ -70,15 +69,8 @@ static int prepare(ledger_t *lg, struct event *evs, size_t n, uint8_t *head,
 	size_t used = 0;
 
 	if (lg->offs == NULL || n > lg->offs_cap) {
-		size_t *p = realloc(lg->offs, (n + 1) * sizeof(*p));
-		void *l = realloc(lg->leaf, (n + 1) * MERKLE_HASH_BYTES);
-
-		if (p != NULL)
-			lg->offs = p;
-		if (l != NULL)
-			lg->leaf = l;
-		if (p == NULL || l == NULL)
-			return lg_error_set(err, LG_ENOMEM, "out of memory");
+		lg->offs = lg_xrealloc(lg->offs, (n + 1) * sizeof(*lg->offs));
+		lg->leaf = lg_xrealloc(lg->leaf, (n + 1) * MERKLE_HASH_BYTES);
 		lg->offs_cap = n;
 	}
 	memcpy(head, lg->head, LEDGER_HEAD_BYTES);
@@ -122,7 +114,7 @@ static bool checkpoint_due(ledger_t *lg, uint64_t seq)
 }
 
 /* Writes a checkpoint of the handle's state, whose chain head is head.
- * Returns an LMDB (or errno) code, like the other writes of a batch. */
+ * Returns an LMDB code, like the other writes of a batch. */
 static int put_checkpoint(ledger_t *lg, MDB_txn *txn, const uint8_t *head)
 {
 	uint8_t *rec;
@@ -131,8 +123,7 @@ static int put_checkpoint(ledger_t *lg, MDB_txn *txn, const uint8_t *head)
 	MDB_val key = store_key(&k), val;
 	int rc;
 
-	if (store_cp_build(lg->st, head, &rec, &len) != 0)
-		return ENOMEM;
+	store_cp_build(lg->st, head, &rec, &len);
 	val = (MDB_val){.mv_size = len, .mv_data = rec};
 	rc = mdb_put(txn, lg->dbi[LEDGER_DB_CHECKPOINTS], &key, &val, 0);
 	free(rec);
@@ -385,7 +376,7 @@ int ledger_raw_get(ledger_t *lg, enum ledger_db db, uint64_t key, uint8_t **val,
 		return rc;
 	rc = mdb_get(txn, lg->dbi[db], &k, &v);
 	if (rc == 0) {
-		*val = malloc(v.mv_size + 1);
+		*val = lg_xmalloc(v.mv_size + 1);
 		memcpy(*val, v.mv_data, v.mv_size);
 		*len = v.mv_size;
 	} else {

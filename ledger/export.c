@@ -129,6 +129,7 @@ static int on_usage(void *ctx, const struct bill_usage *u)
 	if ((rc = price(x, &row)) != 0)
 		return rc;
 	rc = x->fn(x->ctx, &row);
+	LG_ASSERT(rc <= 0); /* ledger_export_fn returns LG_* codes only */
 	if (rc != 0) {
 		x->user_rc = rc;
 		return 1; /* stops bill_period_usage and the scan */

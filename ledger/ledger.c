@@ -166,20 +166,18 @@ uint64_t store_le64_get(const uint8_t *p)
 }
 
 /* Builds a checkpoint record of st (caller frees *out). */
-int store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
-		   size_t *len)
+void store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
+		    size_t *len)
 {
 	uint8_t *sbuf, *rec;
 	size_t slen, n;
+	/* state_encode fails only when jansson cannot allocate, and running
+	 * out of memory aborts (one policy, STYLE "Errors and memory"). */
+	int rc = state_encode(st, &sbuf, &slen);
 
-	if (state_encode(st, &sbuf, &slen) != 0)
-		return LG_ENOMEM;
+	LG_ASSERT(rc == 0);
 	n = LEDGER_CP_HEADER + slen + SHA256_DIGEST_LENGTH;
-	rec = malloc(n);
-	if (rec == NULL) {
-		free(sbuf);
-		return LG_ENOMEM;
-	}
+	rec = lg_xmalloc(n);
 	memcpy(rec, LEDGER_CP_MAGIC, 4);
 	rec[4] = LEDGER_CP_VERSION;
 	rec[5] = rec[6] = rec[7] = 0;
@@ -191,7 +189,6 @@ int store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
 	free(sbuf);
 	*out = rec;
 	*len = n;
-	return 0;
 }
 
 /* Checks a checkpoint record's frame; on success sbytes and slen are the
@@ -579,12 +576,10 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		struct lg_error *err)
 {
-	ledger_t *lg = calloc(1, sizeof(*lg));
+	ledger_t *lg = lg_xcalloc(1, sizeof(*lg));
 	int rc;
 
 	*out = NULL;
-	if (lg == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	lg->o = *o;
 	if (lg->o.map_size_bytes == 0)
 		lg->o.map_size_bytes = DEFAULT_MAP_BYTES;
@@ -594,15 +589,9 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		lg->o.checkpoint_every = DEFAULT_CP_EVERY;
 	if (lg->o.checkpoint_secs == 0)
 		lg->o.checkpoint_secs = DEFAULT_CP_SECS;
-	lg->dir = strdup(o->dir ? o->dir : "");
+	lg->dir = lg_xstrdup(o->dir ? o->dir : "");
 	lg->bad_page = (size_t)-1;
-	lg->remap = malloc(sizeof(*lg->remap));
-	if (lg->remap == NULL || lg->dir == NULL) {
-		free(lg->remap);
-		free(lg->dir);
-		free(lg);
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	}
+	lg->remap = lg_xmalloc(sizeof(*lg->remap));
 	pthread_rwlock_init(lg->remap, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
 	if (o->forensic) {

@@ -301,8 +301,10 @@ struct export_range {
 size_t ledger_export_warning(const struct export_range *r, char *buf,
 			    size_t cap);
 
-/* Receives one row; its strings are borrowed for the call. Returns
- * non-zero to stop the export (ledger_export then returns that value). */
+/* Receives one row; its strings are borrowed for the call. Returns 0 to go
+ * on, or a negative LG_* code to stop the export (ledger_export then
+ * returns that code and leaves err alone: the callback says why itself).
+ * Errors of other domains (errno) are translated by the callback. */
 typedef int ledger_export_fn(void *ctx, const struct bill_row *row);
 
 /* Computes the rows of DESIGN 8 over the events this handle has seen

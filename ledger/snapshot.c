@@ -218,8 +218,7 @@ int ledger_snapshot_new(ledger_t *lg, ledger_t **out, struct lg_error *err)
 	if (lg->o.forensic || lg->dirty)
 		return lg_error_set(err, LG_EINVAL,
 				    "no snapshot of this handle");
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	s = lg_xcalloc(1, sizeof(*s));
 	s->env = lg->env;
 	memcpy(s->dbi, lg->dbi, sizeof(s->dbi));
 	s->o = lg->o;
@@ -230,11 +229,7 @@ int ledger_snapshot_new(ledger_t *lg, ledger_t **out, struct lg_error *err)
 	memcpy(s->head, lg->head, LEDGER_HEAD_BYTES);
 	s->cp_seq = lg->cp_seq;
 	s->bad_page = (size_t)-1;
-	s->dir = strdup(lg->dir);
-	if (s->dir == NULL) {
-		free(s);
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	}
+	s->dir = lg_xstrdup(lg->dir);
 	*out = s;
 	return 0;
 }

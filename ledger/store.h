@@ -101,9 +101,10 @@ int store_record_decode(const MDB_val *v, uint64_t seq, struct event *ev,
 			const uint8_t **head, struct lg_error *err);
 void store_le64_put(uint8_t *p, uint64_t v);
 uint64_t store_le64_get(const uint8_t *p);
-/* A checkpoint record of st (caller frees *out); LG_ENOMEM only. */
-int store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
-		   size_t *len);
+/* A checkpoint record of st (caller frees *out). Never fails: memory runs
+ * out by aborting. */
+void store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
+		    size_t *len);
 /* Checks a checkpoint record's frame and digest. */
 int store_cp_open(const MDB_val *v, uint64_t seq, const uint8_t **sbytes,
 		  size_t *slen, const uint8_t **head, struct lg_error *err);

@@ -39,7 +39,8 @@ static int tree_get(void *ctx, unsigned level, uint64_t index, uint8_t *out)
 	struct tree_txn *t = ctx;
 	uint64_t pos = merkle_node_pos(level, index);
 	MDB_val key = store_key(&pos), val;
-	int rc = mdb_get(t->txn, t->lg->dbi[LEDGER_DB_TREE], &key, &val);
+	/* Guarded on a forensic handle: verify reads damaged trees. */
+	int rc = store_get(t->lg, t->txn, LEDGER_DB_TREE, &key, &val);
 
 	if (rc != 0 || val.mv_size != MERKLE_HASH_BYTES) {
 		t->mdb_rc = rc ? rc : MDB_CORRUPTED;
@@ -74,7 +75,7 @@ int store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size)
 	*size = 0;
 	if (lg->no_tree)
 		return 0;
-	rc = mdb_get(txn, lg->dbi[LEDGER_DB_META], &key, &val);
+	rc = store_get(lg, txn, LEDGER_DB_META, &key, &val);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc != 0)
@@ -202,12 +203,12 @@ static int build_chunk(ledger_t *lg, struct build *b, bool *done,
 int store_tree_build(ledger_t *lg, struct lg_error *err)
 {
 	struct build b = {{NULL, 0, 0},
-			  malloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES), 0, err};
+			  lg_xmalloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES),
+			  0,
+			  err};
 	bool done = false;
 	int rc = 0;
 
-	if (b.leaf == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	while (!done && rc == 0) {
 		rc = build_chunk(lg, &b, &done, err);
 		if (rc == MDB_MAP_FULL)
@@ -358,6 +359,9 @@ static int verify_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 	    tree_get(&v->t, 0, ev->seq - 1, stored) != 0 ||
 	    memcmp(leaf, stored, MERKLE_HASH_BYTES) != 0) {
 		v->bad = ev->seq;
+		if (v->t.mdb_rc != 0 && v->t.mdb_rc != MDB_NOTFOUND)
+			return store_read_error(v->t.lg, v->err, v->t.mdb_rc,
+						ev->seq, "Merkle tree");
 		return lg_error_set(v->err, LG_ECORRUPT,
 				    "seq %llu: Merkle leaf does not match the "
 				    "event",
@@ -376,19 +380,17 @@ static int verify_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 
 int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 {
-	struct tverify *v = calloc(1, sizeof(*v));
+	struct tverify *v = lg_xcalloc(1, sizeof(*v));
 	uint64_t have, last;
 	int rc;
 
 	*bad_seq = 0;
-	if (v == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	v->t.lg = lg;
 	v->err = err;
 	if ((rc = store_txn_begin(lg, MDB_RDONLY, &v->t.txn, err)) != 0)
 		goto out_free;
 	if ((rc = store_tree_size(lg, v->t.txn, &have)) != 0) {
-		rc = store_error(err, rc, "read tree");
+		rc = store_read_error(lg, err, rc, 0, "read tree");
 		goto out_txn;
 	}
 	if ((rc = store_last_key(lg, v->t.txn, LEDGER_DB_EVENTS, &last,
@@ -463,14 +465,11 @@ int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
 }
 
 /* Copies the note stored under key (cursor op on the meta database). */
-static int note_copy(const MDB_val *v, char **text)
+static void note_copy(const MDB_val *v, char **text)
 {
-	*text = malloc(v->mv_size + 1);
-	if (*text == NULL)
-		return LG_ENOMEM;
+	*text = lg_xmalloc(v->mv_size + 1);
 	memcpy(*text, v->mv_data, v->mv_size);
 	(*text)[v->mv_size] = '\0';
-	return 0;
 }
 
 int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
@@ -511,7 +510,7 @@ int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
 			*size_out = strtoull((const char *)key.mv_data +
 						     strlen(NOTE_PREFIX),
 					     NULL, 10);
-		rc = note_copy(&val, text);
+		note_copy(&val, text);
 	} else if (rc == MDB_NOTFOUND) {
 		rc = lg_error_set(err, LG_ENOENT, "no signed checkpoint%s",
 				  size ? " of that size" : "");

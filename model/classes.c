@@ -8,8 +8,9 @@
  * (`classes[2].name "H100" is not a DNS-1123 label`) since they end up in
  * NOTE events that an operator reads.
  *
- * Every string is copied (strdup) so that a table outlives the JSON it was
- * parsed from; the state keeps tables for the whole life of a process.
+ * Every string is copied (lg_xstrdup) so that a table outlives the JSON it
+ * was parsed from; the state keeps tables for the whole life of a process.
+ * Memory comes from the lg_xmalloc family, which aborts when it runs out.
  */
 #include "model/model_int.h"
 
@@ -30,12 +31,6 @@ static const char *cstr(const json_t *v)
 	if (s == NULL || strlen(s) != json_string_length(v))
 		return NULL;
 	return s;
-}
-
-static int dup_into(char **dst, const char *src)
-{
-	*dst = strdup(src);
-	return *dst == NULL ? LG_ENOMEM : 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -97,8 +92,7 @@ static int parse_name(struct gpu_class *c, const json_t *entry,
 		return lg_error_set(err, LG_EINVAL,
 				    "%s.name \"%.*s\" is not a DNS-1123 label",
 				    where, QUOTE_MAX, s);
-	if (dup_into(&c->name, s) < 0)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	c->name = xstrdup(s);
 	return 0;
 }
 
@@ -117,8 +111,7 @@ static int parse_device_class(struct gpu_class *c, const json_t *entry,
 				"%s.deviceClassName is not a non-empty string",
 				where);
 	}
-	if (dup_into(&c->device_class, s) < 0)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	c->device_class = xstrdup(s);
 	return 0;
 }
 
@@ -149,9 +142,7 @@ static int parse_resource_names(struct gpu_class *c, const json_t *entry,
 				    where, MODEL_MAX_ITEMS);
 	if (n == 0)
 		return 0;
-	c->resource_names = calloc(n, sizeof(*c->resource_names));
-	if (c->resource_names == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	c->resource_names = xcalloc(n, sizeof(*c->resource_names));
 	for (size_t i = 0; i < n; i++) {
 		const char *s = cstr(json_array_get(list, i));
 
@@ -162,8 +153,7 @@ static int parse_resource_names(struct gpu_class *c, const json_t *entry,
 					    where, i);
 		if (has_resource(c, s))
 			continue;
-		if (dup_into(&c->resource_names[c->n_resource_names], s) < 0)
-			return lg_error_set(err, LG_ENOMEM, "out of memory");
+		c->resource_names[c->n_resource_names] = xstrdup(s);
 		c->n_resource_names++;
 	}
 	return 0;
@@ -220,9 +210,7 @@ static int parse_toleration(struct toleration *tol, const json_t *v,
 				where, i, QUOTE_MAX, member);
 		if (field == NULL)
 			continue;
-		*field = strdup(s);
-		if (*field == NULL)
-			return lg_error_set(err, LG_ENOMEM, "out of memory");
+		*field = xstrdup(s);
 	}
 	return 0;
 }
@@ -245,9 +233,7 @@ static int parse_tolerations(struct gpu_class *c, const json_t *entry,
 				    where, MODEL_MAX_ITEMS);
 	if (n == 0)
 		return 0;
-	c->tolerations = calloc(n, sizeof(*c->tolerations));
-	if (c->tolerations == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	c->tolerations = xcalloc(n, sizeof(*c->tolerations));
 	for (size_t i = 0; i < n; i++) {
 		/* Counted first so that a half-parsed one is released. */
 		c->n_tolerations++;
@@ -357,9 +343,7 @@ static int check_resources(const struct gpu_class *cs, size_t n,
 		total += cs[i].n_resource_names;
 	if (total < 2)
 		return 0;
-	all = malloc(total * sizeof(*all));
-	if (all == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	all = xmalloc(total * sizeof(*all));
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < cs[i].n_resource_names; j++)
 			all[k++] = (struct rref){cs[i].resource_names[j], i, j};
@@ -407,9 +391,7 @@ static int parse_entries(struct class_table *t, const json_t *list,
 				    HOLDER_MAX_CLASSES);
 	if (n == 0)
 		return 0;
-	t->classes = calloc(n, sizeof(*t->classes));
-	if (t->classes == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	t->classes = xcalloc(n, sizeof(*t->classes));
 	for (size_t i = 0; i < n; i++) {
 		snprintf(where, sizeof(where), "classes[%zu]", i);
 		rc = parse_class(&t->classes[i], json_array_get(list, i), where,
@@ -489,70 +471,48 @@ const struct gpu_class *class_table_by_device_class(const struct class_table *t,
 /* Copy, compare, canonical form.                                           */
 
 /* NULL (member absent) copies as NULL: absent and "" print differently. */
-static int dup_opt(const char **dst, const char *src)
+static const char *dup_opt(const char *src)
 {
-	if (src == NULL)
-		return 0;
-	*dst = strdup(src);
-	return *dst == NULL ? LG_ENOMEM : 0;
+	return src == NULL ? NULL : xstrdup(src);
 }
 
-static int copy_tolerations(struct gpu_class *dst, const struct gpu_class *src)
+static void copy_tolerations(struct gpu_class *dst, const struct gpu_class *src)
 {
 	if (src->n_tolerations == 0)
-		return 0;
+		return;
 	dst->tolerations =
-		calloc(src->n_tolerations, sizeof(*dst->tolerations));
-	if (dst->tolerations == NULL)
-		return LG_ENOMEM;
+		xcalloc(src->n_tolerations, sizeof(*dst->tolerations));
 	for (size_t i = 0; i < src->n_tolerations; i++) {
 		const struct toleration *s = &src->tolerations[i];
 		struct toleration *d = &dst->tolerations[i];
 
-		dst->n_tolerations++;
-		if (dup_opt(&d->key, s->key) < 0 ||
-		    dup_opt(&d->op, s->op) < 0 ||
-		    dup_opt(&d->value, s->value) < 0 ||
-		    dup_opt(&d->effect, s->effect) < 0)
-			return LG_ENOMEM;
+		d->key = dup_opt(s->key);
+		d->op = dup_opt(s->op);
+		d->value = dup_opt(s->value);
+		d->effect = dup_opt(s->effect);
 	}
-	return 0;
+	dst->n_tolerations = src->n_tolerations;
 }
 
-static int copy_resources(struct gpu_class *dst, const struct gpu_class *src)
+static void copy_resources(struct gpu_class *dst, const struct gpu_class *src)
 {
 	if (src->n_resource_names == 0)
-		return 0;
+		return;
 	dst->resource_names =
-		calloc(src->n_resource_names, sizeof(*dst->resource_names));
-	if (dst->resource_names == NULL)
-		return LG_ENOMEM;
-	for (size_t i = 0; i < src->n_resource_names; i++) {
-		if (dup_into(&dst->resource_names[i], src->resource_names[i]) <
-		    0)
-			return LG_ENOMEM;
-		dst->n_resource_names++;
-	}
-	return 0;
+		xcalloc(src->n_resource_names, sizeof(*dst->resource_names));
+	for (size_t i = 0; i < src->n_resource_names; i++)
+		dst->resource_names[i] = xstrdup(src->resource_names[i]);
+	dst->n_resource_names = src->n_resource_names;
 }
 
-/* dst is filled from scratch; on failure it is left empty. */
-int gpu_class_copy(struct gpu_class *dst, const struct gpu_class *src)
+/* dst is filled from scratch. */
+void gpu_class_copy(struct gpu_class *dst, const struct gpu_class *src)
 {
-	int rc;
-
 	memset(dst, 0, sizeof(*dst));
-	rc = dup_opt((const char **)&dst->name, src->name);
-	if (rc == 0)
-		rc = dup_opt((const char **)&dst->device_class,
-			     src->device_class);
-	if (rc == 0)
-		rc = copy_resources(dst, src);
-	if (rc == 0)
-		rc = copy_tolerations(dst, src);
-	if (rc < 0)
-		gpu_class_release(dst);
-	return rc;
+	dst->name = (char *)dup_opt(src->name);
+	dst->device_class = (char *)dup_opt(src->device_class);
+	copy_resources(dst, src);
+	copy_tolerations(dst, src);
 }
 
 static bool str_eq(const char *a, const char *b)

@@ -51,9 +51,7 @@ static void reserve(struct jcs_buf *b, size_t n)
 	cap = b->cap ? b->cap : 256;
 	while (cap < b->len + n + 1)
 		cap *= 2;
-	b->p = realloc(b->p, cap);
-	if (b->p == NULL)
-		abort(); /* STYLE: running out of memory aborts */
+	b->p = xrealloc(b->p, cap);
 	b->cap = cap;
 }
 

@@ -283,9 +283,7 @@ static struct quota *sorted_quotas(const json_t *rq, size_t *n)
 	size_t k = 0;
 
 	*n = json_object_size(rq);
-	qs = malloc((*n > 0 ? *n : 1) * sizeof(*qs));
-	if (qs == NULL)
-		return NULL;
+	qs = xmalloc((*n > 0 ? *n : 1) * sizeof(*qs));
 	for (void *it = json_object_iter((json_t *)rq); it != NULL && k < *n;
 	     it = json_object_iter_next((json_t *)rq, it))
 		qs[k++] = (struct quota){json_object_iter_key(it),
@@ -353,12 +351,8 @@ static int map_quotas(struct tenant_map *tm, const json_t *rq,
 	size_t n;
 
 	qs = sorted_quotas(rq, &n);
-	tm->budgets = calloc(n > 0 ? n : 1, sizeof(*tm->budgets));
-	tm->raw = calloc(n > 0 ? n : 1, sizeof(*tm->raw));
-	if (qs == NULL || tm->budgets == NULL || tm->raw == NULL) {
-		free(qs);
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	}
+	tm->budgets = xcalloc(n, sizeof(*tm->budgets));
+	tm->raw = xcalloc(n, sizeof(*tm->raw));
 	/* Budgets come out sorted because the quotas are walked sorted. */
 	for (size_t i = 0; i < n; i++)
 		map_quota(tm, &qs[i], t, err);

@@ -57,6 +57,9 @@ void merkle_edge_push(struct merkle_edge *e, const uint8_t *leaf,
 	unsigned level = 0;
 	uint64_t idx = e->size;
 
+	/* UINT64_MAX marks an edge that must be loaded again (ledger/tree.c);
+	 * pushing onto it would join all 64 levels and write past hash[63]. */
+	LG_ASSERT(e->size < UINT64_MAX);
 	memcpy(h, leaf, MERKLE_HASH_BYTES);
 	if (emit != NULL)
 		emit(ctx, 0, idx, h);
@@ -133,9 +136,12 @@ static int range_hash(merkle_get_fn *get, void *ctx, uint64_t a, uint64_t b,
 	uint8_t l[MERKLE_HASH_BYTES];
 	int rc;
 
+	LG_ASSERT(n > 0);
 	if ((n & (n - 1)) == 0) {
 		unsigned level = (unsigned)__builtin_ctzll(n);
 
+		/* A stored subtree starts at a multiple of its size. */
+		LG_ASSERT((a & (n - 1)) == 0);
 		return get(ctx, level, a >> level, out);
 	}
 	k = split(n);
@@ -156,7 +162,9 @@ int merkle_root(merkle_get_fn *get, void *ctx, uint64_t size, uint8_t *out)
 }
 
 /* PATH(m, D[a:b]); hashes are appended from the leaf up, as the RFC's
- * recursion yields them. */
+ * recursion yields them. A tree of 64-bit size has at most 64 levels, so a
+ * path holds at most 64 hashes and a consistency proof at most 128: the
+ * bound of struct merkle_proof is asserted, not an operating error. */
 static int path(merkle_get_fn *get, void *ctx, uint64_t m, uint64_t a,
 		uint64_t b, struct merkle_proof *p)
 {
@@ -172,8 +180,7 @@ static int path(merkle_get_fn *get, void *ctx, uint64_t m, uint64_t a,
 		rc = path(get, ctx, m - k, a + k, b, p);
 	if (rc != 0)
 		return rc;
-	if (p->n >= MERKLE_PROOF_MAX)
-		return LG_ELIMIT;
+	LG_ASSERT(p->n < MERKLE_PROOF_MAX);
 	return m < k ? range_hash(get, ctx, a + k, b, p->hash[p->n++])
 		     : range_hash(get, ctx, a, a + k, p->hash[p->n++]);
 }
@@ -197,8 +204,7 @@ static int subproof(merkle_get_fn *get, void *ctx, uint64_t m, uint64_t a,
 	if (m == n) {
 		if (whole)
 			return 0;
-		if (p->n >= MERKLE_PROOF_MAX)
-			return LG_ELIMIT;
+		LG_ASSERT(p->n < MERKLE_PROOF_MAX);
 		return range_hash(get, ctx, a, b, p->hash[p->n++]);
 	}
 	k = split(n);
@@ -208,8 +214,7 @@ static int subproof(merkle_get_fn *get, void *ctx, uint64_t m, uint64_t a,
 		rc = subproof(get, ctx, m - k, a + k, b, false, p);
 	if (rc != 0)
 		return rc;
-	if (p->n >= MERKLE_PROOF_MAX)
-		return LG_ELIMIT;
+	LG_ASSERT(p->n < MERKLE_PROOF_MAX);
 	return m <= k ? range_hash(get, ctx, a + k, b, p->hash[p->n++])
 		      : range_hash(get, ctx, a, a + k, p->hash[p->n++]);
 }

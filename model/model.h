@@ -58,6 +58,31 @@ int lg_error_set(struct lg_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* ---------------------------------------------------------------------- */
+/* Assertions and memory, for every layer (model/base.c).
+ *
+ * LG_ASSERT(cond) states a programmer's precondition or an invariant. It is
+ * always compiled in (NDEBUG does not remove it): when cond is false it
+ * prints "file:line: function: assertion failed: cond" to stderr and aborts.
+ * Bad input is never asserted; it is an operating error, an LG_* code.
+ *
+ * lg_xmalloc, lg_xcalloc, lg_xrealloc and lg_xstrdup never return NULL:
+ * running out of memory prints a message and aborts (STYLE "Errors and
+ * memory"), so call sites do not test for NULL. A size of 0 still gives a
+ * unique pointer. The caller frees the result with free(). The daemons
+ * install the same family into jansson, libuv and libcurl at start. */
+_Noreturn void lg_assert_fail(const char *cond, const char *file, int line,
+			      const char *func);
+#define LG_ASSERT(cond)                \
+	(__builtin_expect(!!(cond), 1) \
+		 ? (void)0             \
+		 : lg_assert_fail(#cond, __FILE__, __LINE__, __func__))
+
+void *lg_xmalloc(size_t n);
+void *lg_xcalloc(size_t n, size_t size);
+void *lg_xrealloc(void *p, size_t n);
+char *lg_xstrdup(const char *s);
+
+/* ---------------------------------------------------------------------- */
 /* Quantities (DESIGN 5.1). Exact decimal, no floating point.              */
 
 /* Magnitude limbs: enough for any value a quantity string of sane length
@@ -195,8 +220,8 @@ int class_table_parse(struct class_table *t, const json_t *doc,
 int gpu_class_parse(struct gpu_class *c, const json_t *entry,
 		    struct lg_error *err);
 void gpu_class_release(struct gpu_class *c);
-/* Deep copy; LG_ENOMEM only. */
-int gpu_class_copy(struct gpu_class *dst, const struct gpu_class *src);
+/* Deep copy into dst (filled from scratch; release with gpu_class_release). */
+void gpu_class_copy(struct gpu_class *dst, const struct gpu_class *src);
 /* Canonical definition: {"deviceClassName", "name", "resourceNames",
  * "tolerations"} with defaults filled in. New reference. */
 json_t *gpu_class_to_json(const struct gpu_class *c);

@@ -35,12 +35,12 @@ static inline const char *jstr(const json_t *o, const char *k)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Memory: running out aborts (STYLE "Errors and memory"); call sites do not
- * test for NULL. Defined in model/state.c. */
-void *xmalloc(size_t n);
-void *xcalloc(size_t n, size_t size);
-void *xrealloc(void *p, size_t n);
-char *xstrdup(const char *s);
+/* Memory: the one family of model/model.h (lg_xmalloc & co., model/base.c).
+ * The old names stay as aliases until notes/rename.map is applied. */
+#define xmalloc	 lg_xmalloc
+#define xcalloc	 lg_xcalloc
+#define xrealloc lg_xrealloc
+#define xstrdup	 lg_xstrdup
 
 /* ---------------------------------------------------------------------- */
 /* Pointer tables: open addressing keyed by a 64-bit hash, equality by a
@@ -54,8 +54,9 @@ uint64_t hash_bytes(uint64_t h, const void *p, size_t n); /* FNV-1a step */
 uint64_t hash_str(const char *s);
 void *ptab_find(const struct ptab *t, uint64_t h,
 		bool (*eq)(const void *val, const void *key), const void *key);
-void ptab_insert(struct ptab *t, uint64_t h,
-		 void *val); /* no duplicate check */
+/* The key of val must not be in the table yet: the table does not compare
+ * keys (the same val twice is asserted). */
+void ptab_insert(struct ptab *t, uint64_t h, void *val);
 void ptab_remove(struct ptab *t, uint64_t h, const void *val);
 void ptab_release(struct ptab *t);
 

@@ -66,7 +66,7 @@ const struct quantity *reslist_get(const struct reslist *l, const char *name)
 }
 
 /* The slot for name, inserted (as zero) when absent; *fresh says whether it
- * was. NULL when the list is at its bound or out of memory (*rc says which). */
+ * was. NULL when the list is at its bound (*rc is then LG_EINVAL). */
 static struct quantity *reslist_slot(struct reslist *l, const char *name,
 				     bool *fresh, int *rc)
 {
@@ -82,13 +82,8 @@ static struct quantity *reslist_slot(struct reslist *l, const char *name,
 	}
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 8;
-		struct resitem *p = realloc(l->items, cap * sizeof(*p));
 
-		if (p == NULL) {
-			*rc = LG_ENOMEM;
-			return NULL;
-		}
-		l->items = p;
+		l->items = xrealloc(l->items, cap * sizeof(*l->items));
 		l->cap = cap;
 	}
 	memmove(&l->items[i + 1], &l->items[i],
@@ -435,9 +430,7 @@ static json_t *quantity_json(const struct quantity *q)
 
 	if (n < sizeof(buf))
 		return json_string(buf);
-	big = malloc(n + 1);
-	if (big == NULL)
-		return NULL;
+	big = xmalloc(n + 1);
 	quantity_format(q, big, n + 1);
 	v = json_string(big);
 	free(big);

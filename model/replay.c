@@ -253,8 +253,7 @@ state_t *state_clone(const state_t *s)
 	d->table.n = s->table.n;
 	d->table.classes = xcalloc(s->table.n + 1, sizeof(struct gpu_class));
 	for (size_t i = 0; i < s->table.n; i++)
-		if (gpu_class_copy(&d->table.classes[i], &s->table.classes[i]))
-			abort();
+		gpu_class_copy(&d->table.classes[i], &s->table.classes[i]);
 	d->table_ids = xmalloc(s->table.n * sizeof(uint32_t) + 1);
 	if (s->table.n > 0)
 		memcpy(d->table_ids, s->table_ids,

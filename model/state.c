@@ -14,43 +14,6 @@
 #include <string.h>
 
 /* ---------------------------------------------------------------------- */
-/* Memory */
-
-static void *oom(size_t n)
-{
-	fprintf(stderr, "gpuledger: out of memory (%zu bytes)\n", n);
-	abort();
-}
-
-void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	return p ? p : oom(n);
-}
-
-void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	return p ? p : oom(n * size);
-}
-
-void *xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-
-	return q ? q : oom(n);
-}
-
-char *xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-
-	return memcpy(xmalloc(n), s, n);
-}
-
-/* ---------------------------------------------------------------------- */
 /* Pointer tables (linear probing, tombstone-free deletion by shifting). */
 
 uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
@@ -89,12 +52,17 @@ void *ptab_find(const struct ptab *t, uint64_t h,
 	}
 }
 
+/* The table cannot compare keys, so the caller guarantees a new key; the
+ * same value twice, the cheapest violation to see, is asserted on the way
+ * to the free slot. */
 static void ptab_put(struct ptab *t, uint64_t h, void *val)
 {
 	size_t i = h & (t->cap - 1);
 
-	while (t->hashes[i] != 0)
+	while (t->hashes[i] != 0) {
+		LG_ASSERT(t->vals[i] != val);
 		i = (i + 1) & (t->cap - 1);
+	}
 	t->hashes[i] = h;
 	t->vals[i] = val;
 }
@@ -415,11 +383,7 @@ struct holder *holder_new(enum holder_kind kind, struct nsrec *ns,
 
 	/* Events and checkpoints are validated first: a name has at most
 	 * DNS1123_SUBDOMAIN_MAX bytes, so this is a programmer error. */
-	if (at > UINT16_MAX) {
-		fprintf(stderr, "gpuledger: holder name of %zu bytes\n",
-			name_len);
-		abort();
-	}
+	LG_ASSERT(at <= UINT16_MAX);
 	h = xmalloc(offsetof(struct holder, str) + at + uid_len + 1);
 	memset(h, 0, offsetof(struct holder, str));
 	h->kind = (uint8_t)kind;
@@ -1045,6 +1009,10 @@ int state_apply_validated(state_t *st, const struct event *ev,
 			  struct lg_error *err)
 {
 	int rc;
+
+	/* event_validate checked the type; apply_tab is indexed by it. */
+	LG_ASSERT(ev->type > 0 && ev->type < EV_MAX &&
+		  apply_tab[ev->type] != NULL);
 
 	if (ev->seq != 0 && ev->seq != st->seq + 1)
 		return lg_error_set(err, LG_EMISMATCH,

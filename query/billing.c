@@ -103,6 +103,7 @@ struct export_out {
 	bool json, scope;
 	char tenant[DNS1123_SUBDOMAIN_MAX + 1]; /* a tenant token's: "" all */
 	char only[DNS1123_SUBDOMAIN_MAX + 1];	/* the tenant= parameter, or "" */
+	bool gone; /* the client went away: the export stopped, not failed */
 };
 
 /* What the thread needs: copies, since the billing file may be reloaded
@@ -134,7 +135,8 @@ static int export_row(void *ctx, const struct bill_row *row)
 		json_t *v = bill_row_json(row);
 		char *text = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
 
-		rc = text == NULL ? -1 : heavy_emit(o->h, text, strlen(text));
+		LG_ASSERT(text != NULL); /* jansson aborts when out of memory */
+		rc = heavy_emit(o->h, text, strlen(text));
 		free(text);
 		json_decref(v);
 	} else {
@@ -147,7 +149,8 @@ static int export_row(void *ctx, const struct bill_row *row)
 	}
 	if (rc == 0)
 		rc = heavy_emit(o->h, "\n", 1);
-	return rc == 0 ? 0 : 1;
+	o->gone = rc != 0;
+	return rc; /* 0 or heavy_emit's LG_EIO */
 }
 
 /* On the thread: the rows of the snapshot. */
@@ -172,7 +175,7 @@ static void export_run(struct heavy *h, void *arg)
 	}
 	rc = ledger_export(heavy_ledger(h), &j->eo, export_row, &j->o, &range,
 			   &err);
-	if (rc < 0) {
+	if (rc < 0 && !j->o.gone) {
 		heavy_fail(h, rc == LG_EINVAL || rc == LG_ENOENT ? 400 : 500,
 			   "%s", err.msg);
 	} else if (ledger_export_warning(&range, text, sizeof(text)) > 0) {

@@ -118,7 +118,9 @@ void handle_readyz(struct query_server *qs, struct request *rq)
 void handle_metrics(struct query_server *qs, struct request *rq)
 {
 	size_t len;
-	char *text = metrics_render(qs, &len);
+	char *text = metrics_render(
+		qs, json_object_get(tenant_cache_get(qs)->doc, "tenants"),
+		&len);
 
 	reply_raw(qs, rq, 200, "text/plain; version=0.0.4; charset=utf-8", text,
 		  len);
@@ -227,9 +229,7 @@ static const struct rcache_entry *remaining_cached(struct query_server *qs,
 	if (rc->slot == NULL || rc->content_seq != qs->vix.content_seq ||
 	    rc->n >= RCACHE_SLOTS / 4 * 3) {
 		rcache_release(rc);
-		rc->slot = calloc(RCACHE_SLOTS, sizeof(*rc->slot));
-		if (rc->slot == NULL)
-			abort();
+		rc->slot = lg_xcalloc(RCACHE_SLOTS, sizeof(*rc->slot));
 		rc->content_seq = qs->vix.content_seq;
 	}
 	e = rcache_slot(rc, ns);

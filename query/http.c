@@ -58,6 +58,9 @@ struct conn {
 	bool in_request, deferred, blocked, reading, closing, lingering;
 	bool keep_alive;
 	enum route_id deferred_route;
+	/* The close hook of whoever answers the deferred request. */
+	conn_gone_fn *gone;
+	void *gone_arg;
 	/* A heavy read streaming its answer (query/stream.c), or NULL. */
 	struct heavy *heavy;
 	bool chunked; /* its body goes in chunks (HTTP/1.1) */
@@ -177,8 +180,9 @@ static void conn_close(struct conn *c)
 	if (c->heavy != NULL) {
 		heavy_conn_gone(c->heavy);
 		c->heavy = NULL;
-	} else if (c->deferred) {
-		verdict_forget_conn(qs, c);
+	} else if (c->deferred && c->gone != NULL) {
+		c->gone(c, c->gone_arg);
+		c->gone = NULL;
 	}
 	if (c->prev != NULL)
 		c->prev->next = c->next;
@@ -347,8 +351,7 @@ static void conn_send(struct conn *c, int status, const char *ctype,
 		      extra != NULL ? extra : "");
 	/* The route's header lines are constants of the route table and
 	 * extra is bounded: one that does not fit is a programmer error. */
-	if (hn < 0 || (size_t)hn >= sizeof(head))
-		abort();
+	LG_ASSERT(hn >= 0 && (size_t)hn < sizeof(head));
 	conn_write(c, head, (size_t)hn, body, len);
 	if (c->closing)
 		return;
@@ -479,10 +482,13 @@ void reply_error(struct query_server *qs, struct request *rq, int status,
 	reply_json(qs, rq, status, v);
 }
 
-void reply_defer(struct query_server *qs, struct request *rq)
+void reply_defer(struct query_server *qs, struct request *rq,
+		 conn_gone_fn *gone, void *arg)
 {
 	rq->c->deferred = true;
 	rq->c->deferred_route = rq->route;
+	rq->c->gone = gone;
+	rq->c->gone_arg = arg;
 	uv_timer_stop(&rq->c->timer);
 }
 
@@ -490,6 +496,9 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 			  enum route_id route, uint64_t t0_ns, int status,
 			  char *text)
 {
+	/* Whoever answers was told by its close hook (reply_defer) that the
+	 * connection went away, and answers NULL instead. */
+	LG_ASSERT(c == NULL || !c->closing);
 	if (text == NULL) {
 		status = 500;
 		text = q_xstrdup(
@@ -497,6 +506,7 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 	}
 	if (c != NULL) {
 		c->deferred = false;
+		c->gone = NULL;
 		c->heavy = NULL;
 	}
 	answer(qs, c, route, t0_ns, status, "application/json", text,
@@ -514,7 +524,7 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 void conn_stream_begin(struct query_server *qs, struct request *rq,
 		       struct heavy *h)
 {
-	reply_defer(qs, rq);
+	reply_defer(qs, rq, NULL, NULL);
 	rq->c->heavy = h;
 }
 
@@ -562,8 +572,7 @@ void conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
 		      extra ? extra : "",
 		      c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
 		      !c->keep_alive ? "Connection: close\r\n" : "");
-	if (hn < 0 || (size_t)hn >= sizeof(head))
-		abort();
+	LG_ASSERT(hn >= 0 && (size_t)hn < sizeof(head));
 	conn_write(c, head, (size_t)hn, "", 0);
 }
 
@@ -593,6 +602,7 @@ void conn_stream_end(struct query_server *qs, struct conn *c,
 	metrics_request(&qs->m, r, complete ? 200 : 500, q_now_ns() - t0_ns);
 	c->heavy = NULL;
 	c->deferred = false;
+	c->gone = NULL;
 	if (c->closing)
 		return;
 	if (!complete) {
@@ -1020,10 +1030,8 @@ out:
 
 void conn_accept(struct query_server *qs, uv_stream_t *listener)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c = lg_xcalloc(1, sizeof(*c));
 
-	if (c == NULL)
-		abort();
 	c->qs = qs;
 	c->tcp.data = c->timer.data = c;
 	c->handles = 1;

@@ -237,7 +237,7 @@ static void render_tls(struct sbuf *b, struct query_server *qs)
 }
 
 /* Per tenant and class: own and subtree reserved units, remaining. */
-static void render_tenants(struct sbuf *b, struct query_server *qs)
+static void render_tenants(struct sbuf *b, const json_t *tenants)
 {
 	static const struct {
 		const char *name, *member, *help;
@@ -249,8 +249,6 @@ static void render_tenants(struct sbuf *b, struct query_server *qs)
 		{"gpuledger_tenant_subtree_allocated", "subtreeAllocated",
 		 "Units allocated to devices in the tenant's subtree."},
 	};
-	const json_t *tenants =
-		json_object_get(tenant_cache_get(qs)->doc, "tenants");
 	const json_t *t, *v;
 	const char *k;
 	size_t i;
@@ -297,7 +295,8 @@ static void render_tenants(struct sbuf *b, struct query_server *qs)
 	}
 }
 
-char *metrics_render(struct query_server *qs, size_t *len)
+char *metrics_render(struct query_server *qs, const json_t *tenants,
+		     size_t *len)
 {
 	char common[LG_METRICS_COMMON_MAX];
 	struct sbuf b;
@@ -310,6 +309,6 @@ char *metrics_render(struct query_server *qs, size_t *len)
 	render_verdicts(&b, &qs->m);
 	render_server(&b, qs);
 	render_tls(&b, qs);
-	render_tenants(&b, qs);
+	render_tenants(&b, tenants);
 	return sbuf_take(&b, len);
 }

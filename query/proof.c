@@ -45,11 +45,11 @@ static void add_note(ledger_t *lg, json_t *o, const char *k, uint64_t size)
 json_t *query_proof_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
 			      struct lg_error *err)
 {
-	struct merkle_proof *p = malloc(sizeof(*p));
+	struct merkle_proof *p = lg_xmalloc(sizeof(*p));
 	char *ev = NULL;
 	json_t *o = NULL, *event;
 
-	if (p == NULL || ledger_prove_inclusion(lg, seq, size, p, err) != 0 ||
+	if (ledger_prove_inclusion(lg, seq, size, p, err) != 0 ||
 	    ledger_scan(lg, seq, 1, event_text, &ev, err) < 0 || ev == NULL)
 		goto out;
 	event = json_loads(ev, 0, NULL);
@@ -66,10 +66,10 @@ out:
 json_t *query_proof_consistency(ledger_t *lg, uint64_t from, uint64_t to,
 				struct lg_error *err)
 {
-	struct merkle_proof *p = malloc(sizeof(*p));
+	struct merkle_proof *p = lg_xmalloc(sizeof(*p));
 	json_t *o = NULL;
 
-	if (p != NULL && ledger_prove_consistency(lg, from, to, p, err) == 0) {
+	if (ledger_prove_consistency(lg, from, to, p, err) == 0) {
 		o = json_pack("{s:s,s:I,s:I,s:o}", "type", "consistency",
 			      "from", (json_int_t)from, "treeSize",
 			      (json_int_t)to, "hashes", hashes_json(p));

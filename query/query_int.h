@@ -71,9 +71,11 @@ static inline const char *qjstr_or(const json_t *o, const char *k,
 	return s ? s : dflt;
 }
 
-void *q_xmalloc(size_t n);
-void *q_xrealloc(void *p, size_t n);
-char *q_xstrdup(const char *s);
+/* Memory: model's lg_xmalloc family; aliases until
+ * notes/rename-e15-query.map is applied. */
+#define q_xmalloc  lg_xmalloc
+#define q_xrealloc lg_xrealloc
+#define q_xstrdup  lg_xstrdup
 uint64_t q_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* ---------------------------------------------------------------------- */
@@ -261,9 +263,16 @@ void reply_raw_headers(struct query_server *qs, struct request *rq,
 /* body is borrowed (not freed): for cached answers. */
 void reply_borrowed(struct query_server *qs, struct request *rq, int status,
 		    const char *content_type, const char *body, size_t len);
+/* Called when a deferred connection closes before its answer was given
+ * (with the arg given to reply_defer): the application drops what refers
+ * to c, which is about to be freed. */
+typedef void conn_gone_fn(struct conn *c, void *arg);
 /* The handler keeps the request open: the connection stops reading until
- * conn_answer_deferred gives the answer. */
-void reply_defer(struct query_server *qs, struct request *rq);
+ * conn_answer_deferred gives the answer. gone (may be NULL) is the close
+ * hook of the application that will answer: called at most once, never
+ * after the answer. */
+void reply_defer(struct query_server *qs, struct request *rq,
+		 conn_gone_fn *gone, void *arg);
 /* Answers a deferred request of c (c may already be closed: NULL) with
  * JSON text (taken; NULL answers 500). */
 void conn_answer_deferred(struct query_server *qs, struct conn *c,
@@ -371,8 +380,11 @@ struct metrics {
 void metrics_request(struct metrics *m, enum route_id r, int status,
 		     uint64_t ns);
 void metrics_verdict(struct metrics *m, int type, const char *reason);
-/* The Prometheus text exposition (format 0.0.4). Caller frees. */
-char *metrics_render(struct query_server *qs, size_t *len);
+/* The Prometheus text exposition (format 0.0.4). Caller frees. tenants is
+ * the replay tenant list of the server's cache (borrowed for the call):
+ * the caller hands it in, metrics does not reach into the handlers. */
+char *metrics_render(struct query_server *qs, const json_t *tenants,
+		     size_t *len);
 
 /* ---------------------------------------------------------------------- */
 /* Verdicts (query/verdict.c).                                             */
@@ -419,8 +431,6 @@ int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
 route_fn handle_admission, handle_declaration, handle_verdict, handle_verdicts;
 /* Appends and answers every queued verdict (the group commit). */
 void verdict_batch_run(struct query_server *qs);
-/* Forgets c in the queue (its connection is closing). */
-void verdict_forget_conn(struct query_server *qs, struct conn *c);
 void pending_q_release(struct pending_q *q);
 /* The internal request of an AdmissionReview (admission.k8s.io/v1): a
  * Tenant gives a declaration request (the namespace it governs, the old
@@ -502,7 +512,7 @@ void heavy_start(struct query_server *qs, struct request *rq,
 		 const char *ctype, bool load_state, heavy_fn *fn, void *arg,
 		 void (*arg_free)(void *));
 /* The thread's side: the snapshot (borrowed for the call of fn); bytes of
- * the body (waits while the queue is full; -1 once the client is gone:
+ * the body (waits while the queue is full; LG_EIO once the client is gone:
  * stop); a failure (an error answer if nothing was sent yet, else the
  * connection is cut). */
 ledger_t *heavy_ledger(struct heavy *h);

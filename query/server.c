@@ -326,12 +326,10 @@ static void init_handles(struct query_server *qs)
 int query_server_open(query_server_t **out, const struct query_opts *o,
 		      struct lg_error *err)
 {
-	struct query_server *qs = calloc(1, sizeof(*qs));
+	struct query_server *qs = lg_xcalloc(1, sizeof(*qs));
 	int rc;
 
 	*out = NULL;
-	if (qs == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	qs->o = *o;
 	qs->signed_size = UINT64_MAX; /* sign at the first follow */
 	if (qs->o.sign_every_ms == 0)

@@ -135,7 +135,7 @@ int heavy_emit(struct heavy *h, const char *p, size_t n)
 	uv_mutex_lock(&h->mu);
 	cancel = h->cancel;
 	uv_mutex_unlock(&h->mu);
-	return cancel ? -1 : 0;
+	return cancel ? LG_EIO : 0;
 }
 
 void heavy_fail(struct heavy *h, int status, const char *fmt, ...)
@@ -341,9 +341,7 @@ void heavy_start(struct query_server *qs, struct request *rq,
 			   "too many heavy reads in flight: retry later");
 		return;
 	}
-	h = calloc(1, sizeof(*h));
-	if (h == NULL)
-		abort();
+	h = lg_xcalloc(1, sizeof(*h));
 	if (ledger_snapshot_new(qs->lg, &h->snap, &err) != 0) {
 		free(h);
 		if (arg_free != NULL)

@@ -1,7 +1,7 @@
 /*
- * Small helpers of the query layer: memory that aborts when it runs out
- * (STYLE "Errors and memory": the daemon does not test every allocation),
- * a growable text buffer, the monotonic clock and hex.
+ * Small helpers of the query layer: a growable text buffer, the monotonic
+ * clock and hex. (Memory is model's lg_xmalloc family, which aborts when it
+ * runs out.)
  */
 #include "query/query_int.h"
 
@@ -9,30 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-void *q_xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-void *q_xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-char *q_xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-
-	return memcpy(q_xmalloc(n), s, n);
-}
 
 uint64_t q_now_ns(void)
 {

@@ -296,6 +296,16 @@ static void on_idle(uv_idle_t *h)
 	 * wait: the check handle judges them in this iteration. */
 }
 
+/* The close hook of a queued connection: its entry answers no one. */
+static void forget_conn(struct conn *c, void *arg)
+{
+	struct query_server *qs = arg;
+
+	for (size_t i = 0; i < qs->q.n; i++)
+		if (qs->q.p[i].c == c)
+			qs->q.p[i].c = NULL;
+}
+
 static void enqueue(struct query_server *qs, struct request *rq, int type,
 		    json_t *req, const json_t *review)
 {
@@ -321,7 +331,7 @@ static void enqueue(struct query_server *qs, struct request *rq, int type,
 				json_object_get(review, "request"), "dryRun")),
 		.route = rq->route,
 		.t0_ns = rq->t0_ns};
-	reply_defer(qs, rq);
+	reply_defer(qs, rq, forget_conn, qs);
 	uv_idle_start(&qs->batch_idle, on_idle);
 }
 
@@ -381,13 +391,6 @@ void handle_admission(struct query_server *qs, struct request *rq)
 void handle_declaration(struct query_server *qs, struct request *rq)
 {
 	handle_verdict_request(qs, rq, VT_DECLARATION);
-}
-
-void verdict_forget_conn(struct query_server *qs, struct conn *c)
-{
-	for (size_t i = 0; i < qs->q.n; i++)
-		if (qs->q.p[i].c == c)
-			qs->q.p[i].c = NULL;
 }
 
 /* Releases what the entries own; the arrays stay. */
@@ -569,19 +572,24 @@ static void batch_release(struct batch *b)
  * the top-level "type", which is the last `,"type":"` in the text (inside
  * strings quotes are escaped, and only "warnings", an array of strings,
  * follows it). Splicing saves dumping the verdict a second time, which is
- * the most expensive step of a verdict. */
+ * the most expensive step of a verdict. The record is one that judge()
+ * just made (never input): that it has this shape is asserted. */
 static char *with_seq(const char *rec, uint64_t seq)
 {
-	static const char key[] = ",\"type\":\"";
-	const char *at = NULL, *p = rec;
+	static const char key[] = ",\"type\":\"", warn[] = ",\"warnings\":[";
+	const char *at = NULL, *p = rec, *end;
 	char field[40];
 	size_t fl, rl = strlen(rec);
 	char *out;
 
 	while ((p = strstr(p, key)) != NULL)
 		at = p++;
-	if (at == NULL)
-		return NULL;
+	LG_ASSERT(at != NULL && rec[0] == '{' && rec[rl - 1] == '}');
+	/* The type's value (a plain word), then "warnings" or the end. */
+	end = strchr(at + sizeof(key) - 1, '"');
+	LG_ASSERT(end != NULL &&
+		  (strcmp(end + 1, "}") == 0 ||
+		   strncmp(end + 1, warn, sizeof(warn) - 1) == 0));
 	fl = (size_t)snprintf(field, sizeof(field), ",\"seq\":%llu",
 			      (unsigned long long)seq);
 	out = q_xmalloc(rl + fl + 1);
@@ -597,6 +605,10 @@ static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 	json_t *v = NULL;
 	char *text = NULL;
 
+	/* A 200 that is not an AdmissionReview (a dry run is one) was
+	 * recorded. */
+	LG_ASSERT(b->status[i] != 200 || p->review_uid != NULL ||
+		  b->rec[i] < b->ne);
 	if (b->status[i] == 200 && p->review_uid == NULL)
 		text = with_seq(b->text[b->rec[i]],
 				(uint64_t)json_integer_value(

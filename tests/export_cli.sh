@@ -206,6 +206,24 @@ refused "a float price" 'listUnitPrice must be a decimal string' \
 refused "no --db" '--db DIR is required' --from $day1
 refused "missing db" 'No such file' --db "$tmp/nope" --from $day1
 refused "unknown option" 'unknown option' --db "$db" --from $day1 --tenant x
+# --- output that cannot be written -------------------------------------
+# A failed write stops the export with one message naming its errno: the
+# rows' callback returns LG_EIO and keeps the errno for the one report. The
+# focus and JSON rows outgrow stdio's buffer, so the write fails in the
+# middle of the export; the opencost rows go out at its end.
+for fmt in focus-csv:hour json:hour opencost-csv:day; do
+	"$bin" export --db "$db" --from $day1 --format "${fmt%:*}" \
+		--step "${fmt#*:}" >/dev/full 2>"$tmp/err"
+	rc=$?
+	expect "$fmt to a full disk" 2
+	has "$fmt to a full disk: errno" "$tmp/err" \
+		'^gpuledger: export: writing the output failed: No space left on device$'
+	n=$(wc -l <"$tmp/err")
+	if [ "$n" -eq 1 ]; then ok; else
+		bad "$fmt to a full disk: $n lines on stderr: $(head -c 300 "$tmp/err")"
+	fi
+done
+
 run "$bin" export --help
 expect "--help" 0
 has "--help names the columns" "$tmp/out" 'x_DeviceMilliseconds'

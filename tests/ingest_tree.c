@@ -7,6 +7,10 @@
  */
 #include "tests/ingest_tests.h"
 
+#include "ingest/ingest_int.h"
+
+#include <signal.h>
+
 #define RQ_FULL                                                             \
 	"{'h100.gpuclass.cozystack.io/devices':'8','gpuclass.cozystack.io/" \
 	"devices':'10','requests.nvidia.com/L40S':'2','cpu':'4'}"
@@ -215,6 +219,37 @@ START_TEST(tree_idempotent)
 }
 END_TEST
 
+/* The engine's map takes a key only once (smap_put's precondition, asserted
+ * even when the two values are different objects); after a delete the key
+ * may come back. */
+static const char *str_key(const void *v)
+{
+	return v;
+}
+
+START_TEST(tree_smap_put_twice)
+{
+	struct smap m;
+	char a[] = "tenant-a", b[] = "tenant-a", c[16];
+
+	smap_init(&m, str_key);
+	for (int i = 0; i < 40; i++) {
+		char *k = malloc(16);
+
+		snprintf(k, 16, "ns-%d", i);
+		smap_put(&m, k);
+	}
+	smap_put(&m, a);
+	smap_del(&m, a);
+	smap_put(&m, a);
+	ck_assert_ptr_eq(smap_get(&m, "tenant-a"), a);
+	snprintf(c, sizeof(c), "ns-%d", 17);
+	ck_assert_ptr_nonnull(smap_get(&m, c));
+	smap_put(&m, b); /* aborts */
+	ck_abort_msg("smap_put took a key twice");
+}
+END_TEST
+
 INGEST_PART(tree)
 {
 	TCase *tc = tcase_create("tree_namespaces");
@@ -230,5 +265,6 @@ INGEST_PART(tree)
 	tc = tcase_create("tree_nodes");
 	tcase_add_test(tc, tree_holder_keeps_node);
 	tcase_add_test(tc, tree_idempotent);
+	tcase_add_test_raise_signal(tc, tree_smap_put_twice, SIGABRT);
 	suite_add_tcase(s, tc);
 }

@@ -381,6 +381,16 @@ echo "ledger_cli: bit flips: FLIP_SEED=$seed FLIPS=$flips"
 "$bin" backup --db "$tmp/sim" --to "$tmp/simc" >/dev/null
 if python3 "$(dirname "$0")/lib/flips.py" "$bin" "$tmp/simc" "$tmp/flip" \
 	"$seed" "$flips"; then ok; else bad "bit flips (FLIP_SEED=$seed)"; fi
+# One flip those runs found (FLIP_SEED=2229552682, flip 32): a bit of a
+# Merkle tree page, which verify read unguarded and died of SIGSEGV in
+# LMDB. Now the damage is named at the seq whose leaf it hides.
+cp -r "$tmp/simc" "$tmp/flip32"
+python3 "$(dirname "$0")/lib/mdb_edit.py" "$tmp/flip32/data.mdb" flip \
+	22295526820032 >/dev/null
+run "$bin" verify --db "$tmp/flip32"
+expect "verify, a flipped tree page" 1
+has "verify, a flipped tree page: named" "$tmp/out" \
+	'^damaged storage at seq [0-9]+: Merkle tree: '
 
 echo "ledger_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

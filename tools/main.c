@@ -2,6 +2,7 @@
  * gpuledger: dispatch to a subcommand (DESIGN 6) through one table, which
  * `gpuledger --help` lists (and from it the man pages and completion).
  */
+#include "ingest/ingest.h"
 #include "tools/tools.h"
 
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <uv.h>
 
 void tool_error(const char *fmt, ...)
 {
@@ -86,22 +88,37 @@ static void usage(FILE *f)
 			subcommands[i].summary);
 }
 
-/* The daemons and tools abort on out-of-memory rather than test every call
- * (STYLE "Errors and memory"); jansson allocates through these. */
-static void *xjson_malloc(size_t n)
+/* libuv's realloc to 0 bytes frees, as realloc's did (lg_xrealloc keeps a
+ * block instead, for the arrays of the product). */
+static void *uv_xrealloc(void *p, size_t n)
 {
-	void *p = malloc(n ? n : 1);
-
-	if (p == NULL) {
-		fputs("gpuledger: out of memory\n", stderr);
-		abort();
+	if (n == 0) {
+		free(p);
+		return NULL;
 	}
-	return p;
+	return lg_xrealloc(p, n);
+}
+
+/* The daemons and tools abort on out-of-memory rather than test every call
+ * (STYLE "Errors and memory"): jansson, libuv and libcurl allocate through
+ * model's lg_xmalloc family, installed before any of them is used. */
+static int install_allocators(void)
+{
+	struct lg_error err = {0};
+
+	json_set_alloc_funcs(lg_xmalloc, free);
+	uv_replace_allocator(lg_xmalloc, uv_xrealloc, lg_xcalloc, free);
+	if (ingest_global_init(&err) != 0) {
+		tool_error("%s", err.msg);
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	json_set_alloc_funcs(xjson_malloc, free);
+	if (install_allocators() != 0)
+		return 1;
 	/* A reader that goes away (`gpuledger log | head`) must show up as
 	 * EPIPE on the next write, which the subcommands treat as a normal
 	 * end, rather than kill the process in the middle of a line. */

@@ -407,14 +407,3 @@ int tool_flush(const char *cmd, int werr)
 	tool_error("%s: writing the output failed: %s", cmd, strerror(werr));
 	return EXIT_USAGE;
 }
-
-char *tool_strdup(const char *s)
-{
-	char *d = strdup(s);
-
-	if (d == NULL) {
-		fputs("gpuledger: out of memory\n", stderr);
-		abort();
-	}
-	return d;
-}

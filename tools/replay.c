@@ -44,10 +44,8 @@ static void grid_row(struct grid *g, const char *const *row)
 {
 	if (g->nrows == g->cap) {
 		g->cap = g->cap ? 2 * g->cap : 16;
-		g->cells =
-			realloc(g->cells, g->cap * g->ncols * sizeof(char *));
-		if (g->cells == NULL)
-			abort();
+		g->cells = lg_xrealloc(g->cells,
+				       g->cap * g->ncols * sizeof(char *));
 	}
 	for (size_t c = 0; c < g->ncols; c++)
 		g->cells[g->nrows * g->ncols + c] =

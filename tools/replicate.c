@@ -52,7 +52,7 @@ static char *read_token(const char *path)
 	fclose(f);
 	buf[n] = '\0';
 	tok = strtok(buf, " \t\r\n");
-	return tok ? strdup(tok) : NULL;
+	return tok ? lg_xstrdup(tok) : NULL;
 }
 
 int cmd_replicate(int argc, char **argv)

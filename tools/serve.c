@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <uv.h>
 
 static const char serve_usage[] =
 	"usage: gpuledger serve --db DIR [--listen HOST:PORT] "
@@ -24,37 +23,6 @@ static const char serve_usage[] =
 	"  caught up. Verdicts are recorded as VERDICT events before they\n"
 	"  are answered. Prints \"listening on HOST:PORT\" when ready to\n"
 	"  accept; SIGINT or SIGTERM stop it after answering what is queued.\n";
-
-static void *x_malloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-static void *x_realloc(void *p, size_t n)
-{
-	/* libuv frees through realloc(p, 0); that must not abort. */
-	if (n == 0) {
-		free(p);
-		return NULL;
-	}
-	p = realloc(p, n);
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-static void *x_calloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
 
 /* The bounds given in ms or counts must fit an unsigned. */
 static bool fits(const char *name, uint64_t v)
@@ -171,7 +139,6 @@ int cmd_serve(int argc, char **argv)
 	o.request_ms = (unsigned)req;
 	o.poll_ms = (unsigned)poll;
 	o.tls_reload_ms = (unsigned)reload;
-	uv_replace_allocator(x_malloc, x_realloc, x_calloc, free);
 	if ((rc = query_server_open(&qs, &o, &err)) != 0) {
 		tool_error("serve: %s", err.msg[0] ? err.msg : lg_strerror(rc));
 		return EXIT_USAGE;

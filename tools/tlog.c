@@ -29,11 +29,11 @@ static char *read_text(const char *cmd, const char *path, FILE *f_in)
 		tool_error("%s: %s: %s", cmd, path, strerror(errno));
 		return NULL;
 	}
-	buf = malloc(TLOG_FILE_MAX + 1);
-	n = buf ? fread(buf, 1, TLOG_FILE_MAX + 1, f) : 0;
+	buf = lg_xmalloc(TLOG_FILE_MAX + 1);
+	n = fread(buf, 1, TLOG_FILE_MAX + 1, f);
 	if (f_in == NULL)
 		fclose(f);
-	if (buf == NULL || n > TLOG_FILE_MAX) {
+	if (n > TLOG_FILE_MAX) {
 		tool_error("%s: %s: larger than %u bytes", cmd, path,
 			   TLOG_FILE_MAX);
 		free(buf);
@@ -248,7 +248,7 @@ static int print_c2sp(const json_t *proof)
 	ev = jcs_text(json_object_get(proof, "event"), JCS_INT_STRINGS,
 		      SIZE_MAX, NULL);
 	if (ev != NULL) {
-		char *b64 = malloc(4 * (strlen(ev) / 3 + 1) + 1);
+		char *b64 = lg_xmalloc(4 * (strlen(ev) / 3 + 1) + 1);
 
 		note_b64_encode((const uint8_t *)ev, strlen(ev), b64);
 		printf("c2sp.org/tlog-proof@v1\nextra %s\n", b64);
@@ -430,7 +430,7 @@ int cmd_check_proof(int argc, char **argv)
 		return EXIT_USAGE;
 	status = EXIT_NEGATIVE;
 	pr = json_loads(in, 0, NULL);
-	p = malloc(sizeof(*p));
+	p = lg_xmalloc(sizeof(*p));
 	type = json_string_value(json_object_get(pr, "type"));
 	tsize = (uint64_t)json_integer_value(json_object_get(pr, "treeSize"));
 	if (pr == NULL || type == NULL ||
@@ -652,9 +652,9 @@ static int witness_once(const struct witness *w)
 	if ((status = fetch(w, q, WITNESS_PROOF_MAX, &pj)) != 0)
 		goto out;
 	status = EXIT_NEGATIVE;
-	p = malloc(sizeof(*p));
+	p = lg_xmalloc(sizeof(*p));
 	proof = json_loads(pj, 0, NULL);
-	if (proof == NULL || p == NULL ||
+	if (proof == NULL ||
 	    proof_hashes(json_object_get(proof, "hashes"), p) != 0) {
 		printf("corrupt: the server's consistency proof is malformed\n");
 		goto out;
