@@ -321,6 +321,12 @@ static void cover_link(ingest_t *in, struct obj *vmi, const char *claim,
 	}
 }
 
+void covers_restore(ingest_t *in, struct obj *vmi)
+{
+	for (size_t i = 0; i < vmi->n_covers; i++)
+		cover_link(in, vmi, vmi->covers[i], true);
+}
+
 /* The claim names a VMInstance's class entries would cover. */
 static size_t vmi_covers(const struct holder_map *hm,
 			 char (*names)[DNS1123_LABEL_MAX + 1])
@@ -351,6 +357,8 @@ static int recheck_claims(ingest_t *in, const char *ns,
 		struct obj *c = obj_get(in, RES_RESOURCECLAIM, ns, names[i]);
 		json_t *doc = c ? json_incref(c->doc) : NULL;
 
+		if (c != NULL)
+			obj_touch(in, RES_RESOURCECLAIM, c);
 		if (doc != NULL)
 			rc = holder_upsert(in, RES_RESOURCECLAIM, doc, c);
 		json_decref(doc);

@@ -94,6 +94,7 @@ struct obj {
 	json_t *doc;   /* what mapping it again needs; NULL when seeded */
 	uint64_t note; /* hash of the last NOTE about it (0: none) */
 	bool seen;     /* listed during the relist in progress */
+	uint64_t tab_hash; /* of its record as last written (0: none) */
 	/* Holders: the ledger's view. */
 	enum holder_kind kind;
 	size_t n_units;
@@ -161,6 +162,10 @@ struct ingest {
 	bool relisting[RES_MAX];
 	struct ingest_counters c;
 	struct ingest_note_count note_counts[INGEST_NOTE_CODES];
+	/* Objects the next flush writes to the object table (objtab.c): the
+	 * values are their keys, 'a' + resource then the cache key. */
+	struct smap dirty;
+	int64_t tab_time_ns, tab_time_back; /* the clock as last written */
 	/* The pod projection of the current line (stream.c). */
 	char *proj;
 	size_t proj_cap;
@@ -181,7 +186,10 @@ struct obj *obj_get(ingest_t *in, enum resource r, const char *ns,
 struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
 		    const char *name, const char *uid);
 void obj_del(ingest_t *in, enum resource r, struct obj *o);
+void obj_free(struct obj *o);
 void obj_set_uid(struct obj *o, const char *uid);
+/* The resource of a holder kind (RES_MAX for HK_NONE). */
+enum resource kind_res(enum holder_kind k);
 void obj_set_doc(struct obj *o, json_t *doc); /* takes the reference */
 /* The units of class cls of holder o (added as 0 when absent). */
 struct ucls *obj_units(struct obj *o, const char *cls);
@@ -199,6 +207,18 @@ const char *meta_str(const json_t *obj, const char *key);
 typedef int upsert_fn(ingest_t *in, enum resource r, const json_t *obj,
 		      struct obj *o);
 typedef void delete_fn(ingest_t *in, enum resource r, struct obj *o);
+
+/* objtab.c: the persisted object table. obj_touch names o for the next
+ * flush (a changed or deleted object; obj_add and obj_del call it);
+ * objtab_collect puts the records of the named objects that changed, and
+ * of the engine's clock, into b (owned by in until objtab_release, which
+ * with committed forgets the names); objtab_load fills the cache at
+ * start. */
+const char *dirty_key(const void *v);
+void obj_touch(ingest_t *in, enum resource r, const struct obj *o);
+void objtab_collect(ingest_t *in, struct ledger_batch *b);
+void objtab_release(ingest_t *in, struct ledger_batch *b, bool committed);
+int objtab_load(ingest_t *in, struct lg_error *err);
 
 /* tree.c: tenant nodes, Namespaces, Tenants. */
 struct tnode *tnode_get(ingest_t *in, const char *ns, bool create);
@@ -222,6 +242,8 @@ bool holder_apply(ingest_t *in, struct obj *o, const char *uid,
 /* Counts o in its tenant node while it holds units. */
 void holder_count(ingest_t *in, struct obj *o);
 void cover_free(struct cover *c);
+/* Links a loaded VMInstance's cover names into the cover index. */
+void covers_restore(ingest_t *in, struct obj *vmi);
 /* A pod that holds nothing but must stay cached, because a later class
  * table could map it: it names an extended resource and is not terminal. */
 bool pod_dormant(const json_t *pod);
