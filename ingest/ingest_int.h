@@ -219,6 +219,8 @@ void obj_touch(ingest_t *in, enum resource r, const struct obj *o);
 void objtab_collect(ingest_t *in, struct ledger_batch *b);
 void objtab_release(ingest_t *in, struct ledger_batch *b, bool committed);
 int objtab_load(ingest_t *in, struct lg_error *err);
+/* The whole cache as canonical text, for tests (caller frees). */
+char *objtab_dump(const ingest_t *in);
 
 /* tree.c: tenant nodes, Namespaces, Tenants. */
 struct tnode *tnode_get(ingest_t *in, const char *ns, bool create);

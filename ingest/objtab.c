@@ -50,6 +50,7 @@
  */
 #include "ingest/ingest_int.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -745,4 +746,106 @@ int objtab_load(ingest_t *in, struct lg_error *err)
 	in->c.start_records = l.n + ledger_records_read(in->lg) +
 			      (ledger_checkpoint_seq(in->lg) > 0);
 	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The whole cache as text (tests: a loaded engine must equal the live one
+ * it continues). */
+
+static void dump_str(struct wbuf *w, const char *s)
+{
+	put(w, s, strlen(s));
+}
+
+static void dump_fmt(struct wbuf *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void dump_fmt(struct wbuf *w, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	put(w, buf, n < 0 ? 0 : (size_t)n >= sizeof(buf) ? sizeof(buf) - 1
+							  : (size_t)n);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char *objtab_dump(const ingest_t *in)
+{
+	struct wbuf w = {0}, rec = {0};
+	size_t n;
+	void **vs;
+
+	dump_fmt(&w, "time %lld back %lld\n", (long long)in->time_ns,
+		 (long long)in->time_back_noted);
+	for (size_t i = 0; i < in->table.n; i++) {
+		json_t *j = gpu_class_to_json(&in->table.classes[i]);
+		char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+
+		dump_fmt(&w, "class ");
+		dump_str(&w, s);
+		dump_str(&w, "\n");
+		free(s);
+		json_decref(j);
+	}
+	for (int r = 0; r < RES_MAX; r++) {
+		vs = smap_sorted(&in->objs[r], &n);
+		for (size_t i = 0; i < n; i++) {
+			const struct obj *o = vs[i];
+
+			encode(&rec, (enum resource)r, o);
+			dump_fmt(&w, "obj %d %s holding %d rec ", r, o->key,
+				 o->holding);
+			for (size_t k = 0; k < rec.n; k++)
+				dump_fmt(&w, "%02x", rec.p[k]);
+			dump_str(&w, "\n");
+		}
+		free(vs);
+	}
+	vs = smap_sorted(&in->tnodes, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct tnode *t = vs[i];
+
+		if (!t->exists && !t->ns_present && !t->governor &&
+		    !t->n_holding && !t->n_children && !t->n_budgets &&
+		    !t->n_raw)
+			continue; /* forgotten at the next check */
+		dump_fmt(&w, "tnode %s exists %d ns %d gov %s hold %zu kids %zu",
+			 t->ns, t->exists, t->ns_present,
+			 t->governor ? t->governor->key : "-", t->n_holding,
+			 t->n_children);
+		for (size_t k = 0; k < t->n_budgets; k++)
+			dump_fmt(&w, " %s=%lld", t->budgets[k].key,
+				 (long long)t->budgets[k].value);
+		for (size_t k = 0; k < t->n_raw; k++)
+			dump_fmt(&w, " +%s", t->raw[k]);
+		dump_str(&w, "\n");
+	}
+	free(vs);
+	vs = smap_sorted(&in->covers, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct cover *c = vs[i];
+		const char **keys = ing_xcalloc(c->n + 1, sizeof(*keys));
+
+		for (size_t k = 0; k < c->n; k++)
+			keys[k] = c->vmis[k]->key;
+		qsort(keys, c->n, sizeof(*keys), cmp_str);
+		dump_fmt(&w, "cover %s", c->key);
+		for (size_t k = 0; k < c->n; k++)
+			dump_fmt(&w, " %s", keys[k]);
+		dump_str(&w, "\n");
+		free(keys);
+	}
+	free(vs);
+	free(rec.p);
+	put(&w, "", 1);
+	return (char *)w.p;
 }
