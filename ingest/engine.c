@@ -164,6 +164,7 @@ void obj_free(struct obj *o)
 	free(o->name);
 	free(o->uid);
 	json_decref(o->doc);
+	free(o->doc_text);
 	free(o->units);
 	free(o->node);
 	free(o->covers);
@@ -228,7 +229,28 @@ void obj_set_uid(struct obj *o, const char *uid)
 void obj_set_doc(struct obj *o, json_t *doc)
 {
 	json_decref(o->doc);
+	free(o->doc_text);
+	o->doc_text = NULL;
 	o->doc = doc;
+}
+
+json_t *obj_doc(struct obj *o)
+{
+	if (o->doc_text != NULL) {
+		/* Checked to be an object when written; a record damaged
+		 * since reads as no extract (not mapped again until seen). */
+		json_t *d = json_loads(o->doc_text, 0, NULL);
+
+		free(o->doc_text);
+		o->doc_text = NULL;
+		o->doc = json_is_object(d) ? d : (json_decref(d), NULL);
+	}
+	return o->doc;
+}
+
+bool obj_has_doc(const struct obj *o)
+{
+	return o->doc != NULL || o->doc_text != NULL;
 }
 
 json_t *jcopy(const json_t *o, const char *key)
@@ -867,7 +889,7 @@ static int remap_all(ingest_t *in)
 
 		for (size_t i = 0; i < n && rc == 0; i++) {
 			struct obj *o = os[i];
-			json_t *doc = json_incref(o->doc);
+			json_t *doc = json_incref(obj_doc(o));
 
 			obj_touch(in, r, o);
 			if (doc != NULL)

@@ -355,7 +355,7 @@ static int recheck_claims(ingest_t *in, const char *ns,
 
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct obj *c = obj_get(in, RES_RESOURCECLAIM, ns, names[i]);
-		json_t *doc = c ? json_incref(c->doc) : NULL;
+		json_t *doc = c ? json_incref(obj_doc(c)) : NULL;
 
 		if (c != NULL)
 			obj_touch(in, RES_RESOURCECLAIM, c);
@@ -410,7 +410,7 @@ static bool claim_covered(ingest_t *in, const struct holder_map *claim)
 		return false;
 	vhm = ing_xmalloc(sizeof(*vhm));
 	for (size_t i = 0; i < c->n && !yes; i++)
-		if (c->vmis[i]->doc != NULL &&
+		if (obj_doc(c->vmis[i]) != NULL &&
 		    holder_map_object(c->vmis[i]->doc, &in->table, vhm, NULL) ==
 			    0)
 			yes = holder_claim_covered(claim, vhm);
@@ -571,7 +571,7 @@ int holder_upsert(ingest_t *in, enum resource r, const json_t *obj,
 	 * dormant pod's units stay 0 while its node and phase move, so its
 	 * extract always follows. */
 	if (obj != o->doc &&
-	    (r != RES_POD || o->doc == NULL || changed || dormant))
+	    (r != RES_POD || !obj_has_doc(o) || changed || dormant))
 		obj_set_doc(o, holder_extract(r, obj));
 	if (r == RES_VMINSTANCE) {
 		char(*names)[DNS1123_LABEL_MAX + 1] =
@@ -590,8 +590,7 @@ void holder_delete(ingest_t *in, enum resource r, struct obj *o)
 {
 	holder_apply(in, o, o->uid, NULL, 0, "");
 	if (r == RES_VMINSTANCE) {
-		json_decref(o->doc);
-		o->doc = NULL;
+		obj_set_doc(o, NULL);
 		covers_set(in, o, NULL, 0);
 	}
 	obj_del(in, r, o);

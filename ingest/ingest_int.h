@@ -92,6 +92,9 @@ struct obj {
 	char *name;
 	char *uid;     /* "" when none */
 	json_t *doc;   /* what mapping it again needs; NULL when seeded */
+	char *doc_text; /* or the same as JSON text, not parsed yet (a loaded
+			   object: most are never mapped again); read both
+			   through obj_doc */
 	uint64_t note; /* hash of the last NOTE about it (0: none) */
 	bool seen;     /* listed during the relist in progress */
 	uint64_t tab_hash; /* of its record as last written (0: none) */
@@ -191,6 +194,10 @@ void obj_set_uid(struct obj *o, const char *uid);
 /* The resource of a holder kind (RES_MAX for HK_NONE). */
 enum resource kind_res(enum holder_kind k);
 void obj_set_doc(struct obj *o, json_t *doc); /* takes the reference */
+/* The extract (parsed on first use; NULL when none or unreadable),
+ * borrowed until the next obj_set_doc. */
+json_t *obj_doc(struct obj *o);
+bool obj_has_doc(const struct obj *o);
 /* The units of class cls of holder o (added as 0 when absent). */
 struct ucls *obj_units(struct obj *o, const char *cls);
 /* Drops units that are 0 in both measures. */

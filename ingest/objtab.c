@@ -46,7 +46,11 @@
  *   u8 serves}, [str doc]
  * where str is u32 length + bytes and str8 is u8 length + bytes (a class
  * or claim name: a DNS-1123 label). Every field is checked when read; a
- * bad record is LG_ECORRUPT naming its key.
+ * bad record is LG_ECORRUPT naming its key. The doc only as far as being
+ * text in braces: it is parsed when first needed (obj_doc), so that a
+ * start does not parse a million extracts it will not map; one damaged
+ * inside its braces reads then as no extract (the object is mapped again
+ * when next seen, as a migrated one).
  */
 #include "ingest/ingest_int.h"
 
@@ -183,7 +187,9 @@ static void put_s8(struct wbuf *w, const char *s)
 
 static void encode(struct wbuf *w, enum resource r, const struct obj *o)
 {
-	char *doc = o->doc ? json_dumps(o->doc, JSON_COMPACT) : NULL;
+	char *doc = o->doc_text ? o->doc_text
+		    : o->doc	? json_dumps(o->doc, JSON_COMPACT)
+				: NULL;
 	unsigned flags = (o->exists ? F_EXISTS : 0) |
 			 (o->governed ? F_GOVERNED : 0) | (doc ? F_DOC : 0);
 
@@ -216,7 +222,8 @@ static void encode(struct wbuf *w, enum resource r, const struct obj *o)
 	}
 	if (doc)
 		put_s(w, doc);
-	free(doc);
+	if (doc != o->doc_text)
+		free(doc);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -372,13 +379,16 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	decode_lists(&b, o);
 	o->exists = (flags & F_EXISTS) != 0;
 	if (flags & F_DOC) {
-		json_error_t je;
-
+		/* Parsed when first needed (obj_doc): a start must not pay
+		 * for extracts it will not map. */
 		doc = get_s(&b, "doc");
-		if (doc != NULL &&
-		    !json_is_object(o->doc =
-					    json_loads(doc, JSON_ALLOW_NUL, &je)))
+		if (doc != NULL && (strlen(doc) < 2 || doc[0] != '{' ||
+				    doc[strlen(doc) - 1] != '}'))
 			b.why = "doc is not a JSON object";
+		if (!b.why) {
+			o->doc_text = doc;
+			doc = NULL;
+		}
 	}
 	if (!b.why && b.at != b.n)
 		b.why = "trailing bytes";
@@ -406,6 +416,25 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 /* ---------------------------------------------------------------------- */
 /* Flush */
 
+/* A digest of a record, to know whether it changed since it was written:
+ * eight bytes at a time (records are hashed at every start), never 0. */
+static uint64_t digest(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	for (; n > 0; p++, n--)
+		h = (h ^ *p) * 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 29;
+	return h | 1;
+}
+
 void objtab_collect(ingest_t *in, struct ledger_batch *b)
 {
 	struct wbuf w = {0};
@@ -430,7 +459,7 @@ void objtab_collect(ingest_t *in, struct ledger_batch *b)
 			uint64_t h;
 
 			encode(&w, r, o);
-			h = ing_hash(w.p, w.n) | 1;
+			h = digest(w.p, w.n);
 			if (h == o->tab_hash) {
 				free(tk);
 				continue;
@@ -547,7 +576,7 @@ static int load_one(void *ctx, const void *key, size_t klen, const void *val,
 				    "object table: record \"%.*s\": %s",
 				    (int)(klen > 200 ? 200 : klen),
 				    (const char *)key, why);
-	o->tab_hash = ing_hash(val, vlen) | 1;
+	o->tab_hash = digest(val, vlen);
 	smap_put(&in->objs[r], o);
 	return 0;
 }
