@@ -28,6 +28,8 @@
 #define FOLLOW_READ_BYTES (1u << 20)
 #define FOLLOW_MAX_OBJECT (4u << 20)
 #define POSITION_MAX	  (PATH_MAX + 256)
+/* Events past the latest checkpoint that make a finishing run write one. */
+#define FOLLOW_CHECKPOINT_TAIL 100000
 
 struct reader {
 	int fd;
@@ -478,6 +480,12 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		rc = start(&f, res, err);
 	if (rc == 0)
 		rc = run(&f, err);
+	/* A run that ends cleanly leaves a checkpoint near the end, so that
+	 * the next start reads the table and the checkpoint, not a tail of
+	 * up to the ledger's checkpoint interval. */
+	if (rc == 0 && ledger_last_seq(lg) - ledger_checkpoint_seq(lg) >
+			       FOLLOW_CHECKPOINT_TAIL)
+		rc = ledger_checkpoint(lg, err);
 	res->offset = f.r.offset;
 	if (f.in != NULL)
 		ingest_counters(f.in, &res->c);
