@@ -142,6 +142,26 @@ static const char *cover_key(const void *v)
 	return ((const struct cover *)v)->key;
 }
 
+/* o's key, ns and name in one block (they never change): key first, so
+ * that freeing o->key frees all three. */
+void obj_set_names(struct obj *o, const char *ns, const char *name)
+{
+	size_t a = strlen(ns), b = strlen(name);
+	size_t k = a > 0 ? a + 1 + b : b;
+	char *p = ing_xmalloc(k + 1 + a + 1 + b + 1);
+
+	if (a > 0) {
+		memcpy(p, ns, a);
+		p[a] = '/';
+	}
+	memcpy(p + (a > 0 ? a + 1 : 0), name, b + 1);
+	memcpy(p + k + 1, ns, a + 1);
+	memcpy(p + k + 1 + a + 1, name, b + 1);
+	o->key = p;
+	o->ns = p + k + 1;
+	o->name = p + k + 1 + a + 1;
+}
+
 static char *make_key(const char *ns, const char *name)
 {
 	size_t a = strlen(ns), b = strlen(name);
@@ -159,9 +179,7 @@ void obj_free(struct obj *o)
 {
 	if (o == NULL)
 		return;
-	free(o->key);
-	free(o->ns);
-	free(o->name);
+	free(o->key); /* and ns and name */
 	free(o->uid);
 	json_decref(o->doc);
 	free(o->doc_text);
@@ -199,9 +217,7 @@ struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
 {
 	struct obj *o = ing_xcalloc(1, sizeof(*o));
 
-	o->key = make_key(ns, name);
-	o->ns = ing_xstrdup(ns);
-	o->name = ing_xstrdup(name);
+	obj_set_names(o, ns, name);
 	o->uid = ing_xstrdup(uid ? uid : "");
 	o->node = ing_xstrdup("");
 	o->kind = res_kind[r];

@@ -89,7 +89,7 @@ struct ncap {
 struct obj {
 	char *key; /* "ns/name", or "name" for cluster-scoped objects */
 	char *ns;  /* "" for cluster-scoped objects */
-	char *name;
+	char *name; /* key, ns and name: one block (obj_set_names) */
 	char *uid;     /* "" when none */
 	json_t *doc;   /* what mapping it again needs; NULL when seeded */
 	char *doc_text; /* or the same as JSON text, not parsed yet (a loaded
@@ -190,6 +190,7 @@ struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
 		    const char *name, const char *uid);
 void obj_del(ingest_t *in, enum resource r, struct obj *o);
 void obj_free(struct obj *o);
+void obj_set_names(struct obj *o, const char *ns, const char *name);
 void obj_set_uid(struct obj *o, const char *uid);
 /* The resource of a holder kind (RES_MAX for HK_NONE). */
 enum resource kind_res(enum holder_kind k);

@@ -354,7 +354,7 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	struct obj *o = ing_xcalloc(1, sizeof(*o));
 	unsigned version, r, kind, flags;
 	char tk[LEDGER_OBJECT_KEY_MAX + 1];
-	char *d = NULL, *doc = NULL;
+	char *d = NULL, *doc = NULL, *ns, *name;
 
 	*out = NULL;
 	version = (unsigned)get_u(&b, 1, "version");
@@ -370,8 +370,12 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 		b.why = "kind is not the resource's";
 	o->kind = (enum holder_kind)kind;
 	o->note = get_u(&b, 8, "note");
-	o->ns = get_s(&b, "namespace");
-	o->name = get_s(&b, "name");
+	ns = get_s(&b, "namespace");
+	name = get_s(&b, "name");
+	if (ns != NULL && name != NULL)
+		obj_set_names(o, ns, name);
+	free(ns);
+	free(name);
 	o->uid = get_s(&b, "uid");
 	o->node = get_s(&b, "node");
 	if (flags & F_GOVERNED)
@@ -395,8 +399,6 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	if (!b.why && *o->name == '\0')
 		b.why = "empty name";
 	if (!b.why) {
-		o->key = ing_xmalloc(strlen(o->ns) + strlen(o->name) + 2);
-		sprintf(o->key, "%s%s%s", o->ns, *o->ns ? "/" : "", o->name);
 		d = dkey((enum resource)r, o->key);
 		table_key(d, tk);
 		if (strlen(tk) != klen || memcmp(tk, key, klen) != 0)
