@@ -308,8 +308,6 @@ void emit(ingest_t *in, const struct event *ev)
 {
 	struct event *e;
 
-	if (in->quiet)
-		return;
 	if (in->n_evs == in->cap_evs) {
 		in->cap_evs = in->cap_evs ? 2 * in->cap_evs : 256;
 		in->evs = ing_xrealloc(in->evs, in->cap_evs * sizeof(*in->evs));
@@ -523,11 +521,6 @@ void ingest_free(ingest_t *in)
 	free(in);
 }
 
-void ingest_set_quiet(ingest_t *in, bool quiet)
-{
-	in->quiet = quiet;
-}
-
 int64_t ingest_time_ns(const ingest_t *in)
 {
 	return in->time_ns;
@@ -670,7 +663,7 @@ int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err)
 	struct event ev = {.type = EV_TICK};
 	int rc = ingest_flush(in, err);
 
-	if (rc != 0 || in->quiet)
+	if (rc != 0)
 		return rc;
 	if (time_ns > in->time_ns)
 		in->time_ns = time_ns;

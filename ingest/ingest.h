@@ -14,7 +14,10 @@
  * Invariants:
  *  - The engine's cache of mapped objects is always consistent with the
  *    ledger state after a flush; it diffs new mappings against the cache,
- *    so the same input twice produces nothing new.
+ *    so the same input twice produces nothing new. The cache is persisted
+ *    in the ledger's object table in the transaction of every flush, and
+ *    a new engine loads it (O(live objects)): a restart continues the
+ *    engine that was stopped or killed.
  *  - A relist (start, 410, ERROR) reconciles: exactly the differences
  *    between the listed objects and what the engine holds become events;
  *    objects that vanished are released.
@@ -119,9 +122,6 @@ int ingest_set_classes(ingest_t *in, const struct class_table *t,
 		       struct lg_error *err);
 /* The table in force, borrowed until the next call that changes it. */
 const struct class_table *ingest_classes(const ingest_t *in);
-/* Quiet mode: input updates the cache as usual but no event is appended
- * (the ledger already holds them: a resumed stream replays its prefix). */
-void ingest_set_quiet(ingest_t *in, bool quiet);
 /* The current event time (the last input time, never decreasing). */
 int64_t ingest_time_ns(const ingest_t *in);
 /* A NOTE with no object, with code (a static string) and message (copied;

@@ -8,7 +8,8 @@
  * node, a node's capacity and serving, a Tenant's budgets), plus what is
  * needed to map it again when the class table changes (a small JSON
  * extract). Diffs are always taken against the ledger's view, so an event
- * is emitted exactly when the ledger would change.
+ * is emitted exactly when the ledger would change. The cache lives on in
+ * the ledger's object table (objtab.c), written with every flush.
  */
 #ifndef GPULEDGER_INGEST_INT_H
 #define GPULEDGER_INGEST_INT_H
@@ -158,7 +159,6 @@ struct ingest {
 	struct arena arena;
 	char *pos_pending[RES_MAX + 1];
 	char *pos_committed[RES_MAX + 1];
-	bool quiet;
 	bool broken; /* a flush failed: the cache is ahead of the ledger */
 	int64_t time_ns;
 	int64_t time_back_noted; /* time_ns when TimeWentBack was last noted */
@@ -178,7 +178,7 @@ struct ingest {
  * failed flush), and the event time. */
 int input_begin(ingest_t *in, struct lg_error *err);
 void advance_time(ingest_t *in, int64_t time_ns);
-/* engine.c: emitting (copies every string; nothing in quiet mode). */
+/* engine.c: emitting (copies every string). */
 void emit(ingest_t *in, const struct event *ev);
 void emit_note(ingest_t *in, struct obj *o, const char *code,
 	       enum holder_kind kind, const char *ns, const char *name,

@@ -243,28 +243,29 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* Migration: no table, or a stale one. */
 
+/* A Namespace, its Tenant with a budget, a GPU pod, its Node. */
+static void feed_objects(struct h *h)
+{
+	h_feed(h, ADD(NSOBJ("tenant-a")));
+	h_feed(h, ADD(TEN("tenant-root", "a",
+			  "{'gpuclass.cozystack.io/devices':'4'}")));
+	h_feed(h, ADD(GPOD("tenant-a", "p", "u1", "n1", "nvidia.com/H100",
+			   "1")));
+	h_feed(h, ADD(NODE("n1", "{'nvidia.com/H100':'2'}", "")));
+}
+
 START_TEST(objtab_migrated_from_state)
 {
 	struct lg_error err = {0};
 	struct h h;
 
 	h_open(&h, CLASSES);
-	h_feed(&h, ADD(NSOBJ("tenant-a")));
-	h_feed(&h, ADD(TEN("tenant-root", "a",
-			   "{'gpuclass.cozystack.io/devices':'4'}")));
-	h_feed(&h, ADD(GPOD("tenant-a", "p", "u1", "n1", "nvidia.com/H100",
-			    "1")));
-	h_feed(&h, ADD(NODE("n1", "{'nvidia.com/H100':'2'}", "")));
+	feed_objects(&h);
 	free(h_take(&h));
 	forget_table(&h);
 	restart(&h);
 	/* The same objects listed again: nothing new. */
-	h_feed(&h, ADD(NSOBJ("tenant-a")));
-	h_feed(&h, ADD(TEN("tenant-root", "a",
-			   "{'gpuclass.cozystack.io/devices':'4'}")));
-	h_feed(&h, ADD(GPOD("tenant-a", "p", "u1", "n1", "nvidia.com/H100",
-			    "1")));
-	h_feed(&h, ADD(NODE("n1", "{'nvidia.com/H100':'2'}", "")));
+	feed_objects(&h);
 	h_expect(&h, "", "a migrated cache is the ledger's view");
 	/* The first flush wrote the table: now it loads. */
 	restart(&h);
