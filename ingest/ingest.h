@@ -203,8 +203,8 @@ struct ingest_follow_opts {
 };
 
 struct ingest_follow_result {
-	bool resumed;	   /* a committed position was found */
-	uint64_t offset;   /* where reading ended */
+	bool resumed;		  /* a committed position was found */
+	uint64_t offset;	  /* where reading ended */
 	struct ingest_counters c; /* c.start_records: what the start read */
 };
 

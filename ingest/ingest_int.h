@@ -88,16 +88,16 @@ struct ncap {
 
 /* One watched object. Every string is owned. */
 struct obj {
-	char *key; /* "ns/name", or "name" for cluster-scoped objects */
-	char *ns;  /* "" for cluster-scoped objects */
-	char *name; /* key, ns and name: one block (obj_set_names) */
-	char *uid;     /* "" when none */
-	json_t *doc;   /* what mapping it again needs; NULL when seeded */
-	char *doc_text; /* or the same as JSON text, not parsed yet (a loaded
-			   object: most are never mapped again); read both
-			   through obj_doc */
-	uint64_t note; /* hash of the last NOTE about it (0: none) */
-	bool seen;     /* listed during the relist in progress */
+	char *key;	   /* "ns/name", or "name" for cluster-scoped objects */
+	char *ns;	   /* "" for cluster-scoped objects */
+	char *name;	   /* key, ns and name: one block (obj_set_names) */
+	char *uid;	   /* "" when none */
+	json_t *doc;	   /* what mapping it again needs; NULL when seeded */
+	char *doc_text;	   /* or the same as JSON text, not parsed yet (a loaded
+			      object: most are never mapped again); read both
+			      through obj_doc */
+	uint64_t note;	   /* hash of the last NOTE about it (0: none) */
+	bool seen;	   /* listed during the relist in progress */
 	uint64_t tab_hash; /* of its record as last written (0: none) */
 	/* Holders: the ledger's view. */
 	enum holder_kind kind;

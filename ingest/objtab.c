@@ -316,8 +316,8 @@ static size_t get_count(struct rbuf *b, const char *what)
 static void decode_lists(struct rbuf *b, struct obj *o)
 {
 	o->n_units = get_count(b, "unit count");
-	o->units = o->n_units ? ing_xcalloc(o->n_units, sizeof(*o->units))
-			      : NULL;
+	o->units =
+		o->n_units ? ing_xcalloc(o->n_units, sizeof(*o->units)) : NULL;
 	for (size_t i = 0; i < o->n_units && !b->why; i++) {
 		get_label(b, o->units[i].cls, false, "unit class");
 		o->units[i].reserved = get_units(b, "reserved units");
@@ -642,8 +642,8 @@ static int walk_node(void *ctx, const struct state_node_view *v)
 	}
 	/* caps are kept sorted by class (nodes.c cap_get). */
 	for (size_t i = 1; i < o->n_caps; i++)
-		for (size_t j = i; j > 0 && strcmp(o->caps[j - 1].cls,
-						   o->caps[j].cls) > 0;
+		for (size_t j = i;
+		     j > 0 && strcmp(o->caps[j - 1].cls, o->caps[j].cls) > 0;
 		     j--) {
 			struct ncap c = o->caps[j];
 
@@ -712,8 +712,7 @@ static void derive(ingest_t *in)
 			if (m->hashes[i] == 0)
 				continue;
 			if (r == RES_NAMESPACE && ns_is_tenant(o->name))
-				tnode_get(in, o->name, true)->ns_present =
-					true;
+				tnode_get(in, o->name, true)->ns_present = true;
 			else if (r == RES_TENANT && o->governed != NULL)
 				tnode_get(in, o->governed, true)->governor = o;
 			else if (kind_res(o->kind) == (enum resource)r)
@@ -726,8 +725,8 @@ static void derive(ingest_t *in)
 
 static int migrate(ingest_t *in, struct lg_error *err)
 {
-	static const struct state_walk_fns fns = {
-		.holder = walk_holder, .node = walk_node};
+	static const struct state_walk_fns fns = {.holder = walk_holder,
+						  .node = walk_node};
 	int rc = state_walk(ledger_state(in->lg), &fns, in);
 
 	(void)err;
@@ -800,8 +799,10 @@ static void dump_fmt(struct wbuf *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	put(w, buf, n < 0 ? 0 : (size_t)n >= sizeof(buf) ? sizeof(buf) - 1
-							  : (size_t)n);
+	put(w, buf,
+	    n < 0		       ? 0
+	    : (size_t)n >= sizeof(buf) ? sizeof(buf) - 1
+				       : (size_t)n);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -849,7 +850,8 @@ char *objtab_dump(const ingest_t *in)
 		    !t->n_holding && !t->n_children && !t->n_budgets &&
 		    !t->n_raw)
 			continue; /* forgotten at the next check */
-		dump_fmt(&w, "tnode %s exists %d ns %d gov %s hold %zu kids %zu",
+		dump_fmt(&w,
+			 "tnode %s exists %d ns %d gov %s hold %zu kids %zu",
 			 t->ns, t->exists, t->ns_present,
 			 t->governor ? t->governor->key : "-", t->n_holding,
 			 t->n_children);

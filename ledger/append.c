@@ -539,8 +539,7 @@ int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
 	if (rc == LG_ENOENT)
 		return 0;
 	if (rc == LG_ERANGE || (rc == 0 && len != sizeof(v)))
-		return lg_error_set(err, LG_ECORRUPT,
-				    "meta %s: not 8 bytes",
+		return lg_error_set(err, LG_ECORRUPT, "meta %s: not 8 bytes",
 				    LEDGER_OBJECTS_SEQ_KEY);
 	if (rc == 0)
 		*seq = store_le64_get(v);

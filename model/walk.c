@@ -90,8 +90,8 @@ static int walk_nodes(const state_t *st, const struct state_walk_fns *f,
 		      void *ctx)
 {
 	const struct ptab *t = &st->node_index;
-	struct state_cap_view *c = st->n_cls ? xcalloc(st->n_cls, sizeof(*c))
-					     : NULL;
+	struct state_cap_view *c =
+		st->n_cls ? xcalloc(st->n_cls, sizeof(*c)) : NULL;
 	int rc = 0;
 
 	for (size_t i = 0; i < t->cap && rc == 0; i++) {
@@ -109,9 +109,9 @@ static int walk_nodes(const state_t *st, const struct state_walk_fns *f,
 			}
 			if (nr->capacity[k] == 0 && !nr->serves[k])
 				continue;
-			c[v.n++] = (struct state_cap_view){
-				st->cls_names[k], nr->capacity[k],
-				nr->serves[k]};
+			c[v.n++] = (struct state_cap_view){st->cls_names[k],
+							   nr->capacity[k],
+							   nr->serves[k]};
 		}
 		if (v.exists || v.n > 0)
 			rc = f->node(ctx, &v);

@@ -6,12 +6,12 @@
  * ledger without the table, or with a stale one, gets a cache built from
  * its state; names too long for an LMDB key still round-trip.
  */
-#include "tests/ingest_tests.h"
 #include "ingest/ingest_int.h"
+#include "tests/ingest_tests.h"
 
-#define CLASSES_FPGA                                                       \
+#define CLASSES_FPGA                                                        \
 	"{'classes':[{'name':'fpga','resourceNames':['example.com/fpga']}," \
-	"{'name':'h100','deviceClassName':'h100.nvidia.com',"              \
+	"{'name':'h100','deviceClassName':'h100.nvidia.com',"               \
 	"'resourceNames':['nvidia.com/H100']}]}"
 #define DORMANT GPOD("tenant-a", "dp", "ud", "n1", "example.com/fpga", "2")
 
@@ -69,9 +69,9 @@ START_TEST(objtab_dormant_after_restart)
 	char *whole = dormant_then_table(0), *restarted = dormant_then_table(1);
 	char *migrated = dormant_then_table(2);
 
-	ck_assert_ptr_nonnull(strstr(
-		whole, "RESERVE Pod tenant-a/dp#ud fpga 0>2; ALLOC Pod "
-		       "tenant-a/dp#ud fpga 0>2 @n1"));
+	ck_assert_ptr_nonnull(
+		strstr(whole, "RESERVE Pod tenant-a/dp#ud fpga 0>2; ALLOC Pod "
+			      "tenant-a/dp#ud fpga 0>2 @n1"));
 	ck_assert_str_eq(restarted, whole);
 	/* Without the table the pod is not known until it is seen again. */
 	ck_assert_ptr_null(strstr(migrated, "RESERVE Pod"));
@@ -131,7 +131,8 @@ static uint64_t restart_cost(size_t churn, uint64_t *history)
 START_TEST(objtab_restart_reads_live_objects)
 {
 	uint64_t short_h, long_h;
-	uint64_t a = restart_cost(300, &short_h), b = restart_cost(3300, &long_h);
+	uint64_t a = restart_cost(300, &short_h),
+		 b = restart_cost(3300, &long_h);
 
 	printf("objtab: %llu events -> %llu records read at start; %llu "
 	       "events -> %llu\n",
@@ -182,7 +183,7 @@ enum mutation {
 };
 
 static const char *const mutation_name[M_MAX] = {
-	"empty", "version", "truncated", "trailing byte", "resource",
+	"empty",       "version",  "truncated",	 "trailing byte", "resource",
 	"another key", "doc flag", "class name", "engine record"};
 
 START_TEST(objtab_damaged_record)
@@ -197,20 +198,34 @@ START_TEST(objtab_damaged_record)
 	int rc;
 
 	h_open(&h, CLASSES);
-	h_feed(&h, ADD(GPOD("tenant-a", "p", "u1", "n1", "nvidia.com/H100",
-			    "1")));
+	h_feed(&h,
+	       ADD(GPOD("tenant-a", "p", "u1", "n1", "nvidia.com/H100", "1")));
 	free(h_take(&h));
 	ck_assert_int_eq(ledger_objects_scan(h.lg, grab_fn, &g, &err), 0);
 	ck_assert_ptr_nonnull(g.val);
 	ck_assert_uint_gt(g.len, 40);
 	switch (_i) {
-	case M_EMPTY: g.len = 0; break;
-	case M_VERSION: g.val[0] = 9; break;
-	case M_TRUNCATED: g.len--; break;
-	case M_TRAILING: g.val[g.len++] = 0; break;
-	case M_RESOURCE: g.val[1] = RES_MAX; break;
-	case M_KEY: rec.key = "etenant-a/q"; break;
-	case M_DOC_FLAG: g.val[3] ^= 4; break;
+	case M_EMPTY:
+		g.len = 0;
+		break;
+	case M_VERSION:
+		g.val[0] = 9;
+		break;
+	case M_TRUNCATED:
+		g.len--;
+		break;
+	case M_TRAILING:
+		g.val[g.len++] = 0;
+		break;
+	case M_RESOURCE:
+		g.val[1] = RES_MAX;
+		break;
+	case M_KEY:
+		rec.key = "etenant-a/q";
+		break;
+	case M_DOC_FLAG:
+		g.val[3] ^= 4;
+		break;
 	case M_CLASS: {
 		/* The unit's class "h100" is after the four strings. */
 		size_t k = 0;
@@ -249,8 +264,8 @@ static void feed_objects(struct h *h)
 	h_feed(h, ADD(NSOBJ("tenant-a")));
 	h_feed(h, ADD(TEN("tenant-root", "a",
 			  "{'gpuclass.cozystack.io/devices':'4'}")));
-	h_feed(h, ADD(GPOD("tenant-a", "p", "u1", "n1", "nvidia.com/H100",
-			   "1")));
+	h_feed(h,
+	       ADD(GPOD("tenant-a", "p", "u1", "n1", "nvidia.com/H100", "1")));
 	h_feed(h, ADD(NODE("n1", "{'nvidia.com/H100':'2'}", "")));
 }
 
@@ -269,8 +284,8 @@ START_TEST(objtab_migrated_from_state)
 	h_expect(&h, "", "a migrated cache is the ledger's view");
 	/* The first flush wrote the table: now it loads. */
 	restart(&h);
-	h_feed(&h, DEL(GPOD("tenant-a", "p", "u1", "n1", "nvidia.com/H100",
-			    "1")));
+	h_feed(&h,
+	       DEL(GPOD("tenant-a", "p", "u1", "n1", "nvidia.com/H100", "1")));
 	h_expect(&h,
 		 "FREE Pod tenant-a/p#u1 h100 1>0 @n1; RELEASE Pod "
 		 "tenant-a/p#u1 h100 1>0",
@@ -296,8 +311,8 @@ static int keys_fn(void *ctx, const void *key, size_t klen, const void *val,
  * the cache comes from the state, and the stale records go. */
 START_TEST(objtab_stale_table)
 {
-	struct event ev = {.type = EV_TENANT, .ns = "tenant-z",
-			   .parent = "tenant-root"};
+	struct event ev = {
+		.type = EV_TENANT, .ns = "tenant-z", .parent = "tenant-root"};
 	struct lg_error err = {0};
 	struct h_buf keys = {0};
 	char *dump;
@@ -338,10 +353,10 @@ START_TEST(objtab_long_name)
 
 	memset(name, 'x', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
-	snprintf(line, sizeof(line),
-		 ADD(GPOD("tenant-a", "%s", "u1", "n1", "nvidia.com/H100",
-			  "1")),
-		 name);
+	snprintf(
+		line, sizeof(line),
+		ADD(GPOD("tenant-a", "%s", "u1", "n1", "nvidia.com/H100", "1")),
+		name);
 	h_open(&h, CLASSES);
 	h_feed(&h, line);
 	got = h_take(&h);

@@ -10,8 +10,8 @@
  * new engine loaded from the ledger holds exactly the cache of the live
  * engine (random streams, printed seeds).
  */
-#include "tests/ingest_tests.h"
 #include "ingest/ingest_int.h"
+#include "tests/ingest_tests.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -370,8 +370,7 @@ static void first_diff(const char *a, const char *b, char *out, size_t cap)
 }
 
 /* A new engine on lg must hold exactly the cache of in, just flushed. */
-static void check_loaded(ingest_t *in, ledger_t *lg, uint64_t seed,
-			 size_t line)
+static void check_loaded(ingest_t *in, ledger_t *lg, uint64_t seed, size_t line)
 {
 	struct lg_error err = {0};
 	ingest_t *again = NULL;
@@ -410,8 +409,7 @@ START_TEST(restart_table_is_cache)
 	ssize_t len;
 	FILE *f;
 
-	printf("restart_table_is_cache: seed %llu\n",
-	       (unsigned long long)seed);
+	printf("restart_table_is_cache: seed %llu\n", (unsigned long long)seed);
 	snprintf(path, sizeof(path), "%s/stream.ndjson", dir);
 	gen_stream(path, seed, TABLE_LINES);
 	h_table(&t, CLASSES);
