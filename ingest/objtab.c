@@ -46,14 +46,16 @@
  *   u8 serves}, [str doc]
  * where str is u32 length + bytes and str8 is u8 length + bytes (a class
  * or claim name: a DNS-1123 label). Every field is checked when read; a
- * bad record is LG_ECORRUPT naming its key. The doc only as far as being
- * text in braces: it is parsed when first needed (obj_doc), so that a
- * start does not parse a million extracts it will not map; one damaged
- * inside its braces reads then as no extract (the object is mapped again
- * when next seen, as a migrated one).
+ * bad record is LG_ECORRUPT naming its key. The doc's JSON text is
+ * checked for syntax only (doc_text_ok) and parsed when first needed
+ * (obj_doc), so that a start does not build a million extracts it will not
+ * map; one that passes the check but that jansson refuses (a number out
+ * of its range) reads then as no extract: the object is mapped again when
+ * next seen, as a migrated one is.
  */
 #include "ingest/ingest_int.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,6 +347,168 @@ static void decode_lists(struct rbuf *b, struct obj *o)
 	}
 }
 
+/* A syntax check of a doc's JSON text without building it (a start reads
+ * many and maps few): RFC 8259 values, strings without control bytes and
+ * with well-formed escapes and UTF-8 sequences, nesting bounded. What
+ * jansson would still refuse (a number out of range, an escaped NUL)
+ * reads as no extract when the doc is first needed (obj_doc). */
+#define DOC_DEPTH_MAX 256
+
+struct jscan {
+	const unsigned char *p, *end;
+};
+
+static void jws(struct jscan *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' ||
+				 *j->p == '\n' || *j->p == '\r'))
+		j->p++;
+}
+
+static bool jlit(struct jscan *j, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if ((size_t)(j->end - j->p) < n || memcmp(j->p, lit, n) != 0)
+		return false;
+	j->p += n;
+	return true;
+}
+
+static bool jdigits(struct jscan *j)
+{
+	const unsigned char *at = j->p;
+
+	while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+		j->p++;
+	return j->p > at;
+}
+
+static bool jnumber(struct jscan *j)
+{
+	if (j->p < j->end && *j->p == '-')
+		j->p++;
+	if (j->p < j->end && *j->p == '0')
+		j->p++;
+	else if (!jdigits(j))
+		return false;
+	if (j->p < j->end && *j->p == '.' && (j->p++, !jdigits(j)))
+		return false;
+	if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
+		j->p++;
+		if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
+			j->p++;
+		return jdigits(j);
+	}
+	return true;
+}
+
+static bool jstring(struct jscan *j)
+{
+	if (j->p >= j->end || *j->p++ != '"')
+		return false;
+	while (j->p < j->end) {
+		unsigned c = *j->p++, k;
+
+		if (c == '"')
+			return true;
+		if (c < 0x20)
+			return false;
+		if (c == '\\') {
+			if (j->p >= j->end)
+				return false;
+			c = *j->p++;
+			if (c == 'u') {
+				for (k = 0; k < 4; k++, j->p++)
+					if (j->p >= j->end || !isxdigit(*j->p))
+						return false;
+			} else if (strchr("\"\\/bfnrt", (int)c) == NULL ||
+				   c == 0) {
+				return false;
+			}
+			continue;
+		}
+		k = c < 0x80		    ? 0
+		    : c >= 0xc2 && c < 0xe0 ? 1
+		    : c >= 0xe0 && c < 0xf0 ? 2
+		    : c >= 0xf0 && c < 0xf5 ? 3
+					    : 4;
+		if (k == 4 || (size_t)(j->end - j->p) < k)
+			return false;
+		for (; k > 0; k--)
+			if ((*j->p++ & 0xc0) != 0x80)
+				return false;
+	}
+	return false;
+}
+
+static bool jvalue(struct jscan *j, unsigned depth);
+
+/* An object's members or an array's elements, after the opening byte. */
+static bool jitems(struct jscan *j, unsigned depth, bool object)
+{
+	jws(j);
+	if (j->p < j->end && *j->p == (object ? '}' : ']'))
+		return j->p++, true;
+	for (;;) {
+		jws(j);
+		if (object) {
+			if (!jstring(j))
+				return false;
+			jws(j);
+			if (j->p >= j->end || *j->p++ != ':')
+				return false;
+		}
+		if (!jvalue(j, depth + 1))
+			return false;
+		jws(j);
+		if (j->p >= j->end)
+			return false;
+		if (*j->p == ',') {
+			j->p++;
+			continue;
+		}
+		return *j->p++ == (object ? '}' : ']');
+	}
+}
+
+static bool jvalue(struct jscan *j, unsigned depth)
+{
+	jws(j);
+	if (j->p >= j->end || depth > DOC_DEPTH_MAX)
+		return false;
+	switch (*j->p) {
+	case '{':
+		j->p++;
+		return jitems(j, depth, true);
+	case '[':
+		j->p++;
+		return jitems(j, depth, false);
+	case '"':
+		return jstring(j);
+	case 't':
+		return jlit(j, "true");
+	case 'f':
+		return jlit(j, "false");
+	case 'n':
+		return jlit(j, "null");
+	default:
+		return jnumber(j);
+	}
+}
+
+static bool doc_text_ok(const char *s)
+{
+	struct jscan j = {(const unsigned char *)s,
+			  (const unsigned char *)s + strlen(s)};
+
+	jws(&j);
+	if (j.p >= j.end || *j.p != '{' || !jvalue(&j, 0))
+		return false;
+	jws(&j);
+	return j.p == j.end;
+}
+
 /* The object of record (key, val) into *out (a new object not yet in any
  * map), or the reason it is not one. */
 static const char *decode(const char *key, size_t klen, const uint8_t *val,
@@ -386,8 +550,7 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 		/* Parsed when first needed (obj_doc): a start must not pay
 		 * for extracts it will not map. */
 		doc = get_s(&b, "doc");
-		if (doc != NULL && (strlen(doc) < 2 || doc[0] != '{' ||
-				    doc[strlen(doc) - 1] != '}'))
+		if (doc != NULL && !doc_text_ok(doc))
 			b.why = "doc is not a JSON object";
 		if (!b.why) {
 			o->doc_text = doc;

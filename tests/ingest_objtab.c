@@ -179,12 +179,13 @@ enum mutation {
 	M_DOC_FLAG,
 	M_CLASS,
 	M_ENGINE,
+	M_DOC_SYNTAX,
 	M_MAX
 };
 
 static const char *const mutation_name[M_MAX] = {
 	"empty",       "version",  "truncated",	 "trailing byte", "resource",
-	"another key", "doc flag", "class name", "engine record"};
+	"another key", "doc flag", "class name", "engine record", "doc syntax"};
 
 START_TEST(objtab_damaged_record)
 {
@@ -234,6 +235,16 @@ START_TEST(objtab_damaged_record)
 			k++;
 		ck_assert_uint_lt(k + 5, g.len);
 		g.val[k + 1] = 'H';
+		break;
+	}
+	case M_DOC_SYNTAX: {
+		/* The doc is the record's end: its last ':' becomes ','. */
+		size_t k = g.len;
+
+		while (k > 0 && g.val[k - 1] != ':')
+			k--;
+		ck_assert_uint_gt(k, 0);
+		g.val[k - 1] = ',';
 		break;
 	}
 	case M_ENGINE:
