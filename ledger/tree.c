@@ -39,7 +39,8 @@ static int tree_get(void *ctx, unsigned level, uint64_t index, uint8_t *out)
 	struct tree_txn *t = ctx;
 	uint64_t pos = merkle_node_pos(level, index);
 	MDB_val key = store_key(&pos), val;
-	int rc = mdb_get(t->txn, t->lg->dbi[LEDGER_DB_TREE], &key, &val);
+	/* Guarded for forensic handles: verify reads damaged trees. */
+	int rc = store_get(t->lg, t->txn, LEDGER_DB_TREE, &key, &val);
 
 	if (rc != 0 || val.mv_size != MERKLE_HASH_BYTES) {
 		t->mdb_rc = rc ? rc : MDB_CORRUPTED;
