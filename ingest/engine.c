@@ -142,6 +142,26 @@ static const char *cover_key(const void *v)
 	return ((const struct cover *)v)->key;
 }
 
+/* o's key, ns and name in one block (they never change): key first, so
+ * that freeing o->key frees all three. */
+void obj_set_names(struct obj *o, const char *ns, const char *name)
+{
+	size_t a = strlen(ns), b = strlen(name);
+	size_t k = a > 0 ? a + 1 + b : b;
+	char *p = ing_xmalloc(k + 1 + a + 1 + b + 1);
+
+	if (a > 0) {
+		memcpy(p, ns, a);
+		p[a] = '/';
+	}
+	memcpy(p + (a > 0 ? a + 1 : 0), name, b + 1);
+	memcpy(p + k + 1, ns, a + 1);
+	memcpy(p + k + 1 + a + 1, name, b + 1);
+	o->key = p;
+	o->ns = p + k + 1;
+	o->name = p + k + 1 + a + 1;
+}
+
 static char *make_key(const char *ns, const char *name)
 {
 	size_t a = strlen(ns), b = strlen(name);
@@ -155,15 +175,14 @@ static char *make_key(const char *ns, const char *name)
 	return k;
 }
 
-static void obj_free(struct obj *o)
+void obj_free(struct obj *o)
 {
 	if (o == NULL)
 		return;
-	free(o->key);
-	free(o->ns);
-	free(o->name);
+	free(o->key); /* and ns and name */
 	free(o->uid);
 	json_decref(o->doc);
+	free(o->doc_text);
 	free(o->units);
 	free(o->node);
 	free(o->covers);
@@ -198,19 +217,19 @@ struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
 {
 	struct obj *o = ing_xcalloc(1, sizeof(*o));
 
-	o->key = make_key(ns, name);
-	o->ns = ing_xstrdup(ns);
-	o->name = ing_xstrdup(name);
+	obj_set_names(o, ns, name);
 	o->uid = ing_xstrdup(uid ? uid : "");
 	o->node = ing_xstrdup("");
 	o->kind = res_kind[r];
 	o->seen = true;
 	smap_put(&in->objs[r], o);
+	obj_touch(in, r, o);
 	return o;
 }
 
 void obj_del(ingest_t *in, enum resource r, struct obj *o)
 {
+	obj_touch(in, r, o);
 	smap_del(&in->objs[r], o);
 	obj_free(o);
 }
@@ -226,7 +245,28 @@ void obj_set_uid(struct obj *o, const char *uid)
 void obj_set_doc(struct obj *o, json_t *doc)
 {
 	json_decref(o->doc);
+	free(o->doc_text);
+	o->doc_text = NULL;
 	o->doc = doc;
+}
+
+json_t *obj_doc(struct obj *o)
+{
+	if (o->doc_text != NULL) {
+		/* Checked to be an object when written; a record damaged
+		 * since reads as no extract (not mapped again until seen). */
+		json_t *d = json_loads(o->doc_text, 0, NULL);
+
+		free(o->doc_text);
+		o->doc_text = NULL;
+		o->doc = json_is_object(d) ? d : (json_decref(d), NULL);
+	}
+	return o->doc;
+}
+
+bool obj_has_doc(const struct obj *o)
+{
+	return o->doc != NULL || o->doc_text != NULL;
 }
 
 json_t *jcopy(const json_t *o, const char *key)
@@ -268,8 +308,6 @@ void emit(ingest_t *in, const struct event *ev)
 {
 	struct event *e;
 
-	if (in->quiet)
-		return;
 	if (in->n_evs == in->cap_evs) {
 		in->cap_evs = in->cap_evs ? 2 * in->cap_evs : 256;
 		in->evs = ing_xrealloc(in->evs, in->cap_evs * sizeof(*in->evs));
@@ -336,9 +374,9 @@ void emit_note(ingest_t *in, struct obj *o, const char *code,
 }
 
 /* ---------------------------------------------------------------------- */
-/* Seeding from the ledger: the cache becomes the ledger's view. */
+/* Units */
 
-static enum resource kind_res(enum holder_kind k)
+enum resource kind_res(enum holder_kind k)
 {
 	for (int r = 0; r < RES_MAX; r++)
 		if (res_kind[r] == k && k != HK_NONE)
@@ -371,201 +409,6 @@ void obj_trim(struct obj *o)
 		if (o->units[i].reserved != 0 || o->units[i].allocated != 0)
 			o->units[k++] = o->units[i];
 	o->n_units = k;
-}
-
-static void seed_units(ingest_t *in, const struct event *ev)
-{
-	enum resource r = kind_res(ev->kind);
-	struct obj *o;
-	struct ucls *u;
-
-	if (r == RES_MAX)
-		return;
-	o = obj_get(in, r, ev->ns, ev->name);
-	if (o == NULL)
-		o = obj_add(in, r, ev->ns, ev->name, ev->uid);
-	obj_set_uid(o, ev->uid);
-	u = obj_units(o, ev->cls);
-	if (ev->type == EV_RESERVE || ev->type == EV_RELEASE) {
-		u->reserved = ev->after;
-	} else {
-		u->allocated = ev->after;
-		if (ev->before == 0 && ev->after > 0) {
-			free(o->node);
-			o->node = ing_xstrdup(ev->node);
-		}
-	}
-	obj_trim(o);
-	holder_count(in, o);
-	if (o->n_units == 0)
-		obj_del(in, r, o);
-}
-
-static void seed_node(ingest_t *in, const struct event *ev)
-{
-	struct obj *o = obj_get(in, RES_NODE, "", ev->node);
-	size_t i = 0;
-
-	if (o == NULL)
-		o = obj_add(in, RES_NODE, "", ev->node, NULL);
-	if (ev->cls[0] == '\0') {
-		o->exists = ev->present;
-		if (!o->exists && o->n_caps == 0)
-			obj_del(in, RES_NODE, o);
-		return;
-	}
-	while (i < o->n_caps && strcmp(o->caps[i].cls, ev->cls) != 0)
-		i++;
-	if (i == o->n_caps) {
-		o->caps = ing_xrealloc(o->caps, (i + 1) * sizeof(*o->caps));
-		snprintf(o->caps[i].cls, sizeof(o->caps[i].cls), "%s", ev->cls);
-		o->n_caps++;
-	}
-	o->caps[i].capacity = ev->value;
-	o->caps[i].serves = ev->present;
-}
-
-static void seed_tenant(ingest_t *in, const struct event *ev)
-{
-	struct tnode *t = tnode_get(in, ev->ns, true);
-	struct tnode *p = ev->parent ? tnode_get(in, ev->parent, true) : NULL;
-
-	t->exists = ev->type == EV_TENANT;
-	if (p != NULL)
-		p->n_children += t->exists ? 1 : (size_t)-1;
-}
-
-/* The class table after a CLASS event, kept sorted by name. */
-static void seed_class(ingest_t *in, const struct event *ev)
-{
-	struct class_table *t = &in->table;
-	struct gpu_class c;
-	json_t *def = ev->text ? json_loads(ev->text, 0, NULL) : NULL;
-	size_t i = 0;
-	bool found;
-
-	while (i < t->n && strcmp(t->classes[i].name, ev->cls) < 0)
-		i++;
-	found = i < t->n && strcmp(t->classes[i].name, ev->cls) == 0;
-	if (found) {
-		gpu_class_release(&t->classes[i]);
-		memmove(t->classes + i, t->classes + i + 1,
-			(t->n - i - 1) * sizeof(*t->classes));
-		t->n--;
-	}
-	if (def != NULL && gpu_class_parse(&c, def, NULL) == 0) {
-		t->classes = ing_xrealloc(t->classes,
-					  (t->n + 1) * sizeof(*t->classes));
-		memmove(t->classes + i + 1, t->classes + i,
-			(t->n - i) * sizeof(*t->classes));
-		t->classes[i] = c;
-		t->n++;
-	}
-	json_decref(def);
-}
-
-static int seed_event(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	ingest_t *in = ctx;
-	struct tnode *t;
-
-	if (ev->time_ns > in->time_ns)
-		in->time_ns = ev->time_ns;
-	switch (ev->type) {
-	case EV_TENANT:
-	case EV_TENANT_GONE:
-		seed_tenant(in, ev);
-		break;
-	case EV_BUDGET:
-		if ((t = tnode_get(in, ev->ns, true)) != NULL)
-			tnode_budget_set(t, ev->key, ev->present, ev->value);
-		break;
-	case EV_RAWKEY:
-		if ((t = tnode_get(in, ev->ns, true)) != NULL)
-			tnode_raw_set(t, ev->key, ev->present);
-		break;
-	case EV_CLASS:
-		seed_class(in, ev);
-		break;
-	case EV_NODE:
-		seed_node(in, ev);
-		break;
-	case EV_RESERVE:
-	case EV_RELEASE:
-	case EV_ALLOC:
-	case EV_FREE:
-		seed_units(in, ev);
-		break;
-	default:
-		break;
-	}
-	return 0;
-}
-
-/* The Tenant that governs namespace g, by the inverse of DESIGN 2.2. */
-static void tenant_of(const char *g, char *p, const char **x)
-{
-	const char *dash = strrchr(g, '-');
-
-	if (strcmp(g, "tenant-root") == 0 || !ns_parent(g, p)) {
-		snprintf(p, DNS1123_SUBDOMAIN_MAX + 1, "tenant-root");
-		*x = "root";
-		return;
-	}
-	*x = dash ? dash + 1 : g;
-}
-
-/*
- * What the ledger cannot say: existing tenant nodes are assumed to have
- * their Namespace, and declared budgets their Tenant, so that the first
- * relist of those resources removes exactly what is gone.
- */
-static void seed_reasons(ingest_t *in)
-{
-	size_t n;
-	void **ts = smap_sorted(&in->tnodes, &n);
-
-	for (size_t i = 0; i < n; i++) {
-		struct tnode *t = ts[i];
-		char p[DNS1123_SUBDOMAIN_MAX + 1];
-		const char *x;
-		struct obj *o;
-
-		if (!t->exists)
-			continue;
-		if (obj_get(in, RES_NAMESPACE, "", t->ns) == NULL)
-			obj_add(in, RES_NAMESPACE, "", t->ns, NULL);
-		t->ns_present = true;
-		if (t->n_budgets == 0 && t->n_raw == 0)
-			continue;
-		tenant_of(t->ns, p, &x);
-		o = obj_get(in, RES_TENANT, p, x);
-		if (o == NULL)
-			o = obj_add(in, RES_TENANT, p, x, NULL);
-		free(o->governed);
-		o->governed = ing_xstrdup(t->ns);
-		t->governor = o;
-	}
-	free(ts);
-}
-
-static int seed(ingest_t *in, struct lg_error *err)
-{
-	uint64_t limit = 0;
-	int rc;
-
-	if (in->o.seed_bounded) {
-		if (in->o.seed_seq == 0)
-			return 0;
-		limit = in->o.seed_seq;
-	}
-	if (ledger_last_seq(in->lg) == 0)
-		return 0;
-	rc = ledger_scan(in->lg, 1, limit, seed_event, in, err);
-	if (rc != 0)
-		return rc;
-	seed_reasons(in);
-	return 0;
 }
 
 static int load_positions(ingest_t *in, struct lg_error *err)
@@ -617,9 +460,10 @@ int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 	smap_init(&in->tnodes, tnode_key);
 	smap_init(&in->covers, cover_key);
 	arena_init(&in->arena);
+	smap_init(&in->dirty, dirty_key);
 	rc = load_positions(in, err);
 	if (rc == 0)
-		rc = seed(in, err);
+		rc = objtab_load(in, err);
 	if (rc == 0) {
 		needles_rebuild(in);
 		if (o != NULL && o->classes != NULL)
@@ -664,6 +508,7 @@ void ingest_free(ingest_t *in)
 		free_map(&in->objs[r], obj_free_v);
 	free_map(&in->tnodes, tnode_free_v);
 	free_map(&in->covers, cover_free_v);
+	free_map(&in->dirty, free);
 	class_table_release(&in->table);
 	needles_free(in);
 	free(in->evs);
@@ -674,11 +519,6 @@ void ingest_free(ingest_t *in)
 		free(in->pos_committed[r]);
 	}
 	free(in);
-}
-
-void ingest_set_quiet(ingest_t *in, bool quiet)
-{
-	in->quiet = quiet;
 }
 
 int64_t ingest_time_ns(const ingest_t *in)
@@ -752,10 +592,10 @@ static int broken(struct lg_error *err)
 			    "must be restarted from the ledger");
 }
 
-/* Appends evs[0..n) (split at the ledger's batch bound) with meta on the
- * last part. */
-static int append_all(ingest_t *in, const struct ledger_meta *meta,
-		      size_t n_meta, struct lg_error *err)
+/* Appends evs[0..n) (split at the ledger's batch bound) with b (the
+ * positions and object records) on the last part. */
+static int append_all(ingest_t *in, const struct ledger_batch *b,
+		      struct lg_error *err)
 {
 	size_t off = 0;
 
@@ -766,8 +606,8 @@ static int append_all(ingest_t *in, const struct ledger_meta *meta,
 
 		if (!last)
 			k = INGEST_APPEND_MAX;
-		rc = ledger_append(in->lg, in->evs + off, k, last ? meta : NULL,
-				   last ? n_meta : 0, NULL, err);
+		rc = ledger_append_batch(in->lg, in->evs + off, k,
+					 last ? b : NULL, NULL, err);
 		if (rc != 0)
 			return rc;
 		off += k;
@@ -775,22 +615,32 @@ static int append_all(ingest_t *in, const struct ledger_meta *meta,
 	return 0;
 }
 
+/* One transaction: the pending events, the positions they came with and
+ * the object table's changed records (DESIGN 4.2). */
 int ingest_flush(ingest_t *in, struct lg_error *err)
 {
 	struct ledger_meta meta[RES_MAX + 1];
-	size_t n_meta = 0;
+	struct ledger_batch b = {.meta = meta};
 	int rc;
 
 	if (in->broken)
 		return broken(err);
 	for (int r = 0; r <= RES_MAX; r++)
 		if (in->pos_pending[r] != NULL)
-			meta[n_meta++] = (struct ledger_meta){
+			meta[b.n_meta++] = (struct ledger_meta){
 				position_keys[r], in->pos_pending[r],
 				strlen(in->pos_pending[r])};
-	if (in->n_evs == 0 && n_meta == 0)
+	if (in->n_evs == 0 && b.n_meta == 0 && in->dirty.n == 0 &&
+	    in->time_ns == in->tab_time_ns &&
+	    in->time_back_noted == in->tab_time_back)
 		return 0;
-	rc = append_all(in, meta, n_meta, err);
+	objtab_collect(in, &b);
+	if (in->n_evs == 0 && b.n_meta == 0 && b.n_objs == 0) {
+		objtab_release(in, &b, true);
+		return 0;
+	}
+	rc = append_all(in, &b, err);
+	objtab_release(in, &b, rc == 0);
 	if (rc != 0) {
 		in->broken = true;
 		return rc;
@@ -813,7 +663,7 @@ int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err)
 	struct event ev = {.type = EV_TICK};
 	int rc = ingest_flush(in, err);
 
-	if (rc != 0 || in->quiet)
+	if (rc != 0)
 		return rc;
 	if (time_ns > in->time_ns)
 		in->time_ns = time_ns;
@@ -929,6 +779,8 @@ int ingest_event(ingest_t *in, enum watch_type type, const json_t *object,
 		return 0;
 	}
 	o = obj_get(in, r, ns, name);
+	if (o != NULL)
+		obj_touch(in, r, o);
 	if (type == WATCH_DELETED) {
 		on_deleted(in, r, object, o);
 		return 0;
@@ -1046,8 +898,9 @@ static int remap_all(ingest_t *in)
 
 		for (size_t i = 0; i < n && rc == 0; i++) {
 			struct obj *o = os[i];
-			json_t *doc = json_incref(o->doc);
+			json_t *doc = json_incref(obj_doc(o));
 
+			obj_touch(in, r, o);
 			if (doc != NULL)
 				rc = handlers[r].upsert(in, r, doc, o);
 			json_decref(doc);

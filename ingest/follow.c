@@ -3,13 +3,12 @@
  * the byte offset of the next unread line is the stream's position and is
  * committed in the same transaction as the events of the lines before it.
  *
- * A restart cannot trust a cache it did not build, and the ledger does not
- * hold the objects (only what they contributed), so the cache is rebuilt
- * the way it was built: seeded from the ledger as the first run found it
- * (events 1..seedSeq), the --classes table applied, then lines [0, offset)
- * replayed in quiet mode. Everything the engine does is a function of that
- * input, so the restarted engine is the engine that was killed, and the
- * log goes on as if nothing had happened.
+ * A restart does not re-read the lines before its committed offset: the
+ * engine's cache is persisted in the ledger's object table in the same
+ * transaction (ingest/objtab.c), so the engine loaded at start is the
+ * engine that was killed. The position records a fingerprint of the
+ * file's first bytes and of the --classes table; a resumed run checks
+ * both, that a line ends at the offset, and goes on from there.
  *
  * Only the engine's public interface is used here.
  */
@@ -29,6 +28,8 @@
 #define FOLLOW_READ_BYTES (1u << 20)
 #define FOLLOW_MAX_OBJECT (4u << 20)
 #define POSITION_MAX	  (PATH_MAX + 256)
+/* Events past the latest checkpoint that make a finishing run write one. */
+#define FOLLOW_CHECKPOINT_TAIL 100000
 
 struct reader {
 	int fd;
@@ -271,41 +272,73 @@ static int feed(struct follow *f, int kind, const char *line, uint64_t len,
 	return ingest_line(f->in, line, (size_t)len, err);
 }
 
-/* Replays lines [0, offset) quietly. */
-static int replay(struct follow *f, const struct position *p,
-		  struct ingest_follow_result *res, struct lg_error *err)
+/* Reads exactly n bytes at off (fewer only at the end of the file). */
+static int read_at(int fd, void *buf, size_t n, uint64_t off, size_t *got,
+		   struct lg_error *err)
 {
-	const char *line;
-	uint64_t len;
-	int rc = 0;
+	*got = 0;
+	while (*got < n) {
+		ssize_t k = pread(fd, (char *)buf + *got, n - *got,
+				  (off_t)(off + *got));
 
-	ingest_set_quiet(f->in, true);
-	if (f->o->classes != NULL)
-		rc = ingest_set_classes(f->in, f->o->classes, err);
-	while (rc == 0 && f->r.offset < p->offset) {
-		int k = next_line(&f->r, &line, &len, err);
-
+		if (k < 0 && errno == EINTR)
+			continue;
 		if (k < 0)
-			return k;
-		if (k == LINE_EOF)
+			return lg_error_set(err, LG_EIO, "read: %s",
+					    strerror(errno));
+		if (k == 0)
 			break;
-		rc = feed(f, k, line, len, err);
-		res->replayed++;
+		*got += (size_t)k;
 	}
-	ingest_set_quiet(f->in, false);
+	return 0;
+}
+
+/* Goes on at the committed offset without reading the lines before it
+ * (the loaded object table is the engine that read them): the file must
+ * still start with the bytes fingerprinted, and a line must end at the
+ * offset (a newline just before it, or the end of the file). */
+static int resume_at(struct follow *f, const struct position *p,
+		     struct lg_error *err)
+{
+	size_t want = p->offset < FOLLOW_HEAD_BYTES ? (size_t)p->offset
+						    : FOLLOW_HEAD_BYTES;
+	size_t got = 0;
+	char last, next;
+	bool ok;
+	int rc = read_at(f->r.fd, f->r.head, want, 0, &got, err);
+
 	if (rc != 0)
 		return rc;
-	if (f->r.offset != p->offset)
+	ok = got == want;
+	if (ok && p->offset > 0) {
+		if ((rc = read_at(f->r.fd, &last, 1, p->offset - 1, &got,
+				  err)) != 0)
+			return rc;
+		ok = got == 1;
+		/* A last line without a newline ends at the end. */
+		if (ok && last != '\n') {
+			if ((rc = read_at(f->r.fd, &next, 1, p->offset, &got,
+					  err)) != 0)
+				return rc;
+			ok = got == 0;
+		}
+	}
+	if (!ok)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "%s: no line ends at the committed "
 				    "position %llu (the file is shorter or was "
 				    "rewritten)",
 				    f->o->path, (unsigned long long)p->offset);
+	f->r.head_len = want;
 	if (head_hash(f, p->offset) != p->head)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "%s: does not start with the bytes the "
 				    "ledger read from %s",
 				    f->o->path, p->source);
+	if (lseek(f->r.fd, (off_t)p->offset, SEEK_SET) < 0)
+		return lg_error_set(err, LG_EIO, "%s: seek: %s", f->o->path,
+				    strerror(errno));
+	f->r.offset = p->offset;
 	return 0;
 }
 
@@ -320,8 +353,9 @@ static bool tables_equal(const struct class_table *a,
 	return true;
 }
 
-/* Where to start: a fresh run seeds from the whole ledger; a resumed one
- * rebuilds the engine it continues. */
+/* Where to start: the engine loads its cache from the ledger (the object
+ * table and the state) either way; a fresh run applies --classes, a
+ * resumed one goes on at its offset. */
 static int start(struct follow *f, struct ingest_follow_result *res,
 		 struct lg_error *err)
 {
@@ -329,8 +363,7 @@ static int start(struct follow *f, struct ingest_follow_result *res,
 	bool found;
 	int rc = position_read(f->lg, &p, &found, err);
 	struct ingest_opts io = {.max_object_bytes = f->o->max_object_bytes,
-				 .batch_events = f->o->batch_events,
-				 .seed_bounded = true};
+				 .batch_events = f->o->batch_events};
 
 	if (rc != 0)
 		return rc;
@@ -350,8 +383,9 @@ static int start(struct follow *f, struct ingest_follow_result *res,
 				    "--classes differs from the table the "
 				    "first run on %s started with",
 				    p.source);
+	/* seedSeq (where the first run found the ledger) is kept for the
+	 * record; nothing reads the log up to it any more. */
 	f->seed_seq = found ? p.seed_seq : ledger_last_seq(f->lg);
-	io.seed_seq = f->seed_seq;
 	f->suffix_len = (size_t)snprintf(f->suffix, sizeof(f->suffix),
 					 ",\"seedSeq\":%llu,\"source\":%s}",
 					 (unsigned long long)f->seed_seq,
@@ -363,7 +397,7 @@ static int start(struct follow *f, struct ingest_follow_result *res,
 		return f->o->classes
 			       ? ingest_set_classes(f->in, f->o->classes, err)
 			       : 0;
-	if ((rc = replay(f, &p, res, err)) != 0)
+	if ((rc = resume_at(f, &p, err)) != 0)
 		return rc;
 	if (!tables_equal(ingest_classes(f->in),
 			  state_classes(ledger_state(f->lg))))
@@ -376,8 +410,8 @@ static int start(struct follow *f, struct ingest_follow_result *res,
 
 static int run(struct follow *f, struct lg_error *err)
 {
-	const char *line;
-	uint64_t len;
+	const char *line = NULL;
+	uint64_t len = 0;
 	int rc = 0;
 
 	while (rc == 0 && (f->o->stop == NULL || *f->o->stop == 0)) {
@@ -446,6 +480,12 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		rc = start(&f, res, err);
 	if (rc == 0)
 		rc = run(&f, err);
+	/* A run that ends cleanly leaves a checkpoint near the end, so that
+	 * the next start reads the table and the checkpoint, not a tail of
+	 * up to the ledger's checkpoint interval. */
+	if (rc == 0 && ledger_last_seq(lg) - ledger_checkpoint_seq(lg) >
+			       FOLLOW_CHECKPOINT_TAIL)
+		rc = ledger_checkpoint(lg, err);
 	res->offset = f.r.offset;
 	if (f.in != NULL)
 		ingest_counters(f.in, &res->c);

@@ -321,6 +321,12 @@ static void cover_link(ingest_t *in, struct obj *vmi, const char *claim,
 	}
 }
 
+void covers_restore(ingest_t *in, struct obj *vmi)
+{
+	for (size_t i = 0; i < vmi->n_covers; i++)
+		cover_link(in, vmi, vmi->covers[i], true);
+}
+
 /* The claim names a VMInstance's class entries would cover. */
 static size_t vmi_covers(const struct holder_map *hm,
 			 char (*names)[DNS1123_LABEL_MAX + 1])
@@ -349,8 +355,10 @@ static int recheck_claims(ingest_t *in, const char *ns,
 
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct obj *c = obj_get(in, RES_RESOURCECLAIM, ns, names[i]);
-		json_t *doc = c ? json_incref(c->doc) : NULL;
+		json_t *doc = c ? json_incref(obj_doc(c)) : NULL;
 
+		if (c != NULL)
+			obj_touch(in, RES_RESOURCECLAIM, c);
 		if (doc != NULL)
 			rc = holder_upsert(in, RES_RESOURCECLAIM, doc, c);
 		json_decref(doc);
@@ -402,7 +410,7 @@ static bool claim_covered(ingest_t *in, const struct holder_map *claim)
 		return false;
 	vhm = ing_xmalloc(sizeof(*vhm));
 	for (size_t i = 0; i < c->n && !yes; i++)
-		if (c->vmis[i]->doc != NULL &&
+		if (obj_doc(c->vmis[i]) != NULL &&
 		    holder_map_object(c->vmis[i]->doc, &in->table, vhm, NULL) ==
 			    0)
 			yes = holder_claim_covered(claim, vhm);
@@ -563,7 +571,7 @@ int holder_upsert(ingest_t *in, enum resource r, const json_t *obj,
 	 * dormant pod's units stay 0 while its node and phase move, so its
 	 * extract always follows. */
 	if (obj != o->doc &&
-	    (r != RES_POD || o->doc == NULL || changed || dormant))
+	    (r != RES_POD || !obj_has_doc(o) || changed || dormant))
 		obj_set_doc(o, holder_extract(r, obj));
 	if (r == RES_VMINSTANCE) {
 		char(*names)[DNS1123_LABEL_MAX + 1] =
@@ -582,8 +590,7 @@ void holder_delete(ingest_t *in, enum resource r, struct obj *o)
 {
 	holder_apply(in, o, o->uid, NULL, 0, "");
 	if (r == RES_VMINSTANCE) {
-		json_decref(o->doc);
-		o->doc = NULL;
+		obj_set_doc(o, NULL);
 		covers_set(in, o, NULL, 0);
 	}
 	obj_del(in, r, o);

@@ -14,7 +14,10 @@
  * Invariants:
  *  - The engine's cache of mapped objects is always consistent with the
  *    ledger state after a flush; it diffs new mappings against the cache,
- *    so the same input twice produces nothing new.
+ *    so the same input twice produces nothing new. The cache is persisted
+ *    in the ledger's object table in the transaction of every flush, and
+ *    a new engine loads it (O(live objects)): a restart continues the
+ *    engine that was stopped or killed.
  *  - A relist (start, 410, ERROR) reconciles: exactly the differences
  *    between the listed objects and what the engine holds become events;
  *    objects that vanished are released.
@@ -73,17 +76,13 @@ struct ingest_opts {
 	size_t max_object_bytes; /* 0: 4 MiB */
 	size_t batch_events; /* flush when this many are pending (0: 10000) */
 	int64_t tick_ns;     /* TICK after this much quiet (0: 60 s) */
-	/* Seeding (ingest_new): by default the cache starts as the whole
-	 * ledger state. With seed_bounded, only the events 1..seed_seq are
-	 * read (0: an empty cache): a recorded stream that resumes rebuilds
-	 * its cache by replaying its prefix quietly on top of the state it
-	 * started from (see ingest_set_quiet). */
-	bool seed_bounded;
-	uint64_t seed_seq;
 };
 
 /* An engine appending to lg (which it borrows; lg must outlive it). Its
- * cache is seeded from the ledger state. */
+ * cache is loaded from the ledger's object table and state (ingest/
+ * objtab.c): the cache of the engine that last flushed to lg, read in
+ * O(live objects); a ledger without the table gets one built from the
+ * state. LG_ECORRUPT names a damaged table record. */
 int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 	       struct lg_error *err);
 void ingest_free(ingest_t *in);
@@ -109,7 +108,9 @@ void ingest_set_position(ingest_t *in, enum resource r, const char *value);
 /* The committed position (NULL when none), borrowed. */
 const char *ingest_position(ingest_t *in, enum resource r);
 
-/* Appends what is pending (events and positions) in one transaction. */
+/* Appends what is pending (events, positions, and the object table's
+ * records of the objects changed since the last flush) in one
+ * transaction. */
 int ingest_flush(ingest_t *in, struct lg_error *err);
 /* Appends a TICK at time_ns if it is later than the horizon. */
 int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err);
@@ -121,9 +122,6 @@ int ingest_set_classes(ingest_t *in, const struct class_table *t,
 		       struct lg_error *err);
 /* The table in force, borrowed until the next call that changes it. */
 const struct class_table *ingest_classes(const ingest_t *in);
-/* Quiet mode: input updates the cache as usual but no event is appended
- * (the ledger already holds them: a resumed stream replays its prefix). */
-void ingest_set_quiet(ingest_t *in, bool quiet);
 /* The current event time (the last input time, never decreasing). */
 int64_t ingest_time_ns(const ingest_t *in);
 /* A NOTE with no object, with code (a static string) and message (copied;
@@ -158,6 +156,10 @@ const char *ingest_position_key(enum resource r);
 
 struct ingest_counters {
 	uint64_t lines, events_in, events_out, notes, skipped_fast, relists;
+	/* Records the start read (ingest_new): the object table's, plus the
+	 * event records and the checkpoint the ledger handle read to build
+	 * its state; O(live objects), not O(history). */
+	uint64_t start_records;
 };
 void ingest_counters(const ingest_t *in, struct ingest_counters *c);
 
@@ -176,15 +178,16 @@ size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
 /* Following a recorded stream (ingest/follow.c), exactly once across
  * restarts. After every line the position {"classes", "head", "offset",
  * "seedSeq", "source"} is handed to the engine and committed with the
- * events of the lines before it. A run on a ledger whose position names the
- * same file (by real path) seeds the cache from the events 1..seedSeq (what
- * the first run started from), applies the same --classes table (checked by
- * its fingerprint "classes"), replays lines [0, offset) quietly, checks
- * that the file still starts with the same bytes ("head", a fingerprint of
- * its first 4 KiB) and that the class table agrees with the ledger's, and
- * goes on from offset. At the end of the input the engine
+ * events of the lines before it (and the engine's object table). A run on
+ * a ledger whose position names the same file (by real path) loads the
+ * engine (ingest_new), checks that the --classes table is the first run's
+ * (its fingerprint "classes"), that the file still starts with the same
+ * bytes ("head", a fingerprint of its first 4 KiB) and that a line ends at
+ * offset, and goes on from offset without reading what is before it.
+ * seedSeq is the last seq when the first run started (kept for the
+ * record). At the end of the input the engine
  * is flushed and a TICK is appended at the last line's time when that is
- * later than the horizon. Standard input ("-") cannot be replayed, so a
+ * later than the horizon. Standard input ("-") cannot be resumed, so a
  * ledger that already holds a stdin position is refused (LG_EEXIST), as is
  * one whose position names another source. */
 
@@ -200,10 +203,9 @@ struct ingest_follow_opts {
 };
 
 struct ingest_follow_result {
-	bool resumed;	   /* a committed position was found */
-	uint64_t offset;   /* where reading ended */
-	uint64_t replayed; /* lines replayed quietly */
-	struct ingest_counters c;
+	bool resumed;		  /* a committed position was found */
+	uint64_t offset;	  /* where reading ended */
+	struct ingest_counters c; /* c.start_records: what the start read */
 };
 
 /* Errors: LG_ENOENT (no such file), LG_EEXIST (the ledger follows another

@@ -8,7 +8,8 @@
  * node, a node's capacity and serving, a Tenant's budgets), plus what is
  * needed to map it again when the class table changes (a small JSON
  * extract). Diffs are always taken against the ledger's view, so an event
- * is emitted exactly when the ledger would change.
+ * is emitted exactly when the ledger would change. The cache lives on in
+ * the ledger's object table (objtab.c), written with every flush.
  */
 #ifndef GPULEDGER_INGEST_INT_H
 #define GPULEDGER_INGEST_INT_H
@@ -89,13 +90,17 @@ struct ncap {
 
 /* One watched object. Every string is owned. */
 struct obj {
-	char *key; /* "ns/name", or "name" for cluster-scoped objects */
-	char *ns;  /* "" for cluster-scoped objects */
-	char *name;
-	char *uid;     /* "" when none */
-	json_t *doc;   /* what mapping it again needs; NULL when seeded */
-	uint64_t note; /* hash of the last NOTE about it (0: none) */
-	bool seen;     /* listed during the relist in progress */
+	char *key;	   /* "ns/name", or "name" for cluster-scoped objects */
+	char *ns;	   /* "" for cluster-scoped objects */
+	char *name;	   /* key, ns and name: one block (obj_set_names) */
+	char *uid;	   /* "" when none */
+	json_t *doc;	   /* what mapping it again needs; NULL when seeded */
+	char *doc_text;	   /* or the same as JSON text, not parsed yet (a loaded
+			      object: most are never mapped again); read both
+			      through obj_doc */
+	uint64_t note;	   /* hash of the last NOTE about it (0: none) */
+	bool seen;	   /* listed during the relist in progress */
+	uint64_t tab_hash; /* of its record as last written (0: none) */
 	/* Holders: the ledger's view. */
 	enum holder_kind kind;
 	size_t n_units;
@@ -156,13 +161,16 @@ struct ingest {
 	struct arena arena;
 	char *pos_pending[RES_MAX + 1];
 	char *pos_committed[RES_MAX + 1];
-	bool quiet;
 	bool broken; /* a flush failed: the cache is ahead of the ledger */
 	int64_t time_ns;
 	int64_t time_back_noted; /* time_ns when TimeWentBack was last noted */
 	bool relisting[RES_MAX];
 	struct ingest_counters c;
 	struct ingest_note_count note_counts[INGEST_NOTE_CODES];
+	/* Objects the next flush writes to the object table (objtab.c): the
+	 * values are their keys, 'a' + resource then the cache key. */
+	struct smap dirty;
+	int64_t tab_time_ns, tab_time_back; /* the clock as last written */
 	/* The pod projection of the current line (stream.c). */
 	char *proj;
 	size_t proj_cap;
@@ -172,7 +180,7 @@ struct ingest {
  * failed flush), and the event time. */
 int input_begin(ingest_t *in, struct lg_error *err);
 void advance_time(ingest_t *in, int64_t time_ns);
-/* engine.c: emitting (copies every string; nothing in quiet mode). */
+/* engine.c: emitting (copies every string). */
 void emit(ingest_t *in, const struct event *ev);
 void emit_note(ingest_t *in, struct obj *o, const char *code,
 	       enum holder_kind kind, const char *ns, const char *name,
@@ -183,8 +191,16 @@ struct obj *obj_get(ingest_t *in, enum resource r, const char *ns,
 struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
 		    const char *name, const char *uid);
 void obj_del(ingest_t *in, enum resource r, struct obj *o);
+void obj_free(struct obj *o);
+void obj_set_names(struct obj *o, const char *ns, const char *name);
 void obj_set_uid(struct obj *o, const char *uid);
+/* The resource of a holder kind (RES_MAX for HK_NONE). */
+enum resource kind_res(enum holder_kind k);
 void obj_set_doc(struct obj *o, json_t *doc); /* takes the reference */
+/* The extract (parsed on first use; NULL when none or unreadable),
+ * borrowed until the next obj_set_doc. */
+json_t *obj_doc(struct obj *o);
+bool obj_has_doc(const struct obj *o);
 /* The units of class cls of holder o (added as 0 when absent). */
 struct ucls *obj_units(struct obj *o, const char *cls);
 /* Drops units that are 0 in both measures. */
@@ -201,6 +217,20 @@ const char *meta_str(const json_t *obj, const char *key);
 typedef int upsert_fn(ingest_t *in, enum resource r, const json_t *obj,
 		      struct obj *o);
 typedef void delete_fn(ingest_t *in, enum resource r, struct obj *o);
+
+/* objtab.c: the persisted object table. obj_touch names o for the next
+ * flush (a changed or deleted object; obj_add and obj_del call it);
+ * objtab_collect puts the records of the named objects that changed, and
+ * of the engine's clock, into b (owned by in until objtab_release, which
+ * with committed forgets the names); objtab_load fills the cache at
+ * start. */
+const char *dirty_key(const void *v);
+void obj_touch(ingest_t *in, enum resource r, const struct obj *o);
+void objtab_collect(ingest_t *in, struct ledger_batch *b);
+void objtab_release(ingest_t *in, struct ledger_batch *b, bool committed);
+int objtab_load(ingest_t *in, struct lg_error *err);
+/* The whole cache as canonical text, for tests (caller frees). */
+char *objtab_dump(const ingest_t *in);
 
 /* tree.c: tenant nodes, Namespaces, Tenants. */
 struct tnode *tnode_get(ingest_t *in, const char *ns, bool create);
@@ -224,6 +254,8 @@ bool holder_apply(ingest_t *in, struct obj *o, const char *uid,
 /* Counts o in its tenant node while it holds units. */
 void holder_count(ingest_t *in, struct obj *o);
 void cover_free(struct cover *c);
+/* Links a loaded VMInstance's cover names into the cover index. */
+void covers_restore(ingest_t *in, struct obj *vmi);
 /* A pod that holds nothing but must stay cached, because a later class
  * table could map it: it names an extended resource and is not terminal. */
 bool pod_dormant(const json_t *pod);

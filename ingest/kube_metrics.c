@@ -435,6 +435,11 @@ char *kube_metrics_render(const struct kube_metrics_view *v, size_t *len)
 	      "Events the watcher appended to the ledger.");
 	tput(&b, "gpuledger_watch_events_appended_total %llu\n",
 	     (unsigned long long)v->c.events_out);
+	thead(&b, "gpuledger_watch_start_records", "gauge",
+	      "Records the start read: the object table's, the checkpoint "
+	      "and the tail after it (O(live objects)).");
+	tput(&b, "gpuledger_watch_start_records %llu\n",
+	     (unsigned long long)v->c.start_records);
 	thead(&b, "gpuledger_watch_notes_total", "counter",
 	      "NOTE events, by code.");
 	for (size_t i = 0; i < v->n_notes; i++)

@@ -131,9 +131,46 @@ static int put_checkpoint(ledger_t *lg, MDB_txn *txn, const uint8_t *head)
 }
 
 /* One attempt at writing the prepared batch. Returns an LMDB code. */
+/* The meta pairs or object records kv[0..n) into db; val NULL deletes. */
+static int put_pairs(MDB_txn *txn, MDB_dbi dbi, const struct ledger_meta *kv,
+		     size_t n)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		MDB_val key = {.mv_size = strlen(kv[i].key),
+			       .mv_data = (void *)kv[i].key};
+		MDB_val val = {.mv_size = kv[i].len,
+			       .mv_data = (void *)kv[i].val};
+
+		if (kv[i].val == NULL) {
+			rc = mdb_del(txn, dbi, &key, NULL);
+			rc = rc == MDB_NOTFOUND ? 0 : rc;
+		} else {
+			rc = mdb_put(txn, dbi, &key, &val, 0);
+		}
+	}
+	return rc;
+}
+
+/* The object table's records of the batch, and the seq it is now written
+ * at (DESIGN 4.2: in the transaction of the events derived with it). */
+static int put_objects(ledger_t *lg, MDB_txn *txn, uint64_t last,
+		       const struct ledger_batch *b)
+{
+	uint8_t v[8];
+	struct ledger_meta at = {LEDGER_OBJECTS_SEQ_KEY, v, sizeof(v)};
+	int rc;
+
+	if (b == NULL || !b->objects)
+		return 0;
+	store_le64_put(v, last);
+	rc = put_pairs(txn, lg->dbi[LEDGER_DB_OBJECTS], b->objs, b->n_objs);
+	return rc ? rc : put_pairs(txn, lg->dbi[LEDGER_DB_META], &at, 1);
+}
+
 static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
-		       uint64_t first, size_t n, const struct ledger_meta *meta,
-		       size_t n_meta)
+		       uint64_t first, size_t n, const struct ledger_batch *b)
 {
 	MDB_cursor *ev = NULL;
 	/* One cursor for the batch appends where the last put left it;
@@ -151,20 +188,11 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 	}
 	if (ev != NULL)
 		mdb_cursor_close(ev);
-	for (size_t i = 0; i < n_meta && rc == 0; i++) {
-		MDB_val key = {.mv_size = strlen(meta[i].key),
-			       .mv_data = (void *)meta[i].key};
-		MDB_val val = {.mv_size = meta[i].len,
-			       .mv_data = (void *)meta[i].val};
-
-		if (meta[i].val == NULL) {
-			rc = mdb_del(txn, lg->dbi[LEDGER_DB_META], &key, NULL);
-			rc = rc == MDB_NOTFOUND ? 0 : rc;
-		} else {
-			rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val,
-				     0);
-		}
-	}
+	if (rc == 0 && b != NULL)
+		rc = put_pairs(txn, lg->dbi[LEDGER_DB_META], b->meta,
+			       b->n_meta);
+	if (rc == 0)
+		rc = put_objects(lg, txn, first + n - 1, b);
 	if (rc == 0)
 		rc = store_vidx_put(lg, txn, evs, first, n);
 	/* The Merkle tree grows in the same transaction (DESIGN 4.4). */
@@ -204,14 +232,13 @@ int store_grow_map(ledger_t *lg, struct lg_error *err)
  * batch was prepared, else *stale is set (another writer came in between).
  * txn is always consumed. */
 static int commit_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
-			uint64_t first, size_t n,
-			const struct ledger_meta *meta, size_t n_meta,
+			uint64_t first, size_t n, const struct ledger_batch *b,
 			const uint8_t *head, bool *stale, struct lg_error *err)
 {
 	for (;;) {
 		uint64_t last;
 		bool cp = checkpoint_due(lg, first + n - 1);
-		int rc = write_batch(lg, txn, evs, first, n, meta, n_meta);
+		int rc = write_batch(lg, txn, evs, first, n, b);
 
 		if (rc == 0 && cp)
 			rc = put_checkpoint(lg, txn, head);
@@ -243,8 +270,8 @@ static int commit_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 /* One attempt: in a write transaction (which serialises writers across
  * processes), catch up, prepare and commit. */
 static int append_once(ledger_t *lg, struct event *evs, size_t n,
-		       const struct ledger_meta *meta, size_t n_meta,
-		       uint8_t *head, bool *stale, struct lg_error *err)
+		       const struct ledger_batch *b, uint8_t *head, bool *stale,
+		       struct lg_error *err)
 {
 	MDB_txn *txn;
 	size_t applied = 0;
@@ -262,8 +289,7 @@ static int append_once(ledger_t *lg, struct event *evs, size_t n,
 		lg->dirty = lg->dirty || applied > 0;
 		return rc;
 	}
-	rc = commit_batch(lg, txn, evs, lg->seq + 1, n, meta, n_meta, head,
-			  stale, err);
+	rc = commit_batch(lg, txn, evs, lg->seq + 1, n, b, head, stale, err);
 	/* The state holds a batch the log lacks; the cached tree edge may
 	 * hold its leaves. */
 	lg->dirty = lg->dirty || rc != 0;
@@ -276,8 +302,43 @@ int ledger_append(ledger_t *lg, struct event *evs, size_t n,
 		  const struct ledger_meta *meta, size_t n_meta,
 		  uint64_t *first_seq, struct lg_error *err)
 {
+	struct ledger_batch b = {.meta = meta, .n_meta = n_meta};
+
+	return ledger_append_batch(lg, evs, n, &b, first_seq, err);
+}
+
+/* Object records the ledger can store: LMDB's key bound, the value bound. */
+static int check_objects(const struct ledger_batch *b, struct lg_error *err)
+{
+	for (size_t i = 0; b->objects && i < b->n_objs; i++) {
+		size_t k = strlen(b->objs[i].key);
+
+		if (k == 0 || k > LEDGER_OBJECT_KEY_MAX)
+			return lg_error_set(err, LG_ELIMIT,
+					    "object key of %zu bytes, not "
+					    "1..%u",
+					    k, LEDGER_OBJECT_KEY_MAX);
+		if (b->objs[i].val != NULL &&
+		    b->objs[i].len > LEDGER_OBJECT_MAX_BYTES)
+			return lg_error_set(err, LG_ELIMIT,
+					    "object %.64s: %zu bytes, more "
+					    "than %u",
+					    b->objs[i].key, b->objs[i].len,
+					    LEDGER_OBJECT_MAX_BYTES);
+	}
+	return 0;
+}
+
+int ledger_append_batch(ledger_t *lg, struct event *evs, size_t n,
+			const struct ledger_batch *b, uint64_t *first_seq,
+			struct lg_error *err)
+{
+	static const struct ledger_batch none;
 	uint8_t head[LEDGER_HEAD_BYTES];
 	int rc;
+
+	if (b == NULL)
+		b = &none;
 
 	if (lg->o.read_only)
 		return lg_error_set(err, LG_EINVAL, "ledger opened read-only");
@@ -285,12 +346,14 @@ int ledger_append(ledger_t *lg, struct event *evs, size_t n,
 		return lg_error_set(err, LG_ELIMIT,
 				    "batch of %zu events, more than %u", n,
 				    LEDGER_BATCH_MAX);
-	if (n == 0 && n_meta == 0)
+	if ((rc = check_objects(b, err)) != 0)
+		return rc;
+	if (n == 0 && b->n_meta == 0 && !b->objects)
 		return ledger_refresh(lg, err);
 	for (int tries = 0;; tries++) {
 		bool stale = false;
 
-		rc = append_once(lg, evs, n, meta, n_meta, head, &stale, err);
+		rc = append_once(lg, evs, n, b, head, &stale, err);
 		if (rc == 0)
 			break;
 		if (!stale || tries > 8)
@@ -402,29 +465,31 @@ int ledger_raw_put(ledger_t *lg, enum ledger_db db, uint64_t key,
 	return rc ? store_error(err, rc, "raw put") : 0;
 }
 
-int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
-		     void *ctx, struct lg_error *err)
+/* Calls fn for every key of db starting with prefix, in key order. */
+static int db_scan(ledger_t *lg, enum ledger_db db, const char *prefix,
+		   ledger_meta_fn *fn, void *ctx, struct lg_error *err)
 {
 	MDB_txn *txn;
 	MDB_cursor *cur = NULL;
 	size_t pl = strlen(prefix);
 	MDB_val k = {.mv_size = pl, .mv_data = (void *)prefix}, v;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err), op = MDB_SET_RANGE;
+	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int op = pl > 0 ? MDB_SET_RANGE : MDB_FIRST;
 
 	if (rc != 0)
 		return rc;
-	if ((rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_META], &cur)) != 0) {
+	if ((rc = mdb_cursor_open(txn, lg->dbi[db], &cur)) != 0) {
 		mdb_txn_abort(txn);
 		return store_error(err, rc, "open cursor");
 	}
 	for (;; op = MDB_NEXT) {
-		rc = store_cursor_get(lg, cur, LEDGER_DB_META, &k, &v, op);
+		rc = store_cursor_get(lg, cur, db, &k, &v, op);
 		if (rc == MDB_NOTFOUND) {
 			rc = 0;
 			break;
 		}
 		if (rc != 0) {
-			rc = store_read_error(lg, err, rc, 0, "read meta");
+			rc = store_read_error(lg, err, rc, 0, "read");
 			break;
 		}
 		if (k.mv_size < pl || memcmp(k.mv_data, prefix, pl) != 0)
@@ -435,5 +500,39 @@ int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
 	}
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
+	return rc;
+}
+
+int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
+		     void *ctx, struct lg_error *err)
+{
+	return db_scan(lg, LEDGER_DB_META, prefix, fn, ctx, err);
+}
+
+int ledger_objects_scan(ledger_t *lg, ledger_meta_fn *fn, void *ctx,
+			struct lg_error *err)
+{
+	if (lg->no_objects)
+		return 0;
+	return db_scan(lg, LEDGER_DB_OBJECTS, "", fn, ctx, err);
+}
+
+int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
+		       struct lg_error *err)
+{
+	uint8_t v[8];
+	size_t len = 0;
+	int rc = ledger_meta_get(lg, LEDGER_OBJECTS_SEQ_KEY, v, sizeof(v), &len,
+				 err);
+
+	*seq = 0;
+	*present = rc == 0;
+	if (rc == LG_ENOENT)
+		return 0;
+	if (rc == LG_ERANGE || (rc == 0 && len != sizeof(v)))
+		return lg_error_set(err, LG_ECORRUPT, "meta %s: not 8 bytes",
+				    LEDGER_OBJECTS_SEQ_KEY);
+	if (rc == 0)
+		*seq = store_le64_get(v);
 	return rc;
 }

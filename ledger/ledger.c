@@ -29,6 +29,7 @@ const char *const store_db_names[LEDGER_DB_MAX] = {
 	[LEDGER_DB_CHECKPOINTS] = "checkpoints",
 	[LEDGER_DB_META] = "meta",
 	[LEDGER_DB_TREE] = "tree",
+	[LEDGER_DB_OBJECTS] = "objects",
 };
 
 /* ---------------------------------------------------------------------- */
@@ -450,7 +451,9 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 		return rc;
 	for (int i = 0; i < LEDGER_DB_MAX && (rc == 0 || rc == MDB_NOTFOUND);
 	     i++) {
-		unsigned f = i == LEDGER_DB_META ? 0 : MDB_INTEGERKEY;
+		unsigned f = i == LEDGER_DB_META || i == LEDGER_DB_OBJECTS
+				     ? 0
+				     : MDB_INTEGERKEY;
 		int r;
 
 		if (!lg->o.read_only)
@@ -461,7 +464,12 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 		if (r == MDB_NOTFOUND && i == LEDGER_DB_TREE) {
 			lg->no_tree = true;
 			r = 0;
-		} else {
+		} else if (r == MDB_NOTFOUND && i == LEDGER_DB_OBJECTS) {
+			/* Nor from before the object table: a reader sees
+			 * an empty one. */
+			lg->no_objects = true;
+			r = 0;
+		} else if (i != LEDGER_DB_OBJECTS) {
 			found += r == 0;
 		}
 		rc = rc ? rc : r;

@@ -106,6 +106,48 @@ typedef int ledger_meta_fn(void *ctx, const void *key, size_t klen,
 int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
 		     void *ctx, struct lg_error *err);
 
+/* The watcher's object table (DESIGN 4.2; the "objects" database): per
+ * watched object the small extract its cache needs, under keys and in a
+ * format of the watcher's own (opaque here), written in the transaction
+ * of the events derived with it. A batch with objects also records, in
+ * meta LEDGER_OBJECTS_SEQ_KEY, its last seq: the table is the watcher's
+ * view of the log up to that seq (a later content event means someone
+ * else changed the state and the table is stale). */
+#define LEDGER_OBJECT_KEY_MAX	480
+#define LEDGER_OBJECT_MAX_BYTES (16u << 20)
+#define LEDGER_OBJECTS_SEQ_KEY	"objects.seq"
+
+/* What an append writes besides its events; every member may be 0/NULL.
+ * objs[i].val NULL deletes the record (absent or not); keys are 1 to
+ * LEDGER_OBJECT_KEY_MAX bytes, values at most LEDGER_OBJECT_MAX_BYTES
+ * (LG_ELIMIT before anything is written). objs are written only with
+ * objects set, which marks the table written even when n_objs is 0. */
+struct ledger_batch {
+	const struct ledger_meta *meta;
+	size_t n_meta;
+	bool objects;
+	const struct ledger_meta *objs;
+	size_t n_objs;
+};
+
+/* ledger_append with object records: one transaction, even with n == 0
+ * (then only the meta values and records are written). b may be NULL. */
+int ledger_append_batch(ledger_t *lg, struct event *evs, size_t n,
+			const struct ledger_batch *b, uint64_t *first_seq,
+			struct lg_error *err);
+/* Every record of the object table in key order, as committed (none for a
+ * ledger from before the table); key and val are borrowed for the call.
+ * fn returns non-zero to stop (returned). */
+int ledger_objects_scan(ledger_t *lg, ledger_meta_fn *fn, void *ctx,
+			struct lg_error *err);
+/* The last seq of the batch that last wrote the table; *present false
+ * (and *seq 0) when no batch ever did. */
+int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
+		       struct lg_error *err);
+/* The seq of the checkpoint the handle's state was last rebuilt from or
+ * written at (0: none). */
+uint64_t ledger_checkpoint_seq(const ledger_t *lg);
+
 /* Writes a checkpoint of the current state now. */
 int ledger_checkpoint(ledger_t *lg, struct lg_error *err);
 

@@ -12,7 +12,8 @@ enum ledger_db {
 	LEDGER_DB_EVENTS,
 	LEDGER_DB_CHECKPOINTS,
 	LEDGER_DB_META,
-	LEDGER_DB_TREE, /* Merkle subtrees by post-order position */
+	LEDGER_DB_TREE,	   /* Merkle subtrees by post-order position */
+	LEDGER_DB_OBJECTS, /* the watcher's object table, by its own keys */
 	LEDGER_DB_MAX
 };
 

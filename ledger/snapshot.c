@@ -207,6 +207,11 @@ uint64_t ledger_records_read(const ledger_t *lg)
 	return lg->records_read;
 }
 
+uint64_t ledger_checkpoint_seq(const ledger_t *lg)
+{
+	return lg->cp_seq;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Snapshots */
 

@@ -54,7 +54,8 @@ struct ledger {
 	uint8_t (*leaf)[MERKLE_HASH_BYTES];
 	struct merkle_edge edge;
 	struct jcs_buf jbuf; /* leaf texts */
-	bool no_tree; /* read-only open of a ledger without a tree */
+	bool no_tree;	     /* read-only open of a ledger without a tree */
+	bool no_objects;     /* read-only open of one without an object table */
 };
 
 extern const char *const store_db_names[LEDGER_DB_MAX];

@@ -661,6 +661,47 @@ int state_check(const state_t *st, struct lg_error *err);
  * not NULL, only that tenant. */
 json_t *state_to_json(const state_t *st, const char *ns);
 
+/* Walking a state's live records (model/walk.c): tenant nodes that exist,
+ * holders with units, Node objects with existence, capacity or serving,
+ * each once and in no particular order, as views into the state (borrowed
+ * for the call). A NULL callback skips its kind; a non-zero return stops
+ * the walk and is returned. */
+struct state_tenant_view {
+	const char *ns, *parent; /* parent NULL for tenant-root */
+	size_t n_budgets;
+	const struct budget_entry *budgets; /* sorted by key */
+	size_t n_raw;
+	const char *const *raw; /* sorted */
+};
+struct state_units_view {
+	const char *cls;
+	int64_t reserved, allocated;
+	const char *node; /* where allocated; NULL when not */
+};
+struct state_holder_view {
+	enum holder_kind kind;
+	const char *ns, *name, *uid;
+	size_t n; /* >= 1 */
+	const struct state_units_view *units;
+};
+struct state_cap_view {
+	const char *cls;
+	int64_t capacity;
+	bool serves;
+};
+struct state_node_view {
+	const char *name;
+	bool exists; /* a NODE_EXISTS_CLASS event said so */
+	size_t n;    /* classes with capacity or serving */
+	const struct state_cap_view *caps;
+};
+struct state_walk_fns {
+	int (*tenant)(void *ctx, const struct state_tenant_view *t);
+	int (*holder)(void *ctx, const struct state_holder_view *h);
+	int (*node)(void *ctx, const struct state_node_view *n);
+};
+int state_walk(const state_t *st, const struct state_walk_fns *f, void *ctx);
+
 /* Checkpoint bytes (model/statecodec.c): a canonical, versioned
  * serialisation of the whole state. Equal states encode to equal bytes (the
  * order of records is sorted, derived data such as subtree totals is left

@@ -1,9 +1,11 @@
 /*
  * Crash safety (DESIGN 4.2, 9): a child appends batches (with a meta value
- * counting them, written in the same transaction) and is killed with
+ * counting them and object table records naming the batch, written in the
+ * same transaction) and is killed with
  * SIGKILL at random moments, hundreds of times across seeds. After each
  * kill the log reopens, verify passes, the last seq is a batch boundary,
- * the meta value agrees with it, and the state equals a replay of the
+ * the meta value and the object table (its records and objects.seq) agree
+ * with it, and the state equals a replay of the
  * generator up to that seq; the next child resumes from there.
  *
  * Half of the kills come at a random moment after the fork (inside open,
@@ -47,10 +49,24 @@ static void child(const char *dir, uint64_t seed, int fd)
 	for (batches = ledger_last_seq(lg) / BATCH;; batches++) {
 		struct ledger_meta m = {"batches", &batches, sizeof(batches)};
 		uint64_t next = batches + 1;
+		/* Object records: "last" holds the batch count, "b<k>" is
+		 * put at batch k and deleted at batch k + 3. */
+		char put[24], del[24];
+		struct ledger_meta objs[3] = {{"last", &next, sizeof(next)},
+					      {put, &next, sizeof(next)},
+					      {del, NULL, 0}};
+		struct ledger_batch b = {.meta = &m,
+					 .n_meta = 1,
+					 .objects = true,
+					 .objs = objs,
+					 .n_objs = next > 3 ? 3 : 2};
 
+		snprintf(put, sizeof(put), "b%llu", (unsigned long long)next);
+		snprintf(del, sizeof(del), "b%llu",
+			 (unsigned long long)(next - 3));
 		m.val = &next;
 		gen_next(g, evs, BATCH);
-		if (ledger_append(lg, evs, BATCH, &m, 1, NULL, NULL) != 0)
+		if (ledger_append_batch(lg, evs, BATCH, &b, NULL, NULL) != 0)
 			_exit(4);
 		if (fd >= 0 && (write(fd, "c", 1) != 1 || close(fd) != 0))
 			_exit(5);
@@ -64,6 +80,57 @@ static uint64_t rnd(uint64_t *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
+}
+
+struct objs_seen {
+	uint64_t last, n, lo, hi;
+};
+
+static int objs_fn(void *ctx, const void *key, size_t klen, const void *val,
+		   size_t vlen)
+{
+	struct objs_seen *o = ctx;
+	uint64_t v, k;
+
+	ck_assert_uint_eq(vlen, sizeof(v));
+	memcpy(&v, val, sizeof(v));
+	if (klen == 4 && memcmp(key, "last", 4) == 0) {
+		o->last = v;
+		return 0;
+	}
+	char buf[24];
+
+	ck_assert(klen > 1 && klen < sizeof(buf) &&
+		  ((const char *)key)[0] == 'b');
+	memcpy(buf, (const char *)key + 1, klen - 1);
+	buf[klen - 1] = '\0';
+	k = strtoull(buf, NULL, 10);
+	ck_assert_uint_eq(k, v);
+	o->n++;
+	o->lo = o->n == 1 || k < o->lo ? k : o->lo;
+	o->hi = k > o->hi ? k : o->hi;
+	return 0;
+}
+
+/* The object table is the one of batch `batches`: "last" is it, and
+ * exactly the records b(batches-2)..b(batches) are there. */
+static void check_objects(ledger_t *lg, uint64_t batches)
+{
+	struct objs_seen o = {0};
+	struct lg_error err = {0};
+	uint64_t at = 1;
+	bool present = true;
+
+	ck_assert_int_eq(ledger_objects_seq(lg, &at, &present, &err), 0);
+	ck_assert(present == (batches > 0));
+	ck_assert_uint_eq(at, batches * BATCH);
+	ck_assert_int_eq(ledger_objects_scan(lg, objs_fn, &o, &err), 0);
+	ck_assert_uint_eq(o.last, batches);
+	ck_assert_uint_eq(o.n, batches < 3 ? batches : 3);
+	if (batches > 0) {
+		ck_assert_uint_eq(o.hi, batches);
+		ck_assert_uint_eq(o.lo, batches < 3 ? 1 : batches - 2);
+	}
 }
 
 static uint64_t check_after_kill(const char *dir, uint64_t seed)
@@ -88,6 +155,7 @@ static uint64_t check_after_kill(const char *dir, uint64_t seed)
 				 0);
 		ck_assert_uint_eq(batches * BATCH, last);
 	}
+	check_objects(lg, last / BATCH);
 	/* The state loaded at open equals a replay of the generator. */
 	{
 		struct gen *g = gen_new(seed, T0);

@@ -639,6 +639,81 @@ START_TEST(store_meta_scan_and_delete)
 }
 END_TEST
 
+/* The object table: records with a batch, in one transaction with its
+ * events and meta; deletes; objects.seq; what is refused before anything is
+ * written; a reader sees what was committed. */
+START_TEST(store_objects_table)
+{
+	char *dir = fresh_dir(), key[LEDGER_OBJECT_KEY_MAX + 2];
+	ledger_t *lg = open_at(dir, true, 0);
+	struct gen *g = gen_new(7, T0);
+	struct event evs[5];
+	struct lg_error err = {0};
+	struct ledger_meta pos = {"pos", "5", 1};
+	struct ledger_meta objs[] = {{"b", "2", 1}, {"a", "1", 1}};
+	struct ledger_meta del[] = {{"a", NULL, 0}, {"none", NULL, 0}};
+	struct ledger_batch b = {.meta = &pos,
+				 .n_meta = 1,
+				 .objects = true,
+				 .objs = objs,
+				 .n_objs = 2};
+	struct ledger_opts ro = {.dir = dir, .read_only = true};
+	uint64_t at = 9;
+	bool present = true;
+	char out[256] = "";
+	size_t len = 0;
+
+	ck_assert_int_eq(ledger_objects_seq(lg, &at, &present, &err), 0);
+	ck_assert(!present);
+	ck_assert_uint_eq(at, 0);
+	gen_next(g, evs, 5);
+	ck_assert_int_eq(ledger_append_batch(lg, evs, 5, &b, NULL, &err), 0);
+	ck_assert_int_eq(ledger_objects_scan(lg, collect_meta, out, &err), 0);
+	ck_assert_str_eq(out, "a=1;b=2;");
+	ck_assert_int_eq(ledger_objects_seq(lg, &at, &present, &err), 0);
+	ck_assert(present);
+	ck_assert_uint_eq(at, 5);
+	ck_assert_int_eq(ledger_meta_get(lg, "pos", out, sizeof(out), &len,
+					 &err),
+			 0);
+	/* No events: the records and the mark still commit. */
+	b = (struct ledger_batch){.objects = true, .objs = del, .n_objs = 2};
+	ck_assert_int_eq(ledger_append_batch(lg, NULL, 0, &b, NULL, &err), 0);
+	out[0] = '\0';
+	ck_assert_int_eq(ledger_objects_scan(lg, collect_meta, out, &err), 0);
+	ck_assert_str_eq(out, "b=2;");
+	/* Objects without .objects are not written. */
+	b = (struct ledger_batch){.objs = objs, .n_objs = 2};
+	ck_assert_int_eq(ledger_append_batch(lg, NULL, 0, &b, NULL, &err), 0);
+	out[0] = '\0';
+	ck_assert_int_eq(ledger_objects_scan(lg, collect_meta, out, &err), 0);
+	ck_assert_str_eq(out, "b=2;");
+	/* Too long a key, an empty one: refused, nothing written. */
+	memset(key, 'k', sizeof(key) - 1);
+	key[sizeof(key) - 1] = '\0';
+	objs[0].key = key;
+	b = (struct ledger_batch){.objects = true, .objs = objs, .n_objs = 2};
+	gen_next(g, evs, 1);
+	ck_assert_int_eq(ledger_append_batch(lg, evs, 1, &b, NULL, &err),
+			 LG_ELIMIT);
+	objs[0].key = "";
+	ck_assert_int_eq(ledger_append_batch(lg, evs, 1, &b, NULL, &err),
+			 LG_ELIMIT);
+	ck_assert_uint_eq(ledger_last_seq(lg), 5);
+	ledger_close(lg);
+	/* A reader sees the table as committed. */
+	ck_assert_int_eq(ledger_open(&lg, &ro, &err), 0);
+	out[0] = '\0';
+	ck_assert_int_eq(ledger_objects_scan(lg, collect_meta, out, &err), 0);
+	ck_assert_str_eq(out, "b=2;");
+	ck_assert_int_eq(ledger_objects_seq(lg, &at, &present, &err), 0);
+	ck_assert(present && at == 5);
+	ledger_close(lg);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
 void ledger_tests_store(Suite *s)
 {
 	TCase *tc = tcase_create("store");
@@ -654,5 +729,6 @@ void ledger_tests_store(Suite *s)
 	tcase_add_test(tc, store_read_only);
 	tcase_add_loop_test(tc, store_verdict_index, 0, 8);
 	tcase_add_test(tc, store_meta_scan_and_delete);
+	tcase_add_test(tc, store_objects_table);
 	suite_add_tcase(s, tc);
 }

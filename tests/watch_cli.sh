@@ -36,7 +36,7 @@ for stream in "$dir"/*.ndjson; do
 	db=$tmp/$name
 	run "$bin" watch --db "$db" --from "$stream" --classes "$classes"
 	expect "$name: watch" 0
-	has "$name: summary" "$tmp/out" '^watch: [0-9]+ lines \(0 replayed\), [0-9]+ events'
+	has "$name: summary" "$tmp/out" '^watch: [0-9]+ lines, [0-9]+ events.*; start read [0-9]+ records$'
 	run "$bin" replay --db "$db" --json
 	expect "$name: replay" 0
 	canon <"$tmp/out" >"$tmp/$name.got"
@@ -74,7 +74,8 @@ expect "grow: first part" 0
 tail -n +6 "$dir/acme.ndjson" >>"$tmp/grow.ndjson"
 run "$bin" watch --db "$tmp/grow" --from "$tmp/grow.ndjson" --classes "$classes"
 expect "grow: the rest" 0
-has "grow: resumed" "$tmp/out" '^watch: resumed; 15 lines \(5 replayed\)'
+# Only the 10 new lines are read: the engine comes from the object table.
+has "grow: resumed" "$tmp/out" '^watch: resumed; 10 lines, 13 events'
 "$bin" log --db "$tmp/grow" >"$tmp/grow.log"
 same "grow: same log as one run" "$dir/acme.log.ndjson" "$tmp/grow.log"
 
@@ -112,6 +113,101 @@ has "oversized: NOTE" "$tmp/big.log" '"code":"Oversized"'
 has "oversized: valid lines still there" "$tmp/big.log" '"type":"TENANT"'
 run "$bin" verify --db "$tmp/big"
 expect "oversized: verify" 0
+
+# --- killed at random moments, restarted: the log of one run ----------------
+# A generated stream (its seed printed; WATCH_SEED=N repeats one) of GPU
+# pods, nodes, namespaces and dormant pods each seen once (example.com/fpga,
+# in no class until the ConfigMap halfway through maps it: only the object
+# table remembers them across a restart). `watch --from` is killed with
+# SIGKILL at random moments and restarted until a run ends; the log must be
+# the uninterrupted run's event for event, and the table must be the
+# engine's: a further run adds nothing.
+seed=${WATCH_SEED:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}
+echo "watch_cli: kill seed $seed"
+python3 - "$seed" "$classes" >"$tmp/kill.ndjson" <<'PYEOF'
+import json, random, sys, time
+rnd = random.Random(int(sys.argv[1]))
+table = json.load(open(sys.argv[2]))
+table["classes"].append({"name": "fpga", "resourceNames": ["example.com/fpga"]})
+n = 20000
+def line(typ, obj, i):
+    t = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1767225600 + i // 10))
+    print(json.dumps({"type": typ, "time": t, "object": obj}, separators=(",", ":")))
+def pod(name, ns, node, res, q):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": ns, "name": name, "uid": "u-" + name},
+            "spec": {"nodeName": node, "containers": [{"name": "c",
+                     "resources": {"limits": {res: str(q)}}}]},
+            "status": {"phase": "Running"}}
+for i in range(n):
+    r, k = rnd.random(), rnd.randrange(60)
+    if i == n // 2:
+        line("MODIFIED", {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"namespace": "cozy-system", "name": "gpu-classes"},
+             "data": {"classes.json": json.dumps(table)}}, i)
+    elif r < 0.45:
+        res = rnd.choice(["nvidia.com/GH100_H100_SXM5_80GB",
+                          "nvidia.com/AD102GL_L40S"])
+        line("DELETED" if rnd.random() < 0.15 else "ADDED",
+             pod("p%d" % k, "tenant-t%d" % (k % 4), "n%d" % (k % 3), res,
+                 1 + rnd.randrange(3)), i)
+    elif r < 0.55:
+        line("ADDED", pod("d%d" % i, "tenant-t%d" % (k % 4), "n%d" % (k % 3),
+                          "example.com/fpga", 1 + rnd.randrange(2)), i)
+    elif r < 0.65:
+        line("ADDED" if rnd.random() < 0.8 else "DELETED",
+             {"apiVersion": "v1", "kind": "Namespace",
+              "metadata": {"name": "tenant-t%d" % (k % 4)}}, i)
+    elif r < 0.75:
+        line("MODIFIED", {"apiVersion": "v1", "kind": "Node",
+             "metadata": {"name": "n%d" % (k % 3)},
+             "status": {"allocatable": {"nvidia.com/GH100_H100_SXM5_80GB":
+                                        str(rnd.randrange(9))}}}, i)
+    else:
+        line("ADDED", pod("c%d" % k, "tenant-t%d" % (k % 4), "n1", "cpu", 1), i)
+PYEOF
+kw="--classes $classes --no-sync --batch 40"
+t0=$(date +%s%N)
+run "$bin" watch --db "$tmp/kwhole" --from "$tmp/kill.ndjson" $kw
+expect "kill: uninterrupted run" 0
+span_ms=$((($(date +%s%N) - t0) / 1000000 + 1))
+"$bin" log --db "$tmp/kwhole" >"$tmp/kwhole.log"
+has "kill: the ConfigMap maps the dormant pods" "$tmp/kwhole.log" '"type":"ALLOC".*"class":"fpga"|"class":"fpga".*"type":"ALLOC"'
+kills=0
+i=0
+r=$seed
+while :; do
+	"$bin" watch --db "$tmp/kkill" --from "$tmp/kill.ndjson" $kw \
+		>"$tmp/kout" 2>"$tmp/kerr" &
+	pid=$!
+	r=$(((r * 1103515245 + 12345) % 2147483648))
+	# Within the first quarter of a whole run: several kills land
+	# before what is left is quick to finish.
+	ms=$((r % (span_ms / 4 + 1)))
+	sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
+	kill -9 "$pid" 2>/dev/null && kills=$((kills + 1))
+	{ wait "$pid"; } 2>/dev/null
+	st=$?
+	i=$((i + 1))
+	[ "$st" -eq 0 ] && break
+	if [ "$st" -ne 137 ]; then
+		bad "kill: run $i failed ($st): $(head -c 300 "$tmp/kerr")"
+		break
+	fi
+	if [ $i -ge 30 ]; then
+		run "$bin" watch --db "$tmp/kkill" --from "$tmp/kill.ndjson" $kw
+		expect "kill: the last run" 0
+		break
+	fi
+done
+echo "watch_cli: $kills kills in $i runs over a ${span_ms} ms run"
+"$bin" log --db "$tmp/kkill" >"$tmp/kkill.log"
+same "kill: the log of one run (seed $seed)" "$tmp/kwhole.log" "$tmp/kkill.log"
+run "$bin" verify --db "$tmp/kkill"
+expect "kill: verify" 0
+run "$bin" watch --db "$tmp/kkill" --from "$tmp/kill.ndjson" $kw
+expect "kill: once more" 0
+has "kill: once more adds nothing" "$tmp/out" '^watch: resumed; 0 lines, 0 events'
 
 echo "watch_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -137,6 +137,24 @@ for v in v1beta2 v1beta1; do
 	fi
 	scrape && promlint "$v"
 	stop_watch
+	# A restart loads the object table and relists against it: the log
+	# gains nothing but TICKs and NOTEs (DESIGN 9), and the start read
+	# the table (the records metric).
+	if [ "$v" = v1beta2 ]; then
+		content() { "$bin" log --db "$tmp/$v.db" |
+			jq -c 'select(.type != "TICK" and .type != "NOTE")'; }
+		content >"$tmp/before.log"
+		start_watch "$v" &&
+			if wait_until 20 metric_is gpuledger_watch_healthy 1; then ok
+			else bad "$v restarted: not healthy"; fi
+		scrape
+		n=$(sed -n 's/^gpuledger_watch_start_records \([0-9]*\)$/\1/p' "$tmp/metrics.txt")
+		[ "${n:-0}" -gt 10 ] && ok || bad "$v restarted: start records '${n:-}'"
+		stop_watch
+		content >"$tmp/after.log"
+		same "$v restarted: the relist against the table adds nothing" \
+			"$tmp/before.log" "$tmp/after.log"
+	fi
 	stop_server
 done
 

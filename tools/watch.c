@@ -89,16 +89,17 @@ static int watch_stream(ledger_t *lg, const char *from,
 		return EXIT_USAGE;
 	}
 	snprintf(line, sizeof(line),
-		 "watch: %s%llu lines (%llu replayed), %llu events, %llu "
+		 "watch: %s%llu lines, %llu events, %llu "
 		 "notes, %llu pods without GPUs skipped (no class's resource "
-		 "named, so not parsed; normal); last seq %llu",
+		 "named, so not parsed; normal); last seq %llu; start read "
+		 "%llu records",
 		 res.resumed ? "resumed; " : "",
 		 (unsigned long long)res.c.lines,
-		 (unsigned long long)res.replayed,
 		 (unsigned long long)res.c.events_out,
 		 (unsigned long long)res.c.notes,
 		 (unsigned long long)res.c.skipped_fast,
-		 (unsigned long long)ledger_last_seq(lg));
+		 (unsigned long long)ledger_last_seq(lg),
+		 (unsigned long long)res.c.start_records);
 	return tool_flush("watch", tool_puts(line));
 }
 

@@ -13,7 +13,8 @@
 #
 # Knobs (environment, set by the Makefile): BENCH_EVENTS BENCH_RUNS
 # BENCH_LINES BENCH_GPU_LINES BENCH_HOLDERS BENCH_SECS BENCH_QUERIES
-# BENCH_RESTART_EVENTS (the ledger sizes of the restart figure), and
+# BENCH_RESTART_EVENTS (the ledger sizes of the restart figure),
+# BENCH_RESTART_OBJECTS (the live pods of watch's restart figure), and
 # MAKE, BUILD (the build directory the Makefile uses).
 set -eu
 
@@ -385,6 +386,53 @@ bench_restart() {
 	done
 }
 
+# watch --from's start (DESIGN 10: restart in O(live objects), the watcher's
+# half): on each ledger size of generated history, the same
+# BENCH_RESTART_OBJECTS live GPU pods are read from a stream; the figure is
+# `watch --from` of that stream again with nothing new (the ledger's
+# checkpoint and tail, the object table, the file's fingerprint), process
+# start to exit.
+restart_objects=${BENCH_RESTART_OBJECTS:-1000000}
+
+bench_watch_restart() {
+	wclasses=$here/../ingest/classes.json
+	awk -v n="$restart_objects" 'BEGIN {
+		for (i = 0; i < n; i++)
+			printf "{\"type\":\"ADDED\",\"time\":\"2026-01-01T00:%02d:%02dZ\"," \
+				"\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\"," \
+				"\"metadata\":{\"namespace\":\"tenant-bench-%d\",\"name\":\"p%d\"," \
+				"\"uid\":\"u%d\"},\"spec\":{\"nodeName\":\"n%d\",\"containers\":" \
+				"[{\"name\":\"c\",\"resources\":{\"limits\":" \
+				"{\"nvidia.com/GH100_H100_SXM5_80GB\":\"1\"}}}]}," \
+				"\"status\":{\"phase\":\"Running\"}}}\n",
+				int(i / 60000) % 60, int(i / 1000) % 60, i % 100, i, i, i % 1000
+	}' >"$tmp/wrestart.ndjson"
+	for n in $restart_events; do
+		say "== restart: watch --from on a ledger of $n events + $restart_objects live pods ($runs runs)"
+		cmd "$BUILD/tests/bench_serve build DIR $n; gpuledger watch --db DIR --from PODS.ndjson --classes tests/ingest/classes.json (twice; the second is timed)"
+		"$BUILD/tests/bench_serve" build "$tmp/wrestart.db" "$n"
+		"$bin" watch --db "$tmp/wrestart.db" --from "$tmp/wrestart.ndjson" \
+			--classes "$wclasses" --no-sync >/dev/null
+		i=0
+		while [ $i -lt "$runs" ]; do
+			t0=$(now)
+			"$bin" watch --db "$tmp/wrestart.db" --from "$tmp/wrestart.ndjson" \
+				--classes "$wclasses" --no-sync >"$tmp/wrestart.one"
+			t1=$(now)
+			awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f ", (b - a) * 1000 }'
+			sed -n 's/.*start read \([0-9]*\) records.*/\1/p' "$tmp/wrestart.one"
+			i=$((i + 1))
+		done >"$tmp/wrestart.out"
+		rg="Restart of watch --from (nothing new), generated events + live GPU pods"
+		awk '{ print $1 }' "$tmp/wrestart.out" |
+			figure "$rg" "$n events + $restart_objects pods: ready" ms "<= 2000 ms, flat in N"
+		awk '{ print $2 }' "$tmp/wrestart.out" |
+			figure "$rg" "  records read at start (table + checkpoint + tail)" records ""
+		rm -rf "$tmp/wrestart.db"
+	done
+	rm -f "$tmp/wrestart.ndjson"
+}
+
 base_pid=
 base_stop() {
 	stop_bg "$base_pid"
@@ -527,5 +575,6 @@ bench_serve
 bench_baseline
 bench_heavy
 bench_restart
+bench_watch_restart
 awk -v a="$start" -v b="$(now)" 'BEGIN { printf "total time of the measurements: %.0f s\n", b - a }' >>"$tmp/info"
 print_table
