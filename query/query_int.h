@@ -19,6 +19,12 @@
 
 #include <stdarg.h>
 
+/* ---------------------------------------------------------------------- */
+/* Moved from query/query.h: used by query/ (and its tests) only. */
+
+/* Asks the loop of query_server_run to stop; safe from any thread. */
+void query_server_stop(query_server_t *qs);
+
 /* Defaults of struct query_opts. */
 #define QUERY_MAX_BODY_DEFAULT	  (1u << 20)
 #define QUERY_MAX_URL_DEFAULT	  (8u << 10)
