@@ -45,6 +45,60 @@ check_foreign 'lmdb.h' ledger
 check_foreign 'curl/' ingest
 check_foreign 'uv.h' query tools
 check_foreign 'openssl/ssl.h' query
+# Names (STYLE "Names"; ISSUE 15), read from the objects of the build in $1
+# (default build/rel; `make layercheck` builds them first):
+#  1. every external symbol a library module m defines is declared in its
+#     public header m/m.h or carries the module's internal prefix m__
+#     (libuv's uv__ style): a cross-file internal never looks public;
+#  2. a public header declares only functions that another layer or tools/
+#     calls (an undefined symbol of their objects; tests/ do not count).
+build=${1:-build/rel}
+names=$(mktemp -d "${TMPDIR:-/tmp}/layercheck-names.XXXXXX")
+# The identifiers of a file's code, comments removed, one a line, sorted.
+code_ids() {
+	cc -x c -fpreprocessed -dD -E -P "$1" 2>/dev/null |
+		grep -o '[A-Za-z_][A-Za-z0-9_]*' | sort -u
+}
+# The names a header applies like a function: "name (" outside comments.
+called_ids() {
+	cc -x c -fpreprocessed -dD -E -P "$1" 2>/dev/null |
+		grep -o '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(' |
+		sed 's/[[:space:]]*($//' | sort -u
+}
+for m in model sim ledger ingest query; do
+	ls "$m"/*.c >/dev/null 2>&1 || continue
+	if ! ls "$build/$m"/*.o >/dev/null 2>&1; then
+		echo "layercheck: no objects of $m/ in $build (build first)"
+		echo x >>"${TMPDIR:-/tmp}/layercheck.$$"
+		continue
+	fi
+	code_ids "$m/$m.h" >"$names/pub"
+	# "symbol object" for every external symbol m defines.
+	nm -A -g --defined-only "$build/$m"/*.o |
+		awk 'NF == 3 { f = $1; sub(/:.*/, "", f); sub(/.*\//, "", f);
+			print $3, f }' | sort -u >"$names/defs"
+	awk '{ print $1 }' "$names/defs" | sort -u >"$names/syms"
+	comm -23 "$names/syms" "$names/pub" | grep -v "^${m}__" |
+		while read -r sym; do
+			obj=$(awk -v s="$sym" '$1 == s { print $2; exit }' \
+				"$names/defs")
+			echo "layercheck: $m: $sym ($obj) is not in $m/$m.h:" \
+				"name it ${m}__* (internal) or declare it there"
+			echo x >>"${TMPDIR:-/tmp}/layercheck.$$"
+		done
+	# Functions of m/m.h (names it applies that m defines) and their users.
+	called_ids "$m/$m.h" | comm -12 - "$names/syms" >"$names/fns"
+	for o in "$build"/*/*.o; do
+		case "$o" in "$build/$m/"* | "$build/tests/"*) continue ;; esac
+		nm -u "$o"
+	done 2>/dev/null | awk '{ print $NF }' | sort -u >"$names/used"
+	comm -23 "$names/fns" "$names/used" | while read -r fn; do
+		echo "layercheck: $m/$m.h declares $fn, which no other layer" \
+			"calls: move it to $m/${m}_int.h"
+		echo x >>"${TMPDIR:-/tmp}/layercheck.$$"
+	done
+done
+rm -rf "$names"
 if [ -f "${TMPDIR:-/tmp}/layercheck.$$" ]; then
 	rm -f "${TMPDIR:-/tmp}/layercheck.$$"
 	fail=1
