@@ -65,16 +65,26 @@ called_ids() {
 		grep -o '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(' |
 		sed 's/[[:space:]]*($//' | sort -u
 }
+# The objects of a folder's sources (its .c files and those the build
+# generates there); a stale object of a removed file does not count.
+objs() {
+	for o in "$build/$1"/*.o; do
+		b=${o%.o}
+		b=${b##*/}
+		[ -f "$1/$b.c" ] || [ -f "$build/$1/$b.c" ] || continue
+		echo "$o"
+	done
+}
 for m in model sim ledger ingest query; do
 	ls "$m"/*.c >/dev/null 2>&1 || continue
-	if ! ls "$build/$m"/*.o >/dev/null 2>&1; then
+	if [ -z "$(objs "$m")" ]; then
 		echo "layercheck: no objects of $m/ in $build (build first)"
 		echo x >>"${TMPDIR:-/tmp}/layercheck.$$"
 		continue
 	fi
 	code_ids "$m/$m.h" >"$names/pub"
 	# "symbol object" for every external symbol m defines.
-	nm -A -g --defined-only "$build/$m"/*.o |
+	nm -A -g --defined-only $(objs "$m") |
 		awk 'NF == 3 { f = $1; sub(/:.*/, "", f); sub(/.*\//, "", f);
 			print $3, f }' | sort -u >"$names/defs"
 	awk '{ print $1 }' "$names/defs" | sort -u >"$names/syms"
@@ -88,10 +98,10 @@ for m in model sim ledger ingest query; do
 		done
 	# Functions of m/m.h (names it applies that m defines) and their users.
 	called_ids "$m/$m.h" | comm -12 - "$names/syms" >"$names/fns"
-	for o in "$build"/*/*.o; do
-		case "$o" in "$build/$m/"* | "$build/tests/"*) continue ;; esac
-		nm -u "$o"
-	done 2>/dev/null | awk '{ print $NF }' | sort -u >"$names/used"
+	for l in model sim ledger ingest query tools; do
+		[ "$l" = "$m" ] || objs "$l"
+	done | while read -r o; do nm -u "$o"; done 2>/dev/null |
+		awk '{ print $NF }' | sort -u >"$names/used"
 	comm -23 "$names/fns" "$names/used" | while read -r fn; do
 		echo "layercheck: $m/$m.h declares $fn, which no other layer" \
 			"calls: move it to $m/${m}_int.h"
