@@ -232,6 +232,9 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 /* The seq of verdict id (1..count); LG_ENOENT when not indexed. */
 int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 		       struct lg_error *err);
+/* Event records this handle has fetched from storage since it was opened
+ * (what a start or a query cost; for tests and benchmarks). */
+uint64_t ledger_records_read(const ledger_t *lg);
 
 /* Snapshots: heavy reads on other threads. ledger_snapshot_new (on the
  * thread that owns lg) makes a read-only handle fixed at lg's last seq and

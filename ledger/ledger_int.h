@@ -31,9 +31,6 @@ int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
  * (ledger_note_get reads it). */
 int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
 		    struct lg_error *err);
-/* Event records this handle has fetched from storage since it was opened
- * (what a start or a query cost; for tests and benchmarks). */
-uint64_t ledger_records_read(const ledger_t *lg);
 
 enum ledger_db {
 	LEDGER_DB_EVENTS,

@@ -5,7 +5,6 @@
  * Retry-After, and lets the streams go when their clients do; a server
  * opening a ledger of many verdicts reads the checkpoint's tail only.
  */
-#include "ledger/ledger_int.h"
 #include "tests/query_tests.h"
 
 #include <poll.h>

@@ -102,7 +102,10 @@ for m in model sim ledger ingest query; do
 		[ "$l" = "$m" ] || objs "$l"
 	done | while read -r o; do nm -u "$o"; done 2>/dev/null |
 		awk '{ print $NF }' | sort -u >"$names/used"
-	comm -23 "$names/fns" "$names/used" | while read -r fn; do
+	# ledger_records_read: the watcher's start counts it (ingest/objtab.c,
+	# branch w11); drop this exception once that is merged.
+	comm -23 "$names/fns" "$names/used" |
+		grep -vx 'ledger_records_read' | while read -r fn; do
 		echo "layercheck: $m/$m.h declares $fn, which no other layer" \
 			"calls: move it to $m/${m}_int.h"
 		echo x >>"${TMPDIR:-/tmp}/layercheck.$$"

@@ -15,7 +15,7 @@
  *                             read as a percentage of its rate.
  */
 #define _GNU_SOURCE /* memmem */
-#include "ledger/ledger_int.h"
+#include "ledger/ledger.h"
 #include "query/query_int.h"
 #include "tests/ledger_gen.h"
 
