@@ -139,7 +139,6 @@ struct ingest_note_count {
 size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
 			  size_t cap);
 
-
 /* Defaults of struct ingest_opts. */
 #define INGEST_MAX_OBJECT_DEFAULT (4u << 20)
 #define INGEST_BATCH_DEFAULT	  10000

@@ -299,7 +299,7 @@ struct event {
 	int64_t before, after; /* RESERVE..FREE */
 };
 
-const char *event_type_name(enum event_type t);	 /* "RESERVE", ... */
+const char *event_type_name(enum event_type t); /* "RESERVE", ... */
 /* Checks the fields an event of its type must have (names valid, counts
  * non-negative, direction of before/after right for its type). */
 int event_validate(const struct event *ev, struct lg_error *err);

@@ -543,7 +543,7 @@ struct ui_asset {
  * names; the short names are aliases until the renames of ISSUE 15. */
 extern const struct ui_asset query__ui_assets[];
 extern const size_t query__ui_assets_n;
-#define ui_assets query__ui_assets
+#define ui_assets   query__ui_assets
 #define ui_assets_n query__ui_assets_n
 
 /* The header lines of every /ui answer: CSP (nothing but this origin),
