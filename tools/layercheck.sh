@@ -87,7 +87,9 @@ for m in model sim ledger ingest query; do
 	nm -A -g --defined-only $(objs "$m") |
 		awk 'NF == 3 { f = $1; sub(/:.*/, "", f); sub(/.*\//, "", f);
 			print $3, f }' | sort -u >"$names/defs"
-	awk '{ print $1 }' "$names/defs" | sort -u >"$names/syms"
+	# Names with a leading "__" are the implementation's (the sanitizers'
+	# __odr_asan.* twins of globals): not ours to name.
+	awk '$1 !~ /^__/ { print $1 }' "$names/defs" | sort -u >"$names/syms"
 	comm -23 "$names/syms" "$names/pub" | grep -v "^${m}__" |
 		while read -r sym; do
 			obj=$(awk -v s="$sym" '$1 == s { print $2; exit }' \
