@@ -16,7 +16,7 @@
  * reading, a ledger already more than 1 s ahead of it); each is reported,
  * so that the watcher records a NOTE ClockStep.
  */
-#include "ingest/ingest.h"
+#include "ingest/ingest_int.h"
 
 #define NS_PER_SEC 1000000000LL
 

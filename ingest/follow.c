@@ -12,7 +12,7 @@
  *
  * Only the engine's public interface is used here.
  */
-#include "ingest/ingest.h"
+#include "ingest/ingest_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,6 @@
  * a different file under the same name. */
 #define FOLLOW_HEAD_BYTES 4096
 #define FOLLOW_READ_BYTES (1u << 20)
-#define FOLLOW_MAX_OBJECT (4u << 20)
 #define POSITION_MAX	  (PATH_MAX + 256)
 /* Events past the latest checkpoint that make a finishing run write one. */
 #define FOLLOW_CHECKPOINT_TAIL 100000
@@ -470,7 +469,8 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		res = &dummy;
 	memset(res, 0, sizeof(*res));
 	f.r.fd = -1;
-	f.r.max = o->max_object_bytes ? o->max_object_bytes : FOLLOW_MAX_OBJECT;
+	f.r.max = o->max_object_bytes ? o->max_object_bytes
+				      : INGEST_MAX_OBJECT_DEFAULT;
 	f.r.cap = f.r.max + 1 + FOLLOW_READ_BYTES;
 	f.r.buf = malloc(f.r.cap);
 	if (f.r.buf == NULL)

@@ -38,36 +38,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The watched resources of DESIGN 2, in a fixed order. */
-enum resource {
-	RES_NAMESPACE = 0,
-	RES_TENANT,
-	RES_VMINSTANCE,
-	RES_KUBERNETESNODES,
-	RES_POD,
-	RES_RESOURCECLAIM,
-	RES_NODE,
-	RES_CONFIGMAP, /* cozy-system/gpu-classes only */
-	RES_MAX
-};
-
-struct resource_info {
-	const char *api_version; /* "v1", "apps.cozystack.io/v1alpha1", ... */
-	const char *kind;	 /* "Namespace", ... */
-	const char *path;	 /* list/watch path of DESIGN 2 */
-};
-/* Static table, indexed by enum resource. */
-const struct resource_info *resource_info(enum resource r);
-/* The resource of an object by apiVersion and kind; RES_MAX if not ours. */
-enum resource resource_of(const char *api_version, const char *kind);
-
-enum watch_type {
-	WATCH_ADDED,
-	WATCH_MODIFIED,
-	WATCH_DELETED,
-	WATCH_BOOKMARK
-};
-
 typedef struct ingest ingest_t;
 
 struct ingest_opts {
@@ -87,73 +57,6 @@ int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 	       struct lg_error *err);
 void ingest_free(ingest_t *in);
 
-/* One watch event of resource r (object may be NULL for BOOKMARK).
- * time_ns is the event time (0: keep the last time; earlier: clamped).
- * Invalid input becomes a NOTE; only operating errors (the ledger) fail. */
-int ingest_event(ingest_t *in, enum watch_type type, const json_t *object,
-		 int64_t time_ns, struct lg_error *err);
-/* One line of a recorded stream: {"type", "object", "time"?}. Malformed
- * lines, unknown kinds and oversized lines are NOTEs. */
-int ingest_line(ingest_t *in, const char *line, size_t len,
-		struct lg_error *err);
-
-/* A relist of resource r: begin, then every listed object with
- * ingest_event(WATCH_ADDED), then end, which deletes what was not listed. */
-int ingest_relist_begin(ingest_t *in, enum resource r, struct lg_error *err);
-int ingest_relist_end(ingest_t *in, enum resource r, struct lg_error *err);
-
-/* The position to commit with the next flush: the resourceVersion of r, or
- * for a recorded stream its byte offset (resource RES_MAX). */
-void ingest_set_position(ingest_t *in, enum resource r, const char *value);
-/* The committed position (NULL when none), borrowed. */
-const char *ingest_position(ingest_t *in, enum resource r);
-
-/* Appends what is pending (events, positions, and the object table's
- * records of the objects changed since the last flush) in one
- * transaction. */
-int ingest_flush(ingest_t *in, struct lg_error *err);
-/* Appends a TICK at time_ns if it is later than the horizon. */
-int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err);
-
-/* Makes t the class table (copied): CLASS events for the classes removed
- * (definition null) and for the new or changed ones, then every cached
- * object is mapped again and the differences are events. */
-int ingest_set_classes(ingest_t *in, const struct class_table *t,
-		       struct lg_error *err);
-/* The table in force, borrowed until the next call that changes it. */
-const struct class_table *ingest_classes(const ingest_t *in);
-/* The current event time (the last input time, never decreasing). */
-int64_t ingest_time_ns(const ingest_t *in);
-/* A NOTE with no object, with code (a static string) and message (copied;
- * printable ASCII is kept, the rest becomes '?'), dated like the next
- * event; for what the sources see themselves (ClockStep, ApiAbsent). */
-int ingest_note(ingest_t *in, const char *code, const char *msg,
-		struct lg_error *err);
-
-/* The live watcher's clock (ingest/clock.c, DESIGN 4.1): the time events
- * are dated with, from CLOCK_MONOTONIC readings steered toward the wall
- * clock by at most 1/INGEST_CLOCK_SLEW_DIV of the elapsed time and never
- * more than 1 s between two readings. Zero-initialise. */
-#define INGEST_CLOCK_SLEW_DIV 16
-struct ingest_clock {
-	bool started;
-	int64_t mono_ns, wall_ns, ledger_ns; /* at the last reading */
-};
-/* The ledger time at a reading of both clocks; the first reading starts at
- * max(wall_ns, floor_ns) (floor: the ledger's time). *step_ns is how far
- * the wall clock moved beyond the elapsed time since the last reading when
- * that is more than 1 s either way (at the first reading: wall - floor when
- * the ledger is more than 1 s ahead), else 0: the caller records a NOTE
- * ClockStep. Never decreases. */
-int64_t ingest_clock_read(struct ingest_clock *c, int64_t mono_ns,
-			  int64_t wall_ns, int64_t floor_ns, int64_t *step_ns);
-/* An input line or object of len bytes was larger than max_object_bytes
- * and skipped by the source: a NOTE. */
-int ingest_oversized(ingest_t *in, uint64_t len, struct lg_error *err);
-/* The meta key under which the position of r (RES_MAX: the stream) is
- * committed. Static string. */
-const char *ingest_position_key(enum resource r);
-
 struct ingest_counters {
 	uint64_t lines, events_in, events_out, notes, skipped_fast, relists;
 	/* Records the start read (ingest_new): the object table's, plus the
@@ -161,19 +64,6 @@ struct ingest_counters {
 	 * its state; O(live objects), not O(history). */
 	uint64_t start_records;
 };
-void ingest_counters(const ingest_t *in, struct ingest_counters *c);
-
-/* NOTEs emitted since ingest_new, by code (at most INGEST_NOTE_CODES
- * codes; later new codes count under "other"). Copies up to cap entries
- * into out and returns how many; code strings are borrowed from in. */
-#define INGEST_NOTE_CODES 24
-struct ingest_note_count {
-	const char *code;
-	uint64_t n;
-};
-size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
-			  size_t cap);
-
 /* ---------------------------------------------------------------------- */
 /* Following a recorded stream (ingest/follow.c), exactly once across
  * restarts. After every line the position {"classes", "head", "offset",
@@ -306,92 +196,7 @@ struct kube_config {
  * LG_EIO. On error c holds nothing (no release needed, but allowed). */
 int kube_config_load(struct kube_config *c, const char *kubeconfig_path,
 		     const char *context, struct lg_error *err);
-/* The same from a kubeconfig held in memory (tests); dir resolves relative
- * file names (NULL: the current directory). */
-int kube_config_parse(struct kube_config *c, const char *yaml, size_t len,
-		      const char *dir, const char *context,
-		      struct lg_error *err);
-/* In-cluster configuration with the service-account directory sa_dir (NULL:
- * the standard one) and the host/port from the environment. */
-int kube_config_in_cluster(struct kube_config *c, const char *sa_dir,
-			   struct lg_error *err);
 void kube_config_release(struct kube_config *c);
-
-/* The bearer token to send now: c->token, else the trimmed content of
- * c->token_file (read again on every call, so rotation is seen). *out is
- * NULL when there is none; caller frees it with free(). */
-int kube_config_token(const struct kube_config *c, char **out,
-		      struct lg_error *err);
-
-/* ---------------------------------------------------------------------- */
-/* The line framer (ingest/kube_frame.c): pure and incremental. A watch     */
-/* response is a stream of JSON objects each ended by '\n', in chunks that  */
-/* may end anywhere.                                                        */
-
-struct kube_frame {
-	char *buf;	  /* caller's storage of cap bytes (borrowed) */
-	size_t cap;	  /* the longest line kept: the max object size */
-	size_t len;	  /* bytes of the current partial line in buf */
-	bool skipping;	  /* the current line is too long: discard to its end */
-	uint64_t skipped; /* bytes of the current too-long line so far */
-};
-
-enum kube_frame_result {
-	KUBE_FRAME_MORE = 0,	 /* every byte consumed, no complete line */
-	KUBE_FRAME_LINE = 1,	 /* a line (without "\n" or "\r\n") */
-	KUBE_FRAME_OVERSIZED = 2 /* a line longer than cap was skipped */
-};
-
-struct kube_frame_out {
-	const char *line; /* LINE: borrowed until the next call (it points
-			     into buf or into the caller's data) */
-	size_t len;	  /* LINE: its length; OVERSIZED: the skipped size */
-};
-
-void kube_frame_init(struct kube_frame *f, char *buf, size_t cap);
-/* Consumes bytes of data[0..len) up to the end of at most one line and
- * stores how many in *used. Empty lines (also "\r\n") are skipped. A line
- * longer than cap is never buffered: its first cap bytes are dropped when
- * the bound is passed, the rest as it arrives, and OVERSIZED is reported
- * once at its end. Call again with data + *used until MORE. */
-enum kube_frame_result kube_frame_push(struct kube_frame *f, const char *data,
-				       size_t len, size_t *used,
-				       struct kube_frame_out *out);
-/* At the end of the stream: a last line without "\n" (LINE), a too-long
- * unterminated one (OVERSIZED), or MORE when nothing is left. Resets f. */
-enum kube_frame_result kube_frame_finish(struct kube_frame *f,
-					 struct kube_frame_out *out);
-/* Drops any partial line (a new response starts). */
-void kube_frame_reset(struct kube_frame *f);
-
-/* ---------------------------------------------------------------------- */
-/* Backoff (ingest/kube_backoff.c): pure arithmetic; randomness comes in.   */
-
-/* The delay before retry number attempt (0 = first retry): "equal jitter"
- * exponential backoff, half of min(cap, base * 2^attempt) plus a random
- * part of the other half chosen by rnd (any 32-bit value). Never more than
- * cap_ms, never less than min(base_ms, cap_ms) / 2. */
-int64_t kube_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
-			uint32_t rnd);
-/* A Retry-After header value: delta-seconds ("120") or an HTTP-date
- * ("Wed, 21 Oct 2015 07:28:00 GMT", also the RFC 850 and asctime forms)
- * read against now_s (Unix seconds). *delay_ms is clamped to [0, max_ms].
- * LG_EINVAL when the value is neither. */
-int kube_retry_after_ms(const char *value, int64_t now_s, int64_t max_ms,
-			int64_t *delay_ms);
-/* The delay after a failed request: the larger of the backoff and a
- * Retry-After (retry_after_ms < 0: none) clamped to retry_max_ms. */
-int64_t kube_retry_delay_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
-			    int64_t retry_after_ms, int64_t retry_max_ms,
-			    uint32_t rnd);
-/* Whether a watch ERROR event whose Status has this code waits with backoff
- * before the relist it calls for. 410 (Gone/Expired: the history moved on)
- * is routine and relists at once; anything else may repeat, so it waits
- * like a failed request. */
-bool kube_error_waits(long long code);
-/* The watch timeoutSeconds: min_s plus a random part of [0, min_s), like
- * client-go, so that the watches of many clients do not end together. */
-unsigned kube_watch_timeout_s(unsigned min_s, uint32_t rnd);
 
 /* ---------------------------------------------------------------------- */
 /* The watch loop (ingest/kube.c).                                          */
@@ -423,7 +228,7 @@ struct kube_watch_opts {
 	bool verbose;  /* log each request and retry to stderr */
 };
 
-/* Lists and watches every resource of ingest.h until *o->stop or the
+/* Lists and watches every resource of DESIGN 2 until *o->stop or the
  * deadline, feeding in; on a stop it flushes (committing events and
  * resourceVersions) and returns 0. Transient API errors are retried with
  * backoff and never returned; operating errors (the ledger, the record

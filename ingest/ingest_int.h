@@ -1,7 +1,8 @@
 /*
- * ingest internals shared by the engine's files (engine.c, tree.c,
- * holders.c, nodes.c, stream.c, smap.c). Not part of the public API: the
- * live client (ingest/kube*.c) uses only ingest/ingest.h.
+ * ingest internals shared by the files of ingest/: the engine's API as its
+ * sources (stream.c, follow.c, kube.c, replicate.c) drive it, and what the
+ * engine's own files (engine.c, tree.c, holders.c, nodes.c, smap.c) share.
+ * Not part of the public API: tools/ uses only ingest/ingest.h.
  *
  * The engine's cache mirrors, per watched object, what that object last
  * contributed to the ledger (the ledger's view: units with their uid and
@@ -19,6 +20,124 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* ---------------------------------------------------------------------- */
+/* Moved from ingest/ingest.h: used by ingest/ (and its tests) only. */
+
+/* The watched resources of DESIGN 2, in a fixed order. */
+enum resource {
+	RES_NAMESPACE = 0,
+	RES_TENANT,
+	RES_VMINSTANCE,
+	RES_KUBERNETESNODES,
+	RES_POD,
+	RES_RESOURCECLAIM,
+	RES_NODE,
+	RES_CONFIGMAP, /* cozy-system/gpu-classes only */
+	RES_MAX
+};
+
+struct resource_info {
+	const char *api_version; /* "v1", "apps.cozystack.io/v1alpha1", ... */
+	const char *kind;	 /* "Namespace", ... */
+	const char *path;	 /* list/watch path of DESIGN 2 */
+};
+/* Static table, indexed by enum resource. */
+const struct resource_info *resource_info(enum resource r);
+/* The resource of an object by apiVersion and kind; RES_MAX if not ours. */
+enum resource resource_of(const char *api_version, const char *kind);
+
+enum watch_type {
+	WATCH_ADDED,
+	WATCH_MODIFIED,
+	WATCH_DELETED,
+	WATCH_BOOKMARK
+};
+/* The type named name ("ADDED", ...: the one table, in ingest/stream.c);
+ * false when name is NULL or not one of them. */
+bool ingest__watch_type_parse(const char *name, enum watch_type *type);
+
+/* The engine, as its sources (stream.c, follow.c, kube.c, replicate.c)
+ * drive it. */
+/* One watch event of resource r (object may be NULL for BOOKMARK).
+ * time_ns is the event time (0: keep the last time; earlier: clamped).
+ * Invalid input becomes a NOTE; only operating errors (the ledger) fail. */
+int ingest_event(ingest_t *in, enum watch_type type, const json_t *object,
+		 int64_t time_ns, struct lg_error *err);
+/* One line of a recorded stream: {"type", "object", "time"?}. Malformed
+ * lines, unknown kinds and oversized lines are NOTEs. */
+int ingest_line(ingest_t *in, const char *line, size_t len,
+		struct lg_error *err);
+
+/* A relist of resource r: begin, then every listed object with
+ * ingest_event(WATCH_ADDED), then end, which deletes what was not listed. */
+int ingest_relist_begin(ingest_t *in, enum resource r, struct lg_error *err);
+int ingest_relist_end(ingest_t *in, enum resource r, struct lg_error *err);
+
+/* The position to commit with the next flush: the resourceVersion of r, or
+ * for a recorded stream its byte offset (resource RES_MAX). */
+void ingest_set_position(ingest_t *in, enum resource r, const char *value);
+/* The committed position (NULL when none), borrowed. */
+const char *ingest_position(ingest_t *in, enum resource r);
+
+/* Appends what is pending (events, positions, and the object table's
+ * records of the objects changed since the last flush) in one
+ * transaction. */
+int ingest_flush(ingest_t *in, struct lg_error *err);
+/* Appends a TICK at time_ns if it is later than the horizon. */
+int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err);
+
+/* Makes t the class table (copied): CLASS events for the classes removed
+ * (definition null) and for the new or changed ones, then every cached
+ * object is mapped again and the differences are events. */
+int ingest_set_classes(ingest_t *in, const struct class_table *t,
+		       struct lg_error *err);
+/* The table in force, borrowed until the next call that changes it. */
+const struct class_table *ingest_classes(const ingest_t *in);
+/* The current event time (the last input time, never decreasing). */
+int64_t ingest_time_ns(const ingest_t *in);
+/* A NOTE with no object, with code (a static string) and message (copied;
+ * printable ASCII is kept, the rest becomes '?'), dated like the next
+ * event; for what the sources see themselves (ClockStep, ApiAbsent). */
+int ingest_note(ingest_t *in, const char *code, const char *msg,
+		struct lg_error *err);
+
+/* The live watcher's clock (ingest/clock.c, DESIGN 4.1): the time events
+ * are dated with, from CLOCK_MONOTONIC readings steered toward the wall
+ * clock by at most 1/INGEST_CLOCK_SLEW_DIV of the elapsed time and never
+ * more than 1 s between two readings. Zero-initialise. */
+#define INGEST_CLOCK_SLEW_DIV 16
+struct ingest_clock {
+	bool started;
+	int64_t mono_ns, wall_ns, ledger_ns; /* at the last reading */
+};
+/* The ledger time at a reading of both clocks; the first reading starts at
+ * max(wall_ns, floor_ns) (floor: the ledger's time). *step_ns is how far
+ * the wall clock moved beyond the elapsed time since the last reading when
+ * that is more than 1 s either way (at the first reading: wall - floor when
+ * the ledger is more than 1 s ahead), else 0: the caller records a NOTE
+ * ClockStep. Never decreases. */
+int64_t ingest_clock_read(struct ingest_clock *c, int64_t mono_ns,
+			  int64_t wall_ns, int64_t floor_ns, int64_t *step_ns);
+/* An input line or object of len bytes was larger than max_object_bytes
+ * and skipped by the source: a NOTE. */
+int ingest_oversized(ingest_t *in, uint64_t len, struct lg_error *err);
+/* The meta key under which the position of r (RES_MAX: the stream) is
+ * committed. Static string. */
+const char *ingest_position_key(enum resource r);
+
+void ingest_counters(const ingest_t *in, struct ingest_counters *c);
+
+/* NOTEs emitted since ingest_new, by code (at most INGEST_NOTE_CODES
+ * codes; later new codes count under "other"). Copies up to cap entries
+ * into out and returns how many; code strings are borrowed from in. */
+#define INGEST_NOTE_CODES 24
+struct ingest_note_count {
+	const char *code;
+	uint64_t n;
+};
+size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
+			  size_t cap);
 
 /* Defaults of struct ingest_opts. */
 #define INGEST_MAX_OBJECT_DEFAULT (4u << 20)

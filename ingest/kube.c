@@ -29,7 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_OBJECT_DEFAULT   (4u << 20)
 #define MAX_LIST_DEFAULT     (256u << 20)
 #define PAGE_LIMIT_DEFAULT   500
 #define WATCH_MIN_DEFAULT    300
@@ -38,7 +37,6 @@
 #define RETRY_MAX_DEFAULT    300000
 #define CONNECT_DEFAULT	     10000
 #define API_RECHECK_DEFAULT  60000
-#define TICK_DEFAULT_NS	     (60 * (int64_t)1000000000)
 /* An error response body is kept only to show its message. */
 #define ERROR_BODY_MAX (64u << 10)
 /* Commits are grouped: at most one flush per interval while busy. */
@@ -188,16 +186,6 @@ static int fail(struct kube *k, int code, const struct lg_error *e)
 /* The record file (--record): what the watch received, as a recorded      */
 /* stream that `watch --from` replays to the same state.                   */
 
-static const json_t *meta(const json_t *obj, const char *field)
-{
-	return json_object_get(json_object_get(obj, "metadata"), field);
-}
-
-static const char *meta_str(const json_t *obj, const char *field)
-{
-	return json_string_value(meta(obj, field));
-}
-
 /* "namespace/name", or false when the object has no usable name. */
 static bool object_key(const json_t *obj, char *buf, size_t cap)
 {
@@ -296,22 +284,17 @@ static int record_vanished(struct kube *k, struct res *s, int64_t time_ns)
 /* One line of an existing record file, to seed the known sets. */
 static void seed_line(struct kube *k, const char *line, size_t len)
 {
-	static const struct {
-		const char *name;
-		enum watch_type type;
-	} types[] = {{"ADDED", WATCH_ADDED},
-		     {"MODIFIED", WATCH_MODIFIED},
-		     {"DELETED", WATCH_DELETED}};
 	json_t *ev = json_loadb(line, len, 0, NULL);
 	json_t *obj = json_object_get(ev, "object");
 	const char *type = json_string_value(json_object_get(ev, "type"));
 	enum resource r;
+	enum watch_type t;
 
 	r = resource_of(json_string_value(json_object_get(obj, "apiVersion")),
 			json_string_value(json_object_get(obj, "kind")));
-	for (size_t i = 0; type && r != RES_MAX && i < 3; i++)
-		if (strcmp(type, types[i].name) == 0)
-			track(&k->res[r], types[i].type, obj);
+	if (r != RES_MAX && ingest__watch_type_parse(type, &t) &&
+	    t != WATCH_BOOKMARK)
+		track(&k->res[r], t, obj);
 	json_decref(ev);
 }
 
@@ -800,16 +783,6 @@ static int feed(struct kube *k, struct res *s, enum watch_type type,
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	enum watch_type type;
-} watch_types[] = {
-	{"ADDED", WATCH_ADDED},
-	{"MODIFIED", WATCH_MODIFIED},
-	{"DELETED", WATCH_DELETED},
-	{"BOOKMARK", WATCH_BOOKMARK},
-};
-
 /* An ERROR event carries a Status; every one of them means the watch
  * cannot go on from where it is, so the resource is listed again. */
 static void watch_error(struct res *s, const json_t *status)
@@ -829,6 +802,7 @@ static int watch_line(struct kube *k, struct res *s, const char *line,
 	json_t *ev = json_loadb(line, len, 0, NULL);
 	json_t *obj = json_object_get(ev, "object");
 	const char *type = json_string_value(json_object_get(ev, "type"));
+	enum watch_type t;
 	int rc = 0;
 
 	if (!json_is_object(obj) || type == NULL) {
@@ -847,22 +821,19 @@ static int watch_line(struct kube *k, struct res *s, const char *line,
 		json_decref(ev);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(watch_types) / sizeof(watch_types[0]);
-	     i++) {
-		if (strcmp(type, watch_types[i].name) != 0)
-			continue;
-		if (watch_types[i].type != WATCH_BOOKMARK)
-			fill_typemeta(s, obj);
-		to_read_version(s, obj);
-		rc = feed(k, s, watch_types[i].type, type, obj, true);
-		s->attempt = 0;
+	if (!ingest__watch_type_parse(type, &t)) {
+		logmsg("%s: unknown watch event type \"%s\" ignored",
+		       res_name(s), type);
 		json_decref(ev);
-		return rc;
+		return 0;
 	}
-	logmsg("%s: unknown watch event type \"%s\" ignored", res_name(s),
-	       type);
+	if (t != WATCH_BOOKMARK)
+		fill_typemeta(s, obj);
+	to_read_version(s, obj);
+	rc = feed(k, s, t, type, obj, true);
+	s->attempt = 0;
 	json_decref(ev);
-	return 0;
+	return rc;
 }
 
 /* One list item: an ADDED of the relist, unless it is larger than an
@@ -1410,9 +1381,9 @@ static void loop(struct kube *k)
 static void set_defaults(struct kube_watch_opts *o)
 {
 	if (o->tick_ns <= 0)
-		o->tick_ns = TICK_DEFAULT_NS;
+		o->tick_ns = INGEST_TICK_DEFAULT;
 	if (o->max_object_bytes == 0)
-		o->max_object_bytes = MAX_OBJECT_DEFAULT;
+		o->max_object_bytes = INGEST_MAX_OBJECT_DEFAULT;
 	if (o->max_list_bytes == 0)
 		o->max_list_bytes = MAX_LIST_DEFAULT;
 	if (o->page_limit == 0)

@@ -10,7 +10,7 @@
 /* strptime is X/Open. */
 #define _XOPEN_SOURCE 700
 
-#include "ingest/ingest.h"
+#include "ingest/kube_int.h"
 
 #include <ctype.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * the loader shares rather than copies) cannot make us walk without bound.
  * Errors name the file and line, because a kubeconfig is edited by hand.
  */
-#include "ingest/ingest.h"
+#include "ingest/kube_int.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * that outgrows it is dropped as it arrives and reported once at its end,
  * so that a hostile or broken server cannot make us buffer without bound.
  */
-#include "ingest/ingest.h"
+#include "ingest/kube_int.h"
 
 #include <string.h>
 

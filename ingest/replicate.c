@@ -211,7 +211,7 @@ static int page_read(struct replica *r, const json_t *list, size_t skip,
 		     uint64_t last, struct page *p, uint64_t *bad,
 		     struct lg_error *err)
 {
-	uint8_t head[LEDGER_HEAD_BYTES], want[LEDGER_HEAD_BYTES], *buf = NULL;
+	uint8_t head[LEDGER_HEAD_BYTES], want[LEDGER_HEAD_BYTES];
 	size_t n = json_array_size(list) - skip;
 	int rc = 0;
 
@@ -222,7 +222,6 @@ static int page_read(struct replica *r, const json_t *list, size_t skip,
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const json_t *v = json_array_get(list, skip + i);
 		struct event *ev = &p->evs[i];
-		size_t len;
 
 		p->scratch[i] = NULL;
 		p->n = i + 1;
@@ -235,10 +234,7 @@ static int page_read(struct replica *r, const json_t *list, size_t skip,
 					  (unsigned long long)(last + 1 + i));
 		if (rc != 0)
 			break;
-		len = ledger_event_encode(ev, NULL, 0);
-		buf = ing_xrealloc(buf, len ? len : 1);
-		ledger_event_encode(ev, buf, len);
-		ledger_chain_step(head, buf, len, head);
+		ledger_event_head(head, ev, head);
 		if (!hex_head(json_string_value(json_object_get(v, "head")),
 			      want) ||
 		    memcmp(head, want, LEDGER_HEAD_BYTES) != 0) {
@@ -246,7 +242,6 @@ static int page_read(struct replica *r, const json_t *list, size_t skip,
 			break;
 		}
 	}
-	free(buf);
 	return rc;
 }
 

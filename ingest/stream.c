@@ -85,6 +85,7 @@ static bool can_skip(ingest_t *in, const struct pod_proj *pp, const char *proj,
 /* ---------------------------------------------------------------------- */
 /* Lines */
 
+/* The one table of watch event types (recorded lines and live watches). */
 static const struct {
 	const char *name;
 	enum watch_type type;
@@ -94,6 +95,18 @@ static const struct {
 	{"DELETED", WATCH_DELETED},
 	{"BOOKMARK", WATCH_BOOKMARK},
 };
+
+bool ingest__watch_type_parse(const char *name, enum watch_type *type)
+{
+	for (size_t i = 0;
+	     name != NULL && i < sizeof(watch_types) / sizeof(watch_types[0]);
+	     i++)
+		if (strcmp(watch_types[i].name, name) == 0) {
+			*type = watch_types[i].type;
+			return true;
+		}
+	return false;
+}
 
 static bool blank(const char *line, size_t len)
 {
@@ -109,19 +122,14 @@ static bool line_event(ingest_t *in, const json_t *doc, enum watch_type *type,
 {
 	const char *t = json_string_value(json_object_get(doc, "type"));
 	const json_t *tv = json_object_get(doc, "time");
-	size_t i = 0;
 
 	*time_ns = 0;
-	while (t != NULL && i < sizeof(watch_types) / sizeof(watch_types[0]) &&
-	       strcmp(watch_types[i].name, t) != 0)
-		i++;
-	if (t == NULL || i == sizeof(watch_types) / sizeof(watch_types[0])) {
+	if (!ingest__watch_type_parse(t, type)) {
 		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
 			  "line: \"type\" is not ADDED, MODIFIED, DELETED or "
 			  "BOOKMARK");
 		return false;
 	}
-	*type = watch_types[i].type;
 	if (tv != NULL &&
 	    (!json_is_string(tv) ||
 	     time_parse_ns(json_string_value(tv), time_ns) != 0)) {

@@ -12,7 +12,7 @@
  * the fields of the type in the order of the layout table below. Encoder and
  * decoder walk the same table, so they cannot disagree on the order.
  */
-#include "ledger/ledger.h"
+#include "ledger/ledger_int.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -472,4 +472,22 @@ void ledger_chain_step(const uint8_t *head_prev, const uint8_t *bytes,
 		SHA256_Update(&c, bytes, len);
 	SHA256_Final(md, &c);
 	memcpy(head_out, md, sizeof(md));
+}
+
+void ledger_event_head(const uint8_t *head_prev, const struct event *ev,
+		       uint8_t *head_out)
+{
+	uint8_t room[1024], *p = room;
+	size_t n = ledger_event_encode(ev, room, sizeof(room));
+
+	/* Most events fit the stack; a larger one is encoded again on the
+	 * heap (running out of memory aborts, STYLE "Errors and memory"). */
+	if (n > sizeof(room)) {
+		if ((p = malloc(n)) == NULL)
+			abort();
+		ledger_event_encode(ev, p, n);
+	}
+	ledger_chain_step(head_prev, p, n, head_out);
+	if (p != room)
+		free(p);
 }

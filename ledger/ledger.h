@@ -98,13 +98,11 @@ int ledger_append(ledger_t *lg, struct event *evs, size_t n,
 int ledger_meta_get(ledger_t *lg, const char *key, void *buf, size_t cap,
 		    size_t *len, struct lg_error *err);
 
-/* Calls fn for every meta key starting with prefix, in key order, as
- * committed (e.g. a cache kept with the events that built it); key and val
- * are borrowed for the call. fn returns non-zero to stop (returned). */
+/* Receives key/value records in key order, as committed (e.g. a cache
+ * kept with the events that built it); key and val are borrowed for the
+ * call. Returns non-zero to stop the scan (which returns it). */
 typedef int ledger_meta_fn(void *ctx, const void *key, size_t klen,
 			   const void *val, size_t vlen);
-int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
-		     void *ctx, struct lg_error *err);
 
 /* The watcher's object table (DESIGN 4.2; the "objects" database): per
  * watched object the small extract its cache needs, under keys and in a
@@ -203,8 +201,6 @@ struct ledger_verify_result {
  * seq), other codes on operating errors. */
 int ledger_verify_run(ledger_t *lg, struct ledger_verify_result *res,
 		      struct lg_error *err);
-/* The same, with only the first bad seq (0 when sound). */
-int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
 /* The Merkle tree (DESIGN 4.4; ledger/tree.c). The tree of size N covers
@@ -227,12 +223,9 @@ int ledger_prove_consistency(ledger_t *lg, uint64_t from, uint64_t to,
  * sound, LG_EVERSION when the ledger has no tree yet. */
 int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
 
-/* Signed notes (C2SP tlog-checkpoint) of tree sizes, in meta. put stores
- * text (a writer only) under size; get copies the note of size (0: the
- * latest) into *text (caller frees) and its size into *size_out (may be
- * NULL). LG_ENOENT when there is none. */
-int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
-		    struct lg_error *err);
+/* Signed notes (C2SP tlog-checkpoint) of tree sizes, in meta: copies the
+ * note of size (0: the latest) into *text (caller frees) and its size into
+ * *size_out (may be NULL). LG_ENOENT when there is none. */
 int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
 		    uint64_t *size_out, struct lg_error *err);
 /* Signs a C2SP checkpoint of the tree at the last seq this handle has seen
@@ -255,16 +248,11 @@ int ledger_stats(ledger_t *lg, struct ledger_stats *st, struct lg_error *err);
  * may run. */
 int ledger_backup(ledger_t *lg, const char *dir, struct lg_error *err);
 
-/* Event encoding (ledger/codec.c): the canonical bytes the chain hashes.
- * ledger_event_encode writes at most cap bytes and returns the size needed
- * (> cap: nothing usable was written). ledger_event_decode reads a whole
- * record; strings point into buf, which must stay alive and unchanged. */
-size_t ledger_event_encode(const struct event *ev, uint8_t *buf, size_t cap);
-int ledger_event_decode(struct event *ev, const uint8_t *buf, size_t len,
-			struct lg_error *err);
-/* head_out = SHA-256(head_prev || bytes). */
-void ledger_chain_step(const uint8_t *head_prev, const uint8_t *bytes,
-		       size_t len, uint8_t *head_out);
+/* The chain head after ev (DESIGN 4.3): SHA-256(head_prev || the bytes
+ * the ledger stores for ev), as a reader checks another ledger's heads
+ * (replicas). head_out may alias head_prev. */
+void ledger_event_head(const uint8_t *head_prev, const struct event *ev,
+		       uint8_t *head_out);
 
 /* ---------------------------------------------------------------------- */
 /* The verdict index (ledger/snapshot.c). Every append records, in its own

@@ -8,6 +8,30 @@
 
 #include "ledger/ledger.h"
 
+/* ---------------------------------------------------------------------- */
+/* Moved from ledger/ledger.h: used by ledger/ (and its tests) only. */
+
+/* Event encoding (ledger/codec.c): the canonical bytes the chain hashes.
+ * ledger_event_encode writes at most cap bytes and returns the size needed
+ * (> cap: nothing usable was written). ledger_event_decode reads a whole
+ * record; strings point into buf, which must stay alive and unchanged. */
+size_t ledger_event_encode(const struct event *ev, uint8_t *buf, size_t cap);
+int ledger_event_decode(struct event *ev, const uint8_t *buf, size_t len,
+			struct lg_error *err);
+/* head_out = SHA-256(head_prev || bytes). */
+void ledger_chain_step(const uint8_t *head_prev, const uint8_t *bytes,
+		       size_t len, uint8_t *head_out);
+
+/* Calls fn for every meta key starting with prefix (ledger_meta_fn). */
+int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
+		     void *ctx, struct lg_error *err);
+/* ledger_verify_run with only the first bad seq (0 when sound). */
+int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
+/* Stores the signed note text (a writer only) under tree size `size`
+ * (ledger_note_get reads it). */
+int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
+		    struct lg_error *err);
+
 enum ledger_db {
 	LEDGER_DB_EVENTS,
 	LEDGER_DB_CHECKPOINTS,

@@ -1,5 +1,5 @@
 /* The one table of error codes: lg_strerror and lg_errname come from it. */
-#include "model/model.h"
+#include "model/model_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -50,7 +50,6 @@ struct lg_error {
 
 /* Static strings; never NULL (unknown codes give "unknown error"). */
 const char *lg_strerror(int code);
-const char *lg_errname(int code);
 
 /* Sets err (when not NULL) to code and a printf-formatted message; returns
  * code so that callers can write `return lg_error_set(err, LG_EINVAL, ...)`. */
@@ -83,53 +82,6 @@ void *lg_xrealloc(void *p, size_t n);
 char *lg_xstrdup(const char *s);
 
 /* ---------------------------------------------------------------------- */
-/* Quantities (DESIGN 5.1). Exact decimal, no floating point.              */
-
-/* Magnitude limbs: enough for any value a quantity string of sane length
- * can denote; parsing something larger fails with LG_ERANGE. */
-#define QUANTITY_LIMBS 40
-
-/* A parsed quantity. The fields are private to model/quantity.c; the struct
- * is public only so that callers can keep quantities on the stack. The value
- * is stored rounded up (away from zero) to nano units, as upstream does. */
-struct quantity {
-	int8_t sign;	 /* -1, 0, +1 */
-	uint8_t binary;	 /* the string used a binary suffix (Ki, Mi, ...) */
-	uint16_t nlimbs; /* used limbs of mag */
-	uint32_t mag[QUANTITY_LIMBS]; /* |value| in nano units, little endian */
-};
-
-/* Parses s[0..len) with the apimachinery grammar: sign, digits, optional
- * fraction, then a suffix (n u m "" k M G T P E, Ki Mi Gi Ti Pi Ei) or an
- * e/E exponent. No trimming. Binary-suffix values are capped at 2^63-1 like
- * upstream. LG_EINVAL on bad syntax, LG_ERANGE when too large to represent. */
-int quantity_parse(struct quantity *q, const char *s, size_t len,
-		   struct lg_error *err);
-/* Value(): the ceiling of q as an integer; LG_ERANGE outside int64. */
-int quantity_value(const struct quantity *q, int64_t *out);
-/* MilliValue(): the ceiling of q*1000; LG_ERANGE outside int64. */
-int quantity_milli_value(const struct quantity *q, int64_t *out);
-/* acc += b; LG_ERANGE when the result does not fit the representation. */
-int quantity_add(struct quantity *acc, const struct quantity *b);
-/* <0, 0, >0 like strcmp. */
-int quantity_cmp(const struct quantity *a, const struct quantity *b);
-bool quantity_is_negative(const struct quantity *q);
-void quantity_zero(struct quantity *q);
-/* Prints q exactly with the smallest of the suffixes "" m u n that keeps an
- * integer ("2", "1500m", "1n", "-3"). Returns the length it needs (like
- * snprintf), writing at most cap bytes including the NUL. */
-size_t quantity_format(const struct quantity *q, char *buf, size_t cap);
-/* The exact integer value of a quantity that must be a non-negative integer:
- * LG_EINVAL when negative or fractional, LG_ERANGE above 2^63-1. */
-int quantity_exact_uint(const struct quantity *q, int64_t *out);
-/* A budget value or a count given in JSON (Appendix A "Keys and values"): a
- * string is parsed as a quantity without trimming; a JSON number is read from
- * its value (integers exactly; reals only when integral and exactly
- * representable); booleans, null, objects and arrays are LG_EINVAL. The
- * result must be an exact non-negative integer (see quantity_exact_uint). */
-int quantity_json_uint(const json_t *v, int64_t *out, struct lg_error *err);
-
-/* ---------------------------------------------------------------------- */
 /* Names (DESIGN 5.4, 5.5).                                                */
 
 #define DNS1123_LABEL_MAX     63
@@ -153,42 +105,6 @@ struct toleration {
 struct taint {
 	const char *key, *value, *effect;
 };
-
-bool toleration_tolerates(const struct toleration *tol,
-			  const struct taint *taint);
-/* Reads a toleration/taint object; its strings are borrowed from v. Non-string
- * fields are LG_EINVAL. */
-int toleration_from_json(struct toleration *tol, const json_t *v,
-			 struct lg_error *err);
-int taint_from_json(struct taint *taint, const json_t *v, struct lg_error *err);
-
-/* ---------------------------------------------------------------------- */
-/* Effective pod requests (DESIGN 5.2).                                    */
-
-/* A small resource list. Names are borrowed from the JSON the list was built
- * from and live as long as it; the array is owned (reslist_release). */
-struct resitem {
-	const char *name;
-	struct quantity q;
-};
-struct reslist {
-	size_t n, cap;
-	struct resitem *items; /* sorted by name */
-};
-
-void reslist_init(struct reslist *l);
-void reslist_release(struct reslist *l);
-const struct quantity *reslist_get(const struct reslist *l, const char *name);
-
-/* The upstream PodRequests helper (component-helpers), no defaulting:
- * max(sum of containers + sidecars, max over init containers), pod-level
- * spec.resources.requests replaces cpu, memory and hugepages-*, then
- * spec.overhead is added. When defaults is true, the API server's defaulting
- * is applied first: a container limit with no request counts as the request.
- * LG_EINVAL (with detail) for a wrong type or an unparsable quantity;
- * LG_ERANGE for a sum too large. out must be initialised. */
-int pod_requests(const json_t *pod, bool defaults, struct reslist *out,
-		 struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
 /* The class table (DESIGN 2, Appendix A "Class table").                   */
@@ -229,38 +145,12 @@ bool gpu_class_equal(const struct gpu_class *a, const struct gpu_class *b);
 /* Lookups; NULL when absent. Borrowed from t. */
 const struct gpu_class *class_table_find(const struct class_table *t,
 					 const char *name);
-const struct gpu_class *class_table_by_resource(const struct class_table *t,
-						const char *resource);
-const struct gpu_class *class_table_by_device_class(const struct class_table *t,
-						    const char *device_class);
-/* True when a node serves class c (DESIGN 2.4): not cordoned (only JSON true
- * in spec.unschedulable), first Ready condition "True", and every NoSchedule/
- * NoExecute taint (bar the three node.kubernetes.io ones) tolerated by one of
- * c's tolerations. */
-bool node_serves(const json_t *node, const struct gpu_class *c);
 
 /* ---------------------------------------------------------------------- */
 /* Budget keys (DESIGN 2.2).                                               */
 
-enum key_kind {
-	KEY_OTHER = 0,
-	KEY_CLASS,   /* <class>.gpuclass.cozystack.io/devices */
-	KEY_TOTAL,   /* gpuclass.cozystack.io/devices */
-	KEY_INVALID, /* another key in the GPU domain */
-	KEY_RAW	     /* a resourceNames entry of some class (prefix stripped) */
-};
-
 #define GPU_TOTAL_KEY	     "gpuclass.cozystack.io/devices"
 #define GPU_CLASS_KEY_SUFFIX ".gpuclass.cozystack.io/devices"
-
-/* Classifies key. For KEY_CLASS, *cls is the class label (pointing into key,
- * *cls_len its length); for KEY_RAW the owning class's name (borrowed from t)
- * and *resource the stripped resource name (pointing into key). t may be NULL
- * (then no key is raw). Output pointers may be NULL. */
-enum key_kind budget_key_classify(const char *key, const struct class_table *t,
-				  const char **cls, size_t *cls_len,
-				  const char **resource);
-const char *key_kind_name(enum key_kind k); /* "class", "total", ... */
 
 /* ---------------------------------------------------------------------- */
 /* Namespaces and the tenant tree (DESIGN 2.1).                            */
@@ -296,9 +186,6 @@ enum holder_kind {
 	HK_RESOURCECLAIM,
 	HK_MAX
 };
-
-const char *holder_kind_name(enum holder_kind k);  /* "VMInstance", ... */
-enum holder_kind holder_kind_parse(const char *s); /* HK_NONE if unknown */
 
 /* Classes a table may have (larger tables are rejected), and so the most
  * classes one object may hold. */
@@ -349,12 +236,6 @@ struct holder_map {
  * LG_EUNKNOWN for another kind. */
 int holder_map_object(const json_t *obj, const struct class_table *t,
 		      struct holder_map *hm, struct lg_error *err);
-/* Maps a bare spec (admission requests carry specs, not objects). */
-int holder_map_spec(enum holder_kind kind, const json_t *spec,
-		    const struct class_table *t, struct holder_map *hm,
-		    struct lg_error *err);
-/* Units of class index cls in hm (0 when absent). */
-int64_t holder_map_units(const struct holder_map *hm, uint32_t cls);
 /* True when ResourceClaim claim is covered by VMInstance vmi (DESIGN 2.3,
  * Appendix A "Claims"): same namespace, the claim's units all in one class c,
  * its name equals claim_name(vmi_name(vmi name), "gpu<i+1>") for an entry i
@@ -443,8 +324,7 @@ struct event {
 	int64_t before, after; /* RESERVE..FREE */
 };
 
-const char *event_type_name(enum event_type t);	 /* "RESERVE", ... */
-enum event_type event_type_parse(const char *s); /* EV_NONE if unknown */
+const char *event_type_name(enum event_type t); /* "RESERVE", ... */
 /* Checks the fields an event of its type must have (names valid, counts
  * non-negative, direction of before/after right for its type). */
 int event_validate(const struct event *ev, struct lg_error *err);
@@ -489,10 +369,6 @@ struct jcs_buf {
 };
 void jcs_buf_init(struct jcs_buf *b);
 void jcs_buf_release(struct jcs_buf *b);
-/* Appends JCS of v to b (NUL-terminated); -1 on failure or once b holds
- * more than max_bytes (b's content is then undefined). */
-int jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
-	      size_t max_bytes);
 /* JCS of v as a malloc'ed string of its own size (caller frees), NULL on
  * failure. Built in scratch (may be NULL), which a caller that writes many
  * keeps, so that only the copy is allocated each time. */
@@ -500,11 +376,6 @@ char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
 	       struct jcs_buf *scratch);
 /* jcs_text(v, 0, SIZE_MAX, NULL). Caller frees. */
 char *json_canonical(const json_t *v);
-/* Compares names by UTF-16 code units (RFC 8785 3.2.3); both valid UTF-8. */
-int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
-/* ECMAScript Number::toString of a finite d into out (>= 32 bytes); returns
- * the length. */
-size_t jcs_format_double(double d, char *out);
 
 /* ---------------------------------------------------------------------- */
 /* The Merkle tree of the log (model/merkle.c; RFC 9162 2.1, DESIGN 4.4).
@@ -518,7 +389,6 @@ size_t jcs_format_double(double d, char *out);
 #define MERKLE_PROOF_MAX 130
 
 void merkle_leaf_hash(const void *data, size_t len, uint8_t *out);
-void merkle_node_hash(const uint8_t *left, const uint8_t *right, uint8_t *out);
 /* The post-order position of a complete subtree: nodes numbered in the
  * order a growing tree completes them, so that they are appended in
  * increasing order (the ledger's storage key). */
@@ -540,8 +410,6 @@ struct merkle_edge {
 /* Appends a leaf; emit (may be NULL) sees every subtree it completes. */
 void merkle_edge_push(struct merkle_edge *e, const uint8_t *leaf,
 		      merkle_node_fn *emit, void *ctx);
-/* MTH of the whole tree (SHA-256 of nothing for the empty tree). */
-void merkle_edge_root(const struct merkle_edge *e, uint8_t *out);
 /* The edge of the tree of the given size, from stored subtrees. */
 int merkle_edge_load(struct merkle_edge *e, uint64_t size, merkle_get_fn *get,
 		     void *ctx);
@@ -560,11 +428,6 @@ int merkle_inclusion_proof(merkle_get_fn *get, void *ctx, uint64_t index,
  * empty when m is 0 or n. */
 int merkle_consistency_proof(merkle_get_fn *get, void *ctx, uint64_t m,
 			     uint64_t n, struct merkle_proof *p);
-/* RFC 9162 2.1.3.2: the root the proof gives for leaf at index, or
- * LG_EINVAL when the proof has the wrong shape for (index, size). */
-int merkle_root_from_inclusion(uint64_t index, uint64_t size,
-			       const uint8_t *leaf,
-			       const struct merkle_proof *p, uint8_t *root);
 /* 0 when the proof proves leaf at index in the tree of size with root;
  * LG_EINVAL for a malformed proof, LG_EMISMATCH for a wrong one. */
 int merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t *leaf,
@@ -654,9 +517,6 @@ int64_t state_horizon_ns(const state_t *st);
 const struct class_table *state_classes(const state_t *st);
 /* Deep copy (for verdicts on a snapshot while the state moves on). */
 state_t *state_clone(const state_t *st);
-/* Self-check: every subtree total equals a from-scratch recomputation and
- * every per-namespace total equals the sum of its holders. */
-int state_check(const state_t *st, struct lg_error *err);
 /* The replay JSON of DESIGN 6 (`replay --json`): new reference. When ns is
  * not NULL, only that tenant. */
 json_t *state_to_json(const state_t *st, const char *ns);
@@ -760,14 +620,10 @@ enum bill_basis {
 #define BILL_MS_PER_DAY	 86400000LL
 #define BILL_HEAD_BYTES	 32 /* a chain head, as ledger/ stores it */
 
-const char *bill_step_name(enum bill_step s);	/* "hour", "day" */
-const char *bill_basis_name(enum bill_basis b); /* "reserved", ... */
 /* Parse the names above; LG_EINVAL for anything else. */
 int bill_step_parse(const char *s, enum bill_step *out);
 int bill_basis_parse(const char *s, enum bill_basis *out);
 
-/* The first UTC hour or day boundary strictly after t_ms. */
-int64_t bill_period_end(int64_t t_ms, enum bill_step step);
 /* The same in the local time of a fixed offset from UTC (offset_s seconds,
  * a whole number of minutes): the first local hour or day boundary strictly
  * after t_ms, in UTC ms. Every local month starts on such a boundary, so no
@@ -782,9 +638,6 @@ void bill_month_of(int64_t t_ms, int32_t offset_s, int64_t *start_ms,
  * the local time of offset_s; LG_EINVAL for anything else. */
 int bill_month_parse(const char *s, int32_t offset_s, int64_t *start_ms,
 		     int64_t *end_ms);
-/* "Z", "+HH:MM" or "-HH:MM" (|offset| <= 14:00) into seconds; LG_EINVAL
- * otherwise. */
-int bill_offset_parse(const char *s, int32_t *offset_s);
 
 /* The accumulators of every (namespace, class) of a state at one instant,
  * for one basis. Namespace and class names are borrowed from the state the
@@ -819,20 +672,6 @@ typedef int bill_usage_fn(void *ctx, const struct bill_usage *u);
 int bill_period_usage(const struct bill_snap *a, const struct bill_snap *b,
 		      bool rollup, bill_usage_fn *fn, void *ctx,
 		      struct lg_error *err);
-
-/* x_TenantPath: "tenant-root/tenant-a/tenant-a-b" for a tenant, the name
- * itself for any other namespace. Returns the length it needs (like
- * snprintf), writing at most cap bytes including the NUL. */
-size_t bill_tenant_path(const char *ns, char *buf, size_t cap);
-/* num/den with exactly 9 decimals, truncated ("1.500000000"); num >= 0,
- * den > 0. ConsumedQuantity is bill_format_ratio(device_ms, 3600000). */
-size_t bill_format_ratio(int64_t num, int64_t den, char *buf, size_t cap);
-/* A nano-unit amount with 9 decimals ("2.500000000"). */
-size_t bill_format_nano(int64_t nano, char *buf, size_t cap);
-/* A non-negative decimal string with at most 9 fraction digits ("2.5",
- * "3", "0.000000001") into nano units. No sign, exponent or space; LG_EINVAL
- * otherwise, LG_ERANGE above int64. */
-int bill_decimal_parse(const char *s, int64_t *nano);
 
 /* The billing file (DESIGN 8): prices per GPU-hour by class and currency,
  * and the identity the FOCUS columns name, every member optional:

@@ -7,6 +7,186 @@
 
 #include "model/model.h"
 
+/* ---------------------------------------------------------------------- */
+/* Moved from model/model.h: used by model/ (and its tests) only. */
+
+/* ---------------------------------------------------------------------- */
+/* Quantities (DESIGN 5.1). Exact decimal, no floating point.              */
+
+/* Magnitude limbs: enough for any value a quantity string of sane length
+ * can denote; parsing something larger fails with LG_ERANGE. */
+#define QUANTITY_LIMBS 40
+
+/* A parsed quantity. The fields are private to model/quantity.c; the struct
+ * is in a header only so that callers can keep quantities on the stack.
+ * The value is stored rounded up (away from zero) to nano units, as
+ * upstream does. */
+struct quantity {
+	int8_t sign;	 /* -1, 0, +1 */
+	uint8_t binary;	 /* the string used a binary suffix (Ki, Mi, ...) */
+	uint16_t nlimbs; /* used limbs of mag */
+	uint32_t mag[QUANTITY_LIMBS]; /* |value| in nano units, little endian */
+};
+
+/* Parses s[0..len) with the apimachinery grammar: sign, digits, optional
+ * fraction, then a suffix (n u m "" k M G T P E, Ki Mi Gi Ti Pi Ei) or an
+ * e/E exponent. No trimming. Binary-suffix values are capped at 2^63-1 like
+ * upstream. LG_EINVAL on bad syntax, LG_ERANGE when too large to represent. */
+int quantity_parse(struct quantity *q, const char *s, size_t len,
+		   struct lg_error *err);
+/* Value(): the ceiling of q as an integer; LG_ERANGE outside int64. */
+int quantity_value(const struct quantity *q, int64_t *out);
+/* MilliValue(): the ceiling of q*1000; LG_ERANGE outside int64. */
+int quantity_milli_value(const struct quantity *q, int64_t *out);
+/* acc += b; LG_ERANGE when the result does not fit the representation. */
+int quantity_add(struct quantity *acc, const struct quantity *b);
+/* <0, 0, >0 like strcmp. */
+int quantity_cmp(const struct quantity *a, const struct quantity *b);
+bool quantity_is_negative(const struct quantity *q);
+void quantity_zero(struct quantity *q);
+/* Prints q exactly with the smallest of the suffixes "" m u n that keeps an
+ * integer ("2", "1500m", "1n", "-3"). Returns the length it needs (like
+ * snprintf), writing at most cap bytes including the NUL. */
+size_t quantity_format(const struct quantity *q, char *buf, size_t cap);
+/* The exact integer value of a quantity that must be a non-negative integer:
+ * LG_EINVAL when negative or fractional, LG_ERANGE above 2^63-1. */
+int quantity_exact_uint(const struct quantity *q, int64_t *out);
+/* A budget value or a count given in JSON (Appendix A "Keys and values"): a
+ * string is parsed as a quantity without trimming; a JSON number is read from
+ * its value (integers exactly; reals only when integral and exactly
+ * representable); booleans, null, objects and arrays are LG_EINVAL. The
+ * result must be an exact non-negative integer (see quantity_exact_uint). */
+int quantity_json_uint(const json_t *v, int64_t *out, struct lg_error *err);
+
+/* ---------------------------------------------------------------------- */
+/* Effective pod requests (DESIGN 5.2).                                    */
+
+/* A small resource list. Names are borrowed from the JSON the list was built
+ * from and live as long as it; the array is owned (reslist_release). */
+struct resitem {
+	const char *name;
+	struct quantity q;
+};
+struct reslist {
+	size_t n, cap;
+	struct resitem *items; /* sorted by name */
+};
+
+void reslist_init(struct reslist *l);
+void reslist_release(struct reslist *l);
+const struct quantity *reslist_get(const struct reslist *l, const char *name);
+
+/* The upstream PodRequests helper (component-helpers), no defaulting:
+ * max(sum of containers + sidecars, max over init containers), pod-level
+ * spec.resources.requests replaces cpu, memory and hugepages-*, then
+ * spec.overhead is added. When defaults is true, the API server's defaulting
+ * is applied first: a container limit with no request counts as the request.
+ * LG_EINVAL (with detail) for a wrong type or an unparsable quantity;
+ * LG_ERANGE for a sum too large. out must be initialised. */
+int pod_requests(const json_t *pod, bool defaults, struct reslist *out,
+		 struct lg_error *err);
+
+/* Budget keys (DESIGN 2.2): the kind of a key (budget_key_classify). */
+enum key_kind {
+	KEY_OTHER = 0,
+	KEY_CLASS,   /* <class>.gpuclass.cozystack.io/devices */
+	KEY_TOTAL,   /* gpuclass.cozystack.io/devices */
+	KEY_INVALID, /* another key in the GPU domain */
+	KEY_RAW	     /* a resourceNames entry of some class (prefix stripped) */
+};
+
+/* Errors. */
+const char *lg_errname(int code);
+
+/* Tolerations and taints. */
+bool toleration_tolerates(const struct toleration *tol,
+			  const struct taint *taint);
+/* Reads a toleration/taint object; its strings are borrowed from v. Non-string
+ * fields are LG_EINVAL. */
+int toleration_from_json(struct toleration *tol, const json_t *v,
+			 struct lg_error *err);
+int taint_from_json(struct taint *taint, const json_t *v, struct lg_error *err);
+
+/* The class table. */
+const struct gpu_class *class_table_by_resource(const struct class_table *t,
+						const char *resource);
+const struct gpu_class *class_table_by_device_class(const struct class_table *t,
+						    const char *device_class);
+/* True when a node serves class c (DESIGN 2.4): not cordoned (only JSON true
+ * in spec.unschedulable), first Ready condition "True", and every NoSchedule/
+ * NoExecute taint (bar the three node.kubernetes.io ones) tolerated by one of
+ * c's tolerations. */
+bool node_serves(const json_t *node, const struct gpu_class *c);
+
+/* Budget keys. */
+/* Classifies key. For KEY_CLASS, *cls is the class label (pointing into key,
+ * *cls_len its length); for KEY_RAW the owning class's name (borrowed from t)
+ * and *resource the stripped resource name (pointing into key). t may be NULL
+ * (then no key is raw). Output pointers may be NULL. */
+enum key_kind budget_key_classify(const char *key, const struct class_table *t,
+				  const char **cls, size_t *cls_len,
+				  const char **resource);
+const char *key_kind_name(enum key_kind k); /* "class", "total", ... */
+
+/* Holder mapping. */
+const char *holder_kind_name(enum holder_kind k);  /* "VMInstance", ... */
+enum holder_kind holder_kind_parse(const char *s); /* HK_NONE if unknown */
+/* Maps a bare spec (admission requests carry specs, not objects). */
+int holder_map_spec(enum holder_kind kind, const json_t *spec,
+		    const struct class_table *t, struct holder_map *hm,
+		    struct lg_error *err);
+/* Units of class index cls in hm (0 when absent). */
+int64_t holder_map_units(const struct holder_map *hm, uint32_t cls);
+
+/* Events. */
+enum event_type event_type_parse(const char *s); /* EV_NONE if unknown */
+/* Appends JCS of v to b (NUL-terminated); -1 on failure or once b holds
+ * more than max_bytes (b's content is then undefined). */
+int jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
+	      size_t max_bytes);
+/* Compares names by UTF-16 code units (RFC 8785 3.2.3); both valid UTF-8. */
+int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
+/* ECMAScript Number::toString of a finite d into out (>= 32 bytes); returns
+ * the length. */
+size_t jcs_format_double(double d, char *out);
+
+/* The Merkle tree of the log. */
+void merkle_node_hash(const uint8_t *left, const uint8_t *right, uint8_t *out);
+/* MTH of the whole tree (SHA-256 of nothing for the empty tree). */
+void merkle_edge_root(const struct merkle_edge *e, uint8_t *out);
+/* RFC 9162 2.1.3.2: the root the proof gives for leaf at index, or
+ * LG_EINVAL when the proof has the wrong shape for (index, size). */
+int merkle_root_from_inclusion(uint64_t index, uint64_t size,
+			       const uint8_t *leaf,
+			       const struct merkle_proof *p, uint8_t *root);
+
+/* The projection: state + event -> state. */
+/* Self-check: every subtree total equals a from-scratch recomputation and
+ * every per-namespace total equals the sum of its holders. */
+int state_check(const state_t *st, struct lg_error *err);
+
+/* Billing. */
+const char *bill_step_name(enum bill_step s);	/* "hour", "day" */
+const char *bill_basis_name(enum bill_basis b); /* "reserved", ... */
+/* The first UTC hour or day boundary strictly after t_ms. */
+int64_t bill_period_end(int64_t t_ms, enum bill_step step);
+/* "Z", "+HH:MM" or "-HH:MM" (|offset| <= 14:00) into seconds; LG_EINVAL
+ * otherwise. */
+int bill_offset_parse(const char *s, int32_t *offset_s);
+/* x_TenantPath: "tenant-root/tenant-a/tenant-a-b" for a tenant, the name
+ * itself for any other namespace. Returns the length it needs (like
+ * snprintf), writing at most cap bytes including the NUL. */
+size_t bill_tenant_path(const char *ns, char *buf, size_t cap);
+/* num/den with exactly 9 decimals, truncated ("1.500000000"); num >= 0,
+ * den > 0. ConsumedQuantity is bill_format_ratio(device_ms, 3600000). */
+size_t bill_format_ratio(int64_t num, int64_t den, char *buf, size_t cap);
+/* A nano-unit amount with 9 decimals ("2.500000000"). */
+size_t bill_format_nano(int64_t nano, char *buf, size_t cap);
+/* A non-negative decimal string with at most 9 fraction digits ("2.5",
+ * "3", "0.000000001") into nano units. No sign, exponent or space; LG_EINVAL
+ * otherwise, LG_ERANGE above int64. */
+int bill_decimal_parse(const char *s, int64_t *nano);
+
 /* eval functions (DESIGN 6.1), one per name, dispatched by model/eval.c.
  * Each returns 0 with *out a new reference, or an LG_* code with err set. */
 typedef int eval_fn(const struct eval_ctx *ctx, const json_t *input,

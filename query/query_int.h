@@ -19,6 +19,12 @@
 
 #include <stdarg.h>
 
+/* ---------------------------------------------------------------------- */
+/* Moved from query/query.h: used by query/ (and its tests) only. */
+
+/* Asks the loop of query_server_run to stop; safe from any thread. */
+void query_server_stop(query_server_t *qs);
+
 /* Defaults of struct query_opts. */
 #define QUERY_MAX_BODY_DEFAULT	  (1u << 20)
 #define QUERY_MAX_URL_DEFAULT	  (8u << 10)
@@ -543,8 +549,12 @@ struct ui_asset {
 	const unsigned char *data;
 	size_t len;
 };
-extern const struct ui_asset ui_assets[];
-extern const size_t ui_assets_n;
+/* Defined by the generated ui_assets.c, so already under their internal
+ * names; the short names are aliases until the renames of ISSUE 15. */
+extern const struct ui_asset query__ui_assets[];
+extern const size_t query__ui_assets_n;
+#define ui_assets   query__ui_assets
+#define ui_assets_n query__ui_assets_n
 
 /* The header lines of every /ui answer: CSP (nothing but this origin),
  * no framing, no sniffing, no referrer, no caching. */

@@ -5,7 +5,7 @@
  */
 #include "tests/ingest_tests.h"
 
-#include "ingest/ingest.h"
+#include "ingest/kube_int.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -456,6 +456,37 @@ START_TEST(error_wait_table)
 }
 END_TEST
 
+/* The one table of watch event types (ingest/stream.c), which recorded
+ * lines and live watches both read: exact, case-sensitive names only. */
+static const struct {
+	const char *name;
+	bool ok;
+	enum watch_type type;
+} watch_type_rows[] = {
+	{"ADDED", true, WATCH_ADDED},
+	{"MODIFIED", true, WATCH_MODIFIED},
+	{"DELETED", true, WATCH_DELETED},
+	{"BOOKMARK", true, WATCH_BOOKMARK},
+	{"ERROR", false, 0},
+	{"added", false, 0},
+	{"ADDED ", false, 0},
+	{"", false, 0},
+	{NULL, false, 0},
+};
+
+START_TEST(watch_type_table)
+{
+	enum watch_type t = (enum watch_type)99;
+	bool ok = ingest__watch_type_parse(watch_type_rows[_i].name, &t);
+
+	ck_assert_int_eq(ok, watch_type_rows[_i].ok);
+	if (ok)
+		ck_assert_int_eq(t, watch_type_rows[_i].type);
+	else
+		ck_assert_int_eq(t, 99); /* untouched */
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 INGEST_PART(kube)
@@ -476,5 +507,8 @@ INGEST_PART(kube)
 	tcase_add_test(tc, retry_delay_table);
 	tcase_add_test(tc, watch_timeout_range);
 	tcase_add_loop_test(tc, error_wait_table, 0, N(error_rows));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("watch_types");
+	tcase_add_loop_test(tc, watch_type_table, 0, N(watch_type_rows));
 	suite_add_tcase(s, tc);
 }

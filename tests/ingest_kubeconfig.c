@@ -5,7 +5,7 @@
  */
 #include "tests/ingest_tests.h"
 
-#include "ingest/ingest.h"
+#include "ingest/kube_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

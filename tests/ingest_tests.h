@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ingest/ingest.h"
+#include "ingest/kube_int.h"
 #include "tests/ledger_tests.h"
 
 #define INGEST_PART(name) void ingest_tests_##name(Suite *s)

@@ -683,6 +683,40 @@ START_TEST(codec_chain_events)
 }
 END_TEST
 
+/* ledger_event_head is the chain step over the codec's bytes, for every
+ * row and for an event larger than its 1 KiB of stack room, also in place.
+ * Row _i == N_ROWS is the large one. */
+START_TEST(codec_event_head)
+{
+	static char big[5000];
+	struct event ev;
+	uint8_t prev[LEDGER_HEAD_BYTES], want[LEDGER_HEAD_BYTES],
+		got[LEDGER_HEAD_BYTES], *buf;
+	size_t n;
+
+	if ((size_t)_i < N_ROWS) {
+		ev = rows[_i];
+	} else {
+		memset(big, 'x', sizeof(big) - 1);
+		ev = (struct event){.seq = 3, .time_ns = 9, .type = EV_NOTE,
+				    .ns = "", .key = "Big", .text = big};
+	}
+	for (size_t k = 0; k < sizeof(prev); k++)
+		prev[k] = (uint8_t)(k * 13 + (unsigned)_i);
+	n = ledger_event_encode(&ev, NULL, 0);
+	if ((size_t)_i == N_ROWS)
+		ck_assert_uint_gt(n, 1024);
+	buf = malloc(n);
+	ck_assert_uint_eq(ledger_event_encode(&ev, buf, n), n);
+	ledger_chain_step(prev, buf, n, want);
+	free(buf);
+	ledger_event_head(prev, &ev, got);
+	ck_assert_mem_eq(got, want, sizeof(want));
+	ledger_event_head(prev, &ev, prev);
+	ck_assert_mem_eq(prev, want, sizeof(want));
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 void ledger_tests_codec(Suite *s)
@@ -707,5 +741,6 @@ void ledger_tests_codec(Suite *s)
 	tc = tcase_create("codec_chain");
 	tcase_add_loop_test(tc, codec_chain_vectors, 0, N(vectors));
 	tcase_add_test(tc, codec_chain_events);
+	tcase_add_loop_test(tc, codec_event_head, 0, (int)N_ROWS + 1);
 	suite_add_tcase(s, tc);
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ledger/ledger.h"
+#include "ledger/ledger_int.h"
 #include "tests/model_tests.h"
 
 #define LEDGER_PART(name) void ledger_tests_##name(Suite *s)
