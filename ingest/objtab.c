@@ -908,8 +908,7 @@ int objtab_load(ingest_t *in, struct lg_error *err)
 	bool present;
 	int rc;
 
-	if ((rc = table_copy(&in->table, state_classes(st))) != 0)
-		return lg_error_set(err, rc, "out of memory");
+	table_copy(&in->table, state_classes(st));
 	in->time_ns = state_time_ns(st);
 	rc = ledger_objects_seq(in->lg, &at, &present, err);
 	if (rc == 0 && present)

@@ -45,10 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Memory is model's family (model/state.c): running out aborts (STYLE
- * "Errors and memory"), call sites do not test for NULL. Declared here, as
- * model exports it today, rather than defined a second time. */
-void *xcalloc(size_t n, size_t size);
+/* Memory is model's family (lg_xcalloc, model/model.h): running out aborts
+ * (STYLE "Errors and memory"), call sites do not test for NULL. */
 
 /* Bounds. A line is a few KB; SIM_LINE_MAX (64 KiB) leaves room for any
  * object built here, and overflowing it is a bug of this file, reported as
@@ -433,9 +431,9 @@ static void pool_init(struct pool *p, uint32_t cap)
 	p->cap = cap;
 	p->n_live = 0;
 	p->n_free = cap;
-	p->live = xcalloc(cap, sizeof(uint32_t));
-	p->pos = xcalloc(cap, sizeof(uint32_t));
-	p->free_slots = xcalloc(cap, sizeof(uint32_t));
+	p->live = lg_xcalloc(cap, sizeof(uint32_t));
+	p->pos = lg_xcalloc(cap, sizeof(uint32_t));
+	p->free_slots = lg_xcalloc(cap, sizeof(uint32_t));
 	/* Slot 0 is taken first, so that the order of slots is the order of
 	 * creation at the start: easier to read in a debugger. */
 	for (uint32_t i = 0; i < cap; i++)
@@ -2472,7 +2470,7 @@ static void build_namespaces(struct sim *s, uint32_t tenants, uint32_t depth)
 {
 	s->n_sys = N_SYS;
 	s->n_ns = N_SYS + tenants;
-	s->ns = xcalloc(s->n_ns, sizeof(*s->ns));
+	s->ns = lg_xcalloc(s->n_ns, sizeof(*s->ns));
 	for (uint32_t i = 0; i < s->n_ns; i++) {
 		struct sim_ns *n = &s->ns[i];
 
@@ -2513,7 +2511,7 @@ static void build_nodes(struct sim *s, uint32_t tenants)
 
 	s->n_workers = workers;
 	s->n_nodes = workers + N_CLASSES * per_class;
-	s->nodes = xcalloc(s->n_nodes, sizeof(*s->nodes));
+	s->nodes = lg_xcalloc(s->n_nodes, sizeof(*s->nodes));
 	for (uint32_t i = 0; i < s->n_nodes; i++) {
 		struct sim_node *n = &s->nodes[i];
 		int c = i < workers ? -1 : (int)((i - workers) / per_class);
@@ -2548,17 +2546,17 @@ static void build_pools(struct sim *s, uint32_t tenants)
 	s->claim_target = clamp_u32(1 + tenants / 6, 2, SIM_CLAIMS_MAX);
 	/* Launchers come on top of the pod target: one per VMInstance. */
 	pool_init(&s->pod_pool, s->pod_target + s->vm_target);
-	s->pods = xcalloc(s->pod_pool.cap, sizeof(*s->pods));
+	s->pods = lg_xcalloc(s->pod_pool.cap, sizeof(*s->pods));
 	pool_init(&s->vm_pool, s->vm_target);
-	s->vms = xcalloc(s->vm_target, sizeof(*s->vms));
+	s->vms = lg_xcalloc(s->vm_target, sizeof(*s->vms));
 	pool_init(&s->kn_pool, s->kn_target);
-	s->kns = xcalloc(s->kn_target, sizeof(*s->kns));
+	s->kns = lg_xcalloc(s->kn_target, sizeof(*s->kns));
 	pool_init(&s->vm_claims.pool, s->vm_target * SIM_ENTRIES_MAX);
 	s->vm_claims.items =
-		xcalloc(s->vm_claims.pool.cap, sizeof(*s->vm_claims.items));
+		lg_xcalloc(s->vm_claims.pool.cap, sizeof(*s->vm_claims.items));
 	pool_init(&s->sa_claims.pool, s->claim_target);
 	s->sa_claims.items =
-		xcalloc(s->claim_target, sizeof(*s->sa_claims.items));
+		lg_xcalloc(s->claim_target, sizeof(*s->sa_claims.items));
 }
 
 static void sim_release(struct sim *s)
@@ -2702,7 +2700,7 @@ int sim_new(const struct sim_opts *o, sim_t **out, struct lg_error *err)
 	*out = NULL;
 	if ((rc = sim_check(o, err)) != 0)
 		return rc;
-	s = xcalloc(1, sizeof(*s));
+	s = lg_xcalloc(1, sizeof(*s));
 	s->start_ns = o->start_ns;
 	s->end_ns = o->end_ns;
 	s->gpu_share_ppm = o->gpu_share_ppm;
@@ -2713,8 +2711,8 @@ int sim_new(const struct sim_opts *o, sim_t **out, struct lg_error *err)
 	s->invalid = o->invalid;
 	s->churn = o->churn;
 	s->now_ns = s->start_ns;
-	s->line = (struct sb){xcalloc(1, SIM_LINE_MAX), 0, SIM_LINE_MAX, false};
-	s->pend = (struct sb){xcalloc(1, SIM_PENDING_MAX), 0, SIM_PENDING_MAX,
+	s->line = (struct sb){lg_xcalloc(1, SIM_LINE_MAX), 0, SIM_LINE_MAX, false};
+	s->pend = (struct sb){lg_xcalloc(1, SIM_PENDING_MAX), 0, SIM_PENDING_MAX,
 			      false};
 	rng_seed(&s->rng, o->seed);
 	build_namespaces(s, o->tenants, o->depth);
