@@ -13,6 +13,9 @@ usage: mdb_edit.py DATA.MDB MODE [ARGS]
                LMDB unless the reader guards against it)
   cpbyte       flips a byte in the middle of the first checkpoint record
   flip SEED    flips one random bit (seeded); prints "offset bit"
+  treepage     the first node of the first Merkle tree leaf page (8-byte
+               keys, 32-byte hashes) claims its hash on an overflow page
+               past the end of the file: an unguarded read of it faults
 
 Events are found in LMDB's leaf pages (format version 1: a 16-byte page
 header, P_LEAF 0x02 in its flags; nodes of lo, hi, flags, ksize (u16 each),
@@ -58,6 +61,23 @@ def event_node(d, seq):
     sys.exit("mdb_edit: event %d not found" % seq)
 
 
+def tree_node(d):
+    """The offset of the first node of the first leaf page whose nodes all
+    have 8-byte keys and 32-byte data (the Merkle tree database)."""
+    for page in range(2 * PSIZE, len(d) - PSIZE + 1, PSIZE):
+        flags, lower = struct.unpack_from("<HH", d, page + 10)
+        if not flags & P_LEAF or flags & ~0x12 or lower < 18:
+            continue
+        ptrs = [struct.unpack_from("<H", d, page + 16 + 2 * i)[0]
+                for i in range((lower - 16) // 2)]
+        if any(not 16 <= p <= PSIZE - 48 for p in ptrs):
+            continue
+        if all(struct.unpack_from("<HHHH", d, page + p) == (32, 0, 0, 8)
+               for p in ptrs):
+            return page + ptrs[0]
+    sys.exit("mdb_edit: no Merkle tree page found")
+
+
 def main():
     path, mode, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     d = bytearray(open(path, "rb").read())
@@ -85,6 +105,11 @@ def main():
         at = d.find(b"GLCP")
         assert at >= 0, "no checkpoint"
         d[at + 200] ^= 0x20
+    elif mode == "treepage":
+        node = tree_node(d)
+        d[node + 4] |= F_BIGDATA
+        struct.pack_into("<Q", d, node + 16, len(d) // PSIZE + 16)
+        print(node)
     elif mode == "flip":
         rng = random.Random(int(args[0]))
         off, bit = rng.randrange(len(d)), rng.randrange(8)
