@@ -4,7 +4,12 @@
  * Every handler maps an object with model/ and diffs the result against
  * what the cache says the ledger holds for it; emit() queues the events,
  * and ingest_flush() appends them with the positions they came from in one
- * transaction. The cache is changed as events are queued, so a failed flush
+ * transaction. This file only dispatches (the handlers table, relists, the
+ * class table, which dispatches again); the handlers are holders.c, nodes.c
+ * and tree.c, and what they share, the object cache and the event queue, is
+ * cache.c, below all of them.
+ *
+ * The cache is changed as events are queued, so a failed flush
  * leaves it ahead of the ledger: the engine then refuses further input
  * (in->broken) and the caller must start again from the ledger.
  *
@@ -48,23 +53,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define API_COZY "apps.cozystack.io/v1alpha1"
-
-static const struct resource_info resources[RES_MAX] = {
-	[RES_NAMESPACE] = {"v1", "Namespace", "/api/v1/namespaces"},
-	[RES_TENANT] = {API_COZY, "Tenant", "/apis/" API_COZY "/tenants"},
-	[RES_VMINSTANCE] = {API_COZY, "VMInstance",
-			    "/apis/" API_COZY "/vminstances"},
-	[RES_KUBERNETESNODES] = {API_COZY, "KubernetesNodes",
-				 "/apis/" API_COZY "/kubernetesnodeses"},
-	[RES_POD] = {"v1", "Pod", "/api/v1/pods"},
-	[RES_RESOURCECLAIM] = {"resource.k8s.io/v1", "ResourceClaim",
-			       "/apis/resource.k8s.io/v1/resourceclaims"},
-	[RES_NODE] = {"v1", "Node", "/api/v1/nodes"},
-	[RES_CONFIGMAP] = {"v1", "ConfigMap",
-			   "/api/v1/namespaces/cozy-system/configmaps"
-			   "?fieldSelector=metadata.name=gpu-classes"},
-};
+#define CLASSES_NAMESPACE "cozy-system"
+#define CLASSES_NAME	  "gpu-classes"
+#define CLASSES_KEY	  "classes.json"
 
 static const char *const position_keys[RES_MAX + 1] = {
 	[RES_NAMESPACE] = "ingest.position.Namespace",
@@ -92,31 +83,6 @@ static const struct handler {
 	[RES_CONFIGMAP] = {configmap_upsert, configmap_delete},
 };
 
-static const enum holder_kind res_kind[RES_MAX] = {
-	[RES_VMINSTANCE] = HK_VMINSTANCE,
-	[RES_KUBERNETESNODES] = HK_KUBERNETESNODES,
-	[RES_POD] = HK_POD,
-	[RES_RESOURCECLAIM] = HK_RESOURCECLAIM,
-};
-
-const struct resource_info *resource_info(enum resource r)
-{
-	if ((unsigned)r >= RES_MAX)
-		return NULL;
-	return &resources[r];
-}
-
-enum resource resource_of(const char *api_version, const char *kind)
-{
-	if (api_version == NULL || kind == NULL)
-		return RES_MAX;
-	for (int r = 0; r < RES_MAX; r++)
-		if (strcmp(resources[r].api_version, api_version) == 0 &&
-		    strcmp(resources[r].kind, kind) == 0)
-			return (enum resource)r;
-	return RES_MAX;
-}
-
 const char *ingest_position_key(enum resource r)
 {
 	if ((unsigned)r > RES_MAX)
@@ -125,12 +91,7 @@ const char *ingest_position_key(enum resource r)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Objects */
-
-static const char *obj_key(const void *v)
-{
-	return ((const struct obj *)v)->key;
-}
+/* Tenant nodes and covers (their maps are the engine's) */
 
 static const char *tnode_key(const void *v)
 {
@@ -140,275 +101,6 @@ static const char *tnode_key(const void *v)
 static const char *cover_key(const void *v)
 {
 	return ((const struct cover *)v)->key;
-}
-
-/* o's key, ns and name in one block (they never change): key first, so
- * that freeing o->key frees all three. */
-void obj_set_names(struct obj *o, const char *ns, const char *name)
-{
-	size_t a = strlen(ns), b = strlen(name);
-	size_t k = a > 0 ? a + 1 + b : b;
-	char *p = ing_xmalloc(k + 1 + a + 1 + b + 1);
-
-	if (a > 0) {
-		memcpy(p, ns, a);
-		p[a] = '/';
-	}
-	memcpy(p + (a > 0 ? a + 1 : 0), name, b + 1);
-	memcpy(p + k + 1, ns, a + 1);
-	memcpy(p + k + 1 + a + 1, name, b + 1);
-	o->key = p;
-	o->ns = p + k + 1;
-	o->name = p + k + 1 + a + 1;
-}
-
-static char *make_key(const char *ns, const char *name)
-{
-	size_t a = strlen(ns), b = strlen(name);
-	char *k = ing_xmalloc(a + b + 2);
-
-	if (a > 0) {
-		memcpy(k, ns, a);
-		k[a++] = '/';
-	}
-	memcpy(k + a, name, b + 1);
-	return k;
-}
-
-void obj_free(struct obj *o)
-{
-	if (o == NULL)
-		return;
-	free(o->key); /* and ns and name */
-	free(o->uid);
-	json_decref(o->doc);
-	free(o->doc_text);
-	free(o->units);
-	free(o->node);
-	free(o->covers);
-	free(o->caps);
-	free(o->governed);
-	free(o);
-}
-
-struct obj *obj_get(ingest_t *in, enum resource r, const char *ns,
-		    const char *name)
-{
-	char buf[512];
-	size_t a = strlen(ns), b = strlen(name);
-
-	/* Names are short; only a hostile object needs the heap. */
-	if (a + b + 2 > sizeof(buf)) {
-		char *k = make_key(ns, name);
-		struct obj *o = smap_get(&in->objs[r], k);
-
-		free(k);
-		return o;
-	}
-	memcpy(buf, ns, a);
-	if (a > 0)
-		buf[a++] = '/';
-	memcpy(buf + a, name, b + 1);
-	return smap_get(&in->objs[r], buf);
-}
-
-struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
-		    const char *name, const char *uid)
-{
-	struct obj *o = ing_xcalloc(1, sizeof(*o));
-
-	obj_set_names(o, ns, name);
-	o->uid = ing_xstrdup(uid ? uid : "");
-	o->node = ing_xstrdup("");
-	o->kind = res_kind[r];
-	o->seen = true;
-	smap_put(&in->objs[r], o);
-	obj_touch(in, r, o);
-	return o;
-}
-
-void obj_del(ingest_t *in, enum resource r, struct obj *o)
-{
-	obj_touch(in, r, o);
-	smap_del(&in->objs[r], o);
-	obj_free(o);
-}
-
-void obj_set_uid(struct obj *o, const char *uid)
-{
-	if (strcmp(o->uid, uid) == 0)
-		return;
-	free(o->uid);
-	o->uid = ing_xstrdup(uid);
-}
-
-void obj_set_doc(struct obj *o, json_t *doc)
-{
-	json_decref(o->doc);
-	free(o->doc_text);
-	o->doc_text = NULL;
-	o->doc = doc;
-}
-
-json_t *obj_doc(struct obj *o)
-{
-	if (o->doc_text != NULL) {
-		/* Checked to be an object when written; a record damaged
-		 * since reads as no extract (not mapped again until seen). */
-		json_t *d = json_loads(o->doc_text, 0, NULL);
-
-		free(o->doc_text);
-		o->doc_text = NULL;
-		o->doc = json_is_object(d) ? d : (json_decref(d), NULL);
-	}
-	return o->doc;
-}
-
-bool obj_has_doc(const struct obj *o)
-{
-	return o->doc != NULL || o->doc_text != NULL;
-}
-
-json_t *jcopy(const json_t *o, const char *key)
-{
-	return json_deep_copy(json_object_get(o, key));
-}
-
-const char *meta_str(const json_t *obj, const char *key)
-{
-	return json_string_value(
-		json_object_get(json_object_get(obj, "metadata"), key));
-}
-
-/* ---------------------------------------------------------------------- */
-/* Emitting */
-
-static const char *keep(ingest_t *in, const char *s)
-{
-	return s ? arena_strdup(&in->arena, s) : NULL;
-}
-
-/* NOTEs by code, for the watcher's metrics: the codes are few, fixed and
- * static strings (every emit_note passes a literal), so a small table of
- * pointers suffices; a code past its end is counted under "other". */
-static void count_note(ingest_t *in, const char *code)
-{
-	struct ingest_note_count *t = in->note_counts;
-	size_t i = 0;
-
-	while (i < INGEST_NOTE_CODES - 1 && t[i].code != NULL &&
-	       strcmp(t[i].code, code) != 0)
-		i++;
-	if (t[i].code == NULL)
-		t[i].code = i < INGEST_NOTE_CODES - 1 ? code : "other";
-	t[i].n++;
-}
-
-void emit(ingest_t *in, const struct event *ev)
-{
-	struct event *e;
-
-	if (in->n_evs == in->cap_evs) {
-		in->cap_evs = in->cap_evs ? 2 * in->cap_evs : 256;
-		in->evs = ing_xrealloc(in->evs, in->cap_evs * sizeof(*in->evs));
-	}
-	e = &in->evs[in->n_evs++];
-	*e = *ev;
-	e->seq = 0;
-	e->time_ns = in->time_ns;
-	e->ns = keep(in, ev->ns);
-	e->parent = keep(in, ev->parent);
-	e->key = keep(in, ev->key);
-	e->cls = keep(in, ev->cls);
-	e->text = keep(in, ev->text);
-	e->node = keep(in, ev->node);
-	e->name = keep(in, ev->name);
-	e->uid = keep(in, ev->uid);
-	if (ev->type == EV_NOTE) {
-		in->c.notes++;
-		count_note(in, ev->key);
-	}
-}
-
-/* NOTE strings are printed as JSON by `log`: keep them printable ASCII
- * (names from the input may hold anything) and bounded. */
-static void sanitize(char *dst, size_t cap, const char *src)
-{
-	size_t i = 0;
-
-	for (; src != NULL && src[i] != '\0' && i + 1 < cap; i++) {
-		unsigned char c = (unsigned char)src[i];
-
-		dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-	}
-	dst[i] = '\0';
-}
-
-void emit_note(ingest_t *in, struct obj *o, const char *code,
-	       enum holder_kind kind, const char *ns, const char *name,
-	       const char *fmt, ...)
-{
-	char raw[INGEST_NOTE_MAX], msg[INGEST_NOTE_MAX];
-	char sns[DNS1123_SUBDOMAIN_MAX + 1], sname[DNS1123_SUBDOMAIN_MAX + 1];
-	uint64_t h;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
-	va_end(ap);
-	sanitize(msg, sizeof(msg), raw);
-	h = ing_hash(msg, strlen(msg)) ^ ing_hash(code, strlen(code));
-	if (o != NULL) {
-		if (o->note == h)
-			return;
-		o->note = h;
-	}
-	sanitize(sns, sizeof(sns), ns);
-	sanitize(sname, sizeof(sname), name);
-	emit(in, &(struct event){.type = EV_NOTE,
-				 .key = code,
-				 .kind = kind,
-				 .ns = ns && *ns ? sns : NULL,
-				 .name = name && *name ? sname : NULL,
-				 .text = msg});
-}
-
-/* ---------------------------------------------------------------------- */
-/* Units */
-
-enum resource kind_res(enum holder_kind k)
-{
-	for (int r = 0; r < RES_MAX; r++)
-		if (res_kind[r] == k && k != HK_NONE)
-			return (enum resource)r;
-	return RES_MAX;
-}
-
-struct ucls *obj_units(struct obj *o, const char *cls)
-{
-	size_t i = 0;
-
-	while (i < o->n_units && strcmp(o->units[i].cls, cls) < 0)
-		i++;
-	if (i < o->n_units && strcmp(o->units[i].cls, cls) == 0)
-		return &o->units[i];
-	o->units = ing_xrealloc(o->units, (o->n_units + 1) * sizeof(*o->units));
-	memmove(o->units + i + 1, o->units + i,
-		(o->n_units - i) * sizeof(*o->units));
-	memset(&o->units[i], 0, sizeof(o->units[i]));
-	snprintf(o->units[i].cls, sizeof(o->units[i].cls), "%s", cls);
-	o->n_units++;
-	return &o->units[i];
-}
-
-void obj_trim(struct obj *o)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < o->n_units; i++)
-		if (o->units[i].reserved != 0 || o->units[i].allocated != 0)
-			o->units[k++] = o->units[i];
-	o->n_units = k;
 }
 
 static int load_positions(ingest_t *in, struct lg_error *err)
@@ -455,8 +147,7 @@ int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 		in->o.tick_ns = INGEST_TICK_DEFAULT;
 	in->o.classes = NULL;
 	class_table_init(&in->table);
-	for (int r = 0; r < RES_MAX; r++)
-		smap_init(&in->objs[r], obj_key);
+	cache_init(in);
 	smap_init(&in->tnodes, tnode_key);
 	smap_init(&in->covers, cover_key);
 	arena_init(&in->arena);
@@ -485,11 +176,6 @@ static void free_map(struct smap *m, void (*fn)(void *))
 	smap_release(m);
 }
 
-static void obj_free_v(void *v)
-{
-	obj_free(v);
-}
-
 static void tnode_free_v(void *v)
 {
 	tnode_free(v);
@@ -504,8 +190,7 @@ void ingest_free(ingest_t *in)
 {
 	if (in == NULL)
 		return;
-	for (int r = 0; r < RES_MAX; r++)
-		free_map(&in->objs[r], obj_free_v);
+	cache_release(in);
 	free_map(&in->tnodes, tnode_free_v);
 	free_map(&in->covers, cover_free_v);
 	free_map(&in->dirty, free);
@@ -772,9 +457,9 @@ int ingest_event(ingest_t *in, enum watch_type type, const json_t *object,
 		ns = "";
 	if (name == NULL || *name == '\0' || ns == NULL ||
 	    (!cluster_scoped(r) && *ns == '\0')) {
-		emit_note(in, NULL, "InvalidObject", res_kind[r], ns, name,
+		emit_note(in, NULL, "InvalidObject", res_kind(r), ns, name,
 			  "%s: metadata.name%s missing or not a string",
-			  resources[r].kind,
+			  resource_info(r)->kind,
 			  cluster_scoped(r) ? " is" : " or namespace is");
 		return 0;
 	}
@@ -926,4 +611,71 @@ int ingest_set_classes(ingest_t *in, const struct class_table *t,
 	in->table = copy;
 	needles_rebuild(in);
 	return remap_all(in);
+}
+
+/* The gpu-classes ConfigMap is the one handler that dispatches again (a
+ * new table re-maps every object), so it lives here with the dispatch
+ * table rather than among the handlers it calls. */
+
+/* The table of a gpu-classes ConfigMap into t; NOTE and false when it is
+ * invalid. */
+static bool configmap_table(ingest_t *in, struct obj *o, const json_t *obj,
+			    struct class_table *t)
+{
+	const json_t *v =
+		json_object_get(json_object_get(obj, "data"), CLASSES_KEY);
+	struct lg_error e = {0};
+	json_error_t jerr;
+	json_t *doc;
+	int rc;
+
+	if (!json_is_string(v)) {
+		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
+			  "data[\"" CLASSES_KEY "\"] is missing or not a "
+			  "string; the class table in force stays");
+		return false;
+	}
+	doc = json_loadb(json_string_value(v), json_string_length(v), 0, &jerr);
+	if (doc == NULL) {
+		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
+			  CLASSES_KEY " is not JSON (line %d: %s); the class "
+				      "table in force stays",
+			  jerr.line, jerr.text);
+		return false;
+	}
+	rc = class_table_parse(t, doc, &e);
+	json_decref(doc);
+	if (rc != 0) {
+		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
+			  "%s; the class table in force stays", e.msg);
+		return false;
+	}
+	return true;
+}
+
+int configmap_upsert(ingest_t *in, enum resource r, const json_t *obj,
+		     struct obj *o)
+{
+	const char *ns = meta_str(obj, "namespace"),
+		   *name = meta_str(obj, "name");
+	struct class_table t;
+	int rc;
+
+	/* Only one ConfigMap is watched; a recorded stream may hold others. */
+	if (ns == NULL || name == NULL || strcmp(ns, CLASSES_NAMESPACE) != 0 ||
+	    strcmp(name, CLASSES_NAME) != 0)
+		return 0;
+	if (o == NULL)
+		o = obj_add(in, r, ns, name, meta_str(obj, "uid"));
+	if (!configmap_table(in, o, obj, &t))
+		return 0;
+	o->note = 0;
+	rc = ingest_set_classes(in, &t, NULL);
+	class_table_release(&t);
+	return rc;
+}
+
+void configmap_delete(ingest_t *in, enum resource r, struct obj *o)
+{
+	obj_del(in, r, o);
 }

@@ -315,6 +315,8 @@ void obj_set_names(struct obj *o, const char *ns, const char *name);
 void obj_set_uid(struct obj *o, const char *uid);
 /* The resource of a holder kind (RES_MAX for HK_NONE). */
 enum resource kind_res(enum holder_kind k);
+/* The holder kind of resource r (HK_NONE: not a holder). */
+enum holder_kind res_kind(enum resource r);
 void obj_set_doc(struct obj *o, json_t *doc); /* takes the reference */
 /* The extract (parsed on first use; NULL when none or unreadable),
  * borrowed until the next obj_set_doc. */
@@ -344,6 +346,12 @@ typedef void delete_fn(ingest_t *in, enum resource r, struct obj *o);
  * with committed forgets the names); objtab_load fills the cache at
  * start. */
 const char *dirty_key(const void *v);
+/* The dirty-set key of cached object okey of resource r (caller frees). */
+char *obj_dirty_key(enum resource r, const char *okey);
+/* The maps of cached objects (ingest/cache.c): init at ingest_new, release
+ * (freeing every object) at ingest_free. */
+void cache_init(ingest_t *in);
+void cache_release(ingest_t *in);
 void obj_touch(ingest_t *in, enum resource r, const struct obj *o);
 void objtab_collect(ingest_t *in, struct ledger_batch *b);
 void objtab_release(ingest_t *in, struct ledger_batch *b, bool committed);

@@ -9,8 +9,10 @@
  * and is one as soon as capacity appears.
  *
  * The class table comes from --classes at start and from the
- * cozy-system/gpu-classes ConfigMap; an invalid or deleted ConfigMap leaves
- * the table in force.
+ * cozy-system/gpu-classes ConfigMap (its handler is in engine.c, since a new
+ * table dispatches every object again); an invalid or deleted ConfigMap
+ * leaves the table in force. Here: the table's copy and its raw names as
+ * the fast path looks for them.
  */
 #include "ingest/ingest_int.h"
 
@@ -18,9 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CLASSES_NAMESPACE "cozy-system"
-#define CLASSES_NAME	  "gpu-classes"
-#define CLASSES_KEY	  "classes.json"
 
 /* What mapping a node again needs. */
 static json_t *node_extract(const json_t *obj)
@@ -221,67 +220,4 @@ void needles_rebuild(ingest_t *in)
 		}
 	}
 	in->n_needles = k;
-}
-
-/* The table of a gpu-classes ConfigMap into t; NOTE and false when it is
- * invalid. */
-static bool configmap_table(ingest_t *in, struct obj *o, const json_t *obj,
-			    struct class_table *t)
-{
-	const json_t *v =
-		json_object_get(json_object_get(obj, "data"), CLASSES_KEY);
-	struct lg_error e = {0};
-	json_error_t jerr;
-	json_t *doc;
-	int rc;
-
-	if (!json_is_string(v)) {
-		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
-			  "data[\"" CLASSES_KEY "\"] is missing or not a "
-			  "string; the class table in force stays");
-		return false;
-	}
-	doc = json_loadb(json_string_value(v), json_string_length(v), 0, &jerr);
-	if (doc == NULL) {
-		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
-			  CLASSES_KEY " is not JSON (line %d: %s); the class "
-				      "table in force stays",
-			  jerr.line, jerr.text);
-		return false;
-	}
-	rc = class_table_parse(t, doc, &e);
-	json_decref(doc);
-	if (rc != 0) {
-		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
-			  "%s; the class table in force stays", e.msg);
-		return false;
-	}
-	return true;
-}
-
-int configmap_upsert(ingest_t *in, enum resource r, const json_t *obj,
-		     struct obj *o)
-{
-	const char *ns = meta_str(obj, "namespace"),
-		   *name = meta_str(obj, "name");
-	struct class_table t;
-	int rc;
-
-	/* Only one ConfigMap is watched; a recorded stream may hold others. */
-	if (ns == NULL || name == NULL || strcmp(ns, CLASSES_NAMESPACE) != 0 ||
-	    strcmp(name, CLASSES_NAME) != 0)
-		return 0;
-	if (o == NULL)
-		o = obj_add(in, r, ns, name, meta_str(obj, "uid"));
-	if (!configmap_table(in, o, obj, &t))
-		return 0;
-	o->note = 0;
-	rc = ingest_set_classes(in, &t, NULL);
-	class_table_release(&t);
-	return rc;
-}
-
-void configmap_delete(ingest_t *in, enum resource r, struct obj *o)
-{
-	obj_del(in, r, o);
 }

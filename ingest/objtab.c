@@ -84,32 +84,6 @@ static bool kind_res_any(unsigned r)
 	return false;
 }
 
-const char *dirty_key(const void *v)
-{
-	return v;
-}
-
-/* The dirty-set key of an object: 'a' + resource, then its cache key. */
-static char *dkey(enum resource r, const char *okey)
-{
-	size_t n = strlen(okey);
-	char *k = ing_xmalloc(n + 2);
-
-	k[0] = (char)('a' + r);
-	memcpy(k + 1, okey, n + 1);
-	return k;
-}
-
-void obj_touch(ingest_t *in, enum resource r, const struct obj *o)
-{
-	char *k = dkey(r, o->key);
-
-	if (smap_get(&in->dirty, k) != NULL)
-		free(k);
-	else
-		smap_put(&in->dirty, k);
-}
-
 /* The table key of dirty-set key d, into buf (LEDGER_OBJECT_KEY_MAX + 1). */
 static void table_key(const char *d, char *buf)
 {
@@ -562,7 +536,7 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	if (!b.why && *o->name == '\0')
 		b.why = "empty name";
 	if (!b.why) {
-		d = dkey((enum resource)r, o->key);
+		d = obj_dirty_key((enum resource)r, o->key);
 		table_key(d, tk);
 		if (strlen(tk) != klen || memcmp(tk, key, klen) != 0)
 			b.why = "key does not name its object";

@@ -1,0 +1,388 @@
+/*
+ * The engine's object cache and its output (DESIGN 2, 4.1): what every
+ * handler (holders.c, nodes.c, tree.c, objtab.c) builds on, so that the
+ * engine (engine.c) only dispatches and the files form a DAG:
+ * engine.c -> holders.c, nodes.c, tree.c, objtab.c -> cache.c.
+ *
+ * - the watched resources (resource_info, resource_of);
+ * - cached objects by resource and "ns/name" (obj_*), and the set of those
+ *   changed since the last flush (obj_touch), which the object table
+ *   persists (objtab.c);
+ * - the queue of pending events (emit, emit_note), whose strings live in
+ *   the engine's arena until the flush.
+ */
+#include "ingest/ingest_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_COZY "apps.cozystack.io/v1alpha1"
+
+static const struct resource_info resources[RES_MAX] = {
+	[RES_NAMESPACE] = {"v1", "Namespace", "/api/v1/namespaces"},
+	[RES_TENANT] = {API_COZY, "Tenant", "/apis/" API_COZY "/tenants"},
+	[RES_VMINSTANCE] = {API_COZY, "VMInstance",
+			    "/apis/" API_COZY "/vminstances"},
+	[RES_KUBERNETESNODES] = {API_COZY, "KubernetesNodes",
+				 "/apis/" API_COZY "/kubernetesnodeses"},
+	[RES_POD] = {"v1", "Pod", "/api/v1/pods"},
+	[RES_RESOURCECLAIM] = {"resource.k8s.io/v1", "ResourceClaim",
+			       "/apis/resource.k8s.io/v1/resourceclaims"},
+	[RES_NODE] = {"v1", "Node", "/api/v1/nodes"},
+	[RES_CONFIGMAP] = {"v1", "ConfigMap",
+			   "/api/v1/namespaces/cozy-system/configmaps"
+			   "?fieldSelector=metadata.name=gpu-classes"},
+};
+
+static const enum holder_kind res_kinds[RES_MAX] = {
+	[RES_VMINSTANCE] = HK_VMINSTANCE,
+	[RES_KUBERNETESNODES] = HK_KUBERNETESNODES,
+	[RES_POD] = HK_POD,
+	[RES_RESOURCECLAIM] = HK_RESOURCECLAIM,
+};
+
+const struct resource_info *resource_info(enum resource r)
+{
+	if ((unsigned)r >= RES_MAX)
+		return NULL;
+	return &resources[r];
+}
+
+enum resource resource_of(const char *api_version, const char *kind)
+{
+	if (api_version == NULL || kind == NULL)
+		return RES_MAX;
+	for (int r = 0; r < RES_MAX; r++)
+		if (strcmp(resources[r].api_version, api_version) == 0 &&
+		    strcmp(resources[r].kind, kind) == 0)
+			return (enum resource)r;
+	return RES_MAX;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Objects */
+
+static const char *obj_key(const void *v)
+{
+	return ((const struct obj *)v)->key;
+}
+
+void cache_init(ingest_t *in)
+{
+	for (int r = 0; r < RES_MAX; r++)
+		smap_init(&in->objs[r], obj_key);
+}
+
+void cache_release(ingest_t *in)
+{
+	for (int r = 0; r < RES_MAX; r++) {
+		struct smap *m = &in->objs[r];
+
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->hashes[i] != 0)
+				obj_free(m->vals[i]);
+		smap_release(m);
+	}
+}
+
+const char *dirty_key(const void *v)
+{
+	return v;
+}
+
+/* The dirty-set key of an object: 'a' + resource, then its cache key. */
+char *obj_dirty_key(enum resource r, const char *okey)
+{
+	size_t n = strlen(okey);
+	char *k = ing_xmalloc(n + 2);
+
+	k[0] = (char)('a' + r);
+	memcpy(k + 1, okey, n + 1);
+	return k;
+}
+
+void obj_touch(ingest_t *in, enum resource r, const struct obj *o)
+{
+	char *k = obj_dirty_key(r, o->key);
+
+	if (smap_get(&in->dirty, k) != NULL)
+		free(k);
+	else
+		smap_put(&in->dirty, k);
+}
+
+/* o's key, ns and name in one block (they never change): key first, so
+ * that freeing o->key frees all three. */
+void obj_set_names(struct obj *o, const char *ns, const char *name)
+{
+	size_t a = strlen(ns), b = strlen(name);
+	size_t k = a > 0 ? a + 1 + b : b;
+	char *p = ing_xmalloc(k + 1 + a + 1 + b + 1);
+
+	if (a > 0) {
+		memcpy(p, ns, a);
+		p[a] = '/';
+	}
+	memcpy(p + (a > 0 ? a + 1 : 0), name, b + 1);
+	memcpy(p + k + 1, ns, a + 1);
+	memcpy(p + k + 1 + a + 1, name, b + 1);
+	o->key = p;
+	o->ns = p + k + 1;
+	o->name = p + k + 1 + a + 1;
+}
+
+static char *make_key(const char *ns, const char *name)
+{
+	size_t a = strlen(ns), b = strlen(name);
+	char *k = ing_xmalloc(a + b + 2);
+
+	if (a > 0) {
+		memcpy(k, ns, a);
+		k[a++] = '/';
+	}
+	memcpy(k + a, name, b + 1);
+	return k;
+}
+
+void obj_free(struct obj *o)
+{
+	if (o == NULL)
+		return;
+	free(o->key); /* and ns and name */
+	free(o->uid);
+	json_decref(o->doc);
+	free(o->doc_text);
+	free(o->units);
+	free(o->node);
+	free(o->covers);
+	free(o->caps);
+	free(o->governed);
+	free(o);
+}
+
+struct obj *obj_get(ingest_t *in, enum resource r, const char *ns,
+		    const char *name)
+{
+	char buf[512];
+	size_t a = strlen(ns), b = strlen(name);
+
+	/* Names are short; only a hostile object needs the heap. */
+	if (a + b + 2 > sizeof(buf)) {
+		char *k = make_key(ns, name);
+		struct obj *o = smap_get(&in->objs[r], k);
+
+		free(k);
+		return o;
+	}
+	memcpy(buf, ns, a);
+	if (a > 0)
+		buf[a++] = '/';
+	memcpy(buf + a, name, b + 1);
+	return smap_get(&in->objs[r], buf);
+}
+
+struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
+		    const char *name, const char *uid)
+{
+	struct obj *o = ing_xcalloc(1, sizeof(*o));
+
+	obj_set_names(o, ns, name);
+	o->uid = ing_xstrdup(uid ? uid : "");
+	o->node = ing_xstrdup("");
+	o->kind = res_kinds[r];
+	o->seen = true;
+	smap_put(&in->objs[r], o);
+	obj_touch(in, r, o);
+	return o;
+}
+
+void obj_del(ingest_t *in, enum resource r, struct obj *o)
+{
+	obj_touch(in, r, o);
+	smap_del(&in->objs[r], o);
+	obj_free(o);
+}
+
+void obj_set_uid(struct obj *o, const char *uid)
+{
+	if (strcmp(o->uid, uid) == 0)
+		return;
+	free(o->uid);
+	o->uid = ing_xstrdup(uid);
+}
+
+void obj_set_doc(struct obj *o, json_t *doc)
+{
+	json_decref(o->doc);
+	free(o->doc_text);
+	o->doc_text = NULL;
+	o->doc = doc;
+}
+
+json_t *obj_doc(struct obj *o)
+{
+	if (o->doc_text != NULL) {
+		/* Checked to be an object when written; a record damaged
+		 * since reads as no extract (not mapped again until seen). */
+		json_t *d = json_loads(o->doc_text, 0, NULL);
+
+		free(o->doc_text);
+		o->doc_text = NULL;
+		o->doc = json_is_object(d) ? d : (json_decref(d), NULL);
+	}
+	return o->doc;
+}
+
+bool obj_has_doc(const struct obj *o)
+{
+	return o->doc != NULL || o->doc_text != NULL;
+}
+
+json_t *jcopy(const json_t *o, const char *key)
+{
+	return json_deep_copy(json_object_get(o, key));
+}
+
+const char *meta_str(const json_t *obj, const char *key)
+{
+	return json_string_value(
+		json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Emitting */
+
+static const char *keep(ingest_t *in, const char *s)
+{
+	return s ? arena_strdup(&in->arena, s) : NULL;
+}
+
+/* NOTEs by code, for the watcher's metrics: the codes are few, fixed and
+ * static strings (every emit_note passes a literal), so a small table of
+ * pointers suffices; a code past its end is counted under "other". */
+static void count_note(ingest_t *in, const char *code)
+{
+	struct ingest_note_count *t = in->note_counts;
+	size_t i = 0;
+
+	while (i < INGEST_NOTE_CODES - 1 && t[i].code != NULL &&
+	       strcmp(t[i].code, code) != 0)
+		i++;
+	if (t[i].code == NULL)
+		t[i].code = i < INGEST_NOTE_CODES - 1 ? code : "other";
+	t[i].n++;
+}
+
+void emit(ingest_t *in, const struct event *ev)
+{
+	struct event *e;
+
+	if (in->n_evs == in->cap_evs) {
+		in->cap_evs = in->cap_evs ? 2 * in->cap_evs : 256;
+		in->evs = ing_xrealloc(in->evs, in->cap_evs * sizeof(*in->evs));
+	}
+	e = &in->evs[in->n_evs++];
+	*e = *ev;
+	e->seq = 0;
+	e->time_ns = in->time_ns;
+	e->ns = keep(in, ev->ns);
+	e->parent = keep(in, ev->parent);
+	e->key = keep(in, ev->key);
+	e->cls = keep(in, ev->cls);
+	e->text = keep(in, ev->text);
+	e->node = keep(in, ev->node);
+	e->name = keep(in, ev->name);
+	e->uid = keep(in, ev->uid);
+	if (ev->type == EV_NOTE) {
+		in->c.notes++;
+		count_note(in, ev->key);
+	}
+}
+
+/* NOTE strings are printed as JSON by `log`: keep them printable ASCII
+ * (names from the input may hold anything) and bounded. */
+static void sanitize(char *dst, size_t cap, const char *src)
+{
+	size_t i = 0;
+
+	for (; src != NULL && src[i] != '\0' && i + 1 < cap; i++) {
+		unsigned char c = (unsigned char)src[i];
+
+		dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	dst[i] = '\0';
+}
+
+void emit_note(ingest_t *in, struct obj *o, const char *code,
+	       enum holder_kind kind, const char *ns, const char *name,
+	       const char *fmt, ...)
+{
+	char raw[INGEST_NOTE_MAX], msg[INGEST_NOTE_MAX];
+	char sns[DNS1123_SUBDOMAIN_MAX + 1], sname[DNS1123_SUBDOMAIN_MAX + 1];
+	uint64_t h;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	sanitize(msg, sizeof(msg), raw);
+	h = ing_hash(msg, strlen(msg)) ^ ing_hash(code, strlen(code));
+	if (o != NULL) {
+		if (o->note == h)
+			return;
+		o->note = h;
+	}
+	sanitize(sns, sizeof(sns), ns);
+	sanitize(sname, sizeof(sname), name);
+	emit(in, &(struct event){.type = EV_NOTE,
+				 .key = code,
+				 .kind = kind,
+				 .ns = ns && *ns ? sns : NULL,
+				 .name = name && *name ? sname : NULL,
+				 .text = msg});
+}
+
+/* ---------------------------------------------------------------------- */
+/* Units */
+
+enum holder_kind res_kind(enum resource r)
+{
+	return (unsigned)r < RES_MAX ? res_kinds[r] : HK_NONE;
+}
+
+enum resource kind_res(enum holder_kind k)
+{
+	for (int r = 0; r < RES_MAX; r++)
+		if (res_kinds[r] == k && k != HK_NONE)
+			return (enum resource)r;
+	return RES_MAX;
+}
+
+struct ucls *obj_units(struct obj *o, const char *cls)
+{
+	size_t i = 0;
+
+	while (i < o->n_units && strcmp(o->units[i].cls, cls) < 0)
+		i++;
+	if (i < o->n_units && strcmp(o->units[i].cls, cls) == 0)
+		return &o->units[i];
+	o->units = ing_xrealloc(o->units, (o->n_units + 1) * sizeof(*o->units));
+	memmove(o->units + i + 1, o->units + i,
+		(o->n_units - i) * sizeof(*o->units));
+	memset(&o->units[i], 0, sizeof(o->units[i]));
+	snprintf(o->units[i].cls, sizeof(o->units[i].cls), "%s", cls);
+	o->n_units++;
+	return &o->units[i];
+}
+
+void obj_trim(struct obj *o)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < o->n_units; i++)
+		if (o->units[i].reserved != 0 || o->units[i].allocated != 0)
+			o->units[k++] = o->units[i];
+	o->n_units = k;
+}
