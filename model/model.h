@@ -131,11 +131,6 @@ void class_table_release(struct class_table *t);
  * is left empty and err says why. */
 int class_table_parse(struct class_table *t, const json_t *doc,
 		      struct lg_error *err);
-/* Parses and validates one class entry (not the cross-class rules). c is
- * filled with owned copies; release with gpu_class_release. */
-int gpu_class_parse(struct gpu_class *c, const json_t *entry,
-		    struct lg_error *err);
-void gpu_class_release(struct gpu_class *c);
 /* Deep copy into dst (filled from scratch; release with gpu_class_release). */
 void gpu_class_copy(struct gpu_class *dst, const struct gpu_class *src);
 /* Canonical definition: {"deviceClassName", "name", "resourceNames",

@@ -387,4 +387,13 @@ void jcs_put_raw(struct jcs_buf *b, const char *s, size_t n);
 int jcs_put_string(struct jcs_buf *b, const char *str, size_t n);
 void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags);
 
+/* ---------------------------------------------------------------------- */
+/* One class table entry (model/classes.c; the table is in model.h). */
+
+/* Parses and validates one class entry (not the cross-class rules). c is
+ * filled with owned copies; release with gpu_class_release. */
+int gpu_class_parse(struct gpu_class *c, const json_t *entry,
+		    struct lg_error *err);
+void gpu_class_release(struct gpu_class *c);
+
 #endif

@@ -38,7 +38,7 @@
  * between), and VMInstance entries changing class under their claim, so
  * that the claim's coverage flips. Without it the bytes are as before.
  */
-#include "sim/sim.h"
+#include "sim/sim_int.h"
 
 #include <stddef.h>
 #include <stdio.h>

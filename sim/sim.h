@@ -61,8 +61,6 @@ int sim_new(const struct sim_opts *o, sim_t **out, struct lg_error *err);
  * 0 once opts.events lines were yielded, LG_ELIMIT when a line would exceed
  * SIM_LINE_MAX (a bug of the simulator; the stream then ends). */
 int sim_next(sim_t *s, const char **line, size_t *len, struct lg_error *err);
-/* Lines yielded so far. */
-uint64_t sim_lines(const sim_t *s);
 /* Accepts NULL. */
 void sim_free(sim_t *s);
 

@@ -6,7 +6,7 @@
  * event, and the same options give the same lines for random seeds
  * (printed; SIM_SEED=N reruns one).
  */
-#include "sim/sim.h"
+#include "sim/sim_int.h"
 
 #include <check.h>
 #include <openssl/evp.h>
