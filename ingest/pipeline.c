@@ -1,0 +1,332 @@
+/*
+ * The parse pipeline (DESIGN 10: all-GPU ingest uses the second core).
+ *
+ * Parsing a GPU pod's projection with jansson costs about as much as
+ * everything the engine then does with it, and depends on nothing but the
+ * line's bytes. So the caller's thread reads lines into a ring of batches
+ * and hands each full batch to worker threads, which run the first half of
+ * a line (ingest_prep_line: the blank test, the pod projection, the parse);
+ * the caller then takes the batches back in the order it filled them and
+ * runs the second half (ingest_line_prepared: everything that reads or
+ * changes the engine), line by line. Each line goes through the same two
+ * halves as ingest_line, in the same order, so the log is the one a
+ * single thread writes: same events, seqs and heads.
+ *
+ * Nothing but the batches is shared, and a batch belongs to one side at a
+ * time (free and being filled, or being consumed: the caller; queued: the
+ * workers), handed over under the mutex. The documents a worker parsed are
+ * released by the worker that prepares the batch the next time (so a
+ * thread mostly frees what it allocated), or by ingest_pipe_free.
+ *
+ * Bounds, all set at ingest_pipe_new: `batches` batches of at most
+ * `batch_lines` lines, each with an area of batch_bytes + 2 (max_line_bytes
+ * + 1) bytes: a batch takes lines until batch_bytes are used, and every
+ * line takes 2 len + 1 bytes (its bytes and room for its projection), so
+ * the longest line still fits into a batch that is nearly full. Pages of
+ * an area that no line reached are never touched.
+ */
+#include "ingest/ingest_int.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PIPE_THREADS_DEFAULT 1
+#define PIPE_BATCH_BYTES     (512u << 10)
+#define PIPE_BATCH_LINES     1024
+#define PIPE_MAX_LINE	     (4u << 20)
+
+/* A line as the source gave it. */
+struct pline {
+	uint64_t tag, len;
+	size_t off; /* of its bytes in the area */
+	int kind;   /* INGEST_SRC_LINE or INGEST_SRC_OVERSIZED */
+};
+
+enum bstate {
+	B_FREE,	  /* the caller's: empty, being filled or consumed */
+	B_QUEUED, /* the workers' */
+	B_READY	  /* prepared: the caller's again */
+};
+
+struct batch {
+	enum bstate state;
+	size_t n;      /* lines */
+	size_t n_prep; /* preps holding documents (the last round's) */
+	size_t used;   /* bytes of the area */
+	struct pline *lines;
+	struct ingest_prep *prep;
+	char *area;
+};
+
+struct ingest_pipe {
+	struct ingest_pipe_opts o;
+	ingest_source_fn *src;
+	void *ctx;
+	size_t area_bytes;
+	struct batch *b; /* a ring of o.batches */
+	/* Batches ever filled, taken by a worker, and consumed; the ring
+	 * index is the count modulo o.batches. */
+	uint64_t filled, taken, consumed;
+	struct batch *cur; /* being consumed, or NULL */
+	size_t pos;	   /* its next line */
+	/* The source's end: 0, or its error after the lines before it. */
+	bool src_done;
+	int src_rc;
+	struct lg_error src_err;
+	pthread_mutex_t mu;
+	pthread_cond_t work, ready;
+	bool stop;
+	unsigned n_threads; /* started */
+	pthread_t *threads;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Workers */
+
+/* Each line's old document is released just before its new one is
+ * parsed, so that malloc hands the same chunks back at once (releasing a
+ * whole batch first and then parsing costs a third more in malloc). */
+static void prep_batch(struct batch *b)
+{
+	for (size_t i = b->n; i < b->n_prep; i++)
+		ingest_prep_release(&b->prep[i]);
+	for (size_t i = 0; i < b->n; i++) {
+		const struct pline *l = &b->lines[i];
+
+		if (i < b->n_prep)
+			ingest_prep_release(&b->prep[i]);
+		if (l->kind == INGEST_SRC_LINE)
+			ingest_prep_line(&b->prep[i], b->area + l->off,
+					 (size_t)l->len,
+					 b->area + l->off + l->len);
+		else
+			memset(&b->prep[i], 0, sizeof(b->prep[i]));
+	}
+	b->n_prep = b->n;
+}
+
+static void *worker(void *arg)
+{
+	struct ingest_pipe *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		struct batch *b;
+
+		while (!p->stop && p->taken == p->filled)
+			pthread_cond_wait(&p->work, &p->mu);
+		if (p->stop)
+			break;
+		b = &p->b[p->taken++ % p->o.batches];
+		pthread_mutex_unlock(&p->mu);
+		prep_batch(b);
+		pthread_mutex_lock(&p->mu);
+		b->state = B_READY;
+		pthread_cond_broadcast(&p->ready);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The caller's side */
+
+/* Reads lines into a free batch until it is full or the source ends. */
+static void fill(struct ingest_pipe *p, struct batch *b)
+{
+	b->n = 0;
+	b->used = 0;
+	while (!p->src_done && b->n < p->o.batch_lines &&
+	       b->used < p->o.batch_bytes) {
+		struct pline *l = &b->lines[b->n];
+		const char *line = NULL;
+		int k = p->src(p->ctx, &line, &l->len, &l->tag, &p->src_err);
+
+		if (k != INGEST_SRC_LINE && k != INGEST_SRC_OVERSIZED) {
+			p->src_done = true;
+			p->src_rc = k < 0 ? k : 0;
+			break;
+		}
+		l->kind = k;
+		l->off = b->used;
+		if (k == INGEST_SRC_LINE) {
+			/* The source promised this bound (a programmer
+			 * error otherwise: the area would overflow). */
+			if (l->len > p->o.max_line_bytes) {
+				fprintf(stderr,
+					"ingest pipeline: a line of %llu "
+					"bytes exceeds max_line_bytes\n",
+					(unsigned long long)l->len);
+				abort();
+			}
+			memcpy(b->area + b->used, line, (size_t)l->len);
+			b->used += 2 * (size_t)l->len + 1;
+		}
+		b->n++;
+	}
+}
+
+/* Fills and queues every free batch, in ring order. */
+static void top_up(struct ingest_pipe *p)
+{
+	while (!p->src_done && p->filled - p->consumed < p->o.batches) {
+		struct batch *b = &p->b[p->filled % p->o.batches];
+
+		fill(p, b);
+		if (b->n == 0)
+			break;
+		pthread_mutex_lock(&p->mu);
+		b->state = B_QUEUED;
+		p->filled++;
+		pthread_cond_signal(&p->work);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+/* The oldest queued batch once it is prepared; NULL when none is queued. */
+static struct batch *next_ready(struct ingest_pipe *p)
+{
+	struct batch *b;
+
+	if (p->consumed == p->filled)
+		return NULL;
+	b = &p->b[p->consumed % p->o.batches];
+	pthread_mutex_lock(&p->mu);
+	while (b->state != B_READY)
+		pthread_cond_wait(&p->ready, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+	return b;
+}
+
+int ingest_pipe_feed(ingest_pipe_t *p, ingest_t *in, uint64_t *tag,
+		     struct lg_error *err)
+{
+	for (;;) {
+		struct batch *b = p->cur;
+
+		if (b != NULL && p->pos < b->n) {
+			size_t i = p->pos++;
+			const struct pline *l = &b->lines[i];
+			int rc = l->kind == INGEST_SRC_OVERSIZED
+					 ? ingest_oversized(in, l->len, err)
+					 : ingest_line_prepared(
+						   in, &b->prep[i], err);
+
+			*tag = l->tag;
+			return rc < 0 ? rc : 1;
+		}
+		if (b != NULL) {
+			/* Only the caller touches a batch in B_READY, so
+			 * freeing it needs no lock. */
+			b->state = B_FREE;
+			p->cur = NULL;
+			p->consumed++;
+		}
+		top_up(p);
+		if ((p->cur = next_ready(p)) == NULL)
+			break;
+		p->pos = 0;
+	}
+	if (p->src_rc < 0 && err != NULL)
+		*err = p->src_err;
+	return p->src_rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Life cycle */
+
+static void stop_threads(struct ingest_pipe *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->mu);
+	for (unsigned i = 0; i < p->n_threads; i++)
+		pthread_join(p->threads[i], NULL);
+	p->n_threads = 0;
+}
+
+void ingest_pipe_free(ingest_pipe_t *p)
+{
+	if (p == NULL)
+		return;
+	stop_threads(p);
+	for (size_t i = 0; p->b != NULL && i < p->o.batches; i++) {
+		struct batch *b = &p->b[i];
+
+		for (size_t k = 0; k < b->n_prep; k++)
+			ingest_prep_release(&b->prep[k]);
+		free(b->lines);
+		free(b->prep);
+		free(b->area);
+	}
+	free(p->b);
+	free(p->threads);
+	pthread_cond_destroy(&p->ready);
+	pthread_cond_destroy(&p->work);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+int ingest_pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
+		    ingest_source_fn *src, void *ctx, struct lg_error *err)
+{
+	ingest_pipe_t *p = ing_xcalloc(1, sizeof(*p));
+	int rc;
+
+	*out = NULL;
+	if (o != NULL)
+		p->o = *o;
+	if (p->o.threads == 0)
+		p->o.threads = PIPE_THREADS_DEFAULT;
+	if (p->o.batch_bytes == 0)
+		p->o.batch_bytes = PIPE_BATCH_BYTES;
+	if (p->o.batch_lines == 0)
+		p->o.batch_lines = PIPE_BATCH_LINES;
+	if (p->o.batches == 0)
+		p->o.batches = p->o.threads + 3;
+	if (p->o.max_line_bytes == 0)
+		p->o.max_line_bytes = PIPE_MAX_LINE;
+	p->src = src;
+	p->ctx = ctx;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->ready, NULL);
+	if (p->o.threads > INGEST_PIPE_THREADS_MAX || p->o.batches < 2 ||
+	    p->o.batches > INGEST_PIPE_BATCHES_MAX ||
+	    p->o.batch_lines > INGEST_PIPE_BATCH_LINES_MAX ||
+	    p->o.max_line_bytes > ((size_t)1 << 32) ||
+	    p->o.batch_bytes > ((size_t)1 << 32)) {
+		ingest_pipe_free(p);
+		return lg_error_set(err, LG_EINVAL,
+				    "ingest pipeline: bounds out of range");
+	}
+	p->area_bytes = p->o.batch_bytes + 2 * (p->o.max_line_bytes + 1);
+	p->b = ing_xcalloc(p->o.batches, sizeof(*p->b));
+	for (size_t i = 0; i < p->o.batches; i++) {
+		p->b[i].lines =
+			ing_xcalloc(p->o.batch_lines, sizeof(*p->b[i].lines));
+		p->b[i].prep =
+			ing_xcalloc(p->o.batch_lines, sizeof(*p->b[i].prep));
+		p->b[i].area = ing_xmalloc(p->area_bytes);
+	}
+	/* jansson's only global state besides its allocator: its hash seed,
+	 * set here once before another thread can create an object. */
+	json_object_seed(0);
+	p->threads = ing_xcalloc(p->o.threads, sizeof(*p->threads));
+	for (unsigned i = 0; i < p->o.threads; i++) {
+		if ((rc = pthread_create(&p->threads[i], NULL, worker, p)) !=
+		    0) {
+			ingest_pipe_free(p);
+			return lg_error_set(err, LG_EIO,
+					    "ingest pipeline: cannot start a "
+					    "thread: %s",
+					    strerror(rc));
+		}
+		p->n_threads++;
+	}
+	*out = p;
+	return 0;
+}
