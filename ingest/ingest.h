@@ -249,7 +249,7 @@ struct ingest_pipe_opts {
 	size_t batches;	       /* batches in the ring, >= 2 (0: threads + 3) */
 	size_t batch_lines;    /* lines per batch at most (0: 1024) */
 	size_t batch_bytes;    /* a batch is handed over once it holds this
-				  much (0: 512 KiB) */
+				  much (0: 32 KiB) */
 	size_t max_line_bytes; /* the source's longest line (0: 4 MiB) */
 };
 

@@ -281,6 +281,11 @@ struct ingest_prep {
 };
 void ingest_prep_line(struct ingest_prep *p, const char *line, size_t len,
 		      char *proj);
+/* ingest_prep_line in two steps: the scan (blank, projection, the skip's
+ * line conditions; doc NULL), then the parse when the line needs one. */
+void ingest_prep_scan(struct ingest_prep *p, const char *line, size_t len,
+		      char *proj);
+void ingest_prep_parse(struct ingest_prep *p);
 int ingest_line_prepared(ingest_t *in, struct ingest_prep *p,
 			 struct lg_error *err);
 void ingest_prep_release(struct ingest_prep *p);

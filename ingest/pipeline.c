@@ -3,20 +3,31 @@
  *
  * Parsing a GPU pod's projection with jansson costs about as much as
  * everything the engine then does with it, and depends on nothing but the
- * line's bytes. So the caller's thread reads lines into a ring of batches
- * and hands each full batch to worker threads, which run the first half of
- * a line (ingest_prep_line: the blank test, the pod projection, the parse);
- * the caller then takes the batches back in the order it filled them and
- * runs the second half (ingest_line_prepared: everything that reads or
- * changes the engine), line by line. Each line goes through the same two
- * halves as ingest_line, in the same order, so the log is the one a
- * single thread writes: same events, seqs and heads.
+ * line's bytes. So the caller's thread reads lines into a ring of small
+ * batches and queues each full batch for worker threads, which run the
+ * first half of a line (ingest/stream.c: the scan, i.e. the blank test, the
+ * pod projection and the skip's line conditions, then jansson's parse);
+ * the caller takes the batches back in the order it filled them and runs
+ * the second half (ingest_line_prepared: everything that reads or changes
+ * the engine), line by line. Each line goes through the same two halves
+ * as in ingest_line, in the same order, so the log is the one a single
+ * thread writes: same events, seqs and heads.
+ *
+ * The work moves to whichever side has time. While a queued batch still
+ * waits for a worker, the caller scans the batch it fills (the worker
+ * then only parses); and a batch no worker has taken by the time the
+ * caller needs it is parsed by the caller, so that a busy machine, whose
+ * other core is not free, costs about what parsing inline costs instead
+ * of a wait. Batches are small (32 KiB): a document is used soon after
+ * it is parsed, while it is still in a cache (big batches cost a third
+ * more CPU on one thread, from cache misses alone).
  *
  * Nothing but the batches is shared, and a batch belongs to one side at a
- * time (free and being filled, or being consumed: the caller; queued: the
- * workers), handed over under the mutex. The documents a worker parsed are
- * released by the worker that prepares the batch the next time (so a
- * thread mostly frees what it allocated), or by ingest_pipe_free.
+ * time (free, being filled or consumed: the caller; queued and taken: a
+ * worker), handed over under the mutex. A worker's documents go back to a
+ * worker with the batch's next round, which releases each old one just
+ * before parsing a new one; a document the caller parsed itself (a skip
+ * the engine refused) it releases at once.
  *
  * Bounds, all set at ingest_pipe_new: `batches` batches of at most
  * `batch_lines` lines, each with an area of batch_bytes + 2 (max_line_bytes
@@ -33,7 +44,7 @@
 #include <string.h>
 
 #define PIPE_THREADS_DEFAULT 1
-#define PIPE_BATCH_BYTES     (512u << 10)
+#define PIPE_BATCH_BYTES     (32u << 10)
 #define PIPE_BATCH_LINES     1024
 #define PIPE_MAX_LINE	     (4u << 20)
 
@@ -52,11 +63,13 @@ enum bstate {
 
 struct batch {
 	enum bstate state;
-	size_t n;      /* lines */
-	size_t n_prep; /* preps holding documents (the last round's) */
-	size_t used;   /* bytes of the area */
+	size_t n;	  /* lines */
+	size_t n_garbage; /* the last round's documents, to release */
+	size_t used;	  /* bytes of the area */
+	bool scanned;	  /* by the caller (else the worker scans) */
 	struct pline *lines;
 	struct ingest_prep *prep;
+	json_t **garbage;
 	char *area;
 };
 
@@ -85,26 +98,25 @@ struct ingest_pipe {
 /* ---------------------------------------------------------------------- */
 /* Workers */
 
-/* Each line's old document is released just before its new one is
- * parsed, so that malloc hands the same chunks back at once (releasing a
- * whole batch first and then parsing costs a third more in malloc). */
-static void prep_batch(struct batch *b)
+/* Each old document is released just before a new one is parsed, so that
+ * malloc hands the same chunks back at once (releasing a whole batch first
+ * and then parsing costs a third more in malloc). */
+static void parse_batch(struct batch *b)
 {
-	for (size_t i = b->n; i < b->n_prep; i++)
-		ingest_prep_release(&b->prep[i]);
-	for (size_t i = 0; i < b->n; i++) {
-		const struct pline *l = &b->lines[i];
+	for (size_t i = 0; i < b->n || i < b->n_garbage; i++) {
+		if (i < b->n_garbage)
+			json_decref(b->garbage[i]);
+		if (i < b->n && b->lines[i].kind == INGEST_SRC_LINE) {
+			const struct pline *l = &b->lines[i];
 
-		if (i < b->n_prep)
-			ingest_prep_release(&b->prep[i]);
-		if (l->kind == INGEST_SRC_LINE)
-			ingest_prep_line(&b->prep[i], b->area + l->off,
-					 (size_t)l->len,
-					 b->area + l->off + l->len);
-		else
-			memset(&b->prep[i], 0, sizeof(b->prep[i]));
+			if (!b->scanned)
+				ingest_prep_scan(&b->prep[i], b->area + l->off,
+						 (size_t)l->len,
+						 b->area + l->off + l->len);
+			ingest_prep_parse(&b->prep[i]);
+		}
 	}
-	b->n_prep = b->n;
+	b->n_garbage = 0;
 }
 
 static void *worker(void *arg)
@@ -121,7 +133,7 @@ static void *worker(void *arg)
 			break;
 		b = &p->b[p->taken++ % p->o.batches];
 		pthread_mutex_unlock(&p->mu);
-		prep_batch(b);
+		parse_batch(b);
 		pthread_mutex_lock(&p->mu);
 		b->state = B_READY;
 		pthread_cond_broadcast(&p->ready);
@@ -133,9 +145,18 @@ static void *worker(void *arg)
 /* ---------------------------------------------------------------------- */
 /* The caller's side */
 
-/* Reads lines into a free batch until it is full or the source ends. */
-static void fill(struct ingest_pipe *p, struct batch *b)
+/* Reads lines into a free batch until it is full or the source ends, and
+ * scans them (the projection reads the line while it is in this core's
+ * cache, and the worker then reads only the projection). The documents
+ * of the batch's last round go to the worker that parsed them. */
+static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
 {
+	b->scanned = scan;
+	for (size_t i = 0; i < b->n; i++) {
+		b->garbage[i] = b->prep[i].doc;
+		b->prep[i].doc = NULL;
+	}
+	b->n_garbage = b->n;
 	b->n = 0;
 	b->used = 0;
 	while (!p->src_done && b->n < p->o.batch_lines &&
@@ -162,7 +183,14 @@ static void fill(struct ingest_pipe *p, struct batch *b)
 				abort();
 			}
 			memcpy(b->area + b->used, line, (size_t)l->len);
+			if (scan)
+				ingest_prep_scan(&b->prep[b->n],
+						 b->area + b->used,
+						 (size_t)l->len,
+						 b->area + b->used + l->len);
 			b->used += 2 * (size_t)l->len + 1;
+		} else {
+			memset(&b->prep[b->n], 0, sizeof(b->prep[b->n]));
 		}
 		b->n++;
 	}
@@ -173,8 +201,14 @@ static void top_up(struct ingest_pipe *p)
 {
 	while (!p->src_done && p->filled - p->consumed < p->o.batches) {
 		struct batch *b = &p->b[p->filled % p->o.batches];
+		bool behind;
 
-		fill(p, b);
+		/* The scan goes to whichever side has time: to this thread
+		 * while a queued batch waits for a worker. */
+		pthread_mutex_lock(&p->mu);
+		behind = p->taken < p->filled;
+		pthread_mutex_unlock(&p->mu);
+		fill(p, b, behind);
 		if (b->n == 0)
 			break;
 		pthread_mutex_lock(&p->mu);
@@ -185,7 +219,10 @@ static void top_up(struct ingest_pipe *p)
 	}
 }
 
-/* The oldest queued batch once it is prepared; NULL when none is queued. */
+/* The oldest queued batch once it is prepared; NULL when none is queued.
+ * One that no worker has taken yet is parsed here rather than waited for:
+ * when the other cores are busy (a worker not running), the pipeline
+ * costs little more than parsing inline. */
 static struct batch *next_ready(struct ingest_pipe *p)
 {
 	struct batch *b;
@@ -194,6 +231,13 @@ static struct batch *next_ready(struct ingest_pipe *p)
 		return NULL;
 	b = &p->b[p->consumed % p->o.batches];
 	pthread_mutex_lock(&p->mu);
+	if (b->state == B_QUEUED && p->taken == p->consumed) {
+		p->taken++;
+		pthread_mutex_unlock(&p->mu);
+		parse_batch(b);
+		b->state = B_READY;
+		return b;
+	}
 	while (b->state != B_READY)
 		pthread_cond_wait(&p->ready, &p->mu);
 	pthread_mutex_unlock(&p->mu);
@@ -209,11 +253,16 @@ int ingest_pipe_feed(ingest_pipe_t *p, ingest_t *in, uint64_t *tag,
 		if (b != NULL && p->pos < b->n) {
 			size_t i = p->pos++;
 			const struct pline *l = &b->lines[i];
+			/* A document parsed here (the skip did not hold) is
+			 * released here. */
+			bool here = b->prep[i].may_skip;
 			int rc = l->kind == INGEST_SRC_OVERSIZED
 					 ? ingest_oversized(in, l->len, err)
 					 : ingest_line_prepared(
 						   in, &b->prep[i], err);
 
+			if (here)
+				ingest_prep_release(&b->prep[i]);
 			*tag = l->tag;
 			return rc < 0 ? rc : 1;
 		}
@@ -256,10 +305,13 @@ void ingest_pipe_free(ingest_pipe_t *p)
 	for (size_t i = 0; p->b != NULL && i < p->o.batches; i++) {
 		struct batch *b = &p->b[i];
 
-		for (size_t k = 0; k < b->n_prep; k++)
+		for (size_t k = 0; k < b->n_garbage; k++)
+			json_decref(b->garbage[k]);
+		for (size_t k = 0; k < b->n; k++)
 			ingest_prep_release(&b->prep[k]);
 		free(b->lines);
 		free(b->prep);
+		free(b->garbage);
 		free(b->area);
 	}
 	free(p->b);
@@ -310,6 +362,8 @@ int ingest_pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
 			ing_xcalloc(p->o.batch_lines, sizeof(*p->b[i].lines));
 		p->b[i].prep =
 			ing_xcalloc(p->o.batch_lines, sizeof(*p->b[i].prep));
+		p->b[i].garbage = ing_xcalloc(p->o.batch_lines,
+					      sizeof(*p->b[i].garbage));
 		p->b[i].area = ing_xmalloc(p->area_bytes);
 	}
 	/* jansson's only global state besides its allocator: its hash seed,

@@ -16,6 +16,13 @@
  * may, and the engine must then map it again (DESIGN 2.3 "Order
  * independence"; ingest/holders.c keeps such pods, "dormant").
  *
+ * A line is handled in two halves (ingest_prep_line, then
+ * ingest_line_prepared): first what depends only on its bytes, the
+ * projection, the skip's conditions on the line and jansson's parse, which
+ * ingest/pipeline.c runs on other threads; then, on the engine's thread,
+ * the skip's conditions on the engine (the table's names, the cache) and
+ * everything else. ingest_line runs both at once.
+ *
  * What this path does not see (documented limitations):
  *  - invalid quantities of a pod that names no GPU resource are not
  *    reported (it holds nothing either way), and neither are invalid UTF-8
@@ -176,7 +183,7 @@ static void prep_parse(struct ingest_prep *p)
 	p->doc = json_loadb(p->line, p->len, 0, &p->jerr);
 }
 
-void ingest_prep_line(struct ingest_prep *p, const char *line, size_t len,
+void ingest_prep_scan(struct ingest_prep *p, const char *line, size_t len,
 		      char *proj)
 {
 	memset(p, 0, sizeof(*p));
@@ -190,10 +197,22 @@ void ingest_prep_line(struct ingest_prep *p, const char *line, size_t len,
 		p->pod = p->proj_n != 0 && span_is(&p->pp.span[PP_API], "v1") &&
 			 span_is(&p->pp.span[PP_KIND], "Pod");
 	}
-	if (p->pod &&
-	    (p->may_skip = skip_shape(&p->pp, proj, p->proj_n, &p->time_ns)))
-		return; /* the engine decides; it parses only if it must */
-	prep_parse(p);
+	/* With may_skip the engine decides, and parses only if it must. */
+	p->may_skip =
+		p->pod && skip_shape(&p->pp, proj, p->proj_n, &p->time_ns);
+}
+
+void ingest_prep_parse(struct ingest_prep *p)
+{
+	if (!p->blank && !p->may_skip)
+		prep_parse(p);
+}
+
+void ingest_prep_line(struct ingest_prep *p, const char *line, size_t len,
+		      char *proj)
+{
+	ingest_prep_scan(p, line, len, proj);
+	ingest_prep_parse(p);
 }
 
 void ingest_prep_release(struct ingest_prep *p)
