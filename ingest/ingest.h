@@ -251,6 +251,9 @@ struct ingest_pipe_opts {
 	size_t batch_bytes;    /* a batch is handed over once it holds this
 				  much (0: 32 KiB) */
 	size_t max_line_bytes; /* the source's longest line (0: 4 MiB) */
+	/* The feeding thread waits this long for a worker's batch before it
+	 * prepares the batch itself (0: 200; at most 1000000). */
+	unsigned steal_after_us;
 };
 
 /* Starts the workers. LG_EINVAL (bounds out of range), LG_EIO (no

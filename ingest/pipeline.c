@@ -38,15 +38,18 @@
  */
 #include "ingest/ingest_int.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PIPE_THREADS_DEFAULT 1
 #define PIPE_BATCH_BYTES     (32u << 10)
 #define PIPE_BATCH_LINES     1024
 #define PIPE_MAX_LINE	     (4u << 20)
+#define PIPE_STEAL_AFTER_US  200
 
 /* A line as the source gave it. */
 struct pline {
@@ -67,6 +70,7 @@ struct batch {
 	size_t n_garbage; /* the last round's documents, to release */
 	size_t used;	  /* bytes of the area */
 	bool scanned;	  /* by the caller (else the worker scans) */
+	bool orphan;	  /* given up by the caller: the worker frees it */
 	struct pline *lines;
 	struct ingest_prep *prep;
 	json_t **garbage;
@@ -78,7 +82,12 @@ struct ingest_pipe {
 	ingest_source_fn *src;
 	void *ctx;
 	size_t area_bytes;
-	struct batch *b; /* a ring of o.batches */
+	/* o.batches + o.threads batches: a ring of o.batches, and spares
+	 * (every batch not in the ring is a spare or an orphan, and a worker
+	 * holds at most one orphan). */
+	struct batch *all;
+	struct batch **ring, **spare;
+	size_t n_spare;
 	/* Batches ever filled, taken by a worker, and consumed; the ring
 	 * index is the count modulo o.batches. */
 	uint64_t filled, taken, consumed;
@@ -131,12 +140,23 @@ static void *worker(void *arg)
 			pthread_cond_wait(&p->work, &p->mu);
 		if (p->stop)
 			break;
-		b = &p->b[p->taken++ % p->o.batches];
+		b = p->ring[p->taken++ % p->o.batches];
 		pthread_mutex_unlock(&p->mu);
 		parse_batch(b);
 		pthread_mutex_lock(&p->mu);
-		b->state = B_READY;
-		pthread_cond_broadcast(&p->ready);
+		if (!b->orphan) {
+			b->state = B_READY;
+			pthread_cond_broadcast(&p->ready);
+			continue;
+		}
+		pthread_mutex_unlock(&p->mu);
+		for (size_t i = 0; i < b->n; i++)
+			ingest_prep_release(&b->prep[i]);
+		b->n = 0;
+		b->orphan = false;
+		b->state = B_FREE;
+		pthread_mutex_lock(&p->mu);
+		p->spare[p->n_spare++] = b;
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -200,7 +220,7 @@ static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
 static void top_up(struct ingest_pipe *p)
 {
 	while (!p->src_done && p->filled - p->consumed < p->o.batches) {
-		struct batch *b = &p->b[p->filled % p->o.batches];
+		struct batch *b = p->ring[p->filled % p->o.batches];
 		bool behind;
 
 		/* The scan goes to whichever side has time: to this thread
@@ -219,17 +239,51 @@ static void top_up(struct ingest_pipe *p)
 	}
 }
 
+/* A copy of the lines of b (which a worker is still preparing) in nb, a
+ * spare; under the mutex, since the worker empties b once it sees that
+ * it is an orphan. */
+static void adopt(struct batch *nb, const struct batch *b)
+{
+	nb->n = b->n;
+	nb->used = b->used;
+	nb->scanned = false;
+	nb->n_garbage = 0;
+	memcpy(nb->lines, b->lines, b->n * sizeof(*b->lines));
+	/* Only the lines' bytes: the worker is writing projections between
+	 * them. */
+	for (size_t i = 0; i < nb->n; i++) {
+		const struct pline *l = &nb->lines[i];
+
+		if (l->kind == INGEST_SRC_LINE)
+			memcpy(nb->area + l->off, b->area + l->off,
+			       (size_t)l->len);
+		else
+			memset(&nb->prep[i], 0, sizeof(nb->prep[i]));
+	}
+}
+
+static void deadline_after(struct timespec *ts, unsigned us)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_nsec += (long)us * 1000;
+	ts->tv_sec += ts->tv_nsec / 1000000000;
+	ts->tv_nsec %= 1000000000;
+}
+
 /* The oldest queued batch once it is prepared; NULL when none is queued.
- * One that no worker has taken yet is parsed here rather than waited for:
- * when the other cores are busy (a worker not running), the pipeline
- * costs little more than parsing inline. */
+ * The caller never waits long for a worker, which may not be running when
+ * the machine is busy: a batch no worker has taken yet it parses itself,
+ * and one a worker has not finished after steal_after_us it gives up to
+ * that worker (an orphan, which the worker frees) and prepares a copy. So
+ * a busy machine costs about what parsing inline costs. */
 static struct batch *next_ready(struct ingest_pipe *p)
 {
-	struct batch *b;
+	size_t slot = p->consumed % p->o.batches;
+	struct batch *b = p->ring[slot], *nb;
+	struct timespec ts;
 
 	if (p->consumed == p->filled)
 		return NULL;
-	b = &p->b[p->consumed % p->o.batches];
 	pthread_mutex_lock(&p->mu);
 	if (b->state == B_QUEUED && p->taken == p->consumed) {
 		p->taken++;
@@ -238,8 +292,22 @@ static struct batch *next_ready(struct ingest_pipe *p)
 		b->state = B_READY;
 		return b;
 	}
+	deadline_after(&ts, p->o.steal_after_us);
 	while (b->state != B_READY)
-		pthread_cond_wait(&p->ready, &p->mu);
+		if (pthread_cond_timedwait(&p->ready, &p->mu, &ts) ==
+			    ETIMEDOUT &&
+		    b->state != B_READY && p->n_spare > 0) {
+			b->orphan = true;
+			nb = p->spare[--p->n_spare];
+			p->ring[slot] = nb;
+			adopt(nb, b);
+			pthread_mutex_unlock(&p->mu);
+			parse_batch(nb);
+			nb->state = B_READY;
+			return nb;
+		} else if (p->n_spare == 0) {
+			deadline_after(&ts, 1000000);
+		}
 	pthread_mutex_unlock(&p->mu);
 	return b;
 }
@@ -302,8 +370,9 @@ void ingest_pipe_free(ingest_pipe_t *p)
 	if (p == NULL)
 		return;
 	stop_threads(p);
-	for (size_t i = 0; p->b != NULL && i < p->o.batches; i++) {
-		struct batch *b = &p->b[i];
+	for (size_t i = 0; p->all != NULL && i < p->o.batches + p->o.threads;
+	     i++) {
+		struct batch *b = &p->all[i];
 
 		for (size_t k = 0; k < b->n_garbage; k++)
 			json_decref(b->garbage[k]);
@@ -314,7 +383,9 @@ void ingest_pipe_free(ingest_pipe_t *p)
 		free(b->garbage);
 		free(b->area);
 	}
-	free(p->b);
+	free(p->all);
+	free(p->ring);
+	free(p->spare);
 	free(p->threads);
 	pthread_cond_destroy(&p->ready);
 	pthread_cond_destroy(&p->work);
@@ -326,6 +397,7 @@ int ingest_pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
 		    ingest_source_fn *src, void *ctx, struct lg_error *err)
 {
 	ingest_pipe_t *p = ing_xcalloc(1, sizeof(*p));
+	pthread_condattr_t ca;
 	int rc;
 
 	*out = NULL;
@@ -341,30 +413,42 @@ int ingest_pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
 		p->o.batches = p->o.threads + 3;
 	if (p->o.max_line_bytes == 0)
 		p->o.max_line_bytes = PIPE_MAX_LINE;
+	if (p->o.steal_after_us == 0)
+		p->o.steal_after_us = PIPE_STEAL_AFTER_US;
 	p->src = src;
 	p->ctx = ctx;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->work, NULL);
-	pthread_cond_init(&p->ready, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->ready, &ca);
+	pthread_condattr_destroy(&ca);
 	if (p->o.threads > INGEST_PIPE_THREADS_MAX || p->o.batches < 2 ||
 	    p->o.batches > INGEST_PIPE_BATCHES_MAX ||
 	    p->o.batch_lines > INGEST_PIPE_BATCH_LINES_MAX ||
 	    p->o.max_line_bytes > ((size_t)1 << 32) ||
-	    p->o.batch_bytes > ((size_t)1 << 32)) {
+	    p->o.batch_bytes > ((size_t)1 << 32) ||
+	    p->o.steal_after_us > 1000000) {
 		ingest_pipe_free(p);
 		return lg_error_set(err, LG_EINVAL,
 				    "ingest pipeline: bounds out of range");
 	}
 	p->area_bytes = p->o.batch_bytes + 2 * (p->o.max_line_bytes + 1);
-	p->b = ing_xcalloc(p->o.batches, sizeof(*p->b));
-	for (size_t i = 0; i < p->o.batches; i++) {
-		p->b[i].lines =
-			ing_xcalloc(p->o.batch_lines, sizeof(*p->b[i].lines));
-		p->b[i].prep =
-			ing_xcalloc(p->o.batch_lines, sizeof(*p->b[i].prep));
-		p->b[i].garbage = ing_xcalloc(p->o.batch_lines,
-					      sizeof(*p->b[i].garbage));
-		p->b[i].area = ing_xmalloc(p->area_bytes);
+	p->all = ing_xcalloc(p->o.batches + p->o.threads, sizeof(*p->all));
+	p->ring = ing_xcalloc(p->o.batches, sizeof(*p->ring));
+	p->spare = ing_xcalloc(p->o.threads, sizeof(*p->spare));
+	for (size_t i = 0; i < p->o.batches + p->o.threads; i++) {
+		struct batch *b = &p->all[i];
+
+		b->lines = ing_xcalloc(p->o.batch_lines, sizeof(*b->lines));
+		b->prep = ing_xcalloc(p->o.batch_lines, sizeof(*b->prep));
+		b->garbage =
+			ing_xcalloc(p->o.batch_lines, sizeof(*b->garbage));
+		b->area = ing_xmalloc(p->area_bytes);
+		if (i < p->o.batches)
+			p->ring[i] = b;
+		else
+			p->spare[p->n_spare++] = b;
 	}
 	/* jansson's only global state besides its allocator: its hash seed,
 	 * set here once before another thread can create an object. */

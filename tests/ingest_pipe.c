@@ -304,6 +304,8 @@ START_TEST(pipe_equals_line)
 		.batches = 2 + prnd(&s) % 4,
 		.batch_lines = 1 + prnd(&s) % 9,
 		.batch_bytes = 1 + prnd(&s) % 20000,
+		/* Often 1 us: the feeder gives up on workers' batches. */
+		.steal_after_us = (unsigned)(prnd(&s) % 3 ? 1 : 0),
 	};
 	struct lines l;
 	struct src src = {.l = &l, .fail = seed % 2 == 0};
@@ -394,6 +396,7 @@ START_TEST(pipe_bad_bounds)
 		{.batches = 1},
 		{.batches = INGEST_PIPE_BATCHES_MAX + 1},
 		{.batch_lines = INGEST_PIPE_BATCH_LINES_MAX + 1},
+		{.steal_after_us = 1000001},
 	};
 	struct lg_error err = {0};
 	ingest_pipe_t *p = (ingest_pipe_t *)&err;
@@ -608,7 +611,7 @@ INGEST_PART(pipe)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, pipe_equals_line, 0, PIPE_SEEDS);
 	tcase_add_test(tc, pipe_free_early);
-	tcase_add_loop_test(tc, pipe_bad_bounds, 0, 4);
+	tcase_add_loop_test(tc, pipe_bad_bounds, 0, 5);
 	tcase_add_loop_test(tc, pipe_follow_same_log, 0, FOLLOW_SEEDS);
 	tcase_add_loop_test(tc, pipe_follow_killed, 0, 2);
 	suite_add_tcase(s, tc);
