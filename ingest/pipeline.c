@@ -29,12 +29,13 @@
  * before parsing a new one; a document the caller parsed itself (a skip
  * the engine refused) it releases at once.
  *
- * Bounds, all set at ingest_pipe_new: `batches` batches of at most
- * `batch_lines` lines, each with an area of batch_bytes + 2 (max_line_bytes
- * + 1) bytes: a batch takes lines until batch_bytes are used, and every
- * line takes 2 len + 1 bytes (its bytes and room for its projection), so
- * the longest line still fits into a batch that is nearly full. Pages of
- * an area that no line reached are never touched.
+ * Bounds, all set at ingest_pipe_new: batches + threads batches of at
+ * most batch_lines lines, each with an area of 2 batch_bytes: a line takes
+ * 2 len + 1 bytes of it (its bytes and room for its projection), and a
+ * batch takes lines until batch_bytes are used. A line too long for that
+ * gets a block of its own and is the last of its batch, so a batch holds
+ * at most one such block, of at most 2 max_line_bytes + 1 bytes, freed
+ * when the batch is filled again.
  */
 #include "ingest/ingest_int.h"
 
@@ -54,7 +55,7 @@
 /* A line as the source gave it. */
 struct pline {
 	uint64_t tag, len;
-	size_t off; /* of its bytes in the area */
+	size_t off; /* of its bytes in the area, or in big */
 	int kind;   /* INGEST_SRC_LINE or INGEST_SRC_OVERSIZED */
 };
 
@@ -75,7 +76,16 @@ struct batch {
 	struct ingest_prep *prep;
 	json_t **garbage;
 	char *area;
+	char *big; /* the block of the batch's last line, or NULL */
+	bool last_big;
 };
+
+/* Where line l of b is; its projection goes right after it. */
+static char *line_at(const struct batch *b, size_t i)
+{
+	return (i + 1 == b->n && b->last_big ? b->big : b->area) +
+	       b->lines[i].off;
+}
 
 struct ingest_pipe {
 	struct ingest_pipe_opts o;
@@ -108,20 +118,20 @@ struct ingest_pipe {
 /* Workers */
 
 /* Each old document is released just before a new one is parsed, so that
- * malloc hands the same chunks back at once (releasing a whole batch first
- * and then parsing costs a third more in malloc). */
+ * malloc can hand the same chunks back at once (releasing a whole batch
+ * first showed more time in malloc's slow paths). */
 static void parse_batch(struct batch *b)
 {
 	for (size_t i = 0; i < b->n || i < b->n_garbage; i++) {
 		if (i < b->n_garbage)
 			json_decref(b->garbage[i]);
 		if (i < b->n && b->lines[i].kind == INGEST_SRC_LINE) {
-			const struct pline *l = &b->lines[i];
+			char *at = line_at(b, i);
+			size_t len = (size_t)b->lines[i].len;
 
 			if (!b->scanned)
-				ingest_prep_scan(&b->prep[i], b->area + l->off,
-						 (size_t)l->len,
-						 b->area + l->off + l->len);
+				ingest_prep_scan(&b->prep[i], at, len,
+						 at + len);
 			ingest_prep_parse(&b->prep[i]);
 		}
 	}
@@ -153,6 +163,9 @@ static void *worker(void *arg)
 		for (size_t i = 0; i < b->n; i++)
 			ingest_prep_release(&b->prep[i]);
 		b->n = 0;
+		free(b->big);
+		b->big = NULL;
+		b->last_big = false;
 		b->orphan = false;
 		b->state = B_FREE;
 		pthread_mutex_lock(&p->mu);
@@ -179,7 +192,10 @@ static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
 	b->n_garbage = b->n;
 	b->n = 0;
 	b->used = 0;
-	while (!p->src_done && b->n < p->o.batch_lines &&
+	free(b->big);
+	b->big = NULL;
+	b->last_big = false;
+	while (!p->src_done && !b->last_big && b->n < p->o.batch_lines &&
 	       b->used < p->o.batch_bytes) {
 		struct pline *l = &b->lines[b->n];
 		const char *line = NULL;
@@ -193,6 +209,9 @@ static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
 		l->kind = k;
 		l->off = b->used;
 		if (k == INGEST_SRC_LINE) {
+			size_t need = 2 * (size_t)l->len + 1;
+			char *at;
+
 			/* The source promised this bound (a programmer
 			 * error otherwise: the area would overflow). */
 			if (l->len > p->o.max_line_bytes) {
@@ -202,13 +221,18 @@ static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
 					(unsigned long long)l->len);
 				abort();
 			}
-			memcpy(b->area + b->used, line, (size_t)l->len);
+			if (need <= p->o.batch_bytes) {
+				at = b->area + b->used;
+				b->used += need;
+			} else {
+				at = b->big = ing_xmalloc(need);
+				l->off = 0;
+				b->last_big = true;
+			}
+			memcpy(at, line, (size_t)l->len);
 			if (scan)
-				ingest_prep_scan(&b->prep[b->n],
-						 b->area + b->used,
-						 (size_t)l->len,
-						 b->area + b->used + l->len);
-			b->used += 2 * (size_t)l->len + 1;
+				ingest_prep_scan(&b->prep[b->n], at,
+						 (size_t)l->len, at + l->len);
 		} else {
 			memset(&b->prep[b->n], 0, sizeof(b->prep[b->n]));
 		}
@@ -248,15 +272,16 @@ static void adopt(struct batch *nb, const struct batch *b)
 	nb->used = b->used;
 	nb->scanned = false;
 	nb->n_garbage = 0;
+	nb->last_big = b->last_big;
+	if (b->last_big)
+		nb->big = ing_xmalloc(2 * b->lines[b->n - 1].len + 1);
 	memcpy(nb->lines, b->lines, b->n * sizeof(*b->lines));
 	/* Only the lines' bytes: the worker is writing projections between
 	 * them. */
 	for (size_t i = 0; i < nb->n; i++) {
-		const struct pline *l = &nb->lines[i];
-
-		if (l->kind == INGEST_SRC_LINE)
-			memcpy(nb->area + l->off, b->area + l->off,
-			       (size_t)l->len);
+		if (nb->lines[i].kind == INGEST_SRC_LINE)
+			memcpy(line_at(nb, i), line_at(b, i),
+			       (size_t)nb->lines[i].len);
 		else
 			memset(&nb->prep[i], 0, sizeof(nb->prep[i]));
 	}
@@ -382,6 +407,7 @@ void ingest_pipe_free(ingest_pipe_t *p)
 		free(b->prep);
 		free(b->garbage);
 		free(b->area);
+		free(b->big);
 	}
 	free(p->all);
 	free(p->ring);
@@ -433,7 +459,7 @@ int ingest_pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
 		return lg_error_set(err, LG_EINVAL,
 				    "ingest pipeline: bounds out of range");
 	}
-	p->area_bytes = p->o.batch_bytes + 2 * (p->o.max_line_bytes + 1);
+	p->area_bytes = 2 * p->o.batch_bytes;
 	p->all = ing_xcalloc(p->o.batches + p->o.threads, sizeof(*p->all));
 	p->ring = ing_xcalloc(p->o.batches, sizeof(*p->ring));
 	p->spare = ing_xcalloc(p->o.threads, sizeof(*p->spare));
