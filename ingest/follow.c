@@ -196,6 +196,7 @@ struct follow {
 	uint64_t classes; /* fingerprint of the --classes table (0: none) */
 	uint64_t head;	  /* fingerprint once FOLLOW_HEAD_BYTES are read */
 	bool head_fixed;
+	uint64_t fed; /* the offset after the last line fed */
 	/* The position value around its offset (set_position). */
 	char prefix[128], suffix[POSITION_MAX];
 	size_t prefix_len, suffix_len;
@@ -215,14 +216,14 @@ static uint64_t head_hash(struct follow *f, uint64_t offset)
 	return fnv(f->r.head, n);
 }
 
-/* The position after the line just read. Every line sets it, so it is
- * assembled from a prefix that changes only while the file's first bytes
- * are still being read, the offset, and a fixed suffix. */
-static void set_position(struct follow *f)
+/* The position after the line just fed, which ends at off (the reader may
+ * be ahead of it: ingest/pipeline.c reads ahead). Every line sets it, so
+ * it is assembled from a prefix that changes only while the file's first
+ * bytes are still being read, the offset, and a fixed suffix. */
+static void set_position(struct follow *f, uint64_t off)
 {
 	char buf[POSITION_MAX + 128], num[24];
 	size_t n = 0, k = sizeof(num);
-	uint64_t off = f->r.offset;
 
 	if (!f->head_fixed || f->prefix_len == 0)
 		f->prefix_len = (size_t)snprintf(
@@ -231,6 +232,7 @@ static void set_position(struct follow *f)
 			"\"offset\":",
 			(unsigned long long)f->classes,
 			(unsigned long long)head_hash(f, off));
+	f->fed = off;
 	do
 		num[--k] = (char)('0' + off % 10);
 	while ((off /= 10) != 0);
@@ -407,13 +409,18 @@ static int start(struct follow *f, struct ingest_follow_result *res,
 	return 0;
 }
 
-static int run(struct follow *f, struct lg_error *err)
+static bool stopped(const struct follow *f)
+{
+	return f->o->stop != NULL && *f->o->stop != 0;
+}
+
+static int run_inline(struct follow *f, struct lg_error *err)
 {
 	const char *line = NULL;
 	uint64_t len = 0;
 	int rc = 0;
 
-	while (rc == 0 && (f->o->stop == NULL || *f->o->stop == 0)) {
+	while (rc == 0 && !stopped(f)) {
 		int k = next_line(&f->r, &line, &len, err);
 
 		if (k < 0)
@@ -422,11 +429,55 @@ static int run(struct follow *f, struct lg_error *err)
 			break;
 		rc = feed(f, k, line, len, err);
 		if (rc == 0)
-			set_position(f);
+			set_position(f, f->r.offset);
 	}
+	return rc;
+}
+
+/* The reader as the pipeline's source: a line's tag is the offset after
+ * it. */
+static int source(void *ctx, const char **line, uint64_t *len, uint64_t *tag,
+		  struct lg_error *err)
+{
+	struct reader *r = ctx;
+	int k = next_line(r, line, len, err);
+
+	*tag = r->offset;
+	return k;
+}
+
+/* Lines parsed ahead on worker threads (ingest/pipeline.c), fed in order:
+ * each position is still set right after its line, so it commits with
+ * the events of the lines before it. */
+static int run_pipelined(struct follow *f, struct lg_error *err)
+{
+	struct ingest_pipe_opts po = {.threads = f->o->parse_threads,
+				      .max_line_bytes = f->r.cap};
+	ingest_pipe_t *p = NULL;
+	uint64_t off;
+	int rc = ingest_pipe_new(&p, &po, source, &f->r, err);
+
+	while (rc == 0 && !stopped(f)) {
+		int k = ingest_pipe_feed(p, f->in, &off, err);
+
+		if (k <= 0) {
+			rc = k;
+			break;
+		}
+		set_position(f, off);
+	}
+	ingest_pipe_free(p);
+	return rc;
+}
+
+static int run(struct follow *f, struct lg_error *err)
+{
+	int rc = f->o->parse_inline ? run_inline(f, err)
+				    : run_pipelined(f, err);
+
 	if (rc == 0)
 		rc = ingest_flush(f->in, err);
-	if (rc == 0 && (f->o->stop == NULL || *f->o->stop == 0))
+	if (rc == 0 && !stopped(f))
 		rc = ingest_tick(f->in, ingest_time_ns(f->in), err);
 	return rc;
 }
@@ -478,6 +529,7 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 	rc = open_source(&f, err);
 	if (rc == 0)
 		rc = start(&f, res, err);
+	f.fed = f.r.offset;
 	if (rc == 0)
 		rc = run(&f, err);
 	/* A run that ends cleanly leaves a checkpoint near the end, so that
@@ -486,7 +538,7 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 	if (rc == 0 && ledger_last_seq(lg) - ledger_checkpoint_seq(lg) >
 			       FOLLOW_CHECKPOINT_TAIL)
 		rc = ledger_checkpoint(lg, err);
-	res->offset = f.r.offset;
+	res->offset = f.fed;
 	if (f.in != NULL)
 		ingest_counters(f.in, &res->c);
 	ingest_free(f.in);

@@ -420,4 +420,35 @@ struct pod_proj {
 size_t pod_project(const char *line, size_t len, char *out,
 		   struct pod_proj *pp);
 
+/* stream.c: a line in two halves. ingest_prep_line does what depends only
+ * on the line's bytes (the blank test, the pod projection into proj, which
+ * has room for len + 1 bytes, and jansson's parse), so it may run on any
+ * thread; ingest_line_prepared does the rest on the engine's thread, and
+ * the pair does exactly what ingest_line does. The line and proj are
+ * borrowed until ingest_line_prepared returns; the doc is owned until
+ * ingest_prep_release (any thread). */
+struct ingest_prep {
+	const char *line;
+	size_t len;
+	bool blank;
+	bool pod;      /* proj is the projection of a v1 Pod */
+	bool may_skip; /* the skip's line conditions hold: not parsed yet */
+	int64_t time_ns; /* the line's time, with may_skip */
+	struct pod_proj pp;
+	const char *proj;
+	size_t proj_n;
+	json_t *doc;	   /* the parsed projection or line (NULL: failed) */
+	json_error_t jerr; /* why the line did not parse */
+};
+void ingest_prep_line(struct ingest_prep *p, const char *line, size_t len,
+		      char *proj);
+/* ingest_prep_line in two steps: the scan (blank, projection, the skip's
+ * line conditions; doc NULL), then the parse when the line needs one. */
+void ingest_prep_scan(struct ingest_prep *p, const char *line, size_t len,
+		      char *proj);
+void ingest_prep_parse(struct ingest_prep *p);
+int ingest_line_prepared(ingest_t *in, struct ingest_prep *p,
+			 struct lg_error *err);
+void ingest_prep_release(struct ingest_prep *p);
+
 #endif

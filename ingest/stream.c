@@ -16,6 +16,13 @@
  * may, and the engine must then map it again (DESIGN 2.3 "Order
  * independence"; ingest/holders.c keeps such pods, "dormant").
  *
+ * A line is handled in two halves (ingest_prep_line, then
+ * ingest_line_prepared): first what depends only on its bytes, the
+ * projection, the skip's conditions on the line and jansson's parse, which
+ * ingest/pipeline.c runs on other threads; then, on the engine's thread,
+ * the skip's conditions on the engine (the table's names, the cache) and
+ * everything else. ingest_line runs both at once.
+ *
  * What this path does not see (documented limitations):
  *  - invalid quantities of a pod that names no GPU resource are not
  *    reported (it holds nothing either way), and neither are invalid UTF-8
@@ -45,31 +52,26 @@ static bool names_raw(const ingest_t *in, const char *text, size_t len)
 	return false;
 }
 
-/* True when the projected pod certainly holds nothing and is not cached;
- * *time_ns is the line's time (0 when none). */
-static bool can_skip(ingest_t *in, const struct pod_proj *pp, const char *proj,
-		     size_t n, int64_t *time_ns)
+/* What of the skip depends only on the line: the projection can hide no
+ * raw name (no escape, no '/'), the type is one that can be skipped, the
+ * key fits and the time parses. *time_ns is the line's time (0 when none). */
+static bool skip_shape(const struct pod_proj *pp, const char *proj, size_t n,
+		       int64_t *time_ns)
 {
 	const struct pp_span *ns = &pp->span[PP_NS], *name = &pp->span[PP_NAME];
 	const struct pp_span *t = &pp->span[PP_TIME];
-	char key[2 * DNS1123_SUBDOMAIN_MAX + 2], tbuf[64];
+	char tbuf[64];
 
 	*time_ns = 0;
 	/* A raw name could hide behind an escape ("nvidia.com\/gpu"). */
-	if (memchr(proj, '\\', n) != NULL || memchr(proj, '/', n) != NULL ||
-	    names_raw(in, proj, n))
+	if (memchr(proj, '\\', n) != NULL || memchr(proj, '/', n) != NULL)
 		return false;
 	if (!(span_is(&pp->span[PP_TYPE], "ADDED") ||
 	      span_is(&pp->span[PP_TYPE], "MODIFIED") ||
 	      span_is(&pp->span[PP_TYPE], "DELETED")))
 		return false;
 	if (ns->p == NULL || name->p == NULL || ns->n == 0 || name->n == 0 ||
-	    ns->n + name->n + 1 >= sizeof(key))
-		return false;
-	memcpy(key, ns->p, ns->n);
-	key[ns->n] = '/';
-	memcpy(key + ns->n + 1, name->p, name->n);
-	if (smap_getn(&in->objs[RES_POD], key, ns->n + 1 + name->n))
+	    ns->n + name->n + 1 >= 2 * DNS1123_SUBDOMAIN_MAX + 2)
 		return false;
 	if (t->p != NULL) {
 		if (t->escaped || t->n >= sizeof(tbuf))
@@ -80,6 +82,22 @@ static bool can_skip(ingest_t *in, const struct pod_proj *pp, const char *proj,
 			return false;
 	}
 	return true;
+}
+
+/* What of the skip depends on the engine: the table in force names none
+ * of the projection's resources and the pod is not cached. */
+static bool skip_state(ingest_t *in, const struct pod_proj *pp,
+		       const char *proj, size_t n)
+{
+	const struct pp_span *ns = &pp->span[PP_NS], *name = &pp->span[PP_NAME];
+	char key[2 * DNS1123_SUBDOMAIN_MAX + 2];
+
+	if (names_raw(in, proj, n))
+		return false;
+	memcpy(key, ns->p, ns->n);
+	key[ns->n] = '/';
+	memcpy(key + ns->n + 1, name->p, name->n);
+	return smap_getn(&in->objs[RES_POD], key, ns->n + 1 + name->n) == NULL;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -157,79 +175,115 @@ static int handle_doc(ingest_t *in, json_t *doc, struct lg_error *err)
 	return ingest_event(in, type, json_object_get(doc, "object"), t, err);
 }
 
-/* A line that may be a Pod: *done when it was handled from its projection
- * (skipped, or parsed small); else the caller parses the whole line. */
-static int pod_line(ingest_t *in, const char *line, size_t len, bool *done,
-		    struct lg_error *err)
-{
-	struct pod_proj pp;
-	json_t *doc;
-	size_t n;
-	int64_t t;
-	int rc;
+/* ---------------------------------------------------------------------- */
+/* Preparing a line (any thread) and feeding it (the engine's thread) */
 
-	*done = false;
-	if (in->proj_cap < len + 1) {
-		in->proj_cap = len + 1 > 4096 ? len + 1 : 4096;
-		free(in->proj);
-		in->proj = ing_xmalloc(in->proj_cap);
+/* The parse of a line that cannot be skipped: its projection when that is
+ * an object, else the whole line (which says what is wrong). */
+static void prep_parse(struct ingest_prep *p)
+{
+	if (p->pod) {
+		p->doc = json_loadb(p->proj, p->proj_n, 0, NULL);
+		if (p->doc != NULL && json_is_object(p->doc))
+			return;
+		json_decref(p->doc);
 	}
-	n = pod_project(line, len, in->proj, &pp);
-	if (n == 0 || !span_is(&pp.span[PP_API], "v1") ||
-	    !span_is(&pp.span[PP_KIND], "Pod"))
-		return 0;
-	if (can_skip(in, &pp, in->proj, n, &t)) {
-		advance_time(in, t);
-		in->c.events_in++;
-		in->c.skipped_fast++;
-		*done = true;
-		return 0;
-	}
-	doc = json_loadb(in->proj, n, 0, NULL);
-	if (doc == NULL || !json_is_object(doc)) {
-		json_decref(doc);
-		return 0; /* the whole line says what is wrong */
-	}
-	*done = true;
-	rc = handle_doc(in, doc, err);
-	json_decref(doc);
-	return rc;
+	p->doc = json_loadb(p->line, p->len, 0, &p->jerr);
 }
 
-int ingest_line(ingest_t *in, const char *line, size_t len,
-		struct lg_error *err)
+void ingest_prep_scan(struct ingest_prep *p, const char *line, size_t len,
+		      char *proj)
 {
-	json_error_t jerr;
-	json_t *doc;
-	bool done;
+	memset(p, 0, sizeof(*p));
+	p->line = line;
+	p->len = len;
+	p->proj = proj;
+	if ((p->blank = blank(line, len)))
+		return;
+	if (memmem(line, len, "\"Pod\"", 5) != NULL) {
+		p->proj_n = pod_project(line, len, proj, &p->pp);
+		p->pod = p->proj_n != 0 && span_is(&p->pp.span[PP_API], "v1") &&
+			 span_is(&p->pp.span[PP_KIND], "Pod");
+	}
+	/* With may_skip the engine decides, and parses only if it must. */
+	p->may_skip =
+		p->pod && skip_shape(&p->pp, proj, p->proj_n, &p->time_ns);
+}
+
+void ingest_prep_parse(struct ingest_prep *p)
+{
+	if (!p->blank && !p->may_skip)
+		prep_parse(p);
+}
+
+void ingest_prep_line(struct ingest_prep *p, const char *line, size_t len,
+		      char *proj)
+{
+	ingest_prep_scan(p, line, len, proj);
+	ingest_prep_parse(p);
+}
+
+void ingest_prep_release(struct ingest_prep *p)
+{
+	json_decref(p->doc);
+	p->doc = NULL;
+}
+
+int ingest_line_prepared(ingest_t *in, struct ingest_prep *p,
+			 struct lg_error *err)
+{
 	int rc = input_begin(in, err);
 
 	if (rc != 0)
 		return rc;
 	in->c.lines++;
-	if (len > in->o.max_object_bytes) {
+	if (p->len > in->o.max_object_bytes) {
 		emit_note(in, NULL, "Oversized", HK_NONE, NULL, NULL,
-			  "line of %zu bytes skipped: more than %zu", len,
+			  "line of %zu bytes skipped: more than %zu", p->len,
 			  in->o.max_object_bytes);
 		return 0;
 	}
-	if (blank(line, len))
+	if (p->blank)
 		return 0;
-	if (memmem(line, len, "\"Pod\"", 5) != NULL) {
-		rc = pod_line(in, line, len, &done, err);
-		if (done)
-			return rc;
+	if (p->may_skip) {
+		if (skip_state(in, &p->pp, p->proj, p->proj_n)) {
+			advance_time(in, p->time_ns);
+			in->c.events_in++;
+			in->c.skipped_fast++;
+			return 0;
+		}
+		p->may_skip = false;
+		prep_parse(p);
 	}
-	doc = json_loadb(line, len, 0, &jerr);
-	if (doc == NULL || !json_is_object(doc)) {
+	if (p->doc == NULL || !json_is_object(p->doc)) {
 		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
 			  "line is not a JSON object: %s (column %d)",
-			  doc ? "another JSON value" : jerr.text,
-			  doc ? 0 : jerr.column);
-		json_decref(doc);
+			  p->doc ? "another JSON value" : p->jerr.text,
+			  p->doc ? 0 : p->jerr.column);
 		return 0;
 	}
-	rc = handle_doc(in, doc, err);
-	json_decref(doc);
+	return handle_doc(in, p->doc, err);
+}
+
+int ingest_line(ingest_t *in, const char *line, size_t len,
+		struct lg_error *err)
+{
+	struct ingest_prep p;
+	int rc;
+
+	if (len > in->o.max_object_bytes) {
+		/* Noted unread. */
+		memset(&p, 0, sizeof(p));
+		p.len = len;
+		return ingest_line_prepared(in, &p, err);
+	}
+	if (in->proj_cap < len + 1) {
+		in->proj_cap = len + 1 > 4096 ? len + 1 : 4096;
+		free(in->proj);
+		in->proj = ing_xmalloc(in->proj_cap);
+	}
+	ingest_prep_line(&p, line, len, in->proj);
+	rc = ingest_line_prepared(in, &p, err);
+	ingest_prep_release(&p);
 	return rc;
 }

@@ -208,6 +208,43 @@ expect "kill: verify" 0
 run "$bin" watch --db "$tmp/kkill" --from "$tmp/kill.ndjson" $kw
 expect "kill: once more" 0
 has "kill: once more adds nothing" "$tmp/out" '^watch: resumed; 0 lines, 0 events'
+# --- the parse pipeline changes nothing (DESIGN 10) --------------------------
+# The same streams parsed on the engine's thread (--parse-threads 0), by one
+# worker (the default) and by three: the same log, the same chain head. The
+# all-GPU stream sends every line through the parse; the mixed one through
+# the fast path too, with a line that is not JSON, a blank line, an
+# oversized one and a CRLF ending added.
+"$bin" simulate --seed 7 --events 3000 --all-gpu-pods --out "$tmp/gpu.ndjson" 2>/dev/null
+"$bin" simulate --seed 8 --events 3000 --out "$tmp/mix.ndjson" 2>/dev/null
+{
+	head -n 1000 "$tmp/mix.ndjson"
+	echo '{"type":"ADDED","object":'
+	echo
+	head -c 70000 /dev/zero | tr '\0' 'x'
+	echo
+	sed -n 1001p "$tmp/mix.ndjson" | sed 's/$/\r/'
+	tail -n +1002 "$tmp/mix.ndjson"
+} >"$tmp/mix2.ndjson"
+for stream in gpu mix2; do
+	for th in 0 1 3; do
+		db=$tmp/pipe-$stream-$th
+		run "$bin" watch --db "$db" --from "$tmp/$stream.ndjson" \
+			--parse-threads $th --max-object-bytes 65536
+		expect "pipeline $stream $th: watch" 0
+		"$bin" log --db "$db" >"$tmp/pipe-$stream-$th.log"
+		"$bin" verify --db "$db" >"$tmp/pipe-$stream-$th.verify"
+	done
+	has "pipeline $stream: events" "$tmp/pipe-$stream-0.log" '"type":"RESERVE"'
+	for th in 1 3; do
+		same "pipeline $stream $th: log" "$tmp/pipe-$stream-0.log" "$tmp/pipe-$stream-$th.log"
+		same "pipeline $stream $th: head" "$tmp/pipe-$stream-0.verify" "$tmp/pipe-$stream-$th.verify"
+	done
+done
+has "pipeline mix2: malformed line noted" "$tmp/pipe-mix2-1.log" '"code":"MalformedLine"'
+has "pipeline mix2: oversized line noted" "$tmp/pipe-mix2-1.log" '"code":"Oversized"'
+run "$bin" watch --db "$tmp/x" --from "$tmp/gpu.ndjson" --parse-threads 17
+expect "--parse-threads 17" 2
+has "--parse-threads 17: says the range" "$tmp/err" 'parse-threads 0\.\.16'
 
 echo "watch_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

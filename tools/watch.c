@@ -72,13 +72,15 @@ static int load_classes(const char *path, struct class_table *t)
 
 static int watch_stream(ledger_t *lg, const char *from,
 			const struct class_table *t, uint64_t max_object,
-			uint64_t batch)
+			uint64_t batch, uint64_t parse_threads)
 {
 	struct ingest_follow_opts fo = {.path = from,
 					.classes = t->n ? t : NULL,
 					.max_object_bytes = (size_t)max_object,
 					.batch_events = (size_t)batch,
-					.stop = &watch_stop};
+					.stop = &watch_stop,
+					.parse_threads = (unsigned)parse_threads,
+					.parse_inline = parse_threads == 0};
 	struct ingest_follow_result res;
 	struct lg_error err = {0};
 	char line[256];
@@ -148,6 +150,7 @@ int cmd_watch(int argc, char **argv)
 	const char *db = NULL, *from = NULL, *classes = NULL;
 	struct live_opts live = {.tick_s = 60, .api_recheck_s = 60};
 	struct ledger_opts lo = {.create = true};
+	uint64_t parse_threads = 1;
 	const struct opt opts[] = {
 		OPT_DB(&db),
 		{"--from", OPT_STR, &from, "FILE|-",
@@ -171,6 +174,10 @@ int cmd_watch(int argc, char **argv)
 		{"--max-object-bytes", OPT_U64, &live.max_object, "N",
 		 "longest line or object (default 4 MiB); longer ones are "
 		 "skipped and recorded as a NOTE"},
+		{"--parse-threads", OPT_U64, &parse_threads, "N",
+		 "threads that parse --from lines ahead of the engine "
+		 "(default 1; 0: parse on the engine's thread); the log is "
+		 "the same"},
 		{"--kubeconfig", OPT_STR, &live.kubeconfig, "FILE",
 		 "without --from: the live cluster (default $KUBECONFIG, "
 		 "~/.kube/config, else in-cluster)"},
@@ -204,10 +211,12 @@ int cmd_watch(int argc, char **argv)
 		return opts_exit(status);
 	if (live.batch > 1000000 || live.tick_s == 0 ||
 	    live.max_object > (1ULL << 30) || live.api_recheck_s == 0 ||
-	    live.api_recheck_s > 86400) {
+	    live.api_recheck_s > 86400 ||
+	    parse_threads > INGEST_PIPE_THREADS_MAX) {
 		tool_error("watch: --batch is at most 1000000, --tick at least "
 			   "1, --max-object-bytes at most 1 GiB, --api-recheck "
-			   "1..86400");
+			   "1..86400, --parse-threads 0..%d",
+			   INGEST_PIPE_THREADS_MAX);
 		return EXIT_USAGE;
 	}
 	if ((status = load_classes(classes, &t)) != 0)
@@ -219,7 +228,8 @@ int cmd_watch(int argc, char **argv)
 	catch_signals();
 	if (from != NULL)
 		status =
-			watch_stream(lg, from, &t, live.max_object, live.batch);
+			watch_stream(lg, from, &t, live.max_object, live.batch,
+				     parse_threads);
 	else
 		status = watch_live(lg, &t, &live);
 	ledger_close(lg);

@@ -566,7 +566,7 @@ start=$(now)
 
 bench_ledger
 ingest mix "$lines" ">= 100k/s"
-ingest gpu "$gpu_lines" ">= 20k/s" --all-gpu-pods
+ingest gpu "$gpu_lines" ">= 50k/s" --all-gpu-pods
 rm -rf "$tmp/gpu.db"
 bench_export
 bench_holders
