@@ -566,11 +566,13 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 		return store_read_error(lg, err, rc, 0, lg->dir);
 	/* A file grown by an earlier run is bigger than our initial size;
 	 * adopt it, but never beyond the operator's bound (LMDB keeps at
-	 * least the pages in use). Stale reader slots of dead processes are
-	 * freed. */
+	 * least the pages in use); asked for the whole bound, take it.
+	 * Stale reader slots of dead processes are freed. */
 	mdb_env_set_mapsize(lg->env, 0);
 	mdb_env_info(lg->env, &info);
-	if (info.me_mapsize > lg->o.map_max_bytes)
+	if (info.me_mapsize > lg->o.map_max_bytes ||
+	    (lg->o.map_size_bytes == lg->o.map_max_bytes &&
+	     info.me_mapsize < lg->o.map_max_bytes))
 		mdb_env_set_mapsize(lg->env, lg->o.map_max_bytes);
 	mdb_reader_check(lg->env, &dead);
 	return 0;
@@ -590,6 +592,8 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		lg->o.map_size_bytes = DEFAULT_MAP_BYTES;
 	if (lg->o.map_max_bytes == 0)
 		lg->o.map_max_bytes = DEFAULT_MAP_MAX_BYTES;
+	if (lg->o.map_size_bytes > lg->o.map_max_bytes)
+		lg->o.map_size_bytes = lg->o.map_max_bytes;
 	if (lg->o.checkpoint_every == 0)
 		lg->o.checkpoint_every = DEFAULT_CP_EVERY;
 	if (lg->o.checkpoint_secs == 0)

@@ -144,6 +144,49 @@ START_TEST(heavy_slow_clients)
 }
 END_TEST
 
+/* With one turn to compute, exports stalled on clients that do not read
+ * hold none: an event page asked for after them is computed and read
+ * whole, and no read is left waiting for a turn. */
+START_TEST(heavy_turn_given_back)
+{
+	struct qt t;
+	struct query_opts o = {.max_heavy = 4, .heavy_turns = 1};
+	static char buf[1 << 16];
+	int fds[2], fd;
+	size_t n;
+	const char req[] = "GET /v1/events?from=1&limit=5 HTTP/1.1\r\n"
+			   "Host: x\r\nConnection: close\r\n\r\n";
+
+	qt_init(&t, true);
+	qt_append_child(&t, FAR_TICK);
+	qt_start(&t, &o, false);
+	for (int i = 0; i < 2; i++)
+		fds[i] = send_get(&t, BIG_EXPORT, false);
+	wait_heavy(&t, 2);
+	/* Both fill their queues and wait on their clients. */
+	for (int i = 0; i < 3000 &&
+			metric(&t, "gpuledger_heavy_reads_buffered_bytes") <
+				2.0 * HEAVY_QUEUE_BYTES;
+	     i++)
+		usleep(10000);
+	fd = qt_connect(&t);
+	ck_assert_int_eq(write(fd, req, sizeof(req) - 1),
+			 (ssize_t)(sizeof(req) - 1));
+	n = qt_read_all(fd, buf, sizeof(buf), 20000);
+	close(fd);
+	ck_assert_msg(n > 0 && strncmp(buf, "HTTP/1.1 200 ", 13) == 0 &&
+			      strstr(buf, "\r\n0\r\n\r\n") != NULL &&
+			      strstr(buf, "\"events\"") != NULL,
+		      "the event page behind two stalled exports: %s", buf);
+	ck_assert_uint_eq(t.qs->heavy_n, 2);
+	ck_assert_int_eq(metric(&t, "gpuledger_heavy_reads_waiting"), 0);
+	for (int i = 0; i < 2; i++)
+		close(fds[i]);
+	wait_heavy(&t, 0);
+	qt_done(&t);
+}
+END_TEST
+
 /* A whole export read through the stream ends with the last chunk and
  * equals the rows computed in-process; an error found before the body is
  * an ordinary JSON answer; keep-alive carries on after a stream. */
@@ -275,6 +318,7 @@ QUERY_PART(heavy)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, heavy_slow_clients);
+	tcase_add_test(tc, heavy_turn_given_back);
 	tcase_add_test(tc, heavy_stream_whole);
 	tcase_add_test(tc, heavy_start_reads_tail);
 	suite_add_tcase(s, tc);
