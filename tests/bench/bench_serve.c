@@ -3,7 +3,13 @@
  *
  *   bench_serve build DIR N   a ledger of N generated events and 1% more
  *                             VERDICTs (100 after every 10,000),
- *                             checkpointed as a writer does (every 1M)
+ *                             checkpointed as a writer does (every 1M),
+ *                             then checkpointed and followed by the same
+ *                             tail at every N (10,000 events and 100
+ *                             verdicts): where the automatic checkpoints
+ *                             fall depends on N, the tail read at
+ *                             start must not (it is bounded by the
+ *                             checkpoint cadence, not by history)
  *   bench_serve open DIR      times query_server_open on it (the ledger's
  *                             checkpoint and tail, the verdict index) and
  *                             prints "open MS ms, READ records read, IDS
@@ -44,9 +50,19 @@ static int build(const char *dir, uint64_t n)
 		fprintf(stderr, "bench_serve: %s\n", err.msg);
 		return 1;
 	}
-	for (uint64_t done = 0; done < n;) {
-		size_t k = n - done < 10000 ? (size_t)(n - done) : 10000;
+	for (uint64_t done = 0; done < n + 10000;) {
+		uint64_t end = done < n ? n : n + 10000;
+		size_t k = end - done < 10000 ? (size_t)(end - done) : 10000;
 		struct event v[100];
+
+		/* The history ends: a checkpoint, then the fixed tail. */
+		if (done == n && ledger_checkpoint(lg, &err) != 0) {
+			fprintf(stderr, "bench_serve: checkpoint: %s\n",
+				err.msg);
+			ledger_close(lg);
+			gen_free(g);
+			return 1;
+		}
 
 		gen_next(g, evs, k);
 		for (size_t i = 0; i < 100; i++)
