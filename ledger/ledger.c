@@ -383,7 +383,7 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 			memset(head, 0, LEDGER_HEAD_BYTES);
 			st = state_new();
 		}
-		rc = store_apply_range(lg, txn, st, seq, head, err);
+		rc = store_apply_fast(lg, txn, st, seq, head, err);
 		if (rc == 0 && state_seq(st) != seq)
 			rc = lg_error_set(err, LG_ENOENT,
 					  "seq %llu is past the log",
