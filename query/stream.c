@@ -26,9 +26,9 @@
  * default), in the order they arrived, each giving its turn back at every
  * chunk it hands over (it then queues behind the others: round robin of
  * HEAVY_CHUNK_BYTES steps) and whenever it waits for its client; (2) the
- * threads run SCHED_IDLE on Linux (else at nice HEAVY_NICE), so the loop
- * preempts them the moment it wakes; (3) the turns are tickets, so no read
- * waits forever: each is served after the reads that came before it.
+ * threads run at nice HEAVY_NICE, so the loop wins the core it wakes on;
+ * (3) the turns are tickets, so no read waits forever: each is served
+ * after the reads that came before it.
  *
  * Lifetime: a heavy read is freed on the loop once both its thread has
  * ended (joined) and its connection has let it go; its async handle is
@@ -40,18 +40,16 @@
 #include <stdlib.h>
 #include <string.h>
 #ifdef __linux__
-#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
 /* The producers' niceness: on a machine with fewer cores than heavy reads,
- * the loop (admission, probes) must win the CPU, not share it evenly. */
-#define HEAVY_NICE 10
-#if defined(__linux__) && !defined(SCHED_IDLE)
-#define SCHED_IDLE 5 /* Linux's value; <sched.h> names it for _GNU_SOURCE */
-#endif
+ * the loop (admission, probes) must win the CPU, not share it evenly. Not
+ * SCHED_IDLE: on a node busy with other work, that starves the reads
+ * outright (a turn held by a thread that never runs stops them all). */
+#define HEAVY_NICE 19
 
 struct chunk {
 	struct chunk *next;
@@ -239,14 +237,8 @@ static void heavy_thread(void *arg)
 	bool failed;
 
 #ifdef __linux__
-	/* Linux applies a thread's own policy and nice value to that thread
-	 * only. */
-	struct sched_param sp = {.sched_priority = 0};
-
-	if (sched_setscheduler((pid_t)syscall(SYS_gettid), SCHED_IDLE, &sp) !=
-	    0)
-		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid),
-			    HEAVY_NICE);
+	/* Linux applies a thread's own nice value to that thread only. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), HEAVY_NICE);
 #endif
 	h->buf = q_xmalloc(HEAVY_CHUNK_BYTES);
 	turn_take(&h->qs->turns);

@@ -114,8 +114,14 @@ START_TEST(heavy_slow_clients)
 			      buf);
 		ck_assert_ptr_nonnull(strstr(buf, "\r\nRetry-After: 1\r\n"));
 	}
-	/* Give the producers time to fill what they may; none finishes,
-	 * since nobody reads, and memory stays bounded. */
+	/* Let the producers fill what they may (they take turns: until none
+	 * waits for one, bounded), and a second more; none finishes, since
+	 * nobody reads, and memory stays bounded. */
+	for (int i = 0; i < 3000 &&
+			(metric(&t, "gpuledger_heavy_reads_waiting") != 0 ||
+			 metric(&t, "gpuledger_heavy_reads_buffered_bytes") == 0);
+	     i++)
+		usleep(10000);
 	sleep(1);
 	ck_assert_uint_eq(t.qs->heavy_n, 4);
 	buffered = metric(&t, "gpuledger_heavy_reads_buffered_bytes");
