@@ -254,7 +254,7 @@ serve_pid=
 scheme=http
 # serve_start [SERVE-OPTIONS...]: with --tls-cert, $url is https.
 serve_start() {
-	"$bin" serve --db "$tmp/mix.db" --listen 127.0.0.1:0 "$@" \
+	"$bin" serve --db "${serve_db:-$tmp/mix.db}" --listen 127.0.0.1:0 "$@" \
 		>"$tmp/serve.out" 2>"$tmp/serve.err" &
 	serve_pid=$!
 	port=
@@ -426,7 +426,12 @@ bench_baseline() {
 bench_heavy() {
 	say "== heavy reads: admission and /healthz p99 under 8 exports; RSS with 40 slow exporters"
 	hg="gpuledger serve with heavy reads in flight (wrk -t1, ${secs}s runs)"
+	# A copy of the ledger as ingest left it: the verdicts bench_serve
+	# wrote would otherwise be read by every export (they lie in the
+	# month) and the figures would depend on what ran before.
+	serve_db=$tmp/heavy.db
 	serve_start --max-heavy 64
+	serve_db=
 	exp="$url/v1/export?from=$month_from&to=$month_to&step=hour&format=json"
 	# The same without exports first: what the disk's fsync alone costs
 	# an admission (every one waits for its verdict's commit), so that the
@@ -458,14 +463,23 @@ bench_heavy() {
 			slow="$slow $!"
 		done
 		sleep 10
-		awk '/^VmRSS/ { printf "%.1f\n", $2 / 1024 }' "/proc/$serve_pid/status"
+		awk '/^(VmRSS|RssAnon|RssFile)/ { printf "%.1f ", $2 / 1024 }
+			END { print "" }' "/proc/$serve_pid/status"
 		# shellcheck disable=SC2086
 		kill $slow 2>/dev/null || true
 		# shellcheck disable=SC2086
 		wait $slow 2>/dev/null || true
 		i=$((i + 1))
-	done | figure "$hg" "serve RSS, 40 export clients reading 1 KB/s" MB "<= 256 MB"
+	done >"$tmp/rss.out"
+	# VmRSS, then RssAnon and RssFile, in the order /proc prints them.
+	awk '{ print $1 }' "$tmp/rss.out" |
+		figure "$hg" "serve RSS, 40 export clients reading 1 KB/s" MB "<= 256 MB"
+	awk '{ print $2 }' "$tmp/rss.out" |
+		figure "$hg" "  of which heap (RssAnon)" MB ""
+	awk '{ print $3 }' "$tmp/rss.out" |
+		figure "$hg" "  of which the ledger's map read (RssFile)" MB ""
 	serve_stop
+	rm -rf "$tmp/heavy.db"
 }
 
 # ---------------------------------------------------------------------------
@@ -531,6 +545,7 @@ start=$(now)
 
 bench_ledger
 ingest mix "$lines" ">= 100k/s"
+cp -r "$tmp/mix.db" "$tmp/heavy.db"
 ingest gpu "$gpu_lines" ">= 20k/s" --all-gpu-pods
 rm -rf "$tmp/gpu.db"
 bench_export
