@@ -381,7 +381,7 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 			memset(head, 0, LEDGER_HEAD_BYTES);
 			st = state_new();
 		}
-		rc = store_apply_range(lg, txn, st, seq, head, err);
+		rc = store_apply_fast(lg, txn, st, seq, head, err);
 		if (rc == 0 && state_seq(st) != seq)
 			rc = lg_error_set(err, LG_ENOENT,
 					  "seq %llu is past the log",
@@ -571,11 +571,13 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 		return store_read_error(lg, err, rc, 0, lg->dir);
 	/* A file grown by an earlier run is bigger than our initial size;
 	 * adopt it, but never beyond the operator's bound (LMDB keeps at
-	 * least the pages in use). Stale reader slots of dead processes are
-	 * freed. */
+	 * least the pages in use); asked for the whole bound, take it.
+	 * Stale reader slots of dead processes are freed. */
 	mdb_env_set_mapsize(lg->env, 0);
 	mdb_env_info(lg->env, &info);
-	if (info.me_mapsize > lg->o.map_max_bytes)
+	if (info.me_mapsize > lg->o.map_max_bytes ||
+	    (lg->o.map_size_bytes == lg->o.map_max_bytes &&
+	     info.me_mapsize < lg->o.map_max_bytes))
 		mdb_env_set_mapsize(lg->env, lg->o.map_max_bytes);
 	mdb_reader_check(lg->env, &dead);
 	return 0;
@@ -593,6 +595,8 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		lg->o.map_size_bytes = DEFAULT_MAP_BYTES;
 	if (lg->o.map_max_bytes == 0)
 		lg->o.map_max_bytes = DEFAULT_MAP_MAX_BYTES;
+	if (lg->o.map_size_bytes > lg->o.map_max_bytes)
+		lg->o.map_size_bytes = lg->o.map_max_bytes;
 	if (lg->o.checkpoint_every == 0)
 		lg->o.checkpoint_every = DEFAULT_CP_EVERY;
 	if (lg->o.checkpoint_secs == 0)

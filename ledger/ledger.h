@@ -41,7 +41,9 @@ struct ledger_opts {
 	bool read_only;	       /* open for reading only (no lock on writers) */
 	bool create;	       /* create dir and the databases when missing */
 	bool no_sync;	       /* --no-sync: commits are not fsynced */
-	size_t map_size_bytes; /* initial map size (0: 64 MiB) */
+	size_t map_size_bytes; /* initial map size (0: 64 MiB; above the
+				  bound, e.g. SIZE_MAX: the bound, so that
+				  the map never has to grow) */
 	size_t map_max_bytes;  /* growth bound (0: 1 TiB) */
 	uint64_t checkpoint_every; /* events between automatic checkpoints
 				      (0: 1,000,000); only for writers */

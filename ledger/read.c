@@ -542,3 +542,170 @@ int ledger_backup(ledger_t *lg, const char *dir, struct lg_error *err)
 	rc = mdb_env_copy2(lg->env, dir, MDB_CP_COMPACT);
 	return rc ? store_error(err, rc, dir) : 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Rebuild on two cores */
+
+/*
+ * A rebuild is half reading and decoding (cursor, varints, validation of
+ * every name) and half applying, and applying must be in order on one
+ * thread. So a long range is split: a reader thread walks the cursor and
+ * decodes into batches of PIPE_BATCH events, the caller's thread applies
+ * them, PIPE_DEPTH batches in flight. The events point into the map, which
+ * holds still for the read transaction; the transaction and its cursor are
+ * used by the reader alone until it is joined (MDB_NOTLS lets a read
+ * transaction move between threads, never be used by two at once). Errors
+ * are the sequential loop's, in the same order: the reader stops at its
+ * first bad record and marks the batch; the applier stops at the first
+ * event that does not apply, or at that mark, and the reader, told to
+ * stop, ends after the batch it is on.
+ */
+#define PIPE_MIN   65536 /* shorter ranges: the plain loop */
+#define PIPE_BATCH 1024
+#define PIPE_DEPTH 4
+
+struct pipe_batch {
+	size_t n;
+	int rc; /* the reader's error after the n events (0: none) */
+	struct lg_error err;
+	struct event ev[PIPE_BATCH];
+	const uint8_t *head[PIPE_BATCH];
+};
+
+struct pipe {
+	ledger_t *lg;
+	MDB_txn *txn;
+	uint64_t from, to;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct pipe_batch *b; /* PIPE_DEPTH of them, a ring */
+	uint64_t filled, taken; /* batches produced, consumed */
+	bool stop;
+};
+
+/* The reader: one batch at a time into the ring, waiting while it is full. */
+static void *pipe_read(void *arg)
+{
+	struct pipe *p = arg;
+	uint64_t k = p->from;
+	MDB_val key = store_key(&k), val;
+	MDB_cursor *cur = NULL;
+	int rc = mdb_cursor_open(p->txn, p->lg->dbi[LEDGER_DB_EVENTS], &cur),
+	    op = MDB_SET_KEY;
+	bool end = false;
+
+	while (!end) {
+		struct pipe_batch *b;
+
+		pthread_mutex_lock(&p->mu);
+		while (p->filled - p->taken == PIPE_DEPTH && !p->stop)
+			pthread_cond_wait(&p->cv, &p->mu);
+		end = p->stop;
+		pthread_mutex_unlock(&p->mu);
+		if (end)
+			break;
+		b = &p->b[p->filled % PIPE_DEPTH];
+		b->n = 0;
+		b->rc = 0;
+		if (rc != 0) {
+			b->rc = store_error(&b->err, rc, "open cursor");
+			end = true;
+		}
+		for (; !end && b->n < PIPE_BATCH && k <= p->to;
+		     k++, op = MDB_NEXT) {
+			int r = store_cursor_get(p->lg, cur, LEDGER_DB_EVENTS,
+						 &key, &val, op);
+
+			if (r != 0 && r != MDB_NOTFOUND)
+				b->rc = store_read_error(p->lg, &b->err, r, k,
+							 "read event");
+			else if (r != 0 || store_keyval(&key) != k)
+				b->rc = lg_error_set(
+					&b->err, LG_ECORRUPT,
+					"seq %llu: missing from the log",
+					(unsigned long long)k);
+			else
+				b->rc = store_record_decode(&val, k,
+							    &b->ev[b->n],
+							    &b->head[b->n],
+							    &b->err);
+			if (b->rc != 0)
+				end = true;
+			else
+				b->n++;
+		}
+		end = end || k > p->to;
+		pthread_mutex_lock(&p->mu);
+		p->filled++;
+		pthread_cond_signal(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+	}
+	if (cur != NULL)
+		mdb_cursor_close(cur);
+	return NULL;
+}
+
+/* Applies the batches in order; returns the first error. */
+static int pipe_apply(struct pipe *p, state_t *st, uint8_t *head,
+		      struct lg_error *err)
+{
+	uint64_t applied = p->from;
+	int rc = 0;
+
+	while (rc == 0 && applied <= p->to) {
+		struct pipe_batch *b;
+
+		pthread_mutex_lock(&p->mu);
+		while (p->filled == p->taken)
+			pthread_cond_wait(&p->cv, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+		b = &p->b[p->taken % PIPE_DEPTH];
+		for (size_t i = 0; i < b->n && rc == 0; i++) {
+			rc = state_apply_validated(st, &b->ev[i], err);
+			if (rc == 0)
+				memcpy(head, b->head[i], LEDGER_HEAD_BYTES);
+		}
+		applied += b->n;
+		if (rc == 0 && b->rc != 0) {
+			rc = b->rc;
+			if (err != NULL)
+				*err = b->err;
+		}
+		pthread_mutex_lock(&p->mu);
+		p->taken++;
+		pthread_cond_signal(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+	}
+	return rc;
+}
+
+int store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
+		     uint8_t *head, struct lg_error *err)
+{
+	struct pipe p = {.lg = lg, .txn = txn, .from = state_seq(st) + 1,
+			 .to = to};
+	pthread_t t;
+	int rc;
+
+	/* Forensic reads catch faults of the map on their own thread. */
+	if (to < p.from || to - p.from < PIPE_MIN || lg->o.forensic)
+		return store_apply_range(lg, txn, st, to, head, err);
+	if ((p.b = malloc(PIPE_DEPTH * sizeof(*p.b))) == NULL)
+		return store_apply_range(lg, txn, st, to, head, err);
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.cv, NULL);
+	if (pthread_create(&t, NULL, pipe_read, &p) != 0) {
+		rc = store_apply_range(lg, txn, st, to, head, err);
+	} else {
+		rc = pipe_apply(&p, st, head, err);
+		pthread_mutex_lock(&p.mu);
+		p.stop = true;
+		pthread_cond_signal(&p.cv);
+		pthread_mutex_unlock(&p.mu);
+		pthread_join(t, NULL);
+	}
+	pthread_cond_destroy(&p.cv);
+	pthread_mutex_destroy(&p.mu);
+	free(p.b);
+	return rc;
+}

@@ -112,6 +112,11 @@ int store_cp_open(const MDB_val *v, uint64_t seq, const uint8_t **sbytes,
 /* Applies the stored events after state_seq(st) up to `to` to st. */
 int store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
 		      uint8_t *head, struct lg_error *err);
+/* The same, with the reading and decoding of a long range on a thread of
+ * its own (ledger/read.c); txn is a read transaction the caller does not
+ * use meanwhile. */
+int store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
+		     uint8_t *head, struct lg_error *err);
 /* The last key of db (0 when empty). */
 int store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db, uint64_t *out,
 		   struct lg_error *err);

@@ -71,12 +71,12 @@ enum event_type event_type_parse(const char *s)
 
 static bool label(const char *s)
 {
-	return s != NULL && dns1123_label(s, strlen(s));
+	return dns1123_label_cstr(s);
 }
 
 static bool subdomain(const char *s)
 {
-	return s != NULL && dns1123_subdomain(s, strlen(s));
+	return dns1123_subdomain_cstr(s);
 }
 
 /* Longest resource name we accept: "<prefix>/<name>", prefix a subdomain. */

@@ -204,6 +204,12 @@ eval_fn eval_admission;		/* model/verdict.c */
 eval_fn eval_declaration;	/* model/verdict.c */
 eval_fn eval_remaining;		/* model/verdict.c */
 
+/* dns1123_label and dns1123_subdomain of a NUL-terminated string (NULL:
+ * false) in one pass, without measuring it first: event validation runs
+ * on every event read, and the strlen was a fifth of it. */
+bool dns1123_label_cstr(const char *s);
+bool dns1123_subdomain_cstr(const char *s);
+
 /* Hard-wired upper bound for any JSON array a mapper walks (containers, gpus,
  * requests, taints, ...): beyond it the object is invalid. */
 #define MODEL_MAX_ITEMS 4096

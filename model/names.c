@@ -78,6 +78,36 @@ bool dns1123_subdomain(const char *s, size_t len)
 	return prev == C_ALNUM;
 }
 
+/* The same two patterns on C strings: the scan stops at the first byte of
+ * class 0 (the NUL among them), which must be the terminator. */
+bool dns1123_label_cstr(const char *s)
+{
+	size_t i = 0;
+
+	if (s == NULL || cls_of(s, 0) != C_ALNUM)
+		return false;
+	while (i < DNS1123_LABEL_MAX && (cls_of(s, i) & (C_ALNUM | C_DASH)))
+		i++;
+	return s[i] == '\0' && cls_of(s, i - 1) == C_ALNUM;
+}
+
+bool dns1123_subdomain_cstr(const char *s)
+{
+	unsigned prev = C_DOT, c;
+	size_t i = 0;
+
+	if (s == NULL)
+		return false;
+	for (; i < DNS1123_SUBDOMAIN_MAX && (c = cls_of(s, i)) != 0; i++) {
+		unsigned pair = prev | c;
+
+		if ((pair & C_DOT) && pair != (C_DOT | C_ALNUM))
+			return false;
+		prev = c;
+	}
+	return i > 0 && s[i] == '\0' && prev == C_ALNUM;
+}
+
 /* Drops trailing characters in set from s[0..len); returns the new length. */
 static size_t trim_trailing(const char *s, size_t len, const char *set)
 {

@@ -198,6 +198,9 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 	       "Exports, past states and event pages being computed or "
 	       "streamed.",
 	       (double)qs->heavy_n);
+	scalar(b, "gpuledger_heavy_reads_waiting", "gauge",
+	       "Heavy reads in flight waiting for a turn to compute.",
+	       (double)heavy_waiting(qs));
 	scalar(b, "gpuledger_heavy_reads_buffered_bytes", "gauge",
 	       "Bytes of heavy answers waiting for their clients (queued and "
 	       "on the sockets).",

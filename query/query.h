@@ -94,6 +94,9 @@ struct query_opts {
 	unsigned max_conns;	 /* open connections [4096] */
 	unsigned max_heavy;	 /* heavy reads (exports, past states, event
 				    pages) in flight [16]; beyond: 503 */
+	unsigned heavy_turns;	 /* of those, how many compute at once
+				    [cores - 1, at least 1]; the rest wait
+				    their turn in arrival order */
 	size_t map_max_bytes;	 /* bound of the ledger's map (0: the
 				    ledger's default); a small one gives a
 				    full map that verdict appends run into */

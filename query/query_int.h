@@ -507,6 +507,21 @@ const struct tenant_cache *tenant_cache_get(struct query_server *qs);
 #define HEAVY_QUEUE_BYTES	(256u << 10) /* produced, not yet sent */
 #define HEAVY_WRITE_HIGH_BYTES	(256u << 10) /* the socket's queue */
 
+/* Turns to compute (query/stream.c): at most `free + taken` heavy reads
+ * compute at once, whatever their number, so that with fewer cores than
+ * reads the loop keeps one; a read takes a turn in arrival order (tickets)
+ * and gives it back at every chunk it hands over and while it waits for its
+ * client, so a stalled client holds none and every read makes progress. */
+struct heavy_turns {
+	uv_mutex_t mu;
+	uv_cond_t cv;
+	unsigned free;		 /* turns not taken */
+	uint64_t next, serving;	 /* tickets: given out, next to be served */
+	uint64_t waiting;	 /* threads waiting for a turn (for /metrics) */
+};
+void heavy_turns_init(struct heavy_turns *t, unsigned n);
+void heavy_turns_release(struct heavy_turns *t);
+
 /* Runs on the thread; writes the body with heavy_emit, or fails. */
 typedef void heavy_fn(struct heavy *h, void *arg);
 /* Starts fn(h, arg) on a thread against a snapshot of the ledger (with
@@ -537,6 +552,8 @@ void heavy_conn_gone(struct heavy *h);
 /* Bytes the heavy reads in flight hold for their clients: produced and
  * queued, and queued on their sockets (the kernel's buffers aside). */
 size_t heavy_buffered_bytes(struct query_server *qs);
+/* Heavy reads waiting for a turn to compute. */
+unsigned heavy_waiting(struct query_server *qs);
 
 /* ---------------------------------------------------------------------- */
 /* The web console (query/ui.c, DESIGN 7): static files from query/ui/,
@@ -620,6 +637,7 @@ struct query_server {
 	struct conn_list conns;
 	struct heavy *heavies; /* in flight; owned */
 	unsigned heavy_n;
+	struct heavy_turns turns; /* shared with the heavy reads' threads */
 	uint64_t signed_size, signed_ns; /* the last signed checkpoint */
 	bool ready; /* caught up with the log */
 	bool stopping;

@@ -289,9 +289,13 @@ static int bind_listener(struct query_server *qs, struct lg_error *err)
 
 static int open_ledger(struct query_server *qs, struct lg_error *err)
 {
+	/* The whole bound is mapped from the start (address space, not
+	 * memory): a growth remaps, which waits for every heavy read's
+	 * snapshot, and those wait for the loop to drain them while the loop
+	 * is in the growth: the loop froze under exports and admissions. */
 	struct ledger_opts lo = {.dir = qs->o.db,
 				 .create = qs->o.create,
-				 .map_size_bytes = qs->o.map_max_bytes,
+				 .map_size_bytes = SIZE_MAX,
 				 .map_max_bytes = qs->o.map_max_bytes};
 	int rc;
 
@@ -348,6 +352,7 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 				    uv_strerror(rc));
 	}
 	init_handles(qs);
+	heavy_turns_init(&qs->turns, qs->o.heavy_turns);
 	rc = qs->o.token_file ? auth_load(&qs->auth, qs->o.token_file, err) : 0;
 	if (rc == 0 && (qs->o.tls_cert || qs->o.tls_key || qs->o.tls_client_ca))
 		rc = qs->o.tls_client_ca && !qs->o.tls_cert
@@ -417,6 +422,7 @@ void query_server_close(query_server_t *qs)
 	/* Let the close callbacks run, then the loop can be closed. */
 	uv_run(&qs->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&qs->loop);
+	heavy_turns_release(&qs->turns);
 	pending_q_release(&qs->q);
 	vindex_release(&qs->vix);
 	tenant_cache_release(&qs->cache);

@@ -19,8 +19,16 @@
  * after it cuts the connection without the last chunk, so the body cannot
  * be taken for whole.
  *
- * CPU: the threads run at nice HEAVY_NICE, so that with more heavy reads
- * than cores the loop still gets the CPU first.
+ * CPU: with 2 cores and 8 exports, threads that merely run at a lower
+ * priority still take the core the loop wakes on for a scheduler slice, and
+ * admission waited 15-100 ms at its p99. So three things bound what heavy
+ * reads take: (1) at most qs->turns' count compute at once (cores - 1 by
+ * default), in the order they arrived, each giving its turn back at every
+ * chunk it hands over (it then queues behind the others: round robin of
+ * HEAVY_CHUNK_BYTES steps) and whenever it waits for its client; (2) the
+ * threads run at nice HEAVY_NICE, so the loop wins the core it wakes on;
+ * (3) the turns are tickets, so no read waits forever: each is served
+ * after the reads that came before it.
  *
  * Lifetime: a heavy read is freed on the loop once both its thread has
  * ended (joined) and its connection has let it go; its async handle is
@@ -38,8 +46,10 @@
 #endif
 
 /* The producers' niceness: on a machine with fewer cores than heavy reads,
- * the loop (admission, probes) must win the CPU, not share it evenly. */
-#define HEAVY_NICE 10
+ * the loop (admission, probes) must win the CPU, not share it evenly. Not
+ * SCHED_IDLE: on a node busy with other work, that starves the reads
+ * outright (a turn held by a thread that never runs stops them all). */
+#define HEAVY_NICE 19
 
 struct chunk {
 	struct chunk *next;
@@ -81,6 +91,53 @@ struct heavy {
 };
 
 /* ---------------------------------------------------------------------- */
+/* Turns */
+
+void heavy_turns_init(struct heavy_turns *t, unsigned n)
+{
+	if (n == 0) {
+		unsigned cores = uv_available_parallelism();
+
+		n = cores > 1 ? cores - 1 : 1;
+	}
+	uv_mutex_init(&t->mu);
+	uv_cond_init(&t->cv);
+	t->free = n;
+	t->next = t->serving = t->waiting = 0;
+}
+
+void heavy_turns_release(struct heavy_turns *t)
+{
+	uv_cond_destroy(&t->cv);
+	uv_mutex_destroy(&t->mu);
+}
+
+/* Waits for a turn, after every thread that asked before. */
+static void turn_take(struct heavy_turns *t)
+{
+	uint64_t me;
+
+	uv_mutex_lock(&t->mu);
+	me = t->next++;
+	t->waiting++;
+	while (me != t->serving || t->free == 0)
+		uv_cond_wait(&t->cv, &t->mu);
+	t->serving++;
+	t->free--;
+	t->waiting--;
+	uv_cond_broadcast(&t->cv); /* the next ticket may find a free turn */
+	uv_mutex_unlock(&t->mu);
+}
+
+static void turn_give(struct heavy_turns *t)
+{
+	uv_mutex_lock(&t->mu);
+	t->free++;
+	uv_cond_broadcast(&t->cv);
+	uv_mutex_unlock(&t->mu);
+}
+
+/* ---------------------------------------------------------------------- */
 /* The producer's side. */
 
 /* Hands the buffer to the queue, waiting while it is full; with last, the
@@ -97,6 +154,9 @@ static void queue_chunk(struct heavy *h, bool last)
 		memcpy(k->data, h->buf, h->len);
 		h->len = 0;
 	}
+	/* The turn is given back while the client drains the queue, and
+	 * taken again behind the reads waiting for one. */
+	turn_give(&h->qs->turns);
 	uv_mutex_lock(&h->mu);
 	while (k != NULL && h->queued >= HEAVY_QUEUE_BYTES && !h->cancel)
 		uv_cond_wait(&h->cv, &h->mu);
@@ -114,6 +174,8 @@ static void queue_chunk(struct heavy *h, bool last)
 	h->done = h->done || last;
 	uv_mutex_unlock(&h->mu);
 	uv_async_send(&h->async);
+	if (!last)
+		turn_take(&h->qs->turns);
 }
 
 int heavy_emit(struct heavy *h, const char *p, size_t n)
@@ -179,6 +241,7 @@ static void heavy_thread(void *arg)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), HEAVY_NICE);
 #endif
 	h->buf = q_xmalloc(HEAVY_CHUNK_BYTES);
+	turn_take(&h->qs->turns);
 	if (ledger_snapshot_enter(h->snap, h->load_state, &err) != 0)
 		heavy_fail(h, 500, "snapshot: %s", err.msg);
 	else
@@ -190,7 +253,7 @@ static void heavy_thread(void *arg)
 	uv_mutex_unlock(&h->mu);
 	if (failed)
 		h->len = 0; /* what is left of a failed body is not sent */
-	queue_chunk(h, true);
+	queue_chunk(h, true); /* gives the turn back, for good */
 	/* The loop frees h only after joining this thread. */
 	free(h->buf);
 	h->buf = NULL;
@@ -380,6 +443,16 @@ void heavy_start(struct query_server *qs, struct request *rq,
 		return;
 	}
 	h->started = true;
+}
+
+unsigned heavy_waiting(struct query_server *qs)
+{
+	uint64_t n;
+
+	uv_mutex_lock(&qs->turns.mu);
+	n = qs->turns.waiting;
+	uv_mutex_unlock(&qs->turns.mu);
+	return (unsigned)n;
 }
 
 size_t heavy_buffered_bytes(struct query_server *qs)

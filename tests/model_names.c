@@ -2,6 +2,7 @@
 #include "model/model_int.h"
 #include "tests/model_tests.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,6 +197,43 @@ static const struct vmi_row vmi_rows[] = {
 	 "vm-instance-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
 	{"my-vm-", "vm-instance-my-vm"},
 };
+
+/* The one-pass checks of C strings against the checks of explicit
+ * lengths, over random strings from the bytes that matter (alphanumerics,
+ * dash, dot, an invalid byte) at every length around the bounds; seeded
+ * from GPULEDGER_SEED (or a fixed default), printed. */
+START_TEST(cstr_matches_lengths)
+{
+	static const char alphabet[] = "ab09-.-.A_";
+	const char *e = getenv("GPULEDGER_SEED");
+	unsigned long long seed = e != NULL ? strtoull(e, NULL, 0) : 20261201;
+	uint64_t x = seed * 2654435761u + 1;
+	char buf[300];
+
+	fprintf(stderr, "cstr_matches_lengths: seed %llu\n", seed);
+	for (int round = 0; round < 200000; round++) {
+		size_t len;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		len = (size_t)(x % 260);
+		for (size_t i = 0; i < len; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			/* Mostly valid bytes, so that long valid names occur. */
+			buf[i] = x % 16 < 13 ? "abc019"[x % 6]
+					     : alphabet[(x >> 8) % 10];
+		}
+		buf[len] = '\0';
+		ck_assert_msg(dns1123_label_cstr(buf) ==
+				      dns1123_label(buf, len),
+			      "label \"%s\" (seed %llu)", buf, seed);
+		ck_assert_msg(dns1123_subdomain_cstr(buf) ==
+				      dns1123_subdomain(buf, len),
+			      "subdomain \"%s\" (seed %llu)", buf, seed);
+	}
+	ck_assert(!dns1123_label_cstr(NULL));
+	ck_assert(!dns1123_subdomain_cstr(NULL));
+}
+END_TEST
 
 START_TEST(vmi_table)
 {
@@ -484,6 +522,7 @@ void model_tests_names(Suite *s)
 	tcase_add_loop_test(tc, sub_upstream_good, 0, N(sub_good));
 	tcase_add_loop_test(tc, sub_upstream_bad, 0, N(sub_bad));
 	tcase_add_test(tc, sub_lengths);
+	tcase_add_test(tc, cstr_matches_lengths);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("names_claim");

@@ -114,8 +114,14 @@ START_TEST(heavy_slow_clients)
 			      buf);
 		ck_assert_ptr_nonnull(strstr(buf, "\r\nRetry-After: 1\r\n"));
 	}
-	/* Give the producers time to fill what they may; none finishes,
-	 * since nobody reads, and memory stays bounded. */
+	/* Let the producers fill what they may (they take turns: until none
+	 * waits for one, bounded), and a second more; none finishes, since
+	 * nobody reads, and memory stays bounded. */
+	for (int i = 0; i < 3000 &&
+			(metric(&t, "gpuledger_heavy_reads_waiting") != 0 ||
+			 metric(&t, "gpuledger_heavy_reads_buffered_bytes") == 0);
+	     i++)
+		usleep(10000);
 	sleep(1);
 	ck_assert_uint_eq(t.qs->heavy_n, 4);
 	buffered = metric(&t, "gpuledger_heavy_reads_buffered_bytes");
@@ -140,6 +146,61 @@ START_TEST(heavy_slow_clients)
 		close(fds[i]);
 	wait_heavy(&t, 0);
 	ck_assert_int_eq(qt_status(&t, "GET", "/healthz", NULL, NULL), 200);
+	qt_done(&t);
+}
+END_TEST
+
+/* With one turn to compute, exports stalled on clients that do not read
+ * hold none: an event page asked for after them is computed and read
+ * whole, and no read is left waiting for a turn. */
+START_TEST(heavy_turn_given_back)
+{
+	struct qt t;
+	struct query_opts o = {.max_heavy = 4, .heavy_turns = 1};
+	static char buf[1 << 16];
+	int fds[2], fd;
+	size_t n;
+	const char req[] = "GET /v1/events?from=1&limit=5 HTTP/1.1\r\n"
+			   "Host: x\r\nConnection: close\r\n\r\n";
+
+	qt_init(&t, true);
+	qt_append_child(&t, FAR_TICK);
+	qt_start(&t, &o, false);
+	for (int i = 0; i < 2; i++)
+		fds[i] = send_get(&t, BIG_EXPORT, false);
+	wait_heavy(&t, 2);
+	/* Both fill their queues and wait on their clients. */
+	for (int i = 0; i < 3000 &&
+			metric(&t, "gpuledger_heavy_reads_buffered_bytes") <
+				2.0 * HEAVY_QUEUE_BYTES;
+	     i++)
+		usleep(10000);
+	fd = qt_connect(&t);
+	ck_assert_int_eq(write(fd, req, sizeof(req) - 1),
+			 (ssize_t)(sizeof(req) - 1));
+	n = qt_read_all(fd, buf, sizeof(buf), 20000);
+	close(fd);
+	ck_assert_msg(n > 0 && strncmp(buf, "HTTP/1.1 200 ", 13) == 0 &&
+			      strstr(buf, "\r\n0\r\n\r\n") != NULL &&
+			      strstr(buf, "\"events\"") != NULL,
+		      "the event page behind two stalled exports: %s", buf);
+	ck_assert_uint_eq(t.qs->heavy_n, 2);
+	/* Both stalled reads end up waiting on their clients, neither on a
+	 * turn (one may still be filling its queue a moment longer). */
+	{
+		double waiting = 1;
+
+		for (int i = 0; i < 3000 && waiting != 0; i++) {
+			waiting = metric(&t, "gpuledger_heavy_reads_waiting");
+			if (waiting != 0)
+				usleep(10000);
+		}
+		ck_assert_msg(waiting == 0, "%.0f reads wait for a turn",
+			      waiting);
+	}
+	for (int i = 0; i < 2; i++)
+		close(fds[i]);
+	wait_heavy(&t, 0);
 	qt_done(&t);
 }
 END_TEST
@@ -275,6 +336,7 @@ QUERY_PART(heavy)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, heavy_slow_clients);
+	tcase_add_test(tc, heavy_turn_given_back);
 	tcase_add_test(tc, heavy_stream_whole);
 	tcase_add_test(tc, heavy_start_reads_tail);
 	suite_add_tcase(s, tc);

@@ -3,16 +3,26 @@
  *
  *   bench_serve build DIR N   a ledger of N generated events and 1% more
  *                             VERDICTs (100 after every 10,000),
- *                             checkpointed as a writer does (every 1M)
+ *                             checkpointed as a writer does (every 1M),
+ *                             then checkpointed and followed by the same
+ *                             tail at every N (10,000 events and 100
+ *                             verdicts): where the automatic checkpoints
+ *                             fall depends on N, the tail read at
+ *                             start must not (it is bounded by the
+ *                             checkpoint cadence, not by history)
  *   bench_serve open DIR      times query_server_open on it (the ledger's
  *                             checkpoint and tail, the verdict index) and
  *                             prints "open MS ms, READ records read, IDS
  *                             verdicts"
- *   bench_serve baseline      a minimal libuv HTTP server: every request
+ *   bench_serve baseline [BYTES]
+ *                             a minimal libuv HTTP server: every request
  *                             (up to its blank line) answered with a fixed
- *                             200, keep-alive; prints "listening on
- *                             127.0.0.1:PORT". The rate of GET remaining is
- *                             read as a percentage of its rate.
+ *                             200 whose JSON body has BYTES bytes [16] (the
+ *                             size of the answer it is compared with, so
+ *                             that both move the same bytes), keep-alive;
+ *                             prints "listening on 127.0.0.1:PORT". The
+ *                             rate of GET remaining is read as a
+ *                             percentage of its rate.
  */
 #define _GNU_SOURCE /* memmem */
 #include "ledger/ledger.h"
@@ -44,9 +54,19 @@ static int build(const char *dir, uint64_t n)
 		fprintf(stderr, "bench_serve: %s\n", err.msg);
 		return 1;
 	}
-	for (uint64_t done = 0; done < n;) {
-		size_t k = n - done < 10000 ? (size_t)(n - done) : 10000;
+	for (uint64_t done = 0; done < n + 10000;) {
+		uint64_t end = done < n ? n : n + 10000;
+		size_t k = end - done < 10000 ? (size_t)(end - done) : 10000;
 		struct event v[100];
+
+		/* The history ends: a checkpoint, then the fixed tail. */
+		if (done == n && ledger_checkpoint(lg, &err) != 0) {
+			fprintf(stderr, "bench_serve: checkpoint: %s\n",
+				err.msg);
+			ledger_close(lg);
+			gen_free(g);
+			return 1;
+		}
 
 		gen_next(g, evs, k);
 		for (size_t i = 0; i < 100; i++)
@@ -89,9 +109,10 @@ static int open_timed(const char *dir)
 /* ---------------------------------------------------------------------- */
 /* The baseline: what a libuv HTTP server costs with nothing behind it. */
 
-static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: "
-			     "application/json\r\nContent-Length: 16\r\n\r\n"
-			     "{\"status\":\"ok\"}\n";
+#define BODY_MAX 4096
+/* Set once by baseline() before the loop runs. */
+static char answer[BODY_MAX + 128];
+static size_t answer_len;
 
 struct bconn {
 	uv_tcp_t tcp;
@@ -125,7 +146,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	end = c->buf + c->len;
 	for (char *q; (q = memmem(p, (size_t)(end - p), "\r\n\r\n", 4));
 	     p = q + 4) {
-		uv_buf_t a = uv_buf_init((char *)answer, sizeof(answer) - 1);
+		uv_buf_t a = uv_buf_init(answer, (unsigned)answer_len);
 
 		uv_try_write(s, &a, 1);
 	}
@@ -149,7 +170,7 @@ static void on_conn(uv_stream_t *l, int status)
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
-static int baseline(void)
+static int baseline(size_t body)
 {
 	uv_loop_t *loop = uv_default_loop();
 	uv_tcp_t l;
@@ -157,6 +178,26 @@ static int baseline(void)
 	struct sockaddr_storage got;
 	int len = sizeof(got);
 
+	if (body != 16 && (body < 25 || body > BODY_MAX)) {
+		fprintf(stderr, "bench_serve: a body of 16 or 25..%d bytes\n",
+			BODY_MAX);
+		return 2;
+	}
+	/* {"status":"ok"}\n, or {"status":"ok","pad":"xxx…"}\n of exactly
+	 * body bytes. */
+	answer_len = (size_t)snprintf(answer, sizeof(answer),
+				      "HTTP/1.1 200 OK\r\nContent-Type: "
+				      "application/json\r\nContent-Length: "
+				      "%zu\r\n\r\n",
+				      body);
+	if (body == 16) {
+		memcpy(answer + answer_len, "{\"status\":\"ok\"}\n", 16);
+	} else {
+		memcpy(answer + answer_len, "{\"status\":\"ok\",\"pad\":\"", 22);
+		memset(answer + answer_len + 22, 'x', body - 25);
+		memcpy(answer + answer_len + body - 3, "\"}\n", 3);
+	}
+	answer_len += body;
 	uv_ip4_addr("127.0.0.1", 0, &a);
 	uv_tcp_init(loop, &l);
 	if (uv_tcp_bind(&l, (const struct sockaddr *)&a, 0) != 0 ||
@@ -175,9 +216,9 @@ int main(int argc, char **argv)
 		return build(argv[2], strtoull(argv[3], NULL, 10));
 	if (argc == 3 && strcmp(argv[1], "open") == 0)
 		return open_timed(argv[2]);
-	if (argc == 2 && strcmp(argv[1], "baseline") == 0)
-		return baseline();
+	if ((argc == 2 || argc == 3) && strcmp(argv[1], "baseline") == 0)
+		return baseline(argc == 3 ? strtoull(argv[2], NULL, 10) : 16);
 	fprintf(stderr, "usage: bench_serve build DIR N | open DIR | "
-			"baseline\n");
+			"baseline [BYTES]\n");
 	return 2;
 }
