@@ -13,6 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+void lg_hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
 void lg_assert_fail(const char *cond, const char *file, int line,
 		    const char *func)
 {

@@ -20,13 +20,7 @@ uint64_t q_now_ns(void)
 
 void q_hex(const uint8_t *head, char *out)
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < LEDGER_HEAD_BYTES; i++) {
-		out[2 * i] = digits[head[i] >> 4];
-		out[2 * i + 1] = digits[head[i] & 15];
-	}
-	out[2 * LEDGER_HEAD_BYTES] = '\0';
+	lg_hex(head, LEDGER_HEAD_BYTES, out);
 }
 
 void sbuf_init(struct sbuf *b)
