@@ -10,7 +10,7 @@ resources the watcher reads, so the manifests are parsed with PyYAML
     needs, references between objects (service account, claim, volumes,
     ports, selectors), the restricted Pod Security profile;
   - RBAC: the ClusterRole and the cozy-system Role grant exactly list and
-    watch on the resources of ingest/engine.c's resource table, and a real
+    watch on the resources of ingest/cache.c's resource table, and a real
     `gpuledger watch` run against the test API server (with the watch
     container's command line) is authorized for every request it makes,
     with every granted rule used;
@@ -239,8 +239,8 @@ def c_strings(text):
 
 
 def watcher_paths(root):
-    """The API paths of ingest/engine.c's resource table."""
-    text = open(os.path.join(root, "ingest", "engine.c"),
+    """The API paths of ingest/cache.c's resource table."""
+    text = open(os.path.join(root, "ingest", "cache.c"),
                 encoding="utf-8").read()
     m = re.search(r"resources\[RES_MAX\]\s*=\s*\{(.*?)\n\};", text, re.S)
     if not m:
@@ -684,9 +684,9 @@ def main():
     c.check("deploy/*.yaml parse", len(docs) > 0)
     check_shape(c, docs)
     check_deployment(c, docs)
-    c.check("ingest/engine.c's resource table is readable",
+    c.check("ingest/cache.c's resource table is readable",
             len(watcher_paths(root)) >= 8, str(watcher_paths(root)))
-    check_rbac(c, docs, static_requests(root), "engine.c")
+    check_rbac(c, docs, static_requests(root), "cache.c")
     check_commands(c, docs, binary)
     # The optional read replicas (deploy/replicas/): real commands and
     # flags, one ledger for both containers, the restricted profile.
