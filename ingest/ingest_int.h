@@ -329,6 +329,12 @@ struct ucls *obj_units(struct obj *o, const char *cls);
  * when cls is not there, a zeroed entry named cls is inserted at its place
  * (*arr is reallocated, *n counts it). */
 size_t ingest__cls_slot(void **arr, size_t *n, size_t elem, const char *cls);
+
+/* Appends n bytes to the NUL-terminated body *p of *len bytes in *cap
+ * (doubling from 64 KiB); false, and nothing appended, when the body would
+ * pass max bytes (ingest/fetch.c). */
+bool ingest__body_append(char **p, size_t *len, size_t *cap, const char *data,
+			 size_t n, size_t max);
 /* Drops units that are 0 in both measures. */
 void obj_trim(struct obj *o);
 /* Deep copy of a member (NULL when absent). */

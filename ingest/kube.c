@@ -427,20 +427,8 @@ static size_t on_header(char *b, size_t size, size_t nitems, void *data)
 /* Appends to the body, up to max bytes; false when that would pass it. */
 static bool body_append(struct res *s, const char *p, size_t n, size_t max)
 {
-	if (s->body_len + n > max)
-		return false;
-	if (s->body_len + n + 1 > s->body_cap) {
-		size_t cap = s->body_cap ? s->body_cap : 1 << 16;
-
-		while (cap < s->body_len + n + 1)
-			cap *= 2;
-		s->body = lg_xrealloc(s->body, cap);
-		s->body_cap = cap;
-	}
-	memcpy(s->body + s->body_len, p, n);
-	s->body_len += n;
-	s->body[s->body_len] = '\0';
-	return true;
+	return ingest__body_append(&s->body, &s->body_len, &s->body_cap, p, n,
+				   max);
 }
 
 static int watch_line(struct kube *k, struct res *s, const char *line,
