@@ -14,14 +14,7 @@ bool ingest__body_append(char **p, size_t *len, size_t *cap, const char *data,
 {
 	if (*len + n > max)
 		return false;
-	if (*len + n + 1 > *cap) {
-		size_t c = *cap ? *cap : 1 << 16;
-
-		while (c < *len + n + 1)
-			c *= 2;
-		*p = lg_xrealloc(*p, c);
-		*cap = c;
-	}
+	*p = lg_xgrow(*p, cap, *len + n + 1, 1 << 16);
 	memcpy(*p + *len, data, n);
 	*len += n;
 	(*p)[*len] = '\0';

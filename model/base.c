@@ -13,6 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first)
+{
+	size_t c;
+
+	if (need <= *cap)
+		return p;
+	c = *cap ? *cap : first;
+	while (c < need)
+		c *= 2;
+	*cap = c;
+	return lg_xrealloc(p, c);
+}
+
 void lg_hex(const uint8_t *p, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";

@@ -83,6 +83,10 @@ char *lg_xstrdup(const char *s);
 
 /* The n bytes at p as 2n lowercase hex digits and a NUL into out (2n + 1
  * bytes, the caller's). */
+/* p (of *cap bytes, from lg_xmalloc or NULL) grown to hold need bytes: *cap
+ * doubles, from first when 0, until it does; returns the (moved) block. */
+void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first);
+
 void lg_hex(const uint8_t *p, size_t n, char *out);
 
 /* ---------------------------------------------------------------------- */

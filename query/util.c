@@ -36,14 +36,7 @@ void sbuf_release(struct sbuf *b)
 
 static void sbuf_reserve(struct sbuf *b, size_t more)
 {
-	size_t cap = b->cap ? b->cap : 1024;
-
-	if (b->len + more + 1 <= b->cap)
-		return;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	b->p = q_xrealloc(b->p, cap);
-	b->cap = cap;
+	b->p = lg_xgrow(b->p, &b->cap, b->len + more + 1, 1024);
 }
 
 void sbuf_add(struct sbuf *b, const char *s, size_t len)
