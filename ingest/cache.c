@@ -14,6 +14,7 @@
 #include "ingest/ingest_int.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,20 +361,34 @@ enum resource kind_res(enum holder_kind k)
 	return RES_MAX;
 }
 
-struct ucls *obj_units(struct obj *o, const char *cls)
+size_t ingest__cls_slot(void **arr, size_t *n, size_t elem, const char *cls)
 {
+	char *a = *arr;
 	size_t i = 0;
 
-	while (i < o->n_units && strcmp(o->units[i].cls, cls) < 0)
+	while (i < *n && strcmp(a + i * elem, cls) < 0)
 		i++;
-	if (i < o->n_units && strcmp(o->units[i].cls, cls) == 0)
-		return &o->units[i];
-	o->units = ing_xrealloc(o->units, (o->n_units + 1) * sizeof(*o->units));
-	memmove(o->units + i + 1, o->units + i,
-		(o->n_units - i) * sizeof(*o->units));
-	memset(&o->units[i], 0, sizeof(o->units[i]));
-	snprintf(o->units[i].cls, sizeof(o->units[i].cls), "%s", cls);
-	o->n_units++;
+	if (i < *n && strcmp(a + i * elem, cls) == 0)
+		return i;
+	a = ing_xrealloc(a, (*n + 1) * elem);
+	memmove(a + (i + 1) * elem, a + i * elem, (*n - i) * elem);
+	memset(a + i * elem, 0, elem);
+	snprintf(a + i * elem, DNS1123_LABEL_MAX + 1, "%s", cls);
+	(*n)++;
+	*arr = a;
+	return i;
+}
+
+_Static_assert(offsetof(struct ucls, cls) == 0 &&
+		       sizeof(((struct ucls *)0)->cls) == DNS1123_LABEL_MAX + 1,
+	       "ingest__cls_slot: a ucls begins with its class name");
+
+struct ucls *obj_units(struct obj *o, const char *cls)
+{
+	void *a = o->units;
+	size_t i = ingest__cls_slot(&a, &o->n_units, sizeof(*o->units), cls);
+
+	o->units = a;
 	return &o->units[i];
 }
 

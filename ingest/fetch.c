@@ -3,15 +3,27 @@
  * watch loop: `gpuledger witness` following a server's checkpoints. CURL*
  * stays in this file.
  */
-#include "ingest/ingest.h"
+#include "ingest/ingest_int.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 
+bool ingest__body_append(char **p, size_t *len, size_t *cap, const char *data,
+			 size_t n, size_t max)
+{
+	if (*len + n > max)
+		return false;
+	*p = lg_xgrow(*p, cap, *len + n + 1, 1 << 16);
+	memcpy(*p + *len, data, n);
+	*len += n;
+	(*p)[*len] = '\0';
+	return true;
+}
+
 struct body {
 	char *p;
-	size_t len, max;
+	size_t len, cap, max;
 	bool over;
 };
 
@@ -20,14 +32,10 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
 	struct body *b = ctx;
 	size_t k = size * n;
 
-	if (b->len + k > b->max) {
+	if (!ingest__body_append(&b->p, &b->len, &b->cap, data, k, b->max)) {
 		b->over = true;
 		return 0;
 	}
-	b->p = lg_xrealloc(b->p, b->len + k + 1);
-	memcpy(b->p + b->len, data, k);
-	b->len += k;
-	b->p[b->len] = '\0';
 	return k;
 }
 
@@ -35,7 +43,7 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 		    long timeout_ms, char **body, long *status,
 		    struct lg_error *err)
 {
-	struct body b = {lg_xcalloc(1, 1), 0, max_bytes, false};
+	struct body b = {lg_xcalloc(1, 1), 0, 1, max_bytes, false};
 	struct curl_slist *h = NULL;
 	char auth[1024];
 	CURL *e = curl_easy_init();

@@ -324,6 +324,17 @@ json_t *obj_doc(struct obj *o);
 bool obj_has_doc(const struct obj *o);
 /* The units of class cls of holder o (added as 0 when absent). */
 struct ucls *obj_units(struct obj *o, const char *cls);
+/* The index of class cls in *arr, an array of *n entries of elem bytes each
+ * beginning with its class name (char[DNS1123_LABEL_MAX + 1]), sorted by it;
+ * when cls is not there, a zeroed entry named cls is inserted at its place
+ * (*arr is reallocated, *n counts it). */
+size_t ingest__cls_slot(void **arr, size_t *n, size_t elem, const char *cls);
+
+/* Appends n bytes to the NUL-terminated body *p of *len bytes in *cap
+ * (doubling from 64 KiB); false, and nothing appended, when the body would
+ * pass max bytes (ingest/fetch.c). */
+bool ingest__body_append(char **p, size_t *len, size_t *cap, const char *data,
+			 size_t n, size_t max);
 /* Drops units that are 0 in both measures. */
 void obj_trim(struct obj *o);
 /* Deep copy of a member (NULL when absent). */

@@ -427,20 +427,8 @@ static size_t on_header(char *b, size_t size, size_t nitems, void *data)
 /* Appends to the body, up to max bytes; false when that would pass it. */
 static bool body_append(struct res *s, const char *p, size_t n, size_t max)
 {
-	if (s->body_len + n > max)
-		return false;
-	if (s->body_len + n + 1 > s->body_cap) {
-		size_t cap = s->body_cap ? s->body_cap : 1 << 16;
-
-		while (cap < s->body_len + n + 1)
-			cap *= 2;
-		s->body = lg_xrealloc(s->body, cap);
-		s->body_cap = cap;
-	}
-	memcpy(s->body + s->body_len, p, n);
-	s->body_len += n;
-	s->body[s->body_len] = '\0';
-	return true;
+	return ingest__body_append(&s->body, &s->body_len, &s->body_cap, p, n,
+				   max);
 }
 
 static int watch_line(struct kube *k, struct res *s, const char *line,
@@ -513,35 +501,32 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *data)
 	return watch_bytes(k, s, p, n) ? n : 0;
 }
 
+/* A PEM item given as a file (file_opt) or as data (blob_opt, copied). */
+static void set_pem(CURL *e, CURLoption file_opt, const char *file,
+		    CURLoption blob_opt, char *data, size_t len)
+{
+	struct curl_blob b = {.data = data, .len = len,
+			      .flags = CURL_BLOB_COPY};
+
+	if (file)
+		curl_easy_setopt(e, file_opt, file);
+	if (data)
+		curl_easy_setopt(e, blob_opt, &b);
+}
+
 /* Sets the TLS and identity options of a request. */
 static void set_tls(struct kube *k, CURL *e)
 {
 	const struct kube_config *c = k->c;
-	struct curl_blob b = {.flags = CURL_BLOB_COPY};
 
-	if (c->ca_file)
-		curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
-	if (c->ca_data) {
-		b.data = c->ca_data;
-		b.len = c->ca_data_len;
-		curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
-	}
-	if (c->cert_file)
-		curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
-	if (c->cert_data) {
-		b.data = c->cert_data;
-		b.len = c->cert_data_len;
-		curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
-	}
+	set_pem(e, CURLOPT_CAINFO, c->ca_file, CURLOPT_CAINFO_BLOB, c->ca_data,
+		c->ca_data_len);
+	set_pem(e, CURLOPT_SSLCERT, c->cert_file, CURLOPT_SSLCERT_BLOB,
+		c->cert_data, c->cert_data_len);
 	if (c->cert_file || c->cert_data)
 		curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
-	if (c->key_file)
-		curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
-	if (c->key_data) {
-		b.data = c->key_data;
-		b.len = c->key_data_len;
-		curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
-	}
+	set_pem(e, CURLOPT_SSLKEY, c->key_file, CURLOPT_SSLKEY_BLOB,
+		c->key_data, c->key_data_len);
 	if (c->insecure) {
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);

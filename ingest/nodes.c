@@ -16,6 +16,7 @@
  */
 #include "ingest/ingest_int.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,20 +42,16 @@ static json_t *node_extract(const json_t *obj)
 	return d;
 }
 
+_Static_assert(offsetof(struct ncap, cls) == 0 &&
+		       sizeof(((struct ncap *)0)->cls) == DNS1123_LABEL_MAX + 1,
+	       "ingest__cls_slot: an ncap begins with its class name");
+
 static struct ncap *cap_get(struct obj *o, const char *cls)
 {
-	size_t i = 0;
+	void *a = o->caps;
+	size_t i = ingest__cls_slot(&a, &o->n_caps, sizeof(*o->caps), cls);
 
-	while (i < o->n_caps && strcmp(o->caps[i].cls, cls) < 0)
-		i++;
-	if (i < o->n_caps && strcmp(o->caps[i].cls, cls) == 0)
-		return &o->caps[i];
-	o->caps = ing_xrealloc(o->caps, (o->n_caps + 1) * sizeof(*o->caps));
-	memmove(o->caps + i + 1, o->caps + i,
-		(o->n_caps - i) * sizeof(*o->caps));
-	memset(&o->caps[i], 0, sizeof(o->caps[i]));
-	snprintf(o->caps[i].cls, sizeof(o->caps[i].cls), "%s", cls);
-	o->n_caps++;
+	o->caps = a;
 	return &o->caps[i];
 }
 

@@ -48,19 +48,12 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 	struct replica *r = ctx;
 	size_t len = size * n;
 
-	if (r->len + len + 1 > REPLICA_BODY_MAX_BYTES) {
+	/* The bound counts the terminating NUL. */
+	if (!ingest__body_append(&r->body, &r->len, &r->cap, p, len,
+				 REPLICA_BODY_MAX_BYTES - 1)) {
 		r->over = true;
 		return 0;
 	}
-	if (r->len + len + 1 > r->cap) {
-		r->cap = r->cap ? r->cap : 1 << 16;
-		while (r->cap < r->len + len + 1)
-			r->cap *= 2;
-		r->body = ing_xrealloc(r->body, r->cap);
-	}
-	memcpy(r->body + r->len, p, len);
-	r->len += len;
-	r->body[r->len] = '\0';
 	return len;
 }
 

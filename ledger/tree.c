@@ -270,57 +270,62 @@ static int tree_result(struct tree_txn *t, int rc, struct lg_error *err)
 			    t->mdb_rc == MDB_NOTFOUND ? "" : " (storage)");
 }
 
-int ledger_tree_root(ledger_t *lg, uint64_t size, uint8_t *root,
-		     struct lg_error *err)
+enum tree_op { TREE_ROOT, TREE_INCLUSION, TREE_CONSISTENCY };
+
+/* One read of the tree of size events in its own read transaction: the root
+ * into out (uint8_t[32]), or the proof of leaf index (0-based) or of the
+ * older size `from` into out (struct merkle_proof). */
+static int tree_query(ledger_t *lg, enum tree_op op, uint64_t from,
+		      uint64_t size, void *out, struct lg_error *err)
 {
 	struct tree_txn t = {lg, NULL, 0, NULL};
 	int rc = read_tree(lg, size, &t.txn, err);
 
 	if (rc != 0)
 		return rc;
-	rc = tree_result(&t, merkle_root(tree_get, &t, size, root), err);
+	switch (op) {
+	case TREE_ROOT:
+		rc = merkle_root(tree_get, &t, size, out);
+		break;
+	case TREE_INCLUSION:
+		rc = merkle_inclusion_proof(tree_get, &t, from, size, out);
+		break;
+	case TREE_CONSISTENCY:
+		rc = merkle_consistency_proof(tree_get, &t, from, size, out);
+		break;
+	}
+	rc = tree_result(&t, rc, err);
 	mdb_txn_abort(t.txn);
 	return rc;
+}
+
+int ledger_tree_root(ledger_t *lg, uint64_t size, uint8_t *root,
+		     struct lg_error *err)
+{
+	return tree_query(lg, TREE_ROOT, 0, size, root, err);
 }
 
 int ledger_prove_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
 			   struct merkle_proof *p, struct lg_error *err)
 {
-	struct tree_txn t = {lg, NULL, 0, NULL};
-	int rc;
-
 	if (seq == 0 || seq > size)
 		return lg_error_set(err, LG_EINVAL,
 				    "seq %llu is not in the tree of size %llu",
 				    (unsigned long long)seq,
 				    (unsigned long long)size);
-	if ((rc = read_tree(lg, size, &t.txn, err)) != 0)
-		return rc;
-	rc = tree_result(&t,
-			 merkle_inclusion_proof(tree_get, &t, seq - 1, size, p),
-			 err);
-	mdb_txn_abort(t.txn);
-	return rc;
+	return tree_query(lg, TREE_INCLUSION, seq - 1, size, p, err);
 }
 
 int ledger_prove_consistency(ledger_t *lg, uint64_t from, uint64_t to,
 			     struct merkle_proof *p, struct lg_error *err)
 {
-	struct tree_txn t = {lg, NULL, 0, NULL};
-	int rc;
-
 	if (from == 0 || from > to)
 		return lg_error_set(err, LG_EINVAL,
 				    "a consistency proof needs 1 <= from <= to "
 				    "(from %llu, to %llu)",
 				    (unsigned long long)from,
 				    (unsigned long long)to);
-	if ((rc = read_tree(lg, to, &t.txn, err)) != 0)
-		return rc;
-	rc = tree_result(
-		&t, merkle_consistency_proof(tree_get, &t, from, to, p), err);
-	mdb_txn_abort(t.txn);
-	return rc;
+	return tree_query(lg, TREE_CONSISTENCY, from, to, p, err);
 }
 
 /* ---------------------------------------------------------------------- */

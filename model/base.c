@@ -13,6 +13,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first)
+{
+	size_t c;
+
+	if (need <= *cap)
+		return p;
+	c = *cap ? *cap : first;
+	while (c < need)
+		c *= 2;
+	*cap = c;
+	return lg_xrealloc(p, c);
+}
+
+void lg_hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
 void lg_assert_fail(const char *cond, const char *file, int line,
 		    const char *func)
 {

@@ -123,25 +123,37 @@ static bool has_resource(const struct gpu_class *c, const char *s)
 	return false;
 }
 
+/* The optional list entry.key of at most MODEL_MAX_ITEMS entries into *list
+ * and *n; absent or null: *n is 0. */
+static int opt_list(const json_t *entry, const char *key, const char *where,
+		    const json_t **list, size_t *n, struct lg_error *err)
+{
+	*list = json_object_get(entry, key);
+	*n = 0;
+	if (*list == NULL || json_is_null(*list))
+		return 0;
+	if (!json_is_array(*list))
+		return lg_error_set(err, LG_EINVAL, "%s.%s is not a list",
+				    where, key);
+	*n = json_array_size(*list);
+	if (*n > MODEL_MAX_ITEMS)
+		return lg_error_set(err, LG_ELIMIT,
+				    "%s.%s has more than %d entries", where,
+				    key, MODEL_MAX_ITEMS);
+	return 0;
+}
+
 /* A raw name repeated within one class counts once (Appendix A); the first
  * occurrence keeps its place so that the canonical form follows the input. */
 static int parse_resource_names(struct gpu_class *c, const json_t *entry,
 				const char *where, struct lg_error *err)
 {
-	const json_t *list = json_object_get(entry, "resourceNames");
-	size_t n = json_array_size(list);
+	const json_t *list;
+	size_t n;
+	int rc = opt_list(entry, "resourceNames", where, &list, &n, err);
 
-	if (list == NULL || json_is_null(list))
-		return 0;
-	if (!json_is_array(list))
-		return lg_error_set(err, LG_EINVAL,
-				    "%s.resourceNames is not a list", where);
-	if (n > MODEL_MAX_ITEMS)
-		return lg_error_set(err, LG_ELIMIT,
-				    "%s.resourceNames has more than %d entries",
-				    where, MODEL_MAX_ITEMS);
-	if (n == 0)
-		return 0;
+	if (rc < 0 || n == 0)
+		return rc;
 	c->resource_names = xcalloc(n, sizeof(*c->resource_names));
 	for (size_t i = 0; i < n; i++) {
 		const char *s = cstr(json_array_get(list, i));
@@ -218,21 +230,12 @@ static int parse_toleration(struct toleration *tol, const json_t *v,
 static int parse_tolerations(struct gpu_class *c, const json_t *entry,
 			     const char *where, struct lg_error *err)
 {
-	const json_t *list = json_object_get(entry, "tolerations");
-	size_t n = json_array_size(list);
-	int rc;
+	const json_t *list;
+	size_t n;
+	int rc = opt_list(entry, "tolerations", where, &list, &n, err);
 
-	if (list == NULL || json_is_null(list))
-		return 0;
-	if (!json_is_array(list))
-		return lg_error_set(err, LG_EINVAL,
-				    "%s.tolerations is not a list", where);
-	if (n > MODEL_MAX_ITEMS)
-		return lg_error_set(err, LG_ELIMIT,
-				    "%s.tolerations has more than %d entries",
-				    where, MODEL_MAX_ITEMS);
-	if (n == 0)
-		return 0;
+	if (rc < 0 || n == 0)
+		return rc;
 	c->tolerations = xcalloc(n, sizeof(*c->tolerations));
 	for (size_t i = 0; i < n; i++) {
 		/* Counted first so that a half-parsed one is released. */

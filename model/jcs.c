@@ -44,15 +44,8 @@ void jcs_buf_release(struct jcs_buf *b)
 
 static void reserve(struct jcs_buf *b, size_t n)
 {
-	size_t cap;
-
-	if (b->len + n + 1 <= b->cap)
-		return;
-	cap = b->cap ? b->cap : 256;
-	while (cap < b->len + n + 1)
-		cap *= 2;
-	b->p = xrealloc(b->p, cap);
-	b->cap = cap;
+	if (b->len + n + 1 > b->cap)
+		b->p = lg_xgrow(b->p, &b->cap, b->len + n + 1, 256);
 }
 
 void jcs_put_raw(struct jcs_buf *b, const char *s, size_t n)

@@ -81,6 +81,14 @@ void *lg_xcalloc(size_t n, size_t size);
 void *lg_xrealloc(void *p, size_t n);
 char *lg_xstrdup(const char *s);
 
+/* The n bytes at p as 2n lowercase hex digits and a NUL into out (2n + 1
+ * bytes, the caller's). */
+/* p (of *cap bytes, from lg_xmalloc or NULL) grown to hold need bytes: *cap
+ * doubles, from first when 0, until it does; returns the (moved) block. */
+void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first);
+
+void lg_hex(const uint8_t *p, size_t n, char *out);
+
 /* ---------------------------------------------------------------------- */
 /* Names (DESIGN 5.4, 5.5).                                                */
 

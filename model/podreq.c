@@ -243,32 +243,6 @@ static void container_who(char *who, const char *kind, const json_t *c,
 		snprintf(who, WHO_MAX, "%s #%zu", kind, i);
 }
 
-/* The sum of the regular containers' requests into sum. */
-static int sum_containers(const json_t *spec, bool defaults,
-			  struct reslist *sum, struct reslist *cur,
-			  struct lg_error *err)
-{
-	const json_t *arr;
-	char who[WHO_MAX];
-	size_t i;
-	json_t *c;
-	int rc;
-
-	rc = opt_member(spec, "containers", JSON_ARRAY, &arr, "spec", err);
-	if (rc < 0)
-		return rc;
-	json_array_foreach ((json_t *)arr, i, c) {
-		container_who(who, "container", c, i);
-		rc = container_requests(c, who, defaults, cur, err);
-		if (rc == 0 && (rc = reslist_merge(sum, cur, OP_ADD)) < 0)
-			lg_error_set(err, rc, "%s: sum of requests: %s", who,
-				     lg_strerror(rc));
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
 /* True for a restartable init container (a sidecar). A restartPolicy of
  * the wrong type is an error, reported through *rc. */
 static bool is_sidecar(const json_t *c, const char *who, int *rc,
@@ -287,12 +261,13 @@ static bool is_sidecar(const json_t *c, const char *who, int *rc,
 	return strcmp(json_string_value(p), "Always") == 0;
 }
 
-/* The init containers, following upstream's sidecar arithmetic (KEP 753):
- * sidecars add to sum and to the running sidecar total side; the in-use
- * value of an init container is its request plus the sidecars declared
- * before it, and for a sidecar the running total including itself. Their
- * maximum goes into initmax. */
-static int init_containers(const json_t *spec, bool defaults,
+/* The regular containers (init false) or the init containers (init true),
+ * following upstream's sidecar arithmetic (KEP 753) for the latter: regular
+ * containers and sidecars add to sum, sidecars also to the running sidecar
+ * total side; the in-use value of an init container is its request plus the
+ * sidecars declared before it, and for a sidecar the running total including
+ * itself. Their maximum goes into initmax. */
+static int walk_containers(const json_t *spec, bool init, bool defaults,
 			   struct reslist *sum, struct reslist *initmax,
 			   struct reslist *side, struct reslist *cur,
 			   struct lg_error *err)
@@ -303,20 +278,23 @@ static int init_containers(const json_t *spec, bool defaults,
 	json_t *c;
 	int rc;
 
-	rc = opt_member(spec, "initContainers", JSON_ARRAY, &arr, "spec", err);
+	rc = opt_member(spec, init ? "initContainers" : "containers",
+			JSON_ARRAY, &arr, "spec", err);
 	if (rc < 0)
 		return rc;
 	json_array_foreach ((json_t *)arr, i, c) {
 		bool sidecar;
 
-		container_who(who, "initContainer", c, i);
+		container_who(who, init ? "initContainer" : "container", c, i);
 		rc = container_requests(c, who, defaults, cur, err);
 		if (rc < 0)
 			return rc;
-		sidecar = is_sidecar(c, who, &rc, err);
+		sidecar = init ? is_sidecar(c, who, &rc, err) : false;
 		if (rc < 0)
 			return rc;
-		if (sidecar) {
+		if (!init) {
+			rc = reslist_merge(sum, cur, OP_ADD);
+		} else if (sidecar) {
 			if ((rc = reslist_merge(sum, cur, OP_ADD)) == 0 &&
 			    (rc = reslist_merge(side, cur, OP_ADD)) == 0)
 				rc = reslist_merge(initmax, side, OP_MAX);
@@ -395,9 +373,10 @@ int pod_requests(const json_t *pod, bool defaults, struct reslist *out,
 	reslist_init(&initmax);
 	reslist_init(&side);
 	reslist_init(&cur);
-	if ((rc = sum_containers(spec, defaults, &sum, &cur, err)) < 0 ||
-	    (rc = init_containers(spec, defaults, &sum, &initmax, &side, &cur,
-				  err)) < 0)
+	if ((rc = walk_containers(spec, false, defaults, &sum, &initmax, &side,
+				  &cur, err)) < 0 ||
+	    (rc = walk_containers(spec, true, defaults, &sum, &initmax, &side,
+				  &cur, err)) < 0)
 		goto out;
 	if ((rc = reslist_merge(&sum, &initmax, OP_MAX)) < 0) {
 		lg_error_set(err, rc, "pod: requests: %s", lg_strerror(rc));

@@ -1047,38 +1047,42 @@ static void ancestry_of_tenant(struct ancestry *a, const state_t *st,
 		ancestry_init(a, st, ns);
 }
 
-json_t *state_remaining_json(const state_t *st, const char *ns)
+enum remaining_part { REM_CLASSES = 1, REM_TOTAL = 2, REM_BOTH = 3 };
+
+/* What remains to the tenant ns: per class, in total, or both in one object
+ * {"classes", "total"}. */
+static json_t *remaining_json(const state_t *st, const char *ns,
+			      enum remaining_part part)
 {
 	struct ancestry a;
 	json_t *v;
 
 	ancestry_of_tenant(&a, st, ns);
-	v = json_pack("{s:o, s:o}", "classes", remaining_classes(st, &a),
-		      "total", remaining_total(st, &a));
+	if (part == REM_BOTH)
+		v = json_pack("{s:o, s:o}", "classes",
+			      remaining_classes(st, &a), "total",
+			      remaining_total(st, &a));
+	else if (part == REM_CLASSES)
+		v = remaining_classes(st, &a);
+	else
+		v = remaining_total(st, &a);
 	ancestry_release(&a);
 	return v;
+}
+
+json_t *state_remaining_json(const state_t *st, const char *ns)
+{
+	return remaining_json(st, ns, REM_BOTH);
 }
 
 json_t *tenant_remaining_json(const state_t *st, const struct nsrec *ns)
 {
-	struct ancestry a;
-	json_t *v;
-
-	ancestry_of_tenant(&a, st, ns->name);
-	v = remaining_classes(st, &a);
-	ancestry_release(&a);
-	return v;
+	return remaining_json(st, ns->name, REM_CLASSES);
 }
 
 json_t *tenant_remaining_total_json(const state_t *st, const struct nsrec *ns)
 {
-	struct ancestry a;
-	json_t *v;
-
-	ancestry_of_tenant(&a, st, ns->name);
-	v = remaining_total(st, &a);
-	ancestry_release(&a);
-	return v;
+	return remaining_json(st, ns->name, REM_TOTAL);
 }
 
 /* One entry per declared key whose subtree usage, or the sum of the budgets

@@ -20,13 +20,7 @@ uint64_t q_now_ns(void)
 
 void q_hex(const uint8_t *head, char *out)
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < LEDGER_HEAD_BYTES; i++) {
-		out[2 * i] = digits[head[i] >> 4];
-		out[2 * i + 1] = digits[head[i] & 15];
-	}
-	out[2 * LEDGER_HEAD_BYTES] = '\0';
+	lg_hex(head, LEDGER_HEAD_BYTES, out);
 }
 
 void sbuf_init(struct sbuf *b)
@@ -42,14 +36,7 @@ void sbuf_release(struct sbuf *b)
 
 static void sbuf_reserve(struct sbuf *b, size_t more)
 {
-	size_t cap = b->cap ? b->cap : 1024;
-
-	if (b->len + more + 1 <= b->cap)
-		return;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	b->p = q_xrealloc(b->p, cap);
-	b->cap = cap;
+	b->p = lg_xgrow(b->p, &b->cap, b->len + more + 1, 1024);
 }
 
 void sbuf_add(struct sbuf *b, const char *s, size_t len)

@@ -324,13 +324,7 @@ long tool_read_line(FILE *f, char *buf, size_t cap)
 
 void tool_hex(const uint8_t *head, char *out)
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < LEDGER_HEAD_BYTES; i++) {
-		out[2 * i] = digits[head[i] >> 4];
-		out[2 * i + 1] = digits[head[i] & 15];
-	}
-	out[2 * LEDGER_HEAD_BYTES] = '\0';
+	lg_hex(head, LEDGER_HEAD_BYTES, out);
 }
 
 int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
