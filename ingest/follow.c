@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The file's first bytes are fingerprinted, so that a resumed run notices
@@ -529,6 +530,13 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 	rc = open_source(&f, err);
 	if (rc == 0)
 		rc = start(&f, res, err);
+	if (rc == 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		res->ready_mono_ns =
+			(int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	}
 	f.fed = f.r.offset;
 	if (rc == 0)
 		rc = run(&f, err);

@@ -101,6 +101,9 @@ struct ingest_follow_result {
 	bool resumed;		  /* a committed position was found */
 	uint64_t offset;	  /* where reading ended */
 	struct ingest_counters c; /* c.start_records: what the start read */
+	/* CLOCK_MONOTONIC when the engine was ready to read the first new
+	 * line (loaded, and the file checked and positioned); 0 if never. */
+	int64_t ready_mono_ns;
 };
 
 /* Errors: LG_ENOENT (no such file), LG_EEXIST (the ledger follows another

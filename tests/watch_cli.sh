@@ -46,9 +46,11 @@ for stream in "$dir"/*.ndjson; do
 	expect "$name: verify" 0
 	# Again: resumed at the end, nothing new.
 	before=$(last_seq "$db") || bad "$name: no last seq before the second run"
-	run "$bin" watch --db "$db" --from "$stream" --classes "$classes"
+	run "$bin" watch --db "$db" --from "$stream" --classes "$classes" --verbose
 	expect "$name: second run" 0
 	has "$name: resumed" "$tmp/out" '^watch: resumed; .* 0 events'
+	has "$name: --verbose says when the start was done" "$tmp/err" \
+		'^watch: ready in [0-9]+\.[0-9] ms \(ledger open, object table loaded, .* positioned\)$'
 	if after=$(last_seq "$db") && [ "$after" = "$before" ]; then ok; else
 		bad "$name: second run appended or log failed (${before:-none} -> ${after:-none})"
 	fi

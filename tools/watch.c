@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char watch_usage[] =
 	"usage: gpuledger watch --db DIR --from FILE|- [--classes FILE]\n"
@@ -72,7 +73,8 @@ static int load_classes(const char *path, struct class_table *t)
 
 static int watch_stream(ledger_t *lg, const char *from,
 			const struct class_table *t, uint64_t max_object,
-			uint64_t batch, uint64_t parse_threads)
+			uint64_t batch, uint64_t parse_threads,
+			int64_t begin_ns, bool verbose)
 {
 	struct ingest_follow_opts fo = {.path = from,
 					.classes = t->n ? t : NULL,
@@ -102,6 +104,11 @@ static int watch_stream(ledger_t *lg, const char *from,
 		 (unsigned long long)res.c.skipped_fast,
 		 (unsigned long long)ledger_last_seq(lg),
 		 (unsigned long long)res.c.start_records);
+	if (verbose && res.ready_mono_ns > 0)
+		fprintf(stderr,
+			"watch: ready in %.1f ms (ledger open, object table "
+			"loaded, %s positioned)\n",
+			(double)(res.ready_mono_ns - begin_ns) / 1e6, from);
 	return tool_flush("watch", tool_puts(line));
 }
 
@@ -145,8 +152,17 @@ static int watch_live(ledger_t *lg, const struct class_table *t,
 	return EXIT_OK;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 int cmd_watch(int argc, char **argv)
 {
+	int64_t begin_ns = mono_ns();
 	const char *db = NULL, *from = NULL, *classes = NULL;
 	struct live_opts live = {.tick_s = 60, .api_recheck_s = 60};
 	struct ledger_opts lo = {.create = true};
@@ -188,7 +204,8 @@ int cmd_watch(int argc, char **argv)
 		{"--tick", OPT_U64, &live.tick_s, "S",
 		 "a TICK after S seconds of quiet (default 60)"},
 		{"--verbose", OPT_FLAG, &live.verbose, NULL,
-		 "log each request and retry to stderr"},
+		 "log each request and retry to stderr (with --from: how "
+		 "long the start took)"},
 		{"--metrics-listen", OPT_STR, &live.metrics_listen, "HOST:PORT",
 		 "Prometheus metrics on GET /metrics (per-resource watch "
 		 "health, lag, relists, errors; events appended; NOTEs by "
@@ -229,7 +246,7 @@ int cmd_watch(int argc, char **argv)
 	if (from != NULL)
 		status =
 			watch_stream(lg, from, &t, live.max_object, live.batch,
-				     parse_threads);
+				     parse_threads, begin_ns, live.verbose);
 	else
 		status = watch_live(lg, &t, &live);
 	ledger_close(lg);
