@@ -4,12 +4,12 @@
  * engine (engine.c) only dispatches and the files form a DAG:
  * engine.c -> holders.c, nodes.c, tree.c, objtab.c -> cache.c.
  *
- * - the watched resources (resource_info, resource_of);
+ * - the watched resources (ingest__resource_info, ingest__resource_of);
  * - cached objects by resource and "ns/name" (obj_*), and the set of those
- *   changed since the last flush (obj_touch), which the object table
+ *   changed since the last flush (ingest__obj_touch), which the object table
  *   persists (objtab.c);
- * - the queue of pending events (emit, emit_note), whose strings live in
- *   the engine's arena until the flush.
+ * - the queue of pending events (emit, ingest__emit_note), whose strings live
+ * in the engine's arena until the flush.
  */
 #include "ingest/ingest_int.h"
 
@@ -21,7 +21,7 @@
 
 #define API_COZY "apps.cozystack.io/v1alpha1"
 
-static const struct resource_info resources[RES_MAX] = {
+static const struct ingest__resource_info resources[RES_MAX] = {
 	[RES_NAMESPACE] = {"v1", "Namespace", "/api/v1/namespaces"},
 	[RES_TENANT] = {API_COZY, "Tenant", "/apis/" API_COZY "/tenants"},
 	[RES_VMINSTANCE] = {API_COZY, "VMInstance",
@@ -44,14 +44,14 @@ static const enum holder_kind res_kinds[RES_MAX] = {
 	[RES_RESOURCECLAIM] = HK_RESOURCECLAIM,
 };
 
-const struct resource_info *resource_info(enum resource r)
+const struct ingest__resource_info *ingest__resource_info(enum resource r)
 {
 	if ((unsigned)r >= RES_MAX)
 		return NULL;
 	return &resources[r];
 }
 
-enum resource resource_of(const char *api_version, const char *kind)
+enum resource ingest__resource_of(const char *api_version, const char *kind)
 {
 	if (api_version == NULL || kind == NULL)
 		return RES_MAX;
@@ -70,57 +70,57 @@ static const char *obj_key(const void *v)
 	return ((const struct obj *)v)->key;
 }
 
-void cache_init(ingest_t *in)
+void ingest__cache_init(ingest_t *in)
 {
 	for (int r = 0; r < RES_MAX; r++)
-		smap_init(&in->objs[r], obj_key);
+		ingest__smap_init(&in->objs[r], obj_key);
 }
 
-void cache_release(ingest_t *in)
+void ingest__cache_release(ingest_t *in)
 {
 	for (int r = 0; r < RES_MAX; r++) {
 		struct smap *m = &in->objs[r];
 
 		for (size_t i = 0; i < m->cap; i++)
 			if (m->hashes[i] != 0)
-				obj_free(m->vals[i]);
-		smap_release(m);
+				ingest__obj_free(m->vals[i]);
+		ingest__smap_release(m);
 	}
 }
 
-const char *dirty_key(const void *v)
+const char *ingest__dirty_key(const void *v)
 {
 	return v;
 }
 
 /* The dirty-set key of an object: 'a' + resource, then its cache key. */
-char *obj_dirty_key(enum resource r, const char *okey)
+char *ingest__obj_dirty_key(enum resource r, const char *okey)
 {
 	size_t n = strlen(okey);
-	char *k = ing_xmalloc(n + 2);
+	char *k = lg_xmalloc(n + 2);
 
 	k[0] = (char)('a' + r);
 	memcpy(k + 1, okey, n + 1);
 	return k;
 }
 
-void obj_touch(ingest_t *in, enum resource r, const struct obj *o)
+void ingest__obj_touch(ingest_t *in, enum resource r, const struct obj *o)
 {
-	char *k = obj_dirty_key(r, o->key);
+	char *k = ingest__obj_dirty_key(r, o->key);
 
-	if (smap_get(&in->dirty, k) != NULL)
+	if (ingest__smap_get(&in->dirty, k) != NULL)
 		free(k);
 	else
-		smap_put(&in->dirty, k);
+		ingest__smap_put(&in->dirty, k);
 }
 
 /* o's key, ns and name in one block (they never change): key first, so
  * that freeing o->key frees all three. */
-void obj_set_names(struct obj *o, const char *ns, const char *name)
+void ingest__obj_set_names(struct obj *o, const char *ns, const char *name)
 {
 	size_t a = strlen(ns), b = strlen(name);
 	size_t k = a > 0 ? a + 1 + b : b;
-	char *p = ing_xmalloc(k + 1 + a + 1 + b + 1);
+	char *p = lg_xmalloc(k + 1 + a + 1 + b + 1);
 
 	if (a > 0) {
 		memcpy(p, ns, a);
@@ -137,7 +137,7 @@ void obj_set_names(struct obj *o, const char *ns, const char *name)
 static char *make_key(const char *ns, const char *name)
 {
 	size_t a = strlen(ns), b = strlen(name);
-	char *k = ing_xmalloc(a + b + 2);
+	char *k = lg_xmalloc(a + b + 2);
 
 	if (a > 0) {
 		memcpy(k, ns, a);
@@ -147,7 +147,7 @@ static char *make_key(const char *ns, const char *name)
 	return k;
 }
 
-void obj_free(struct obj *o)
+void ingest__obj_free(struct obj *o)
 {
 	if (o == NULL)
 		return;
@@ -163,8 +163,8 @@ void obj_free(struct obj *o)
 	free(o);
 }
 
-struct obj *obj_get(ingest_t *in, enum resource r, const char *ns,
-		    const char *name)
+struct obj *ingest__obj_get(ingest_t *in, enum resource r, const char *ns,
+			    const char *name)
 {
 	char buf[512];
 	size_t a = strlen(ns), b = strlen(name);
@@ -172,7 +172,7 @@ struct obj *obj_get(ingest_t *in, enum resource r, const char *ns,
 	/* Names are short; only a hostile object needs the heap. */
 	if (a + b + 2 > sizeof(buf)) {
 		char *k = make_key(ns, name);
-		struct obj *o = smap_get(&in->objs[r], k);
+		struct obj *o = ingest__smap_get(&in->objs[r], k);
 
 		free(k);
 		return o;
@@ -181,40 +181,40 @@ struct obj *obj_get(ingest_t *in, enum resource r, const char *ns,
 	if (a > 0)
 		buf[a++] = '/';
 	memcpy(buf + a, name, b + 1);
-	return smap_get(&in->objs[r], buf);
+	return ingest__smap_get(&in->objs[r], buf);
 }
 
-struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
-		    const char *name, const char *uid)
+struct obj *ingest__obj_add(ingest_t *in, enum resource r, const char *ns,
+			    const char *name, const char *uid)
 {
-	struct obj *o = ing_xcalloc(1, sizeof(*o));
+	struct obj *o = lg_xcalloc(1, sizeof(*o));
 
-	obj_set_names(o, ns, name);
-	o->uid = ing_xstrdup(uid ? uid : "");
-	o->node = ing_xstrdup("");
+	ingest__obj_set_names(o, ns, name);
+	o->uid = lg_xstrdup(uid ? uid : "");
+	o->node = lg_xstrdup("");
 	o->kind = res_kinds[r];
 	o->seen = true;
-	smap_put(&in->objs[r], o);
-	obj_touch(in, r, o);
+	ingest__smap_put(&in->objs[r], o);
+	ingest__obj_touch(in, r, o);
 	return o;
 }
 
-void obj_del(ingest_t *in, enum resource r, struct obj *o)
+void ingest__obj_del(ingest_t *in, enum resource r, struct obj *o)
 {
-	obj_touch(in, r, o);
-	smap_del(&in->objs[r], o);
-	obj_free(o);
+	ingest__obj_touch(in, r, o);
+	ingest__smap_del(&in->objs[r], o);
+	ingest__obj_free(o);
 }
 
-void obj_set_uid(struct obj *o, const char *uid)
+void ingest__obj_set_uid(struct obj *o, const char *uid)
 {
 	if (strcmp(o->uid, uid) == 0)
 		return;
 	free(o->uid);
-	o->uid = ing_xstrdup(uid);
+	o->uid = lg_xstrdup(uid);
 }
 
-void obj_set_doc(struct obj *o, json_t *doc)
+void ingest__obj_set_doc(struct obj *o, json_t *doc)
 {
 	json_decref(o->doc);
 	free(o->doc_text);
@@ -222,7 +222,7 @@ void obj_set_doc(struct obj *o, json_t *doc)
 	o->doc = doc;
 }
 
-json_t *obj_doc(struct obj *o)
+json_t *ingest__obj_doc(struct obj *o)
 {
 	if (o->doc_text != NULL) {
 		/* Checked to be an object when written; a record damaged
@@ -236,17 +236,17 @@ json_t *obj_doc(struct obj *o)
 	return o->doc;
 }
 
-bool obj_has_doc(const struct obj *o)
+bool ingest__obj_has_doc(const struct obj *o)
 {
 	return o->doc != NULL || o->doc_text != NULL;
 }
 
-json_t *jcopy(const json_t *o, const char *key)
+json_t *ingest__jcopy(const json_t *o, const char *key)
 {
 	return json_deep_copy(json_object_get(o, key));
 }
 
-const char *meta_str(const json_t *obj, const char *key)
+const char *ingest__meta_str(const json_t *obj, const char *key)
 {
 	return json_string_value(
 		json_object_get(json_object_get(obj, "metadata"), key));
@@ -257,12 +257,12 @@ const char *meta_str(const json_t *obj, const char *key)
 
 static const char *keep(ingest_t *in, const char *s)
 {
-	return s ? arena_strdup(&in->arena, s) : NULL;
+	return s ? ingest__arena_strdup(&in->arena, s) : NULL;
 }
 
 /* NOTEs by code, for the watcher's metrics: the codes are few, fixed and
- * static strings (every emit_note passes a literal), so a small table of
- * pointers suffices; a code past its end is counted under "other". */
+ * static strings (every ingest__emit_note passes a literal), so a small table
+ * of pointers suffices; a code past its end is counted under "other". */
 static void count_note(ingest_t *in, const char *code)
 {
 	struct ingest_note_count *t = in->note_counts;
@@ -276,13 +276,13 @@ static void count_note(ingest_t *in, const char *code)
 	t[i].n++;
 }
 
-void emit(ingest_t *in, const struct event *ev)
+void ingest__emit(ingest_t *in, const struct event *ev)
 {
 	struct event *e;
 
 	if (in->n_evs == in->cap_evs) {
 		in->cap_evs = in->cap_evs ? 2 * in->cap_evs : 256;
-		in->evs = ing_xrealloc(in->evs, in->cap_evs * sizeof(*in->evs));
+		in->evs = lg_xrealloc(in->evs, in->cap_evs * sizeof(*in->evs));
 	}
 	e = &in->evs[in->n_evs++];
 	*e = *ev;
@@ -316,9 +316,9 @@ static void sanitize(char *dst, size_t cap, const char *src)
 	dst[i] = '\0';
 }
 
-void emit_note(ingest_t *in, struct obj *o, const char *code,
-	       enum holder_kind kind, const char *ns, const char *name,
-	       const char *fmt, ...)
+void ingest__emit_note(ingest_t *in, struct obj *o, const char *code,
+		       enum holder_kind kind, const char *ns, const char *name,
+		       const char *fmt, ...)
 {
 	char raw[INGEST_NOTE_MAX], msg[INGEST_NOTE_MAX];
 	char sns[DNS1123_SUBDOMAIN_MAX + 1], sname[DNS1123_SUBDOMAIN_MAX + 1];
@@ -329,7 +329,7 @@ void emit_note(ingest_t *in, struct obj *o, const char *code,
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
 	sanitize(msg, sizeof(msg), raw);
-	h = ing_hash(msg, strlen(msg)) ^ ing_hash(code, strlen(code));
+	h = ingest__hash(msg, strlen(msg)) ^ ingest__hash(code, strlen(code));
 	if (o != NULL) {
 		if (o->note == h)
 			return;
@@ -337,23 +337,23 @@ void emit_note(ingest_t *in, struct obj *o, const char *code,
 	}
 	sanitize(sns, sizeof(sns), ns);
 	sanitize(sname, sizeof(sname), name);
-	emit(in, &(struct event){.type = EV_NOTE,
-				 .key = code,
-				 .kind = kind,
-				 .ns = ns && *ns ? sns : NULL,
-				 .name = name && *name ? sname : NULL,
-				 .text = msg});
+	ingest__emit(in, &(struct event){.type = EV_NOTE,
+					 .key = code,
+					 .kind = kind,
+					 .ns = ns && *ns ? sns : NULL,
+					 .name = name && *name ? sname : NULL,
+					 .text = msg});
 }
 
 /* ---------------------------------------------------------------------- */
 /* Units */
 
-enum holder_kind res_kind(enum resource r)
+enum holder_kind ingest__res_kind(enum resource r)
 {
 	return (unsigned)r < RES_MAX ? res_kinds[r] : HK_NONE;
 }
 
-enum resource kind_res(enum holder_kind k)
+enum resource ingest__kind_res(enum holder_kind k)
 {
 	for (int r = 0; r < RES_MAX; r++)
 		if (res_kinds[r] == k && k != HK_NONE)
@@ -370,7 +370,7 @@ size_t ingest__cls_slot(void **arr, size_t *n, size_t elem, const char *cls)
 		i++;
 	if (i < *n && strcmp(a + i * elem, cls) == 0)
 		return i;
-	a = ing_xrealloc(a, (*n + 1) * elem);
+	a = lg_xrealloc(a, (*n + 1) * elem);
 	memmove(a + (i + 1) * elem, a + i * elem, (*n - i) * elem);
 	memset(a + i * elem, 0, elem);
 	snprintf(a + i * elem, DNS1123_LABEL_MAX + 1, "%s", cls);
@@ -383,7 +383,7 @@ _Static_assert(offsetof(struct ucls, cls) == 0 &&
 		       sizeof(((struct ucls *)0)->cls) == DNS1123_LABEL_MAX + 1,
 	       "ingest__cls_slot: a ucls begins with its class name");
 
-struct ucls *obj_units(struct obj *o, const char *cls)
+struct ucls *ingest__obj_units(struct obj *o, const char *cls)
 {
 	void *a = o->units;
 	size_t i = ingest__cls_slot(&a, &o->n_units, sizeof(*o->units), cls);
@@ -392,7 +392,7 @@ struct ucls *obj_units(struct obj *o, const char *cls)
 	return &o->units[i];
 }
 
-void obj_trim(struct obj *o)
+void ingest__obj_trim(struct obj *o)
 {
 	size_t k = 0;
 

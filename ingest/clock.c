@@ -35,8 +35,8 @@ static int64_t diff(int64_t a, int64_t b)
 	return d;
 }
 
-int64_t ingest_clock_read(struct ingest_clock *c, int64_t mono_ns,
-			  int64_t wall_ns, int64_t floor_ns, int64_t *step_ns)
+int64_t ingest__clock_read(struct ingest_clock *c, int64_t mono_ns,
+			   int64_t wall_ns, int64_t floor_ns, int64_t *step_ns)
 {
 	int64_t d, pred, err, slew, step;
 

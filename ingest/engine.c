@@ -3,7 +3,7 @@
  *
  * Every handler maps an object with model/ and diffs the result against
  * what the cache says the ledger holds for it; emit() queues the events,
- * and ingest_flush() appends them with the positions they came from in one
+ * and ingest__flush() appends them with the positions they came from in one
  * transaction. This file only dispatches (the handlers table, relists, the
  * class table, which dispatches again); the handlers are holders.c, nodes.c
  * and tree.c, and what they share, the object cache and the event queue, is
@@ -73,17 +73,17 @@ static const struct handler {
 	upsert_fn *upsert;
 	delete_fn *del;
 } handlers[RES_MAX] = {
-	[RES_NAMESPACE] = {ns_upsert, ns_delete},
-	[RES_TENANT] = {tenant_upsert, tenant_delete},
-	[RES_VMINSTANCE] = {holder_upsert, holder_delete},
-	[RES_KUBERNETESNODES] = {holder_upsert, holder_delete},
-	[RES_POD] = {holder_upsert, holder_delete},
-	[RES_RESOURCECLAIM] = {holder_upsert, holder_delete},
-	[RES_NODE] = {node_upsert, node_delete},
-	[RES_CONFIGMAP] = {configmap_upsert, configmap_delete},
+	[RES_NAMESPACE] = {ingest__ns_upsert, ingest__ns_delete},
+	[RES_TENANT] = {ingest__tenant_upsert, ingest__tenant_delete},
+	[RES_VMINSTANCE] = {ingest__holder_upsert, ingest__holder_delete},
+	[RES_KUBERNETESNODES] = {ingest__holder_upsert, ingest__holder_delete},
+	[RES_POD] = {ingest__holder_upsert, ingest__holder_delete},
+	[RES_RESOURCECLAIM] = {ingest__holder_upsert, ingest__holder_delete},
+	[RES_NODE] = {ingest__node_upsert, ingest__node_delete},
+	[RES_CONFIGMAP] = {ingest__configmap_upsert, ingest__configmap_delete},
 };
 
-const char *ingest_position_key(enum resource r)
+const char *ingest__position_key(enum resource r)
 {
 	if ((unsigned)r > RES_MAX)
 		return NULL;
@@ -105,7 +105,7 @@ static const char *cover_key(const void *v)
 
 static int load_positions(ingest_t *in, struct lg_error *err)
 {
-	char *buf = ing_xmalloc(INGEST_POSITION_MAX + 1);
+	char *buf = lg_xmalloc(INGEST_POSITION_MAX + 1);
 	int rc = 0;
 
 	for (int r = 0; r <= RES_MAX && rc == 0; r++) {
@@ -119,7 +119,7 @@ static int load_positions(ingest_t *in, struct lg_error *err)
 		}
 		if (rc == 0) {
 			buf[len] = '\0';
-			in->pos_committed[r] = ing_xstrdup(buf);
+			in->pos_committed[r] = lg_xstrdup(buf);
 		}
 	}
 	free(buf);
@@ -132,7 +132,7 @@ static int load_positions(ingest_t *in, struct lg_error *err)
 int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 	       struct lg_error *err)
 {
-	ingest_t *in = ing_xcalloc(1, sizeof(*in));
+	ingest_t *in = lg_xcalloc(1, sizeof(*in));
 	int rc;
 
 	*out = NULL;
@@ -147,18 +147,18 @@ int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 		in->o.tick_ns = INGEST_TICK_DEFAULT;
 	in->o.classes = NULL;
 	class_table_init(&in->table);
-	cache_init(in);
-	smap_init(&in->tnodes, tnode_key);
-	smap_init(&in->covers, cover_key);
-	arena_init(&in->arena);
-	smap_init(&in->dirty, dirty_key);
+	ingest__cache_init(in);
+	ingest__smap_init(&in->tnodes, tnode_key);
+	ingest__smap_init(&in->covers, cover_key);
+	ingest__arena_init(&in->arena);
+	ingest__smap_init(&in->dirty, ingest__dirty_key);
 	rc = load_positions(in, err);
 	if (rc == 0)
-		rc = objtab_load(in, err);
+		rc = ingest__objtab_load(in, err);
 	if (rc == 0) {
-		needles_rebuild(in);
+		ingest__needles_rebuild(in);
 		if (o != NULL && o->classes != NULL)
-			rc = ingest_set_classes(in, o->classes, err);
+			rc = ingest__set_classes(in, o->classes, err);
 	}
 	if (rc != 0) {
 		ingest_free(in);
@@ -173,32 +173,32 @@ static void free_map(struct smap *m, void (*fn)(void *))
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->hashes[i] != 0)
 			fn(m->vals[i]);
-	smap_release(m);
+	ingest__smap_release(m);
 }
 
 static void tnode_free_v(void *v)
 {
-	tnode_free(v);
+	ingest__tnode_free(v);
 }
 
 static void cover_free_v(void *v)
 {
-	cover_free(v);
+	ingest__cover_free(v);
 }
 
 void ingest_free(ingest_t *in)
 {
 	if (in == NULL)
 		return;
-	cache_release(in);
+	ingest__cache_release(in);
 	free_map(&in->tnodes, tnode_free_v);
 	free_map(&in->covers, cover_free_v);
 	free_map(&in->dirty, free);
 	class_table_release(&in->table);
-	needles_free(in);
+	ingest__needles_free(in);
 	free(in->evs);
 	free(in->proj);
-	arena_release(&in->arena);
+	ingest__arena_release(&in->arena);
 	for (int r = 0; r <= RES_MAX; r++) {
 		free(in->pos_pending[r]);
 		free(in->pos_committed[r]);
@@ -206,12 +206,12 @@ void ingest_free(ingest_t *in)
 	free(in);
 }
 
-int64_t ingest_time_ns(const ingest_t *in)
+int64_t ingest__time_ns(const ingest_t *in)
 {
 	return in->time_ns;
 }
 
-const struct class_table *ingest_classes(const ingest_t *in)
+const struct class_table *ingest__classes(const ingest_t *in)
 {
 	return &in->table;
 }
@@ -221,8 +221,8 @@ void ingest_counters(const ingest_t *in, struct ingest_counters *c)
 	*c = in->c;
 }
 
-size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
-			  size_t cap)
+size_t ingest__note_counts(const ingest_t *in, struct ingest_note_count *out,
+			   size_t cap)
 {
 	size_t n = 0;
 
@@ -232,21 +232,21 @@ size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
 	return n;
 }
 
-int ingest_note(ingest_t *in, const char *code, const char *msg,
-		struct lg_error *err)
+int ingest__note(ingest_t *in, const char *code, const char *msg,
+		 struct lg_error *err)
 {
-	int rc = input_begin(in, err);
+	int rc = ingest__input_begin(in, err);
 
 	if (rc != 0)
 		return rc;
-	emit_note(in, NULL, code, HK_NONE, NULL, NULL, "%s", msg);
+	ingest__emit_note(in, NULL, code, HK_NONE, NULL, NULL, "%s", msg);
 	return 0;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Positions, flush, tick */
 
-void ingest_set_position(ingest_t *in, enum resource r, const char *value)
+void ingest__set_position(ingest_t *in, enum resource r, const char *value)
 {
 	size_t len;
 
@@ -260,10 +260,10 @@ void ingest_set_position(ingest_t *in, enum resource r, const char *value)
 		return;
 	}
 	free(in->pos_pending[r]);
-	in->pos_pending[r] = ing_xstrdup(value);
+	in->pos_pending[r] = lg_xstrdup(value);
 }
 
-const char *ingest_position(ingest_t *in, enum resource r)
+const char *ingest__position(ingest_t *in, enum resource r)
 {
 	if ((unsigned)r > RES_MAX)
 		return NULL;
@@ -302,7 +302,7 @@ static int append_all(ingest_t *in, const struct ledger_batch *b,
 
 /* One transaction: the pending events, the positions they came with and
  * the object table's changed records (DESIGN 4.2). */
-int ingest_flush(ingest_t *in, struct lg_error *err)
+int ingest__flush(ingest_t *in, struct lg_error *err)
 {
 	struct ledger_meta meta[RES_MAX + 1];
 	struct ledger_batch b = {.meta = meta};
@@ -319,13 +319,13 @@ int ingest_flush(ingest_t *in, struct lg_error *err)
 	    in->time_ns == in->tab_time_ns &&
 	    in->time_back_noted == in->tab_time_back)
 		return 0;
-	objtab_collect(in, &b);
+	ingest__objtab_collect(in, &b);
 	if (in->n_evs == 0 && b.n_meta == 0 && b.n_objs == 0) {
-		objtab_release(in, &b, true);
+		ingest__objtab_release(in, &b, true);
 		return 0;
 	}
 	rc = append_all(in, &b, err);
-	objtab_release(in, &b, rc == 0);
+	ingest__objtab_release(in, &b, rc == 0);
 	if (rc != 0) {
 		in->broken = true;
 		return rc;
@@ -339,14 +339,14 @@ int ingest_flush(ingest_t *in, struct lg_error *err)
 	}
 	in->c.events_out += in->n_evs;
 	in->n_evs = 0;
-	arena_reset(&in->arena);
+	ingest__arena_reset(&in->arena);
 	return 0;
 }
 
-int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err)
+int ingest__tick(ingest_t *in, int64_t time_ns, struct lg_error *err)
 {
 	struct event ev = {.type = EV_TICK};
-	int rc = ingest_flush(in, err);
+	int rc = ingest__flush(in, err);
 
 	if (rc != 0)
 		return rc;
@@ -369,7 +369,7 @@ int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err)
 /* A step back of more than this is recorded (DESIGN 4.1). */
 #define TIME_BACK_NOTE_NS 1000000000LL
 
-void advance_time(ingest_t *in, int64_t time_ns)
+void ingest__advance_time(ingest_t *in, int64_t time_ns)
 {
 	char got[48], have[48];
 
@@ -384,22 +384,23 @@ void advance_time(ingest_t *in, int64_t time_ns)
 	in->time_back_noted = in->time_ns;
 	time_format_ns(time_ns, got, sizeof(got));
 	time_format_ns(in->time_ns, have, sizeof(have));
-	emit_note(in, NULL, "TimeWentBack", HK_NONE, NULL, NULL,
-		  "input time %s is %lld.%09lld s before the ledger's time %s; "
-		  "clamped (times never go back): events are dated later "
-		  "than they happened until the input catches up",
-		  got, (long long)((in->time_ns - time_ns) / 1000000000),
-		  (long long)((in->time_ns - time_ns) % 1000000000), have);
+	ingest__emit_note(
+		in, NULL, "TimeWentBack", HK_NONE, NULL, NULL,
+		"input time %s is %lld.%09lld s before the ledger's time %s; "
+		"clamped (times never go back): events are dated later "
+		"than they happened until the input catches up",
+		got, (long long)((in->time_ns - time_ns) / 1000000000),
+		(long long)((in->time_ns - time_ns) % 1000000000), have);
 }
 
 /* Flushes before taking new input once a batch is full, so that the
  * position set after the previous input is committed with its events. */
-int input_begin(ingest_t *in, struct lg_error *err)
+int ingest__input_begin(ingest_t *in, struct lg_error *err)
 {
 	if (in->broken)
 		return broken(err);
 	if (in->n_evs >= in->o.batch_events)
-		return ingest_flush(in, err);
+		return ingest__flush(in, err);
 	return 0;
 }
 
@@ -411,7 +412,7 @@ static bool cluster_scoped(enum resource r)
 static void on_deleted(ingest_t *in, enum resource r, const json_t *object,
 		       struct obj *o)
 {
-	const char *uid = meta_str(object, "uid");
+	const char *uid = ingest__meta_str(object, "uid");
 
 	/* DELETED of an unknown object does nothing (Appendix A); neither
 	 * does that of an older incarnation of a cached name. */
@@ -421,78 +422,82 @@ static void on_deleted(ingest_t *in, enum resource r, const json_t *object,
 	handlers[r].del(in, r, o);
 }
 
-int ingest_event(ingest_t *in, enum watch_type type, const json_t *object,
-		 int64_t time_ns, struct lg_error *err)
+int ingest__event(ingest_t *in, enum watch_type type, const json_t *object,
+		  int64_t time_ns, struct lg_error *err)
 {
 	const char *ns, *name;
 	enum resource r;
 	struct obj *o;
-	int rc = input_begin(in, err);
+	int rc = ingest__input_begin(in, err);
 
 	if (rc != 0)
 		return rc;
-	advance_time(in, time_ns);
+	ingest__advance_time(in, time_ns);
 	in->c.events_in++;
 	if (type == WATCH_BOOKMARK)
 		return 0;
 	if (!json_is_object(object)) {
-		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
-			  "watch event object is not a JSON object");
+		ingest__emit_note(in, NULL, "MalformedLine", HK_NONE, NULL,
+				  NULL,
+				  "watch event object is not a JSON object");
 		return 0;
 	}
-	r = resource_of(
+	r = ingest__resource_of(
 		json_string_value(json_object_get(object, "apiVersion")),
 		json_string_value(json_object_get(object, "kind")));
-	ns = meta_str(object, "namespace");
-	name = meta_str(object, "name");
+	ns = ingest__meta_str(object, "namespace");
+	name = ingest__meta_str(object, "name");
 	if (r == RES_MAX) {
-		emit_note(in, NULL, "UnknownKind", HK_NONE, ns, name,
-			  "not a watched kind: %.64s %.64s",
-			  json_string_value(
-				  json_object_get(object, "apiVersion")),
-			  json_string_value(json_object_get(object, "kind")));
+		ingest__emit_note(
+			in, NULL, "UnknownKind", HK_NONE, ns, name,
+			"not a watched kind: %.64s %.64s",
+			json_string_value(
+				json_object_get(object, "apiVersion")),
+			json_string_value(json_object_get(object, "kind")));
 		return 0;
 	}
 	if (cluster_scoped(r))
 		ns = "";
 	if (name == NULL || *name == '\0' || ns == NULL ||
 	    (!cluster_scoped(r) && *ns == '\0')) {
-		emit_note(in, NULL, "InvalidObject", res_kind(r), ns, name,
-			  "%s: metadata.name%s missing or not a string",
-			  resource_info(r)->kind,
-			  cluster_scoped(r) ? " is" : " or namespace is");
+		ingest__emit_note(
+			in, NULL, "InvalidObject", ingest__res_kind(r), ns,
+			name, "%s: metadata.name%s missing or not a string",
+			ingest__resource_info(r)->kind,
+			cluster_scoped(r) ? " is" : " or namespace is");
 		return 0;
 	}
-	o = obj_get(in, r, ns, name);
+	o = ingest__obj_get(in, r, ns, name);
 	if (o != NULL)
-		obj_touch(in, r, o);
+		ingest__obj_touch(in, r, o);
 	if (type == WATCH_DELETED) {
 		on_deleted(in, r, object, o);
 		return 0;
 	}
 	rc = handlers[r].upsert(in, r, object, o);
-	if (rc == 0 && in->relisting[r] && (o = obj_get(in, r, ns, name)))
+	if (rc == 0 && in->relisting[r] &&
+	    (o = ingest__obj_get(in, r, ns, name)))
 		o->seen = true;
 	return rc;
 }
 
-int ingest_oversized(ingest_t *in, uint64_t len, struct lg_error *err)
+int ingest__oversized(ingest_t *in, uint64_t len, struct lg_error *err)
 {
-	int rc = input_begin(in, err);
+	int rc = ingest__input_begin(in, err);
 
 	if (rc != 0)
 		return rc;
 	in->c.lines++;
-	emit_note(in, NULL, "Oversized", HK_NONE, NULL, NULL,
-		  "input of %llu bytes skipped: more than %zu",
-		  (unsigned long long)len, in->o.max_object_bytes);
+	ingest__emit_note(in, NULL, "Oversized", HK_NONE, NULL, NULL,
+			  "input of %llu bytes skipped: more than %zu",
+			  (unsigned long long)len, in->o.max_object_bytes);
 	return 0;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Relists */
 
-int ingest_relist_begin(ingest_t *in, enum resource r, struct lg_error *err)
+int ingest__relist_begin(ingest_t *in, enum resource r, struct lg_error *err)
 {
 	struct smap *m;
 
@@ -507,7 +512,7 @@ int ingest_relist_begin(ingest_t *in, enum resource r, struct lg_error *err)
 	return 0;
 }
 
-int ingest_relist_end(ingest_t *in, enum resource r, struct lg_error *err)
+int ingest__relist_end(ingest_t *in, enum resource r, struct lg_error *err)
 {
 	size_t n;
 	void **os;
@@ -515,9 +520,9 @@ int ingest_relist_end(ingest_t *in, enum resource r, struct lg_error *err)
 
 	if ((unsigned)r >= RES_MAX)
 		return lg_error_set(err, LG_EINVAL, "relist: bad resource");
-	if ((rc = input_begin(in, err)) != 0)
+	if ((rc = ingest__input_begin(in, err)) != 0)
 		return rc;
-	os = smap_sorted(&in->objs[r], &n);
+	os = ingest__smap_sorted(&in->objs[r], &n);
 	/* Each delete removes only its own object, so the rest of the
 	 * sorted array stays valid. */
 	for (size_t i = 0; i < n; i++)
@@ -537,7 +542,8 @@ static void emit_class(ingest_t *in, const struct gpu_class *c,
 	json_t *def = c ? gpu_class_to_json(c) : NULL;
 	char *text = def ? json_canonical(def) : NULL;
 
-	emit(in, &(struct event){.type = EV_CLASS, .cls = name, .text = text});
+	ingest__emit(in, &(struct event){
+				 .type = EV_CLASS, .cls = name, .text = text});
 	free(text);
 	json_decref(def);
 }
@@ -579,13 +585,13 @@ static int remap_all(ingest_t *in)
 	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
 		enum resource r = order[k];
 		size_t n;
-		void **os = smap_sorted(&in->objs[r], &n);
+		void **os = ingest__smap_sorted(&in->objs[r], &n);
 
 		for (size_t i = 0; i < n && rc == 0; i++) {
 			struct obj *o = os[i];
-			json_t *doc = json_incref(obj_doc(o));
+			json_t *doc = json_incref(ingest__obj_doc(o));
 
-			obj_touch(in, r, o);
+			ingest__obj_touch(in, r, o);
 			if (doc != NULL)
 				rc = handlers[r].upsert(in, r, doc, o);
 			json_decref(doc);
@@ -595,8 +601,8 @@ static int remap_all(ingest_t *in)
 	return rc;
 }
 
-int ingest_set_classes(ingest_t *in, const struct class_table *t,
-		       struct lg_error *err)
+int ingest__set_classes(ingest_t *in, const struct class_table *t,
+			struct lg_error *err)
 {
 	struct class_table copy;
 
@@ -606,10 +612,10 @@ int ingest_set_classes(ingest_t *in, const struct class_table *t,
 		return lg_error_set(err, LG_EINVAL, "bad class table");
 	if (!diff_classes(in, t))
 		return 0;
-	table_copy(&copy, t);
+	ingest__table_copy(&copy, t);
 	class_table_release(&in->table);
 	in->table = copy;
-	needles_rebuild(in);
+	ingest__needles_rebuild(in);
 	return remap_all(in);
 }
 
@@ -630,34 +636,37 @@ static bool configmap_table(ingest_t *in, struct obj *o, const json_t *obj,
 	int rc;
 
 	if (!json_is_string(v)) {
-		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
-			  "data[\"" CLASSES_KEY "\"] is missing or not a "
-			  "string; the class table in force stays");
+		ingest__emit_note(
+			in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
+			"data[\"" CLASSES_KEY "\"] is missing or not a "
+			"string; the class table in force stays");
 		return false;
 	}
 	doc = json_loadb(json_string_value(v), json_string_length(v), 0, &jerr);
 	if (doc == NULL) {
-		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
-			  CLASSES_KEY " is not JSON (line %d: %s); the class "
-				      "table in force stays",
-			  jerr.line, jerr.text);
+		ingest__emit_note(
+			in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
+			CLASSES_KEY " is not JSON (line %d: %s); the class "
+				    "table in force stays",
+			jerr.line, jerr.text);
 		return false;
 	}
 	rc = class_table_parse(t, doc, &e);
 	json_decref(doc);
 	if (rc != 0) {
-		emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns, o->name,
-			  "%s; the class table in force stays", e.msg);
+		ingest__emit_note(in, o, "InvalidClassTable", HK_NONE, o->ns,
+				  o->name, "%s; the class table in force stays",
+				  e.msg);
 		return false;
 	}
 	return true;
 }
 
-int configmap_upsert(ingest_t *in, enum resource r, const json_t *obj,
-		     struct obj *o)
+int ingest__configmap_upsert(ingest_t *in, enum resource r, const json_t *obj,
+			     struct obj *o)
 {
-	const char *ns = meta_str(obj, "namespace"),
-		   *name = meta_str(obj, "name");
+	const char *ns = ingest__meta_str(obj, "namespace"),
+		   *name = ingest__meta_str(obj, "name");
 	struct class_table t;
 	int rc;
 
@@ -666,16 +675,17 @@ int configmap_upsert(ingest_t *in, enum resource r, const json_t *obj,
 	    strcmp(name, CLASSES_NAME) != 0)
 		return 0;
 	if (o == NULL)
-		o = obj_add(in, r, ns, name, meta_str(obj, "uid"));
+		o = ingest__obj_add(in, r, ns, name,
+				    ingest__meta_str(obj, "uid"));
 	if (!configmap_table(in, o, obj, &t))
 		return 0;
 	o->note = 0;
-	rc = ingest_set_classes(in, &t, NULL);
+	rc = ingest__set_classes(in, &t, NULL);
 	class_table_release(&t);
 	return rc;
 }
 
-void configmap_delete(ingest_t *in, enum resource r, struct obj *o)
+void ingest__configmap_delete(ingest_t *in, enum resource r, struct obj *o)
 {
-	obj_del(in, r, o);
+	ingest__obj_del(in, r, o);
 }

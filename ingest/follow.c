@@ -153,7 +153,7 @@ static int position_read(ledger_t *lg, struct position *p, bool *found,
 	size_t len = 0;
 	json_t *doc;
 	const char *src;
-	int rc = ledger_meta_get(lg, ingest_position_key(RES_MAX), buf,
+	int rc = ledger_meta_get(lg, ingest__position_key(RES_MAX), buf,
 				 POSITION_MAX, &len, err);
 
 	*found = false;
@@ -242,7 +242,7 @@ static void set_position(struct follow *f, uint64_t off)
 	memcpy(buf + n, num + k, sizeof(num) - k);
 	n += sizeof(num) - k;
 	memcpy(buf + n, f->suffix, f->suffix_len + 1);
-	ingest_set_position(f->in, RES_MAX, buf);
+	ingest__set_position(f->in, RES_MAX, buf);
 }
 
 /* The --classes table's fingerprint: a resumed run must start from the
@@ -270,8 +270,8 @@ static int feed(struct follow *f, int kind, const char *line, uint64_t len,
 		struct lg_error *err)
 {
 	if (kind == LINE_OVERSIZED)
-		return ingest_oversized(f->in, len, err);
-	return ingest_line(f->in, line, (size_t)len, err);
+		return ingest__oversized(f->in, len, err);
+	return ingest__line(f->in, line, (size_t)len, err);
 }
 
 /* Reads exactly n bytes at off (fewer only at the end of the file). */
@@ -397,11 +397,11 @@ static int start(struct follow *f, struct ingest_follow_result *res,
 	res->resumed = found;
 	if (!found)
 		return f->o->classes
-			       ? ingest_set_classes(f->in, f->o->classes, err)
+			       ? ingest__set_classes(f->in, f->o->classes, err)
 			       : 0;
 	if ((rc = resume_at(f, &p, err)) != 0)
 		return rc;
-	if (!tables_equal(ingest_classes(f->in),
+	if (!tables_equal(ingest__classes(f->in),
 			  state_classes(ledger_state(f->lg))))
 		return lg_error_set(err, LG_ECORRUPT,
 				    "the class table differs from the "
@@ -456,10 +456,10 @@ static int run_pipelined(struct follow *f, struct lg_error *err)
 				      .max_line_bytes = f->r.cap};
 	ingest_pipe_t *p = NULL;
 	uint64_t off;
-	int rc = ingest_pipe_new(&p, &po, source, &f->r, err);
+	int rc = ingest__pipe_new(&p, &po, source, &f->r, err);
 
 	while (rc == 0 && !stopped(f)) {
-		int k = ingest_pipe_feed(p, f->in, &off, err);
+		int k = ingest__pipe_feed(p, f->in, &off, err);
 
 		if (k <= 0) {
 			rc = k;
@@ -467,7 +467,7 @@ static int run_pipelined(struct follow *f, struct lg_error *err)
 		}
 		set_position(f, off);
 	}
-	ingest_pipe_free(p);
+	ingest__pipe_free(p);
 	return rc;
 }
 
@@ -477,9 +477,9 @@ static int run(struct follow *f, struct lg_error *err)
 				    : run_pipelined(f, err);
 
 	if (rc == 0)
-		rc = ingest_flush(f->in, err);
+		rc = ingest__flush(f->in, err);
 	if (rc == 0 && !stopped(f))
-		rc = ingest_tick(f->in, ingest_time_ns(f->in), err);
+		rc = ingest__tick(f->in, ingest__time_ns(f->in), err);
 	return rc;
 }
 

@@ -28,18 +28,18 @@ static void emit_units(ingest_t *in, struct obj *o, enum event_type type,
 {
 	bool alloc = type == EV_ALLOC || type == EV_FREE;
 
-	emit(in, &(struct event){.type = type,
-				 .ns = o->ns,
-				 .cls = cls,
-				 .kind = o->kind,
-				 .name = o->name,
-				 .uid = o->uid,
-				 .node = alloc ? o->node : NULL,
-				 .before = before,
-				 .after = after});
+	ingest__emit(in, &(struct event){.type = type,
+					 .ns = o->ns,
+					 .cls = cls,
+					 .kind = o->kind,
+					 .name = o->name,
+					 .uid = o->uid,
+					 .node = alloc ? o->node : NULL,
+					 .before = before,
+					 .after = after});
 }
 
-void holder_count(ingest_t *in, struct obj *o)
+void ingest__holder_count(ingest_t *in, struct obj *o)
 {
 	bool now = o->n_units > 0;
 	struct tnode *t;
@@ -49,7 +49,7 @@ void holder_count(ingest_t *in, struct obj *o)
 	o->holding = now;
 	if (!ns_is_tenant(o->ns))
 		return;
-	t = tnode_get(in, o->ns, true);
+	t = ingest__tnode_get(in, o->ns, true);
 	if (now)
 		t->n_holding++;
 	else
@@ -103,7 +103,7 @@ static void decrease(ingest_t *in, struct obj *o, const struct ucls *want,
 static bool grows(struct obj *o, const struct ucls *want, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct ucls *u = obj_units(o, want[i].cls);
+		struct ucls *u = ingest__obj_units(o, want[i].cls);
 
 		if (want[i].reserved > u->reserved ||
 		    want[i].allocated > u->allocated)
@@ -116,7 +116,7 @@ static void increase(ingest_t *in, struct obj *o, const struct ucls *want,
 		     size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct ucls *u = obj_units(o, want[i].cls);
+		struct ucls *u = ingest__obj_units(o, want[i].cls);
 
 		if (want[i].reserved > u->reserved) {
 			emit_units(in, o, EV_RESERVE, u->cls, u->reserved,
@@ -147,8 +147,8 @@ static bool same_units(const struct obj *o, const struct ucls *want, size_t n)
 	return k == o->n_units;
 }
 
-bool holder_apply(ingest_t *in, struct obj *o, const char *uid,
-		  const struct ucls *want, size_t n, const char *node)
+bool ingest__holder_apply(ingest_t *in, struct obj *o, const char *uid,
+			  const struct ucls *want, size_t n, const char *node)
 {
 	bool moved;
 
@@ -158,22 +158,22 @@ bool holder_apply(ingest_t *in, struct obj *o, const char *uid,
 	/* A recreated object is another holder for the ledger. */
 	if (o->n_units > 0 && strcmp(o->uid, uid) != 0)
 		release_all(in, o, true);
-	obj_set_uid(o, uid);
+	ingest__obj_set_uid(o, uid);
 	moved = strcmp(o->node, node) != 0;
 	if (moved) {
 		release_all(in, o, false);
 		free(o->node);
-		o->node = ing_xstrdup(node);
+		o->node = lg_xstrdup(node);
 	}
 	decrease(in, o, want, n);
-	obj_trim(o);
+	ingest__obj_trim(o);
 	if (grows(o, want, n) && ns_is_tenant(o->ns))
-		tnode_ensure(in, o->ns);
+		ingest__tnode_ensure(in, o->ns);
 	increase(in, o, want, n);
-	obj_trim(o);
-	holder_count(in, o);
+	ingest__obj_trim(o);
+	ingest__holder_count(in, o);
 	if (!o->holding && ns_is_tenant(o->ns))
-		tnode_check(in, o->ns);
+		ingest__tnode_check(in, o->ns);
 	return true;
 }
 
@@ -185,20 +185,20 @@ static void set_meta(json_t *d, const json_t *obj)
 	json_t *md = json_object();
 	static const char *const keys[] = {"namespace", "name", "uid"};
 
-	json_object_set_new(d, "apiVersion", jcopy(obj, "apiVersion"));
-	json_object_set_new(d, "kind", jcopy(obj, "kind"));
+	json_object_set_new(d, "apiVersion", ingest__jcopy(obj, "apiVersion"));
+	json_object_set_new(d, "kind", ingest__jcopy(obj, "kind"));
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (meta_str(obj, keys[i]) != NULL)
+		if (ingest__meta_str(obj, keys[i]) != NULL)
 			json_object_set_new(
 				md, keys[i],
-				json_string(meta_str(obj, keys[i])));
+				json_string(ingest__meta_str(obj, keys[i])));
 	json_object_set_new(d, "metadata", md);
 }
 
 static void set_copy(json_t *d, const json_t *from, const char *key)
 {
 	if (json_object_get(from, key) != NULL)
-		json_object_set_new(d, key, jcopy(from, key));
+		json_object_set_new(d, key, ingest__jcopy(from, key));
 }
 
 /* A pod's containers with only what the GPU arithmetic reads. */
@@ -271,7 +271,7 @@ static json_t *holder_extract(enum resource r, const json_t *obj)
 /* ---------------------------------------------------------------------- */
 /* Coverage */
 
-void cover_free(struct cover *c)
+void ingest__cover_free(struct cover *c)
 {
 	if (c == NULL)
 		return;
@@ -283,7 +283,7 @@ void cover_free(struct cover *c)
 static char *cover_key(const char *ns, const char *claim)
 {
 	size_t a = strlen(ns), b = strlen(claim);
-	char *k = ing_xmalloc(a + b + 2);
+	char *k = lg_xmalloc(a + b + 2);
 
 	memcpy(k, ns, a);
 	k[a] = '/';
@@ -295,14 +295,14 @@ static void cover_link(ingest_t *in, struct obj *vmi, const char *claim,
 		       bool add)
 {
 	char *k = cover_key(vmi->ns, claim);
-	struct cover *c = smap_get(&in->covers, k);
+	struct cover *c = ingest__smap_get(&in->covers, k);
 	size_t i = 0;
 
 	if (c == NULL && add) {
-		c = ing_xcalloc(1, sizeof(*c));
+		c = lg_xcalloc(1, sizeof(*c));
 		c->key = k;
 		k = NULL;
-		smap_put(&in->covers, c);
+		ingest__smap_put(&in->covers, c);
 	}
 	free(k);
 	if (c == NULL)
@@ -310,18 +310,18 @@ static void cover_link(ingest_t *in, struct obj *vmi, const char *claim,
 	while (i < c->n && c->vmis[i] != vmi)
 		i++;
 	if (add && i == c->n) {
-		c->vmis = ing_xrealloc(c->vmis, (c->n + 1) * sizeof(*c->vmis));
+		c->vmis = lg_xrealloc(c->vmis, (c->n + 1) * sizeof(*c->vmis));
 		c->vmis[c->n++] = vmi;
 	} else if (!add && i < c->n) {
 		c->vmis[i] = c->vmis[--c->n];
 	}
 	if (c->n == 0) {
-		smap_del(&in->covers, c);
-		cover_free(c);
+		ingest__smap_del(&in->covers, c);
+		ingest__cover_free(c);
 	}
 }
 
-void covers_restore(ingest_t *in, struct obj *vmi)
+void ingest__covers_restore(ingest_t *in, struct obj *vmi)
 {
 	for (size_t i = 0; i < vmi->n_covers; i++)
 		cover_link(in, vmi, vmi->covers[i], true);
@@ -354,13 +354,15 @@ static int recheck_claims(ingest_t *in, const char *ns,
 	int rc = 0;
 
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct obj *c = obj_get(in, RES_RESOURCECLAIM, ns, names[i]);
-		json_t *doc = c ? json_incref(obj_doc(c)) : NULL;
+		struct obj *c =
+			ingest__obj_get(in, RES_RESOURCECLAIM, ns, names[i]);
+		json_t *doc = c ? json_incref(ingest__obj_doc(c)) : NULL;
 
 		if (c != NULL)
-			obj_touch(in, RES_RESOURCECLAIM, c);
+			ingest__obj_touch(in, RES_RESOURCECLAIM, c);
 		if (doc != NULL)
-			rc = holder_upsert(in, RES_RESOURCECLAIM, doc, c);
+			rc = ingest__holder_upsert(in, RES_RESOURCECLAIM, doc,
+						   c);
 		json_decref(doc);
 	}
 	return rc;
@@ -383,7 +385,7 @@ static int covers_set(ingest_t *in, struct obj *vmi,
 	vmi->covers = NULL;
 	vmi->n_covers = n;
 	if (n > 0) {
-		vmi->covers = ing_xmalloc(n * sizeof(*vmi->covers));
+		vmi->covers = lg_xmalloc(n * sizeof(*vmi->covers));
 		memcpy(vmi->covers, names, n * sizeof(*vmi->covers));
 	}
 	snprintf(ns, sizeof(ns), "%s", vmi->ns);
@@ -404,13 +406,13 @@ static bool claim_covered(ingest_t *in, const struct holder_map *claim)
 	if (!claim->valid || claim->n != 1)
 		return false;
 	k = cover_key(claim->ns, claim->name);
-	c = smap_get(&in->covers, k);
+	c = ingest__smap_get(&in->covers, k);
 	free(k);
 	if (c == NULL)
 		return false;
-	vhm = ing_xmalloc(sizeof(*vhm));
+	vhm = lg_xmalloc(sizeof(*vhm));
 	for (size_t i = 0; i < c->n && !yes; i++)
-		if (obj_doc(c->vmis[i]) != NULL &&
+		if (ingest__obj_doc(c->vmis[i]) != NULL &&
 		    holder_map_object(c->vmis[i]->doc, &in->table, vhm, NULL) ==
 			    0)
 			yes = holder_claim_covered(claim, vhm);
@@ -456,7 +458,7 @@ static bool container_extended(const json_t *c)
 	       names_extended(json_object_get(res, "limits"));
 }
 
-bool pod_dormant(const json_t *pod)
+bool ingest__pod_dormant(const json_t *pod)
 {
 	const json_t *spec = json_object_get(pod, "spec");
 	const char *phase = json_string_value(
@@ -517,27 +519,29 @@ static bool identity_ok(const struct holder_map *hm, struct lg_error *e)
 static void note_holder(ingest_t *in, enum resource r, struct obj *o,
 			const struct holder_map *hm, const struct lg_error *e)
 {
-	const char *kind = resource_info(r)->kind;
+	const char *kind = ingest__resource_info(r)->kind;
 
 	if (!hm->valid && hm->too_large)
-		emit_note(in, o, "UnitsTooLarge", o->kind, o->ns, o->name,
-			  "%s %s/%s: %s; it holds 0", kind, o->ns, o->name,
-			  e->msg);
+		ingest__emit_note(in, o, "UnitsTooLarge", o->kind, o->ns,
+				  o->name, "%s %s/%s: %s; it holds 0", kind,
+				  o->ns, o->name, e->msg);
 	else if (!hm->valid)
-		emit_note(in, o, "InvalidObject", o->kind, o->ns, o->name,
-			  "%s %s/%s: %s", kind, o->ns, o->name, e->msg);
+		ingest__emit_note(in, o, "InvalidObject", o->kind, o->ns,
+				  o->name, "%s %s/%s: %s", kind, o->ns, o->name,
+				  e->msg);
 	else if (hm->unknown_class)
-		emit_note(in, o, "UnknownClass", o->kind, o->ns, o->name,
-			  "%s %s/%s: an entry names a class not in the table",
-			  kind, o->ns, o->name);
+		ingest__emit_note(
+			in, o, "UnknownClass", o->kind, o->ns, o->name,
+			"%s %s/%s: an entry names a class not in the table",
+			kind, o->ns, o->name);
 	else
 		o->note = 0;
 }
 
-int holder_upsert(ingest_t *in, enum resource r, const json_t *obj,
-		  struct obj *o)
+int ingest__holder_upsert(ingest_t *in, enum resource r, const json_t *obj,
+			  struct obj *o)
 {
-	struct holder_map *hm = ing_xmalloc(sizeof(*hm));
+	struct holder_map *hm = lg_xmalloc(sizeof(*hm));
 	struct ucls want[HOLDER_MAX_CLASSES];
 	struct lg_error e = {0};
 	size_t n = 0;
@@ -552,18 +556,19 @@ int holder_upsert(ingest_t *in, enum resource r, const json_t *obj,
 	/* Most pods hold nothing and never enter the cache; an invalid one
 	 * does, so that its NOTE is not repeated, and so does a dormant one
 	 * (above). */
-	dormant = r == RES_POD && hm->valid && n == 0 && pod_dormant(obj);
+	dormant =
+		r == RES_POD && hm->valid && n == 0 && ingest__pod_dormant(obj);
 	if (o == NULL && r == RES_POD && hm->valid && n == 0 && !dormant)
 		goto out;
 	if (o == NULL)
-		o = obj_add(in, r, meta_str(obj, "namespace"),
-			    meta_str(obj, "name"), hm->uid);
+		o = ingest__obj_add(in, r, ingest__meta_str(obj, "namespace"),
+				    ingest__meta_str(obj, "name"), hm->uid);
 	note_holder(in, r, o, hm, &e);
-	changed = holder_apply(
+	changed = ingest__holder_apply(
 		in, o, hm->valid ? hm->uid : o->uid, want, n,
 		hm->valid && (r == RES_POD || hm->allocated) ? hm->node : "");
 	if (r == RES_POD && hm->valid && o->n_units == 0 && !dormant) {
-		obj_del(in, r, o);
+		ingest__obj_del(in, r, o);
 		goto out;
 	}
 	/* A pod's resources never change, so its extract is kept until its
@@ -571,11 +576,11 @@ int holder_upsert(ingest_t *in, enum resource r, const json_t *obj,
 	 * dormant pod's units stay 0 while its node and phase move, so its
 	 * extract always follows. */
 	if (obj != o->doc &&
-	    (r != RES_POD || !obj_has_doc(o) || changed || dormant))
-		obj_set_doc(o, holder_extract(r, obj));
+	    (r != RES_POD || !ingest__obj_has_doc(o) || changed || dormant))
+		ingest__obj_set_doc(o, holder_extract(r, obj));
 	if (r == RES_VMINSTANCE) {
 		char(*names)[DNS1123_LABEL_MAX + 1] =
-			ing_xmalloc(HOLDER_MAX_ENTRIES * sizeof(*names));
+			lg_xmalloc(HOLDER_MAX_ENTRIES * sizeof(*names));
 		size_t k = vmi_covers(hm, names);
 
 		rc = covers_set(in, o, names, k);
@@ -586,12 +591,12 @@ out:
 	return rc;
 }
 
-void holder_delete(ingest_t *in, enum resource r, struct obj *o)
+void ingest__holder_delete(ingest_t *in, enum resource r, struct obj *o)
 {
-	holder_apply(in, o, o->uid, NULL, 0, "");
+	ingest__holder_apply(in, o, o->uid, NULL, 0, "");
 	if (r == RES_VMINSTANCE) {
-		obj_set_doc(o, NULL);
+		ingest__obj_set_doc(o, NULL);
 		covers_set(in, o, NULL, 0);
 	}
-	obj_del(in, r, o);
+	ingest__obj_del(in, r, o);
 }

@@ -97,6 +97,9 @@ struct ingest_follow_opts {
 	bool parse_inline;
 };
 
+/* The most parse threads ingest_follow_opts.parse_threads may ask for. */
+#define INGEST_PIPE_THREADS_MAX 16
+
 struct ingest_follow_result {
 	bool resumed;		  /* a committed position was found */
 	uint64_t offset;	  /* where reading ended */
@@ -112,58 +115,6 @@ struct ingest_follow_result {
  * the ledger's), LG_EIO, and the ledger's errors. res may be NULL. */
 int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		  struct ingest_follow_result *res, struct lg_error *err);
-
-/* ---------------------------------------------------------------------- */
-/* The parse pipeline (ingest/pipeline.c, DESIGN 10): lines from a source
- * are read on the caller's thread into a bounded ring of batches, worker
- * threads do what depends only on a line's bytes (the pod projection and
- * jansson's parse), and ingest_pipe_feed gives the lines to the engine in
- * source order, doing the rest on the caller's thread: the engine sees
- * what ingest_line would have made of each line, and the log is the same.
- * The engine stays single-threaded; the source is called only from the
- * thread that calls ingest_pipe_feed. */
-typedef struct ingest_pipe ingest_pipe_t;
-
-/* What a source returns: the next line (*line borrowed until the next
- * call, *len bytes, at most max_line_bytes), a line of *len bytes it
- * skipped as too long, the end, or an error (< 0, err set). *tag is given
- * back with the line when it is fed (a stream: the offset after it). */
-enum {
-	INGEST_SRC_END = 0,
-	INGEST_SRC_LINE = 1,
-	INGEST_SRC_OVERSIZED = 2
-};
-typedef int ingest_source_fn(void *ctx, const char **line, uint64_t *len,
-			     uint64_t *tag, struct lg_error *err);
-
-#define INGEST_PIPE_THREADS_MAX	    16
-#define INGEST_PIPE_BATCHES_MAX	    64
-#define INGEST_PIPE_BATCH_LINES_MAX (1u << 20)
-struct ingest_pipe_opts {
-	unsigned threads;      /* workers (0: 1) */
-	size_t batches;	       /* batches in the ring, >= 2 (0: threads + 3) */
-	size_t batch_lines;    /* lines per batch at most (0: 1024) */
-	size_t batch_bytes;    /* a batch is handed over once it holds this
-				  much (0: 32 KiB) */
-	size_t max_line_bytes; /* the source's longest line (0: 4 MiB) */
-	/* The feeding thread waits this long for a worker's batch before it
-	 * prepares the batch itself (0: 200; at most 1000000). */
-	unsigned steal_after_us;
-};
-
-/* Starts the workers. LG_EINVAL (bounds out of range), LG_EIO (no
- * thread). The source is first called by ingest_pipe_feed. */
-int ingest_pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
-		    ingest_source_fn *src, void *ctx, struct lg_error *err);
-/* Feeds the next line to in (ingest_line's work, or ingest_oversized):
- * 1 with its *tag; 0 at the source's end; < 0 on an error of the engine,
- * or of the source once every line before the error was fed. Reads ahead
- * up to the ring's bound. */
-int ingest_pipe_feed(ingest_pipe_t *p, ingest_t *in, uint64_t *tag,
-		     struct lg_error *err);
-/* Stops and joins the workers; lines read ahead and not fed are dropped.
- * Accepts NULL. */
-void ingest_pipe_free(ingest_pipe_t *p);
 
 /* ---------------------------------------------------------------------- */
 /* Read replicas (ingest/replicate.c, DESIGN 7): lg follows the primary's

@@ -37,15 +37,15 @@ enum resource {
 	RES_MAX
 };
 
-struct resource_info {
+struct ingest__resource_info {
 	const char *api_version; /* "v1", "apps.cozystack.io/v1alpha1", ... */
 	const char *kind;	 /* "Namespace", ... */
 	const char *path;	 /* list/watch path of DESIGN 2 */
 };
 /* Static table, indexed by enum resource. */
-const struct resource_info *resource_info(enum resource r);
+const struct ingest__resource_info *ingest__resource_info(enum resource r);
 /* The resource of an object by apiVersion and kind; RES_MAX if not ours. */
-enum resource resource_of(const char *api_version, const char *kind);
+enum resource ingest__resource_of(const char *api_version, const char *kind);
 
 enum watch_type {
 	WATCH_ADDED,
@@ -62,45 +62,45 @@ bool ingest__watch_type_parse(const char *name, enum watch_type *type);
 /* One watch event of resource r (object may be NULL for BOOKMARK).
  * time_ns is the event time (0: keep the last time; earlier: clamped).
  * Invalid input becomes a NOTE; only operating errors (the ledger) fail. */
-int ingest_event(ingest_t *in, enum watch_type type, const json_t *object,
-		 int64_t time_ns, struct lg_error *err);
+int ingest__event(ingest_t *in, enum watch_type type, const json_t *object,
+		  int64_t time_ns, struct lg_error *err);
 /* One line of a recorded stream: {"type", "object", "time"?}. Malformed
  * lines, unknown kinds and oversized lines are NOTEs. */
-int ingest_line(ingest_t *in, const char *line, size_t len,
-		struct lg_error *err);
+int ingest__line(ingest_t *in, const char *line, size_t len,
+		 struct lg_error *err);
 
 /* A relist of resource r: begin, then every listed object with
- * ingest_event(WATCH_ADDED), then end, which deletes what was not listed. */
-int ingest_relist_begin(ingest_t *in, enum resource r, struct lg_error *err);
-int ingest_relist_end(ingest_t *in, enum resource r, struct lg_error *err);
+ * ingest__event(WATCH_ADDED), then end, which deletes what was not listed. */
+int ingest__relist_begin(ingest_t *in, enum resource r, struct lg_error *err);
+int ingest__relist_end(ingest_t *in, enum resource r, struct lg_error *err);
 
 /* The position to commit with the next flush: the resourceVersion of r, or
  * for a recorded stream its byte offset (resource RES_MAX). */
-void ingest_set_position(ingest_t *in, enum resource r, const char *value);
+void ingest__set_position(ingest_t *in, enum resource r, const char *value);
 /* The committed position (NULL when none), borrowed. */
-const char *ingest_position(ingest_t *in, enum resource r);
+const char *ingest__position(ingest_t *in, enum resource r);
 
 /* Appends what is pending (events, positions, and the object table's
  * records of the objects changed since the last flush) in one
  * transaction. */
-int ingest_flush(ingest_t *in, struct lg_error *err);
+int ingest__flush(ingest_t *in, struct lg_error *err);
 /* Appends a TICK at time_ns if it is later than the horizon. */
-int ingest_tick(ingest_t *in, int64_t time_ns, struct lg_error *err);
+int ingest__tick(ingest_t *in, int64_t time_ns, struct lg_error *err);
 
 /* Makes t the class table (copied): CLASS events for the classes removed
  * (definition null) and for the new or changed ones, then every cached
  * object is mapped again and the differences are events. */
-int ingest_set_classes(ingest_t *in, const struct class_table *t,
-		       struct lg_error *err);
+int ingest__set_classes(ingest_t *in, const struct class_table *t,
+			struct lg_error *err);
 /* The table in force, borrowed until the next call that changes it. */
-const struct class_table *ingest_classes(const ingest_t *in);
+const struct class_table *ingest__classes(const ingest_t *in);
 /* The current event time (the last input time, never decreasing). */
-int64_t ingest_time_ns(const ingest_t *in);
+int64_t ingest__time_ns(const ingest_t *in);
 /* A NOTE with no object, with code (a static string) and message (copied;
  * printable ASCII is kept, the rest becomes '?'), dated like the next
  * event; for what the sources see themselves (ClockStep, ApiAbsent). */
-int ingest_note(ingest_t *in, const char *code, const char *msg,
-		struct lg_error *err);
+int ingest__note(ingest_t *in, const char *code, const char *msg,
+		 struct lg_error *err);
 
 /* The live watcher's clock (ingest/clock.c, DESIGN 4.1): the time events
  * are dated with, from CLOCK_MONOTONIC readings steered toward the wall
@@ -117,14 +117,14 @@ struct ingest_clock {
  * that is more than 1 s either way (at the first reading: wall - floor when
  * the ledger is more than 1 s ahead), else 0: the caller records a NOTE
  * ClockStep. Never decreases. */
-int64_t ingest_clock_read(struct ingest_clock *c, int64_t mono_ns,
-			  int64_t wall_ns, int64_t floor_ns, int64_t *step_ns);
+int64_t ingest__clock_read(struct ingest_clock *c, int64_t mono_ns,
+			   int64_t wall_ns, int64_t floor_ns, int64_t *step_ns);
 /* An input line or object of len bytes was larger than max_object_bytes
  * and skipped by the source: a NOTE. */
-int ingest_oversized(ingest_t *in, uint64_t len, struct lg_error *err);
+int ingest__oversized(ingest_t *in, uint64_t len, struct lg_error *err);
 /* The meta key under which the position of r (RES_MAX: the stream) is
  * committed. Static string. */
-const char *ingest_position_key(enum resource r);
+const char *ingest__position_key(enum resource r);
 
 void ingest_counters(const ingest_t *in, struct ingest_counters *c);
 
@@ -136,8 +136,8 @@ struct ingest_note_count {
 	const char *code;
 	uint64_t n;
 };
-size_t ingest_note_counts(const ingest_t *in, struct ingest_note_count *out,
-			  size_t cap);
+size_t ingest__note_counts(const ingest_t *in, struct ingest_note_count *out,
+			   size_t cap);
 
 /* Defaults of struct ingest_opts. */
 #define INGEST_MAX_OBJECT_DEFAULT (4u << 20)
@@ -164,32 +164,28 @@ struct smap {
 	smap_key_fn *key;
 };
 
-void smap_init(struct smap *m, smap_key_fn *key);
-void smap_release(struct smap *m);
-void *smap_get(const struct smap *m, const char *key);
-void *smap_getn(const struct smap *m, const char *key, size_t len);
+void ingest__smap_init(struct smap *m, smap_key_fn *key);
+void ingest__smap_release(struct smap *m);
+void *ingest__smap_get(const struct smap *m, const char *key);
+void *ingest__smap_getn(const struct smap *m, const char *key, size_t len);
 /* Inserts v, whose key must not be in the map yet (asserted). */
-void smap_put(struct smap *m, void *v);
-void smap_del(struct smap *m, const void *v);
+void ingest__smap_put(struct smap *m, void *v);
+void ingest__smap_del(struct smap *m, const void *v);
 /* The values sorted by key (caller frees the array; NULL when empty). */
-void **smap_sorted(const struct smap *m, size_t *n);
+void **ingest__smap_sorted(const struct smap *m, size_t *n);
 
 /* Strings of the pending events live in an arena reset at every flush. */
 struct arena {
 	struct ablock *head;
 };
-void arena_init(struct arena *a);
-char *arena_strdup(struct arena *a, const char *s);
-void arena_reset(struct arena *a);
-void arena_release(struct arena *a);
+void ingest__arena_init(struct arena *a);
+char *ingest__arena_strdup(struct arena *a, const char *s);
+void ingest__arena_reset(struct arena *a);
+void ingest__arena_release(struct arena *a);
 
 /* Memory: model's lg_xmalloc family; aliases until
  * notes/rename-e15-ingest.map is applied. */
-#define ing_xmalloc  lg_xmalloc
-#define ing_xcalloc  lg_xcalloc
-#define ing_xrealloc lg_xrealloc
-#define ing_xstrdup  lg_xstrdup
-uint64_t ing_hash(const void *p, size_t n);
+uint64_t ingest__hash(const void *p, size_t n);
 
 /* ---------------------------------------------------------------------- */
 /* Cached objects. */
@@ -297,33 +293,34 @@ struct ingest {
 
 /* engine.c: before any input (flushes a full batch; refuses input after a
  * failed flush), and the event time. */
-int input_begin(ingest_t *in, struct lg_error *err);
-void advance_time(ingest_t *in, int64_t time_ns);
+int ingest__input_begin(ingest_t *in, struct lg_error *err);
+void ingest__advance_time(ingest_t *in, int64_t time_ns);
 /* engine.c: emitting (copies every string). */
-void emit(ingest_t *in, const struct event *ev);
-void emit_note(ingest_t *in, struct obj *o, const char *code,
-	       enum holder_kind kind, const char *ns, const char *name,
-	       const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+void ingest__emit(ingest_t *in, const struct event *ev);
+void ingest__emit_note(ingest_t *in, struct obj *o, const char *code,
+		       enum holder_kind kind, const char *ns, const char *name,
+		       const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
 /* Objects. */
-struct obj *obj_get(ingest_t *in, enum resource r, const char *ns,
-		    const char *name);
-struct obj *obj_add(ingest_t *in, enum resource r, const char *ns,
-		    const char *name, const char *uid);
-void obj_del(ingest_t *in, enum resource r, struct obj *o);
-void obj_free(struct obj *o);
-void obj_set_names(struct obj *o, const char *ns, const char *name);
-void obj_set_uid(struct obj *o, const char *uid);
+struct obj *ingest__obj_get(ingest_t *in, enum resource r, const char *ns,
+			    const char *name);
+struct obj *ingest__obj_add(ingest_t *in, enum resource r, const char *ns,
+			    const char *name, const char *uid);
+void ingest__obj_del(ingest_t *in, enum resource r, struct obj *o);
+void ingest__obj_free(struct obj *o);
+void ingest__obj_set_names(struct obj *o, const char *ns, const char *name);
+void ingest__obj_set_uid(struct obj *o, const char *uid);
 /* The resource of a holder kind (RES_MAX for HK_NONE). */
-enum resource kind_res(enum holder_kind k);
+enum resource ingest__kind_res(enum holder_kind k);
 /* The holder kind of resource r (HK_NONE: not a holder). */
-enum holder_kind res_kind(enum resource r);
-void obj_set_doc(struct obj *o, json_t *doc); /* takes the reference */
+enum holder_kind ingest__res_kind(enum resource r);
+void ingest__obj_set_doc(struct obj *o, json_t *doc); /* takes the reference */
 /* The extract (parsed on first use; NULL when none or unreadable),
  * borrowed until the next obj_set_doc. */
-json_t *obj_doc(struct obj *o);
-bool obj_has_doc(const struct obj *o);
+json_t *ingest__obj_doc(struct obj *o);
+bool ingest__obj_has_doc(const struct obj *o);
 /* The units of class cls of holder o (added as 0 when absent). */
-struct ucls *obj_units(struct obj *o, const char *cls);
+struct ucls *ingest__obj_units(struct obj *o, const char *cls);
 /* The index of class cls in *arr, an array of *n entries of elem bytes each
  * beginning with its class name (char[DNS1123_LABEL_MAX + 1]), sorted by it;
  * when cls is not there, a zeroed entry named cls is inserted at its place
@@ -336,11 +333,11 @@ size_t ingest__cls_slot(void **arr, size_t *n, size_t elem, const char *cls);
 bool ingest__body_append(char **p, size_t *len, size_t *cap, const char *data,
 			 size_t n, size_t max);
 /* Drops units that are 0 in both measures. */
-void obj_trim(struct obj *o);
+void ingest__obj_trim(struct obj *o);
 /* Deep copy of a member (NULL when absent). */
-json_t *jcopy(const json_t *o, const char *key);
+json_t *ingest__jcopy(const json_t *o, const char *key);
 /* Metadata strings, NULL when absent or not strings. */
-const char *meta_str(const json_t *obj, const char *key);
+const char *ingest__meta_str(const json_t *obj, const char *key);
 
 /* Handlers of one resource: upsert maps obj (ADDED, MODIFIED, or a cached
  * doc when the class table changes) against o, the cached object or NULL;
@@ -356,54 +353,55 @@ typedef void delete_fn(ingest_t *in, enum resource r, struct obj *o);
  * of the engine's clock, into b (owned by in until objtab_release, which
  * with committed forgets the names); objtab_load fills the cache at
  * start. */
-const char *dirty_key(const void *v);
+const char *ingest__dirty_key(const void *v);
 /* The dirty-set key of cached object okey of resource r (caller frees). */
-char *obj_dirty_key(enum resource r, const char *okey);
+char *ingest__obj_dirty_key(enum resource r, const char *okey);
 /* The maps of cached objects (ingest/cache.c): init at ingest_new, release
  * (freeing every object) at ingest_free. */
-void cache_init(ingest_t *in);
-void cache_release(ingest_t *in);
-void obj_touch(ingest_t *in, enum resource r, const struct obj *o);
-void objtab_collect(ingest_t *in, struct ledger_batch *b);
-void objtab_release(ingest_t *in, struct ledger_batch *b, bool committed);
-int objtab_load(ingest_t *in, struct lg_error *err);
+void ingest__cache_init(ingest_t *in);
+void ingest__cache_release(ingest_t *in);
+void ingest__obj_touch(ingest_t *in, enum resource r, const struct obj *o);
+void ingest__objtab_collect(ingest_t *in, struct ledger_batch *b);
+void ingest__objtab_release(ingest_t *in, struct ledger_batch *b,
+			    bool committed);
+int ingest__objtab_load(ingest_t *in, struct lg_error *err);
 /* The whole cache as canonical text, for tests (caller frees). */
-char *objtab_dump(const ingest_t *in);
+char *ingest__objtab_dump(const ingest_t *in);
 
 /* tree.c: tenant nodes, Namespaces, Tenants. */
-struct tnode *tnode_get(ingest_t *in, const char *ns, bool create);
-void tnode_ensure(ingest_t *in, const char *ns);
-void tnode_check(ingest_t *in, const char *ns);
-void tnode_free(struct tnode *t);
-void tnode_budget_set(struct tnode *t, const char *key, bool present,
-		      int64_t value);
-void tnode_raw_set(struct tnode *t, const char *res, bool present);
-upsert_fn ns_upsert, tenant_upsert;
-delete_fn ns_delete, tenant_delete;
+struct tnode *ingest__tnode_get(ingest_t *in, const char *ns, bool create);
+void ingest__tnode_ensure(ingest_t *in, const char *ns);
+void ingest__tnode_check(ingest_t *in, const char *ns);
+void ingest__tnode_free(struct tnode *t);
+void ingest__tnode_budget_set(struct tnode *t, const char *key, bool present,
+			      int64_t value);
+void ingest__tnode_raw_set(struct tnode *t, const char *res, bool present);
+upsert_fn ingest__ns_upsert, ingest__tenant_upsert;
+delete_fn ingest__ns_delete, ingest__tenant_delete;
 
 /* holders.c: VMInstance, KubernetesNodes, Pod, ResourceClaim. */
-upsert_fn holder_upsert;
-delete_fn holder_delete;
+upsert_fn ingest__holder_upsert;
+delete_fn ingest__holder_delete;
 /* Sets a holder's units (by class name) to want[0..n), node for the
  * allocations, under uid; emits the differences in a safe order. Returns
  * whether anything changed. */
-bool holder_apply(ingest_t *in, struct obj *o, const char *uid,
-		  const struct ucls *want, size_t n, const char *node);
+bool ingest__holder_apply(ingest_t *in, struct obj *o, const char *uid,
+			  const struct ucls *want, size_t n, const char *node);
 /* Counts o in its tenant node while it holds units. */
-void holder_count(ingest_t *in, struct obj *o);
-void cover_free(struct cover *c);
+void ingest__holder_count(ingest_t *in, struct obj *o);
+void ingest__cover_free(struct cover *c);
 /* Links a loaded VMInstance's cover names into the cover index. */
-void covers_restore(ingest_t *in, struct obj *vmi);
+void ingest__covers_restore(ingest_t *in, struct obj *vmi);
 /* A pod that holds nothing but must stay cached, because a later class
  * table could map it: it names an extended resource and is not terminal. */
-bool pod_dormant(const json_t *pod);
+bool ingest__pod_dormant(const json_t *pod);
 
 /* nodes.c: Nodes and the class table. */
-upsert_fn node_upsert, configmap_upsert;
-delete_fn node_delete, configmap_delete;
-void needles_rebuild(ingest_t *in);
-void needles_free(ingest_t *in);
-void table_copy(struct class_table *dst, const struct class_table *src);
+upsert_fn ingest__node_upsert, ingest__configmap_upsert;
+delete_fn ingest__node_delete, ingest__configmap_delete;
+void ingest__needles_rebuild(ingest_t *in);
+void ingest__needles_free(ingest_t *in);
+void ingest__table_copy(struct class_table *dst, const struct class_table *src);
 
 /* project.c: the members of a Pod watch event that the mapping reads,
  * copied into out (room for len + 1 bytes) as a small JSON text. Returns
@@ -428,8 +426,8 @@ struct pp_span {
 struct pod_proj {
 	struct pp_span span[PP_MAX];
 };
-size_t pod_project(const char *line, size_t len, char *out,
-		   struct pod_proj *pp);
+size_t ingest__pod_project(const char *line, size_t len, char *out,
+			   struct pod_proj *pp);
 
 /* stream.c: a line in two halves. ingest_prep_line does what depends only
  * on the line's bytes (the blank test, the pod projection into proj, which
@@ -451,15 +449,66 @@ struct ingest_prep {
 	json_t *doc;	   /* the parsed projection or line (NULL: failed) */
 	json_error_t jerr; /* why the line did not parse */
 };
-void ingest_prep_line(struct ingest_prep *p, const char *line, size_t len,
-		      char *proj);
+void ingest__prep_line(struct ingest_prep *p, const char *line, size_t len,
+		       char *proj);
 /* ingest_prep_line in two steps: the scan (blank, projection, the skip's
  * line conditions; doc NULL), then the parse when the line needs one. */
-void ingest_prep_scan(struct ingest_prep *p, const char *line, size_t len,
-		      char *proj);
-void ingest_prep_parse(struct ingest_prep *p);
-int ingest_line_prepared(ingest_t *in, struct ingest_prep *p,
-			 struct lg_error *err);
-void ingest_prep_release(struct ingest_prep *p);
+void ingest__prep_scan(struct ingest_prep *p, const char *line, size_t len,
+		       char *proj);
+void ingest__prep_parse(struct ingest_prep *p);
+int ingest__line_prepared(ingest_t *in, struct ingest_prep *p,
+			  struct lg_error *err);
+void ingest__prep_release(struct ingest_prep *p);
+
+/* ---------------------------------------------------------------------- */
+/* The parse pipeline (ingest/pipeline.c, DESIGN 10): lines from a source
+ * are read on the caller's thread into a bounded ring of batches, worker
+ * threads do what depends only on a line's bytes (the pod projection and
+ * jansson's parse), and ingest_pipe_feed gives the lines to the engine in
+ * source order, doing the rest on the caller's thread: the engine sees
+ * what ingest_line would have made of each line, and the log is the same.
+ * The engine stays single-threaded; the source is called only from the
+ * thread that calls ingest_pipe_feed. */
+typedef struct ingest_pipe ingest_pipe_t;
+
+/* What a source returns: the next line (*line borrowed until the next
+ * call, *len bytes, at most max_line_bytes), a line of *len bytes it
+ * skipped as too long, the end, or an error (< 0, err set). *tag is given
+ * back with the line when it is fed (a stream: the offset after it). */
+enum {
+	INGEST_SRC_END = 0,
+	INGEST_SRC_LINE = 1,
+	INGEST_SRC_OVERSIZED = 2
+};
+typedef int ingest_source_fn(void *ctx, const char **line, uint64_t *len,
+			     uint64_t *tag, struct lg_error *err);
+
+#define INGEST_PIPE_BATCHES_MAX	    64
+#define INGEST_PIPE_BATCH_LINES_MAX (1u << 20)
+struct ingest_pipe_opts {
+	unsigned threads;      /* workers (0: 1) */
+	size_t batches;	       /* batches in the ring, >= 2 (0: threads + 3) */
+	size_t batch_lines;    /* lines per batch at most (0: 1024) */
+	size_t batch_bytes;    /* a batch is handed over once it holds this
+				  much (0: 32 KiB) */
+	size_t max_line_bytes; /* the source's longest line (0: 4 MiB) */
+	/* The feeding thread waits this long for a worker's batch before it
+	 * prepares the batch itself (0: 200; at most 1000000). */
+	unsigned steal_after_us;
+};
+
+/* Starts the workers. LG_EINVAL (bounds out of range), LG_EIO (no
+ * thread). The source is first called by ingest_pipe_feed. */
+int ingest__pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
+		     ingest_source_fn *src, void *ctx, struct lg_error *err);
+/* Feeds the next line to in (ingest_line's work, or ingest_oversized):
+ * 1 with its *tag; 0 at the source's end; < 0 on an error of the engine,
+ * or of the source once every line before the error was fed. Reads ahead
+ * up to the ring's bound. */
+int ingest__pipe_feed(ingest_pipe_t *p, ingest_t *in, uint64_t *tag,
+		      struct lg_error *err);
+/* Stops and joins the workers; lines read ahead and not fed are dropped.
+ * Accepts NULL. */
+void ingest__pipe_free(ingest_pipe_t *p);
 
 #endif

@@ -168,7 +168,7 @@ static void logmsg(const char *fmt, ...)
 
 static const char *res_name(const struct res *s)
 {
-	return resource_info(s->r)->kind;
+	return ingest__resource_info(s->r)->kind;
 }
 
 /* Records an operating error; the loop ends at its next turn. */
@@ -189,8 +189,8 @@ static int fail(struct kube *k, int code, const struct lg_error *e)
 /* "namespace/name", or false when the object has no usable name. */
 static bool object_key(const json_t *obj, char *buf, size_t cap)
 {
-	const char *ns = meta_str(obj, "namespace"),
-		   *name = meta_str(obj, "name");
+	const char *ns = ingest__meta_str(obj, "namespace"),
+		   *name = ingest__meta_str(obj, "name");
 	int n;
 
 	if (name == NULL || name[0] == '\0')
@@ -239,13 +239,14 @@ static void track(struct res *s, enum watch_type type, const json_t *obj)
 		json_object_del(s->known, key);
 		return;
 	}
-	id = json_pack("{s:s}", "name", meta_str(obj, "name"));
-	if (meta_str(obj, "namespace") != NULL)
-		json_object_set_new(id, "namespace",
-				    json_string(meta_str(obj, "namespace")));
-	if (meta_str(obj, "uid") != NULL)
+	id = json_pack("{s:s}", "name", ingest__meta_str(obj, "name"));
+	if (ingest__meta_str(obj, "namespace") != NULL)
+		json_object_set_new(
+			id, "namespace",
+			json_string(ingest__meta_str(obj, "namespace")));
+	if (ingest__meta_str(obj, "uid") != NULL)
 		json_object_set_new(id, "uid",
-				    json_string(meta_str(obj, "uid")));
+				    json_string(ingest__meta_str(obj, "uid")));
 	if (s->seen != NULL)
 		json_object_set(s->seen, key, id);
 	json_object_set_new(s->known, key, id);
@@ -255,7 +256,7 @@ static void track(struct res *s, enum watch_type type, const json_t *obj)
  * list did not show, which is what the engine's relist_end released. */
 static int record_vanished(struct kube *k, struct res *s, int64_t time_ns)
 {
-	const struct resource_info *ri = resource_info(s->r);
+	const struct ingest__resource_info *ri = ingest__resource_info(s->r);
 	const char *key;
 	json_t *id;
 	int rc = 0;
@@ -290,8 +291,9 @@ static void seed_line(struct kube *k, const char *line, size_t len)
 	enum resource r;
 	enum watch_type t;
 
-	r = resource_of(json_string_value(json_object_get(obj, "apiVersion")),
-			json_string_value(json_object_get(obj, "kind")));
+	r = ingest__resource_of(
+		json_string_value(json_object_get(obj, "apiVersion")),
+		json_string_value(json_object_get(obj, "kind")));
 	if (r != RES_MAX && ingest__watch_type_parse(type, &t) &&
 	    t != WATCH_BOOKMARK)
 		track(&k->res[r], t, obj);
@@ -303,17 +305,18 @@ static void seed_line(struct kube *k, const char *line, size_t len)
 static uint64_t record_seed(struct kube *k, FILE *f)
 {
 	size_t cap = k->o.max_object_bytes + 4096;
-	char *buf = xmalloc(cap), *chunk = xmalloc(1 << 16);
+	char *buf = lg_xmalloc(cap), *chunk = lg_xmalloc(1 << 16);
 	struct kube_frame fr;
 	uint64_t total = 0, complete = 0;
 
-	kube_frame_init(&fr, buf, cap);
+	ingest__kube_frame_init(&fr, buf, cap);
 	for (size_t n; (n = fread(chunk, 1, 1 << 16, f)) > 0; total += n) {
 		for (size_t off = 0, used; off < n; off += used) {
 			struct kube_frame_out out;
 
-			if (kube_frame_push(&fr, chunk + off, n - off, &used,
-					    &out) == KUBE_FRAME_LINE)
+			if (ingest__kube_frame_push(&fr, chunk + off, n - off,
+						    &used,
+						    &out) == KUBE_FRAME_LINE)
 				seed_line(k, out.line, out.len);
 			if (chunk[off + used - 1] == '\n')
 				complete = total + off + used;
@@ -365,7 +368,8 @@ static int record_open(struct kube *k, struct lg_error *err)
 
 static bool build_url(struct kube *k, struct res *s, char *buf, size_t cap)
 {
-	const char *path = s->path ? s->path : resource_info(s->r)->path;
+	const char *path =
+		s->path ? s->path : ingest__resource_info(s->r)->path;
 	char sep = strchr(path, '?') ? '&' : '?';
 	char *esc = NULL;
 	int n;
@@ -380,8 +384,8 @@ static bool build_url(struct kube *k, struct res *s, char *buf, size_t cap)
 			     sep, s->limit, esc ? "&continue=" : "",
 			     esc ? esc : "");
 	} else {
-		unsigned t = kube_watch_timeout_s(k->o.watch_timeout_s,
-						  next_rand(k));
+		unsigned t = ingest__kube_watch_timeout_s(k->o.watch_timeout_s,
+							  next_rand(k));
 
 		esc = curl_easy_escape(NULL, s->rv ? s->rv : "", 0);
 		n = snprintf(buf, cap,
@@ -417,9 +421,9 @@ static size_t on_header(char *b, size_t size, size_t nitems, void *data)
 	while (i < n && b[i] != '\r' && b[i] != '\n' && j < sizeof(v) - 1)
 		v[j++] = b[i++];
 	v[j] = '\0';
-	if (kube_retry_after_ms(v, (int64_t)time(NULL),
-				s->k->o.retry_after_max_ms,
-				&s->retry_after_ms) < 0)
+	if (ingest__kube_retry_after_ms(v, (int64_t)time(NULL),
+					s->k->o.retry_after_max_ms,
+					&s->retry_after_ms) < 0)
 		s->retry_after_ms = -1;
 	return n;
 }
@@ -447,7 +451,7 @@ static int oversized(struct kube *k, struct res *s, size_t len,
 	logmsg("%s: skipped a %s of %zu bytes (more than %zu)", res_name(s),
 	       what, len, k->o.max_object_bytes);
 	k->dirty = true;
-	if ((rc = ingest_oversized(k->in, len, &e)) < 0)
+	if ((rc = ingest__oversized(k->in, len, &e)) < 0)
 		return fail(k, rc, &e);
 	return 0;
 }
@@ -458,8 +462,8 @@ static bool watch_bytes(struct kube *k, struct res *s, const char *p, size_t n)
 	for (size_t off = 0, used; off < n; off += used) {
 		struct kube_frame_out out;
 
-		switch (kube_frame_push(&s->frame, p + off, n - off, &used,
-					&out)) {
+		switch (ingest__kube_frame_push(&s->frame, p + off, n - off,
+						&used, &out)) {
 		case KUBE_FRAME_LINE:
 			s->got_lines = true;
 			if (watch_line(k, s, out.line, out.len) < 0)
@@ -538,14 +542,14 @@ static void set_tls(struct kube *k, CURL *e)
 static int set_headers(struct kube *k, struct res *s, struct lg_error *err)
 {
 	char *token = NULL;
-	int rc = kube_config_token(k->c, &token, err);
+	int rc = ingest__kube_config_token(k->c, &token, err);
 
 	if (rc < 0)
 		return rc;
 	s->headers = curl_slist_append(NULL, "Accept: application/json");
 	if (token != NULL) {
 		size_t n = strlen(token) + 32;
-		char *h = xmalloc(n);
+		char *h = lg_xmalloc(n);
 
 		snprintf(h, n, "Authorization: Bearer %s", token);
 		s->headers = curl_slist_append(s->headers, h);
@@ -568,7 +572,7 @@ static void reset_response(struct res *s)
 	s->got_lines = false;
 	s->req_ns = mono_ns();
 	s->body_len = 0;
-	kube_frame_reset(&s->frame);
+	ingest__kube_frame_reset(&s->frame);
 }
 
 static int start_request(struct kube *k, struct res *s, struct lg_error *err)
@@ -581,7 +585,7 @@ static int start_request(struct kube *k, struct res *s, struct lg_error *err)
 	s->url = NULL;
 	if (!build_url(k, s, url, sizeof(url)))
 		return lg_error_set(err, LG_ELIMIT, "request URL too long");
-	s->url = xstrdup(url);
+	s->url = lg_xstrdup(url);
 	if ((rc = set_headers(k, s, err)) < 0)
 		return rc;
 	reset_response(s);
@@ -640,8 +644,8 @@ static int64_t real_ns(void)
  * of the wall clock is a NOTE ClockStep. */
 static int64_t ledger_now(struct kube *k)
 {
-	int64_t step, t = ingest_clock_read(&k->clock, mono_ns(), real_ns(),
-					    ingest_time_ns(k->in), &step);
+	int64_t step, t = ingest__clock_read(&k->clock, mono_ns(), real_ns(),
+					     ingest__time_ns(k->in), &step);
 	struct lg_error e = {0};
 	char msg[200];
 	int rc;
@@ -653,7 +657,7 @@ static int64_t ledger_now(struct kube *k)
 		 "events are dated from the monotonic clock, slewing toward "
 		 "the wall clock by at most 1/%d of elapsed time",
 		 (long long)(step / 1000000), INGEST_CLOCK_SLEW_DIV);
-	if ((rc = ingest_note(k->in, "ClockStep", msg, &e)) < 0)
+	if ((rc = ingest__note(k->in, "ClockStep", msg, &e)) < 0)
 		fail(k, rc, &e);
 	logmsg("%s", msg);
 	k->dirty = true;
@@ -664,7 +668,7 @@ static int64_t ledger_now(struct kube *k)
  * the record need both, and they are known from the resource. */
 static void fill_typemeta(const struct res *s, json_t *obj)
 {
-	const struct resource_info *ri = resource_info(s->r);
+	const struct ingest__resource_info *ri = ingest__resource_info(s->r);
 
 	if (!json_is_string(json_object_get(obj, "apiVersion")))
 		json_object_set_new(obj, "apiVersion",
@@ -713,8 +717,9 @@ static void to_read_version(const struct res *s, json_t *obj)
 		json_array_foreach (reqs, i, req)
 			claim_request_to_v1(req);
 	}
-	json_object_set_new(obj, "apiVersion",
-			    json_string(resource_info(s->r)->api_version));
+	json_object_set_new(
+		obj, "apiVersion",
+		json_string(ingest__resource_info(s->r)->api_version));
 }
 
 /* The engine keeps no pod that holds nothing, so when the class table
@@ -726,7 +731,7 @@ static void to_read_version(const struct res *s, json_t *obj)
 static void class_table_seen(struct kube *k, const json_t *obj,
 			     enum watch_type type)
 {
-	const char *rv = meta_str(obj, "resourceVersion");
+	const char *rv = ingest__meta_str(obj, "resourceVersion");
 
 	if (type == WATCH_DELETED || rv == NULL ||
 	    (k->classes_rv != NULL && strcmp(k->classes_rv, rv) == 0))
@@ -734,7 +739,7 @@ static void class_table_seen(struct kube *k, const json_t *obj,
 	if (k->classes_rv != NULL)
 		k->res[RES_POD].relist_soon = true;
 	free(k->classes_rv);
-	k->classes_rv = xstrdup(rv);
+	k->classes_rv = lg_xstrdup(rv);
 }
 
 /* Hands one object to the engine (recording it first) and, when it has
@@ -744,13 +749,13 @@ static int feed(struct kube *k, struct res *s, enum watch_type type,
 {
 	struct lg_error e = {0};
 	int64_t now = ledger_now(k);
-	const char *rv = meta_str(obj, "resourceVersion");
+	const char *rv = ingest__meta_str(obj, "resourceVersion");
 	int rc;
 
 	if ((rc = record_write(k, type_name, obj, now)) < 0)
 		return rc;
 	track(s, type, obj);
-	if ((rc = ingest_event(k->in, type, obj, now, &e)) < 0)
+	if ((rc = ingest__event(k->in, type, obj, now, &e)) < 0)
 		return fail(k, rc, &e);
 	k->dirty = true;
 	if (s->r == RES_CONFIGMAP && type != WATCH_BOOKMARK)
@@ -762,8 +767,8 @@ static int feed(struct kube *k, struct res *s, enum watch_type type,
 	s->st.last_seen_ns = now;
 	if (advance && rv != NULL && rv[0] != '\0') {
 		free(s->rv);
-		s->rv = xstrdup(rv);
-		ingest_set_position(k->in, s->r, rv);
+		s->rv = lg_xstrdup(rv);
+		ingest__set_position(k->in, s->r, rv);
 	}
 	return 0;
 }
@@ -778,7 +783,7 @@ static void watch_error(struct res *s, const json_t *status)
 	logmsg("%s: watch ERROR %lld (%s): relisting", res_name(s),
 	       (long long)code, msg ? msg : "no message");
 	s->relist = true;
-	s->relist_wait = kube_error_waits((long long)code);
+	s->relist_wait = ingest__kube_error_waits((long long)code);
 }
 
 static int watch_line(struct kube *k, struct res *s, const char *line,
@@ -797,7 +802,7 @@ static int watch_line(struct kube *k, struct res *s, const char *line,
 		logmsg("%s: malformed watch event (%zu bytes)", res_name(s),
 		       len);
 		json_decref(ev);
-		rc = ingest_line(k->in, line, len, &e);
+		rc = ingest__line(k->in, line, len, &e);
 		k->dirty = true;
 		return rc < 0 ? fail(k, rc, &e) : 0;
 	}
@@ -845,7 +850,7 @@ static int relist_begin(struct kube *k, struct res *s)
 	struct lg_error e = {0};
 	int rc;
 
-	if ((rc = ingest_relist_begin(k->in, s->r, &e)) < 0)
+	if ((rc = ingest__relist_begin(k->in, s->r, &e)) < 0)
 		return fail(k, rc, &e);
 	s->listing = true;
 	s->st.relists++;
@@ -864,7 +869,7 @@ static int relist_end(struct kube *k, struct res *s, const char *rv)
 	struct lg_error e = {0};
 	int rc;
 
-	if ((rc = ingest_relist_end(k->in, s->r, &e)) < 0)
+	if ((rc = ingest__relist_end(k->in, s->r, &e)) < 0)
 		return fail(k, rc, &e);
 	if ((rc = record_vanished(k, s, ledger_now(k))) < 0)
 		return rc;
@@ -872,9 +877,9 @@ static int relist_end(struct kube *k, struct res *s, const char *rv)
 	s->listed = true;
 	s->st.last_list_ns = s->st.last_seen_ns = real_ns();
 	free(s->rv);
-	s->rv = rv && rv[0] ? xstrdup(rv) : NULL;
+	s->rv = rv && rv[0] ? lg_xstrdup(rv) : NULL;
 	if (s->rv != NULL)
-		ingest_set_position(k->in, s->r, s->rv);
+		ingest__set_position(k->in, s->r, s->rv);
 	s->phase = PH_WATCH;
 	return 0;
 }
@@ -886,8 +891,8 @@ static int list_page(struct kube *k, struct res *s)
 	json_error_t je;
 	json_t *doc = json_loadb(s->body, s->body_len, 0, &je);
 	json_t *items = json_object_get(doc, "items");
-	const char *rv = meta_str(doc, "resourceVersion");
-	const char *cont = meta_str(doc, "continue");
+	const char *rv = ingest__meta_str(doc, "resourceVersion");
+	const char *cont = ingest__meta_str(doc, "continue");
 	int rc = 0;
 
 	if (!json_is_object(doc) ||
@@ -906,7 +911,7 @@ static int list_page(struct kube *k, struct res *s)
 	free(s->cont);
 	s->cont = NULL;
 	if (rc == 0 && cont != NULL && cont[0] != '\0')
-		s->cont = xstrdup(cont);
+		s->cont = lg_xstrdup(cont);
 	else if (rc == 0)
 		rc = relist_end(k, s, rv);
 	json_decref(doc);
@@ -920,9 +925,9 @@ static int list_page(struct kube *k, struct res *s)
  * failure in a row and honours the server's Retry-After. */
 static void retry_later(struct kube *k, struct res *s, const char *why)
 {
-	int64_t d = kube_retry_delay_ms(s->attempt, k->o.backoff_base_ms,
-					k->o.backoff_max_ms, s->retry_after_ms,
-					k->o.retry_after_max_ms, next_rand(k));
+	int64_t d = ingest__kube_retry_delay_ms(
+		s->attempt, k->o.backoff_base_ms, k->o.backoff_max_ms,
+		s->retry_after_ms, k->o.retry_after_max_ms, next_rand(k));
 
 	if (s->attempt < 64)
 		s->attempt++;
@@ -968,7 +973,7 @@ static void watch_finish(struct kube *k, struct res *s)
 {
 	struct kube_frame_out out;
 
-	if (kube_frame_finish(&s->frame, &out) == KUBE_FRAME_LINE &&
+	if (ingest__kube_frame_finish(&s->frame, &out) == KUBE_FRAME_LINE &&
 	    watch_line(k, s, out.line, out.len) < 0)
 		s->failed = true;
 }
@@ -1012,7 +1017,7 @@ static void went_absent(struct kube *k, struct res *s, const char *why)
 			 res_name(s), group, why,
 			 (long long)(k->o.api_recheck_ms / 1000));
 		logmsg("%s", msg);
-		if ((rc = ingest_note(k->in, "ApiAbsent", msg, &e)) < 0) {
+		if ((rc = ingest__note(k->in, "ApiAbsent", msg, &e)) < 0) {
 			fail(k, rc, &e);
 			return;
 		}
@@ -1055,7 +1060,8 @@ static const char *pick_version(const struct res *s)
 static void discovered(struct kube *k, struct res *s, CURLcode cc, long status)
 {
 	const struct api_versions *av = &api_versions[s->r];
-	const char *plural = strrchr(resource_info(s->r)->path, '/') + 1;
+	const char *plural =
+		strrchr(ingest__resource_info(s->r)->path, '/') + 1;
 	char why[200];
 	size_t n;
 
@@ -1086,7 +1092,7 @@ static void discovered(struct kube *k, struct res *s, CURLcode cc, long status)
 	s->absent = false;
 	n = strlen(av->group) + strlen(s->version) + strlen(plural) + 16;
 	free(s->path);
-	s->path = xmalloc(n);
+	s->path = lg_xmalloc(n);
 	snprintf(s->path, n, "/apis/%s/%s/%s", av->group, s->version, plural);
 	to_list(s);
 	s->attempt = 0;
@@ -1233,7 +1239,7 @@ static void maybe_tick(struct kube *k, int64_t now)
 
 	if (now - k->last_event_ns < k->o.tick_ns || !healthy(k))
 		return;
-	if ((rc = ingest_tick(k->in, ledger_now(k), &e)) < 0) {
+	if ((rc = ingest__tick(k->in, ledger_now(k), &e)) < 0) {
 		fail(k, rc, &e);
 		return;
 	}
@@ -1257,7 +1263,7 @@ static void maybe_flush(struct kube *k, int64_t now, bool force)
 		fail(k, LG_EIO, &e);
 		return;
 	}
-	if ((rc = ingest_flush(k->in, &e)) < 0) {
+	if ((rc = ingest__flush(k->in, &e)) < 0) {
 		fail(k, rc, &e);
 		return;
 	}
@@ -1296,7 +1302,7 @@ static char *render_metrics(void *ctx, size_t *len)
 {
 	struct kube *k = ctx;
 	struct kube_metrics_view v = {.now_ns = real_ns(),
-				      .horizon_ns = ingest_time_ns(k->in),
+				      .horizon_ns = ingest__time_ns(k->in),
 				      .healthy = healthy(k)};
 	int64_t now = mono_ns();
 
@@ -1316,8 +1322,8 @@ static char *render_metrics(void *ctx, size_t *len)
 		rv->st = s->st;
 	}
 	ingest_counters(k->in, &v.c);
-	v.n_notes = ingest_note_counts(k->in, v.notes, INGEST_NOTE_CODES);
-	return kube_metrics_render(&v, len);
+	v.n_notes = ingest__note_counts(k->in, v.notes, INGEST_NOTE_CODES);
+	return ingest__kube_metrics_render(&v, len);
 }
 
 /* Waits for the transfers and the metrics sockets, then answers what the
@@ -1327,7 +1333,8 @@ static void poll_all(struct kube *k, int timeout_ms)
 	struct curl_waitfd w[METRICS_SRV_FDS];
 	int fds[METRICS_SRV_FDS];
 	short ev[METRICS_SRV_FDS];
-	size_t n = metrics_srv_fds(k->metrics, fds, ev, METRICS_SRV_FDS);
+	size_t n =
+		ingest__metrics_srv_fds(k->metrics, fds, ev, METRICS_SRV_FDS);
 
 	for (size_t i = 0; i < n; i++)
 		w[i] = (struct curl_waitfd){
@@ -1335,7 +1342,7 @@ static void poll_all(struct kube *k, int timeout_ms)
 			.events = ev[i] == POLLOUT ? CURL_WAIT_POLLOUT
 						   : CURL_WAIT_POLLIN};
 	curl_multi_poll(k->multi, w, (unsigned)n, timeout_ms, NULL);
-	metrics_srv_serve(k->metrics, render_metrics, k);
+	ingest__metrics_srv_serve(k->metrics, render_metrics, k);
 }
 
 static void loop(struct kube *k)
@@ -1411,8 +1418,9 @@ static struct kube *kube_new(ingest_t *in, const struct kube_config *c,
 		s->r = (enum resource)r;
 		s->phase = api_versions[r].group ? PH_DISCOVER : PH_LIST;
 		s->limit = k->o.page_limit;
-		s->frame_buf = xmalloc(k->o.max_object_bytes);
-		kube_frame_init(&s->frame, s->frame_buf, k->o.max_object_bytes);
+		s->frame_buf = lg_xmalloc(k->o.max_object_bytes);
+		ingest__kube_frame_init(&s->frame, s->frame_buf,
+					k->o.max_object_bytes);
 	}
 	return k;
 }
@@ -1433,7 +1441,7 @@ static void kube_free(struct kube *k)
 		json_decref(s->seen);
 	}
 	curl_multi_cleanup(k->multi);
-	metrics_srv_close(k->metrics);
+	ingest__metrics_srv_close(k->metrics);
 	free(k->classes_rv);
 	if (k->record != NULL)
 		fclose(k->record);
@@ -1459,11 +1467,13 @@ int kube_watch_run(ingest_t *in, const struct kube_config *c,
 	if (k->o.record_path != NULL)
 		rc = record_open(k, err);
 	if (rc == 0 && k->o.metrics_listen != NULL &&
-	    (rc = metrics_srv_open(&k->metrics, k->o.metrics_listen, err)) == 0)
+	    (rc = ingest__metrics_srv_open(&k->metrics, k->o.metrics_listen,
+					   err)) == 0)
 		logmsg("metrics on http://%.*s:%u/metrics",
 		       (int)(strrchr(k->o.metrics_listen, ':') -
 			     k->o.metrics_listen),
-		       k->o.metrics_listen, metrics_srv_port(k->metrics));
+		       k->o.metrics_listen,
+		       ingest__metrics_srv_port(k->metrics));
 	if (rc == 0) {
 		loop(k);
 		/* Stopping: what was received is committed with its

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-int64_t kube_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
-			uint32_t rnd)
+int64_t ingest__kube_backoff_ms(unsigned attempt, int64_t base_ms,
+				int64_t cap_ms, uint32_t rnd)
 {
 	int64_t d, half;
 
@@ -76,8 +76,8 @@ static bool parse_http_date(const char *s, int64_t *out_s)
 	return false;
 }
 
-int kube_retry_after_ms(const char *value, int64_t now_s, int64_t max_ms,
-			int64_t *delay_ms)
+int ingest__kube_retry_after_ms(const char *value, int64_t now_s,
+				int64_t max_ms, int64_t *delay_ms)
 {
 	int64_t at_s, d;
 
@@ -97,23 +97,23 @@ int kube_retry_after_ms(const char *value, int64_t now_s, int64_t max_ms,
 	return 0;
 }
 
-int64_t kube_retry_delay_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
-			    int64_t retry_after_ms, int64_t retry_max_ms,
-			    uint32_t rnd)
+int64_t ingest__kube_retry_delay_ms(unsigned attempt, int64_t base_ms,
+				    int64_t cap_ms, int64_t retry_after_ms,
+				    int64_t retry_max_ms, uint32_t rnd)
 {
-	int64_t d = kube_backoff_ms(attempt, base_ms, cap_ms, rnd);
+	int64_t d = ingest__kube_backoff_ms(attempt, base_ms, cap_ms, rnd);
 
 	if (retry_after_ms > retry_max_ms)
 		retry_after_ms = retry_max_ms;
 	return retry_after_ms > d ? retry_after_ms : d;
 }
 
-bool kube_error_waits(long long code)
+bool ingest__kube_error_waits(long long code)
 {
 	return code != 410;
 }
 
-unsigned kube_watch_timeout_s(unsigned min_s, uint32_t rnd)
+unsigned ingest__kube_watch_timeout_s(unsigned min_s, uint32_t rnd)
 {
 	if (min_s == 0)
 		min_s = 1;

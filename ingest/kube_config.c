@@ -423,9 +423,9 @@ static int parse_named(struct kube_config *c, const char *yaml, size_t len,
 	return rc;
 }
 
-int kube_config_parse(struct kube_config *c, const char *yaml, size_t len,
-		      const char *dir, const char *context,
-		      struct lg_error *err)
+int ingest__kube_config_parse(struct kube_config *c, const char *yaml,
+			      size_t len, const char *dir, const char *context,
+			      struct lg_error *err)
 {
 	return parse_named(c, yaml, len, "kubeconfig", dir, context, err);
 }
@@ -492,8 +492,8 @@ static bool file_exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-int kube_config_in_cluster(struct kube_config *c, const char *sa_dir,
-			   struct lg_error *err)
+int ingest__kube_config_in_cluster(struct kube_config *c, const char *sa_dir,
+				   struct lg_error *err)
 {
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
@@ -573,11 +573,11 @@ int kube_config_load(struct kube_config *c, const char *kubeconfig_path,
 				    "--context %s given, but no kubeconfig "
 				    "found",
 				    context);
-	return kube_config_in_cluster(c, NULL, err);
+	return ingest__kube_config_in_cluster(c, NULL, err);
 }
 
-int kube_config_token(const struct kube_config *c, char **out,
-		      struct lg_error *err)
+int ingest__kube_config_token(const struct kube_config *c, char **out,
+			      struct lg_error *err)
 {
 	char *text;
 	size_t len, start = 0;

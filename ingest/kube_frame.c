@@ -10,14 +10,14 @@
 
 #include <string.h>
 
-void kube_frame_init(struct kube_frame *f, char *buf, size_t cap)
+void ingest__kube_frame_init(struct kube_frame *f, char *buf, size_t cap)
 {
 	memset(f, 0, sizeof(*f));
 	f->buf = buf;
 	f->cap = cap;
 }
 
-void kube_frame_reset(struct kube_frame *f)
+void ingest__kube_frame_reset(struct kube_frame *f)
 {
 	f->len = 0;
 	f->skipping = false;
@@ -30,7 +30,7 @@ static enum kube_frame_result end_skip(struct kube_frame *f, uint64_t more,
 {
 	uint64_t total = f->skipped + more;
 
-	kube_frame_reset(f);
+	ingest__kube_frame_reset(f);
 	out->line = NULL;
 	out->len = total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 	return KUBE_FRAME_OVERSIZED;
@@ -58,9 +58,10 @@ static bool complete(struct kube_frame *f, const char *data, size_t n,
 	return len > 0;
 }
 
-enum kube_frame_result kube_frame_push(struct kube_frame *f, const char *data,
-				       size_t len, size_t *used,
-				       struct kube_frame_out *out)
+enum kube_frame_result ingest__kube_frame_push(struct kube_frame *f,
+					       const char *data, size_t len,
+					       size_t *used,
+					       struct kube_frame_out *out)
 {
 	size_t off = 0;
 
@@ -103,8 +104,8 @@ enum kube_frame_result kube_frame_push(struct kube_frame *f, const char *data,
 	return KUBE_FRAME_MORE;
 }
 
-enum kube_frame_result kube_frame_finish(struct kube_frame *f,
-					 struct kube_frame_out *out)
+enum kube_frame_result ingest__kube_frame_finish(struct kube_frame *f,
+						 struct kube_frame_out *out)
 {
 	out->line = NULL;
 	out->len = 0;
@@ -112,6 +113,6 @@ enum kube_frame_result kube_frame_finish(struct kube_frame *f,
 		return end_skip(f, 0, out);
 	if (f->len > 0 && complete(f, f->buf, 0, out))
 		return KUBE_FRAME_LINE;
-	kube_frame_reset(f);
+	ingest__kube_frame_reset(f);
 	return KUBE_FRAME_MORE;
 }

@@ -15,8 +15,6 @@
 
 /* kube's memory is model's lg_xmalloc family; aliases until
  * notes/rename.map is applied. */
-#define xmalloc lg_xmalloc
-#define xstrdup lg_xstrdup
 
 /* ---------------------------------------------------------------------- */
 /* Moved from ingest/ingest.h: used by ingest/kube*.c (and the tests) only. */
@@ -46,21 +44,22 @@ struct kube_frame_out {
 	size_t len;	  /* LINE: its length; OVERSIZED: the skipped size */
 };
 
-void kube_frame_init(struct kube_frame *f, char *buf, size_t cap);
+void ingest__kube_frame_init(struct kube_frame *f, char *buf, size_t cap);
 /* Consumes bytes of data[0..len) up to the end of at most one line and
  * stores how many in *used. Empty lines (also "\r\n") are skipped. A line
  * longer than cap is never buffered: its first cap bytes are dropped when
  * the bound is passed, the rest as it arrives, and OVERSIZED is reported
  * once at its end. Call again with data + *used until MORE. */
-enum kube_frame_result kube_frame_push(struct kube_frame *f, const char *data,
-				       size_t len, size_t *used,
-				       struct kube_frame_out *out);
+enum kube_frame_result ingest__kube_frame_push(struct kube_frame *f,
+					       const char *data, size_t len,
+					       size_t *used,
+					       struct kube_frame_out *out);
 /* At the end of the stream: a last line without "\n" (LINE), a too-long
  * unterminated one (OVERSIZED), or MORE when nothing is left. Resets f. */
-enum kube_frame_result kube_frame_finish(struct kube_frame *f,
-					 struct kube_frame_out *out);
+enum kube_frame_result ingest__kube_frame_finish(struct kube_frame *f,
+						 struct kube_frame_out *out);
 /* Drops any partial line (a new response starts). */
-void kube_frame_reset(struct kube_frame *f);
+void ingest__kube_frame_reset(struct kube_frame *f);
 
 /* ---------------------------------------------------------------------- */
 /* Backoff (ingest/kube_backoff.c): pure arithmetic; randomness comes in.   */
@@ -69,43 +68,43 @@ void kube_frame_reset(struct kube_frame *f);
  * exponential backoff, half of min(cap, base * 2^attempt) plus a random
  * part of the other half chosen by rnd (any 32-bit value). Never more than
  * cap_ms, never less than min(base_ms, cap_ms) / 2. */
-int64_t kube_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
-			uint32_t rnd);
+int64_t ingest__kube_backoff_ms(unsigned attempt, int64_t base_ms,
+				int64_t cap_ms, uint32_t rnd);
 /* A Retry-After header value: delta-seconds ("120") or an HTTP-date
  * ("Wed, 21 Oct 2015 07:28:00 GMT", also the RFC 850 and asctime forms)
  * read against now_s (Unix seconds). *delay_ms is clamped to [0, max_ms].
  * LG_EINVAL when the value is neither. */
-int kube_retry_after_ms(const char *value, int64_t now_s, int64_t max_ms,
-			int64_t *delay_ms);
+int ingest__kube_retry_after_ms(const char *value, int64_t now_s,
+				int64_t max_ms, int64_t *delay_ms);
 /* The delay after a failed request: the larger of the backoff and a
  * Retry-After (retry_after_ms < 0: none) clamped to retry_max_ms. */
-int64_t kube_retry_delay_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms,
-			    int64_t retry_after_ms, int64_t retry_max_ms,
-			    uint32_t rnd);
+int64_t ingest__kube_retry_delay_ms(unsigned attempt, int64_t base_ms,
+				    int64_t cap_ms, int64_t retry_after_ms,
+				    int64_t retry_max_ms, uint32_t rnd);
 /* Whether a watch ERROR event whose Status has this code waits with backoff
  * before the relist it calls for. 410 (Gone/Expired: the history moved on)
  * is routine and relists at once; anything else may repeat, so it waits
  * like a failed request. */
-bool kube_error_waits(long long code);
+bool ingest__kube_error_waits(long long code);
 /* The watch timeoutSeconds: min_s plus a random part of [0, min_s), like
  * client-go, so that the watches of many clients do not end together. */
-unsigned kube_watch_timeout_s(unsigned min_s, uint32_t rnd);
+unsigned ingest__kube_watch_timeout_s(unsigned min_s, uint32_t rnd);
 
 /* Configuration. */
 /* The same from a kubeconfig held in memory (tests); dir resolves relative
  * file names (NULL: the current directory). */
-int kube_config_parse(struct kube_config *c, const char *yaml, size_t len,
-		      const char *dir, const char *context,
-		      struct lg_error *err);
+int ingest__kube_config_parse(struct kube_config *c, const char *yaml,
+			      size_t len, const char *dir, const char *context,
+			      struct lg_error *err);
 /* In-cluster configuration with the service-account directory sa_dir (NULL:
  * the standard one) and the host/port from the environment. */
-int kube_config_in_cluster(struct kube_config *c, const char *sa_dir,
-			   struct lg_error *err);
+int ingest__kube_config_in_cluster(struct kube_config *c, const char *sa_dir,
+				   struct lg_error *err);
 /* The bearer token to send now: c->token, else the trimmed content of
  * c->token_file (read again on every call, so rotation is seen). *out is
  * NULL when there is none; caller frees it with free(). */
-int kube_config_token(const struct kube_config *c, char **out,
-		      struct lg_error *err);
+int ingest__kube_config_token(const struct kube_config *c, char **out,
+			      struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
 /* The watcher's /metrics (ingest/kube_metrics.c): a small HTTP server that
@@ -141,26 +140,28 @@ struct kube_metrics_view {
 };
 
 /* The exposition (build, process and watch metrics); caller frees. */
-char *kube_metrics_render(const struct kube_metrics_view *v, size_t *len);
+char *ingest__kube_metrics_render(const struct kube_metrics_view *v,
+				  size_t *len);
 
 typedef struct metrics_srv metrics_srv_t;
 /* Listens on "HOST:PORT" (IPv4 or a name; port 0 picks one), non-blocking.
  * Errors: LG_EINVAL (malformed address), LG_EIO (bind/listen, with the
  * address and errno). */
-int metrics_srv_open(metrics_srv_t **out, const char *hostport,
-		     struct lg_error *err);
-void metrics_srv_close(metrics_srv_t *m);
+int ingest__metrics_srv_open(metrics_srv_t **out, const char *hostport,
+			     struct lg_error *err);
+void ingest__metrics_srv_close(metrics_srv_t *m);
 /* The bound port. */
-unsigned metrics_srv_port(const metrics_srv_t *m);
+unsigned ingest__metrics_srv_port(const metrics_srv_t *m);
 /* The descriptors to poll (POLLIN or POLLOUT in events), at most cap. */
-size_t metrics_srv_fds(const metrics_srv_t *m, int *fds, short *events,
-		       size_t cap);
+size_t ingest__metrics_srv_fds(const metrics_srv_t *m, int *fds, short *events,
+			       size_t cap);
 #define METRICS_SRV_FDS 9
 /* Accepts, reads and answers what is ready, never blocking: GET /metrics
  * gets render(ctx) (which returns a malloc'd text, caller of the callback
  * frees), GET /healthz "ok", anything else 404/405. At most 8 connections;
  * one that sends no request within 5 s is closed. */
 typedef char *metrics_render_fn(void *ctx, size_t *len);
-void metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render, void *ctx);
+void ingest__metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render,
+			       void *ctx);
 
 #endif

@@ -58,8 +58,8 @@ static void set_nonblock(int fd)
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
-int metrics_srv_open(metrics_srv_t **out, const char *hostport,
-		     struct lg_error *err)
+int ingest__metrics_srv_open(metrics_srv_t **out, const char *hostport,
+			     struct lg_error *err)
 {
 	const char *colon = strrchr(hostport, ':');
 	struct addrinfo hints = {.ai_family = AF_INET,
@@ -116,7 +116,7 @@ static void conn_close(struct conn *c)
 	c->fd = -1;
 }
 
-void metrics_srv_close(metrics_srv_t *m)
+void ingest__metrics_srv_close(metrics_srv_t *m)
 {
 	if (m == NULL)
 		return;
@@ -126,13 +126,13 @@ void metrics_srv_close(metrics_srv_t *m)
 	free(m);
 }
 
-unsigned metrics_srv_port(const metrics_srv_t *m)
+unsigned ingest__metrics_srv_port(const metrics_srv_t *m)
 {
 	return m->port;
 }
 
-size_t metrics_srv_fds(const metrics_srv_t *m, int *fds, short *events,
-		       size_t cap)
+size_t ingest__metrics_srv_fds(const metrics_srv_t *m, int *fds, short *events,
+			       size_t cap)
 {
 	size_t n = 0;
 
@@ -236,7 +236,8 @@ static void conn_write(struct conn *c)
 	conn_close(c);
 }
 
-void metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render, void *ctx)
+void ingest__metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render,
+			       void *ctx)
 {
 	int64_t now = mono();
 	int fd;
@@ -384,7 +385,8 @@ static bool g_lag(const struct kube_metrics_view *v,
 	return r->st.last_seen_ns > 0 && !r->absent;
 }
 
-char *kube_metrics_render(const struct kube_metrics_view *v, size_t *len)
+char *ingest__kube_metrics_render(const struct kube_metrics_view *v,
+				  size_t *len)
 {
 	struct tbuf b = {.cap = 8192};
 

@@ -28,16 +28,17 @@ static json_t *node_extract(const json_t *obj)
 	json_t *d = json_object(), *st = json_object();
 	const json_t *status = json_object_get(obj, "status");
 
-	json_object_set_new(d, "metadata",
-			    json_pack("{ss}", "name", meta_str(obj, "name")));
+	json_object_set_new(
+		d, "metadata",
+		json_pack("{ss}", "name", ingest__meta_str(obj, "name")));
 	if (json_object_get(obj, "spec") != NULL)
-		json_object_set_new(d, "spec", jcopy(obj, "spec"));
+		json_object_set_new(d, "spec", ingest__jcopy(obj, "spec"));
 	if (json_object_get(status, "allocatable") != NULL)
 		json_object_set_new(st, "allocatable",
-				    jcopy(status, "allocatable"));
+				    ingest__jcopy(status, "allocatable"));
 	if (json_object_get(status, "conditions") != NULL)
 		json_object_set_new(st, "conditions",
-				    jcopy(status, "conditions"));
+				    ingest__jcopy(status, "conditions"));
 	json_object_set_new(d, "status", st);
 	return d;
 }
@@ -71,11 +72,11 @@ static void set_cap(ingest_t *in, struct obj *o, const char *cls,
 		return;
 	if (c->capacity == capacity && c->serves == serves)
 		return;
-	emit(in, &(struct event){.type = EV_NODE,
-				 .node = o->name,
-				 .cls = cls,
-				 .value = capacity,
-				 .present = serves});
+	ingest__emit(in, &(struct event){.type = EV_NODE,
+					 .node = o->name,
+					 .cls = cls,
+					 .value = capacity,
+					 .present = serves});
 	c->capacity = capacity;
 	c->serves = serves;
 }
@@ -95,10 +96,10 @@ static void set_exists(ingest_t *in, struct obj *o, bool exists)
 {
 	if (o->exists == exists)
 		return;
-	emit(in, &(struct event){.type = EV_NODE,
-				 .node = o->name,
-				 .cls = NODE_EXISTS_CLASS,
-				 .present = exists});
+	ingest__emit(in, &(struct event){.type = EV_NODE,
+					 .node = o->name,
+					 .cls = NODE_EXISTS_CLASS,
+					 .present = exists});
 	o->exists = exists;
 }
 
@@ -126,56 +127,58 @@ static void diff_caps(ingest_t *in, struct obj *o, const struct node_map *nm)
 		set_exists(in, o, false);
 }
 
-int node_upsert(ingest_t *in, enum resource r, const json_t *obj, struct obj *o)
+int ingest__node_upsert(ingest_t *in, enum resource r, const json_t *obj,
+			struct obj *o)
 {
 	struct node_map nm;
 	struct lg_error e = {0};
-	const char *name = meta_str(obj, "name"), *uid = meta_str(obj, "uid");
+	const char *name = ingest__meta_str(obj, "name"),
+		   *uid = ingest__meta_str(obj, "uid");
 	int rc = node_map_object(obj, &in->table, &nm, &e);
 
 	if (rc == 0 && !dns1123_subdomain(name, strlen(name)))
 		rc = lg_error_set(&e, LG_EINVAL,
 				  "name is not a DNS-1123 subdomain");
 	if (o == NULL)
-		o = obj_add(in, r, "", name, uid);
-	obj_set_uid(o, uid ? uid : "");
+		o = ingest__obj_add(in, r, "", name, uid);
+	ingest__obj_set_uid(o, uid ? uid : "");
 	if (rc != 0) {
-		emit_note(in, o, "InvalidObject", HK_NONE, NULL, name,
-			  "Node %s: %s", name, e.msg);
+		ingest__emit_note(in, o, "InvalidObject", HK_NONE, NULL, name,
+				  "Node %s: %s", name, e.msg);
 		return 0;
 	}
 	if (obj != o->doc)
-		obj_set_doc(o, node_extract(obj));
+		ingest__obj_set_doc(o, node_extract(obj));
 	diff_caps(in, o, &nm);
 	if (e.code != 0)
-		emit_note(in, o, "InvalidObject", HK_NONE, NULL, name, "%s",
-			  e.msg);
+		ingest__emit_note(in, o, "InvalidObject", HK_NONE, NULL, name,
+				  "%s", e.msg);
 	else
 		o->note = 0;
 	return 0;
 }
 
-void node_delete(ingest_t *in, enum resource r, struct obj *o)
+void ingest__node_delete(ingest_t *in, enum resource r, struct obj *o)
 {
 	diff_caps(in, o, NULL);
-	obj_del(in, r, o);
+	ingest__obj_del(in, r, o);
 }
 
 /* ---------------------------------------------------------------------- */
 /* The class table */
 
-void table_copy(struct class_table *dst, const struct class_table *src)
+void ingest__table_copy(struct class_table *dst, const struct class_table *src)
 {
 	class_table_init(dst);
 	if (src->n == 0)
 		return;
-	dst->classes = ing_xcalloc(src->n, sizeof(*dst->classes));
+	dst->classes = lg_xcalloc(src->n, sizeof(*dst->classes));
 	for (size_t i = 0; i < src->n; i++)
 		gpu_class_copy(&dst->classes[i], &src->classes[i]);
 	dst->n = src->n;
 }
 
-void needles_free(ingest_t *in)
+void ingest__needles_free(ingest_t *in)
 {
 	for (size_t i = 0; i < in->n_needles; i++)
 		free(in->needles[i]);
@@ -190,23 +193,23 @@ void needles_free(ingest_t *in)
  * character JSON would escape never matches literally; such a line then
  * takes the full path only if something else sends it there, which is
  * fine: a raw name with '"' or '\\' cannot be a Kubernetes resource name. */
-void needles_rebuild(ingest_t *in)
+void ingest__needles_rebuild(ingest_t *in)
 {
 	size_t n = 0, k = 0;
 
-	needles_free(in);
+	ingest__needles_free(in);
 	for (size_t i = 0; i < in->table.n; i++)
 		n += in->table.classes[i].n_resource_names;
 	if (n == 0)
 		return;
-	in->needles = ing_xcalloc(n, sizeof(*in->needles));
-	in->needle_len = ing_xcalloc(n, sizeof(*in->needle_len));
+	in->needles = lg_xcalloc(n, sizeof(*in->needles));
+	in->needle_len = lg_xcalloc(n, sizeof(*in->needle_len));
 	for (size_t i = 0; i < in->table.n; i++) {
 		const struct gpu_class *c = &in->table.classes[i];
 
 		for (size_t j = 0; j < c->n_resource_names; j++) {
 			size_t len = strlen(c->resource_names[j]);
-			char *s = ing_xmalloc(len + 3);
+			char *s = lg_xmalloc(len + 3);
 
 			s[0] = '"';
 			memcpy(s + 1, c->resource_names[j], len);

@@ -5,7 +5,7 @@
  * give it: it holds what objects contributed, not what mapping them again
  * needs (their extracts), nor the objects that contribute nothing yet (a
  * dormant pod, a Namespace, a Tenant with a NOTE). So every object the
- * cache holds has a record in the ledger, written by ingest_flush in the
+ * cache holds has a record in the ledger, written by ingest__flush in the
  * transaction of the events derived with it and of the positions they came
  * from: the table, the events and the positions never disagree. A start
  * reads the table and the state (latest checkpoint + tail, which the
@@ -23,9 +23,9 @@
  * last event: lines move it without events).
  *
  * Dirty tracking: every object a flush may have changed is named in
- * in->dirty (obj_add, obj_del, and every handler call on a cached object
- * touch it); the flush encodes each one and writes it when its bytes
- * differ from what was last written (a 64-bit hash per object), or
+ * in->dirty (ingest__obj_add, ingest__obj_del, and every handler call on a
+ * cached object touch it); the flush encodes each one and writes it when its
+ * bytes differ from what was last written (a 64-bit hash per object), or
  * deletes it when the object is gone.
  *
  * A ledger from before the table (events but no LEDGER_OBJECTS_SEQ_KEY),
@@ -48,10 +48,10 @@
  * or claim name: a DNS-1123 label). Every field is checked when read; a
  * bad record is LG_ECORRUPT naming its key. The doc's JSON text is
  * checked for syntax only (doc_text_ok) and parsed when first needed
- * (obj_doc), so that a start does not build a million extracts it will not
- * map; one that passes the check but that jansson refuses (a number out
- * of its range) reads then as no extract: the object is mapped again when
- * next seen, as a migrated one is.
+ * (ingest__obj_doc), so that a start does not build a million extracts it will
+ * not map; one that passes the check but that jansson refuses (a number out of
+ * its range) reads then as no extract: the object is mapped again when next
+ * seen, as a migrated one is.
  */
 #include "ingest/ingest_int.h"
 
@@ -79,7 +79,7 @@ enum {
 static bool kind_res_any(unsigned r)
 {
 	for (int k = HK_NONE + 1; k < HK_MAX; k++)
-		if (kind_res((enum holder_kind)k) == (enum resource)r)
+		if (ingest__kind_res((enum holder_kind)k) == (enum resource)r)
 			return true;
 	return false;
 }
@@ -95,7 +95,7 @@ static void table_key(const char *d, char *buf)
 	}
 	memcpy(buf, d, KEY_WHOLE_MAX - 17);
 	snprintf(buf + KEY_WHOLE_MAX - 17, 18, "#%016llx",
-		 (unsigned long long)ing_hash(d, n));
+		 (unsigned long long)ingest__hash(d, n));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -111,7 +111,7 @@ static void put(struct wbuf *w, const void *p, size_t n)
 	if (w->n + n > w->cap) {
 		while (w->n + n > w->cap)
 			w->cap = w->cap ? 2 * w->cap : 256;
-		w->p = ing_xrealloc(w->p, w->cap);
+		w->p = lg_xrealloc(w->p, w->cap);
 	}
 	memcpy(w->p + w->n, p, n);
 	w->n += n;
@@ -241,7 +241,7 @@ static char *get_bytes(struct rbuf *b, size_t len, const char *what)
 		b->why = what;
 		return NULL;
 	}
-	s = ing_xmalloc(len + 1);
+	s = lg_xmalloc(len + 1);
 	memcpy(s, b->p + b->at, len);
 	s[len] = '\0';
 	b->at += len;
@@ -293,7 +293,7 @@ static void decode_lists(struct rbuf *b, struct obj *o)
 {
 	o->n_units = get_count(b, "unit count");
 	o->units =
-		o->n_units ? ing_xcalloc(o->n_units, sizeof(*o->units)) : NULL;
+		o->n_units ? lg_xcalloc(o->n_units, sizeof(*o->units)) : NULL;
 	for (size_t i = 0; i < o->n_units && !b->why; i++) {
 		get_label(b, o->units[i].cls, false, "unit class");
 		o->units[i].reserved = get_units(b, "reserved units");
@@ -303,12 +303,12 @@ static void decode_lists(struct rbuf *b, struct obj *o)
 			b->why = "unit classes out of order";
 	}
 	o->n_covers = get_count(b, "cover count");
-	o->covers = o->n_covers ? ing_xcalloc(o->n_covers, sizeof(*o->covers))
+	o->covers = o->n_covers ? lg_xcalloc(o->n_covers, sizeof(*o->covers))
 				: NULL;
 	for (size_t i = 0; i < o->n_covers && !b->why; i++)
 		get_label(b, o->covers[i], false, "cover name");
 	o->n_caps = get_count(b, "capacity count");
-	o->caps = o->n_caps ? ing_xcalloc(o->n_caps, sizeof(*o->caps)) : NULL;
+	o->caps = o->n_caps ? lg_xcalloc(o->n_caps, sizeof(*o->caps)) : NULL;
 	for (size_t i = 0; i < o->n_caps && !b->why; i++) {
 		unsigned sv;
 
@@ -325,7 +325,7 @@ static void decode_lists(struct rbuf *b, struct obj *o)
  * many and maps few): RFC 8259 values, strings without control bytes and
  * with well-formed escapes and UTF-8 sequences, nesting bounded. What
  * jansson would still refuse (a number out of range, an escaped NUL)
- * reads as no extract when the doc is first needed (obj_doc). */
+ * reads as no extract when the doc is first needed (ingest__obj_doc). */
 #define DOC_DEPTH_MAX 256
 
 struct jscan {
@@ -489,7 +489,7 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 			  size_t vlen, enum resource *rp, struct obj **out)
 {
 	struct rbuf b = {.p = val, .n = vlen};
-	struct obj *o = ing_xcalloc(1, sizeof(*o));
+	struct obj *o = lg_xcalloc(1, sizeof(*o));
 	unsigned version, r, kind, flags;
 	char tk[LEDGER_OBJECT_KEY_MAX + 1];
 	char *d = NULL, *doc = NULL, *ns, *name;
@@ -503,15 +503,16 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	flags = (unsigned)get_u(&b, 1, "flags");
 	if (!b.why && (r >= RES_MAX || kind >= HK_MAX || flags > 7))
 		b.why = "resource, kind or flags";
-	if (!b.why && (kind == HK_NONE ? kind_res_any(r)
-				       : kind_res((enum holder_kind)kind) != r))
+	if (!b.why &&
+	    (kind == HK_NONE ? kind_res_any(r)
+			     : ingest__kind_res((enum holder_kind)kind) != r))
 		b.why = "kind is not the resource's";
 	o->kind = (enum holder_kind)kind;
 	o->note = get_u(&b, 8, "note");
 	ns = get_s(&b, "namespace");
 	name = get_s(&b, "name");
 	if (ns != NULL && name != NULL)
-		obj_set_names(o, ns, name);
+		ingest__obj_set_names(o, ns, name);
 	free(ns);
 	free(name);
 	o->uid = get_s(&b, "uid");
@@ -521,8 +522,8 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	decode_lists(&b, o);
 	o->exists = (flags & F_EXISTS) != 0;
 	if (flags & F_DOC) {
-		/* Parsed when first needed (obj_doc): a start must not pay
-		 * for extracts it will not map. */
+		/* Parsed when first needed (ingest__obj_doc): a start must not
+		 * pay for extracts it will not map. */
 		doc = get_s(&b, "doc");
 		if (doc != NULL && !doc_text_ok(doc))
 			b.why = "doc is not a JSON object";
@@ -536,7 +537,7 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	if (!b.why && *o->name == '\0')
 		b.why = "empty name";
 	if (!b.why) {
-		d = obj_dirty_key((enum resource)r, o->key);
+		d = ingest__obj_dirty_key((enum resource)r, o->key);
 		table_key(d, tk);
 		if (strlen(tk) != klen || memcmp(tk, key, klen) != 0)
 			b.why = "key does not name its object";
@@ -544,7 +545,7 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	free(d);
 	free(doc);
 	if (b.why) {
-		obj_free(o);
+		ingest__obj_free(o);
 		return b.why;
 	}
 	*rp = (enum resource)r;
@@ -574,11 +575,11 @@ static uint64_t digest(const uint8_t *p, size_t n)
 	return h | 1;
 }
 
-void objtab_collect(ingest_t *in, struct ledger_batch *b)
+void ingest__objtab_collect(ingest_t *in, struct ledger_batch *b)
 {
 	struct wbuf w = {0};
 	size_t n = 0, cap = in->dirty.n + 1;
-	struct ledger_meta *m = ing_xcalloc(cap, sizeof(*m));
+	struct ledger_meta *m = lg_xcalloc(cap, sizeof(*m));
 
 	for (size_t i = 0; i < in->dirty.cap; i++) {
 		const char *d = in->dirty.vals[i];
@@ -589,9 +590,10 @@ void objtab_collect(ingest_t *in, struct ledger_batch *b)
 		if (in->dirty.hashes[i] == 0)
 			continue;
 		r = (enum resource)(d[0] - 'a');
-		o = (unsigned)r < RES_MAX ? smap_get(&in->objs[r], d + 1)
-					  : NULL;
-		tk = ing_xmalloc(LEDGER_OBJECT_KEY_MAX + 1);
+		o = (unsigned)r < RES_MAX
+			    ? ingest__smap_get(&in->objs[r], d + 1)
+			    : NULL;
+		tk = lg_xmalloc(LEDGER_OBJECT_KEY_MAX + 1);
 		table_key(d, tk);
 		m[n] = (struct ledger_meta){.key = tk};
 		if (o != NULL) {
@@ -604,7 +606,7 @@ void objtab_collect(ingest_t *in, struct ledger_batch *b)
 				continue;
 			}
 			o->tab_hash = h;
-			m[n].val = ing_xmalloc(w.n);
+			m[n].val = lg_xmalloc(w.n);
 			memcpy((void *)m[n].val, w.p, w.n);
 			m[n].len = w.n;
 		}
@@ -616,8 +618,8 @@ void objtab_collect(ingest_t *in, struct ledger_batch *b)
 		put_u8(&w, OBJTAB_VERSION);
 		put_u64(&w, (uint64_t)in->time_ns);
 		put_u64(&w, (uint64_t)in->time_back_noted);
-		m[n].key = ing_xstrdup(OBJTAB_ENGINE_KEY);
-		m[n].val = ing_xmalloc(w.n);
+		m[n].key = lg_xstrdup(OBJTAB_ENGINE_KEY);
+		m[n].val = lg_xmalloc(w.n);
 		memcpy((void *)m[n].val, w.p, w.n);
 		m[n++].len = w.n;
 		in->tab_time_ns = in->time_ns;
@@ -629,7 +631,8 @@ void objtab_collect(ingest_t *in, struct ledger_batch *b)
 	b->n_objs = n;
 }
 
-void objtab_release(ingest_t *in, struct ledger_batch *b, bool committed)
+void ingest__objtab_release(ingest_t *in, struct ledger_batch *b,
+			    bool committed)
 {
 	for (size_t i = 0; i < b->n_objs; i++) {
 		free((void *)b->objs[i].key);
@@ -643,8 +646,8 @@ void objtab_release(ingest_t *in, struct ledger_batch *b, bool committed)
 	for (size_t i = 0; i < in->dirty.cap; i++)
 		if (in->dirty.hashes[i] != 0)
 			free(in->dirty.vals[i]);
-	smap_release(&in->dirty);
-	smap_init(&in->dirty, dirty_key);
+	ingest__smap_release(&in->dirty);
+	ingest__smap_init(&in->dirty, ingest__dirty_key);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -694,20 +697,20 @@ static int load_one(void *ctx, const void *key, size_t klen, const void *val,
 		/* A stale table's records go at the next flush: a dirty key
 		 * whose object is not cached is deleted. Keys are ours, so
 		 * they are text. */
-		char *k = ing_xmalloc(klen + 1);
+		char *k = lg_xmalloc(klen + 1);
 
 		memcpy(k, key, klen);
 		k[klen] = '\0';
 		if (klen > 0 && memchr(k, '\0', klen) == NULL &&
-		    smap_get(&in->dirty, k) == NULL)
-			smap_put(&in->dirty, k);
+		    ingest__smap_get(&in->dirty, k) == NULL)
+			ingest__smap_put(&in->dirty, k);
 		else
 			free(k);
 		return 0;
 	}
 	why = decode(key, klen, val, vlen, &r, &o);
-	if (why == NULL && smap_get(&in->objs[r], o->key) != NULL) {
-		obj_free(o);
+	if (why == NULL && ingest__smap_get(&in->objs[r], o->key) != NULL) {
+		ingest__obj_free(o);
 		why = "a second record of the same object";
 	}
 	if (why != NULL)
@@ -716,7 +719,7 @@ static int load_one(void *ctx, const void *key, size_t klen, const void *val,
 				    (int)(klen > 200 ? 200 : klen),
 				    (const char *)key, why);
 	o->tab_hash = digest(val, vlen);
-	smap_put(&in->objs[r], o);
+	ingest__smap_put(&in->objs[r], o);
 	return 0;
 }
 
@@ -727,37 +730,37 @@ static int load_one(void *ctx, const void *key, size_t klen, const void *val,
 static int walk_tenant(void *ctx, const struct state_tenant_view *v)
 {
 	ingest_t *in = ctx;
-	struct tnode *t = tnode_get(in, v->ns, true);
+	struct tnode *t = ingest__tnode_get(in, v->ns, true);
 
 	t->exists = true;
 	for (size_t i = 0; i < v->n_budgets; i++)
-		tnode_budget_set(t, v->budgets[i].key, true,
-				 v->budgets[i].value);
+		ingest__tnode_budget_set(t, v->budgets[i].key, true,
+					 v->budgets[i].value);
 	for (size_t i = 0; i < v->n_raw; i++)
-		tnode_raw_set(t, v->raw[i], true);
+		ingest__tnode_raw_set(t, v->raw[i], true);
 	if (v->parent != NULL)
-		tnode_get(in, v->parent, true)->n_children++;
+		ingest__tnode_get(in, v->parent, true)->n_children++;
 	return 0;
 }
 
 static int walk_holder(void *ctx, const struct state_holder_view *v)
 {
 	ingest_t *in = ctx;
-	enum resource r = kind_res(v->kind);
+	enum resource r = ingest__kind_res(v->kind);
 	struct obj *o;
 
 	if (r == RES_MAX)
 		return 0;
-	o = obj_add(in, r, v->ns, v->name, v->uid);
+	o = ingest__obj_add(in, r, v->ns, v->name, v->uid);
 	for (size_t i = 0; i < v->n; i++) {
-		struct ucls *u = obj_units(o, v->units[i].cls);
+		struct ucls *u = ingest__obj_units(o, v->units[i].cls);
 
 		u->reserved = v->units[i].reserved;
 		u->allocated = v->units[i].allocated;
 		if (v->units[i].node != NULL && v->units[i].allocated > 0 &&
 		    *o->node == '\0') {
 			free(o->node);
-			o->node = ing_xstrdup(v->units[i].node);
+			o->node = lg_xstrdup(v->units[i].node);
 		}
 	}
 	return 0;
@@ -766,11 +769,11 @@ static int walk_holder(void *ctx, const struct state_holder_view *v)
 static int walk_node(void *ctx, const struct state_node_view *v)
 {
 	ingest_t *in = ctx;
-	struct obj *o = obj_add(in, RES_NODE, "", v->name, NULL);
+	struct obj *o = ingest__obj_add(in, RES_NODE, "", v->name, NULL);
 
 	o->exists = v->exists;
 	o->n_caps = v->n;
-	o->caps = v->n ? ing_xcalloc(v->n, sizeof(*o->caps)) : NULL;
+	o->caps = v->n ? lg_xcalloc(v->n, sizeof(*o->caps)) : NULL;
 	for (size_t i = 0; i < v->n; i++) {
 		snprintf(o->caps[i].cls, sizeof(o->caps[i].cls), "%s",
 			 v->caps[i].cls);
@@ -810,7 +813,7 @@ static void tenant_of(const char *g, char *p, const char **x)
 static void assumed_reasons(ingest_t *in)
 {
 	size_t n;
-	void **ts = smap_sorted(&in->tnodes, &n);
+	void **ts = ingest__smap_sorted(&in->tnodes, &n);
 
 	for (size_t i = 0; i < n; i++) {
 		struct tnode *t = ts[i];
@@ -820,17 +823,17 @@ static void assumed_reasons(ingest_t *in)
 
 		if (!t->exists)
 			continue;
-		if (obj_get(in, RES_NAMESPACE, "", t->ns) == NULL)
-			obj_add(in, RES_NAMESPACE, "", t->ns, NULL);
+		if (ingest__obj_get(in, RES_NAMESPACE, "", t->ns) == NULL)
+			ingest__obj_add(in, RES_NAMESPACE, "", t->ns, NULL);
 		t->ns_present = true;
 		if (t->n_budgets == 0 && t->n_raw == 0)
 			continue;
 		tenant_of(t->ns, p, &x);
-		o = obj_get(in, RES_TENANT, p, x);
+		o = ingest__obj_get(in, RES_TENANT, p, x);
 		if (o == NULL)
-			o = obj_add(in, RES_TENANT, p, x, NULL);
+			o = ingest__obj_add(in, RES_TENANT, p, x, NULL);
 		free(o->governed);
-		o->governed = ing_xstrdup(t->ns);
+		o->governed = lg_xstrdup(t->ns);
 		t->governor = o;
 	}
 	free(ts);
@@ -849,13 +852,15 @@ static void derive(ingest_t *in)
 			if (m->hashes[i] == 0)
 				continue;
 			if (r == RES_NAMESPACE && ns_is_tenant(o->name))
-				tnode_get(in, o->name, true)->ns_present = true;
+				ingest__tnode_get(in, o->name, true)
+					->ns_present = true;
 			else if (r == RES_TENANT && o->governed != NULL)
-				tnode_get(in, o->governed, true)->governor = o;
-			else if (kind_res(o->kind) == (enum resource)r)
-				holder_count(in, o);
+				ingest__tnode_get(in, o->governed, true)
+					->governor = o;
+			else if (ingest__kind_res(o->kind) == (enum resource)r)
+				ingest__holder_count(in, o);
 			if (r == RES_VMINSTANCE)
-				covers_restore(in, o);
+				ingest__covers_restore(in, o);
 		}
 	}
 }
@@ -872,7 +877,7 @@ static int migrate(ingest_t *in, struct lg_error *err)
 	return rc;
 }
 
-int objtab_load(ingest_t *in, struct lg_error *err)
+int ingest__objtab_load(ingest_t *in, struct lg_error *err)
 {
 	static const struct state_walk_fns tenants = {.tenant = walk_tenant};
 	const state_t *st = ledger_state(in->lg);
@@ -882,7 +887,7 @@ int objtab_load(ingest_t *in, struct lg_error *err)
 	bool present;
 	int rc;
 
-	table_copy(&in->table, state_classes(st));
+	ingest__table_copy(&in->table, state_classes(st));
 	in->time_ns = state_time_ns(st);
 	rc = ledger_objects_seq(in->lg, &at, &present, err);
 	if (rc == 0 && present)
@@ -898,8 +903,8 @@ int objtab_load(ingest_t *in, struct lg_error *err)
 		for (size_t i = 0; i < in->dirty.cap; i++)
 			if (in->dirty.hashes[i] != 0)
 				free(in->dirty.vals[i]);
-		smap_release(&in->dirty);
-		smap_init(&in->dirty, dirty_key);
+		ingest__smap_release(&in->dirty);
+		ingest__smap_init(&in->dirty, ingest__dirty_key);
 	}
 	if (rc == 0)
 		rc = state_walk(st, &tenants, in);
@@ -946,7 +951,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-char *objtab_dump(const ingest_t *in)
+char *ingest__objtab_dump(const ingest_t *in)
 {
 	struct wbuf w = {0}, rec = {0};
 	size_t n;
@@ -965,7 +970,7 @@ char *objtab_dump(const ingest_t *in)
 		json_decref(j);
 	}
 	for (int r = 0; r < RES_MAX; r++) {
-		vs = smap_sorted(&in->objs[r], &n);
+		vs = ingest__smap_sorted(&in->objs[r], &n);
 		for (size_t i = 0; i < n; i++) {
 			const struct obj *o = vs[i];
 
@@ -978,7 +983,7 @@ char *objtab_dump(const ingest_t *in)
 		}
 		free(vs);
 	}
-	vs = smap_sorted(&in->tnodes, &n);
+	vs = ingest__smap_sorted(&in->tnodes, &n);
 	for (size_t i = 0; i < n; i++) {
 		const struct tnode *t = vs[i];
 
@@ -999,10 +1004,10 @@ char *objtab_dump(const ingest_t *in)
 		dump_str(&w, "\n");
 	}
 	free(vs);
-	vs = smap_sorted(&in->covers, &n);
+	vs = ingest__smap_sorted(&in->covers, &n);
 	for (size_t i = 0; i < n; i++) {
 		const struct cover *c = vs[i];
-		const char **keys = ing_xcalloc(c->n + 1, sizeof(*keys));
+		const char **keys = lg_xcalloc(c->n + 1, sizeof(*keys));
 
 		for (size_t k = 0; k < c->n; k++)
 			keys[k] = c->vmis[k]->key;

@@ -8,9 +8,9 @@
  * first half of a line (ingest/stream.c: the scan, i.e. the blank test, the
  * pod projection and the skip's line conditions, then jansson's parse);
  * the caller takes the batches back in the order it filled them and runs
- * the second half (ingest_line_prepared: everything that reads or changes
+ * the second half (ingest__line_prepared: everything that reads or changes
  * the engine), line by line. Each line goes through the same two halves
- * as in ingest_line, in the same order, so the log is the one a single
+ * as in ingest__line, in the same order, so the log is the one a single
  * thread writes: same events, seqs and heads.
  *
  * The work moves to whichever side has time. While a queued batch still
@@ -130,9 +130,9 @@ static void parse_batch(struct batch *b)
 			size_t len = (size_t)b->lines[i].len;
 
 			if (!b->scanned)
-				ingest_prep_scan(&b->prep[i], at, len,
-						 at + len);
-			ingest_prep_parse(&b->prep[i]);
+				ingest__prep_scan(&b->prep[i], at, len,
+						  at + len);
+			ingest__prep_parse(&b->prep[i]);
 		}
 	}
 	b->n_garbage = 0;
@@ -161,7 +161,7 @@ static void *worker(void *arg)
 		}
 		pthread_mutex_unlock(&p->mu);
 		for (size_t i = 0; i < b->n; i++)
-			ingest_prep_release(&b->prep[i]);
+			ingest__prep_release(&b->prep[i]);
 		b->n = 0;
 		free(b->big);
 		b->big = NULL;
@@ -225,14 +225,14 @@ static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
 				at = b->area + b->used;
 				b->used += need;
 			} else {
-				at = b->big = ing_xmalloc(need);
+				at = b->big = lg_xmalloc(need);
 				l->off = 0;
 				b->last_big = true;
 			}
 			memcpy(at, line, (size_t)l->len);
 			if (scan)
-				ingest_prep_scan(&b->prep[b->n], at,
-						 (size_t)l->len, at + l->len);
+				ingest__prep_scan(&b->prep[b->n], at,
+						  (size_t)l->len, at + l->len);
 		} else {
 			memset(&b->prep[b->n], 0, sizeof(b->prep[b->n]));
 		}
@@ -274,7 +274,7 @@ static void adopt(struct batch *nb, const struct batch *b)
 	nb->n_garbage = 0;
 	nb->last_big = b->last_big;
 	if (b->last_big)
-		nb->big = ing_xmalloc(2 * b->lines[b->n - 1].len + 1);
+		nb->big = lg_xmalloc(2 * b->lines[b->n - 1].len + 1);
 	memcpy(nb->lines, b->lines, b->n * sizeof(*b->lines));
 	/* Only the lines' bytes: the worker is writing projections between
 	 * them. */
@@ -337,8 +337,8 @@ static struct batch *next_ready(struct ingest_pipe *p)
 	return b;
 }
 
-int ingest_pipe_feed(ingest_pipe_t *p, ingest_t *in, uint64_t *tag,
-		     struct lg_error *err)
+int ingest__pipe_feed(ingest_pipe_t *p, ingest_t *in, uint64_t *tag,
+		      struct lg_error *err)
 {
 	for (;;) {
 		struct batch *b = p->cur;
@@ -350,12 +350,12 @@ int ingest_pipe_feed(ingest_pipe_t *p, ingest_t *in, uint64_t *tag,
 			 * released here. */
 			bool here = b->prep[i].may_skip;
 			int rc = l->kind == INGEST_SRC_OVERSIZED
-					 ? ingest_oversized(in, l->len, err)
-					 : ingest_line_prepared(
+					 ? ingest__oversized(in, l->len, err)
+					 : ingest__line_prepared(
 						   in, &b->prep[i], err);
 
 			if (here)
-				ingest_prep_release(&b->prep[i]);
+				ingest__prep_release(&b->prep[i]);
 			*tag = l->tag;
 			return rc < 0 ? rc : 1;
 		}
@@ -390,7 +390,7 @@ static void stop_threads(struct ingest_pipe *p)
 	p->n_threads = 0;
 }
 
-void ingest_pipe_free(ingest_pipe_t *p)
+void ingest__pipe_free(ingest_pipe_t *p)
 {
 	if (p == NULL)
 		return;
@@ -402,7 +402,7 @@ void ingest_pipe_free(ingest_pipe_t *p)
 		for (size_t k = 0; k < b->n_garbage; k++)
 			json_decref(b->garbage[k]);
 		for (size_t k = 0; k < b->n; k++)
-			ingest_prep_release(&b->prep[k]);
+			ingest__prep_release(&b->prep[k]);
 		free(b->lines);
 		free(b->prep);
 		free(b->garbage);
@@ -419,10 +419,10 @@ void ingest_pipe_free(ingest_pipe_t *p)
 	free(p);
 }
 
-int ingest_pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
-		    ingest_source_fn *src, void *ctx, struct lg_error *err)
+int ingest__pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
+		     ingest_source_fn *src, void *ctx, struct lg_error *err)
 {
-	ingest_pipe_t *p = ing_xcalloc(1, sizeof(*p));
+	ingest_pipe_t *p = lg_xcalloc(1, sizeof(*p));
 	pthread_condattr_t ca;
 	int rc;
 
@@ -455,22 +455,21 @@ int ingest_pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
 	    p->o.max_line_bytes > ((size_t)1 << 32) ||
 	    p->o.batch_bytes > ((size_t)1 << 32) ||
 	    p->o.steal_after_us > 1000000) {
-		ingest_pipe_free(p);
+		ingest__pipe_free(p);
 		return lg_error_set(err, LG_EINVAL,
 				    "ingest pipeline: bounds out of range");
 	}
 	p->area_bytes = 2 * p->o.batch_bytes;
-	p->all = ing_xcalloc(p->o.batches + p->o.threads, sizeof(*p->all));
-	p->ring = ing_xcalloc(p->o.batches, sizeof(*p->ring));
-	p->spare = ing_xcalloc(p->o.threads, sizeof(*p->spare));
+	p->all = lg_xcalloc(p->o.batches + p->o.threads, sizeof(*p->all));
+	p->ring = lg_xcalloc(p->o.batches, sizeof(*p->ring));
+	p->spare = lg_xcalloc(p->o.threads, sizeof(*p->spare));
 	for (size_t i = 0; i < p->o.batches + p->o.threads; i++) {
 		struct batch *b = &p->all[i];
 
-		b->lines = ing_xcalloc(p->o.batch_lines, sizeof(*b->lines));
-		b->prep = ing_xcalloc(p->o.batch_lines, sizeof(*b->prep));
-		b->garbage =
-			ing_xcalloc(p->o.batch_lines, sizeof(*b->garbage));
-		b->area = ing_xmalloc(p->area_bytes);
+		b->lines = lg_xcalloc(p->o.batch_lines, sizeof(*b->lines));
+		b->prep = lg_xcalloc(p->o.batch_lines, sizeof(*b->prep));
+		b->garbage = lg_xcalloc(p->o.batch_lines, sizeof(*b->garbage));
+		b->area = lg_xmalloc(p->area_bytes);
 		if (i < p->o.batches)
 			p->ring[i] = b;
 		else
@@ -479,11 +478,11 @@ int ingest_pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
 	/* jansson's only global state besides its allocator: its hash seed,
 	 * set here once before another thread can create an object. */
 	json_object_seed(0);
-	p->threads = ing_xcalloc(p->o.threads, sizeof(*p->threads));
+	p->threads = lg_xcalloc(p->o.threads, sizeof(*p->threads));
 	for (unsigned i = 0; i < p->o.threads; i++) {
 		if ((rc = pthread_create(&p->threads[i], NULL, worker, p)) !=
 		    0) {
-			ingest_pipe_free(p);
+			ingest__pipe_free(p);
 			return lg_error_set(err, LG_EIO,
 					    "ingest pipeline: cannot start a "
 					    "thread: %s",

@@ -398,7 +398,8 @@ static bool step(struct proj *j)
 	return false;
 }
 
-size_t pod_project(const char *line, size_t len, char *out, struct pod_proj *pp)
+size_t ingest__pod_project(const char *line, size_t len, char *out,
+			   struct pod_proj *pp)
 {
 	struct proj j = {.p = line, .end = line + len, .out = out, .pp = pp};
 

@@ -210,8 +210,8 @@ static int page_read(struct replica *r, const json_t *list, size_t skip,
 
 	*bad = 0;
 	memcpy(head, ledger_head(r->lg), LEDGER_HEAD_BYTES);
-	p->evs = ing_xmalloc((n + 1) * sizeof(*p->evs));
-	p->scratch = ing_xmalloc((n + 1) * sizeof(*p->scratch));
+	p->evs = lg_xmalloc((n + 1) * sizeof(*p->evs));
+	p->scratch = lg_xmalloc((n + 1) * sizeof(*p->scratch));
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const json_t *v = json_array_get(list, skip + i);
 		struct event *ev = &p->evs[i];

@@ -15,7 +15,7 @@
 #include <string.h>
 
 /* FNV-1a; never 0, which marks an empty slot. */
-uint64_t ing_hash(const void *p, size_t n)
+uint64_t ingest__hash(const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	uint64_t h = 1469598103934665603ULL;
@@ -27,13 +27,13 @@ uint64_t ing_hash(const void *p, size_t n)
 	return h ? h : 1;
 }
 
-void smap_init(struct smap *m, smap_key_fn *key)
+void ingest__smap_init(struct smap *m, smap_key_fn *key)
 {
 	memset(m, 0, sizeof(*m));
 	m->key = key;
 }
 
-void smap_release(struct smap *m)
+void ingest__smap_release(struct smap *m)
 {
 	free(m->hashes);
 	free(m->vals);
@@ -42,13 +42,13 @@ void smap_release(struct smap *m)
 	m->cap = m->n = 0;
 }
 
-void *smap_getn(const struct smap *m, const char *key, size_t len)
+void *ingest__smap_getn(const struct smap *m, const char *key, size_t len)
 {
 	uint64_t h;
 
 	if (m->n == 0)
 		return NULL;
-	h = ing_hash(key, len);
+	h = ingest__hash(key, len);
 	for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
 		const char *k;
 
@@ -62,13 +62,13 @@ void *smap_getn(const struct smap *m, const char *key, size_t len)
 	}
 }
 
-void *smap_get(const struct smap *m, const char *key)
+void *ingest__smap_get(const struct smap *m, const char *key)
 {
-	return smap_getn(m, key, strlen(key));
+	return ingest__smap_getn(m, key, strlen(key));
 }
 
 /* Every entry of v's probe sequence is passed on the way to the free slot:
- * the precondition of smap_put (the key is not in the map yet) costs a
+ * the precondition of ingest__smap_put (the key is not in the map yet) costs a
  * string compare only on a full hash match. */
 static void put_raw(struct smap *m, uint64_t h, void *v)
 {
@@ -90,8 +90,8 @@ static void grow(struct smap *m)
 	void **vs = m->vals;
 
 	m->cap = old ? 2 * old : 16;
-	m->hashes = ing_xcalloc(m->cap, sizeof(*m->hashes));
-	m->vals = ing_xcalloc(m->cap, sizeof(*m->vals));
+	m->hashes = lg_xcalloc(m->cap, sizeof(*m->hashes));
+	m->vals = lg_xcalloc(m->cap, sizeof(*m->vals));
 	for (size_t i = 0; i < old; i++)
 		if (hs[i] != 0)
 			put_raw(m, hs[i], vs[i]);
@@ -99,25 +99,25 @@ static void grow(struct smap *m)
 	free(vs);
 }
 
-void smap_put(struct smap *m, void *v)
+void ingest__smap_put(struct smap *m, void *v)
 {
 	const char *k = m->key(v);
 
 	/* At most 3/4 full, so that probes stay short. */
 	if (4 * (m->n + 1) > 3 * m->cap)
 		grow(m);
-	put_raw(m, ing_hash(k, strlen(k)), v);
+	put_raw(m, ingest__hash(k, strlen(k)), v);
 	m->n++;
 }
 
-void smap_del(struct smap *m, const void *v)
+void ingest__smap_del(struct smap *m, const void *v)
 {
 	const char *k = m->key(v);
 	size_t mask = m->cap - 1, i, j;
 
 	if (m->n == 0)
 		return;
-	i = ing_hash(k, strlen(k)) & mask;
+	i = ingest__hash(k, strlen(k)) & mask;
 	while (m->hashes[i] != 0 && m->vals[i] != v)
 		i = (i + 1) & mask;
 	if (m->hashes[i] == 0)
@@ -148,7 +148,7 @@ static int by_key(const void *a, const void *b)
 	return strcmp(((const struct kv *)a)->k, ((const struct kv *)b)->k);
 }
 
-void **smap_sorted(const struct smap *m, size_t *n)
+void **ingest__smap_sorted(const struct smap *m, size_t *n)
 {
 	struct kv *kv;
 	void **out;
@@ -157,12 +157,12 @@ void **smap_sorted(const struct smap *m, size_t *n)
 	*n = 0;
 	if (m->n == 0)
 		return NULL;
-	kv = ing_xmalloc(m->n * sizeof(*kv));
+	kv = lg_xmalloc(m->n * sizeof(*kv));
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->hashes[i] != 0)
 			kv[k++] = (struct kv){m->key(m->vals[i]), m->vals[i]};
 	qsort(kv, k, sizeof(*kv), by_key);
-	out = ing_xmalloc(k * sizeof(*out));
+	out = lg_xmalloc(k * sizeof(*out));
 	for (size_t i = 0; i < k; i++)
 		out[i] = kv[i].v;
 	free(kv);
@@ -181,12 +181,12 @@ struct ablock {
 	char data[];
 };
 
-void arena_init(struct arena *a)
+void ingest__arena_init(struct arena *a)
 {
 	a->head = NULL;
 }
 
-char *arena_strdup(struct arena *a, const char *s)
+char *ingest__arena_strdup(struct arena *a, const char *s)
 {
 	size_t n = strlen(s) + 1;
 	struct ablock *b = a->head;
@@ -195,7 +195,7 @@ char *arena_strdup(struct arena *a, const char *s)
 	if (b == NULL || b->cap - b->used < n) {
 		size_t cap = n > ABLOCK_BYTES ? n : ABLOCK_BYTES;
 
-		b = ing_xmalloc(sizeof(*b) + cap);
+		b = lg_xmalloc(sizeof(*b) + cap);
 		b->used = 0;
 		b->cap = cap;
 		b->next = a->head;
@@ -209,7 +209,7 @@ char *arena_strdup(struct arena *a, const char *s)
 }
 
 /* Keeps the newest block for the next batch and frees the rest. */
-void arena_reset(struct arena *a)
+void ingest__arena_reset(struct arena *a)
 {
 	struct ablock *b = a->head;
 
@@ -224,7 +224,7 @@ void arena_reset(struct arena *a)
 	b->used = 0;
 }
 
-void arena_release(struct arena *a)
+void ingest__arena_release(struct arena *a)
 {
 	while (a->head != NULL) {
 		struct ablock *n = a->head->next;

@@ -16,12 +16,12 @@
  * may, and the engine must then map it again (DESIGN 2.3 "Order
  * independence"; ingest/holders.c keeps such pods, "dormant").
  *
- * A line is handled in two halves (ingest_prep_line, then
- * ingest_line_prepared): first what depends only on its bytes, the
+ * A line is handled in two halves (ingest__prep_line, then
+ * ingest__line_prepared): first what depends only on its bytes, the
  * projection, the skip's conditions on the line and jansson's parse, which
  * ingest/pipeline.c runs on other threads; then, on the engine's thread,
  * the skip's conditions on the engine (the table's names, the cache) and
- * everything else. ingest_line runs both at once.
+ * everything else. ingest__line runs both at once.
  *
  * What this path does not see (documented limitations):
  *  - invalid quantities of a pod that names no GPU resource are not
@@ -97,7 +97,8 @@ static bool skip_state(ingest_t *in, const struct pod_proj *pp,
 	memcpy(key, ns->p, ns->n);
 	key[ns->n] = '/';
 	memcpy(key + ns->n + 1, name->p, name->n);
-	return smap_getn(&in->objs[RES_POD], key, ns->n + 1 + name->n) == NULL;
+	return ingest__smap_getn(&in->objs[RES_POD], key,
+				 ns->n + 1 + name->n) == NULL;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -143,22 +144,25 @@ static bool line_event(ingest_t *in, const json_t *doc, enum watch_type *type,
 
 	*time_ns = 0;
 	if (!ingest__watch_type_parse(t, type)) {
-		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
-			  "line: \"type\" is not ADDED, MODIFIED, DELETED or "
-			  "BOOKMARK");
+		ingest__emit_note(
+			in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
+			"line: \"type\" is not ADDED, MODIFIED, DELETED or "
+			"BOOKMARK");
 		return false;
 	}
 	if (tv != NULL &&
 	    (!json_is_string(tv) ||
 	     time_parse_ns(json_string_value(tv), time_ns) != 0)) {
-		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
-			  "line: \"time\" is not an RFC 3339 time");
+		ingest__emit_note(in, NULL, "MalformedLine", HK_NONE, NULL,
+				  NULL,
+				  "line: \"time\" is not an RFC 3339 time");
 		return false;
 	}
 	if (*type != WATCH_BOOKMARK &&
 	    !json_is_object(json_object_get(doc, "object"))) {
-		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
-			  "line: \"object\" is missing or not an object");
+		ingest__emit_note(
+			in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
+			"line: \"object\" is missing or not an object");
 		return false;
 	}
 	return true;
@@ -172,7 +176,7 @@ static int handle_doc(ingest_t *in, json_t *doc, struct lg_error *err)
 
 	if (!line_event(in, doc, &type, &t))
 		return 0;
-	return ingest_event(in, type, json_object_get(doc, "object"), t, err);
+	return ingest__event(in, type, json_object_get(doc, "object"), t, err);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -191,8 +195,8 @@ static void prep_parse(struct ingest_prep *p)
 	p->doc = json_loadb(p->line, p->len, 0, &p->jerr);
 }
 
-void ingest_prep_scan(struct ingest_prep *p, const char *line, size_t len,
-		      char *proj)
+void ingest__prep_scan(struct ingest_prep *p, const char *line, size_t len,
+		       char *proj)
 {
 	memset(p, 0, sizeof(*p));
 	p->line = line;
@@ -201,7 +205,7 @@ void ingest_prep_scan(struct ingest_prep *p, const char *line, size_t len,
 	if ((p->blank = blank(line, len)))
 		return;
 	if (memmem(line, len, "\"Pod\"", 5) != NULL) {
-		p->proj_n = pod_project(line, len, proj, &p->pp);
+		p->proj_n = ingest__pod_project(line, len, proj, &p->pp);
 		p->pod = p->proj_n != 0 && span_is(&p->pp.span[PP_API], "v1") &&
 			 span_is(&p->pp.span[PP_KIND], "Pod");
 	}
@@ -210,44 +214,44 @@ void ingest_prep_scan(struct ingest_prep *p, const char *line, size_t len,
 		p->pod && skip_shape(&p->pp, proj, p->proj_n, &p->time_ns);
 }
 
-void ingest_prep_parse(struct ingest_prep *p)
+void ingest__prep_parse(struct ingest_prep *p)
 {
 	if (!p->blank && !p->may_skip)
 		prep_parse(p);
 }
 
-void ingest_prep_line(struct ingest_prep *p, const char *line, size_t len,
-		      char *proj)
+void ingest__prep_line(struct ingest_prep *p, const char *line, size_t len,
+		       char *proj)
 {
-	ingest_prep_scan(p, line, len, proj);
-	ingest_prep_parse(p);
+	ingest__prep_scan(p, line, len, proj);
+	ingest__prep_parse(p);
 }
 
-void ingest_prep_release(struct ingest_prep *p)
+void ingest__prep_release(struct ingest_prep *p)
 {
 	json_decref(p->doc);
 	p->doc = NULL;
 }
 
-int ingest_line_prepared(ingest_t *in, struct ingest_prep *p,
-			 struct lg_error *err)
+int ingest__line_prepared(ingest_t *in, struct ingest_prep *p,
+			  struct lg_error *err)
 {
-	int rc = input_begin(in, err);
+	int rc = ingest__input_begin(in, err);
 
 	if (rc != 0)
 		return rc;
 	in->c.lines++;
 	if (p->len > in->o.max_object_bytes) {
-		emit_note(in, NULL, "Oversized", HK_NONE, NULL, NULL,
-			  "line of %zu bytes skipped: more than %zu", p->len,
-			  in->o.max_object_bytes);
+		ingest__emit_note(in, NULL, "Oversized", HK_NONE, NULL, NULL,
+				  "line of %zu bytes skipped: more than %zu",
+				  p->len, in->o.max_object_bytes);
 		return 0;
 	}
 	if (p->blank)
 		return 0;
 	if (p->may_skip) {
 		if (skip_state(in, &p->pp, p->proj, p->proj_n)) {
-			advance_time(in, p->time_ns);
+			ingest__advance_time(in, p->time_ns);
 			in->c.events_in++;
 			in->c.skipped_fast++;
 			return 0;
@@ -256,17 +260,18 @@ int ingest_line_prepared(ingest_t *in, struct ingest_prep *p,
 		prep_parse(p);
 	}
 	if (p->doc == NULL || !json_is_object(p->doc)) {
-		emit_note(in, NULL, "MalformedLine", HK_NONE, NULL, NULL,
-			  "line is not a JSON object: %s (column %d)",
-			  p->doc ? "another JSON value" : p->jerr.text,
-			  p->doc ? 0 : p->jerr.column);
+		ingest__emit_note(in, NULL, "MalformedLine", HK_NONE, NULL,
+				  NULL,
+				  "line is not a JSON object: %s (column %d)",
+				  p->doc ? "another JSON value" : p->jerr.text,
+				  p->doc ? 0 : p->jerr.column);
 		return 0;
 	}
 	return handle_doc(in, p->doc, err);
 }
 
-int ingest_line(ingest_t *in, const char *line, size_t len,
-		struct lg_error *err)
+int ingest__line(ingest_t *in, const char *line, size_t len,
+		 struct lg_error *err)
 {
 	struct ingest_prep p;
 	int rc;
@@ -275,15 +280,15 @@ int ingest_line(ingest_t *in, const char *line, size_t len,
 		/* Noted unread. */
 		memset(&p, 0, sizeof(p));
 		p.len = len;
-		return ingest_line_prepared(in, &p, err);
+		return ingest__line_prepared(in, &p, err);
 	}
 	if (in->proj_cap < len + 1) {
 		in->proj_cap = len + 1 > 4096 ? len + 1 : 4096;
 		free(in->proj);
-		in->proj = ing_xmalloc(in->proj_cap);
+		in->proj = lg_xmalloc(in->proj_cap);
 	}
-	ingest_prep_line(&p, line, len, in->proj);
-	rc = ingest_line_prepared(in, &p, err);
-	ingest_prep_release(&p);
+	ingest__prep_line(&p, line, len, in->proj);
+	rc = ingest__line_prepared(in, &p, err);
+	ingest__prep_release(&p);
 	return rc;
 }

@@ -18,19 +18,19 @@
  * and every level adds at least two ("-x"). */
 #define TREE_DEPTH_MAX 32
 
-struct tnode *tnode_get(ingest_t *in, const char *ns, bool create)
+struct tnode *ingest__tnode_get(ingest_t *in, const char *ns, bool create)
 {
-	struct tnode *t = smap_get(&in->tnodes, ns);
+	struct tnode *t = ingest__smap_get(&in->tnodes, ns);
 
 	if (t != NULL || !create)
 		return t;
-	t = ing_xcalloc(1, sizeof(*t));
-	t->ns = ing_xstrdup(ns);
-	smap_put(&in->tnodes, t);
+	t = lg_xcalloc(1, sizeof(*t));
+	t->ns = lg_xstrdup(ns);
+	ingest__smap_put(&in->tnodes, t);
 	return t;
 }
 
-void tnode_free(struct tnode *t)
+void ingest__tnode_free(struct tnode *t)
 {
 	if (t == NULL)
 		return;
@@ -55,8 +55,8 @@ static void tnode_gc(ingest_t *in, struct tnode *t)
 {
 	if (t->exists || wanted(t))
 		return;
-	smap_del(&in->tnodes, t);
-	tnode_free(t);
+	ingest__smap_del(&in->tnodes, t);
+	ingest__tnode_free(t);
 }
 
 static void emit_tenant(ingest_t *in, enum event_type type, const char *ns)
@@ -64,12 +64,12 @@ static void emit_tenant(ingest_t *in, enum event_type type, const char *ns)
 	char parent[DNS1123_SUBDOMAIN_MAX + 1];
 	bool has = ns_parent(ns, parent);
 
-	emit(in, &(struct event){.type = type,
-				 .ns = ns,
-				 .parent = has ? parent : NULL});
+	ingest__emit(in, &(struct event){.type = type,
+					 .ns = ns,
+					 .parent = has ? parent : NULL});
 }
 
-void tnode_ensure(ingest_t *in, const char *ns)
+void ingest__tnode_ensure(ingest_t *in, const char *ns)
 {
 	char chain[TREE_DEPTH_MAX][DNS1123_SUBDOMAIN_MAX + 1];
 	char cur[DNS1123_SUBDOMAIN_MAX + 1], up[DNS1123_SUBDOMAIN_MAX + 1];
@@ -80,7 +80,7 @@ void tnode_ensure(ingest_t *in, const char *ns)
 	snprintf(cur, sizeof(cur), "%s", ns);
 	/* Collect the missing nodes nearest first, then create root first. */
 	while (n < TREE_DEPTH_MAX) {
-		if (tnode_get(in, cur, true)->exists)
+		if (ingest__tnode_get(in, cur, true)->exists)
 			break;
 		memcpy(chain[n++], cur, sizeof(cur));
 		if (!ns_parent(cur, up))
@@ -88,16 +88,16 @@ void tnode_ensure(ingest_t *in, const char *ns)
 		memcpy(cur, up, sizeof(cur));
 	}
 	while (n-- > 0) {
-		struct tnode *t = tnode_get(in, chain[n], true);
+		struct tnode *t = ingest__tnode_get(in, chain[n], true);
 
 		emit_tenant(in, EV_TENANT, chain[n]);
 		t->exists = true;
 		if (ns_parent(chain[n], up))
-			tnode_get(in, up, true)->n_children++;
+			ingest__tnode_get(in, up, true)->n_children++;
 	}
 }
 
-void tnode_check(ingest_t *in, const char *ns)
+void ingest__tnode_check(ingest_t *in, const char *ns)
 {
 	char cur[DNS1123_SUBDOMAIN_MAX + 1], up[DNS1123_SUBDOMAIN_MAX + 1];
 
@@ -105,7 +105,7 @@ void tnode_check(ingest_t *in, const char *ns)
 		return;
 	snprintf(cur, sizeof(cur), "%s", ns);
 	for (int depth = 0; depth < TREE_DEPTH_MAX; depth++) {
-		struct tnode *t = tnode_get(in, cur, false);
+		struct tnode *t = ingest__tnode_get(in, cur, false);
 		bool has;
 
 		if (t == NULL)
@@ -118,7 +118,7 @@ void tnode_check(ingest_t *in, const char *ns)
 		t->exists = false;
 		tnode_gc(in, t);
 		has = ns_parent(cur, up);
-		if (!has || (t = tnode_get(in, up, false)) == NULL)
+		if (!has || (t = ingest__tnode_get(in, up, false)) == NULL)
 			return;
 		t->n_children--;
 		memcpy(cur, up, sizeof(cur));
@@ -128,8 +128,8 @@ void tnode_check(ingest_t *in, const char *ns)
 /* ---------------------------------------------------------------------- */
 /* Budgets and raw keys as the ledger holds them. */
 
-void tnode_budget_set(struct tnode *t, const char *key, bool present,
-		      int64_t value)
+void ingest__tnode_budget_set(struct tnode *t, const char *key, bool present,
+			      int64_t value)
 {
 	size_t i = 0;
 
@@ -148,15 +148,15 @@ void tnode_budget_set(struct tnode *t, const char *key, bool present,
 	}
 	if (!present)
 		return;
-	t->budgets = ing_xrealloc(t->budgets,
-				  (t->n_budgets + 1) * sizeof(*t->budgets));
+	t->budgets = lg_xrealloc(t->budgets,
+				 (t->n_budgets + 1) * sizeof(*t->budgets));
 	memmove(t->budgets + i + 1, t->budgets + i,
 		(t->n_budgets - i) * sizeof(*t->budgets));
-	t->budgets[i] = (struct budget_entry){ing_xstrdup(key), value};
+	t->budgets[i] = (struct budget_entry){lg_xstrdup(key), value};
 	t->n_budgets++;
 }
 
-void tnode_raw_set(struct tnode *t, const char *res, bool present)
+void ingest__tnode_raw_set(struct tnode *t, const char *res, bool present)
 {
 	size_t i = 0;
 
@@ -173,31 +173,31 @@ void tnode_raw_set(struct tnode *t, const char *res, bool present)
 	}
 	if (!present)
 		return;
-	t->raw = ing_xrealloc(t->raw, (t->n_raw + 1) * sizeof(*t->raw));
+	t->raw = lg_xrealloc(t->raw, (t->n_raw + 1) * sizeof(*t->raw));
 	memmove(t->raw + i + 1, t->raw + i, (t->n_raw - i) * sizeof(*t->raw));
-	t->raw[i] = ing_xstrdup(res);
+	t->raw[i] = lg_xstrdup(res);
 	t->n_raw++;
 }
 
 static void set_budget(ingest_t *in, struct tnode *t, const char *key,
 		       bool present, int64_t value)
 {
-	emit(in, &(struct event){.type = EV_BUDGET,
-				 .ns = t->ns,
-				 .key = key,
-				 .present = present,
-				 .value = present ? value : 0});
-	tnode_budget_set(t, key, present, value);
+	ingest__emit(in, &(struct event){.type = EV_BUDGET,
+					 .ns = t->ns,
+					 .key = key,
+					 .present = present,
+					 .value = present ? value : 0});
+	ingest__tnode_budget_set(t, key, present, value);
 }
 
 static void set_raw(ingest_t *in, struct tnode *t, const char *res,
 		    bool present)
 {
-	emit(in, &(struct event){.type = EV_RAWKEY,
-				 .ns = t->ns,
-				 .key = res,
-				 .present = present});
-	tnode_raw_set(t, res, present);
+	ingest__emit(in, &(struct event){.type = EV_RAWKEY,
+					 .ns = t->ns,
+					 .key = res,
+					 .present = present});
+	ingest__tnode_raw_set(t, res, present);
 }
 
 /* Budgets of t become want[0..n) (sorted by key): a merge in key order. */
@@ -252,41 +252,46 @@ static void diff_raw(ingest_t *in, struct tnode *t, const char *const *want,
 /* ---------------------------------------------------------------------- */
 /* Namespaces */
 
-int ns_upsert(ingest_t *in, enum resource r, const json_t *obj, struct obj *o)
+int ingest__ns_upsert(ingest_t *in, enum resource r, const json_t *obj,
+		      struct obj *o)
 {
 	struct namespace_map nm;
 	struct lg_error e = {0};
 
 	if (namespace_map_object(obj, &nm, &e) != 0) {
-		emit_note(in, o, "InvalidObject", HK_NONE, NULL,
-			  meta_str(obj, "name"), "Namespace: %s", e.msg);
+		ingest__emit_note(in, o, "InvalidObject", HK_NONE, NULL,
+				  ingest__meta_str(obj, "name"),
+				  "Namespace: %s", e.msg);
 		return 0;
 	}
 	if (o == NULL)
-		o = obj_add(in, r, "", nm.name, meta_str(obj, "uid"));
-	obj_set_uid(o, meta_str(obj, "uid") ? meta_str(obj, "uid") : "");
+		o = ingest__obj_add(in, r, "", nm.name,
+				    ingest__meta_str(obj, "uid"));
+	ingest__obj_set_uid(o, ingest__meta_str(obj, "uid")
+				       ? ingest__meta_str(obj, "uid")
+				       : "");
 	if (nm.tenant) {
-		tnode_get(in, nm.name, true)->ns_present = true;
-		tnode_ensure(in, nm.name);
+		ingest__tnode_get(in, nm.name, true)->ns_present = true;
+		ingest__tnode_ensure(in, nm.name);
 	}
 	if (!nm.labels_agree)
-		emit_note(in, o, "LabelMismatch", HK_NONE, NULL, nm.name, "%s",
-			  e.msg);
+		ingest__emit_note(in, o, "LabelMismatch", HK_NONE, NULL,
+				  nm.name, "%s", e.msg);
 	else
 		o->note = 0;
 	return 0;
 }
 
-void ns_delete(ingest_t *in, enum resource r, struct obj *o)
+void ingest__ns_delete(ingest_t *in, enum resource r, struct obj *o)
 {
 	char name[DNS1123_SUBDOMAIN_MAX + 1];
 	struct tnode *t;
 
 	snprintf(name, sizeof(name), "%s", o->name);
-	obj_del(in, r, o);
-	if ((t = tnode_get(in, name, false)) != NULL) {
+	ingest__obj_del(in, r, o);
+	if ((t = ingest__tnode_get(in, name, false)) != NULL) {
 		t->ns_present = false;
-		tnode_check(in, name);
+		ingest__tnode_check(in, name);
 	}
 }
 
@@ -298,14 +303,15 @@ static json_t *tenant_extract(const json_t *obj)
 {
 	json_t *d = json_object(), *md = json_object();
 
-	json_object_set_new(d, "apiVersion", jcopy(obj, "apiVersion"));
-	json_object_set_new(d, "kind", jcopy(obj, "kind"));
-	json_object_set_new(md, "name", json_string(meta_str(obj, "name")));
+	json_object_set_new(d, "apiVersion", ingest__jcopy(obj, "apiVersion"));
+	json_object_set_new(d, "kind", ingest__jcopy(obj, "kind"));
+	json_object_set_new(md, "name",
+			    json_string(ingest__meta_str(obj, "name")));
 	json_object_set_new(md, "namespace",
-			    json_string(meta_str(obj, "namespace")));
+			    json_string(ingest__meta_str(obj, "namespace")));
 	json_object_set_new(d, "metadata", md);
 	if (json_object_get(obj, "spec") != NULL)
-		json_object_set_new(d, "spec", jcopy(obj, "spec"));
+		json_object_set_new(d, "spec", ingest__jcopy(obj, "spec"));
 	return d;
 }
 
@@ -321,13 +327,13 @@ static void withdraw(ingest_t *in, struct obj *o)
 	snprintf(g, sizeof(g), "%s", o->governed);
 	free(o->governed);
 	o->governed = NULL;
-	t = tnode_get(in, g, false);
+	t = ingest__tnode_get(in, g, false);
 	if (t == NULL || t->governor != o)
 		return;
 	diff_budgets(in, t, NULL, 0);
 	diff_raw(in, t, NULL, 0);
 	t->governor = NULL;
-	tnode_check(in, g);
+	ingest__tnode_check(in, g);
 }
 
 /* Checks that o may govern tm->governed; NOTEs and false when not. */
@@ -336,44 +342,46 @@ static bool may_govern(ingest_t *in, struct obj *o, const struct tenant_map *tm)
 	struct tnode *t;
 
 	if (!ns_is_tenant(tm->governed)) {
-		emit_note(in, o, "NotATenant", HK_NONE, o->ns, o->name,
-			  "Tenant %s/%s governs %s, which is not a tenant "
-			  "namespace",
-			  o->ns, o->name, tm->governed);
+		ingest__emit_note(
+			in, o, "NotATenant", HK_NONE, o->ns, o->name,
+			"Tenant %s/%s governs %s, which is not a tenant "
+			"namespace",
+			o->ns, o->name, tm->governed);
 		return false;
 	}
-	t = tnode_get(in, tm->governed, false);
+	t = ingest__tnode_get(in, tm->governed, false);
 	if (t != NULL && t->governor != NULL && t->governor != o) {
-		emit_note(in, o, "TenantConflict", HK_NONE, o->ns, o->name,
-			  "Tenant %s/%s governs %s, already governed by "
-			  "Tenant %s/%s",
-			  o->ns, o->name, tm->governed, t->governor->ns,
-			  t->governor->name);
+		ingest__emit_note(
+			in, o, "TenantConflict", HK_NONE, o->ns, o->name,
+			"Tenant %s/%s governs %s, already governed by "
+			"Tenant %s/%s",
+			o->ns, o->name, tm->governed, t->governor->ns,
+			t->governor->name);
 		return false;
 	}
 	return true;
 }
 
-int tenant_upsert(ingest_t *in, enum resource r, const json_t *obj,
-		  struct obj *o)
+int ingest__tenant_upsert(ingest_t *in, enum resource r, const json_t *obj,
+			  struct obj *o)
 {
 	struct tenant_map tm;
 	struct lg_error e = {0};
-	const char *uid = meta_str(obj, "uid");
+	const char *uid = ingest__meta_str(obj, "uid");
 	struct tnode *t;
 	int rc;
 
 	if (o == NULL)
-		o = obj_add(in, r, meta_str(obj, "namespace"),
-			    meta_str(obj, "name"), uid);
-	obj_set_uid(o, uid ? uid : "");
+		o = ingest__obj_add(in, r, ingest__meta_str(obj, "namespace"),
+				    ingest__meta_str(obj, "name"), uid);
+	ingest__obj_set_uid(o, uid ? uid : "");
 	if (obj != o->doc)
-		obj_set_doc(o, tenant_extract(obj));
+		ingest__obj_set_doc(o, tenant_extract(obj));
 	rc = tenant_map_object(obj, &in->table, &tm, &e);
 	if (rc != 0) {
 		withdraw(in, o);
-		emit_note(in, o, "InvalidObject", HK_NONE, o->ns, o->name,
-			  "Tenant: %s", e.msg);
+		ingest__emit_note(in, o, "InvalidObject", HK_NONE, o->ns,
+				  o->name, "Tenant: %s", e.msg);
 		return 0;
 	}
 	if (!may_govern(in, o, &tm)) {
@@ -381,24 +389,25 @@ int tenant_upsert(ingest_t *in, enum resource r, const json_t *obj,
 		tenant_map_release(&tm);
 		return 0;
 	}
-	t = tnode_get(in, tm.governed, true);
+	t = ingest__tnode_get(in, tm.governed, true);
 	t->governor = o;
 	free(o->governed);
-	o->governed = ing_xstrdup(tm.governed);
-	tnode_ensure(in, tm.governed);
+	o->governed = lg_xstrdup(tm.governed);
+	ingest__tnode_ensure(in, tm.governed);
 	diff_budgets(in, t, tm.budgets, tm.n_budgets);
 	diff_raw(in, t, tm.raw, tm.n_raw);
 	if (tm.n_invalid > 0)
-		emit_note(in, o, "InvalidBudget", HK_NONE, o->ns, o->name,
-			  "Tenant %s/%s: %s", o->ns, o->name, e.msg);
+		ingest__emit_note(in, o, "InvalidBudget", HK_NONE, o->ns,
+				  o->name, "Tenant %s/%s: %s", o->ns, o->name,
+				  e.msg);
 	else
 		o->note = 0;
 	tenant_map_release(&tm);
 	return 0;
 }
 
-void tenant_delete(ingest_t *in, enum resource r, struct obj *o)
+void ingest__tenant_delete(ingest_t *in, enum resource r, struct obj *o)
 {
 	withdraw(in, o);
-	obj_del(in, r, o);
+	ingest__obj_del(in, r, o);
 }

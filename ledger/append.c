@@ -44,7 +44,7 @@ static int encode_one(ledger_t *lg, const struct event *ev, size_t *used,
 {
 	uint8_t *p = scratch(lg, *used, ENCODE_GUESS + LEDGER_HEAD_BYTES);
 	/* Most events fit the guess: encoded once, not sized first. */
-	size_t n = ledger_event_encode(ev, p, ENCODE_GUESS);
+	size_t n = ledger__event_encode(ev, p, ENCODE_GUESS);
 
 	if (n > LEDGER_EVENT_MAX_BYTES)
 		return lg_error_set(
@@ -53,9 +53,9 @@ static int encode_one(ledger_t *lg, const struct event *ev, size_t *used,
 	if (n > ENCODE_GUESS) {
 		p = scratch(lg, *used, n + LEDGER_HEAD_BYTES);
 		/* The size asked for is the size written. */
-		LG_ASSERT(ledger_event_encode(ev, p, n) == n);
+		LG_ASSERT(ledger__event_encode(ev, p, n) == n);
 	}
-	ledger_chain_step(head, p, n, head);
+	ledger__chain_step(head, p, n, head);
 	memcpy(p + n, head, LEDGER_HEAD_BYTES);
 	*used += n + LEDGER_HEAD_BYTES;
 	return 0;
@@ -89,8 +89,8 @@ static int prepare(ledger_t *lg, struct event *evs, size_t n, uint8_t *head,
 			lg->offs[i] = used;
 			rc = encode_one(lg, &evs[i], &used, head, err);
 		}
-		if (rc == 0 &&
-		    store_leaf_hash(&lg->jbuf, &evs[i], lg->leaf[i]) != 0)
+		if (rc == 0 && ledger__store_leaf_hash(&lg->jbuf, &evs[i],
+						       lg->leaf[i]) != 0)
 			rc = lg_error_set(err, LG_EINVAL,
 					  "event %zu: text is not UTF-8", i);
 		if (rc != 0)
@@ -120,10 +120,10 @@ static int put_checkpoint(ledger_t *lg, MDB_txn *txn, const uint8_t *head)
 	uint8_t *rec;
 	size_t len;
 	uint64_t k = state_seq(lg->st);
-	MDB_val key = store_key(&k), val;
+	MDB_val key = ledger__store_key(&k), val;
 	int rc;
 
-	store_cp_build(lg->st, head, &rec, &len);
+	ledger__store_cp_build(lg->st, head, &rec, &len);
 	val = (MDB_val){.mv_size = len, .mv_data = rec};
 	rc = mdb_put(txn, lg->dbi[LEDGER_DB_CHECKPOINTS], &key, &val, 0);
 	free(rec);
@@ -164,7 +164,7 @@ static int put_objects(ledger_t *lg, MDB_txn *txn, uint64_t last,
 
 	if (b == NULL || !b->objects)
 		return 0;
-	store_le64_put(v, last);
+	ledger__store_le64_put(v, last);
 	rc = put_pairs(txn, lg->dbi[LEDGER_DB_OBJECTS], b->objs, b->n_objs);
 	return rc ? rc : put_pairs(txn, lg->dbi[LEDGER_DB_META], &at, 1);
 }
@@ -180,7 +180,7 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		uint64_t k = first + i;
-		MDB_val key = store_key(&k);
+		MDB_val key = ledger__store_key(&k);
 		MDB_val val = {.mv_size = lg->offs[i + 1] - lg->offs[i],
 			       .mv_data = lg->buf + lg->offs[i]};
 
@@ -194,17 +194,17 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 	if (rc == 0)
 		rc = put_objects(lg, txn, first + n - 1, b);
 	if (rc == 0)
-		rc = store_vidx_put(lg, txn, evs, first, n);
+		rc = ledger__store_vidx_put(lg, txn, evs, first, n);
 	/* The Merkle tree grows in the same transaction (DESIGN 4.4). */
 	if (rc == 0)
-		rc = store_tree_append(
+		rc = ledger__store_tree_append(
 			lg, txn, first,
 			(const uint8_t(*)[MERKLE_HASH_BYTES])lg->leaf, n);
 	return rc;
 }
 
 /* Doubles the map, up to the operator's bound. */
-int store_grow_map(ledger_t *lg, struct lg_error *err)
+int ledger__store_grow_map(ledger_t *lg, struct lg_error *err)
 {
 	MDB_envinfo info;
 	size_t next;
@@ -254,11 +254,12 @@ static int commit_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 			return 0;
 		}
 		if (rc != MDB_MAP_FULL)
-			return store_error(err, rc, "append");
-		if ((rc = store_grow_map(lg, err)) != 0 ||
-		    (rc = store_txn_begin(lg, 0, &txn, err)) != 0)
+			return ledger__store_error(err, rc, "append");
+		if ((rc = ledger__store_grow_map(lg, err)) != 0 ||
+		    (rc = ledger__store_txn_begin(lg, 0, &txn, err)) != 0)
 			return rc;
-		rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
+		rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last,
+					    err);
 		if (rc != 0 || last != first - 1) {
 			*stale = rc == 0;
 			mdb_txn_abort(txn);
@@ -277,11 +278,11 @@ static int append_once(ledger_t *lg, struct event *evs, size_t n,
 	size_t applied = 0;
 	int rc;
 
-	if (lg->dirty && (rc = store_reload(lg, err)) != 0)
+	if (lg->dirty && (rc = ledger__store_reload(lg, err)) != 0)
 		return rc;
-	if ((rc = store_txn_begin(lg, 0, &txn, err)) != 0)
+	if ((rc = ledger__store_txn_begin(lg, 0, &txn, err)) != 0)
 		return rc;
-	if ((rc = store_catch_up(lg, txn, err)) != 0 ||
+	if ((rc = ledger__store_catch_up(lg, txn, err)) != 0 ||
 	    (rc = prepare(lg, evs, n, head, &applied, err)) != 0) {
 		mdb_txn_abort(txn);
 		/* An event that does not fit leaves the state as it was;
@@ -371,7 +372,7 @@ int ledger_meta_get(ledger_t *lg, const char *key, void *buf, size_t cap,
 {
 	MDB_txn *txn;
 	MDB_val k = {.mv_size = strlen(key), .mv_data = (void *)key}, v;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 
 	if (rc != 0)
 		return rc;
@@ -387,7 +388,7 @@ int ledger_meta_get(ledger_t *lg, const char *key, void *buf, size_t cap,
 	} else if (rc == MDB_NOTFOUND) {
 		rc = lg_error_set(err, LG_ENOENT, "meta %s: absent", key);
 	} else {
-		rc = store_error(err, rc, "read meta");
+		rc = ledger__store_error(err, rc, "read meta");
 	}
 	mdb_txn_abort(txn);
 	return rc;
@@ -404,9 +405,9 @@ int ledger_checkpoint(ledger_t *lg, struct lg_error *err)
 					    "ledger opened read-only");
 		if ((rc = ledger_refresh(lg, err)) != 0)
 			return rc;
-		if ((rc = store_txn_begin(lg, 0, &txn, err)) != 0)
+		if ((rc = ledger__store_txn_begin(lg, 0, &txn, err)) != 0)
 			return rc;
-		if ((rc = store_catch_up(lg, txn, err)) != 0) {
+		if ((rc = ledger__store_catch_up(lg, txn, err)) != 0) {
 			mdb_txn_abort(txn);
 			return rc;
 		}
@@ -415,10 +416,11 @@ int ledger_checkpoint(ledger_t *lg, struct lg_error *err)
 			rc = mdb_txn_commit(txn);
 		else
 			mdb_txn_abort(txn);
-		if (rc == MDB_MAP_FULL && store_grow_map(lg, err) == 0)
+		if (rc == MDB_MAP_FULL && ledger__store_grow_map(lg, err) == 0)
 			continue;
 		if (rc != 0)
-			return store_error(err, rc, "commit checkpoint");
+			return ledger__store_error(err, rc,
+						   "commit checkpoint");
 		lg->cp_seq = lg->seq;
 		clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
 		return 0;
@@ -428,12 +430,12 @@ int ledger_checkpoint(ledger_t *lg, struct lg_error *err)
 /* ---------------------------------------------------------------------- */
 /* Raw access (ledger_int.h) */
 
-int ledger_raw_get(ledger_t *lg, enum ledger_db db, uint64_t key, uint8_t **val,
-		   size_t *len, struct lg_error *err)
+int ledger__raw_get(ledger_t *lg, enum ledger_db db, uint64_t key,
+		    uint8_t **val, size_t *len, struct lg_error *err)
 {
 	MDB_txn *txn;
-	MDB_val k = store_key(&key), v;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	MDB_val k = ledger__store_key(&key), v;
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 
 	if (rc != 0)
 		return rc;
@@ -443,26 +445,26 @@ int ledger_raw_get(ledger_t *lg, enum ledger_db db, uint64_t key, uint8_t **val,
 		memcpy(*val, v.mv_data, v.mv_size);
 		*len = v.mv_size;
 	} else {
-		rc = store_error(err, rc, "raw get");
+		rc = ledger__store_error(err, rc, "raw get");
 	}
 	mdb_txn_abort(txn);
 	return rc;
 }
 
-int ledger_raw_put(ledger_t *lg, enum ledger_db db, uint64_t key,
-		   const uint8_t *val, size_t len, struct lg_error *err)
+int ledger__raw_put(ledger_t *lg, enum ledger_db db, uint64_t key,
+		    const uint8_t *val, size_t len, struct lg_error *err)
 {
 	MDB_txn *txn;
-	MDB_val k = store_key(&key),
+	MDB_val k = ledger__store_key(&key),
 		v = {.mv_size = len, .mv_data = (void *)val};
-	int rc = store_txn_begin(lg, 0, &txn, err);
+	int rc = ledger__store_txn_begin(lg, 0, &txn, err);
 
 	if (rc != 0)
 		return rc;
 	rc = val ? mdb_put(txn, lg->dbi[db], &k, &v, 0)
 		 : mdb_del(txn, lg->dbi[db], &k, NULL);
 	rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
-	return rc ? store_error(err, rc, "raw put") : 0;
+	return rc ? ledger__store_error(err, rc, "raw put") : 0;
 }
 
 /* Calls fn for every key of db starting with prefix, in key order. */
@@ -473,23 +475,23 @@ static int db_scan(ledger_t *lg, enum ledger_db db, const char *prefix,
 	MDB_cursor *cur = NULL;
 	size_t pl = strlen(prefix);
 	MDB_val k = {.mv_size = pl, .mv_data = (void *)prefix}, v;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 	int op = pl > 0 ? MDB_SET_RANGE : MDB_FIRST;
 
 	if (rc != 0)
 		return rc;
 	if ((rc = mdb_cursor_open(txn, lg->dbi[db], &cur)) != 0) {
 		mdb_txn_abort(txn);
-		return store_error(err, rc, "open cursor");
+		return ledger__store_error(err, rc, "open cursor");
 	}
 	for (;; op = MDB_NEXT) {
-		rc = store_cursor_get(lg, cur, db, &k, &v, op);
+		rc = ledger__store_cursor_get(lg, cur, db, &k, &v, op);
 		if (rc == MDB_NOTFOUND) {
 			rc = 0;
 			break;
 		}
 		if (rc != 0) {
-			rc = store_read_error(lg, err, rc, 0, "read");
+			rc = ledger__store_read_error(lg, err, rc, 0, "read");
 			break;
 		}
 		if (k.mv_size < pl || memcmp(k.mv_data, prefix, pl) != 0)
@@ -503,8 +505,8 @@ static int db_scan(ledger_t *lg, enum ledger_db db, const char *prefix,
 	return rc;
 }
 
-int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
-		     void *ctx, struct lg_error *err)
+int ledger__meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
+		      void *ctx, struct lg_error *err)
 {
 	return db_scan(lg, LEDGER_DB_META, prefix, fn, ctx, err);
 }
@@ -533,6 +535,6 @@ int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
 		return lg_error_set(err, LG_ECORRUPT, "meta %s: not 8 bytes",
 				    LEDGER_OBJECTS_SEQ_KEY);
 	if (rc == 0)
-		*seq = store_le64_get(v);
+		*seq = ledger__store_le64_get(v);
 	return rc;
 }

@@ -194,7 +194,7 @@ static void put_field(struct writer *w, const struct event *ev,
 	}
 }
 
-size_t ledger_event_encode(const struct event *ev, uint8_t *buf, size_t cap)
+size_t ledger__event_encode(const struct event *ev, uint8_t *buf, size_t cap)
 {
 	struct writer w = {buf, cap, 0};
 
@@ -429,8 +429,8 @@ static int decode_fields(struct reader *r, struct event *ev)
 	return 0;
 }
 
-int ledger_event_decode(struct event *ev, const uint8_t *buf, size_t len,
-			struct lg_error *err)
+int ledger__event_decode(struct event *ev, const uint8_t *buf, size_t len,
+			 struct lg_error *err)
 {
 	struct reader r = {buf, len, 0, err};
 	struct lg_error verr; /* event_validate fills it when it fails */
@@ -459,8 +459,8 @@ int ledger_event_decode(struct event *ev, const uint8_t *buf, size_t len,
 /* ---------------------------------------------------------------------- */
 /* The chain. */
 
-void ledger_chain_step(const uint8_t *head_prev, const uint8_t *bytes,
-		       size_t len, uint8_t *head_out)
+void ledger__chain_step(const uint8_t *head_prev, const uint8_t *bytes,
+			size_t len, uint8_t *head_out)
 {
 	uint8_t md[SHA256_DIGEST_LENGTH];
 	SHA256_CTX c;
@@ -478,16 +478,16 @@ void ledger_event_head(const uint8_t *head_prev, const struct event *ev,
 		       uint8_t *head_out)
 {
 	uint8_t room[1024], *p = room;
-	size_t n = ledger_event_encode(ev, room, sizeof(room));
+	size_t n = ledger__event_encode(ev, room, sizeof(room));
 
 	/* Most events fit the stack; a larger one is encoded again on the
 	 * heap (running out of memory aborts, STYLE "Errors and memory"). */
 	if (n > sizeof(room)) {
 		if ((p = malloc(n)) == NULL)
 			abort();
-		ledger_event_encode(ev, p, n);
+		ledger__event_encode(ev, p, n);
 	}
-	ledger_chain_step(head_prev, p, n, head_out);
+	ledger__chain_step(head_prev, p, n, head_out);
 	if (p != room)
 		free(p);
 }

@@ -68,7 +68,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	sigaction(sig, old, NULL);
 }
 
-void store_trap_install(void)
+void ledger__store_trap_install(void)
 {
 	struct sigaction sa;
 
@@ -85,7 +85,7 @@ void store_trap_install(void)
 	sigaction(SIGBUS, &sa, &old_bus);
 }
 
-void store_trap_remove(void)
+void ledger__store_trap_remove(void)
 {
 	if (trap_users == 0 || --trap_users > 0)
 		return;
@@ -129,7 +129,7 @@ static const void *map_start(ino_t ino)
 	return at;
 }
 
-int store_bounds_load(ledger_t *lg)
+int ledger__store_bounds_load(ledger_t *lg)
 {
 	MDB_envinfo info;
 	MDB_stat st;
@@ -224,8 +224,8 @@ static void note_fault(ledger_t *lg)
 		}                             \
 	} while (0)
 
-int store_get(ledger_t *lg, MDB_txn *txn, enum ledger_db db, MDB_val *key,
-	      MDB_val *val)
+int ledger__store_get(ledger_t *lg, MDB_txn *txn, enum ledger_db db,
+		      MDB_val *key, MDB_val *val)
 {
 	int rc;
 
@@ -237,8 +237,8 @@ int store_get(ledger_t *lg, MDB_txn *txn, enum ledger_db db, MDB_val *key,
 	return rc == 0 ? check_val(lg, db, NULL, val) : rc;
 }
 
-int store_cursor_get(ledger_t *lg, MDB_cursor *cur, enum ledger_db db,
-		     MDB_val *key, MDB_val *val, MDB_cursor_op op)
+int ledger__store_cursor_get(ledger_t *lg, MDB_cursor *cur, enum ledger_db db,
+			     MDB_val *key, MDB_val *val, MDB_cursor_op op)
 {
 	int rc;
 
@@ -250,21 +250,23 @@ int store_cursor_get(ledger_t *lg, MDB_cursor *cur, enum ledger_db db,
 	return rc == 0 ? check_val(lg, db, key, val) : rc;
 }
 
-int store_dbi_open(ledger_t *lg, MDB_txn *txn, enum ledger_db db,
-		   unsigned flags)
+int ledger__store_dbi_open(ledger_t *lg, MDB_txn *txn, enum ledger_db db,
+			   unsigned flags)
 {
 	int rc;
 
 	if (!lg->o.forensic)
-		return mdb_dbi_open(txn, store_db_names[db], flags,
+		return mdb_dbi_open(txn, ledger__store_db_names[db], flags,
 				    &lg->dbi[db]);
 	GUARDED(lg, rc,
-		mdb_dbi_open(txn, store_db_names[db], flags, &lg->dbi[db]));
+		mdb_dbi_open(txn, ledger__store_db_names[db], flags,
+			     &lg->dbi[db]));
 	return rc;
 }
 
-/* The detail of a damaged-storage code, for store_error. */
-int store_damage_detail(const ledger_t *lg, int rc, char *buf, size_t cap)
+/* The detail of a damaged-storage code, for ledger__store_error. */
+int ledger__store_damage_detail(const ledger_t *lg, int rc, char *buf,
+				size_t cap)
 {
 	if (rc != STORE_EFAULT && rc != STORE_EBOUNDS)
 		return 0;
@@ -377,7 +379,7 @@ static const char *metas_fault(int fd, unsigned *bad)
 	return why;
 }
 
-int store_meta_check(ledger_t *lg, struct lg_error *err)
+int ledger__store_meta_check(ledger_t *lg, struct lg_error *err)
 {
 	char path[4096];
 	const char *why = NULL;

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-const char *const store_db_names[LEDGER_DB_MAX] = {
+const char *const ledger__store_db_names[LEDGER_DB_MAX] = {
 	[LEDGER_DB_EVENTS] = "events",
 	[LEDGER_DB_CHECKPOINTS] = "checkpoints",
 	[LEDGER_DB_META] = "meta",
@@ -35,7 +35,7 @@ const char *const store_db_names[LEDGER_DB_MAX] = {
 /* ---------------------------------------------------------------------- */
 /* Errors: translate LMDB's once, here. */
 
-int store_error(struct lg_error *err, int rc, const char *what)
+int ledger__store_error(struct lg_error *err, int rc, const char *what)
 {
 	int code = LG_EIO;
 
@@ -66,14 +66,14 @@ static bool damaged_storage(const ledger_t *lg, int rc)
 	       rc == STORE_EBOUNDS;
 }
 
-int store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
-		     uint64_t seq, const char *what)
+int ledger__store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
+			     uint64_t seq, const char *what)
 {
 	char detail[160], at[32] = "";
 
 	if (!damaged_storage(lg, rc))
-		return store_error(err, rc, what);
-	if (!store_damage_detail(lg, rc, detail, sizeof(detail)))
+		return ledger__store_error(err, rc, what);
+	if (!ledger__store_damage_detail(lg, rc, detail, sizeof(detail)))
 		snprintf(detail, sizeof(detail), "%s", mdb_strerror(rc));
 	if (seq != 0)
 		snprintf(at, sizeof(at), "seq %llu: ", (unsigned long long)seq);
@@ -81,12 +81,12 @@ int store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
 			    what, detail);
 }
 
-MDB_val store_key(uint64_t *k)
+MDB_val ledger__store_key(uint64_t *k)
 {
 	return (MDB_val){.mv_size = sizeof(*k), .mv_data = k};
 }
 
-uint64_t store_keyval(const MDB_val *v)
+uint64_t ledger__store_keyval(const MDB_val *v)
 {
 	uint64_t k;
 
@@ -95,8 +95,8 @@ uint64_t store_keyval(const MDB_val *v)
 }
 
 /* Begins a transaction, adopting a map another process has grown. */
-int store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
-		    struct lg_error *err)
+int ledger__store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
+			    struct lg_error *err)
 {
 	int rc = mdb_txn_begin(lg->env, NULL, flags, txn);
 
@@ -113,20 +113,24 @@ int store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
 		if (rc == 0)
 			rc = mdb_txn_begin(lg->env, NULL, flags, txn);
 	}
-	if (rc == 0 && (rc = store_bounds_load(lg)) != 0) {
+	if (rc == 0 && (rc = ledger__store_bounds_load(lg)) != 0) {
 		mdb_txn_abort(*txn);
 		*txn = NULL;
-		return store_read_error(lg, err, rc, 0, "begin transaction");
+		return ledger__store_read_error(lg, err, rc, 0,
+						"begin transaction");
 	}
-	return rc ? store_read_error(lg, err, rc, 0, "begin transaction") : 0;
+	return rc ? ledger__store_read_error(lg, err, rc, 0,
+					     "begin transaction")
+		  : 0;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Records */
 
 /* Decodes an event record (bytes + head) at seq. */
-int store_record_decode(const MDB_val *v, uint64_t seq, struct event *ev,
-			const uint8_t **head, struct lg_error *err)
+int ledger__store_record_decode(const MDB_val *v, uint64_t seq,
+				struct event *ev, const uint8_t **head,
+				struct lg_error *err)
 {
 	int rc;
 
@@ -134,8 +138,8 @@ int store_record_decode(const MDB_val *v, uint64_t seq, struct event *ev,
 		return lg_error_set(err, LG_ECORRUPT,
 				    "seq %llu: record too short",
 				    (unsigned long long)seq);
-	rc = ledger_event_decode(ev, v->mv_data, v->mv_size - LEDGER_HEAD_BYTES,
-				 err);
+	rc = ledger__event_decode(ev, v->mv_data,
+				  v->mv_size - LEDGER_HEAD_BYTES, err);
 	if (rc != 0) {
 		char msg[LG_ERRMSG_MAX];
 
@@ -151,13 +155,13 @@ int store_record_decode(const MDB_val *v, uint64_t seq, struct event *ev,
 	return 0;
 }
 
-void store_le64_put(uint8_t *p, uint64_t v)
+void ledger__store_le64_put(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-uint64_t store_le64_get(const uint8_t *p)
+uint64_t ledger__store_le64_get(const uint8_t *p)
 {
 	uint64_t v = 0;
 
@@ -167,8 +171,8 @@ uint64_t store_le64_get(const uint8_t *p)
 }
 
 /* Builds a checkpoint record of st (caller frees *out). */
-void store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
-		    size_t *len)
+void ledger__store_cp_build(const state_t *st, const uint8_t *head,
+			    uint8_t **out, size_t *len)
 {
 	uint8_t *sbuf, *rec;
 	size_t slen, n;
@@ -182,9 +186,9 @@ void store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
 	memcpy(rec, LEDGER_CP_MAGIC, 4);
 	rec[4] = LEDGER_CP_VERSION;
 	rec[5] = rec[6] = rec[7] = 0;
-	store_le64_put(rec + 8, state_seq(st));
+	ledger__store_le64_put(rec + 8, state_seq(st));
 	memcpy(rec + 16, head, LEDGER_HEAD_BYTES);
-	store_le64_put(rec + 16 + LEDGER_HEAD_BYTES, slen);
+	ledger__store_le64_put(rec + 16 + LEDGER_HEAD_BYTES, slen);
 	memcpy(rec + LEDGER_CP_HEADER, sbuf, slen);
 	SHA256(rec, LEDGER_CP_HEADER + slen, rec + LEDGER_CP_HEADER + slen);
 	free(sbuf);
@@ -194,8 +198,9 @@ void store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
 
 /* Checks a checkpoint record's frame; on success sbytes and slen are the
  * state encoding inside it and *head the chain head it claims. */
-int store_cp_open(const MDB_val *v, uint64_t seq, const uint8_t **sbytes,
-		  size_t *slen, const uint8_t **head, struct lg_error *err)
+int ledger__store_cp_open(const MDB_val *v, uint64_t seq,
+			  const uint8_t **sbytes, size_t *slen,
+			  const uint8_t **head, struct lg_error *err)
 {
 	const uint8_t *p = v->mv_data;
 	uint8_t digest[SHA256_DIGEST_LENGTH];
@@ -210,8 +215,8 @@ int store_cp_open(const MDB_val *v, uint64_t seq, const uint8_t **sbytes,
 		return lg_error_set(err, LG_ECORRUPT,
 				    "checkpoint %llu: version %u",
 				    (unsigned long long)seq, p[4]);
-	n = store_le64_get(p + 16 + LEDGER_HEAD_BYTES);
-	if (store_le64_get(p + 8) != seq ||
+	n = ledger__store_le64_get(p + 16 + LEDGER_HEAD_BYTES);
+	if (ledger__store_le64_get(p + 8) != seq ||
 	    n != v->mv_size - LEDGER_CP_HEADER - SHA256_DIGEST_LENGTH)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "checkpoint %llu: bad header",
@@ -232,11 +237,11 @@ int store_cp_open(const MDB_val *v, uint64_t seq, const uint8_t **sbytes,
 
 /* Applies events (from, to] read in txn to st; head tracks the stored head
  * of the last one. */
-int store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
-		      uint8_t *head, struct lg_error *err)
+int ledger__store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st,
+			      uint64_t to, uint8_t *head, struct lg_error *err)
 {
 	uint64_t k = state_seq(st) + 1;
-	MDB_val key = store_key(&k), val;
+	MDB_val key = ledger__store_key(&k), val;
 	MDB_cursor *cur;
 	int rc, op = MDB_SET_KEY;
 
@@ -244,24 +249,26 @@ int store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
 		return 0;
 	rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur);
 	if (rc != 0)
-		return store_error(err, rc, "open cursor");
+		return ledger__store_error(err, rc, "open cursor");
 	for (; k <= to; k++, op = MDB_NEXT) {
 		struct event ev;
 		const uint8_t *h;
 
-		rc = store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key, &val,
-				      op);
+		rc = ledger__store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key,
+					      &val, op);
 		if (rc != 0 && rc != MDB_NOTFOUND) {
-			rc = store_read_error(lg, err, rc, k, "read event");
+			rc = ledger__store_read_error(lg, err, rc, k,
+						      "read event");
 			break;
 		}
-		if (rc != 0 || store_keyval(&key) != k) {
+		if (rc != 0 || ledger__store_keyval(&key) != k) {
 			rc = lg_error_set(err, LG_ECORRUPT,
 					  "seq %llu: missing from the log",
 					  (unsigned long long)k);
 			break;
 		}
-		if ((rc = store_record_decode(&val, k, &ev, &h, err)) != 0 ||
+		if ((rc = ledger__store_record_decode(&val, k, &ev, &h, err)) !=
+			    0 ||
 		    (rc = state_apply_validated(st, &ev, err)) != 0)
 			break;
 		memcpy(head, h, LEDGER_HEAD_BYTES);
@@ -270,36 +277,36 @@ int store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
 	return rc;
 }
 
-int store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db, uint64_t *out,
-		   struct lg_error *err)
+int ledger__store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db,
+			   uint64_t *out, struct lg_error *err)
 {
 	MDB_cursor *cur;
 	MDB_val key, val;
 	int rc = mdb_cursor_open(txn, lg->dbi[db], &cur);
 
 	if (rc != 0)
-		return store_error(err, rc, "open cursor");
-	rc = store_cursor_get(lg, cur, db, &key, &val, MDB_LAST);
+		return ledger__store_error(err, rc, "open cursor");
+	rc = ledger__store_cursor_get(lg, cur, db, &key, &val, MDB_LAST);
 	mdb_cursor_close(cur);
 	if (rc == MDB_NOTFOUND) {
 		*out = 0;
 		return 0;
 	}
 	if (rc != 0)
-		return store_read_error(lg, err, rc, 0, "last key");
-	*out = store_keyval(&key);
+		return ledger__store_read_error(lg, err, rc, 0, "last key");
+	*out = ledger__store_keyval(&key);
 	return 0;
 }
 
 /* The chain head stored with event seq, or false when it cannot be read. */
 static bool stored_head(ledger_t *lg, MDB_txn *txn, uint64_t seq, uint8_t *head)
 {
-	MDB_val key = store_key(&seq), val;
+	MDB_val key = ledger__store_key(&seq), val;
 	struct event ev;
 	const uint8_t *h;
 
-	if (store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val) != 0 ||
-	    store_record_decode(&val, seq, &ev, &h, NULL) != 0)
+	if (ledger__store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val) != 0 ||
+	    ledger__store_record_decode(&val, seq, &ev, &h, NULL) != 0)
 		return false;
 	memcpy(head, h, LEDGER_HEAD_BYTES);
 	return true;
@@ -317,7 +324,7 @@ static state_t *sound_checkpoint(ledger_t *lg, MDB_txn *txn, uint64_t at,
 	size_t sl;
 	state_t *st = NULL;
 
-	if (store_cp_open(val, at, &sb, &sl, &h, NULL) != 0 ||
+	if (ledger__store_cp_open(val, at, &sb, &sl, &h, NULL) != 0 ||
 	    !stored_head(lg, txn, at, chain) ||
 	    memcmp(h, chain, LEDGER_HEAD_BYTES) != 0 ||
 	    state_decode(&st, sb, sl, NULL) != 0)
@@ -334,18 +341,20 @@ static state_t *sound_checkpoint(ledger_t *lg, MDB_txn *txn, uint64_t at,
  * checkpoint whose state the tail does not apply to (a state edited along
  * with its digest) is skipped too, and the next older one tried; a state
  * edit the tail never touches is found only by verify's replay. */
-int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
-		   uint8_t *head, unsigned *skipped, struct lg_error *err)
+int ledger__store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq,
+			   state_t **out, uint8_t *head, unsigned *skipped,
+			   struct lg_error *err)
 {
 	uint64_t k = seq, last;
-	MDB_val key = store_key(&k), val;
+	MDB_val key = ledger__store_key(&k), val;
 	MDB_cursor *cur;
 	state_t *st = NULL;
 	int rc, crc;
 
 	*skipped = 0;
 	memset(head, 0, LEDGER_HEAD_BYTES);
-	if ((rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err)) != 0)
+	if ((rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last,
+					 err)) != 0)
 		return rc;
 	if (seq > last)
 		return lg_error_set(
@@ -353,20 +362,20 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 			(unsigned long long)seq, (unsigned long long)last);
 	rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_CHECKPOINTS], &cur);
 	if (rc != 0)
-		return store_error(err, rc, "open cursor");
-	crc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key, &val,
-			       MDB_SET_RANGE);
+		return ledger__store_error(err, rc, "open cursor");
+	crc = ledger__store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key,
+				       &val, MDB_SET_RANGE);
 	if (crc == MDB_NOTFOUND)
-		crc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key,
-				       &val, MDB_LAST);
+		crc = ledger__store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS,
+					       &key, &val, MDB_LAST);
 	for (;;) {
 		uint64_t at = 0;
 
 		st = NULL;
-		for (; crc == 0;
-		     crc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key,
-					    &val, MDB_PREV)) {
-			at = store_keyval(&key);
+		for (; crc == 0; crc = ledger__store_cursor_get(
+					 lg, cur, LEDGER_DB_CHECKPOINTS, &key,
+					 &val, MDB_PREV)) {
+			at = ledger__store_keyval(&key);
 			if (at > seq)
 				continue;
 			if ((st = sound_checkpoint(lg, txn, at, &val, head)))
@@ -374,14 +383,15 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 			(*skipped)++;
 		}
 		if (crc != 0 && crc != MDB_NOTFOUND) {
-			rc = store_read_error(lg, err, crc, 0, "read checkpoints");
+			rc = ledger__store_read_error(lg, err, crc, 0,
+						      "read checkpoints");
 			break;
 		}
 		if (st == NULL) {
 			memset(head, 0, LEDGER_HEAD_BYTES);
 			st = state_new();
 		}
-		rc = store_apply_fast(lg, txn, st, seq, head, err);
+		rc = ledger__store_apply_fast(lg, txn, st, seq, head, err);
 		if (rc == 0 && state_seq(st) != seq)
 			rc = lg_error_set(err, LG_ENOENT,
 					  "seq %llu is past the log",
@@ -392,8 +402,8 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 		state_free(st);
 		st = NULL;
 		(*skipped)++;
-		crc = store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS, &key, &val,
-				       MDB_PREV);
+		crc = ledger__store_cursor_get(lg, cur, LEDGER_DB_CHECKPOINTS,
+					       &key, &val, MDB_PREV);
 	}
 	mdb_cursor_close(cur);
 	if (rc != 0) {
@@ -405,25 +415,25 @@ int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
 }
 
 /* Rebuilds the handle's state at the last seq of the log. */
-int store_reload(ledger_t *lg, struct lg_error *err)
+int ledger__store_reload(ledger_t *lg, struct lg_error *err)
 {
 	MDB_txn *txn;
 	uint64_t last;
 	unsigned skipped;
 	state_t *st;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 
 	if (rc != 0)
 		return rc;
-	rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
+	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
 	if (rc == 0)
-		rc = store_state_at(lg, txn, last, &st, lg->head, &skipped,
-				    err);
+		rc = ledger__store_state_at(lg, txn, last, &st, lg->head,
+					    &skipped, err);
 	if (rc == 0) {
 		uint64_t cp;
 
-		if (store_last_key(lg, txn, LEDGER_DB_CHECKPOINTS, &cp, NULL) ==
-		    0)
+		if (ledger__store_last_key(lg, txn, LEDGER_DB_CHECKPOINTS, &cp,
+					   NULL) == 0)
 			lg->cp_seq = cp;
 		state_free(lg->st);
 		lg->st = st;
@@ -443,7 +453,7 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 	unsigned flags = lg->o.read_only ? MDB_RDONLY : 0;
 	uint32_t version = LEDGER_SCHEMA_VERSION, stored;
 	MDB_val key = {.mv_size = 6, .mv_data = "schema"}, val;
-	int rc = store_txn_begin(lg, flags, &txn, err);
+	int rc = ledger__store_txn_begin(lg, flags, &txn, err);
 
 	int found = 0;
 
@@ -458,7 +468,7 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 
 		if (!lg->o.read_only)
 			f |= MDB_CREATE;
-		r = store_dbi_open(lg, txn, (enum ledger_db)i, f);
+		r = ledger__store_dbi_open(lg, txn, (enum ledger_db)i, f);
 		/* A ledger from before the Merkle tree has no "tree"
 		 * database; a reader sees a tree of size 0. */
 		if (r == MDB_NOTFOUND && i == LEDGER_DB_TREE) {
@@ -488,14 +498,14 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 				    "%s: not a gpuledger database", lg->dir);
 	}
 	if (rc == 0)
-		rc = store_get(lg, txn, LEDGER_DB_META, &key, &val);
+		rc = ledger__store_get(lg, txn, LEDGER_DB_META, &key, &val);
 	if (rc == MDB_NOTFOUND && !lg->o.read_only) {
 		val = (MDB_val){.mv_size = sizeof(version),
 				.mv_data = &version};
 		rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val, 0);
 		if (rc == 0)
 			return (rc = mdb_txn_commit(txn))
-				       ? store_error(err, rc, "create")
+				       ? ledger__store_error(err, rc, "create")
 				       : 0;
 	}
 	if (rc == MDB_NOTFOUND && lg->o.forensic) {
@@ -511,15 +521,15 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 			       ? lg_error_set(err, LG_ENOENT,
 					      "%s: not a gpuledger database",
 					      lg->dir)
-			       : store_read_error(lg, err, rc, 0,
-						  "open databases");
+			       : ledger__store_read_error(lg, err, rc, 0,
+							  "open databases");
 	}
 	memcpy(&stored, val.mv_data, sizeof(stored));
 	/* Committing keeps the database handles opened in this transaction
 	 * (an abort would close them). */
 	rc = mdb_txn_commit(txn);
 	if (rc != 0)
-		return store_error(err, rc, "open databases");
+		return ledger__store_error(err, rc, "open databases");
 	if (val.mv_size != sizeof(stored) || stored != LEDGER_SCHEMA_VERSION)
 		return lg_error_set(err, LG_EVERSION,
 				    "%s: schema version %u, this gpuledger "
@@ -549,12 +559,12 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 				    lg->dir);
 	}
 	if ((rc = mdb_env_create(&lg->env)) != 0)
-		return store_error(err, rc, "create environment");
+		return ledger__store_error(err, rc, "create environment");
 	mdb_env_set_maxdbs(lg->env, LEDGER_DB_MAX);
 	mdb_env_set_maxreaders(lg->env, 510);
 	mdb_env_set_mapsize(lg->env, lg->o.map_size_bytes);
 	/* A forensic reader checks the meta pages before LMDB trusts them. */
-	if (lg->o.forensic && (rc = store_meta_check(lg, err)) != 0)
+	if (lg->o.forensic && (rc = ledger__store_meta_check(lg, err)) != 0)
 		return rc;
 	rc = mdb_env_open(lg->env, lg->dir, flags, 0664);
 	/* A data.mdb with no meta pages yet: its creator was stopped (or is
@@ -568,7 +578,7 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 				    "has no meta pages yet)",
 				    lg->dir);
 	if (rc != 0)
-		return store_read_error(lg, err, rc, 0, lg->dir);
+		return ledger__store_read_error(lg, err, rc, 0, lg->dir);
 	/* A file grown by an earlier run is bigger than our initial size;
 	 * adopt it, but never beyond the operator's bound (LMDB keeps at
 	 * least the pages in use); asked for the whole bound, take it.
@@ -608,17 +618,17 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 	clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
 	if (o->forensic) {
 		lg->o.read_only = true;
-		store_trap_install();
+		ledger__store_trap_install();
 	}
 	lg->edge.size = UINT64_MAX;
 	if (o->dir == NULL || o->dir[0] == '\0')
 		rc = lg_error_set(err, LG_EINVAL, "no ledger directory");
 	else if ((rc = env_open(lg, err)) == 0 &&
 		 (rc = open_dbs(lg, err)) == 0 && !o->forensic)
-		rc = store_reload(lg, err);
+		rc = ledger__store_reload(lg, err);
 	/* A writer builds what the tree lacks (a ledger from before it). */
 	if (rc == 0 && !lg->o.read_only)
-		rc = store_tree_build(lg, err);
+		rc = ledger__store_tree_build(lg, err);
 	if (rc != 0) {
 		ledger_close(lg);
 		return rc;
@@ -632,7 +642,7 @@ void ledger_close(ledger_t *lg)
 	if (lg == NULL)
 		return;
 	if (lg->parent != NULL) {
-		store_snapshot_free(lg);
+		ledger__store_snapshot_free(lg);
 		return;
 	}
 	if (lg->env != NULL)
@@ -640,7 +650,7 @@ void ledger_close(ledger_t *lg)
 	pthread_rwlock_destroy(lg->remap);
 	free(lg->remap);
 	if (lg->o.forensic)
-		store_trap_remove();
+		ledger__store_trap_remove();
 	state_free(lg->st);
 	free(lg->buf);
 	free(lg->offs);
@@ -666,10 +676,10 @@ const uint8_t *ledger_head(const ledger_t *lg)
 }
 
 /* Catches up with events other processes appended, inside txn. */
-int store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err)
+int ledger__store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err)
 {
 	uint64_t last;
-	int rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
+	int rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
 
 	if (rc != 0 || last == lg->seq)
 		return rc;
@@ -678,7 +688,7 @@ int store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err)
 				    "the log shrank from seq %llu to %llu",
 				    (unsigned long long)lg->seq,
 				    (unsigned long long)last);
-	rc = store_apply_range(lg, txn, lg->st, last, lg->head, err);
+	rc = ledger__store_apply_range(lg, txn, lg->st, last, lg->head, err);
 	if (rc != 0) {
 		lg->dirty = true;
 		return rc;
@@ -695,10 +705,10 @@ int ledger_refresh(ledger_t *lg, struct lg_error *err)
 	if (lg->o.forensic || lg->parent != NULL)
 		return 0;
 	if (lg->dirty)
-		return store_reload(lg, err);
-	if ((rc = store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
+		return ledger__store_reload(lg, err);
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
 		return rc;
-	rc = store_catch_up(lg, txn, err);
+	rc = ledger__store_catch_up(lg, txn, err);
 	mdb_txn_abort(txn);
 	return rc;
 }

@@ -12,25 +12,25 @@
 /* Moved from ledger/ledger.h: used by ledger/ (and its tests) only. */
 
 /* Event encoding (ledger/codec.c): the canonical bytes the chain hashes.
- * ledger_event_encode writes at most cap bytes and returns the size needed
- * (> cap: nothing usable was written). ledger_event_decode reads a whole
+ * ledger__event_encode writes at most cap bytes and returns the size needed
+ * (> cap: nothing usable was written). ledger__event_decode reads a whole
  * record; strings point into buf, which must stay alive and unchanged. */
-size_t ledger_event_encode(const struct event *ev, uint8_t *buf, size_t cap);
-int ledger_event_decode(struct event *ev, const uint8_t *buf, size_t len,
-			struct lg_error *err);
+size_t ledger__event_encode(const struct event *ev, uint8_t *buf, size_t cap);
+int ledger__event_decode(struct event *ev, const uint8_t *buf, size_t len,
+			 struct lg_error *err);
 /* head_out = SHA-256(head_prev || bytes). */
-void ledger_chain_step(const uint8_t *head_prev, const uint8_t *bytes,
-		       size_t len, uint8_t *head_out);
+void ledger__chain_step(const uint8_t *head_prev, const uint8_t *bytes,
+			size_t len, uint8_t *head_out);
 
 /* Calls fn for every meta key starting with prefix (ledger_meta_fn). */
-int ledger_meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
-		     void *ctx, struct lg_error *err);
+int ledger__meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
+		      void *ctx, struct lg_error *err);
 /* ledger_verify_run with only the first bad seq (0 when sound). */
-int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
+int ledger__verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err);
 /* Stores the signed note text (a writer only) under tree size `size`
  * (ledger_note_get reads it). */
-int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
-		    struct lg_error *err);
+int ledger__note_put(ledger_t *lg, uint64_t size, const char *text,
+		     struct lg_error *err);
 
 enum ledger_db {
 	LEDGER_DB_EVENTS,
@@ -43,15 +43,15 @@ enum ledger_db {
 
 /* Reads the raw record stored under integer key `key` of db into a malloc'ed
  * buffer (caller frees). LG_ENOENT when absent. */
-int ledger_raw_get(ledger_t *lg, enum ledger_db db, uint64_t key, uint8_t **val,
-		   size_t *len, struct lg_error *err);
+int ledger__raw_get(ledger_t *lg, enum ledger_db db, uint64_t key,
+		    uint8_t **val, size_t *len, struct lg_error *err);
 /* Overwrites (or creates, or with val NULL deletes) a raw record. */
-int ledger_raw_put(ledger_t *lg, enum ledger_db db, uint64_t key,
-		   const uint8_t *val, size_t len, struct lg_error *err);
+int ledger__raw_put(ledger_t *lg, enum ledger_db db, uint64_t key,
+		    const uint8_t *val, size_t len, struct lg_error *err);
 
 /* Empties the Merkle tree (its nodes and meta "merkle.size"), as a ledger
  * from before the tree has it: tests and the benchmark of building it. */
-int ledger_raw_tree_drop(ledger_t *lg, struct lg_error *err);
+int ledger__raw_tree_drop(ledger_t *lg, struct lg_error *err);
 
 /* Checkpoint record layout: "GLCP", u32 version, u64 seq, head, u64 n,
  * n state bytes, then SHA-256 of everything before it. Little endian. */

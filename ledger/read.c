@@ -17,12 +17,12 @@ int ledger_state_at(ledger_t *lg, uint64_t seq, state_t **out,
 	uint8_t head[LEDGER_HEAD_BYTES];
 	unsigned sk = 0;
 	MDB_txn *txn;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 
 	*out = NULL;
 	if (rc != 0)
 		return rc;
-	rc = store_state_at(lg, txn, seq, out, head, &sk, err);
+	rc = ledger__store_state_at(lg, txn, seq, out, head, &sk, err);
 	mdb_txn_abort(txn);
 	if (skipped != NULL)
 		*skipped = sk;
@@ -33,14 +33,14 @@ int ledger_state_at(ledger_t *lg, uint64_t seq, state_t **out,
 static int time_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, int64_t *t,
 		   struct lg_error *err)
 {
-	MDB_val key = store_key(&seq), val;
+	MDB_val key = ledger__store_key(&seq), val;
 	struct event ev;
 	const uint8_t *head;
-	int rc = store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val);
+	int rc = ledger__store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val);
 
 	if (rc != 0)
-		return store_read_error(lg, err, rc, seq, "read event");
-	rc = store_record_decode(&val, seq, &ev, &head, err);
+		return ledger__store_read_error(lg, err, rc, seq, "read event");
+	rc = ledger__store_record_decode(&val, seq, &ev, &head, err);
 	*t = ev.time_ns;
 	return rc;
 }
@@ -50,11 +50,11 @@ int ledger_seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
 {
 	MDB_txn *txn;
 	uint64_t lo = 0, hi; /* invariant: time(lo) <= t (0: none), hi > lo */
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 
 	if (rc != 0)
 		return rc;
-	rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &hi, err);
+	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &hi, err);
 	hi++;
 	/* Times never decrease with seq, so bisect on seq. */
 	while (rc == 0 && hi - lo > 1) {
@@ -77,19 +77,19 @@ int ledger_seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
 static int stored_head(ledger_t *lg, MDB_txn *txn, uint64_t seq, uint8_t *head,
 		       struct lg_error *err)
 {
-	MDB_val key = store_key(&seq), val;
+	MDB_val key = ledger__store_key(&seq), val;
 	int rc;
 
 	memset(head, 0, LEDGER_HEAD_BYTES);
 	if (seq == 0)
 		return 0;
-	rc = store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val);
+	rc = ledger__store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val);
 	if (rc == MDB_NOTFOUND)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "seq %llu: missing from the log",
 				    (unsigned long long)seq);
 	if (rc != 0)
-		return store_read_error(lg, err, rc, seq, "read event");
+		return ledger__store_read_error(lg, err, rc, seq, "read event");
 	if (val.mv_size <= LEDGER_HEAD_BYTES)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "seq %llu: record too short",
@@ -113,12 +113,12 @@ static int storage_record(ledger_t *lg, int rc, uint64_t k, const MDB_val *key,
 	uint8_t step[LEDGER_HEAD_BYTES];
 
 	if (rc != 0)
-		return store_read_error(lg, err, rc, k, "read event");
-	if (store_keyval(key) != k)
+		return ledger__store_read_error(lg, err, rc, k, "read event");
+	if (ledger__store_keyval(key) != k)
 		/* Keys come in order: a larger one leaves k out (a deleted
 		 * or re-keyed record: the gap is named, not the record that
 		 * moved), a smaller or equal one is a key out of order. */
-		return store_keyval(key) > k
+		return ledger__store_keyval(key) > k
 			       ? lg_error_set(err, LG_ECORRUPT,
 					      "seq %llu: missing from the log",
 					      (unsigned long long)k)
@@ -126,13 +126,14 @@ static int storage_record(ledger_t *lg, int rc, uint64_t k, const MDB_val *key,
 					 err, LG_ECORRUPT,
 					 "seq %llu: key %llu out of order",
 					 (unsigned long long)k,
-					 (unsigned long long)store_keyval(key));
-	if ((rc = store_record_decode(val, k, ev, &stored, err)) != 0)
+					 (unsigned long long)
+						 ledger__store_keyval(key));
+	if ((rc = ledger__store_record_decode(val, k, ev, &stored, err)) != 0)
 		return rc;
 	if (head == NULL)
 		return 0;
-	ledger_chain_step(head, val->mv_data, val->mv_size - LEDGER_HEAD_BYTES,
-			  step);
+	ledger__chain_step(head, val->mv_data, val->mv_size - LEDGER_HEAD_BYTES,
+			   step);
 	if (memcmp(stored, step, LEDGER_HEAD_BYTES) != 0)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "seq %llu: chain head mismatch",
@@ -148,10 +149,11 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 	MDB_cursor *cur = NULL;
 	uint64_t k = from ? from : 1, n = 0;
 	uint8_t head[LEDGER_HEAD_BYTES];
-	MDB_val key = store_key(&k), val;
+	MDB_val key = ledger__store_key(&k), val;
 	/* SET_RANGE, not SET_KEY: a missing first record is named, not
 	 * taken for the end of the log. */
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err), op = MDB_SET_RANGE;
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err),
+	    op = MDB_SET_RANGE;
 
 	if (rc != 0)
 		return rc;
@@ -159,12 +161,12 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 		rc = stored_head(lg, txn, k - 1, head, err);
 	if (rc == 0 &&
 	    (rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur)) != 0)
-		rc = store_error(err, rc, "open cursor");
+		rc = ledger__store_error(err, rc, "open cursor");
 	for (; rc == 0 && (limit == 0 || n < limit); n++, k++, op = MDB_NEXT) {
 		struct event ev;
 
-		rc = store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key, &val,
-				      op);
+		rc = ledger__store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key,
+					      &val, op);
 		/* The end of the log is the last seq the handle knows; a seq
 		 * at or before it that is not found (seq 1 itself, or a cut
 		 * tail) is damage, not the end (issue 10, case 5). */
@@ -221,19 +223,20 @@ struct verify {
 static int cp_advance(struct verify *v, bool first, struct lg_error *err)
 {
 	MDB_val key;
-	int rc = store_cursor_get(v->lg, v->cp, LEDGER_DB_CHECKPOINTS, &key,
-				  &v->cp_val, first ? MDB_FIRST : MDB_NEXT);
+	int rc = ledger__store_cursor_get(v->lg, v->cp, LEDGER_DB_CHECKPOINTS,
+					  &key, &v->cp_val,
+					  first ? MDB_FIRST : MDB_NEXT);
 
 	if (rc == MDB_NOTFOUND) {
 		v->cp_next = UINT64_MAX;
 		return 0;
 	}
 	if (rc != 0)
-		return store_read_error(v->lg, err, rc,
-					v->cp_next == UINT64_MAX ? 0
-								 : v->cp_next,
-					"read checkpoint");
-	v->cp_next = store_keyval(&key);
+		return ledger__store_read_error(
+			v->lg, err, rc,
+			v->cp_next == UINT64_MAX ? 0 : v->cp_next,
+			"read checkpoint");
+	v->cp_next = ledger__store_keyval(&key);
 	return 0;
 }
 
@@ -244,7 +247,7 @@ static int storage_checkpoint(struct verify *v, uint64_t seq,
 {
 	const uint8_t *sb, *h;
 	size_t sl;
-	int rc = store_cp_open(&v->cp_val, seq, &sb, &sl, &h, err);
+	int rc = ledger__store_cp_open(&v->cp_val, seq, &sb, &sl, &h, err);
 
 	if (rc != 0)
 		return rc;
@@ -266,13 +269,14 @@ static int storage_count(struct verify *v, enum ledger_db db, uint64_t walked,
 	int rc = mdb_stat(v->txn, v->lg->dbi[db], &st);
 
 	if (rc != 0)
-		return store_read_error(v->lg, err, rc, 0, "database stat");
+		return ledger__store_read_error(v->lg, err, rc, 0,
+						"database stat");
 	if (st.ms_entries != walked)
 		return lg_error_set(
 			err, LG_ECORRUPT,
 			"damaged storage: %s: %zu entries recorded, "
 			"%llu found",
-			store_db_names[db], st.ms_entries,
+			ledger__store_db_names[db], st.ms_entries,
 			(unsigned long long)walked);
 	return 0;
 }
@@ -295,8 +299,8 @@ static int verify_storage(struct verify *v, struct lg_error *err)
 		MDB_val key, val;
 
 		*bad = k;
-		rc = store_cursor_get(v->lg, v->ev, LEDGER_DB_EVENTS, &key,
-				      &val, op);
+		rc = ledger__store_cursor_get(v->lg, v->ev, LEDGER_DB_EVENTS,
+					      &key, &val, op);
 		if (rc == MDB_NOTFOUND) {
 			rc = 0;
 			break;
@@ -342,7 +346,7 @@ static int meaning_checkpoint(struct verify *v, const state_t *st, uint64_t seq,
 	const uint8_t *sb, *h;
 	uint8_t *mine = NULL;
 	size_t sl, ml = 0;
-	int rc = store_cp_open(&v->cp_val, seq, &sb, &sl, &h, err);
+	int rc = ledger__store_cp_open(&v->cp_val, seq, &sb, &sl, &h, err);
 
 	if (rc != 0)
 		return rc;
@@ -375,8 +379,8 @@ static int verify_meaning(struct verify *v, uint64_t upto, struct lg_error *err)
 		MDB_val key, val;
 
 		*bad = k;
-		rc = store_cursor_get(v->lg, v->ev, LEDGER_DB_EVENTS, &key,
-				      &val, op);
+		rc = ledger__store_cursor_get(v->lg, v->ev, LEDGER_DB_EVENTS,
+					      &key, &val, op);
 		if (rc == 0)
 			rc = storage_record(v->lg, rc, k, &key, &val, &ev, NULL,
 					    err);
@@ -419,13 +423,14 @@ static int verify_begin(struct verify *v, struct lg_error *err)
 	int rc;
 
 	verify_end(v);
-	if ((rc = store_txn_begin(v->lg, MDB_RDONLY, &v->txn, err)) != 0)
+	if ((rc = ledger__store_txn_begin(v->lg, MDB_RDONLY, &v->txn, err)) !=
+	    0)
 		return rc;
 	if ((rc = mdb_cursor_open(v->txn, v->lg->dbi[LEDGER_DB_EVENTS],
 				  &v->ev)) != 0 ||
 	    (rc = mdb_cursor_open(v->txn, v->lg->dbi[LEDGER_DB_CHECKPOINTS],
 				  &v->cp)) != 0)
-		return store_error(err, rc, "open cursor");
+		return ledger__store_error(err, rc, "open cursor");
 	return 0;
 }
 
@@ -471,7 +476,7 @@ out:
 	return rc;
 }
 
-int ledger_verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
+int ledger__verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 {
 	struct ledger_verify_result res;
 	int rc = ledger_verify_run(lg, &res, err);
@@ -500,7 +505,7 @@ int ledger_stats(ledger_t *lg, struct ledger_stats *s, struct lg_error *err)
 	MDB_envinfo info;
 	MDB_stat es;
 	MDB_txn *txn;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 
 	memset(s, 0, sizeof(*s));
 	if (rc != 0)
@@ -514,10 +519,11 @@ int ledger_stats(ledger_t *lg, struct ledger_stats *s, struct lg_error *err)
 	s->event_bytes = db_pages(txn, lg->dbi[LEDGER_DB_EVENTS], &s->events);
 	s->checkpoint_bytes =
 		db_pages(txn, lg->dbi[LEDGER_DB_CHECKPOINTS], &s->checkpoints);
-	rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &s->last_seq, err);
+	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &s->last_seq,
+				    err);
 	if (rc == 0)
-		rc = store_last_key(lg, txn, LEDGER_DB_CHECKPOINTS,
-				    &s->last_checkpoint_seq, err);
+		rc = ledger__store_last_key(lg, txn, LEDGER_DB_CHECKPOINTS,
+					    &s->last_checkpoint_seq, err);
 	if (rc == 0 && s->last_seq > 0)
 		rc = time_at(lg, txn, 1, &s->first_time_ns, err);
 	if (rc == 0 && s->last_seq > 0)
@@ -540,7 +546,7 @@ int ledger_backup(ledger_t *lg, const char *dir, struct lg_error *err)
 	}
 	/* A compacting copy runs in a read transaction: writers go on. */
 	rc = mdb_env_copy2(lg->env, dir, MDB_CP_COMPACT);
-	return rc ? store_error(err, rc, dir) : 0;
+	return rc ? ledger__store_error(err, rc, dir) : 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -588,7 +594,7 @@ static void *pipe_read(void *arg)
 {
 	struct pipe *p = arg;
 	uint64_t k = p->from;
-	MDB_val key = store_key(&k), val;
+	MDB_val key = ledger__store_key(&k), val;
 	MDB_cursor *cur = NULL;
 	int rc = mdb_cursor_open(p->txn, p->lg->dbi[LEDGER_DB_EVENTS], &cur),
 	    op = MDB_SET_KEY;
@@ -608,27 +614,26 @@ static void *pipe_read(void *arg)
 		b->n = 0;
 		b->rc = 0;
 		if (rc != 0) {
-			b->rc = store_error(&b->err, rc, "open cursor");
+			b->rc = ledger__store_error(&b->err, rc, "open cursor");
 			end = true;
 		}
 		for (; !end && b->n < PIPE_BATCH && k <= p->to;
 		     k++, op = MDB_NEXT) {
-			int r = store_cursor_get(p->lg, cur, LEDGER_DB_EVENTS,
-						 &key, &val, op);
+			int r = ledger__store_cursor_get(
+				p->lg, cur, LEDGER_DB_EVENTS, &key, &val, op);
 
 			if (r != 0 && r != MDB_NOTFOUND)
-				b->rc = store_read_error(p->lg, &b->err, r, k,
-							 "read event");
-			else if (r != 0 || store_keyval(&key) != k)
+				b->rc = ledger__store_read_error(
+					p->lg, &b->err, r, k, "read event");
+			else if (r != 0 || ledger__store_keyval(&key) != k)
 				b->rc = lg_error_set(
 					&b->err, LG_ECORRUPT,
 					"seq %llu: missing from the log",
 					(unsigned long long)k);
 			else
-				b->rc = store_record_decode(&val, k,
-							    &b->ev[b->n],
-							    &b->head[b->n],
-							    &b->err);
+				b->rc = ledger__store_record_decode(
+					&val, k, &b->ev[b->n], &b->head[b->n],
+					&b->err);
 			if (b->rc != 0)
 				end = true;
 			else
@@ -679,8 +684,8 @@ static int pipe_apply(struct pipe *p, state_t *st, uint8_t *head,
 	return rc;
 }
 
-int store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
-		     uint8_t *head, struct lg_error *err)
+int ledger__store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st,
+			     uint64_t to, uint8_t *head, struct lg_error *err)
 {
 	struct pipe p = {.lg = lg, .txn = txn, .from = state_seq(st) + 1,
 			 .to = to};
@@ -689,13 +694,13 @@ int store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
 
 	/* Forensic reads catch faults of the map on their own thread. */
 	if (to < p.from || to - p.from < PIPE_MIN || lg->o.forensic)
-		return store_apply_range(lg, txn, st, to, head, err);
+		return ledger__store_apply_range(lg, txn, st, to, head, err);
 	if ((p.b = malloc(PIPE_DEPTH * sizeof(*p.b))) == NULL)
-		return store_apply_range(lg, txn, st, to, head, err);
+		return ledger__store_apply_range(lg, txn, st, to, head, err);
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
 	if (pthread_create(&t, NULL, pipe_read, &p) != 0) {
-		rc = store_apply_range(lg, txn, st, to, head, err);
+		rc = ledger__store_apply_range(lg, txn, st, to, head, err);
 	} else {
 		rc = pipe_apply(&p, st, head, err);
 		pthread_mutex_lock(&p.mu);

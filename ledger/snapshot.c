@@ -40,7 +40,7 @@ static void vid_key(uint64_t id, uint8_t *k)
 static int vidx_read(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi)
 {
 	MDB_val k = {.mv_size = 4, .mv_data = VIDX_KEY}, v;
-	int rc = store_get(lg, txn, LEDGER_DB_META, &k, &v);
+	int rc = ledger__store_get(lg, txn, LEDGER_DB_META, &k, &v);
 
 	memset(vi, 0, sizeof(*vi));
 	if (rc == MDB_NOTFOUND)
@@ -50,9 +50,9 @@ static int vidx_read(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi)
 	if (rc == 0) {
 		const uint8_t *p = v.mv_data;
 
-		vi->count = store_le64_get(p);
-		vi->upto = store_le64_get(p + 8);
-		vi->content_seq = store_le64_get(p + 16);
+		vi->count = ledger__store_le64_get(p);
+		vi->upto = ledger__store_le64_get(p + 8);
+		vi->content_seq = ledger__store_le64_get(p + 16);
 	}
 	return rc;
 }
@@ -64,9 +64,9 @@ static int vidx_write(ledger_t *lg, MDB_txn *txn,
 	MDB_val k = {.mv_size = 4, .mv_data = VIDX_KEY},
 		v = {.mv_size = sizeof(b), .mv_data = b};
 
-	store_le64_put(b, vi->count);
-	store_le64_put(b + 8, vi->upto);
-	store_le64_put(b + 16, vi->content_seq);
+	ledger__store_le64_put(b, vi->count);
+	ledger__store_le64_put(b + 8, vi->upto);
+	ledger__store_le64_put(b + 16, vi->content_seq);
 	return mdb_put(txn, lg->dbi[LEDGER_DB_META], &k, &v, 0);
 }
 
@@ -82,7 +82,7 @@ static int vidx_add(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
 			v = {.mv_size = sizeof(vb), .mv_data = vb};
 
 		vid_key(++vi->count, kb);
-		store_le64_put(vb, seq);
+		ledger__store_le64_put(vb, seq);
 		rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &k, &v, 0);
 	} else if (type != EV_NOTE && type != EV_TICK) {
 		vi->content_seq = seq;
@@ -98,7 +98,7 @@ static int vidx_fill(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
 		     uint64_t to)
 {
 	uint64_t k = vi->upto + 1;
-	MDB_val key = store_key(&k), val;
+	MDB_val key = ledger__store_key(&k), val;
 	MDB_cursor *cur;
 	int rc, op = MDB_SET_KEY;
 
@@ -110,11 +110,11 @@ static int vidx_fill(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
 		struct event ev;
 		const uint8_t *h;
 
-		rc = store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key, &val,
-				      op);
-		if (rc == 0 && (store_keyval(&key) != k ||
-				store_record_decode(&val, k, &ev, &h, NULL) !=
-					0))
+		rc = ledger__store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key,
+					      &val, op);
+		if (rc == 0 &&
+		    (ledger__store_keyval(&key) != k ||
+		     ledger__store_record_decode(&val, k, &ev, &h, NULL) != 0))
 			rc = MDB_CORRUPTED;
 		if (rc == 0)
 			rc = vidx_add(lg, txn, vi, ev.type, k);
@@ -123,8 +123,8 @@ static int vidx_fill(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
 	return rc;
 }
 
-int store_vidx_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
-		   uint64_t first, size_t n)
+int ledger__store_vidx_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
+			   uint64_t first, size_t n)
 {
 	struct ledger_vindex vi;
 	int rc = vidx_read(lg, txn, &vi);
@@ -143,20 +143,21 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 {
 	MDB_txn *txn;
 	uint64_t last = 0;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 
 	if (rc != 0)
 		return rc;
-	rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
+	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
 	if (rc == 0 && (rc = vidx_read(lg, txn, vi)) != 0)
-		rc = store_read_error(lg, err, rc, 0, "read the verdict index");
+		rc = ledger__store_read_error(lg, err, rc, 0,
+					      "read the verdict index");
 	mdb_txn_abort(txn);
 	if (rc != 0 || vi->upto >= last || lg->o.read_only)
 		return rc;
 	/* A gap: fill it once, under the writers' lock. */
-	if ((rc = store_txn_begin(lg, 0, &txn, err)) != 0)
+	if ((rc = ledger__store_txn_begin(lg, 0, &txn, err)) != 0)
 		return rc;
-	rc = store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
+	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
 	if (rc == 0) {
 		rc = vidx_read(lg, txn, vi);
 		if (rc == 0 && vi->upto < last &&
@@ -167,8 +168,8 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 		else
 			mdb_txn_abort(txn);
 		if (rc != 0)
-			rc = store_read_error(lg, err, rc, 0,
-					      "write the verdict index");
+			rc = ledger__store_read_error(
+				lg, err, rc, 0, "write the verdict index");
 	} else {
 		mdb_txn_abort(txn);
 	}
@@ -181,14 +182,14 @@ int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 	MDB_txn *txn;
 	uint8_t kb[VID_KEY_BYTES];
 	MDB_val k = {.mv_size = sizeof(kb), .mv_data = kb}, v;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 
 	if (rc != 0)
 		return rc;
 	vid_key(id, kb);
-	rc = store_get(lg, txn, LEDGER_DB_META, &k, &v);
+	rc = ledger__store_get(lg, txn, LEDGER_DB_META, &k, &v);
 	if (rc == 0 && v.mv_size == 8)
-		*seq = store_le64_get(v.mv_data);
+		*seq = ledger__store_le64_get(v.mv_data);
 	else if (rc == 0)
 		rc = lg_error_set(err, LG_ECORRUPT,
 				  "verdict %llu: bad index entry",
@@ -197,7 +198,8 @@ int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 		rc = lg_error_set(err, LG_ENOENT, "no verdict %llu",
 				  (unsigned long long)id);
 	else
-		rc = store_read_error(lg, err, rc, 0, "read the verdict index");
+		rc = ledger__store_read_error(lg, err, rc, 0,
+					      "read the verdict index");
 	mdb_txn_abort(txn);
 	return rc;
 }
@@ -252,14 +254,15 @@ int ledger_snapshot_enter(ledger_t *s, bool load_state, struct lg_error *err)
 	s->locked = true;
 	if (!load_state)
 		return 0;
-	if ((rc = store_txn_begin(s, MDB_RDONLY, &txn, err)) != 0)
+	if ((rc = ledger__store_txn_begin(s, MDB_RDONLY, &txn, err)) != 0)
 		return rc;
-	rc = store_state_at(s, txn, s->seq, &s->st, head, &skipped, err);
+	rc = ledger__store_state_at(s, txn, s->seq, &s->st, head, &skipped,
+				    err);
 	mdb_txn_abort(txn);
 	return rc;
 }
 
-void store_snapshot_free(ledger_t *s)
+void ledger__store_snapshot_free(ledger_t *s)
 {
 	if (s->locked)
 		pthread_rwlock_unlock(s->remap);

@@ -58,95 +58,101 @@ struct ledger {
 	bool no_objects;     /* read-only open of one without an object table */
 };
 
-extern const char *const store_db_names[LEDGER_DB_MAX];
+extern const char *const ledger__store_db_names[LEDGER_DB_MAX];
 
 /* Translates an LMDB or errno code once, here; returns the LG_* code. */
-int store_error(struct lg_error *err, int rc, const char *what);
-MDB_val store_key(uint64_t *k);
-uint64_t store_keyval(const MDB_val *v);
+int ledger__store_error(struct lg_error *err, int rc, const char *what);
+MDB_val ledger__store_key(uint64_t *k);
+uint64_t ledger__store_keyval(const MDB_val *v);
 /* Begins a transaction, adopting a map another process has grown. */
-int store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
-		    struct lg_error *err);
+int ledger__store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
+			    struct lg_error *err);
 /* Reading damaged storage (ledger/guard.c). With lg->o.forensic the reads
  * are guarded: a key or value outside the file gives STORE_EBOUNDS, a fault
  * inside LMDB STORE_EFAULT (lg->bad_page, lg->bad_what say where and what);
  * without, they are plain mdb_get and mdb_cursor_get. */
 #define STORE_EFAULT  (-30600)
 #define STORE_EBOUNDS (-30601)
-int store_get(ledger_t *lg, MDB_txn *txn, enum ledger_db db, MDB_val *key,
-	      MDB_val *val);
-int store_cursor_get(ledger_t *lg, MDB_cursor *cur, enum ledger_db db,
-		     MDB_val *key, MDB_val *val, MDB_cursor_op op);
-int store_dbi_open(ledger_t *lg, MDB_txn *txn, enum ledger_db db,
-		   unsigned flags);
+int ledger__store_get(ledger_t *lg, MDB_txn *txn, enum ledger_db db,
+		      MDB_val *key, MDB_val *val);
+int ledger__store_cursor_get(ledger_t *lg, MDB_cursor *cur, enum ledger_db db,
+			     MDB_val *key, MDB_val *val, MDB_cursor_op op);
+int ledger__store_dbi_open(ledger_t *lg, MDB_txn *txn, enum ledger_db db,
+			   unsigned flags);
 /* Loads the bounds above for a new transaction; STORE_EBOUNDS when the
  * snapshot's last page is beyond the file. */
-int store_bounds_load(ledger_t *lg);
+int ledger__store_bounds_load(ledger_t *lg);
 /* Both meta pages of data.mdb checked against the file before LMDB maps
  * it; LG_ECORRUPT "damaged storage: meta page N: why". */
-int store_meta_check(ledger_t *lg, struct lg_error *err);
+int ledger__store_meta_check(ledger_t *lg, struct lg_error *err);
 /* Installs (first user) or removes (last) the fault handler. */
-void store_trap_install(void);
-void store_trap_remove(void);
+void ledger__store_trap_install(void);
+void ledger__store_trap_remove(void);
 /* Writes the detail of a STORE_E* code; 0 for any other code. */
-int store_damage_detail(const ledger_t *lg, int rc, char *buf, size_t cap);
+int ledger__store_damage_detail(const ledger_t *lg, int rc, char *buf,
+				size_t cap);
 /* The error of a failed read at seq (0: none known): damage of the LMDB
  * structure (its own MDB_CORRUPTED, MDB_PAGE_NOTFOUND, ..., and STORE_E*)
- * is LG_ECORRUPT "seq N: damaged storage: ...", anything else store_error.
+ * is LG_ECORRUPT "seq N: damaged storage: ...", anything else
+ * ledger__store_error.
  */
-int store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
-		     uint64_t seq, const char *what);
+int ledger__store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
+			     uint64_t seq, const char *what);
 
 /* Decodes an event record (bytes + head) stored at seq. */
-int store_record_decode(const MDB_val *v, uint64_t seq, struct event *ev,
-			const uint8_t **head, struct lg_error *err);
-void store_le64_put(uint8_t *p, uint64_t v);
-uint64_t store_le64_get(const uint8_t *p);
+int ledger__store_record_decode(const MDB_val *v, uint64_t seq,
+				struct event *ev, const uint8_t **head,
+				struct lg_error *err);
+void ledger__store_le64_put(uint8_t *p, uint64_t v);
+uint64_t ledger__store_le64_get(const uint8_t *p);
 /* A checkpoint record of st (caller frees *out). Never fails: memory runs
  * out by aborting. */
-void store_cp_build(const state_t *st, const uint8_t *head, uint8_t **out,
-		    size_t *len);
+void ledger__store_cp_build(const state_t *st, const uint8_t *head,
+			    uint8_t **out, size_t *len);
 /* Checks a checkpoint record's frame and digest. */
-int store_cp_open(const MDB_val *v, uint64_t seq, const uint8_t **sbytes,
-		  size_t *slen, const uint8_t **head, struct lg_error *err);
+int ledger__store_cp_open(const MDB_val *v, uint64_t seq,
+			  const uint8_t **sbytes, size_t *slen,
+			  const uint8_t **head, struct lg_error *err);
 /* Applies the stored events after state_seq(st) up to `to` to st. */
-int store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
-		      uint8_t *head, struct lg_error *err);
+int ledger__store_apply_range(ledger_t *lg, MDB_txn *txn, state_t *st,
+			      uint64_t to, uint8_t *head, struct lg_error *err);
 /* The same, with the reading and decoding of a long range on a thread of
  * its own (ledger/read.c); txn is a read transaction the caller does not
  * use meanwhile. */
-int store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st, uint64_t to,
-		     uint8_t *head, struct lg_error *err);
+int ledger__store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st,
+			     uint64_t to, uint8_t *head, struct lg_error *err);
 /* The last key of db (0 when empty). */
-int store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db, uint64_t *out,
-		   struct lg_error *err);
+int ledger__store_last_key(ledger_t *lg, MDB_txn *txn, enum ledger_db db,
+			   uint64_t *out, struct lg_error *err);
 /* The state at seq from the latest sound checkpoint <= seq. */
-int store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, state_t **out,
-		   uint8_t *head, unsigned *skipped, struct lg_error *err);
+int ledger__store_state_at(ledger_t *lg, MDB_txn *txn, uint64_t seq,
+			   state_t **out, uint8_t *head, unsigned *skipped,
+			   struct lg_error *err);
 /* Records the VERDICT events evs[0..n) (seqs first..) in the verdict
  * index, inside the batch's write transaction; an LMDB code. */
-int store_vidx_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
-		   uint64_t first, size_t n);
+int ledger__store_vidx_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
+			   uint64_t first, size_t n);
 /* Frees a snapshot (ledger_close of one). */
-void store_snapshot_free(ledger_t *s);
+void ledger__store_snapshot_free(ledger_t *s);
 
 /* Rebuilds the handle's state at the last seq. */
-int store_reload(ledger_t *lg, struct lg_error *err);
+int ledger__store_reload(ledger_t *lg, struct lg_error *err);
 /* Applies what other processes appended since the handle's seq. */
-int store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err);
+int ledger__store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err);
 
 /* The Merkle tree (ledger/tree.c). */
 /* The Merkle leaf of ev, its text built in scratch. */
-int store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
-		    uint8_t *out);
+int ledger__store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
+			    uint8_t *out);
 /* The number of leaves the stored tree covers; an LMDB code. */
-int store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size);
+int ledger__store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size);
 /* Extends the stored tree (of size first - 1) by n leaves; an LMDB code. */
-int store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
-		      const uint8_t (*leaf)[MERKLE_HASH_BYTES], size_t n);
+int ledger__store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
+			      const uint8_t (*leaf)[MERKLE_HASH_BYTES],
+			      size_t n);
 /* Builds the tree of events the stored tree lacks (older ledgers). */
-int store_tree_build(ledger_t *lg, struct lg_error *err);
+int ledger__store_tree_build(ledger_t *lg, struct lg_error *err);
 /* Doubles the map up to the operator's bound. */
-int store_grow_map(ledger_t *lg, struct lg_error *err);
+int ledger__store_grow_map(ledger_t *lg, struct lg_error *err);
 
 #endif

@@ -38,9 +38,9 @@ static int tree_get(void *ctx, unsigned level, uint64_t index, uint8_t *out)
 {
 	struct tree_txn *t = ctx;
 	uint64_t pos = merkle_node_pos(level, index);
-	MDB_val key = store_key(&pos), val;
+	MDB_val key = ledger__store_key(&pos), val;
 	/* Guarded on a forensic handle: verify reads damaged trees. */
-	int rc = store_get(t->lg, t->txn, LEDGER_DB_TREE, &key, &val);
+	int rc = ledger__store_get(t->lg, t->txn, LEDGER_DB_TREE, &key, &val);
 
 	if (rc != 0 || val.mv_size != MERKLE_HASH_BYTES) {
 		t->mdb_rc = rc ? rc : MDB_CORRUPTED;
@@ -55,7 +55,7 @@ static void tree_put(void *ctx, unsigned level, uint64_t index,
 {
 	struct tree_txn *t = ctx;
 	uint64_t pos = merkle_node_pos(level, index);
-	MDB_val key = store_key(&pos),
+	MDB_val key = ledger__store_key(&pos),
 		val = {.mv_size = MERKLE_HASH_BYTES, .mv_data = (void *)hash};
 
 	/* A cursor at the last key appends without a search from the root
@@ -65,7 +65,7 @@ static void tree_put(void *ctx, unsigned level, uint64_t index,
 }
 
 /* The size the stored tree covers (0 when it has none). */
-int store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size)
+int ledger__store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size)
 {
 	MDB_val key = {.mv_size = strlen(TREE_SIZE_KEY),
 		       .mv_data = TREE_SIZE_KEY},
@@ -75,14 +75,14 @@ int store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size)
 	*size = 0;
 	if (lg->no_tree)
 		return 0;
-	rc = store_get(lg, txn, LEDGER_DB_META, &key, &val);
+	rc = ledger__store_get(lg, txn, LEDGER_DB_META, &key, &val);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc != 0)
 		return rc;
 	if (val.mv_size != 8)
 		return MDB_CORRUPTED;
-	*size = store_le64_get(val.mv_data);
+	*size = ledger__store_le64_get(val.mv_data);
 	return 0;
 }
 
@@ -93,12 +93,12 @@ static int put_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t size)
 		       .mv_data = TREE_SIZE_KEY},
 		val = {.mv_size = 8, .mv_data = b};
 
-	store_le64_put(b, size);
+	ledger__store_le64_put(b, size);
 	return mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val, 0);
 }
 
-int store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
-		    uint8_t *out)
+int ledger__store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
+			    uint8_t *out)
 {
 	scratch->len = 0;
 	if (event_jcs_write(scratch, ev) != 0)
@@ -109,13 +109,14 @@ int store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
 
 /* Extends the stored tree of size first - 1 by the n leaves, in txn.
  * Returns an LMDB code. */
-int store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
-		      const uint8_t (*leaf)[MERKLE_HASH_BYTES], size_t n)
+int ledger__store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
+			      const uint8_t (*leaf)[MERKLE_HASH_BYTES],
+			      size_t n)
 {
 	struct tree_txn t = {lg, txn, 0, NULL};
 	struct merkle_edge *e = &lg->edge;
 	uint64_t have;
-	int rc = store_tree_size(lg, txn, &have);
+	int rc = ledger__store_tree_size(lg, txn, &have);
 
 	if (rc != 0)
 		return rc;
@@ -154,7 +155,7 @@ static int build_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 {
 	struct build *b = ctx;
 
-	if (store_leaf_hash(&b->jb, ev, b->leaf[b->n]) != 0)
+	if (ledger__store_leaf_hash(&b->jb, ev, b->leaf[b->n]) != 0)
 		return lg_error_set(b->err, LG_ECORRUPT,
 				    "seq %llu: event text is not UTF-8",
 				    (unsigned long long)ev->seq);
@@ -174,33 +175,32 @@ static int build_chunk(ledger_t *lg, struct build *b, bool *done,
 	uint64_t have, now;
 	int rc;
 
-	if ((rc = store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
 		return rc;
-	rc = store_tree_size(lg, txn, &have);
+	rc = ledger__store_tree_size(lg, txn, &have);
 	mdb_txn_abort(txn);
 	if (rc != 0)
-		return store_error(err, rc, "build tree");
+		return ledger__store_error(err, rc, "build tree");
 	b->n = 0;
 	rc = ledger_scan(lg, have + 1, TREE_BUILD_CHUNK, build_leaf, b, err);
 	if (rc != 0 || b->n == 0) {
 		*done = rc == 0;
 		return rc;
 	}
-	if ((rc = store_txn_begin(lg, 0, &txn, err)) != 0)
+	if ((rc = ledger__store_txn_begin(lg, 0, &txn, err)) != 0)
 		return rc;
-	rc = store_tree_size(lg, txn, &now);
+	rc = ledger__store_tree_size(lg, txn, &now);
 	if (rc == 0 && now == have)
-		rc = store_tree_append(lg, txn, have + 1,
-				       (const uint8_t(*)[MERKLE_HASH_BYTES])
-					       b->leaf,
-				       b->n);
+		rc = ledger__store_tree_append(
+			lg, txn, have + 1,
+			(const uint8_t(*)[MERKLE_HASH_BYTES])b->leaf, b->n);
 	rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
 	if (rc != 0)
 		lg->edge.size = UINT64_MAX;
 	return rc;
 }
 
-int store_tree_build(ledger_t *lg, struct lg_error *err)
+int ledger__store_tree_build(ledger_t *lg, struct lg_error *err)
 {
 	struct build b = {{NULL, 0, 0},
 			  lg_xmalloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES),
@@ -212,9 +212,9 @@ int store_tree_build(ledger_t *lg, struct lg_error *err)
 	while (!done && rc == 0) {
 		rc = build_chunk(lg, &b, &done, err);
 		if (rc == MDB_MAP_FULL)
-			rc = store_grow_map(lg, err);
+			rc = ledger__store_grow_map(lg, err);
 		else if (rc > 0 || rc < LG_ERR_MIN) /* LMDB or errno */
-			rc = store_error(err, rc, "build tree");
+			rc = ledger__store_error(err, rc, "build tree");
 	}
 	free(b.leaf);
 	jcs_buf_release(&b.jb);
@@ -229,19 +229,19 @@ static int read_tree(ledger_t *lg, uint64_t size, MDB_txn **txn,
 		     struct lg_error *err)
 {
 	uint64_t have;
-	int rc = store_txn_begin(lg, MDB_RDONLY, txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, txn, err);
 
 	if (rc != 0)
 		return rc;
-	rc = store_tree_size(lg, *txn, &have);
+	rc = ledger__store_tree_size(lg, *txn, &have);
 	if (rc != 0) {
 		mdb_txn_abort(*txn);
-		return store_error(err, rc, "read tree");
+		return ledger__store_error(err, rc, "read tree");
 	}
 	if (size > have) {
 		uint64_t last = 0;
 
-		store_last_key(lg, *txn, LEDGER_DB_EVENTS, &last, NULL);
+		ledger__store_last_key(lg, *txn, LEDGER_DB_EVENTS, &last, NULL);
 		mdb_txn_abort(*txn);
 		if (size <= last)
 			return lg_error_set(
@@ -360,13 +360,14 @@ static int verify_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 	struct tverify *v = ctx;
 	uint8_t leaf[MERKLE_HASH_BYTES], stored[MERKLE_HASH_BYTES];
 
-	if (store_leaf_hash(&v->jb, ev, leaf) != 0 ||
+	if (ledger__store_leaf_hash(&v->jb, ev, leaf) != 0 ||
 	    tree_get(&v->t, 0, ev->seq - 1, stored) != 0 ||
 	    memcmp(leaf, stored, MERKLE_HASH_BYTES) != 0) {
 		v->bad = ev->seq;
 		if (v->t.mdb_rc != 0 && v->t.mdb_rc != MDB_NOTFOUND)
-			return store_read_error(v->t.lg, v->err, v->t.mdb_rc,
-						ev->seq, "Merkle tree");
+			return ledger__store_read_error(v->t.lg, v->err,
+							v->t.mdb_rc, ev->seq,
+							"Merkle tree");
 		return lg_error_set(v->err, LG_ECORRUPT,
 				    "seq %llu: Merkle leaf does not match the "
 				    "event",
@@ -392,14 +393,14 @@ int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 	*bad_seq = 0;
 	v->t.lg = lg;
 	v->err = err;
-	if ((rc = store_txn_begin(lg, MDB_RDONLY, &v->t.txn, err)) != 0)
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &v->t.txn, err)) != 0)
 		goto out_free;
-	if ((rc = store_tree_size(lg, v->t.txn, &have)) != 0) {
-		rc = store_read_error(lg, err, rc, 0, "read tree");
+	if ((rc = ledger__store_tree_size(lg, v->t.txn, &have)) != 0) {
+		rc = ledger__store_read_error(lg, err, rc, 0, "read tree");
 		goto out_txn;
 	}
-	if ((rc = store_last_key(lg, v->t.txn, LEDGER_DB_EVENTS, &last,
-				 err)) != 0)
+	if ((rc = ledger__store_last_key(lg, v->t.txn, LEDGER_DB_EVENTS, &last,
+					 err)) != 0)
 		goto out_txn;
 	if (have == 0 && last > 0) {
 		rc = lg_error_set(err, LG_EVERSION,
@@ -449,7 +450,7 @@ int ledger_sign_checkpoint(ledger_t *lg, const struct note_signer *s,
 	free(body);
 	if (note == NULL)
 		return lg_error_set(err, LG_EINVAL, "cannot sign");
-	rc = ledger_note_put(lg, *size, note, err);
+	rc = ledger__note_put(lg, *size, note, err);
 	free(note);
 	return rc;
 }
@@ -459,8 +460,8 @@ static void note_key(char *buf, uint64_t size)
 	snprintf(buf, 40, NOTE_PREFIX "%020llu", (unsigned long long)size);
 }
 
-int ledger_note_put(ledger_t *lg, uint64_t size, const char *text,
-		    struct lg_error *err)
+int ledger__note_put(ledger_t *lg, uint64_t size, const char *text,
+		     struct lg_error *err)
 {
 	char key[40];
 	struct ledger_meta m = {key, text, strlen(text)};
@@ -484,7 +485,7 @@ int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
 	MDB_txn *txn;
 	MDB_cursor *cur;
 	MDB_val key, val;
-	int rc = store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 
 	*text = NULL;
 	if (rc != 0)
@@ -492,7 +493,7 @@ int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
 	rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_META], &cur);
 	if (rc != 0) {
 		mdb_txn_abort(txn);
-		return store_error(err, rc, "read notes");
+		return ledger__store_error(err, rc, "read notes");
 	}
 	if (size != 0) {
 		note_key(kbuf, size);
@@ -520,19 +521,19 @@ int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
 		rc = lg_error_set(err, LG_ENOENT, "no signed checkpoint%s",
 				  size ? " of that size" : "");
 	} else {
-		rc = store_error(err, rc, "read notes");
+		rc = ledger__store_error(err, rc, "read notes");
 	}
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
 	return rc;
 }
 
-int ledger_raw_tree_drop(ledger_t *lg, struct lg_error *err)
+int ledger__raw_tree_drop(ledger_t *lg, struct lg_error *err)
 {
 	MDB_txn *txn;
 	MDB_val key = {.mv_size = strlen(TREE_SIZE_KEY),
 		       .mv_data = TREE_SIZE_KEY};
-	int rc = store_txn_begin(lg, 0, &txn, err);
+	int rc = ledger__store_txn_begin(lg, 0, &txn, err);
 
 	if (rc != 0)
 		return rc;
@@ -543,5 +544,5 @@ int ledger_raw_tree_drop(ledger_t *lg, struct lg_error *err)
 	}
 	rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
 	lg->edge.size = UINT64_MAX;
-	return rc ? store_error(err, rc, "drop tree") : 0;
+	return rc ? ledger__store_error(err, rc, "drop tree") : 0;
 }

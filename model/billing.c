@@ -40,12 +40,12 @@ static const char *const basis_names[] = {
 #define N_STEPS (sizeof(step_names) / sizeof(step_names[0]))
 #define N_BASES (sizeof(basis_names) / sizeof(basis_names[0]))
 
-const char *bill_step_name(enum bill_step s)
+const char *model__bill_step_name(enum bill_step s)
 {
 	return (size_t)s < N_STEPS ? step_names[s] : "?";
 }
 
-const char *bill_basis_name(enum bill_basis b)
+const char *model__bill_basis_name(enum bill_basis b)
 {
 	return (size_t)b < N_BASES ? basis_names[b] : "?";
 }
@@ -78,7 +78,7 @@ int bill_basis_parse(const char *s, enum bill_basis *out)
 	return 0;
 }
 
-int64_t bill_period_end(int64_t t_ms, enum bill_step step)
+int64_t model__bill_period_end(int64_t t_ms, enum bill_step step)
 {
 	int64_t len =
 		step == BILL_STEP_DAY ? BILL_MS_PER_DAY : BILL_MS_PER_HOUR;
@@ -135,7 +135,7 @@ int64_t bill_boundary_after(int64_t t_ms, enum bill_step step,
 {
 	int64_t off = (int64_t)offset_s * 1000;
 
-	return bill_period_end(t_ms + off, step) - off;
+	return model__bill_period_end(t_ms + off, step) - off;
 }
 
 static void month_bounds(int64_t y, unsigned m, int32_t offset_s,
@@ -184,7 +184,7 @@ int bill_month_parse(const char *s, int32_t offset_s, int64_t *start_ms,
 	return 0;
 }
 
-int bill_offset_parse(const char *s, int32_t *offset_s)
+int model__bill_offset_parse(const char *s, int32_t *offset_s)
 {
 	int h, m;
 
@@ -216,7 +216,7 @@ struct bill_snap {
 
 struct bill_snap *bill_snap_new(void)
 {
-	return xcalloc(1, sizeof(struct bill_snap));
+	return lg_xcalloc(1, sizeof(struct bill_snap));
 }
 
 void bill_snap_free(struct bill_snap *s)
@@ -248,7 +248,7 @@ static void snap_push(struct bill_snap *s, const char *ns, const char *cls,
 {
 	if (s->n == s->cap) {
 		s->cap = s->cap ? 2 * s->cap : 64;
-		s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+		s->v = lg_xrealloc(s->v, s->cap * sizeof(*s->v));
 	}
 	s->v[s->n++] = (struct bill_acc){ns, cls, ms};
 }
@@ -269,7 +269,7 @@ static int snap_ns(struct bill_snap *s, const struct nsrec *ns,
 					    ns->name, ord[i].name,
 					    (long long)ns->bill[id].since_ms,
 					    (long long)t_ms);
-		if (nsrec_bill_at(ns, id, t_ms, &r, &a) != 0)
+		if (model__nsrec_bill_at(ns, id, t_ms, &r, &a) != 0)
 			return lg_error_set(err, LG_ERANGE,
 					    "billing %s %s: device-ms at %lld "
 					    "ms overflow int64",
@@ -285,9 +285,9 @@ static int snap_ns(struct bill_snap *s, const struct nsrec *ns,
 int bill_snap_take(struct bill_snap *s, const state_t *st, int64_t t_ms,
 		   enum bill_basis basis, struct lg_error *err)
 {
-	struct cls_ord *ord = xcalloc(st->n_cls + 1, sizeof(*ord));
+	struct cls_ord *ord = lg_xcalloc(st->n_cls + 1, sizeof(*ord));
 	size_t n_ns = 0;
-	struct nsrec **v = state_ns_sorted(st, &n_ns);
+	struct nsrec **v = model__state_ns_sorted(st, &n_ns);
 	int rc = 0;
 
 	for (uint32_t i = 0; i < st->n_cls; i++)
@@ -342,7 +342,7 @@ static void rollup_add(struct rollup *ru, const char *ns, const char *cls,
 	for (size_t i = 0; i < n; i++) {
 		if (ru->n == ru->cap) {
 			ru->cap = ru->cap ? 2 * ru->cap : 64;
-			ru->v = xrealloc(ru->v, ru->cap * sizeof(*ru->v));
+			ru->v = lg_xrealloc(ru->v, ru->cap * sizeof(*ru->v));
 		}
 		memcpy(ru->v[ru->n].tenant, chain[i], sizeof(chain[i]));
 		ru->v[ru->n].cls = cls;
@@ -442,7 +442,7 @@ int bill_period_usage(const struct bill_snap *a, const struct bill_snap *b,
 /* ---------------------------------------------------------------------- */
 /* Text */
 
-size_t bill_tenant_path(const char *ns, char *buf, size_t cap)
+size_t model__bill_tenant_path(const char *ns, char *buf, size_t cap)
 {
 	char chain[CHAIN_MAX][DNS1123_SUBDOMAIN_MAX + 1];
 	size_t n = chain_of(ns, chain), len = 0;
@@ -460,7 +460,7 @@ size_t bill_tenant_path(const char *ns, char *buf, size_t cap)
 	return len;
 }
 
-size_t bill_format_ratio(int64_t num, int64_t den, char *buf, size_t cap)
+size_t model__bill_format_ratio(int64_t num, int64_t den, char *buf, size_t cap)
 {
 	u128 r = (u128)(num % den) * (u128)NANO / (u128)den;
 	int n = snprintf(buf, cap, "%lld.%09lld", (long long)(num / den),
@@ -469,7 +469,7 @@ size_t bill_format_ratio(int64_t num, int64_t den, char *buf, size_t cap)
 	return n < 0 ? 0 : (size_t)n;
 }
 
-size_t bill_format_nano(int64_t nano, char *buf, size_t cap)
+size_t model__bill_format_nano(int64_t nano, char *buf, size_t cap)
 {
 	uint64_t m = nano < 0 ? -(uint64_t)nano : (uint64_t)nano;
 	int n = snprintf(buf, cap, "%s%llu.%09llu", nano < 0 ? "-" : "",
@@ -479,7 +479,7 @@ size_t bill_format_nano(int64_t nano, char *buf, size_t cap)
 	return n < 0 ? 0 : (size_t)n;
 }
 
-int bill_decimal_parse(const char *s, int64_t *nano)
+int model__bill_decimal_parse(const char *s, int64_t *nano)
 {
 	int64_t whole = 0, frac = 0;
 	const char *p = s;
@@ -555,7 +555,7 @@ void bill_rates_release(struct bill_rates *r)
 static int price_of(const json_t *v, int64_t *nano)
 {
 	if (json_is_string(v))
-		return bill_decimal_parse(json_string_value(v), nano);
+		return model__bill_decimal_parse(json_string_value(v), nano);
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
 		return LG_EINVAL;
 	if (__builtin_mul_overflow((int64_t)json_integer_value(v), NANO, nano))
@@ -684,7 +684,7 @@ static int doc_names(struct bill_rates *r, const json_t *doc,
 		strcpy(dst, json_string_value(v));
 	}
 	if (off != NULL &&
-	    bill_offset_parse(json_string_value(off), &r->offset_s) != 0)
+	    model__bill_offset_parse(json_string_value(off), &r->offset_s) != 0)
 		return lg_error_set(err, LG_EINVAL,
 				    "rates: billingPeriodOffset must be \"Z\" "
 				    "or \"+HH:MM\" / \"-HH:MM\" (at most "
@@ -737,7 +737,7 @@ int bill_rates_parse(struct bill_rates *r, const json_t *doc,
 		bill_rates_release(r);
 		return rc;
 	}
-	r->r = xcalloc(n + 1, sizeof(*r->r));
+	r->r = lg_xcalloc(n + 1, sizeof(*r->r));
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = rate_parse(&r->r[i], json_array_get(list, i), i, err);
 	if (rc == 0) {
@@ -1045,7 +1045,7 @@ static void row_ids(const struct bill_row *row, const struct bill_rates *cfg,
 	snprintf(x->res_name, sizeof(x->res_name), "%s GPUs of %s%s", row->cls,
 		 row->ns, row->subtree ? " and its subtree" : "");
 	snprintf(x->desc, sizeof(x->desc), "%s GPU-hours %s by %s%s", row->cls,
-		 bill_basis_name(row->basis), row->ns,
+		 model__bill_basis_name(row->basis), row->ns,
 		 row->subtree ? " and its descendant tenants" : "");
 	snprintf(x->sku, sizeof(x->sku), "gpuclass/%s", row->cls);
 	snprintf(x->sku_price, sizeof(x->sku_price), "gpuclass/%s/%s",
@@ -1063,7 +1063,7 @@ static char *tags_new(const char *path, const struct bill_row *row)
 			  "\"gpuledger/scope\":\"%s\"}";
 	const char *scope = row->subtree ? "subtree" : "namespace";
 	int n = snprintf(NULL, 0, fmt, path, row->cls, scope);
-	char *t = xmalloc((size_t)n + 1);
+	char *t = lg_xmalloc((size_t)n + 1);
 
 	snprintf(t, (size_t)n + 1, fmt, path, row->cls, scope);
 	return t;
@@ -1072,10 +1072,10 @@ static char *tags_new(const char *path, const struct bill_row *row)
 /* A tenant path can be long (a deep tree of long names): sized exactly. */
 static char *tenant_path_new(const char *ns)
 {
-	size_t n = bill_tenant_path(ns, NULL, 0) + 1;
-	char *p = xmalloc(n);
+	size_t n = model__bill_tenant_path(ns, NULL, 0) + 1;
+	char *p = lg_xmalloc(n);
 
-	bill_tenant_path(ns, p, n);
+	model__bill_tenant_path(ns, p, n);
 	return p;
 }
 
@@ -1085,11 +1085,12 @@ static void row_numbers(const struct bill_row *row, struct row_vals *x)
 				       C_CONTRACTED_PRICE, C_LIST_COST,
 				       C_CONTRACTED_COST, C_X_DEVICE_MS};
 
-	bill_format_ratio(row->device_ms, BILL_MS_PER_HOUR, x->num[0], NUM_MAX);
-	bill_format_nano(row->list_unit_nano, x->num[1], NUM_MAX);
-	bill_format_nano(row->contracted_unit_nano, x->num[2], NUM_MAX);
-	bill_format_nano(row->list_cost_nano, x->num[3], NUM_MAX);
-	bill_format_nano(row->billed_cost_nano, x->num[4], NUM_MAX);
+	model__bill_format_ratio(row->device_ms, BILL_MS_PER_HOUR, x->num[0],
+				 NUM_MAX);
+	model__bill_format_nano(row->list_unit_nano, x->num[1], NUM_MAX);
+	model__bill_format_nano(row->contracted_unit_nano, x->num[2], NUM_MAX);
+	model__bill_format_nano(row->list_cost_nano, x->num[3], NUM_MAX);
+	model__bill_format_nano(row->billed_cost_nano, x->num[4], NUM_MAX);
 	snprintf(x->num[5], NUM_MAX, "%lld", (long long)row->device_ms);
 	for (int k = 0; k < 6; k++)
 		x->v[at[k]] = x->num[k];
@@ -1147,7 +1148,7 @@ static void row_vals(const struct bill_row *row, struct row_vals *x)
 	v[C_X_PERIOD_STATUS] = row->period_open ? "open" : "closed";
 	v[C_X_PATH] = x->path;
 	v[C_X_CLASS] = row->cls;
-	v[C_X_BASIS] = bill_basis_name(row->basis);
+	v[C_X_BASIS] = model__bill_basis_name(row->basis);
 	v[C_X_HEAD] = x->head;
 	v[C_X_SCOPE] = row->subtree ? "subtree" : "namespace";
 	x->i[C_X_SEQ_START] = (int64_t)row->seq_start;
@@ -1164,7 +1165,7 @@ size_t bill_row_csv(const struct bill_row *row, bool scope, char *buf,
 		    size_t cap)
 {
 	const struct bill_rates *cfg = row->cfg ? row->cfg : &rates_default;
-	struct row_vals *x = xmalloc(sizeof(*x));
+	struct row_vals *x = lg_xmalloc(sizeof(*x));
 	struct wr w = {buf, cap, 0};
 	char seq[2][24];
 	bool first = true;
@@ -1192,7 +1193,7 @@ size_t bill_row_csv(const struct bill_row *row, bool scope, char *buf,
 json_t *bill_row_json(const struct bill_row *row)
 {
 	const struct bill_rates *cfg = row->cfg ? row->cfg : &rates_default;
-	struct row_vals *x = xmalloc(sizeof(*x));
+	struct row_vals *x = lg_xmalloc(sizeof(*x));
 	json_t *o = json_object();
 
 	row_vals(row, x);
@@ -1247,9 +1248,9 @@ int bill_opencost_flush(struct bill_opencost *oc, char *line)
 	/* The day of the billing period's local time (UTC by default). */
 	time_text(oc->start_ms + (int64_t)oc->offset_s * 1000, date);
 	date[10] = '\0'; /* "YYYY-MM-DD" */
-	bill_format_ratio(oc->device_ms, oc->end_ms - oc->start_ms, gpus,
-			  sizeof(gpus));
-	bill_format_nano(oc->cost_nano, cost, sizeof(cost));
+	model__bill_format_ratio(oc->device_ms, oc->end_ms - oc->start_ms, gpus,
+				 sizeof(gpus));
+	model__bill_format_nano(oc->cost_nano, cost, sizeof(cost));
 	snprintf(line, BILL_LINE_MAX, "%s,%s,%s,%s,%s", date, oc->ns, gpus,
 		 cost, cost);
 	oc->open = false;

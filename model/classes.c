@@ -50,7 +50,7 @@ static void toleration_release(struct toleration *tol)
 	free((char *)tol->effect);
 }
 
-void gpu_class_release(struct gpu_class *c)
+void model__gpu_class_release(struct gpu_class *c)
 {
 	if (c == NULL)
 		return;
@@ -70,7 +70,7 @@ void class_table_release(struct class_table *t)
 	if (t == NULL)
 		return;
 	for (size_t i = 0; i < t->n; i++)
-		gpu_class_release(&t->classes[i]);
+		model__gpu_class_release(&t->classes[i]);
 	free(t->classes);
 	class_table_init(t);
 }
@@ -92,7 +92,7 @@ static int parse_name(struct gpu_class *c, const json_t *entry,
 		return lg_error_set(err, LG_EINVAL,
 				    "%s.name \"%.*s\" is not a DNS-1123 label",
 				    where, QUOTE_MAX, s);
-	c->name = xstrdup(s);
+	c->name = lg_xstrdup(s);
 	return 0;
 }
 
@@ -111,7 +111,7 @@ static int parse_device_class(struct gpu_class *c, const json_t *entry,
 				"%s.deviceClassName is not a non-empty string",
 				where);
 	}
-	c->device_class = xstrdup(s);
+	c->device_class = lg_xstrdup(s);
 	return 0;
 }
 
@@ -154,7 +154,7 @@ static int parse_resource_names(struct gpu_class *c, const json_t *entry,
 
 	if (rc < 0 || n == 0)
 		return rc;
-	c->resource_names = xcalloc(n, sizeof(*c->resource_names));
+	c->resource_names = lg_xcalloc(n, sizeof(*c->resource_names));
 	for (size_t i = 0; i < n; i++) {
 		const char *s = cstr(json_array_get(list, i));
 
@@ -165,7 +165,7 @@ static int parse_resource_names(struct gpu_class *c, const json_t *entry,
 					    where, i);
 		if (has_resource(c, s))
 			continue;
-		c->resource_names[c->n_resource_names] = xstrdup(s);
+		c->resource_names[c->n_resource_names] = lg_xstrdup(s);
 		c->n_resource_names++;
 	}
 	return 0;
@@ -222,7 +222,7 @@ static int parse_toleration(struct toleration *tol, const json_t *v,
 				where, i, QUOTE_MAX, member);
 		if (field == NULL)
 			continue;
-		*field = xstrdup(s);
+		*field = lg_xstrdup(s);
 	}
 	return 0;
 }
@@ -236,7 +236,7 @@ static int parse_tolerations(struct gpu_class *c, const json_t *entry,
 
 	if (rc < 0 || n == 0)
 		return rc;
-	c->tolerations = xcalloc(n, sizeof(*c->tolerations));
+	c->tolerations = lg_xcalloc(n, sizeof(*c->tolerations));
 	for (size_t i = 0; i < n; i++) {
 		/* Counted first so that a half-parsed one is released. */
 		c->n_tolerations++;
@@ -265,12 +265,12 @@ static int parse_class(struct gpu_class *c, const json_t *entry,
 	if (rc == 0)
 		rc = parse_tolerations(c, entry, where, err);
 	if (rc < 0)
-		gpu_class_release(c);
+		model__gpu_class_release(c);
 	return rc;
 }
 
-int gpu_class_parse(struct gpu_class *c, const json_t *entry,
-		    struct lg_error *err)
+int model__gpu_class_parse(struct gpu_class *c, const json_t *entry,
+			   struct lg_error *err)
 {
 	return parse_class(c, entry, "class", err);
 }
@@ -346,7 +346,7 @@ static int check_resources(const struct gpu_class *cs, size_t n,
 		total += cs[i].n_resource_names;
 	if (total < 2)
 		return 0;
-	all = xmalloc(total * sizeof(*all));
+	all = lg_xmalloc(total * sizeof(*all));
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < cs[i].n_resource_names; j++)
 			all[k++] = (struct rref){cs[i].resource_names[j], i, j};
@@ -394,7 +394,7 @@ static int parse_entries(struct class_table *t, const json_t *list,
 				    HOLDER_MAX_CLASSES);
 	if (n == 0)
 		return 0;
-	t->classes = xcalloc(n, sizeof(*t->classes));
+	t->classes = lg_xcalloc(n, sizeof(*t->classes));
 	for (size_t i = 0; i < n; i++) {
 		snprintf(where, sizeof(where), "classes[%zu]", i);
 		rc = parse_class(&t->classes[i], json_array_get(list, i), where,
@@ -448,8 +448,9 @@ const struct gpu_class *class_table_find(const struct class_table *t,
 	return bsearch(&key, t->classes, t->n, sizeof(*t->classes), class_cmp);
 }
 
-const struct gpu_class *class_table_by_resource(const struct class_table *t,
-						const char *resource)
+const struct gpu_class *
+model__class_table_by_resource(const struct class_table *t,
+			       const char *resource)
 {
 	if (t == NULL || resource == NULL)
 		return NULL;
@@ -459,8 +460,9 @@ const struct gpu_class *class_table_by_resource(const struct class_table *t,
 	return NULL;
 }
 
-const struct gpu_class *class_table_by_device_class(const struct class_table *t,
-						    const char *device_class)
+const struct gpu_class *
+model__class_table_by_device_class(const struct class_table *t,
+				   const char *device_class)
 {
 	if (t == NULL || device_class == NULL)
 		return NULL;
@@ -476,7 +478,7 @@ const struct gpu_class *class_table_by_device_class(const struct class_table *t,
 /* NULL (member absent) copies as NULL: absent and "" print differently. */
 static const char *dup_opt(const char *src)
 {
-	return src == NULL ? NULL : xstrdup(src);
+	return src == NULL ? NULL : lg_xstrdup(src);
 }
 
 static void copy_tolerations(struct gpu_class *dst, const struct gpu_class *src)
@@ -484,7 +486,7 @@ static void copy_tolerations(struct gpu_class *dst, const struct gpu_class *src)
 	if (src->n_tolerations == 0)
 		return;
 	dst->tolerations =
-		xcalloc(src->n_tolerations, sizeof(*dst->tolerations));
+		lg_xcalloc(src->n_tolerations, sizeof(*dst->tolerations));
 	for (size_t i = 0; i < src->n_tolerations; i++) {
 		const struct toleration *s = &src->tolerations[i];
 		struct toleration *d = &dst->tolerations[i];
@@ -502,9 +504,9 @@ static void copy_resources(struct gpu_class *dst, const struct gpu_class *src)
 	if (src->n_resource_names == 0)
 		return;
 	dst->resource_names =
-		xcalloc(src->n_resource_names, sizeof(*dst->resource_names));
+		lg_xcalloc(src->n_resource_names, sizeof(*dst->resource_names));
 	for (size_t i = 0; i < src->n_resource_names; i++)
-		dst->resource_names[i] = xstrdup(src->resource_names[i]);
+		dst->resource_names[i] = lg_xstrdup(src->resource_names[i]);
 	dst->n_resource_names = src->n_resource_names;
 }
 

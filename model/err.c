@@ -1,4 +1,4 @@
-/* The one table of error codes: lg_strerror and lg_errname come from it. */
+/* The one table of error codes: lg_strerror and model__errname come from it. */
 #include "model/model_int.h"
 
 #include <stdarg.h>
@@ -30,7 +30,7 @@ const char *lg_strerror(int code)
 	return errtab[-code].text;
 }
 
-const char *lg_errname(int code)
+const char *model__errname(int code)
 {
 	if (code > 0 || code < LG_ERR_MIN)
 		return "LG_E?";

@@ -10,17 +10,17 @@ static const struct {
 	const char *name;
 	eval_fn *fn;
 } eval_tab[] = {
-	{"ParseQuantity", eval_parse_quantity},
-	{"PodRequests", eval_pod_requests},
-	{"ToleratesTaint", eval_tolerates_taint},
-	{"IsDNS1123Label", eval_dns1123_label},
-	{"IsDNS1123Subdomain", eval_dns1123_subdomain},
-	{"ClaimName", eval_claim_name},
-	{"BudgetKey", eval_budget_key},
-	{"NodeServes", eval_node_serves},
-	{"Admission", eval_admission},
-	{"Declaration", eval_declaration},
-	{"Remaining", eval_remaining},
+	{"ParseQuantity", model__eval_parse_quantity},
+	{"PodRequests", model__eval_pod_requests},
+	{"ToleratesTaint", model__eval_tolerates_taint},
+	{"IsDNS1123Label", model__eval_dns1123_label},
+	{"IsDNS1123Subdomain", model__eval_dns1123_subdomain},
+	{"ClaimName", model__eval_claim_name},
+	{"BudgetKey", model__eval_budget_key},
+	{"NodeServes", model__eval_node_serves},
+	{"Admission", model__eval_admission},
+	{"Declaration", model__eval_declaration},
+	{"Remaining", model__eval_remaining},
 };
 
 int model_eval(const struct eval_ctx *ctx, const char *function,

@@ -56,7 +56,7 @@ const char *event_type_name(enum event_type t)
 	return evtab[t].name;
 }
 
-enum event_type event_type_parse(const char *s)
+enum event_type model__event_type_parse(const char *s)
 {
 	if (s == NULL)
 		return EV_NONE;
@@ -71,12 +71,12 @@ enum event_type event_type_parse(const char *s)
 
 static bool label(const char *s)
 {
-	return dns1123_label_cstr(s);
+	return model__dns1123_label_cstr(s);
 }
 
 static bool subdomain(const char *s)
 {
-	return dns1123_subdomain_cstr(s);
+	return model__dns1123_subdomain_cstr(s);
 }
 
 /* Longest resource name we accept: "<prefix>/<name>", prefix a subdomain. */
@@ -154,8 +154,8 @@ int event_validate(const struct event *ev, struct lg_error *err)
 		return validate_tenant(ev, err);
 	case EV_BUDGET: {
 		enum key_kind k =
-			ev->key ? budget_key_classify(ev->key, NULL, NULL, NULL,
-						      NULL)
+			ev->key ? model__budget_key_classify(ev->key, NULL,
+							     NULL, NULL, NULL)
 				: KEY_INVALID;
 		if (k != KEY_CLASS && k != KEY_TOTAL)
 			return lg_error_set(err, LG_EINVAL,
@@ -429,8 +429,9 @@ json_t *event_to_json(const struct event *ev)
 		json_object_set_new(o, "serves", json_boolean(ev->present));
 	}
 	if (f & F_HOLDER) {
-		json_object_set_new(o, "kind",
-				    json_string(holder_kind_name(ev->kind)));
+		json_object_set_new(
+			o, "kind",
+			json_string(model__holder_kind_name(ev->kind)));
 		json_object_set_new(o, "name", jstr_or_null(ev->name));
 		json_object_set_new(o, "uid", jstr_or_null(ev->uid));
 		json_object_set_new(o, "before", json_integer(ev->before));
@@ -444,7 +445,7 @@ json_t *event_to_json(const struct event *ev)
 		json_object_set_new(
 			o, "kind",
 			ev->kind > HK_NONE && ev->kind < HK_MAX
-				? json_string(holder_kind_name(ev->kind))
+				? json_string(model__holder_kind_name(ev->kind))
 				: json_null());
 		json_object_set_new(o, "name", jstr_or_null(ev->name));
 		json_object_set_new(o, "message", jstr_or_null(ev->text));
@@ -490,9 +491,9 @@ static size_t event_members(const struct event *ev, struct mem *m,
 	size_t n = 0;
 
 	bool holder = f & F_HOLDER, note = f & F_NOTE;
-	const char *kind =
-		ev->kind > HK_NONE && ev->kind < HK_MAX ? holder_kind_name(ev->kind)
-							: NULL;
+	const char *kind = ev->kind > HK_NONE && ev->kind < HK_MAX
+				   ? model__holder_kind_name(ev->kind)
+				   : NULL;
 
 	/* In the order of the names (the JCS order), so nothing is sorted. */
 	time_format_ns(ev->time_ns, tbuf, tcap);
@@ -511,7 +512,8 @@ static size_t event_members(const struct event *ev, struct mem *m,
 	if (f & F_KEY)
 		mem_add(m, &n, "key", MV_STR, ev->key, 0);
 	if (holder)
-		mem_add(m, &n, "kind", MV_STR, holder_kind_name(ev->kind), 0);
+		mem_add(m, &n, "kind", MV_STR,
+			model__holder_kind_name(ev->kind), 0);
 	if (note) {
 		mem_add(m, &n, "kind", MV_STR, kind, 0);
 		mem_add(m, &n, "message", MV_STR, ev->text, 0);
@@ -545,12 +547,12 @@ static size_t event_members(const struct event *ev, struct mem *m,
 	return n;
 }
 
-/* jcs_put_raw, without the call while the buffer has room (three or four
+/* model__jcs_put_raw, without the call while the buffer has room (three or four
  * pieces of every leaf). */
 static void put_raw(struct jcs_buf *b, const char *s, size_t n)
 {
 	if (b->len + n + 1 > b->cap) {
-		jcs_put_raw(b, s, n);
+		model__jcs_put_raw(b, s, n);
 		return;
 	}
 	memcpy(b->p + b->len, s, n);
@@ -564,24 +566,24 @@ static int put_member(struct jcs_buf *b, const struct mem *m)
 
 	switch (m->t) {
 	case MV_STR:
-		return jcs_put_string(b, m->s, strlen(m->s));
+		return model__jcs_put_string(b, m->s, strlen(m->s));
 	case MV_RAW:
 		put_raw(b, "\"", 1);
 		put_raw(b, m->s, strlen(m->s));
 		put_raw(b, "\"", 1);
 		return 0;
 	case MV_INT:
-		jcs_put_integer(b, m->i, JCS_INT_STRINGS);
+		model__jcs_put_integer(b, m->i, JCS_INT_STRINGS);
 		return 0;
 	case MV_BOOL:
-		jcs_put_raw(b, m->i ? "true" : "false", m->i ? 4 : 5);
+		model__jcs_put_raw(b, m->i ? "true" : "false", m->i ? 4 : 5);
 		return 0;
 	case MV_NULL:
-		jcs_put_raw(b, "null", 4);
+		model__jcs_put_raw(b, "null", 4);
 		return 0;
 	default:
 		v = text_json(m->s);
-		rc = jcs_write(b, v, JCS_INT_STRINGS, SIZE_MAX);
+		rc = model__jcs_write(b, v, JCS_INT_STRINGS, SIZE_MAX);
 		json_decref(v);
 		return rc;
 	}
@@ -594,13 +596,13 @@ int event_jcs_write(struct jcs_buf *b, const struct event *ev)
 	size_t n = event_members(ev, m, tbuf, sizeof(tbuf));
 	int rc = 0;
 
-	jcs_put_raw(b, "{", 1);
+	model__jcs_put_raw(b, "{", 1);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		/* The first member goes without its comma. */
 		put_raw(b, m[i].key + (i == 0), m[i].klen - (i == 0));
 		rc = put_member(b, &m[i]);
 	}
-	jcs_put_raw(b, "}", 1);
+	model__jcs_put_raw(b, "}", 1);
 	b->p[b->len] = '\0';
 	return rc;
 }
@@ -700,7 +702,7 @@ static int holder_from_json(struct event *ev, const json_t *v, unsigned f,
 
 	if ((rc = opt_str(v, "kind", &kind, err)) != 0)
 		return rc;
-	ev->kind = holder_kind_parse(kind);
+	ev->kind = model__holder_kind_parse(kind);
 	if ((f & F_HOLDER) && ev->kind == HK_NONE)
 		return lg_error_set(err, LG_EINVAL, "event: bad \"kind\"");
 	if ((rc = opt_str(v, "name", &ev->name, err)) != 0)
@@ -773,7 +775,7 @@ int event_from_json(struct event *ev, const json_t *v, char **scratch,
 	memset(ev, 0, sizeof(*ev));
 	if (!json_is_object(v))
 		return lg_error_set(err, LG_EINVAL, "event: not an object");
-	ev->type = event_type_parse(jstr(v, "type"));
+	ev->type = model__event_type_parse(jstr(v, "type"));
 	if (ev->type == EV_NONE)
 		return lg_error_set(err, LG_EINVAL, "event: unknown \"type\"");
 	if (seq != NULL && !json_is_null(seq)) {
@@ -794,8 +796,8 @@ int event_from_json(struct event *ev, const json_t *v, char **scratch,
 	return event_validate(ev, err);
 }
 
-int state_from_events_json(const json_t *events, state_t **out,
-			   struct lg_error *err)
+int model__state_from_events_json(const json_t *events, state_t **out,
+				  struct lg_error *err)
 {
 	state_t *st;
 	size_t i;

@@ -48,7 +48,7 @@ static void reserve(struct jcs_buf *b, size_t n)
 		b->p = lg_xgrow(b->p, &b->cap, b->len + n + 1, 256);
 }
 
-void jcs_put_raw(struct jcs_buf *b, const char *s, size_t n)
+void model__jcs_put_raw(struct jcs_buf *b, const char *s, size_t n)
 {
 	reserve(b, n);
 	memcpy(b->p + b->len, s, n);
@@ -124,7 +124,7 @@ static long utf16_next(const unsigned char *s, size_t n, size_t *i,
 /* Compares two names by their UTF-16 code units (RFC 8785 3.2.3). For text
  * below U+10000 that is the byte order of UTF-8; it differs where a
  * surrogate pair meets U+E000..U+FFFF. */
-int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+int model__jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
 	const unsigned char *x = (const unsigned char *)a;
 	const unsigned char *y = (const unsigned char *)b;
@@ -167,7 +167,7 @@ static bool plain8(uint64_t x)
 /* One pass: plain runs are copied in one piece, and the buffer is reserved
  * once for the unescaped length (escapes and UTF-8 checks are the rare
  * path), since every Merkle leaf of an append is written here. */
-int jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
+int model__jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)str;
@@ -249,7 +249,7 @@ int jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 /* The largest integer a double holds exactly with all below it. */
 #define JCS_SAFE_INT 9007199254740991LL
 
-void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
+void model__jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 {
 	/* The digits end one before the end, where a closing quote fits. */
 	char tmp[24], *end = tmp + sizeof(tmp) - 1, *p = end;
@@ -269,10 +269,10 @@ void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 		tmp[sizeof(tmp) - 1] = '"';
 		end++;
 	}
-	jcs_put_raw(b, p, (size_t)(end - p));
+	model__jcs_put_raw(b, p, (size_t)(end - p));
 }
 
-size_t jcs_format_double(double d, char *out)
+size_t model__jcs_format_double(double d, char *out)
 {
 	char sci[40], digits[20], *o = out;
 	int k = 0, e, n;
@@ -350,7 +350,7 @@ static int member_cmp(const void *a, const void *b)
 {
 	const struct member *x = a, *y = b;
 
-	return jcs_key_cmp(x->key, x->len, y->key, y->len);
+	return model__jcs_key_cmp(x->key, x->len, y->key, y->len);
 }
 
 static void sort_members(struct member *m, size_t n)
@@ -381,7 +381,7 @@ static int put_object(struct jcs_buf *b, const json_t *v, unsigned flags,
 	int rc = 0;
 
 	if (n > STACK_MEMBERS)
-		m = xmalloc(n * sizeof(*m));
+		m = lg_xmalloc(n * sizeof(*m));
 	for (void *it = json_object_iter((json_t *)v); it != NULL && i < n;
 	     it = json_object_iter_next((json_t *)v, it), i++) {
 		size_t l;
@@ -397,17 +397,17 @@ static int put_object(struct jcs_buf *b, const json_t *v, unsigned flags,
 	}
 	if (rc == 0)
 		sort_members(m, i);
-	jcs_put_raw(b, "{", 1);
+	model__jcs_put_raw(b, "{", 1);
 	for (size_t k = 0; k < i && rc == 0; k++) {
 		if (k > 0)
-			jcs_put_raw(b, ",", 1);
-		rc = jcs_put_string(b, m[k].key, m[k].len);
+			model__jcs_put_raw(b, ",", 1);
+		rc = model__jcs_put_string(b, m[k].key, m[k].len);
 		if (rc == 0) {
-			jcs_put_raw(b, ":", 1);
+			model__jcs_put_raw(b, ":", 1);
 			rc = put_value(b, m[k].v, flags, max, depth + 1);
 		}
 	}
-	jcs_put_raw(b, "}", 1);
+	model__jcs_put_raw(b, "}", 1);
 	if (m != stack)
 		free(m);
 	return rc;
@@ -429,42 +429,45 @@ static int put_value(struct jcs_buf *b, const json_t *v, unsigned flags,
 		rc = put_object(b, v, flags, max, depth);
 		break;
 	case JSON_ARRAY:
-		jcs_put_raw(b, "[", 1);
+		model__jcs_put_raw(b, "[", 1);
 		for (size_t i = 0, n = json_array_size(v); i < n && rc == 0;
 		     i++) {
 			if (i > 0)
-				jcs_put_raw(b, ",", 1);
+				model__jcs_put_raw(b, ",", 1);
 			rc = put_value(b, json_array_get(v, i), flags, max,
 				       depth + 1);
 		}
-		jcs_put_raw(b, "]", 1);
+		model__jcs_put_raw(b, "]", 1);
 		break;
 	case JSON_STRING:
-		rc = jcs_put_string(b, json_string_value(v), json_string_length(v));
+		rc = model__jcs_put_string(b, json_string_value(v),
+					   json_string_length(v));
 		break;
 	case JSON_INTEGER:
-		jcs_put_integer(b, json_integer_value(v), flags);
+		model__jcs_put_integer(b, json_integer_value(v), flags);
 		break;
 	case JSON_REAL:
 		if (!isfinite(json_real_value(v)))
 			return -1; /* RFC 8785 3.2.2.2: NaN and Infinity */
-		jcs_put_raw(b, num, jcs_format_double(json_real_value(v), num));
+		model__jcs_put_raw(
+			b, num,
+			model__jcs_format_double(json_real_value(v), num));
 		break;
 	case JSON_TRUE:
-		jcs_put_raw(b, "true", 4);
+		model__jcs_put_raw(b, "true", 4);
 		break;
 	case JSON_FALSE:
-		jcs_put_raw(b, "false", 5);
+		model__jcs_put_raw(b, "false", 5);
 		break;
 	default:
-		jcs_put_raw(b, "null", 4);
+		model__jcs_put_raw(b, "null", 4);
 		break;
 	}
 	return rc == 0 && b->len <= max ? 0 : -1;
 }
 
-int jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
-	      size_t max_bytes)
+int model__jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
+		     size_t max_bytes)
 {
 	int rc = v != NULL ? put_value(b, v, flags, max_bytes, 0) : -1;
 
@@ -483,8 +486,8 @@ char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
 	if (scratch == NULL)
 		jcs_buf_init(&own);
 	b->len = 0;
-	if (jcs_write(b, v, flags, max_bytes) == 0)
-		text = memcpy(xmalloc(b->len + 1), b->p, b->len + 1);
+	if (model__jcs_write(b, v, flags, max_bytes) == 0)
+		text = memcpy(lg_xmalloc(b->len + 1), b->p, b->len + 1);
 	if (scratch == NULL)
 		jcs_buf_release(&own);
 	return text;

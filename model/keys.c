@@ -25,7 +25,7 @@ static const char *const kind_names[] = {
 	[KEY_INVALID] = "invalid", [KEY_RAW] = "raw",
 };
 
-const char *key_kind_name(enum key_kind k)
+const char *model__key_kind_name(enum key_kind k)
 {
 	if ((unsigned)k >= sizeof(kind_names) / sizeof(kind_names[0]))
 		return "unknown";
@@ -85,9 +85,10 @@ static enum key_kind budget_shape(const char *s, const char **label,
 	return KEY_CLASS;
 }
 
-enum key_kind budget_key_classify(const char *key, const struct class_table *t,
-				  const char **cls, size_t *cls_len,
-				  const char **resource)
+enum key_kind model__budget_key_classify(const char *key,
+					 const struct class_table *t,
+					 const char **cls, size_t *cls_len,
+					 const char **resource)
 {
 	const char *s, *label = NULL, *res = NULL;
 	size_t label_len = 0;
@@ -115,7 +116,7 @@ enum key_kind budget_key_classify(const char *key, const struct class_table *t,
 		k = KEY_INVALID;
 		goto out;
 	}
-	c = class_table_by_resource(t, s);
+	c = model__class_table_by_resource(t, s);
 	if (c != NULL) {
 		k = KEY_RAW;
 		label = c->name;
@@ -134,8 +135,8 @@ out:
 
 /* eval BudgetKey: a JSON string -> {"kind", "class"}. A string with a NUL
  * byte cannot be a Kubernetes resource name: it is "other". */
-int eval_budget_key(const struct eval_ctx *ctx, const json_t *input,
-		    json_t **out, struct lg_error *err)
+int model__eval_budget_key(const struct eval_ctx *ctx, const json_t *input,
+			   json_t **out, struct lg_error *err)
 {
 	const char *key = json_string_value(input), *cls = NULL;
 	size_t cls_len = 0;
@@ -145,11 +146,13 @@ int eval_budget_key(const struct eval_ctx *ctx, const json_t *input,
 	if (key == NULL)
 		return lg_error_set(err, LG_EINVAL, "input must be a string");
 	if (strlen(key) == json_string_length(input))
-		k = budget_key_classify(key, ctx != NULL ? ctx->classes : NULL,
-					&cls, &cls_len, NULL);
+		k = model__budget_key_classify(
+			key, ctx != NULL ? ctx->classes : NULL, &cls, &cls_len,
+			NULL);
 	c = k == KEY_CLASS || k == KEY_RAW ? json_stringn(cls, cls_len)
 					   : json_null();
-	*out = json_pack("{s:s, s:o}", "kind", key_kind_name(k), "class", c);
+	*out = json_pack("{s:s, s:o}", "kind", model__key_kind_name(k), "class",
+			 c);
 	if (*out == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	return 0;
@@ -283,7 +286,7 @@ static struct quota *sorted_quotas(const json_t *rq, size_t *n)
 	size_t k = 0;
 
 	*n = json_object_size(rq);
-	qs = xmalloc((*n > 0 ? *n : 1) * sizeof(*qs));
+	qs = lg_xmalloc((*n > 0 ? *n : 1) * sizeof(*qs));
 	for (void *it = json_object_iter((json_t *)rq); it != NULL && k < *n;
 	     it = json_object_iter_next((json_t *)rq, it))
 		qs[k++] = (struct quota){json_object_iter_key(it),
@@ -304,7 +307,7 @@ static void map_quota(struct tenant_map *tm, const struct quota *q,
 	int64_t val;
 
 	if (strlen(q->key) == q->len)
-		k = budget_key_classify(q->key, t, NULL, NULL, &res);
+		k = model__budget_key_classify(q->key, t, NULL, NULL, &res);
 	if (k == KEY_OTHER)
 		return;
 	if (k == KEY_INVALID) {
@@ -315,7 +318,7 @@ static void map_quota(struct tenant_map *tm, const struct quota *q,
 				     q->key);
 		return;
 	}
-	if (quantity_json_uint(q->v, &val, &qe) < 0) {
+	if (model__quantity_json_uint(q->v, &val, &qe) < 0) {
 		if (tm->n_invalid++ == 0)
 			lg_error_set(
 				err, LG_EINVAL,
@@ -351,8 +354,8 @@ static int map_quotas(struct tenant_map *tm, const json_t *rq,
 	size_t n;
 
 	qs = sorted_quotas(rq, &n);
-	tm->budgets = xcalloc(n, sizeof(*tm->budgets));
-	tm->raw = xcalloc(n, sizeof(*tm->raw));
+	tm->budgets = lg_xcalloc(n, sizeof(*tm->budgets));
+	tm->raw = lg_xcalloc(n, sizeof(*tm->raw));
 	/* Budgets come out sorted because the quotas are walked sorted. */
 	for (size_t i = 0; i < n; i++)
 		map_quota(tm, &qs[i], t, err);

@@ -52,14 +52,14 @@ static const struct kind_desc {
 			      false},
 };
 
-const char *holder_kind_name(enum holder_kind k)
+const char *model__holder_kind_name(enum holder_kind k)
 {
 	if ((unsigned)k >= HK_MAX)
 		return "";
 	return kinds[k].name;
 }
 
-enum holder_kind holder_kind_parse(const char *s)
+enum holder_kind model__holder_kind_parse(const char *s)
 {
 	if (s == NULL || *s == '\0')
 		return HK_NONE;
@@ -158,7 +158,7 @@ static int entry_count(const json_t *e, size_t i, int64_t *out,
 	*out = 1;
 	if (absent(v))
 		return 0;
-	if (quantity_json_uint(v, out, &qe) < 0)
+	if (model__quantity_json_uint(v, out, &qe) < 0)
 		return lg_error_set(err, LG_EINVAL, "spec.gpus[%zu].count: %s",
 				    i, qe.msg[0] ? qe.msg : "invalid");
 	if (*out < 1)
@@ -267,7 +267,8 @@ static int map_kn(const json_t *spec, const struct class_table *t,
 
 /* Every quantity of a resource map must be a string that parses to a
  * non-negative value; a pod with a bad one holds 0 (Appendix A "Pods").
- * Stored objects carry quantities as strings, as pod_requests expects. */
+ * Stored objects carry quantities as strings, as model__pod_requests expects.
+ */
 static int check_qmap(const json_t *m, const char *where, struct lg_error *err)
 {
 	const char *key;
@@ -285,11 +286,12 @@ static int check_qmap(const json_t *m, const char *where, struct lg_error *err)
 		struct quantity q;
 
 		if (s == NULL ||
-		    quantity_parse(&q, s, json_string_length(v), NULL) < 0)
+		    model__quantity_parse(&q, s, json_string_length(v), NULL) <
+			    0)
 			return lg_error_set(err, LG_EINVAL,
 					    "%s[%.63s]: invalid quantity",
 					    where, key);
-		if (quantity_is_negative(&q))
+		if (model__quantity_is_negative(&q))
 			return lg_error_set(err, LG_EINVAL,
 					    "%s[%.63s]: negative quantity "
 					    "%.40s",
@@ -347,12 +349,13 @@ static int pod_units(const struct reslist *rl, const struct class_table *t,
 
 		for (size_t j = 0; j < c->n_resource_names; j++) {
 			const char *r = c->resource_names[j];
-			const struct quantity *q = reslist_get(rl, r);
+			const struct quantity *q = model__reslist_get(rl, r);
 			int64_t v;
 
 			if (q == NULL)
 				continue;
-			if (quantity_value(q, &v) < 0 || add_units(&acc[i], v))
+			if (model__quantity_value(q, &v) < 0 ||
+			    add_units(&acc[i], v))
 				return lg_error_set(err, LG_ERANGE,
 						    "%s: request overflows", r);
 		}
@@ -387,13 +390,13 @@ static int map_pod(const json_t *pod, const struct class_table *t,
 	rc = check_pod_quantities(spec, err);
 	if (rc < 0)
 		return rc;
-	reslist_init(&rl);
+	model__reslist_init(&rl);
 	/* The API server's defaulting: a limit with no request is the
 	 * request, so a limits-only GPU pod counts. */
-	rc = pod_requests(pod, true, &rl, err);
+	rc = model__pod_requests(pod, true, &rl, err);
 	if (rc == 0)
 		rc = pod_units(&rl, t, acc, err);
-	reslist_release(&rl);
+	model__reslist_release(&rl);
 	return rc;
 }
 
@@ -415,7 +418,7 @@ static int devreq_count(const json_t *r, const char *where, int64_t *out,
 	*out = 1;
 	if (absent(v))
 		return 0;
-	if (!json_is_number(v) || quantity_json_uint(v, out, NULL) < 0 ||
+	if (!json_is_number(v) || model__quantity_json_uint(v, out, NULL) < 0 ||
 	    *out < 1)
 		return lg_error_set(err, LG_EINVAL,
 				    "%s.count: not an integer >= 1", where);
@@ -441,7 +444,8 @@ static int read_devreq(const json_t *r, const char *where,
 		return lg_error_set(err, LG_EINVAL,
 				    "%s.allocationMode: not a string", where);
 	if (json_is_string(dc) && t != NULL)
-		d->c = class_table_by_device_class(t, json_string_value(dc));
+		d->c = model__class_table_by_device_class(
+			t, json_string_value(dc));
 	/* Only an ExactCount count is read; an unknown mode counts 0. */
 	if (strcmp(m, "ExactCount") == 0)
 		return devreq_count(r, where, &d->units, err);
@@ -664,7 +668,7 @@ static const struct kind_desc *object_kind(const json_t *obj,
 	const char *api = jstr(obj, "apiVersion");
 	const char *kind = jstr(obj, "kind");
 
-	*k = holder_kind_parse(kind);
+	*k = model__holder_kind_parse(kind);
 	if (*k == HK_NONE || api == NULL ||
 	    strcmp(api, kinds[*k].api_version) != 0)
 		return NULL;
@@ -700,20 +704,20 @@ int holder_map_object(const json_t *obj, const struct class_table *t,
 	return run_mapper(kd, in, t, hm, err);
 }
 
-int holder_map_spec(enum holder_kind kind, const json_t *spec,
-		    const struct class_table *t, struct holder_map *hm,
-		    struct lg_error *err)
+int model__holder_map_spec(enum holder_kind kind, const json_t *spec,
+			   const struct class_table *t, struct holder_map *hm,
+			   struct lg_error *err)
 {
 	holder_map_reset(hm, HK_NONE);
 	if ((unsigned)kind >= HK_MAX || !kinds[kind].from_spec)
 		return lg_error_set(err, LG_EINVAL,
 				    "kind %s has no spec mapping",
-				    holder_kind_name(kind));
+				    model__holder_kind_name(kind));
 	hm->kind = kind;
 	return run_mapper(&kinds[kind], spec, t, hm, err);
 }
 
-int64_t holder_map_units(const struct holder_map *hm, uint32_t cls)
+int64_t model__holder_map_units(const struct holder_map *hm, uint32_t cls)
 {
 	for (size_t i = 0; i < hm->n && i < HOLDER_MAX_CLASSES; i++)
 		if (hm->units[i].cls == cls)
@@ -761,8 +765,9 @@ static bool allocatable_value(const json_t *v, int64_t *out)
 
 	*out = 0;
 	if (s == NULL ||
-	    quantity_parse(&q, s, json_string_length(v), NULL) < 0 ||
-	    quantity_is_negative(&q) || quantity_value(&q, out) < 0) {
+	    model__quantity_parse(&q, s, json_string_length(v), NULL) < 0 ||
+	    model__quantity_is_negative(&q) ||
+	    model__quantity_value(&q, out) < 0) {
 		*out = 0;
 		return false;
 	}
@@ -828,7 +833,7 @@ int node_map_object(const json_t *node, const struct class_table *t,
 
 		nc->cls = (uint32_t)i;
 		nc->capacity = node_capacity(alloc, &t->classes[i], name, err);
-		nc->serves = node_serves(node, &t->classes[i]);
+		nc->serves = model__node_serves(node, &t->classes[i]);
 	}
 	nm->n = table_n(t);
 	return 0;

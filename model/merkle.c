@@ -27,7 +27,8 @@ void merkle_leaf_hash(const void *data, size_t len, uint8_t *out)
 	SHA256_Final(out, &c);
 }
 
-void merkle_node_hash(const uint8_t *left, const uint8_t *right, uint8_t *out)
+void model__merkle_node_hash(const uint8_t *left, const uint8_t *right,
+			     uint8_t *out)
 {
 	uint8_t buf[1 + 2 * MERKLE_HASH_BYTES];
 	SHA256_CTX c;
@@ -66,7 +67,7 @@ void merkle_edge_push(struct merkle_edge *e, const uint8_t *leaf,
 	/* Each trailing one bit of the old size is a complete subtree of
 	 * that level, now joined by the new one. */
 	while ((e->size >> level) & 1) {
-		merkle_node_hash(e->hash[level], h, h);
+		model__merkle_node_hash(e->hash[level], h, h);
 		level++;
 		idx >>= 1;
 		if (emit != NULL)
@@ -76,7 +77,7 @@ void merkle_edge_push(struct merkle_edge *e, const uint8_t *leaf,
 	e->size++;
 }
 
-void merkle_edge_root(const struct merkle_edge *e, uint8_t *out)
+void model__merkle_edge_root(const struct merkle_edge *e, uint8_t *out)
 {
 	uint8_t h[MERKLE_HASH_BYTES];
 	bool have = false;
@@ -89,7 +90,7 @@ void merkle_edge_root(const struct merkle_edge *e, uint8_t *out)
 		if (!((e->size >> level) & 1))
 			continue;
 		if (have)
-			merkle_node_hash(e->hash[level], h, h);
+			model__merkle_node_hash(e->hash[level], h, h);
 		else
 			memcpy(h, e->hash[level], MERKLE_HASH_BYTES);
 		have = true;
@@ -148,7 +149,7 @@ static int range_hash(merkle_get_fn *get, void *ctx, uint64_t a, uint64_t b,
 	if ((rc = range_hash(get, ctx, a, a + k, l)) != 0 ||
 	    (rc = range_hash(get, ctx, a + k, b, out)) != 0)
 		return rc;
-	merkle_node_hash(l, out, out);
+	model__merkle_node_hash(l, out, out);
 	return 0;
 }
 
@@ -233,9 +234,10 @@ int merkle_consistency_proof(merkle_get_fn *get, void *ctx, uint64_t m,
 /* ---------------------------------------------------------------------- */
 /* Proofs: verification (RFC 9162 2.1.3.2, 2.1.4.2) */
 
-int merkle_root_from_inclusion(uint64_t index, uint64_t size,
-			       const uint8_t *leaf,
-			       const struct merkle_proof *p, uint8_t *root)
+int model__merkle_root_from_inclusion(uint64_t index, uint64_t size,
+				      const uint8_t *leaf,
+				      const struct merkle_proof *p,
+				      uint8_t *root)
 {
 	uint64_t fn = index, sn = size - 1;
 	uint8_t r[MERKLE_HASH_BYTES];
@@ -247,13 +249,13 @@ int merkle_root_from_inclusion(uint64_t index, uint64_t size,
 		if (sn == 0)
 			return LG_EINVAL; /* too many hashes */
 		if ((fn & 1) || fn == sn) {
-			merkle_node_hash(p->hash[i], r, r);
+			model__merkle_node_hash(p->hash[i], r, r);
 			while (!(fn & 1) && fn != 0) {
 				fn >>= 1;
 				sn >>= 1;
 			}
 		} else {
-			merkle_node_hash(r, p->hash[i], r);
+			model__merkle_node_hash(r, p->hash[i], r);
 		}
 		fn >>= 1;
 		sn >>= 1;
@@ -268,7 +270,7 @@ int merkle_verify_inclusion(uint64_t index, uint64_t size, const uint8_t *leaf,
 			    const struct merkle_proof *p, const uint8_t *root)
 {
 	uint8_t r[MERKLE_HASH_BYTES];
-	int rc = merkle_root_from_inclusion(index, size, leaf, p, r);
+	int rc = model__merkle_root_from_inclusion(index, size, leaf, p, r);
 
 	if (rc != 0)
 		return rc;
@@ -311,14 +313,14 @@ int merkle_verify_consistency(uint64_t m, uint64_t n, const uint8_t *root1,
 		if (sn == 0)
 			return LG_EINVAL;
 		if ((fn & 1) || fn == sn) {
-			merkle_node_hash(p->hash[i], fr, fr);
-			merkle_node_hash(p->hash[i], sr, sr);
+			model__merkle_node_hash(p->hash[i], fr, fr);
+			model__merkle_node_hash(p->hash[i], sr, sr);
 			while (!(fn & 1) && fn != 0) {
 				fn >>= 1;
 				sn >>= 1;
 			}
 		} else {
-			merkle_node_hash(sr, p->hash[i], sr);
+			model__merkle_node_hash(sr, p->hash[i], sr);
 		}
 		fn >>= 1;
 		sn >>= 1;

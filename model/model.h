@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* ---------------------------------------------------------------------- */
-/* Errors (one table in model/err.c produces lg_strerror and lg_errname).  */
+/* Errors (one table in model/err.c produces lg_strerror and model__errname). */
 
 enum lg_err {
 	LG_OK = 0,
@@ -139,7 +139,8 @@ void class_table_release(struct class_table *t);
  * is left empty and err says why. */
 int class_table_parse(struct class_table *t, const json_t *doc,
 		      struct lg_error *err);
-/* Deep copy into dst (filled from scratch; release with gpu_class_release). */
+/* Deep copy into dst (filled from scratch; release with
+ * model__gpu_class_release). */
 void gpu_class_copy(struct gpu_class *dst, const struct gpu_class *src);
 /* Canonical definition: {"deviceClassName", "name", "resourceNames",
  * "tolerations"} with defaults filled in. New reference. */
@@ -686,14 +687,14 @@ int bill_period_usage(const struct bill_snap *a, const struct bill_snap *b,
  *    "regionId": null, "regionName": <regionId>,
  *    "billingPeriodOffset": "Z"}
  * class is a DNS-1123 label, currency three capital letters (ISO 4217),
- * prices decimal strings (bill_decimal_parse) or JSON integers; a JSON real
- * is refused, because its decimal text is already lost. billedUnitPrice
+ * prices decimal strings (model__bill_decimal_parse) or JSON integers; a JSON
+ * real is refused, because its decimal text is already lost. billedUnitPrice
  * (ContractedUnitPrice) defaults to listUnitPrice. A (class, currency) pair
  * may appear once. With "rates" present (priced), every class must have a
  * rate in the billing currency (bill_rates_cover): a free class is an
  * explicit "0". Without it every price is an explicit 0. Names are 1 to
  * BILL_NAME_MAX bytes of printable text; billingPeriodOffset is a fixed
- * offset (bill_offset_parse): months are calendar months of that local
+ * offset (model__bill_offset_parse): months are calendar months of that local
  * time. */
 #define BILL_NAME_MAX 128
 struct bill_rate {

@@ -32,37 +32,39 @@ struct quantity {
  * fraction, then a suffix (n u m "" k M G T P E, Ki Mi Gi Ti Pi Ei) or an
  * e/E exponent. No trimming. Binary-suffix values are capped at 2^63-1 like
  * upstream. LG_EINVAL on bad syntax, LG_ERANGE when too large to represent. */
-int quantity_parse(struct quantity *q, const char *s, size_t len,
-		   struct lg_error *err);
+int model__quantity_parse(struct quantity *q, const char *s, size_t len,
+			  struct lg_error *err);
 /* Value(): the ceiling of q as an integer; LG_ERANGE outside int64. */
-int quantity_value(const struct quantity *q, int64_t *out);
+int model__quantity_value(const struct quantity *q, int64_t *out);
 /* MilliValue(): the ceiling of q*1000; LG_ERANGE outside int64. */
-int quantity_milli_value(const struct quantity *q, int64_t *out);
+int model__quantity_milli_value(const struct quantity *q, int64_t *out);
 /* acc += b; LG_ERANGE when the result does not fit the representation. */
-int quantity_add(struct quantity *acc, const struct quantity *b);
+int model__quantity_add(struct quantity *acc, const struct quantity *b);
 /* <0, 0, >0 like strcmp. */
-int quantity_cmp(const struct quantity *a, const struct quantity *b);
-bool quantity_is_negative(const struct quantity *q);
-void quantity_zero(struct quantity *q);
+int model__quantity_cmp(const struct quantity *a, const struct quantity *b);
+bool model__quantity_is_negative(const struct quantity *q);
+void model__quantity_zero(struct quantity *q);
 /* Prints q exactly with the smallest of the suffixes "" m u n that keeps an
  * integer ("2", "1500m", "1n", "-3"). Returns the length it needs (like
  * snprintf), writing at most cap bytes including the NUL. */
-size_t quantity_format(const struct quantity *q, char *buf, size_t cap);
+size_t model__quantity_format(const struct quantity *q, char *buf, size_t cap);
 /* The exact integer value of a quantity that must be a non-negative integer:
  * LG_EINVAL when negative or fractional, LG_ERANGE above 2^63-1. */
-int quantity_exact_uint(const struct quantity *q, int64_t *out);
+int model__quantity_exact_uint(const struct quantity *q, int64_t *out);
 /* A budget value or a count given in JSON (Appendix A "Keys and values"): a
  * string is parsed as a quantity without trimming; a JSON number is read from
  * its value (integers exactly; reals only when integral and exactly
  * representable); booleans, null, objects and arrays are LG_EINVAL. The
- * result must be an exact non-negative integer (see quantity_exact_uint). */
-int quantity_json_uint(const json_t *v, int64_t *out, struct lg_error *err);
+ * result must be an exact non-negative integer (see
+ * model__quantity_exact_uint). */
+int model__quantity_json_uint(const json_t *v, int64_t *out,
+			      struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
 /* Effective pod requests (DESIGN 5.2).                                    */
 
 /* A small resource list. Names are borrowed from the JSON the list was built
- * from and live as long as it; the array is owned (reslist_release). */
+ * from and live as long as it; the array is owned (model__reslist_release). */
 struct resitem {
 	const char *name;
 	struct quantity q;
@@ -72,9 +74,10 @@ struct reslist {
 	struct resitem *items; /* sorted by name */
 };
 
-void reslist_init(struct reslist *l);
-void reslist_release(struct reslist *l);
-const struct quantity *reslist_get(const struct reslist *l, const char *name);
+void model__reslist_init(struct reslist *l);
+void model__reslist_release(struct reslist *l);
+const struct quantity *model__reslist_get(const struct reslist *l,
+					  const char *name);
 
 /* The upstream PodRequests helper (component-helpers), no defaulting:
  * max(sum of containers + sidecars, max over init containers), pod-level
@@ -83,10 +86,10 @@ const struct quantity *reslist_get(const struct reslist *l, const char *name);
  * is applied first: a container limit with no request counts as the request.
  * LG_EINVAL (with detail) for a wrong type or an unparsable quantity;
  * LG_ERANGE for a sum too large. out must be initialised. */
-int pod_requests(const json_t *pod, bool defaults, struct reslist *out,
-		 struct lg_error *err);
+int model__pod_requests(const json_t *pod, bool defaults, struct reslist *out,
+			struct lg_error *err);
 
-/* Budget keys (DESIGN 2.2): the kind of a key (budget_key_classify). */
+/* Budget keys (DESIGN 2.2): the kind of a key (model__budget_key_classify). */
 enum key_kind {
 	KEY_OTHER = 0,
 	KEY_CLASS,   /* <class>.gpuclass.cozystack.io/devices */
@@ -96,119 +99,127 @@ enum key_kind {
 };
 
 /* Errors. */
-const char *lg_errname(int code);
+const char *model__errname(int code);
 
 /* Tolerations and taints. */
-bool toleration_tolerates(const struct toleration *tol,
-			  const struct taint *taint);
+bool model__toleration_tolerates(const struct toleration *tol,
+				 const struct taint *taint);
 /* Reads a toleration/taint object; its strings are borrowed from v. Non-string
  * fields are LG_EINVAL. */
-int toleration_from_json(struct toleration *tol, const json_t *v,
-			 struct lg_error *err);
-int taint_from_json(struct taint *taint, const json_t *v, struct lg_error *err);
+int model__toleration_from_json(struct toleration *tol, const json_t *v,
+				struct lg_error *err);
+int model__taint_from_json(struct taint *taint, const json_t *v,
+			   struct lg_error *err);
 
 /* The class table. */
-const struct gpu_class *class_table_by_resource(const struct class_table *t,
-						const char *resource);
-const struct gpu_class *class_table_by_device_class(const struct class_table *t,
-						    const char *device_class);
+const struct gpu_class *
+model__class_table_by_resource(const struct class_table *t,
+			       const char *resource);
+const struct gpu_class *
+model__class_table_by_device_class(const struct class_table *t,
+				   const char *device_class);
 /* True when a node serves class c (DESIGN 2.4): not cordoned (only JSON true
  * in spec.unschedulable), first Ready condition "True", and every NoSchedule/
  * NoExecute taint (bar the three node.kubernetes.io ones) tolerated by one of
  * c's tolerations. */
-bool node_serves(const json_t *node, const struct gpu_class *c);
+bool model__node_serves(const json_t *node, const struct gpu_class *c);
 
 /* Budget keys. */
 /* Classifies key. For KEY_CLASS, *cls is the class label (pointing into key,
  * *cls_len its length); for KEY_RAW the owning class's name (borrowed from t)
  * and *resource the stripped resource name (pointing into key). t may be NULL
  * (then no key is raw). Output pointers may be NULL. */
-enum key_kind budget_key_classify(const char *key, const struct class_table *t,
-				  const char **cls, size_t *cls_len,
-				  const char **resource);
-const char *key_kind_name(enum key_kind k); /* "class", "total", ... */
+enum key_kind model__budget_key_classify(const char *key,
+					 const struct class_table *t,
+					 const char **cls, size_t *cls_len,
+					 const char **resource);
+const char *model__key_kind_name(enum key_kind k); /* "class", "total", ... */
 
 /* Holder mapping. */
-const char *holder_kind_name(enum holder_kind k);  /* "VMInstance", ... */
-enum holder_kind holder_kind_parse(const char *s); /* HK_NONE if unknown */
+const char *model__holder_kind_name(enum holder_kind k); /* "VMInstance", ... */
+enum holder_kind
+model__holder_kind_parse(const char *s); /* HK_NONE if unknown */
 /* Maps a bare spec (admission requests carry specs, not objects). */
-int holder_map_spec(enum holder_kind kind, const json_t *spec,
-		    const struct class_table *t, struct holder_map *hm,
-		    struct lg_error *err);
+int model__holder_map_spec(enum holder_kind kind, const json_t *spec,
+			   const struct class_table *t, struct holder_map *hm,
+			   struct lg_error *err);
 /* Units of class index cls in hm (0 when absent). */
-int64_t holder_map_units(const struct holder_map *hm, uint32_t cls);
+int64_t model__holder_map_units(const struct holder_map *hm, uint32_t cls);
 
 /* Events. */
-enum event_type event_type_parse(const char *s); /* EV_NONE if unknown */
+enum event_type model__event_type_parse(const char *s); /* EV_NONE if unknown */
 /* Appends JCS of v to b (NUL-terminated); -1 on failure or once b holds
  * more than max_bytes (b's content is then undefined). */
-int jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
-	      size_t max_bytes);
+int model__jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
+		     size_t max_bytes);
 /* Compares names by UTF-16 code units (RFC 8785 3.2.3); both valid UTF-8. */
-int jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
+int model__jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
 /* ECMAScript Number::toString of a finite d into out (>= 32 bytes); returns
  * the length. */
-size_t jcs_format_double(double d, char *out);
+size_t model__jcs_format_double(double d, char *out);
 
 /* The Merkle tree of the log. */
-void merkle_node_hash(const uint8_t *left, const uint8_t *right, uint8_t *out);
+void model__merkle_node_hash(const uint8_t *left, const uint8_t *right,
+			     uint8_t *out);
 /* MTH of the whole tree (SHA-256 of nothing for the empty tree). */
-void merkle_edge_root(const struct merkle_edge *e, uint8_t *out);
+void model__merkle_edge_root(const struct merkle_edge *e, uint8_t *out);
 /* RFC 9162 2.1.3.2: the root the proof gives for leaf at index, or
  * LG_EINVAL when the proof has the wrong shape for (index, size). */
-int merkle_root_from_inclusion(uint64_t index, uint64_t size,
-			       const uint8_t *leaf,
-			       const struct merkle_proof *p, uint8_t *root);
+int model__merkle_root_from_inclusion(uint64_t index, uint64_t size,
+				      const uint8_t *leaf,
+				      const struct merkle_proof *p,
+				      uint8_t *root);
 
 /* The projection: state + event -> state. */
 /* Self-check: every subtree total equals a from-scratch recomputation and
  * every per-namespace total equals the sum of its holders. */
-int state_check(const state_t *st, struct lg_error *err);
+int model__state_check(const state_t *st, struct lg_error *err);
 
 /* Billing. */
-const char *bill_step_name(enum bill_step s);	/* "hour", "day" */
-const char *bill_basis_name(enum bill_basis b); /* "reserved", ... */
+const char *model__bill_step_name(enum bill_step s);   /* "hour", "day" */
+const char *model__bill_basis_name(enum bill_basis b); /* "reserved", ... */
 /* The first UTC hour or day boundary strictly after t_ms. */
-int64_t bill_period_end(int64_t t_ms, enum bill_step step);
+int64_t model__bill_period_end(int64_t t_ms, enum bill_step step);
 /* "Z", "+HH:MM" or "-HH:MM" (|offset| <= 14:00) into seconds; LG_EINVAL
  * otherwise. */
-int bill_offset_parse(const char *s, int32_t *offset_s);
+int model__bill_offset_parse(const char *s, int32_t *offset_s);
 /* x_TenantPath: "tenant-root/tenant-a/tenant-a-b" for a tenant, the name
  * itself for any other namespace. Returns the length it needs (like
  * snprintf), writing at most cap bytes including the NUL. */
-size_t bill_tenant_path(const char *ns, char *buf, size_t cap);
+size_t model__bill_tenant_path(const char *ns, char *buf, size_t cap);
 /* num/den with exactly 9 decimals, truncated ("1.500000000"); num >= 0,
- * den > 0. ConsumedQuantity is bill_format_ratio(device_ms, 3600000). */
-size_t bill_format_ratio(int64_t num, int64_t den, char *buf, size_t cap);
+ * den > 0. ConsumedQuantity is model__bill_format_ratio(device_ms, 3600000). */
+size_t model__bill_format_ratio(int64_t num, int64_t den, char *buf,
+				size_t cap);
 /* A nano-unit amount with 9 decimals ("2.500000000"). */
-size_t bill_format_nano(int64_t nano, char *buf, size_t cap);
+size_t model__bill_format_nano(int64_t nano, char *buf, size_t cap);
 /* A non-negative decimal string with at most 9 fraction digits ("2.5",
  * "3", "0.000000001") into nano units. No sign, exponent or space; LG_EINVAL
  * otherwise, LG_ERANGE above int64. */
-int bill_decimal_parse(const char *s, int64_t *nano);
+int model__bill_decimal_parse(const char *s, int64_t *nano);
 
 /* eval functions (DESIGN 6.1), one per name, dispatched by model/eval.c.
  * Each returns 0 with *out a new reference, or an LG_* code with err set. */
 typedef int eval_fn(const struct eval_ctx *ctx, const json_t *input,
 		    json_t **out, struct lg_error *err);
 
-eval_fn eval_parse_quantity;	/* model/quantity.c */
-eval_fn eval_pod_requests;	/* model/podreq.c */
-eval_fn eval_tolerates_taint;	/* model/taint.c */
-eval_fn eval_node_serves;	/* model/taint.c */
-eval_fn eval_dns1123_label;	/* model/names.c */
-eval_fn eval_dns1123_subdomain; /* model/names.c */
-eval_fn eval_claim_name;	/* model/names.c */
-eval_fn eval_budget_key;	/* model/keys.c */
-eval_fn eval_admission;		/* model/verdict.c */
-eval_fn eval_declaration;	/* model/verdict.c */
-eval_fn eval_remaining;		/* model/verdict.c */
+eval_fn model__eval_parse_quantity;    /* model/quantity.c */
+eval_fn model__eval_pod_requests;      /* model/podreq.c */
+eval_fn model__eval_tolerates_taint;   /* model/taint.c */
+eval_fn model__eval_node_serves;       /* model/taint.c */
+eval_fn model__eval_dns1123_label;     /* model/names.c */
+eval_fn model__eval_dns1123_subdomain; /* model/names.c */
+eval_fn model__eval_claim_name;	       /* model/names.c */
+eval_fn model__eval_budget_key;	       /* model/keys.c */
+eval_fn model__eval_admission;	       /* model/verdict.c */
+eval_fn model__eval_declaration;       /* model/verdict.c */
+eval_fn model__eval_remaining;	       /* model/verdict.c */
 
 /* dns1123_label and dns1123_subdomain of a NUL-terminated string (NULL:
  * false) in one pass, without measuring it first: event validation runs
  * on every event read, and the strlen was a fifth of it. */
-bool dns1123_label_cstr(const char *s);
-bool dns1123_subdomain_cstr(const char *s);
+bool model__dns1123_label_cstr(const char *s);
+bool model__dns1123_subdomain_cstr(const char *s);
 
 /* Hard-wired upper bound for any JSON array a mapper walks (containers, gpus,
  * requests, taints, ...): beyond it the object is invalid. */
@@ -223,10 +234,6 @@ static inline const char *jstr(const json_t *o, const char *k)
 /* ---------------------------------------------------------------------- */
 /* Memory: the one family of model/model.h (lg_xmalloc & co., model/base.c).
  * The old names stay as aliases until notes/rename.map is applied. */
-#define xmalloc	 lg_xmalloc
-#define xcalloc	 lg_xcalloc
-#define xrealloc lg_xrealloc
-#define xstrdup	 lg_xstrdup
 
 /* ---------------------------------------------------------------------- */
 /* Pointer tables: open addressing keyed by a 64-bit hash, equality by a
@@ -236,15 +243,17 @@ struct ptab {
 	uint64_t *hashes; /* 0 = empty slot (hashes are forced non-zero) */
 	void **vals;
 };
-uint64_t hash_bytes(uint64_t h, const void *p, size_t n); /* FNV-1a step */
-uint64_t hash_str(const char *s);
-void *ptab_find(const struct ptab *t, uint64_t h,
-		bool (*eq)(const void *val, const void *key), const void *key);
+uint64_t model__hash_bytes(uint64_t h, const void *p,
+			   size_t n); /* FNV-1a step */
+uint64_t model__hash_str(const char *s);
+void *model__ptab_find(const struct ptab *t, uint64_t h,
+		       bool (*eq)(const void *val, const void *key),
+		       const void *key);
 /* The key of val must not be in the table yet: the table does not compare
  * keys (the same val twice is asserted). */
-void ptab_insert(struct ptab *t, uint64_t h, void *val);
-void ptab_remove(struct ptab *t, uint64_t h, const void *val);
-void ptab_release(struct ptab *t);
+void model__ptab_insert(struct ptab *t, uint64_t h, void *val);
+void model__ptab_remove(struct ptab *t, uint64_t h, const void *val);
+void model__ptab_release(struct ptab *t);
 
 /* ---------------------------------------------------------------------- */
 /* The projection state (model/state.c). Per-class arrays are indexed by a
@@ -323,10 +332,10 @@ static inline const char *holder_uid(const struct holder *h)
 
 /* A holder block with its strings copied in; n = 0, no units. Caller frees
  * with holder_free. */
-struct holder *holder_new(enum holder_kind kind, struct nsrec *ns,
-			  const char *name, size_t name_len, const char *uid,
-			  size_t uid_len);
-void holder_free(struct holder *h);
+struct holder *model__holder_new(enum holder_kind kind, struct nsrec *ns,
+				 const char *name, size_t name_len,
+				 const char *uid, size_t uid_len);
+void model__holder_free(struct holder *h);
 
 struct noderec {
 	char *name;	    /* owned */
@@ -354,52 +363,55 @@ struct state {
 };
 
 /* Lookups; NULL when absent. */
-struct nsrec *state_ns(const state_t *st, const char *name);
-struct noderec *state_node(const state_t *st, const char *name);
+struct nsrec *model__state_ns(const state_t *st, const char *name);
+struct noderec *model__state_node(const state_t *st, const char *name);
 /* Class id of a name; -1 when never interned. */
-int32_t state_cls_id(const state_t *st, const char *name);
+int32_t model__state_cls_id(const state_t *st, const char *name);
 /* Budget of key declared by ns, or NULL. */
-const struct budget *nsrec_budget(const struct nsrec *ns, const char *key);
-bool nsrec_has_raw(const struct nsrec *ns, const char *resource);
+const struct budget *model__nsrec_budget(const struct nsrec *ns,
+					 const char *key);
+bool model__nsrec_has_raw(const struct nsrec *ns, const char *resource);
 /* The billing accumulator of (ns, cls) carried forward to t_ms; LG_ERANGE
  * (outputs untouched) when it does not fit int64. */
-int nsrec_bill_at(const struct nsrec *ns, uint32_t cls, int64_t t_ms,
-		  int64_t *reserved_ms, int64_t *allocated_ms);
+int model__nsrec_bill_at(const struct nsrec *ns, uint32_t cls, int64_t t_ms,
+			 int64_t *reserved_ms, int64_t *allocated_ms);
 /* Every namespace record, sorted by name (caller frees the array). */
-struct nsrec **state_ns_sorted(const state_t *st, size_t *n);
-struct noderec **state_nodes_sorted(const state_t *st, size_t *n);
+struct nsrec **model__state_ns_sorted(const state_t *st, size_t *n);
+struct noderec **model__state_nodes_sorted(const state_t *st, size_t *n);
 
 /* model/verdict.c, used by state_to_json: the "remaining", "remainingTotal"
  * and "overcommitted" members of a tenant in the replay JSON. New refs. */
-json_t *tenant_remaining_json(const state_t *st, const struct nsrec *ns);
-json_t *tenant_remaining_total_json(const state_t *st, const struct nsrec *ns);
-json_t *tenant_overcommit_json(const state_t *st, const struct nsrec *ns);
+json_t *model__tenant_remaining_json(const state_t *st, const struct nsrec *ns);
+json_t *model__tenant_remaining_total_json(const state_t *st,
+					   const struct nsrec *ns);
+json_t *model__tenant_overcommit_json(const state_t *st,
+				      const struct nsrec *ns);
 
 /* State construction for model/statecodec.c (defined in model/state.c):
  * ptab_reserve grows t so that n entries fit without rehashing, and
  * state_holder_hash is the key under which st->holder_index files a holder. */
-void ptab_reserve(struct ptab *t, size_t n);
-uint64_t state_holder_hash(enum holder_kind kind, const char *ns,
-			   const char *name);
+void model__ptab_reserve(struct ptab *t, size_t n);
+uint64_t model__state_holder_hash(enum holder_kind kind, const char *ns,
+				  const char *name);
 
 /* Builds a fresh state from a JSON array of events in the form of
  * event_from_json (model/event.c); used by eval's inline states. */
-int state_from_events_json(const json_t *events, state_t **out,
-			   struct lg_error *err);
+int model__state_from_events_json(const json_t *events, state_t **out,
+				  struct lg_error *err);
 
 /* Pieces of the JCS writer (model/jcs.c) for writers of known shapes
  * (event_jcs): raw bytes, a string (-1 when not UTF-8), an integer. */
-void jcs_put_raw(struct jcs_buf *b, const char *s, size_t n);
-int jcs_put_string(struct jcs_buf *b, const char *str, size_t n);
-void jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags);
+void model__jcs_put_raw(struct jcs_buf *b, const char *s, size_t n);
+int model__jcs_put_string(struct jcs_buf *b, const char *str, size_t n);
+void model__jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags);
 
 /* ---------------------------------------------------------------------- */
 /* One class table entry (model/classes.c; the table is in model.h). */
 
 /* Parses and validates one class entry (not the cross-class rules). c is
  * filled with owned copies; release with gpu_class_release. */
-int gpu_class_parse(struct gpu_class *c, const json_t *entry,
-		    struct lg_error *err);
-void gpu_class_release(struct gpu_class *c);
+int model__gpu_class_parse(struct gpu_class *c, const json_t *entry,
+			   struct lg_error *err);
+void model__gpu_class_release(struct gpu_class *c);
 
 #endif

@@ -80,7 +80,7 @@ bool dns1123_subdomain(const char *s, size_t len)
 
 /* The same two patterns on C strings: the scan stops at the first byte of
  * class 0 (the NUL among them), which must be the terminator. */
-bool dns1123_label_cstr(const char *s)
+bool model__dns1123_label_cstr(const char *s)
 {
 	size_t i = 0;
 
@@ -91,7 +91,7 @@ bool dns1123_label_cstr(const char *s)
 	return s[i] == '\0' && cls_of(s, i - 1) == C_ALNUM;
 }
 
-bool dns1123_subdomain_cstr(const char *s)
+bool model__dns1123_subdomain_cstr(const char *s)
 {
 	unsigned prev = C_DOT, c;
 	size_t i = 0;
@@ -331,14 +331,15 @@ static int eval_name_check(const json_t *input, json_t **out,
 	return 0;
 }
 
-int eval_dns1123_label(const struct eval_ctx *ctx, const json_t *input,
-		       json_t **out, struct lg_error *err)
+int model__eval_dns1123_label(const struct eval_ctx *ctx, const json_t *input,
+			      json_t **out, struct lg_error *err)
 {
 	return eval_name_check(input, out, dns1123_label, err);
 }
 
-int eval_dns1123_subdomain(const struct eval_ctx *ctx, const json_t *input,
-			   json_t **out, struct lg_error *err)
+int model__eval_dns1123_subdomain(const struct eval_ctx *ctx,
+				  const json_t *input, json_t **out,
+				  struct lg_error *err)
 {
 	return eval_name_check(input, out, dns1123_subdomain, err);
 }
@@ -355,8 +356,8 @@ static const char *plain_str(const json_t *o, const char *k)
 	return json_string_value(v);
 }
 
-int eval_claim_name(const struct eval_ctx *ctx, const json_t *input,
-		    json_t **out, struct lg_error *err)
+int model__eval_claim_name(const struct eval_ctx *ctx, const json_t *input,
+			   json_t **out, struct lg_error *err)
 {
 	char name[DNS1123_LABEL_MAX + 1];
 	const char *vmi = plain_str(input, "vmi");

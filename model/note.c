@@ -111,7 +111,7 @@ static uint32_t key_id(const char *name, const uint8_t *pub)
 {
 	uint8_t md[SHA256_DIGEST_LENGTH];
 	size_t n = strlen(name);
-	uint8_t *buf = xmalloc(n + 2 + NOTE_KEY_BYTES);
+	uint8_t *buf = lg_xmalloc(n + 2 + NOTE_KEY_BYTES);
 
 	memcpy(buf, name, n);
 	buf[n] = '\n';
@@ -265,8 +265,8 @@ char *note_sign(const struct note_signer *s, const char *text)
 	blob[1] = (uint8_t)(s->id >> 16);
 	blob[2] = (uint8_t)(s->id >> 8);
 	blob[3] = (uint8_t)s->id;
-	out = xmalloc(n + 1 + sizeof(sig_prefix) + strlen(s->name) + 1 + 96 +
-		      2);
+	out = lg_xmalloc(n + 1 + sizeof(sig_prefix) + strlen(s->name) + 1 + 96 +
+			 2);
 	n = (size_t)sprintf(out, "%s\n%s%s ", text, sig_prefix, s->name);
 	n += note_b64_encode(blob, sizeof(blob), out + n);
 	strcpy(out + n, "\n");
@@ -373,7 +373,7 @@ char *tlog_checkpoint_text(const char *origin, uint64_t size,
 			   const uint8_t *root)
 {
 	char r64[48];
-	char *out = xmalloc(strlen(origin) + 80);
+	char *out = lg_xmalloc(strlen(origin) + 80);
 
 	note_b64_encode(root, MERKLE_HASH_BYTES, r64);
 	sprintf(out, "%s\n%llu\n%s\n", origin, (unsigned long long)size, r64);

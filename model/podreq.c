@@ -16,19 +16,19 @@
 /* ---------------------------------------------------------------------- */
 /* reslist: a sorted array, small in practice (a handful of resources).    */
 
-void reslist_init(struct reslist *l)
+void model__reslist_init(struct reslist *l)
 {
 	l->n = 0;
 	l->cap = 0;
 	l->items = NULL;
 }
 
-void reslist_release(struct reslist *l)
+void model__reslist_release(struct reslist *l)
 {
 	if (l == NULL)
 		return;
 	free(l->items);
-	reslist_init(l);
+	model__reslist_init(l);
 }
 
 /* Index of name in l, or of where it would go (*found false). */
@@ -54,7 +54,8 @@ static size_t reslist_find(const struct reslist *l, const char *name,
 	return lo;
 }
 
-const struct quantity *reslist_get(const struct reslist *l, const char *name)
+const struct quantity *model__reslist_get(const struct reslist *l,
+					  const char *name)
 {
 	bool found;
 	size_t i;
@@ -83,14 +84,14 @@ static struct quantity *reslist_slot(struct reslist *l, const char *name,
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 8;
 
-		l->items = xrealloc(l->items, cap * sizeof(*l->items));
+		l->items = lg_xrealloc(l->items, cap * sizeof(*l->items));
 		l->cap = cap;
 	}
 	memmove(&l->items[i + 1], &l->items[i],
 		(l->n - i) * sizeof(l->items[0]));
 	l->n++;
 	l->items[i].name = name;
-	quantity_zero(&l->items[i].q);
+	model__quantity_zero(&l->items[i].q);
 	return &l->items[i].q;
 }
 
@@ -112,8 +113,8 @@ static int reslist_apply(struct reslist *l, const char *name,
 	if (slot == NULL)
 		return rc;
 	if (!fresh && op == OP_ADD)
-		return quantity_add(slot, q);
-	if (!fresh && op == OP_MAX && quantity_cmp(q, slot) <= 0)
+		return model__quantity_add(slot, q);
+	if (!fresh && op == OP_MAX && model__quantity_cmp(q, slot) <= 0)
 		return 0;
 	*slot = *q;
 	return 0;
@@ -174,7 +175,7 @@ static int parse_quantity(const json_t *v, struct quantity *q, const char *who,
 		return lg_error_set(err, LG_EINVAL,
 				    "%s: %s %.63s is not a string", who, field,
 				    name);
-	if (quantity_parse(q, s, json_string_length(v), NULL) < 0)
+	if (model__quantity_parse(q, s, json_string_length(v), NULL) < 0)
 		return lg_error_set(err, LG_EINVAL,
 				    "%s: %s %.63s: invalid quantity \"%.40s\"",
 				    who, field, name, s);
@@ -356,8 +357,8 @@ static int overhead(const json_t *spec, struct reslist *sum,
 	return add_map(sum, oh, NULL, "pod", "overhead", err);
 }
 
-int pod_requests(const json_t *pod, bool defaults, struct reslist *out,
-		 struct lg_error *err)
+int model__pod_requests(const json_t *pod, bool defaults, struct reslist *out,
+			struct lg_error *err)
 {
 	struct reslist sum, initmax, side, cur;
 	const json_t *spec;
@@ -369,10 +370,10 @@ int pod_requests(const json_t *pod, bool defaults, struct reslist *out,
 	rc = opt_member(pod, "spec", JSON_OBJECT, &spec, "pod", err);
 	if (rc < 0)
 		return rc;
-	reslist_init(&sum);
-	reslist_init(&initmax);
-	reslist_init(&side);
-	reslist_init(&cur);
+	model__reslist_init(&sum);
+	model__reslist_init(&initmax);
+	model__reslist_init(&side);
+	model__reslist_init(&cur);
 	if ((rc = walk_containers(spec, false, defaults, &sum, &initmax, &side,
 				  &cur, err)) < 0 ||
 	    (rc = walk_containers(spec, true, defaults, &sum, &initmax, &side,
@@ -386,14 +387,14 @@ int pod_requests(const json_t *pod, bool defaults, struct reslist *out,
 	    (rc = overhead(spec, &sum, err)) < 0)
 		goto out;
 	/* Hand the result over; out's old array goes. */
-	reslist_release(out);
+	model__reslist_release(out);
 	*out = sum;
-	reslist_init(&sum);
+	model__reslist_init(&sum);
 out:
-	reslist_release(&sum);
-	reslist_release(&initmax);
-	reslist_release(&side);
-	reslist_release(&cur);
+	model__reslist_release(&sum);
+	model__reslist_release(&initmax);
+	model__reslist_release(&side);
+	model__reslist_release(&cur);
 	return rc;
 }
 
@@ -403,28 +404,28 @@ out:
 static json_t *quantity_json(const struct quantity *q)
 {
 	char buf[128];
-	size_t n = quantity_format(q, buf, sizeof(buf));
+	size_t n = model__quantity_format(q, buf, sizeof(buf));
 	json_t *v;
 	char *big;
 
 	if (n < sizeof(buf))
 		return json_string(buf);
-	big = xmalloc(n + 1);
-	quantity_format(q, big, n + 1);
+	big = lg_xmalloc(n + 1);
+	model__quantity_format(q, big, n + 1);
 	v = json_string(big);
 	free(big);
 	return v;
 }
 
-int eval_pod_requests(const struct eval_ctx *ctx, const json_t *input,
-		      json_t **out, struct lg_error *err)
+int model__eval_pod_requests(const struct eval_ctx *ctx, const json_t *input,
+			     json_t **out, struct lg_error *err)
 {
 	struct reslist l;
 	json_t *reqs;
 	int rc;
 
-	reslist_init(&l);
-	rc = pod_requests(input, false, &l, err);
+	model__reslist_init(&l);
+	rc = model__pod_requests(input, false, &l, err);
 	if (rc < 0)
 		return rc;
 	reqs = json_object();
@@ -434,7 +435,7 @@ int eval_pod_requests(const struct eval_ctx *ctx, const json_t *input,
 			json_decref(reqs);
 			reqs = NULL;
 		}
-	reslist_release(&l);
+	model__reslist_release(&l);
 	*out = reqs != NULL ? json_pack("{s:o}", "requests", reqs) : NULL;
 	if (*out == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");

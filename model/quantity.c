@@ -10,7 +10,7 @@
  * Invariant of every struct quantity this file produces: mag[nlimbs-1] is not
  * zero (nlimbs is 0 for zero), limbs at and above nlimbs are zero, and sign
  * is 0 exactly when the magnitude is zero. Callers may therefore compare
- * quantities bytewise as well as with quantity_cmp.
+ * quantities bytewise as well as with model__quantity_cmp.
  */
 #include "model/model_int.h"
 
@@ -382,21 +382,21 @@ static int build_binary(struct quantity *q, const struct qtext *t)
 	return 0;
 }
 
-int quantity_parse(struct quantity *q, const char *s, size_t len,
-		   struct lg_error *err)
+int model__quantity_parse(struct quantity *q, const char *s, size_t len,
+			  struct lg_error *err)
 {
 	struct qtext t;
 	struct quantity r;
 	int rc;
 
-	quantity_zero(q);
+	model__quantity_zero(q);
 	if (s == NULL || scan(s, len, &t) < 0)
 		return lg_error_set(
 			err, LG_EINVAL, "invalid quantity \"%.*s\"",
 			s == NULL ? 0
 				  : (int)(len < QUOTE_MAX ? len : QUOTE_MAX),
 			s == NULL ? "" : s);
-	quantity_zero(&r);
+	model__quantity_zero(&r);
 	if (t.il + t.fl > 0) {
 		rc = t.bshift != 0 ? build_binary(&r, &t)
 				   : build_decimal(&r, &t);
@@ -414,12 +414,12 @@ int quantity_parse(struct quantity *q, const char *s, size_t len,
 /* ---------------------------------------------------------------------- */
 /* Accessors and arithmetic. */
 
-void quantity_zero(struct quantity *q)
+void model__quantity_zero(struct quantity *q)
 {
 	memset(q, 0, sizeof(*q));
 }
 
-bool quantity_is_negative(const struct quantity *q)
+bool model__quantity_is_negative(const struct quantity *q)
 {
 	return q->sign < 0;
 }
@@ -451,17 +451,17 @@ static int scaled_value(const struct quantity *q, uint32_t unit, int64_t *out)
 	return 0;
 }
 
-int quantity_value(const struct quantity *q, int64_t *out)
+int model__quantity_value(const struct quantity *q, int64_t *out)
 {
 	return scaled_value(q, NANO, out);
 }
 
-int quantity_milli_value(const struct quantity *q, int64_t *out)
+int model__quantity_milli_value(const struct quantity *q, int64_t *out)
 {
 	return scaled_value(q, MILLI_IN_NANO, out);
 }
 
-int quantity_add(struct quantity *acc, const struct quantity *b)
+int model__quantity_add(struct quantity *acc, const struct quantity *b)
 {
 	struct quantity r = *acc;
 
@@ -485,7 +485,7 @@ int quantity_add(struct quantity *acc, const struct quantity *b)
 	return 0;
 }
 
-int quantity_cmp(const struct quantity *a, const struct quantity *b)
+int model__quantity_cmp(const struct quantity *a, const struct quantity *b)
 {
 	int c;
 
@@ -520,7 +520,7 @@ static size_t mag_digits(const struct quantity *q, char *out)
 	return n;
 }
 
-size_t quantity_format(const struct quantity *q, char *buf, size_t cap)
+size_t model__quantity_format(const struct quantity *q, char *buf, size_t cap)
 {
 	static const struct {
 		uint32_t unit;
@@ -559,7 +559,7 @@ size_t quantity_format(const struct quantity *q, char *buf, size_t cap)
 /* ---------------------------------------------------------------------- */
 /* Exact non-negative integers (budget values and counts). */
 
-int quantity_exact_uint(const struct quantity *q, int64_t *out)
+int model__quantity_exact_uint(const struct quantity *q, int64_t *out)
 {
 	struct quantity t = *q;
 	uint64_t v;
@@ -580,11 +580,11 @@ static int json_uint_string(const json_t *v, int64_t *out, struct lg_error *err)
 	size_t len = json_string_length(v);
 	int ql = (int)(len < QUOTE_MAX ? len : QUOTE_MAX);
 	struct quantity q;
-	int rc = quantity_parse(&q, s, len, err);
+	int rc = model__quantity_parse(&q, s, len, err);
 
 	if (rc < 0)
 		return rc;
-	rc = quantity_exact_uint(&q, out);
+	rc = model__quantity_exact_uint(&q, out);
 	if (rc == LG_ERANGE)
 		return lg_error_set(err, rc,
 				    "quantity \"%.*s\" is above 2^63-1", ql, s);
@@ -630,7 +630,8 @@ static const char *json_kind(const json_t *v)
 	return v == NULL ? "nothing" : kinds[json_typeof(v)];
 }
 
-int quantity_json_uint(const json_t *v, int64_t *out, struct lg_error *err)
+int model__quantity_json_uint(const json_t *v, int64_t *out,
+			      struct lg_error *err)
 {
 	if (json_is_string(v))
 		return json_uint_string(v, out, err);
@@ -660,8 +661,8 @@ static json_t *int_or_null(int rc, int64_t v)
 	return rc == 0 ? json_integer((json_int_t)v) : json_null();
 }
 
-int eval_parse_quantity(const struct eval_ctx *ctx, const json_t *input,
-			json_t **out, struct lg_error *err)
+int model__eval_parse_quantity(const struct eval_ctx *ctx, const json_t *input,
+			       json_t **out, struct lg_error *err)
 {
 	struct quantity q;
 	struct lg_error perr = {0};
@@ -671,14 +672,14 @@ int eval_parse_quantity(const struct eval_ctx *ctx, const json_t *input,
 	if (!json_is_string(input))
 		return lg_error_set(err, LG_EINVAL,
 				    "ParseQuantity: input must be a string");
-	rc = quantity_parse(&q, json_string_value(input),
-			    json_string_length(input), &perr);
+	rc = model__quantity_parse(&q, json_string_value(input),
+				   json_string_length(input), &perr);
 	if (rc == LG_EINVAL)
 		return lg_error_set(err, rc, "%s", perr.msg);
 	/* Too large for our magnitude means far outside int64: upstream
 	 * parses it, and both accessors overflow. */
-	rv = rc < 0 ? LG_ERANGE : quantity_value(&q, &value);
-	rm = rc < 0 ? LG_ERANGE : quantity_milli_value(&q, &milli);
+	rv = rc < 0 ? LG_ERANGE : model__quantity_value(&q, &value);
+	rm = rc < 0 ? LG_ERANGE : model__quantity_milli_value(&q, &milli);
 	*out = json_pack("{s:o, s:o}", "value", int_or_null(rv, value), "milli",
 			 int_or_null(rm, milli));
 	if (*out == NULL)

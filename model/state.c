@@ -5,7 +5,7 @@
  * a refused event leaves the state exactly as it was: replay detects a gap or
  * a corrupt record instead of computing a wrong total. Subtree totals are
  * kept incrementally (a change at a namespace walks its ancestors), and
- * state_check recomputes them from scratch to prove it.
+ * model__state_check recomputes them from scratch to prove it.
  */
 #include "model/model_int.h"
 
@@ -16,7 +16,7 @@
 /* ---------------------------------------------------------------------- */
 /* Pointer tables (linear probing, tombstone-free deletion by shifting). */
 
-uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+uint64_t model__hash_bytes(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 
@@ -27,9 +27,9 @@ uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-uint64_t hash_str(const char *s)
+uint64_t model__hash_str(const char *s)
 {
-	return hash_bytes(0xcbf29ce484222325ULL, s, strlen(s));
+	return model__hash_bytes(0xcbf29ce484222325ULL, s, strlen(s));
 }
 
 static uint64_t fix_hash(uint64_t h)
@@ -38,8 +38,9 @@ static uint64_t fix_hash(uint64_t h)
 	return h ? h : 1;
 }
 
-void *ptab_find(const struct ptab *t, uint64_t h,
-		bool (*eq)(const void *val, const void *key), const void *key)
+void *model__ptab_find(const struct ptab *t, uint64_t h,
+		       bool (*eq)(const void *val, const void *key),
+		       const void *key)
 {
 	if (t->cap == 0)
 		return NULL;
@@ -72,8 +73,8 @@ static void ptab_resize(struct ptab *t, size_t cap)
 	struct ptab old = *t;
 
 	t->cap = cap;
-	t->hashes = xcalloc(t->cap, sizeof(*t->hashes));
-	t->vals = xcalloc(t->cap, sizeof(*t->vals));
+	t->hashes = lg_xcalloc(t->cap, sizeof(*t->hashes));
+	t->vals = lg_xcalloc(t->cap, sizeof(*t->vals));
 	for (size_t i = 0; i < old.cap; i++)
 		if (old.hashes[i] != 0)
 			ptab_put(t, old.hashes[i], old.vals[i]);
@@ -81,7 +82,7 @@ static void ptab_resize(struct ptab *t, size_t cap)
 	free(old.vals);
 }
 
-void ptab_insert(struct ptab *t, uint64_t h, void *val)
+void model__ptab_insert(struct ptab *t, uint64_t h, void *val)
 {
 	if ((t->n + 1) * 4 > t->cap * 3)
 		ptab_resize(t, t->cap ? t->cap * 2 : 16);
@@ -89,7 +90,7 @@ void ptab_insert(struct ptab *t, uint64_t h, void *val)
 	t->n++;
 }
 
-void ptab_reserve(struct ptab *t, size_t n)
+void model__ptab_reserve(struct ptab *t, size_t n)
 {
 	size_t cap = t->cap ? t->cap : 16;
 
@@ -99,7 +100,7 @@ void ptab_reserve(struct ptab *t, size_t n)
 		ptab_resize(t, cap);
 }
 
-void ptab_remove(struct ptab *t, uint64_t h, const void *val)
+void model__ptab_remove(struct ptab *t, uint64_t h, const void *val)
 {
 	size_t mask = t->cap - 1, i, j;
 
@@ -127,7 +128,7 @@ void ptab_remove(struct ptab *t, uint64_t h, const void *val)
 	t->n--;
 }
 
-void ptab_release(struct ptab *t)
+void model__ptab_release(struct ptab *t)
 {
 	free(t->hashes);
 	free(t->vals);
@@ -156,20 +157,20 @@ struct hkey {
 	const char *name;
 };
 
-/* The holder hash continued from hash_str(ns), which the namespace lookup
- * has computed already. */
+/* The holder hash continued from model__hash_str(ns), which the namespace
+ * lookup has computed already. */
 static uint64_t holder_hash_from(uint64_t ns_hash, enum holder_kind kind,
 				 const char *name)
 {
-	uint64_t h = hash_bytes(ns_hash, &kind, sizeof(kind));
+	uint64_t h = model__hash_bytes(ns_hash, &kind, sizeof(kind));
 
-	return hash_bytes(h, name, strlen(name) + 1);
+	return model__hash_bytes(h, name, strlen(name) + 1);
 }
 
 static uint64_t holder_hash(enum holder_kind kind, const char *ns,
 			    const char *name)
 {
-	return holder_hash_from(hash_str(ns), kind, name);
+	return holder_hash_from(model__hash_str(ns), kind, name);
 }
 
 static bool holder_eq(const void *val, const void *key)
@@ -181,24 +182,26 @@ static bool holder_eq(const void *val, const void *key)
 	       strcmp(holder_name(h), k->name) == 0;
 }
 
-struct nsrec *state_ns(const state_t *st, const char *name)
+struct nsrec *model__state_ns(const state_t *st, const char *name)
 {
-	return ptab_find(&st->ns_index, hash_str(name), ns_eq, name);
+	return model__ptab_find(&st->ns_index, model__hash_str(name), ns_eq,
+				name);
 }
 
-struct noderec *state_node(const state_t *st, const char *name)
+struct noderec *model__state_node(const state_t *st, const char *name)
 {
-	return ptab_find(&st->node_index, hash_str(name), node_eq, name);
+	return model__ptab_find(&st->node_index, model__hash_str(name), node_eq,
+				name);
 }
 
-int32_t state_cls_id(const state_t *st, const char *name)
+int32_t model__state_cls_id(const state_t *st, const char *name)
 {
 	const struct ptab *t = &st->cls_index;
 	uint64_t h;
 
 	if (t->cap == 0)
 		return -1;
-	h = fix_hash(hash_str(name));
+	h = fix_hash(model__hash_str(name));
 	for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
 		uint32_t id;
 
@@ -210,7 +213,7 @@ int32_t state_cls_id(const state_t *st, const char *name)
 	}
 }
 
-/* The holder (kind, ns, name), where ns_hash is hash_str(ns->name); NULL
+/* The holder (kind, ns, name), where ns_hash is model__hash_str(ns->name); NULL
  * when absent, and always when ns is (a holder needs its record). */
 static struct holder *holder_find(const state_t *st, enum holder_kind kind,
 				  const struct nsrec *ns, uint64_t ns_hash,
@@ -220,8 +223,9 @@ static struct holder *holder_find(const state_t *st, enum holder_kind kind,
 
 	if (ns == NULL)
 		return NULL;
-	return ptab_find(&st->holder_index,
-			 holder_hash_from(ns_hash, kind, name), holder_eq, &k);
+	return model__ptab_find(&st->holder_index,
+				holder_hash_from(ns_hash, kind, name),
+				holder_eq, &k);
 }
 
 static int budget_cmp(const void *a, const void *b)
@@ -230,7 +234,8 @@ static int budget_cmp(const void *a, const void *b)
 		      ((const struct budget *)b)->key);
 }
 
-const struct budget *nsrec_budget(const struct nsrec *ns, const char *key)
+const struct budget *model__nsrec_budget(const struct nsrec *ns,
+					 const char *key)
 {
 	struct budget k = {(char *)key, 0};
 
@@ -244,7 +249,7 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-bool nsrec_has_raw(const struct nsrec *ns, const char *resource)
+bool model__nsrec_has_raw(const struct nsrec *ns, const char *resource)
 {
 	if (ns == NULL || ns->n_raw == 0)
 		return false;
@@ -252,8 +257,8 @@ bool nsrec_has_raw(const struct nsrec *ns, const char *resource)
 		       str_cmp) != NULL;
 }
 
-int nsrec_bill_at(const struct nsrec *ns, uint32_t cls, int64_t t_ms,
-		  int64_t *reserved_ms, int64_t *allocated_ms)
+int model__nsrec_bill_at(const struct nsrec *ns, uint32_t cls, int64_t t_ms,
+			 int64_t *reserved_ms, int64_t *allocated_ms)
 {
 	const struct bill *b = &ns->bill[cls];
 	int64_t dt = t_ms > b->since_ms ? t_ms - b->since_ms : 0;
@@ -278,7 +283,7 @@ static void ns_arrays(struct nsrec *ns, uint32_t old_cap, uint32_t cap)
 
 #define GROW(f)                                                   \
 	do {                                                      \
-		ns->f = xrealloc(ns->f, cap * sizeof(*ns->f));    \
+		ns->f = lg_xrealloc(ns->f, cap * sizeof(*ns->f)); \
 		memset(ns->f + old_cap, 0, add * sizeof(*ns->f)); \
 	} while (0)
 	GROW(reserved);
@@ -293,9 +298,9 @@ static void node_arrays(struct noderec *n, uint32_t old_cap, uint32_t cap)
 {
 	size_t add = cap - old_cap;
 
-	n->capacity = xrealloc(n->capacity, cap * sizeof(*n->capacity));
-	n->allocated = xrealloc(n->allocated, cap * sizeof(*n->allocated));
-	n->serves = xrealloc(n->serves, cap * sizeof(*n->serves));
+	n->capacity = lg_xrealloc(n->capacity, cap * sizeof(*n->capacity));
+	n->allocated = lg_xrealloc(n->allocated, cap * sizeof(*n->allocated));
+	n->serves = lg_xrealloc(n->serves, cap * sizeof(*n->serves));
 	memset(n->capacity + old_cap, 0, add * sizeof(*n->capacity));
 	memset(n->allocated + old_cap, 0, add * sizeof(*n->allocated));
 	memset(n->serves + old_cap, 0, add * sizeof(*n->serves));
@@ -304,15 +309,15 @@ static void node_arrays(struct noderec *n, uint32_t old_cap, uint32_t cap)
 /* Interns a class name; grows every per-class array when needed. */
 static uint32_t cls_intern(state_t *st, const char *name)
 {
-	int32_t id = state_cls_id(st, name);
+	int32_t id = model__state_cls_id(st, name);
 	uint32_t old_cap = st->cls_cap;
 
 	if (id >= 0)
 		return (uint32_t)id;
 	if (st->n_cls == st->cls_cap) {
 		st->cls_cap = st->cls_cap ? st->cls_cap * 2 : 4;
-		st->cls_names =
-			xrealloc(st->cls_names, st->cls_cap * sizeof(char *));
+		st->cls_names = lg_xrealloc(st->cls_names,
+					    st->cls_cap * sizeof(char *));
 		for (size_t i = 0; i < st->ns_index.cap; i++)
 			if (st->ns_index.hashes[i] != 0)
 				ns_arrays(st->ns_index.vals[i], old_cap,
@@ -322,36 +327,36 @@ static uint32_t cls_intern(state_t *st, const char *name)
 				node_arrays(st->node_index.vals[i], old_cap,
 					    st->cls_cap);
 	}
-	st->cls_names[st->n_cls] = xstrdup(name);
-	ptab_insert(&st->cls_index, hash_str(name),
-		    (void *)(uintptr_t)(st->n_cls + 1));
+	st->cls_names[st->n_cls] = lg_xstrdup(name);
+	model__ptab_insert(&st->cls_index, model__hash_str(name),
+			   (void *)(uintptr_t)(st->n_cls + 1));
 	return st->n_cls++;
 }
 
 static struct nsrec *ns_get(state_t *st, const char *name)
 {
-	struct nsrec *ns = state_ns(st, name);
+	struct nsrec *ns = model__state_ns(st, name);
 
 	if (ns != NULL)
 		return ns;
-	ns = xcalloc(1, sizeof(*ns));
-	ns->name = xstrdup(name);
+	ns = lg_xcalloc(1, sizeof(*ns));
+	ns->name = lg_xstrdup(name);
 	ns->tenant = ns_is_tenant(name);
 	ns_arrays(ns, 0, st->cls_cap);
-	ptab_insert(&st->ns_index, hash_str(name), ns);
+	model__ptab_insert(&st->ns_index, model__hash_str(name), ns);
 	return ns;
 }
 
 static struct noderec *node_get(state_t *st, const char *name)
 {
-	struct noderec *n = state_node(st, name);
+	struct noderec *n = model__state_node(st, name);
 
 	if (n != NULL)
 		return n;
-	n = xcalloc(1, sizeof(*n));
-	n->name = xstrdup(name);
+	n = lg_xcalloc(1, sizeof(*n));
+	n->name = lg_xstrdup(name);
 	node_arrays(n, 0, st->cls_cap);
-	ptab_insert(&st->node_index, hash_str(name), n);
+	model__ptab_insert(&st->node_index, model__hash_str(name), n);
 	return n;
 }
 
@@ -374,9 +379,9 @@ static void ns_free(struct nsrec *ns)
 	free(ns);
 }
 
-struct holder *holder_new(enum holder_kind kind, struct nsrec *ns,
-			  const char *name, size_t name_len, const char *uid,
-			  size_t uid_len)
+struct holder *model__holder_new(enum holder_kind kind, struct nsrec *ns,
+				 const char *name, size_t name_len,
+				 const char *uid, size_t uid_len)
 {
 	size_t at = name_len + 1;
 	struct holder *h;
@@ -384,7 +389,7 @@ struct holder *holder_new(enum holder_kind kind, struct nsrec *ns,
 	/* Events and checkpoints are validated first: a name has at most
 	 * DNS1123_SUBDOMAIN_MAX bytes, so this is a programmer error. */
 	LG_ASSERT(at <= UINT16_MAX);
-	h = xmalloc(offsetof(struct holder, str) + at + uid_len + 1);
+	h = lg_xmalloc(offsetof(struct holder, str) + at + uid_len + 1);
 	memset(h, 0, offsetof(struct holder, str));
 	h->kind = (uint8_t)kind;
 	h->ns = ns;
@@ -396,7 +401,7 @@ struct holder *holder_new(enum holder_kind kind, struct nsrec *ns,
 	return h;
 }
 
-void holder_free(struct holder *h)
+void model__holder_free(struct holder *h)
 {
 	if (h == NULL)
 		return;
@@ -418,7 +423,7 @@ static void node_free(struct noderec *n)
 
 state_t *state_new(void)
 {
-	state_t *st = xcalloc(1, sizeof(*st));
+	state_t *st = lg_xcalloc(1, sizeof(*st));
 
 	class_table_init(&st->table);
 	return st;
@@ -430,7 +435,7 @@ void state_free(state_t *st)
 		return;
 	for (size_t i = 0; i < st->holder_index.cap; i++)
 		if (st->holder_index.hashes[i] != 0)
-			holder_free(st->holder_index.vals[i]);
+			model__holder_free(st->holder_index.vals[i]);
 	for (size_t i = 0; i < st->ns_index.cap; i++)
 		if (st->ns_index.hashes[i] != 0)
 			ns_free(st->ns_index.vals[i]);
@@ -442,10 +447,10 @@ void state_free(state_t *st)
 	free(st->cls_names);
 	free(st->table_ids);
 	class_table_release(&st->table);
-	ptab_release(&st->holder_index);
-	ptab_release(&st->ns_index);
-	ptab_release(&st->node_index);
-	ptab_release(&st->cls_index);
+	model__ptab_release(&st->holder_index);
+	model__ptab_release(&st->ns_index);
+	model__ptab_release(&st->node_index);
+	model__ptab_release(&st->cls_index);
 	free(st);
 }
 
@@ -475,13 +480,13 @@ const struct class_table *state_classes(const state_t *st)
 static int apply_tenant(state_t *st, const struct event *ev,
 			struct lg_error *err)
 {
-	struct nsrec *ns = state_ns(st, ev->ns), *parent = NULL;
+	struct nsrec *ns = model__state_ns(st, ev->ns), *parent = NULL;
 
 	if (ns != NULL && ns->node)
 		return lg_error_set(err, LG_EMISMATCH,
 				    "TENANT %s: already exists", ev->ns);
 	if (ev->parent != NULL) {
-		parent = state_ns(st, ev->parent);
+		parent = model__state_ns(st, ev->parent);
 		if (parent == NULL || !parent->node)
 			return lg_error_set(
 				err, LG_EMISMATCH,
@@ -506,7 +511,7 @@ static int apply_tenant(state_t *st, const struct event *ev,
 static int apply_tenant_gone(state_t *st, const struct event *ev,
 			     struct lg_error *err)
 {
-	struct nsrec *ns = state_ns(st, ev->ns);
+	struct nsrec *ns = model__state_ns(st, ev->ns);
 
 	if (ns == NULL || !ns->node)
 		return lg_error_set(err, LG_EMISMATCH,
@@ -537,14 +542,14 @@ static int apply_tenant_gone(state_t *st, const struct event *ev,
 static int apply_budget(state_t *st, const struct event *ev,
 			struct lg_error *err)
 {
-	struct nsrec *ns = state_ns(st, ev->ns);
+	struct nsrec *ns = model__state_ns(st, ev->ns);
 	const struct budget *b;
 	size_t i;
 
 	if (ns == NULL || !ns->node)
 		return lg_error_set(err, LG_EMISMATCH,
 				    "BUDGET %s: no such tenant", ev->ns);
-	b = nsrec_budget(ns, ev->key);
+	b = model__nsrec_budget(ns, ev->key);
 	if (b == NULL && !ev->present)
 		return lg_error_set(err, LG_EMISMATCH,
 				    "BUDGET %s %s: removing an absent budget",
@@ -564,11 +569,12 @@ static int apply_budget(state_t *st, const struct event *ev,
 		while (i < ns->n_budgets &&
 		       strcmp(ns->budgets[i].key, ev->key) < 0)
 			i++;
-		ns->budgets = xrealloc(ns->budgets, (ns->n_budgets +
-						     1) * sizeof(*ns->budgets));
+		ns->budgets =
+			lg_xrealloc(ns->budgets,
+				    (ns->n_budgets + 1) * sizeof(*ns->budgets));
 		memmove(ns->budgets + i + 1, ns->budgets + i,
 			(ns->n_budgets - i) * sizeof(*ns->budgets));
-		ns->budgets[i].key = xstrdup(ev->key);
+		ns->budgets[i].key = lg_xstrdup(ev->key);
 		ns->budgets[i].value = ev->value;
 		ns->n_budgets++;
 	}
@@ -578,22 +584,23 @@ static int apply_budget(state_t *st, const struct event *ev,
 static int apply_rawkey(state_t *st, const struct event *ev,
 			struct lg_error *err)
 {
-	struct nsrec *ns = state_ns(st, ev->ns);
+	struct nsrec *ns = model__state_ns(st, ev->ns);
 	size_t i = 0;
 
 	if (ns == NULL || !ns->node)
 		return lg_error_set(err, LG_EMISMATCH,
 				    "RAWKEY %s: no such tenant", ev->ns);
-	if (nsrec_has_raw(ns, ev->key) == ev->present)
+	if (model__nsrec_has_raw(ns, ev->key) == ev->present)
 		return lg_error_set(err, LG_EMISMATCH,
 				    "RAWKEY %s %s: no change", ev->ns, ev->key);
 	while (i < ns->n_raw && strcmp(ns->raw[i], ev->key) < 0)
 		i++;
 	if (ev->present) {
-		ns->raw = xrealloc(ns->raw, (ns->n_raw + 1) * sizeof(char *));
+		ns->raw =
+			lg_xrealloc(ns->raw, (ns->n_raw + 1) * sizeof(char *));
 		memmove(ns->raw + i + 1, ns->raw + i,
 			(ns->n_raw - i) * sizeof(char *));
-		ns->raw[i] = xstrdup(ev->key);
+		ns->raw[i] = lg_xstrdup(ev->key);
 		ns->n_raw++;
 	} else {
 		free(ns->raw[i]);
@@ -609,8 +616,8 @@ static int apply_rawkey(state_t *st, const struct event *ev,
 
 static void table_ids_refresh(state_t *st)
 {
-	st->table_ids =
-		xrealloc(st->table_ids, st->table.n * sizeof(*st->table_ids));
+	st->table_ids = lg_xrealloc(st->table_ids,
+				    st->table.n * sizeof(*st->table_ids));
 	for (size_t i = 0; i < st->table.n; i++)
 		st->table_ids[i] = cls_intern(st, st->table.classes[i].name);
 }
@@ -633,7 +640,7 @@ static int apply_class(state_t *st, const struct event *ev,
 			return lg_error_set(
 				err, LG_EMISMATCH,
 				"CLASS %s: removing an absent class", ev->cls);
-		gpu_class_release(&t->classes[i]);
+		model__gpu_class_release(&t->classes[i]);
 		memmove(t->classes + i, t->classes + i + 1,
 			(t->n - i - 1) * sizeof(*t->classes));
 		t->n--;
@@ -641,7 +648,7 @@ static int apply_class(state_t *st, const struct event *ev,
 		return 0;
 	}
 	def = json_loads(ev->text, 0, NULL);
-	rc = def ? gpu_class_parse(&c, def, err)
+	rc = def ? model__gpu_class_parse(&c, def, err)
 		 : lg_error_set(err, LG_EINVAL, "definition is not JSON");
 	json_decref(def);
 	if (rc != 0)
@@ -651,22 +658,22 @@ static int apply_class(state_t *st, const struct event *ev,
 	    (found && gpu_class_equal(&c, &t->classes[i]))) {
 		bool other = strcmp(c.name, ev->cls) != 0;
 
-		gpu_class_release(&c);
+		model__gpu_class_release(&c);
 		return lg_error_set(
 			err, LG_EMISMATCH, "CLASS %s: definition %s", ev->cls,
 			other ? "names another class" : "unchanged");
 	}
 	if (found) {
-		gpu_class_release(&t->classes[i]);
+		model__gpu_class_release(&t->classes[i]);
 	} else {
 		if (t->n >= HOLDER_MAX_CLASSES) {
-			gpu_class_release(&c);
+			model__gpu_class_release(&c);
 			return lg_error_set(err, LG_EMISMATCH,
 					    "CLASS %s: more than %d classes",
 					    ev->cls, HOLDER_MAX_CLASSES);
 		}
-		t->classes =
-			xrealloc(t->classes, (t->n + 1) * sizeof(*t->classes));
+		t->classes = lg_xrealloc(t->classes,
+					 (t->n + 1) * sizeof(*t->classes));
 		memmove(t->classes + i + 1, t->classes + i,
 			(t->n - i) * sizeof(*t->classes));
 		t->n++;
@@ -684,8 +691,8 @@ static int apply_class(state_t *st, const struct event *ev,
 static int apply_node_exists(state_t *st, const struct event *ev,
 			     struct lg_error *err)
 {
-	struct noderec *n = state_node(st, ev->node);
-	int32_t id = state_cls_id(st, ev->cls);
+	struct noderec *n = model__state_node(st, ev->node);
+	int32_t id = model__state_cls_id(st, ev->cls);
 	bool was = n != NULL && id >= 0 && n->serves[id];
 
 	if (was == ev->present)
@@ -704,8 +711,8 @@ static int apply_node_exists(state_t *st, const struct event *ev,
 
 static int apply_node(state_t *st, const struct event *ev, struct lg_error *err)
 {
-	struct noderec *n = state_node(st, ev->node);
-	int32_t id = state_cls_id(st, ev->cls);
+	struct noderec *n = model__state_node(st, ev->node);
+	int32_t id = model__state_cls_id(st, ev->cls);
 	uint32_t cls;
 
 	if (ev->cls[0] == '\0')
@@ -739,7 +746,8 @@ static void bill_advance(struct nsrec *ns, uint32_t cls, int64_t t_ms)
 {
 	struct bill *b = &ns->bill[cls];
 
-	nsrec_bill_at(ns, cls, t_ms, &b->cum_reserved_ms, &b->cum_allocated_ms);
+	model__nsrec_bill_at(ns, cls, t_ms, &b->cum_reserved_ms,
+			     &b->cum_allocated_ms);
 	if (t_ms > b->since_ms)
 		b->since_ms = t_ms;
 }
@@ -759,7 +767,8 @@ static int units_fit(const state_t *st, const struct event *ev,
 	bool over;
 
 	over = ns != NULL &&
-	       (nsrec_bill_at(ns, cls, st->time_ns / 1000000, &r, &a) != 0 ||
+	       (model__nsrec_bill_at(ns, cls, st->time_ns / 1000000, &r, &a) !=
+			0 ||
 		__builtin_add_overflow(reserve ? ns->reserved[cls]
 					       : ns->allocated[cls],
 				       d, &v));
@@ -790,7 +799,7 @@ static const struct noderec *unit_node(const state_t *st,
 		return NULL;
 	if (u != NULL && u->allocated > 0)
 		return u->node;
-	return ev->node[0] != '\0' ? state_node(st, ev->node) : NULL;
+	return ev->node[0] != '\0' ? model__state_node(st, ev->node) : NULL;
 }
 
 /* Checks a RESERVE..FREE event against the state; changes nothing. ns is
@@ -842,10 +851,11 @@ static struct holder *holder_get(state_t *st, const struct event *ev,
 {
 	if (h != NULL)
 		return h;
-	h = holder_new(ev->kind, ns_get(st, ev->ns), ev->name, strlen(ev->name),
-		       ev->uid, strlen(ev->uid));
-	ptab_insert(&st->holder_index,
-		    holder_hash(ev->kind, h->ns->name, holder_name(h)), h);
+	h = model__holder_new(ev->kind, ns_get(st, ev->ns), ev->name,
+			      strlen(ev->name), ev->uid, strlen(ev->uid));
+	model__ptab_insert(&st->holder_index,
+			   holder_hash(ev->kind, h->ns->name, holder_name(h)),
+			   h);
 	h->ns->n_holders++;
 	st->n_holders++;
 	return h;
@@ -866,11 +876,11 @@ static struct hunits *hunits_get(struct holder *h, uint32_t cls)
 	if (h->n == 1) {
 		struct hunits one = h->u.one;
 
-		u = xmalloc(2 * sizeof(*u));
+		u = lg_xmalloc(2 * sizeof(*u));
 		u[0] = one;
 		h->u.many = u;
 	} else if (h->n > 1) {
-		u = h->u.many = xrealloc(u, (h->n + 1) * sizeof(*u));
+		u = h->u.many = lg_xrealloc(u, (h->n + 1) * sizeof(*u));
 	}
 	memmove(u + i + 1, u + i, (h->n - i) * sizeof(*u));
 	memset(&u[i], 0, sizeof(u[i]));
@@ -898,19 +908,21 @@ static void holder_trim(state_t *st, struct holder *h)
 	h->n = j;
 	if (j > 0)
 		return;
-	ptab_remove(&st->holder_index,
-		    holder_hash(h->kind, h->ns->name, holder_name(h)), h);
+	model__ptab_remove(&st->holder_index,
+			   holder_hash(h->kind, h->ns->name, holder_name(h)),
+			   h);
 	h->ns->n_holders--;
 	st->n_holders--;
-	holder_free(h);
+	model__holder_free(h);
 }
 
 static int apply_units(state_t *st, const struct event *ev,
 		       struct lg_error *err)
 {
 	/* One hash of the namespace serves its lookup and the holder's. */
-	uint64_t ns_hash = hash_str(ev->ns);
-	struct nsrec *ns = ptab_find(&st->ns_index, ns_hash, ns_eq, ev->ns);
+	uint64_t ns_hash = model__hash_str(ev->ns);
+	struct nsrec *ns =
+		model__ptab_find(&st->ns_index, ns_hash, ns_eq, ev->ns);
 	struct holder *h = holder_find(st, ev->kind, ns, ns_hash, ev->name);
 	bool reserve = ev->type == EV_RESERVE || ev->type == EV_RELEASE;
 	int64_t d = ev->after - ev->before;
@@ -918,7 +930,7 @@ static int apply_units(state_t *st, const struct event *ev,
 	uint32_t cls;
 	int rc;
 
-	int32_t id = state_cls_id(st, ev->cls);
+	int32_t id = model__state_cls_id(st, ev->cls);
 
 	rc = check_units(st, ev, ns, h, id, err);
 	if (rc != 0)
@@ -1041,8 +1053,8 @@ int state_apply_validated(state_t *st, const struct event *ev,
 /* State construction for model/statecodec.c, which builds records directly
  * instead of replaying events. */
 
-uint64_t state_holder_hash(enum holder_kind kind, const char *ns,
-			   const char *name)
+uint64_t model__state_holder_hash(enum holder_kind kind, const char *ns,
+				  const char *name)
 {
 	return holder_hash(kind, ns, name);
 }

@@ -87,8 +87,8 @@ static void pmap_init(struct pmap *m, size_t n)
 	while (cap < 2 * n)
 		cap *= 2;
 	m->mask = cap - 1;
-	m->keys = xcalloc(cap, sizeof(*m->keys));
-	m->idx = xcalloc(cap, sizeof(*m->idx));
+	m->keys = lg_xcalloc(cap, sizeof(*m->keys));
+	m->idx = lg_xcalloc(cap, sizeof(*m->idx));
 }
 
 static void pmap_put(struct pmap *m, const void *p, size_t i)
@@ -127,7 +127,7 @@ static void w_room(struct wbuf *w, size_t n)
 		return;
 	while (w->len + n > w->cap)
 		w->cap = w->cap ? w->cap * 2 : 4096;
-	w->p = xrealloc(w->p, w->cap);
+	w->p = lg_xrealloc(w->p, w->cap);
 }
 
 static void w_u8(struct wbuf *w, uint8_t b)
@@ -330,7 +330,7 @@ static struct hsort *holders_sorted(const state_t *st,
 				    struct nsrec *const *spaces, size_t n_ns)
 {
 	const struct ptab *t = &st->holder_index;
-	struct hsort *v = xcalloc(t->n + 1, sizeof(*v));
+	struct hsort *v = lg_xcalloc(t->n + 1, sizeof(*v));
 	struct pmap ranks;
 	size_t k = 0;
 
@@ -361,7 +361,7 @@ static int enc_spaces(struct wbuf *w, const state_t *st,
 		      const struct pmap *nodes)
 {
 	size_t n_ns, n_h = st->holder_index.n, k = 0;
-	struct nsrec **ns = state_ns_sorted(st, &n_ns);
+	struct nsrec **ns = model__state_ns_sorted(st, &n_ns);
 	struct hsort *h = holders_sorted(st, ns, n_ns);
 	int rc = h ? 0 : LG_ECORRUPT;
 
@@ -386,7 +386,7 @@ int state_encode(const state_t *st, uint8_t **buf, size_t *len)
 {
 	struct wbuf w = {0};
 	size_t n_nodes;
-	struct noderec **nodes = state_nodes_sorted(st, &n_nodes);
+	struct noderec **nodes = model__state_nodes_sorted(st, &n_nodes);
 	struct pmap map;
 	int rc;
 
@@ -552,7 +552,7 @@ static const char *rd_str(struct rd *r, const char *what, size_t max,
 
 static char *dupn(const char *s, size_t len)
 {
-	char *d = xmalloc(len + 1);
+	char *d = lg_xmalloc(len + 1);
 
 	memcpy(d, s, len);
 	d[len] = '\0';
@@ -631,9 +631,9 @@ static void dec_names(struct dec *d)
 		rd_fail(r, "%zu class names", n);
 		return;
 	}
-	st->cls_names = xcalloc(n + 1, sizeof(char *));
+	st->cls_names = lg_xcalloc(n + 1, sizeof(char *));
 	st->cls_cap = (uint32_t)n;
-	ptab_reserve(&st->cls_index, n);
+	model__ptab_reserve(&st->cls_index, n);
 	for (size_t i = 0; i < n && r->rc == 0; i++) {
 		size_t len;
 		const char *s =
@@ -648,14 +648,14 @@ static void dec_names(struct dec *d)
 			break;
 		}
 		name = dupn(s, len);
-		if (state_cls_id(st, name) >= 0) {
+		if (model__state_cls_id(st, name) >= 0) {
 			rd_fail(r, "class name %s repeats", name);
 			free(name);
 			break;
 		}
 		st->cls_names[st->n_cls] = name;
-		ptab_insert(&st->cls_index, hash_str(name),
-			    (void *)(uintptr_t)(st->n_cls + 1));
+		model__ptab_insert(&st->cls_index, model__hash_str(name),
+				   (void *)(uintptr_t)(st->n_cls + 1));
 		st->n_cls++;
 	}
 }
@@ -672,7 +672,7 @@ static void dec_class(struct dec *d, struct gpu_class *c, const char *prev)
 	if (r->rc != 0)
 		return;
 	v = json_loadb(s, len, 0, NULL);
-	if (v == NULL || gpu_class_parse(c, v, NULL) != 0) {
+	if (v == NULL || model__gpu_class_parse(c, v, NULL) != 0) {
 		json_decref(v);
 		rd_fail(r, "class definition is not a valid class");
 		return;
@@ -685,7 +685,7 @@ static void dec_class(struct dec *d, struct gpu_class *c, const char *prev)
 		rd_fail(r, "class %s: definition is not canonical", c->name);
 	else if (prev != NULL && strcmp(prev, c->name) >= 0)
 		rd_fail(r, "class %s: not after %s", c->name, prev);
-	else if (state_cls_id(d->st, c->name) < 0)
+	else if (model__state_cls_id(d->st, c->name) < 0)
 		rd_fail(r, "class %s: not an interned name", c->name);
 	free(canon);
 }
@@ -702,8 +702,8 @@ static void dec_table(struct dec *d)
 		rd_fail(r, "%zu classes, more than %d", n, HOLDER_MAX_CLASSES);
 		return;
 	}
-	st->table.classes = xcalloc(n + 1, sizeof(*st->table.classes));
-	st->table_ids = xcalloc(n + 1, sizeof(*st->table_ids));
+	st->table.classes = lg_xcalloc(n + 1, sizeof(*st->table.classes));
+	st->table_ids = lg_xcalloc(n + 1, sizeof(*st->table_ids));
 	for (size_t i = 0; i < n && r->rc == 0; i++) {
 		struct gpu_class *c = &st->table.classes[i];
 
@@ -711,7 +711,7 @@ static void dec_table(struct dec *d)
 		if (c->name == NULL)
 			break; /* not parsed: nothing to release */
 		st->table.n++;
-		st->table_ids[i] = (uint32_t)state_cls_id(st, c->name);
+		st->table_ids[i] = (uint32_t)model__state_cls_id(st, c->name);
 	}
 }
 
@@ -756,12 +756,12 @@ static struct noderec *dec_node(struct dec *d, const char *prev)
 		rd_fail(r, "node %.*s: not after %s", (int)len, s, prev);
 	if (r->rc != 0)
 		return NULL;
-	nd = xcalloc(1, sizeof(*nd));
+	nd = lg_xcalloc(1, sizeof(*nd));
 	nd->name = dupn(s, len);
-	nd->capacity = xcalloc(st->cls_cap, sizeof(*nd->capacity));
-	nd->allocated = xcalloc(st->cls_cap, sizeof(*nd->allocated));
-	nd->serves = xcalloc(st->cls_cap, sizeof(*nd->serves));
-	ptab_insert(&st->node_index, hash_str(nd->name), nd);
+	nd->capacity = lg_xcalloc(st->cls_cap, sizeof(*nd->capacity));
+	nd->allocated = lg_xcalloc(st->cls_cap, sizeof(*nd->allocated));
+	nd->serves = lg_xcalloc(st->cls_cap, sizeof(*nd->serves));
+	model__ptab_insert(&st->node_index, model__hash_str(nd->name), nd);
 	dec_node_classes(d, nd);
 	return r->rc == 0 ? nd : NULL;
 }
@@ -773,8 +773,8 @@ static void dec_nodes(struct dec *d)
 
 	if (r->rc != 0)
 		return;
-	d->nodes = xcalloc(n + 1, sizeof(*d->nodes));
-	ptab_reserve(&d->st->node_index, n);
+	d->nodes = lg_xcalloc(n + 1, sizeof(*d->nodes));
+	model__ptab_reserve(&d->st->node_index, n);
 	for (size_t i = 0; i < n && r->rc == 0; i++) {
 		struct noderec *nd =
 			dec_node(d, i ? d->nodes[i - 1]->name : NULL);
@@ -796,7 +796,7 @@ static void dec_budgets(struct dec *d, struct nsrec *ns)
 			ns->name);
 	if (r->rc != 0)
 		return;
-	ns->budgets = xcalloc(n + 1, sizeof(*ns->budgets));
+	ns->budgets = lg_xcalloc(n + 1, sizeof(*ns->budgets));
 	for (size_t i = 0; i < n && r->rc == 0; i++) {
 		size_t len;
 		const char *s =
@@ -808,7 +808,7 @@ static void dec_budgets(struct dec *d, struct nsrec *ns)
 			break;
 		b->key = dupn(s, len);
 		ns->n_budgets++;
-		k = budget_key_classify(b->key, NULL, NULL, NULL, NULL);
+		k = model__budget_key_classify(b->key, NULL, NULL, NULL, NULL);
 		if (k != KEY_CLASS && k != KEY_TOTAL)
 			rd_fail(r, "namespace %s: %s is not a budget key",
 				ns->name, b->key);
@@ -829,7 +829,7 @@ static void dec_raw(struct dec *d, struct nsrec *ns)
 			ns->name);
 	if (r->rc != 0)
 		return;
-	ns->raw = xcalloc(n + 1, sizeof(*ns->raw));
+	ns->raw = lg_xcalloc(n + 1, sizeof(*ns->raw));
 	for (size_t i = 0; i < n && r->rc == 0; i++) {
 		size_t len;
 		const char *s = rd_str(r, "raw key", RESOURCE_NAME_MAX, &len);
@@ -892,9 +892,9 @@ static void dec_units(struct dec *d, struct holder *h)
 	if (r->rc != 0)
 		return;
 	/* The slots are laid out for all n at once (zeroed when out of line,
-	 * so that a failure part way leaves them to holder_free). */
+	 * so that a failure part way leaves them to model__holder_free). */
 	if (n > 1)
-		h->u.many = xcalloc(n, sizeof(*h->u.many));
+		h->u.many = lg_xcalloc(n, sizeof(*h->u.many));
 	units = n > 1 ? h->u.many : &h->u.one;
 	for (size_t i = 0; i < n && r->rc == 0; i++) {
 		struct hunits *u = &units[i];
@@ -952,9 +952,10 @@ static struct holder *dec_holder(struct dec *d, struct nsrec *ns,
 	uid = rd_str(r, "holder uid", UID_MAX, &ulen);
 	if (r->rc != 0)
 		return NULL;
-	h = holder_new((enum holder_kind)kind, ns, s, len, uid, ulen);
-	ptab_insert(&d->st->holder_index,
-		    state_holder_hash(h->kind, ns->name, holder_name(h)), h);
+	h = model__holder_new((enum holder_kind)kind, ns, s, len, uid, ulen);
+	model__ptab_insert(
+		&d->st->holder_index,
+		model__state_holder_hash(h->kind, ns->name, holder_name(h)), h);
 	ns->n_holders++;
 	d->st->n_holders++;
 	dec_units(d, h);
@@ -991,15 +992,15 @@ static struct nsrec *dec_ns(struct dec *d, const char *prev)
 		rd_fail(r, "namespace %.*s: not after %s", (int)len, s, prev);
 	if (r->rc != 0)
 		return NULL;
-	ns = xcalloc(1, sizeof(*ns));
+	ns = lg_xcalloc(1, sizeof(*ns));
 	ns->name = dupn(s, len);
 	ns->tenant = ns_is_tenant(ns->name);
-	ns->reserved = xcalloc(cap, sizeof(*ns->reserved));
-	ns->allocated = xcalloc(cap, sizeof(*ns->allocated));
-	ns->sub_reserved = xcalloc(cap, sizeof(*ns->sub_reserved));
-	ns->sub_allocated = xcalloc(cap, sizeof(*ns->sub_allocated));
-	ns->bill = xcalloc(cap, sizeof(*ns->bill));
-	ptab_insert(&d->st->ns_index, hash_str(ns->name), ns);
+	ns->reserved = lg_xcalloc(cap, sizeof(*ns->reserved));
+	ns->allocated = lg_xcalloc(cap, sizeof(*ns->allocated));
+	ns->sub_reserved = lg_xcalloc(cap, sizeof(*ns->sub_reserved));
+	ns->sub_allocated = lg_xcalloc(cap, sizeof(*ns->sub_allocated));
+	ns->bill = lg_xcalloc(cap, sizeof(*ns->bill));
+	model__ptab_insert(&d->st->ns_index, model__hash_str(ns->name), ns);
 	flags = rd_u8(r, "namespace flags");
 	if (r->rc == 0 && (flags & ~1u) != 0)
 		rd_fail(r, "namespace %s: flags 0x%02x", ns->name, flags);
@@ -1022,9 +1023,9 @@ static void dec_spaces(struct dec *d)
 
 	if (r->rc != 0)
 		return;
-	d->spaces = xcalloc(n + 1, sizeof(*d->spaces));
-	ptab_reserve(&d->st->ns_index, n);
-	ptab_reserve(&d->st->holder_index, n_holders);
+	d->spaces = lg_xcalloc(n + 1, sizeof(*d->spaces));
+	model__ptab_reserve(&d->st->ns_index, n);
+	model__ptab_reserve(&d->st->holder_index, n_holders);
 	for (size_t i = 0; i < n && r->rc == 0; i++) {
 		struct nsrec *ns = dec_ns(d, i ? d->spaces[i - 1]->name : NULL);
 
@@ -1054,7 +1055,7 @@ static void link_tree(struct dec *d)
 			st->root = ns; /* tenant-root: nodes are tenants */
 			continue;
 		}
-		p = state_ns(st, name);
+		p = model__state_ns(st, name);
 		if (p == NULL || !p->node) {
 			rd_fail(&d->r, "tenant %s: parent %s is not a node",
 				ns->name, name);
@@ -1094,8 +1095,8 @@ static void sum_subtrees(struct dec *d)
 }
 
 /* ---------------------------------------------------------------------- */
-/* The recount: what state_check proves, in O(holders + namespaces * depth +
- * nodes) instead of its pairwise walks, computed independently of the
+/* The recount: what model__state_check proves, in O(holders + namespaces *
+ * depth + nodes) instead of its pairwise walks, computed independently of the
  * decoder's running sums (from the hash tables and the tree links). */
 
 struct tally {
@@ -1206,11 +1207,11 @@ static int recount(const struct dec *d, struct lg_error *err)
 	struct tally t = {.nc = d->st->n_cls};
 	const char *bad = NULL;
 
-	t.own = xcalloc(2 * d->n_spaces * t.nc + 1, sizeof(int64_t));
-	t.sub = xcalloc(2 * d->n_spaces * t.nc + 1, sizeof(int64_t));
-	t.at = xcalloc(d->n_nodes * t.nc + 1, sizeof(int64_t));
-	t.held = xcalloc(d->n_spaces + 1, sizeof(size_t));
-	t.kids = xcalloc(d->n_spaces + 1, sizeof(size_t));
+	t.own = lg_xcalloc(2 * d->n_spaces * t.nc + 1, sizeof(int64_t));
+	t.sub = lg_xcalloc(2 * d->n_spaces * t.nc + 1, sizeof(int64_t));
+	t.at = lg_xcalloc(d->n_nodes * t.nc + 1, sizeof(int64_t));
+	t.held = lg_xcalloc(d->n_spaces + 1, sizeof(size_t));
+	t.kids = lg_xcalloc(d->n_spaces + 1, sizeof(size_t));
 	pmap_init(&t.spaces, d->n_spaces);
 	for (size_t i = 0; i < d->n_spaces; i++)
 		pmap_put(&t.spaces, d->spaces[i], i);

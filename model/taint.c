@@ -40,8 +40,8 @@ static bool in_list(const char *s, const char *const *list, size_t n)
 	return false;
 }
 
-bool toleration_tolerates(const struct toleration *tol,
-			  const struct taint *taint)
+bool model__toleration_tolerates(const struct toleration *tol,
+				 const struct taint *taint)
 {
 	const char *op = nz(tol->op);
 
@@ -78,8 +78,8 @@ static int opt_str(const json_t *v, const char *k, const char **out,
 	return 0;
 }
 
-int toleration_from_json(struct toleration *tol, const json_t *v,
-			 struct lg_error *err)
+int model__toleration_from_json(struct toleration *tol, const json_t *v,
+				struct lg_error *err)
 {
 	int rc;
 
@@ -97,7 +97,8 @@ int toleration_from_json(struct toleration *tol, const json_t *v,
 	return 0;
 }
 
-int taint_from_json(struct taint *taint, const json_t *v, struct lg_error *err)
+int model__taint_from_json(struct taint *taint, const json_t *v,
+			   struct lg_error *err)
 {
 	int rc;
 
@@ -142,7 +143,7 @@ static bool node_ready(const json_t *status)
 static bool class_tolerates(const struct gpu_class *c, const struct taint *t)
 {
 	for (size_t i = 0; c != NULL && i < c->n_tolerations; i++)
-		if (toleration_tolerates(&c->tolerations[i], t))
+		if (model__toleration_tolerates(&c->tolerations[i], t))
 			return true;
 	return false;
 }
@@ -161,7 +162,7 @@ static bool taints_tolerated(const json_t *spec, const struct gpu_class *c)
 	if (!json_is_array(taints) || json_array_size(taints) > MODEL_MAX_ITEMS)
 		return false;
 	json_array_foreach (taints, i, v) {
-		if (taint_from_json(&t, v, NULL) < 0)
+		if (model__taint_from_json(&t, v, NULL) < 0)
 			return false;
 		if (!in_list(nz(t.effect), blocking_effects,
 			     ARRAY_LEN(blocking_effects)) ||
@@ -174,7 +175,7 @@ static bool taints_tolerated(const json_t *spec, const struct gpu_class *c)
 	return true;
 }
 
-bool node_serves(const json_t *node, const struct gpu_class *c)
+bool model__node_serves(const json_t *node, const struct gpu_class *c)
 {
 	const json_t *spec = json_object_get(node, "spec");
 
@@ -190,8 +191,8 @@ bool node_serves(const json_t *node, const struct gpu_class *c)
 	return taints_tolerated(spec, c);
 }
 
-int eval_tolerates_taint(const struct eval_ctx *ctx, const json_t *input,
-			 json_t **out, struct lg_error *err)
+int model__eval_tolerates_taint(const struct eval_ctx *ctx, const json_t *input,
+				json_t **out, struct lg_error *err)
 {
 	struct toleration tol;
 	struct taint taint;
@@ -199,22 +200,23 @@ int eval_tolerates_taint(const struct eval_ctx *ctx, const json_t *input,
 
 	if (!json_is_object(input))
 		return lg_error_set(err, LG_EINVAL, "input must be an object");
-	rc = toleration_from_json(&tol, json_object_get(input, "toleration"),
-				  err);
+	rc = model__toleration_from_json(
+		&tol, json_object_get(input, "toleration"), err);
 	if (rc < 0)
 		return rc;
-	rc = taint_from_json(&taint, json_object_get(input, "taint"), err);
+	rc = model__taint_from_json(&taint, json_object_get(input, "taint"),
+				    err);
 	if (rc < 0)
 		return rc;
 	*out = json_pack("{s:b}", "tolerates",
-			 toleration_tolerates(&tol, &taint));
+			 model__toleration_tolerates(&tol, &taint));
 	if (*out == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
 	return 0;
 }
 
-int eval_node_serves(const struct eval_ctx *ctx, const json_t *input,
-		     json_t **out, struct lg_error *err)
+int model__eval_node_serves(const struct eval_ctx *ctx, const json_t *input,
+			    json_t **out, struct lg_error *err)
 {
 	const json_t *node = json_object_get(input, "node");
 	struct gpu_class c;
@@ -225,11 +227,11 @@ int eval_node_serves(const struct eval_ctx *ctx, const json_t *input,
 		return lg_error_set(err, LG_EINVAL, "input must be an object");
 	if (!json_is_object(node))
 		return lg_error_set(err, LG_EINVAL, "node must be an object");
-	rc = gpu_class_parse(&c, json_object_get(input, "class"), err);
+	rc = model__gpu_class_parse(&c, json_object_get(input, "class"), err);
 	if (rc < 0)
 		return rc;
-	serves = node_serves(node, &c);
-	gpu_class_release(&c);
+	serves = model__node_serves(node, &c);
+	model__gpu_class_release(&c);
 	*out = json_pack("{s:b}", "serves", serves);
 	if (*out == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");

@@ -88,7 +88,7 @@ static json_t *jtext(const char *s)
 
 	if (v != NULL)
 		return v;
-	copy = xstrdup(s);
+	copy = lg_xstrdup(s);
 	for (char *p = copy; *p != '\0'; p++)
 		if ((unsigned char)*p >= 0x80)
 			*p = '?';
@@ -111,7 +111,7 @@ static json_t *jfmt(const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return NULL;
-	buf = xmalloc((size_t)n + 1);
+	buf = lg_xmalloc((size_t)n + 1);
 	va_start(ap, fmt);
 	vsnprintf(buf, (size_t)n + 1, fmt, ap);
 	va_end(ap);
@@ -148,8 +148,8 @@ static void ancestry_init(struct ancestry *a, const state_t *st, const char *ns)
 
 	a->n = 0;
 	while (a->n < ANC_MAX) {
-		a->name[a->n] = xstrdup(cur);
-		a->rec[a->n] = state_ns(st, cur);
+		a->name[a->n] = lg_xstrdup(cur);
+		a->rec[a->n] = model__state_ns(st, cur);
 		cur = a->name[a->n++];
 		if (!ns_parent(cur, parent))
 			break;
@@ -178,7 +178,7 @@ static struct measure key_measure(const state_t *st, const char *key)
 	const char *cls = NULL;
 	size_t len = 0;
 
-	switch (budget_key_classify(key, NULL, &cls, &len, NULL)) {
+	switch (model__budget_key_classify(key, NULL, &cls, &len, NULL)) {
 	case KEY_TOTAL:
 		m.total = true;
 		break;
@@ -186,7 +186,7 @@ static struct measure key_measure(const state_t *st, const char *key)
 		if (cls != NULL && len < sizeof(label)) {
 			memcpy(label, cls, len);
 			label[len] = '\0';
-			m.cls = state_cls_id(st, label);
+			m.cls = model__state_cls_id(st, label);
 		}
 		break;
 	default:
@@ -238,7 +238,7 @@ static bool carve_visit(const state_t *st, const struct nsrec *n,
 		cv->removed += usage(st, n, m);
 		return false;
 	}
-	b = nsrec_budget(n, key);
+	b = model__nsrec_budget(n, key);
 	if (b == NULL)
 		return true;
 	cv->carved += b->value;
@@ -284,8 +284,8 @@ static const char *first_raw_key(const struct nsrec *t,
 static const char *blocking_key(const struct nsrec *t,
 				const struct gpu_class *c, const char *ckey)
 {
-	if (t == NULL || nsrec_budget(t, ckey) != NULL ||
-	    nsrec_budget(t, GPU_TOTAL_KEY) != NULL)
+	if (t == NULL || model__nsrec_budget(t, ckey) != NULL ||
+	    model__nsrec_budget(t, GPU_TOTAL_KEY) != NULL)
 		return NULL;
 	return first_raw_key(t, c);
 }
@@ -512,7 +512,7 @@ static int admission_parse(const json_t *req, struct adm_req *r,
 		return lg_error_set(
 			err, LG_EINVAL,
 			"admission request needs a namespace string");
-	r->kind = kind != NULL ? holder_kind_parse(kind) : HK_NONE;
+	r->kind = kind != NULL ? model__holder_kind_parse(kind) : HK_NONE;
 	if (r->kind != HK_VMINSTANCE && r->kind != HK_KUBERNETESNODES)
 		return lg_error_set(err, LG_EINVAL,
 				    "admission kind must be VMInstance or "
@@ -547,7 +547,7 @@ static bool admission_new_invalid(const state_t *st, const struct adm_req *r,
 	struct lg_error merr = {0};
 	int rc;
 
-	rc = holder_map_spec(r->kind, r->new, &st->table, hm, &merr);
+	rc = model__holder_map_spec(r->kind, r->new, &st->table, hm, &merr);
 	if (rc < 0 || !hm->valid) {
 		judge(j, false, "Invalid",
 		      jtext(merr.msg[0] != '\0' ? merr.msg : MSG_INVALID));
@@ -598,8 +598,11 @@ static void growth_of(const state_t *st, const struct holder_map *nw,
 	gr->n = st->table.n < HOLDER_MAX_CLASSES ? st->table.n
 						 : HOLDER_MAX_CLASSES;
 	for (size_t i = 0; i < gr->n; i++) {
-		wide_t a = nw != NULL ? holder_map_units(nw, (uint32_t)i) : 0;
-		wide_t b = old != NULL ? holder_map_units(old, (uint32_t)i) : 0;
+		wide_t a = nw != NULL ? model__holder_map_units(nw, (uint32_t)i)
+				      : 0;
+		wide_t b = old != NULL
+				   ? model__holder_map_units(old, (uint32_t)i)
+				   : 0;
 
 		sum_new += a;
 		sum_old += b;
@@ -634,7 +637,7 @@ static void admission_class_check(const state_t *st, const char *tname,
 		add_block_check(j, &ck, c->name);
 		return;
 	}
-	b = t != NULL ? nsrec_budget(t, ckey) : NULL;
+	b = t != NULL ? model__nsrec_budget(t, ckey) : NULL;
 	if (b == NULL)
 		return;
 	ck.key = ckey;
@@ -650,7 +653,7 @@ static void admission_total_check(const state_t *st, const char *tname,
 				  struct judgement *j)
 {
 	const struct budget *b =
-		t != NULL ? nsrec_budget(t, GPU_TOTAL_KEY) : NULL;
+		t != NULL ? model__nsrec_budget(t, GPU_TOTAL_KEY) : NULL;
 	struct check ck = {.tenant = tname,
 			   .key = GPU_TOTAL_KEY,
 			   .has_budget = true,
@@ -692,7 +695,8 @@ static void admission_judge(const state_t *st, const struct adm_req *r,
 	if (r->new != NULL)
 		raw_entry_warnings(r->new, j);
 	if (r->old != NULL &&
-	    holder_map_spec(r->kind, r->old, &st->table, &hm_old, NULL) == 0 &&
+	    model__holder_map_spec(r->kind, r->old, &st->table, &hm_old,
+				   NULL) == 0 &&
 	    hm_old.valid)
 		old = &hm_old;
 	if (r->new == NULL && r->old == NULL) {
@@ -779,8 +783,8 @@ static int declaration_parse(const json_t *req, struct decl_req *r,
 	r->old = json_is_object(json_object_get(req, "old"))
 			 ? json_object_get(req, "old")
 			 : NULL;
-	r->names = xcalloc(json_object_size(r->new) + 1, sizeof(*r->names));
-	r->keys = xcalloc(json_object_size(r->new) + 1, sizeof(*r->keys));
+	r->names = lg_xcalloc(json_object_size(r->new) + 1, sizeof(*r->names));
+	r->keys = lg_xcalloc(json_object_size(r->new) + 1, sizeof(*r->keys));
 	json_object_foreach ((json_t *)r->new, k, v)
 		r->names[r->n_names++] = k;
 	qsort(r->names, r->n_names, sizeof(*r->names), by_strcmp);
@@ -794,7 +798,7 @@ static bool key_class_label(const char *key, const struct class_table *t,
 	const char *cls = NULL;
 	size_t len = 0;
 
-	if (budget_key_classify(key, t, &cls, &len, NULL) != KEY_CLASS ||
+	if (model__budget_key_classify(key, t, &cls, &len, NULL) != KEY_CLASS ||
 	    cls == NULL || len > DNS1123_LABEL_MAX)
 		return false;
 	memcpy(label, cls, len);
@@ -818,19 +822,20 @@ static bool declaration_step1(const state_t *st, struct decl_req *r,
 	int64_t value;
 
 	for (size_t i = 0; i < r->n_names; i++)
-		if (budget_key_classify(r->names[i], &st->table, NULL, NULL,
-					NULL) == KEY_INVALID) {
+		if (model__budget_key_classify(r->names[i], &st->table, NULL,
+					       NULL, NULL) == KEY_INVALID) {
 			judge(j, false, "InvalidBudgetKey",
 			      jfmt("invalid budget key %s", r->names[i]));
 			return true;
 		}
 	for (size_t i = 0; i < r->n_names; i++) {
-		kind = budget_key_classify(r->names[i], &st->table, NULL, NULL,
-					   NULL);
+		kind = model__budget_key_classify(r->names[i], &st->table, NULL,
+						  NULL, NULL);
 		if (!is_budget_kind(kind))
 			continue;
-		if (quantity_json_uint(json_object_get(r->new, r->names[i]),
-				       &value, NULL) < 0) {
+		if (model__quantity_json_uint(
+			    json_object_get(r->new, r->names[i]), &value,
+			    NULL) < 0) {
 			judge(j, false, "InvalidQuantity",
 			      jfmt("invalid quantity for %s", r->names[i]));
 			return true;
@@ -856,7 +861,8 @@ static bool declaration_grows(const struct decl_req *r,
 	int64_t old;
 
 	if (r->old == NULL ||
-	    quantity_json_uint(json_object_get(r->old, k->key), &old, NULL) < 0)
+	    model__quantity_json_uint(json_object_get(r->old, k->key), &old,
+				      NULL) < 0)
 		return true;
 	return k->value > old;
 }
@@ -874,7 +880,7 @@ static void declaration_key_check(const state_t *st, const struct ancestry *a,
 
 	for (i = 1; i < a->n && b == NULL; i++)
 		if (a->rec[i] != NULL)
-			b = nsrec_budget(a->rec[i], k->key);
+			b = model__nsrec_budget(a->rec[i], k->key);
 	if (b == NULL)
 		return;
 	i--;
@@ -972,7 +978,7 @@ struct minimum {
 static void minimum_offer(struct minimum *m, const char *tenant,
 			  const struct nsrec *t, const char *key, int64_t used)
 {
-	const struct budget *b = t != NULL ? nsrec_budget(t, key) : NULL;
+	const struct budget *b = t != NULL ? model__nsrec_budget(t, key) : NULL;
 
 	if (b == NULL)
 		return;
@@ -1075,12 +1081,13 @@ json_t *state_remaining_json(const state_t *st, const char *ns)
 	return remaining_json(st, ns, REM_BOTH);
 }
 
-json_t *tenant_remaining_json(const state_t *st, const struct nsrec *ns)
+json_t *model__tenant_remaining_json(const state_t *st, const struct nsrec *ns)
 {
 	return remaining_json(st, ns->name, REM_CLASSES);
 }
 
-json_t *tenant_remaining_total_json(const state_t *st, const struct nsrec *ns)
+json_t *model__tenant_remaining_total_json(const state_t *st,
+					   const struct nsrec *ns)
 {
 	return remaining_json(st, ns->name, REM_TOTAL);
 }
@@ -1088,7 +1095,7 @@ json_t *tenant_remaining_total_json(const state_t *st, const struct nsrec *ns)
 /* One entry per declared key whose subtree usage, or the sum of the budgets
  * carved out of it, exceeds the budget (strictly); by key, as the budgets
  * are kept sorted. */
-json_t *tenant_overcommit_json(const state_t *st, const struct nsrec *ns)
+json_t *model__tenant_overcommit_json(const state_t *st, const struct nsrec *ns)
 {
 	json_t *list = json_array();
 
@@ -1151,7 +1158,7 @@ static int eval_on_state(const struct eval_ctx *ctx, const json_t *input,
 	if (!json_is_array(events))
 		return lg_error_set(err, LG_EINVAL,
 				    "state must be {\"events\": [...]}");
-	rc = state_from_events_json(events, &st, err);
+	rc = model__state_from_events_json(events, &st, err);
 	if (rc < 0)
 		return rc;
 	req = json_copy((json_t *)input);
@@ -1162,20 +1169,20 @@ static int eval_on_state(const struct eval_ctx *ctx, const json_t *input,
 	return rc;
 }
 
-int eval_admission(const struct eval_ctx *ctx, const json_t *input,
-		   json_t **out, struct lg_error *err)
+int model__eval_admission(const struct eval_ctx *ctx, const json_t *input,
+			  json_t **out, struct lg_error *err)
 {
 	return eval_on_state(ctx, input, out, err, verdict_admission);
 }
 
-int eval_declaration(const struct eval_ctx *ctx, const json_t *input,
-		     json_t **out, struct lg_error *err)
+int model__eval_declaration(const struct eval_ctx *ctx, const json_t *input,
+			    json_t **out, struct lg_error *err)
 {
 	return eval_on_state(ctx, input, out, err, verdict_declaration);
 }
 
-int eval_remaining(const struct eval_ctx *ctx, const json_t *input,
-		   json_t **out, struct lg_error *err)
+int model__eval_remaining(const struct eval_ctx *ctx, const json_t *input,
+			  json_t **out, struct lg_error *err)
 {
 	return eval_on_state(ctx, input, out, err, remaining_request);
 }

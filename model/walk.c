@@ -25,7 +25,7 @@ static int walk_tenants(const state_t *st, const struct state_walk_fns *f,
 			continue;
 		if (ns->n_budgets > cap) {
 			cap = ns->n_budgets;
-			b = xrealloc(b, cap * sizeof(*b));
+			b = lg_xrealloc(b, cap * sizeof(*b));
 		}
 		for (size_t k = 0; k < ns->n_budgets; k++)
 			b[k] = (struct budget_entry){ns->budgets[k].key,
@@ -61,7 +61,7 @@ static int walk_holders(const state_t *st, const struct state_walk_fns *f,
 		hu = holder_u(h);
 		if (h->n > cap) {
 			cap = h->n;
-			u = xrealloc(u, cap * sizeof(*u));
+			u = lg_xrealloc(u, cap * sizeof(*u));
 		}
 		for (uint32_t k = 0; k < h->n; k++) {
 			if (hu[k].reserved == 0 && hu[k].allocated == 0)
@@ -91,7 +91,7 @@ static int walk_nodes(const state_t *st, const struct state_walk_fns *f,
 {
 	const struct ptab *t = &st->node_index;
 	struct state_cap_view *c =
-		st->n_cls ? xcalloc(st->n_cls, sizeof(*c)) : NULL;
+		st->n_cls ? lg_xcalloc(st->n_cls, sizeof(*c)) : NULL;
 	int rc = 0;
 
 	for (size_t i = 0; i < t->cap && rc == 0; i++) {

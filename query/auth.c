@@ -24,13 +24,13 @@ static const char *const role_names[ROLE_MAX] = {
 	[ROLE_TENANT] = "tenant",
 };
 
-const char *role_name(enum role r)
+const char *query__role_name(enum role r)
 {
 	return r < ROLE_MAX ? role_names[r] : "none";
 }
 
-int role_parse(const char *s, size_t len, struct principal *p,
-	       struct lg_error *err)
+int query__role_parse(const char *s, size_t len, struct principal *p,
+		      struct lg_error *err)
 {
 	static const char tprefix[] = "tenant:";
 	const size_t tlen = sizeof(tprefix) - 1;
@@ -120,7 +120,7 @@ static int auth_line(struct auth *a, const char *l, size_t len, unsigned lineno,
 				    AUTH_TOKENS_MAX);
 	e = &a->e[a->n];
 	memset(e, 0, sizeof(*e));
-	if (role_parse(role, nrole, &e->who, &why) != 0)
+	if (query__role_parse(role, nrole, &e->who, &why) != 0)
 		return lg_error_set(err, LG_EINVAL, "token file line %u: %s",
 				    lineno, why.msg);
 	if (cert && ntok >= TLS_CN_MAX)
@@ -142,15 +142,15 @@ static int auth_line(struct auth *a, const char *l, size_t len, unsigned lineno,
 	return 0;
 }
 
-int auth_parse(struct auth *a, const char *text, size_t len,
-	       struct lg_error *err)
+int query__auth_parse(struct auth *a, const char *text, size_t len,
+		      struct lg_error *err)
 {
 	unsigned lineno = 0;
 	size_t i = 0;
 
 	memset(a, 0, sizeof(*a));
 	a->enabled = true;
-	a->e = q_xmalloc(AUTH_TOKENS_MAX * sizeof(*a->e));
+	a->e = lg_xmalloc(AUTH_TOKENS_MAX * sizeof(*a->e));
 	while (i < len) {
 		const char *l = text + i, *nl = memchr(l, '\n', len - i);
 		size_t ll = nl ? (size_t)(nl - l) : len - i, j = 0;
@@ -169,12 +169,12 @@ int auth_parse(struct auth *a, const char *text, size_t len,
 		else
 			rc = auth_line(a, l, ll, lineno, err);
 		if (rc != 0) {
-			auth_release(a);
+			query__auth_release(a);
 			return rc;
 		}
 	}
 	if (a->n == 0) {
-		auth_release(a);
+		query__auth_release(a);
 		return lg_error_set(err, LG_EINVAL, "token file: no tokens");
 	}
 	return 0;
@@ -201,7 +201,7 @@ static int read_all(int fd, char *buf, size_t cap, size_t *len)
 	return 0;
 }
 
-int auth_load(struct auth *a, const char *path, struct lg_error *err)
+int query__auth_load(struct auth *a, const char *path, struct lg_error *err)
 {
 	struct stat sb;
 	char *buf = NULL;
@@ -225,7 +225,7 @@ int auth_load(struct auth *a, const char *path, struct lg_error *err)
 				    "read or change it (chmod 600)",
 				    path, (unsigned)(sb.st_mode & 0777));
 	}
-	buf = q_xmalloc(AUTH_FILE_MAX_BYTES);
+	buf = lg_xmalloc(AUTH_FILE_MAX_BYTES);
 	rc = read_all(fd, buf, AUTH_FILE_MAX_BYTES, &len);
 	close(fd);
 	if (rc != 0)
@@ -233,14 +233,14 @@ int auth_load(struct auth *a, const char *path, struct lg_error *err)
 				  "token file %s: %s", path,
 				  rc == -EFBIG ? "too large" : strerror(-rc));
 	else
-		rc = auth_parse(a, buf, len, err);
+		rc = query__auth_parse(a, buf, len, err);
 	/* The buffer held secrets. */
 	memset(buf, 0, AUTH_FILE_MAX_BYTES);
 	free(buf);
 	return rc;
 }
 
-void auth_release(struct auth *a)
+void query__auth_release(struct auth *a)
 {
 	if (a == NULL)
 		return;
@@ -267,8 +267,8 @@ static bool bearer(const char *hdr, size_t len, const char **tok, size_t *n)
 	return *n > 0 && *n <= AUTH_TOKEN_MAX;
 }
 
-const struct principal *auth_lookup(const struct auth *a, const char *hdr,
-				    size_t len)
+const struct principal *query__auth_lookup(const struct auth *a,
+					   const char *hdr, size_t len)
 {
 	uint8_t given[AUTH_TOKEN_MAX] = {0};
 	const char *tok;
@@ -290,7 +290,8 @@ const struct principal *auth_lookup(const struct auth *a, const char *hdr,
 	return found == SIZE_MAX ? NULL : &a->e[found].who;
 }
 
-const struct principal *auth_lookup_cert(const struct auth *a, const char *cn)
+const struct principal *query__auth_lookup_cert(const struct auth *a,
+						const char *cn)
 {
 	size_t n = strlen(cn);
 
@@ -301,7 +302,7 @@ const struct principal *auth_lookup_cert(const struct auth *a, const char *cn)
 	return NULL;
 }
 
-bool ns_in_subtree(const char *root, const char *ns)
+bool query__ns_in_subtree(const char *root, const char *ns)
 {
 	size_t n = strlen(root);
 

@@ -41,8 +41,8 @@ static bool stat_of(const char *path, struct billing_file *id)
 	return true;
 }
 
-int billing_open(struct billing_file *b, const char *path,
-		 struct lg_error *err)
+int query__billing_open(struct billing_file *b, const char *path,
+			struct lg_error *err)
 {
 	struct lg_error e = {0};
 
@@ -58,7 +58,7 @@ int billing_open(struct billing_file *b, const char *path,
 	return 0;
 }
 
-bool billing_check(struct billing_file *b)
+bool query__billing_check(struct billing_file *b)
 {
 	struct billing_file now = {0};
 	struct bill_rates r;
@@ -89,7 +89,7 @@ bool billing_check(struct billing_file *b)
 	return true;
 }
 
-void billing_release(struct billing_file *b)
+void query__billing_release(struct billing_file *b)
 {
 	if (b != NULL)
 		bill_rates_release(&b->rates);
@@ -128,29 +128,30 @@ static int export_row(void *ctx, const struct bill_row *row)
 	struct export_out *o = ctx;
 	int rc;
 
-	if ((o->tenant[0] != '\0' && !ns_in_subtree(o->tenant, row->ns)) ||
-	    (o->only[0] != '\0' && !ns_in_subtree(o->only, row->ns)))
+	if ((o->tenant[0] != '\0' &&
+	     !query__ns_in_subtree(o->tenant, row->ns)) ||
+	    (o->only[0] != '\0' && !query__ns_in_subtree(o->only, row->ns)))
 		return 0;
 	if (o->json) {
 		json_t *v = bill_row_json(row);
 		char *text = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
 
 		LG_ASSERT(text != NULL); /* jansson aborts when out of memory */
-		rc = heavy_emit(o->h, text, strlen(text));
+		rc = query__heavy_emit(o->h, text, strlen(text));
 		free(text);
 		json_decref(v);
 	} else {
 		size_t n = bill_row_csv(row, o->scope, NULL, 0);
-		char *line = q_xmalloc(n + 1);
+		char *line = lg_xmalloc(n + 1);
 
 		bill_row_csv(row, o->scope, line, n + 1);
-		rc = heavy_emit(o->h, line, n);
+		rc = query__heavy_emit(o->h, line, n);
 		free(line);
 	}
 	if (rc == 0)
-		rc = heavy_emit(o->h, "\n", 1);
+		rc = query__heavy_emit(o->h, "\n", 1);
 	o->gone = rc != 0;
-	return rc; /* 0 or heavy_emit's LG_EIO */
+	return rc; /* 0 or query__heavy_emit's LG_EIO */
 }
 
 /* On the thread: the rows of the snapshot. */
@@ -165,24 +166,25 @@ static void export_run(struct heavy *h, void *arg)
 	j->o.h = h;
 	if (!j->o.json) {
 		size_t n = bill_csv_header(j->o.scope, j->eo.rates, NULL, 0);
-		char *hd = q_xmalloc(n + 1);
+		char *hd = lg_xmalloc(n + 1);
 
 		bill_csv_header(j->o.scope, j->eo.rates, hd, n + 1);
-		rc = heavy_emit(h, hd, n);
+		rc = query__heavy_emit(h, hd, n);
 		free(hd);
-		if (rc != 0 || heavy_emit(h, "\n", 1) != 0)
+		if (rc != 0 || query__heavy_emit(h, "\n", 1) != 0)
 			return;
 	}
-	rc = ledger_export(heavy_ledger(h), &j->eo, export_row, &j->o, &range,
-			   &err);
+	rc = ledger_export(query__heavy_ledger(h), &j->eo, export_row, &j->o,
+			   &range, &err);
 	if (rc < 0 && !j->o.gone) {
-		heavy_fail(h, rc == LG_EINVAL || rc == LG_ENOENT ? 400 : 500,
-			   "%s", err.msg);
+		query__heavy_fail(
+			h, rc == LG_EINVAL || rc == LG_ENOENT ? 400 : 500, "%s",
+			err.msg);
 	} else if (ledger_export_warning(&range, text, sizeof(text)) > 0) {
 		/* DESIGN 4.1: RFC 7234 warn-code 199, "miscellaneous". */
 		snprintf(warning, sizeof(warning),
 			 "Warning: 199 gpuledger \"%s\"\r\n", text);
-		heavy_late_header(h, warning);
+		query__heavy_late_header(h, warning);
 	}
 }
 
@@ -204,7 +206,7 @@ static const char *const export_known[] = {
 static const char *param(struct request *rq, const char *k, char *v,
 			 size_t cap, const char *dflt, bool *has)
 {
-	long n = query_param(rq->query, rq->query_len, k, v, cap);
+	long n = query__param(rq->query, rq->query_len, k, v, cap);
 
 	*has = n >= 0;
 	if (n == -1)
@@ -275,13 +277,14 @@ static bool export_params(struct query_server *qs, struct request *rq,
 	memset(eo, 0, sizeof(*eo));
 	eo->to_ns = INT64_MAX;
 	eo->rates = &qs->billing.rates;
-	if (query_param_unknown(rq->query, rq->query_len, export_known, unknown,
-				sizeof(unknown))) {
-		reply_error(qs, rq, 400,
-			    "export: unknown parameter \"%s\" (known: from, "
-			    "to, month, step, basis, format, rollup, currency, "
-			    "tenant)",
-			    unknown);
+	if (query__param_unknown(rq->query, rq->query_len, export_known,
+				 unknown, sizeof(unknown))) {
+		query__reply_error(
+			qs, rq, 400,
+			"export: unknown parameter \"%s\" (known: from, "
+			"to, month, step, basis, format, rollup, currency, "
+			"tenant)",
+			unknown);
 		return false;
 	}
 	if ((why = param(rq, bad = "from", p->from, sizeof(p->from), "",
@@ -313,7 +316,8 @@ static bool export_params(struct query_server *qs, struct request *rq,
 		why = export_kind_params(p, eo, &bad);
 	}
 	if (why != NULL) {
-		reply_error(qs, rq, 400, "export: parameter %s %s", bad, why);
+		query__reply_error(qs, rq, 400, "export: parameter %s %s", bad,
+				   why);
 		return false;
 	}
 	eo->currency = has_cur ? p->currency : NULL;
@@ -325,19 +329,20 @@ static bool export_params(struct query_server *qs, struct request *rq,
 	if (has_tenant)
 		snprintf(o->only, sizeof(o->only), "%s", p->tenant);
 	if (o->only[0] != '\0' && o->tenant[0] != '\0' &&
-	    !ns_in_subtree(o->tenant, o->only)) {
-		reply_error(qs, rq, 403,
-			    "export: tenant %s is outside the subtree of %s",
-			    o->only, o->tenant);
+	    !query__ns_in_subtree(o->tenant, o->only)) {
+		query__reply_error(
+			qs, rq, 403,
+			"export: tenant %s is outside the subtree of %s",
+			o->only, o->tenant);
 		return false;
 	}
 	return true;
 }
 
-void handle_export(struct query_server *qs, struct request *rq)
+void query__handle_export(struct query_server *qs, struct request *rq)
 {
 	struct export_params p;
-	struct export_job *j = q_xmalloc(sizeof(*j));
+	struct export_job *j = lg_xmalloc(sizeof(*j));
 	const struct bill_rates *r = &qs->billing.rates;
 
 	memset(j, 0, sizeof(*j));
@@ -346,7 +351,7 @@ void handle_export(struct query_server *qs, struct request *rq)
 		return;
 	}
 	j->rates = *r;
-	j->rates.r = q_xmalloc(r->n * sizeof(*r->r) + 1);
+	j->rates.r = lg_xmalloc(r->n * sizeof(*r->r) + 1);
 	if (r->n > 0)
 		memcpy(j->rates.r, r->r, r->n * sizeof(*r->r));
 	j->eo.rates = &j->rates;
@@ -354,6 +359,7 @@ void handle_export(struct query_server *qs, struct request *rq)
 		snprintf(j->currency, sizeof(j->currency), "%s", p.currency);
 		j->eo.currency = j->currency;
 	}
-	heavy_start(qs, rq, j->o.json ? "application/x-ndjson" : "text/csv",
-		    true, export_run, j, export_job_free);
+	query__heavy_start(qs, rq,
+			   j->o.json ? "application/x-ndjson" : "text/csv",
+			   true, export_run, j, export_job_free);
 }

@@ -20,7 +20,7 @@
 /* ---------------------------------------------------------------------- */
 /* The cache. */
 
-void tenant_cache_release(struct tenant_cache *tc)
+void query__tenant_cache_release(struct tenant_cache *tc)
 {
 	json_decref(tc->doc);
 	json_decref(tc->children);
@@ -49,13 +49,13 @@ static json_t *children_of(const json_t *tenants)
 	return ch;
 }
 
-const struct tenant_cache *tenant_cache_get(struct query_server *qs)
+const struct tenant_cache *query__tenant_cache_get(struct query_server *qs)
 {
 	struct tenant_cache *tc = &qs->cache;
 
 	if (tc->doc != NULL && tc->content_seq == qs->vix.content_seq)
 		return tc;
-	tenant_cache_release(tc);
+	query__tenant_cache_release(tc);
 	tc->doc = state_to_json(ledger_state(qs->lg), NULL);
 	tc->children = children_of(json_object_get(tc->doc, "tenants"));
 	tc->content_seq = qs->vix.content_seq;
@@ -93,37 +93,40 @@ static json_t *time_json(int64_t t_ns)
 /* ---------------------------------------------------------------------- */
 /* Probes and metrics. */
 
-void handle_healthz(struct query_server *qs, struct request *rq)
+void query__handle_healthz(struct query_server *qs, struct request *rq)
 {
-	reply_json(qs, rq, 200, json_pack("{s:s}", "status", "ok"));
+	query__reply_json(qs, rq, 200, json_pack("{s:s}", "status", "ok"));
 }
 
-void handle_readyz(struct query_server *qs, struct request *rq)
+void query__handle_readyz(struct query_server *qs, struct request *rq)
 {
 	uint64_t limit_ns = 20ull * qs->o.poll_ms * 1000000u;
-	uint64_t age = q_now_ns() - qs->caught_up_ns;
+	uint64_t age = query__now_ns() - qs->caught_up_ns;
 
 	if (limit_ns < 1000000000u)
 		limit_ns = 1000000000u;
 	if (qs->ready && age <= limit_ns)
-		reply_json(qs, rq, 200,
-			   json_pack("{s:b, s:I}", "ready", 1, "seq",
-				     (json_int_t)ledger_last_seq(qs->lg)));
+		query__reply_json(
+			qs, rq, 200,
+			json_pack("{s:b, s:I}", "ready", 1, "seq",
+				  (json_int_t)ledger_last_seq(qs->lg)));
 	else
-		reply_json(qs, rq, 503,
-			   json_pack("{s:s, s:b}", "error",
-				     "not caught up with the log", "ready", 0));
+		query__reply_json(qs, rq, 503,
+				  json_pack("{s:s, s:b}", "error",
+					    "not caught up with the log",
+					    "ready", 0));
 }
 
-void handle_metrics(struct query_server *qs, struct request *rq)
+void query__handle_metrics(struct query_server *qs, struct request *rq)
 {
 	size_t len;
-	char *text = metrics_render(
-		qs, json_object_get(tenant_cache_get(qs)->doc, "tenants"),
+	char *text = query__metrics_render(
+		qs,
+		json_object_get(query__tenant_cache_get(qs)->doc, "tenants"),
 		&len);
 
-	reply_raw(qs, rq, 200, "text/plain; version=0.0.4; charset=utf-8", text,
-		  len);
+	query__reply_raw(qs, rq, 200,
+			 "text/plain; version=0.0.4; charset=utf-8", text, len);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -134,7 +137,7 @@ static bool valid_ns(const char *ns)
 	return dns1123_label(ns, strlen(ns));
 }
 
-json_t *tenants_visible(const json_t *all, const struct principal *who)
+json_t *query__tenants_visible(const json_t *all, const struct principal *who)
 {
 	json_t *list = json_array();
 	const json_t *t;
@@ -142,52 +145,54 @@ json_t *tenants_visible(const json_t *all, const struct principal *who)
 
 	json_array_foreach (all, i, t) {
 		if (who != NULL && who->role == ROLE_TENANT &&
-		    !ns_in_subtree(who->ns, qjstr_or(t, "namespace", "")))
+		    !query__ns_in_subtree(who->ns,
+					  qjstr_or(t, "namespace", "")))
 			continue;
 		json_array_append(list, (json_t *)t);
 	}
 	return list;
 }
 
-void handle_tenants(struct query_server *qs, struct request *rq)
+void query__handle_tenants(struct query_server *qs, struct request *rq)
 {
-	const struct tenant_cache *tc = tenant_cache_get(qs);
-	json_t *list =
-		tenants_visible(json_object_get(tc->doc, "tenants"), rq->who);
+	const struct tenant_cache *tc = query__tenant_cache_get(qs);
+	json_t *list = query__tenants_visible(
+		json_object_get(tc->doc, "tenants"), rq->who);
 
 	/* horizon: how far the ledger knows the cluster (DESIGN 4.1); the
 	 * console's history ends there, not at the last verdict's time. */
-	reply_json(qs, rq, 200,
-		   json_pack("{s:I, s:o, s:o, s:o}", "seq",
-			     (json_int_t)ledger_last_seq(qs->lg), "time",
-			     time_json(state_time_ns(ledger_state(qs->lg))),
-			     "horizon",
-			     time_json(state_horizon_ns(ledger_state(qs->lg))),
-			     "tenants", list));
+	query__reply_json(
+		qs, rq, 200,
+		json_pack("{s:I, s:o, s:o, s:o}", "seq",
+			  (json_int_t)ledger_last_seq(qs->lg), "time",
+			  time_json(state_time_ns(ledger_state(qs->lg))),
+			  "horizon",
+			  time_json(state_horizon_ns(ledger_state(qs->lg))),
+			  "tenants", list));
 }
 
-void handle_tenant(struct query_server *qs, struct request *rq)
+void query__handle_tenant(struct query_server *qs, struct request *rq)
 {
-	const struct tenant_cache *tc = tenant_cache_get(qs);
+	const struct tenant_cache *tc = query__tenant_cache_get(qs);
 	const char *ns = rq->param[0];
 	json_t *t, *out, *ch;
 
 	if (!valid_ns(ns)) {
-		reply_error(qs, rq, 400, "not a namespace name");
+		query__reply_error(qs, rq, 400, "not a namespace name");
 		return;
 	}
 	t = find_tenant(json_object_get(tc->doc, "tenants"), ns);
 	if (t == NULL) {
-		reply_error(qs, rq, 404, "no tenant %s", ns);
+		query__reply_error(qs, rq, 404, "no tenant %s", ns);
 		return;
 	}
 	out = json_copy(t);
 	ch = json_object_get(tc->children, ns);
 	json_object_set_new(out, "children", ch ? json_copy(ch) : json_array());
-	reply_json(qs, rq, 200, out);
+	query__reply_json(qs, rq, 200, out);
 }
 
-void rcache_release(struct rcache *rc)
+void query__rcache_release(struct rcache *rc)
 {
 	for (size_t i = 0; rc->slot != NULL && i < RCACHE_SLOTS; i++) {
 		free(rc->slot[i].ns);
@@ -228,7 +233,7 @@ static const struct rcache_entry *remaining_cached(struct query_server *qs,
 	 * empties it. */
 	if (rc->slot == NULL || rc->content_seq != qs->vix.content_seq ||
 	    rc->n >= RCACHE_SLOTS / 4 * 3) {
-		rcache_release(rc);
+		query__rcache_release(rc);
 		rc->slot = lg_xcalloc(RCACHE_SLOTS, sizeof(*rc->slot));
 		rc->content_seq = qs->vix.content_seq;
 	}
@@ -240,27 +245,28 @@ static const struct rcache_entry *remaining_cached(struct query_server *qs,
 	json_decref(v);
 	if (e->text == NULL)
 		return NULL;
-	e->ns = q_xstrdup(ns);
+	e->ns = lg_xstrdup(ns);
 	e->len = strlen(e->text);
 	rc->n++;
 	return e;
 }
 
-void handle_remaining(struct query_server *qs, struct request *rq)
+void query__handle_remaining(struct query_server *qs, struct request *rq)
 {
 	const char *ns = rq->param[0];
 	const struct rcache_entry *e;
 
 	if (!valid_ns(ns)) {
-		reply_error(qs, rq, 400, "not a namespace name");
+		query__reply_error(qs, rq, 400, "not a namespace name");
 		return;
 	}
 	e = remaining_cached(qs, ns);
 	if (e == NULL)
-		reply_error(qs, rq, 500, "the answer could not be built");
+		query__reply_error(qs, rq, 500,
+				   "the answer could not be built");
 	else
-		reply_borrowed(qs, rq, 200, "application/json", e->text,
-			       e->len);
+		query__reply_borrowed(qs, rq, 200, "application/json", e->text,
+				      e->len);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -271,7 +277,7 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 			      uint64_t *seq)
 {
 	char at[96];
-	long n = query_param(rq->query, rq->query_len, "at", at, sizeof(at));
+	long n = query__param(rq->query, rq->query_len, "at", at, sizeof(at));
 	int64_t t_ns;
 
 	*seq = ledger_last_seq(qs->lg);
@@ -279,7 +285,7 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 		return NULL;
 	if (n < 0)
 		return "at: malformed";
-	if (q_parse_u64(at, seq))
+	if (query__parse_u64(at, seq))
 		return *seq <= ledger_last_seq(qs->lg)
 			       ? NULL
 			       : "at: past the last seq";
@@ -309,9 +315,9 @@ static void emit_json(struct heavy *h, json_t *v)
 
 	json_decref(v);
 	if (text == NULL)
-		heavy_fail(h, 500, "the answer could not be built");
+		query__heavy_fail(h, 500, "the answer could not be built");
 	else
-		heavy_emit(h, text, strlen(text));
+		query__heavy_emit(h, text, strlen(text));
 	free(text);
 }
 
@@ -319,7 +325,7 @@ static void emit_json(struct heavy *h, json_t *v)
 static void state_run(struct heavy *h, void *arg)
 {
 	const struct read_job *j = arg;
-	ledger_t *lg = heavy_ledger(h);
+	ledger_t *lg = query__heavy_ledger(h);
 	struct lg_error err = {0};
 	uint8_t head[LEDGER_HEAD_BYTES] = {0};
 	char hex[2 * LEDGER_HEAD_BYTES + 1];
@@ -333,28 +339,29 @@ static void state_run(struct heavy *h, void *arg)
 		rc = ledger_scan(lg, j->seq, 1, head_at, head, &err);
 	if (rc != 0) {
 		state_free(st);
-		heavy_fail(h, 500, "state at seq %llu: %s",
-			   (unsigned long long)j->seq, err.msg);
+		query__heavy_fail(h, 500, "state at seq %llu: %s",
+				  (unsigned long long)j->seq, err.msg);
 		return;
 	}
-	q_hex(head, hex);
+	query__hex(head, hex);
 	doc = state_to_json(st, NULL);
 	json_object_set_new(doc, "chainHead", json_string(hex));
 	state_free(st);
 	emit_json(h, doc);
 }
 
-void handle_state(struct query_server *qs, struct request *rq)
+void query__handle_state(struct query_server *qs, struct request *rq)
 {
 	const char *why;
-	struct read_job *j = q_xmalloc(sizeof(*j));
+	struct read_job *j = lg_xmalloc(sizeof(*j));
 
 	if ((why = resolve_at(qs, rq, &j->seq)) != NULL) {
 		free(j);
-		reply_error(qs, rq, 400, "%s", why);
+		query__reply_error(qs, rq, 400, "%s", why);
 		return;
 	}
-	heavy_start(qs, rq, "application/json", false, state_run, j, free);
+	query__heavy_start(qs, rq, "application/json", false, state_run, j,
+			   free);
 }
 
 struct events_out {
@@ -371,7 +378,7 @@ static int add_event(void *ctx, const struct event *ev, const uint8_t *head)
 
 	/* The chain head after the event: what a replica checks its own
 	 * against (gpuledger replicate). */
-	q_hex(head, hex);
+	query__hex(head, hex);
 	json_object_set_new(v, "head", json_string(hex));
 	text = json_canonical(v);
 
@@ -389,17 +396,17 @@ static bool u64_param(const struct request *rq, const char *key, uint64_t dflt,
 		      uint64_t *out)
 {
 	char buf[32];
-	long n = query_param(rq->query, rq->query_len, key, buf, sizeof(buf));
+	long n = query__param(rq->query, rq->query_len, key, buf, sizeof(buf));
 
 	*out = dflt;
-	return n == -1 || (n >= 0 && q_parse_u64(buf, out));
+	return n == -1 || (n >= 0 && query__parse_u64(buf, out));
 }
 
 /* On the thread: one page of events of the snapshot. */
 static void events_run(struct heavy *h, void *arg)
 {
 	const struct read_job *j = arg;
-	ledger_t *lg = heavy_ledger(h);
+	ledger_t *lg = query__heavy_ledger(h);
 	struct lg_error err = {0};
 	struct events_out o = {.list = json_array(), .next = j->seq};
 	uint64_t last = ledger_last_seq(lg);
@@ -409,7 +416,7 @@ static void events_run(struct heavy *h, void *arg)
 		rc = ledger_scan(lg, j->seq, j->limit, add_event, &o, &err);
 	if (rc < 0) {
 		json_decref(o.list);
-		heavy_fail(h, 500, "%s", err.msg);
+		query__heavy_fail(h, 500, "%s", err.msg);
 		return;
 	}
 	emit_json(h, json_pack("{s:o, s:I, s:I}", "events", o.list, "next",
@@ -417,32 +424,33 @@ static void events_run(struct heavy *h, void *arg)
 			       (json_int_t)last));
 }
 
-void handle_events(struct query_server *qs, struct request *rq)
+void query__handle_events(struct query_server *qs, struct request *rq)
 {
-	struct read_job *j = q_xmalloc(sizeof(*j));
+	struct read_job *j = lg_xmalloc(sizeof(*j));
 
 	if (!u64_param(rq, "from", 1, &j->seq) || j->seq == 0 ||
 	    !u64_param(rq, "limit", EVENTS_LIMIT_DEFAULT, &j->limit) ||
 	    j->limit == 0 || j->limit > EVENTS_LIMIT_MAX) {
 		free(j);
-		reply_error(qs, rq, 400,
-			    "from must be a seq >= 1 and limit 1..%d",
-			    EVENTS_LIMIT_MAX);
+		query__reply_error(qs, rq, 400,
+				   "from must be a seq >= 1 and limit 1..%d",
+				   EVENTS_LIMIT_MAX);
 		return;
 	}
-	heavy_start(qs, rq, "application/json", false, events_run, j, free);
+	query__heavy_start(qs, rq, "application/json", false, events_run, j,
+			   free);
 }
 
 /* ---------------------------------------------------------------------- */
 /* Classes. */
 
-void handle_classes(struct query_server *qs, struct request *rq)
+void query__handle_classes(struct query_server *qs, struct request *rq)
 {
-	const struct tenant_cache *tc = tenant_cache_get(qs);
+	const struct tenant_cache *tc = query__tenant_cache_get(qs);
 
-	reply_json(qs, rq, 200,
-		   json_pack("{s:O}", "classes",
-			     json_object_get(tc->doc, "classes")));
+	query__reply_json(qs, rq, 200,
+			  json_pack("{s:O}", "classes",
+				    json_object_get(tc->doc, "classes")));
 }
 
 /* The nodes with capacity or allocation of class c. */
@@ -468,21 +476,21 @@ static json_t *class_nodes(const json_t *nodes, const char *c)
 	return out;
 }
 
-void handle_capacity(struct query_server *qs, struct request *rq)
+void query__handle_capacity(struct query_server *qs, struct request *rq)
 {
-	const struct tenant_cache *tc = tenant_cache_get(qs);
+	const struct tenant_cache *tc = query__tenant_cache_get(qs);
 	const json_t *classes = json_object_get(tc->doc, "classes"), *c;
 	const char *name = rq->param[0];
 	size_t i;
 
 	if (!dns1123_label(name, strlen(name))) {
-		reply_error(qs, rq, 404, "no such class");
+		query__reply_error(qs, rq, 404, "no such class");
 		return;
 	}
 	json_array_foreach (classes, i, c) {
 		if (strcmp(qjstr_or(c, "name", ""), name) != 0)
 			continue;
-		reply_json(
+		query__reply_json(
 			qs, rq, 200,
 			json_pack("{s:s, s:O, s:O, s:o}", "class", name,
 				  "capacity", json_object_get(c, "capacity"),
@@ -491,5 +499,5 @@ void handle_capacity(struct query_server *qs, struct request *rq)
 					      name)));
 		return;
 	}
-	reply_error(qs, rq, 404, "no class %s", name);
+	query__reply_error(qs, rq, 404, "no class %s", name);
 }

@@ -100,7 +100,7 @@ static const struct {
 	{503, "Service Unavailable"},
 };
 
-const char *http_reason(int status)
+const char *query__http_reason(int status)
 {
 	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
 		if (reasons[i].code == status)
@@ -125,7 +125,7 @@ static void on_handle_closed(uv_handle_t *h)
 	free(c->url);
 	free(c->body);
 	free(c->held);
-	tls_conn_free(c->tls);
+	query__tls_conn_free(c->tls);
 	free(c);
 }
 
@@ -149,7 +149,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (nread == 0 || c->closing || c->lingering)
 		return;
 	if (c->tls != NULL) {
-		tls_conn_input(c->tls, buf->base, (size_t)nread);
+		query__tls_conn_input(c->tls, buf->base, (size_t)nread);
 		tls_pump(c);
 		return;
 	}
@@ -178,7 +178,7 @@ static void conn_close(struct conn *c)
 		return;
 	c->closing = true;
 	if (c->heavy != NULL) {
-		heavy_conn_gone(c->heavy);
+		query__heavy_conn_gone(c->heavy);
 		c->heavy = NULL;
 	} else if (c->deferred && c->gone != NULL) {
 		c->gone(c, c->gone_arg);
@@ -196,7 +196,7 @@ static void conn_close(struct conn *c)
 	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
 }
 
-void conn_close_all(struct query_server *qs)
+void query__conn_close_all(struct query_server *qs)
 {
 	while (qs->conns.head != NULL)
 		conn_close(qs->conns.head);
@@ -215,9 +215,9 @@ static void on_timer(uv_timer_t *t)
 
 		c->qs->m.conns_timed_out++;
 		c->keep_alive = false;
-		reply_error(c->qs, &rq, 408,
-			    "the request did not arrive within %u ms",
-			    c->qs->o.request_ms);
+		query__reply_error(c->qs, &rq, 408,
+				   "the request did not arrive within %u ms",
+				   c->qs->o.request_ms);
 	} else if (!c->deferred) {
 		conn_close(c); /* idle */
 	}
@@ -239,7 +239,7 @@ static void on_write(uv_write_t *req, int status)
 	if (c->heavy != NULL && !c->closing) {
 		/* The client takes the stream: it may go on. */
 		uv_timer_start(&c->timer, on_timer, c->qs->o.idle_ms, 0);
-		heavy_pump(c->heavy);
+		query__heavy_pump(c->heavy);
 		return;
 	}
 	if (c->blocked && !c->closing &&
@@ -272,7 +272,7 @@ static void raw_write(struct conn *c, const char *head, size_t hn,
 	if (done == hn + bn)
 		return;
 	left = hn + bn - done;
-	w = q_xmalloc(sizeof(*w) + left);
+	w = lg_xmalloc(sizeof(*w) + left);
 	w->c = c;
 	if (done < hn) {
 		memcpy(w->data, head + done, hn - done);
@@ -292,12 +292,12 @@ static void raw_write(struct conn *c, const char *head, size_t hn,
 static void tls_flush(struct conn *c)
 {
 	size_t len;
-	const char *out = tls_conn_output(c->tls, &len);
+	const char *out = query__tls_conn_output(c->tls, &len);
 
 	/* raw_write copies what the socket does not take at once. */
 	if (out != NULL && !c->closing)
 		raw_write(c, out, len, "", 0);
-	tls_conn_output_done(c->tls);
+	query__tls_conn_output_done(c->tls);
 }
 
 /* Writes head and body, through TLS when the connection has it. A small
@@ -315,11 +315,11 @@ static void conn_write(struct conn *c, const char *head, size_t hn,
 	if (hn + bn <= sizeof(one)) {
 		memcpy(one, head, hn);
 		memcpy(one + hn, body, bn);
-		rc = tls_conn_write(c->tls, one, hn + bn);
+		rc = query__tls_conn_write(c->tls, one, hn + bn);
 	} else {
-		rc = tls_conn_write(c->tls, head, hn);
+		rc = query__tls_conn_write(c->tls, head, hn);
 		if (rc == 0)
-			rc = tls_conn_write(c->tls, body, bn);
+			rc = query__tls_conn_write(c->tls, body, bn);
 	}
 	tls_flush(c);
 	if (rc != 0)
@@ -342,7 +342,7 @@ static void conn_send(struct conn *c, int status, const char *ctype,
 	hn = snprintf(head, sizeof(head),
 		      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
 		      "Content-Length: %zu\r\n%s%s%s%s\r\n",
-		      status, http_reason(status), ctype, len,
+		      status, query__http_reason(status), ctype, len,
 		      route ? route : "",
 		      status == 401 ? "WWW-Authenticate: Bearer\r\n" : "",
 		      close			  ? "Connection: close\r\n"
@@ -383,7 +383,7 @@ static void conn_linger(struct conn *c)
 	c->held_len = 0;
 	uv_timer_start(&c->timer, on_timer, QUERY_LINGER_MS, 0);
 	if (c->tls != NULL) {
-		tls_conn_shutdown(c->tls);
+		query__tls_conn_shutdown(c->tls);
 		tls_flush(c);
 		if (c->closing)
 			return;
@@ -403,11 +403,11 @@ static void answer_h(struct query_server *qs, struct conn *c, enum route_id r,
 		     uint64_t t0, int status, const char *ctype,
 		     const char *body, size_t len, const char *extra)
 {
-	metrics_request(&qs->m, r, status, q_now_ns() - t0);
+	query__metrics_request(&qs->m, r, status, query__now_ns() - t0);
 	if (c != NULL && !c->closing && !c->lingering)
 		conn_send(c, status, ctype,
-			  r < R_MAX ? query_routes[r].headers : NULL, body, len,
-			  extra);
+			  r < R_MAX ? query__routes[r].headers : NULL, body,
+			  len, extra);
 }
 
 static void answer(struct query_server *qs, struct conn *c, enum route_id r,
@@ -417,32 +417,33 @@ static void answer(struct query_server *qs, struct conn *c, enum route_id r,
 	answer_h(qs, c, r, t0, status, ctype, body, len, NULL);
 }
 
-void reply_raw(struct query_server *qs, struct request *rq, int status,
-	       const char *content_type, char *body, size_t len)
+void query__reply_raw(struct query_server *qs, struct request *rq, int status,
+		      const char *content_type, char *body, size_t len)
 {
 	answer(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
 	       len);
 	free(body);
 }
 
-void reply_raw_headers(struct query_server *qs, struct request *rq,
-		       int status, const char *content_type, char *body,
-		       size_t len, const char *extra)
+void query__reply_raw_headers(struct query_server *qs, struct request *rq,
+			      int status, const char *content_type, char *body,
+			      size_t len, const char *extra)
 {
 	answer_h(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
 		 len, extra);
 	free(body);
 }
 
-void reply_borrowed(struct query_server *qs, struct request *rq, int status,
-		    const char *content_type, const char *body, size_t len)
+void query__reply_borrowed(struct query_server *qs, struct request *rq,
+			   int status, const char *content_type,
+			   const char *body, size_t len)
 {
 	answer(qs, rq->c, rq->route, rq->t0_ns, status, content_type, body,
 	       len);
 }
 
-void reply_json(struct query_server *qs, struct request *rq, int status,
-		json_t *v)
+void query__reply_json(struct query_server *qs, struct request *rq, int status,
+		       json_t *v)
 {
 	char *text = v ? json_canonical(v) : NULL;
 
@@ -451,13 +452,14 @@ void reply_json(struct query_server *qs, struct request *rq, int status,
 	 * document, text that is not UTF-8) is our fault, not the client's. */
 	if (text == NULL) {
 		status = 500;
-		text = q_xstrdup(
+		text = lg_xstrdup(
 			"{\"error\":\"the answer could not be built\"}");
 	}
-	reply_raw(qs, rq, status, "application/json", text, strlen(text));
+	query__reply_raw(qs, rq, status, "application/json", text,
+			 strlen(text));
 }
 
-json_t *q_error_doc(const char *fmt, va_list ap)
+json_t *query__error_doc(const char *fmt, va_list ap)
 {
 	char msg[512];
 
@@ -470,20 +472,20 @@ json_t *q_error_doc(const char *fmt, va_list ap)
 	return json_pack("{s:s}", "error", msg);
 }
 
-void reply_error(struct query_server *qs, struct request *rq, int status,
-		 const char *fmt, ...)
+void query__reply_error(struct query_server *qs, struct request *rq, int status,
+			const char *fmt, ...)
 {
 	va_list ap;
 	json_t *v;
 
 	va_start(ap, fmt);
-	v = q_error_doc(fmt, ap);
+	v = query__error_doc(fmt, ap);
 	va_end(ap);
-	reply_json(qs, rq, status, v);
+	query__reply_json(qs, rq, status, v);
 }
 
-void reply_defer(struct query_server *qs, struct request *rq,
-		 conn_gone_fn *gone, void *arg)
+void query__reply_defer(struct query_server *qs, struct request *rq,
+			conn_gone_fn *gone, void *arg)
 {
 	rq->c->deferred = true;
 	rq->c->deferred_route = rq->route;
@@ -492,16 +494,16 @@ void reply_defer(struct query_server *qs, struct request *rq,
 	uv_timer_stop(&rq->c->timer);
 }
 
-void conn_answer_deferred(struct query_server *qs, struct conn *c,
-			  enum route_id route, uint64_t t0_ns, int status,
-			  char *text)
+void query__conn_answer_deferred(struct query_server *qs, struct conn *c,
+				 enum route_id route, uint64_t t0_ns,
+				 int status, char *text)
 {
-	/* Whoever answers was told by its close hook (reply_defer) that the
-	 * connection went away, and answers NULL instead. */
+	/* Whoever answers was told by its close hook (query__reply_defer) that
+	 * the connection went away, and answers NULL instead. */
 	LG_ASSERT(c == NULL || !c->closing);
 	if (text == NULL) {
 		status = 500;
-		text = q_xstrdup(
+		text = lg_xstrdup(
 			"{\"error\":\"the answer could not be built\"}");
 	}
 	if (c != NULL) {
@@ -521,19 +523,19 @@ void conn_answer_deferred(struct query_server *qs, struct conn *c,
 /* ---------------------------------------------------------------------- */
 /* Streamed answers (query/stream.c drives them). */
 
-void conn_stream_begin(struct query_server *qs, struct request *rq,
-		       struct heavy *h)
+void query__conn_stream_begin(struct query_server *qs, struct request *rq,
+			      struct heavy *h)
 {
-	reply_defer(qs, rq, NULL, NULL);
+	query__reply_defer(qs, rq, NULL, NULL);
 	rq->c->heavy = h;
 }
 
 /* While the socket holds bytes the client has not taken, the idle clock
  * runs (each write that completes restarts it); while the stream waits on
  * its producer it does not. */
-void conn_stream_watch(struct conn *c)
+void query__conn_stream_watch(struct conn *c)
 {
-	bool waiting = conn_write_queue(c) > 0;
+	bool waiting = query__conn_write_queue(c) > 0;
 
 	if (c->closing)
 		return;
@@ -543,20 +545,20 @@ void conn_stream_watch(struct conn *c)
 		uv_timer_start(&c->timer, on_timer, c->qs->o.idle_ms, 0);
 }
 
-size_t conn_write_queue(const struct conn *c)
+size_t query__conn_write_queue(const struct conn *c)
 {
 	return uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp);
 }
 
-bool conn_usable(const struct conn *c)
+bool query__conn_usable(const struct conn *c)
 {
 	return !c->closing && !c->lingering;
 }
 
 /* The head of a 200 streamed answer: chunked for HTTP/1.1; an HTTP/1.0
  * client gets the body up to the end of the connection. */
-void conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
-		      const char *extra)
+void query__conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
+			     const char *extra)
 {
 	char head[1024 + QUERY_EXTRA_HEADER_MAX];
 	int hn;
@@ -564,19 +566,19 @@ void conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
 	c->chunked = c->parser.http_major == 1 && c->parser.http_minor >= 1;
 	if (!c->chunked)
 		c->keep_alive = false;
-	hn = snprintf(head, sizeof(head),
-		      "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n%s%s%s%s\r\n",
-		      ctype, r < R_MAX && query_routes[r].headers
-				     ? query_routes[r].headers
-				     : "",
-		      extra ? extra : "",
-		      c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
-		      !c->keep_alive ? "Connection: close\r\n" : "");
+	hn = snprintf(
+		head, sizeof(head),
+		"HTTP/1.1 200 OK\r\nContent-Type: %s\r\n%s%s%s%s\r\n", ctype,
+		r < R_MAX && query__routes[r].headers ? query__routes[r].headers
+						      : "",
+		extra ? extra : "",
+		c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
+		!c->keep_alive ? "Connection: close\r\n" : "");
 	LG_ASSERT(hn >= 0 && (size_t)hn < sizeof(head));
 	conn_write(c, head, (size_t)hn, "", 0);
 }
 
-void conn_stream_data(struct conn *c, const char *p, size_t n)
+void query__conn_stream_data(struct conn *c, const char *p, size_t n)
 {
 	char frame[32];
 	int fn;
@@ -593,13 +595,14 @@ void conn_stream_data(struct conn *c, const char *p, size_t n)
 		conn_write(c, "\r\n", 2, "", 0);
 }
 
-void conn_stream_end(struct query_server *qs, struct conn *c,
-		     enum route_id r, uint64_t t0_ns, bool complete,
-		     const char *trailer)
+void query__conn_stream_end(struct query_server *qs, struct conn *c,
+			    enum route_id r, uint64_t t0_ns, bool complete,
+			    const char *trailer)
 {
 	char last[16 + QUERY_EXTRA_HEADER_MAX];
 
-	metrics_request(&qs->m, r, complete ? 200 : 500, q_now_ns() - t0_ns);
+	query__metrics_request(&qs->m, r, complete ? 200 : 500,
+			       query__now_ns() - t0_ns);
 	c->heavy = NULL;
 	c->deferred = false;
 	c->gone = NULL;
@@ -631,14 +634,15 @@ void conn_stream_end(struct query_server *qs, struct conn *c,
 }
 
 /* 503 with Retry-After: the bound of heavy reads is reached. */
-void reply_busy(struct query_server *qs, struct request *rq, unsigned retry_s,
-		const char *msg)
+void query__reply_busy(struct query_server *qs, struct request *rq,
+		       unsigned retry_s, const char *msg)
 {
 	char body[512], extra[64];
 	int n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}", msg);
 
 	snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", retry_s);
-	metrics_request(&qs->m, rq->route, 503, q_now_ns() - rq->t0_ns);
+	query__metrics_request(&qs->m, rq->route, 503,
+			       query__now_ns() - rq->t0_ns);
 	if (rq->c != NULL && !rq->c->closing && !rq->c->lingering)
 		conn_send(rq->c, 503, "application/json", NULL, body,
 			  (size_t)n, extra);
@@ -660,7 +664,7 @@ static bool buf_add(char **p, size_t *len, size_t *cap, size_t max,
 			nc *= 2;
 		if (nc > max + 1)
 			nc = max + 1;
-		*p = q_xrealloc(*p, nc);
+		*p = lg_xrealloc(*p, nc);
 		*cap = nc;
 	}
 	memcpy(*p + *len, s, n);
@@ -680,7 +684,7 @@ static int on_message_begin(http_parser *p)
 	struct conn *c = p->data;
 
 	c->in_request = true;
-	c->t0_ns = q_now_ns();
+	c->t0_ns = query__now_ns();
 	c->url_len = c->body_len = c->header_bytes = c->auth_len = 0;
 	c->n_headers = 0;
 	c->last_was_value = true;
@@ -813,7 +817,7 @@ static int on_message_complete(http_parser *p)
 	return 0;
 }
 
-void query_http_settings(http_parser_settings *s)
+void query__http_settings(http_parser_settings *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->on_message_begin = on_message_begin;
@@ -849,7 +853,7 @@ static void conn_parse_error(struct conn *c, enum http_errno e)
 	if (c->reject == 0)
 		c->reject = 400;
 	c->qs->m.bad_requests++;
-	reply_error(c->qs, &rq, status, "%s", parse_error_text(c, e));
+	query__reply_error(c->qs, &rq, status, "%s", parse_error_text(c, e));
 }
 
 /* Parses n bytes at p; with p NULL, resumes with the held bytes. Bytes
@@ -877,7 +881,7 @@ static void conn_feed(struct conn *c, const char *p, size_t n)
 	}
 	if (e == HPE_PAUSED) {
 		if (used < n) {
-			c->held = q_xmalloc(n - used);
+			c->held = lg_xmalloc(n - used);
 			memcpy(c->held, p + used, n - used);
 			c->held_len = n - used;
 		}
@@ -906,7 +910,7 @@ static bool tls_ready(struct conn *c)
 
 	if (c->tls_up)
 		return true;
-	r = tls_conn_handshake(c->tls);
+	r = query__tls_conn_handshake(c->tls);
 	tls_flush(c);
 	if (c->closing)
 		return false;
@@ -918,8 +922,9 @@ static bool tls_ready(struct conn *c)
 	if (r == 0)
 		return false;
 	c->tls_up = true;
-	if (c->qs->auth.enabled && tls_conn_peer_cn(c->tls, cn, sizeof(cn)))
-		c->cert_who = auth_lookup_cert(&c->qs->auth, cn);
+	if (c->qs->auth.enabled &&
+	    query__tls_conn_peer_cn(c->tls, cn, sizeof(cn)))
+		c->cert_who = query__auth_lookup_cert(&c->qs->auth, cn);
 	return true;
 }
 
@@ -933,7 +938,8 @@ static void tls_pump(struct conn *c)
 	if (!tls_ready(c))
 		return;
 	while (!c->closing && !c->lingering && c->reading) {
-		n = tls_conn_read(c->tls, c->qs->rbuf, sizeof(c->qs->rbuf));
+		n = query__tls_conn_read(c->tls, c->qs->rbuf,
+					 sizeof(c->qs->rbuf));
 		tls_flush(c);
 		if (c->closing)
 			return;
@@ -968,59 +974,61 @@ static void dispatch(struct conn *c)
 	if (c->url_len == 0 ||
 	    http_parser_parse_url(c->url, c->url_len, 0, &u) != 0 ||
 	    !(u.field_set & (1 << UF_PATH))) {
-		reply_error(qs, &rq, 400, "malformed request target");
+		query__reply_error(qs, &rq, 400, "malformed request target");
 		return;
 	}
 	pathbuf = u.field_data[UF_PATH].len < sizeof(small)
 			  ? small
-			  : q_xmalloc(u.field_data[UF_PATH].len + 1);
-	if (path_split(c->url + u.field_data[UF_PATH].off,
-		       u.field_data[UF_PATH].len, seg, &n, pathbuf,
-		       u.field_data[UF_PATH].len + 1) != 0) {
-		reply_error(qs, &rq, 404, "no such endpoint");
+			  : lg_xmalloc(u.field_data[UF_PATH].len + 1);
+	if (query__path_split(c->url + u.field_data[UF_PATH].off,
+			      u.field_data[UF_PATH].len, seg, &n, pathbuf,
+			      u.field_data[UF_PATH].len + 1) != 0) {
+		query__reply_error(qs, &rq, 404, "no such endpoint");
 		goto out;
 	}
 	if (u.field_set & (1 << UF_QUERY)) {
 		rq.query = c->url + u.field_data[UF_QUERY].off;
 		rq.query_len = u.field_data[UF_QUERY].len;
 	}
-	rq.route = route_match(c->parser.method, seg, n, rq.param, &status);
+	rq.route =
+		query__route_match(c->parser.method, seg, n, rq.param, &status);
 	if (rq.route != R_NONE && c->probe_only &&
-	    !query_routes[rq.route].public) {
+	    !query__routes[rq.route].public) {
 		rq.route = R_NONE;
 		status = 404;
 	}
 	if (rq.route == R_NONE) {
-		reply_error(qs, &rq, status, "%s",
-			    status == 405 ? "method not allowed"
-					  : "no such endpoint");
+		query__reply_error(qs, &rq, status, "%s",
+				   status == 405 ? "method not allowed"
+						 : "no such endpoint");
 		goto out;
 	}
 	if (qs->auth.enabled && !c->auth_bad)
-		rq.who = auth_lookup(&qs->auth, c->auth, c->auth_len);
+		rq.who = query__auth_lookup(&qs->auth, c->auth, c->auth_len);
 	/* Without an Authorization header a verified client certificate
 	 * speaks for the client; a header that is there decides alone. */
 	if (rq.who == NULL && c->auth_len == 0 && !c->auth_bad)
 		rq.who = c->cert_who;
-	status = route_access(&query_routes[rq.route], qs->auth.enabled, rq.who,
-			      rq.param[0]);
+	status = query__route_access(&query__routes[rq.route], qs->auth.enabled,
+				     rq.who, rq.param[0]);
 	if (status == 401)
-		reply_error(qs, &rq, 401, "a known bearer token is required");
+		query__reply_error(qs, &rq, 401,
+				   "a known bearer token is required");
 	else if (status != 0)
-		reply_error(qs, &rq, status, "role %s may not use %s %s",
-			    role_name(rq.who->role),
-			    http_method_str(c->parser.method),
-			    query_routes[rq.route].name);
+		query__reply_error(qs, &rq, status, "role %s may not use %s %s",
+				   query__role_name(rq.who->role),
+				   http_method_str(c->parser.method),
+				   query__routes[rq.route].name);
 	else if (qs->o.read_only && c->parser.method != HTTP_GET)
-		reply_error(qs, &rq, 503,
-			    "this is a read-only replica: send %s %s to the "
-			    "primary%s%s",
-			    http_method_str(c->parser.method),
-			    query_routes[rq.route].name,
-			    qs->o.primary ? " " : "",
-			    qs->o.primary ? qs->o.primary : "");
+		query__reply_error(
+			qs, &rq, 503,
+			"this is a read-only replica: send %s %s to the "
+			"primary%s%s",
+			http_method_str(c->parser.method),
+			query__routes[rq.route].name, qs->o.primary ? " " : "",
+			qs->o.primary ? qs->o.primary : "");
 	else
-		query_routes[rq.route].fn(qs, &rq);
+		query__routes[rq.route].fn(qs, &rq);
 out:
 	if (pathbuf != small)
 		free(pathbuf);
@@ -1028,7 +1036,7 @@ out:
 
 /* ---------------------------------------------------------------------- */
 
-void conn_accept(struct query_server *qs, uv_stream_t *listener)
+void query__conn_accept(struct query_server *qs, uv_stream_t *listener)
 {
 	struct conn *c = lg_xcalloc(1, sizeof(*c));
 
@@ -1056,12 +1064,12 @@ void conn_accept(struct query_server *qs, uv_stream_t *listener)
 		c->next->prev = c;
 	qs->conns.head = c;
 	qs->conns.n++;
-	c->t0_ns = q_now_ns();
+	c->t0_ns = query__now_ns();
 	/* A handshake, too, must be done within request_ms: the timer runs
 	 * from here, and slow handshakes are cut like slow requests. */
 	uv_timer_start(&c->timer, on_timer, qs->o.request_ms, 0);
 	c->probe_only = listener == (uv_stream_t *)&qs->probe_listener;
 	if (qs->tls != NULL && !c->probe_only)
-		c->tls = tls_conn_new(qs->tls);
+		c->tls = query__tls_conn_new(qs->tls);
 	conn_reading(c, true);
 }

@@ -52,8 +52,8 @@ static size_t code_slot(int status)
 	return N_CODES; /* "other" */
 }
 
-void metrics_request(struct metrics *m, enum route_id r, int status,
-		     uint64_t ns)
+void query__metrics_request(struct metrics *m, enum route_id r, int status,
+			    uint64_t ns)
 {
 	size_t b = 0;
 
@@ -65,7 +65,7 @@ void metrics_request(struct metrics *m, enum route_id r, int status,
 	m->lat_count[r]++;
 }
 
-void metrics_verdict(struct metrics *m, int type, const char *reason)
+void query__metrics_verdict(struct metrics *m, int type, const char *reason)
 {
 	size_t i = 0;
 
@@ -76,13 +76,14 @@ void metrics_verdict(struct metrics *m, int type, const char *reason)
 
 static const char *route_label(size_t r)
 {
-	return r < R_MAX ? query_routes[r].name : "none";
+	return r < R_MAX ? query__routes[r].name : "none";
 }
 
 static void head(struct sbuf *b, const char *name, const char *type,
 		 const char *help)
 {
-	sbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	query__sbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+			   type);
 }
 
 static void render_requests(struct sbuf *b, const struct metrics *m)
@@ -92,7 +93,7 @@ static void render_requests(struct sbuf *b, const struct metrics *m)
 	for (size_t r = 0; r <= R_MAX; r++)
 		for (size_t c = 0; c <= N_CODES; c++)
 			if (m->requests[r][c] > 0)
-				sbuf_printf(
+				query__sbuf_printf(
 					b,
 					"gpuledger_http_requests_total{"
 					"route=\"%s\",code=\"%s%d\"} %llu\n",
@@ -115,19 +116,19 @@ static void render_latency(struct sbuf *b, const struct metrics *m)
 			continue;
 		for (size_t i = 0; i < METRIC_LAT_BUCKETS; i++) {
 			cum += m->lat[r][i];
-			sbuf_printf(b,
-				    "%s_bucket{route=\"%s\",le=\"%s\"} %llu\n",
-				    n, route_label(r), lat_le[i],
-				    (unsigned long long)cum);
+			query__sbuf_printf(
+				b, "%s_bucket{route=\"%s\",le=\"%s\"} %llu\n",
+				n, route_label(r), lat_le[i],
+				(unsigned long long)cum);
 		}
-		sbuf_printf(b, "%s_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", n,
-			    route_label(r),
-			    (unsigned long long)m->lat_count[r]);
-		sbuf_printf(b, "%s_sum{route=\"%s\"} %.9f\n", n, route_label(r),
-			    m->lat_sum[r]);
-		sbuf_printf(b, "%s_count{route=\"%s\"} %llu\n", n,
-			    route_label(r),
-			    (unsigned long long)m->lat_count[r]);
+		query__sbuf_printf(
+			b, "%s_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", n,
+			route_label(r), (unsigned long long)m->lat_count[r]);
+		query__sbuf_printf(b, "%s_sum{route=\"%s\"} %.9f\n", n,
+				   route_label(r), m->lat_sum[r]);
+		query__sbuf_printf(b, "%s_count{route=\"%s\"} %llu\n", n,
+				   route_label(r),
+				   (unsigned long long)m->lat_count[r]);
 	}
 }
 
@@ -138,7 +139,7 @@ static void render_verdicts(struct sbuf *b, const struct metrics *m)
 	for (size_t t = 0; t < VT_MAX; t++)
 		for (size_t i = 0; i <= N_REASONS; i++)
 			if (m->verdicts[t][i] > 0)
-				sbuf_printf(
+				query__sbuf_printf(
 					b,
 					"gpuledger_verdicts_total{type=\"%s\""
 					",reason=\"%s\"} %llu\n",
@@ -151,7 +152,7 @@ static void scalar(struct sbuf *b, const char *name, const char *type,
 		   const char *help, double v)
 {
 	head(b, name, type, help);
-	sbuf_printf(b, "%s %.17g\n", name, v);
+	query__sbuf_printf(b, "%s %.17g\n", name, v);
 }
 
 static void render_server(struct sbuf *b, struct query_server *qs)
@@ -160,7 +161,7 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 
 	scalar(b, "gpuledger_log_lag_seconds", "gauge",
 	       "Time since the last refresh that reached the end of the log.",
-	       (double)(q_now_ns() - qs->caught_up_ns) / 1e9);
+	       (double)(query__now_ns() - qs->caught_up_ns) / 1e9);
 	scalar(b, "gpuledger_last_seq", "gauge",
 	       "The last seq of the log this server has applied.",
 	       (double)ledger_last_seq(qs->lg));
@@ -200,11 +201,11 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 	       (double)qs->heavy_n);
 	scalar(b, "gpuledger_heavy_reads_waiting", "gauge",
 	       "Heavy reads in flight waiting for a turn to compute.",
-	       (double)heavy_waiting(qs));
+	       (double)query__heavy_waiting(qs));
 	scalar(b, "gpuledger_heavy_reads_buffered_bytes", "gauge",
 	       "Bytes of heavy answers waiting for their clients (queued and "
 	       "on the sockets).",
-	       (double)heavy_buffered_bytes(qs));
+	       (double)query__heavy_buffered_bytes(qs));
 	scalar(b, "gpuledger_heavy_reads_total", "counter",
 	       "Heavy reads started.", (double)m->heavy_started);
 	scalar(b, "gpuledger_heavy_reads_refused_total", "counter",
@@ -221,7 +222,7 @@ static void render_tls(struct sbuf *b, struct query_server *qs)
 
 	if (qs->tls == NULL)
 		return;
-	tls_stats_get(qs->tls, &st);
+	query__tls_stats_get(qs->tls, &st);
 	scalar(b, "gpuledger_tls_handshakes_total", "counter",
 	       "TLS handshakes completed.", (double)st.handshakes);
 	scalar(b, "gpuledger_tls_handshake_errors_total", "counter",
@@ -261,12 +262,12 @@ static void render_tenants(struct sbuf *b, const json_t *tenants)
 		json_array_foreach (tenants, i, t)
 			json_object_foreach (json_object_get(t, g[j].member), k,
 					     v)
-				sbuf_printf(b,
-					    "%s{tenant=\"%s\",class=\"%s\"} "
-					    "%lld\n",
-					    g[j].name,
-					    qjstr_or(t, "namespace", ""), k,
-					    (long long)json_integer_value(v));
+				query__sbuf_printf(
+					b,
+					"%s{tenant=\"%s\",class=\"%s\"} "
+					"%lld\n",
+					g[j].name, qjstr_or(t, "namespace", ""),
+					k, (long long)json_integer_value(v));
 	}
 	head(b, "gpuledger_tenant_remaining", "gauge",
 	     "Remaining budget per class (absent when unbounded; negative "
@@ -274,7 +275,7 @@ static void render_tenants(struct sbuf *b, const json_t *tenants)
 	json_array_foreach (tenants, i, t)
 		json_object_foreach (json_object_get(t, "remaining"), k, v)
 			if (json_is_integer(json_object_get(v, "remaining")))
-				sbuf_printf(
+				query__sbuf_printf(
 					b,
 					"gpuledger_tenant_remaining{tenant=\"%s"
 					"\",class=\"%s\"} %lld\n",
@@ -289,29 +290,30 @@ static void render_tenants(struct sbuf *b, const json_t *tenants)
 		v = json_object_get(json_object_get(t, "remainingTotal"),
 				    "remaining");
 		if (json_is_integer(v))
-			sbuf_printf(b,
-				    "gpuledger_tenant_remaining_all_classes{"
-				    "tenant="
-				    "\"%s\"} %lld\n",
-				    qjstr_or(t, "namespace", ""),
-				    (long long)json_integer_value(v));
+			query__sbuf_printf(
+				b,
+				"gpuledger_tenant_remaining_all_classes{"
+				"tenant="
+				"\"%s\"} %lld\n",
+				qjstr_or(t, "namespace", ""),
+				(long long)json_integer_value(v));
 	}
 }
 
-char *metrics_render(struct query_server *qs, const json_t *tenants,
-		     size_t *len)
+char *query__metrics_render(struct query_server *qs, const json_t *tenants,
+			    size_t *len)
 {
 	char common[LG_METRICS_COMMON_MAX];
 	struct sbuf b;
 
-	sbuf_init(&b);
+	query__sbuf_init(&b);
 	lg_metrics_common(common, sizeof(common));
-	sbuf_printf(&b, "%s", common);
+	query__sbuf_printf(&b, "%s", common);
 	render_requests(&b, &qs->m);
 	render_latency(&b, &qs->m);
 	render_verdicts(&b, &qs->m);
 	render_server(&b, qs);
 	render_tls(&b, qs);
 	render_tenants(&b, tenants);
-	return sbuf_take(&b, len);
+	return query__sbuf_take(&b, len);
 }

@@ -93,56 +93,58 @@ uint64_t query_proof_size(ledger_t *lg, uint64_t seq)
 /* ---------------------------------------------------------------------- */
 /* Handlers */
 
-void handle_checkpoint(struct query_server *qs, struct request *rq)
+void query__handle_checkpoint(struct query_server *qs, struct request *rq)
 {
 	struct lg_error err = {0};
 	char *note = NULL;
 	int rc = ledger_note_get(qs->lg, 0, &note, NULL, &err);
 
 	if (rc == LG_ENOENT)
-		reply_error(qs, rq, 404,
-			    "no signed checkpoint yet (serve --sign-key)");
+		query__reply_error(
+			qs, rq, 404,
+			"no signed checkpoint yet (serve --sign-key)");
 	else if (rc != 0)
-		reply_error(qs, rq, 500, "%s", err.msg);
+		query__reply_error(qs, rq, 500, "%s", err.msg);
 	else
-		reply_raw(qs, rq, 200, "text/plain; charset=utf-8", note,
-			  strlen(note));
+		query__reply_raw(qs, rq, 200, "text/plain; charset=utf-8", note,
+				 strlen(note));
 }
 
 /* A numeric query parameter: 1 present and valid, 0 absent, -1 bad. */
 static int u64_param(const struct request *rq, const char *k, uint64_t *v)
 {
 	char buf[24];
-	long n = query_param(rq->query, rq->query_len, k, buf, sizeof(buf));
+	long n = query__param(rq->query, rq->query_len, k, buf, sizeof(buf));
 
 	if (n == -1)
 		return 0;
-	return n >= 0 && q_parse_u64(buf, v) ? 1 : -1;
+	return n >= 0 && query__parse_u64(buf, v) ? 1 : -1;
 }
 
 static void reply_proof(struct query_server *qs, struct request *rq, json_t *v,
 			const struct lg_error *err)
 {
 	if (v != NULL)
-		reply_json(qs, rq, 200, v);
+		query__reply_json(qs, rq, 200, v);
 	else
-		reply_error(qs, rq,
-			    err->code == LG_EINVAL || err->code == LG_ENOENT
-				    ? 400
-			    : err->code == LG_EVERSION ? 503
-						       : 500,
-			    "%s", err->msg);
+		query__reply_error(
+			qs, rq,
+			err->code == LG_EINVAL || err->code == LG_ENOENT ? 400
+			: err->code == LG_EVERSION			 ? 503
+									 : 500,
+			"%s", err->msg);
 }
 
-void handle_proof_inclusion(struct query_server *qs, struct request *rq)
+void query__handle_proof_inclusion(struct query_server *qs, struct request *rq)
 {
 	struct lg_error err = {0};
 	uint64_t seq = 0, size = 0;
 	int s1 = u64_param(rq, "seq", &seq), s2 = u64_param(rq, "size", &size);
 
 	if (s1 != 1 || s2 < 0 || seq == 0) {
-		reply_error(qs, rq, 400,
-			    "seq=N (>= 1) is required; size=M is optional");
+		query__reply_error(
+			qs, rq, 400,
+			"seq=N (>= 1) is required; size=M is optional");
 		return;
 	}
 	if (s2 == 0)
@@ -151,21 +153,22 @@ void handle_proof_inclusion(struct query_server *qs, struct request *rq)
 		    &err);
 }
 
-void handle_proof_consistency(struct query_server *qs, struct request *rq)
+void query__handle_proof_consistency(struct query_server *qs,
+				     struct request *rq)
 {
 	struct lg_error err = {0};
 	uint64_t from = 0, to = 0;
 
 	if (u64_param(rq, "from", &from) != 1 || u64_param(rq, "to", &to) != 1) {
-		reply_error(qs, rq, 400, "from=M and to=N are required");
+		query__reply_error(qs, rq, 400, "from=M and to=N are required");
 		return;
 	}
 	reply_proof(qs, rq, query_proof_consistency(qs->lg, from, to, &err),
 		    &err);
 }
 
-int query_verdict_proof(struct query_server *qs, json_t *v, uint64_t seq,
-			struct lg_error *err)
+int query__verdict_proof(struct query_server *qs, json_t *v, uint64_t seq,
+			 struct lg_error *err)
 {
 	json_t *p = query_proof_inclusion(qs->lg, seq,
 					  query_proof_size(qs->lg, seq), err);
@@ -179,10 +182,10 @@ int query_verdict_proof(struct query_server *qs, json_t *v, uint64_t seq,
 /* ---------------------------------------------------------------------- */
 /* Signing (serve --sign-key) */
 
-void query_sign_due(struct query_server *qs)
+void query__sign_due(struct query_server *qs)
 {
 	struct lg_error err = {0};
-	uint64_t now = q_now_ns(), size;
+	uint64_t now = query__now_ns(), size;
 
 	if (qs->o.signer == NULL || ledger_last_seq(qs->lg) == qs->signed_size)
 		return;

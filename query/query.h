@@ -5,7 +5,7 @@
  *
  * Invariants:
  *  - One thread runs the loop; the ledger handle, the state and every
- *    connection belong to it. Only query_server_stop (query_int.h) may be
+ *    connection belong to it. Only query__server_stop (query_int.h) may be
  *    called from another thread. SIGINT and SIGTERM are handled by the
  *    loop when asked (handle_signals); the process must ignore SIGPIPE
  *    (tools/main.c does), so that a client that goes away is an error on
@@ -133,7 +133,7 @@ int query_server_open(query_server_t **qs, const struct query_opts *o,
 int query_server_port(const query_server_t *qs);
 /* The probe listener's port (0 without one). */
 int query_server_probe_port(const query_server_t *qs);
-/* Runs the loop until a signal (with handle_signals) or query_server_stop.
+/* Runs the loop until a signal (with handle_signals) or query__server_stop.
  * Returns 0 or an LG_* code when the loop could not run. */
 int query_server_run(query_server_t *qs, struct lg_error *err);
 /* Closes connections, the listener and the ledger; accepts NULL. */

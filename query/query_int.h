@@ -23,7 +23,7 @@
 /* Moved from query/query.h: used by query/ (and its tests) only. */
 
 /* Asks the loop of query_server_run to stop; safe from any thread. */
-void query_server_stop(query_server_t *qs);
+void query__server_stop(query_server_t *qs);
 
 /* Defaults of struct query_opts. */
 #define QUERY_MAX_BODY_DEFAULT	  (1u << 20)
@@ -52,16 +52,16 @@ struct sbuf {
 	size_t len, cap;
 };
 
-void sbuf_init(struct sbuf *b);
-void sbuf_release(struct sbuf *b);
-void sbuf_add(struct sbuf *b, const char *s, size_t len);
-void sbuf_printf(struct sbuf *b, const char *fmt, ...)
+void query__sbuf_init(struct sbuf *b);
+void query__sbuf_release(struct sbuf *b);
+void query__sbuf_add(struct sbuf *b, const char *s, size_t len);
+void query__sbuf_printf(struct sbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Takes the text (NUL-terminated); b is empty afterwards. */
-char *sbuf_take(struct sbuf *b, size_t *len);
+char *query__sbuf_take(struct sbuf *b, size_t *len);
 
 /* A decimal seq or id of 1 to 19 digits (paths and query parameters). */
-bool q_parse_u64(const char *s, uint64_t *out);
+bool query__parse_u64(const char *s, uint64_t *out);
 
 /* jansson lookups that tolerate absent members and wrong types. */
 static inline const char *qjstr(const json_t *o, const char *k)
@@ -79,10 +79,7 @@ static inline const char *qjstr_or(const json_t *o, const char *k,
 
 /* Memory: model's lg_xmalloc family; aliases until
  * notes/rename-e15-query.map is applied. */
-#define q_xmalloc  lg_xmalloc
-#define q_xrealloc lg_xrealloc
-#define q_xstrdup  lg_xstrdup
-uint64_t q_now_ns(void); /* CLOCK_MONOTONIC */
+uint64_t query__now_ns(void); /* CLOCK_MONOTONIC */
 
 /* ---------------------------------------------------------------------- */
 /* Authentication and roles (query/auth.c).                                */
@@ -119,33 +116,34 @@ struct auth {
 	struct auth_entry *e; /* owned */
 };
 
-const char *role_name(enum role r);
+const char *query__role_name(enum role r);
 /* "admin", "admission", "auditor", "tenant:<ns>" (ns a tenant name). */
-int role_parse(const char *s, size_t len, struct principal *p,
-	       struct lg_error *err);
+int query__role_parse(const char *s, size_t len, struct principal *p,
+		      struct lg_error *err);
 /* Parses a token file's text: `TOKEN ROLE` per line, blank lines and lines
  * starting with # ignored. a is filled (release with auth_release). */
-int auth_parse(struct auth *a, const char *text, size_t len,
-	       struct lg_error *err);
+int query__auth_parse(struct auth *a, const char *text, size_t len,
+		      struct lg_error *err);
 /* Reads and parses path, refusing a file that group or others may read or
  * write. */
-int auth_load(struct auth *a, const char *path, struct lg_error *err);
-void auth_release(struct auth *a);
+int query__auth_load(struct auth *a, const char *path, struct lg_error *err);
+void query__auth_release(struct auth *a);
 /* The principal of an Authorization header value ("Bearer TOKEN"), or NULL
  * when it is missing, malformed or unknown. Every token is compared, in
  * time independent of where (or whether) a match is. Borrowed from a. */
-const struct principal *auth_lookup(const struct auth *a, const char *hdr,
-				    size_t len);
+const struct principal *query__auth_lookup(const struct auth *a,
+					   const char *hdr, size_t len);
 /* The principal of a verified client certificate whose subject CN is cn
  * (a `cert:<CN> ROLE` line), or NULL. Borrowed from a. */
-const struct principal *auth_lookup_cert(const struct auth *a, const char *cn);
+const struct principal *query__auth_lookup_cert(const struct auth *a,
+						const char *cn);
 /* True when ns is root or lies in root's subtree (DESIGN 2.1, by name). */
-bool ns_in_subtree(const char *root, const char *ns);
+bool query__ns_in_subtree(const char *root, const char *ns);
 /* The replay tenant objects of all (a JSON array) that who may see: every
  * one for no principal (no token file) and the cluster-wide roles, those
  * of its subtree for tenant:<ns>. A new array of borrowed members; caller
  * decrefs. */
-json_t *tenants_visible(const json_t *all, const struct principal *who);
+json_t *query__tenants_visible(const json_t *all, const struct principal *who);
 
 /* ---------------------------------------------------------------------- */
 /* Routes (query/routes.c).                                                */
@@ -215,7 +213,7 @@ struct route {
 	const char *headers; /* extra header lines of every answer, or NULL */
 };
 
-extern const struct route query_routes[R_MAX];
+extern const struct route query__routes[R_MAX];
 
 /* Path segments of a decoded path, pointing into buf. */
 struct path {
@@ -227,48 +225,50 @@ struct path {
 /* Matches method and path (already split) against the table. Returns the
  * route, or R_NONE with *status 404 (no such path) or 405 (path known,
  * method not). params are filled for a match. */
-enum route_id route_match(unsigned method, char *const *seg, size_t n,
-			  const char **params, int *status);
+enum route_id query__route_match(unsigned method, char *const *seg, size_t n,
+				 const char **params, int *status);
 /* Splits and percent-decodes a URL path into out (cap bytes); -1 when it is
  * malformed (no leading /, bad escape, NUL, too many segments). */
-int path_split(const char *path, size_t len, char **seg, size_t *n, char *out,
-	       size_t cap);
+int query__path_split(const char *path, size_t len, char **seg, size_t *n,
+		      char *out, size_t cap);
 /* 0 when who may use route r with path parameter ns (may be NULL); else
  * the status to answer: 401 without a known token, 403 out of scope. */
-int route_access(const struct route *r, bool auth_on,
-		 const struct principal *who, const char *ns);
+int query__route_access(const struct route *r, bool auth_on,
+			const struct principal *who, const char *ns);
 /* The value of query parameter key (decoded into out, cap bytes). Returns
  * its length, -1 when absent, -2 when malformed or too long. */
-long query_param(const char *q, size_t qlen, const char *key, char *out,
-		 size_t cap);
+long query__param(const char *q, size_t qlen, const char *key, char *out,
+		  size_t cap);
 /* True when q names a parameter not in known (NULL-terminated); its name
  * (cut to cap - 1 bytes, not decoded) is copied into out. */
-bool query_param_unknown(const char *q, size_t qlen, const char *const *known,
-			 char *out, size_t cap);
+bool query__param_unknown(const char *q, size_t qlen, const char *const *known,
+			  char *out, size_t cap);
 
 /* ---------------------------------------------------------------------- */
 /* Answers (query/http.c). Each ends the request: exactly one per request. */
 
 /* body is canonical JSON of v (v is stolen). */
-void reply_json(struct query_server *qs, struct request *rq, int status,
-		json_t *v);
-void reply_error(struct query_server *qs, struct request *rq, int status,
-		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void query__reply_json(struct query_server *qs, struct request *rq, int status,
+		       json_t *v);
+void query__reply_error(struct query_server *qs, struct request *rq, int status,
+			const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /* {"error": the message}, shown as printable ASCII (new reference). */
-json_t *q_error_doc(const char *fmt, va_list ap)
+json_t *query__error_doc(const char *fmt, va_list ap)
 	__attribute__((format(printf, 1, 0)));
 /* body is taken (malloc'ed). */
-void reply_raw(struct query_server *qs, struct request *rq, int status,
-	       const char *content_type, char *body, size_t len);
+void query__reply_raw(struct query_server *qs, struct request *rq, int status,
+		      const char *content_type, char *body, size_t len);
 /* reply_raw with more header lines (extra: each ends in CRLF, at most
  * QUERY_EXTRA_HEADER_MAX bytes in all; borrowed). */
 #define QUERY_EXTRA_HEADER_MAX 512
-void reply_raw_headers(struct query_server *qs, struct request *rq,
-		       int status, const char *content_type, char *body,
-		       size_t len, const char *extra);
+void query__reply_raw_headers(struct query_server *qs, struct request *rq,
+			      int status, const char *content_type, char *body,
+			      size_t len, const char *extra);
 /* body is borrowed (not freed): for cached answers. */
-void reply_borrowed(struct query_server *qs, struct request *rq, int status,
-		    const char *content_type, const char *body, size_t len);
+void query__reply_borrowed(struct query_server *qs, struct request *rq,
+			   int status, const char *content_type,
+			   const char *body, size_t len);
 /* Called when a deferred connection closes before its answer was given
  * (with the arg given to reply_defer): the application drops what refers
  * to c, which is about to be freed. */
@@ -277,42 +277,42 @@ typedef void conn_gone_fn(struct conn *c, void *arg);
  * conn_answer_deferred gives the answer. gone (may be NULL) is the close
  * hook of the application that will answer: called at most once, never
  * after the answer. */
-void reply_defer(struct query_server *qs, struct request *rq,
-		 conn_gone_fn *gone, void *arg);
+void query__reply_defer(struct query_server *qs, struct request *rq,
+			conn_gone_fn *gone, void *arg);
 /* Answers a deferred request of c (c may already be closed: NULL) with
  * JSON text (taken; NULL answers 500). */
-void conn_answer_deferred(struct query_server *qs, struct conn *c,
-			  enum route_id route, uint64_t t0_ns, int status,
-			  char *text);
-const char *http_reason(int status);
+void query__conn_answer_deferred(struct query_server *qs, struct conn *c,
+				 enum route_id route, uint64_t t0_ns,
+				 int status, char *text);
+const char *query__http_reason(int status);
 
 /* Streamed answers of heavy reads (query/stream.c drives them). */
 struct heavy;
 /* Defers rq: h streams its answer. */
-void conn_stream_begin(struct query_server *qs, struct request *rq,
-		       struct heavy *h);
-size_t conn_write_queue(const struct conn *c);
-bool conn_usable(const struct conn *c);
-void conn_stream_watch(struct conn *c);
+void query__conn_stream_begin(struct query_server *qs, struct request *rq,
+			      struct heavy *h);
+size_t query__conn_write_queue(const struct conn *c);
+bool query__conn_usable(const struct conn *c);
+void query__conn_stream_watch(struct conn *c);
 /* The head of a 200 answer of unknown length (extra: header lines, each
  * ending in CRLF, or NULL), then its body in pieces. */
-void conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
-		      const char *extra);
-void conn_stream_data(struct conn *c, const char *p, size_t n);
+void query__conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
+			     const char *extra);
+void query__conn_stream_data(struct conn *c, const char *p, size_t n);
 /* Ends the stream: complete, the last chunk (with trailer lines, or NULL);
  * else the connection is cut. The connection then reads its next request.
  */
-void conn_stream_end(struct query_server *qs, struct conn *c,
-		     enum route_id r, uint64_t t0_ns, bool complete,
-		     const char *trailer);
+void query__conn_stream_end(struct query_server *qs, struct conn *c,
+			    enum route_id r, uint64_t t0_ns, bool complete,
+			    const char *trailer);
 /* 503 with Retry-After: retry_s. */
-void reply_busy(struct query_server *qs, struct request *rq, unsigned retry_s,
-		const char *msg);
+void query__reply_busy(struct query_server *qs, struct request *rq,
+		       unsigned retry_s, const char *msg);
 
 /* The connection layer (query/http.c). */
-void query_http_settings(http_parser_settings *s);
-void conn_accept(struct query_server *qs, uv_stream_t *listener);
-void conn_close_all(struct query_server *qs);
+void query__http_settings(http_parser_settings *s);
+void query__conn_accept(struct query_server *qs, uv_stream_t *listener);
+void query__conn_close_all(struct query_server *qs);
 
 /* ---------------------------------------------------------------------- */
 /* TLS (query/tls.c): OpenSSL through memory BIOs; no I/O of its own.      */
@@ -325,39 +325,39 @@ struct tls_conn;
 
 /* Loads cert (a PEM chain) and key, and ca when not NULL (then client
  * certificates are required and verified). Caller closes with tls_close. */
-int tls_open(struct tls **t, const char *cert, const char *key, const char *ca,
-	     struct lg_error *err);
-void tls_close(struct tls *t);
+int query__tls_open(struct tls **t, const char *cert, const char *key,
+		    const char *ca, struct lg_error *err);
+void query__tls_close(struct tls *t);
 /* Reloads the files if they changed: 1 reloaded, 0 unchanged, -1 the new
  * files did not load (logged; the old certificate stays). */
-int tls_reload(struct tls *t);
+int query__tls_reload(struct tls *t);
 /* A server-side session on the current certificate; freed with
  * tls_conn_free (accepts NULL). */
-struct tls_conn *tls_conn_new(struct tls *t);
-void tls_conn_free(struct tls_conn *tc);
+struct tls_conn *query__tls_conn_new(struct tls *t);
+void query__tls_conn_free(struct tls_conn *tc);
 /* Bytes from the socket (copied). */
-void tls_conn_input(struct tls_conn *tc, const char *p, size_t n);
+void query__tls_conn_input(struct tls_conn *tc, const char *p, size_t n);
 /* 1 established, 0 needs more bytes, -1 failed (send the output, close). */
-int tls_conn_handshake(struct tls_conn *tc);
+int query__tls_conn_handshake(struct tls_conn *tc);
 /* Plaintext: > 0 bytes, 0 needs more bytes, -1 closed or failed. */
-long tls_conn_read(struct tls_conn *tc, char *buf, size_t cap);
+long query__tls_conn_read(struct tls_conn *tc, char *buf, size_t cap);
 /* Encrypts n bytes into the output; -1 when the session has failed. */
-int tls_conn_write(struct tls_conn *tc, const char *p, size_t n);
+int query__tls_conn_write(struct tls_conn *tc, const char *p, size_t n);
 /* What must be sent now, NULL when nothing: borrowed until
  * tls_conn_output_done, which empties it (no other tls_conn call between). */
-const char *tls_conn_output(struct tls_conn *tc, size_t *len);
-void tls_conn_output_done(struct tls_conn *tc);
+const char *query__tls_conn_output(struct tls_conn *tc, size_t *len);
+void query__tls_conn_output_done(struct tls_conn *tc);
 /* Queues a close_notify (when the session is up). */
-void tls_conn_shutdown(struct tls_conn *tc);
+void query__tls_conn_shutdown(struct tls_conn *tc);
 /* The subject CN of the client's verified certificate. */
-bool tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap);
+bool query__tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap);
 
 struct tls_stats {
 	uint64_t handshakes, handshake_errors; /* completed, failed */
 	uint64_t reloads, reload_errors;       /* new pairs taken, refused */
 	int64_t not_after_s; /* the certificate in use expires (Unix s) */
 };
-void tls_stats_get(const struct tls *t, struct tls_stats *st);
+void query__tls_stats_get(const struct tls *t, struct tls_stats *st);
 
 /* ---------------------------------------------------------------------- */
 /* Metrics (query/metrics.c).                                              */
@@ -383,14 +383,14 @@ struct metrics {
 	uint64_t heavy_started, heavy_refused;
 };
 
-void metrics_request(struct metrics *m, enum route_id r, int status,
-		     uint64_t ns);
-void metrics_verdict(struct metrics *m, int type, const char *reason);
+void query__metrics_request(struct metrics *m, enum route_id r, int status,
+			    uint64_t ns);
+void query__metrics_verdict(struct metrics *m, int type, const char *reason);
 /* The Prometheus text exposition (format 0.0.4). Caller frees. tenants is
  * the replay tenant list of the server's cache (borrowed for the call):
  * the caller hands it in, metrics does not reach into the handlers. */
-char *metrics_render(struct query_server *qs, const json_t *tenants,
-		     size_t *len);
+char *query__metrics_render(struct query_server *qs, const json_t *tenants,
+			    size_t *len);
 
 /* ---------------------------------------------------------------------- */
 /* Verdicts (query/verdict.c).                                             */
@@ -425,52 +425,55 @@ struct pending_q {
 	size_t spare_cap;
 };
 
-void vindex_release(struct vindex *v);
+void query__vindex_release(struct vindex *v);
 /* Starts from the ledger's verdict index, then indexes the tail up to the
  * handle's last seq: a start reads no history. */
-int vindex_open(ledger_t *lg, struct vindex *v, struct lg_error *err);
+int query__vindex_open(ledger_t *lg, struct vindex *v, struct lg_error *err);
 /* Indexes the log from v->scanned + 1 up to `to`. */
-int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
-		    struct lg_error *err);
+int query__vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
+			   struct lg_error *err);
 /* The handlers of POST /v1/admission and /v1/declarations and GET
  * /v1/verdicts/{id}. */
-route_fn handle_admission, handle_declaration, handle_verdict, handle_verdicts;
+route_fn query__handle_admission, query__handle_declaration,
+	query__handle_verdict, query__handle_verdicts;
 /* Appends and answers every queued verdict (the group commit). */
-void verdict_batch_run(struct query_server *qs);
-void pending_q_release(struct pending_q *q);
+void query__verdict_batch_run(struct query_server *qs);
+void query__pending_q_release(struct pending_q *q);
 /* The internal request of an AdmissionReview (admission.k8s.io/v1): a
  * Tenant gives a declaration request (the namespace it governs, the old
  * and new spec.resourceQuotas), any other kind an admission request. *uid
  * is its request.uid (borrowed from review). */
-int review_to_request(const json_t *review, json_t **req, const char **uid,
-		      struct lg_error *err);
+int query__review_to_request(const json_t *review, json_t **req,
+			     const char **uid, struct lg_error *err);
 /* True when the review's request is a Tenant (a declaration). */
-bool review_is_tenant(const json_t *review);
+bool query__review_is_tenant(const json_t *review);
 /* {"groups", "operation", "uid", "username"} of a review's request (new
  * reference); absent members are "" and []. */
-json_t *review_requester(const json_t *review);
+json_t *query__review_requester(const json_t *review);
 /* The AdmissionReview answering uid with verdict v (borrowed): status
  * {code, message, reason}, warnings, and the verdict's id and seq as audit
  * annotations (a dry run, which has none, says so instead). */
-json_t *review_response(const char *uid, const json_t *v);
+json_t *query__review_response(const char *uid, const json_t *v);
 /* Keeps only the members of a request its verdict function reads. */
-json_t *request_normalise(int type, const json_t *body);
+json_t *query__request_normalise(int type, const json_t *body);
 
 /* ---------------------------------------------------------------------- */
 /* Read handlers (query/handlers.c).                                       */
 
-route_fn handle_healthz, handle_readyz, handle_metrics, handle_tenants,
-	handle_tenant, handle_remaining, handle_state, handle_events,
-	handle_export, handle_classes, handle_capacity;
+route_fn query__handle_healthz, query__handle_readyz, query__handle_metrics,
+	query__handle_tenants, query__handle_tenant, query__handle_remaining,
+	query__handle_state, query__handle_events, query__handle_export,
+	query__handle_classes, query__handle_capacity;
 
 /* Transparency (query/proof.c). */
-route_fn handle_checkpoint, handle_proof_inclusion, handle_proof_consistency;
+route_fn query__handle_checkpoint, query__handle_proof_inclusion,
+	query__handle_proof_consistency;
 /* Adds "proof": the inclusion proof of the verdict's seq to v. */
-int query_verdict_proof(struct query_server *qs, json_t *v, uint64_t seq,
-			struct lg_error *err);
+int query__verdict_proof(struct query_server *qs, json_t *v, uint64_t seq,
+			 struct lg_error *err);
 /* Signs a checkpoint when --sign-key is given, the tree grew and
  * --sign-every has passed since the last one. */
-void query_sign_due(struct query_server *qs);
+void query__sign_due(struct query_server *qs);
 
 /* The replay tenant list and the children of each tenant, rebuilt when
  * the state's content changes (verdicts do not change it). */
@@ -479,7 +482,7 @@ struct tenant_cache {
 	json_t *doc;	      /* state_to_json(st, NULL); owned */
 	json_t *children;     /* {ns: [child, ...]}; owned */
 };
-void tenant_cache_release(struct tenant_cache *tc);
+void query__tenant_cache_release(struct tenant_cache *tc);
 
 /* Answers of GET /v1/tenants/{ns}/remaining by namespace, valid for one
  * content_seq: the hot read of the admission backend is a table lookup
@@ -494,9 +497,9 @@ struct rcache {
 	size_t n;
 	struct rcache_entry *slot; /* RCACHE_SLOTS; owned */
 };
-void rcache_release(struct rcache *rc);
+void query__rcache_release(struct rcache *rc);
 /* The cache for the current state (borrowed until the state changes). */
-const struct tenant_cache *tenant_cache_get(struct query_server *qs);
+const struct tenant_cache *query__tenant_cache_get(struct query_server *qs);
 
 /* ---------------------------------------------------------------------- */
 /* Heavy reads (query/stream.c): a thread of their own against a ledger
@@ -519,8 +522,8 @@ struct heavy_turns {
 	uint64_t next, serving;	 /* tickets: given out, next to be served */
 	uint64_t waiting;	 /* threads waiting for a turn (for /metrics) */
 };
-void heavy_turns_init(struct heavy_turns *t, unsigned n);
-void heavy_turns_release(struct heavy_turns *t);
+void query__heavy_turns_init(struct heavy_turns *t, unsigned n);
+void query__heavy_turns_release(struct heavy_turns *t);
 
 /* Runs on the thread; writes the body with heavy_emit, or fails. */
 typedef void heavy_fn(struct heavy *h, void *arg);
@@ -529,31 +532,31 @@ typedef void heavy_fn(struct heavy *h, void *arg);
  * as the answer to rq, of type ctype; arg is freed with arg_free (may be
  * NULL) on the loop when it is done. Beyond o.max_heavy in flight, or
  * without a thread, rq is answered 503 with Retry-After. */
-void heavy_start(struct query_server *qs, struct request *rq,
-		 const char *ctype, bool load_state, heavy_fn *fn, void *arg,
-		 void (*arg_free)(void *));
+void query__heavy_start(struct query_server *qs, struct request *rq,
+			const char *ctype, bool load_state, heavy_fn *fn,
+			void *arg, void (*arg_free)(void *));
 /* The thread's side: the snapshot (borrowed for the call of fn); bytes of
  * the body (waits while the queue is full; LG_EIO once the client is gone:
  * stop); a failure (an error answer if nothing was sent yet, else the
  * connection is cut). */
-ledger_t *heavy_ledger(struct heavy *h);
+ledger_t *query__heavy_ledger(struct heavy *h);
 /* A header line (ending in CRLF, < QUERY_EXTRA_HEADER_MAX) learnt while
  * producing (an export's Warning, known at its end): in the head when the
  * body ended before its first chunk was sent, else a trailer of the last
  * chunk (HTTP/1.0: lost). The first call counts. */
-void heavy_late_header(struct heavy *h, const char *line);
-int heavy_emit(struct heavy *h, const char *p, size_t n);
-void heavy_fail(struct heavy *h, int status, const char *fmt, ...)
+void query__heavy_late_header(struct heavy *h, const char *line);
+int query__heavy_emit(struct heavy *h, const char *p, size_t n);
+void query__heavy_fail(struct heavy *h, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* The loop's side: sends what can be sent (a write completed, a chunk
  * came); the connection is gone. */
-void heavy_pump(struct heavy *h);
-void heavy_conn_gone(struct heavy *h);
+void query__heavy_pump(struct heavy *h);
+void query__heavy_conn_gone(struct heavy *h);
 /* Bytes the heavy reads in flight hold for their clients: produced and
  * queued, and queued on their sockets (the kernel's buffers aside). */
-size_t heavy_buffered_bytes(struct query_server *qs);
+size_t query__heavy_buffered_bytes(struct query_server *qs);
 /* Heavy reads waiting for a turn to compute. */
-unsigned heavy_waiting(struct query_server *qs);
+unsigned query__heavy_waiting(struct query_server *qs);
 
 /* ---------------------------------------------------------------------- */
 /* The web console (query/ui.c, DESIGN 7): static files from query/ui/,
@@ -570,18 +573,16 @@ struct ui_asset {
  * names; the short names are aliases until the renames of ISSUE 15. */
 extern const struct ui_asset query__ui_assets[];
 extern const size_t query__ui_assets_n;
-#define ui_assets   query__ui_assets
-#define ui_assets_n query__ui_assets_n
 
 /* The header lines of every /ui answer: CSP (nothing but this origin),
  * no framing, no sniffing, no referrer, no caching. */
-extern const char ui_headers[];
+extern const char query__ui_headers[];
 
 /* The asset named name, or NULL. Borrowed (static). */
-const struct ui_asset *ui_asset_find(const char *name);
+const struct ui_asset *query__ui_asset_find(const char *name);
 /* Its Content-Type by extension (text/plain when unknown). */
-const char *ui_content_type(const char *name);
-route_fn handle_ui, handle_ui_asset;
+const char *query__ui_content_type(const char *name);
+route_fn query__handle_ui, query__handle_ui_asset;
 
 /* ---------------------------------------------------------------------- */
 /* The server (query/server.c).                                            */
@@ -605,11 +606,11 @@ struct billing_file {
 
 /* Loads the file at open (an error fails the start); release with
  * billing_release. */
-int billing_open(struct billing_file *b, const char *path,
-		 struct lg_error *err);
+int query__billing_open(struct billing_file *b, const char *path,
+			struct lg_error *err);
 /* Reloads when the file changed; returns true when new rates took force. */
-bool billing_check(struct billing_file *b);
-void billing_release(struct billing_file *b);
+bool query__billing_check(struct billing_file *b);
+void query__billing_release(struct billing_file *b);
 
 struct query_server {
 	struct query_opts o;
@@ -647,10 +648,10 @@ struct query_server {
 };
 
 /* Follows the log once: ledger_refresh and index the new events. */
-int server_follow(struct query_server *qs, struct lg_error *err);
+int query__server_follow(struct query_server *qs, struct lg_error *err);
 /* Hex of the chain head after seq (zeros at 0). */
-int server_head_at(struct query_server *qs, uint64_t seq, char *hex,
-		   struct lg_error *err);
-void q_hex(const uint8_t *head, char *out);
+int query__server_head_at(struct query_server *qs, uint64_t seq, char *hex,
+			  struct lg_error *err);
+void query__hex(const uint8_t *head, char *out);
 
 #endif

@@ -42,57 +42,59 @@
 		.tenant = ts,              \
 		.public = (r) == 0}
 
-const struct route query_routes[R_MAX] = {
-	ROUTE(R_HEALTHZ, HTTP_GET, "/healthz", handle_healthz, 0, TS_DENY,
-	      "healthz"),
-	ROUTE(R_READYZ, HTTP_GET, "/readyz", handle_readyz, 0, TS_DENY,
+const struct route query__routes[R_MAX] = {
+	ROUTE(R_HEALTHZ, HTTP_GET, "/healthz", query__handle_healthz, 0,
+	      TS_DENY, "healthz"),
+	ROUTE(R_READYZ, HTTP_GET, "/readyz", query__handle_readyz, 0, TS_DENY,
 	      "readyz"),
 	[R_UI] = {.name = "/ui",
 		  .method = HTTP_GET,
 		  .segs = {"ui"},
-		  .fn = handle_ui,
+		  .fn = query__handle_ui,
 		  .public = true,
-		  .headers = ui_headers},
+		  .headers = query__ui_headers},
 	[R_UI_ASSET] = {.name = "/ui/{file}",
 			.method = HTTP_GET,
 			.segs = {"ui", "*"},
-			.fn = handle_ui_asset,
+			.fn = query__handle_ui_asset,
 			.public = true,
-			.headers = ui_headers},
-	ROUTE(R_METRICS, HTTP_GET, "/metrics", handle_metrics, READERS, TS_DENY,
-	      "metrics"),
-	ROUTE(R_TENANTS, HTTP_GET, "/v1/tenants", handle_tenants, READERS,
-	      TS_FILTER, "v1", "tenants"),
-	ROUTE(R_TENANT, HTTP_GET, "/v1/tenants/{ns}", handle_tenant, READERS,
-	      TS_PARAM, "v1", "tenants", "*"),
+			.headers = query__ui_headers},
+	ROUTE(R_METRICS, HTTP_GET, "/metrics", query__handle_metrics, READERS,
+	      TS_DENY, "metrics"),
+	ROUTE(R_TENANTS, HTTP_GET, "/v1/tenants", query__handle_tenants,
+	      READERS, TS_FILTER, "v1", "tenants"),
+	ROUTE(R_TENANT, HTTP_GET, "/v1/tenants/{ns}", query__handle_tenant,
+	      READERS, TS_PARAM, "v1", "tenants", "*"),
 	ROUTE(R_REMAINING, HTTP_GET, "/v1/tenants/{ns}/remaining",
-	      handle_remaining, READERS | ROLE_BIT(ROLE_ADMISSION), TS_PARAM,
-	      "v1", "tenants", "*", "remaining"),
-	ROUTE(R_ADMISSION, HTTP_POST, "/v1/admission", handle_admission,
+	      query__handle_remaining, READERS | ROLE_BIT(ROLE_ADMISSION),
+	      TS_PARAM, "v1", "tenants", "*", "remaining"),
+	ROUTE(R_ADMISSION, HTTP_POST, "/v1/admission", query__handle_admission,
 	      WRITERS, TS_DENY, "v1", "admission"),
-	ROUTE(R_DECLARATIONS, HTTP_POST, "/v1/declarations", handle_declaration,
-	      WRITERS, TS_DENY, "v1", "declarations"),
-	ROUTE(R_VERDICT, HTTP_GET, "/v1/verdicts/{id}", handle_verdict, READERS,
-	      TS_DENY, "v1", "verdicts", "*"),
-	ROUTE(R_VERDICTS, HTTP_GET, "/v1/verdicts", handle_verdicts, READERS,
-	      TS_DENY, "v1", "verdicts"),
-	ROUTE(R_STATE, HTTP_GET, "/v1/state", handle_state, READERS, TS_DENY,
-	      "v1", "state"),
-	ROUTE(R_EVENTS, HTTP_GET, "/v1/events", handle_events, READERS, TS_DENY,
-	      "v1", "events"),
-	ROUTE(R_EXPORT, HTTP_GET, "/v1/export", handle_export, READERS,
+	ROUTE(R_DECLARATIONS, HTTP_POST, "/v1/declarations",
+	      query__handle_declaration, WRITERS, TS_DENY, "v1",
+	      "declarations"),
+	ROUTE(R_VERDICT, HTTP_GET, "/v1/verdicts/{id}", query__handle_verdict,
+	      READERS, TS_DENY, "v1", "verdicts", "*"),
+	ROUTE(R_VERDICTS, HTTP_GET, "/v1/verdicts", query__handle_verdicts,
+	      READERS, TS_DENY, "v1", "verdicts"),
+	ROUTE(R_STATE, HTTP_GET, "/v1/state", query__handle_state, READERS,
+	      TS_DENY, "v1", "state"),
+	ROUTE(R_EVENTS, HTTP_GET, "/v1/events", query__handle_events, READERS,
+	      TS_DENY, "v1", "events"),
+	ROUTE(R_EXPORT, HTTP_GET, "/v1/export", query__handle_export, READERS,
 	      TS_FILTER, "v1", "export"),
-	ROUTE(R_CLASSES, HTTP_GET, "/v1/classes", handle_classes, READERS,
-	      TS_DENY, "v1", "classes"),
-	ROUTE(R_CAPACITY, HTTP_GET, "/v1/classes/{c}/capacity", handle_capacity,
-	      READERS, TS_DENY, "v1", "classes", "*", "capacity"),
-	ROUTE(R_CHECKPOINT, HTTP_GET, "/v1/checkpoint", handle_checkpoint,
-	      READERS, TS_DENY, "v1", "checkpoint"),
+	ROUTE(R_CLASSES, HTTP_GET, "/v1/classes", query__handle_classes,
+	      READERS, TS_DENY, "v1", "classes"),
+	ROUTE(R_CAPACITY, HTTP_GET, "/v1/classes/{c}/capacity",
+	      query__handle_capacity, READERS, TS_DENY, "v1", "classes", "*",
+	      "capacity"),
+	ROUTE(R_CHECKPOINT, HTTP_GET, "/v1/checkpoint",
+	      query__handle_checkpoint, READERS, TS_DENY, "v1", "checkpoint"),
 	ROUTE(R_PROOF_INCLUSION, HTTP_GET, "/v1/proof/inclusion",
-	      handle_proof_inclusion, READERS, TS_DENY, "v1", "proof",
+	      query__handle_proof_inclusion, READERS, TS_DENY, "v1", "proof",
 	      "inclusion"),
 	ROUTE(R_PROOF_CONSISTENCY, HTTP_GET, "/v1/proof/consistency",
-	      handle_proof_consistency, READERS, TS_DENY, "v1", "proof",
+	      query__handle_proof_consistency, READERS, TS_DENY, "v1", "proof",
 	      "consistency"),
 };
 
@@ -114,8 +116,8 @@ static bool route_fits(const struct route *r, char *const *seg, size_t n,
 	return i == n && r->segs[i] == NULL;
 }
 
-enum route_id route_match(unsigned method, char *const *seg, size_t n,
-			  const char **params, int *status)
+enum route_id query__route_match(unsigned method, char *const *seg, size_t n,
+				 const char **params, int *status)
 {
 	bool path_known = false;
 
@@ -123,10 +125,10 @@ enum route_id route_match(unsigned method, char *const *seg, size_t n,
 	for (int r = 0; r < R_MAX; r++) {
 		const char *p[ROUTE_PARAMS] = {NULL, NULL};
 
-		if (!route_fits(&query_routes[r], seg, n, p))
+		if (!route_fits(&query__routes[r], seg, n, p))
 			continue;
 		path_known = true;
-		if (query_routes[r].method != method)
+		if (query__routes[r].method != method)
 			continue;
 		params[0] = p[0];
 		params[1] = p[1];
@@ -178,8 +180,8 @@ static long pct_decode(const char *s, size_t len, bool plus, char *out,
 	return (long)n;
 }
 
-int path_split(const char *path, size_t len, char **seg, size_t *n, char *out,
-	       size_t cap)
+int query__path_split(const char *path, size_t len, char **seg, size_t *n,
+		      char *out, size_t cap)
 {
 	size_t i = 1, used = 0;
 
@@ -207,8 +209,8 @@ int path_split(const char *path, size_t len, char **seg, size_t *n, char *out,
 	return 0;
 }
 
-long query_param(const char *q, size_t qlen, const char *key, char *out,
-		 size_t cap)
+long query__param(const char *q, size_t qlen, const char *key, char *out,
+		  size_t cap)
 {
 	size_t klen = strlen(key), i = 0;
 
@@ -231,8 +233,8 @@ long query_param(const char *q, size_t qlen, const char *key, char *out,
 	return -1;
 }
 
-bool query_param_unknown(const char *q, size_t qlen, const char *const *known,
-			 char *out, size_t cap)
+bool query__param_unknown(const char *q, size_t qlen, const char *const *known,
+			  char *out, size_t cap)
 {
 	size_t i = 0;
 
@@ -256,8 +258,8 @@ bool query_param_unknown(const char *q, size_t qlen, const char *const *known,
 	return false;
 }
 
-int route_access(const struct route *r, bool auth_on,
-		 const struct principal *who, const char *ns)
+int query__route_access(const struct route *r, bool auth_on,
+			const struct principal *who, const char *ns)
 {
 	if (r->public || !auth_on)
 		return 0;
@@ -269,7 +271,8 @@ int route_access(const struct route *r, bool auth_on,
 	case TS_FILTER:
 		return 0;
 	case TS_PARAM:
-		return ns != NULL && ns_in_subtree(who->ns, ns) ? 0 : 403;
+		return ns != NULL && query__ns_in_subtree(who->ns, ns) ? 0
+								       : 403;
 	case TS_DENY:
 		break;
 	}

@@ -116,21 +116,21 @@ static int take_lock(struct query_server *qs, struct lg_error *err)
 	return 0;
 }
 
-int server_follow(struct query_server *qs, struct lg_error *err)
+int query__server_follow(struct query_server *qs, struct lg_error *err)
 {
 	int rc = ledger_refresh(qs->lg, err);
 
 	qs->m.refreshes++;
 	if (rc == 0)
-		rc = vindex_catch_up(qs->lg, &qs->vix, ledger_last_seq(qs->lg),
-				     err);
+		rc = query__vindex_catch_up(qs->lg, &qs->vix,
+					    ledger_last_seq(qs->lg), err);
 	if (rc != 0) {
 		qs->m.refresh_errors++;
 		qs->ready = false;
 		return rc;
 	}
 	qs->ready = true;
-	qs->caught_up_ns = q_now_ns();
+	qs->caught_up_ns = query__now_ns();
 	return 0;
 }
 
@@ -140,8 +140,8 @@ static int head_of(void *ctx, const struct event *ev, const uint8_t *head)
 	return 0;
 }
 
-int server_head_at(struct query_server *qs, uint64_t seq, char *hex,
-		   struct lg_error *err)
+int query__server_head_at(struct query_server *qs, uint64_t seq, char *hex,
+			  struct lg_error *err)
 {
 	uint8_t head[LEDGER_HEAD_BYTES] = {0};
 	int rc = 0;
@@ -150,7 +150,7 @@ int server_head_at(struct query_server *qs, uint64_t seq, char *hex,
 		memcpy(head, ledger_head(qs->lg), LEDGER_HEAD_BYTES);
 	else if (seq > 0)
 		rc = ledger_scan(qs->lg, seq, 1, head_of, head, err);
-	q_hex(head, hex);
+	query__hex(head, hex);
 	return rc;
 }
 
@@ -162,12 +162,12 @@ static void on_follow(uv_timer_t *t)
 	struct query_server *qs = t->data;
 	struct lg_error err = {0};
 
-	if (server_follow(qs, &err) != 0)
+	if (query__server_follow(qs, &err) != 0)
 		fprintf(stderr, "gpuledger serve: following the log: %s\n",
 			err.msg[0] ? err.msg : lg_strerror(err.code));
 	else
-		query_sign_due(qs);
-	billing_check(&qs->billing);
+		query__sign_due(qs);
+	query__billing_check(&qs->billing);
 }
 
 static void on_check(uv_check_t *h)
@@ -175,14 +175,14 @@ static void on_check(uv_check_t *h)
 	struct query_server *qs = h->data;
 
 	if (qs->q.n > 0)
-		verdict_batch_run(qs);
+		query__verdict_batch_run(qs);
 }
 
 static void on_tls_timer(uv_timer_t *t)
 {
 	struct query_server *qs = t->data;
 
-	tls_reload(qs->tls);
+	query__tls_reload(qs->tls);
 }
 
 static void on_connection(uv_stream_t *l, int status)
@@ -190,7 +190,7 @@ static void on_connection(uv_stream_t *l, int status)
 	struct query_server *qs = l->data;
 
 	if (status == 0)
-		conn_accept(qs, l);
+		query__conn_accept(qs, l);
 }
 
 static void close_handles(struct query_server *qs)
@@ -219,8 +219,8 @@ static void begin_stop(struct query_server *qs)
 		return;
 	qs->stopping = true;
 	if (qs->q.n > 0)
-		verdict_batch_run(qs);
-	conn_close_all(qs);
+		query__verdict_batch_run(qs);
+	query__conn_close_all(qs);
 	close_handles(qs);
 }
 
@@ -305,10 +305,10 @@ static int open_ledger(struct query_server *qs, struct lg_error *err)
 	/* The verdicts already in the log (the next id) from the ledger's
 	 * index: a start reads the latest checkpoint and the tail, never the
 	 * history. */
-	rc = vindex_open(qs->lg, &qs->vix, err);
+	rc = query__vindex_open(qs->lg, &qs->vix, err);
 	if (rc == 0) {
 		qs->ready = true;
-		qs->caught_up_ns = q_now_ns();
+		qs->caught_up_ns = query__now_ns();
 	}
 	return rc;
 }
@@ -341,7 +341,7 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 	qs->lock_fd = -1;
 	qs->cache.content_seq = UINT64_MAX;
 	opts_defaults(&qs->o);
-	query_http_settings(&qs->settings);
+	query__http_settings(&qs->settings);
 	if (qs->o.db == NULL) {
 		free(qs);
 		return lg_error_set(err, LG_EINVAL, "--db DIR is required");
@@ -352,17 +352,20 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 				    uv_strerror(rc));
 	}
 	init_handles(qs);
-	heavy_turns_init(&qs->turns, qs->o.heavy_turns);
-	rc = qs->o.token_file ? auth_load(&qs->auth, qs->o.token_file, err) : 0;
+	query__heavy_turns_init(&qs->turns, qs->o.heavy_turns);
+	rc = qs->o.token_file
+		     ? query__auth_load(&qs->auth, qs->o.token_file, err)
+		     : 0;
 	if (rc == 0 && (qs->o.tls_cert || qs->o.tls_key || qs->o.tls_client_ca))
 		rc = qs->o.tls_client_ca && !qs->o.tls_cert
 			     ? lg_error_set(err, LG_EINVAL,
 					    "--tls-client-ca needs --tls-cert "
 					    "and --tls-key")
-			     : tls_open(&qs->tls, qs->o.tls_cert, qs->o.tls_key,
-					qs->o.tls_client_ca, err);
+			     : query__tls_open(&qs->tls, qs->o.tls_cert,
+					       qs->o.tls_key,
+					       qs->o.tls_client_ca, err);
 	if (rc == 0)
-		rc = billing_open(&qs->billing, qs->o.rates_file, err);
+		rc = query__billing_open(&qs->billing, qs->o.rates_file, err);
 	if (rc == 0)
 		rc = bind_listener(qs, err);
 	if (rc == 0)
@@ -405,7 +408,7 @@ int query_server_run(query_server_t *qs, struct lg_error *err)
 	return 0;
 }
 
-void query_server_stop(query_server_t *qs)
+void query__server_stop(query_server_t *qs)
 {
 	uv_async_send(&qs->stop_async);
 }
@@ -416,20 +419,20 @@ void query_server_close(query_server_t *qs)
 		return;
 	if (!qs->stopping) {
 		qs->stopping = true;
-		conn_close_all(qs);
+		query__conn_close_all(qs);
 		close_handles(qs);
 	}
 	/* Let the close callbacks run, then the loop can be closed. */
 	uv_run(&qs->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&qs->loop);
-	heavy_turns_release(&qs->turns);
-	pending_q_release(&qs->q);
-	vindex_release(&qs->vix);
-	tenant_cache_release(&qs->cache);
-	rcache_release(&qs->rcache);
-	auth_release(&qs->auth);
-	billing_release(&qs->billing);
-	tls_close(qs->tls);
+	query__heavy_turns_release(&qs->turns);
+	query__pending_q_release(&qs->q);
+	query__vindex_release(&qs->vix);
+	query__tenant_cache_release(&qs->cache);
+	query__rcache_release(&qs->rcache);
+	query__auth_release(&qs->auth);
+	query__billing_release(&qs->billing);
+	query__tls_close(qs->tls);
 	ledger_close(qs->lg);
 	if (qs->lock_fd >= 0)
 		close(qs->lock_fd);

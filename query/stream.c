@@ -86,14 +86,14 @@ struct heavy {
 	bool done, cancel;
 	int status;	  /* of a failure (0: none) */
 	char *error_text; /* its JSON body; owned */
-	char *late;	  /* heavy_late_header's line; owned */
+	char *late;	  /* query__heavy_late_header's line; owned */
 	struct heavy *prev, *next; /* qs->heavies (loop only) */
 };
 
 /* ---------------------------------------------------------------------- */
 /* Turns */
 
-void heavy_turns_init(struct heavy_turns *t, unsigned n)
+void query__heavy_turns_init(struct heavy_turns *t, unsigned n)
 {
 	if (n == 0) {
 		unsigned cores = uv_available_parallelism();
@@ -106,7 +106,7 @@ void heavy_turns_init(struct heavy_turns *t, unsigned n)
 	t->next = t->serving = t->waiting = 0;
 }
 
-void heavy_turns_release(struct heavy_turns *t)
+void query__heavy_turns_release(struct heavy_turns *t)
 {
 	uv_cond_destroy(&t->cv);
 	uv_mutex_destroy(&t->mu);
@@ -148,7 +148,7 @@ static void queue_chunk(struct heavy *h, bool last)
 	struct chunk *k = NULL;
 
 	if (h->len > 0) {
-		k = q_xmalloc(sizeof(*k) + h->len);
+		k = lg_xmalloc(sizeof(*k) + h->len);
 		k->next = NULL;
 		k->len = h->len;
 		memcpy(k->data, h->buf, h->len);
@@ -178,7 +178,7 @@ static void queue_chunk(struct heavy *h, bool last)
 		turn_take(&h->qs->turns);
 }
 
-int heavy_emit(struct heavy *h, const char *p, size_t n)
+int query__heavy_emit(struct heavy *h, const char *p, size_t n)
 {
 	bool cancel;
 
@@ -200,13 +200,13 @@ int heavy_emit(struct heavy *h, const char *p, size_t n)
 	return cancel ? LG_EIO : 0;
 }
 
-void heavy_fail(struct heavy *h, int status, const char *fmt, ...)
+void query__heavy_fail(struct heavy *h, int status, const char *fmt, ...)
 {
 	json_t *v;
 	va_list ap;
 
 	va_start(ap, fmt);
-	v = q_error_doc(fmt, ap);
+	v = query__error_doc(fmt, ap);
 	va_end(ap);
 	uv_mutex_lock(&h->mu);
 	if (h->status == 0) {
@@ -217,16 +217,16 @@ void heavy_fail(struct heavy *h, int status, const char *fmt, ...)
 	json_decref(v);
 }
 
-ledger_t *heavy_ledger(struct heavy *h)
+ledger_t *query__heavy_ledger(struct heavy *h)
 {
 	return h->snap;
 }
 
-void heavy_late_header(struct heavy *h, const char *line)
+void query__heavy_late_header(struct heavy *h, const char *line)
 {
 	uv_mutex_lock(&h->mu);
 	if (h->late == NULL)
-		h->late = q_xstrdup(line);
+		h->late = lg_xstrdup(line);
 	uv_mutex_unlock(&h->mu);
 }
 
@@ -240,10 +240,10 @@ static void heavy_thread(void *arg)
 	/* Linux applies a thread's own nice value to that thread only. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), HEAVY_NICE);
 #endif
-	h->buf = q_xmalloc(HEAVY_CHUNK_BYTES);
+	h->buf = lg_xmalloc(HEAVY_CHUNK_BYTES);
 	turn_take(&h->qs->turns);
 	if (ledger_snapshot_enter(h->snap, h->load_state, &err) != 0)
-		heavy_fail(h, 500, "snapshot: %s", err.msg);
+		query__heavy_fail(h, 500, "snapshot: %s", err.msg);
 	else
 		h->fn(h, h->arg);
 	ledger_close(h->snap);
@@ -308,7 +308,7 @@ static void heavy_reap(struct heavy *h)
 	uv_close((uv_handle_t *)&h->async, on_async_closed);
 }
 
-void heavy_pump(struct heavy *h)
+void query__heavy_pump(struct heavy *h)
 {
 	struct query_server *qs = h->qs;
 	struct conn *c = h->c;
@@ -324,12 +324,13 @@ void heavy_pump(struct heavy *h)
 		uv_mutex_unlock(&h->mu);
 		h->c = NULL;
 		/* Nothing was sent: the error is an ordinary answer. */
-		conn_answer_deferred(qs, c, h->route, h->t0_ns, status, text);
+		query__conn_answer_deferred(qs, c, h->route, h->t0_ns, status,
+					    text);
 		heavy_reap(h);
 		return;
 	}
-	while (c != NULL && conn_usable(c) && h->head != NULL &&
-	       conn_write_queue(c) < HEAVY_WRITE_HIGH_BYTES) {
+	while (c != NULL && query__conn_usable(c) && h->head != NULL &&
+	       query__conn_write_queue(c) < HEAVY_WRITE_HIGH_BYTES) {
 		struct chunk *k = h->head;
 
 		h->head = k->next;
@@ -342,14 +343,14 @@ void heavy_pump(struct heavy *h)
 			bool done = h->done;
 
 			uv_mutex_unlock(&h->mu);
-			conn_stream_head(c, h->ctype, h->route,
-					 done ? h->late : NULL);
+			query__conn_stream_head(c, h->ctype, h->route,
+						done ? h->late : NULL);
 			h->late_in_head = done;
 			h->head_sent = true;
 		} else {
 			uv_mutex_unlock(&h->mu);
 		}
-		conn_stream_data(c, k->data, k->len);
+		query__conn_stream_data(c, k->data, k->len);
 		free(k);
 		uv_mutex_lock(&h->mu);
 		c = h->c; /* a failed write closes the connection */
@@ -362,19 +363,19 @@ void heavy_pump(struct heavy *h)
 		const char *trailer = h->late_in_head ? NULL : h->late;
 
 		if (!h->head_sent && ok) {
-			conn_stream_head(c, h->ctype, h->route, h->late);
+			query__conn_stream_head(c, h->ctype, h->route, h->late);
 			h->head_sent = true;
 			trailer = NULL;
 		}
 		h->c = NULL;
-		conn_stream_end(qs, c, h->route, h->t0_ns, ok, trailer);
+		query__conn_stream_end(qs, c, h->route, h->t0_ns, ok, trailer);
 	} else if (c != NULL) {
-		conn_stream_watch(c);
+		query__conn_stream_watch(c);
 	}
 	heavy_reap(h);
 }
 
-void heavy_conn_gone(struct heavy *h)
+void query__heavy_conn_gone(struct heavy *h)
 {
 	h->c = NULL;
 	uv_mutex_lock(&h->mu);
@@ -386,12 +387,12 @@ void heavy_conn_gone(struct heavy *h)
 
 static void on_async(uv_async_t *a)
 {
-	heavy_pump(a->data);
+	query__heavy_pump(a->data);
 }
 
-void heavy_start(struct query_server *qs, struct request *rq,
-		 const char *ctype, bool load_state, heavy_fn *fn, void *arg,
-		 void (*arg_free)(void *))
+void query__heavy_start(struct query_server *qs, struct request *rq,
+			const char *ctype, bool load_state, heavy_fn *fn,
+			void *arg, void (*arg_free)(void *))
 {
 	struct lg_error err = {0};
 	struct heavy *h;
@@ -400,8 +401,9 @@ void heavy_start(struct query_server *qs, struct request *rq,
 		qs->m.heavy_refused++;
 		if (arg_free != NULL)
 			arg_free(arg);
-		reply_busy(qs, rq, 1,
-			   "too many heavy reads in flight: retry later");
+		query__reply_busy(
+			qs, rq, 1,
+			"too many heavy reads in flight: retry later");
 		return;
 	}
 	h = lg_xcalloc(1, sizeof(*h));
@@ -409,7 +411,7 @@ void heavy_start(struct query_server *qs, struct request *rq,
 		free(h);
 		if (arg_free != NULL)
 			arg_free(arg);
-		reply_error(qs, rq, 503, "%s", err.msg);
+		query__reply_error(qs, rq, 503, "%s", err.msg);
 		return;
 	}
 	h->qs = qs;
@@ -431,21 +433,21 @@ void heavy_start(struct query_server *qs, struct request *rq,
 	qs->heavies = h;
 	qs->heavy_n++;
 	qs->m.heavy_started++;
-	conn_stream_begin(qs, rq, h);
+	query__conn_stream_begin(qs, rq, h);
 	if (uv_thread_create(&h->thread, heavy_thread, h) != 0) {
-		heavy_fail(h, 503, "no thread for the read");
+		query__heavy_fail(h, 503, "no thread for the read");
 		ledger_close(h->snap);
 		h->snap = NULL;
 		uv_mutex_lock(&h->mu);
 		h->done = true;
 		uv_mutex_unlock(&h->mu);
-		heavy_pump(h);
+		query__heavy_pump(h);
 		return;
 	}
 	h->started = true;
 }
 
-unsigned heavy_waiting(struct query_server *qs)
+unsigned query__heavy_waiting(struct query_server *qs)
 {
 	uint64_t n;
 
@@ -455,7 +457,7 @@ unsigned heavy_waiting(struct query_server *qs)
 	return (unsigned)n;
 }
 
-size_t heavy_buffered_bytes(struct query_server *qs)
+size_t query__heavy_buffered_bytes(struct query_server *qs)
 {
 	size_t n = 0;
 
@@ -464,7 +466,7 @@ size_t heavy_buffered_bytes(struct query_server *qs)
 		n += h->queued;
 		uv_mutex_unlock(&h->mu);
 		if (h->c != NULL)
-			n += conn_write_queue(h->c);
+			n += query__conn_write_queue(h->c);
 	}
 	return n;
 }

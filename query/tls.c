@@ -160,8 +160,8 @@ static void tls_ids(const struct tls *t, struct file_id id[3])
 	file_id_of(t->ca, &id[2]);
 }
 
-int tls_open(struct tls **out, const char *cert, const char *key,
-	     const char *ca, struct lg_error *err)
+int query__tls_open(struct tls **out, const char *cert, const char *key,
+		    const char *ca, struct lg_error *err)
 {
 	struct tls *t;
 	int rc;
@@ -170,21 +170,21 @@ int tls_open(struct tls **out, const char *cert, const char *key,
 	if (cert == NULL || key == NULL)
 		return lg_error_set(err, LG_EINVAL,
 				    "--tls-cert and --tls-key go together");
-	t = q_xmalloc(sizeof(*t));
+	t = lg_xmalloc(sizeof(*t));
 	memset(t, 0, sizeof(*t));
-	t->cert = q_xstrdup(cert);
-	t->key = q_xstrdup(key);
-	t->ca = ca ? q_xstrdup(ca) : NULL;
+	t->cert = lg_xstrdup(cert);
+	t->key = lg_xstrdup(key);
+	t->ca = ca ? lg_xstrdup(ca) : NULL;
 	tls_ids(t, t->id);
 	if ((rc = ctx_build(t, &t->ctx, err)) != 0) {
-		tls_close(t);
+		query__tls_close(t);
 		return rc;
 	}
 	*out = t;
 	return 0;
 }
 
-void tls_close(struct tls *t)
+void query__tls_close(struct tls *t)
 {
 	if (t == NULL)
 		return;
@@ -195,7 +195,7 @@ void tls_close(struct tls *t)
 	free(t);
 }
 
-int tls_reload(struct tls *t)
+int query__tls_reload(struct tls *t)
 {
 	struct file_id now[3];
 	struct lg_error err = {0};
@@ -224,9 +224,9 @@ int tls_reload(struct tls *t)
 
 /* ---------------------------------------------------------------------- */
 
-struct tls_conn *tls_conn_new(struct tls *t)
+struct tls_conn *query__tls_conn_new(struct tls *t)
 {
-	struct tls_conn *tc = q_xmalloc(sizeof(*tc));
+	struct tls_conn *tc = lg_xmalloc(sizeof(*tc));
 
 	memset(tc, 0, sizeof(*tc));
 	tc->t = t;
@@ -242,7 +242,7 @@ struct tls_conn *tls_conn_new(struct tls *t)
 	return tc;
 }
 
-void tls_conn_free(struct tls_conn *tc)
+void query__tls_conn_free(struct tls_conn *tc)
 {
 	if (tc == NULL)
 		return;
@@ -250,7 +250,7 @@ void tls_conn_free(struct tls_conn *tc)
 	free(tc);
 }
 
-void tls_conn_input(struct tls_conn *tc, const char *p, size_t n)
+void query__tls_conn_input(struct tls_conn *tc, const char *p, size_t n)
 {
 	while (n > 0) {
 		int w = BIO_write(tc->rbio, p, n > INT_MAX ? INT_MAX : (int)n);
@@ -278,7 +278,7 @@ static int ssl_result(struct tls_conn *tc, int r)
 	}
 }
 
-int tls_conn_handshake(struct tls_conn *tc)
+int query__tls_conn_handshake(struct tls_conn *tc)
 {
 	int r;
 
@@ -298,7 +298,7 @@ int tls_conn_handshake(struct tls_conn *tc)
 	return r;
 }
 
-long tls_conn_read(struct tls_conn *tc, char *buf, size_t cap)
+long query__tls_conn_read(struct tls_conn *tc, char *buf, size_t cap)
 {
 	int r;
 
@@ -310,7 +310,7 @@ long tls_conn_read(struct tls_conn *tc, char *buf, size_t cap)
 	return ssl_result(tc, r);
 }
 
-int tls_conn_write(struct tls_conn *tc, const char *p, size_t n)
+int query__tls_conn_write(struct tls_conn *tc, const char *p, size_t n)
 {
 	while (n > 0) {
 		int r = SSL_write(tc->ssl, p, n > INT_MAX ? INT_MAX : (int)n);
@@ -325,7 +325,7 @@ int tls_conn_write(struct tls_conn *tc, const char *p, size_t n)
 	return 0;
 }
 
-const char *tls_conn_output(struct tls_conn *tc, size_t *len)
+const char *query__tls_conn_output(struct tls_conn *tc, size_t *len)
 {
 	char *p = NULL;
 	long n = BIO_get_mem_data(tc->wbio, &p);
@@ -334,12 +334,12 @@ const char *tls_conn_output(struct tls_conn *tc, size_t *len)
 	return *len > 0 ? p : NULL;
 }
 
-void tls_conn_output_done(struct tls_conn *tc)
+void query__tls_conn_output_done(struct tls_conn *tc)
 {
 	(void)BIO_reset(tc->wbio);
 }
 
-void tls_conn_shutdown(struct tls_conn *tc)
+void query__tls_conn_shutdown(struct tls_conn *tc)
 {
 	if (tc->established && !tc->failed) {
 		SSL_shutdown(tc->ssl);
@@ -347,7 +347,7 @@ void tls_conn_shutdown(struct tls_conn *tc)
 	}
 }
 
-bool tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap)
+bool query__tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap)
 {
 	X509 *x;
 	int n = -1;
@@ -364,7 +364,7 @@ bool tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap)
 	return n > 0 && (size_t)n < cap && strlen(cn) == (size_t)n;
 }
 
-void tls_stats_get(const struct tls *t, struct tls_stats *st)
+void query__tls_stats_get(const struct tls *t, struct tls_stats *st)
 {
 	const ASN1_TIME *na =
 		X509_get0_notAfter(SSL_CTX_get0_certificate(t->ctx));

@@ -1,11 +1,11 @@
 /*
  * The web console at /ui (DESIGN 7): a single page and its script and
- * style, served from the bytes the build compiled in (ui_assets.c, made
+ * style, served from the bytes the build compiled in (query__ui_assets.c, made
  * by tools/embed-ui.sh from query/ui/), never from the file system at run
  * time, so the page works in an air-gapped cluster and is the page that
  * was tested.
  *
- * Every answer carries ui_headers. The policy allows scripts, styles,
+ * Every answer carries query__ui_headers. The policy allows scripts, styles,
  * images and fetches from this origin only ('self'; data: for the empty
  * favicon), no inline script or style, no plugins, no framing, no form
  * posts elsewhere, and no base-URI games. The page keeps its bearer token
@@ -16,7 +16,7 @@
 
 #include <string.h>
 
-const char ui_headers[] =
+const char query__ui_headers[] =
 	"Content-Security-Policy: default-src 'none'; script-src 'self'; "
 	"style-src 'self'; img-src 'self' data:; connect-src 'self'; "
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n"
@@ -38,7 +38,7 @@ static const struct {
 	{".png", "image/png"},
 };
 
-const char *ui_content_type(const char *name)
+const char *query__ui_content_type(const char *name)
 {
 	size_t n = strlen(name);
 
@@ -51,33 +51,33 @@ const char *ui_content_type(const char *name)
 	return "text/plain; charset=utf-8";
 }
 
-const struct ui_asset *ui_asset_find(const char *name)
+const struct ui_asset *query__ui_asset_find(const char *name)
 {
-	for (size_t i = 0; i < ui_assets_n; i++)
-		if (strcmp(ui_assets[i].name, name) == 0)
-			return &ui_assets[i];
+	for (size_t i = 0; i < query__ui_assets_n; i++)
+		if (strcmp(query__ui_assets[i].name, name) == 0)
+			return &query__ui_assets[i];
 	return NULL;
 }
 
 static void send_asset(struct query_server *qs, struct request *rq,
 		       const char *name)
 {
-	const struct ui_asset *a = ui_asset_find(name);
+	const struct ui_asset *a = query__ui_asset_find(name);
 
 	if (a == NULL) {
-		reply_error(qs, rq, 404, "no such file in the console");
+		query__reply_error(qs, rq, 404, "no such file in the console");
 		return;
 	}
-	reply_borrowed(qs, rq, 200, ui_content_type(a->name),
-		       (const char *)a->data, a->len);
+	query__reply_borrowed(qs, rq, 200, query__ui_content_type(a->name),
+			      (const char *)a->data, a->len);
 }
 
-void handle_ui(struct query_server *qs, struct request *rq)
+void query__handle_ui(struct query_server *qs, struct request *rq)
 {
 	send_asset(qs, rq, "index.html");
 }
 
-void handle_ui_asset(struct query_server *qs, struct request *rq)
+void query__handle_ui_asset(struct query_server *qs, struct request *rq)
 {
 	send_asset(qs, rq, rq->param[0]);
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-uint64_t q_now_ns(void)
+uint64_t query__now_ns(void)
 {
 	struct timespec ts;
 
@@ -18,20 +18,20 @@ uint64_t q_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void q_hex(const uint8_t *head, char *out)
+void query__hex(const uint8_t *head, char *out)
 {
 	lg_hex(head, LEDGER_HEAD_BYTES, out);
 }
 
-void sbuf_init(struct sbuf *b)
+void query__sbuf_init(struct sbuf *b)
 {
 	memset(b, 0, sizeof(*b));
 }
 
-void sbuf_release(struct sbuf *b)
+void query__sbuf_release(struct sbuf *b)
 {
 	free(b->p);
-	sbuf_init(b);
+	query__sbuf_init(b);
 }
 
 static void sbuf_reserve(struct sbuf *b, size_t more)
@@ -39,7 +39,7 @@ static void sbuf_reserve(struct sbuf *b, size_t more)
 	b->p = lg_xgrow(b->p, &b->cap, b->len + more + 1, 1024);
 }
 
-void sbuf_add(struct sbuf *b, const char *s, size_t len)
+void query__sbuf_add(struct sbuf *b, const char *s, size_t len)
 {
 	sbuf_reserve(b, len);
 	memcpy(b->p + b->len, s, len);
@@ -47,7 +47,7 @@ void sbuf_add(struct sbuf *b, const char *s, size_t len)
 	b->p[b->len] = '\0';
 }
 
-void sbuf_printf(struct sbuf *b, const char *fmt, ...)
+void query__sbuf_printf(struct sbuf *b, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -64,7 +64,7 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-char *sbuf_take(struct sbuf *b, size_t *len)
+char *query__sbuf_take(struct sbuf *b, size_t *len)
 {
 	char *p;
 
@@ -72,11 +72,11 @@ char *sbuf_take(struct sbuf *b, size_t *len)
 	p = b->p;
 	if (len != NULL)
 		*len = b->len;
-	sbuf_init(b);
+	query__sbuf_init(b);
 	return p;
 }
 
-bool q_parse_u64(const char *s, uint64_t *out)
+bool query__parse_u64(const char *s, uint64_t *out)
 {
 	uint64_t v = 0;
 

@@ -31,7 +31,7 @@
 /* ---------------------------------------------------------------------- */
 /* The index: verdict id -> seq. */
 
-void vindex_release(struct vindex *v)
+void query__vindex_release(struct vindex *v)
 {
 	memset(v, 0, sizeof(*v));
 }
@@ -55,7 +55,7 @@ static int index_event(void *ctx, const struct event *ev, const uint8_t *head)
 	return 0;
 }
 
-int vindex_open(ledger_t *lg, struct vindex *v, struct lg_error *err)
+int query__vindex_open(ledger_t *lg, struct vindex *v, struct lg_error *err)
 {
 	struct ledger_vindex vi;
 	int rc = ledger_verdict_index(lg, &vi, err);
@@ -65,11 +65,11 @@ int vindex_open(ledger_t *lg, struct vindex *v, struct lg_error *err)
 	v->n = vi.count;
 	v->scanned = vi.upto;
 	v->content_seq = vi.content_seq;
-	return vindex_catch_up(lg, v, ledger_last_seq(lg), err);
+	return query__vindex_catch_up(lg, v, ledger_last_seq(lg), err);
 }
 
-int vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
-		    struct lg_error *err)
+int query__vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
+			   struct lg_error *err)
 {
 	int rc;
 
@@ -92,7 +92,7 @@ static const char *const adm_members[] = {"namespace", "kind", "name",
 					  "old",       "new",  NULL};
 static const char *const decl_members[] = {"namespace", "old", "new", NULL};
 
-json_t *request_normalise(int type, const json_t *body)
+json_t *query__request_normalise(int type, const json_t *body)
 {
 	const char *const *m =
 		type == VT_ADMISSION ? adm_members : decl_members;
@@ -137,7 +137,7 @@ static const char *review_name(const json_t *rq)
 	return n;
 }
 
-bool review_is_tenant(const json_t *review)
+bool query__review_is_tenant(const json_t *review)
 {
 	const char *kind = qjstr(
 		json_object_get(json_object_get(review, "request"), "kind"),
@@ -146,7 +146,7 @@ bool review_is_tenant(const json_t *review)
 	return kind != NULL && strcmp(kind, "Tenant") == 0;
 }
 
-json_t *review_requester(const json_t *review)
+json_t *query__review_requester(const json_t *review)
 {
 	const json_t *rq = json_object_get(review, "request");
 	const json_t *ui = json_object_get(rq, "userInfo"), *g;
@@ -201,8 +201,8 @@ static int tenant_review(const json_t *rq, const char *op, json_t **req,
 	return 0;
 }
 
-int review_to_request(const json_t *review, json_t **req, const char **uid,
-		      struct lg_error *err)
+int query__review_to_request(const json_t *review, json_t **req,
+			     const char **uid, struct lg_error *err)
 {
 	const json_t *rq = json_object_get(review, "request");
 	const char *op, *kind, *ns, *name;
@@ -256,7 +256,7 @@ int review_to_request(const json_t *review, json_t **req, const char **uid,
 	return 0;
 }
 
-json_t *review_response(const char *uid, const json_t *v)
+json_t *query__review_response(const char *uid, const json_t *v)
 {
 	bool allowed = json_is_true(json_object_get(v, "allowed"));
 	json_t *resp, *warn = json_array(), *w, *notes;
@@ -316,22 +316,22 @@ static void enqueue(struct query_server *qs, struct request *rq, int type,
 
 	if (qs->q.n == qs->q.cap) {
 		qs->q.cap = qs->q.cap ? 2 * qs->q.cap : 64;
-		qs->q.p = q_xrealloc(qs->q.p, qs->q.cap * sizeof(*qs->q.p));
+		qs->q.p = lg_xrealloc(qs->q.p, qs->q.cap * sizeof(*qs->q.p));
 	}
 	p = &qs->q.p[qs->q.n++];
 	*p = (struct pending){
 		.c = rq->c,
 		.type = type,
 		.req = req,
-		.review_uid = uid ? q_xstrdup(uid) : NULL,
-		.requester = review ? review_requester(review) : NULL,
+		.review_uid = uid ? lg_xstrdup(uid) : NULL,
+		.requester = review ? query__review_requester(review) : NULL,
 		.dry_run =
 			review != NULL &&
 			json_is_true(json_object_get(
 				json_object_get(review, "request"), "dryRun")),
 		.route = rq->route,
 		.t0_ns = rq->t0_ns};
-	reply_defer(qs, rq, forget_conn, qs);
+	query__reply_defer(qs, rq, forget_conn, qs);
 	uv_idle_start(&qs->batch_idle, on_idle);
 }
 
@@ -342,8 +342,8 @@ static json_t *parse_body(struct query_server *qs, struct request *rq)
 		json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &e);
 
 	if (v == NULL)
-		reply_error(qs, rq, 400, "malformed JSON: %s (line %d)", e.text,
-			    e.line);
+		query__reply_error(qs, rq, 400, "malformed JSON: %s (line %d)",
+				   e.text, e.line);
 	return v;
 }
 
@@ -359,36 +359,38 @@ static void handle_verdict_request(struct query_server *qs, struct request *rq,
 		return;
 	review = json_is_string(json_object_get(body, "kind")) &&
 		 strcmp(qjstr(body, "kind"), "AdmissionReview") == 0;
-	if (review && review_is_tenant(body) != (type == VT_DECLARATION)) {
-		reply_error(qs, rq, 400,
-			    "AdmissionReview: a Tenant goes to "
-			    "/v1/declarations, a VMInstance or "
-			    "KubernetesNodes to /v1/admission");
+	if (review &&
+	    query__review_is_tenant(body) != (type == VT_DECLARATION)) {
+		query__reply_error(qs, rq, 400,
+				   "AdmissionReview: a Tenant goes to "
+				   "/v1/declarations, a VMInstance or "
+				   "KubernetesNodes to /v1/admission");
 		json_decref(body);
 		return;
 	}
 	if (review) {
-		if (review_to_request(body, &req, &uid, &err) != 0) {
-			reply_error(qs, rq, 400, "%s", err.msg);
+		if (query__review_to_request(body, &req, &uid, &err) != 0) {
+			query__reply_error(qs, rq, 400, "%s", err.msg);
 			json_decref(body);
 			return;
 		}
 	} else {
-		req = request_normalise(type, body);
+		req = query__request_normalise(type, body);
 	}
 	if (req == NULL)
-		reply_error(qs, rq, 400, "the request must be a JSON object");
+		query__reply_error(qs, rq, 400,
+				   "the request must be a JSON object");
 	else
 		enqueue(qs, rq, type, req, review ? body : NULL);
 	json_decref(body);
 }
 
-void handle_admission(struct query_server *qs, struct request *rq)
+void query__handle_admission(struct query_server *qs, struct request *rq)
 {
 	handle_verdict_request(qs, rq, VT_ADMISSION);
 }
 
-void handle_declaration(struct query_server *qs, struct request *rq)
+void query__handle_declaration(struct query_server *qs, struct request *rq)
 {
 	handle_verdict_request(qs, rq, VT_DECLARATION);
 }
@@ -404,7 +406,7 @@ static void pending_q_clear(struct pending_q *q)
 	q->n = 0;
 }
 
-void pending_q_release(struct pending_q *q)
+void query__pending_q_release(struct pending_q *q)
 {
 	pending_q_clear(q);
 	free(q->p);
@@ -506,7 +508,7 @@ static void commit(struct query_server *qs, struct batch *b)
 		return;
 	rc = ledger_append(qs->lg, b->evs, b->ne, NULL, 0, &first, &err);
 	if (rc == 0)
-		rc = vindex_catch_up(qs->lg, &qs->vix, first - 1, &err);
+		rc = query__vindex_catch_up(qs->lg, &qs->vix, first - 1, &err);
 	if (rc == 0 && qs->vix.n + 1 != want_id)
 		fprintf(stderr,
 			"gpuledger serve: another process appended verdicts; "
@@ -525,8 +527,8 @@ static void commit(struct query_server *qs, struct batch *b)
 		vindex_push(&qs->vix, first + k);
 		json_object_set_new(b->answer[i], "seq",
 				    json_integer((json_int_t)(first + k)));
-		metrics_verdict(&qs->m, qs->q.p[i].type,
-				qjstr(b->answer[i], "reason"));
+		query__metrics_verdict(&qs->m, qs->q.p[i].type,
+				       qjstr(b->answer[i], "reason"));
 	}
 	if (rc == 0) {
 		qs->vix.scanned = first + b->ne - 1;
@@ -543,14 +545,14 @@ static void batch_init(struct batch *b, size_t n)
 {
 	b->n = n;
 	b->ne = 0;
-	b->status = q_xmalloc(n * sizeof(*b->status));
-	b->answer = q_xmalloc(n * sizeof(*b->answer));
-	b->rec = q_xmalloc(n * sizeof(*b->rec));
+	b->status = lg_xmalloc(n * sizeof(*b->status));
+	b->answer = lg_xmalloc(n * sizeof(*b->answer));
+	b->rec = lg_xmalloc(n * sizeof(*b->rec));
 	for (size_t i = 0; i < n; i++)
 		b->rec[i] = SIZE_MAX;
-	b->evs = q_xmalloc(n * sizeof(*b->evs));
-	b->text = q_xmalloc(n * sizeof(*b->text));
-	b->of = q_xmalloc(n * sizeof(*b->of));
+	b->evs = lg_xmalloc(n * sizeof(*b->evs));
+	b->text = lg_xmalloc(n * sizeof(*b->text));
+	b->of = lg_xmalloc(n * sizeof(*b->of));
 	jcs_buf_init(&b->scratch);
 }
 
@@ -592,7 +594,7 @@ static char *with_seq(const char *rec, uint64_t seq)
 		   strncmp(end + 1, warn, sizeof(warn) - 1) == 0));
 	fl = (size_t)snprintf(field, sizeof(field), ",\"seq\":%llu",
 			      (unsigned long long)seq);
-	out = q_xmalloc(rl + fl + 1);
+	out = lg_xmalloc(rl + fl + 1);
 	memcpy(out, rec, (size_t)(at - rec));
 	memcpy(out + (at - rec), field, fl);
 	memcpy(out + (at - rec) + fl, at, rl - (size_t)(at - rec) + 1);
@@ -616,7 +618,7 @@ static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 	if (text != NULL)
 		return text;
 	if (b->status[i] == 200 && p->review_uid != NULL)
-		v = review_response(p->review_uid, b->answer[i]);
+		v = query__review_response(p->review_uid, b->answer[i]);
 	text = jcs_text(v ? v : b->answer[i], 0, SIZE_MAX, &b->scratch);
 	json_decref(v);
 	return text;
@@ -630,13 +632,13 @@ static void answer_all(struct query_server *qs, struct batch *b,
 	for (size_t i = 0; i < b->n; i++) {
 		const struct pending *p = &q->p[i];
 
-		conn_answer_deferred(qs, p->c, p->route, p->t0_ns, b->status[i],
-				     answer_text(b, p, i));
+		query__conn_answer_deferred(qs, p->c, p->route, p->t0_ns,
+					    b->status[i], answer_text(b, p, i));
 		json_decref(b->answer[i]);
 	}
 }
 
-void verdict_batch_run(struct query_server *qs)
+void query__verdict_batch_run(struct query_server *qs)
 {
 	struct lg_error err = {0};
 	char head[2 * LEDGER_HEAD_BYTES + 1];
@@ -646,8 +648,8 @@ void verdict_batch_run(struct query_server *qs)
 
 	uv_idle_stop(&qs->batch_idle);
 	batch_init(&b, qs->q.n);
-	rc = server_follow(qs, &err);
-	q_hex(ledger_head(qs->lg), head);
+	rc = query__server_follow(qs, &err);
+	query__hex(ledger_head(qs->lg), head);
 	for (size_t i = 0; i < b.n; i++) {
 		if (rc != 0) {
 			b.status[i] = 503;
@@ -770,7 +772,7 @@ static int copy_record(void *ctx, const struct event *ev, const uint8_t *head)
 	r->verdict = ev->type == EV_VERDICT && ev->text != NULL;
 	if (r->verdict) {
 		r->len = strlen(ev->text);
-		r->text = q_xstrdup(ev->text);
+		r->text = lg_xstrdup(ev->text);
 	}
 	return 0;
 }
@@ -791,7 +793,7 @@ static int verify_record(struct query_server *qs, const struct record_copy *r,
 				  "basisSeq %llu is not before the verdict",
 				  (unsigned long long)ref.basis_seq);
 	if (rc == 0)
-		rc = server_head_at(qs, ref.basis_seq, hex, err);
+		rc = query__server_head_at(qs, ref.basis_seq, hex, err);
 	if (rc == 0 && ref.basis_seq == 0)
 		st = state_new();
 	else if (rc == 0)
@@ -822,8 +824,8 @@ static int want_flag(const struct request *rq, const char *key)
 	static const char *const yes[] = {"1", "true"}, *const no[] = {"0",
 								       "false"};
 	char flag[8];
-	long n = query_param(rq->query, rq->query_len, key, flag,
-			     sizeof(flag));
+	long n =
+		query__param(rq->query, rq->query_len, key, flag, sizeof(flag));
 
 	if (n == -1)
 		return 0;
@@ -858,7 +860,7 @@ static json_t *load_verdict(struct query_server *qs, uint64_t id,
 	return v;
 }
 
-void handle_verdict(struct query_server *qs, struct request *rq)
+void query__handle_verdict(struct query_server *qs, struct request *rq)
 {
 	struct record_copy r = {0};
 	struct lg_error err = {0};
@@ -866,24 +868,26 @@ void handle_verdict(struct query_server *qs, struct request *rq)
 	int verify = want_verify(rq);
 	json_t *v;
 
-	if (!q_parse_u64(rq->param[0], &id) || id == 0) {
-		reply_error(qs, rq, 400, "a verdict id is a positive integer");
+	if (!query__parse_u64(rq->param[0], &id) || id == 0) {
+		query__reply_error(qs, rq, 400,
+				   "a verdict id is a positive integer");
 	} else if (verify < 0) {
-		reply_error(qs, rq, 400, "verify must be 1, true, 0 or false");
+		query__reply_error(qs, rq, 400,
+				   "verify must be 1, true, 0 or false");
 	} else if (id > qs->vix.n) {
-		reply_error(qs, rq, 404, "no verdict %llu",
-			    (unsigned long long)id);
+		query__reply_error(qs, rq, 404, "no verdict %llu",
+				   (unsigned long long)id);
 	} else if ((v = load_verdict(qs, id, &r, &err)) == NULL ||
 		   (verify && verify_record(qs, &r, v, &err) != 0) ||
 		   (want_flag(rq, "proof") == 1 &&
-		    query_verdict_proof(
-			    qs, v,
-			    (uint64_t)json_integer_value(json_object_get(v, "seq")),
-			    &err))) {
+		    query__verdict_proof(qs, v,
+					 (uint64_t)json_integer_value(
+						 json_object_get(v, "seq")),
+					 &err))) {
 		json_decref(v);
-		reply_error(qs, rq, 500, "%s", err.msg);
+		query__reply_error(qs, rq, 500, "%s", err.msg);
 	} else {
-		reply_json(qs, rq, 200, v);
+		query__reply_json(qs, rq, 200, v);
 	}
 	free(r.text);
 }
@@ -929,7 +933,8 @@ static bool vfilter_match(const struct vfilter *f, const struct event *ev,
 
 	if (ev->time_ns < f->from_ns || ev->time_ns >= f->to_ns)
 		return false;
-	if (f->has_tenant && (ns == NULL || !ns_in_subtree(f->tenant, ns)))
+	if (f->has_tenant &&
+	    (ns == NULL || !query__ns_in_subtree(f->tenant, ns)))
 		return false;
 	if (f->has_requester && (user == NULL || strcmp(user, f->requester)))
 		return false;
@@ -1016,7 +1021,7 @@ static int vlist_desc(struct query_server *qs, struct vlist *l,
 static bool text_param(const struct request *rq, const char *key, char *out,
 		       size_t cap, bool *has, const char **why)
 {
-	long n = query_param(rq->query, rq->query_len, key, out, cap);
+	long n = query__param(rq->query, rq->query_len, key, out, cap);
 
 	*has = n >= 0;
 	if (n == -2 || n == 0)
@@ -1028,7 +1033,7 @@ static bool time_param(const struct request *rq, const char *key, int64_t *out,
 		       const char **why)
 {
 	char t[96];
-	long n = query_param(rq->query, rq->query_len, key, t, sizeof(t));
+	long n = query__param(rq->query, rq->query_len, key, t, sizeof(t));
 
 	if (n == -1)
 		return true;
@@ -1043,11 +1048,11 @@ static bool u64_param(const struct request *rq, const char *key, uint64_t *out,
 		      const char **why)
 {
 	char t[32];
-	long n = query_param(rq->query, rq->query_len, key, t, sizeof(t));
+	long n = query__param(rq->query, rq->query_len, key, t, sizeof(t));
 
 	if (n == -1)
 		return true;
-	if (n < 0 || !q_parse_u64(t, out)) {
+	if (n < 0 || !query__parse_u64(t, out)) {
 		*why = key;
 		return false;
 	}
@@ -1061,7 +1066,7 @@ static bool allowed_param(const struct request *rq, int *out,
 	char t[8];
 
 	*out = -1;
-	if (query_param(rq->query, rq->query_len, "allowed", t, sizeof(t)) ==
+	if (query__param(rq->query, rq->query_len, "allowed", t, sizeof(t)) ==
 	    -1)
 		return true;
 	*out = want_flag(rq, "allowed");
@@ -1074,7 +1079,7 @@ static bool order_param(const struct request *rq, bool *desc,
 			const char **why)
 {
 	char t[8];
-	long n = query_param(rq->query, rq->query_len, "order", t, sizeof(t));
+	long n = query__param(rq->query, rq->query_len, "order", t, sizeof(t));
 
 	*desc = n >= 0 && strcmp(t, "desc") == 0;
 	if (n != -1 && !*desc && (n < 0 || strcmp(t, "asc") != 0))
@@ -1115,7 +1120,7 @@ static const char *vfilter_parse(const struct request *rq, struct vfilter *f)
 	return NULL;
 }
 
-void handle_verdicts(struct query_server *qs, struct request *rq)
+void query__handle_verdicts(struct query_server *qs, struct request *rq)
 {
 	struct lg_error err = {0};
 	struct vfilter f;
@@ -1126,12 +1131,13 @@ void handle_verdicts(struct query_server *qs, struct request *rq)
 	int rc = 0;
 
 	if (why != NULL) {
-		reply_error(qs, rq, 400,
-			    "%s: malformed (tenant: a tenant namespace; "
-			    "allowed: true or false; from, to: RFC 3339; "
-			    "after, before: verdict ids; order: asc or desc; "
-			    "limit: 1..%d)",
-			    why, VLIST_LIMIT_MAX);
+		query__reply_error(
+			qs, rq, 400,
+			"%s: malformed (tenant: a tenant namespace; "
+			"allowed: true or false; from, to: RFC 3339; "
+			"after, before: verdict ids; order: asc or desc; "
+			"limit: 1..%d)",
+			why, VLIST_LIMIT_MAX);
 		return;
 	}
 	l.out = json_array();
@@ -1151,11 +1157,11 @@ void handle_verdicts(struct query_server *qs, struct request *rq)
 	}
 	if (rc < 0) {
 		json_decref(l.out);
-		reply_error(qs, rq, 500, "%s", err.msg);
+		query__reply_error(qs, rq, 500, "%s", err.msg);
 		return;
 	}
 	doc = json_pack("{s:o, s:o}", "verdicts", l.out, "next",
 			l.left > 0 ? json_integer((json_int_t)l.id)
 				   : json_null());
-	reply_json(qs, rq, 200, doc);
+	query__reply_json(qs, rq, 200, doc);
 }

@@ -2645,7 +2645,7 @@ int sim_next(sim_t *s, const char **line, size_t *len, struct lg_error *err)
 	return 1;
 }
 
-uint64_t sim_lines(const sim_t *s)
+uint64_t sim__lines(const sim_t *s)
 {
 	return s->yielded;
 }

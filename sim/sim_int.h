@@ -10,6 +10,6 @@
 #include <stdint.h>
 
 /* Lines yielded so far. */
-uint64_t sim_lines(const sim_t *s);
+uint64_t sim__lines(const sim_t *s);
 
 #endif

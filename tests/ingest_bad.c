@@ -76,7 +76,7 @@ START_TEST(bad_lines_between_good)
 END_TEST
 
 /* Blank lines and bookmarks are no events; an oversized line is a NOTE;
- * ingest_oversized reports what a source skipped. */
+ * ingest__oversized reports what a source skipped. */
 START_TEST(bad_blank_bookmark_oversized)
 {
 	struct ingest_opts o = {.max_object_bytes = 256};
@@ -97,7 +97,7 @@ START_TEST(bad_blank_bookmark_oversized)
 	memset(big, ' ', sizeof(big));
 	memcpy(big, "{\"type\":\"ADDED\"}", 16);
 	h_raw(&h, big, sizeof(big));
-	ck_assert_int_eq(ingest_oversized(h.in, 1u << 30, &err), 0);
+	ck_assert_int_eq(ingest__oversized(h.in, 1u << 30, &err), 0);
 	h_feed(&h, GOOD("a"));
 	h_expect(&h, "NOTE Oversized; NOTE Oversized; " GOOD_EV("a"),
 		 "oversized");
@@ -134,8 +134,8 @@ START_TEST(bad_times)
 	h_open(&h, CLASSES);
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		h_feed(&h, lines[i]);
-	ck_assert_int_eq(ingest_flush(h.in, &err), 0);
-	ck_assert_int_eq(ingest_tick(h.in, ingest_time_ns(h.in), &err), 0);
+	ck_assert_int_eq(ingest__flush(h.in, &err), 0);
+	ck_assert_int_eq(ingest__tick(h.in, ingest__time_ns(h.in), &err), 0);
 	ck_assert_uint_eq(ledger_last_seq(h.lg), h.mark + 7);
 	for (uint64_t i = 0; i < 7; i++) {
 		state_t *st = NULL;
@@ -150,7 +150,7 @@ START_TEST(bad_times)
 		state_free(st);
 	}
 	/* Nothing later than the horizon: no second TICK. */
-	ck_assert_int_eq(ingest_tick(h.in, ingest_time_ns(h.in), &err), 0);
+	ck_assert_int_eq(ingest__tick(h.in, ingest__time_ns(h.in), &err), 0);
 	ck_assert_uint_eq(ledger_last_seq(h.lg), h.mark + 7);
 	h_close(&h);
 }
@@ -244,8 +244,8 @@ static const char *const fast_lines[] = {
 	"'metadata':{'namespace':'ns','name':'x'},'spec':{]}}",
 };
 
-/* The same lines, the fast path on (ingest_line) and off (parsed here and
- * given to ingest_event); the logs must be equal, and the fast path must
+/* The same lines, the fast path on (ingest__line) and off (parsed here and
+ * given to ingest__event); the logs must be equal, and the fast path must
  * have skipped the plain pods. */
 START_TEST(bad_fast_path_equals_full_path)
 {
@@ -281,7 +281,7 @@ START_TEST(bad_fast_path_equals_full_path)
 				h_raw(&b, s, strlen(s));
 			else
 				ck_assert_int_eq(
-					ingest_event(
+					ingest__event(
 						b.in, wt,
 						json_object_get(doc, "object"),
 						ns, &err),
@@ -301,7 +301,7 @@ START_TEST(bad_fast_path_equals_full_path)
 	ck_assert_ptr_nonnull(strstr(la, "RESERVE Pod ns/big#u8 h100 0>3"));
 	ck_assert_ptr_nonnull(strstr(la, "RELEASE Pod ns/big#u8 h100 3>0"));
 	ck_assert_ptr_null(strstr(la, "ns/dup#"));
-	ck_assert_int_eq(ingest_time_ns(a.in), ingest_time_ns(b.in));
+	ck_assert_int_eq(ingest__time_ns(a.in), ingest__time_ns(b.in));
 	ingest_counters(a.in, &c);
 	ck_assert_uint_ge(c.skipped_fast, 4);
 	free(la);
@@ -314,7 +314,7 @@ END_TEST
 /* The documented limitation: a pod is judged by the members the mapping
  * reads, so one whose GPU-relevant members name no raw resource is skipped
  * unparsed, even when it is invalid elsewhere; the same object given to
- * ingest_event is noted. */
+ * ingest__event is noted. */
 START_TEST(bad_fast_path_limitation)
 {
 	static const char line[] = ADD("{'apiVersion':'v1','kind':'Pod'," META(
@@ -381,18 +381,18 @@ START_TEST(bad_mutations)
 				break;
 			}
 		}
-		ck_assert_int_eq(ingest_line(h.in, s, n, &err), 0);
+		ck_assert_int_eq(ingest__line(h.in, s, n, &err), 0);
 		free(s);
 	}
-	ck_assert_int_eq(ingest_flush(h.in, &err), 0);
-	ck_assert_int_eq(ledger_verify(h.lg, &bad, &err), 0);
-	ck_assert_int_eq(state_check(ledger_state(h.lg), &err), 0);
+	ck_assert_int_eq(ingest__flush(h.in, &err), 0);
+	ck_assert_int_eq(ledger__verify(h.lg, &bad, &err), 0);
+	ck_assert_int_eq(model__state_check(ledger_state(h.lg), &err), 0);
 	h_close(&h);
 }
 END_TEST
 
 /* NOTEs are counted by code (the watcher's gpuledger_watch_notes_total):
- * every bad line under its code, ingest_note's code too, and codes past
+ * every bad line under its code, ingest__note's code too, and codes past
  * the table's room under "other". */
 START_TEST(bad_note_counts)
 {
@@ -412,8 +412,8 @@ START_TEST(bad_note_counts)
 	h_open(&h, CLASSES);
 	for (size_t i = 0; i < n_bad; i++)
 		h_feed(&h, bad_lines[i].line);
-	ck_assert_int_eq(ingest_note(h.in, "ApiAbsent", "no API", &err), 0);
-	n = ingest_note_counts(h.in, got, INGEST_NOTE_CODES + 1);
+	ck_assert_int_eq(ingest__note(h.in, "ApiAbsent", "no API", &err), 0);
+	n = ingest__note_counts(h.in, got, INGEST_NOTE_CODES + 1);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t want = strcmp(got[i].code, "ApiAbsent") == 0;
 
@@ -427,8 +427,8 @@ START_TEST(bad_note_counts)
 	ck_assert_uint_eq(sum, n_bad + 1);
 	/* More codes than the table holds: the rest count as "other". */
 	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
-		ck_assert_int_eq(ingest_note(h.in, extra[i], "x", &err), 0);
-	n = ingest_note_counts(h.in, got, INGEST_NOTE_CODES + 1);
+		ck_assert_int_eq(ingest__note(h.in, extra[i], "x", &err), 0);
+	n = ingest__note_counts(h.in, got, INGEST_NOTE_CODES + 1);
 	ck_assert_uint_eq(n, INGEST_NOTE_CODES);
 	sum = 0;
 	for (size_t i = 0; i < n; i++) {

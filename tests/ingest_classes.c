@@ -154,7 +154,7 @@ START_TEST(classes_configmap_invalid)
 	h_cm(&h, "MODIFIED", "gpu-classes", "{");
 	h_expect(&h, "NOTE InvalidClassTable", "not JSON");
 	/* The table in force is still CLASSES. */
-	ck_assert_uint_eq(ingest_classes(h.in)->n, 2);
+	ck_assert_uint_eq(ingest__classes(h.in)->n, 2);
 	h_feed(&h, ADD(GPOD("ns", "p", "u1", "n1", "nvidia.com/L40S", "1")));
 	h_expect(&h,
 		 "RESERVE Pod ns/p#u1 l40s 0>1; ALLOC Pod ns/p#u1 l40s 0>1 @n1",
@@ -163,7 +163,7 @@ START_TEST(classes_configmap_invalid)
 }
 END_TEST
 
-/* ingest_set_classes: an empty table releases everything; coverage is
+/* ingest__set_classes: an empty table releases everything; coverage is
  * evaluated again with the new table. */
 START_TEST(classes_set_table)
 {
@@ -177,14 +177,14 @@ START_TEST(classes_set_table)
 			     "[" EXACT("h100.nvidia.com", "1") "]", "{}")));
 	h_expect(&h, "NOTE UnknownClass", "no table yet");
 	h_table(&t, CLASSES);
-	ck_assert_int_eq(ingest_set_classes(h.in, &t, &err), 0);
+	ck_assert_int_eq(ingest__set_classes(h.in, &t, &err), 0);
 	class_table_release(&t);
 	h_expect(&h,
 		 "CLASS h100; CLASS l40s; "
 		 "RESERVE VMInstance ns/vm1#v1 h100 0>1",
 		 "classes arrive: the claim is covered");
 	class_table_init(&t);
-	ck_assert_int_eq(ingest_set_classes(h.in, &t, &err), 0);
+	ck_assert_int_eq(ingest__set_classes(h.in, &t, &err), 0);
 	h_expect(&h,
 		 "CLASS -h100; CLASS -l40s; NOTE UnknownClass; "
 		 "RELEASE VMInstance ns/vm1#v1 h100 1>0",

@@ -124,7 +124,7 @@ START_TEST(exact_clock_property)
 	int64_t mono = 5 * SEC, wall = 1772323200LL * SEC, off = 0;
 	int64_t prev, step, steps_seen = 0, steps_made = 0;
 
-	prev = ingest_clock_read(&c, mono, wall + mono, 0, &step);
+	prev = ingest__clock_read(&c, mono, wall + mono, 0, &step);
 	ck_assert_int_eq(prev, wall + mono);
 	ck_assert_int_eq(step, 0);
 	for (int i = 0; i < 20000; i++) {
@@ -140,7 +140,7 @@ START_TEST(exact_clock_property)
 			off = rnd(&s) % 2 ? jump : -jump;
 			steps_made++;
 		}
-		t = ingest_clock_read(&c, mono, wall + mono + off, 0, &step);
+		t = ingest__clock_read(&c, mono, wall + mono + off, 0, &step);
 		steps_seen += step != 0;
 		ck_assert_msg(t >= prev, "seed %llu: went back at %d",
 			      (unsigned long long)seed, i);
@@ -167,7 +167,8 @@ START_TEST(exact_clock_property)
 		int64_t err;
 
 		mono += 16 * SEC;
-		prev = ingest_clock_read(&c, mono, wall + mono + off, 0, &step);
+		prev = ingest__clock_read(&c, mono, wall + mono + off, 0,
+					  &step);
 		err = wall + mono + off - prev;
 		if (err <= SEC && err >= -SEC)
 			break;
@@ -185,28 +186,28 @@ START_TEST(exact_clock_steps)
 	struct ingest_clock c = {0};
 	int64_t step, t;
 
-	t = ingest_clock_read(&c, 0, 100 * SEC, 200 * SEC, &step);
+	t = ingest__clock_read(&c, 0, 100 * SEC, 200 * SEC, &step);
 	ck_assert_int_eq(t, 200 * SEC);
 	ck_assert_int_eq(step, -100 * SEC);
-	t = ingest_clock_read(&c, SEC, 101 * SEC, 0, &step);
+	t = ingest__clock_read(&c, SEC, 101 * SEC, 0, &step);
 	ck_assert_int_eq(step, 0); /* still behind, no new step */
 	ck_assert_int_eq(t, 200 * SEC + SEC - SEC / 16);
 	c = (struct ingest_clock){0};
-	ingest_clock_read(&c, 0, 0, 0, &step);
+	ingest__clock_read(&c, 0, 0, 0, &step);
 	/* The wall clock jumps an hour ahead: 1 s of it per reading at
 	 * most, a NOTE once. */
-	t = ingest_clock_read(&c, 32 * SEC, 3632 * SEC, 0, &step);
+	t = ingest__clock_read(&c, 32 * SEC, 3632 * SEC, 0, &step);
 	ck_assert_int_eq(step, 3600 * SEC);
 	ck_assert_int_eq(t, 33 * SEC);
-	t = ingest_clock_read(&c, 64 * SEC, 3664 * SEC, 0, &step);
+	t = ingest__clock_read(&c, 64 * SEC, 3664 * SEC, 0, &step);
 	ck_assert_int_eq(step, 0);
 	ck_assert_int_eq(t, 66 * SEC);
 	/* Then two hours back, while still catching up: a second step. */
-	t = ingest_clock_read(&c, 96 * SEC, -3504 * SEC, 0, &step);
+	t = ingest__clock_read(&c, 96 * SEC, -3504 * SEC, 0, &step);
 	ck_assert_int_eq(step, -7200 * SEC);
 	ck_assert_int_eq(t, 96 * SEC);
 	/* 0.5 s of drift is no step. */
-	ingest_clock_read(&c, 128 * SEC, -3471 * SEC - SEC / 2, 0, &step);
+	ingest__clock_read(&c, 128 * SEC, -3471 * SEC - SEC / 2, 0, &step);
 	ck_assert_int_eq(step, 0);
 }
 END_TEST

@@ -47,7 +47,7 @@ static void feed_chunk(struct kube_frame *f, struct trace *t, const char *p,
 		struct kube_frame_out o;
 		size_t used = 0;
 		enum kube_frame_result r =
-			kube_frame_push(f, p + off, n - off, &used, &o);
+			ingest__kube_frame_push(f, p + off, n - off, &used, &o);
 
 		ck_assert_uint_gt(used, 0);
 		ck_assert_uint_le(used, n - off);
@@ -63,9 +63,9 @@ static void finish(struct kube_frame *f, struct trace *t)
 {
 	struct kube_frame_out o;
 
-	trace_add(t, kube_frame_finish(f, &o), &o);
+	trace_add(t, ingest__kube_frame_finish(f, &o), &o);
 	/* After finish the framer is empty. */
-	ck_assert_int_eq(kube_frame_finish(f, &o), KUBE_FRAME_MORE);
+	ck_assert_int_eq(ingest__kube_frame_finish(f, &o), KUBE_FRAME_MORE);
 }
 
 /* The stream cut at the given points (sorted offsets, n_cuts of them). */
@@ -76,7 +76,7 @@ static void run_cuts(const char *in, size_t cap, const size_t *cuts,
 	struct kube_frame f;
 	size_t len = strlen(in), prev = 0;
 
-	kube_frame_init(&f, buf, cap);
+	ingest__kube_frame_init(&f, buf, cap);
 	memset(t, 0, sizeof(*t));
 	for (size_t i = 0; i <= n_cuts; i++) {
 		size_t end = i < n_cuts ? cuts[i] : len;
@@ -214,7 +214,7 @@ START_TEST(frame_random_chunks)
 		len += n;
 		in[len++] = '\n';
 	}
-	kube_frame_init(&f, buf, CAP);
+	ingest__kube_frame_init(&f, buf, CAP);
 	memset(&got, 0, sizeof(got));
 	for (size_t off = 0; off < len;) {
 		size_t n;
@@ -228,8 +228,8 @@ START_TEST(frame_random_chunks)
 		while (n > 0) {
 			struct kube_frame_out o;
 			size_t used;
-			enum kube_frame_result r =
-				kube_frame_push(&f, in + off, n, &used, &o);
+			enum kube_frame_result r = ingest__kube_frame_push(
+				&f, in + off, n, &used, &o);
 
 			if (r != KUBE_FRAME_MORE && got.n < 3000)
 				trace_add(&got, r, &o);
@@ -252,22 +252,24 @@ START_TEST(frame_borrowing)
 	size_t used;
 	const char *a = "one\ntw", *b = "o\n";
 
-	kube_frame_init(&f, buf, sizeof(buf));
-	ck_assert_int_eq(kube_frame_push(&f, a, strlen(a), &used, &o),
+	ingest__kube_frame_init(&f, buf, sizeof(buf));
+	ck_assert_int_eq(ingest__kube_frame_push(&f, a, strlen(a), &used, &o),
 			 KUBE_FRAME_LINE);
 	ck_assert_ptr_eq(o.line, a);
 	ck_assert_uint_eq(used, 4);
-	ck_assert_int_eq(kube_frame_push(&f, a + 4, 2, &used, &o),
+	ck_assert_int_eq(ingest__kube_frame_push(&f, a + 4, 2, &used, &o),
 			 KUBE_FRAME_MORE);
 	ck_assert_uint_eq(used, 2);
 	ck_assert_ptr_null(o.line);
-	ck_assert_int_eq(kube_frame_push(&f, b, 2, &used, &o), KUBE_FRAME_LINE);
+	ck_assert_int_eq(ingest__kube_frame_push(&f, b, 2, &used, &o),
+			 KUBE_FRAME_LINE);
 	ck_assert_ptr_eq(o.line, buf);
 	ck_assert_uint_eq(o.len, 3);
 	ck_assert_int_eq(memcmp(o.line, "two", 3), 0);
 	/* An empty push consumes nothing and says so. */
 	used = 99;
-	ck_assert_int_eq(kube_frame_push(&f, b, 0, &used, &o), KUBE_FRAME_MORE);
+	ck_assert_int_eq(ingest__kube_frame_push(&f, b, 0, &used, &o),
+			 KUBE_FRAME_MORE);
 	ck_assert_uint_eq(used, 0);
 }
 END_TEST
@@ -281,19 +283,19 @@ START_TEST(frame_reset)
 	struct kube_frame_out o;
 	size_t used;
 
-	kube_frame_init(&f, buf, sizeof(buf));
-	ck_assert_int_eq(kube_frame_push(&f, "par", 3, &used, &o),
+	ingest__kube_frame_init(&f, buf, sizeof(buf));
+	ck_assert_int_eq(ingest__kube_frame_push(&f, "par", 3, &used, &o),
 			 KUBE_FRAME_MORE);
-	kube_frame_reset(&f);
-	ck_assert_int_eq(kube_frame_push(&f, "x\n", 2, &used, &o),
+	ingest__kube_frame_reset(&f);
+	ck_assert_int_eq(ingest__kube_frame_push(&f, "x\n", 2, &used, &o),
 			 KUBE_FRAME_LINE);
 	ck_assert_uint_eq(o.len, 1);
-	ck_assert_int_eq(kube_frame_push(&f, "toolong", 7, &used, &o),
+	ck_assert_int_eq(ingest__kube_frame_push(&f, "toolong", 7, &used, &o),
 			 KUBE_FRAME_MORE);
 	ck_assert(f.skipping);
-	kube_frame_reset(&f);
+	ingest__kube_frame_reset(&f);
 	ck_assert(!f.skipping);
-	ck_assert_int_eq(kube_frame_push(&f, "y\n", 2, &used, &o),
+	ck_assert_int_eq(ingest__kube_frame_push(&f, "y\n", 2, &used, &o),
 			 KUBE_FRAME_LINE);
 	ck_assert_int_eq(o.line[0], 'y');
 }
@@ -328,8 +330,9 @@ START_TEST(backoff_table)
 {
 	const struct backoff_row *r = &backoff_rows[_i];
 
-	ck_assert_int_eq(kube_backoff_ms(r->attempt, r->base, r->cap, r->rnd),
-			 r->want);
+	ck_assert_int_eq(
+		ingest__kube_backoff_ms(r->attempt, r->base, r->cap, r->rnd),
+		r->want);
 }
 END_TEST
 
@@ -351,7 +354,7 @@ START_TEST(backoff_bounds)
 				int64_t d;
 
 				x = x * 1103515245u + 12345u;
-				d = kube_backoff_ms(a, 500, caps[c], x);
+				d = ingest__kube_backoff_ms(a, 500, caps[c], x);
 				ck_assert_int_ge(d, hi / 2);
 				ck_assert_int_le(d, hi);
 			}
@@ -394,7 +397,7 @@ START_TEST(retry_after_table)
 {
 	const struct retry_row *r = &retry_rows[_i];
 	int64_t d = -1;
-	int rc = kube_retry_after_ms(r->value, r->now_s, r->max_ms, &d);
+	int rc = ingest__kube_retry_after_ms(r->value, r->now_s, r->max_ms, &d);
 
 	ck_assert_msg(rc == r->rc, "row %d (%s): rc %d", _i,
 		      r->value ? r->value : "NULL", rc);
@@ -407,34 +410,40 @@ END_TEST
 START_TEST(retry_delay_table)
 {
 	/* attempt 0, base 500, cap 30000, rnd 0: backoff 250 ms. */
-	ck_assert_int_eq(kube_retry_delay_ms(0, 500, 30000, -1, 60000, 0), 250);
-	ck_assert_int_eq(kube_retry_delay_ms(0, 500, 30000, 100, 60000, 0),
-			 250);
-	ck_assert_int_eq(kube_retry_delay_ms(0, 500, 30000, 2000, 60000, 0),
-			 2000);
+	ck_assert_int_eq(
+		ingest__kube_retry_delay_ms(0, 500, 30000, -1, 60000, 0), 250);
+	ck_assert_int_eq(
+		ingest__kube_retry_delay_ms(0, 500, 30000, 100, 60000, 0), 250);
+	ck_assert_int_eq(
+		ingest__kube_retry_delay_ms(0, 500, 30000, 2000, 60000, 0),
+		2000);
 	/* Retry-After may exceed the backoff cap, not its own. */
-	ck_assert_int_eq(kube_retry_delay_ms(0, 500, 30000, 45000, 60000, 0),
-			 45000);
-	ck_assert_int_eq(kube_retry_delay_ms(0, 500, 30000, 90000, 60000, 0),
-			 60000);
+	ck_assert_int_eq(
+		ingest__kube_retry_delay_ms(0, 500, 30000, 45000, 60000, 0),
+		45000);
+	ck_assert_int_eq(
+		ingest__kube_retry_delay_ms(0, 500, 30000, 90000, 60000, 0),
+		60000);
 	/* A clamped Retry-After never shortens the backoff. */
-	ck_assert_int_eq(kube_retry_delay_ms(6, 500, 30000, 90000, 1000, 0),
-			 15000);
+	ck_assert_int_eq(
+		ingest__kube_retry_delay_ms(6, 500, 30000, 90000, 1000, 0),
+		15000);
 }
 END_TEST
 
 START_TEST(watch_timeout_range)
 {
 	for (uint32_t rnd = 0; rnd < 2000; rnd += 7) {
-		unsigned t = kube_watch_timeout_s(300, rnd * 2654435761u);
+		unsigned t =
+			ingest__kube_watch_timeout_s(300, rnd * 2654435761u);
 
 		ck_assert_uint_ge(t, 300);
 		ck_assert_uint_lt(t, 600);
 	}
-	ck_assert_uint_eq(kube_watch_timeout_s(300, 0), 300);
-	ck_assert_uint_eq(kube_watch_timeout_s(300, 299), 599);
-	ck_assert_uint_eq(kube_watch_timeout_s(300, 300), 300);
-	ck_assert_uint_eq(kube_watch_timeout_s(0, 12345), 1);
+	ck_assert_uint_eq(ingest__kube_watch_timeout_s(300, 0), 300);
+	ck_assert_uint_eq(ingest__kube_watch_timeout_s(300, 299), 599);
+	ck_assert_uint_eq(ingest__kube_watch_timeout_s(300, 300), 300);
+	ck_assert_uint_eq(ingest__kube_watch_timeout_s(0, 12345), 1);
 }
 END_TEST
 
@@ -450,7 +459,7 @@ static const struct {
 
 START_TEST(error_wait_table)
 {
-	ck_assert_msg(kube_error_waits(error_rows[_i].code) ==
+	ck_assert_msg(ingest__kube_error_waits(error_rows[_i].code) ==
 			      error_rows[_i].waits,
 		      "code %lld", error_rows[_i].code);
 }

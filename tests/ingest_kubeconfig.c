@@ -97,8 +97,8 @@ START_TEST(config_good)
 	const struct good_row *r = &good_rows[_i];
 	struct kube_config c;
 	struct lg_error err = {0};
-	int rc = kube_config_parse(&c, full_config, strlen(full_config), "/cfg",
-				   r->context, &err);
+	int rc = ingest__kube_config_parse(&c, full_config, strlen(full_config),
+					   "/cfg", r->context, &err);
 
 	ck_assert_msg(rc == 0, "row %d: %s", _i, err.msg);
 	eq_opt(c.server, r->server, "server");
@@ -194,8 +194,8 @@ START_TEST(config_bad)
 	const struct bad_row *r = &bad_rows[_i];
 	struct kube_config c;
 	struct lg_error err = {0};
-	int rc = kube_config_parse(&c, r->yaml, strlen(r->yaml), NULL,
-				   r->context, &err);
+	int rc = ingest__kube_config_parse(&c, r->yaml, strlen(r->yaml), NULL,
+					   r->context, &err);
 
 	ck_assert_msg(rc == r->code, "row %d: rc %d (%s)", _i, rc, err.msg);
 	ck_assert_int_eq(err.code, r->code);
@@ -222,8 +222,9 @@ START_TEST(config_nulls)
 	struct kube_config c;
 	struct lg_error err = {0};
 
-	ck_assert_int_eq(kube_config_parse(&c, y, strlen(y), NULL, NULL, &err),
-			 0);
+	ck_assert_int_eq(
+		ingest__kube_config_parse(&c, y, strlen(y), NULL, NULL, &err),
+		0);
 	ck_assert_str_eq(c.server, "https://h");
 	ck_assert_ptr_null(c.ca_file);
 	/* A quoted empty string is a value, kept as given. */
@@ -290,21 +291,21 @@ START_TEST(config_token_file)
 	ck_assert_int_eq(kube_config_load(&c, path, NULL, &err), 0);
 	snprintf(path, sizeof(path), "%s/ca.crt", d);
 	ck_assert_str_eq(c.ca_file, path);
-	ck_assert_int_eq(kube_config_token(&c, &tok, &err), 0);
+	ck_assert_int_eq(ingest__kube_config_token(&c, &tok, &err), 0);
 	ck_assert_str_eq(tok, "first-token");
 	free(tok);
 	write_file(d, "token", "second-token");
-	ck_assert_int_eq(kube_config_token(&c, &tok, &err), 0);
+	ck_assert_int_eq(ingest__kube_config_token(&c, &tok, &err), 0);
 	ck_assert_str_eq(tok, "second-token");
 	free(tok);
 	/* An empty token file means no token. */
 	write_file(d, "token", " \n");
-	ck_assert_int_eq(kube_config_token(&c, &tok, &err), 0);
+	ck_assert_int_eq(ingest__kube_config_token(&c, &tok, &err), 0);
 	ck_assert_ptr_null(tok);
 	/* A token file that went away is an error the caller retries. */
 	snprintf(path, sizeof(path), "%s/token", d);
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert_int_eq(kube_config_token(&c, &tok, &err), LG_ENOENT);
+	ck_assert_int_eq(ingest__kube_config_token(&c, &tok, &err), LG_ENOENT);
 	ck_assert_ptr_null(tok);
 	ck_assert_ptr_nonnull(strstr(err.msg, "token"));
 	kube_config_release(&c);
@@ -369,24 +370,26 @@ START_TEST(config_in_cluster)
 
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-	ck_assert_int_eq(kube_config_in_cluster(&c, d, &err), LG_ENOENT);
+	ck_assert_int_eq(ingest__kube_config_in_cluster(&c, d, &err),
+			 LG_ENOENT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "KUBERNETES_SERVICE_HOST"));
 	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
-	ck_assert_int_eq(kube_config_in_cluster(&c, d, &err), LG_ENOENT);
+	ck_assert_int_eq(ingest__kube_config_in_cluster(&c, d, &err),
+			 LG_ENOENT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "service-account token"));
 	ck_assert_ptr_null(c.server);
 	write_file(d, "token", "sa-token\n");
-	ck_assert_int_eq(kube_config_in_cluster(&c, d, &err), 0);
+	ck_assert_int_eq(ingest__kube_config_in_cluster(&c, d, &err), 0);
 	ck_assert_str_eq(c.server, "https://10.96.0.1:443");
 	ck_assert_ptr_null(c.ca_file);
 	ck_assert(c.in_cluster);
-	ck_assert_int_eq(kube_config_token(&c, &tok, &err), 0);
+	ck_assert_int_eq(ingest__kube_config_token(&c, &tok, &err), 0);
 	ck_assert_str_eq(tok, "sa-token");
 	free(tok);
 	kube_config_release(&c);
 	write_file(d, "ca.crt", "PEM");
 	setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
-	ck_assert_int_eq(kube_config_in_cluster(&c, d, &err), 0);
+	ck_assert_int_eq(ingest__kube_config_in_cluster(&c, d, &err), 0);
 	ck_assert_str_eq(c.server, "https://[fd00::1]:443");
 	snprintf(path, sizeof(path), "%s/ca.crt", d);
 	ck_assert_str_eq(c.ca_file, path);

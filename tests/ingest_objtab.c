@@ -31,7 +31,7 @@ static char *set_classes(struct h *h, const char *q)
 	struct lg_error err = {0};
 
 	h_table(&t, q);
-	ck_assert_int_eq(ingest_set_classes(h->in, &t, &err), 0);
+	ck_assert_int_eq(ingest__set_classes(h->in, &t, &err), 0);
 	class_table_release(&t);
 	return h_take(h);
 }
@@ -336,13 +336,13 @@ START_TEST(objtab_stale_table)
 	ev.time_ns = state_time_ns(ledger_state(h.lg));
 	ck_assert_int_eq(ledger_append(h.lg, &ev, 1, NULL, 0, NULL, &err), 0);
 	restart(&h);
-	dump = objtab_dump(h.in);
+	dump = ingest__objtab_dump(h.in);
 	ck_assert_ptr_nonnull(strstr(dump, "tnode tenant-z exists 1 ns 1"));
 	ck_assert_ptr_null(strstr(dump, "tenant-a/dp"));
 	free(dump);
-	ck_assert_int_eq(ingest_flush(h.in, &err), 0);
+	ck_assert_int_eq(ingest__flush(h.in, &err), 0);
 	restart(&h);
-	dump = objtab_dump(h.in);
+	dump = ingest__objtab_dump(h.in);
 	ck_assert_ptr_nonnull(strstr(dump, "tnode tenant-z exists 1 ns 1"));
 	ck_assert_ptr_null(strstr(dump, "tenant-a/dp"));
 	free(dump);

@@ -4,7 +4,7 @@
  * changes that make plain pods unskippable, malformed, blank, non-object,
  * oversized lines, times that go back) give the same events, counters and
  * times through ingest_pipe_feed, with random ring bounds and thread
- * counts, as through ingest_line; through ingest_follow with and without
+ * counts, as through ingest__line; through ingest_follow with and without
  * the pipeline the same log, chain head and committed position; and a
  * pipelined follow killed at random moments ends with the log of an
  * uninterrupted single-threaded run. Every seed is printed on failure.
@@ -227,7 +227,7 @@ static void gen(struct lines *l, uint64_t seed, size_t n)
 }
 
 /* ---------------------------------------------------------------------- */
-/* ingest_pipe_feed against ingest_line */
+/* ingest_pipe_feed against ingest__line */
 
 #define PIPE_MAX_OBJECT 2048
 
@@ -288,7 +288,7 @@ static void check_same(struct h *a, struct h *b, uint64_t seed)
 			      ca.skipped_fast == cb.skipped_fast &&
 			      ca.events_out == cb.events_out,
 		      "seed %llu: counters differ", (unsigned long long)seed);
-	ck_assert_msg(ingest_time_ns(a->in) == ingest_time_ns(b->in),
+	ck_assert_msg(ingest__time_ns(a->in) == ingest__time_ns(b->in),
 		      "seed %llu: times differ", (unsigned long long)seed);
 	free(la);
 	free(lb);
@@ -326,15 +326,15 @@ START_TEST(pipe_equals_line)
 	open_small(&b);
 	for (size_t i = 0; i < l.n; i++) {
 		int rc = l.oversized[i]
-				 ? ingest_oversized(a.in, l.len[i], &err)
-				 : ingest_line(a.in, l.s[i], l.len[i], &err);
+				 ? ingest__oversized(a.in, l.len[i], &err)
+				 : ingest__line(a.in, l.s[i], l.len[i], &err);
 
 		ck_assert_msg(rc == 0, "seed %llu: line %zu: %s",
 			      (unsigned long long)seed, i, err.msg);
 	}
-	ck_assert_msg(ingest_pipe_new(&p, &po, src_fn, &src, &err) == 0,
+	ck_assert_msg(ingest__pipe_new(&p, &po, src_fn, &src, &err) == 0,
 		      "seed %llu: %s", (unsigned long long)seed, err.msg);
-	while ((k = ingest_pipe_feed(p, b.in, &tag, &err)) == 1) {
+	while ((k = ingest__pipe_feed(p, b.in, &tag, &err)) == 1) {
 		ck_assert_msg(tag == 1000 + fed, "seed %llu: tag %llu at %zu",
 			      (unsigned long long)seed,
 			      (unsigned long long)tag, fed);
@@ -348,8 +348,8 @@ START_TEST(pipe_equals_line)
 		ck_assert_int_eq(k, 0);
 	}
 	/* At the end it stays at the end. */
-	ck_assert_int_eq(ingest_pipe_feed(p, b.in, &tag, &err), k);
-	ingest_pipe_free(p);
+	ck_assert_int_eq(ingest__pipe_feed(p, b.in, &tag, &err), k);
+	ingest__pipe_free(p);
 	check_same(&a, &b, seed);
 	/* The stream exercised what it should. */
 	ingest_counters(a.in, &c);
@@ -377,13 +377,13 @@ START_TEST(pipe_free_early)
 	gen(&l, 99, 200);
 	po.max_line_bytes = l.max_len;
 	open_small(&h);
-	ck_assert_int_eq(ingest_pipe_new(&p, &po, src_fn, &src, &err), 0);
+	ck_assert_int_eq(ingest__pipe_new(&p, &po, src_fn, &src, &err), 0);
 	for (int i = 0; i < 10; i++)
-		ck_assert_int_eq(ingest_pipe_feed(p, h.in, &tag, &err), 1);
+		ck_assert_int_eq(ingest__pipe_feed(p, h.in, &tag, &err), 1);
 	ck_assert_uint_eq(tag, 1009);
 	ck_assert_uint_le(src.next, 10 + 2 * 3); /* the ring's bound */
-	ingest_pipe_free(p);
-	ingest_pipe_free(NULL);
+	ingest__pipe_free(p);
+	ingest__pipe_free(NULL);
 	h_close(&h);
 	lines_free(&l);
 }
@@ -401,8 +401,8 @@ START_TEST(pipe_bad_bounds)
 	struct lg_error err = {0};
 	ingest_pipe_t *p = (ingest_pipe_t *)&err;
 
-	ck_assert_int_eq(
-		ingest_pipe_new(&p, &bad[_i], src_fn, NULL, &err), LG_EINVAL);
+	ck_assert_int_eq(ingest__pipe_new(&p, &bad[_i], src_fn, NULL, &err),
+			 LG_EINVAL);
 	ck_assert_ptr_null(p);
 	ck_assert_ptr_nonnull(strstr(err.msg, "bounds"));
 }
@@ -479,12 +479,12 @@ static char *ledger_text(const char *dir)
 	size_t len = 0;
 	uint64_t bad = 0;
 
-	ck_assert_msg(ledger_verify(lg, &bad, &err) == 0, "verify: %s",
+	ck_assert_msg(ledger__verify(lg, &bad, &err) == 0, "verify: %s",
 		      err.msg);
 	h_put(&b, "");
 	b.len = 0;
 	ck_assert_int_eq(ledger_scan(lg, 1, 0, tline, &b, &err), 0);
-	ck_assert_int_eq(ledger_meta_get(lg, ingest_position_key(RES_MAX), pos,
+	ck_assert_int_eq(ledger_meta_get(lg, ingest__position_key(RES_MAX), pos,
 					 sizeof(pos) - 1, &len, &err),
 			 0);
 	pos[len] = '\0';

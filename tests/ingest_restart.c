@@ -275,7 +275,7 @@ static char *timed_log(const char *dir)
 	ledger_t *lg = h_ledger(dir);
 	uint64_t bad = 0;
 
-	ck_assert_msg(ledger_verify(lg, &bad, &err) == 0, "verify: %s",
+	ck_assert_msg(ledger__verify(lg, &bad, &err) == 0, "verify: %s",
 		      err.msg);
 	h_put(&b, "");
 	b.len = 0;
@@ -378,8 +378,8 @@ static void check_loaded(ingest_t *in, ledger_t *lg, uint64_t seed, size_t line)
 
 	ck_assert_msg(ingest_new(&again, lg, NULL, &err) == 0, "load: %s",
 		      err.msg);
-	a = objtab_dump(in);
-	b = objtab_dump(again);
+	a = ingest__objtab_dump(in);
+	b = ingest__objtab_dump(again);
 	if (strcmp(a, b) != 0)
 		first_diff(a, b, diff, sizeof(diff));
 	ck_assert_msg(strcmp(a, b) == 0,
@@ -419,16 +419,17 @@ START_TEST(restart_table_is_cache)
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
 	while ((len = getline(&line, &cap, f)) > 0) {
-		ck_assert_msg(ingest_line(in, line, (size_t)len - 1, &err) == 0,
+		ck_assert_msg(ingest__line(in, line, (size_t)len - 1, &err) ==
+				      0,
 			      "seed %llu line %zu: %s",
 			      (unsigned long long)seed, n, err.msg);
 		n++;
 		if (rnd(&s) % 29 == 0) {
-			ck_assert_int_eq(ingest_flush(in, &err), 0);
+			ck_assert_int_eq(ingest__flush(in, &err), 0);
 			check_loaded(in, lg, seed, n);
 		}
 	}
-	ck_assert_int_eq(ingest_tick(in, ingest_time_ns(in), &err), 0);
+	ck_assert_int_eq(ingest__tick(in, ingest__time_ns(in), &err), 0);
 	check_loaded(in, lg, seed, n);
 	free(line);
 	fclose(f);
@@ -566,7 +567,7 @@ static void event_q(ingest_t *in, enum watch_type t, const char *q)
 	json_t *o = json_loads(s, 0, NULL);
 
 	ck_assert_ptr_nonnull(o);
-	ck_assert_msg(ingest_event(in, t, o, 0, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ingest__event(in, t, o, 0, &err) == 0, "%s", err.msg);
 	json_decref(o);
 	free(s);
 }
@@ -594,11 +595,11 @@ static void relist_all(struct h *h, int skip)
 
 	for (size_t i = 0; i < N_RELIST; i++) {
 		ck_assert_int_eq(
-			ingest_relist_begin(h->in, relist_objs[i].r, &err), 0);
+			ingest__relist_begin(h->in, relist_objs[i].r, &err), 0);
 		if ((int)i != skip)
 			event_q(h->in, WATCH_ADDED, relist_objs[i].obj);
 		ck_assert_int_eq(
-			ingest_relist_end(h->in, relist_objs[i].r, &err), 0);
+			ingest__relist_end(h->in, relist_objs[i].r, &err), 0);
 	}
 }
 
@@ -630,7 +631,8 @@ START_TEST(restart_relist_seeded)
 	ingest_free(h.in);
 	ck_assert_int_eq(ingest_new(&h.in, h.lg, NULL, &err), 0);
 	relist_all(&h, (int)_i);
-	h_expect(&h, relist_want[_i], resource_info(relist_objs[_i].r)->kind);
+	h_expect(&h, relist_want[_i],
+		 ingest__resource_info(relist_objs[_i].r)->kind);
 	h_close(&h);
 }
 END_TEST
@@ -647,16 +649,16 @@ START_TEST(restart_relist_deletes)
 	event_q(h.in, WATCH_ADDED,
 		GPOD("ns", "b", "ub", "n1", "nvidia.com/H100", "1"));
 	free(h_take(&h));
-	ck_assert_int_eq(ingest_relist_begin(h.in, RES_POD, &err), 0);
+	ck_assert_int_eq(ingest__relist_begin(h.in, RES_POD, &err), 0);
 	event_q(h.in, WATCH_ADDED,
 		GPOD("ns", "b", "ub", "n1", "nvidia.com/H100", "2"));
-	ck_assert_int_eq(ingest_relist_end(h.in, RES_POD, &err), 0);
+	ck_assert_int_eq(ingest__relist_end(h.in, RES_POD, &err), 0);
 	h_expect(
 		&h,
 		"RESERVE Pod ns/b#ub h100 1>2; ALLOC Pod ns/b#ub h100 1>2 @n1; "
 		"FREE Pod ns/a#ua h100 1>0 @n1; RELEASE Pod ns/a#ua h100 1>0",
 		"relist");
-	ck_assert_int_eq(ingest_relist_end(h.in, RES_MAX, &err), LG_EINVAL);
+	ck_assert_int_eq(ingest__relist_end(h.in, RES_MAX, &err), LG_EINVAL);
 	h_close(&h);
 }
 END_TEST
@@ -668,24 +670,25 @@ START_TEST(restart_positions)
 	struct h h;
 
 	h_open(&h, CLASSES);
-	ck_assert_ptr_null(ingest_position(h.in, RES_POD));
+	ck_assert_ptr_null(ingest__position(h.in, RES_POD));
 	event_q(h.in, WATCH_ADDED,
 		GPOD("ns", "a", "ua", "n1", "nvidia.com/H100", "1"));
-	ingest_set_position(h.in, RES_POD, "12345");
-	ck_assert_ptr_null(ingest_position(h.in, RES_POD));
-	ck_assert_int_eq(ingest_flush(h.in, &err), 0);
-	ck_assert_str_eq(ingest_position(h.in, RES_POD), "12345");
+	ingest__set_position(h.in, RES_POD, "12345");
+	ck_assert_ptr_null(ingest__position(h.in, RES_POD));
+	ck_assert_int_eq(ingest__flush(h.in, &err), 0);
+	ck_assert_str_eq(ingest__position(h.in, RES_POD), "12345");
 	ingest_free(h.in);
 	ck_assert_int_eq(ingest_new(&h.in, h.lg, NULL, &err), 0);
-	ck_assert_str_eq(ingest_position(h.in, RES_POD), "12345");
-	ck_assert_ptr_null(ingest_position(h.in, RES_NODE));
-	ck_assert_str_eq(ingest_position_key(RES_MAX),
+	ck_assert_str_eq(ingest__position(h.in, RES_POD), "12345");
+	ck_assert_ptr_null(ingest__position(h.in, RES_NODE));
+	ck_assert_str_eq(ingest__position_key(RES_MAX),
 			 "ingest.position.stream");
-	ck_assert_int_eq(resource_of("v1", "Pod"), RES_POD);
-	ck_assert_int_eq(resource_of("v1beta1", "Pod"), RES_MAX);
-	ck_assert_int_eq(resource_of("resource.k8s.io/v1", "ResourceClaim"),
-			 RES_RESOURCECLAIM);
-	ck_assert_str_eq(resource_info(RES_KUBERNETESNODES)->path,
+	ck_assert_int_eq(ingest__resource_of("v1", "Pod"), RES_POD);
+	ck_assert_int_eq(ingest__resource_of("v1beta1", "Pod"), RES_MAX);
+	ck_assert_int_eq(
+		ingest__resource_of("resource.k8s.io/v1", "ResourceClaim"),
+		RES_RESOURCECLAIM);
+	ck_assert_str_eq(ingest__resource_info(RES_KUBERNETESNODES)->path,
 			 "/apis/apps.cozystack.io/v1alpha1/kubernetesnodeses");
 	h_close(&h);
 }

@@ -1,6 +1,6 @@
 /* Parts of the ingest suite; each tests/ingest_<part>.c adds its TCases.
  *
- * The harness feeds stream lines through ingest_line into a fresh ledger and
+ * The harness feeds stream lines through ingest__line into a fresh ledger and
  * reads back what was appended in a compact text form, one event per item,
  * separated by "; ":
  *   TENANT ns | GONE ns | BUDGET ns key=V (or =null) | RAWKEY ns +res/-res
@@ -161,7 +161,7 @@ static inline void h_open(struct h *h, const char *classes)
 	ck_assert_msg(ingest_new(&h->in, h->lg, &o, &err) == 0, "new: %s",
 		      err.msg);
 	class_table_release(&t);
-	ck_assert_int_eq(ingest_flush(h->in, &err), 0);
+	ck_assert_int_eq(ingest__flush(h->in, &err), 0);
 	h->mark = ledger_last_seq(h->lg);
 }
 
@@ -177,7 +177,7 @@ static inline void h_feed(struct h *h, const char *q)
 	struct lg_error err = {0};
 	char *s = h_dq(q);
 
-	ck_assert_msg(ingest_line(h->in, s, strlen(s), &err) == 0,
+	ck_assert_msg(ingest__line(h->in, s, strlen(s), &err) == 0,
 		      "line %s: %s", s, err.msg);
 	free(s);
 }
@@ -187,7 +187,7 @@ static inline void h_raw(struct h *h, const char *s, size_t len)
 {
 	struct lg_error err = {0};
 
-	ck_assert_msg(ingest_line(h->in, s, len, &err) == 0, "raw line: %s",
+	ck_assert_msg(ingest__line(h->in, s, len, &err) == 0, "raw line: %s",
 		      err.msg);
 }
 
@@ -251,15 +251,16 @@ static inline void h_format(const struct event *ev, char *out, size_t cap)
 	case EV_RESERVE:
 	case EV_RELEASE:
 		snprintf(out, cap, "%s %s %s/%s#%s %s %lld>%lld", t,
-			 holder_kind_name(ev->kind), ev->ns, ev->name, ev->uid,
-			 ev->cls, (long long)ev->before, (long long)ev->after);
+			 model__holder_kind_name(ev->kind), ev->ns, ev->name,
+			 ev->uid, ev->cls, (long long)ev->before,
+			 (long long)ev->after);
 		break;
 	case EV_ALLOC:
 	case EV_FREE:
 		snprintf(out, cap, "%s %s %s/%s#%s %s %lld>%lld @%s", t,
-			 holder_kind_name(ev->kind), ev->ns, ev->name, ev->uid,
-			 ev->cls, (long long)ev->before, (long long)ev->after,
-			 ev->node);
+			 model__holder_kind_name(ev->kind), ev->ns, ev->name,
+			 ev->uid, ev->cls, (long long)ev->before,
+			 (long long)ev->after, ev->node);
 		break;
 	case EV_NOTE:
 		snprintf(out, cap, "NOTE %s", ev->key);
@@ -302,7 +303,7 @@ static inline char *h_take(struct h *h)
 	struct lg_error err = {0};
 	char *s;
 
-	ck_assert_msg(ingest_flush(h->in, &err) == 0, "flush: %s", err.msg);
+	ck_assert_msg(ingest__flush(h->in, &err) == 0, "flush: %s", err.msg);
 	s = h_events(h->lg, h->mark + 1);
 	h->mark = ledger_last_seq(h->lg);
 	return s;
@@ -360,7 +361,7 @@ static inline void h_run_case(const struct h_case *c)
 		h_feed(&h, c->lines[n - 1]);
 		h_expect(&h, c->again ? c->again : "", c->name);
 	}
-	ck_assert_msg(state_check(ledger_state(h.lg), &err) == 0,
+	ck_assert_msg(model__state_check(ledger_state(h.lg), &err) == 0,
 		      "%s: state_check: %s", c->name, err.msg);
 	h_close(&h);
 }

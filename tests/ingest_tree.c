@@ -219,9 +219,9 @@ START_TEST(tree_idempotent)
 }
 END_TEST
 
-/* The engine's map takes a key only once (smap_put's precondition, asserted
- * even when the two values are different objects); after a delete the key
- * may come back. */
+/* The engine's map takes a key only once (ingest__smap_put's precondition,
+ * asserted even when the two values are different objects); after a delete the
+ * key may come back. */
 static const char *str_key(const void *v)
 {
 	return v;
@@ -232,20 +232,20 @@ START_TEST(tree_smap_put_twice)
 	struct smap m;
 	char a[] = "tenant-a", b[] = "tenant-a", c[16];
 
-	smap_init(&m, str_key);
+	ingest__smap_init(&m, str_key);
 	for (int i = 0; i < 40; i++) {
 		char *k = malloc(16);
 
 		snprintf(k, 16, "ns-%d", i);
-		smap_put(&m, k);
+		ingest__smap_put(&m, k);
 	}
-	smap_put(&m, a);
-	smap_del(&m, a);
-	smap_put(&m, a);
-	ck_assert_ptr_eq(smap_get(&m, "tenant-a"), a);
+	ingest__smap_put(&m, a);
+	ingest__smap_del(&m, a);
+	ingest__smap_put(&m, a);
+	ck_assert_ptr_eq(ingest__smap_get(&m, "tenant-a"), a);
 	snprintf(c, sizeof(c), "ns-%d", 17);
-	ck_assert_ptr_nonnull(smap_get(&m, c));
-	smap_put(&m, b); /* aborts */
+	ck_assert_ptr_nonnull(ingest__smap_get(&m, c));
+	ingest__smap_put(&m, b); /* aborts */
 	ck_abort_msg("smap_put took a key twice");
 }
 END_TEST

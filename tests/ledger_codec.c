@@ -165,11 +165,11 @@ static const struct event rows[] = {
 /* Encodes into a malloc'ed buffer of exactly the size needed. */
 static uint8_t *encode(const struct event *ev, size_t *len)
 {
-	size_t n = ledger_event_encode(ev, NULL, 0);
+	size_t n = ledger__event_encode(ev, NULL, 0);
 	uint8_t *buf = malloc(n);
 
 	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(ledger_event_encode(ev, buf, n), n);
+	ck_assert_uint_eq(ledger__event_encode(ev, buf, n), n);
 	*len = n;
 	return buf;
 }
@@ -183,7 +183,7 @@ static int decode(struct event *ev, const uint8_t *bytes, size_t len,
 	ck_assert_ptr_nonnull(*copy);
 	if (len > 0)
 		memcpy(*copy, bytes, len);
-	return ledger_event_decode(ev, *copy, len, err);
+	return ledger__event_decode(ev, *copy, len, err);
 }
 
 static void str_eq(const char *what, const char *a, const char *b)
@@ -339,7 +339,7 @@ START_TEST(codec_byte_flip)
 
 			memcpy(mut, buf, len);
 			mut[pos] ^= (uint8_t)x;
-			rc = ledger_event_decode(&ev, mut, len, &err);
+			rc = ledger__event_decode(&ev, mut, len, &err);
 			if (rc == 0) {
 				size_t n;
 				uint8_t *back = encode(&ev, &n);
@@ -402,7 +402,7 @@ START_TEST(codec_trailing)
 
 		longer[len] = extra[i];
 		ck_assert_int_eq(
-			ledger_event_decode(&ev, longer, len + 1, &err),
+			ledger__event_decode(&ev, longer, len + 1, &err),
 			LG_ECORRUPT);
 		ck_assert_msg(strstr(err.msg, "trailing") != NULL, "%s",
 			      err.msg);
@@ -542,10 +542,10 @@ START_TEST(codec_size_bound)
 	uint8_t *over = verdict_of_size(LEDGER_EVENT_MAX_BYTES + 1);
 
 	ck_assert_int_eq(
-		ledger_event_decode(&ev, at, LEDGER_EVENT_MAX_BYTES, &err), 0);
+		ledger__event_decode(&ev, at, LEDGER_EVENT_MAX_BYTES, &err), 0);
 	ck_assert_uint_eq(strlen(ev.text), LEDGER_EVENT_MAX_BYTES - 8);
-	ck_assert_int_eq(ledger_event_decode(&ev, over,
-					     LEDGER_EVENT_MAX_BYTES + 1, &err),
+	ck_assert_int_eq(ledger__event_decode(&ev, over,
+					      LEDGER_EVENT_MAX_BYTES + 1, &err),
 			 LG_ECORRUPT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "bound"));
 	free(over);
@@ -565,10 +565,10 @@ START_TEST(codec_encode_cap)
 	uint8_t *buf = malloc(len + CANARY);
 
 	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(ledger_event_encode(&rows[_i], NULL, 0), len);
+	ck_assert_uint_eq(ledger__event_encode(&rows[_i], NULL, 0), len);
 	for (size_t cap = 0; cap <= len; cap++) {
 		memset(buf, 0xa5, len + CANARY);
-		ck_assert_uint_eq(ledger_event_encode(&rows[_i], buf, cap),
+		ck_assert_uint_eq(ledger__event_encode(&rows[_i], buf, cap),
 				  len);
 		for (size_t i = cap; i < len + CANARY; i++)
 			ck_assert_msg(buf[i] == 0xa5,
@@ -642,10 +642,10 @@ START_TEST(codec_chain_vectors)
 	vector_input(_i, prev, data);
 	unhex(vectors[_i].want, want, sizeof(want));
 	memset(out, 0, sizeof(out));
-	ledger_chain_step(prev, data, vectors[_i].len, out);
+	ledger__chain_step(prev, data, vectors[_i].len, out);
 	ck_assert_mem_eq(out, want, 32);
 	/* In place: head_out == head_prev gives the same head. */
-	ledger_chain_step(prev, data, vectors[_i].len, prev);
+	ledger__chain_step(prev, data, vectors[_i].len, prev);
 	ck_assert_mem_eq(prev, want, 32);
 }
 END_TEST
@@ -667,10 +667,10 @@ START_TEST(codec_chain_events)
 	uint8_t head[LEDGER_HEAD_BYTES] = {0}, first[32], w[32], buf[16];
 
 	for (size_t i = 0; i < 2; i++) {
-		size_t n = ledger_event_encode(&evs[i], buf, sizeof(buf));
+		size_t n = ledger__event_encode(&evs[i], buf, sizeof(buf));
 
 		ck_assert_uint_eq(n, 4);
-		ledger_chain_step(head, buf, n, head);
+		ledger__chain_step(head, buf, n, head);
 		unhex(want[i], w, sizeof(w));
 		ck_assert_mem_eq(head, w, 32);
 		if (i == 0)
@@ -678,7 +678,7 @@ START_TEST(codec_chain_events)
 	}
 	/* A changed byte of event 2 changes head 2. */
 	buf[3] ^= 1;
-	ledger_chain_step(first, buf, 4, head);
+	ledger__chain_step(first, buf, 4, head);
 	ck_assert_mem_ne(head, w, 32);
 }
 END_TEST
@@ -703,12 +703,12 @@ START_TEST(codec_event_head)
 	}
 	for (size_t k = 0; k < sizeof(prev); k++)
 		prev[k] = (uint8_t)(k * 13 + (unsigned)_i);
-	n = ledger_event_encode(&ev, NULL, 0);
+	n = ledger__event_encode(&ev, NULL, 0);
 	if ((size_t)_i == N_ROWS)
 		ck_assert_uint_gt(n, 1024);
 	buf = malloc(n);
-	ck_assert_uint_eq(ledger_event_encode(&ev, buf, n), n);
-	ledger_chain_step(prev, buf, n, want);
+	ck_assert_uint_eq(ledger__event_encode(&ev, buf, n), n);
+	ledger__chain_step(prev, buf, n, want);
 	free(buf);
 	ledger_event_head(prev, &ev, got);
 	ck_assert_mem_eq(got, want, sizeof(want));

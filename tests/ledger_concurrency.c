@@ -141,7 +141,7 @@ START_TEST(concurrency_writers_and_readers)
 	lg = open_rw(dir);
 	ck_assert_uint_eq(ledger_last_seq(lg),
 			  OBS_BATCHES * OBS_BATCH + VERDICTS);
-	ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+	ck_assert_int_eq(ledger__verify(lg, &bad, &err), 0);
 	ck_assert_int_eq(ledger_scan(lg, 1, 0, verdicts_seen, seen, &err), 0);
 	for (int i = 0; i < VERDICTS; i++)
 		ck_assert_int_eq(seen[i], 1);

@@ -146,7 +146,7 @@ static uint64_t check_after_kill(const char *dir, uint64_t seed)
 		return 0;
 	ck_assert_msg(rc == 0, "reopen: %s", err.msg);
 	last = ledger_last_seq(lg);
-	ck_assert_msg(ledger_verify(lg, &bad, &err) == 0, "verify: %s at %llu",
+	ck_assert_msg(ledger__verify(lg, &bad, &err) == 0, "verify: %s at %llu",
 		      err.msg, (unsigned long long)bad);
 	ck_assert_uint_eq(last % BATCH, 0);
 	if (last > 0) {
@@ -268,7 +268,7 @@ START_TEST(crash_before_first_write)
 	ledger_close(lg);
 	ck_assert_int_eq(ledger_open(&lg, &ro, &err), 0);
 	ck_assert_uint_eq(ledger_last_seq(lg), BATCH);
-	ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+	ck_assert_int_eq(ledger__verify(lg, &bad, &err), 0);
 	ledger_close(lg);
 	gen_free(g);
 	rm_tree(dir);

@@ -627,7 +627,8 @@ static void append_random(ledger_t *lg, uint64_t seed, size_t n,
 		case 0:
 			break; /* same instant */
 		case 1:	       /* to the next hour exactly */
-			t = NS(bill_period_end(t / 1000000, BILL_STEP_HOUR));
+			t = NS(model__bill_period_end(t / 1000000,
+						      BILL_STEP_HOUR));
 			break;
 		default:
 			t += (int64_t)((s >> 20) % (40 * 60 * 1000)) * 1000000 +
@@ -681,7 +682,8 @@ static void add_total(struct totals *t, const char *ns, const char *cls,
 static int total_row(void *ctx, const struct bill_row *row)
 {
 	struct totals *t = ctx;
-	int64_t day = bill_period_end(row->charge_start_ms, BILL_STEP_DAY);
+	int64_t day =
+		model__bill_period_end(row->charge_start_ms, BILL_STEP_DAY);
 
 	/* Periods are aligned and inside the range. */
 	ck_assert_int_ge(row->charge_start_ms, t->start_ms);

@@ -278,7 +278,7 @@ START_TEST(store_record_sizes)
 		      "append: %s", err.msg);
 	ck_assert_int_eq(ledger_scan(lg, 1, n, text_fn, &t, &err), 0);
 	ck_assert_uint_eq(t.n, n);
-	ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+	ck_assert_int_eq(ledger__verify(lg, &bad, &err), 0);
 	ck_assert_uint_eq(bad, 0);
 	/* Past the bound: refused, nothing written. */
 	free(want[0]);
@@ -438,7 +438,7 @@ START_TEST(store_map_growth_and_bound)
 	{
 		uint64_t bad = 1;
 
-		ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+		ck_assert_int_eq(ledger__verify(lg, &bad, &err), 0);
 		ck_assert_uint_eq(bad, 0);
 	}
 	ledger_close(lg);
@@ -622,16 +622,16 @@ START_TEST(store_meta_scan_and_delete)
 	char out[256] = "";
 
 	ck_assert_int_eq(ledger_append(lg, NULL, 0, put, 5, NULL, &err), 0);
-	ck_assert_int_eq(ledger_meta_scan(lg, "obj/", collect_meta, out, &err),
+	ck_assert_int_eq(ledger__meta_scan(lg, "obj/", collect_meta, out, &err),
 			 0);
 	ck_assert_str_eq(out, "obj/a=1;obj/b=2;obj/c=3;");
 	ck_assert_int_eq(ledger_append(lg, NULL, 0, del, 2, NULL, &err), 0);
 	out[0] = '\0';
-	ck_assert_int_eq(ledger_meta_scan(lg, "obj/", collect_meta, out, &err),
+	ck_assert_int_eq(ledger__meta_scan(lg, "obj/", collect_meta, out, &err),
 			 0);
 	ck_assert_str_eq(out, "obj/a=1;obj/c=3;");
 	out[0] = '\0';
-	ck_assert_int_eq(ledger_meta_scan(lg, "zz", collect_meta, out, &err),
+	ck_assert_int_eq(ledger__meta_scan(lg, "zz", collect_meta, out, &err),
 			 0);
 	ck_assert_str_eq(out, "");
 	ledger_close(lg);

@@ -47,7 +47,7 @@ static void expect_bad(ledger_t *lg, uint64_t want, const char *what)
 	struct lg_error err = {0};
 	uint64_t bad = 0;
 
-	ck_assert_msg(ledger_verify(lg, &bad, &err) == LG_ECORRUPT,
+	ck_assert_msg(ledger__verify(lg, &bad, &err) == LG_ECORRUPT,
 		      "%s: verify passed", what);
 	ck_assert_msg(bad == want, "%s: verify named seq %llu (%s), want %llu",
 		      what, (unsigned long long)bad, err.msg,
@@ -59,7 +59,7 @@ static void expect_sound(ledger_t *lg)
 	struct lg_error err = {0};
 	uint64_t bad = 9;
 
-	ck_assert_msg(ledger_verify(lg, &bad, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ledger__verify(lg, &bad, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(bad, 0);
 }
 
@@ -75,23 +75,23 @@ START_TEST(tamper_every_event_byte)
 		uint8_t *rec;
 		size_t len;
 
-		ck_assert_int_eq(ledger_raw_get(lg, LEDGER_DB_EVENTS, seq, &rec,
-						&len, &err),
+		ck_assert_int_eq(ledger__raw_get(lg, LEDGER_DB_EVENTS, seq,
+						 &rec, &len, &err),
 				 0);
 		for (size_t i = 0; i < len; i++) {
 			char what[64];
 
 			rec[i] ^= 0x01 << (i % 8);
-			ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_EVENTS,
-							seq, rec, len, &err),
+			ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_EVENTS,
+							 seq, rec, len, &err),
 					 0);
 			snprintf(what, sizeof(what), "event %llu byte %zu",
 				 (unsigned long long)seq, i);
 			expect_bad(lg, seq, what);
 			rec[i] ^= 0x01 << (i % 8);
 		}
-		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_EVENTS, seq, rec,
-						len, &err),
+		ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_EVENTS, seq, rec,
+						 len, &err),
 				 0);
 		free(rec);
 	}
@@ -113,16 +113,16 @@ START_TEST(tamper_every_checkpoint_byte)
 
 	ck_assert_int_eq(ledger_state_at(lg, 45, &ref, NULL, &err), 0);
 	ck_assert_int_eq(state_encode(ref, &good, &glen), 0);
-	ck_assert_int_eq(
-		ledger_raw_get(lg, LEDGER_DB_CHECKPOINTS, 30, &rec, &len, &err),
-		0);
+	ck_assert_int_eq(ledger__raw_get(lg, LEDGER_DB_CHECKPOINTS, 30, &rec,
+					 &len, &err),
+			 0);
 	for (size_t i = 0; i < len; i += 1 + (len > 4000 ? i % 3 : 0)) {
 		unsigned skipped = 0;
 		char what[64];
 
 		rec[i] ^= 0x80 >> (i % 8);
-		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 30,
-						rec, len, &err),
+		ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_CHECKPOINTS, 30,
+						 rec, len, &err),
 				 0);
 		snprintf(what, sizeof(what), "checkpoint byte %zu", i);
 		expect_bad(lg, 30, what);
@@ -137,7 +137,7 @@ START_TEST(tamper_every_checkpoint_byte)
 		rec[i] ^= 0x80 >> (i % 8);
 	}
 	ck_assert_int_eq(
-		ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 30, rec, len, &err),
+		ledger__raw_put(lg, LEDGER_DB_CHECKPOINTS, 30, rec, len, &err),
 		0);
 	expect_sound(lg);
 	free(rec);
@@ -157,9 +157,9 @@ static void put_forged_checkpoint(ledger_t *lg, uint64_t at, const state_t *st,
 	size_t len;
 	struct lg_error err = {0};
 
-	store_cp_build(st, head, &rec, &len);
+	ledger__store_cp_build(st, head, &rec, &len);
 	ck_assert_int_eq(
-		ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, at, rec, len, &err),
+		ledger__raw_put(lg, LEDGER_DB_CHECKPOINTS, at, rec, len, &err),
 		0);
 	free(rec);
 }
@@ -199,8 +199,8 @@ START_TEST(tamper_checkpoint_recomputed_digest)
 
 	ck_assert_int_eq(ledger_state_at(lg, 45, &ref, NULL, &err), 0);
 	ck_assert_int_eq(state_encode(ref, &good, &glen), 0);
-	ck_assert_int_eq(ledger_raw_get(lg, LEDGER_DB_CHECKPOINTS, 30, &orig,
-					&olen, &err),
+	ck_assert_int_eq(ledger__raw_get(lg, LEDGER_DB_CHECKPOINTS, 30, &orig,
+					 &olen, &err),
 			 0);
 	ck_assert_int_eq(ledger_state_at(lg, 30, &at30, &sk, &err), 0);
 	memcpy(head, orig + 16, LEDGER_HEAD_BYTES);
@@ -210,7 +210,7 @@ START_TEST(tamper_checkpoint_recomputed_digest)
 		uint8_t *rec;
 		size_t len;
 
-		store_cp_build(at30, head, &rec, &len);
+		ledger__store_cp_build(at30, head, &rec, &len);
 		ck_assert(len == olen && memcmp(rec, orig, len) == 0);
 		free(rec);
 	}
@@ -219,7 +219,7 @@ START_TEST(tamper_checkpoint_recomputed_digest)
 		head[i] ^= 0x5a;
 		put_forged_checkpoint(lg, 30, at30, head);
 		head[i] ^= 0x5a;
-		ck_assert_int_eq(ledger_verify(lg, &bad, &err), LG_ECORRUPT);
+		ck_assert_int_eq(ledger__verify(lg, &bad, &err), LG_ECORRUPT);
 		ck_assert_uint_eq(bad, 30);
 		ck_assert_msg(strstr(err.msg, "head differs") != NULL, "%s",
 			      err.msg);
@@ -240,7 +240,7 @@ START_TEST(tamper_checkpoint_recomputed_digest)
 	}
 	ck_assert_uint_eq(state_seq(forged), 30);
 	put_forged_checkpoint(lg, 30, forged, head);
-	ck_assert_int_eq(ledger_verify(lg, &bad, &err), LG_ECORRUPT);
+	ck_assert_int_eq(ledger__verify(lg, &bad, &err), LG_ECORRUPT);
 	ck_assert_uint_eq(bad, 30);
 	ck_assert_msg(strstr(err.msg, "state differs") != NULL, "%s", err.msg);
 	expect_rebuild_skips(lg, good, glen, "wrong state");
@@ -255,20 +255,20 @@ START_TEST(tamper_checkpoint_recomputed_digest)
 		rec[i] ^= 0x01;
 		SHA256(rec, olen - SHA256_DIGEST_LENGTH,
 		       rec + olen - SHA256_DIGEST_LENGTH);
-		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 30,
-						rec, olen, &err),
+		ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_CHECKPOINTS, 30,
+						 rec, olen, &err),
 				 0);
 		free(rec);
-		ck_assert_int_eq(ledger_verify(lg, &bad, &err), LG_ECORRUPT);
+		ck_assert_int_eq(ledger__verify(lg, &bad, &err), LG_ECORRUPT);
 		ck_assert_msg(bad == 30 && strstr(err.msg, "state differs"),
 			      "state byte %zu: seq %llu, %s", i,
 			      (unsigned long long)bad, err.msg);
 	}
-	ck_assert_int_eq(
-		ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 30, orig, olen, &err),
-		0);
+	ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_CHECKPOINTS, 30, orig,
+					 olen, &err),
+			 0);
 	bad = 9;
-	ck_assert_int_eq(ledger_verify(lg, &bad, &err), 0);
+	ck_assert_int_eq(ledger__verify(lg, &bad, &err), 0);
 	ck_assert_uint_eq(bad, 0);
 	free(orig);
 	free(good);
@@ -289,38 +289,38 @@ START_TEST(tamper_structure)
 
 	/* A missing event is named. */
 	ck_assert_int_eq(
-		ledger_raw_get(lg, LEDGER_DB_EVENTS, 17, &rec, &len, &err), 0);
+		ledger__raw_get(lg, LEDGER_DB_EVENTS, 17, &rec, &len, &err), 0);
 	ck_assert_int_eq(
-		ledger_raw_put(lg, LEDGER_DB_EVENTS, 17, NULL, 0, &err), 0);
+		ledger__raw_put(lg, LEDGER_DB_EVENTS, 17, NULL, 0, &err), 0);
 	expect_bad(lg, 17, "deleted event");
 	ck_assert_int_eq(
-		ledger_raw_put(lg, LEDGER_DB_EVENTS, 17, rec, len, &err), 0);
+		ledger__raw_put(lg, LEDGER_DB_EVENTS, 17, rec, len, &err), 0);
 	expect_sound(lg);
 	/* Swapping two records is named at the first. */
 	{
 		uint8_t *r2;
 		size_t l2;
 
-		ck_assert_int_eq(ledger_raw_get(lg, LEDGER_DB_EVENTS, 18, &r2,
-						&l2, &err),
+		ck_assert_int_eq(ledger__raw_get(lg, LEDGER_DB_EVENTS, 18, &r2,
+						 &l2, &err),
 				 0);
-		ledger_raw_put(lg, LEDGER_DB_EVENTS, 17, r2, l2, &err);
-		ledger_raw_put(lg, LEDGER_DB_EVENTS, 18, rec, len, &err);
+		ledger__raw_put(lg, LEDGER_DB_EVENTS, 17, r2, l2, &err);
+		ledger__raw_put(lg, LEDGER_DB_EVENTS, 18, rec, len, &err);
 		expect_bad(lg, 17, "swapped events");
-		ledger_raw_put(lg, LEDGER_DB_EVENTS, 17, rec, len, &err);
-		ledger_raw_put(lg, LEDGER_DB_EVENTS, 18, r2, l2, &err);
+		ledger__raw_put(lg, LEDGER_DB_EVENTS, 17, rec, len, &err);
+		ledger__raw_put(lg, LEDGER_DB_EVENTS, 18, r2, l2, &err);
 		free(r2);
 	}
 	/* A checkpoint moved to another seq, or past the log's end. */
-	ck_assert_int_eq(ledger_raw_get(lg, LEDGER_DB_CHECKPOINTS, 30, &cp,
-					&cplen, &err),
+	ck_assert_int_eq(ledger__raw_get(lg, LEDGER_DB_CHECKPOINTS, 30, &cp,
+					 &cplen, &err),
 			 0);
-	ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 31, cp, cplen, &err);
+	ledger__raw_put(lg, LEDGER_DB_CHECKPOINTS, 31, cp, cplen, &err);
 	expect_bad(lg, 31, "moved checkpoint");
-	ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 31, NULL, 0, &err);
-	ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 99, cp, cplen, &err);
+	ledger__raw_put(lg, LEDGER_DB_CHECKPOINTS, 31, NULL, 0, &err);
+	ledger__raw_put(lg, LEDGER_DB_CHECKPOINTS, 99, cp, cplen, &err);
 	expect_bad(lg, 99, "checkpoint past the end");
-	ledger_raw_put(lg, LEDGER_DB_CHECKPOINTS, 99, NULL, 0, &err);
+	ledger__raw_put(lg, LEDGER_DB_CHECKPOINTS, 99, NULL, 0, &err);
 	expect_sound(lg);
 	free(cp);
 	free(rec);
@@ -342,7 +342,7 @@ static uint8_t *rec_get(ledger_t *lg, enum ledger_db db, uint64_t k,
 	struct lg_error err = {0};
 	uint8_t *rec = NULL;
 
-	ck_assert_msg(ledger_raw_get(lg, db, k, &rec, len, &err) == 0,
+	ck_assert_msg(ledger__raw_get(lg, db, k, &rec, len, &err) == 0,
 		      "raw get %llu: %s", (unsigned long long)k, err.msg);
 	return rec;
 }
@@ -352,7 +352,7 @@ static void rec_put(ledger_t *lg, enum ledger_db db, uint64_t k,
 {
 	struct lg_error err = {0};
 
-	ck_assert_msg(ledger_raw_put(lg, db, k, rec, len, &err) == 0,
+	ck_assert_msg(ledger__raw_put(lg, db, k, rec, len, &err) == 0,
 		      "raw put %llu: %s", (unsigned long long)k, err.msg);
 }
 
@@ -375,9 +375,9 @@ static uint64_t tail_release(ledger_t *lg, struct event *ev, uint8_t **rec,
 
 	for (uint64_t k = FN; k > 180; k--) {
 		*rec = rec_get(lg, LEDGER_DB_EVENTS, k, len);
-		ck_assert_int_eq(ledger_event_decode(ev, *rec,
-						     *len - LEDGER_HEAD_BYTES,
-						     &err),
+		ck_assert_int_eq(ledger__event_decode(ev, *rec,
+						      *len - LEDGER_HEAD_BYTES,
+						      &err),
 				 0);
 		if (ev->type == EV_RELEASE)
 			return k;
@@ -401,11 +401,11 @@ static uint64_t change_before(ledger_t *lg, bool rechain)
 	memcpy(head, prev + n - LEDGER_HEAD_BYTES, LEDGER_HEAD_BYTES);
 	free(prev);
 	ev.before++;
-	n = ledger_event_encode(&ev, NULL, 0);
+	n = ledger__event_encode(&ev, NULL, 0);
 	out = malloc(n + LEDGER_HEAD_BYTES);
-	ledger_event_encode(&ev, out, n);
+	ledger__event_encode(&ev, out, n);
 	if (rechain)
-		ledger_chain_step(head, out, n, head);
+		ledger__chain_step(head, out, n, head);
 	else
 		memcpy(head, rec + len - LEDGER_HEAD_BYTES, LEDGER_HEAD_BYTES);
 	memcpy(out + n, head, LEDGER_HEAD_BYTES);
@@ -414,7 +414,7 @@ static uint64_t change_before(ledger_t *lg, bool rechain)
 	free(rec);
 	for (uint64_t j = k + 1; rechain && j <= FN; j++) {
 		rec = rec_get(lg, LEDGER_DB_EVENTS, j, &len);
-		ledger_chain_step(head, rec, len - LEDGER_HEAD_BYTES, head);
+		ledger__chain_step(head, rec, len - LEDGER_HEAD_BYTES, head);
 		memcpy(rec + len - LEDGER_HEAD_BYTES, head, LEDGER_HEAD_BYTES);
 		rec_put(lg, LEDGER_DB_EVENTS, j, rec, len);
 		free(rec);
@@ -762,11 +762,11 @@ START_TEST(tamper_scan_missing)
 		size_t len;
 		char want[32];
 
-		ck_assert_int_eq(ledger_raw_get(lg, LEDGER_DB_EVENTS, gone[i],
-						&rec, &len, &err),
+		ck_assert_int_eq(ledger__raw_get(lg, LEDGER_DB_EVENTS, gone[i],
+						 &rec, &len, &err),
 				 0);
-		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_EVENTS, gone[i],
-						NULL, 0, &err),
+		ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_EVENTS, gone[i],
+						 NULL, 0, &err),
 				 0);
 		ck_assert_int_eq(ledger_scan(lg, 1, 0, count_event, &n, &err),
 				 LG_ECORRUPT);
@@ -774,8 +774,8 @@ START_TEST(tamper_scan_missing)
 			 (unsigned long long)gone[i]);
 		ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
 		ck_assert_uint_eq(n, gone[i] - 1);
-		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_EVENTS, gone[i],
-						rec, len, &err),
+		ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_EVENTS, gone[i],
+						 rec, len, &err),
 				 0);
 		free(rec);
 		n = 0;
@@ -788,11 +788,11 @@ START_TEST(tamper_scan_missing)
 }
 END_TEST
 
-/* A long rebuild reads and decodes on a second thread (store_apply_fast):
- * on a sound log and on one damaged at random places, it ends where the
- * one-thread loop ends, with the same error, the same state byte for byte
- * and the same head. Damage positions are seeded (GPULEDGER_SEED or a
- * fixed default), printed. */
+/* A long rebuild reads and decodes on a second thread
+ * (ledger__store_apply_fast): on a sound log and on one damaged at random
+ * places, it ends where the one-thread loop ends, with the same error, the same
+ * state byte for byte and the same head. Damage positions are seeded
+ * (GPULEDGER_SEED or a fixed default), printed. */
 #define PIPED_N 150000
 
 static int apply_both(ledger_t *lg, uint64_t last, const char *what)
@@ -805,9 +805,9 @@ static int apply_both(ledger_t *lg, uint64_t last, const char *what)
 	MDB_txn *txn;
 	int r1, r2;
 
-	ck_assert_int_eq(store_txn_begin(lg, MDB_RDONLY, &txn, &e1), 0);
-	r1 = store_apply_range(lg, txn, s1, last, h1, &e1);
-	r2 = store_apply_fast(lg, txn, s2, last, h2, &e2);
+	ck_assert_int_eq(ledger__store_txn_begin(lg, MDB_RDONLY, &txn, &e1), 0);
+	r1 = ledger__store_apply_range(lg, txn, s1, last, h1, &e1);
+	r2 = ledger__store_apply_fast(lg, txn, s2, last, h2, &e2);
 	mdb_txn_abort(txn);
 	ck_assert_msg(r1 == r2 && strcmp(e1.msg, e2.msg) == 0,
 		      "%s: one thread %d (%s), two %d (%s)", what, r1, e1.msg,
@@ -862,20 +862,20 @@ START_TEST(tamper_rebuild_two_threads)
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		/* Half in the first batches, half anywhere. */
 		seq = round % 2 ? 1 + x % PIPED_N : 1 + x % 3000;
-		ck_assert_int_eq(ledger_raw_get(lg, LEDGER_DB_EVENTS, seq, &rec,
-						&len, &err),
+		ck_assert_int_eq(ledger__raw_get(lg, LEDGER_DB_EVENTS, seq,
+						 &rec, &len, &err),
 				 0);
 		at = (size_t)((x >> 20) % len);
 		rec[at] ^= (uint8_t)(1u << ((x >> 40) % 8));
-		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_EVENTS, seq, rec,
-						len, &err),
+		ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_EVENTS, seq, rec,
+						 len, &err),
 				 0);
 		snprintf(what, sizeof(what), "seq %llu byte %zu",
 			 (unsigned long long)seq, at);
 		apply_both(lg, PIPED_N, what);
 		rec[at] ^= (uint8_t)(1u << ((x >> 40) % 8));
-		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_EVENTS, seq, rec,
-						len, &err),
+		ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_EVENTS, seq, rec,
+						 len, &err),
 				 0);
 		free(rec);
 	}
@@ -884,11 +884,11 @@ START_TEST(tamper_rebuild_two_threads)
 		uint8_t *rec;
 		size_t len;
 
-		ck_assert_int_eq(ledger_raw_get(lg, LEDGER_DB_EVENTS, 100000,
-						&rec, &len, &err),
+		ck_assert_int_eq(ledger__raw_get(lg, LEDGER_DB_EVENTS, 100000,
+						 &rec, &len, &err),
 				 0);
-		ck_assert_int_eq(ledger_raw_put(lg, LEDGER_DB_EVENTS, 100000,
-						NULL, 0, &err),
+		ck_assert_int_eq(ledger__raw_put(lg, LEDGER_DB_EVENTS, 100000,
+						 NULL, 0, &err),
 				 0);
 		ck_assert_int_eq(apply_both(lg, PIPED_N, "seq 100000 missing"),
 				 LG_ECORRUPT);

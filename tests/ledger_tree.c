@@ -134,7 +134,7 @@ static void mth(uint8_t (*h)[MERKLE_HASH_BYTES], size_t n, uint8_t *out)
 		k *= 2;
 	mth(h, k, l);
 	mth(h + k, n - k, r);
-	merkle_node_hash(l, r, out);
+	model__merkle_node_hash(l, r, out);
 }
 
 static ledger_t *build_random(const char *dir, uint64_t seed)
@@ -233,7 +233,7 @@ START_TEST(tree_built_for_old_ledger)
 	uint64_t bad;
 
 	ck_assert_int_eq(ledger_tree_root(lg, N, before, &err), 0);
-	ck_assert_int_eq(ledger_raw_tree_drop(lg, &err), 0);
+	ck_assert_int_eq(ledger__raw_tree_drop(lg, &err), 0);
 	ledger_close(lg);
 	/* A reader refuses, naming the command that builds the tree. */
 	ck_assert_int_eq(ledger_open(&ro, &o, &err), 0);
@@ -279,13 +279,13 @@ START_TEST(tree_tampered_node)
 		size_t len;
 		uint64_t bad = 0;
 
-		ck_assert_int_eq(
-			ledger_raw_get(lg, LEDGER_DB_TREE, pos, &v, &len, &err),
-			0);
+		ck_assert_int_eq(ledger__raw_get(lg, LEDGER_DB_TREE, pos, &v,
+						 &len, &err),
+				 0);
 		ck_assert_uint_eq(len, MERKLE_HASH_BYTES);
 		v[7] ^= 0x20;
 		ck_assert_int_eq(
-			ledger_raw_put(lg, LEDGER_DB_TREE, pos, v, len, &err),
+			ledger__raw_put(lg, LEDGER_DB_TREE, pos, v, len, &err),
 			0);
 		ck_assert_int_eq(ledger_verify_tree(lg, &bad, &err),
 				 LG_ECORRUPT);
@@ -295,7 +295,7 @@ START_TEST(tree_tampered_node)
 			      (unsigned long long)bad);
 		v[7] ^= 0x20;
 		ck_assert_int_eq(
-			ledger_raw_put(lg, LEDGER_DB_TREE, pos, v, len, &err),
+			ledger__raw_put(lg, LEDGER_DB_TREE, pos, v, len, &err),
 			0);
 		ck_assert_int_eq(ledger_verify_tree(lg, &bad, &err), 0);
 		free(v);

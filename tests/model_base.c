@@ -132,7 +132,7 @@ START_TEST(base_alloc_family)
 }
 END_TEST
 
-/* ptab_insert cannot compare keys; the same record twice is asserted. */
+/* model__ptab_insert cannot compare keys; the same record twice is asserted. */
 static bool ptr_eq(const void *val, const void *key)
 {
 	return val == key;
@@ -144,10 +144,12 @@ START_TEST(base_ptab_twice)
 	int rec[20];
 
 	for (int i = 0; i < 20; i++)
-		ptab_insert(&t, hash_str("x") + (uint64_t)i, &rec[i]);
-	ck_assert_ptr_eq(ptab_find(&t, hash_str("x") + 7, ptr_eq, &rec[7]),
-			 &rec[7]);
-	ptab_insert(&t, hash_str("x") + 7, &rec[7]); /* aborts */
+		model__ptab_insert(&t, model__hash_str("x") + (uint64_t)i,
+				   &rec[i]);
+	ck_assert_ptr_eq(
+		model__ptab_find(&t, model__hash_str("x") + 7, ptr_eq, &rec[7]),
+		&rec[7]);
+	model__ptab_insert(&t, model__hash_str("x") + 7, &rec[7]); /* aborts */
 	ck_abort_msg("ptab_insert took the same value twice");
 }
 END_TEST

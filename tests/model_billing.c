@@ -40,8 +40,8 @@ START_TEST(billing_period_end)
 {
 	for (size_t i = 0; i < sizeof(period_rows) / sizeof(period_rows[0]);
 	     i++)
-		ck_assert_msg(bill_period_end(period_rows[i].t,
-					      period_rows[i].step) ==
+		ck_assert_msg(model__bill_period_end(period_rows[i].t,
+						     period_rows[i].step) ==
 				      period_rows[i].want,
 			      "row %zu", i);
 }
@@ -54,16 +54,16 @@ START_TEST(billing_period_names)
 
 	ck_assert_int_eq(bill_step_parse("day", &s), 0);
 	ck_assert_int_eq(s, BILL_STEP_DAY);
-	ck_assert_str_eq(bill_step_name(s), "day");
+	ck_assert_str_eq(model__bill_step_name(s), "day");
 	ck_assert_int_eq(bill_basis_parse("allocated", &b), 0);
 	ck_assert_int_eq(b, BILL_BASIS_ALLOCATED);
-	ck_assert_str_eq(bill_basis_name(b), "allocated");
+	ck_assert_str_eq(model__bill_basis_name(b), "allocated");
 	ck_assert_int_eq(bill_step_parse("Hour", &s), LG_EINVAL);
 	ck_assert_int_eq(bill_step_parse("week", &s), LG_EINVAL);
 	ck_assert_int_eq(bill_step_parse(NULL, &s), LG_EINVAL);
 	ck_assert_int_eq(bill_basis_parse("", &b), LG_EINVAL);
 	ck_assert_int_eq(s, BILL_STEP_DAY); /* unchanged on error */
-	ck_assert_str_eq(bill_step_name((enum bill_step)7), "?");
+	ck_assert_str_eq(model__bill_step_name((enum bill_step)7), "?");
 }
 END_TEST
 
@@ -102,7 +102,7 @@ START_TEST(billing_decimal_parse)
 	for (size_t i = 0; i < sizeof(decimal_rows) / sizeof(decimal_rows[0]);
 	     i++) {
 		int64_t v = -1;
-		int rc = bill_decimal_parse(decimal_rows[i].s, &v);
+		int rc = model__bill_decimal_parse(decimal_rows[i].s, &v);
 
 		ck_assert_msg(rc == decimal_rows[i].rc, "%s: rc %d",
 			      decimal_rows[i].s, rc);
@@ -110,7 +110,7 @@ START_TEST(billing_decimal_parse)
 			ck_assert_msg(v == decimal_rows[i].nano, "%s: %lld",
 				      decimal_rows[i].s, (long long)v);
 	}
-	ck_assert_int_eq(bill_decimal_parse(NULL, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__bill_decimal_parse(NULL, NULL), LG_EINVAL);
 }
 END_TEST
 
@@ -137,24 +137,24 @@ START_TEST(billing_decimal_format)
 
 	for (size_t i = 0; i < sizeof(ratio_rows) / sizeof(ratio_rows[0]);
 	     i++) {
-		size_t n = bill_format_ratio(
+		size_t n = model__bill_format_ratio(
 			ratio_rows[i].num, ratio_rows[i].den, buf, sizeof(buf));
 
 		ck_assert_str_eq(buf, ratio_rows[i].want);
 		ck_assert_uint_eq(n, strlen(ratio_rows[i].want));
 	}
-	bill_format_nano(0, buf, sizeof(buf));
+	model__bill_format_nano(0, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "0.000000000");
-	bill_format_nano(75000000000LL, buf, sizeof(buf));
+	model__bill_format_nano(75000000000LL, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "75.000000000");
-	bill_format_nano(1, buf, sizeof(buf));
+	model__bill_format_nano(1, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "0.000000001");
-	bill_format_nano(-2500000000LL, buf, sizeof(buf));
+	model__bill_format_nano(-2500000000LL, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "-2.500000000");
-	bill_format_nano(INT64_MIN, buf, sizeof(buf));
+	model__bill_format_nano(INT64_MIN, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "-9223372036.854775808");
 	/* Like snprintf: the length needed, even when cut. */
-	ck_assert_uint_eq(bill_format_nano(75000000000LL, buf, 4), 12);
+	ck_assert_uint_eq(model__bill_format_nano(75000000000LL, buf, 4), 12);
 	ck_assert_str_eq(buf, "75.");
 }
 END_TEST
@@ -383,15 +383,16 @@ START_TEST(billing_path_rows)
 	char buf[256];
 
 	for (size_t i = 0; i < sizeof(path_rows) / sizeof(path_rows[0]); i++) {
-		size_t n = bill_tenant_path(path_rows[i].ns, buf, sizeof(buf));
+		size_t n = model__bill_tenant_path(path_rows[i].ns, buf,
+						   sizeof(buf));
 
 		ck_assert_str_eq(buf, path_rows[i].want);
 		ck_assert_uint_eq(n, strlen(path_rows[i].want));
 	}
 	/* Cut like snprintf, the length still whole. */
-	ck_assert_uint_eq(bill_tenant_path("tenant-a-b", buf, 8), 31);
+	ck_assert_uint_eq(model__bill_tenant_path("tenant-a-b", buf, 8), 31);
 	ck_assert_str_eq(buf, "tenant-");
-	ck_assert_uint_eq(bill_tenant_path("tenant-a-b", NULL, 0), 31);
+	ck_assert_uint_eq(model__bill_tenant_path("tenant-a-b", NULL, 0), 31);
 }
 END_TEST
 
@@ -893,17 +894,18 @@ START_TEST(billing_months)
 	ck_assert_int_eq(bill_month_parse("1969-12", 0, &a, &b), LG_EINVAL);
 	ck_assert_int_eq(bill_month_parse("2026-01-01", 0, &a, &b), LG_EINVAL);
 	ck_assert_int_eq(bill_month_parse(NULL, 0, &a, &b), LG_EINVAL);
-	ck_assert_int_eq(bill_offset_parse("Z", &off), 0);
+	ck_assert_int_eq(model__bill_offset_parse("Z", &off), 0);
 	ck_assert_int_eq(off, 0);
-	ck_assert_int_eq(bill_offset_parse("+05:30", &off), 0);
+	ck_assert_int_eq(model__bill_offset_parse("+05:30", &off), 0);
 	ck_assert_int_eq(off, 19800);
-	ck_assert_int_eq(bill_offset_parse("-12:00", &off), 0);
+	ck_assert_int_eq(model__bill_offset_parse("-12:00", &off), 0);
 	ck_assert_int_eq(off, -43200);
-	ck_assert_int_eq(bill_offset_parse("+14:01", &off), LG_EINVAL);
-	ck_assert_int_eq(bill_offset_parse("+0200", &off), LG_EINVAL);
-	ck_assert_int_eq(bill_offset_parse("02:00", &off), LG_EINVAL);
-	ck_assert_int_eq(bill_offset_parse("+02:60", &off), LG_EINVAL);
-	ck_assert_int_eq(bill_offset_parse("Europe/Berlin", &off), LG_EINVAL);
+	ck_assert_int_eq(model__bill_offset_parse("+14:01", &off), LG_EINVAL);
+	ck_assert_int_eq(model__bill_offset_parse("+0200", &off), LG_EINVAL);
+	ck_assert_int_eq(model__bill_offset_parse("02:00", &off), LG_EINVAL);
+	ck_assert_int_eq(model__bill_offset_parse("+02:60", &off), LG_EINVAL);
+	ck_assert_int_eq(model__bill_offset_parse("Europe/Berlin", &off),
+			 LG_EINVAL);
 }
 END_TEST
 

@@ -279,8 +279,9 @@ START_TEST(classes_limit)
 	ck_assert_str_eq(t.classes[1].name, "c1");
 	ck_assert_str_eq(t.classes[2].name, "c10");
 	ck_assert_ptr_nonnull(class_table_find(&t, "c63"));
-	ck_assert_str_eq(class_table_by_resource(&t, "example.com/r42")->name,
-			 "c42");
+	ck_assert_str_eq(
+		model__class_table_by_resource(&t, "example.com/r42")->name,
+		"c42");
 	class_table_release(&t);
 	ck_assert_int_eq(class_table_parse(&t, over, &err), LG_ELIMIT);
 	ck_assert_str_eq(err.msg, "classes has 65 entries, more than 64");
@@ -358,8 +359,8 @@ static const struct gpu_class *lookup(const struct class_table *t,
 	if (strcmp(by, "name") == 0)
 		return class_table_find(t, arg);
 	if (strcmp(by, "resource") == 0)
-		return class_table_by_resource(t, arg);
-	return class_table_by_device_class(t, arg);
+		return model__class_table_by_resource(t, arg);
+	return model__class_table_by_device_class(t, arg);
 }
 
 START_TEST(classes_lookup)
@@ -424,7 +425,7 @@ START_TEST(classes_entry)
 	struct gpu_class c;
 	struct lg_error err = {0};
 	char *s;
-	int rc = gpu_class_parse(&c, v, &err);
+	int rc = model__gpu_class_parse(&c, v, &err);
 
 	ck_assert_int_eq(rc, entries[_i].code);
 	if (rc < 0) {
@@ -439,9 +440,10 @@ START_TEST(classes_entry)
 		free(s);
 		json_decref(j);
 	}
-	gpu_class_release(&c);
-	gpu_class_release(&c); /* released twice: the second is a no-op */
-	gpu_class_release(NULL);
+	model__gpu_class_release(&c);
+	model__gpu_class_release(
+		&c); /* released twice: the second is a no-op */
+	model__gpu_class_release(NULL);
 	json_decref(v);
 }
 END_TEST
@@ -521,7 +523,7 @@ START_TEST(classes_copy_equal)
 		c.n_resource_names++;
 	if (_i == 4)
 		c.n_tolerations++;
-	gpu_class_release(&c);
+	model__gpu_class_release(&c);
 	class_table_release(&t);
 	json_decref(doc);
 }
@@ -544,9 +546,9 @@ START_TEST(classes_copy_shapes)
 	gpu_class_copy(&ce, &e);
 	ck_assert(gpu_class_equal(&ce, &e));
 	ck_assert_ptr_null(gpu_class_to_json(&ce)); /* no name: no definition */
-	gpu_class_release(&c1);
-	gpu_class_release(&c2);
-	gpu_class_release(&ce);
+	model__gpu_class_release(&c1);
+	model__gpu_class_release(&c2);
+	model__gpu_class_release(&ce);
 	class_table_release(&t);
 	json_decref(doc);
 }
@@ -586,9 +588,9 @@ START_TEST(classes_round_trip)
 	ck_assert_int_eq(class_table_parse(&t, doc, NULL), 0);
 	for (size_t i = 0; i < t.n; i++) {
 		j = gpu_class_to_json(&t.classes[i]);
-		ck_assert_int_eq(gpu_class_parse(&c, j, NULL), 0);
+		ck_assert_int_eq(model__gpu_class_parse(&c, j, NULL), 0);
 		ck_assert(gpu_class_equal(&c, &t.classes[i]));
-		gpu_class_release(&c);
+		model__gpu_class_release(&c);
 		json_decref(j);
 	}
 	class_table_release(&t);

@@ -170,9 +170,10 @@ END_TEST
 START_TEST(event_type_names)
 {
 	for (int t = EV_NONE + 1; t < EV_MAX; t++)
-		ck_assert_int_eq(event_type_parse(event_type_name(t)), t);
-	ck_assert_int_eq(event_type_parse("reserve"), EV_NONE);
-	ck_assert_int_eq(event_type_parse(NULL), EV_NONE);
+		ck_assert_int_eq(model__event_type_parse(event_type_name(t)),
+				 t);
+	ck_assert_int_eq(model__event_type_parse("reserve"), EV_NONE);
+	ck_assert_int_eq(model__event_type_parse(NULL), EV_NONE);
 	ck_assert_str_eq(event_type_name(EV_MAX), "NONE");
 }
 END_TEST
@@ -331,7 +332,8 @@ START_TEST(event_errors_table)
 {
 	for (int c = LG_ERR_MIN; c <= 0; c++) {
 		ck_assert_ptr_nonnull(lg_strerror(c));
-		ck_assert_msg(strncmp(lg_errname(c), "LG_", 3) == 0, "%d", c);
+		ck_assert_msg(strncmp(model__errname(c), "LG_", 3) == 0, "%d",
+			      c);
 	}
 	ck_assert_str_eq(lg_strerror(LG_EMISMATCH),
 			 "event does not fit the state");

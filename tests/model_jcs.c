@@ -113,7 +113,7 @@ START_TEST(jcs_numbers)
 	char out[40];
 
 	memcpy(&d, &num_rows[_i].bits, sizeof(d));
-	jcs_format_double(d, out);
+	model__jcs_format_double(d, out);
 	ck_assert_str_eq(out, num_rows[_i].text);
 	{ /* and the same through a tree */
 		json_t *v = json_real(d);
@@ -146,7 +146,7 @@ START_TEST(jcs_refuses)
 	v = json_pack("{s:s}", "k", "0123456789");
 	ck_assert_ptr_null(jcs_text(v, 0, 10, NULL));
 	jcs_buf_init(&b);
-	ck_assert_int_eq(jcs_write(&b, v, 0, 1 << 10), 0);
+	ck_assert_int_eq(model__jcs_write(&b, v, 0, 1 << 10), 0);
 	ck_assert_str_eq(b.p, "{\"k\":\"0123456789\"}");
 	jcs_buf_release(&b);
 	json_decref(v);
@@ -329,8 +329,9 @@ START_TEST(jcs_round_trip)
 				const char *k = json_object_iter_key(it);
 				size_t kl = json_object_iter_key_len(it);
 
-				ck_assert_msg(pk == NULL ||
-						      jcs_key_cmp(pk, pl, k, kl) < 0,
+				ck_assert_msg(pk == NULL || model__jcs_key_cmp(
+								    pk, pl, k,
+								    kl) < 0,
 					      "seed %llu: %s out of order",
 					      (unsigned long long)seed, a);
 				pk = k;
@@ -361,7 +362,7 @@ START_TEST(jcs_double_round_trip)
 		memcpy(&d, &bits, sizeof(d));
 		if (!isfinite(d))
 			continue;
-		jcs_format_double(d, out);
+		model__jcs_format_double(d, out);
 		ck_assert_msg(strtod(out, NULL) == d || (d == 0),
 			      "seed %llu: %a gives %s",
 			      (unsigned long long)seed, d, out);
@@ -392,7 +393,7 @@ END_TEST
 
 /* The event JSON writes integers beyond 2^53-1 as strings (DESIGN 4.4),
  * and reads them back (import of `log` output). */
-/* jcs_put_string against a writer of one byte at a time, for long random
+/* model__jcs_put_string against a writer of one byte at a time, for long random
  * strings (the writer tests eight bytes at once): ASCII, the escapes,
  * controls, DEL and UTF-8 of every length at every offset; a broken UTF-8
  * sequence anywhere is refused. */
@@ -465,13 +466,14 @@ START_TEST(jcs_string_reference)
 		}
 		b.len = 0;
 		if (bad) {
-			ck_assert_msg(jcs_put_string(&b, (const char *)in, n) ==
-					      -1,
+			ck_assert_msg(model__jcs_put_string(
+					      &b, (const char *)in, n) == -1,
 				      "seed %llu run %d: broken UTF-8 accepted",
 				      (unsigned long long)seed, r);
 			continue;
 		}
-		ck_assert_int_eq(jcs_put_string(&b, (const char *)in, n), 0);
+		ck_assert_int_eq(model__jcs_put_string(&b, (const char *)in, n),
+				 0);
 		w = ref_escape(in, n, want);
 		ck_assert_msg(b.len == w && memcmp(b.p, want, w) == 0,
 			      "seed %llu run %d: %.*s, want %.*s",

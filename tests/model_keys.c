@@ -119,10 +119,11 @@ START_TEST(keys_classify)
 	enum key_kind k;
 
 	load_table(&t);
-	k = budget_key_classify(key, keys[_i].table ? &t : NULL, &cls, &cls_len,
-				&res);
+	k = model__budget_key_classify(key, keys[_i].table ? &t : NULL, &cls,
+				       &cls_len, &res);
 	ck_assert_msg(k == keys[_i].kind, "%s: %s, want %s", key,
-		      key_kind_name(k), key_kind_name(keys[_i].kind));
+		      model__key_kind_name(k),
+		      model__key_kind_name(keys[_i].kind));
 	if (keys[_i].cls == NULL) {
 		ck_assert_ptr_null(cls);
 		ck_assert_uint_eq(cls_len, 0);
@@ -134,13 +135,15 @@ START_TEST(keys_classify)
 		ck_assert_ptr_eq(cls, key); /* points into the key */
 	if (k == KEY_RAW) {
 		ck_assert_ptr_eq(res, key + keys[_i].res_off);
-		ck_assert_ptr_eq(class_table_by_resource(&t, res)->name, cls);
+		ck_assert_ptr_eq(model__class_table_by_resource(&t, res)->name,
+				 cls);
 	} else {
 		ck_assert_ptr_null(res);
 	}
 	/* Output pointers are optional and do not change the answer. */
-	ck_assert_int_eq(budget_key_classify(key, keys[_i].table ? &t : NULL,
-					     NULL, NULL, NULL),
+	ck_assert_int_eq(model__budget_key_classify(key,
+						    keys[_i].table ? &t : NULL,
+						    NULL, NULL, NULL),
 			 k);
 	class_table_release(&t);
 }
@@ -151,8 +154,9 @@ START_TEST(keys_classify_null)
 	const char *cls = "x", *res = "x";
 	size_t len = 5;
 
-	ck_assert_int_eq(budget_key_classify(NULL, NULL, &cls, &len, &res),
-			 KEY_OTHER);
+	ck_assert_int_eq(
+		model__budget_key_classify(NULL, NULL, &cls, &len, &res),
+		KEY_OTHER);
 	ck_assert_ptr_null(cls);
 	ck_assert_ptr_null(res);
 	ck_assert_uint_eq(len, 0);
@@ -174,7 +178,8 @@ static const struct {
 
 START_TEST(keys_kind_name)
 {
-	ck_assert_str_eq(key_kind_name(kind_names[_i].k), kind_names[_i].name);
+	ck_assert_str_eq(model__key_kind_name(kind_names[_i].k),
+			 kind_names[_i].name);
 }
 END_TEST
 
@@ -217,7 +222,7 @@ START_TEST(keys_eval)
 
 	load_table(&t);
 	ctx.classes = evals[_i].table ? &t : NULL;
-	rc = eval_budget_key(&ctx, in, &out, &err);
+	rc = model__eval_budget_key(&ctx, in, &out, &err);
 	if (evals[_i].out == NULL) {
 		ck_assert_int_eq(rc, LG_EINVAL);
 		ck_assert_str_eq(err.msg, "input must be a string");
@@ -242,7 +247,7 @@ START_TEST(keys_eval_nul)
 		json_stringn(GPU_TOTAL_KEY "\0x", sizeof(GPU_TOTAL_KEY) + 1);
 	json_t *out = NULL;
 
-	ck_assert_int_eq(eval_budget_key(&ctx, in, &out, NULL), 0);
+	ck_assert_int_eq(model__eval_budget_key(&ctx, in, &out, NULL), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(out, "kind")),
 			 "other");
 	ck_assert(json_is_null(json_object_get(out, "class")));

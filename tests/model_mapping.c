@@ -174,16 +174,18 @@ START_TEST(test_kind_names)
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		ck_assert_str_eq(holder_kind_name(rows[i].k), rows[i].name);
-		ck_assert_int_eq(holder_kind_parse(rows[i].name), rows[i].k);
+		ck_assert_str_eq(model__holder_kind_name(rows[i].k),
+				 rows[i].name);
+		ck_assert_int_eq(model__holder_kind_parse(rows[i].name),
+				 rows[i].k);
 	}
-	ck_assert_str_eq(holder_kind_name(HK_NONE), "");
-	ck_assert_str_eq(holder_kind_name(HK_MAX), "");
-	ck_assert_str_eq(holder_kind_name((enum holder_kind) - 1), "");
-	ck_assert_int_eq(holder_kind_parse("pod"), HK_NONE);
-	ck_assert_int_eq(holder_kind_parse("Node"), HK_NONE);
-	ck_assert_int_eq(holder_kind_parse(""), HK_NONE);
-	ck_assert_int_eq(holder_kind_parse(NULL), HK_NONE);
+	ck_assert_str_eq(model__holder_kind_name(HK_NONE), "");
+	ck_assert_str_eq(model__holder_kind_name(HK_MAX), "");
+	ck_assert_str_eq(model__holder_kind_name((enum holder_kind) - 1), "");
+	ck_assert_int_eq(model__holder_kind_parse("pod"), HK_NONE);
+	ck_assert_int_eq(model__holder_kind_parse("Node"), HK_NONE);
+	ck_assert_int_eq(model__holder_kind_parse(""), HK_NONE);
+	ck_assert_int_eq(model__holder_kind_parse(NULL), HK_NONE);
 }
 END_TEST
 
@@ -381,12 +383,13 @@ START_TEST(test_vmi_entry_limit)
 		json_array_append_new(gpus, json_pack("{s:s}", "class",
 						      i % 2 ? "a10" : "h100"));
 	json_object_set_new(spec, "gpus", gpus);
-	ck_assert_int_eq(holder_map_spec(HK_VMINSTANCE, spec, &t, &hm, &e), 0);
+	ck_assert_int_eq(
+		model__holder_map_spec(HK_VMINSTANCE, spec, &t, &hm, &e), 0);
 	if (_i == 0) {
 		ck_assert(hm.valid);
 		ck_assert_uint_eq(hm.n_entries, HOLDER_MAX_ENTRIES);
-		ck_assert_int_eq(holder_map_units(&hm, 0), half);
-		ck_assert_int_eq(holder_map_units(&hm, 1), half);
+		ck_assert_int_eq(model__holder_map_units(&hm, 0), half);
+		ck_assert_int_eq(model__holder_map_units(&hm, 1), half);
 		ck_assert_int_eq(hm.entry_class[HOLDER_MAX_ENTRIES - 1], 0);
 	} else {
 		ck_assert(!hm.valid);
@@ -733,10 +736,10 @@ START_TEST(test_spec_kinds)
 		e.code = 0;
 		spec = tq(rows[i].spec);
 		ck_assert_int_eq(
-			holder_map_spec(rows[i].kind, spec, &t, &hm, &e),
+			model__holder_map_spec(rows[i].kind, spec, &t, &hm, &e),
 			rows[i].rc);
 		ck_assert_msg(hm.valid == rows[i].valid, "row %zu", i);
-		ck_assert_int_eq(holder_map_units(&hm, 1), rows[i].h100);
+		ck_assert_int_eq(model__holder_map_units(&hm, 1), rows[i].h100);
 		if (!rows[i].valid)
 			ck_assert_int_lt(e.code, 0);
 		else
@@ -753,8 +756,9 @@ START_TEST(test_spec_no_table)
 	struct holder_map hm;
 	json_t *spec = tq("{'gpus':[{'class':'h100'},{'name':'x'}]}");
 
-	ck_assert_int_eq(holder_map_spec(HK_VMINSTANCE, spec, NULL, &hm, NULL),
-			 0);
+	ck_assert_int_eq(
+		model__holder_map_spec(HK_VMINSTANCE, spec, NULL, &hm, NULL),
+		0);
 	ck_assert(hm.valid);
 	ck_assert(hm.unknown_class);
 	ck_assert_uint_eq(hm.n, 0);
@@ -774,11 +778,11 @@ START_TEST(test_units_lookup)
 	load_classes(&t);
 	ck_assert_int_eq(holder_map_object(obj, &t, &hm, NULL), 0);
 	ck_assert_uint_eq(hm.n, 2);
-	ck_assert_int_eq(holder_map_units(&hm, 0), 2);
-	ck_assert_int_eq(holder_map_units(&hm, 1), 0);
-	ck_assert_int_eq(holder_map_units(&hm, 2), 5);
-	ck_assert_int_eq(holder_map_units(&hm, 3), 0);
-	ck_assert_int_eq(holder_map_units(&hm, UINT32_MAX), 0);
+	ck_assert_int_eq(model__holder_map_units(&hm, 0), 2);
+	ck_assert_int_eq(model__holder_map_units(&hm, 1), 0);
+	ck_assert_int_eq(model__holder_map_units(&hm, 2), 5);
+	ck_assert_int_eq(model__holder_map_units(&hm, 3), 0);
+	ck_assert_int_eq(model__holder_map_units(&hm, UINT32_MAX), 0);
 	json_decref(obj);
 	class_table_release(&t);
 }

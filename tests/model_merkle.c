@@ -72,7 +72,7 @@ static void ref_mth(uint8_t (*leaf)[MERKLE_HASH_BYTES], size_t n, uint8_t *out)
 		k *= 2;
 	ref_mth(leaf, k, l);
 	ref_mth(leaf + k, n - k, r);
-	merkle_node_hash(l, r, out);
+	model__merkle_node_hash(l, r, out);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -172,7 +172,7 @@ START_TEST(merkle_kat_roots)
 		ck_assert_int_eq(merkle_root(mem_get, &t, size, got), 0);
 		ck_assert_mem_eq(got, want, MERKLE_HASH_BYTES);
 	}
-	merkle_edge_root(&t.edge, got);
+	model__merkle_edge_root(&t.edge, got);
 	ck_assert_mem_eq(got, want, MERKLE_HASH_BYTES);
 	/* The empty tree: SHA-256 of nothing. */
 	unhex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
@@ -436,7 +436,7 @@ START_TEST(merkle_edge_reload)
 
 		view.edge.size = size;
 		ck_assert_int_eq(merkle_edge_load(&e, size, mem_get, &view), 0);
-		merkle_edge_root(&e, r);
+		model__merkle_edge_root(&e, r);
 		if (size > 0)
 			ck_assert_mem_eq(r, s->root[size], MERKLE_HASH_BYTES);
 	}

@@ -223,15 +223,15 @@ START_TEST(cstr_matches_lengths)
 					     : alphabet[(x >> 8) % 10];
 		}
 		buf[len] = '\0';
-		ck_assert_msg(dns1123_label_cstr(buf) ==
+		ck_assert_msg(model__dns1123_label_cstr(buf) ==
 				      dns1123_label(buf, len),
 			      "label \"%s\" (seed %llu)", buf, seed);
-		ck_assert_msg(dns1123_subdomain_cstr(buf) ==
+		ck_assert_msg(model__dns1123_subdomain_cstr(buf) ==
 				      dns1123_subdomain(buf, len),
 			      "subdomain \"%s\" (seed %llu)", buf, seed);
 	}
-	ck_assert(!dns1123_label_cstr(NULL));
-	ck_assert(!dns1123_subdomain_cstr(NULL));
+	ck_assert(!model__dns1123_label_cstr(NULL));
+	ck_assert(!model__dns1123_subdomain_cstr(NULL));
 }
 END_TEST
 
@@ -398,20 +398,21 @@ START_TEST(gov_table)
 END_TEST
 
 static const struct eval_row eval_rows[] = {
-	{eval_dns1123_label, "\"abc\"", "{\"valid\":true}"},
-	{eval_dns1123_label, "\"a.b\"", "{\"valid\":false}"},
-	{eval_dns1123_label, "5", NULL},
-	{eval_dns1123_label, "null", NULL},
-	{eval_dns1123_subdomain, "\"a.b\"", "{\"valid\":true}"},
-	{eval_dns1123_subdomain, "\"a.b\\n\"", "{\"valid\":false}"},
-	{eval_dns1123_subdomain, "[\"a\"]", NULL},
-	{eval_claim_name, "{\"vmi\": \"vm-instance-a\", \"device\": \"gpu1\"}",
+	{model__eval_dns1123_label, "\"abc\"", "{\"valid\":true}"},
+	{model__eval_dns1123_label, "\"a.b\"", "{\"valid\":false}"},
+	{model__eval_dns1123_label, "5", NULL},
+	{model__eval_dns1123_label, "null", NULL},
+	{model__eval_dns1123_subdomain, "\"a.b\"", "{\"valid\":true}"},
+	{model__eval_dns1123_subdomain, "\"a.b\\n\"", "{\"valid\":false}"},
+	{model__eval_dns1123_subdomain, "[\"a\"]", NULL},
+	{model__eval_claim_name,
+	 "{\"vmi\": \"vm-instance-a\", \"device\": \"gpu1\"}",
 	 "{\"name\":\"vm-instance-a-gpu1\"}"},
-	{eval_claim_name, "{\"vmi\": \"vm-instance-a\"}", NULL},
-	{eval_claim_name, "{\"vmi\": 1, \"device\": \"gpu1\"}", NULL},
-	{eval_claim_name, "{\"vmi\": \"vm-instance-a\", \"device\": \"\"}",
-	 NULL},
-	{eval_claim_name, "\"vm-instance-a\"", NULL},
+	{model__eval_claim_name, "{\"vmi\": \"vm-instance-a\"}", NULL},
+	{model__eval_claim_name, "{\"vmi\": 1, \"device\": \"gpu1\"}", NULL},
+	{model__eval_claim_name,
+	 "{\"vmi\": \"vm-instance-a\", \"device\": \"\"}", NULL},
+	{model__eval_claim_name, "\"vm-instance-a\"", NULL},
 };
 
 START_TEST(eval_table)
@@ -427,14 +428,15 @@ START_TEST(eval_nul)
 	struct eval_ctx ctx = {0};
 	json_t *in = json_stringn("a\0b", 3), *out = NULL;
 
-	ck_assert_int_eq(eval_dns1123_label(&ctx, in, &out, NULL), 0);
+	ck_assert_int_eq(model__eval_dns1123_label(&ctx, in, &out, NULL), 0);
 	ck_assert(json_is_false(json_object_get(out, "valid")));
 	json_decref(out);
 	out = NULL;
 	json_decref(in);
 	in = json_pack("{s:s%,s:s}", "vmi", "vm-instance-a\0b", (size_t)15,
 		       "device", "gpu1");
-	ck_assert_int_eq(eval_claim_name(&ctx, in, &out, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__eval_claim_name(&ctx, in, &out, NULL),
+			 LG_EINVAL);
 	ck_assert_ptr_null(out);
 	json_decref(in);
 }

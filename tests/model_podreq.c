@@ -40,8 +40,8 @@ static void render(const struct reslist *l, char *buf, size_t cap)
 		off += snprintf(buf + off, cap - off, "%s%s=", i ? "," : "",
 				l->items[i].name);
 		if (off < cap)
-			off += quantity_format(&l->items[i].q, buf + off,
-					       cap - off);
+			off += model__quantity_format(&l->items[i].q, buf + off,
+						      cap - off);
 	}
 	ck_assert_uint_lt(off, cap);
 }
@@ -59,7 +59,7 @@ struct req_row {
  * (TestPodRequestsAndLimits, TestPodResourceRequests,
  * TestPodLevelResourceRequests, TestAggregateContainerRequestsAndLimits);
  * rows that exclude overhead there include it here, since gpuledger uses
- * only the default options. Quantities print as quantity_format does. */
+ * only the default options. Quantities print as model__quantity_format does. */
 static const struct req_row upstream_rows[] = {
 	{"just-limit-no-overhead", POD(LIM(CPU("9")), LIM(CPU("9")), ""), false,
 	 "", 0, NULL},
@@ -298,8 +298,8 @@ static void check_row(const struct req_row *r)
 	char buf[512];
 	int rc;
 
-	reslist_init(&l);
-	rc = pod_requests(pod, r->defaults, &l, &err);
+	model__reslist_init(&l);
+	rc = model__pod_requests(pod, r->defaults, &l, &err);
 	ck_assert_msg(rc == r->rc, "%s: rc %d (%s), want %d", r->what, rc,
 		      err.msg, r->rc);
 	if (rc == 0) {
@@ -313,7 +313,7 @@ static void check_row(const struct req_row *r)
 			      "%s: message '%s' lacks '%s'", r->what, err.msg,
 			      r->msg);
 	}
-	reslist_release(&l);
+	model__reslist_release(&l);
 	json_decref(pod);
 }
 
@@ -349,27 +349,27 @@ START_TEST(reslist_basics)
 	const struct quantity *q;
 	char buf[64];
 
-	reslist_init(&l);
+	model__reslist_init(&l);
 	ck_assert_uint_eq(l.n, 0);
-	ck_assert_ptr_null(reslist_get(&l, "cpu"));
-	ck_assert_ptr_null(reslist_get(NULL, "cpu"));
-	reslist_release(NULL);
-	ck_assert_int_eq(pod_requests(pod, false, &l, NULL), 0);
+	ck_assert_ptr_null(model__reslist_get(&l, "cpu"));
+	ck_assert_ptr_null(model__reslist_get(NULL, "cpu"));
+	model__reslist_release(NULL);
+	ck_assert_int_eq(model__pod_requests(pod, false, &l, NULL), 0);
 	ck_assert_uint_eq(l.n, 5);
 	for (size_t i = 1; i < l.n; i++)
 		ck_assert_int_lt(strcmp(l.items[i - 1].name, l.items[i].name),
 				 0);
-	q = reslist_get(&l, "nvidia.com/gpu");
+	q = model__reslist_get(&l, "nvidia.com/gpu");
 	ck_assert_ptr_nonnull(q);
-	quantity_format(q, buf, sizeof(buf));
+	model__quantity_format(q, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "3");
-	ck_assert_ptr_null(reslist_get(&l, "nvidia.com"));
-	ck_assert_ptr_nonnull(reslist_get(&l, "a/x"));
-	ck_assert_ptr_nonnull(reslist_get(&l, "z"));
-	reslist_release(&l);
+	ck_assert_ptr_null(model__reslist_get(&l, "nvidia.com"));
+	ck_assert_ptr_nonnull(model__reslist_get(&l, "a/x"));
+	ck_assert_ptr_nonnull(model__reslist_get(&l, "z"));
+	model__reslist_release(&l);
 	ck_assert_uint_eq(l.n, 0);
 	ck_assert_ptr_null(l.items);
-	reslist_release(&l);
+	model__reslist_release(&l);
 	json_decref(pod);
 }
 END_TEST
@@ -384,15 +384,15 @@ START_TEST(reslist_reuse)
 	json_t *bad = tj(POD(REQ(MEM("x")), "", ""));
 	char buf[64];
 
-	reslist_init(&l);
-	ck_assert_int_eq(pod_requests(a, false, &l, NULL), 0);
-	ck_assert_int_eq(pod_requests(b, false, &l, NULL), 0);
+	model__reslist_init(&l);
+	ck_assert_int_eq(model__pod_requests(a, false, &l, NULL), 0);
+	ck_assert_int_eq(model__pod_requests(b, false, &l, NULL), 0);
 	render(&l, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "memory=2");
-	ck_assert_int_eq(pod_requests(bad, false, &l, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__pod_requests(bad, false, &l, NULL), LG_EINVAL);
 	ck_assert_uint_eq(l.n, 0);
-	ck_assert_ptr_null(reslist_get(&l, "memory"));
-	reslist_release(&l);
+	ck_assert_ptr_null(model__reslist_get(&l, "memory"));
+	model__reslist_release(&l);
 	json_decref(a);
 	json_decref(b);
 	json_decref(bad);
@@ -420,23 +420,23 @@ START_TEST(bounds)
 	json_t *pod = pod_with_resources(MODEL_MAX_ITEMS);
 	json_t *arr;
 
-	reslist_init(&l);
-	ck_assert_int_eq(pod_requests(pod, false, &l, NULL), 0);
+	model__reslist_init(&l);
+	ck_assert_int_eq(model__pod_requests(pod, false, &l, NULL), 0);
 	ck_assert_uint_eq(l.n, MODEL_MAX_ITEMS);
-	ck_assert_ptr_nonnull(reslist_get(&l, "example.com/r04095"));
+	ck_assert_ptr_nonnull(model__reslist_get(&l, "example.com/r04095"));
 	json_decref(pod);
 	pod = pod_with_resources(MODEL_MAX_ITEMS + 1);
-	ck_assert_int_eq(pod_requests(pod, false, &l, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__pod_requests(pod, false, &l, NULL), LG_EINVAL);
 	json_decref(pod);
 	/* Too many containers. */
 	arr = json_array();
 	for (size_t i = 0; i <= MODEL_MAX_ITEMS; i++)
 		json_array_append_new(arr, json_object());
 	pod = json_pack("{s:{s:o}}", "spec", "initContainers", arr);
-	ck_assert_int_eq(pod_requests(pod, false, &l, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__pod_requests(pod, false, &l, NULL), LG_EINVAL);
 	json_array_remove(arr, 0);
-	ck_assert_int_eq(pod_requests(pod, false, &l, NULL), 0);
-	reslist_release(&l);
+	ck_assert_int_eq(model__pod_requests(pod, false, &l, NULL), 0);
+	model__reslist_release(&l);
 	json_decref(pod);
 }
 END_TEST
@@ -452,35 +452,36 @@ START_TEST(sum_overflow)
 	json_t *pod = tj(POD(REQ(GPU("2e376")) ", " REQ(GPU("2e376")), "", ""));
 	int want = 0, rc;
 
-	if (quantity_parse(&q, big, strlen(big), NULL) < 0) {
+	if (model__quantity_parse(&q, big, strlen(big), NULL) < 0) {
 		want = LG_EINVAL;
 	} else {
 		acc = q;
-		if (quantity_add(&acc, &q) < 0)
+		if (model__quantity_add(&acc, &q) < 0)
 			want = LG_ERANGE;
 	}
-	reslist_init(&l);
-	rc = pod_requests(pod, false, &l, NULL);
+	model__reslist_init(&l);
+	rc = model__pod_requests(pod, false, &l, NULL);
 	ck_assert_int_eq(rc, want);
-	reslist_release(&l);
+	model__reslist_release(&l);
 	json_decref(pod);
 }
 END_TEST
 
 static const struct eval_row eval_rows[] = {
-	{eval_pod_requests,
+	{model__eval_pod_requests,
 	 POD(REQ(CPU("500m") ", " MEM("1Gi")), SIDE(GPU("1")),
 	     OVERHEAD(CPU("100m"))),
 	 "{\"requests\":{\"cpu\":\"600m\",\"memory\":\"1073741824\","
 	 "\"nvidia.com/gpu\":\"1\"}}"},
 	/* No defaulting in eval. */
-	{eval_pod_requests, POD(LIM(GPU("1")), "", ""), "{\"requests\":{}}"},
-	{eval_pod_requests, "{}", "{\"requests\":{}}"},
-	{eval_pod_requests, POD(REQ(GPU("1.5")), "", ""),
+	{model__eval_pod_requests, POD(LIM(GPU("1")), "", ""),
+	 "{\"requests\":{}}"},
+	{model__eval_pod_requests, "{}", "{\"requests\":{}}"},
+	{model__eval_pod_requests, POD(REQ(GPU("1.5")), "", ""),
 	 "{\"requests\":{\"nvidia.com/gpu\":"
 	 "\"1500m\"}}"},
-	{eval_pod_requests, POD(REQ(GPU("bad")), "", ""), NULL},
-	{eval_pod_requests, "\"pod\"", NULL},
+	{model__eval_pod_requests, POD(REQ(GPU("bad")), "", ""), NULL},
+	{model__eval_pod_requests, "\"pod\"", NULL},
 };
 
 START_TEST(eval_table)

@@ -17,20 +17,20 @@
 
 static int parse(struct quantity *q, const char *s)
 {
-	return quantity_parse(q, s, strlen(s), NULL);
+	return model__quantity_parse(q, s, strlen(s), NULL);
 }
 
 static void must_parse(struct quantity *q, const char *s)
 {
 	struct lg_error err = {0};
-	int rc = quantity_parse(q, s, strlen(s), &err);
+	int rc = model__quantity_parse(q, s, strlen(s), &err);
 
 	ck_assert_msg(rc == 0, "parse \"%s\": %d %s", s, rc, err.msg);
 }
 
 static const char *fmt(const struct quantity *q, char *buf, size_t cap)
 {
-	size_t n = quantity_format(q, buf, cap);
+	size_t n = model__quantity_format(q, buf, cap);
 
 	ck_assert_uint_lt(n, cap);
 	ck_assert_uint_eq(strlen(buf), n);
@@ -214,7 +214,7 @@ START_TEST(format_round_trip)
 
 	must_parse(&q, valid[_i].in);
 	must_parse(&r, fmt(&q, a, sizeof(a)));
-	ck_assert_int_eq(quantity_cmp(&q, &r), 0);
+	ck_assert_int_eq(model__quantity_cmp(&q, &r), 0);
 	ck_assert_str_eq(fmt(&r, b, sizeof(b)), a);
 	/* The sign and the magnitude are canonical: equal values are equal
 	 * bytes apart from the binary flag. */
@@ -238,11 +238,11 @@ START_TEST(parse_signs)
 	snprintf(want, sizeof(want), "%s%s", q.sign != 0 ? "-" : "",
 		 valid[_i].out);
 	ck_assert_str_eq(fmt(&neg, buf, sizeof(buf)), want);
-	ck_assert_int_eq(quantity_is_negative(&neg), q.sign != 0);
-	ck_assert_int_eq(quantity_cmp(&neg, &q), q.sign != 0 ? -1 : 0);
+	ck_assert_int_eq(model__quantity_is_negative(&neg), q.sign != 0);
+	ck_assert_int_eq(model__quantity_cmp(&neg, &q), q.sign != 0 ? -1 : 0);
 	snprintf(in, sizeof(in), "+%s", s);
 	must_parse(&pos, in);
-	ck_assert_int_eq(quantity_cmp(&pos, &q), 0);
+	ck_assert_int_eq(model__quantity_cmp(&pos, &q), 0);
 }
 END_TEST
 
@@ -322,7 +322,8 @@ START_TEST(parse_invalid)
 	int rc;
 
 	memset(&q, 0x5a, sizeof(q));
-	rc = quantity_parse(&q, invalid[_i].in, strlen(invalid[_i].in), &err);
+	rc = model__quantity_parse(&q, invalid[_i].in, strlen(invalid[_i].in),
+				   &err);
 	ck_assert_msg(rc == invalid[_i].rc, "\"%s\": got %d, want %d",
 		      invalid[_i].in, rc, invalid[_i].rc);
 	ck_assert_int_eq(err.code, rc);
@@ -330,8 +331,9 @@ START_TEST(parse_invalid)
 	/* A failed parse leaves a valid zero, never garbage. */
 	ck_assert_int_eq(q.sign, 0);
 	ck_assert_int_eq(q.nlimbs, 0);
-	ck_assert(quantity_parse(&q, invalid[_i].in, strlen(invalid[_i].in),
-				 NULL) == invalid[_i].rc);
+	ck_assert(model__quantity_parse(&q, invalid[_i].in,
+					strlen(invalid[_i].in),
+					NULL) == invalid[_i].rc);
 }
 END_TEST
 
@@ -343,11 +345,11 @@ START_TEST(parse_edges)
 	char buf[512], big[1200];
 	size_t n;
 
-	ck_assert_int_eq(quantity_parse(&q, "12k", 2, NULL), 0);
+	ck_assert_int_eq(model__quantity_parse(&q, "12k", 2, NULL), 0);
 	ck_assert_str_eq(fmt(&q, buf, sizeof(buf)), "12");
-	ck_assert_int_eq(quantity_parse(&q, "1\0", 2, NULL), LG_EINVAL);
-	ck_assert_int_eq(quantity_parse(&q, NULL, 0, NULL), LG_EINVAL);
-	ck_assert_int_eq(quantity_parse(&q, "1Kix", 3, NULL), 0);
+	ck_assert_int_eq(model__quantity_parse(&q, "1\0", 2, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__quantity_parse(&q, NULL, 0, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__quantity_parse(&q, "1Kix", 3, NULL), 0);
 	ck_assert_str_eq(fmt(&q, buf, sizeof(buf)), "1024");
 
 	/* 1.000...0001 with 500 zeros: exact, rounds up to the next nano. */
@@ -401,12 +403,12 @@ START_TEST(parse_edges)
 
 	/* 10^376 is the largest power of ten that fits; it prints in full. */
 	must_parse(&q, "1e376");
-	n = quantity_format(&q, buf, sizeof(buf));
+	n = model__quantity_format(&q, buf, sizeof(buf));
 	ck_assert_uint_eq(n, 377);
 	ck_assert_int_eq(buf[0], '1');
 	ck_assert_uint_eq(strspn(buf + 1, "0"), 376);
 	must_parse(&q, "-2e376");
-	ck_assert_uint_eq(quantity_format(&q, buf, sizeof(buf)), 378);
+	ck_assert_uint_eq(model__quantity_format(&q, buf, sizeof(buf)), 378);
 }
 END_TEST
 
@@ -467,8 +469,8 @@ START_TEST(value_milli)
 	int rv, rm;
 
 	must_parse(&q, values[_i].in);
-	rv = quantity_value(&q, &v);
-	rm = quantity_milli_value(&q, &m);
+	rv = model__quantity_value(&q, &v);
+	rm = model__quantity_milli_value(&q, &m);
 	ck_assert_msg(rv == values[_i].vrc, "%s: value rc %d", values[_i].in,
 		      rv);
 	ck_assert_msg(rm == values[_i].mrc, "%s: milli rc %d", values[_i].in,
@@ -521,22 +523,22 @@ START_TEST(add)
 	must_parse(&a, sums[_i].a);
 	must_parse(&b, sums[_i].b);
 	must_parse(&want, sums[_i].sum);
-	ck_assert_int_eq(quantity_add(&a, &b), 0);
-	ck_assert_msg(quantity_cmp(&a, &want) == 0, "%s + %s = %s", sums[_i].a,
-		      sums[_i].b, fmt(&a, buf, sizeof(buf)));
+	ck_assert_int_eq(model__quantity_add(&a, &b), 0);
+	ck_assert_msg(model__quantity_cmp(&a, &want) == 0, "%s + %s = %s",
+		      sums[_i].a, sums[_i].b, fmt(&a, buf, sizeof(buf)));
 	/* Commutative, and subtracting b again gives a back. */
 	must_parse(&back, sums[_i].b);
 	must_parse(&nb, sums[_i].a);
-	ck_assert_int_eq(quantity_add(&back, &nb), 0);
-	ck_assert_int_eq(quantity_cmp(&back, &want), 0);
+	ck_assert_int_eq(model__quantity_add(&back, &nb), 0);
+	ck_assert_int_eq(model__quantity_cmp(&back, &want), 0);
 	if (sums[_i].b[0] == '-')
 		snprintf(neg, sizeof(neg), "%s", sums[_i].b + 1);
 	else
 		snprintf(neg, sizeof(neg), "-%s", sums[_i].b);
 	must_parse(&nb, neg);
-	ck_assert_int_eq(quantity_add(&a, &nb), 0);
+	ck_assert_int_eq(model__quantity_add(&a, &nb), 0);
 	must_parse(&back, sums[_i].a);
-	ck_assert_int_eq(quantity_cmp(&a, &back), 0);
+	ck_assert_int_eq(model__quantity_cmp(&a, &back), 0);
 }
 END_TEST
 
@@ -547,23 +549,23 @@ START_TEST(add_overflow)
 	must_parse(&a, "2e376");
 	must_parse(&b, "2e376");
 	before = a;
-	ck_assert_int_eq(quantity_add(&a, &b), LG_ERANGE);
+	ck_assert_int_eq(model__quantity_add(&a, &b), LG_ERANGE);
 	ck_assert(memcmp(&a, &before, sizeof(a)) == 0);
 	must_parse(&a, "-2e376");
 	must_parse(&b, "-2e376");
 	before = a;
-	ck_assert_int_eq(quantity_add(&a, &b), LG_ERANGE);
+	ck_assert_int_eq(model__quantity_add(&a, &b), LG_ERANGE);
 	ck_assert(memcmp(&a, &before, sizeof(a)) == 0);
 	/* Opposite signs never overflow. */
 	must_parse(&b, "2e376");
-	ck_assert_int_eq(quantity_add(&a, &b), 0);
+	ck_assert_int_eq(model__quantity_add(&a, &b), 0);
 	ck_assert_int_eq(a.sign, 0);
 	/* A zeroed struct is zero and adds like one. */
-	quantity_zero(&a);
+	model__quantity_zero(&a);
 	must_parse(&b, "-7m");
-	ck_assert_int_eq(quantity_add(&a, &b), 0);
-	ck_assert_int_eq(quantity_cmp(&a, &b), 0);
-	ck_assert(quantity_is_negative(&a));
+	ck_assert_int_eq(model__quantity_add(&a, &b), 0);
+	ck_assert_int_eq(model__quantity_cmp(&a, &b), 0);
+	ck_assert(model__quantity_is_negative(&a));
 }
 END_TEST
 
@@ -601,10 +603,10 @@ START_TEST(cmp)
 
 	must_parse(&a, cmps[_i].a);
 	must_parse(&b, cmps[_i].b);
-	ck_assert_msg(quantity_cmp(&a, &b) == cmps[_i].cmp, "%s <=> %s",
+	ck_assert_msg(model__quantity_cmp(&a, &b) == cmps[_i].cmp, "%s <=> %s",
 		      cmps[_i].a, cmps[_i].b);
-	ck_assert_int_eq(quantity_cmp(&b, &a), -cmps[_i].cmp);
-	ck_assert_int_eq(quantity_cmp(&a, &a), 0);
+	ck_assert_int_eq(model__quantity_cmp(&b, &a), -cmps[_i].cmp);
+	ck_assert_int_eq(model__quantity_cmp(&a, &a), 0);
 }
 END_TEST
 
@@ -622,18 +624,18 @@ START_TEST(sign)
 
 	for (int i = 0; i < NROWS(rows); i++) {
 		must_parse(&q, rows[i].in);
-		ck_assert_msg(quantity_is_negative(&q) == rows[i].neg, "%s",
-			      rows[i].in);
+		ck_assert_msg(model__quantity_is_negative(&q) == rows[i].neg,
+			      "%s", rows[i].in);
 	}
 	memset(&q, 0x5a, sizeof(q));
-	quantity_zero(&q);
-	ck_assert(!quantity_is_negative(&q));
+	model__quantity_zero(&q);
+	ck_assert(!model__quantity_is_negative(&q));
 	ck_assert_int_eq(q.nlimbs, 0);
 	ck_assert_int_eq(q.binary, 0);
 }
 END_TEST
 
-/* quantity_format behaves like snprintf when the buffer is short. */
+/* model__quantity_format behaves like snprintf when the buffer is short. */
 START_TEST(format_truncation)
 {
 	struct quantity q;
@@ -641,16 +643,16 @@ START_TEST(format_truncation)
 
 	must_parse(&q, "-1.5");
 	memset(buf, 'x', sizeof(buf));
-	ck_assert_uint_eq(quantity_format(&q, buf, 3), 6);
+	ck_assert_uint_eq(model__quantity_format(&q, buf, 3), 6);
 	ck_assert_str_eq(buf, "-1");
 	ck_assert_int_eq(buf[3], 'x');
-	ck_assert_uint_eq(quantity_format(&q, buf, 1), 6);
+	ck_assert_uint_eq(model__quantity_format(&q, buf, 1), 6);
 	ck_assert_str_eq(buf, "");
-	ck_assert_uint_eq(quantity_format(&q, NULL, 0), 6);
-	ck_assert_uint_eq(quantity_format(&q, buf, 7), 6);
+	ck_assert_uint_eq(model__quantity_format(&q, NULL, 0), 6);
+	ck_assert_uint_eq(model__quantity_format(&q, buf, 7), 6);
 	ck_assert_str_eq(buf, "-1500m");
-	quantity_zero(&q);
-	ck_assert_uint_eq(quantity_format(&q, buf, sizeof(buf)), 1);
+	model__quantity_zero(&q);
+	ck_assert_uint_eq(model__quantity_format(&q, buf, sizeof(buf)), 1);
 	ck_assert_str_eq(buf, "0");
 }
 END_TEST
@@ -693,7 +695,7 @@ START_TEST(exact_uint)
 	int rc;
 
 	must_parse(&q, exacts[_i].in);
-	rc = quantity_exact_uint(&q, &v);
+	rc = model__quantity_exact_uint(&q, &v);
 	ck_assert_msg(rc == exacts[_i].rc, "%s: rc %d", exacts[_i].in, rc);
 	ck_assert_int_eq(v, rc == 0 ? exacts[_i].v : 42);
 }
@@ -746,7 +748,7 @@ START_TEST(json_uint)
 	json_t *v = tj(jsons[_i].json);
 	struct lg_error err = {0};
 	int64_t out = 42;
-	int rc = quantity_json_uint(v, &out, &err);
+	int rc = model__quantity_json_uint(v, &out, &err);
 
 	ck_assert_msg(rc == jsons[_i].rc, "%s: rc %d (%s)", jsons[_i].json, rc,
 		      err.msg);
@@ -762,7 +764,7 @@ START_TEST(json_uint)
 			      "%s: message \"%s\" lacks \"%s\"", jsons[_i].json,
 			      err.msg, jsons[_i].msg);
 	/* err may be NULL. */
-	ck_assert_int_eq(quantity_json_uint(v, &out, NULL), rc);
+	ck_assert_int_eq(model__quantity_json_uint(v, &out, NULL), rc);
 	json_decref(v);
 }
 END_TEST
@@ -772,7 +774,8 @@ START_TEST(json_uint_null)
 	struct lg_error err = {0};
 	int64_t out = 42;
 
-	ck_assert_int_eq(quantity_json_uint(NULL, &out, &err), LG_EINVAL);
+	ck_assert_int_eq(model__quantity_json_uint(NULL, &out, &err),
+			 LG_EINVAL);
 	ck_assert_int_eq(out, 42);
 	ck_assert(err.msg[0] != '\0');
 }
@@ -813,7 +816,7 @@ START_TEST(eval_rows)
 {
 	json_t *in = tj(evals[_i].input), *out = NULL, *want;
 	struct lg_error err = {0};
-	int rc = eval_parse_quantity(NULL, in, &out, &err);
+	int rc = model__eval_parse_quantity(NULL, in, &out, &err);
 
 	ck_assert_msg(rc == evals[_i].rc, "%s: rc %d (%s)", evals[_i].input, rc,
 		      err.msg);

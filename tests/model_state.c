@@ -101,7 +101,8 @@ static void check(const state_t *st)
 {
 	struct lg_error err = {0};
 
-	ck_assert_msg(state_check(st, &err) == 0, "state_check: %s", err.msg);
+	ck_assert_msg(model__state_check(st, &err) == 0, "state_check: %s",
+		      err.msg);
 }
 
 /* A tenant's member as canonical JSON, from the replay view. */
@@ -227,7 +228,8 @@ START_TEST(state_units_and_totals)
 		      "{\"a10\":3,\"h100\":2}");
 	expect_member(st, "tenant-root", "subtreeReserved",
 		      "{\"a10\":3,\"h100\":3}");
-	ck_assert_int_eq(state_ns(st, "tenant-root")->sub_reserved_total, 6);
+	ck_assert_int_eq(model__state_ns(st, "tenant-root")->sub_reserved_total,
+			 6);
 	check(st);
 	/* before must match, uids must match, direction is checked. */
 	refused(st,
@@ -319,10 +321,12 @@ START_TEST(state_alloc_nodes)
 	units(st, "FREE", "tenant-a", "h100", "c1", 3, 0, "n1");
 	/* After a free the claim may be allocated elsewhere. */
 	units(st, "ALLOC", "tenant-a", "h100", "c1", 0, 3, "n2");
-	ck_assert_int_eq(
-		state_node(st, "n1")->allocated[state_cls_id(st, "h100")], 0);
-	ck_assert_int_eq(
-		state_node(st, "n2")->allocated[state_cls_id(st, "h100")], 5);
+	ck_assert_int_eq(model__state_node(st, "n1")
+				 ->allocated[model__state_cls_id(st, "h100")],
+			 0);
+	ck_assert_int_eq(model__state_node(st, "n2")
+				 ->allocated[model__state_cls_id(st, "h100")],
+			 5);
 	check(st);
 	state_free(st);
 }
@@ -389,10 +393,10 @@ START_TEST(state_billing)
 	ok(st, "{\"type\":\"RELEASE\",\"namespace\":\"tenant-a\",\"class\":"
 	       "\"h100\",\"kind\":\"VMInstance\",\"name\":\"v\",\"uid\":\"u\","
 	       "\"before\":2,\"after\":0,\"time\":\"2026-01-01T02:00:00Z\"}");
-	h = (uint32_t)state_cls_id(st, "h100");
+	h = (uint32_t)model__state_cls_id(st, "h100");
 	/* 90 minutes at 2 units; event times are truncated to the ms. */
-	nsrec_bill_at(state_ns(st, "tenant-a"), h, 1767225600000 + 3 * 3600000,
-		      &r, &a);
+	model__nsrec_bill_at(model__state_ns(st, "tenant-a"), h,
+			     1767225600000 + 3 * 3600000, &r, &a);
 	ck_assert_int_eq(r, 2 * 5400000);
 	/* allocated 1 unit from 01:00, still running at 03:00: 2 hours. */
 	ck_assert_int_eq(a, 2 * 3600000);
@@ -427,7 +431,7 @@ static uint64_t rnd(uint64_t *s)
 
 static bool node_exists_tree(const state_t *st, const char *ns)
 {
-	const struct nsrec *r = state_ns(st, ns);
+	const struct nsrec *r = model__state_ns(st, ns);
 
 	return r != NULL && r->node;
 }

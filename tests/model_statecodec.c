@@ -115,7 +115,8 @@ static state_t *dec(struct blob b)
 
 	ck_assert_msg(rc == 0, "decode: %d %s", rc, err.msg);
 	ck_assert_ptr_nonnull(st);
-	ck_assert_msg(state_check(st, &err) == 0, "state_check: %s", err.msg);
+	ck_assert_msg(model__state_check(st, &err) == 0, "state_check: %s",
+		      err.msg);
 	return st;
 }
 
@@ -236,7 +237,8 @@ static void assert_equal_states(const state_t *a, const state_t *b,
 
 	same_bytes(x, y, what);
 	ck_assert_str_eq(ja, jb);
-	ck_assert_msg(state_check(b, &err) == 0, "%s: %s", what, err.msg);
+	ck_assert_msg(model__state_check(b, &err) == 0, "%s: %s", what,
+		      err.msg);
 	free(ja);
 	free(jb);
 	free(x.p);
@@ -369,7 +371,7 @@ END_TEST
 
 /* ---------------------------------------------------------------------- */
 /* Damaged bytes: every flip is refused with a message, or decodes to a
- * state that passes state_check and encodes back to exactly those bytes
+ * state that passes model__state_check and encodes back to exactly those bytes
  * (decode accepts canonical encodings only). */
 
 static void try_decode(const uint8_t *p, size_t n, const char *what, size_t i)
@@ -389,8 +391,8 @@ static void try_decode(const uint8_t *p, size_t n, const char *what, size_t i)
 	} else {
 		struct blob b = enc(st);
 
-		ck_assert_msg(state_check(st, &err) == 0, "%s %zu: %s", what, i,
-			      err.msg);
+		ck_assert_msg(model__state_check(st, &err) == 0, "%s %zu: %s",
+			      what, i, err.msg);
 		ck_assert_msg(b.n == n && memcmp(b.p, p, n) == 0,
 			      "%s %zu: accepted a non-canonical encoding", what,
 			      i);
@@ -727,7 +729,7 @@ START_TEST(statecodec_spec_content)
 	ck_assert_int_eq(state_time_ns(st), 5);
 	ck_assert_int_eq(state_horizon_ns(st), 4);
 	ck_assert_uint_eq(state_classes(st)->n, 1);
-	root = state_ns(st, "tenant-root");
+	root = model__state_ns(st, "tenant-root");
 	ck_assert_ptr_nonnull(root);
 	ck_assert_ptr_eq(st->root, root);
 	ck_assert_int_eq(root->reserved[0], 2);
@@ -735,13 +737,13 @@ START_TEST(statecodec_spec_content)
 	ck_assert_int_eq(root->sub_allocated[0], 2);
 	ck_assert_int_eq(root->sub_reserved_total, 2);
 	ck_assert_uint_eq(root->n_holders, 1);
-	ck_assert(!state_ns(st, "default")->node);
-	nd = state_node(st, "gpu-1");
+	ck_assert(!model__state_ns(st, "default")->node);
+	nd = model__state_node(st, "gpu-1");
 	ck_assert_ptr_nonnull(nd);
 	ck_assert_int_eq(nd->capacity[0], 8);
 	ck_assert_int_eq(nd->allocated[0], 2);
 	ck_assert(nd->serves[0]);
-	ck_assert_int_eq(state_check(st, &err), 0);
+	ck_assert_int_eq(model__state_check(st, &err), 0);
 	state_free(st);
 }
 END_TEST

@@ -129,7 +129,8 @@ START_TEST(tol_table)
 {
 	const struct tol_row *r = &tol_rows[_i];
 
-	ck_assert_msg(toleration_tolerates(&r->tol, &r->taint) == r->want,
+	ck_assert_msg(model__toleration_tolerates(&r->tol, &r->taint) ==
+			      r->want,
 		      "%s: want %d", r->what, r->want);
 }
 END_TEST
@@ -173,7 +174,7 @@ START_TEST(tol_json_table)
 	struct toleration tol;
 	json_t *v = tj(r->json);
 
-	ck_assert_int_eq(toleration_from_json(&tol, v, &err), r->rc);
+	ck_assert_int_eq(model__toleration_from_json(&tol, v, &err), r->rc);
 	if (r->rc < 0)
 		ck_assert_int_eq(err.code, r->rc);
 	assert_field(tol.key, r->key);
@@ -202,7 +203,7 @@ START_TEST(taint_json_table)
 	struct taint t;
 	json_t *v = tj(r->json);
 
-	ck_assert_int_eq(taint_from_json(&t, v, &err), r->rc);
+	ck_assert_int_eq(model__taint_from_json(&t, v, &err), r->rc);
 	if (r->rc < 0)
 		ck_assert_str_ne(err.msg, "");
 	assert_field(t.key, r->key);
@@ -217,7 +218,7 @@ START_TEST(json_nul)
 	struct toleration tol;
 	json_t *v = json_pack("{s:s%}", "key", "a\0b", (size_t)3);
 
-	ck_assert_int_eq(toleration_from_json(&tol, v, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__toleration_from_json(&tol, v, NULL), LG_EINVAL);
 	json_decref(v);
 }
 END_TEST
@@ -370,7 +371,8 @@ START_TEST(node_table)
 	const struct node_row *r = &node_rows[_i];
 	json_t *node = tj(r->node);
 
-	ck_assert_msg(node_serves(node, &node_classes[r->cls]) == r->want,
+	ck_assert_msg(model__node_serves(node, &node_classes[r->cls]) ==
+			      r->want,
 		      "%s: want %d", r->what, r->want);
 	json_decref(node);
 }
@@ -380,10 +382,10 @@ START_TEST(node_null_class)
 {
 	json_t *node = tj("{" READY "}");
 
-	ck_assert(node_serves(node, NULL));
+	ck_assert(model__node_serves(node, NULL));
 	json_decref(node);
 	node = tj(TAINTED("{\"key\": \"k\", \"effect\": \"NoSchedule\"}"));
-	ck_assert(!node_serves(node, NULL));
+	ck_assert(!model__node_serves(node, NULL));
 	json_decref(node);
 }
 END_TEST
@@ -398,33 +400,34 @@ START_TEST(node_too_many_taints)
 				      json_pack("{s:s,s:s}", "key", "x",
 						"effect", "PreferNoSchedule"));
 	json_object_set_new(node, "spec", json_pack("{s:o}", "taints", taints));
-	ck_assert(!node_serves(node, &node_classes[2]));
+	ck_assert(!model__node_serves(node, &node_classes[2]));
 	json_array_remove(taints, 0);
-	ck_assert(node_serves(node, &node_classes[2]));
+	ck_assert(model__node_serves(node, &node_classes[2]));
 	json_decref(node);
 }
 END_TEST
 
 static const struct eval_row eval_rows[] = {
-	{eval_tolerates_taint,
+	{model__eval_tolerates_taint,
 	 "{\"toleration\": {\"key\": \"foo\", \"operator\": \"Exists\"}, "
 	 "\"taint\": {\"key\": \"foo\", \"effect\": \"NoSchedule\"}}",
 	 "{\"tolerates\":true}"},
-	{eval_tolerates_taint,
+	{model__eval_tolerates_taint,
 	 "{\"toleration\": {\"key\": \"foo\", \"value\": \"a\"}, "
 	 "\"taint\": {\"key\": \"foo\", \"value\": \"b\", "
 	 "\"effect\": \"NoSchedule\"}}",
 	 "{\"tolerates\":false}"},
-	{eval_tolerates_taint, "{\"toleration\": {}, \"taint\": {}}",
+	{model__eval_tolerates_taint, "{\"toleration\": {}, \"taint\": {}}",
 	 "{\"tolerates\":true}"},
-	{eval_tolerates_taint, "{\"taint\": {\"key\": \"foo\"}}", NULL},
-	{eval_tolerates_taint, "{\"toleration\": {\"key\": \"foo\"}}", NULL},
-	{eval_tolerates_taint, "{\"toleration\": {\"key\": 1}, \"taint\": {}}",
+	{model__eval_tolerates_taint, "{\"taint\": {\"key\": \"foo\"}}", NULL},
+	{model__eval_tolerates_taint, "{\"toleration\": {\"key\": \"foo\"}}",
 	 NULL},
-	{eval_tolerates_taint,
+	{model__eval_tolerates_taint,
+	 "{\"toleration\": {\"key\": 1}, \"taint\": {}}", NULL},
+	{model__eval_tolerates_taint,
 	 "{\"toleration\": {}, \"taint\": {\"effect\": []}}", NULL},
-	{eval_tolerates_taint, "[]", NULL},
-	{eval_node_serves,
+	{model__eval_tolerates_taint, "[]", NULL},
+	{model__eval_node_serves,
 	 "{\"node\": " TAINTED(
 		 "{\"key\": \"nvidia.com/gpu\", "
 		 "\"effect\": \"NoSchedule\"}") ", "
@@ -435,7 +438,7 @@ static const struct eval_row eval_rows[] = {
 						"\"nvidia.com/gpu\", "
 						"\"operator\": \"Exists\"}]}}",
 	 "{\"serves\":true}"},
-	{eval_node_serves,
+	{model__eval_node_serves,
 	 "{\"node\": " TAINTED(
 		 "{\"key\": \"nvidia.com/gpu\", "
 		 "\"effect\": \"NoSchedule\"}") ", "
@@ -443,16 +446,16 @@ static const struct eval_row eval_rows[] = {
 						"\"h100\", \"resourceNames\": "
 						"[\"nvidia.com/x\"]}}",
 	 "{\"serves\":false}"},
-	{eval_node_serves,
+	{model__eval_node_serves,
 	 "{\"node\": {\"spec\": {\"unschedulable\": true}, " READY "}, "
 	 "\"class\": {\"name\": \"h100\", \"resourceNames\": []}}",
 	 "{\"serves\":false}"},
-	{eval_node_serves,
+	{model__eval_node_serves,
 	 "{\"node\": {" READY "}, \"class\": {\"name\": \"H100\"}}", NULL},
-	{eval_node_serves, "{\"node\": {" READY "}}", NULL},
-	{eval_node_serves, "{\"node\": [], \"class\": {\"name\": \"h100\"}}",
-	 NULL},
-	{eval_node_serves, "\"node\"", NULL},
+	{model__eval_node_serves, "{\"node\": {" READY "}}", NULL},
+	{model__eval_node_serves,
+	 "{\"node\": [], \"class\": {\"name\": \"h100\"}}", NULL},
+	{model__eval_node_serves, "\"node\"", NULL},
 };
 
 START_TEST(eval_table)

@@ -777,13 +777,13 @@ START_TEST(verdict_remaining_rows)
 	const struct rem_row *r = &rem_rows[_i];
 	state_t *st = world(r->world);
 	json_t *v = state_remaining_json(st, r->ns);
-	const struct nsrec *rec = state_ns(st, r->ns);
+	const struct nsrec *rec = model__state_ns(st, r->ns);
 
 	assert_json(v, r->want, r->name);
 	/* The replay JSON's members say the same for a recorded tenant. */
 	if (rec != NULL) {
-		json_t *c = tenant_remaining_json(st, rec);
-		json_t *t = tenant_remaining_total_json(st, rec);
+		json_t *c = model__tenant_remaining_json(st, rec);
+		json_t *t = model__tenant_remaining_total_json(st, rec);
 
 		assert_same(c, json_object_get(v, "classes"), r->name);
 		assert_same(t, json_object_get(v, "total"), r->name);
@@ -830,11 +830,11 @@ START_TEST(verdict_overcommit_rows)
 {
 	const struct rem_row *r = &oc_rows[_i];
 	state_t *st = world(r->world);
-	const struct nsrec *rec = state_ns(st, r->ns);
+	const struct nsrec *rec = model__state_ns(st, r->ns);
 	json_t *v;
 
 	ck_assert_ptr_nonnull(rec);
-	v = tenant_overcommit_json(st, rec);
+	v = model__tenant_overcommit_json(st, rec);
 	assert_json(v, r->want, r->name);
 	json_decref(v);
 	state_free(st);
@@ -860,7 +860,8 @@ END_TEST
 START_TEST(verdict_eval_no_state)
 {
 	struct eval_ctx ctx = {.classes = NULL, .state = NULL};
-	eval_fn *fns[] = {eval_admission, eval_declaration, eval_remaining};
+	eval_fn *fns[] = {model__eval_admission, model__eval_declaration,
+			  model__eval_remaining};
 	json_t *in = tq("{" ADM_A "}"), *out = NULL;
 	struct lg_error err = {0};
 
@@ -885,7 +886,7 @@ START_TEST(verdict_eval_inline_state)
 	json_t *bare = tq("{" ADM_A "}");
 	struct lg_error err = {0};
 
-	ck_assert_int_eq(eval_admission(&ctx, in, &out, &err), 0);
+	ck_assert_int_eq(model__eval_admission(&ctx, in, &out, &err), 0);
 	ck_assert_ptr_nonnull(json_object_get(in, "state"));
 	ck_assert_msg(json_equal(json_object_get(out, "request"), bare),
 		      "request must be the input without its state");
@@ -898,7 +899,7 @@ START_TEST(verdict_eval_inline_state)
 		    "inline");
 	json_decref(out);
 	/* Without the inline state the --db state (no budgets) answers. */
-	ck_assert_int_eq(eval_admission(&ctx, bare, &out, &err), 0);
+	ck_assert_int_eq(model__eval_admission(&ctx, bare, &out, &err), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(out, "reason")),
 			 "WithinBudget");
 	json_decref(out);
@@ -916,7 +917,7 @@ START_TEST(verdict_eval_declaration_and_remaining)
 	json_t *r = tq("{'state':" EVENTS ",'namespace':'tenant-a'}");
 	json_t *out = NULL;
 
-	ck_assert_int_eq(eval_declaration(&ctx, d, &out, NULL), 0);
+	ck_assert_int_eq(model__eval_declaration(&ctx, d, &out, NULL), 0);
 	json_object_del(out, "request");
 	assert_json(out,
 		    "{'type':'declaration','allowed':false,"
@@ -925,7 +926,7 @@ START_TEST(verdict_eval_declaration_and_remaining)
 						false) "],'warnings':[]}",
 		    "declaration");
 	json_decref(out);
-	ck_assert_int_eq(eval_remaining(&ctx, r, &out, NULL), 0);
+	ck_assert_int_eq(model__eval_remaining(&ctx, r, &out, NULL), 0);
 	assert_json(out,
 		    "{'classes':{'h100':" LIM(1, "tenant-a", KH100)
 			    BLK(false) "},'total':" UNBOUNDED "}}",
@@ -952,7 +953,8 @@ START_TEST(verdict_eval_errors)
 {
 	state_t *db = world(ACME);
 	struct eval_ctx ctx = {.state = db};
-	eval_fn *fns[] = {eval_admission, eval_declaration, eval_remaining};
+	eval_fn *fns[] = {model__eval_admission, model__eval_declaration,
+			  model__eval_remaining};
 	json_t *in = tq(eval_bad[_i]), *out = NULL;
 	struct lg_error err = {0};
 
@@ -989,7 +991,7 @@ START_TEST(verdict_reads_only)
 	}
 	after = state_to_json(st, NULL);
 	assert_same(after, before, "state");
-	ck_assert_int_eq(state_check(st, NULL), 0);
+	ck_assert_int_eq(model__state_check(st, NULL), 0);
 	json_decref(before);
 	json_decref(after);
 	state_free(st);

@@ -37,8 +37,8 @@ START_TEST(role_grammar)
 {
 	struct principal p;
 	struct lg_error err = {0};
-	int rc = role_parse(role_rows[_i].text, strlen(role_rows[_i].text), &p,
-			    &err);
+	int rc = query__role_parse(role_rows[_i].text,
+				   strlen(role_rows[_i].text), &p, &err);
 
 	if (role_rows[_i].role == ROLE_NONE) {
 		ck_assert_int_eq(rc, LG_EINVAL);
@@ -77,8 +77,8 @@ START_TEST(token_file_syntax)
 {
 	struct auth a;
 	struct lg_error err = {0};
-	int rc = auth_parse(&a, file_rows[_i].text, strlen(file_rows[_i].text),
-			    &err);
+	int rc = query__auth_parse(&a, file_rows[_i].text,
+				   strlen(file_rows[_i].text), &err);
 
 	ck_assert_int_eq(rc, file_rows[_i].rc);
 	if (rc == 0) {
@@ -90,7 +90,7 @@ START_TEST(token_file_syntax)
 			      file_rows[_i].words);
 		ck_assert_ptr_null(a.e);
 	}
-	auth_release(&a);
+	query__auth_release(&a);
 }
 END_TEST
 
@@ -101,20 +101,22 @@ START_TEST(token_file_nul_and_long)
 	struct auth a;
 	struct lg_error err = {0};
 
-	ck_assert_int_eq(auth_parse(&a, nul, sizeof(nul) - 1, &err), LG_EINVAL);
+	ck_assert_int_eq(query__auth_parse(&a, nul, sizeof(nul) - 1, &err),
+			 LG_EINVAL);
 	memset(line, 'k', AUTH_TOKEN_MAX + 1);
 	strcpy(line + AUTH_TOKEN_MAX + 1, " admin\n");
-	ck_assert_int_eq(auth_parse(&a, line, strlen(line), &err), LG_EINVAL);
+	ck_assert_int_eq(query__auth_parse(&a, line, strlen(line), &err),
+			 LG_EINVAL);
 	line[AUTH_TOKEN_MAX] = ' ';
 	strcpy(line + AUTH_TOKEN_MAX + 1, "admin\n");
-	ck_assert_int_eq(auth_parse(&a, line, strlen(line), &err), 0);
+	ck_assert_int_eq(query__auth_parse(&a, line, strlen(line), &err), 0);
 	/* The longest token is found; a shorter one is not. */
 	memmove(line + 7, line, AUTH_TOKEN_MAX);
 	memcpy(line, "Bearer ", 7);
-	ck_assert_ptr_nonnull(auth_lookup(&a, line, 7 + AUTH_TOKEN_MAX));
-	ck_assert_ptr_null(auth_lookup(&a, line, 6 + AUTH_TOKEN_MAX));
-	ck_assert_ptr_null(auth_lookup(&a, "Bearer kkkk", 11));
-	auth_release(&a);
+	ck_assert_ptr_nonnull(query__auth_lookup(&a, line, 7 + AUTH_TOKEN_MAX));
+	ck_assert_ptr_null(query__auth_lookup(&a, line, 6 + AUTH_TOKEN_MAX));
+	ck_assert_ptr_null(query__auth_lookup(&a, "Bearer kkkk", 11));
+	query__auth_release(&a);
 	free(line);
 }
 END_TEST
@@ -148,20 +150,24 @@ START_TEST(bearer_lookup)
 	struct auth a;
 	const struct principal *p;
 
-	ck_assert_int_eq(auth_parse(&a, lookup_file, strlen(lookup_file), NULL),
-			 0);
-	p = auth_lookup(&a, lookup_rows[_i].hdr, strlen(lookup_rows[_i].hdr));
+	ck_assert_int_eq(
+		query__auth_parse(&a, lookup_file, strlen(lookup_file), NULL),
+		0);
+	p = query__auth_lookup(&a, lookup_rows[_i].hdr,
+			       strlen(lookup_rows[_i].hdr));
 	if (lookup_rows[_i].role == ROLE_NONE)
 		ck_assert_ptr_null(p);
 	else
 		ck_assert_msg(p != NULL && p->role == lookup_rows[_i].role,
 			      "%s", lookup_rows[_i].hdr);
-	ck_assert_ptr_null(auth_lookup(&a, NULL, 0));
+	ck_assert_ptr_null(query__auth_lookup(&a, NULL, 0));
 	/* The length counts too: a token that matches the zero padding of
 	 * a shorter one is another token. */
-	ck_assert_ptr_null(auth_lookup(&a, "Bearer abcdefghijklmnop\0", 24));
-	ck_assert_ptr_null(auth_lookup(&a, "Bearer abcdefghijklmnop\0\0", 25));
-	auth_release(&a);
+	ck_assert_ptr_null(
+		query__auth_lookup(&a, "Bearer abcdefghijklmnop\0", 24));
+	ck_assert_ptr_null(
+		query__auth_lookup(&a, "Bearer abcdefghijklmnop\0\0", 25));
+	query__auth_release(&a);
 }
 END_TEST
 
@@ -199,43 +205,48 @@ START_TEST(cert_lines)
 	static const char dup[] = "cert:x admin\ncert:x auditor\n";
 	static const char empty[] = "cert: admin\n";
 
-	ck_assert_int_eq(auth_parse(&a, text, strlen(text), &err), 0);
+	ck_assert_int_eq(query__auth_parse(&a, text, strlen(text), &err), 0);
 	ck_assert_uint_eq(a.n, 5);
-	p = auth_lookup_cert(&a, "kube-apiserver");
+	p = query__auth_lookup_cert(&a, "kube-apiserver");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(p->role, ROLE_ADMISSION);
-	p = auth_lookup_cert(&a, "ops");
+	p = query__auth_lookup_cert(&a, "ops");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(p->role, ROLE_TENANT);
 	ck_assert_str_eq(p->ns, "tenant-acme");
-	ck_assert_ptr_null(auth_lookup_cert(&a, "kube"));
-	ck_assert_ptr_null(auth_lookup_cert(&a, "kube-apiserver0"));
+	ck_assert_ptr_null(query__auth_lookup_cert(&a, "kube"));
+	ck_assert_ptr_null(query__auth_lookup_cert(&a, "kube-apiserver0"));
 	/* The third line's CN, sent as a bearer token, is nothing; the
 	 * fourth line is a token, and a CN that equals it is not a cert. */
-	ck_assert_ptr_null(
-		auth_lookup(&a, "Bearer cert:kube-apiserver0123456",
-			    strlen("Bearer cert:kube-apiserver0123456")));
-	p = auth_lookup(&a, "Bearer kube-apiserver0123456",
-			strlen("Bearer kube-apiserver0123456"));
+	ck_assert_ptr_null(query__auth_lookup(
+		&a, "Bearer cert:kube-apiserver0123456",
+		strlen("Bearer cert:kube-apiserver0123456")));
+	p = query__auth_lookup(&a, "Bearer kube-apiserver0123456",
+			       strlen("Bearer kube-apiserver0123456"));
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(p->role, ROLE_AUDITOR);
-	p = auth_lookup_cert(&a, "kube-apiserver0123456");
+	p = query__auth_lookup_cert(&a, "kube-apiserver0123456");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(p->role, ROLE_ADMIN);
 	/* A bearer token is no CN: a certificate named after it is nobody. */
-	ck_assert_ptr_nonnull(auth_lookup(&a, "Bearer bearer-only-0123456789",
-					  strlen("Bearer bearer-only-0123456789")));
-	ck_assert_ptr_null(auth_lookup_cert(&a, "bearer-only-0123456789"));
-	auth_release(&a);
-	ck_assert_int_eq(auth_parse(&a, dup, strlen(dup), &err), LG_EEXIST);
-	ck_assert_int_eq(auth_parse(&a, empty, strlen(empty), &err), LG_EINVAL);
+	ck_assert_ptr_nonnull(
+		query__auth_lookup(&a, "Bearer bearer-only-0123456789",
+				   strlen("Bearer bearer-only-0123456789")));
+	ck_assert_ptr_null(
+		query__auth_lookup_cert(&a, "bearer-only-0123456789"));
+	query__auth_release(&a);
+	ck_assert_int_eq(query__auth_parse(&a, dup, strlen(dup), &err),
+			 LG_EEXIST);
+	ck_assert_int_eq(query__auth_parse(&a, empty, strlen(empty), &err),
+			 LG_EINVAL);
 }
 END_TEST
 
 START_TEST(subtree_scope)
 {
-	ck_assert_msg(ns_in_subtree(subtree_rows[_i].root,
-				    subtree_rows[_i].ns) == subtree_rows[_i].in,
+	ck_assert_msg(query__ns_in_subtree(subtree_rows[_i].root,
+					   subtree_rows[_i].ns) ==
+			      subtree_rows[_i].in,
 		      "%s in %s", subtree_rows[_i].ns, subtree_rows[_i].root);
 }
 END_TEST
@@ -289,7 +300,7 @@ START_TEST(tenant_list_filter)
 		json_array_append_new(all, json_pack("{s:s, s:i}", "namespace",
 						     list_all[k], "n", (int)k));
 	snprintf(who.ns, sizeof(who.ns), "%s", list_rows[_i].ns);
-	seen = tenants_visible(all, who.role == ROLE_NONE ? NULL : &who);
+	seen = query__tenants_visible(all, who.role == ROLE_NONE ? NULL : &who);
 	json_array_foreach (seen, i, t) {
 		size_t n = strlen(got);
 
@@ -303,8 +314,8 @@ START_TEST(tenant_list_filter)
 	}
 	ck_assert_msg(strcmp(got, list_rows[_i].want) == 0,
 		      "%s %s: saw \"%s\", want \"%s\"",
-		      role_name(list_rows[_i].role), list_rows[_i].ns, got,
-		      list_rows[_i].want);
+		      query__role_name(list_rows[_i].role), list_rows[_i].ns,
+		      got, list_rows[_i].want);
 	json_decref(seen);
 	json_decref(all);
 }
@@ -332,15 +343,16 @@ START_TEST(token_file_permissions)
 	fputs("abcdefghijklmnop admin\n", f);
 	fclose(f);
 	ck_assert_int_eq(chmod(path, mode_rows[_i].mode), 0);
-	ck_assert_int_eq(auth_load(&a, path, &err), mode_rows[_i].rc);
+	ck_assert_int_eq(query__auth_load(&a, path, &err), mode_rows[_i].rc);
 	if (mode_rows[_i].rc != 0)
 		ck_assert_ptr_nonnull(strstr(err.msg, "chmod 600"));
 	else
 		ck_assert_uint_eq(a.n, 1);
-	auth_release(&a);
+	query__auth_release(&a);
 	/* A missing file and a directory are refused too. */
-	ck_assert_int_eq(auth_load(&a, "/nonexistent/tokens", &err), LG_EIO);
-	ck_assert_int_eq(auth_load(&a, dir, &err), LG_EINVAL);
+	ck_assert_int_eq(query__auth_load(&a, "/nonexistent/tokens", &err),
+			 LG_EIO);
+	ck_assert_int_eq(query__auth_load(&a, dir, &err), LG_EINVAL);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	ck_assert_int_eq(system(cmd), 0);
 }

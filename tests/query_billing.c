@@ -32,50 +32,50 @@ START_TEST(billing_reload)
 	snprintf(path, sizeof(path), "%s/rates.json", dir);
 	snprintf(tmp, sizeof(tmp), "%s/rates.new", dir);
 	/* No file: the defaults, unpriced, never reloaded. */
-	ck_assert_int_eq(billing_open(&b, NULL, &err), 0);
+	ck_assert_int_eq(query__billing_open(&b, NULL, &err), 0);
 	ck_assert(!b.rates.priced);
 	ck_assert_str_eq(b.rates.provider, "Cozystack");
-	ck_assert(!billing_check(&b));
-	billing_release(&b);
+	ck_assert(!query__billing_check(&b));
+	query__billing_release(&b);
 
 	put(path, ONE_RATE);
-	ck_assert_int_eq(billing_open(&b, path, &err), 0);
+	ck_assert_int_eq(query__billing_open(&b, path, &err), 0);
 	ck_assert_uint_eq(b.rates.n, 1);
-	ck_assert(!billing_check(&b)); /* unchanged */
+	ck_assert(!query__billing_check(&b)); /* unchanged */
 	put(path, TWO_RATES);
-	ck_assert(billing_check(&b));
+	ck_assert(query__billing_check(&b));
 	ck_assert_uint_eq(b.rates.n, 2);
 	ck_assert_str_eq(b.rates.provider, "Acme");
-	ck_assert(!billing_check(&b));
+	ck_assert(!query__billing_check(&b));
 	/* A broken change keeps the rates in force, until a good one. */
 	put(path, "{\"rates\": [");
-	ck_assert(!billing_check(&b));
+	ck_assert(!query__billing_check(&b));
 	ck_assert(b.failed);
 	ck_assert_uint_eq(b.rates.n, 2);
 	put(path, "{\"rates\": [], \"providerName\": \"x\"}");
-	ck_assert(billing_check(&b));
+	ck_assert(query__billing_check(&b));
 	ck_assert(!b.failed);
 	ck_assert_uint_eq(b.rates.n, 0);
 	ck_assert(b.rates.priced);
 	/* A rename over the file, as the kubelet swaps a ConfigMap. */
 	put(tmp, ONE_RATE);
 	ck_assert_int_eq(rename(tmp, path), 0);
-	ck_assert(billing_check(&b));
+	ck_assert(query__billing_check(&b));
 	ck_assert_uint_eq(b.rates.n, 1);
 	/* A file that goes away keeps what was loaded. */
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert(!billing_check(&b));
+	ck_assert(!query__billing_check(&b));
 	ck_assert_uint_eq(b.rates.n, 1);
-	billing_release(&b);
+	query__billing_release(&b);
 
 	/* At start, a missing or bad file is an error naming it. */
-	ck_assert_int_eq(billing_open(&b, path, &err), LG_EINVAL);
+	ck_assert_int_eq(query__billing_open(&b, path, &err), LG_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "rates.json"));
-	billing_release(&b);
+	query__billing_release(&b);
 	put(path, "{\"rates\": [{\"class\": \"h100\"}]}");
-	ck_assert_int_eq(billing_open(&b, path, &err), LG_EINVAL);
+	ck_assert_int_eq(query__billing_open(&b, path, &err), LG_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "currency"));
-	billing_release(&b);
+	query__billing_release(&b);
 	unlink(path);
 	rmdir(dir);
 }

@@ -256,7 +256,7 @@ void qt_stop(struct qt *t)
 {
 	if (!t->running)
 		return;
-	query_server_stop(t->qs);
+	query__server_stop(t->qs);
 	pthread_join(t->thread, NULL);
 	query_server_close(t->qs);
 	t->qs = NULL;
@@ -421,7 +421,7 @@ static int take_verdict(void *ctx, const struct event *ev, const uint8_t *head)
 
 static int head_at(void *ctx, const struct event *ev, const uint8_t *head)
 {
-	q_hex(head, ctx);
+	query__hex(head, ctx);
 	return 0;
 }
 

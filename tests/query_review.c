@@ -116,7 +116,7 @@ START_TEST(review_to_request_rows)
 	json_t *review = tq(review_rows[_i].review), *req = NULL, *want;
 	const char *uid = NULL;
 	struct lg_error err = {0};
-	int rc = review_to_request(review, &req, &uid, &err);
+	int rc = query__review_to_request(review, &req, &uid, &err);
 
 	if (review_rows[_i].req == NULL) {
 		ck_assert_int_eq(rc, LG_EINVAL);
@@ -148,7 +148,7 @@ START_TEST(review_response_shape)
 	json_t *allowed = tq("{'id':8,'seq':41,'allowed':true,'reason':"
 			     "'WithinBudget','message':'within budget',"
 			     "'warnings':[]}");
-	json_t *r = review_response("uid-1", denied), *resp;
+	json_t *r = query__review_response("uid-1", denied), *resp;
 
 	ck_assert_str_eq(qjstr(r, "apiVersion"), "admission.k8s.io/v1");
 	ck_assert_str_eq(qjstr(r, "kind"), "AdmissionReview");
@@ -169,7 +169,7 @@ START_TEST(review_response_shape)
 	ck_assert_uint_eq(json_array_size(json_object_get(resp, "warnings")),
 			  1);
 	json_decref(r);
-	r = review_response("uid-2", allowed);
+	r = query__review_response("uid-2", allowed);
 	resp = json_object_get(r, "response");
 	ck_assert(json_is_true(json_object_get(resp, "allowed")));
 	ck_assert_int_eq(json_integer_value(json_object_get(
@@ -195,12 +195,13 @@ START_TEST(review_requester_shape)
 	json_t *want2 = tq("{'groups':[],'operation':'','uid':'u8',"
 			   "'username':''}");
 	json_t *t = tq("{'request':{'kind':{'kind':'Tenant'}}}");
-	json_t *g1 = review_requester(r1), *g2 = review_requester(r2);
+	json_t *g1 = query__review_requester(r1),
+	       *g2 = query__review_requester(r2);
 
 	ck_assert(json_equal(g1, want1));
 	ck_assert(json_equal(g2, want2));
-	ck_assert(review_is_tenant(t));
-	ck_assert(!review_is_tenant(r1));
+	ck_assert(query__review_is_tenant(t));
+	ck_assert(!query__review_is_tenant(r1));
 	json_decref(t);
 	json_decref(g1);
 	json_decref(g2);
@@ -231,7 +232,7 @@ static const struct {
 START_TEST(normalise_rows)
 {
 	json_t *body = tq(norm_rows[_i].body);
-	json_t *got = request_normalise(norm_rows[_i].type, body);
+	json_t *got = query__request_normalise(norm_rows[_i].type, body);
 
 	if (norm_rows[_i].want == NULL) {
 		ck_assert_ptr_null(got);
@@ -341,14 +342,14 @@ START_TEST(parse_u64_rows)
 {
 	uint64_t v = 7;
 
-	ck_assert(q_parse_u64("0", &v) && v == 0);
-	ck_assert(q_parse_u64("9999999999999999999", &v) &&
+	ck_assert(query__parse_u64("0", &v) && v == 0);
+	ck_assert(query__parse_u64("9999999999999999999", &v) &&
 		  v == 9999999999999999999ULL);
-	ck_assert(!q_parse_u64("", &v));
-	ck_assert(!q_parse_u64("18446744073709551616", &v));
-	ck_assert(!q_parse_u64("12a", &v));
-	ck_assert(!q_parse_u64("-1", &v));
-	ck_assert(!q_parse_u64(" 1", &v));
+	ck_assert(!query__parse_u64("", &v));
+	ck_assert(!query__parse_u64("18446744073709551616", &v));
+	ck_assert(!query__parse_u64("12a", &v));
+	ck_assert(!query__parse_u64("-1", &v));
+	ck_assert(!query__parse_u64(" 1", &v));
 	ck_assert_uint_eq(v, 9999999999999999999ULL);
 }
 END_TEST

@@ -31,8 +31,9 @@ START_TEST(path_split_rows)
 {
 	char *seg[ROUTE_SEGS_MAX + 1], buf[256];
 	size_t n = 99;
-	int rc = path_split(split_rows[_i].path, strlen(split_rows[_i].path),
-			    seg, &n, buf, sizeof(buf));
+	int rc = query__path_split(split_rows[_i].path,
+				   strlen(split_rows[_i].path), seg, &n, buf,
+				   sizeof(buf));
 
 	ck_assert_int_eq(rc, split_rows[_i].rc);
 	if (rc != 0)
@@ -91,11 +92,11 @@ START_TEST(route_match_rows)
 	int status = 0;
 	enum route_id r;
 
-	ck_assert_int_eq(path_split(match_rows[_i].path,
-				    strlen(match_rows[_i].path), seg, &n, buf,
-				    sizeof(buf)),
+	ck_assert_int_eq(query__path_split(match_rows[_i].path,
+					   strlen(match_rows[_i].path), seg, &n,
+					   buf, sizeof(buf)),
 			 0);
-	r = route_match(match_rows[_i].method, seg, n, params, &status);
+	r = query__route_match(match_rows[_i].method, seg, n, params, &status);
 	ck_assert_int_eq(r, match_rows[_i].route);
 	ck_assert_int_eq(status, match_rows[_i].status);
 	if (match_rows[_i].param != NULL)
@@ -125,8 +126,8 @@ START_TEST(query_param_rows)
 {
 	char out[32];
 	const char *q = param_rows[_i].query;
-	long rc =
-		query_param(q, strlen(q), param_rows[_i].key, out, sizeof(out));
+	long rc = query__param(q, strlen(q), param_rows[_i].key, out,
+			       sizeof(out));
 
 	ck_assert_int_eq(rc, param_rows[_i].rc);
 	if (rc >= 0)
@@ -166,7 +167,7 @@ static const struct {
 
 START_TEST(role_matrix)
 {
-	const struct route *r = &query_routes[matrix[_i].r];
+	const struct route *r = &query__routes[matrix[_i].r];
 	const char *ns = matrix[_i].ns;
 	struct principal admin = {ROLE_ADMIN, ""}, adm = {ROLE_ADMISSION, ""};
 	struct principal aud = {ROLE_AUDITOR, ""}, in = {ROLE_TENANT, ""};
@@ -174,14 +175,20 @@ START_TEST(role_matrix)
 
 	strcpy(in.ns, "tenant-acme");
 	strcpy(out.ns, "tenant-beta");
-	ck_assert_int_eq(route_access(r, true, &admin, ns), matrix[_i].admin);
-	ck_assert_int_eq(route_access(r, true, &adm, ns), matrix[_i].admission);
-	ck_assert_int_eq(route_access(r, true, &aud, ns), matrix[_i].auditor);
-	ck_assert_int_eq(route_access(r, true, &in, ns), matrix[_i].t_in);
-	ck_assert_int_eq(route_access(r, true, &out, ns), matrix[_i].t_out);
-	ck_assert_int_eq(route_access(r, true, NULL, ns), matrix[_i].none);
+	ck_assert_int_eq(query__route_access(r, true, &admin, ns),
+			 matrix[_i].admin);
+	ck_assert_int_eq(query__route_access(r, true, &adm, ns),
+			 matrix[_i].admission);
+	ck_assert_int_eq(query__route_access(r, true, &aud, ns),
+			 matrix[_i].auditor);
+	ck_assert_int_eq(query__route_access(r, true, &in, ns),
+			 matrix[_i].t_in);
+	ck_assert_int_eq(query__route_access(r, true, &out, ns),
+			 matrix[_i].t_out);
+	ck_assert_int_eq(query__route_access(r, true, NULL, ns),
+			 matrix[_i].none);
 	/* Without a token file every route is open. */
-	ck_assert_int_eq(route_access(r, false, NULL, ns), 0);
+	ck_assert_int_eq(query__route_access(r, false, NULL, ns), 0);
 }
 END_TEST
 
@@ -193,9 +200,9 @@ START_TEST(matrix_covers_every_route)
 		seen[matrix[i].r] = true;
 	for (int r = 0; r < R_MAX; r++) {
 		ck_assert_msg(seen[r], "route %s is not in the matrix",
-			      query_routes[r].name);
-		ck_assert_ptr_nonnull(query_routes[r].fn);
-		ck_assert_ptr_nonnull(query_routes[r].name);
+			      query__routes[r].name);
+		ck_assert_ptr_nonnull(query__routes[r].fn);
+		ck_assert_ptr_nonnull(query__routes[r].name);
 	}
 }
 END_TEST
@@ -204,24 +211,28 @@ END_TEST
  * /ui/ file the page names is one of them. */
 START_TEST(ui_assets_embedded)
 {
-	const struct ui_asset *index = ui_asset_find("index.html");
+	const struct ui_asset *index = query__ui_asset_find("index.html");
 	const char *p;
 	int named = 0;
 
 	ck_assert_ptr_nonnull(index);
-	ck_assert_uint_ge(ui_assets_n, 4);
-	for (size_t i = 0; i < ui_assets_n; i++) {
-		ck_assert_uint_gt(ui_assets[i].len, 0);
-		ck_assert_int_eq(ui_assets[i].data[ui_assets[i].len], 0);
-		ck_assert_str_ne(ui_content_type(ui_assets[i].name),
-				 "text/plain; charset=utf-8");
-		ck_assert_ptr_eq(ui_asset_find(ui_assets[i].name),
-				 &ui_assets[i]);
+	ck_assert_uint_ge(query__ui_assets_n, 4);
+	for (size_t i = 0; i < query__ui_assets_n; i++) {
+		ck_assert_uint_gt(query__ui_assets[i].len, 0);
+		ck_assert_int_eq(
+			query__ui_assets[i].data[query__ui_assets[i].len], 0);
+		ck_assert_str_ne(
+			query__ui_content_type(query__ui_assets[i].name),
+			"text/plain; charset=utf-8");
+		ck_assert_ptr_eq(query__ui_asset_find(query__ui_assets[i].name),
+				 &query__ui_assets[i]);
 	}
-	ck_assert_ptr_null(ui_asset_find("nope.js"));
-	ck_assert_ptr_null(ui_asset_find(""));
-	ck_assert_str_eq(ui_content_type("x.css"), "text/css; charset=utf-8");
-	ck_assert_str_eq(ui_content_type("js"), "text/plain; charset=utf-8");
+	ck_assert_ptr_null(query__ui_asset_find("nope.js"));
+	ck_assert_ptr_null(query__ui_asset_find(""));
+	ck_assert_str_eq(query__ui_content_type("x.css"),
+			 "text/css; charset=utf-8");
+	ck_assert_str_eq(query__ui_content_type("js"),
+			 "text/plain; charset=utf-8");
 	for (p = (const char *)index->data; (p = strstr(p, "\"/ui/")) != NULL;
 	     p++) {
 		char name[64];
@@ -230,7 +241,7 @@ START_TEST(ui_assets_embedded)
 		ck_assert_uint_lt(n, sizeof(name));
 		memcpy(name, p + 5, n);
 		name[n] = '\0';
-		ck_assert_msg(ui_asset_find(name) != NULL,
+		ck_assert_msg(query__ui_asset_find(name) != NULL,
 			      "index.html names /ui/%s, not compiled in", name);
 		named++;
 	}
@@ -240,11 +251,12 @@ START_TEST(ui_assets_embedded)
 	/* No inline script or style: the CSP would block them. */
 	ck_assert_ptr_null(strstr((const char *)index->data, "<script>"));
 	ck_assert_ptr_null(strstr((const char *)index->data, "style=\""));
-	ck_assert_ptr_nonnull(strstr(ui_headers, "Content-Security-Policy: "
-						 "default-src 'none';"));
-	ck_assert_ptr_eq(query_routes[R_UI].headers, ui_headers);
-	ck_assert_ptr_eq(query_routes[R_UI_ASSET].headers, ui_headers);
-	ck_assert_ptr_null(query_routes[R_TENANTS].headers);
+	ck_assert_ptr_nonnull(strstr(query__ui_headers,
+				     "Content-Security-Policy: "
+				     "default-src 'none';"));
+	ck_assert_ptr_eq(query__routes[R_UI].headers, query__ui_headers);
+	ck_assert_ptr_eq(query__routes[R_UI_ASSET].headers, query__ui_headers);
+	ck_assert_ptr_null(query__routes[R_TENANTS].headers);
 }
 END_TEST
 

@@ -18,7 +18,7 @@ static state_t *fixture_state(const struct qt *t, char *hex)
 	ck_assert_int_eq(ledger_open(&lg, &o, NULL), 0);
 	st = state_clone(ledger_state(lg));
 	if (hex != NULL)
-		q_hex(ledger_head(lg), hex);
+		query__hex(ledger_head(lg), hex);
 	ledger_close(lg);
 	return st;
 }

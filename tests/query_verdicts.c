@@ -20,7 +20,7 @@ static state_t *ledger_snapshot(const char *db, char *hex)
 
 	ck_assert_int_eq(ledger_open(&lg, &o, NULL), 0);
 	st = state_clone(ledger_state(lg));
-	q_hex(ledger_head(lg), hex);
+	query__hex(ledger_head(lg), hex);
 	ledger_close(lg);
 	return st;
 }
@@ -622,8 +622,8 @@ END_TEST
  * verdict is still recorded exactly once, in order, and the server goes
  * on answering. (The connection does not close while a verdict waits:
  * reading stops while a request is deferred, so the end of the connection
- * is seen after the answer; the close hook of reply_defer covers a queued
- * write failing in between.) */
+ * is seen after the answer; the close hook of query__reply_defer covers a
+ * queued write failing in between.) */
 #define ABANDONED 20
 
 START_TEST(abandoned_verdicts_recorded)

@@ -51,7 +51,7 @@ static void stream_digest(const struct sim_opts *o, char hex[65], uint64_t *n)
 		(*n)++;
 	}
 	ck_assert_int_eq(rc, 0);
-	ck_assert_uint_eq(sim_lines(s), *n);
+	ck_assert_uint_eq(sim__lines(s), *n);
 	EVP_DigestFinal_ex(md, d, &dlen);
 	EVP_MD_CTX_free(md);
 	sim_free(s);
@@ -307,7 +307,7 @@ START_TEST(sim_zero_events)
 
 	ck_assert_int_eq(sim_new(&o, &s, &err), 0);
 	ck_assert_int_eq(sim_next(s, &line, &len, &err), 0);
-	ck_assert_uint_eq(sim_lines(s), 0);
+	ck_assert_uint_eq(sim__lines(s), 0);
 	sim_free(s);
 	sim_free(NULL);
 }

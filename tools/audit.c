@@ -125,7 +125,7 @@ static int copy_record(void *ctx, const struct event *ev, const uint8_t *head)
 
 	if (ev->text != NULL) {
 		r->len = strlen(ev->text);
-		r->text = tool_strdup(ev->text);
+		r->text = lg_xstrdup(ev->text);
 	}
 	return 0;
 }

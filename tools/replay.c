@@ -49,7 +49,7 @@ static void grid_row(struct grid *g, const char *const *row)
 	}
 	for (size_t c = 0; c < g->ncols; c++)
 		g->cells[g->nrows * g->ncols + c] =
-			tool_strdup(row[c] ? row[c] : "");
+			lg_xstrdup(row[c] ? row[c] : "");
 	g->nrows++;
 }
 

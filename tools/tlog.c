@@ -360,7 +360,7 @@ static char *note_from(const char *file, const json_t *proof, const char *k)
 
 	if (file != NULL)
 		return read_text("check-proof", file, NULL);
-	return s ? tool_strdup(s) : NULL;
+	return s ? lg_xstrdup(s) : NULL;
 }
 
 static int check_inclusion(const json_t *pr, const struct merkle_proof *p,

@@ -174,6 +174,5 @@ int tool_check_db(const char *cmd, const char *dir, bool create);
 
 /* strdup that aborts on out-of-memory: model's lg_xstrdup, an alias until
  * notes/rename-e15-tools.map is applied. */
-#define tool_strdup lg_xstrdup
 
 #endif

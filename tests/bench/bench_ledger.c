@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 			double t;
 
 			lg = open_dir(d, false, UINT64_MAX);
-			if (ledger_raw_tree_drop(lg, &err) != 0) {
+			if (ledger__raw_tree_drop(lg, &err) != 0) {
 				fprintf(stderr, "drop: %s\n", err.msg);
 				return 2;
 			}

@@ -23,7 +23,7 @@ static int nodep_cmp(const void *a, const void *b)
 static void **ptab_sorted(const struct ptab *t, size_t *n,
 			  int (*cmp)(const void *, const void *))
 {
-	void **v = xmalloc((t->n + 1) * sizeof(void *));
+	void **v = lg_xmalloc((t->n + 1) * sizeof(void *));
 	size_t k = 0;
 
 	for (size_t i = 0; i < t->cap; i++)
@@ -34,12 +34,12 @@ static void **ptab_sorted(const struct ptab *t, size_t *n,
 	return v;
 }
 
-struct nsrec **state_ns_sorted(const state_t *st, size_t *n)
+struct nsrec **model__state_ns_sorted(const state_t *st, size_t *n)
 {
 	return (struct nsrec **)ptab_sorted(&st->ns_index, n, nsp_cmp);
 }
 
-struct noderec **state_nodes_sorted(const state_t *st, size_t *n)
+struct noderec **model__state_nodes_sorted(const state_t *st, size_t *n)
 {
 	return (struct noderec **)ptab_sorted(&st->node_index, n, nodep_cmp);
 }
@@ -51,8 +51,8 @@ static int check_ns(const state_t *st, struct nsrec *const *v, size_t n,
 		    struct lg_error *err)
 {
 	uint32_t cc = st->cls_cap;
-	int64_t *res = xcalloc(n * cc + 1, sizeof(int64_t));
-	int64_t *alloc = xcalloc(n * cc + 1, sizeof(int64_t));
+	int64_t *res = lg_xcalloc(n * cc + 1, sizeof(int64_t));
+	int64_t *alloc = lg_xcalloc(n * cc + 1, sizeof(int64_t));
 	int rc = 0;
 
 	/* Own totals from the holders. */
@@ -155,10 +155,10 @@ static int check_nodes(const state_t *st, struct lg_error *err)
 	return rc;
 }
 
-int state_check(const state_t *st, struct lg_error *err)
+int model__state_check(const state_t *st, struct lg_error *err)
 {
 	size_t n;
-	struct nsrec **v = state_ns_sorted(st, &n);
+	struct nsrec **v = model__state_ns_sorted(st, &n);
 	int rc = check_ns(st, v, n, err);
 
 	free(v);
@@ -171,21 +171,21 @@ int state_check(const state_t *st, struct lg_error *err)
 
 static struct nsrec *ns_copy(const struct nsrec *s, uint32_t cap)
 {
-	struct nsrec *d = xmalloc(sizeof(*d));
+	struct nsrec *d = lg_xmalloc(sizeof(*d));
 
 	*d = *s;
-	d->name = xstrdup(s->name);
+	d->name = lg_xstrdup(s->name);
 	d->parent = d->child = d->sibling = NULL;
-	d->budgets = xmalloc((s->n_budgets + 1) * sizeof(*d->budgets));
+	d->budgets = lg_xmalloc((s->n_budgets + 1) * sizeof(*d->budgets));
 	for (size_t i = 0; i < s->n_budgets; i++) {
-		d->budgets[i].key = xstrdup(s->budgets[i].key);
+		d->budgets[i].key = lg_xstrdup(s->budgets[i].key);
 		d->budgets[i].value = s->budgets[i].value;
 	}
-	d->raw = xmalloc((s->n_raw + 1) * sizeof(char *));
+	d->raw = lg_xmalloc((s->n_raw + 1) * sizeof(char *));
 	for (size_t i = 0; i < s->n_raw; i++)
-		d->raw[i] = xstrdup(s->raw[i]);
-#define DUP(f)                                                \
-	d->f = memcpy(xmalloc(cap * sizeof(*d->f) + 1), s->f, \
+		d->raw[i] = lg_xstrdup(s->raw[i]);
+#define DUP(f)                                                   \
+	d->f = memcpy(lg_xmalloc(cap * sizeof(*d->f) + 1), s->f, \
 		      cap * sizeof(*d->f))
 	DUP(reserved);
 	DUP(allocated);
@@ -197,9 +197,9 @@ static struct nsrec *ns_copy(const struct nsrec *s, uint32_t cap)
 
 static struct noderec *node_copy(const struct noderec *s, uint32_t cap)
 {
-	struct noderec *d = xmalloc(sizeof(*d));
+	struct noderec *d = lg_xmalloc(sizeof(*d));
 
-	d->name = xstrdup(s->name);
+	d->name = lg_xstrdup(s->name);
 	DUP(capacity);
 	DUP(allocated);
 	DUP(serves);
@@ -213,8 +213,8 @@ static void ptab_copy_shape(struct ptab *d, const struct ptab *s)
 {
 	d->cap = s->cap;
 	d->n = s->n;
-	d->hashes = xcalloc(s->cap + 1, sizeof(*d->hashes));
-	d->vals = xcalloc(s->cap + 1, sizeof(*d->vals));
+	d->hashes = lg_xcalloc(s->cap + 1, sizeof(*d->hashes));
+	d->vals = lg_xcalloc(s->cap + 1, sizeof(*d->vals));
 	if (s->cap)
 		memcpy(d->hashes, s->hashes, s->cap * sizeof(*s->hashes));
 }
@@ -222,7 +222,7 @@ static void ptab_copy_shape(struct ptab *d, const struct ptab *s)
 /* The record of d with the name of s's record p. */
 static struct nsrec *same_ns(const state_t *d, const struct nsrec *p)
 {
-	return p ? state_ns(d, p->name) : NULL;
+	return p ? model__state_ns(d, p->name) : NULL;
 }
 
 static void clone_tree(state_t *d, const state_t *s)
@@ -251,18 +251,18 @@ state_t *state_clone(const state_t *s)
 	d->n_verdicts = s->n_verdicts;
 	d->n_notes = s->n_notes;
 	d->table.n = s->table.n;
-	d->table.classes = xcalloc(s->table.n + 1, sizeof(struct gpu_class));
+	d->table.classes = lg_xcalloc(s->table.n + 1, sizeof(struct gpu_class));
 	for (size_t i = 0; i < s->table.n; i++)
 		gpu_class_copy(&d->table.classes[i], &s->table.classes[i]);
-	d->table_ids = xmalloc(s->table.n * sizeof(uint32_t) + 1);
+	d->table_ids = lg_xmalloc(s->table.n * sizeof(uint32_t) + 1);
 	if (s->table.n > 0)
 		memcpy(d->table_ids, s->table_ids,
 		       s->table.n * sizeof(uint32_t));
 	d->n_cls = s->n_cls;
 	d->cls_cap = s->cls_cap;
-	d->cls_names = xcalloc(s->cls_cap + 1, sizeof(char *));
+	d->cls_names = lg_xcalloc(s->cls_cap + 1, sizeof(char *));
 	for (uint32_t i = 0; i < s->n_cls; i++)
-		d->cls_names[i] = xstrdup(s->cls_names[i]);
+		d->cls_names[i] = lg_xstrdup(s->cls_names[i]);
 	ptab_copy_shape(&d->cls_index, &s->cls_index);
 	if (s->cls_index.cap > 0)
 		memcpy(d->cls_index.vals, s->cls_index.vals,
@@ -289,19 +289,20 @@ state_t *state_clone(const state_t *s)
 		if (s->holder_index.hashes[i] == 0)
 			continue;
 		uid = holder_uid(sh);
-		dh = holder_new(sh->kind, state_ns(d, sh->ns->name),
-				holder_name(sh), sh->uid_at - 1u, uid,
-				strlen(uid));
+		dh = model__holder_new(
+			sh->kind, model__state_ns(d, sh->ns->name),
+			holder_name(sh), sh->uid_at - 1u, uid, strlen(uid));
 		dh->n = sh->n;
 		if (sh->n > 1)
-			dh->u.many = memcpy(xmalloc(sh->n * sizeof(*u)),
+			dh->u.many = memcpy(lg_xmalloc(sh->n * sizeof(*u)),
 					    sh->u.many, sh->n * sizeof(*u));
 		else
 			dh->u.one = sh->u.one;
 		u = holder_u(dh);
 		for (uint32_t k = 0; k < dh->n; k++)
 			if (u[k].node != NULL)
-				u[k].node = state_node(d, u[k].node->name);
+				u[k].node =
+					model__state_node(d, u[k].node->name);
 		d->holder_index.vals[i] = dh;
 	}
 	return d;
@@ -343,10 +344,12 @@ static json_t *tenant_json(const state_t *st, const struct nsrec *ns)
 			    class_counts(st, ns->sub_reserved));
 	json_object_set_new(o, "subtreeAllocated",
 			    class_counts(st, ns->sub_allocated));
-	json_object_set_new(o, "remaining", tenant_remaining_json(st, ns));
+	json_object_set_new(o, "remaining",
+			    model__tenant_remaining_json(st, ns));
 	json_object_set_new(o, "remainingTotal",
-			    tenant_remaining_total_json(st, ns));
-	json_object_set_new(o, "overcommitted", tenant_overcommit_json(st, ns));
+			    model__tenant_remaining_total_json(st, ns));
+	json_object_set_new(o, "overcommitted",
+			    model__tenant_overcommit_json(st, ns));
 	return o;
 }
 
@@ -356,7 +359,7 @@ static json_t *tenant_json(const state_t *st, const struct nsrec *ns)
  * before existence events only says it through capacity. */
 static bool node_exists(const state_t *st, const struct noderec *nd)
 {
-	int32_t id = state_cls_id(st, NODE_EXISTS_CLASS);
+	int32_t id = model__state_cls_id(st, NODE_EXISTS_CLASS);
 
 	if (id >= 0 && nd->serves[id])
 		return true;
@@ -426,8 +429,8 @@ static json_t *nodes_json(const state_t *st, struct noderec *const *nodes,
 json_t *state_to_json(const state_t *st, const char *only)
 {
 	size_t n_ns, n_nodes;
-	struct nsrec **ns = state_ns_sorted(st, &n_ns);
-	struct noderec **nodes = state_nodes_sorted(st, &n_nodes);
+	struct nsrec **ns = model__state_ns_sorted(st, &n_ns);
+	struct noderec **nodes = model__state_nodes_sorted(st, &n_nodes);
 	json_t *o = json_object(), *tenants = json_array();
 	char tbuf[48];
 
