@@ -437,21 +437,14 @@ static int follow_with(const char *dir, const char *path, bool pipelined,
 		       unsigned threads, struct ingest_follow_result *res,
 		       struct lg_error *err)
 {
-	struct class_table t;
-	struct ingest_follow_opts fo = {.path = path,
-					.batch_events = 13,
-					.max_object_bytes = PIPE_MAX_OBJECT,
-					.parse_threads = threads,
-					.parse_inline = !pipelined};
-	ledger_t *lg = h_ledger(dir);
-	int rc;
-
-	h_table(&t, CLASSES);
-	fo.classes = &t;
-	rc = ingest_follow(lg, &fo, res, err);
-	class_table_release(&t);
-	ledger_close(lg);
-	return rc;
+	return h_follow(dir,
+			(struct ingest_follow_opts){
+				.path = path,
+				.batch_events = 13,
+				.max_object_bytes = PIPE_MAX_OBJECT,
+				.parse_threads = threads,
+				.parse_inline = !pipelined},
+			res, err);
 }
 
 static int tline(void *ctx, const struct event *ev, const uint8_t *head)

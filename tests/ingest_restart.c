@@ -240,17 +240,10 @@ static void gen_stream(const char *path, uint64_t seed, size_t n)
 static int follow(const char *dir, const char *path, size_t batch,
 		  struct ingest_follow_result *res, struct lg_error *err)
 {
-	struct class_table t;
-	struct ingest_follow_opts fo = {.path = path, .batch_events = batch};
-	ledger_t *lg = h_ledger(dir);
-	int rc;
-
-	h_table(&t, CLASSES);
-	fo.classes = &t;
-	rc = ingest_follow(lg, &fo, res, err);
-	class_table_release(&t);
-	ledger_close(lg);
-	return rc;
+	return h_follow(dir,
+			(struct ingest_follow_opts){.path = path,
+						    .batch_events = batch},
+			res, err);
 }
 
 /* The whole log with times, for comparing runs. */

@@ -142,6 +142,24 @@ static inline void h_table(struct class_table *t, const char *q)
 	free(s);
 }
 
+/* ingest_follow of fo (its classes: CLASSES) into the ledger in dir, opened
+ * and closed around it. */
+static inline int h_follow(const char *dir, struct ingest_follow_opts fo,
+			   struct ingest_follow_result *res,
+			   struct lg_error *err)
+{
+	struct class_table t;
+	ledger_t *lg = h_ledger(dir);
+	int rc;
+
+	h_table(&t, CLASSES);
+	fo.classes = &t;
+	rc = ingest_follow(lg, &fo, res, err);
+	class_table_release(&t);
+	ledger_close(lg);
+	return rc;
+}
+
 /* A fresh ledger and engine with the classes (NULL: none). The CLASS
  * events of the start are taken already. */
 static inline void h_open(struct h *h, const char *classes)

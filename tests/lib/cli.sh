@@ -50,14 +50,7 @@ start_server() {
 	"$bin" serve --db "$db" --listen 127.0.0.1:0 "$@" \
 		>"$tmp/serve.out" 2>"$tmp/serve.err" &
 	server_pid=$!
-	port=
-	i=0
-	while [ $i -lt 100 ] && [ -z "$port" ]; do
-		port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' \
-			"$tmp/serve.out" 2>/dev/null)
-		[ -n "$port" ] || sleep 0.05
-		i=$((i + 1))
-	done
+	wait_listening "$tmp/serve.out"
 	[ -n "$port" ] || bad "serve did not start: $(cat "$tmp/serve.err")"
 }
 stop_server() {
