@@ -586,6 +586,7 @@ struct pipe {
 	pthread_cond_t cv;
 	struct pipe_batch *b; /* PIPE_DEPTH of them, a ring */
 	uint64_t filled, taken; /* batches produced, consumed */
+	uint64_t records;	/* read by the reader, added to lg at join */
 	bool stop;
 };
 
@@ -598,6 +599,7 @@ static void *pipe_read(void *arg)
 	MDB_cursor *cur = NULL;
 	int rc = mdb_cursor_open(p->txn, p->lg->dbi[LEDGER_DB_EVENTS], &cur),
 	    op = MDB_SET_KEY;
+	uint64_t reads = 0;
 	bool end = false;
 
 	while (!end) {
@@ -619,8 +621,13 @@ static void *pipe_read(void *arg)
 		}
 		for (; !end && b->n < PIPE_BATCH && k <= p->to;
 		     k++, op = MDB_NEXT) {
-			int r = ledger__store_cursor_get(
-				p->lg, cur, LEDGER_DB_EVENTS, &key, &val, op);
+			/* Not ledger__store_cursor_get: forensic opens take
+			 * the plain loop, and the reader writes nothing the
+			 * applier's cache lines share (lg->head is written
+			 * there), so it counts on its own. */
+			int r = mdb_cursor_get(cur, &key, &val, op);
+
+			reads++;
 
 			if (r != 0 && r != MDB_NOTFOUND)
 				b->rc = ledger__store_read_error(
@@ -641,6 +648,7 @@ static void *pipe_read(void *arg)
 		}
 		end = end || k > p->to;
 		pthread_mutex_lock(&p->mu);
+		p->records = reads;
 		p->filled++;
 		pthread_cond_signal(&p->cv);
 		pthread_mutex_unlock(&p->mu);
@@ -665,11 +673,16 @@ static int pipe_apply(struct pipe *p, state_t *st, uint8_t *head,
 			pthread_cond_wait(&p->cv, &p->mu);
 		pthread_mutex_unlock(&p->mu);
 		b = &p->b[p->taken % PIPE_DEPTH];
-		for (size_t i = 0; i < b->n && rc == 0; i++) {
-			rc = state_apply_validated(st, &b->ev[i], err);
-			if (rc == 0)
-				memcpy(head, b->head[i], LEDGER_HEAD_BYTES);
-		}
+		size_t i = 0;
+
+		while (i < b->n && rc == 0)
+			if ((rc = state_apply_validated(st, &b->ev[i], err)) ==
+			    0)
+				i++;
+		/* The head of the last event applied; the batch's pointers
+		 * into the map are reused once it is handed back. */
+		if (i > 0)
+			memcpy(head, b->head[i - 1], LEDGER_HEAD_BYTES);
 		applied += b->n;
 		if (rc == 0 && b->rc != 0) {
 			rc = b->rc;
@@ -708,6 +721,7 @@ int ledger__store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st,
 		pthread_cond_signal(&p.cv);
 		pthread_mutex_unlock(&p.mu);
 		pthread_join(t, NULL);
+		lg->records_read += p.records;
 	}
 	pthread_cond_destroy(&p.cv);
 	pthread_mutex_destroy(&p.mu);
