@@ -251,6 +251,7 @@ static int commit_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 				lg->cp_seq = first + n - 1;
 				clock_gettime(CLOCK_MONOTONIC, &lg->cp_time);
 			}
+			ledger__store_map_grown(lg);
 			return 0;
 		}
 		if (rc != MDB_MAP_FULL)
@@ -477,6 +478,8 @@ static int db_scan(ledger_t *lg, enum ledger_db db, const char *prefix,
 	MDB_val k = {.mv_size = pl, .mv_data = (void *)prefix}, v;
 	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 	int op = pl > 0 ? MDB_SET_RANGE : MDB_FIRST;
+	/* The object table of a million pods is a long read. */
+	struct store_reading reading = {.lg = lg};
 
 	if (rc != 0)
 		return rc;
@@ -496,12 +499,14 @@ static int db_scan(ledger_t *lg, enum ledger_db db, const char *prefix,
 		}
 		if (k.mv_size < pl || memcmp(k.mv_data, prefix, pl) != 0)
 			break;
+		ledger__store_reading_note(&reading, k.mv_size + v.mv_size);
 		if ((rc = fn(ctx, k.mv_data, k.mv_size, v.mv_data,
 			     v.mv_size)) != 0)
 			break;
 	}
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
+	ledger__store_reading_end(&reading, STORE_TRIM_AFTER);
 	return rc;
 }
 

@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,6 +128,74 @@ static const void *map_start(ino_t ino)
 	}
 	fclose(f);
 	return at;
+}
+
+/* The map of the file with inode ino as it is now: [*lo, *hi); false when
+ * not found. Looked up afresh each time: a remembered address could name
+ * memory the map has left (a remap moves it). */
+static bool map_now(ino_t ino, uintptr_t *lo, uintptr_t *hi)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	bool found = false;
+
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		unsigned long long a, b, off, inode;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %llu", &a, &b, perms,
+			   &off, &inode) == 5 &&
+		    inode == (unsigned long long)ino && off == 0) {
+			*lo = (uintptr_t)a;
+			*hi = (uintptr_t)b;
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+void ledger__store_map_trim(ledger_t *lg)
+{
+	mdb_filehandle_t fd;
+	struct stat sb;
+	uintptr_t lo, hi, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	/* The map holds still while the handle that remaps it (the parent)
+	 * is here, or while a snapshot holds the remap lock. */
+	if (lg->o.map_trim_bytes == SIZE_MAX ||
+	    (lg->parent != NULL && !lg->locked) ||
+	    mdb_env_get_fd(lg->env, &fd) != 0 || fstat(fd, &sb) != 0 ||
+	    !map_now(sb.st_ino, &lo, &hi))
+		return;
+	if ((uintptr_t)sb.st_size < hi - lo)
+		hi = lo + (((uintptr_t)sb.st_size + page - 1) & ~(page - 1));
+	(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+void ledger__store_map_grown(ledger_t *lg)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+
+	if (lg->o.map_trim_bytes == SIZE_MAX ||
+	    mdb_env_info(lg->env, &info) != 0 ||
+	    mdb_env_stat(lg->env, &st) != 0)
+		return;
+	if (info.me_last_pgno >= lg->trim_pgno &&
+	    (info.me_last_pgno - lg->trim_pgno) * (size_t)st.ms_psize <
+		    lg->o.map_trim_bytes)
+		return;
+	lg->trim_pgno = info.me_last_pgno;
+	ledger__store_map_trim(lg);
+}
+
+void ledger__store_reading_end(struct store_reading *r, size_t after)
+{
+	if (r->read >= after)
+		ledger__store_map_trim(r->lg);
 }
 
 int ledger__store_bounds_load(ledger_t *lg)

@@ -607,6 +607,8 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		lg->o.map_max_bytes = DEFAULT_MAP_MAX_BYTES;
 	if (lg->o.map_size_bytes > lg->o.map_max_bytes)
 		lg->o.map_size_bytes = lg->o.map_max_bytes;
+	if (lg->o.map_trim_bytes == 0)
+		lg->o.map_trim_bytes = DEFAULT_MAP_TRIM_BYTES;
 	if (lg->o.checkpoint_every == 0)
 		lg->o.checkpoint_every = DEFAULT_CP_EVERY;
 	if (lg->o.checkpoint_secs == 0)
@@ -633,6 +635,9 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		ledger_close(lg);
 		return rc;
 	}
+	/* What the rebuild read (the file's size, from genesis). */
+	if (!o->forensic)
+		ledger__store_map_grown(lg);
 	*out = lg;
 	return 0;
 }
@@ -710,5 +715,7 @@ int ledger_refresh(ledger_t *lg, struct lg_error *err)
 		return rc;
 	rc = ledger__store_catch_up(lg, txn, err);
 	mdb_txn_abort(txn);
+	if (rc == 0)
+		ledger__store_map_grown(lg);
 	return rc;
 }

@@ -45,6 +45,12 @@ struct ledger_opts {
 				  bound, e.g. SIZE_MAX: the bound, so that
 				  the map never has to grow) */
 	size_t map_max_bytes;  /* growth bound (0: 1 TiB) */
+	/* The pages of the map this process has read are handed back to the
+	 * page cache (unmapped from it, not evicted) each time the log's file
+	 * has grown by this much, so that its resident set follows what it
+	 * works on, not the size of the log (0: 64 MiB; SIZE_MAX: never,
+	 * and long reads keep what they read mapped too). */
+	size_t map_trim_bytes;
 	uint64_t checkpoint_every; /* events between automatic checkpoints
 				      (0: 1,000,000); only for writers */
 	int64_t checkpoint_secs;   /* seconds between them (0: 3600; <0 off) */

@@ -145,6 +145,7 @@ static int storage_record(ledger_t *lg, int rc, uint64_t k, const MDB_val *key,
 static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 		ledger_event_fn *fn, void *ctx, struct lg_error *err)
 {
+	struct store_reading reading = {.lg = lg};
 	MDB_txn *txn;
 	MDB_cursor *cur = NULL;
 	uint64_t k = from ? from : 1, n = 0;
@@ -180,6 +181,8 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 			rc = 0;
 			break;
 		}
+		if (rc == 0)
+			ledger__store_reading_note(&reading, val.mv_size);
 		if ((rc = storage_record(lg, rc, k, &key, &val, &ev,
 					 checked ? head : NULL, err)) != 0 ||
 		    (rc = fn(ctx, &ev,
@@ -187,6 +190,7 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 				     LEDGER_HEAD_BYTES)) != 0)
 			break;
 	}
+	ledger__store_reading_end(&reading, STORE_TRIM_AFTER);
 	if (cur != NULL)
 		mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
@@ -600,6 +604,9 @@ static void *pipe_read(void *arg)
 	int rc = mdb_cursor_open(p->txn, p->lg->dbi[LEDGER_DB_EVENTS], &cur),
 	    op = MDB_SET_KEY;
 	uint64_t reads = 0;
+	/* The reader trims: the applier is waiting in this handle's call,
+	 * so the map holds still (see ledger__store_map_trim). */
+	struct store_reading reading = {.lg = p->lg};
 	bool end = false;
 
 	while (!end) {
@@ -628,6 +635,8 @@ static void *pipe_read(void *arg)
 			int r = mdb_cursor_get(cur, &key, &val, op);
 
 			reads++;
+			if (r == 0)
+				ledger__store_reading_note(&reading, val.mv_size);
 
 			if (r != 0 && r != MDB_NOTFOUND)
 				b->rc = ledger__store_read_error(
@@ -722,6 +731,10 @@ int ledger__store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st,
 		pthread_mutex_unlock(&p.mu);
 		pthread_join(t, NULL);
 		lg->records_read += p.records;
+		/* Every range the pipe takes is long (PIPE_MIN): what the
+		 * reader read since its last trim, and what the applier
+		 * faulted back in behind it, goes back too. */
+		ledger__store_map_trim(lg);
 	}
 	pthread_cond_destroy(&p.cv);
 	pthread_mutex_destroy(&p.mu);

@@ -13,6 +13,7 @@
 
 #define DEFAULT_MAP_BYTES     ((size_t)64 << 20)
 #define DEFAULT_MAP_MAX_BYTES ((size_t)1 << 40)
+#define DEFAULT_MAP_TRIM_BYTES ((size_t)64 << 20)
 #define DEFAULT_CP_EVERY      1000000
 #define DEFAULT_CP_SECS	      3600
 /* Most events one append may carry. */
@@ -43,6 +44,8 @@ struct ledger {
 	const char *bad_what;
 	/* Event records fetched (ledger_records_read). */
 	uint64_t records_read;
+	/* The file's last page at the last ledger__store_map_grown trim. */
+	size_t trim_pgno;
 	/* Remaps of the environment exclude readers on other threads: the
 	 * parent write-locks around mdb_env_set_mapsize, a snapshot holds
 	 * the read lock (ledger/snapshot.c). Owned by the parent. */
@@ -85,6 +88,37 @@ int ledger__store_bounds_load(ledger_t *lg);
 /* Both meta pages of data.mdb checked against the file before LMDB maps
  * it; LG_ECORRUPT "damaged storage: meta page N: why". */
 int ledger__store_meta_check(ledger_t *lg, struct lg_error *err);
+/* The map's pages handed back (issue 11). The map is shared and read-only,
+ * so MADV_DONTNEED only unmaps the pages from this process: they stay in
+ * the page cache, and a later read faults them back in unchanged (a reader
+ * on another thread pays that fault, nothing else). Without it every page
+ * this process ever read, wrote through or was shown by a fault around one
+ * stays in its resident set: after one export, or a day of appends, the
+ * size of the log. Nothing without /proc/self/maps.
+ *
+ * map_trim unmaps the whole map now; map_grown does that when the file has
+ * grown by o.map_trim_bytes since the last time (after a commit and a
+ * refresh); a long read notes the bytes it reads and trims every
+ * o.map_trim_bytes and, once past `after` bytes, at its end. */
+void ledger__store_map_trim(ledger_t *lg);
+void ledger__store_map_grown(ledger_t *lg);
+struct store_reading {
+	ledger_t *lg;
+	size_t read, since; /* bytes read, and since the last trim */
+};
+static inline void ledger__store_reading_note(struct store_reading *r,
+					      size_t bytes)
+{
+	r->read += bytes;
+	r->since += bytes;
+	if (r->since >= r->lg->o.map_trim_bytes) {
+		r->since = 0;
+		ledger__store_map_trim(r->lg);
+	}
+}
+void ledger__store_reading_end(struct store_reading *r, size_t after);
+/* The `after` of scans: a short read makes no system call. */
+#define STORE_TRIM_AFTER ((size_t)1 << 20)
 /* Installs (first user) or removes (last) the fault handler. */
 void ledger__store_trap_install(void);
 void ledger__store_trap_remove(void);

@@ -7,6 +7,7 @@
 #include "tests/ledger_gen.h"
 #include "tests/ledger_tests.h"
 
+#include <pthread.h>
 #include <sys/wait.h>
 
 #define T0	    1767225600000000000LL
@@ -151,11 +152,89 @@ START_TEST(concurrency_writers_and_readers)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* Snapshots on other threads while their parent appends and hands the
+ * map's pages back after every commit (issue 11): a snapshot's state and
+ * events are those of the moment it was taken, byte for byte. */
+
+struct snap_job {
+	ledger_t *snap;
+	uint8_t *want; /* the parent's state encoded when it was taken */
+	size_t want_n;
+	uint64_t seq;
+	uint8_t head[LEDGER_HEAD_BYTES];
+	int ok;
+};
+
+static int last_head(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	memcpy(ctx, head, LEDGER_HEAD_BYTES);
+	return 0;
+}
+
+static void *snap_check(void *arg)
+{
+	struct snap_job *j = arg;
+	uint8_t head[LEDGER_HEAD_BYTES] = {0}, *got;
+	size_t n;
+
+	if (ledger_snapshot_enter(j->snap, true, NULL) != 0 ||
+	    ledger_last_seq(j->snap) != j->seq ||
+	    state_encode(ledger_state(j->snap), &got, &n) != 0)
+		return NULL;
+	j->ok = n == j->want_n && memcmp(got, j->want, n) == 0 &&
+		(j->seq == 0 || /* a limit of 0 is no limit */
+		 ledger_scan(j->snap, 1, j->seq, last_head, head, NULL) == 0) &&
+		memcmp(head, j->head, LEDGER_HEAD_BYTES) == 0;
+	free(got);
+	return NULL;
+}
+
+START_TEST(concurrency_snapshots_while_trimming)
+{
+	char *dir = fresh_dir();
+	struct ledger_opts o = {.dir = dir,
+				.create = true,
+				.no_sync = true,
+				.map_trim_bytes = 4096,
+				.checkpoint_secs = -1};
+	struct gen *g = gen_new(11, T0);
+	struct event *evs = calloc(5000, sizeof(*evs));
+	ledger_t *lg;
+
+	ck_assert_int_eq(ledger_open(&lg, &o, NULL), 0);
+	for (int b = 0; b < 24; b++) {
+		struct snap_job j = {.seq = ledger_last_seq(lg)};
+		pthread_t t;
+
+		ck_assert_int_eq(ledger_snapshot_new(lg, &j.snap, NULL), 0);
+		ck_assert_int_eq(state_encode(ledger_state(lg), &j.want,
+					      &j.want_n),
+				 0);
+		memcpy(j.head, ledger_head(lg), LEDGER_HEAD_BYTES);
+		ck_assert_int_eq(pthread_create(&t, NULL, snap_check, &j), 0);
+		gen_next(g, evs, 5000);
+		ck_assert_int_eq(
+			ledger_append(lg, evs, 5000, NULL, 0, NULL, NULL), 0);
+		pthread_join(t, NULL);
+		ck_assert_msg(j.ok, "snapshot at seq %llu differs",
+			      (unsigned long long)j.seq);
+		ledger_close(j.snap);
+		free(j.want);
+	}
+	ledger_close(lg);
+	free(evs);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
 void ledger_tests_concurrency(Suite *s)
 {
 	TCase *tc = tcase_create("concurrency");
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, concurrency_writers_and_readers, 0, 2);
+	tcase_add_test(tc, concurrency_snapshots_while_trimming);
 	suite_add_tcase(s, tc);
 }

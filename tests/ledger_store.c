@@ -7,6 +7,9 @@
 #include "tests/ledger_gen.h"
 #include "tests/ledger_tests.h"
 
+#include <pthread.h>
+#include <time.h>
+
 #include "ledger/ledger_int.h"
 
 #define T0 1767225600000000000LL /* 2026-01-01T00:00:00Z */
@@ -447,6 +450,165 @@ START_TEST(store_map_growth_and_bound)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* The map's pages handed back (issue 11): what this process has of
+ * dir's data.mdb mapped, in bytes, from /proc/self/smaps. */
+static size_t map_rss(const char *dir)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[1024], path[512];
+	size_t rss = 0, kb;
+	bool ours = false;
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *sp = strchr(line, ' '), *dash = strchr(line, '-');
+
+		/* A mapping's line: "lo-hi perms offset dev inode path". */
+		if (sp != NULL && dash != NULL && dash < sp)
+			ours = strstr(line, path) != NULL;
+		else if (ours && sscanf(line, "Rss: %zu kB", &kb) == 1)
+			rss += kb << 10;
+	}
+	fclose(f);
+	return rss;
+}
+
+static size_t file_size(const char *dir)
+{
+	char path[512];
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "rb"));
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	fclose(f);
+	return (size_t)n;
+}
+
+struct digest {
+	uint64_t n, h;
+};
+
+static int digest_fn(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct digest *d = ctx;
+
+	d->n++;
+	for (int i = 0; i < LEDGER_HEAD_BYTES; i++)
+		d->h = (d->h ^ head[i]) * 1099511628211ULL;
+	return 0;
+}
+
+/* Samples map_rss on a thread of its own while a call runs: the peak. */
+struct sampler {
+	const char *dir;
+	volatile bool stop;
+	size_t peak;
+	unsigned samples;
+};
+
+static void *sample_loop(void *arg)
+{
+	struct sampler *s = arg;
+	struct timespec nap = {0, 200000};
+
+	while (!s->stop) {
+		size_t r = map_rss(s->dir);
+
+		s->peak = r > s->peak ? r : s->peak;
+		s->samples++;
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+static ledger_t *open_trim(const char *dir, size_t trim)
+{
+	struct ledger_opts o = {.dir = dir,
+				.create = true,
+				.no_sync = true,
+				.map_trim_bytes = trim,
+				.checkpoint_secs = -1};
+	struct lg_error err = {0};
+	ledger_t *lg = NULL;
+
+	ck_assert_msg(ledger_open(&lg, &o, &err) == 0, "open: %s", err.msg);
+	return lg;
+}
+
+/* A long scan, a past state rebuilt on the reader thread, an open from
+ * genesis and appends leave this process only a bounded part of the map
+ * resident (the rest stays in the page cache), and reading again gives the
+ * same events and state. The same work without trimming keeps the whole
+ * file mapped: the measure can tell the two apart. */
+START_TEST(store_map_pages_handed_back)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_trim(dir, SIZE_MAX);
+	struct gen *g = gen_new(9, T0);
+	struct lg_error err = {0};
+	struct digest d1 = {0, 14695981039346656037ULL}, d2 = d1;
+	size_t file, bound = (size_t)4 << 20;
+	state_t *st = NULL;
+	char *a, *b;
+
+	append_gen(lg, g, 300000, 10000);
+	ck_assert_int_eq(ledger_scan(lg, 1, 0, digest_fn, &d1, &err), 0);
+	file = file_size(dir);
+	/* Not trimmed: what was read stays mapped. */
+	ck_assert_uint_gt(file, 4 * bound);
+	ck_assert_uint_gt(map_rss(dir), file / 2);
+	ledger_close(lg);
+
+	/* The open replays 300k events from genesis through the reader
+	 * thread; a scan reads them all again. */
+	lg = open_trim(dir, (size_t)1 << 20);
+	ck_assert_uint_lt(map_rss(dir), bound);
+	ck_assert_int_eq(ledger_scan(lg, 1, 0, digest_fn, &d2, &err), 0);
+	ck_assert_uint_lt(map_rss(dir), bound);
+	ck_assert_uint_eq(d2.n, 300000);
+	ck_assert_uint_eq(d2.h, d1.h);
+	/* A past state from genesis (the pipe), equal to a direct replay;
+	 * the pages go back while it reads, not only at its end. */
+	{
+		struct sampler sm = {.dir = dir};
+		pthread_t t;
+
+		ck_assert_int_eq(pthread_create(&t, NULL, sample_loop, &sm), 0);
+		ck_assert_int_eq(ledger_state_at(lg, 250000, &st, NULL, &err),
+				 0);
+		sm.stop = true;
+		pthread_join(t, NULL);
+		ck_assert_uint_ge(sm.samples, 2);
+		ck_assert_uint_lt(sm.peak, bound);
+	}
+	/* and all of them once it is done. */
+	ck_assert_uint_lt(map_rss(dir), bound / 8);
+	{
+		state_t *want = genesis_state(9, 250000);
+
+		a = dump(st);
+		b = dump(want);
+		ck_assert_str_eq(a, b);
+		free(a);
+		free(b);
+		state_free(want);
+	}
+	state_free(st);
+	/* Appends trim as the file grows. */
+	append_gen(lg, g, 200000, 10000);
+	ck_assert_uint_gt(file_size(dir), file + 4 * bound);
+	ck_assert_uint_lt(map_rss(dir), bound);
+	ledger_close(lg);
+	gen_free(g);
+	rm_tree(dir);
+}
+END_TEST
+
 START_TEST(store_open_errors)
 {
 	char *dir = fresh_dir();
@@ -725,6 +887,7 @@ void ledger_tests_store(Suite *s)
 	tcase_add_loop_test(tc, store_checkpoint_tail_equals_genesis, 0, 4);
 	tcase_add_test(tc, store_scan_and_time);
 	tcase_add_test(tc, store_map_growth_and_bound);
+	tcase_add_test(tc, store_map_pages_handed_back);
 	tcase_add_test(tc, store_open_errors);
 	tcase_add_test(tc, store_read_only);
 	tcase_add_loop_test(tc, store_verdict_index, 0, 8);
