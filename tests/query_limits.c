@@ -7,7 +7,9 @@
 #include "tests/query_tests.h"
 
 #include <curl/curl.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static void send_all(int fd, const char *p, size_t n)
@@ -129,6 +131,27 @@ START_TEST(malformed_and_oversized)
 }
 END_TEST
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One short answer (its head and a body that comes with it): what one
+ * read within 2 s gives; 0 when the connection is closed. */
+static ssize_t read_answer(int fd, char *buf, size_t cap)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	ssize_t n;
+
+	if (poll(&p, 1, 2000) != 1 || (n = read(fd, buf, cap - 1)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	return n;
+}
+
 /* A client that sends part of a request and stops, or trickles bytes,
  * gets 408 and is cut off; one that opens and sends nothing is closed. */
 START_TEST(slow_clients)
@@ -166,6 +189,31 @@ START_TEST(slow_clients)
 	send_all(fd, "GET /healthz HTTP/1.1\r\n\r\n", 25);
 	qt_read_all(fd, buf, sizeof(buf), 5000);
 	ck_assert_msg(strncmp(buf, "HTTP/1.1 200 ", 13) == 0, "%s", buf);
+	close(fd);
+	/* Each answer moves the idle deadline: requests 150 ms apart keep a
+	 * connection past the first deadline, and once they stop it is
+	 * closed idle_ms after the last answer, not before. */
+	fd = qt_connect(&t);
+	for (int i = 0; i < 4; i++) {
+		struct timespec ts = {0, 150 * 1000 * 1000};
+		ssize_t n;
+
+		send_all(fd, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+		n = read_answer(fd, buf, sizeof(buf));
+		ck_assert_msg(n > 0 && strncmp(buf, "HTTP/1.1 200 ", 13) == 0,
+			      "request %d: %s", i, n > 0 ? buf : "closed");
+		if (i < 3)
+			nanosleep(&ts, NULL);
+	}
+	{
+		double t0 = mono_ms();
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		ck_assert_int_eq(poll(&p, 1, 5000), 1);
+		ck_assert_int_eq(read(fd, buf, sizeof(buf)), 0);
+		ck_assert_msg(mono_ms() - t0 > 100, "closed after %.0f ms",
+			      mono_ms() - t0);
+	}
 	close(fd);
 	qt_done(&t);
 }

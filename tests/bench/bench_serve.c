@@ -16,15 +16,15 @@
  *                             verdicts"
  *   bench_serve baseline [BYTES]
  *                             a minimal libuv HTTP server: every request
- *                             (up to its blank line) answered with a fixed
+ *                             (parsed by http-parser, as serve's are)
+ *                             answered with a fixed
  *                             200 whose JSON body has BYTES bytes [16] (the
  *                             size of the answer it is compared with, so
  *                             that both move the same bytes), keep-alive;
- *                             prints "listening on 127.0.0.1:PORT". The
- *                             rate of GET remaining is read as a
- *                             percentage of its rate.
+ *                             prints "listening on 127.0.0.1:PORT". GET
+ *                             remaining is read as a percentage of it
+ *                             (rate, and requests per server CPU second).
  */
-#define _GNU_SOURCE /* memmem */
 #include "ledger/ledger.h"
 #include "query/query_int.h"
 #include "tests/ledger_gen.h"
@@ -114,17 +114,22 @@ static int open_timed(const char *dir)
 static char answer[BODY_MAX + 128];
 static size_t answer_len;
 
+/* A minimal HTTP server still parses HTTP: with the parser serve uses, so
+ * that the baseline is the loop, the sockets and the parse, and nothing a
+ * route does. */
 struct bconn {
 	uv_tcp_t tcp;
+	http_parser parser;
 	char buf[65536];
-	size_t len;
 };
+
+static http_parser_settings bsettings;
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
 	struct bconn *c = h->data;
 
-	*b = uv_buf_init(c->buf + c->len, (unsigned)(sizeof(c->buf) - c->len));
+	*b = uv_buf_init(c->buf, (unsigned)sizeof(c->buf));
 }
 
 static void on_closed(uv_handle_t *h)
@@ -132,26 +137,24 @@ static void on_closed(uv_handle_t *h)
 	free(h->data);
 }
 
+static int on_complete(http_parser *p)
+{
+	struct bconn *c = p->data;
+	uv_buf_t a = uv_buf_init(answer, (unsigned)answer_len);
+
+	uv_try_write((uv_stream_t *)&c->tcp, &a, 1);
+	return 0;
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
 	struct bconn *c = s->data;
-	char *p, *end;
 
-	if (n < 0 || (size_t)n + c->len >= sizeof(c->buf)) {
+	if (n < 0 || http_parser_execute(&c->parser, &bsettings, b->base,
+					 (size_t)n) != (size_t)n) {
 		uv_close((uv_handle_t *)s, on_closed);
 		return;
 	}
-	c->len += (size_t)n;
-	p = c->buf;
-	end = c->buf + c->len;
-	for (char *q; (q = memmem(p, (size_t)(end - p), "\r\n\r\n", 4));
-	     p = q + 4) {
-		uv_buf_t a = uv_buf_init(answer, (unsigned)answer_len);
-
-		uv_try_write(s, &a, 1);
-	}
-	memmove(c->buf, p, (size_t)(end - p));
-	c->len = (size_t)(end - p);
 }
 
 static void on_conn(uv_stream_t *l, int status)
@@ -161,6 +164,8 @@ static void on_conn(uv_stream_t *l, int status)
 	if (c == NULL || status != 0)
 		abort();
 	c->tcp.data = c;
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
 	uv_tcp_init(l->loop, &c->tcp);
 	if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0) {
 		uv_close((uv_handle_t *)&c->tcp, on_closed);
@@ -198,6 +203,7 @@ static int baseline(size_t body)
 		memcpy(answer + answer_len + body - 3, "\"}\n", 3);
 	}
 	answer_len += body;
+	bsettings.on_message_complete = on_complete;
 	uv_ip4_addr("127.0.0.1", 0, &a);
 	uv_tcp_init(loop, &l);
 	if (uv_tcp_bind(&l, (const struct sockaddr *)&a, 0) != 0 ||
