@@ -118,7 +118,12 @@ void ingest__obj_touch(ingest_t *in, enum resource r, const struct obj *o)
  * that freeing o->key frees all three. */
 void ingest__obj_set_names(struct obj *o, const char *ns, const char *name)
 {
-	size_t a = strlen(ns), b = strlen(name);
+	ingest__obj_set_names_n(o, ns, strlen(ns), name, strlen(name));
+}
+
+void ingest__obj_set_names_n(struct obj *o, const char *ns, size_t a,
+			     const char *name, size_t b)
+{
 	size_t k = a > 0 ? a + 1 + b : b;
 	char *p = lg_xmalloc(k + 1 + a + 1 + b + 1);
 
@@ -126,9 +131,12 @@ void ingest__obj_set_names(struct obj *o, const char *ns, const char *name)
 		memcpy(p, ns, a);
 		p[a] = '/';
 	}
-	memcpy(p + (a > 0 ? a + 1 : 0), name, b + 1);
-	memcpy(p + k + 1, ns, a + 1);
-	memcpy(p + k + 1 + a + 1, name, b + 1);
+	memcpy(p + (a > 0 ? a + 1 : 0), name, b);
+	p[k] = '\0';
+	memcpy(p + k + 1, ns, a);
+	p[k + 1 + a] = '\0';
+	memcpy(p + k + 1 + a + 1, name, b);
+	p[k + 1 + a + 1 + b] = '\0';
 	o->key = p;
 	o->ns = p + k + 1;
 	o->name = p + k + 1 + a + 1;

@@ -309,6 +309,12 @@ struct obj *ingest__obj_add(ingest_t *in, enum resource r, const char *ns,
 void ingest__obj_del(ingest_t *in, enum resource r, struct obj *o);
 void ingest__obj_free(struct obj *o);
 void ingest__obj_set_names(struct obj *o, const char *ns, const char *name);
+/* From this many records on, a start decodes the object table on a second
+ * thread (ingest/objtab.c; tests move it to take either path). */
+extern size_t ingest__objtab_pipe_min;
+/* The same from counted bytes (no NUL among them). */
+void ingest__obj_set_names_n(struct obj *o, const char *ns, size_t ns_len,
+			     const char *name, size_t name_len);
 void ingest__obj_set_uid(struct obj *o, const char *uid);
 /* The resource of a holder kind (RES_MAX for HK_NONE). */
 enum resource ingest__kind_res(enum holder_kind k);

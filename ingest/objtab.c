@@ -56,6 +56,7 @@
 #include "ingest/ingest_int.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,20 +256,43 @@ static char *get_s(struct rbuf *b, const char *what)
 	return b->why ? NULL : get_bytes(b, len, what);
 }
 
+/* The same, borrowed: the bytes in the record and their length, checked
+ * for a NUL (a start decodes a million records: each malloc counts). */
+static const char *get_view(struct rbuf *b, size_t *len, const char *what)
+{
+	const char *s;
+
+	*len = (size_t)get_u(b, 4, what);
+	if (b->why || !need(b, *len, what))
+		return NULL;
+	s = (const char *)b->p + b->at;
+	if (memchr(s, '\0', *len) != NULL) {
+		b->why = what;
+		return NULL;
+	}
+	b->at += *len;
+	return s;
+}
+
 /* A DNS-1123 label (a class or claim name) into out, or a class name ""
  * when empty_ok. */
 static void get_label(struct rbuf *b, char *out, bool empty_ok,
 		      const char *what)
 {
 	size_t len = (size_t)get_u(b, 1, what);
-	char *s = b->why ? NULL : get_bytes(b, len, what);
+	const char *s = b->why || !need(b, len, what)
+				? NULL
+				: (const char *)b->p + b->at;
 
+	/* A label has no NUL: dns1123_label refuses one. */
 	if (s != NULL && len <= DNS1123_LABEL_MAX &&
-	    ((empty_ok && len == 0) || dns1123_label(s, len)))
-		memcpy(out, s, len + 1);
-	else if (b->why == NULL)
+	    ((empty_ok && len == 0) || dns1123_label(s, len))) {
+		memcpy(out, s, len);
+		out[len] = '\0';
+		b->at += len;
+	} else if (b->why == NULL) {
 		b->why = what;
-	free(s);
+	}
 }
 
 static int64_t get_units(struct rbuf *b, const char *what)
@@ -485,14 +509,18 @@ static bool doc_text_ok(const char *s)
 
 /* The object of record (key, val) into *out (a new object not yet in any
  * map), or the reason it is not one. */
+/* check_doc false leaves the doc's syntax to the caller (doc_text_ok). */
 static const char *decode(const char *key, size_t klen, const uint8_t *val,
-			  size_t vlen, enum resource *rp, struct obj **out)
+			  size_t vlen, bool check_doc, enum resource *rp,
+			  struct obj **out)
 {
 	struct rbuf b = {.p = val, .n = vlen};
 	struct obj *o = lg_xcalloc(1, sizeof(*o));
 	unsigned version, r, kind, flags;
-	char tk[LEDGER_OBJECT_KEY_MAX + 1];
-	char *d = NULL, *doc = NULL, *ns, *name;
+	char tk[LEDGER_OBJECT_KEY_MAX + 1], dk[LEDGER_OBJECT_KEY_MAX + 2];
+	char *d = NULL, *doc = NULL;
+	const char *ns, *name;
+	size_t ns_len, name_len;
 
 	*out = NULL;
 	version = (unsigned)get_u(&b, 1, "version");
@@ -509,12 +537,10 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 		b.why = "kind is not the resource's";
 	o->kind = (enum holder_kind)kind;
 	o->note = get_u(&b, 8, "note");
-	ns = get_s(&b, "namespace");
-	name = get_s(&b, "name");
+	ns = get_view(&b, &ns_len, "namespace");
+	name = get_view(&b, &name_len, "name");
 	if (ns != NULL && name != NULL)
-		ingest__obj_set_names(o, ns, name);
-	free(ns);
-	free(name);
+		ingest__obj_set_names_n(o, ns, ns_len, name, name_len);
 	o->uid = get_s(&b, "uid");
 	o->node = get_s(&b, "node");
 	if (flags & F_GOVERNED)
@@ -525,7 +551,7 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 		/* Parsed when first needed (ingest__obj_doc): a start must not
 		 * pay for extracts it will not map. */
 		doc = get_s(&b, "doc");
-		if (doc != NULL && !doc_text_ok(doc))
+		if (doc != NULL && check_doc && !doc_text_ok(doc))
 			b.why = "doc is not a JSON object";
 		if (!b.why) {
 			o->doc_text = doc;
@@ -537,8 +563,17 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	if (!b.why && *o->name == '\0')
 		b.why = "empty name";
 	if (!b.why) {
-		d = ingest__obj_dirty_key((enum resource)r, o->key);
-		table_key(d, tk);
+		size_t kn = strlen(o->key);
+
+		/* The dirty-set key ('a' + resource, then the object's) on
+		 * the stack when it fits, as every real one does. */
+		if (kn + 2 <= sizeof(dk)) {
+			dk[0] = (char)('a' + r);
+			memcpy(dk + 1, o->key, kn + 1);
+		} else {
+			d = ingest__obj_dirty_key((enum resource)r, o->key);
+		}
+		table_key(d != NULL ? d : dk, tk);
 		if (strlen(tk) != klen || memcmp(tk, key, klen) != 0)
 			b.why = "key does not name its object";
 	}
@@ -681,6 +716,43 @@ static int load_engine(struct load *l, const uint8_t *val, size_t vlen)
 	return 0;
 }
 
+/* Inserts a decoded record; LG_ECORRUPT for a second one of an object. */
+static int load_insert(struct load *l, enum resource r, struct obj *o)
+{
+	if (ingest__smap_get(&l->in->objs[r], o->key) != NULL) {
+		int rc = lg_error_set(l->err, LG_ECORRUPT,
+				      "object table: record of \"%.200s\": a "
+				      "second record of the same object",
+				      o->key);
+
+		ingest__obj_free(o);
+		return rc;
+	}
+	ingest__smap_put(&l->in->objs[r], o);
+	return 0;
+}
+
+static int load_bad(struct load *l, const void *key, size_t klen,
+		    const char *why)
+{
+	return lg_error_set(l->err, LG_ECORRUPT,
+			    "object table: record \"%.*s\": %s",
+			    (int)(klen > 200 ? 200 : klen), (const char *)key,
+			    why);
+}
+
+/* The same, named by the table key of a decoded object. */
+static int load_bad_obj(struct load *l, enum resource r, const struct obj *o,
+			const char *why)
+{
+	char tk[LEDGER_OBJECT_KEY_MAX + 1];
+	char *d = ingest__obj_dirty_key(r, o->key);
+
+	table_key(d, tk);
+	free(d);
+	return load_bad(l, tk, strlen(tk), why);
+}
+
 static int load_one(void *ctx, const void *key, size_t klen, const void *val,
 		    size_t vlen)
 {
@@ -708,19 +780,186 @@ static int load_one(void *ctx, const void *key, size_t klen, const void *val,
 			free(k);
 		return 0;
 	}
-	why = decode(key, klen, val, vlen, &r, &o);
-	if (why == NULL && ingest__smap_get(&in->objs[r], o->key) != NULL) {
-		ingest__obj_free(o);
-		why = "a second record of the same object";
-	}
-	if (why != NULL)
-		return lg_error_set(l->err, LG_ECORRUPT,
-				    "object table: record \"%.*s\": %s",
-				    (int)(klen > 200 ? 200 : klen),
-				    (const char *)key, why);
+	if ((why = decode(key, klen, val, vlen, true, &r, &o)) != NULL)
+		return load_bad(l, key, klen, why);
 	o->tab_hash = digest(val, vlen);
-	ingest__smap_put(&in->objs[r], o);
+	return load_insert(l, r, o);
+}
+
+/* A table of many records is decoded on a second thread while this one
+ * files the objects (issue 11: a start with a million pods spent most of
+ * its time decoding). The reader runs the scan, and with it the read
+ * transaction, alone until it is joined; the map holds still meanwhile
+ * (nothing appends). Errors are the plain loop's, in its order: the
+ * reader stops at its first bad record and passes the error on after the
+ * objects before it; the filer stops at the first duplicate and lets the
+ * reader drain. */
+#define LOAD_PIPE_BATCH 512
+#define LOAD_PIPE_DEPTH 4
+
+size_t ingest__objtab_pipe_min = 65536;
+
+struct load_item {
+	enum resource r;
+	struct obj *o;
+};
+
+struct load_batch {
+	size_t n;
+	struct load_item it[LOAD_PIPE_BATCH];
+};
+
+struct load_pipe {
+	ingest_t *in;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct load_batch *b; /* LOAD_PIPE_DEPTH of them, a ring */
+	uint64_t filled, taken;
+	bool stop, done;
+	/* The reader's: the records it read, its engine record, its error. */
+	uint64_t n;
+	bool engine;
+	uint8_t engine_rec[ENGINE_REC_BYTES + 1]; /* a longer one: too long */
+	size_t engine_len;
+	int rc;
+	struct lg_error err;
+	struct load_batch *cur; /* being filled */
+};
+
+static bool pipe_hand_over(struct load_pipe *p)
+{
+	bool stop;
+
+	pthread_mutex_lock(&p->mu);
+	p->filled++;
+	pthread_cond_broadcast(&p->cv);
+	while (p->filled - p->taken == LOAD_PIPE_DEPTH && !p->stop)
+		pthread_cond_wait(&p->cv, &p->mu);
+	stop = p->stop;
+	pthread_mutex_unlock(&p->mu);
+	/* Told to stop, the ring may be full: no slot is taken. */
+	p->cur = stop ? NULL : &p->b[p->filled % LOAD_PIPE_DEPTH];
+	if (p->cur != NULL)
+		p->cur->n = 0;
+	return !stop;
+}
+
+static int pipe_decode(void *ctx, const void *key, size_t klen,
+		       const void *val, size_t vlen)
+{
+	struct load_pipe *p = ctx;
+	struct load_item *it;
+	const char *why;
+
+	p->n++;
+	if (klen == 1 && memcmp(key, OBJTAB_ENGINE_KEY, 1) == 0) {
+		/* Checked by load_engine on the other thread. */
+		p->engine = true;
+		p->engine_len = vlen < sizeof(p->engine_rec)
+					? vlen
+					: sizeof(p->engine_rec);
+		memcpy(p->engine_rec, val, p->engine_len);
+		return 0;
+	}
+	it = &p->cur->it[p->cur->n];
+	if ((why = decode(key, klen, val, vlen, false, &it->r, &it->o)) !=
+	    NULL) {
+		p->rc = lg_error_set(&p->err, LG_ECORRUPT,
+				     "object table: record \"%.*s\": %s",
+				     (int)(klen > 200 ? 200 : klen),
+				     (const char *)key, why);
+		return p->rc;
+	}
+	it->o->tab_hash = digest(val, vlen);
+	if (++p->cur->n == LOAD_PIPE_BATCH && !pipe_hand_over(p))
+		return 1; /* told to stop */
 	return 0;
+}
+
+static void *pipe_reader(void *arg)
+{
+	struct load_pipe *p = arg;
+	struct lg_error err = {0};
+	int rc = ledger_objects_scan(p->in->lg, pipe_decode, p, &err);
+
+	if (rc != 0 && rc != 1 && p->rc == 0) {
+		p->rc = rc;
+		p->err = err;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (p->cur != NULL)
+		p->filled++; /* the last batch, full or not */
+	p->done = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Files the reader's batches in order; 1 when there is no pipe to use. */
+static int load_piped(struct load *l)
+{
+	struct load_pipe p = {.in = l->in};
+	pthread_t t;
+	int rc = 0;
+
+	if (ledger_objects_count(l->in->lg) < ingest__objtab_pipe_min)
+		return 1;
+	p.b = lg_xmalloc(LOAD_PIPE_DEPTH * sizeof(*p.b));
+	p.cur = &p.b[0];
+	p.cur->n = 0;
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.cv, NULL);
+	if (pthread_create(&t, NULL, pipe_reader, &p) != 0) {
+		pthread_cond_destroy(&p.cv);
+		pthread_mutex_destroy(&p.mu);
+		free(p.b);
+		return 1;
+	}
+	for (;;) {
+		struct load_batch *b;
+		bool done;
+
+		pthread_mutex_lock(&p.mu);
+		while (p.filled == p.taken && !p.done)
+			pthread_cond_wait(&p.cv, &p.mu);
+		done = p.filled == p.taken;
+		pthread_mutex_unlock(&p.mu);
+		if (done)
+			break;
+		b = &p.b[p.taken % LOAD_PIPE_DEPTH];
+		for (size_t i = 0; i < b->n; i++) {
+			struct obj *o = b->it[i].o;
+
+			/* The doc's syntax here: the reader has the rest. */
+			if (rc == 0 && o->doc_text != NULL &&
+			    !doc_text_ok(o->doc_text))
+				rc = load_bad_obj(l, b->it[i].r, o,
+						  "doc is not a JSON object");
+			if (rc != 0)
+				ingest__obj_free(o);
+			else
+				rc = load_insert(l, b->it[i].r, o);
+		}
+		pthread_mutex_lock(&p.mu);
+		p.taken++;
+		if (rc != 0)
+			p.stop = true;
+		pthread_cond_broadcast(&p.cv);
+		pthread_mutex_unlock(&p.mu);
+	}
+	pthread_join(t, NULL);
+	l->n = p.n;
+	if (rc == 0 && p.rc != 0) {
+		rc = p.rc;
+		if (l->err != NULL)
+			*l->err = p.err;
+	}
+	if (rc == 0 && p.engine)
+		rc = load_engine(l, p.engine_rec, p.engine_len);
+	pthread_cond_destroy(&p.cv);
+	pthread_mutex_destroy(&p.mu);
+	free(p.b);
+	return rc;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -896,7 +1135,7 @@ int ingest__objtab_load(ingest_t *in, struct lg_error *err)
 		return rc;
 	/* Another writer's content events after the table: it is stale. */
 	l.keys_only = present && vi.content_seq > at;
-	if (present)
+	if (present && (l.keys_only || (rc = load_piped(&l)) == 1))
 		rc = ledger_objects_scan(in->lg, load_one, &l, err);
 	if (rc == 0 && !l.keys_only) {
 		/* What was loaded is what the ledger holds. */

@@ -524,6 +524,21 @@ int ledger_objects_scan(ledger_t *lg, ledger_meta_fn *fn, void *ctx,
 	return db_scan(lg, LEDGER_DB_OBJECTS, "", fn, ctx, err);
 }
 
+uint64_t ledger_objects_count(ledger_t *lg)
+{
+	MDB_txn *txn;
+	MDB_stat st;
+	uint64_t n = 0;
+
+	if (lg->no_objects ||
+	    ledger__store_txn_begin(lg, MDB_RDONLY, &txn, NULL) != 0)
+		return 0;
+	if (mdb_stat(txn, lg->dbi[LEDGER_DB_OBJECTS], &st) == 0)
+		n = st.ms_entries;
+	mdb_txn_abort(txn);
+	return n;
+}
+
 int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
 		       struct lg_error *err)
 {

@@ -146,6 +146,9 @@ int ledger_append_batch(ledger_t *lg, struct event *evs, size_t n,
  * fn returns non-zero to stop (returned). */
 int ledger_objects_scan(ledger_t *lg, ledger_meta_fn *fn, void *ctx,
 			struct lg_error *err);
+/* How many records the object table holds (0 also when it cannot be
+ * read: a scan then says why). */
+uint64_t ledger_objects_count(ledger_t *lg);
 /* The last seq of the batch that last wrote the table; *present false
  * (and *seq 0) when no batch ever did. */
 int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
