@@ -1042,30 +1042,23 @@ static void dispatch(struct conn *c)
 			     .query = "",
 			     .body = c->body ? c->body : "",
 			     .body_len = c->body_len};
-	struct http_parser_url u;
 	char *seg[ROUTE_SEGS_MAX + 1], *pathbuf, small[512];
-	size_t n = 0;
+	size_t n = 0, po, pl, qo, ql;
 	int status;
 
-	http_parser_url_init(&u);
-	if (c->url_len == 0 ||
-	    http_parser_parse_url(c->url, c->url_len, 0, &u) != 0 ||
-	    !(u.field_set & (1 << UF_PATH))) {
+	if (query__target_split(c->url, c->url_len, &po, &pl, &qo, &ql) != 0) {
 		query__reply_error(qs, &rq, 400, "malformed request target");
 		return;
 	}
-	pathbuf = u.field_data[UF_PATH].len < sizeof(small)
-			  ? small
-			  : lg_xmalloc(u.field_data[UF_PATH].len + 1);
-	if (query__path_split(c->url + u.field_data[UF_PATH].off,
-			      u.field_data[UF_PATH].len, seg, &n, pathbuf,
-			      u.field_data[UF_PATH].len + 1) != 0) {
+	pathbuf = pl < sizeof(small) ? small : lg_xmalloc(pl + 1);
+	if (query__path_split(c->url + po, pl, seg, &n, pathbuf, pl + 1) !=
+	    0) {
 		query__reply_error(qs, &rq, 404, "no such endpoint");
 		goto out;
 	}
-	if (u.field_set & (1 << UF_QUERY)) {
-		rq.query = c->url + u.field_data[UF_QUERY].off;
-		rq.query_len = u.field_data[UF_QUERY].len;
+	if (ql > 0) {
+		rq.query = c->url + qo;
+		rq.query_len = ql;
 	}
 	rq.route =
 		query__route_match(c->parser.method, seg, n, rq.param, &status);

@@ -180,6 +180,36 @@ static long pct_decode(const char *s, size_t len, bool plus, char *out,
 	return (long)n;
 }
 
+int query__target_split(const char *url, size_t len, size_t *path_off,
+			size_t *path_len, size_t *query_off, size_t *query_len)
+{
+	struct http_parser_url u;
+	const char *q;
+
+	*query_off = *query_len = 0;
+	if (len > 0 && url[0] == '/' && memchr(url, '#', len) == NULL) {
+		q = memchr(url, '?', len);
+		*path_off = 0;
+		*path_len = q != NULL ? (size_t)(q - url) : len;
+		if (q != NULL) {
+			*query_off = *path_len + 1;
+			*query_len = len - *query_off;
+		}
+		return 0;
+	}
+	http_parser_url_init(&u);
+	if (len == 0 || http_parser_parse_url(url, len, 0, &u) != 0 ||
+	    !(u.field_set & (1 << UF_PATH)))
+		return -1;
+	*path_off = u.field_data[UF_PATH].off;
+	*path_len = u.field_data[UF_PATH].len;
+	if (u.field_set & (1 << UF_QUERY)) {
+		*query_off = u.field_data[UF_QUERY].off;
+		*query_len = u.field_data[UF_QUERY].len;
+	}
+	return 0;
+}
+
 int query__path_split(const char *path, size_t len, char **seg, size_t *n,
 		      char *out, size_t cap)
 {

@@ -260,6 +260,96 @@ START_TEST(ui_assets_embedded)
 }
 END_TEST
 
+/* query__target_split is http_parser_parse_url's path and query for every
+ * target the request parser accepts (the only ones dispatch sees): random
+ * targets over bytes that matter to either ('/', '?', '#', '%', ':', '@',
+ * high bytes...), seeded (GPULEDGER_SEED), each fed to http-parser as a
+ * request line first. */
+struct target_seen {
+	char url[128];
+	size_t len;
+};
+
+static int target_on_url(http_parser *p, const char *at, size_t len)
+{
+	struct target_seen *t = p->data;
+
+	if (t->len + len >= sizeof(t->url))
+		return -1;
+	memcpy(t->url + t->len, at, len);
+	t->len += len;
+	return 0;
+}
+
+START_TEST(target_split_is_parse_url)
+{
+	static const char alphabet[] = "/?#%:@.-_~aZ09=&+;!$'()*,[]\x80\xff";
+	const char *e = getenv("GPULEDGER_SEED");
+	uint64_t seed = e != NULL ? strtoull(e, NULL, 0) : 20261201, x = seed;
+	http_parser_settings set = {.on_url = target_on_url};
+	unsigned accepted = 0, origin = 0;
+
+	fprintf(stderr, "target_split_is_parse_url: seed %llu\n",
+		(unsigned long long)seed);
+	for (int i = 0; i < 200000; i++) {
+		char req[256], target[64];
+		size_t n, k = 0, po, pl, qo, ql;
+		struct target_seen t = {.len = 0};
+		struct http_parser_url u;
+		http_parser hp;
+		int rc, want;
+
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		n = 1 + (size_t)(x >> 59) % 24;
+		for (size_t j = 0; j < n; j++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			target[k++] = j == 0 && (x >> 40) % 8 != 0
+					      ? '/'
+					      : alphabet[(x >> 33) %
+							 (sizeof(alphabet) - 1)];
+		}
+		n = (size_t)snprintf(req, sizeof(req),
+				     "GET %.*s HTTP/1.1\r\n\r\n", (int)k,
+				     target);
+		http_parser_init(&hp, HTTP_REQUEST);
+		hp.data = &t;
+		if (http_parser_execute(&hp, &set, req, n) != n ||
+		    HTTP_PARSER_ERRNO(&hp) != HPE_OK || t.len == 0)
+			continue;
+		accepted++;
+		origin += t.url[0] == '/' && memchr(t.url, '#', t.len) == NULL;
+		http_parser_url_init(&u);
+		want = http_parser_parse_url(t.url, t.len, 0, &u) == 0 &&
+				       (u.field_set & (1 << UF_PATH))
+			       ? 0
+			       : -1;
+		rc = query__target_split(t.url, t.len, &po, &pl, &qo, &ql);
+		ck_assert_msg(rc == want, "seed %llu: \"%.*s\": %d, want %d",
+			      (unsigned long long)seed, (int)t.len, t.url, rc,
+			      want);
+		if (rc != 0)
+			continue;
+		ck_assert_msg(po == u.field_data[UF_PATH].off &&
+				      pl == u.field_data[UF_PATH].len,
+			      "seed %llu: \"%.*s\": path", (unsigned long long)seed,
+			      (int)t.len, t.url);
+		if (u.field_set & (1 << UF_QUERY))
+			ck_assert_msg(ql == u.field_data[UF_QUERY].len &&
+					      (ql == 0 ||
+					       qo == u.field_data[UF_QUERY].off),
+				      "seed %llu: \"%.*s\": query",
+				      (unsigned long long)seed, (int)t.len, t.url);
+		else
+			ck_assert_msg(ql == 0, "seed %llu: \"%.*s\": query",
+				      (unsigned long long)seed, (int)t.len,
+				      t.url);
+	}
+	/* The sample reaches both paths. */
+	ck_assert_uint_gt(origin, 1000);
+	ck_assert_uint_gt(accepted - origin, 100);
+}
+END_TEST
+
 #define NROWS(a) (int)(sizeof(a) / sizeof(a[0]))
 
 QUERY_PART(routes)
@@ -272,5 +362,6 @@ QUERY_PART(routes)
 	tcase_add_loop_test(tc, role_matrix, 0, NROWS(matrix));
 	tcase_add_test(tc, matrix_covers_every_route);
 	tcase_add_test(tc, ui_assets_embedded);
+	tcase_add_test(tc, target_split_is_parse_url);
 	suite_add_tcase(s, tc);
 }
