@@ -517,7 +517,7 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	struct rbuf b = {.p = val, .n = vlen};
 	struct obj *o = lg_xcalloc(1, sizeof(*o));
 	unsigned version, r, kind, flags;
-	char tk[LEDGER_OBJECT_KEY_MAX + 1], dk[LEDGER_OBJECT_KEY_MAX + 2];
+	char tk[LEDGER_OBJECT_KEY_MAX + 1];
 	char *d = NULL, *doc = NULL;
 	const char *ns, *name;
 	size_t ns_len, name_len;
@@ -563,17 +563,8 @@ static const char *decode(const char *key, size_t klen, const uint8_t *val,
 	if (!b.why && *o->name == '\0')
 		b.why = "empty name";
 	if (!b.why) {
-		size_t kn = strlen(o->key);
-
-		/* The dirty-set key ('a' + resource, then the object's) on
-		 * the stack when it fits, as every real one does. */
-		if (kn + 2 <= sizeof(dk)) {
-			dk[0] = (char)('a' + r);
-			memcpy(dk + 1, o->key, kn + 1);
-		} else {
-			d = ingest__obj_dirty_key((enum resource)r, o->key);
-		}
-		table_key(d != NULL ? d : dk, tk);
+		d = ingest__obj_dirty_key((enum resource)r, o->key);
+		table_key(d, tk);
 		if (strlen(tk) != klen || memcmp(tk, key, klen) != 0)
 			b.why = "key does not name its object";
 	}
@@ -716,32 +707,17 @@ static int load_engine(struct load *l, const uint8_t *val, size_t vlen)
 	return 0;
 }
 
-/* Inserts a decoded record; LG_ECORRUPT for a second one of an object. */
-static int load_insert(struct load *l, enum resource r, struct obj *o)
-{
-	if (ingest__smap_get(&l->in->objs[r], o->key) != NULL) {
-		int rc = lg_error_set(l->err, LG_ECORRUPT,
-				      "object table: record of \"%.200s\": a "
-				      "second record of the same object",
-				      o->key);
-
-		ingest__obj_free(o);
-		return rc;
-	}
-	ingest__smap_put(&l->in->objs[r], o);
-	return 0;
-}
-
-static int load_bad(struct load *l, const void *key, size_t klen,
+/* LG_ECORRUPT naming the record's table key. */
+static int load_bad(struct lg_error *err, const void *key, size_t klen,
 		    const char *why)
 {
-	return lg_error_set(l->err, LG_ECORRUPT,
+	return lg_error_set(err, LG_ECORRUPT,
 			    "object table: record \"%.*s\": %s",
 			    (int)(klen > 200 ? 200 : klen), (const char *)key,
 			    why);
 }
 
-/* The same, named by the table key of a decoded object. */
+/* The same, for a decoded object (its table key again). */
 static int load_bad_obj(struct load *l, enum resource r, const struct obj *o,
 			const char *why)
 {
@@ -750,7 +726,21 @@ static int load_bad_obj(struct load *l, enum resource r, const struct obj *o,
 
 	table_key(d, tk);
 	free(d);
-	return load_bad(l, tk, strlen(tk), why);
+	return load_bad(l->err, tk, strlen(tk), why);
+}
+
+/* Files a decoded record; LG_ECORRUPT for a second one of an object. */
+static int load_insert(struct load *l, enum resource r, struct obj *o)
+{
+	int rc = 0;
+
+	if (ingest__smap_get(&l->in->objs[r], o->key) != NULL) {
+		rc = load_bad_obj(l, r, o, "a second record of the same object");
+		ingest__obj_free(o);
+	} else {
+		ingest__smap_put(&l->in->objs[r], o);
+	}
+	return rc;
 }
 
 static int load_one(void *ctx, const void *key, size_t klen, const void *val,
@@ -781,7 +771,7 @@ static int load_one(void *ctx, const void *key, size_t klen, const void *val,
 		return 0;
 	}
 	if ((why = decode(key, klen, val, vlen, true, &r, &o)) != NULL)
-		return load_bad(l, key, klen, why);
+		return load_bad(l->err, key, klen, why);
 	o->tab_hash = digest(val, vlen);
 	return load_insert(l, r, o);
 }
@@ -864,10 +854,7 @@ static int pipe_decode(void *ctx, const void *key, size_t klen,
 	it = &p->cur->it[p->cur->n];
 	if ((why = decode(key, klen, val, vlen, false, &it->r, &it->o)) !=
 	    NULL) {
-		p->rc = lg_error_set(&p->err, LG_ECORRUPT,
-				     "object table: record \"%.*s\": %s",
-				     (int)(klen > 200 ? 200 : klen),
-				     (const char *)key, why);
+		p->rc = load_bad(&p->err, key, klen, why);
 		return p->rc;
 	}
 	it->o->tab_hash = digest(val, vlen);

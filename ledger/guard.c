@@ -106,33 +106,9 @@ static size_t page_of(const ledger_t *lg, const void *a)
 					       : (size_t)-1;
 }
 
-/* Where the map of the file with inode ino starts: LMDB does not say
- * (mdb_env_info's me_mapaddr is the meta's fixed address, 0 for ours), so
- * it is looked up in /proc/self/maps; NULL when not found. */
-static const void *map_start(ino_t ino)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	const void *at = NULL;
-
-	if (f == NULL)
-		return NULL;
-	while (at == NULL && fgets(line, sizeof(line), f) != NULL) {
-		unsigned long long lo, hi, off, inode;
-		char perms[8];
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %llu", &lo, &hi, perms,
-			   &off, &inode) == 5 &&
-		    inode == (unsigned long long)ino && off == 0)
-			at = (const void *)(uintptr_t)lo;
-	}
-	fclose(f);
-	return at;
-}
-
-/* The map of the file with inode ino as it is now: [*lo, *hi); false when
- * not found. Looked up afresh each time: a remembered address could name
- * memory the map has left (a remap moves it). */
+/* The map of the file with inode ino: [*lo, *hi), false when not found.
+ * LMDB does not say where it is (mdb_env_info's me_mapaddr is the meta's
+ * fixed address, 0 for ours), so it is looked up in /proc/self/maps. */
 static bool map_now(ino_t ino, uintptr_t *lo, uintptr_t *hi)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
@@ -157,6 +133,14 @@ static bool map_now(ino_t ino, uintptr_t *lo, uintptr_t *hi)
 	return found;
 }
 
+/* Where that map starts; NULL when not found. */
+static const void *map_start(ino_t ino)
+{
+	uintptr_t lo, hi;
+
+	return map_now(ino, &lo, &hi) ? (const void *)lo : NULL;
+}
+
 void ledger__store_map_trim(ledger_t *lg)
 {
 	mdb_filehandle_t fd;
@@ -164,7 +148,9 @@ void ledger__store_map_trim(ledger_t *lg)
 	uintptr_t lo, hi, page = (uintptr_t)sysconf(_SC_PAGESIZE);
 
 	/* The map holds still while the handle that remaps it (the parent)
-	 * is here, or while a snapshot holds the remap lock. */
+	 * is here, or while a snapshot holds the remap lock; it is looked
+	 * up afresh each time, as a remembered address could name memory the
+	 * map has left. */
 	if (lg->o.map_trim_bytes == SIZE_MAX ||
 	    (lg->parent != NULL && !lg->locked) ||
 	    mdb_env_get_fd(lg->env, &fd) != 0 || fstat(fd, &sb) != 0 ||
