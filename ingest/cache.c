@@ -353,6 +353,12 @@ void ingest__emit_note(ingest_t *in, struct obj *o, const char *code,
 					 .text = msg});
 }
 
+void ingest__emit_synced(ingest_t *in, const char *why)
+{
+	ingest__emit_note(in, NULL, LEDGER_SYNCED_NOTE, HK_NONE, NULL, NULL,
+			  "complete list: %s", why);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Units */
 

@@ -471,6 +471,20 @@ static int run_pipelined(struct follow *f, struct lg_error *err)
 	return rc;
 }
 
+/* The end of a recorded stream is its complete list (DESIGN 7, "Ready
+ * means ready to judge"): NOTE Synced, once per ledger, so that following
+ * the same stream again still appends nothing. */
+static int synced_once(struct follow *f, struct lg_error *err)
+{
+	uint64_t seq;
+	int rc = ledger_synced_seq(f->lg, &seq, err);
+
+	if (rc != 0 || seq != 0)
+		return rc;
+	ingest__emit_synced(f->in, "the end of the recorded stream");
+	return ingest__flush(f->in, err);
+}
+
 static int run(struct follow *f, struct lg_error *err)
 {
 	int rc = f->o->parse_inline ? run_inline(f, err)
@@ -478,6 +492,8 @@ static int run(struct follow *f, struct lg_error *err)
 
 	if (rc == 0)
 		rc = ingest__flush(f->in, err);
+	if (rc == 0 && !stopped(f))
+		rc = synced_once(f, err);
 	if (rc == 0 && !stopped(f))
 		rc = ingest__tick(f->in, ingest__time_ns(f->in), err);
 	return rc;

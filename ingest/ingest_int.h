@@ -301,6 +301,9 @@ void ingest__emit_note(ingest_t *in, struct obj *o, const char *code,
 		       enum holder_kind kind, const char *ns, const char *name,
 		       const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));
+/* NOTE Synced (LEDGER_SYNCED_NOTE): what was listed is complete; why says
+ * what completed it. */
+void ingest__emit_synced(ingest_t *in, const char *why);
 /* Objects. */
 struct obj *ingest__obj_get(ingest_t *in, enum resource r, const char *ns,
 			    const char *name);

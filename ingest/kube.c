@@ -123,6 +123,7 @@ struct kube {
 	int64_t last_flush_ns; /* monotonic */
 	int64_t last_event_ns; /* monotonic: last event or TICK */
 	int fatal;	       /* an operating error (code) */
+	bool synced;	       /* NOTE Synced written by this start */
 	char *classes_rv;      /* resourceVersion of the class ConfigMap */
 	struct ingest_clock clock; /* the time events are dated with */
 	struct lg_error *err;
@@ -862,6 +863,16 @@ static int relist_begin(struct kube *k, struct res *s)
 	return 0;
 }
 
+/* Every watched resource the server serves has been listed once by this
+ * start. */
+static bool all_listed(const struct kube *k)
+{
+	for (int r = 0; r < RES_MAX; r++)
+		if (!k->res[r].absent && !k->res[r].listed)
+			return false;
+	return true;
+}
+
 /* The last page: what was not listed is gone; watch from the list's
  * resourceVersion. */
 static int relist_end(struct kube *k, struct res *s, const char *rv)
@@ -875,6 +886,10 @@ static int relist_end(struct kube *k, struct res *s, const char *rv)
 		return rc;
 	s->listing = false;
 	s->listed = true;
+	if (!k->synced && all_listed(k)) {
+		ingest__emit_synced(k->in, "every watched resource listed");
+		k->synced = true;
+	}
 	s->st.last_list_ns = s->st.last_seen_ns = real_ns();
 	free(s->rv);
 	s->rv = rv && rv[0] ? lg_xstrdup(rv) : NULL;

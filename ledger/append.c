@@ -169,6 +169,31 @@ static int put_objects(ledger_t *lg, MDB_txn *txn, uint64_t last,
 	return rc ? rc : put_pairs(txn, lg->dbi[LEDGER_DB_META], &at, 1);
 }
 
+/* The seq of the first NOTE Synced, kept in meta LEDGER_SYNCED_KEY by
+ * every writer (watcher, replica, import), so that a reader learns that
+ * the log holds a complete list without reading the history. The first
+ * one stays. */
+static int put_synced(ledger_t *lg, MDB_txn *txn, const struct event *evs,
+		      uint64_t first, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (evs[i].type == EV_NOTE && evs[i].key != NULL &&
+		    strcmp(evs[i].key, LEDGER_SYNCED_NOTE) == 0) {
+			uint8_t v[8];
+			uint64_t seq = first + i;
+			MDB_val key = {.mv_size = strlen(LEDGER_SYNCED_KEY),
+				       .mv_data = (void *)LEDGER_SYNCED_KEY};
+			MDB_val val = {.mv_size = sizeof(v), .mv_data = v};
+			int rc;
+
+			ledger__store_le64_put(v, seq);
+			rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val,
+				     MDB_NOOVERWRITE);
+			return rc == MDB_KEYEXIST ? 0 : rc;
+		}
+	return 0;
+}
+
 static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 		       uint64_t first, size_t n, const struct ledger_batch *b)
 {
@@ -195,6 +220,8 @@ static int write_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 		rc = put_objects(lg, txn, first + n - 1, b);
 	if (rc == 0)
 		rc = ledger__store_vidx_put(lg, txn, evs, first, n);
+	if (rc == 0)
+		rc = put_synced(lg, txn, evs, first, n);
 	/* The Merkle tree grows in the same transaction (DESIGN 4.4). */
 	if (rc == 0)
 		rc = ledger__store_tree_append(
@@ -539,13 +566,13 @@ uint64_t ledger_objects_count(ledger_t *lg)
 	return n;
 }
 
-int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
-		       struct lg_error *err)
+/* A seq kept in meta under key: 0 and !*present when absent. */
+static int meta_seq(ledger_t *lg, const char *key, uint64_t *seq,
+		    bool *present, struct lg_error *err)
 {
 	uint8_t v[8];
 	size_t len = 0;
-	int rc = ledger_meta_get(lg, LEDGER_OBJECTS_SEQ_KEY, v, sizeof(v), &len,
-				 err);
+	int rc = ledger_meta_get(lg, key, v, sizeof(v), &len, err);
 
 	*seq = 0;
 	*present = rc == 0;
@@ -553,8 +580,21 @@ int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
 		return 0;
 	if (rc == LG_ERANGE || (rc == 0 && len != sizeof(v)))
 		return lg_error_set(err, LG_ECORRUPT, "meta %s: not 8 bytes",
-				    LEDGER_OBJECTS_SEQ_KEY);
+				    key);
 	if (rc == 0)
 		*seq = ledger__store_le64_get(v);
 	return rc;
+}
+
+int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
+		       struct lg_error *err)
+{
+	return meta_seq(lg, LEDGER_OBJECTS_SEQ_KEY, seq, present, err);
+}
+
+int ledger_synced_seq(ledger_t *lg, uint64_t *seq, struct lg_error *err)
+{
+	bool present;
+
+	return meta_seq(lg, LEDGER_SYNCED_KEY, seq, &present, err);
 }

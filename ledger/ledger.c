@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *const ledger__store_db_names[LEDGER_DB_MAX] = {
 	[LEDGER_DB_EVENTS] = "events",
@@ -119,6 +120,19 @@ int ledger__store_txn_begin(ledger_t *lg, unsigned flags, MDB_txn **txn,
 		return ledger__store_read_error(lg, err, rc, 0,
 						"begin transaction");
 	}
+	/* LMDB registers a reader by locking the byte of lock.mdb at the
+	 * process's PID. Only a process with the same PID in another PID
+	 * namespace can hold it: two containers of one pod that do not share
+	 * their process namespace, each running as PID 1. */
+	if (rc == EAGAIN || rc == EACCES)
+		return lg_error_set(err, LG_EIO,
+				    "begin transaction: the ledger's reader "
+				    "lock for PID %ld is held by a process "
+				    "with the same PID in another PID "
+				    "namespace; every process of one ledger "
+				    "must share a PID namespace (Kubernetes: "
+				    "shareProcessNamespace: true in the pod)",
+				    (long)getpid());
 	return rc ? ledger__store_read_error(lg, err, rc, 0,
 					     "begin transaction")
 		  : 0;

@@ -153,6 +153,15 @@ uint64_t ledger_objects_count(ledger_t *lg);
  * (and *seq 0) when no batch ever did. */
 int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
 		       struct lg_error *err);
+
+/* Ready to judge (DESIGN 7): a watcher start writes NOTE
+ * LEDGER_SYNCED_NOTE when its first list of every watched resource is
+ * complete (a recorded stream: at its end). Every append records the seq
+ * of the log's first such NOTE in meta LEDGER_SYNCED_KEY. *seq is that
+ * seq, 0 when the log holds none. */
+#define LEDGER_SYNCED_NOTE "Synced"
+#define LEDGER_SYNCED_KEY  "synced"
+int ledger_synced_seq(ledger_t *lg, uint64_t *seq, struct lg_error *err);
 /* The seq of the checkpoint the handle's state was last rebuilt from or
  * written at (0: none). */
 uint64_t ledger_checkpoint_seq(const ledger_t *lg);

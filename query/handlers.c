@@ -100,21 +100,18 @@ void query__handle_healthz(struct query_server *qs, struct request *rq)
 
 void query__handle_readyz(struct query_server *qs, struct request *rq)
 {
-	uint64_t limit_ns = 20ull * qs->o.poll_ms * 1000000u;
-	uint64_t age = query__now_ns() - qs->caught_up_ns;
+	const char *why = query__unready_reason(qs);
 
-	if (limit_ns < 1000000000u)
-		limit_ns = 1000000000u;
-	if (qs->ready && age <= limit_ns)
+	if (why == NULL)
 		query__reply_json(
 			qs, rq, 200,
 			json_pack("{s:b, s:I}", "ready", 1, "seq",
 				  (json_int_t)ledger_last_seq(qs->lg)));
 	else
-		query__reply_json(qs, rq, 503,
-				  json_pack("{s:s, s:b}", "error",
-					    "not caught up with the log",
-					    "ready", 0));
+		query__reply_json(
+			qs, rq, 503,
+			json_pack("{s:s, s:b, s:I}", "error", why, "ready", 0,
+				  "seq", (json_int_t)ledger_last_seq(qs->lg)));
 }
 
 void query__handle_metrics(struct query_server *qs, struct request *rq)

@@ -166,7 +166,12 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 	       "The last seq of the log this server has applied.",
 	       (double)ledger_last_seq(qs->lg));
 	scalar(b, "gpuledger_ready", "gauge",
-	       "1 while the server is caught up with the log.", qs->ready);
+	       "1 while /readyz answers 200: caught up with a log that holds "
+	       "a complete list.",
+	       query__unready_reason(qs) == NULL);
+	scalar(b, "gpuledger_log_synced", "gauge",
+	       "1 once the log holds a complete list (NOTE Synced).",
+	       qs->synced_seq != 0);
 	/* promtool: a gauge must not end in _count (a summary's suffix). */
 	scalar(b, "gpuledger_verdicts_logged", "gauge",
 	       "VERDICT events in the log (the last verdict id).",

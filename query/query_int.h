@@ -648,6 +648,9 @@ struct query_server {
 	struct heavy_turns turns; /* shared with the heavy reads' threads */
 	uint64_t signed_size, signed_ns; /* the last signed checkpoint */
 	bool ready; /* caught up with the log */
+	/* The seq of the log's first NOTE Synced (ledger_synced_seq), 0 until
+	 * the log holds a complete list; once set it stays. */
+	uint64_t synced_seq;
 	bool stopping;
 	uint64_t caught_up_ns;	   /* last refresh that reached the end */
 	int64_t caught_up_real_ns; /* the same, wall clock */
@@ -656,6 +659,8 @@ struct query_server {
 
 /* Follows the log once: ledger_refresh and index the new events. */
 int query__server_follow(struct query_server *qs, struct lg_error *err);
+/* Ready to judge (DESIGN 7): NULL, or why not (a static string). */
+const char *query__unready_reason(const struct query_server *qs);
 /* Hex of the chain head after seq (zeros at 0). */
 int query__server_head_at(struct query_server *qs, uint64_t seq, char *hex,
 			  struct lg_error *err);

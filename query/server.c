@@ -116,6 +116,29 @@ static int take_lock(struct query_server *qs, struct lg_error *err)
 	return 0;
 }
 
+/* Until the log holds a complete list, each refresh asks the ledger
+ * whether it does now (one meta read); afterwards never again. */
+static int check_synced(struct query_server *qs, struct lg_error *err)
+{
+	return qs->synced_seq != 0 ? 0
+				   : ledger_synced_seq(qs->lg, &qs->synced_seq,
+						       err);
+}
+
+const char *query__unready_reason(const struct query_server *qs)
+{
+	uint64_t limit_ns = 20ull * qs->o.poll_ms * 1000000u;
+
+	if (limit_ns < 1000000000u)
+		limit_ns = 1000000000u;
+	if (!qs->ready || query__now_ns() - qs->caught_up_ns > limit_ns)
+		return "not caught up with the log";
+	if (qs->synced_seq == 0)
+		return "the log holds no complete list of the cluster yet (no "
+		       "NOTE Synced): the watcher is still listing, or cannot";
+	return NULL;
+}
+
 int query__server_follow(struct query_server *qs, struct lg_error *err)
 {
 	int rc = ledger_refresh(qs->lg, err);
@@ -124,6 +147,8 @@ int query__server_follow(struct query_server *qs, struct lg_error *err)
 	if (rc == 0)
 		rc = query__vindex_catch_up(qs->lg, &qs->vix,
 					    ledger_last_seq(qs->lg), err);
+	if (rc == 0)
+		rc = check_synced(qs, err);
 	if (rc != 0) {
 		qs->m.refresh_errors++;
 		qs->ready = false;
@@ -306,6 +331,8 @@ static int open_ledger(struct query_server *qs, struct lg_error *err)
 	 * index: a start reads the latest checkpoint and the tail, never the
 	 * history. */
 	rc = query__vindex_open(qs->lg, &qs->vix, err);
+	if (rc == 0)
+		rc = check_synced(qs, err);
 	if (rc == 0) {
 		qs->ready = true;
 		qs->caught_up_ns = query__now_ns();

@@ -440,7 +440,7 @@ START_TEST(restart_rerun_and_grow)
 	struct ingest_follow_result res;
 	struct lg_error err = {0};
 	FILE *f;
-	uint64_t last;
+	uint64_t last, synced;
 	ledger_t *lg;
 
 	snprintf(path, sizeof(path), "%s/s.ndjson", dir);
@@ -454,8 +454,10 @@ START_TEST(restart_rerun_and_grow)
 	ck_assert_int_eq(follow(dir, path, 0, &res, &err), 0);
 	lg = h_ledger(dir);
 	last = ledger_last_seq(lg);
+	ck_assert_int_eq(ledger_synced_seq(lg, &synced, &err), 0);
 	ledger_close(lg);
-	ck_assert_uint_eq(last, 4); /* 2 CLASS, 2 TENANT */
+	ck_assert_uint_eq(last, 5); /* 2 CLASS, 2 TENANT, NOTE Synced */
+	ck_assert_uint_eq(synced, 5); /* the end of the stream: its list */
 	ck_assert_int_eq(follow(dir, path, 0, &res, &err), 0);
 	ck_assert(res.resumed);
 	ck_assert_uint_eq(res.c.lines, 0); /* nothing re-read */
@@ -467,7 +469,11 @@ START_TEST(restart_rerun_and_grow)
 	      f);
 	fclose(f);
 	ck_assert_int_eq(follow(dir, path, 0, &res, &err), 0);
-	ck_assert_uint_eq(res.c.events_out, 1);
+	ck_assert_uint_eq(res.c.events_out, 1); /* no second NOTE Synced */
+	lg = h_ledger(dir);
+	ck_assert_int_eq(ledger_synced_seq(lg, &synced, &err), 0);
+	ck_assert_uint_eq(synced, 5);
+	ledger_close(lg);
 	{
 		char *log = timed_log(dir);
 

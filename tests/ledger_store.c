@@ -177,6 +177,41 @@ START_TEST(store_append_and_reopen)
 }
 END_TEST
 
+/* The first NOTE Synced is kept in meta by every append (DESIGN 7); other
+ * NOTEs, later Synced ones and a reopen do not move it. */
+START_TEST(store_synced_marker)
+{
+	char *dir = fresh_dir();
+	ledger_t *lg = open_at(dir, true, 0);
+	struct lg_error err = {0};
+	struct event evs[4] = {
+		{.type = EV_TENANT, .ns = "tenant-root"},
+		{.type = EV_NOTE, .key = "Relisted", .text = "not this one"},
+		{.type = EV_NOTE, .key = LEDGER_SYNCED_NOTE, .text = "first"},
+		{.type = EV_NOTE, .key = LEDGER_SYNCED_NOTE, .text = "second"},
+	};
+	uint64_t seq = 99;
+
+	ck_assert_int_eq(ledger_synced_seq(lg, &seq, &err), 0);
+	ck_assert_uint_eq(seq, 0);
+	ck_assert_int_eq(ledger_append(lg, evs, 2, NULL, 0, NULL, &err), 0);
+	ck_assert_int_eq(ledger_synced_seq(lg, &seq, &err), 0);
+	ck_assert_uint_eq(seq, 0);
+	ck_assert_int_eq(ledger_append(lg, evs + 2, 2, NULL, 0, NULL, &err),
+			 0);
+	ck_assert_int_eq(ledger_synced_seq(lg, &seq, &err), 0);
+	ck_assert_uint_eq(seq, 3);
+	ck_assert_int_eq(ledger_append(lg, evs + 3, 1, NULL, 0, NULL, &err),
+			 0);
+	ledger_close(lg);
+	lg = open_at(dir, false, 0);
+	ck_assert_int_eq(ledger_synced_seq(lg, &seq, &err), 0);
+	ck_assert_uint_eq(seq, 3);
+	ledger_close(lg);
+	rm_tree(dir);
+}
+END_TEST
+
 START_TEST(store_refuses_misfits)
 {
 	char *dir = fresh_dir();
@@ -883,6 +918,7 @@ void ledger_tests_store(Suite *s)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, store_append_and_reopen);
 	tcase_add_test(tc, store_refuses_misfits);
+	tcase_add_test(tc, store_synced_marker);
 	tcase_add_test(tc, store_record_sizes);
 	tcase_add_loop_test(tc, store_checkpoint_tail_equals_genesis, 0, 4);
 	tcase_add_test(tc, store_scan_and_time);

@@ -66,7 +66,8 @@ START_TEST(follows_a_writer)
 	last = strstr(r.body, "\ngpuledger_last_seq ");
 	ck_assert_ptr_nonnull(last);
 	ck_assert_int_eq(atoi(last + 20), QT_FIXTURE_SEQ + 2);
-	ck_assert_ptr_nonnull(strstr(r.body, "\ngpuledger_ready 1\n"));
+	/* Caught up, but the fixture holds no NOTE Synced: not ready. */
+	ck_assert_ptr_nonnull(strstr(r.body, "\ngpuledger_ready 0\n"));
 	qt_resp_free(&r);
 	/* A verdict is computed on the state that includes the writer's
 	 * events. */
@@ -80,6 +81,52 @@ START_TEST(follows_a_writer)
 		json_integer_value(json_object_get(r.json, "basisSeq")),
 		QT_FIXTURE_SEQ + 2);
 	qt_resp_free(&r);
+	qt_done(&t);
+}
+END_TEST
+
+/* Ready means ready to judge (DESIGN 7): a log without a complete list
+ * (a fresh `serve --create`, a watcher still listing) is 503 with the
+ * reason, however caught up; the first NOTE Synced makes it 200, and it
+ * stays so. */
+START_TEST(ready_only_after_a_complete_list)
+{
+	struct qt t;
+	struct qt_resp r;
+
+	qt_init(&t, false);
+	qt_start(&t, NULL, false);
+	qt_http(&t, "GET", "/readyz", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 503);
+	ck_assert_ptr_nonnull(strstr(qjstr(r.json, "error"), "NOTE Synced"));
+	qt_resp_free(&r);
+	/* Listing: observations, but not yet the end of the first list. */
+	qt_append_child(&t, "{\"type\":\"TENANT\",\"namespace\":"
+			    "\"tenant-root\",\"parent\":null}\n"
+			    "{\"type\":\"NOTE\",\"code\":\"Relisted\","
+			    "\"message\":\"another note\"}\n");
+	ck_assert(wait_status(&t, "/v1/tenants/tenant-root", 200));
+	ck_assert_int_eq(qt_status(&t, "GET", "/readyz", NULL, NULL), 503);
+	qt_http(&t, "GET", "/metrics", NULL, NULL, &r);
+	ck_assert_ptr_nonnull(strstr(r.body, "\ngpuledger_ready 0\n"));
+	ck_assert_ptr_nonnull(strstr(r.body, "\ngpuledger_log_synced 0\n"));
+	qt_resp_free(&r);
+	qt_append_child(&t, "{\"type\":\"NOTE\",\"code\":\"Synced\","
+			    "\"message\":\"complete list\"}\n");
+	ck_assert(wait_status(&t, "/readyz", 200));
+	qt_http(&t, "GET", "/metrics", NULL, NULL, &r);
+	ck_assert_ptr_nonnull(strstr(r.body, "\ngpuledger_ready 1\n"));
+	ck_assert_ptr_nonnull(strstr(r.body, "\ngpuledger_log_synced 1\n"));
+	qt_resp_free(&r);
+	/* Once is enough: more events (a watcher's restart, listing again)
+	 * do not make it unready, nor does a restart of serve. */
+	qt_append_child(&t, "{\"type\":\"TENANT\",\"namespace\":"
+			    "\"tenant-a\",\"parent\":\"tenant-root\"}\n");
+	ck_assert(wait_status(&t, "/v1/tenants/tenant-a", 200));
+	ck_assert_int_eq(qt_status(&t, "GET", "/readyz", NULL, NULL), 200);
+	qt_stop(&t);
+	qt_start(&t, NULL, false);
+	ck_assert_int_eq(qt_status(&t, "GET", "/readyz", NULL, NULL), 200);
 	qt_done(&t);
 }
 END_TEST
@@ -126,6 +173,7 @@ QUERY_PART(follow)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, follows_a_writer);
+	tcase_add_test(tc, ready_only_after_a_complete_list);
 	tcase_add_test(tc, verdicts_while_writing);
 	suite_add_tcase(s, tc);
 }

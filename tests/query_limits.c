@@ -233,7 +233,7 @@ START_TEST(pipelining_order)
 		"{\"classes\":",
 		"\"id\":2,",
 		"{\"error\":\"no such endpoint\"}",
-		"{\"ready\":true,",
+		"\"ready\":false,", /* the fixture holds no complete list */
 	};
 	struct qt t;
 	char raw[4096], *buf = malloc(1 << 16), *p;
@@ -291,7 +291,8 @@ START_TEST(http10_keepalive)
 	send_all(fd, "GET /readyz HTTP/1.0\r\n\r\n", 24);
 	qt_read_all(fd, buf, sizeof(buf), 5000);
 	ck_assert_ptr_nonnull(strstr(buf, "Connection: keep-alive\r\n"));
-	ck_assert_ptr_nonnull(strstr(buf, "{\"ready\":true"));
+	/* The fixture holds no complete list: 503, but answered in full. */
+	ck_assert_ptr_nonnull(strstr(buf, "\"ready\":false"));
 	close(fd);
 	/* Two Authorization headers: neither counts. */
 	qt_stop(&t);

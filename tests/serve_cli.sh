@@ -87,6 +87,28 @@ run "$bin" audit --db "$db"
 expect "audit with no verdicts" 0
 has "audit of nothing" "$tmp/out" '^ok: 0 verdicts'
 
+# --- ready means ready to judge (DESIGN 7) ----------------------------
+# A fresh install: serve --create before the watcher's first list is
+# alive but not ready, and says why; the end of the recorded stream (the
+# watcher's complete list) makes it ready without a restart.
+fresh=$tmp/fresh
+serve_db=$fresh
+mkdir -p "$fresh"
+start_server --create --poll-ms 20
+req GET /healthz
+status "fresh: healthz" 200
+req GET /readyz
+status "fresh: readyz before any list" 503
+has "fresh: readyz says why" "$tmp/body" 'no complete list.*NOTE Synced'
+printf '%s\n' '{"type":"ADDED","object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"tenant-root"}}}' \
+	>"$tmp/list.ndjson"
+run "$bin" watch --db "$fresh" --from "$tmp/list.ndjson" --no-sync
+expect "fresh: the watcher's first list" 0
+fresh_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ]; }
+if wait_until 10 fresh_ready; then ok; else bad "fresh: readyz not 200 after the list"; fi
+stop_server
+serve_db=
+
 # --- reads agree with the tools ----------------------------------------
 start_server
 run "$bin" serve --db "$db" --listen 127.0.0.1:0
@@ -94,8 +116,11 @@ expect "a second server on the same ledger" 2
 has "second server" "$tmp/err" 'another gpuledger serve'
 req GET /healthz
 status healthz 200
+# The fixture is a log written by hand, with no watcher's complete list:
+# caught up, but not ready to judge.
 req GET /readyz
-status readyz 200
+status readyz 503
+has "readyz names the seq it is at" "$tmp/body" '"seq":37'
 req GET /v1/state
 status state 200
 "$bin" replay --db "$db" --json | tr -d "\n" >"$tmp/replay"

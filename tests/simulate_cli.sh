@@ -274,6 +274,13 @@ if "$bin" watch --help >/dev/null 2>&1; then
 import json, sys
 log, replay, mode = sys.argv[1:]
 notes = [json.loads(l) for l in open(log) if '"type":"NOTE"' in l]
+# The end of the stream is the watcher's complete list: one NOTE Synced,
+# the last event but TICKs; the other NOTEs are what the input is worth.
+synced = [n for n in notes if n.get("code") == "Synced"]
+if len(synced) != 1:
+    print("NOTE Synced %d times, want once" % len(synced))
+    sys.exit(1)
+notes = [n for n in notes if n.get("code") != "Synced"]
 codes = {n.get("code") for n in notes}
 st = json.load(open(replay))
 holding = [t for t in st["tenants"] if t["reserved"]]

@@ -231,9 +231,12 @@ start_server --tls-cert "$tmp/server.crt" --tls-key "$tmp/server.key" \
 	--tls-client-ca "$tmp/ca.crt" --token-file "$tmp/tokens" \
 	--probe-listen 127.0.0.1:0
 pport=$(sed -n 's/^probes on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/serve.out")
-for p in /healthz /readyz; do
+# The ledger is the hand-written fixture (no watcher's complete list):
+# alive, and not ready to judge.
+for pw in /healthz:200 /readyz:503; do
+	p=${pw%:*}
 	code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$pport$p")
-	[ "$code" = 200 ] && ok || bad "probe port $p: $code"
+	[ "$code" = "${pw#*:}" ] && ok || bad "probe port $p: $code, want ${pw#*:}"
 done
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" \
 	"http://127.0.0.1:$pport/v1/tenants")

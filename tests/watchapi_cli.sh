@@ -136,6 +136,17 @@ for v in v1beta2 v1beta1; do
 		bad "$v: a claim added during the watch was not read"
 	fi
 	scrape && promlint "$v"
+	# Ready to judge (DESIGN 7): one NOTE Synced, once every resource was
+	# listed: the state at it is the whole first list (the oracle's).
+	sseq=$("$bin" log --db "$tmp/$v.db" |
+		jq -s -c '[.[] | select(.type == "NOTE" and .code == "Synced") | .seq]')
+	if [ "$(printf '%s' "$sseq" | jq length)" = 1 ]; then ok; else
+		bad "$v: NOTE Synced at seqs $sseq, want one"
+	fi
+	"$bin" replay --db "$tmp/$v.db" --at "$(printf '%s' "$sseq" | jq '.[0]')" \
+		--json | jq -S 'del(.seq, .time, .chainHead)' >"$tmp/synced.json"
+	same "$v: the state at NOTE Synced is the whole first list" \
+		"$tmp/want.json" "$tmp/synced.json"
 	stop_watch
 	# A restart loads the object table and relists against it: the log
 	# gains nothing but TICKs and NOTEs (DESIGN 9), and the start read

@@ -32,6 +32,8 @@
 #                     alerting rules in deploy/
 #   help2man          the man pages, made from each subcommand's --help
 #   binutils          readelf, to check the image's runtime packages
+#   util-linux, iproute2  unshare, nsenter, setpriv and ip: the pod of deploy/
+#                     run the way the kubelet runs it (tests/pod_cli.sh)
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
@@ -40,7 +42,8 @@ libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 # ship another package of it, which Debian's would conflict with).
 cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq \
 faketime:faketime node:nodejs npm:npm wrk:wrk chromium:chromium \
-promtool:prometheus help2man:help2man readelf:binutils"
+promtool:prometheus help2man:help2man readelf:binutils unshare:util-linux \
+nsenter:util-linux setpriv:util-linux ip:iproute2"
 
 missing=""
 for p in $pkgs; do

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -22,6 +23,16 @@ void tool_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+void tool_no_dumps(void)
+{
+	/* A non-dumpable process's /proc entries belong to root: another
+	 * process of the same user (a container of the same pod in a shared
+	 * PID namespace) cannot read its memory, environment or mounts (the
+	 * watcher's service-account token, serve's TLS key), nor can it be
+	 * ptraced. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 void tool_version(FILE *f)

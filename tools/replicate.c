@@ -92,6 +92,7 @@ int cmd_replicate(int argc, char **argv)
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
+	tool_no_dumps();
 	if (ro.url == NULL || db == NULL || page > 10000 || poll > 3600000) {
 		tool_error("replicate: --from URL and --db DIR are required; "
 			   "--page is at most 10000");

@@ -20,9 +20,11 @@ static const char serve_usage[] =
 	"  the query process: HTTP/1.1 JSON API under /v1 (DESIGN 7).\n"
 	"  Rebuilds the state from the latest checkpoint and the tail, then\n"
 	"  follows the log as the watcher appends; /readyz answers 200 once\n"
-	"  caught up. Verdicts are recorded as VERDICT events before they\n"
-	"  are answered. Prints \"listening on HOST:PORT\" when ready to\n"
-	"  accept; SIGINT or SIGTERM stop it after answering what is queued.\n";
+	"  caught up with a log that holds a complete list (the watcher's\n"
+	"  NOTE Synced; until then 503 with the reason). Verdicts are\n"
+	"  recorded as VERDICT events before they are answered. Prints\n"
+	"  \"listening on HOST:PORT\" when ready to accept; SIGINT or\n"
+	"  SIGTERM stop it after answering what is queued.\n";
 
 /* The bounds given in ms or counts must fit an unsigned. */
 static bool fits(const char *name, uint64_t v)
@@ -110,6 +112,7 @@ int cmd_serve(int argc, char **argv)
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
+	tool_no_dumps();
 	if (!fits("--max-conns", conns) || !fits("--max-heavy", heavy) ||
 	    !fits("--idle-ms", idle) ||
 	    !fits("--request-ms", req) || !fits("--poll-ms", poll) ||

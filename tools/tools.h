@@ -65,6 +65,9 @@ int tlog_load_signer(const char *cmd, const char *path, struct note_signer *s);
 int tlog_verify_checkpoint(ledger_t *lg, uint64_t last, const char *file,
 			   const char *key);
 
+/* Makes the process non-dumpable (the daemons that hold credentials). */
+void tool_no_dumps(void);
+
 /* Prints "gpuledger: <message>" to stderr. */
 void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -177,7 +177,9 @@ int cmd_watch(int argc, char **argv)
 		 "events, so a run that was stopped or killed resumes where it "
 		 "left off when started again with the same FILE (and "
 		 "--classes): nothing is lost or repeated. At the end a TICK "
-		 "carries the last line's time. - is standard input, which "
+		 "carries the last line's time, and the first end of a stream "
+		 "is its complete list (NOTE Synced: serve is ready from "
+		 "then on). - is standard input, which "
 		 "cannot be read twice and so cannot be resumed: a ledger that "
 		 "already holds a stdin stream is refused (exit 2); use a "
 		 "file, or a new --db."},
@@ -226,6 +228,7 @@ int cmd_watch(int argc, char **argv)
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
+	tool_no_dumps();
 	if (live.batch > 1000000 || live.tick_s == 0 ||
 	    live.max_object > (1ULL << 30) || live.api_recheck_s == 0 ||
 	    live.api_recheck_s > 86400 ||
