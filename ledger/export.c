@@ -18,6 +18,7 @@
  */
 #include "ledger/ledger.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,11 +339,21 @@ int ledger_billing_load(const char *path, struct bill_rates *r,
 	int rc;
 
 	bill_rates_init(r);
-	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	/* A file that cannot be opened is said so plainly: jansson's answer
+	 * would be "line -1: unable to open ...". */
+	if (stat(path, &sb) != 0)
+		return lg_error_set(err, LG_EIO, "cannot read it: %s",
+				    strerror(errno));
+	if (S_ISDIR(sb.st_mode))
+		return lg_error_set(err, LG_EINVAL,
+				    "is a directory, not a billing file");
+	if (S_ISREG(sb.st_mode) &&
 	    (uint64_t)sb.st_size > BILLING_FILE_MAX_BYTES)
 		return lg_error_set(err, LG_ELIMIT, "larger than %u bytes",
 				    BILLING_FILE_MAX_BYTES);
 	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (doc == NULL && je.line < 1)
+		return lg_error_set(err, LG_EIO, "%s", je.text);
 	if (doc == NULL)
 		return lg_error_set(err, LG_EINVAL, "line %d: %s", je.line,
 				    je.text);

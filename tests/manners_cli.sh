@@ -194,5 +194,79 @@ get "/v1/state?at=2026-03-02"
 kill -TERM $p 2>/dev/null
 wait $p 2>/dev/null
 
+# ------------------------------------------- exit codes and errors (24.4)
+run "$bin"
+expect "gpuledger without a subcommand" 2
+has "no subcommand: the subcommands are listed" "$tmp/err" '^  export  '
+run "$bin" no-such-sub
+expect "an unknown subcommand" 2
+has "an unknown subcommand is named" "$tmp/err" 'unknown subcommand "no-such-sub"'
+for s in $subs; do
+	run "$bin" "$s" --zz-no-such-option
+	expect "$s --zz-no-such-option" 2
+	# The error, then one line pointing at --help: not the whole help.
+	n=$(wc -l <"$tmp/err")
+	if [ "$n" -eq 2 ] && grep -q "unknown option \"--zz-no-such-option\"" "$tmp/err" &&
+		grep -qx "Try 'gpuledger $s --help' for its options." "$tmp/err"; then ok
+	else bad "$s: an unknown option gives $n lines: $(head -c 200 "$tmp/err")"; fi
+done
+run "$bin" export --db "$db" --from
+[ "$(wc -l <"$tmp/err")" -eq 2 ] && has "a missing value is named" "$tmp/err" '--from needs a value' ||
+	bad "export --from (no value): $(head -c 200 "$tmp/err")"
+run exp --from 2026-03-01 --rates "$tmp/no-such-rates.json"
+expect "export --rates (missing file)" 2
+has "a missing rates file is said plainly" "$tmp/err" \
+	"^gpuledger: export: --rates $tmp/no-such-rates.json: cannot read it: No such file or directory\$"
+run exp --from 2026-03-01 --rates "$tmp"
+has "a directory is not a rates file" "$tmp/err" 'is a directory, not a billing file'
+if grep -q 'line -1' "$tmp/err"; then bad "--rates: line -1"; else ok; fi
+
+# A tenant token that asks for another tenant is told why: the subtree.
+printf 'tenant-acme-token-01234 tenant:tenant-acme\n' >"$tmp/tokens"
+chmod 600 "$tmp/tokens"
+start_serve "$tmp/serve3.out" --db "$db" --token-file "$tmp/tokens"
+for path in /v1/tenants/tenant-beta /v1/tenants/tenant-beta/remaining; do
+	code=$(curl -s -o "$tmp/body" -w '%{http_code}' \
+		-H 'Authorization: Bearer tenant-acme-token-01234' "http://127.0.0.1:$port$path")
+	if [ "$code" = 403 ] && jq -r .error "$tmp/body" |
+		grep -Eq 'tenant tenant-beta is outside the subtree of tenant-acme$'; then ok
+	else bad "GET $path as tenant-acme: $code $(head -c 200 "$tmp/body")"; fi
+done
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' \
+	-H 'Authorization: Bearer tenant-acme-token-01234' "http://127.0.0.1:$port/v1/tenants/tenant-acme-dev")
+[ "$code" = 200 ] && ok || bad "GET /v1/tenants/tenant-acme-dev as tenant-acme: $code"
+kill -TERM $p 2>/dev/null
+wait $p 2>/dev/null
+
+# log --follow stops on SIGTERM, also as PID 1 of a PID namespace (a
+# container), where the kernel gives SIGTERM no default action.
+follow_stops() { # NAME PID1 CMD...: CMD runs log --follow; SIGTERM must end it
+	name=$1
+	pid1=$2
+	shift 2
+	"$@" >"$tmp/follow.out" 2>"$tmp/follow.err" &
+	fp=$!
+	wait_until 10 grep -q '"seq":1,' "$tmp/follow.out"
+	# unshare --fork waits for its child: that child is PID 1 inside, and
+	# the signal goes to it from here, as a container runtime sends it.
+	target=$fp
+	[ "$pid1" = no ] || target=$(cat /proc/$fp/task/$fp/children)
+	kill -TERM $target 2>/dev/null
+	i=0
+	while kill -0 $fp 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 $fp 2>/dev/null; then
+		bad "$name: log --follow ignored SIGTERM"
+		kill -KILL $fp 2>/dev/null
+	else ok; fi
+	wait $fp 2>/dev/null
+}
+follow_stops "log --follow" no "$bin" log --db "$db" --follow
+if [ "$(id -u)" -eq 0 ] && unshare --pid --fork true 2>/dev/null; then
+	follow_stops "log --follow as PID 1" yes unshare --pid --fork \
+		"$bin" log --db "$db" --follow
+else
+	echo "manners_cli: not root or no PID namespaces: log --follow as PID 1 not tested"
+fi
+
 echo "manners_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -136,6 +136,6 @@ int main(int argc, char **argv)
 		return subcommands[i].run(argc - 1, argv + 1);
 	}
 	tool_error("unknown subcommand \"%s\"", argv[1]);
-	usage(stderr);
+	fputs("Try 'gpuledger --help' for the subcommands.\n", stderr);
 	return 2;
 }

@@ -118,9 +118,12 @@ void opts_usage(const struct cmd_spec *spec, FILE *f)
 		fputs(spec->after, f);
 }
 
+/* After the error, one line pointing at --help rather than the whole help:
+ * 70 lines of it would scroll the error away (git's "see 'git help'"). */
 static int usage_error(const struct cmd_spec *spec)
 {
-	opts_usage(spec, stderr);
+	fprintf(stderr, "Try 'gpuledger %s --help' for its options.\n",
+		spec->name);
 	return OPTS_USAGE_ERROR;
 }
 

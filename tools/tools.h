@@ -116,7 +116,8 @@ void opts_usage(const struct cmd_spec *spec, FILE *f);
  * "--name=VALUE"). --help / -h prints the usage to stdout, --version the
  * version (both OPTS_HELP_SHOWN);
  * an unknown option, a missing or malformed value, or a positional argument
- * prints one error line and the usage to stderr (OPTS_USAGE_ERROR). */
+ * prints one error line and one line pointing at --help to stderr
+ * (OPTS_USAGE_ERROR). */
 int opts_parse(const struct cmd_spec *spec, int argc, char **argv);
 /* The exit status for a non-OPTS_RUN result. */
 int opts_exit(int parsed);
