@@ -213,7 +213,8 @@ bench: deps
 bench-build: gpuledger $(BENCH_BIN)
 
 # The main job on an embedded default: a simulated cluster ingested into
-# var/demo, served on 127.0.0.1:8420 (PORT=...), with commands to try.
+# var/demo, served on 127.0.0.1:8420 (PORT=...; a free port, printed, when
+# 8420 is taken), with commands to try.
 run: deps
 	@$(MAKE) --no-print-directory gpuledger
 	@sh tools/demo.sh
