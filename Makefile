@@ -219,8 +219,8 @@ run: deps
 	@$(MAKE) --no-print-directory gpuledger
 	@sh tools/demo.sh
 
-# Man pages (help2man, from each --help) and bash completion, both made
-# from the binary so that they cannot drift from it.
+# Man pages and bash completion, both made from the option tables the
+# parser reads (SUB --help-man, SUB --completion-helper): they cannot drift.
 MANDIR ?= $(PREFIX)/share/man
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 man: gpuledger

@@ -276,7 +276,7 @@ int cmd_prove(int argc, char **argv)
 		{"--from", OPT_U64, &from, "M",
 		 "a consistency proof from the tree of size M"},
 		{"--to", OPT_U64, &to, "N", "to the tree of size N"},
-		{"--format", OPT_STR, &format, "F",
+		{"--format", OPT_STR, &format, "json|c2sp",
 		 "json (default) or c2sp (an inclusion proof only)"},
 	};
 	const struct cmd_spec spec = {"prove", prove_usage, opts, 6, NULL};
