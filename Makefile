@@ -213,13 +213,14 @@ bench: deps
 bench-build: gpuledger $(BENCH_BIN)
 
 # The main job on an embedded default: a simulated cluster ingested into
-# var/demo, served on 127.0.0.1:8420 (PORT=...), with commands to try.
+# var/demo, served on 127.0.0.1:8420 (PORT=...; a free port, printed, when
+# 8420 is taken), with commands to try.
 run: deps
 	@$(MAKE) --no-print-directory gpuledger
 	@sh tools/demo.sh
 
-# Man pages (help2man, from each --help) and bash completion, both made
-# from the binary so that they cannot drift from it.
+# Man pages and bash completion, both made from the option tables the
+# parser reads (SUB --help-man, SUB --completion-helper): they cannot drift.
 MANDIR ?= $(PREFIX)/share/man
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 man: gpuledger

@@ -18,10 +18,12 @@
  */
 #include "ledger/ledger.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 _Static_assert(BILL_HEAD_BYTES == LEDGER_HEAD_BYTES,
 	       "a billing row carries a ledger chain head");
@@ -265,19 +267,65 @@ static int64_t floor_s(int64_t t_ms)
 	return t_ms / 1000 * 1000; /* t_ms >= 0 here */
 }
 
+/* A time for a note: whole seconds, or with milliseconds (the horizon). */
+static void note_time(int64_t ms, bool with_ms, char *buf, size_t cap)
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&s, &tm);
+	n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, cap - n, with_ms ? ".%03dZ" : "Z", (int)(ms % 1000));
+}
+
+/* Why r is shorter than asked, into buf ("" when it is not). */
+static void shorter_note(const struct export_range *r, char *buf, size_t cap)
+{
+	char from[32], end[32], asked[32], hz[32];
+
+	buf[0] = '\0';
+	note_time(r->start_ms, false, from, sizeof(from));
+	note_time(r->end_ms, false, end, sizeof(end));
+	note_time(r->horizon_ms, true, hz, sizeof(hz));
+	if (r->horizon_ms <= 0 && r->end_ms == r->start_ms)
+		snprintf(buf, cap,
+			 "nothing billed: the ledger holds no timed event yet");
+	else if (r->start_ms >= r->horizon_ms)
+		snprintf(buf, cap,
+			 "nothing billed: the range starts at %s, at or after "
+			 "the horizon %s (the time of the last event); the "
+			 "ledger never bills time it has not seen",
+			 from, hz);
+	else if (r->asked_end_ms != INT64_MAX &&
+		 r->asked_end_ms > r->horizon_ms) {
+		note_time(r->asked_end_ms, false, asked, sizeof(asked));
+		snprintf(buf, cap,
+			 "billed %s to %s, not to %s: the horizon is %s (the "
+			 "time of the last event) and the ledger never bills "
+			 "time it has not seen",
+			 from, end, asked, hz);
+	}
+}
+
 size_t ledger_export_warning(const struct export_range *r, char *buf,
 			    size_t cap)
 {
-	int n;
+	char shorter[320];
+	int n = 0;
 
-	if (r->time_went_back == 0)
-		return 0;
-	n = snprintf(buf, cap,
-		     "the range holds %llu TimeWentBack NOTE(s), the first at "
-		     "seq %llu: input times went back and were clamped, so "
-		     "usage may be billed later than it happened",
-		     (unsigned long long)r->time_went_back,
-		     (unsigned long long)r->time_went_back_seq);
+	shorter_note(r, shorter, sizeof(shorter));
+	if (r->time_went_back != 0)
+		n = snprintf(buf, cap,
+			     "the range holds %llu TimeWentBack NOTE(s), the "
+			     "first at seq %llu: input times went back and "
+			     "were clamped, so usage may be billed later than "
+			     "it happened%s%s",
+			     (unsigned long long)r->time_went_back,
+			     (unsigned long long)r->time_went_back_seq,
+			     shorter[0] ? "; " : "", shorter);
+	else if (shorter[0] != '\0')
+		n = snprintf(buf, cap, "%s", shorter);
 	return n < 0 ? 0 : (size_t)n;
 }
 
@@ -310,8 +358,14 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 	if (x.end_ms < x.start_ms)
 		x.end_ms = x.start_ms;
 	if (range != NULL)
-		*range = (struct export_range){x.start_ms, x.end_ms,
-					       ledger_last_seq(lg), 0, 0};
+		*range = (struct export_range){
+			.start_ms = x.start_ms,
+			.end_ms = x.end_ms,
+			.last_seq = ledger_last_seq(lg),
+			.horizon_ms = horizon_ns / NS_PER_MS,
+			.asked_end_ms = o->to_ns == INT64_MAX
+						? INT64_MAX
+						: o->to_ns / NS_PER_MS};
 	if (x.end_ms == x.start_ms)
 		return 0;
 	x.prev = bill_snap_new();
@@ -338,11 +392,21 @@ int ledger_billing_load(const char *path, struct bill_rates *r,
 	int rc;
 
 	bill_rates_init(r);
-	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	/* A file that cannot be opened is said so plainly: jansson's answer
+	 * would be "line -1: unable to open ...". */
+	if (stat(path, &sb) != 0)
+		return lg_error_set(err, LG_EIO, "cannot read it: %s",
+				    strerror(errno));
+	if (S_ISDIR(sb.st_mode))
+		return lg_error_set(err, LG_EINVAL,
+				    "is a directory, not a billing file");
+	if (S_ISREG(sb.st_mode) &&
 	    (uint64_t)sb.st_size > BILLING_FILE_MAX_BYTES)
 		return lg_error_set(err, LG_ELIMIT, "larger than %u bytes",
 				    BILLING_FILE_MAX_BYTES);
 	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (doc == NULL && je.line < 1)
+		return lg_error_set(err, LG_EIO, "%s", je.text);
 	if (doc == NULL)
 		return lg_error_set(err, LG_EINVAL, "line %d: %s", je.line,
 				    je.text);

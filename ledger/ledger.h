@@ -340,14 +340,20 @@ struct export_range {
 	 * empty. The milliseconds after end_ms are the next export's. */
 	int64_t start_ms, end_ms;
 	uint64_t last_seq;	  /* the last seq the handle has seen */
+	/* The horizon, and the end asked for (INT64_MAX: none, "up to the
+	 * horizon"): an answer shorter than asked owes its reader a note. */
+	int64_t horizon_ms, asked_end_ms;
 	/* NOTEs TimeWentBack among the events the range is computed from
 	 * (DESIGN 4.1: the export warns), and the seq of the first. */
 	uint64_t time_went_back, time_went_back_seq;
 };
 
-/* The warning an export over r owes its reader (DESIGN 4.1), one line
- * without a newline, into buf; 0 when there is none, else its length
- * (like snprintf). */
+/* The warning an export over r owes its reader, one line without a
+ * newline, into buf; 0 when there is none, else its length (like
+ * snprintf): clamped event times in the range (DESIGN 4.1), and a range
+ * shorter than asked: empty because it starts at or after the horizon, or
+ * cut at the horizon before the --to or --month end asked for (each names
+ * what was billed and why). */
 size_t ledger_export_warning(const struct export_range *r, char *buf,
 			    size_t cap);
 

@@ -1084,6 +1084,17 @@ static void dispatch(struct conn *c)
 	if (status == 401)
 		query__reply_error(qs, &rq, 401,
 				   "a known bearer token is required");
+	else if (status != 0 && rq.who->role == ROLE_TENANT &&
+		 query__routes[rq.route].tenant == TS_PARAM &&
+		 rq.param[0] != NULL)
+		/* The role may use the route, not on that tenant: say so, as
+		 * GET /v1/export does. */
+		query__reply_error(qs, &rq, status,
+				   "%s %s: tenant %s is outside the subtree of "
+				   "%s",
+				   http_method_str(c->parser.method),
+				   query__routes[rq.route].name, rq.param[0],
+				   rq.who->ns);
 	else if (status != 0)
 		query__reply_error(qs, &rq, status, "role %s may not use %s %s",
 				   query__role_name(rq.who->role),

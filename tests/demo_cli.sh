@@ -51,6 +51,53 @@ for run in first second; do
 		;;
 	esac
 done
+# Without PORT, a taken 8420 (another `make run`, another program) is not
+# shared: the demo serves on a free port and prints it. The ledger of the
+# runs above is reused, so this run is quick.
+# The holder answers every request with 200 {}, as another server would:
+# a demo that talks to it fails its self-test.
+python3 -c '
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    do_GET = do_POST = answer
+    def log_message(self, *a):
+        pass
+try:
+    srv = http.server.HTTPServer(("127.0.0.1", 8420), H)
+except OSError:
+    srv = None  # taken already: all the same to the demo
+print("held", flush=True)
+if srv:
+    srv.timeout = 600
+    srv.serve_forever()' >"$tmp/holder.out" 2>&1 &
+holder_pid=$!
+i=0
+until grep -q held "$tmp/holder.out" 2>/dev/null || [ $i -gt 50 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+out=$(env -u PORT GPULEDGER=$bin DEMO_DIR="$tmp/demo" DEMO_SELFTEST=1 \
+	sh "$root/tools/demo.sh" 2>&1)
+rc=$?
+kill $holder_pid 2>/dev/null
+wait $holder_pid 2>/dev/null
+got=$(printf '%s\n' "$out" |
+	sed -n 's|^== gpuledger serve is listening on http://127.0.0.1:\([0-9]*\) .*|\1|p')
+if [ $rc -eq 0 ] && [ -n "$got" ] && [ "$got" != 8420 ] &&
+	printf '%s\n' "$out" | grep -q '^== port 8420 is taken: serving on a free port instead$' &&
+	[ "$(printf '%s\n' "$out" | grep -c '^ok: ')" -eq 9 ]; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL: with 8420 taken (exit $rc, port '$got'):"
+	printf '%s\n' "$out" | tail -20
+fi
+
 # The README's tour is the first run's.
 readme=$root/README.md
 begin='<!-- tour: tests/demo_cli.sh writes this block from a real run (UPDATE_TOUR=1) -->'

@@ -166,6 +166,27 @@ lines "before the first event: header only" "$tmp/out" 1
 run "$bin" export --db "$db" --from 2026-03-02T02:00:00Z --format json
 expect "after the horizon" 0
 lines "after the horizon: nothing" "$tmp/out" 0
+# A range shorter than asked says so on stderr, and GET /v1/export in a
+# Warning header: what was billed and why (the horizon). Up to the horizon
+# by default is the normal case and says nothing.
+has "after the horizon: why nothing" "$tmp/err" \
+	'^gpuledger: export: warning: nothing billed: the range starts at 2026-03-02T02:00:00Z, at or after the horizon 2026-03-0[12]T[0-9:.]*Z \(the time of the last event\)'
+run "$bin" export --db "$db" --month 2026-03 --step day
+expect "--month of the open month" 0
+has "--month of the open month: what was billed" "$tmp/err" \
+	'^gpuledger: export: warning: billed 2026-03-01T00:00:00Z to 2026-03-0[12]T[0-9:]*Z, not to 2026-04-01T00:00:00Z: the horizon is '
+run "$bin" export --db "$db" --from $day1
+if [ -s "$tmp/err" ]; then bad "up to the horizon: a warning: $(cat "$tmp/err")"; else ok; fi
+start_server
+for q in "month=2026-03&step=day" "from=2026-03-02T02:00:00Z"; do
+	curl -s -D "$tmp/headers" -o /dev/null "http://127.0.0.1:$port/v1/export?$q"
+	want="billed 2026-03-01T00:00:00Z to"
+	case $q in from=*) want="nothing billed: the range starts at 2026-03-02T02:00:00Z" ;; esac
+	has "GET /v1/export?$q: a Warning" "$tmp/headers" "^Warning: 199 gpuledger \"$want"
+done
+curl -s -D "$tmp/headers" -o /dev/null "http://127.0.0.1:$port/v1/export?from=$day1"
+grep -qi '^Warning' "$tmp/headers" && bad "GET /v1/export up to the horizon: a Warning" || ok
+stop_server
 run "$bin" export --db "$db" --from 2026-04-01T00:00:00Z \
 	--format opencost-csv
 expect "opencost, nothing" 0

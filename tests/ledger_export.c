@@ -457,7 +457,7 @@ START_TEST(export_refused)
 			.basis = (enum bill_basis)bad_opts[i].basis,
 			.currency = bad_opts[i].currency};
 		struct collected c = {.n = 0};
-		struct export_range r = {1, 1, 1, 1, 1};
+		struct export_range r = {.start_ms = 1, .end_ms = 1, .last_seq = 1};
 		struct lg_error err = {0};
 
 		ck_assert_int_eq(ledger_export(lg, &o, collect, &c, &r, &err),
@@ -581,6 +581,48 @@ START_TEST(export_stops_and_empty)
 			 "09:00-10:00 tenant-a h100 10800000 subtree\n");
 	ledger_close(lg);
 	rm_tree(dir);
+}
+END_TEST
+
+/* A range shorter than asked says what was billed and why; the default
+ * end (the horizon) and a range inside the log say nothing. */
+START_TEST(export_shorter_warns)
+{
+	static const struct {
+		int64_t start_ms, end_ms, horizon_ms, asked_end_ms;
+		const char *want; /* "" for no warning */
+	} cases[] = {
+		{0, 0, 0, INT64_MAX,
+		 "nothing billed: the ledger holds no timed event yet"},
+		/* --from after the horizon: empty. */
+		{1772323200000, 1772323200000, 1772236800500, INT64_MAX,
+		 "nothing billed: the range starts at 2026-03-01T00:00:00Z, at "
+		 "or after the horizon 2026-02-28T00:00:00.500Z (the time of "
+		 "the last event); the ledger never bills time it has not "
+		 "seen"},
+		/* --to (or --month's end) after the horizon: cut. */
+		{1772236800000, 1772240400000, 1772240400250, 1774915200000,
+		 "billed 2026-02-28T00:00:00Z to 2026-02-28T01:00:00Z, not to "
+		 "2026-03-31T00:00:00Z: the horizon is "
+		 "2026-02-28T01:00:00.250Z (the time of the last event) and the "
+		 "ledger never bills time it has not seen"},
+		/* Up to the horizon by default, or ending before it: quiet. */
+		{1772236800000, 1772240400000, 1772240400250, INT64_MAX, ""},
+		{1772236800000, 1772240400000, 1772326800000, 1772240400000, ""},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct export_range r = {
+			.start_ms = cases[i].start_ms,
+			.end_ms = cases[i].end_ms,
+			.horizon_ms = cases[i].horizon_ms,
+			.asked_end_ms = cases[i].asked_end_ms};
+		char buf[512] = "";
+		size_t n = ledger_export_warning(&r, buf, sizeof(buf));
+
+		ck_assert_uint_eq(n, strlen(cases[i].want));
+		ck_assert_str_eq(n ? buf : "", cases[i].want);
+	}
 }
 END_TEST
 
@@ -1022,6 +1064,7 @@ LEDGER_PART(export)
 	tcase_add_test(tc, export_refused);
 	tcase_add_test(tc, export_rates);
 	tcase_add_test(tc, export_stops_and_empty);
+	tcase_add_test(tc, export_shorter_warns);
 	tcase_add_test_raise_signal(tc, export_callback_contract, SIGABRT);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("export_properties");

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The command line as an operator meets it: `gpuledger version` and
 # --version on every subcommand (version and commit baked in at build);
-# `make install` installs the binary, a man page per subcommand (help2man,
-# from --help) and bash completion; errors about a --db path name it once
+# `make install` installs the binary, a man page per subcommand and bash
+# completion, both made from the option tables the parser reads; errors about a --db path name it once
 # and say what is wrong; serve refuses a directory that holds no ledger
 # unless --create.
 # Usage: tests/manners_cli.sh [PATH/TO/gpuledger]
@@ -16,7 +16,7 @@ pass=0
 fail=0
 . "$root/tests/lib/cli.sh"
 
-need_cmds manners_cli help2man bash curl jq
+need_cmds manners_cli mandoc man bash curl jq
 # start_serve OUT ARGS...: serve on an ephemeral port, output to OUT; sets
 # $p (its pid) and $port once it listens.
 start_serve() {
@@ -52,6 +52,7 @@ done
 # text, and no line is wider than 79 columns.
 for s in $subs; do
 	"$bin" "$s" --help >"$tmp/help" 2>&1 || bad "$s --help failed"
+	cp "$tmp/help" "$tmp/help.$s"
 	awk -v s="$s" 'length > 79 { print "FAIL: " s " --help: a line of " length " columns: " $0; bad = 1 }
 		END { exit bad }' "$tmp/help" && ok || fail=$((fail + 1))
 	listed=$(sed -n 's/^  \(--[a-z][a-z0-9-]*\).*/\1/p' "$tmp/help" | sort -u)
@@ -79,19 +80,112 @@ for f in usr/bin/gpuledger usr/share/man/man1/gpuledger.1 \
 done
 for s in $subs; do
 	page=$tmp/inst/usr/share/man/man1/gpuledger-$s.1
-	if [ -s "$page" ] && grep -q "^gpuledger-$s \\\\- " "$page"; then ok
+	if [ -s "$page" ] && sed 's/\\-/-/g' "$page" | grep -q "^gpuledger-$s - "; then ok
 	else bad "no man page gpuledger-$s(1)"; fi
 done
-# A page holds what --help says (help2man escapes dashes).
-has "gpuledger-watch(1) documents --metrics-listen" \
-	"$tmp/inst/usr/share/man/man1/gpuledger-watch.1" 'metrics\\-listen'
-has "gpuledger-serve(1) documents --create" \
-	"$tmp/inst/usr/share/man/man1/gpuledger-serve.1" '\\-\\-create'
 comp=$tmp/inst/usr/share/bash-completion/completions/gpuledger
+# Man pages and completion are made from the parser's option tables
+# (SUB --help-man, SUB --completion-helper): every page lints clean with
+# mandoc and renders, with man -l, the sections NAME, SYNOPSIS,
+# DESCRIPTION, OPTIONS (one item per option, --help and --version
+# included), EXIT STATUS and SEE ALSO, in that order.
+man1=$tmp/inst/usr/share/man/man1
+for page in "$man1"/gpuledger.1 "$man1"/gpuledger-*.1; do
+	name=$(basename "$page" .1)
+	lint=$(mandoc -T lint -W warning "$page" 2>&1)
+	[ -z "$lint" ] && ok || bad "$name(1): mandoc -T lint: $(echo "$lint" | head -3)"
+	heads=$(MANWIDTH=80 man -l "$page" 2>/dev/null | sed -n 's/^\([A-Z][A-Z ]*\)$/\1/p' | tr '\n' ,)
+	[ "$heads" = "NAME,SYNOPSIS,DESCRIPTION,OPTIONS,EXIT STATUS,SEE ALSO," ] && ok ||
+		bad "$name(1): sections $heads"
+done
 complete_words() { # WORDS...: what completing the last word offers
 	bash -c '. "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gpuledger;
 		echo "${COMPREPLY[*]}"' "$comp" "$@"
 }
+for s in $subs; do
+	page=$man1/gpuledger-$s.1
+	offered=$(complete_words gpuledger "$s" - | tr ' ' '\n' | sort)
+	# Offered, then accepted: none is an unknown option.
+	refused=
+	for o in $offered; do
+		case $o in --help | --version) continue ;; esac
+		"$bin" "$s" "$o=1" --zz-no-such-option >/dev/null 2>"$tmp/err"
+		grep -q "unknown option \"$o" "$tmp/err" && refused="$refused $o"
+	done
+	[ -z "$refused" ] && ok || bad "$s: completion offers refused options:$refused"
+	[ "$(echo "$offered" | sort | uniq -d)" = "" ] && ok || bad "$s: completion offers an option twice"
+	# Accepted, then offered: every option --help lists.
+	listed=$( (sed -n 's/^  \(--[a-z][a-z0-9-]*\).*/\1/p' "$tmp/help.$s"; echo --help; echo --version) | sort -u)
+	[ "$listed" = "$offered" ] && ok ||
+		bad "$s: --help lists $(echo $listed), completion offers $(echo $offered)"
+	# The man page: one OPTIONS item per offered option.
+	items=$(sed -n '/^\.SH OPTIONS/,/^\.SH/p' "$page" | grep -A1 '^\.TP' |
+		sed -n 's/^\\fB\(\\-\\-[a-z0-9\\-]*\)\\fR.*/\1/p' | sed 's/\\-/-/g' | sort)
+	[ "$items" = "$offered" ] && ok ||
+		bad "$s: gpuledger-$s(1) OPTIONS items $(echo $items), want $(echo $offered)"
+done
+# Every option in a table of tools/*.c is offered by some subcommand, but
+# the aliases (OPT_ALIAS): those are accepted and not offered.
+all=$(for s in $subs; do complete_words gpuledger "$s" -; done | tr ' ' '\n' | sort -u)
+for o in $(grep -ohE '^\s*(OPT_DB\(|\{"--[a-z0-9-]+", OPT_)' "$root"/tools/*.c |
+	sed -e 's/.*OPT_DB(/--db/' -e 's/.*{"\(--[a-z0-9-]*\)".*/\1/' | sort -u); do
+	echo "$all" | grep -qx -- "$o" && ok || bad "option $o is in a table but never offered"
+done
+# One flag vocabulary (docs/api.md "Flag names"); the old spellings stay
+# accepted, as deployed manifests and scripts use them, but are not offered.
+while read -r s new old; do
+	"$bin" "$s" "$old=1" --zz-no-such-option >/dev/null 2>"$tmp/err"
+	grep -q "unknown option \"$old" "$tmp/err" && bad "$s: the alias $old is refused" || ok
+	offered=$(complete_words gpuledger "$s" -)
+	case " $offered " in *" $new "*) ok ;; *) bad "$s: $new not offered" ;; esac
+	case " $offered " in *" $old "*) bad "$s: the alias $old is offered" ;; *) ok ;; esac
+	sed 's/\\-/-/g; s/\\f[BIR]//g' "$man1/gpuledger-$s.1" | grep -q "Also spelled.*$old" && ok ||
+		bad "gpuledger-$s(1) does not name the alias $old"
+done <<'EOF'
+replicate --server --from
+replicate --tls-ca --cacert
+replicate --tls-cert --cert
+replicate --tls-key --key
+witness --server --url
+backup --out --to
+EOF
+# Every flag the manifests in deploy/ pass to gpuledger is accepted.
+for o in $(grep -rhoE -- '"?--[a-z][a-z0-9-]+' "$root"/deploy/*.yaml "$root"/deploy/*/*.yaml 2>/dev/null |
+	tr -d '"' | sort -u); do
+	taken=
+	for s in $subs; do
+		"$bin" "$s" "$o=1" --zz-no-such-option >/dev/null 2>"$tmp/err"
+		grep -q "unknown option \"$o" "$tmp/err" || { taken=$s; break; }
+	done
+	[ -n "$taken" ] && ok || bad "deploy/ uses $o, which no subcommand accepts"
+done
+# Value completion: the values of --format, --step, --basis, --rollup are
+# offered, and each is accepted where a bogus one is refused.
+got=$(complete_words gpuledger export --format "")
+[ "$got" = "focus-csv ndjson opencost-csv" ] && ok || bad "export --format values: '$got'"
+got=$(complete_words gpuledger export --step "")
+[ "$got" = "hour day" ] && ok || bad "export --step values: '$got'"
+got=$(complete_words gpuledger export --basis al)
+[ "$got" = "allocated" ] && ok || bad "export --basis al: '$got'"
+got=$(complete_words gpuledger prove --format "")
+[ "$got" = "json c2sp" ] && ok || bad "prove --format values: '$got'"
+got=$(complete_words gpuledger export --rates "$root/Makef")
+[ "$got" = "$root/Makefile" ] && ok || bad "export --rates completes file names: '$got'"
+"$bin" import --db "$tmp/vals" --create <"$root/tests/query/base.ndjson" >/dev/null
+while read -r s base; do
+	"$bin" "$s" --completion-helper | awk -F'\t' '$2 != ""' >"$tmp/vals.tsv"
+	while IFS='	' read -r o vs; do
+		"$bin" "$s" $base "$o" zz-bogus >/dev/null 2>"$tmp/bogus"
+		for v in $vs; do
+			"$bin" "$s" $base "$o" "$v" >/dev/null 2>"$tmp/err"
+			sed "s/zz-bogus/$v/g" "$tmp/bogus" | cmp -s - "$tmp/err" &&
+				bad "$s $o $v: offered but refused: $(cat "$tmp/err")" || ok
+		done
+	done <"$tmp/vals.tsv"
+done <<EOF
+export --db $tmp/vals --from 2026-03-01
+prove --db $tmp/vals --seq 1
+EOF
 got=$(complete_words gpuledger repl)
 [ "$got" = "replicate replay" ] && ok || bad "completion of 'gpuledger repl': '$got'"
 got=$(complete_words gpuledger check-p)
@@ -193,6 +287,80 @@ get "/v1/state?at=2026-03-02"
 [ "$code" = 200 ] && ok || bad "HTTP state?at=DATE: $code $(head -c 200 "$tmp/body")"
 kill -TERM $p 2>/dev/null
 wait $p 2>/dev/null
+
+# ------------------------------------------- exit codes and errors (24.4)
+run "$bin"
+expect "gpuledger without a subcommand" 2
+has "no subcommand: the subcommands are listed" "$tmp/err" '^  export  '
+run "$bin" no-such-sub
+expect "an unknown subcommand" 2
+has "an unknown subcommand is named" "$tmp/err" 'unknown subcommand "no-such-sub"'
+for s in $subs; do
+	run "$bin" "$s" --zz-no-such-option
+	expect "$s --zz-no-such-option" 2
+	# The error, then one line pointing at --help: not the whole help.
+	n=$(wc -l <"$tmp/err")
+	if [ "$n" -eq 2 ] && grep -q "unknown option \"--zz-no-such-option\"" "$tmp/err" &&
+		grep -qx "Try 'gpuledger $s --help' for its options." "$tmp/err"; then ok
+	else bad "$s: an unknown option gives $n lines: $(head -c 200 "$tmp/err")"; fi
+done
+run "$bin" export --db "$db" --from
+[ "$(wc -l <"$tmp/err")" -eq 2 ] && has "a missing value is named" "$tmp/err" '--from needs a value' ||
+	bad "export --from (no value): $(head -c 200 "$tmp/err")"
+run exp --from 2026-03-01 --rates "$tmp/no-such-rates.json"
+expect "export --rates (missing file)" 2
+has "a missing rates file is said plainly" "$tmp/err" \
+	"^gpuledger: export: --rates $tmp/no-such-rates.json: cannot read it: No such file or directory\$"
+run exp --from 2026-03-01 --rates "$tmp"
+has "a directory is not a rates file" "$tmp/err" 'is a directory, not a billing file'
+if grep -q 'line -1' "$tmp/err"; then bad "--rates: line -1"; else ok; fi
+
+# A tenant token that asks for another tenant is told why: the subtree.
+printf 'tenant-acme-token-01234 tenant:tenant-acme\n' >"$tmp/tokens"
+chmod 600 "$tmp/tokens"
+start_serve "$tmp/serve3.out" --db "$db" --token-file "$tmp/tokens"
+for path in /v1/tenants/tenant-beta /v1/tenants/tenant-beta/remaining; do
+	code=$(curl -s -o "$tmp/body" -w '%{http_code}' \
+		-H 'Authorization: Bearer tenant-acme-token-01234' "http://127.0.0.1:$port$path")
+	if [ "$code" = 403 ] && jq -r .error "$tmp/body" |
+		grep -Eq 'tenant tenant-beta is outside the subtree of tenant-acme$'; then ok
+	else bad "GET $path as tenant-acme: $code $(head -c 200 "$tmp/body")"; fi
+done
+code=$(curl -s -o "$tmp/body" -w '%{http_code}' \
+	-H 'Authorization: Bearer tenant-acme-token-01234' "http://127.0.0.1:$port/v1/tenants/tenant-acme-dev")
+[ "$code" = 200 ] && ok || bad "GET /v1/tenants/tenant-acme-dev as tenant-acme: $code"
+kill -TERM $p 2>/dev/null
+wait $p 2>/dev/null
+
+# log --follow stops on SIGTERM, also as PID 1 of a PID namespace (a
+# container), where the kernel gives SIGTERM no default action.
+follow_stops() { # NAME PID1 CMD...: CMD runs log --follow; SIGTERM must end it
+	name=$1
+	pid1=$2
+	shift 2
+	"$@" >"$tmp/follow.out" 2>"$tmp/follow.err" &
+	fp=$!
+	wait_until 10 grep -q '"seq":1,' "$tmp/follow.out"
+	# unshare --fork waits for its child: that child is PID 1 inside, and
+	# the signal goes to it from here, as a container runtime sends it.
+	target=$fp
+	[ "$pid1" = no ] || target=$(cat /proc/$fp/task/$fp/children)
+	kill -TERM $target 2>/dev/null
+	i=0
+	while kill -0 $fp 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 $fp 2>/dev/null; then
+		bad "$name: log --follow ignored SIGTERM"
+		kill -KILL $fp 2>/dev/null
+	else ok; fi
+	wait $fp 2>/dev/null
+}
+follow_stops "log --follow" no "$bin" log --db "$db" --follow
+if [ "$(id -u)" -eq 0 ] && unshare --pid --fork true 2>/dev/null; then
+	follow_stops "log --follow as PID 1" yes unshare --pid --fork \
+		"$bin" log --db "$db" --follow
+else
+	echo "manners_cli: not root or no PID namespaces: log --follow as PID 1 not tested"
+fi
 
 echo "manners_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -212,7 +212,7 @@ int cmd_checkpoint(int argc, char **argv)
 /* backup */
 
 static const char backup_usage[] =
-	"usage: gpuledger backup --db DIR --to DIR2\n"
+	"usage: gpuledger backup --db DIR --out DIR2\n"
 	"  writes a compacted, consistent copy of the ledger into DIR2 (new "
 	"or\n"
 	"  empty) while writers may keep appending; `gpuledger verify --db\n"
@@ -223,10 +223,12 @@ int cmd_backup(int argc, char **argv)
 	const char *db = NULL, *to = NULL;
 	const struct opt opts[] = {
 		OPT_DB(&db),
-		{"--to", OPT_STR, &to, "DIR2",
+		{"--out", OPT_STR, &to, "DIR2",
 		 "the copy: a new or empty directory"},
+		OPT_ALIAS("--to", OPT_STR, &to),
 	};
-	const struct cmd_spec spec = {"backup", backup_usage, opts, 2, NULL};
+	const struct cmd_spec spec = {"backup", backup_usage, opts,
+				      sizeof(opts) / sizeof(opts[0]), NULL};
 	struct lg_error err = {0};
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv), rc;
@@ -234,7 +236,7 @@ int cmd_backup(int argc, char **argv)
 	if (status != OPTS_RUN)
 		return opts_exit(status);
 	if (to == NULL || to[0] == '\0') {
-		tool_error("backup: --to DIR2 is required");
+		tool_error("backup: --out DIR2 is required");
 		return EXIT_USAGE;
 	}
 	if ((status = tool_open_ledger("backup", db, NULL, &lg)) != 0)

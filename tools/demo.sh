@@ -3,9 +3,10 @@
 #
 # Builds a ledger under var/demo from a simulated Cozystack cluster (a
 # recorded stream made by `gpuledger simulate`, ingested by `gpuledger watch
-# --from`), starts `gpuledger serve` on 127.0.0.1:$PORT (default 8420) and
-# prints commands to try. Ctrl-C stops it. Run twice, it reuses the ledger
-# when it verifies, else it makes a new one.
+# --from`), starts `gpuledger serve` on 127.0.0.1:$PORT (default 8420; a
+# free port, printed, when 8420 is taken) and prints commands to try.
+# Ctrl-C stops it. Run twice, it reuses the ledger when it verifies, else
+# it makes a new one.
 #
 # DEMO_SELFTEST=1 runs every printed command itself, checks each answer, and
 # stops the server: tests/demo_cli.sh uses it to keep this page true. With
@@ -55,20 +56,50 @@ ns=$1 cls=$2 left=$3
 from=$("$bin" replay --db "$dir/db" --json --at 1 | python3 -c '
 import json, sys; print(json.load(sys.stdin)["time"][:10] + "T00:00:00Z")')
 
-if [ -n "${DEMO_FAKETIME:-}" ]; then
-	# libfaketime preloaded into serve itself (the faketime command would
-	# stand between us and serve's pid); monotonic time stays real, so
-	# the server's timers run. A sanitizer runtime tolerates the preload.
-	lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -1)
-	[ -n "$lib" ] || { say "DEMO_FAKETIME: libfaketime not found" >&2; exit 1; }
-	FAKETIME="$DEMO_FAKETIME" FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD=$lib \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
-		"$bin" serve --db "$dir/db" --listen "127.0.0.1:$port" \
-		>"$dir/serve.log" 2>&1 &
-else
-	"$bin" serve --db "$dir/db" --listen "127.0.0.1:$port" >"$dir/serve.log" 2>&1 &
+# start_serve HOST:PORT: serve in the background ($server), its output in
+# $dir/serve.log; waits for its "listening on" line and sets $port to the
+# port it bound, or returns 1 when it exits (or stays silent) first.
+start_serve() {
+	: >"$dir/serve.log"
+	if [ -n "${DEMO_FAKETIME:-}" ]; then
+		# libfaketime preloaded into serve itself (the faketime command
+		# would stand between us and serve's pid); monotonic time stays
+		# real, so the server's timers run. A sanitizer runtime
+		# tolerates the preload.
+		lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -1)
+		[ -n "$lib" ] || { say "DEMO_FAKETIME: libfaketime not found" >&2; exit 1; }
+		FAKETIME="$DEMO_FAKETIME" FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD=$lib \
+			ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+			"$bin" serve --db "$dir/db" --listen "$1" >"$dir/serve.log" 2>&1 &
+	else
+		"$bin" serve --db "$dir/db" --listen "$1" >"$dir/serve.log" 2>&1 &
+	fi
+	server=$!
+	j=0
+	while :; do
+		port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$dir/serve.log")
+		[ -z "$port" ] || return 0
+		kill -0 $server 2>/dev/null && [ $j -lt 100 ] || return 1
+		j=$((j + 1))
+		sleep 0.1
+	done
+}
+# 8420 unless PORT says otherwise. When 8420 is taken (a second `make run`,
+# another program) a demo must not talk to that server as if it were its
+# own: serve on a free port the kernel picks, and say which.
+want=$port
+if ! start_serve "127.0.0.1:$want"; then
+	if [ -z "${PORT:-}" ] && grep -q 'address already in use' "$dir/serve.log"; then
+		say "== port $want is taken: serving on a free port instead"
+		start_serve 127.0.0.1:0 || true
+	fi
+	if [ -z "$port" ]; then
+		say "gpuledger serve did not come up; see $dir/serve.log" >&2
+		cat "$dir/serve.log" >&2
+		exit 1
+	fi
 fi
-server=$!
+url="http://127.0.0.1:$port"
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null; say "== stopped"; exit 0' INT TERM
 trap 'kill -TERM $server 2>/dev/null || true' EXIT
 i=0

@@ -349,10 +349,10 @@ int cmd_export(int argc, char **argv)
 		{"--step", OPT_STR, &a.step, "hour|day",
 		 "periods are hours or days of the billing time (default hour; "
 		 "opencost-csv is always daily)"},
-		{"--basis", OPT_STR, &a.basis, "B",
+		{"--basis", OPT_STR, &a.basis, "reserved|allocated",
 		 "reserved (what budgets cap, default) or allocated (bound to "
 		 "devices)"},
-		{"--format", OPT_STR, &a.format, "F",
+		{"--format", OPT_STR, &a.format, "focus-csv|ndjson|opencost-csv",
 		 "focus-csv (default), ndjson (alias json) or opencost-csv; "
 		 "each is described below"},
 		{"--rollup", OPT_STR, &a.rollup, "subtree",

@@ -30,7 +30,8 @@
 #                     test runner for its JavaScript
 #   prometheus        promtool: lints /metrics, checks and unit-tests the
 #                     alerting rules in deploy/
-#   help2man          the man pages, made from each subcommand's --help
+#   mandoc            `mandoc -T lint` checks the man pages that
+#                     `gpuledger SUB --help-man` writes (tests/manners_cli.sh)
 #   binutils          readelf, to check the image's runtime packages
 #   util-linux, iproute2  unshare, nsenter, setpriv and ip: the pod of deploy/
 #                     run the way the kubelet runs it (tests/pod_cli.sh)
@@ -42,7 +43,7 @@ libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 # ship another package of it, which Debian's would conflict with).
 cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq \
 faketime:faketime node:nodejs npm:npm wrk:wrk chromium:chromium \
-promtool:prometheus help2man:help2man readelf:binutils unshare:util-linux \
+promtool:prometheus mandoc:mandoc readelf:binutils unshare:util-linux \
 nsenter:util-linux setpriv:util-linux ip:iproute2"
 
 missing=""

@@ -8,7 +8,9 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* How often --follow looks for new events. */
 #define FOLLOW_POLL_MS 200
@@ -24,7 +26,32 @@ static const char log_after[] =
 	"  status 0. Damage (a record that is not what was written, a broken\n"
 	"  chain, damaged storage) ends it after the events before it with\n"
 	"  \"corrupt at seq N: ...\" or \"damaged storage ...\" on stderr and\n"
-	"  status 1.\n";
+	"  status 1. SIGINT or SIGTERM end --follow as they end other\n"
+	"  programs (status 128 + the signal), also as PID 1 of a container.\n";
+
+/* Set by the signal handler: a signal handler can reach nothing else. */
+static volatile sig_atomic_t log_stop;
+
+static void on_signal(int sig)
+{
+	log_stop = sig;
+}
+
+/* The kernel gives PID 1 (a container's first process) no default action
+ * for SIGTERM: without a handler `docker stop` or a pod's deletion waits
+ * out the grace period and kills. With one, every PID stops the same way:
+ * the poll is interrupted, the loop sees log_stop, stdout is flushed, and
+ * die_by_signal ends the process as the signal would have. */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
 
 struct log_out {
 	uint64_t next; /* the seq to print next */
@@ -78,15 +105,30 @@ static bool reader_gone_after_wait(void)
 	       (p.revents & (POLLERR | POLLHUP)) != 0;
 }
 
+/* Ends the process by sig, so that a shell sees 128 + sig as before the
+ * handler; PID 1, where the default action does nothing, exits with it. */
+static int die_by_signal(int sig)
+{
+	fflush(stdout);
+	signal(sig, SIG_DFL);
+	raise(sig);
+	return 128 + sig;
+}
+
 static int follow(ledger_t *lg, struct log_out *o)
 {
 	int rc;
 
+	catch_signals();
 	while (o->werr == 0 && o->left > 0) {
+		if (log_stop)
+			return die_by_signal(log_stop);
 		if (fflush(stdout) != 0)
 			return tool_flush("log", errno ? errno : EIO);
 		if (reader_gone_after_wait())
 			return EXIT_OK;
+		if (log_stop)
+			return die_by_signal(log_stop);
 		if ((rc = print_available(lg, o)) != 0)
 			return rc;
 	}

@@ -99,6 +99,66 @@ static void usage(FILE *f)
 			subcommands[i].summary);
 }
 
+/* The man page's head: .TH and NAME (page is "gpuledger" or
+ * "gpuledger-SUB"). */
+static void man_head(FILE *f, const char *page, const char *summary)
+{
+	fputs(".TH ", f);
+	for (const char *p = page; *p; p++)
+		fputs(*p == '-' ? "\\-"
+				: (char[]){(char)(*p >= 'a' && *p <= 'z'
+							  ? *p - 'a' + 'A'
+							  : *p),
+					   '\0'},
+		      f);
+	fprintf(f, " 1 \"\" \"gpuledger %s\" \"gpuledger manual\"\n.SH NAME\n",
+		lg_version());
+	opts_roff(f, page);
+	fputs(" \\- ", f);
+	opts_roff(f, summary);
+	fputc('\n', f);
+}
+
+/* gpuledger(1): the subcommands, each with its page. */
+static void man_main(FILE *f)
+{
+	man_head(f, "gpuledger",
+		 "an event-sourced ledger of GPU budgets for Kubernetes "
+		 "tenants");
+	fputs(".SH SYNOPSIS\n\\fBgpuledger\\fR \\fISUBCOMMAND\\fR "
+	      "[\\fIOPTIONS\\fR]\n"
+	      ".SH DESCRIPTION\n"
+	      "One binary, one subcommand per job; \\fBgpuledger\\fR "
+	      "\\fISUBCOMMAND\\fR \\fB\\-\\-help\\fR lists its options, "
+	      "and \\fBgpuledger\\-\\fR\\fISUBCOMMAND\\fR(1) is its page.\n"
+	      ".SS Subcommands\n",
+	      f);
+	for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
+		fputs(".TP\n\\fB", f);
+		opts_roff(f, subcommands[i].name);
+		fputs("\\fR\n", f);
+		opts_roff(f, subcommands[i].summary);
+		fputc('\n', f);
+	}
+	fputs(".SH OPTIONS\n"
+	      ".TP\n\\fB\\-\\-help\\fR, \\fB\\-h\\fR\nlist the subcommands, "
+	      "and exit\n"
+	      ".TP\n\\fB\\-\\-version\\fR\nprint the version and the commit, "
+	      "and exit\n"
+	      ".SH EXIT STATUS\n"
+	      "0 on success; 1 when the answer is no (a failed audit or "
+	      "verify, say); 2 on a usage or operating error, and without a "
+	      "subcommand.\n"
+	      ".SH SEE ALSO\n",
+	      f);
+	for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
+		fputs(i ? ",\n\\fBgpuledger\\-" : "\\fBgpuledger\\-", f);
+		opts_roff(f, subcommands[i].name);
+		fputs("\\fR(1)", f);
+	}
+	fputs("\n", f);
+}
+
 /* libuv's realloc to 0 bytes frees, as realloc's did (lg_xrealloc keeps a
  * block instead, for the arrays of the product). */
 static void *uv_xrealloc(void *p, size_t n)
@@ -141,12 +201,25 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0)
 		return cmd_version(1, argv + 1);
+	if (strcmp(argv[1], OPTS_HELP_MAN) == 0) {
+		man_main(stdout);
+		return tool_flush("--help-man", 0);
+	}
 	for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
+		char page[64];
+
 		if (strcmp(argv[1], subcommands[i].name) != 0)
 			continue;
+		/* The page's head here, where the summary is; the rest from
+		 * the subcommand's table (opts_parse). */
+		if (argc == 3 && strcmp(argv[2], OPTS_HELP_MAN) == 0) {
+			snprintf(page, sizeof(page), "gpuledger-%s",
+				 subcommands[i].name);
+			man_head(stdout, page, subcommands[i].summary);
+		}
 		return subcommands[i].run(argc - 1, argv + 1);
 	}
 	tool_error("unknown subcommand \"%s\"", argv[1]);
-	usage(stderr);
+	fputs("Try 'gpuledger --help' for the subcommands.\n", stderr);
 	return 2;
 }

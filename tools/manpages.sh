@@ -1,30 +1,25 @@
 #!/bin/sh
-# Man pages from --help (Debian's help2man): gpuledger(1) from
-# `gpuledger --help` and gpuledger-SUB(1) from `gpuledger SUB --help` for
-# every subcommand that `gpuledger --help` lists, so they cannot drift from
-# the binary. `make man` and `make install` run it.
+# Man pages from the option tables the parser reads: gpuledger(1) from
+# `gpuledger --help-man` and gpuledger-SUB(1) from `gpuledger SUB
+# --help-man` for every subcommand that `gpuledger --help` lists (NAME,
+# SYNOPSIS, DESCRIPTION, OPTIONS with one item per option, EXIT STATUS, SEE
+# ALSO), so that they cannot drift from the binary. The date is the
+# commit's (the build's, reproducibly), else today. `make man` and `make
+# install` run it; tests/manners_cli.sh lints them with mandoc.
 # Usage: tools/manpages.sh PATH/TO/gpuledger OUTDIR
 set -eu
 bin=$1
 out=$2
 case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
-if ! command -v help2man >/dev/null 2>&1; then
-	echo "manpages: help2man not found (tools/install-deps.sh installs it)" >&2
-	exit 1
-fi
 mkdir -p "$out"
-ver=$("$bin" --version)
-subs=$("$bin" --help | sed -n 's/^  \([a-z][a-z-]*\)  .*/\1/p')
-help2man --no-info --no-discard-stderr --version-string="$ver" \
-	--name="an event-sourced ledger of GPU budgets for Kubernetes tenants" \
-	--output="$out/gpuledger.1" "$bin"
-for s in $subs; do
-	summary=$("$bin" --help | sed -n "s/^  $s  *//p")
-	# help2man runs PROGRAM --help and PROGRAM --version through the shell.
-	help2man --no-info --no-discard-stderr --version-string="$ver" \
-		--name="$summary" --output="$out/gpuledger-$s.1" "$bin $s"
-	# The page is gpuledger-SUB(1), not a second gpuledger(1).
-	up=$(printf '%s' "$s" | tr a-z A-Z)
-	sed -i -e "s/^\.TH GPULEDGER /.TH GPULEDGER-$up /" \
-		-e "s/^gpuledger \\\\- /gpuledger-$s \\\\- /" "$out/gpuledger-$s.1"
+day=$(git -C "$(dirname "$0")" log -1 --format=%cs 2>/dev/null || date -u +%F)
+page() { # OUTFILE ARGS...: the page gpuledger ARGS --help-man writes
+	f=$1
+	shift
+	"$bin" "$@" --help-man | sed "1s/^\(\.TH [^ ]* 1\) \"\"/\1 \"$day\"/" >"$f.tmp"
+	mv "$f.tmp" "$f"
+}
+page "$out/gpuledger.1"
+for s in $("$bin" --help | sed -n 's/^  \([a-z][a-z-]*\)  .*/\1/p'); do
+	page "$out/gpuledger-$s.1" "$s"
 done

@@ -98,13 +98,17 @@ void opts_usage(const struct cmd_spec *spec, FILE *f)
 	for (size_t i = 0; i < spec->n_opts; i++) {
 		size_t w = opt_width(&spec->opts[i]);
 
-		if (w <= OPT_COL_MAX && w > col)
+		if (spec->opts[i].help != NULL && w <= OPT_COL_MAX &&
+		    w > col)
 			col = w;
 	}
 	col += 2;
 	for (size_t i = 0; i < spec->n_opts; i++) {
 		const struct opt *o = &spec->opts[i];
 		size_t w = opt_width(o);
+
+		if (o->help == NULL) /* an alias */
+			continue;
 
 		fprintf(f, "  %s%s%s", o->name, o->arg ? " " : "",
 			o->arg ? o->arg : "");
@@ -118,9 +122,180 @@ void opts_usage(const struct cmd_spec *spec, FILE *f)
 		fputs(spec->after, f);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Completion and man pages, from the same table */
+
+void opts_roff(FILE *f, const char *text)
+{
+	bool bol = true;
+
+	for (const char *p = text; *p; p++) {
+		if (bol && (*p == '.' || *p == '\''))
+			fputs("\\&", f);
+		bol = *p == '\n';
+		if (*p == '\\')
+			fputs("\\e", f);
+		else if (*p == '-')
+			fputs("\\-", f);
+		else
+			fputc(*p, f);
+	}
+}
+
+/* The values an option takes ("hour day"), from an arg without a capital
+ * letter ("hour|day"), into buf; "" for any value. */
+static void opt_values(const struct opt *o, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (o->arg == NULL || strpbrk(o->arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+		return;
+	for (const char *p = o->arg; *p && n + 1 < cap; p++)
+		buf[n++] = *p == '|' ? ' ' : *p;
+	buf[n] = '\0';
+}
+
+static void completion_helper(const struct cmd_spec *spec, FILE *f)
+{
+	char values[256];
+
+	for (size_t i = 0; i < spec->n_opts; i++) {
+		if (spec->opts[i].help == NULL) /* an alias */
+			continue;
+		opt_values(&spec->opts[i], values, sizeof(values));
+		fprintf(f, "%s\t%s\n", spec->opts[i].name, values);
+	}
+	fputs("--help\t\n--version\t\n", f);
+}
+
+/* Text of --help's usage or after (lines indented by two, examples by
+ * more) as roff paragraphs: an empty line starts one, an indented line a
+ * new line of its own. */
+static void man_text(FILE *f, const char *text)
+{
+	const char *line = text;
+
+	while (*line) {
+		size_t len = strcspn(line, "\n"), ind = strspn(line, " ");
+		char buf[512];
+
+		if (ind >= len) {
+			fputs(".PP\n", f);
+		} else {
+			if (ind > 2)
+				fputs(".br\n", f);
+			snprintf(buf, sizeof(buf), "%.*s", (int)(len - ind),
+				 line + ind);
+			opts_roff(f, buf);
+			fputc('\n', f);
+		}
+		line += len + (line[len] == '\n');
+	}
+}
+
+/* One .TP item: the option, its value's name, its help, its aliases. */
+static void man_opt(FILE *f, const struct cmd_spec *spec, const struct opt *o)
+{
+	const char *h = o->help ? o->help : "";
+	bool first = true;
+
+	fputs(".TP\n\\fB", f);
+	opts_roff(f, o->name);
+	fputs("\\fR", f);
+	if (o->arg != NULL) {
+		fputs(" \\fI", f);
+		opts_roff(f, o->arg);
+		fputs("\\fR", f);
+	}
+	fputc('\n', f);
+	for (;;) {
+		size_t len = strcspn(h, "\n");
+		char buf[512];
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)len, h);
+		opts_roff(f, buf + strspn(buf, " "));
+		fputc('\n', f);
+		if (h[len] == '\0')
+			break;
+		fputs(".br\n", f);
+		h += len + 1;
+	}
+	for (size_t i = 0; i < spec->n_opts; i++) {
+		const struct opt *a = &spec->opts[i];
+
+		if (a->help != NULL || a->ptr != o->ptr)
+			continue;
+		fputs(first ? "(Also spelled \\fB" : ", \\fB", f);
+		opts_roff(f, a->name);
+		fputs("\\fR", f);
+		first = false;
+	}
+	if (!first)
+		fputs(", the old name.)\n", f);
+}
+
+static void man_page(const struct cmd_spec *spec, FILE *f)
+{
+	const char *u = spec->usage, *desc;
+
+	/* The usage's first lines, up to the first indented by two only,
+	 * are the synopsis. */
+	if (strncmp(u, "usage: ", 7) == 0)
+		u += 7;
+	desc = u;
+	while (*desc) {
+		desc += strcspn(desc, "\n");
+		desc += *desc == '\n';
+		if (strncmp(desc, "   ", 3) != 0)
+			break;
+	}
+	fputs(".SH SYNOPSIS\n.nf\n", f);
+	for (const char *p = u; p < desc;) {
+		size_t len = strcspn(p, "\n"), ind = strspn(p, " ");
+		char buf[512];
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)(len - ind), p + ind);
+		if (p != u) /* a continuation, or a second form */
+			fputs(strncmp(buf, "gpuledger ", 10) == 0
+				      ? ""
+				      : "\\ \\ \\ \\ ",
+			      f);
+		opts_roff(f, buf);
+		fputc('\n', f);
+		p += len + (p[len] == '\n');
+	}
+	fputs(".fi\n.SH DESCRIPTION\n", f);
+	man_text(f, desc);
+	if (spec->after != NULL) {
+		fputs(".PP\n", f);
+		man_text(f, spec->after);
+	}
+	fputs(".SH OPTIONS\n", f);
+	for (size_t i = 0; i < spec->n_opts; i++)
+		if (spec->opts[i].help != NULL)
+			man_opt(f, spec, &spec->opts[i]);
+	fputs(".TP\n\\fB\\-\\-help\\fR, \\fB\\-h\\fR\nprint the usage and the "
+	      "options, and exit\n"
+	      ".TP\n\\fB\\-\\-version\\fR\nprint the version and the commit, "
+	      "and exit\n",
+	      f);
+	fputs(".SH EXIT STATUS\n"
+	      "0 on success; 1 when the answer is no (a failed audit, verify "
+	      "or proof check, a log that departs, damage); 2 on a usage or "
+	      "operating error (an unknown option, a missing ledger). "
+	      "DESCRIPTION says which apply.\n"
+	      ".SH SEE ALSO\n\\fBgpuledger\\fR(1); docs/api.md and "
+	      "docs/operations.md in the source.\n",
+	      f);
+}
+
+/* After the error, one line pointing at --help rather than the whole help:
+ * 70 lines of it would scroll the error away (git's "see 'git help'"). */
 static int usage_error(const struct cmd_spec *spec)
 {
-	opts_usage(spec, stderr);
+	fprintf(stderr, "Try 'gpuledger %s --help' for its options.\n",
+		spec->name);
 	return OPTS_USAGE_ERROR;
 }
 
@@ -155,6 +330,14 @@ int opts_parse(const struct cmd_spec *spec, int argc, char **argv)
 		}
 		if (strcmp(arg, "--version") == 0) {
 			tool_version(stdout);
+			return OPTS_HELP_SHOWN;
+		}
+		if (strcmp(arg, OPTS_COMPLETION_HELPER) == 0) {
+			completion_helper(spec, stdout);
+			return OPTS_HELP_SHOWN;
+		}
+		if (strcmp(arg, OPTS_HELP_MAN) == 0) {
+			man_page(spec, stdout);
 			return OPTS_HELP_SHOWN;
 		}
 		o = arg[0] == '-' ? opt_find(spec, arg, len) : NULL;

@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 
 static const char replicate_usage[] =
-	"usage: gpuledger replicate --from URL --db DIR [--token-file FILE]\n"
-	"       [--cacert FILE] [--cert FILE --key FILE] [--once]\n"
+	"usage: gpuledger replicate --server URL --db DIR [--token-file FILE]\n"
+	"       [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--once]\n"
 	"  follows the primary's GET /v1/events and appends the identical\n"
 	"  events to DIR (created when missing): same seqs, same chain\n"
 	"  heads, each head checked before anything is appended. Killed or\n"
@@ -61,17 +61,21 @@ int cmd_replicate(int argc, char **argv)
 	uint64_t page = 0, poll = 0;
 	struct replica_opts ro = {.stop = &replicate_stop};
 	const struct opt opts[] = {
-		{"--from", OPT_STR, &ro.url, "URL",
+		{"--server", OPT_STR, &ro.url, "URL",
 		 "the primary, e.g. https://gpuledger:443"},
+		OPT_ALIAS("--from", OPT_STR, &ro.url),
 		{"--db", OPT_STR, &db, "DIR", "the replica's ledger"},
 		{"--token-file", OPT_STR, &token_file, "FILE",
 		 "a file holding the bearer token (a reader's: admin or "
 		 "auditor); must not be group/other readable"},
-		{"--cacert", OPT_STR, &ro.ca_file, "FILE",
+		{"--tls-ca", OPT_STR, &ro.ca_file, "FILE",
 		 "CA to verify the primary's certificate with"},
-		{"--cert", OPT_STR, &ro.cert_file, "FILE",
+		OPT_ALIAS("--cacert", OPT_STR, &ro.ca_file),
+		{"--tls-cert", OPT_STR, &ro.cert_file, "FILE",
 		 "a client certificate (serve --tls-client-ca)"},
-		{"--key", OPT_STR, &ro.key_file, "FILE", "and its key"},
+		OPT_ALIAS("--cert", OPT_STR, &ro.cert_file),
+		{"--tls-key", OPT_STR, &ro.key_file, "FILE", "and its key"},
+		OPT_ALIAS("--key", OPT_STR, &ro.key_file),
 		{"--page", OPT_U64, &page, "N",
 		 "events per request (default 1000, at most 10000)"},
 		{"--poll-ms", OPT_U64, &poll, "MS",
@@ -94,7 +98,7 @@ int cmd_replicate(int argc, char **argv)
 		return opts_exit(status);
 	tool_no_dumps();
 	if (ro.url == NULL || db == NULL || page > 10000 || poll > 3600000) {
-		tool_error("replicate: --from URL and --db DIR are required; "
+		tool_error("replicate: --server URL and --db DIR are required; "
 			   "--page is at most 10000");
 		return EXIT_USAGE;
 	}

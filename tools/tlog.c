@@ -276,7 +276,7 @@ int cmd_prove(int argc, char **argv)
 		{"--from", OPT_U64, &from, "M",
 		 "a consistency proof from the tree of size M"},
 		{"--to", OPT_U64, &to, "N", "to the tree of size N"},
-		{"--format", OPT_STR, &format, "F",
+		{"--format", OPT_STR, &format, "json|c2sp",
 		 "json (default) or c2sp (an inclusion proof only)"},
 	};
 	const struct cmd_spec spec = {"prove", prove_usage, opts, 6, NULL};
@@ -540,7 +540,7 @@ int tlog_verify_checkpoint(ledger_t *lg, uint64_t last, const char *file,
 /* witness */
 
 static const char witness_usage[] =
-	"usage: gpuledger witness --url URL --key VERIFIER_KEY_FILE --state DIR\n"
+	"usage: gpuledger witness --server URL --key VERIFIER_KEY_FILE --state DIR\n"
 	"         [--token-file FILE] [--follow SECS] [--count N]\n"
 	"  follows a server's signed checkpoints (GET URL/v1/checkpoint): checks\n"
 	"  each new one's signature and a consistency proof from the last one\n"
@@ -685,8 +685,9 @@ int cmd_witness(int argc, char **argv)
 	uint64_t every = 0, count = 0;
 	struct witness w = {0};
 	const struct opt opts[] = {
-		{"--url", OPT_STR, &w.url, "URL",
+		{"--server", OPT_STR, &w.url, "URL",
 		 "the server (GET URL/v1/checkpoint)"},
+		OPT_ALIAS("--url", OPT_STR, &w.url),
 		{"--key", OPT_STR, &key, "FILE",
 		 "the verifier key of its checkpoints' signer"},
 		{"--state", OPT_STR, &w.state, "DIR",
@@ -698,13 +699,14 @@ int cmd_witness(int argc, char **argv)
 		{"--count", OPT_U64, &count, "N",
 		 "with --follow: stop after N looks"},
 	};
-	const struct cmd_spec spec = {"witness", witness_usage, opts, 6, NULL};
+	const struct cmd_spec spec = {"witness", witness_usage, opts,
+				      sizeof(opts) / sizeof(opts[0]), NULL};
 	int status = opts_parse(&spec, argc, argv);
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
 	if (w.url == NULL || key == NULL || w.state == NULL) {
-		tool_error("witness: --url, --key and --state are required");
+		tool_error("witness: --server, --key and --state are required");
 		return EXIT_USAGE;
 	}
 	if ((status = load_verifier("witness", key, &w.v)) != 0)

@@ -90,6 +90,14 @@ struct opt {
 	const char *arg;  /* the value's name in --help ("DIR"); NULL: a flag */
 	const char *help; /* what it does, defaults included */
 };
+/* Two conventions keep the table five plain fields:
+ * - an arg without a capital letter is the list of the values the option
+ *   takes, '|'-separated ("hour|day"): completion offers them;
+ * - an entry without help is an alias, an old spelling kept for scripts
+ *   and manifests: accepted, but neither listed in --help nor offered by
+ *   completion; the man page names it with the option of the same ptr
+ *   (docs/api.md lists them). */
+#define OPT_ALIAS(name_, kind_, ptr_) {(name_), (kind_), (ptr_), NULL, NULL}
 
 /* Help texts that several subcommands share. */
 #define OPT_NO_SYNC_HELP \
@@ -115,11 +123,24 @@ enum {
 /* Prints spec's --help: its usage, the option table, its after text. */
 void opts_usage(const struct cmd_spec *spec, FILE *f);
 
+/* Hidden arguments that tools/completion.sh and tools/manpages.sh use, so
+ * that completion and the man pages are made from the tables the parser
+ * reads (as git's --git-completion-helper): `SUB --completion-helper`
+ * prints "NAME<TAB>VALUES" per option (aliases left out, then --help and
+ * --version); `SUB --help-man` prints the page's sections from SYNOPSIS
+ * on (main prints .TH and NAME first). Neither is offered or listed. */
+#define OPTS_COMPLETION_HELPER "--completion-helper"
+#define OPTS_HELP_MAN "--help-man"
+/* roff for text: backslashes and dashes escaped, a leading '.' or '\''
+ * guarded; '\n' ends a line (filled text goes on). */
+void opts_roff(FILE *f, const char *text);
+
 /* Parses argv[1..argc) against spec's table ("--name VALUE" or
  * "--name=VALUE"). --help / -h prints the usage to stdout, --version the
  * version (both OPTS_HELP_SHOWN);
  * an unknown option, a missing or malformed value, or a positional argument
- * prints one error line and the usage to stderr (OPTS_USAGE_ERROR). */
+ * prints one error line and one line pointing at --help to stderr
+ * (OPTS_USAGE_ERROR). */
 int opts_parse(const struct cmd_spec *spec, int argc, char **argv);
 /* The exit status for a non-OPTS_RUN result. */
 int opts_exit(int parsed);

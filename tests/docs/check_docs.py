@@ -41,6 +41,12 @@ def helptext(binary, sub=None):
     return r.stdout.decode()
 
 
+def manpage(binary, sub):
+    r = subprocess.run([binary, sub, "--help-man"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    return re.sub(r"\\f[BIR]", "", r.stdout.decode()).replace("\\-", "-")
+
+
 def subcommands(binary):
     part = helptext(binary).split("subcommands:", 1)[-1]
     return re.findall(r"^\s{2}([a-z][a-z-]*)\s", part, re.M)
@@ -94,8 +100,10 @@ def check_metrics(c, root, texts):
 
 def check_options(c, binary, texts):
     subs = subcommands(binary)
-    helps = {s: helptext(binary, s) for s in subs}
-    every = "\n".join(helps.values())
+    # --help lists the options; the man page also names each alias (an
+    # old spelling still accepted, docs/api.md "Flag names").
+    helps = {s: helptext(binary, s) + manpage(binary, s) for s in subs}
+    every = "\n".join(helps.values()) + "\n--completion-helper --help-man"
 
     def has(text, opt):
         return re.search(r"(?<![\w-])" + re.escape(opt) + r"(?![\w-])",
