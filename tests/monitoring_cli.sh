@@ -52,7 +52,8 @@ while read -r alert for; do
 	fi
 done <"$tmp/alerts"
 
-# The kustomize base builds offline; the image is set in one place.
+# The kustomize base builds offline; the image is set in one place
+# (deploy/image/, a component of the base and of deploy/replicas/).
 run kubectl kustomize "$root/deploy"
 expect "kubectl kustomize deploy/" 0
 cp "$tmp/out" "$tmp/rendered.yaml"
@@ -63,12 +64,17 @@ tag=$(python3 -c '
 import sys, yaml
 k = yaml.safe_load(open(sys.argv[1]))
 print("%s:%s" % (k["images"][0]["newName"], k["images"][0]["newTag"]))' \
-	"$root/deploy/kustomization.yaml")
-images=$(grep -E '^ +image: ' "$tmp/rendered.yaml" | sed 's/^ *image: //' | sort -u)
-if [ "$images" = "$tag" ]; then ok; else
-	bad "every container runs the kustomization's image $tag, got: $images"
-fi
-n=$(grep -rn 'newTag' "$root/deploy" | wc -l)
+	"$root/deploy/image/kustomization.yaml")
+run kubectl kustomize "$root/deploy/replicas"
+expect "kubectl kustomize deploy/replicas/" 0
+cp "$tmp/out" "$tmp/replicas.yaml"
+for f in rendered replicas; do
+	images=$(grep -E '^ +image: ' "$tmp/$f.yaml" | sed 's/^ *image: //' | sort -u)
+	if [ "$images" = "$tag" ]; then ok; else
+		bad "every container ($f) runs deploy/image/'s image $tag, got: $images"
+	fi
+done
+n=$(grep -rn '^ *newTag:' "$root/deploy" | wc -l)
 if [ "$n" -eq 1 ]; then ok; else bad "the image tag is set in $n places"; fi
 
 # The dashboard: JSON Grafana loads, in the ConfigMap the sidecar finds.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The admission webhook end to end (issue 17's closing test): serve with the
 # flags of deploy/deployment.yaml, sent the AdmissionReviews of
-# tests/webhook/ where deploy/webhook.yaml routes them
+# tests/webhook/ where deploy/admission/webhook.yaml routes them
 # (tests/deploy/webhook_check.py says how). Needs python3 with PyYAML.
 # Usage: tests/webhook_cli.sh PATH/TO/gpuledger
 set -u

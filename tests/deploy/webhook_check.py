@@ -13,7 +13,6 @@ Usage: webhook_check.py --bin GPULEDGER --root SRC
 Prints "ok:" and "FAIL:" lines and "checks: N passed, N failed".
 """
 import argparse
-import glob
 import json
 import os
 import shutil
@@ -29,11 +28,19 @@ from serve_tls import Checks, Serve, get, objects  # noqa: E402
 
 
 def load(root):
+    """What the cluster gets: the base (the Deployment, Service and
+    certificates) and deploy/admission/ (the webhook configuration), as
+    `kubectl kustomize` renders them."""
     docs = []
-    for path in sorted(glob.glob(os.path.join(root, "deploy", "*.yaml"))):
-        with open(path, encoding="utf-8") as f:
-            docs += [(os.path.basename(path), d) for d in yaml.safe_load_all(f)
-                     if d is not None]
+    for sub in ("deploy", "deploy/admission"):
+        out = subprocess.run(["kubectl", "kustomize",
+                              os.path.join(root, sub)],
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            print(f"FAIL: kubectl kustomize {sub}/: " + out.stderr.strip())
+            continue
+        docs += [(sub, d) for d in yaml.safe_load_all(out.stdout)
+                 if d is not None]
     return docs
 
 
