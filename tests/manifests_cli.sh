@@ -15,20 +15,7 @@ trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 pass=0
 fail=0
 . "$root/tests/lib/cli.sh"
-mods=$root/build/npm-schema
-
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-	bad "node and npm are needed (tools/install-deps.sh installs them)"
-elif ! cmp -s "$root/tests/deploy/schema/package.json" "$mods/package.json" ||
-	[ ! -d "$mods/node_modules/kubernetes-models" ]; then
-	rm -rf "$mods"
-	mkdir -p "$mods"
-	cp "$root/tests/deploy/schema/package.json" "$mods/"
-	(cd "$mods" && npm install --no-audit --no-fund --silent) \
-		>"$tmp/npm.out" 2>&1 || bad "npm install: $(tail -5 "$tmp/npm.out")"
-fi
-# The script must sit beside node_modules to resolve them.
-cp "$root/tests/deploy/schema/validate.mjs" "$mods/validate.mjs" 2>/dev/null
+npm_schema "$root" || fail=$((fail + 1))
 
 # deploy/ is a kustomize base and deploy/admission/ and deploy/replicas/
 # are kustomizations applied after it: what they render is what a cluster
@@ -96,6 +83,7 @@ break_one deployment.yaml port-string 'kind("Service")["spec"]["ports"][0]["port
 break_one deployment.yaml no-selector 'del kind("Deployment")["spec"]["selector"]'
 break_one deployment.yaml container-no-name 'del kind("Deployment")["spec"]["template"]["spec"]["containers"][0]["name"]'
 break_one admission/webhook.yaml webhook-no-sideeffects 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["sideEffects"]'
+break_one admission/webhook.yaml webhook-condition-no-expression 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["matchConditions"][0]["expression"]'
 break_one admission/webhook.yaml webhook-rules-string 'kind("ValidatingWebhookConfiguration")["webhooks"][0]["rules"] = "vminstances"'
 break_one monitoring/prometheusrule.yaml rule-for-number 'kind("PrometheusRule")["spec"]["groups"][0]["rules"][0]["for"] = 5'
 break_one monitoring/servicemonitor.yaml monitor-endpoints-string 'kind("ServiceMonitor")["spec"]["endpoints"] = "https"'

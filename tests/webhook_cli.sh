@@ -8,4 +8,7 @@ set -u
 bin=${1:-./gpuledger}
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/lib/cli.sh"
-py_checks webhook_cli "$root/tests/deploy/webhook_check.py" --bin "$bin" --root "$root"
+# The matchConditions are evaluated with the npm CEL evaluator.
+npm_schema "$root" || { echo "webhook_cli: 0 passed, 1 failed"; exit 1; }
+py_checks webhook_cli "$root/tests/deploy/webhook_check.py" --bin "$bin" \
+	--root "$root" --cel "$mods/cel_match.mjs"
