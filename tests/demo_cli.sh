@@ -4,7 +4,8 @@
 # run reuses the ledger the first one made. The first run also writes the
 # README's tour (tools/demo.sh DEMO_TOUR, serve under a frozen wall clock so
 # that every value is reproducible), which must equal the block between the
-# README's tour markers: the tour is a real run and cannot drift.
+# README's tour markers and hold exactly the commands make run prints, in
+# their order: the tour is a real run and cannot drift.
 # UPDATE_TOUR=1 writes the new tour into README.md instead of failing.
 # Usage: tests/demo_cli.sh PATH/TO/gpuledger
 set -u
@@ -31,6 +32,23 @@ for run in first second; do
 		fail=$((fail + 1))
 		echo "FAIL: $run run (exit $rc):"
 		printf '%s\n' "$out" | tail -20
+	fi
+	# The tour is what make run prints: the same commands in the same
+	# order (the printed ones with this run's URL, directory and binary
+	# written as a default run's).
+	if [ $run = first ]; then
+		printf '%s\n' "$out" | sed -n '/Or try:$/,/^Ctrl-C stops/p' |
+			sed -n 's/^  \([^ #].*\)$/$ \1/p' |
+			sed -e "s|http://127.0.0.1:$port|http://127.0.0.1:8420|g" \
+				-e "s|$tmp/demo|var/demo|g" -e "s|$bin|./gpuledger|g" >"$tmp/printed"
+		grep '^\$ ' "$tmp/tour" >"$tmp/toured" 2>/dev/null
+		if [ -s "$tmp/printed" ] && cmp -s "$tmp/printed" "$tmp/toured"; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+			echo "FAIL: the tour's commands are not the ones make run prints:"
+			diff "$tmp/printed" "$tmp/toured" | head -10
+		fi
 	fi
 	# make run keeps only what the demo needs, and says how much that is.
 	if printf '%s\n' "$out" | grep -Eq '^== disk used by the demo: [0-9.,]+[KMG]? in ' &&

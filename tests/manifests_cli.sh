@@ -1,10 +1,12 @@
 #!/bin/sh
-# Validates every manifest of deploy/ against the Kubernetes and
-# cert-manager OpenAPI schemas (npm kubernetes-models and
-# @kubernetes-models/cert-manager, installed here by npm into
-# build/npm-schema on first use, versions pinned by
-# tests/deploy/schema/package.json), then breaks copies of them in ways a
-# typo would and checks that each broken copy is refused.
+# Validates every manifest that the kustomizations of deploy/ render
+# against the Kubernetes, cert-manager and Prometheus Operator OpenAPI
+# schemas (npm kubernetes-models and @kubernetes-models/*, installed here by
+# npm into build/npm-schema on first use, versions pinned by
+# tests/deploy/schema/package.json), runs the Install steps of
+# docs/operations.md with kubectl and docker stand-ins
+# (tests/deploy/install_check.py), then breaks copies of the manifests in
+# ways a typo would and checks that each broken copy is refused.
 # Usage: tests/manifests_cli.sh PATH/TO/gpuledger (the binary is not used)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,32 +15,52 @@ trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 pass=0
 fail=0
 . "$root/tests/lib/cli.sh"
-mods=$root/build/npm-schema
+npm_schema "$root" || fail=$((fail + 1))
 
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-	bad "node and npm are needed (tools/install-deps.sh installs them)"
-elif ! cmp -s "$root/tests/deploy/schema/package.json" "$mods/package.json" ||
-	[ ! -d "$mods/node_modules/kubernetes-models" ]; then
-	rm -rf "$mods"
-	mkdir -p "$mods"
-	cp "$root/tests/deploy/schema/package.json" "$mods/"
-	(cd "$mods" && npm install --no-audit --no-fund --silent) \
-		>"$tmp/npm.out" 2>&1 || bad "npm install: $(tail -5 "$tmp/npm.out")"
-fi
-# The script must sit beside node_modules to resolve them.
-cp "$root/tests/deploy/schema/validate.mjs" "$mods/validate.mjs" 2>/dev/null
-
-# deploy/ is a kustomize base: what it renders is what a cluster gets (the
-# generated dashboard ConfigMap included); deploy/replicas/ is an extra.
-kubectl kustomize "$root/deploy" >"$tmp/base.yaml" 2>"$tmp/kustomize.err" ||
-	bad "kubectl kustomize deploy/: $(cat "$tmp/kustomize.err")"
-run node "$mods/validate.mjs" "$tmp/base.yaml" "$root"/deploy/replicas/*.yaml
+# deploy/ is a kustomize base and deploy/admission/ and deploy/replicas/
+# are kustomizations applied after it: what they render is what a cluster
+# gets (the generated dashboard ConfigMap and the image of deploy/image/
+# included). Every kustomization under deploy/ is rendered and validated.
+kusts=$(cd "$root" && find deploy -name kustomization.yaml | sort | tr "\n" " ")
+rendered=
+for k in $kusts; do
+	d=$(dirname "$k")
+	[ "$d" = deploy/image ] && continue # a component: rendered by those that include it
+	f=$tmp/$(printf '%s' "$d" | tr / -).yaml
+	if kubectl kustomize "$root/$d" >"$f" 2>"$tmp/kustomize.err"; then ok; else
+		bad "kubectl kustomize $d/: $(cat "$tmp/kustomize.err")"
+	fi
+	rendered="$rendered $f"
+done
+for k in deploy deploy/admission deploy/replicas; do
+	case " $kusts " in
+	*" $k/kustomization.yaml "*) ok ;;
+	*) bad "$k/ is not a kustomization" ;;
+	esac
+done
+# shellcheck disable=SC2086
+run node "$mods/validate.mjs" $rendered
 expect "every manifest of deploy/ validates" 0
 n=$(grep -c '^ok: ' "$tmp/out")
+# shellcheck disable=SC2086
 docs=$(python3 -c 'import sys, yaml
 print(sum(1 for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d))' \
-	"$tmp/base.yaml" "$root"/deploy/replicas/*.yaml)
+	$rendered)
 [ "$n" = "$docs" ] && ok || bad "validated $n of $docs documents: $(grep FAIL "$tmp/out")"
+grep -q '^ok: deploy-admission.yaml ValidatingWebhookConfiguration ' "$tmp/out" && ok ||
+	bad "the webhook configuration was not validated"
+grep -q '^ok: deploy-replicas.yaml Deployment gpuledger-read' "$tmp/out" && ok ||
+	bad "the replicas' Deployment was not validated"
+
+# The Install steps of docs/operations.md, run as written with stand-ins
+# for kubectl and docker (tests/deploy/install_check.py says how and what
+# that cannot prove).
+run python3 "$root/tests/deploy/install_check.py" --root "$root" \
+	--validator "$mods/validate.mjs" "$root/docs/operations.md"
+expect "the install steps of docs/operations.md" 0
+grep '^FAIL' "$tmp/out"
+p=$(sed -n 's/^checks: \([0-9]*\) passed.*/\1/p' "$tmp/out")
+[ "${p:-0}" -ge 10 ] && ok || bad "install_check ran ${p:-no} checks: $(tail -3 "$tmp/out")"
 
 # break FILE NAME PYTHON: a copy of deploy/FILE with PYTHON applied to its
 # documents (d, a list) must be refused.
@@ -60,8 +82,9 @@ break_one deployment.yaml replicas-string 'kind("Deployment")["spec"]["replicas"
 break_one deployment.yaml port-string 'kind("Service")["spec"]["ports"][0]["port"] = "https"'
 break_one deployment.yaml no-selector 'del kind("Deployment")["spec"]["selector"]'
 break_one deployment.yaml container-no-name 'del kind("Deployment")["spec"]["template"]["spec"]["containers"][0]["name"]'
-break_one webhook.yaml webhook-no-sideeffects 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["sideEffects"]'
-break_one webhook.yaml webhook-rules-string 'kind("ValidatingWebhookConfiguration")["webhooks"][0]["rules"] = "vminstances"'
+break_one admission/webhook.yaml webhook-no-sideeffects 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["sideEffects"]'
+break_one admission/webhook.yaml webhook-condition-no-expression 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["matchConditions"][0]["expression"]'
+break_one admission/webhook.yaml webhook-rules-string 'kind("ValidatingWebhookConfiguration")["webhooks"][0]["rules"] = "vminstances"'
 break_one monitoring/prometheusrule.yaml rule-for-number 'kind("PrometheusRule")["spec"]["groups"][0]["rules"][0]["for"] = 5'
 break_one monitoring/servicemonitor.yaml monitor-endpoints-string 'kind("ServiceMonitor")["spec"]["endpoints"] = "https"'
 break_one webhook.yaml certificate-no-issuer 'del [d for d in docs if d["kind"] == "Certificate"][1]["spec"]["issuerRef"]'

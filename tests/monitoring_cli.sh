@@ -52,7 +52,8 @@ while read -r alert for; do
 	fi
 done <"$tmp/alerts"
 
-# The kustomize base builds offline; the image is set in one place.
+# The kustomize base builds offline; the image is set in one place
+# (deploy/image/, a component of the base and of deploy/replicas/).
 run kubectl kustomize "$root/deploy"
 expect "kubectl kustomize deploy/" 0
 cp "$tmp/out" "$tmp/rendered.yaml"
@@ -63,12 +64,17 @@ tag=$(python3 -c '
 import sys, yaml
 k = yaml.safe_load(open(sys.argv[1]))
 print("%s:%s" % (k["images"][0]["newName"], k["images"][0]["newTag"]))' \
-	"$root/deploy/kustomization.yaml")
-images=$(grep -E '^ +image: ' "$tmp/rendered.yaml" | sed 's/^ *image: //' | sort -u)
-if [ "$images" = "$tag" ]; then ok; else
-	bad "every container runs the kustomization's image $tag, got: $images"
-fi
-n=$(grep -rn 'newTag' "$root/deploy" | wc -l)
+	"$root/deploy/image/kustomization.yaml")
+run kubectl kustomize "$root/deploy/replicas"
+expect "kubectl kustomize deploy/replicas/" 0
+cp "$tmp/out" "$tmp/replicas.yaml"
+for f in rendered replicas; do
+	images=$(grep -E '^ +image: ' "$tmp/$f.yaml" | sed 's/^ *image: //' | sort -u)
+	if [ "$images" = "$tag" ]; then ok; else
+		bad "every container ($f) runs deploy/image/'s image $tag, got: $images"
+	fi
+done
+n=$(grep -rn '^ *newTag:' "$root/deploy" | wc -l)
 if [ "$n" -eq 1 ]; then ok; else bad "the image tag is set in $n places"; fi
 
 # The dashboard: JSON Grafana loads, in the ConfigMap the sidecar finds.
@@ -113,6 +119,45 @@ while read -r what name okay; do
 done <"$tmp/sm"
 n=$(grep -c '^port' "$tmp/sm")
 [ "$n" -eq 2 ] && ok || bad "the ServiceMonitor scrapes $n endpoints, want serve's and the watcher's"
+
+# The rules that watch serve from outside name what a Prometheus Operator
+# install really has: up{job, endpoint} of the ServiceMonitor's endpoint on
+# serve's container port (the Operator sets job to the Service's name and
+# endpoint to the port's name), and kube-state-metrics' series of the
+# Deployment that runs serve, in its namespace.
+python3 - "$rule" "$tmp/rendered.yaml" >"$tmp/sel" <<'PY'
+import re, sys, yaml
+rules = [r for g in yaml.safe_load(open(sys.argv[1]))["spec"]["groups"]
+         for r in g["rules"]]
+docs = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d]
+svc = [d for d in docs if d["kind"] == "Service"][0]
+sm = [d for d in docs if d["kind"] == "ServiceMonitor"][0]
+dep = [d for d in docs if d["kind"] == "Deployment"][0]
+serve = [c for c in dep["spec"]["template"]["spec"]["containers"]
+         if c["name"] == "serve"][0]
+sports = {p["name"] for p in serve.get("ports", [])}
+targets = {p["name"]: p["targetPort"] for p in svc["spec"]["ports"]}
+serve_eps = {e["port"] for e in sm["spec"]["endpoints"]
+             if targets.get(e["port"]) in sports}
+need = {"GpuledgerServeAbsent", "GpuledgerServeScrapeFailing",
+        "GpuledgerServeNotReady"}
+for r in rules:
+    for sel in re.findall(r"\bup\{([^}]*)\}", r["expr"]):
+        kv = dict(re.findall(r'(\w+)\s*=\s*"([^"]*)"', sel))
+        print(r["alert"], "up-job", kv.get("job") == svc["metadata"]["name"])
+        print(r["alert"], "up-endpoint-is-serve's", kv.get("endpoint") in serve_eps)
+    for sel in re.findall(r"\bkube_deployment_\w+\{([^}]*)\}", r["expr"]):
+        kv = dict(re.findall(r'(\w+)\s*=\s*"([^"]*)"', sel))
+        print(r["alert"], "deployment", kv.get("deployment") == dep["metadata"]["name"]
+              and kv.get("namespace") == dep["metadata"]["namespace"])
+    need.discard(r["alert"])
+print("-", "rules-for-a-dead-serve-exist", not need)
+PY
+while read -r alert what okay; do
+	[ "$okay" = True ] && ok || bad "$alert: $what does not match deploy/"
+done <"$tmp/sel"
+n=$(grep -c ' up-endpoint' "$tmp/sel")
+[ "$n" -ge 2 ] && ok || bad "$n rules read serve's up, want absent and scrape failing"
 
 # Every metric the rules and the dashboard use is exported by the code.
 exported=$(cat "$root/query/metrics.c" "$root/ingest/kube_metrics.c" \

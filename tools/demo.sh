@@ -116,82 +116,83 @@ done
 small="{\"namespace\":\"$ns\",\"kind\":\"VMInstance\",\"name\":\"demo-small\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"$cls\",\"count\":1}]}}"
 big="{\"namespace\":\"$ns\",\"kind\":\"VMInstance\",\"name\":\"demo-big\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"$cls\",\"count\":$((left + 100))}]}}"
 
-cat <<MSG
+# The commands to try, in the order they are printed: a "# comment" line,
+# then the command with $url, $dir and $bin left for sh to expand. The
+# self-test runs exactly these, once each and in this order, so that the
+# README's tour (DEMO_TOUR) is what a newcomer's first `make run` answers:
+# the same verdict ids, seqs and counts.
+steps=$(cat <<EOF
+# what $ns may still reserve in total (drop the jq for every class)
+curl -s \$url/v1/tenants/$ns/remaining | jq -c .total
+# an admission that fits ($cls has $left left): allowed, and recorded
+curl -s -X POST \$url/v1/admission -d '$small' | jq -c '{id, allowed, reason, basisSeq, seq}'
+# one that does not: denied (drop the jq to see every check)
+curl -s -X POST \$url/v1/admission -d '$big' | jq -c '{id, allowed, reason, message}'
+# re-derive every recorded verdict from the log (exit 1 on any mismatch)
+\$bin audit --db \$dir/db
+# prove the log was not rewritten
+\$bin verify --db \$dir/db
+# GPU-hours per tenant and class, one row per day (FOCUS; drop format=ndjson for CSV)
+curl -s "\$url/v1/export?from=$from&step=day&format=ndjson" | head -2 | jq -c '{ChargePeriodStart, SubAccountId, x_DeviceClass, ConsumedQuantity, ConsumedUnit, BilledCost}'
+# Prometheus metrics, linted
+curl -s \$url/metrics | promtool check metrics && echo metrics ok
+# the state as a table (drop the head for all of it)
+\$bin replay --db \$dir/db | head -8
+EOF
+)
+# show TEXT: a step's command as it reads for this run.
+show() {
+	printf '%s' "$1" | sed -e "s|\$url|$url|g" -e "s|\$dir|$dir|g" -e "s|\$bin|$bin|g"
+}
 
-== gpuledger serve is listening on $url (log: $dir/serve.log).
-   The console: $url/ui in a browser ("Continue without a token"). Or try:
-
-  # what $ns may still reserve, per class and in total
-  curl -s $url/v1/tenants/$ns/remaining
-
-  # an admission that fits ($cls has $left left): allowed, and recorded
-  curl -s -X POST $url/v1/admission -d '$small'
-
-  # one that does not: denied, with every check listed
-  curl -s -X POST $url/v1/admission -d '$big'
-
-  # re-derive every recorded verdict from the log (exit 1 on any mismatch)
-  $bin audit --db $dir/db
-
-  # prove the log was not rewritten
-  $bin verify --db $dir/db
-
-  # GPU-hours per tenant and class, one row per day (FOCUS CSV)
-  curl -s '$url/v1/export?from=$from&step=day' | head -5
-
-  # Prometheus metrics (promtool check metrics lints them)
-  curl -s $url/metrics | promtool check metrics
-
-  # the whole state, as a table
-  $bin replay --db $dir/db | less
-
-Ctrl-C stops the server.
-MSG
+printf '\n== gpuledger serve is listening on %s (log: %s/serve.log).\n' "$url" "$dir"
+printf '   The console: %s/ui in a browser ("Continue without a token"). Or try:\n' "$url"
+printf '%s\n' "$steps" | while IFS= read -r line; do
+	case $line in
+	'#'*) printf '\n  %s\n' "$line" ;;
+	*) printf '  %s\n' "$(show "$line")" ;;
+	esac
+done
+printf '\nCtrl-C stops the server.\n'
 
 if [ -z "$selftest" ]; then
 	wait $server
 	exit 0
 fi
 
-# Self-test: run what was printed and check the answers.
+# Self-test: run each printed command once, in order (its output in
+# $dir/step.N), then check the answers. With DEMO_TOUR, each command as
+# printed for a default run, then what it printed now.
 fail=0
-check() { # NAME COMMAND-OUTPUT PATTERN
-	if printf '%s' "$2" | grep -q -- "$3"; then say "ok: $1"; else
-		say "FAIL: $1: $(printf '%s' "$2" | head -c 300)"
+check() { # NAME FILE PATTERN
+	if grep -q -- "$3" "$2"; then say "ok: $1"; else
+		say "FAIL: $1: $(head -c 300 "$2")"
 		fail=1
 	fi
 }
-check remaining "$(curl -s "$url/v1/tenants/$ns/remaining")" '"classes"'
-check allowed "$(curl -s -X POST "$url/v1/admission" -d "$small")" '"allowed":true'
-check denied "$(curl -s -X POST "$url/v1/admission" -d "$big")" '"allowed":false'
-check audit "$("$bin" audit --db "$dir/db" 2>&1)" 'ok'
-check verify "$("$bin" verify --db "$dir/db" 2>&1)" '^ok'
-check export "$(curl -s "$url/v1/export?from=$from&step=day" | head -5)" 'GPU-Hours'
-check replay "$("$bin" replay --db "$dir/db" | head -3)" 'chainHead'
-check console "$(curl -s "$url/ui")" '<title>gpuledger console</title>'
-lint=$(curl -s "$url/metrics" | promtool check metrics 2>&1; echo "exit $?")
-check metrics "$lint" '^exit 0$'
 tour=${DEMO_TOUR:-}
-if [ -n "$tour" ]; then
-	# Each command as printed for a default run, then what it printed now.
-	step() { # COMMAND-TEXT (run with sh; $url, $dir, $bin as in this run)
-		shown=$(printf '%s' "$1" | sed -e "s|\$url|http://127.0.0.1:8420|g" \
-			-e "s|\$dir|var/demo|g" -e "s|\$bin|./gpuledger|g")
-		printf '$ %s\n' "$shown"
-		url=$url dir=$dir bin=$bin sh -c "$1" 2>&1 | sed -e "s|$url|http://127.0.0.1:8420|g" \
-			-e "s|$dir|var/demo|g"
-		printf '\n'
-	}
-	{
-		step "curl -s \$url/v1/tenants/$ns/remaining | jq -c '.total'"
-		step "curl -s -X POST \$url/v1/admission -d '$big' | jq -c '{id, allowed, reason, message}'"
-		step "curl -s -X POST \$url/v1/admission -d '$small' | jq -c '{id, allowed, reason, basisSeq, seq}'"
-		step '$bin audit --db $dir/db'
-		step '$bin verify --db $dir/db'
-		step "curl -s \"\$url/v1/export?from=$from&step=day&format=ndjson\" | head -2 | jq -c '{ChargePeriodStart, SubAccountId, x_DeviceClass, ConsumedQuantity, ConsumedUnit, BilledCost}'"
-		step '$bin replay --db $dir/db | head -8'
-	} | sed '$d' >"$tour"
-fi
+n=0
+printf '%s\n' "$steps" | grep -v '^#' >"$dir/steps"
+while IFS= read -r cmd; do
+	n=$((n + 1))
+	url=$url dir=$dir bin=$bin sh -c "$cmd" >"$dir/step.$n" 2>&1 </dev/null
+	[ -n "$tour" ] || continue
+	[ $n -eq 1 ] || printf '\n'
+	printf '$ %s\n' "$(printf '%s' "$cmd" | sed -e "s|\$url|http://127.0.0.1:8420|g" \
+		-e "s|\$dir|var/demo|g" -e "s|\$bin|./gpuledger|g")"
+	sed -e "s|$url|http://127.0.0.1:8420|g" -e "s|$dir|var/demo|g" "$dir/step.$n"
+done <"$dir/steps" >"${tour:-/dev/null}"
+check remaining "$dir/step.1" '"remaining"'
+check allowed "$dir/step.2" '"allowed":true'
+check denied "$dir/step.3" '"allowed":false'
+check audit "$dir/step.4" '^ok'
+check verify "$dir/step.5" '^ok'
+check export "$dir/step.6" 'GPU-Hours'
+check metrics "$dir/step.7" '^metrics ok$'
+check replay "$dir/step.8" 'chainHead'
+curl -s "$url/ui" >"$dir/step.ui"
+check console "$dir/step.ui" '<title>gpuledger console</title>'
+rm -f "$dir/steps" "$dir"/step.*
 kill -TERM $server
 wait $server || true
 trap - EXIT

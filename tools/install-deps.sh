@@ -22,7 +22,11 @@
 #                     wall clock for the README tour's server (demo_cli.sh);
 #                     steps of the live watcher's wall clock (kube_cli.sh)
 #   nodejs, npm       the Kubernetes OpenAPI schemas (npm kubernetes-models)
-#                     that tests/manifests_cli.sh validates deploy/ with
+#                     that tests/manifests_cli.sh validates deploy/ with, and
+#                     the CEL evaluator (npm @bufbuild/cel) that
+#                     tests/webhook_cli.sh runs the webhook's matchConditions
+#                     with; both pinned by tests/deploy/schema/package.json
+#                     and installed by those tests into build/npm-schema
 #   wrk               tests/bench/serve_bench.sh, the quick HTTP and TLS
 #                     figures outside `make bench` (which installs it too)
 #   chromium          the web console's browser test: headless chromium driven

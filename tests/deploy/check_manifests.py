@@ -25,7 +25,6 @@ Usage: check_manifests.py --bin GPULEDGER --root SRC
 Prints "ok:" and "FAIL:" lines and "checks: N passed, N failed".
 """
 import argparse
-import glob
 import json
 import os
 import re
@@ -73,24 +72,16 @@ DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 
 
 def load(root, sub="deploy"):
-    """deploy/ is a kustomize base (it builds offline): what `kubectl
-    kustomize deploy/` renders, each object named by where it came from.
-    Another folder (deploy/replicas, an optional extra) is read file by
-    file."""
-    if sub != "deploy":
-        docs = []
-        for path in sorted(glob.glob(os.path.join(root, sub, "*.yaml"))):
-            with open(path, encoding="utf-8") as f:
-                for d in yaml.safe_load_all(f):
-                    if d is not None:
-                        docs.append((os.path.basename(path), d))
-        return docs
+    """What `kubectl kustomize SUB` renders (it builds offline), each object
+    named by the kustomization it came from: deploy/ is the base,
+    deploy/admission/ (the webhook configuration) and deploy/replicas/ (the
+    optional read replicas) are applied after it."""
     out = subprocess.run(["kubectl", "kustomize", os.path.join(root, sub)],
                          capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
-        print("FAIL: kubectl kustomize deploy/: " + out.stderr.strip())
+        print(f"FAIL: kubectl kustomize {sub}/: " + out.stderr.strip())
         return []
-    return [("kustomize", d) for d in yaml.safe_load_all(out.stdout)
+    return [(sub, d) for d in yaml.safe_load_all(out.stdout)
             if d is not None]
 
 
@@ -690,8 +681,19 @@ def main():
     binary, root = os.path.abspath(a.bin), os.path.abspath(a.root)
     c = Checks()
     docs = load(root)
-    c.check("deploy/*.yaml parse", len(docs) > 0)
-    check_shape(c, docs)
+    c.check("deploy/ renders", len(docs) > 0)
+    adocs = load(root, "deploy/admission")
+    c.check("deploy/admission/ renders the webhook configuration only",
+            [d.get("kind") for _, d in adocs] ==
+            ["ValidatingWebhookConfiguration"])
+    c.check("the base has no webhook configuration (it is applied after "
+            "the pod is ready)",
+            not any(d.get("kind") == "ValidatingWebhookConfiguration"
+                    for _, d in docs))
+    rdocs = load(root, "deploy/replicas")
+    # Every object the three kustomizations make, as one set: kinds, names,
+    # namespaces, no duplicates.
+    check_shape(c, docs + adocs + rdocs)
     check_deployment(c, docs)
     c.check("ingest/cache.c's resource table is readable",
             len(watcher_paths(root)) >= 8, str(watcher_paths(root)))
@@ -699,8 +701,7 @@ def main():
     check_commands(c, docs, binary)
     # The optional read replicas (deploy/replicas/): real commands and
     # flags, one ledger for both containers, the restricted profile.
-    rdocs = load(root, "deploy/replicas")
-    c.check("deploy/replicas/*.yaml parse", len(rdocs) > 0)
+    c.check("deploy/replicas/ renders", len(rdocs) > 0)
     check_commands(c, rdocs, binary)
     check_restricted(c, get(one(rdocs, "Deployment"), "spec", "template",
                             "spec", default={}))

@@ -170,3 +170,30 @@ need_cmds() {
 		fi
 	done
 }
+
+# npm_schema ROOT: the npm packages of tests/deploy/schema/package.json
+# (the manifests' OpenAPI schemas, a CEL evaluator) installed into
+# ROOT/build/npm-schema when missing or when the pinned versions changed,
+# with tests/deploy/schema/*.mjs beside them (a script must sit beside
+# node_modules to resolve them). Sets $mods; returns non-zero, saying why,
+# when node or npm is missing or the install fails.
+npm_schema() {
+	mods=$1/build/npm-schema
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		echo "FAIL: node and npm are needed (tools/install-deps.sh installs them)"
+		return 1
+	fi
+	if ! cmp -s "$1/tests/deploy/schema/package.json" "$mods/package.json" ||
+		[ ! -d "$mods/node_modules/kubernetes-models" ]; then
+		rm -rf "$mods"
+		mkdir -p "$mods"
+		cp "$1/tests/deploy/schema/package.json" "$mods/"
+		if ! (cd "$mods" && npm install --no-audit --no-fund --silent) \
+			>"$mods/npm.out" 2>&1; then
+			echo "FAIL: npm install: $(tail -5 "$mods/npm.out")"
+			rm -f "$mods/package.json" # try again next time
+			return 1
+		fi
+	fi
+	cp "$1/tests/deploy/schema/validate.mjs" "$1/tests/deploy/schema/cel_match.mjs" "$mods/"
+}
