@@ -685,6 +685,13 @@ static int canonical_member(const json_t *o, const char *k, const char **out,
 	*out = NULL;
 	if (v == NULL || json_is_null(v))
 		return 0;
+	/* A record that a reader of integers cannot take as an object (a
+	 * number beyond int64, which JCS writes in full) is shown as its text
+	 * (text_json): that text is the record. */
+	if (json_is_string(v) && strcmp(k, "record") == 0) {
+		*out = json_string_value(v);
+		return 0;
+	}
 	if (!json_is_object(v))
 		return lg_error_set(err, LG_EINVAL,
 				    "event: \"%s\" must be an object", k);

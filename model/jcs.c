@@ -258,6 +258,16 @@ void model__jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 	bool quote = (flags & JCS_INT_STRINGS) &&
 		     (v > JCS_SAFE_INT || v < -JCS_SAFE_INT);
 
+	/* As JCS writes the double a reader will read (DESIGN 3.5). */
+	if ((flags & JCS_INT_DOUBLES) &&
+	    (v > JCS_SAFE_INT || v < -JCS_SAFE_INT)) {
+		char num[40];
+
+		model__jcs_put_raw(b, num,
+				   model__jcs_format_double((double)v, num));
+		return;
+	}
+
 	do {
 		*--p = (char)('0' + u % 10);
 		u /= 10;
@@ -496,4 +506,60 @@ char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
 char *json_canonical(const json_t *v)
 {
 	return jcs_text(v, 0, SIZE_MAX, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading as JCS reads (DESIGN 3.5). */
+
+/* The integer an integral real within +-(2^53-1) is; NULL for any other
+ * value. */
+static json_t *safe_int(const json_t *v)
+{
+	double x = json_is_real(v) ? json_real_value(v) : 0.5;
+
+	if (x != trunc(x) || x > (double)JCS_SAFE_INT ||
+	    x < -(double)JCS_SAFE_INT)
+		return NULL;
+	return json_integer((json_int_t)x);
+}
+
+/* Integral reals within the safe range become integers, in place. */
+static void ints_from_doubles(json_t *v, int depth)
+{
+	const char *k;
+	json_t *m, *n;
+	size_t i;
+
+	if (depth > JCS_MAX_DEPTH)
+		return;
+	if (json_is_object(v)) {
+		json_object_foreach (v, k, m)
+			if ((n = safe_int(m)) != NULL)
+				json_object_set_new_nocheck(v, k, n);
+			else
+				ints_from_doubles(m, depth + 1);
+	} else if (json_is_array(v)) {
+		json_array_foreach (v, i, m)
+			if ((n = safe_int(m)) != NULL)
+				json_array_set_new(v, i, n);
+			else
+				ints_from_doubles(m, depth + 1);
+	}
+}
+
+json_t *json_loadb_doubles(const char *buf, size_t len, size_t flags,
+			   json_error_t *e)
+{
+	json_t *v = json_loadb(buf, len,
+			       flags | JSON_DECODE_INT_AS_REAL |
+				       JSON_REJECT_DUPLICATES,
+			       e);
+	json_t *n = safe_int(v);
+
+	if (n != NULL) { /* a bare number (JSON_DECODE_ANY) */
+		json_decref(v);
+		return n;
+	}
+	ints_from_doubles(v, 0);
+	return v;
 }

@@ -220,7 +220,7 @@ static int read_governed(const json_t *tenant, struct tenant_map *tm,
 		return lg_error_set(err, LG_EINVAL,
 				    "metadata.namespace is missing or not a "
 				    "non-empty string");
-	if (tenant_governed_ns(p, x, tm->governed, sizeof(tm->governed)) < 0 ||
+	if (model__tenant_governed_ns(p, x, tm->governed, sizeof(tm->governed)) < 0 ||
 	    !dns1123_label(tm->governed, strlen(tm->governed))) {
 		tm->governed[0] = '\0';
 		return lg_error_set(

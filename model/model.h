@@ -279,8 +279,6 @@ struct tenant_map {
 int tenant_map_object(const json_t *tenant, const struct class_table *t,
 		      struct tenant_map *tm, struct lg_error *err);
 void tenant_map_release(struct tenant_map *tm);
-/* The namespace a Tenant named x in namespace p governs (DESIGN 2.2). */
-int tenant_governed_ns(const char *p, const char *x, char *out, size_t cap);
 
 /* ---------------------------------------------------------------------- */
 /* Events (DESIGN 4.1) as C structs. Strings are borrowed from whoever built
@@ -364,8 +362,11 @@ int time_parse_user_ns(const char *s, int64_t *out);
  * Infinity and trees deeper than 512 fail (NULL / -1).
  * JCS_INT_STRINGS: an integer beyond +-(2^53-1), which a double cannot
  * hold, is written as a string of its decimal digits (the event JSON and
- * the Merkle leaves, DESIGN 4.4); without it, as its exact digits. */
+ * the Merkle leaves, DESIGN 4.4); without it, as its exact digits.
+ * JCS_INT_DOUBLES: such an integer is written as the double JCS gives it
+ * (a verdict record, DESIGN 3.5: what a reader of doubles reads back). */
 #define JCS_INT_STRINGS 1u
+#define JCS_INT_DOUBLES 2u
 
 struct jcs_buf {
 	char *p;
@@ -380,6 +381,13 @@ char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
 	       struct jcs_buf *scratch);
 /* jcs_text(v, 0, SIZE_MAX, NULL). Caller frees. */
 char *json_canonical(const json_t *v);
+/* JSON read as JCS reads it (DESIGN 3.5, 4.4): every number an IEEE
+ * double, an integral one within +-(2^53-1) a JSON integer (so -0 is 0),
+ * any other a real; a number no double holds (1e400) and a duplicate key
+ * are errors. flags are jansson's decoding flags besides those. New
+ * reference, or NULL with e set. */
+json_t *json_loadb_doubles(const char *buf, size_t len, size_t flags,
+			   json_error_t *e);
 
 /* ---------------------------------------------------------------------- */
 /* The Merkle tree of the log (model/merkle.c; RFC 9162 2.1, DESIGN 4.4).
@@ -581,17 +589,78 @@ int state_decode(state_t **out, const uint8_t *buf, size_t len,
 /* ---------------------------------------------------------------------- */
 /* Verdicts (DESIGN 3), computed on a state snapshot.                       */
 
-/* Admission (3.1). req is {namespace, kind, name, old, new}. On success
- * *verdict is the verdict object without id/seq/basisSeq/chainHead (new
- * reference). A malformed request (unknown kind, no namespace) is LG_EINVAL
- * with err set and no verdict. */
-int verdict_admission(const state_t *st, const json_t *req, json_t **verdict,
-		      struct lg_error *err);
-/* Declaration (3.2). req is {namespace, old, new}. */
-int verdict_declaration(const state_t *st, const json_t *req, json_t **verdict,
-			struct lg_error *err);
 /* Remaining (3.3): {"classes": {...}, "total": {...}} for namespace ns. */
 json_t *state_remaining_json(const state_t *st, const char *ns);
+
+/* ---------------------------------------------------------------------- */
+/* Verdict requests and records (model/vrequest.c, DESIGN 3.5): what is
+ * judged is what is recorded. Every caller that judges reads its request
+ * here, as the record will be read back (json_loadb_doubles), and every
+ * record is written and re-derived here.                                 */
+
+enum verdict_kind {
+	VERDICT_ADMISSION,   /* 3.1: POST /v1/admission, eval Admission */
+	VERDICT_DECLARATION, /* 3.2: POST /v1/declarations, eval Declaration */
+	VERDICT_KIND_MAX
+};
+
+/* The bounds of what an AdmissionReview may bring into a record (DESIGN
+ * 7): request.uid and the JCS text of request.userInfo, in bytes. */
+#define VERDICT_REVIEW_UID_MAX	    128
+#define VERDICT_REVIEW_USERINFO_MAX (16 * 1024)
+
+/* One request, in the form that is judged and recorded. */
+struct verdict_request {
+	enum verdict_kind kind;
+	json_t *req;	   /* the request members only; owned */
+	json_t *requester; /* AdmissionReview: who asked; NULL; owned */
+	char *review_uid;  /* AdmissionReview: answer one; NULL; owned */
+	bool dry_run;	   /* request.dryRun: judged, not recorded */
+};
+
+/* Reads a request body of kind: a plain request ({namespace, kind, name,
+ * old, new} for admission, {namespace, old, new} for a declaration; other
+ * members are dropped) or an AdmissionReview v1 for that kind's resources
+ * (VMInstance/KubernetesNodes; Tenant), read as json_loadb_doubles reads
+ * (duplicate keys and numbers no double holds are errors). LG_EINVAL with
+ * err set (a 400): malformed JSON, a review of the other kind, a review
+ * whose uid, userInfo or dryRun is out of bounds. *out is released by
+ * verdict_request_release, also after an error. */
+int verdict_request_read(enum verdict_kind kind, const char *body, size_t len,
+			 struct verdict_request *out, struct lg_error *err);
+void verdict_request_release(struct verdict_request *r);
+/* Judges r on st: the verdict of its kind plus its requester (new
+ * reference); LG_EINVAL for a malformed request. */
+int verdict_judge(const state_t *st, const struct verdict_request *r,
+		  json_t **verdict, struct lg_error *err);
+/* The one writer of a record's text: JCS with JCS_INT_DOUBLES, NULL when
+ * longer than max_bytes. Caller frees. */
+char *verdict_record_text(const json_t *v, size_t max_bytes,
+			  struct jcs_buf *scratch);
+/* The AdmissionReview v1 answering review uid with verdict v (new
+ * reference). */
+json_t *verdict_review_response(const char *uid, const json_t *v);
+
+#define VERDICT_HEAD_HEX 64 /* a chain head in hex */
+
+/* The parts of a stored VERDICT record an audit needs. */
+struct verdict_ref {
+	uint64_t id;			   /* the record's "id" */
+	uint64_t basis_seq;		   /* its "basisSeq" */
+	char chain_head[VERDICT_HEAD_HEX + 1]; /* its "chainHead" */
+};
+/* Reads id, basisSeq and chainHead of a stored record (len bytes of
+ * canonical JSON). LG_ECORRUPT when the record is not a verdict. */
+int verdict_record_parse(const char *record, size_t len,
+			 struct verdict_ref *ref, struct lg_error *err);
+/* Recomputes a stored record on basis, the state at its basisSeq, whose
+ * chain head is head_hex: its kind's verdict on its "request", with its
+ * requester, id, basisSeq and chain head. *recomputed is the record text
+ * (caller frees); *match tells whether it equals the stored record byte for
+ * byte. LG_ECORRUPT when the record cannot be read as a verdict. */
+int verdict_record_recompute(const state_t *basis, const char *head_hex,
+			     const char *record, size_t len, char **recomputed,
+			     bool *match, struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
 /* eval (DESIGN 6.1): one function per name, input JSON -> output JSON.     */
@@ -605,6 +674,10 @@ struct eval_ctx {
  * reference to the output value; on error err says why. */
 int model_eval(const struct eval_ctx *ctx, const char *function,
 	       const json_t *input, json_t **out, struct lg_error *err);
+/* Whether function judges a verdict request (Admission, Declaration): its
+ * line must then be read as a verdict request is read, by
+ * json_loadb_doubles, so that eval and serve judge the same tree. */
+bool model_eval_is_verdict(const char *function);
 
 /* ---------------------------------------------------------------------- */
 /* Billing (DESIGN 8, Appendix A "Streams and time"): the pure parts of the

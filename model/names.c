@@ -229,7 +229,7 @@ bool ns_parent(const char *ns, char *out)
 	return true;
 }
 
-int tenant_governed_ns(const char *p, const char *x, char *out, size_t cap)
+int model__tenant_governed_ns(const char *p, const char *x, char *out, size_t cap)
 {
 	const char *a = "", *b = x;
 	size_t alen, blen;

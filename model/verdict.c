@@ -715,7 +715,7 @@ static void admission_judge(const state_t *st, const struct adm_req *r,
 	admission_checks(st, r->ns, &gr, j);
 }
 
-int verdict_admission(const state_t *st, const json_t *req, json_t **verdict,
+int model__verdict_admission(const state_t *st, const json_t *req, json_t **verdict,
 		      struct lg_error *err)
 {
 	struct adm_req r;
@@ -945,7 +945,7 @@ static void declaration_judge(const state_t *st, struct decl_req *r,
 	ancestry_release(&a);
 }
 
-int verdict_declaration(const state_t *st, const json_t *req, json_t **verdict,
+int model__verdict_declaration(const state_t *st, const json_t *req, json_t **verdict,
 			struct lg_error *err)
 {
 	struct decl_req r;
@@ -1169,16 +1169,42 @@ static int eval_on_state(const struct eval_ctx *ctx, const json_t *input,
 	return rc;
 }
 
+/* A verdict request as serve reads it (model/vrequest.c): the members of
+ * a request, or an AdmissionReview around one. */
+static int judge_kind(const state_t *st, const json_t *input, json_t **out,
+		      struct lg_error *err, enum verdict_kind kind)
+{
+	struct verdict_request r;
+	int rc = model__verdict_request_from_json(kind, input, &r, err);
+
+	if (rc == 0)
+		rc = verdict_judge(st, &r, out, err);
+	verdict_request_release(&r);
+	return rc;
+}
+
+static int judge_admission(const state_t *st, const json_t *input,
+			   json_t **out, struct lg_error *err)
+{
+	return judge_kind(st, input, out, err, VERDICT_ADMISSION);
+}
+
+static int judge_declaration(const state_t *st, const json_t *input,
+			     json_t **out, struct lg_error *err)
+{
+	return judge_kind(st, input, out, err, VERDICT_DECLARATION);
+}
+
 int model__eval_admission(const struct eval_ctx *ctx, const json_t *input,
 			  json_t **out, struct lg_error *err)
 {
-	return eval_on_state(ctx, input, out, err, verdict_admission);
+	return eval_on_state(ctx, input, out, err, judge_admission);
 }
 
 int model__eval_declaration(const struct eval_ctx *ctx, const json_t *input,
 			    json_t **out, struct lg_error *err)
 {
-	return eval_on_state(ctx, input, out, err, verdict_declaration);
+	return eval_on_state(ctx, input, out, err, judge_declaration);
 }
 
 int model__eval_remaining(const struct eval_ctx *ctx, const json_t *input,

@@ -29,7 +29,7 @@ static const char *const reasons[] = {
 };
 #define N_REASONS (sizeof(reasons) / sizeof(reasons[0]))
 
-static const char *const vtypes[VT_MAX] = {"admission", "declaration"};
+static const char *const vtypes[VERDICT_KIND_MAX] = {"admission", "declaration"};
 
 /* Upper bounds of the latency buckets, in seconds and in ns. */
 static const char *const lat_le[METRIC_LAT_BUCKETS] = {
@@ -65,7 +65,7 @@ void query__metrics_request(struct metrics *m, enum route_id r, int status,
 	m->lat_count[r]++;
 }
 
-void query__metrics_verdict(struct metrics *m, int type, const char *reason)
+void query__metrics_verdict(struct metrics *m, enum verdict_kind type, const char *reason)
 {
 	size_t i = 0;
 
@@ -136,7 +136,7 @@ static void render_verdicts(struct sbuf *b, const struct metrics *m)
 {
 	head(b, "gpuledger_verdicts_total", "counter",
 	     "Verdicts recorded and answered, by type and reason.");
-	for (size_t t = 0; t < VT_MAX; t++)
+	for (size_t t = 0; t < VERDICT_KIND_MAX; t++)
 		for (size_t i = 0; i <= N_REASONS; i++)
 			if (m->verdicts[t][i] > 0)
 				query__sbuf_printf(

@@ -152,29 +152,8 @@ json_t *query_proof_consistency(ledger_t *lg, uint64_t from, uint64_t to,
 uint64_t query_proof_size(ledger_t *lg, uint64_t seq);
 
 /* ---------------------------------------------------------------------- */
-/* Verdict records (shared by GET /v1/verdicts/{id}?verify=1 and
- * `gpuledger audit`).                                                     */
-
-/* The parts of a stored VERDICT record an audit needs. */
-struct query_verdict_ref {
-	uint64_t id;				    /* the record's "id" */
-	uint64_t basis_seq;			    /* its "basisSeq" */
-	char chain_head[2 * LEDGER_HEAD_BYTES + 1]; /* its "chainHead" */
-};
-
-/* Reads id, basisSeq and chainHead of a stored record (len bytes of
- * canonical JSON). LG_ECORRUPT when the record is not a verdict. */
-int query_verdict_parse(const char *record, size_t len,
-			struct query_verdict_ref *ref, struct lg_error *err);
-
-/* Recomputes a stored verdict record on basis, the state at its basisSeq,
- * whose chain head is head_hex: the verdict function of its "type" on its
- * "request", plus its id, basisSeq and chain head. *recomputed is the
- * canonical text (caller frees with free()); *match tells whether it equals
- * the stored record byte for byte. LG_ECORRUPT when the record cannot be
- * read as a verdict. */
-int query_verdict_recompute(const state_t *basis, const char *head_hex,
-			    const char *record, size_t len, char **recomputed,
-			    bool *match, struct lg_error *err);
+/* Verdict records are parsed and re-derived by model/vrequest.c
+ * (verdict_record_parse, verdict_record_recompute), shared by GET
+ * /v1/verdicts/{id}?verify=1 and `gpuledger audit`. */
 
 #endif

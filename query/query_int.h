@@ -371,18 +371,12 @@ void query__tls_stats_get(const struct tls *t, struct tls_stats *st);
 
 #define METRIC_LAT_BUCKETS 12
 
-enum {
-	VT_ADMISSION,
-	VT_DECLARATION,
-	VT_MAX
-};
-
 struct metrics {
 	uint64_t requests[R_MAX + 1][16]; /* route x code slot */
 	uint64_t lat[R_MAX + 1][METRIC_LAT_BUCKETS + 1];
 	double lat_sum[R_MAX + 1];
 	uint64_t lat_count[R_MAX + 1];
-	uint64_t verdicts[VT_MAX][16]; /* type x reason slot */
+	uint64_t verdicts[VERDICT_KIND_MAX][16]; /* type x reason slot */
 	uint64_t batches, batch_events, append_errors;
 	uint64_t refreshes, refresh_errors, followed_events;
 	uint64_t conns_accepted, conns_refused, conns_timed_out;
@@ -392,7 +386,7 @@ struct metrics {
 
 void query__metrics_request(struct metrics *m, enum route_id r, int status,
 			    uint64_t ns);
-void query__metrics_verdict(struct metrics *m, int type, const char *reason);
+void query__metrics_verdict(struct metrics *m, enum verdict_kind type, const char *reason);
 /* The Prometheus text exposition (format 0.0.4). Caller frees. tenants is
  * the replay tenant list of the server's cache (borrowed for the call):
  * the caller hands it in, metrics does not reach into the handlers. */
@@ -414,11 +408,7 @@ struct vindex {
 /* A verdict waiting for the next group commit. */
 struct pending {
 	struct conn *c;	   /* NULL once the client has gone */
-	int type;	   /* VT_* */
-	json_t *req;	   /* the normalised request; owned */
-	char *review_uid;  /* AdmissionReview: answer one; owned */
-	json_t *requester; /* AdmissionReview: who asked (DESIGN 3.5); owned */
-	bool dry_run;	   /* request.dryRun: judged, not recorded */
+	struct verdict_request vr; /* as judged and recorded; owned */
 	enum route_id route;
 	uint64_t t0_ns;
 };
@@ -446,23 +436,8 @@ route_fn query__handle_admission, query__handle_declaration,
 /* Appends and answers every queued verdict (the group commit). */
 void query__verdict_batch_run(struct query_server *qs);
 void query__pending_q_release(struct pending_q *q);
-/* The internal request of an AdmissionReview (admission.k8s.io/v1): a
- * Tenant gives a declaration request (the namespace it governs, the old
- * and new spec.resourceQuotas), any other kind an admission request. *uid
- * is its request.uid (borrowed from review). */
-int query__review_to_request(const json_t *review, json_t **req,
-			     const char **uid, struct lg_error *err);
-/* True when the review's request is a Tenant (a declaration). */
-bool query__review_is_tenant(const json_t *review);
-/* {"groups", "operation", "uid", "username"} of a review's request (new
- * reference); absent members are "" and []. */
-json_t *query__review_requester(const json_t *review);
-/* The AdmissionReview answering uid with verdict v (borrowed): status
- * {code, message, reason}, warnings, and the verdict's id and seq as audit
- * annotations (a dry run, which has none, says so instead). */
-json_t *query__review_response(const char *uid, const json_t *v);
-/* Keeps only the members of a request its verdict function reads. */
-json_t *query__request_normalise(int type, const json_t *body);
+/* Requests are read, judged and recorded by model/vrequest.c (DESIGN
+ * 3.5), which every caller that judges shares. */
 
 /* ---------------------------------------------------------------------- */
 /* Read handlers (query/handlers.c).                                       */

@@ -86,208 +86,6 @@ int query__vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
 }
 
 /* ---------------------------------------------------------------------- */
-/* Requests. */
-
-static const char *const adm_members[] = {"namespace", "kind", "name",
-					  "old",       "new",  NULL};
-static const char *const decl_members[] = {"namespace", "old", "new", NULL};
-
-json_t *query__request_normalise(int type, const json_t *body)
-{
-	const char *const *m =
-		type == VT_ADMISSION ? adm_members : decl_members;
-	json_t *r;
-
-	if (!json_is_object(body))
-		return NULL;
-	r = json_object();
-	for (; *m != NULL; m++) {
-		json_t *v = json_object_get(body, *m);
-
-		if (v != NULL)
-			json_object_set(r, *m, v);
-	}
-	return r;
-}
-
-/* The spec of an object in a review: null when the object is absent. */
-static json_t *spec_of(const json_t *obj)
-{
-	json_t *s = json_object_get(obj, "spec");
-
-	if (obj == NULL || json_is_null(obj))
-		return json_null();
-	return s ? json_incref(s) : json_object();
-}
-
-static const char *review_name(const json_t *rq)
-{
-	const char *n = qjstr(rq, "name");
-
-	if (n == NULL || n[0] == '\0')
-		n = json_string_value(json_object_get(
-			json_object_get(json_object_get(rq, "object"),
-					"metadata"),
-			"name"));
-	if (n == NULL)
-		n = json_string_value(json_object_get(
-			json_object_get(json_object_get(rq, "oldObject"),
-					"metadata"),
-			"name"));
-	return n;
-}
-
-bool query__review_is_tenant(const json_t *review)
-{
-	const char *kind = qjstr(
-		json_object_get(json_object_get(review, "request"), "kind"),
-		"kind");
-
-	return kind != NULL && strcmp(kind, "Tenant") == 0;
-}
-
-json_t *query__review_requester(const json_t *review)
-{
-	const json_t *rq = json_object_get(review, "request");
-	const json_t *ui = json_object_get(rq, "userInfo"), *g;
-	json_t *groups = json_array();
-	size_t i;
-
-	json_array_foreach (json_object_get(ui, "groups"), i, g)
-		if (json_is_string(g))
-			json_array_append(groups, (json_t *)g);
-	return json_pack("{s:s, s:o, s:s, s:s}", "username",
-			 qjstr_or(ui, "username", ""), "groups", groups, "uid",
-			 qjstr_or(rq, "uid", ""), "operation",
-			 qjstr_or(rq, "operation", ""));
-}
-
-/* spec.resourceQuotas of a Tenant in a review: null when the object is
- * absent, {} when it declares none. */
-static json_t *quotas_of(const json_t *obj)
-{
-	json_t *q =
-		json_object_get(json_object_get(obj, "spec"), "resourceQuotas");
-
-	if (obj == NULL || json_is_null(obj))
-		return json_null();
-	return json_is_object(q) ? json_incref(q) : json_object();
-}
-
-/* A Tenant review as a declaration request (DESIGN 2.2, 3.2). */
-static int tenant_review(const json_t *rq, const char *op, json_t **req,
-			 struct lg_error *err)
-{
-	const char *p = qjstr(rq, "namespace"), *x = review_name(rq);
-	char governed[DNS1123_SUBDOMAIN_MAX + 1];
-
-	if (strcmp(op, "DELETE") == 0)
-		return lg_error_set(err, LG_EINVAL,
-				    "AdmissionReview: a Tenant DELETE declares "
-				    "nothing to judge");
-	if (p == NULL || x == NULL ||
-	    tenant_governed_ns(p, x, governed, sizeof(governed)) != 0)
-		return lg_error_set(err, LG_EINVAL,
-				    "AdmissionReview: a Tenant needs "
-				    "request.namespace and a name that give "
-				    "the namespace it governs");
-	*req = json_pack("{s:s, s:o, s:o}", "namespace", governed, "old",
-			 strcmp(op, "CREATE") == 0
-				 ? json_null()
-				 : quotas_of(json_object_get(rq, "oldObject")),
-			 "new", quotas_of(json_object_get(rq, "object")));
-	if (json_is_null(json_object_get(*req, "new")))
-		json_object_set_new(*req, "new", json_object());
-	return 0;
-}
-
-int query__review_to_request(const json_t *review, json_t **req,
-			     const char **uid, struct lg_error *err)
-{
-	const json_t *rq = json_object_get(review, "request");
-	const char *op, *kind, *ns, *name;
-	json_t *r;
-
-	*req = NULL;
-	if (!json_is_object(rq))
-		return lg_error_set(err, LG_EINVAL,
-				    "AdmissionReview: no request object");
-	if (!json_is_string(json_object_get(review, "apiVersion")) ||
-	    strcmp(qjstr(review, "apiVersion"), "admission.k8s.io/v1") != 0)
-		return lg_error_set(err, LG_EINVAL,
-				    "AdmissionReview: apiVersion must be "
-				    "admission.k8s.io/v1");
-	*uid = qjstr(rq, "uid");
-	op = qjstr(rq, "operation");
-	kind = qjstr(json_object_get(rq, "kind"), "kind");
-	ns = qjstr(rq, "namespace");
-	name = review_name(rq);
-	if (*uid == NULL || op == NULL || kind == NULL)
-		return lg_error_set(err, LG_EINVAL,
-				    "AdmissionReview: request.uid, "
-				    "request.operation and request.kind.kind "
-				    "are required");
-	if (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0 &&
-	    strcmp(op, "DELETE") != 0)
-		return lg_error_set(err, LG_EINVAL,
-				    "AdmissionReview: operation %.32s is not "
-				    "CREATE, UPDATE or DELETE",
-				    op);
-	if (strcmp(kind, "Tenant") == 0)
-		return tenant_review(rq, op, req, err);
-	r = json_pack("{s:s}", "kind", kind);
-	if (r == NULL)
-		return lg_error_set(err, LG_EINVAL,
-				    "AdmissionReview: bad kind");
-	if (ns != NULL)
-		json_object_set_new(r, "namespace", json_string(ns));
-	if (name != NULL)
-		json_object_set_new(r, "name", json_string(name));
-	json_object_set_new(
-		r, "old",
-		strcmp(op, "CREATE") == 0
-			? json_null()
-			: spec_of(json_object_get(rq, "oldObject")));
-	json_object_set_new(r, "new",
-			    strcmp(op, "DELETE") == 0
-				    ? json_null()
-				    : spec_of(json_object_get(rq, "object")));
-	*req = r;
-	return 0;
-}
-
-json_t *query__review_response(const char *uid, const json_t *v)
-{
-	bool allowed = json_is_true(json_object_get(v, "allowed"));
-	json_t *resp, *warn = json_array(), *w, *notes;
-	char id[32], seq[32], msg[1024];
-	size_t i;
-
-	snprintf(id, sizeof(id), "%lld",
-		 (long long)json_integer_value(json_object_get(v, "id")));
-	snprintf(seq, sizeof(seq), "%lld",
-		 (long long)json_integer_value(json_object_get(v, "seq")));
-	notes = json_object_get(v, "id") != NULL
-			? json_pack("{s:s, s:s}",
-				    "gpuledger.cozystack.io/verdict-id", id,
-				    "gpuledger.cozystack.io/verdict-seq", seq)
-			: json_pack("{s:s}", "gpuledger.cozystack.io/dry-run",
-				    "not recorded");
-	snprintf(msg, sizeof(msg), "%s: %s", qjstr_or(v, "reason", "?"),
-		 qjstr_or(v, "message", ""));
-	json_array_foreach (json_object_get(v, "warnings"), i, w)
-		if (json_is_string(w))
-			json_array_append(warn, w);
-	resp = json_pack("{s:s, s:b, s:{s:i, s:s, s:s}, s:o, s:o}", "uid", uid,
-			 "allowed", allowed, "status", "code",
-			 allowed ? 200 : 403, "message", msg, "reason",
-			 qjstr_or(v, "reason", ""), "auditAnnotations", notes,
-			 "warnings", warn);
-	return json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1",
-			 "kind", "AdmissionReview", "response", resp);
-}
-
-/* ---------------------------------------------------------------------- */
 /* Handlers: queue the request for the next group commit. */
 
 static void on_idle(uv_idle_t *h)
@@ -306,12 +104,10 @@ static void forget_conn(struct conn *c, void *arg)
 			qs->q.p[i].c = NULL;
 }
 
-static void enqueue(struct query_server *qs, struct request *rq, int type,
-		    json_t *req, const json_t *review)
+/* Queues vr (taken over) for the next group commit. */
+static void enqueue(struct query_server *qs, struct request *rq,
+		    struct verdict_request *vr)
 {
-	const char *uid =
-		review ? qjstr(json_object_get(review, "request"), "uid")
-		       : NULL;
 	struct pending *p;
 
 	if (qs->q.n == qs->q.cap) {
@@ -319,90 +115,46 @@ static void enqueue(struct query_server *qs, struct request *rq, int type,
 		qs->q.p = lg_xrealloc(qs->q.p, qs->q.cap * sizeof(*qs->q.p));
 	}
 	p = &qs->q.p[qs->q.n++];
-	*p = (struct pending){
-		.c = rq->c,
-		.type = type,
-		.req = req,
-		.review_uid = uid ? lg_xstrdup(uid) : NULL,
-		.requester = review ? query__review_requester(review) : NULL,
-		.dry_run =
-			review != NULL &&
-			json_is_true(json_object_get(
-				json_object_get(review, "request"), "dryRun")),
-		.route = rq->route,
-		.t0_ns = rq->t0_ns};
+	*p = (struct pending){.c = rq->c,
+			      .vr = *vr,
+			      .route = rq->route,
+			      .t0_ns = rq->t0_ns};
 	query__reply_defer(qs, rq, forget_conn, qs);
 	uv_idle_start(&qs->batch_idle, on_idle);
 }
 
-static json_t *parse_body(struct query_server *qs, struct request *rq)
-{
-	json_error_t e;
-	json_t *v =
-		json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &e);
-
-	if (v == NULL)
-		query__reply_error(qs, rq, 400, "malformed JSON: %s (line %d)",
-				   e.text, e.line);
-	return v;
-}
-
+/* The body is read as its record will be read back (DESIGN 3.5), by the
+ * reader every caller shares (model/vrequest.c). */
 static void handle_verdict_request(struct query_server *qs, struct request *rq,
-				   int type)
+				   enum verdict_kind kind)
 {
 	struct lg_error err = {0};
-	json_t *body = parse_body(qs, rq), *req = NULL;
-	const char *uid = NULL;
-	bool review;
+	struct verdict_request vr;
 
-	if (body == NULL)
-		return;
-	review = json_is_string(json_object_get(body, "kind")) &&
-		 strcmp(qjstr(body, "kind"), "AdmissionReview") == 0;
-	if (review &&
-	    query__review_is_tenant(body) != (type == VT_DECLARATION)) {
-		query__reply_error(qs, rq, 400,
-				   "AdmissionReview: a Tenant goes to "
-				   "/v1/declarations, a VMInstance or "
-				   "KubernetesNodes to /v1/admission");
-		json_decref(body);
+	if (verdict_request_read(kind, rq->body, rq->body_len, &vr, &err) !=
+	    0) {
+		verdict_request_release(&vr);
+		query__reply_error(qs, rq, 400, "%s", err.msg);
 		return;
 	}
-	if (review) {
-		if (query__review_to_request(body, &req, &uid, &err) != 0) {
-			query__reply_error(qs, rq, 400, "%s", err.msg);
-			json_decref(body);
-			return;
-		}
-	} else {
-		req = query__request_normalise(type, body);
-	}
-	if (req == NULL)
-		query__reply_error(qs, rq, 400,
-				   "the request must be a JSON object");
-	else
-		enqueue(qs, rq, type, req, review ? body : NULL);
-	json_decref(body);
+	enqueue(qs, rq, &vr);
 }
 
 void query__handle_admission(struct query_server *qs, struct request *rq)
 {
-	handle_verdict_request(qs, rq, VT_ADMISSION);
+	handle_verdict_request(qs, rq, VERDICT_ADMISSION);
 }
 
 void query__handle_declaration(struct query_server *qs, struct request *rq)
 {
-	handle_verdict_request(qs, rq, VT_DECLARATION);
+	handle_verdict_request(qs, rq, VERDICT_DECLARATION);
 }
 
 /* Releases what the entries own; the arrays stay. */
 static void pending_q_clear(struct pending_q *q)
 {
-	for (size_t i = 0; i < q->n; i++) {
-		json_decref(q->p[i].req);
-		free(q->p[i].review_uid);
-		json_decref(q->p[i].requester);
-	}
+	for (size_t i = 0; i < q->n; i++)
+		verdict_request_release(&q->p[i].vr);
 	q->n = 0;
 }
 
@@ -454,11 +206,7 @@ static void judge_one(struct query_server *qs, struct batch *b, size_t i,
 	struct lg_error err = {0};
 	uint64_t basis = ledger_last_seq(qs->lg);
 	json_t *v = NULL;
-	int rc = p->type == VT_ADMISSION
-			 ? verdict_admission(ledger_state(qs->lg), p->req, &v,
-					     &err)
-			 : verdict_declaration(ledger_state(qs->lg), p->req, &v,
-					       &err);
+	int rc = verdict_judge(ledger_state(qs->lg), &p->vr, &v, &err);
 	char *text;
 
 	if (rc != 0) {
@@ -469,18 +217,15 @@ static void judge_one(struct query_server *qs, struct batch *b, size_t i,
 	}
 	json_object_set_new(v, "basisSeq", json_integer((json_int_t)basis));
 	json_object_set_new(v, "chainHead", json_string(head_hex));
-	/* Who asked is recorded beside the judgement, not part of it. */
-	if (p->requester != NULL)
-		json_object_set(v, "requester", p->requester);
 	/* A dry run is answered from the same state and not recorded. */
-	if (p->dry_run) {
+	if (p->vr.dry_run) {
 		b->status[i] = 200;
 		b->answer[i] = v;
 		return;
 	}
 	json_object_set_new(v, "id",
 			    json_integer((json_int_t)(qs->vix.n + 1 + b->ne)));
-	text = jcs_text(v, 0, RECORD_MAX_BYTES, &b->scratch);
+	text = verdict_record_text(v, RECORD_MAX_BYTES, &b->scratch);
 	if (text == NULL) {
 		json_decref(v);
 		b->status[i] = 413;
@@ -527,7 +272,7 @@ static void commit(struct query_server *qs, struct batch *b)
 		vindex_push(&qs->vix, first + k);
 		json_object_set_new(b->answer[i], "seq",
 				    json_integer((json_int_t)(first + k)));
-		query__metrics_verdict(&qs->m, qs->q.p[i].type,
+		query__metrics_verdict(&qs->m, qs->q.p[i].vr.kind,
 				       qjstr(b->answer[i], "reason"));
 	}
 	if (rc == 0) {
@@ -609,16 +354,16 @@ static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 
 	/* A 200 that is not an AdmissionReview (a dry run is one) was
 	 * recorded. */
-	LG_ASSERT(b->status[i] != 200 || p->review_uid != NULL ||
+	LG_ASSERT(b->status[i] != 200 || p->vr.review_uid != NULL ||
 		  b->rec[i] < b->ne);
-	if (b->status[i] == 200 && p->review_uid == NULL)
+	if (b->status[i] == 200 && p->vr.review_uid == NULL)
 		text = with_seq(b->text[b->rec[i]],
 				(uint64_t)json_integer_value(
 					json_object_get(b->answer[i], "seq")));
 	if (text != NULL)
 		return text;
-	if (b->status[i] == 200 && p->review_uid != NULL)
-		v = query__review_response(p->review_uid, b->answer[i]);
+	if (b->status[i] == 200 && p->vr.review_uid != NULL)
+		v = verdict_review_response(p->vr.review_uid, b->answer[i]);
 	text = jcs_text(v ? v : b->answer[i], 0, SIZE_MAX, &b->scratch);
 	json_decref(v);
 	return text;
@@ -674,87 +419,6 @@ void query__verdict_batch_run(struct query_server *qs)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Re-derivation (shared with `gpuledger audit`). */
-
-static bool is_hex64(const char *s)
-{
-	size_t i;
-
-	for (i = 0; s != NULL && s[i] != '\0'; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return s != NULL && i == 2 * LEDGER_HEAD_BYTES;
-}
-
-int query_verdict_parse(const char *record, size_t len,
-			struct query_verdict_ref *ref, struct lg_error *err)
-{
-	json_t *v = json_loadb(record, len, 0, NULL);
-	const json_t *id = json_object_get(v, "id");
-	const json_t *basis = json_object_get(v, "basisSeq");
-	const char *head = qjstr(v, "chainHead");
-	int rc = 0;
-
-	memset(ref, 0, sizeof(*ref));
-	if (!json_is_object(v) || !json_is_integer(id) ||
-	    json_integer_value(id) < 1 || !json_is_integer(basis) ||
-	    json_integer_value(basis) < 0 || !is_hex64(head)) {
-		rc = lg_error_set(err, LG_ECORRUPT,
-				  "not a verdict record (id, basisSeq and "
-				  "chainHead are required)");
-	} else {
-		ref->id = (uint64_t)json_integer_value(id);
-		ref->basis_seq = (uint64_t)json_integer_value(basis);
-		memcpy(ref->chain_head, head, sizeof(ref->chain_head));
-	}
-	json_decref(v);
-	return rc;
-}
-
-int query_verdict_recompute(const state_t *basis, const char *head_hex,
-			    const char *record, size_t len, char **recomputed,
-			    bool *match, struct lg_error *err)
-{
-	json_t *v = json_loadb(record, len, 0, NULL), *out = NULL;
-	const char *type = qjstr(v, "type");
-	struct lg_error why = {0};
-	int rc;
-
-	*recomputed = NULL;
-	*match = false;
-	if (type == NULL || !json_is_object(json_object_get(v, "request")) ||
-	    (strcmp(type, "admission") != 0 &&
-	     strcmp(type, "declaration") != 0)) {
-		json_decref(v);
-		return lg_error_set(err, LG_ECORRUPT,
-				    "not a verdict record (type and request "
-				    "are required)");
-	}
-	rc = strcmp(type, "admission") == 0
-		     ? verdict_admission(basis, json_object_get(v, "request"),
-					 &out, &why)
-		     : verdict_declaration(basis, json_object_get(v, "request"),
-					   &out, &why);
-	/* A stored request that is now refused cannot match: the answer is
-	 * the refusal, shown in place of the verdict. */
-	if (rc != 0)
-		out = error_json(why.msg);
-	json_object_set(out, "id", json_object_get(v, "id"));
-	json_object_set(out, "basisSeq", json_object_get(v, "basisSeq"));
-	json_object_set_new(out, "chainHead", json_string(head_hex));
-	if (json_object_get(v, "requester") != NULL)
-		json_object_set(out, "requester",
-				json_object_get(v, "requester"));
-	*recomputed = json_canonical(out);
-	*match = rc == 0 && *recomputed != NULL && strlen(*recomputed) == len &&
-		 memcmp(*recomputed, record, len) == 0;
-	json_decref(out);
-	json_decref(v);
-	return 0;
-}
-
-/* ---------------------------------------------------------------------- */
 /* GET /v1/verdicts/{id}[?verify=1][&proof=1] */
 
 static int want_flag(const struct request *rq, const char *key);
@@ -782,11 +446,11 @@ static int copy_record(void *ctx, const struct event *ev, const uint8_t *head)
 static int verify_record(struct query_server *qs, const struct record_copy *r,
 			 json_t *v, struct lg_error *err)
 {
-	struct query_verdict_ref ref;
+	struct verdict_ref ref;
 	char hex[2 * LEDGER_HEAD_BYTES + 1], *re = NULL;
 	state_t *st = NULL;
 	bool match = false;
-	int rc = query_verdict_parse(r->text, r->len, &ref, err);
+	int rc = verdict_record_parse(r->text, r->len, &ref, err);
 
 	if (rc == 0 && ref.basis_seq >= ledger_last_seq(qs->lg))
 		rc = lg_error_set(err, LG_ECORRUPT,
@@ -799,13 +463,14 @@ static int verify_record(struct query_server *qs, const struct record_copy *r,
 	else if (rc == 0)
 		rc = ledger_state_at(qs->lg, ref.basis_seq, &st, NULL, err);
 	if (rc == 0)
-		rc = query_verdict_recompute(st, hex, r->text, r->len, &re,
-					     &match, err);
+		rc = verdict_record_recompute(st, hex, r->text, r->len, &re,
+					      &match, err);
 	if (rc == 0) {
 		json_object_set_new(v, "verified", json_boolean(match));
 		if (!match)
 			json_object_set_new(v, "recomputed",
-					    json_loads(re, 0, NULL));
+					    json_loadb_doubles(re, strlen(re), 0,
+							       NULL));
 	}
 	free(re);
 	state_free(st);
@@ -852,7 +517,8 @@ static json_t *load_verdict(struct query_server *qs, uint64_t id,
 	if (rc == 0 && !r->verdict)
 		lg_error_set(err, LG_ECORRUPT, "seq %llu is no verdict",
 			     (unsigned long long)seq);
-	else if (rc == 0 && (v = json_loadb(r->text, r->len, 0, NULL)) == NULL)
+	else if (rc == 0 &&
+		 (v = json_loadb_doubles(r->text, r->len, 0, NULL)) == NULL)
 		lg_error_set(err, LG_ECORRUPT, "verdict %llu: bad record",
 			     (unsigned long long)id);
 	if (v != NULL)
@@ -949,7 +615,7 @@ static bool vfilter_match(const struct vfilter *f, const struct event *ev,
 static void vlist_take(struct vlist *l, const struct event *ev)
 {
 	char when[64];
-	json_t *v = json_loads(ev->text, 0, NULL);
+	json_t *v = json_loadb_doubles(ev->text, strlen(ev->text), 0, NULL);
 
 	if (v != NULL && vfilter_match(l->f, ev, v)) {
 		json_object_set_new(v, "seq",

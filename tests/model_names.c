@@ -391,7 +391,7 @@ START_TEST(gov_table)
 	const struct gov_row *r = &gov_rows[_i];
 	char out[64];
 
-	ck_assert_int_eq(tenant_governed_ns(r->p, r->x, out, r->cap), r->rc);
+	ck_assert_int_eq(model__tenant_governed_ns(r->p, r->x, out, r->cap), r->rc);
 	if (r->rc == 0)
 		ck_assert_str_eq(out, r->want);
 }

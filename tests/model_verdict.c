@@ -381,7 +381,7 @@ START_TEST(verdict_admission_rows)
 	state_t *st = world(r->world);
 	json_t *req = adm_req(r);
 
-	assert_verdict(st, verdict_admission, "admission", req, r->want,
+	assert_verdict(st, model__verdict_admission, "admission", req, r->want,
 		       r->name);
 	json_decref(req);
 	state_free(st);
@@ -399,7 +399,7 @@ START_TEST(verdict_admission_bytes)
 	json_t *v = NULL;
 	char *text;
 
-	ck_assert_int_eq(verdict_admission(st, req, &v, NULL), 0);
+	ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL), 0);
 	text = canon(v);
 	ck_assert_str_eq(
 		text,
@@ -441,12 +441,12 @@ START_TEST(verdict_admission_request_errors)
 	struct lg_error err = {0};
 
 	/* The verdict pointer is cleared, never left pointing anywhere. */
-	ck_assert_int_eq(verdict_admission(st, req, &v, &err), LG_EINVAL);
+	ck_assert_int_eq(model__verdict_admission(st, req, &v, &err), LG_EINVAL);
 	ck_assert_ptr_null(v);
 	json_decref(sentinel);
 	ck_assert_int_eq(err.code, LG_EINVAL);
 	ck_assert_msg(err.msg[0] != '\0', "no error text");
-	ck_assert_int_eq(verdict_admission(st, req, &v, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL), LG_EINVAL);
 	json_decref(req);
 	state_free(st);
 }
@@ -459,7 +459,7 @@ START_TEST(verdict_admission_nul_namespace)
 	json_t *req = tq("{'kind':'VMInstance','new':null}"), *v = NULL;
 
 	json_object_set_new(req, "namespace", json_stringn("tenant-a\0b", 10));
-	ck_assert_int_eq(verdict_admission(st, req, &v, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL), LG_EINVAL);
 	ck_assert_ptr_null(v);
 	json_decref(req);
 	state_free(st);
@@ -620,7 +620,7 @@ START_TEST(verdict_declaration_rows)
 	state_t *st = world(r->world);
 	json_t *req = decl_req(r);
 
-	assert_verdict(st, verdict_declaration, "declaration", req, r->want,
+	assert_verdict(st, model__verdict_declaration, "declaration", req, r->want,
 		       r->name);
 	json_decref(req);
 	state_free(st);
@@ -644,7 +644,7 @@ START_TEST(verdict_declaration_request_errors)
 	json_t *req = tq(decl_bad[_i]), *v = NULL;
 	struct lg_error err = {0};
 
-	ck_assert_int_eq(verdict_declaration(st, req, &v, &err), LG_EINVAL);
+	ck_assert_int_eq(model__verdict_declaration(st, req, &v, &err), LG_EINVAL);
 	ck_assert_ptr_null(v);
 	ck_assert_int_eq(err.code, LG_EINVAL);
 	ck_assert_msg(err.msg[0] != '\0', "no error text");
@@ -667,10 +667,10 @@ START_TEST(verdict_declaration_too_many_keys)
 		json_object_set_new(nw, key, json_integer(1));
 	}
 	json_object_set_new(req, "new", nw);
-	ck_assert_int_eq(verdict_declaration(st, req, &v, NULL), LG_ELIMIT);
+	ck_assert_int_eq(model__verdict_declaration(st, req, &v, NULL), LG_ELIMIT);
 	ck_assert_ptr_null(v);
 	json_object_del(nw, "k0");
-	ck_assert_int_eq(verdict_declaration(st, req, &v, NULL), 0);
+	ck_assert_int_eq(model__verdict_declaration(st, req, &v, NULL), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(v, "reason")),
 			 "NoGrowth");
 	json_decref(v);
@@ -692,8 +692,8 @@ START_TEST(verdict_declaration_order_independent)
 	json_t *va = NULL, *vb = NULL;
 	char *ta, *tb;
 
-	ck_assert_int_eq(verdict_declaration(st, a, &va, NULL), 0);
-	ck_assert_int_eq(verdict_declaration(st, b, &vb, NULL), 0);
+	ck_assert_int_eq(model__verdict_declaration(st, a, &va, NULL), 0);
+	ck_assert_int_eq(model__verdict_declaration(st, b, &vb, NULL), 0);
 	ta = canon(va);
 	tb = canon(vb);
 	ck_assert_str_eq(ta, tb);
@@ -978,14 +978,14 @@ START_TEST(verdict_reads_only)
 	for (size_t i = 0; i < sizeof(decl_rows) / sizeof(decl_rows[0]); i++) {
 		json_t *req = decl_req(&decl_rows[i]);
 
-		ck_assert_int_eq(verdict_declaration(st, req, &v, NULL), 0);
+		ck_assert_int_eq(model__verdict_declaration(st, req, &v, NULL), 0);
 		json_decref(v);
 		json_decref(req);
 	}
 	for (size_t i = 0; i < sizeof(adm_rows) / sizeof(adm_rows[0]); i++) {
 		json_t *req = adm_req(&adm_rows[i]);
 
-		ck_assert_int_eq(verdict_admission(st, req, &v, NULL), 0);
+		ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL), 0);
 		json_decref(v);
 		json_decref(req);
 	}
@@ -1017,12 +1017,12 @@ static void add_one(Suite *s, const char *name, const TTest *t)
 
 void model_tests_verdict(Suite *s)
 {
-	add_loop(s, "verdict_admission", verdict_admission_rows, N(adm_rows));
+	add_loop(s, "model__verdict_admission", verdict_admission_rows, N(adm_rows));
 	add_one(s, "verdict_admission_bytes", verdict_admission_bytes);
 	add_loop(s, "verdict_admission_errors",
 		 verdict_admission_request_errors, N(adm_bad));
 	add_one(s, "verdict_admission_nul", verdict_admission_nul_namespace);
-	add_loop(s, "verdict_declaration", verdict_declaration_rows,
+	add_loop(s, "model__verdict_declaration", verdict_declaration_rows,
 		 N(decl_rows));
 	add_loop(s, "verdict_declaration_errors",
 		 verdict_declaration_request_errors, N(decl_bad));

@@ -435,14 +435,14 @@ size_t qt_audit(const char *db, uint64_t *ids, size_t cap)
 	ck_assert_int_eq(ledger_open(&lg, &o, &err), 0);
 	ck_assert_int_eq(ledger_scan(lg, 1, 0, take_verdict, &r, &err), 0);
 	for (size_t i = 0; i < r.n; i++) {
-		struct query_verdict_ref ref;
+		struct verdict_ref ref;
 		char hex[2 * LEDGER_HEAD_BYTES + 1], *re = NULL;
 		state_t *st = NULL;
 		bool match = false;
 		size_t len = strlen(r.v[i].text);
 
 		ck_assert_int_eq(
-			query_verdict_parse(r.v[i].text, len, &ref, &err), 0);
+			verdict_record_parse(r.v[i].text, len, &ref, &err), 0);
 		ck_assert_uint_eq(ref.id, i + 1);
 		ck_assert_uint_lt(ref.basis_seq, r.v[i].seq);
 		memset(hex, '0', 64);
@@ -457,7 +457,7 @@ size_t qt_audit(const char *db, uint64_t *ids, size_t cap)
 			ck_assert_int_eq(ledger_state_at(lg, ref.basis_seq, &st,
 							 NULL, &err),
 					 0);
-		ck_assert_int_eq(query_verdict_recompute(st, hex, r.v[i].text,
+		ck_assert_int_eq(verdict_record_recompute(st, hex, r.v[i].text,
 							 len, &re, &match,
 							 &err),
 				 0);
@@ -472,4 +472,18 @@ size_t qt_audit(const char *db, uint64_t *ids, size_t cap)
 	free(r.v);
 	ledger_close(lg);
 	return r.n;
+}
+
+int qt_judge(const state_t *st, enum verdict_kind kind, const json_t *req,
+	     json_t **verdict)
+{
+	struct verdict_request vr;
+	char *text = json_dumps(req, JSON_ENCODE_ANY);
+	int rc = verdict_request_read(kind, text, strlen(text), &vr, NULL);
+
+	if (rc == 0)
+		rc = verdict_judge(st, &vr, verdict, NULL);
+	verdict_request_release(&vr);
+	free(text);
+	return rc;
 }

@@ -111,32 +111,77 @@ static json_t *tq(const char *text)
 	return v;
 }
 
+/* verdict_request_read of doc's text. */
+static int read_doc(enum verdict_kind kind, const json_t *doc,
+		    struct verdict_request *vr, struct lg_error *err)
+{
+	char *text = json_dumps(doc, JSON_ENCODE_ANY);
+	int rc = verdict_request_read(kind, text, strlen(text), vr, err);
+
+	free(text);
+	return rc;
+}
+
+/* The kind of verdict a review is for: a Tenant's is a declaration. */
+static enum verdict_kind review_kind(const json_t *review)
+{
+	const char *k = qjstr(
+		json_object_get(json_object_get(review, "request"), "kind"),
+		"kind");
+
+	return k && strcmp(k, "Tenant") == 0 ? VERDICT_DECLARATION
+					     : VERDICT_ADMISSION;
+}
+
 START_TEST(review_to_request_rows)
 {
-	json_t *review = tq(review_rows[_i].review), *req = NULL, *want;
-	const char *uid = NULL;
+	json_t *review = tq(review_rows[_i].review), *want;
+	struct verdict_request vr;
 	struct lg_error err = {0};
-	int rc = query__review_to_request(review, &req, &uid, &err);
+	int rc = read_doc(review_kind(review), review, &vr,
+					   &err);
 
 	if (review_rows[_i].req == NULL) {
 		ck_assert_int_eq(rc, LG_EINVAL);
-		ck_assert_ptr_null(req);
+		ck_assert_ptr_null(vr.req);
 		ck_assert_ptr_nonnull(strstr(err.msg, "AdmissionReview"));
 	} else {
 		char *got, *exp;
 
 		ck_assert_int_eq(rc, 0);
 		want = tq(review_rows[_i].req);
-		got = json_canonical(req);
+		got = json_canonical(vr.req);
 		exp = json_canonical(want);
 		ck_assert_str_eq(got, exp);
-		ck_assert_str_eq(uid, review_rows[_i].uid);
+		ck_assert_str_eq(vr.review_uid, review_rows[_i].uid);
 		free(got);
 		free(exp);
 		json_decref(want);
 	}
-	json_decref(req);
+	verdict_request_release(&vr);
 	json_decref(review);
+}
+END_TEST
+
+/* A review goes where its kind is judged: a Tenant to declarations, a
+ * workload to admission; each the other way is refused. */
+START_TEST(review_wrong_kind)
+{
+	json_t *t = tq(review_rows[4].review), *w = tq(review_rows[0].review);
+	struct verdict_request vr;
+	struct lg_error err = {0};
+
+	ck_assert_int_eq(read_doc(VERDICT_ADMISSION, t, &vr,
+						   &err),
+			 LG_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "/v1/declarations"));
+	verdict_request_release(&vr);
+	ck_assert_int_eq(read_doc(VERDICT_DECLARATION, w,
+						   &vr, &err),
+			 LG_EINVAL);
+	verdict_request_release(&vr);
+	json_decref(t);
+	json_decref(w);
 }
 END_TEST
 
@@ -148,7 +193,7 @@ START_TEST(review_response_shape)
 	json_t *allowed = tq("{'id':8,'seq':41,'allowed':true,'reason':"
 			     "'WithinBudget','message':'within budget',"
 			     "'warnings':[]}");
-	json_t *r = query__review_response("uid-1", denied), *resp;
+	json_t *r = verdict_review_response("uid-1", denied), *resp;
 
 	ck_assert_str_eq(qjstr(r, "apiVersion"), "admission.k8s.io/v1");
 	ck_assert_str_eq(qjstr(r, "kind"), "AdmissionReview");
@@ -169,7 +214,7 @@ START_TEST(review_response_shape)
 	ck_assert_uint_eq(json_array_size(json_object_get(resp, "warnings")),
 			  1);
 	json_decref(r);
-	r = query__review_response("uid-2", allowed);
+	r = verdict_review_response("uid-2", allowed);
 	resp = json_object_get(r, "response");
 	ck_assert(json_is_true(json_object_get(resp, "allowed")));
 	ck_assert_int_eq(json_integer_value(json_object_get(
@@ -185,26 +230,30 @@ END_TEST
  * operation; what is missing is empty, groups keep only strings. */
 START_TEST(review_requester_shape)
 {
-	json_t *r1 = tq("{'request':{'uid':'u9','operation':'UPDATE',"
-			"'userInfo':{'username':'alice','uid':'x','groups':"
-			"['system:authenticated',7,'devs']}}}");
-	json_t *r2 = tq("{'request':{'uid':'u8'}}");
+	json_t *r1 = tq("{'apiVersion':'admission.k8s.io/v1','kind':"
+			"'AdmissionReview','request':{'uid':'u9','kind':"
+			"{'kind':'VMInstance'},'operation':'UPDATE',"
+			"'namespace':'n','name':'v','userInfo':{'username':"
+			"'alice','uid':'x','groups':['system:authenticated',"
+			"7,'devs']}}}");
+	json_t *r2 = tq("{'apiVersion':'admission.k8s.io/v1','kind':"
+			"'AdmissionReview','request':{'uid':'u8','kind':"
+			"{'kind':'VMInstance'},'operation':'CREATE'}}");
 	json_t *want1 = tq("{'groups':['system:authenticated','devs'],"
 			   "'operation':'UPDATE','uid':'u9','username':"
 			   "'alice'}");
-	json_t *want2 = tq("{'groups':[],'operation':'','uid':'u8',"
+	json_t *want2 = tq("{'groups':[],'operation':'CREATE','uid':'u8',"
 			   "'username':''}");
-	json_t *t = tq("{'request':{'kind':{'kind':'Tenant'}}}");
-	json_t *g1 = query__review_requester(r1),
-	       *g2 = query__review_requester(r2);
+	struct verdict_request v1, v2;
 
-	ck_assert(json_equal(g1, want1));
-	ck_assert(json_equal(g2, want2));
-	ck_assert(query__review_is_tenant(t));
-	ck_assert(!query__review_is_tenant(r1));
-	json_decref(t);
-	json_decref(g1);
-	json_decref(g2);
+	ck_assert_int_eq(
+		read_doc(VERDICT_ADMISSION, r1, &v1, NULL), 0);
+	ck_assert_int_eq(
+		read_doc(VERDICT_ADMISSION, r2, &v2, NULL), 0);
+	ck_assert(json_equal(v1.requester, want1));
+	ck_assert(json_equal(v2.requester, want2));
+	verdict_request_release(&v1);
+	verdict_request_release(&v2);
 	json_decref(want1);
 	json_decref(want2);
 	json_decref(r1);
@@ -213,28 +262,32 @@ START_TEST(review_requester_shape)
 END_TEST
 
 static const struct {
-	int type;
+	enum verdict_kind type;
 	const char *body, *want;
 } norm_rows[] = {
-	{VT_ADMISSION,
+	{VERDICT_ADMISSION,
 	 "{'namespace':'n','kind':'VMInstance','name':'v','old':null,'new':{},"
 	 "'extra':1,'state':{'events':[]}}",
 	 "{'kind':'VMInstance','name':'v','namespace':'n','new':{},'old':"
 	 "null}"},
-	{VT_ADMISSION, "{'namespace':'n'}", "{'namespace':'n'}"},
-	{VT_DECLARATION,
+	{VERDICT_ADMISSION, "{'namespace':'n'}", "{'namespace':'n'}"},
+	{VERDICT_DECLARATION,
 	 "{'namespace':'n','kind':'Tenant','old':null,'new':{'a':'1'}}",
 	 "{'namespace':'n','new':{'a':'1'},'old':null}"},
-	{VT_DECLARATION, "[]", NULL},
-	{VT_ADMISSION, "'text'", NULL},
+	{VERDICT_DECLARATION, "[]", NULL},
+	{VERDICT_ADMISSION, "'text'", NULL},
 };
 
 START_TEST(normalise_rows)
 {
 	json_t *body = tq(norm_rows[_i].body);
-	json_t *got = query__request_normalise(norm_rows[_i].type, body);
+	struct verdict_request vr;
+	int rc = read_doc(norm_rows[_i].type, body, &vr, NULL);
+	json_t *got = json_incref(vr.req);
 
+	verdict_request_release(&vr);
 	if (norm_rows[_i].want == NULL) {
+		ck_assert_int_eq(rc, LG_EINVAL);
 		ck_assert_ptr_null(got);
 	} else {
 		json_t *want = tq(norm_rows[_i].want);
@@ -275,10 +328,10 @@ static const struct {
 
 START_TEST(verdict_ref_rows)
 {
-	struct query_verdict_ref ref;
+	struct verdict_ref ref;
 	const char *r = ref_rows[_i].record;
 
-	ck_assert_int_eq(query_verdict_parse(r, strlen(r), &ref, NULL),
+	ck_assert_int_eq(verdict_record_parse(r, strlen(r), &ref, NULL),
 			 ref_rows[_i].rc);
 	if (ref_rows[_i].rc == 0) {
 		ck_assert_uint_eq(ref.id, ref_rows[_i].id);
@@ -299,19 +352,19 @@ START_TEST(recompute_detects_change)
 	char *rec, *re = NULL;
 	bool match = false;
 
-	ck_assert_int_eq(verdict_admission(st, req, &v, NULL), 0);
+	ck_assert_int_eq(qt_judge(st, VERDICT_ADMISSION, req, &v), 0);
 	json_object_set_new(v, "id", json_integer(1));
 	json_object_set_new(v, "basisSeq", json_integer(0));
 	json_object_set_new(v, "chainHead", json_string(H64));
 	rec = json_canonical(v);
-	ck_assert_int_eq(query_verdict_recompute(st, H64, rec, strlen(rec), &re,
+	ck_assert_int_eq(verdict_record_recompute(st, H64, rec, strlen(rec), &re,
 						 &match, NULL),
 			 0);
 	ck_assert(match);
 	ck_assert_str_eq(re, rec);
 	free(re);
 	/* Another head at basisSeq. */
-	ck_assert_int_eq(query_verdict_recompute(st, H64B, rec, strlen(rec),
+	ck_assert_int_eq(verdict_record_recompute(st, H64B, rec, strlen(rec),
 						 &re, &match, NULL),
 			 0);
 	ck_assert(!match);
@@ -320,12 +373,12 @@ START_TEST(recompute_detects_change)
 	json_object_set_new(v, "allowed", json_false());
 	free(rec);
 	rec = json_canonical(v);
-	ck_assert_int_eq(query_verdict_recompute(st, H64, rec, strlen(rec), &re,
+	ck_assert_int_eq(verdict_record_recompute(st, H64, rec, strlen(rec), &re,
 						 &match, NULL),
 			 0);
 	ck_assert(!match);
 	free(re);
-	ck_assert_int_eq(query_verdict_recompute(st, H64, "{\"type\":\"x\"}",
+	ck_assert_int_eq(verdict_record_recompute(st, H64, "{\"type\":\"x\"}",
 						 12, &re, &match, NULL),
 			 LG_ECORRUPT);
 	free(rec);
@@ -361,6 +414,7 @@ QUERY_PART(review)
 	tcase_add_loop_test(tc, review_to_request_rows, 0, NROWS(review_rows));
 	tcase_add_test(tc, review_response_shape);
 	tcase_add_test(tc, review_requester_shape);
+	tcase_add_test(tc, review_wrong_kind);
 	tcase_add_loop_test(tc, normalise_rows, 0, NROWS(norm_rows));
 	tcase_add_loop_test(tc, verdict_ref_rows, 0, NROWS(ref_rows));
 	tcase_add_test(tc, recompute_detects_change);

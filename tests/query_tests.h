@@ -103,4 +103,9 @@ size_t qt_read_all(int fd, char *buf, size_t cap, int timeout_ms);
  * ids[i] is set to the id of the i-th (when ids is not NULL). */
 size_t qt_audit(const char *db, uint64_t *ids, size_t cap);
 
+/* The verdict serve would judge on st for req (read as serve reads a
+ * body): verdict_request_read of its text, then verdict_judge. */
+int qt_judge(const state_t *st, enum verdict_kind kind, const json_t *req,
+	     json_t **verdict);
+
 #endif

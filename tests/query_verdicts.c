@@ -85,8 +85,9 @@ START_TEST(verdict_matches_model)
 	st = ledger_snapshot(t.db, hex);
 	body = qt_json(verdict_rows[_i].body);
 	json_object_del(body, "ignored");
-	ck_assert_int_eq(adm ? verdict_admission(st, body, &want, NULL)
-			     : verdict_declaration(st, body, &want, NULL),
+	ck_assert_int_eq(qt_judge(st, adm ? VERDICT_ADMISSION
+					  : VERDICT_DECLARATION,
+				  body, &want),
 			 0);
 	json_object_set_new(want, "id", json_integer(1));
 	json_object_set_new(want, "seq", json_integer(QT_FIXTURE_SEQ + 1));

@@ -158,13 +158,13 @@ static int check_one(struct walker *w, uint64_t id, uint64_t seq,
 		     const struct record *r, const char **why, char **re,
 		     char *buf, size_t cap)
 {
-	struct query_verdict_ref ref;
+	struct verdict_ref ref;
 	char hex[2 * LEDGER_HEAD_BYTES + 1];
 	bool match = false;
 	int rc;
 
 	*why = NULL;
-	if (query_verdict_parse(r->text, r->len, &ref, &w->err) != 0) {
+	if (verdict_record_parse(r->text, r->len, &ref, &w->err) != 0) {
 		*why = w->err.msg;
 		return 0;
 	}
@@ -179,7 +179,7 @@ static int check_one(struct walker *w, uint64_t id, uint64_t seq,
 	if ((rc = walk_to(w, ref.basis_seq)) != 0)
 		return rc;
 	tool_hex(w->head, hex);
-	rc = query_verdict_recompute(w->st, hex, r->text, r->len, re, &match,
+	rc = verdict_record_recompute(w->st, hex, r->text, r->len, re, &match,
 				     &w->err);
 	if (rc == LG_ECORRUPT) { /* the record itself does not recompute */
 		*why = w->err.msg;

@@ -1,0 +1,455 @@
+/*
+ * Verdict requests and records (DESIGN 3.5): what is judged is what is
+ * recorded.
+ *
+ * Every caller that judges (serve's POST /v1/admission and
+ * /v1/declarations, `eval`, and a future cluster member) reads a request
+ * here, and every caller that re-derives a record (`audit`, `?verify=1`)
+ * reads the record here. A request is read the way its record will be read
+ * back: as JCS reads JSON (json_loadb_doubles: every number an IEEE double,
+ * duplicate keys refused), so the tree that is judged is the one the
+ * record's text parses to, and re-deriving it cannot judge anything else.
+ * A record is written by one writer (verdict_record_text: JCS, integers
+ * beyond +-(2^53-1) as the doubles JCS gives them), so it always parses
+ * back.
+ *
+ * Pure: JSON in, JSON out; the state is the caller's snapshot.
+ */
+#include "model/model_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------- */
+/* Plain requests. */
+
+static const char *const adm_members[] = {"namespace", "kind", "name",
+					  "old",       "new",  NULL};
+static const char *const decl_members[] = {"namespace", "old", "new", NULL};
+
+/* The request members of body, and nothing else. */
+static json_t *normalise(enum verdict_kind kind, const json_t *body)
+{
+	const char *const *m =
+		kind == VERDICT_ADMISSION ? adm_members : decl_members;
+	json_t *r;
+
+	if (!json_is_object(body))
+		return NULL;
+	r = json_object();
+	for (; *m != NULL; m++) {
+		json_t *v = json_object_get(body, *m);
+
+		if (v != NULL)
+			json_object_set(r, *m, v);
+	}
+	return r;
+}
+
+/* ---------------------------------------------------------------------- */
+/* AdmissionReview v1 (DESIGN 7, "As a Kubernetes admission webhook"). */
+
+/* The spec of an object in a review: null when the object is absent. */
+static json_t *spec_of(const json_t *obj)
+{
+	json_t *s = json_object_get(obj, "spec");
+
+	if (obj == NULL || json_is_null(obj))
+		return json_null();
+	return s ? json_incref(s) : json_object();
+}
+
+static const char *review_name(const json_t *rq)
+{
+	const char *n = jstr(rq, "name");
+
+	if (n == NULL || n[0] == '\0')
+		n = jstr(json_object_get(json_object_get(rq, "object"),
+					 "metadata"),
+			 "name");
+	if (n == NULL)
+		n = jstr(json_object_get(json_object_get(rq, "oldObject"),
+					 "metadata"),
+			 "name");
+	return n;
+}
+
+static bool review_is_tenant(const json_t *rq)
+{
+	const char *kind = jstr(json_object_get(rq, "kind"), "kind");
+
+	return kind != NULL && strcmp(kind, "Tenant") == 0;
+}
+
+/* Who asked (DESIGN 3.5): recorded beside the judgement. */
+static json_t *review_requester(const json_t *rq)
+{
+	const json_t *ui = json_object_get(rq, "userInfo"), *g;
+	const char *user = jstr(ui, "username"), *uid = jstr(rq, "uid");
+	const char *op = jstr(rq, "operation");
+	json_t *groups = json_array();
+	size_t i;
+
+	json_array_foreach (json_object_get(ui, "groups"), i, g)
+		if (json_is_string(g))
+			json_array_append(groups, (json_t *)g);
+	return json_pack("{s:s, s:o, s:s, s:s}", "username", user ? user : "",
+			 "groups", groups, "uid", uid ? uid : "", "operation",
+			 op ? op : "");
+}
+
+/* spec.resourceQuotas of a Tenant in a review: null when the object is
+ * absent, {} when it declares none. */
+static json_t *quotas_of(const json_t *obj)
+{
+	json_t *q =
+		json_object_get(json_object_get(obj, "spec"), "resourceQuotas");
+
+	if (obj == NULL || json_is_null(obj))
+		return json_null();
+	return json_is_object(q) ? json_incref(q) : json_object();
+}
+
+/* A Tenant review as a declaration request (DESIGN 2.2, 3.2). */
+static int tenant_review(const json_t *rq, const char *op, json_t **req,
+			 struct lg_error *err)
+{
+	const char *p = jstr(rq, "namespace"), *x = review_name(rq);
+	char governed[DNS1123_SUBDOMAIN_MAX + 1];
+
+	if (strcmp(op, "DELETE") == 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: a Tenant DELETE declares "
+				    "nothing to judge");
+	if (p == NULL || x == NULL ||
+	    model__tenant_governed_ns(p, x, governed, sizeof(governed)) != 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: a Tenant needs "
+				    "request.namespace and a name that give "
+				    "the namespace it governs");
+	*req = json_pack("{s:s, s:o, s:o}", "namespace", governed, "old",
+			 strcmp(op, "CREATE") == 0
+				 ? json_null()
+				 : quotas_of(json_object_get(rq, "oldObject")),
+			 "new", quotas_of(json_object_get(rq, "object")));
+	if (json_is_null(json_object_get(*req, "new")))
+		json_object_set_new(*req, "new", json_object());
+	return 0;
+}
+
+/* A VMInstance or KubernetesNodes review as an admission request. */
+static json_t *workload_review(const json_t *rq, const char *op,
+			       const char *kind)
+{
+	const char *ns = jstr(rq, "namespace"), *name = review_name(rq);
+	json_t *r = json_pack("{s:s}", "kind", kind);
+
+	if (r == NULL)
+		return NULL;
+	if (ns != NULL)
+		json_object_set_new(r, "namespace", json_string(ns));
+	if (name != NULL)
+		json_object_set_new(r, "name", json_string(name));
+	json_object_set_new(
+		r, "old",
+		strcmp(op, "CREATE") == 0
+			? json_null()
+			: spec_of(json_object_get(rq, "oldObject")));
+	json_object_set_new(r, "new",
+			    strcmp(op, "DELETE") == 0
+				    ? json_null()
+				    : spec_of(json_object_get(rq, "object")));
+	return r;
+}
+
+/* The bounds of what a review may carry into a record (DESIGN 7): a uid
+ * and a userInfo larger than these would grow the log per request. */
+static int review_bounds(const json_t *rq, struct lg_error *err)
+{
+	const json_t *dry = json_object_get(rq, "dryRun");
+	const json_t *ui = json_object_get(rq, "userInfo");
+	char *text;
+	size_t n;
+
+	if (strlen(jstr(rq, "uid")) > VERDICT_REVIEW_UID_MAX)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: request.uid is longer "
+				    "than %d bytes",
+				    VERDICT_REVIEW_UID_MAX);
+	/* Go's *bool: true, false, or absent (null is absent). */
+	if (dry != NULL && !json_is_boolean(dry) && !json_is_null(dry))
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: request.dryRun must be "
+				    "a boolean");
+	if (ui != NULL && !json_is_null(ui) && !json_is_object(ui))
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: request.userInfo must "
+				    "be an object");
+	if (ui == NULL || json_is_null(ui))
+		return 0;
+	text = jcs_text(ui, 0, VERDICT_REVIEW_USERINFO_MAX, NULL);
+	n = text ? strlen(text) : VERDICT_REVIEW_USERINFO_MAX + 1;
+	free(text);
+	if (n > VERDICT_REVIEW_USERINFO_MAX)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: request.userInfo is "
+				    "larger than %d bytes",
+				    VERDICT_REVIEW_USERINFO_MAX);
+	return 0;
+}
+
+static int review_request(enum verdict_kind kind, const json_t *review,
+			  struct verdict_request *out, struct lg_error *err)
+{
+	const json_t *rq = json_object_get(review, "request");
+	const char *op, *k;
+	int rc;
+
+	if (!json_is_object(rq))
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: no request object");
+	if (jstr(review, "apiVersion") == NULL ||
+	    strcmp(jstr(review, "apiVersion"), "admission.k8s.io/v1") != 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: apiVersion must be "
+				    "admission.k8s.io/v1");
+	op = jstr(rq, "operation");
+	k = jstr(json_object_get(rq, "kind"), "kind");
+	if (jstr(rq, "uid") == NULL || op == NULL || k == NULL)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: request.uid, "
+				    "request.operation and request.kind.kind "
+				    "are required");
+	if (review_is_tenant(rq) != (kind == VERDICT_DECLARATION))
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: a Tenant goes to "
+				    "/v1/declarations, a VMInstance or "
+				    "KubernetesNodes to /v1/admission");
+	if (strcmp(op, "CREATE") != 0 && strcmp(op, "UPDATE") != 0 &&
+	    strcmp(op, "DELETE") != 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: operation %.32s is not "
+				    "CREATE, UPDATE or DELETE",
+				    op);
+	if ((rc = review_bounds(rq, err)) != 0)
+		return rc;
+	if (kind == VERDICT_DECLARATION)
+		rc = tenant_review(rq, op, &out->req, err);
+	else if ((out->req = workload_review(rq, op, k)) == NULL)
+		rc = lg_error_set(err, LG_EINVAL, "AdmissionReview: bad kind");
+	if (rc != 0)
+		return rc;
+	out->review_uid = lg_xstrdup(jstr(rq, "uid"));
+	out->requester = review_requester(rq);
+	out->dry_run = json_is_true(json_object_get(rq, "dryRun"));
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading requests. */
+
+int model__verdict_request_from_json(enum verdict_kind kind, const json_t *doc,
+			      struct verdict_request *out,
+			      struct lg_error *err)
+{
+	const char *k = jstr(doc, "kind");
+	int rc = 0;
+
+	LG_ASSERT(out != NULL);
+	LG_ASSERT(kind == VERDICT_ADMISSION || kind == VERDICT_DECLARATION);
+	memset(out, 0, sizeof(*out));
+	out->kind = kind;
+	if (k != NULL && strcmp(k, "AdmissionReview") == 0)
+		rc = review_request(kind, doc, out, err);
+	else if ((out->req = normalise(kind, doc)) == NULL)
+		rc = lg_error_set(err, LG_EINVAL,
+				  "the request must be a JSON object");
+	if (rc != 0)
+		verdict_request_release(out);
+	return rc;
+}
+
+int verdict_request_read(enum verdict_kind kind, const char *body, size_t len,
+			 struct verdict_request *out, struct lg_error *err)
+{
+	json_error_t e;
+	json_t *doc = json_loadb_doubles(body, len, 0, &e);
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (doc == NULL)
+		return lg_error_set(err, LG_EINVAL,
+				    "malformed JSON: %s (line %d)", e.text,
+				    e.line);
+	rc = model__verdict_request_from_json(kind, doc, out, err);
+	json_decref(doc);
+	return rc;
+}
+
+void verdict_request_release(struct verdict_request *r)
+{
+	if (r == NULL)
+		return;
+	json_decref(r->req);
+	json_decref(r->requester);
+	free(r->review_uid);
+	memset(r, 0, sizeof(*r));
+}
+
+int verdict_judge(const state_t *st, const struct verdict_request *r,
+		  json_t **verdict, struct lg_error *err)
+{
+	int rc;
+
+	LG_ASSERT(st != NULL && r != NULL && r->req != NULL);
+	rc = r->kind == VERDICT_ADMISSION
+		     ? model__verdict_admission(st, r->req, verdict, err)
+		     : model__verdict_declaration(st, r->req, verdict, err);
+	/* Who asked is recorded beside the judgement, not part of it. */
+	if (rc == 0 && r->requester != NULL)
+		json_object_set(*verdict, "requester", r->requester);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Records and answers. */
+
+char *verdict_record_text(const json_t *v, size_t max_bytes,
+			  struct jcs_buf *scratch)
+{
+	return jcs_text(v, JCS_INT_DOUBLES, max_bytes, scratch);
+}
+
+static json_t *error_json(const char *msg)
+{
+	json_t *v = json_pack("{s:s}", "error", msg);
+
+	/* A message quoting invalid UTF-8 cannot be packed. */
+	return v ? v : json_pack("{s:s}", "error", "invalid request");
+}
+
+json_t *verdict_review_response(const char *uid, const json_t *v)
+{
+	bool allowed = json_is_true(json_object_get(v, "allowed"));
+	const char *reason = jstr(v, "reason"), *message = jstr(v, "message");
+	json_t *resp, *warn = json_array(), *w, *notes;
+	char id[32], seq[32], msg[1024];
+	size_t i;
+
+	snprintf(id, sizeof(id), "%lld",
+		 (long long)json_integer_value(json_object_get(v, "id")));
+	snprintf(seq, sizeof(seq), "%lld",
+		 (long long)json_integer_value(json_object_get(v, "seq")));
+	notes = json_object_get(v, "id") != NULL
+			? json_pack("{s:s, s:s}",
+				    "gpuledger.cozystack.io/verdict-id", id,
+				    "gpuledger.cozystack.io/verdict-seq", seq)
+			: json_pack("{s:s}", "gpuledger.cozystack.io/dry-run",
+				    "not recorded");
+	snprintf(msg, sizeof(msg), "%s: %s", reason ? reason : "?",
+		 message ? message : "");
+	json_array_foreach (json_object_get(v, "warnings"), i, w)
+		if (json_is_string(w))
+			json_array_append(warn, w);
+	resp = json_pack("{s:s, s:b, s:{s:i, s:s, s:s}, s:o, s:o}", "uid", uid,
+			 "allowed", allowed, "status", "code",
+			 allowed ? 200 : 403, "message", msg, "reason",
+			 reason ? reason : "", "auditAnnotations", notes,
+			 "warnings", warn);
+	return json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1",
+			 "kind", "AdmissionReview", "response", resp);
+}
+
+static bool is_hex64(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s != NULL && s[i] != '\0'; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return s != NULL && i == VERDICT_HEAD_HEX;
+}
+
+int verdict_record_parse(const char *record, size_t len,
+			 struct verdict_ref *ref, struct lg_error *err)
+{
+	json_t *v = json_loadb_doubles(record, len, 0, NULL);
+	const json_t *id = json_object_get(v, "id");
+	const json_t *basis = json_object_get(v, "basisSeq");
+	const char *head = jstr(v, "chainHead");
+	int rc = 0;
+
+	memset(ref, 0, sizeof(*ref));
+	if (!json_is_object(v) || !json_is_integer(id) ||
+	    json_integer_value(id) < 1 || !json_is_integer(basis) ||
+	    json_integer_value(basis) < 0 || !is_hex64(head)) {
+		rc = lg_error_set(err, LG_ECORRUPT,
+				  "not a verdict record (id, basisSeq and "
+				  "chainHead are required)");
+	} else {
+		ref->id = (uint64_t)json_integer_value(id);
+		ref->basis_seq = (uint64_t)json_integer_value(basis);
+		memcpy(ref->chain_head, head, sizeof(ref->chain_head));
+	}
+	json_decref(v);
+	return rc;
+}
+
+/* Whether text equals record. Records written before verdict_record_text
+ * wrote integers beyond +-(2^53-1) by their exact digits; such a record
+ * still matches its re-derivation written the old way. */
+static bool same_record(const json_t *out, const char *text,
+			const char *record, size_t len)
+{
+	char *old;
+	bool same;
+
+	if (text != NULL && strlen(text) == len && memcmp(text, record, len) == 0)
+		return true;
+	old = jcs_text(out, 0, SIZE_MAX, NULL);
+	same = old != NULL && strlen(old) == len && memcmp(old, record, len) == 0;
+	free(old);
+	return same;
+}
+
+int verdict_record_recompute(const state_t *basis, const char *head_hex,
+			     const char *record, size_t len, char **recomputed,
+			     bool *match, struct lg_error *err)
+{
+	json_t *v = json_loadb_doubles(record, len, 0, NULL), *out = NULL;
+	const char *type = jstr(v, "type");
+	struct verdict_request r = {0};
+	struct lg_error why = {0};
+	int rc;
+
+	*recomputed = NULL;
+	*match = false;
+	if (type == NULL || !json_is_object(json_object_get(v, "request")) ||
+	    (strcmp(type, "admission") != 0 &&
+	     strcmp(type, "declaration") != 0)) {
+		json_decref(v);
+		return lg_error_set(err, LG_ECORRUPT,
+				    "not a verdict record (type and request "
+				    "are required)");
+	}
+	/* The recorded request is judged as it was: canonical already. */
+	r.kind = strcmp(type, "admission") == 0 ? VERDICT_ADMISSION
+						 : VERDICT_DECLARATION;
+	r.req = json_incref(json_object_get(v, "request"));
+	r.requester = json_incref(json_object_get(v, "requester"));
+	rc = verdict_judge(basis, &r, &out, &why);
+	verdict_request_release(&r);
+	/* A stored request that is now refused cannot match: the answer is
+	 * the refusal, shown in place of the verdict. */
+	if (rc != 0)
+		out = error_json(why.msg);
+	json_object_set(out, "id", json_object_get(v, "id"));
+	json_object_set(out, "basisSeq", json_object_get(v, "basisSeq"));
+	json_object_set_new(out, "chainHead", json_string(head_hex));
+	*recomputed = verdict_record_text(out, SIZE_MAX, NULL);
+	*match = rc == 0 && same_record(out, *recomputed, record, len);
+	json_decref(out);
+	json_decref(v);
+	return 0;
+}
