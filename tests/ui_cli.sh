@@ -3,7 +3,8 @@
 # files, byte for byte, with CSP and the other security headers), the unit
 # tests of the console's JavaScript (node --test tests/ui/), and the
 # headless browser test (tests/ui/browser.js, Debian chromium) against a
-# small simulated ledger served on an ephemeral loopback port.
+# small simulated ledger served on an ephemeral loopback port, once with
+# --token-file and once (a copy of the ledger) without, as `make run`.
 # Screenshots of each view: $UI_ARTIFACTS (default build/ui-artifacts).
 # Usage: tests/ui_cli.sh PATH/TO/gpuledger
 set -u
@@ -11,7 +12,8 @@ bin=${1:-./gpuledger}
 here=$(dirname "$0")
 tmp=$(mktemp -d)
 server_pid=
-trap 'stop_server; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+open_pid=
+trap 'stop_servers; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 pass=0
 fail=0
 . "$here/lib/cli.sh"
@@ -19,11 +21,24 @@ art=${UI_ARTIFACTS:-build/ui-artifacts}
 admin=admin-0123456789abcdef
 tenant=tenant-0123456789abcdef
 
-stop_server() {
-	[ -n "$server_pid" ] || return 0
-	kill -TERM "$server_pid" 2>/dev/null
-	wait "$server_pid"
-	server_pid=
+stop_servers() {
+	for p in $server_pid $open_pid; do
+		kill -TERM "$p" 2>/dev/null
+		wait "$p"
+	done
+	server_pid= open_pid=
+}
+
+# serve_port OUT: the port that the serve writing OUT listens on, once it
+# says so (empty if it did not within 5 s).
+serve_port() {
+	p= i=0
+	while [ $i -lt 100 ] && [ -z "$p" ]; do
+		p=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$1" 2>/dev/null)
+		[ -n "$p" ] || sleep 0.05
+		i=$((i + 1))
+	done
+	echo "$p"
 }
 
 # hdr NAME PATH REGEX: a header line of GET PATH matches REGEX.
@@ -61,6 +76,9 @@ cat >>"$tmp/stream.ndjson" <<'EOF'
 EOF
 "$bin" watch --from "$tmp/stream.ndjson" --db "$tmp/db" >/dev/null 2>"$tmp/err" ||
 	bad "watch: $(cat "$tmp/err")"
+# A copy for the server without --token-file, made while no serve holds
+# the ledger.
+cp -R "$tmp/db" "$tmp/db-open"
 # A tenant with a sibling, for the scope check: the first child of the root
 # that has children, and another child of the root.
 "$bin" replay --db "$tmp/db" --json >"$tmp/state.json"
@@ -84,15 +102,20 @@ chmod 600 "$tmp/tokens"
 	--sign-key "$tmp/keys/gpuledger.test_ui.key" --sign-every 1 \
 	>"$tmp/serve.out" 2>"$tmp/serve.err" &
 server_pid=$!
-port=
-i=0
-while [ $i -lt 100 ] && [ -z "$port" ]; do
-	port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/serve.out" 2>/dev/null)
-	[ -n "$port" ] || sleep 0.05
-	i=$((i + 1))
-done
+port=$(serve_port "$tmp/serve.out")
 [ -n "$port" ] || { bad "serve did not start: $(cat "$tmp/serve.err")"; exit 1; }
 url=http://127.0.0.1:$port
+
+# The same ledger served without --token-file, as `make run` serves it:
+# the console must show it without asking for a token.
+"$bin" serve --db "$tmp/db-open" --listen 127.0.0.1:0 \
+	>"$tmp/open.out" 2>"$tmp/open.err" &
+open_pid=$!
+port=$(serve_port "$tmp/open.out")
+[ -n "$port" ] || { bad "serve without --token-file did not start: $(cat "$tmp/open.err")"; exit 1; }
+open_url=http://127.0.0.1:$port
+code=$(curl -s -o /dev/null -w '%{http_code}' "$open_url/v1/tenants")
+[ "$code" = 200 ] && ok || bad "GET /v1/tenants without a token, no --token-file: HTTP $code"
 
 # --- what serve sends ----------------------------------------------------
 for f in index.html app.js lib.js app.css; do
@@ -166,15 +189,15 @@ wait_until 15 signed && ok || bad "no signed checkpoint covers seq $last"
 
 # --- the browser ------------------------------------------------------------
 UI_VERIFIER_KEY=$(cat "$tmp/keys/gpuledger.test_ui.pub") \
-	UI_EXPECT_OVER=1 UI_URL=$url ADMIN_TOKEN=$admin TENANT_TOKEN=$tenant TENANT_NS=$tns SIBLING_NS=$sib \
+	UI_EXPECT_OVER=1 UI_URL=$url UI_OPEN_URL=$open_url ADMIN_TOKEN=$admin TENANT_TOKEN=$tenant TENANT_NS=$tns SIBLING_NS=$sib \
 	UI_ARTIFACTS=$art node "$here/ui/browser.js" >"$tmp/browser.out" 2>"$tmp/browser.err"
 rc=$?
 cat "$tmp/browser.out"
 [ $rc -eq 0 ] && ok || bad "browser test (exit $rc): $(tail -c 600 "$tmp/browser.err")"
-for v in tenants classes history verdicts tenant-token; do
+for v in tenants classes history verdicts tenant-token no-token; do
 	[ -s "$art/$v.png" ] && ok || bad "no screenshot $art/$v.png"
 done
 
-stop_server
+stop_servers
 echo "ui_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

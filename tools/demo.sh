@@ -146,7 +146,7 @@ show() {
 }
 
 printf '\n== gpuledger serve is listening on %s (log: %s/serve.log).\n' "$url" "$dir"
-printf '   The console: %s/ui in a browser ("Continue without a token"). Or try:\n' "$url"
+printf '   The console: %s/ui in a browser (no token needed here). Or try:\n' "$url"
 printf '%s\n' "$steps" | while IFS= read -r line; do
 	case $line in
 	'#'*) printf '\n  %s\n' "$line" ;;

@@ -1,8 +1,10 @@
 /*
- * gpuledger console: the DOM side. It reads only the API (/v1/...) with
- * the user's bearer token and shows what the API answers; a refusal (401,
- * 403) is shown as such, never worked around. What computes lives in
- * lib.js (GL) and is unit-tested there.
+ * gpuledger console: the DOM side. It reads only the API (/v1/...) and
+ * shows what the API answers; a refusal is shown as such, never worked
+ * around. It asks without a token first (a server without --token-file
+ * answers) and asks the user for one only on a 401, as Grafana's anonymous
+ * mode does; a 403 is the token's scope, never a sign-in prompt. What
+ * computes lives in lib.js (GL) and is unit-tested there.
  *
  * Place is kept across the refresh timer: the view, filters, expanded
  * tenants, the open verdict and the focused control are state here, and a
@@ -24,6 +26,9 @@
 		v: {list: [], next: null, key: null, open: null},
 		audit: new Map(), /* verdict id -> 'reproduced' | 'DIFFERS' | 'error' */
 		timer: null, busy: false, again: false,
+		/* What the server said to a request without a token: null (not
+		 * asked yet), 'open' (it answered) or 'needs' (401). */
+		anon: null,
 	};
 
 	const $ = (id) => document.getElementById(id);
@@ -72,12 +77,14 @@
 		}
 	}
 
+	/* The token in use, or null for none ("" from an older console is
+	 * none too). */
 	function token() {
-		return sessionStorage.getItem(TOKEN_KEY);
+		return sessionStorage.getItem(TOKEN_KEY) || null;
 	}
 
 	/* GET path; JSON (or text with raw) on 2xx, else an ApiError with the
-	 * API's own error message. A 401 asks for a token again. */
+	 * API's own error message. A 401 asks for a token (again). */
 	async function api(path, raw) {
 		const h = {};
 		const t = token();
@@ -92,16 +99,37 @@
 				msg = JSON.parse(text).error || text;
 			} catch (e) { /* not JSON: the text itself */ }
 			if (r.status === 401)
-				showLogin(t ? 'The server did not accept the token (' + msg + ').'
-					    : 'This server needs a token.');
+				unauthorized(t, msg);
 			throw new ApiError(r.status, msg);
 		}
+		if (!t)
+			S.anon = 'open';
 		return raw ? text : JSON.parse(text);
+	}
+
+	/* A 401 to a request made with token t (null: none). An answer to a
+	 * token the user has replaced meanwhile changes nothing. A refused
+	 * token is dropped, with what it showed, so that a reload does not
+	 * send it again. */
+	function unauthorized(t, msg) {
+		if (t !== token())
+			return;
+		if (t === null) {
+			S.anon = 'needs';
+			showLogin('This server needs a token: it answered a request without one with 401 (' +
+				  msg + ').');
+			return;
+		}
+		sessionStorage.removeItem(TOKEN_KEY);
+		forgetShown();
+		showLogin('The server refused this token (401: ' + msg + '): it is wrong, or it has ' +
+			  'expired or been revoked. Enter a valid token.');
 	}
 
 	function refusal(e, what) {
 		if (e instanceof ApiError && e.status === 403)
-			return 'Your token may not read ' + what + ' (403: ' + e.message + ').';
+			return (token() ? 'This token may not see ' : 'Without a token this server does not show ') +
+				what + ' (403: ' + e.message + ').';
 		if (e instanceof ApiError)
 			return 'Could not read ' + what + ' (' + e.status + ': ' + e.message + ').';
 		return 'Could not read ' + what + ': ' + e.message;
@@ -110,12 +138,23 @@
 	/* ---------------------------------------------------------------- */
 	/* Sign-in. */
 
+	/* The header's controls: "Sign in" while no token is in use and the
+	 * form is not shown, "Forget token" while one is. */
+	function showSession() {
+		$('signin').hidden = token() !== null || !$('login').hidden;
+		$('signout').hidden = token() === null;
+	}
+
+	/* The form; "Continue without a token" only where the server has
+	 * answered without one. */
 	function showLogin(msg) {
 		stopTimer();
 		for (const v of VIEWS)
 			$('view-' + v).hidden = true;
 		$('login').hidden = false;
 		$('login-error').textContent = msg || '';
+		$('no-token').hidden = $('no-token-hint').hidden = S.anon !== 'open';
+		showSession();
 		$('token').focus();
 	}
 
@@ -124,22 +163,33 @@
 		const t = $('token').value.trim();
 		if (!t)
 			return;
+		forgetShown();
 		sessionStorage.setItem(TOKEN_KEY, t);
 		$('token').value = '';
-		$('login').hidden = true;
 		start();
 	}
 
-	/* For a server without --token-file: an empty token means none. */
+	/* Back to the views without a token, on a server that shows them. */
 	function onNoToken() {
-		sessionStorage.setItem(TOKEN_KEY, '');
-		$('login').hidden = true;
+		if (token() !== null)
+			forgetShown();
+		sessionStorage.removeItem(TOKEN_KEY);
+		$('token').value = '';
 		start();
 	}
 
-	/* Forgetting the token forgets what it showed, too. */
+	/* Forgetting the token forgets what it showed, too; the views come
+	 * back if the server shows them without one, else the form. */
 	function signOut() {
 		sessionStorage.removeItem(TOKEN_KEY);
+		forgetShown();
+		setStatus('Token forgotten.');
+		start();
+	}
+
+	/* Drops what the page holds from the API, so that another token (or
+	 * none) never sees what the last one was shown. */
+	function forgetShown() {
 		S.tenants = null;
 		S.expanded.clear();
 		S.expandedInit = false;
@@ -155,7 +205,6 @@
 			$(id).replaceChildren();
 		$('v-record').hidden = true;
 		setStatus('');
-		showLogin('Token forgotten.');
 	}
 
 	/* ---------------------------------------------------------------- */
@@ -833,8 +882,12 @@
 
 	/* ---------------------------------------------------------------- */
 
+	/* Shows the views and loads the current one with the token in use,
+	 * or none: a 401 brings the form (api). */
 	function start() {
 		$('login').hidden = true;
+		$('login-error').textContent = '';
+		showSession();
 		const v = location.hash.replace(/^#/, '');
 		selectView(VIEWS.indexOf(v) >= 0 ? v : S.view, false);
 		startTimer();
@@ -843,6 +896,7 @@
 	function init() {
 		$('login-form').addEventListener('submit', onLogin);
 		$('signout').addEventListener('click', signOut);
+		$('signin').addEventListener('click', () => showLogin(''));
 		$('refresh').addEventListener('change', startTimer);
 		const tabs = $('tabs');
 		tabs.addEventListener('click', (ev) => {
@@ -877,12 +931,9 @@
 				selectView(v, false);
 		});
 		$('no-token').addEventListener('click', onNoToken);
-		/* Ask for a token first (a request without one would only
-		 * earn a 401); "without a token" is stored as "". */
-		if (token() === null)
-			showLogin('');
-		else
-			start();
+		/* No sign-in first: the views load with the token of this tab,
+		 * or none, and a 401 asks for one. */
+		start();
 	}
 
 	if (document.readyState === 'loading')

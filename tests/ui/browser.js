@@ -5,6 +5,12 @@
  *     numbers on the page equal the API's (three tenants in full);
  *   - a tenant token sees its own subtree only, never a sibling, and the
  *     views its role may not read say so;
+ *   - without --token-file (UI_OPEN_URL) the views show with no token
+ *     and the sign-in form never appears, "Sign in" offers it anyway;
+ *     with it, the form appears only after the API's 401 to a request
+ *     without a token, a refused token (typed, or one that stops being
+ *     accepted) brings it back saying so and is dropped, and a 403 is
+ *     the token's scope, not a sign-in prompt;
  *   - the timer refresh keeps the user's place (collapsed tenant, focus);
  *   - keyboard: the tabs move with the arrow keys, a verdict opens with
  *     Enter;
@@ -12,7 +18,8 @@
  *     anything but the server on 127.0.0.1.
  * Screenshots of each view go to $UI_ARTIFACTS.
  *
- * Environment: UI_URL (http://127.0.0.1:PORT), ADMIN_TOKEN, TENANT_TOKEN,
+ * Environment: UI_URL (http://127.0.0.1:PORT, a serve with --token-file),
+ * UI_OPEN_URL (the same ledger served without one), ADMIN_TOKEN, TENANT_TOKEN,
  * TENANT_NS, SIBLING_NS, UI_ARTIFACTS, UI_EXPECT_OVER (set: the ledger
  * has a node allocated beyond capacity, which must be highlighted). Prints FAIL lines and a last line
  * "browser: N passed, M failed"; exits 1 on any failure.
@@ -24,6 +31,7 @@ const {launch} = require('./cdp.js');
 const GL = require('../../query/ui/lib.js');
 
 const URL0 = process.env.UI_URL;
+const OPEN = process.env.UI_OPEN_URL;
 const ADMIN = process.env.ADMIN_TOKEN;
 const TENANT = process.env.TENANT_TOKEN;
 const TNS = process.env.TENANT_NS;
@@ -43,14 +51,14 @@ function ok(cond, what) {
 	return cond;
 }
 
-async function apiGet(p, tok) {
-	const r = await fetch(URL0 + p, {headers: {Authorization: 'Bearer ' + tok}});
+async function apiGet(p, tok, base) {
+	const r = await fetch((base || URL0) + p, {headers: tok ? {Authorization: 'Bearer ' + tok} : {}});
 	const text = await r.text();
 	if (!r.ok)
 		throw new Error(p + ': ' + r.status + ' ' + text);
 	return text;
 }
-const apiJson = async (p, tok) => JSON.parse(await apiGet(p, tok));
+const apiJson = async (p, tok, base) => JSON.parse(await apiGet(p, tok, base));
 
 /* Every verdict GET /v1/verdicts lists for query q, newest first, read
  * through its cursor in pages of another size than the console's. */
@@ -84,13 +92,17 @@ const apiRows = (vs) => vs.map((v) => [v.id, v.requester && v.requester.username
 
 /* Everything a page does that the test watches. */
 function watch(b, page) {
-	const w = {requests: [], errors: []};
+	/* requests: URLs; auth: of the API's, those sent with a token. */
+	const w = {requests: [], auth: [], errors: []};
 	b.on((m) => {
 		if (m.sessionId !== page.s)
 			return;
 		const p = m.params;
-		if (m.method === 'Network.requestWillBeSent')
+		if (m.method === 'Network.requestWillBeSent') {
 			w.requests.push(p.request.url);
+			if (/\/v1\//.test(p.request.url))
+				w.auth.push([p.request.url, p.request.headers.Authorization !== undefined]);
+		}
 		else if (m.method === 'Runtime.consoleAPICalled' &&
 			 (p.type === 'error' || p.type === 'assert'))
 			w.errors.push('console.' + p.type + ': ' +
@@ -105,7 +117,16 @@ function watch(b, page) {
 	return w;
 }
 
-async function openPage(b) {
+/* Set before the page's own scripts: window.__loginShown becomes true
+ * the moment the sign-in form is shown, however briefly. */
+const LOGIN_WATCH = `window.__loginShown = false;
+new MutationObserver(() => {
+	const l = document.getElementById('login');
+	if (l && !l.hidden)
+		window.__loginShown = true;
+}).observe(document, {childList: true, subtree: true, attributes: true, attributeFilter: ['hidden']});`;
+
+async function openPage(b, base) {
 	const page = await b.page();
 	const w = watch(b, page);
 	WATCHED.push(w);
@@ -113,8 +134,46 @@ async function openPage(b) {
 		await page.send(d + '.enable');
 	await page.send('Emulation.setDeviceMetricsOverride',
 			{width: W, height: H, deviceScaleFactor: 1, mobile: false});
-	await page.send('Page.navigate', {url: URL0 + '/ui'});
+	await page.send('Page.addScriptToEvaluateOnNewDocument', {source: LOGIN_WATCH});
+	await page.send('Page.navigate', {url: (base || URL0) + '/ui'});
 	return {page, w};
+}
+
+/* The sign-in form, as the page shows it. */
+const LOGIN_STATE = `(() => ({
+	shown: !document.getElementById('login').hidden,
+	focused: document.activeElement.id === 'token',
+	msg: document.getElementById('login-error').textContent,
+	field: document.getElementById('token').value,
+	noToken: !document.getElementById('no-token').hidden,
+	views: ['tenants', 'classes', 'history', 'verdicts'].filter(
+		(v) => !document.getElementById('view-' + v).hidden),
+	stored: sessionStorage.getItem('gpuledger.token'),
+}))()`;
+
+/* A fresh page of the server with --token-file asks for a token, and
+ * only once the API has refused a request without one. */
+async function asksForToken(page, w, who) {
+	const f = await page.until(`(() => { const f = ${LOGIN_STATE};
+		return f.shown && f.focused ? f : null; })()`, 'the sign-in form');
+	ok(w.auth.length > 0 && w.auth[0][0] === URL0 + '/v1/tenants' && !w.auth[0][1],
+	   who + ': the page first asks the API without a token: ' + JSON.stringify(w.auth.slice(0, 2)));
+	ok(/^This server needs a token: it answered a request without one with 401/.test(f.msg),
+	   who + ': the form says the server needs a token (its 401): "' + f.msg + '"');
+	ok(!f.noToken && f.views.length === 0,
+	   who + ': no "Continue without a token" where the server needs one, no view: ' + JSON.stringify(f));
+}
+
+/* A refused token: the form is back, says so, and the token is dropped. */
+async function refusedToken(page, who) {
+	const f = await page.until(`(() => { const f = ${LOGIN_STATE};
+		return f.shown && f.msg !== '' && !/needs a token/.test(f.msg) ? f : null; })()`,
+	'the form after a refused token');
+	ok(/^The server refused this token \(401: .*\): it is wrong, or it has expired or been revoked/.test(f.msg),
+	   who + ': the form says the token was refused: "' + f.msg + '"');
+	ok(f.stored === null && f.field === '' && f.focused && f.views.length === 0,
+	   who + ': the refused token is dropped from session storage, the field is empty and focused, ' +
+	   'no view is shown: ' + JSON.stringify(f));
 }
 
 /* Types the token into the sign-in form and presses Enter, as a user. */
@@ -253,9 +312,16 @@ async function shot(page, name) {
 
 async function adminSession(b) {
 	const {page, w} = await openPage(b);
+	w.expect = [401];
+	await asksForToken(page, w, 'admin');
 	await signIn(page, ADMIN);
 	await page.until("document.querySelectorAll('#t-table tbody[data-ns]').length > 0",
 			 'the tenant tree');
+	ok(await page.eval("document.getElementById('login').hidden && " +
+			   "!document.getElementById('view-tenants').hidden && " +
+			   "!document.getElementById('signout').hidden && " +
+			   "(document.getElementById('signin') || {hidden: false}).hidden"),
+	   'a good token shows the views, with "Forget token" and no "Sign in"');
 	ok(await page.eval("sessionStorage.getItem('gpuledger.token')") === ADMIN,
 	   'the token is in session storage');
 	ok(await page.eval('localStorage.length === 0 && document.cookie === ""'),
@@ -573,12 +639,23 @@ async function adminSession(b) {
 	await new Promise((r) => setTimeout(r, 200));
 	w.errors.splice(before).forEach((e) => ok(/Content Security Policy/.test(e),
 		'only the probe\'s violation is logged: ' + e));
+
+	/* A token that stops being accepted in the middle of a session (to
+	 * the page an expired or revoked token and a wrong one are the same
+	 * 401): the next load brings the form back, saying so. */
+	await page.eval("sessionStorage.setItem('gpuledger.token', 'expired-0123456789abcdef')");
+	await page.eval("document.getElementById('tab-tenants').click()");
+	await refusedToken(page, 'a token refused mid-session');
 	return w;
 }
 
 async function tenantSession(b) {
 	const {page, w} = await openPage(b);
-	w.tenant = true;
+	w.expect = [401, 403];
+	await asksForToken(page, w, 'tenant');
+	/* A wrong token typed in: the form again, saying so. */
+	await signIn(page, 'not-a-token-at-all-x');
+	await refusedToken(page, 'a wrong token typed in');
 	await signIn(page, TENANT);
 	await page.until("document.querySelectorAll('#t-table tbody[data-ns]').length > 0",
 			 'the tenant tree for a tenant token');
@@ -602,11 +679,16 @@ async function tenantSession(b) {
 	await page.eval("document.getElementById('tab-classes').click()");
 	const msg = await page.until(`(() => { const e = document.querySelector('#c-table tbody td.error');
 		return e ? e.textContent : ''; })()`, 'the refusal of the classes');
-	ok(/403/.test(msg), 'the classes view shows the API\'s 403 to a tenant: ' + msg);
+	ok(/^This token may not see the classes \(403: /.test(msg),
+	   'the classes view shows the API\'s 403 to a tenant as the token\'s scope: ' + msg);
+	ok(await page.eval("document.getElementById('login').hidden && " +
+			   "!document.getElementById('view-classes').hidden"),
+	   'a 403 is no sign-in prompt: the form stays hidden, the view shown');
 	await page.eval("document.getElementById('tab-verdicts').click()");
 	const vmsg = await page.until(`(() => { const e = document.querySelector('#v-table tbody td.error');
 		return e ? e.textContent : ''; })()`, 'the refusal of the verdicts');
-	ok(/403/.test(vmsg), 'the verdicts view shows the API\'s 403 to a tenant');
+	ok(/^This token may not see the verdicts \(403: /.test(vmsg),
+	   'the verdicts view shows the API\'s 403 to a tenant: ' + vmsg);
 	/* Showback: a tenant may export its own subtree (DESIGN 8), so the
 	 * history draws, from rows of its subtree only. */
 	await page.eval("document.getElementById('tab-history').click()");
@@ -621,25 +703,68 @@ async function tenantSession(b) {
 	ok(foreign.length === 0, 'a tenant token\'s export holds its subtree only: ' + foreign.slice(0, 3).join(' '));
 	ok((await page.eval('document.body.textContent')).indexOf(SIB) < 0,
 	   'the sibling\'s name appears nowhere on the history view');
-	/* Forget token: gone from session storage, the sign-in form again. */
+	/* Forget token: gone from session storage, and what it showed; this
+	 * server shows nothing without one, so the sign-in form again. */
 	await page.eval("document.getElementById('signout').click()");
-	ok(await page.eval("sessionStorage.getItem('gpuledger.token') === null && " +
+	ok(await page.until("sessionStorage.getItem('gpuledger.token') === null && " +
 			   "!document.getElementById('login').hidden && " +
+			   "/needs a token/.test(document.getElementById('login-error').textContent) && " +
 			   "document.getElementById('view-tenants').hidden && " +
 			   "document.querySelectorAll('#t-table tbody').length === 0 && " +
-			   `document.body.textContent.indexOf(${JSON.stringify(TNS)}) < 0`),
+			   `document.body.textContent.indexOf(${JSON.stringify(TNS)}) < 0`,
+			   'the form after Forget token').catch(() => false),
 	   'Forget token removes the token and what it showed');
-	/* A wrong token goes back to the sign-in form. */
-	await page.eval("sessionStorage.setItem('gpuledger.token', 'not-a-token-at-all-x'); location.reload()");
-	await page.until("!document.getElementById('login').hidden && " +
-			 "/did not accept/.test(document.getElementById('login-error').textContent)",
-	'a refused token asks again');
+	/* A refused token in session storage (a reload of the tab) asks again. */
+	await page.eval("window.__before = 1; sessionStorage.setItem('gpuledger.token', 'not-a-token-at-all-x'); " +
+			"location.reload()");
+	await page.until("window.__before === undefined && document.readyState === 'complete'", 'the reload');
+	await refusedToken(page, 'a refused token on reload');
+	return w;
+}
+
+/* The server without --token-file (`make run`): the views with no token
+ * asked for, and "Sign in" to give one anyway. */
+async function openSession(b) {
+	const {page, w} = await openPage(b, OPEN);
+	const state = await page.until(`document.querySelectorAll('#t-table tbody[data-ns]').length > 0 ? 'views'
+		: !document.getElementById('login').hidden ? 'form' : ''`, 'the views or the form');
+	ok(state === 'views', 'without --token-file the views show with no token entered: ' + state);
+	if (state !== 'views')
+		return w;
+	const f = await page.eval(LOGIN_STATE);
+	ok(f.stored === null && !(await page.eval('window.__loginShown')),
+	   'without --token-file the sign-in form is never shown and no token is stored: ' + JSON.stringify(f));
+	ok(w.auth.length > 0 && w.auth.every((a) => !a[1]),
+	   'without --token-file every API request goes without a token: ' + JSON.stringify(w.auth.slice(0, 3)));
+	ok(await page.eval("(document.getElementById('signin') || {hidden: true}).hidden === false && " +
+			  "document.getElementById('signout').hidden"),
+	   'without a token the header offers "Sign in", not "Forget token"');
+	const api = await apiJson('/v1/tenants', null, OPEN);
+	await page.eval("document.getElementById('t-expand').click()");
+	await shot(page, 'no-token');
+	await page.eval(`(() => { const c = document.getElementById('t-busy');
+		c.checked = false; c.dispatchEvent(new Event('change')); })()`);
+	const shown = await page.until(`(() => { const t = ${READ_TENANTS};
+		return Object.keys(t).length === ${api.tenants.length} ? t : null; })()`,
+	'every tenant without a token');
+	checkTenant(shown, api.tenants.find((t) => t.parent === null), GL.classesOf(api.tenants));
+	/* Sign in anyway: the form, with the way back. */
+	await page.eval("document.getElementById('signin').click()");
+	const g = await page.eval(LOGIN_STATE);
+	ok(g.shown && g.focused && g.noToken && g.views.length === 0,
+	   '"Sign in" opens the form, with "Continue without a token": ' + JSON.stringify(g));
+	await page.eval("document.getElementById('no-token').click()");
+	ok(await page.until("document.getElementById('login').hidden && " +
+			    "document.querySelectorAll('#t-table tbody[data-ns]').length > 0",
+			    'the views again').catch(() => false),
+	   '"Continue without a token" goes back to the views');
 	return w;
 }
 
 async function main() {
 	const b = launch({width: W, height: H});
 	try {
+		await openSession(b);
 		await adminSession(b);
 		await tenantSession(b);
 	} catch (e) {
@@ -647,17 +772,22 @@ async function main() {
 	} finally {
 		await b.close();
 	}
-	/* Chromium logs every 4xx answer as an error. For a tenant the API's
-	 * 403 on what its role may not read is the point (and so is the 401
-	 * of the wrong token at the end); anything else is not. */
-	const expected = new RegExp('^log: Failed to load resource: the server responded with a ' +
-		'status of (403 \\(Forbidden\\) ' + URL0 + '/v1/(classes|verdicts|export)|' +
-		'401 \\(Unauthorized\\) ' + URL0 + '/v1/tenants)');
-	const errors = [].concat(...WATCHED.map((w) => w.tenant
-		? w.errors.filter((e) => !expected.test(e)) : w.errors));
+	/* Chromium logs every 4xx answer as an error. On the server with
+	 * --token-file the 401 to the first request (without a token) and to
+	 * the refused tokens is the point, and so for a tenant is the API's
+	 * 403 on what its role may not read; anything else is not. */
+	const expected = {
+		401: new RegExp('^log: Failed to load resource: the server responded with a ' +
+			'status of 401 \\(Unauthorized\\) ' + URL0 + '/v1/tenants$'),
+		403: new RegExp('^log: Failed to load resource: the server responded with a ' +
+			'status of 403 \\(Forbidden\\) ' + URL0 + '/v1/(classes|verdicts|export)'),
+	};
+	const errors = [].concat(...WATCHED.map((w) => w.errors.filter(
+		(e) => !(w.expect || []).some((c) => expected[c].test(e)))));
 	ok(errors.length === 0, 'no console errors: ' + errors.join(' | '));
 	const reqs = [].concat(...WATCHED.map((w) => w.requests));
-	const away = reqs.filter((u) => !u.startsWith(URL0 + '/') && !u.startsWith('data:') &&
+	const away = reqs.filter((u) => !u.startsWith(URL0 + '/') && !u.startsWith(OPEN + '/') &&
+				 !u.startsWith('data:') &&
 				 u !== 'about:blank');
 	ok(reqs.length > 10 && away.length === 0,
 	   'every request went to ' + URL0 + ' (' + reqs.length + ' requests): ' + away.join(' '));
