@@ -18,7 +18,10 @@ static const char eval_usage[] =
 	"    Declaration Remaining on the --db state or on an inline state:\n"
 	"    input members plus \"state\": {\"events\": [...]}\n";
 
-static json_t *answer(const struct eval_ctx *ctx, const char *line, size_t len)
+/* The answer to one line; *flags are the JCS flags to write it with (a
+ * verdict as its record is written). */
+static json_t *answer(const struct eval_ctx *ctx, const char *line, size_t len,
+		      unsigned *flags)
 {
 	json_error_t jerr, derr;
 	struct lg_error err = {0};
@@ -41,6 +44,7 @@ static json_t *answer(const struct eval_ctx *ctx, const char *line, size_t len)
 			json_decref(req);
 			req = d;
 			jerr = derr;
+			*flags = JCS_INT_DOUBLES;
 		} else {
 			json_decref(d);
 		}
@@ -122,10 +126,11 @@ static int eval_stream(const struct eval_ctx *ctx)
 
 	while (werr == 0 &&
 	       (n = tool_read_line(stdin, line, TOOL_LINE_MAX)) != -1) {
+		unsigned flags = 0;
 		json_t *res =
 			n == -2 ? json_pack("{s:s}", "error", "line too long")
-				: answer(ctx, line, (size_t)n);
-		char *text = json_canonical(res);
+				: answer(ctx, line, (size_t)n, &flags);
+		char *text = jcs_text(res, flags, SIZE_MAX, NULL);
 
 		werr = tool_puts(text);
 		free(text);
