@@ -629,19 +629,67 @@ struct verdict_request {
 int verdict_request_read(enum verdict_kind kind, const char *body, size_t len,
 			 struct verdict_request *out, struct lg_error *err);
 void verdict_request_release(struct verdict_request *r);
-/* Judges r on st: the verdict of its kind plus its requester (new
- * reference); LG_EINVAL for a malformed request. */
-int verdict_judge(const state_t *st, const struct verdict_request *r,
-		  json_t **verdict, struct lg_error *err);
-/* The one writer of a record's text: JCS with JCS_INT_DOUBLES, NULL when
- * longer than max_bytes. Caller frees. */
-char *verdict_record_text(const json_t *v, size_t max_bytes,
-			  struct jcs_buf *scratch);
-/* The AdmissionReview v1 answering review uid with verdict v (new
- * reference). */
-json_t *verdict_review_response(const char *uid, const json_t *v);
-
 #define VERDICT_HEAD_HEX 64 /* a chain head in hex */
+
+/* One budget check of a verdict (DESIGN 3.5 "checks"). */
+struct verdict_check {
+	char *tenant, *key; /* owned */
+	bool has_budget;    /* false: budget and remaining are null */
+	int64_t budget, used, growth, remaining; /* clamped to int64 */
+	bool ok;
+};
+
+/* A verdict, the one currency between judging, recording, answering and
+ * auditing (DESIGN 3.5): what the model decided, the request it decided
+ * on, who asked, and where it is recorded. verdict_write is its one
+ * canonical writer; every text of it (record, answer, eval output) comes
+ * from there. */
+struct verdict {
+	enum verdict_kind kind;
+	bool allowed;
+	const char *reason; /* static */
+	char *message;	    /* owned, valid UTF-8 */
+	struct verdict_check *checks; /* owned */
+	size_t n_checks;
+	char **warnings; /* owned, valid UTF-8 */
+	size_t n_warnings;
+	json_t *request;   /* the request judged (canonical); a reference */
+	json_t *requester; /* AdmissionReview: who asked; a reference, NULL */
+	/* The record's place, written when asked for (VERDICT_W_*). */
+	uint64_t id, seq, basis_seq;
+	char chain_head[VERDICT_HEAD_HEX + 1];
+};
+void verdict_release(struct verdict *v);
+
+/* Judges r on st into *out (released by verdict_release, also after an
+ * error); LG_EINVAL for a malformed request. */
+int verdict_judge(const state_t *st, const struct verdict_request *r,
+		  struct verdict *out, struct lg_error *err);
+
+/* What verdict_write writes besides the judgement: basisSeq and
+ * chainHead, id, seq. A record is VERDICT_W_RECORD; its answer adds seq. */
+#define VERDICT_W_BASIS	 1u
+#define VERDICT_W_ID	 2u
+#define VERDICT_W_SEQ	 4u
+#define VERDICT_W_RECORD (VERDICT_W_BASIS | VERDICT_W_ID)
+/* Appends the canonical JSON (RFC 8785) of v with the members of what to
+ * b: integers beyond +-(2^53-1) as the doubles JCS gives them (int_flags
+ * JCS_INT_DOUBLES; 0 writes their exact digits, as records were written
+ * before). -1 (b holds a part) when longer than max_bytes. */
+int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
+		  unsigned int_flags, size_t max_bytes);
+/* The record text of v (verdict_write of VERDICT_W_RECORD with
+ * JCS_INT_DOUBLES), NULL when longer than max_bytes. Caller frees. */
+char *verdict_record_text(const struct verdict *v, size_t max_bytes,
+			  struct jcs_buf *scratch);
+/* v as JSON with the members of what, as its text reads back (new
+ * reference). */
+json_t *verdict_to_json(const struct verdict *v, unsigned what);
+/* The AdmissionReview v1 answering review uid with v (new reference):
+ * status, warnings, and as audit annotations the record's id and seq when
+ * recorded (recorded false: a dry run, said so instead). */
+json_t *verdict_review_response(const char *uid, const struct verdict *v,
+				bool recorded);
 
 /* The parts of a stored VERDICT record an audit needs. */
 struct verdict_ref {

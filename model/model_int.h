@@ -433,4 +433,11 @@ int model__verdict_declaration(const state_t *st, const json_t *req, json_t **ve
 /* The namespace a Tenant named x in namespace p governs (DESIGN 2.2). */
 int model__tenant_governed_ns(const char *p, const char *x, char *out, size_t cap);
 
+/* The judgements of model/verdict.c into a typed verdict (DESIGN 3.1,
+ * 3.2); *v is released by verdict_release, also after an error. */
+int model__judge_admission(const state_t *st, const json_t *req,
+			   struct verdict *v, struct lg_error *err);
+int model__judge_declaration(const state_t *st, const json_t *req,
+			     struct verdict *v, struct lg_error *err);
+
 #endif

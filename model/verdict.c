@@ -74,48 +74,39 @@ static int64_t clamp64(wide_t v)
 	return (int64_t)v;
 }
 
-static json_t *jwide(wide_t v)
-{
-	return json_integer(clamp64(v));
-}
-
-/* A JSON string of s. Mapping errors may quote input cut in the middle of a
- * UTF-8 sequence; such bytes become '?' so that the verdict stays valid. */
-static json_t *jtext(const char *s)
+/* A copy of s as valid UTF-8. Mapping errors may quote input cut in the
+ * middle of a UTF-8 sequence; such bytes become '?' so that the verdict
+ * stays valid. */
+static char *vtext(const char *s)
 {
 	json_t *v = json_string(s);
-	char *copy;
+	char *copy = lg_xstrdup(s);
 
-	if (v != NULL)
-		return v;
-	copy = lg_xstrdup(s);
-	for (char *p = copy; *p != '\0'; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	v = json_string(copy);
-	free(copy);
-	return v;
+	if (v == NULL)
+		for (char *p = copy; *p != '\0'; p++)
+			if ((unsigned char)*p >= 0x80)
+				*p = '?';
+	json_decref(v);
+	return copy;
 }
 
-static json_t *jfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *vfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-static json_t *jfmt(const char *fmt, ...)
+static char *vfmt(const char *fmt, ...)
 {
 	va_list ap;
 	int n;
-	char *buf;
-	json_t *v;
+	char *buf, *v;
 
 	va_start(ap, fmt);
 	n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return NULL;
+	LG_ASSERT(n >= 0);
 	buf = lg_xmalloc((size_t)n + 1);
 	va_start(ap, fmt);
 	vsnprintf(buf, (size_t)n + 1, fmt, ap);
 	va_end(ap);
-	v = jtext(buf);
+	v = vtext(buf);
 	free(buf);
 	return v;
 }
@@ -304,82 +295,80 @@ struct check {
  * check, or an early answer (Invalid, NotATenant, ...), else the default
  * set last. */
 struct judgement {
-	json_t *checks, *warnings;
-	bool decided, allowed;
-	const char *reason;
-	json_t *message;
+	struct verdict *v;
+	bool decided;
+	size_t cap_checks, cap_warnings;
 };
 
-static void judgement_init(struct judgement *j)
+static void judgement_init(struct judgement *j, struct verdict *v,
+			   enum verdict_kind kind)
 {
-	j->checks = json_array();
-	j->warnings = json_array();
-	j->decided = false;
-	j->allowed = true;
-	j->reason = NULL;
-	j->message = NULL;
-}
-
-static void judgement_release(struct judgement *j)
-{
-	json_decref(j->checks);
-	json_decref(j->warnings);
-	json_decref(j->message);
+	memset(v, 0, sizeof(*v));
+	v->kind = kind;
+	v->allowed = true;
+	*j = (struct judgement){.v = v};
 }
 
 /* Takes ownership of message. */
 static void judge(struct judgement *j, bool allowed, const char *reason,
-		  json_t *message)
+		  char *message)
 {
 	if (j->decided) {
-		json_decref(message);
+		free(message);
 		return;
 	}
 	j->decided = true;
-	j->allowed = allowed;
-	j->reason = reason;
-	j->message = message;
+	j->v->allowed = allowed;
+	j->v->reason = reason;
+	j->v->message = message;
 }
 
-/* Built member by member rather than with json_pack, whose format parsing
- * was a large part of the cost of a verdict; the members and their order
- * are those of the format it replaced. */
-static json_t *check_json(const struct check *c)
+static void add_check(struct judgement *j, const struct check *c)
 {
-	json_t *o = json_object(), *tenant = json_string(c->tenant),
-	       *key = json_string(c->key);
+	struct verdict *v = j->v;
+	struct verdict_check *vc;
 
-	if (o == NULL || tenant == NULL || key == NULL) {
-		json_decref(o);
-		json_decref(tenant);
-		json_decref(key);
-		return NULL;
+	if (v->n_checks == j->cap_checks) {
+		j->cap_checks = j->cap_checks ? 2 * j->cap_checks : 4;
+		v->checks = lg_xrealloc(v->checks,
+					j->cap_checks * sizeof(*v->checks));
 	}
-	json_object_set_new_nocheck(o, "tenant", tenant);
-	json_object_set_new_nocheck(o, "key", key);
-	json_object_set_new_nocheck(
-		o, "budget", c->has_budget ? jwide(c->budget) : json_null());
-	json_object_set_new_nocheck(o, "used",
-				    json_integer((json_int_t)clamp64(c->used)));
-	json_object_set_new_nocheck(
-		o, "growth", json_integer((json_int_t)clamp64(c->growth)));
-	json_object_set_new_nocheck(
-		o, "remaining",
-		c->has_budget ? jwide(c->budget - c->used - c->growth)
-			      : json_null());
-	json_object_set_new_nocheck(o, "ok", json_boolean(c->ok));
-	return o;
+	vc = &v->checks[v->n_checks++];
+	*vc = (struct verdict_check){
+		.tenant = vtext(c->tenant),
+		.key = vtext(c->key),
+		.has_budget = c->has_budget,
+		.budget = c->has_budget ? clamp64(c->budget) : 0,
+		.used = clamp64(c->used),
+		.growth = clamp64(c->growth),
+		.remaining = c->has_budget
+				     ? clamp64(c->budget - c->used - c->growth)
+				     : 0,
+		.ok = c->ok};
+}
+
+/* Takes ownership of w. */
+static void add_warning(struct judgement *j, char *w)
+{
+	struct verdict *v = j->v;
+
+	if (v->n_warnings == j->cap_warnings) {
+		j->cap_warnings = j->cap_warnings ? 2 * j->cap_warnings : 4;
+		v->warnings = lg_xrealloc(
+			v->warnings, j->cap_warnings * sizeof(*v->warnings));
+	}
+	v->warnings[v->n_warnings++] = w;
 }
 
 /* Records a budget check; a failed one decides the verdict with reason. */
 static void add_budget_check(struct judgement *j, const struct check *c,
 			     const char *reason)
 {
-	json_array_append_new(j->checks, check_json(c));
+	add_check(j, c);
 	if (c->ok)
 		return;
 	judge(j, false, reason,
-	      jfmt("%s: %s %lld + %lld > %lld", c->tenant, c->key,
+	      vfmt("%s: %s %lld + %lld > %lld", c->tenant, c->key,
 		   (long long)clamp64(c->used), (long long)clamp64(c->growth),
 		   (long long)clamp64(c->budget)));
 }
@@ -387,88 +376,35 @@ static void add_budget_check(struct judgement *j, const struct check *c,
 static void add_block_check(struct judgement *j, const struct check *c,
 			    const char *cls)
 {
-	json_array_append_new(j->checks, check_json(c));
+	add_check(j, c);
 	judge(j, false, "RawKeyBlocksClass",
-	      jfmt("%s: raw key %s blocks class %s", c->tenant, c->key, cls));
+	      vfmt("%s: raw key %s blocks class %s", c->tenant, c->key, cls));
 }
 
-/* A deep copy of v, in v's member order. json_deep_copy does the same but
- * also keeps a table of the containers on its path to refuse cycles, which
- * cost more than the copy; a request comes from the parser or from a
- * caller's literal and has none. NULL only where json_deep_copy fails. */
-static json_t *copy_json(const json_t *v)
+/* The verdict is decided (WithinBudget when nothing else decided it); it
+ * holds a reference to req, the request it was judged on. */
+static void judgement_finish(struct judgement *j, const json_t *req)
 {
-	json_t *c = NULL, *m;
-
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		c = json_object();
-		for (void *it = json_object_iter((json_t *)v);
-		     c != NULL && it != NULL;
-		     it = json_object_iter_next((json_t *)v, it)) {
-			m = copy_json(json_object_iter_value(it));
-			if (m == NULL ||
-			    json_object_setn_new_nocheck(
-				    c, json_object_iter_key(it),
-				    json_object_iter_key_len(it), m) != 0) {
-				json_decref(c);
-				c = NULL;
-			}
-		}
-		return c;
-	case JSON_ARRAY:
-		c = json_array();
-		for (size_t i = 0, n = json_array_size(v); c != NULL && i < n;
-		     i++) {
-			m = copy_json(json_array_get(v, i));
-			if (m == NULL || json_array_append_new(c, m) != 0) {
-				json_decref(c);
-				c = NULL;
-			}
-		}
-		return c;
-	case JSON_STRING:
-		return json_stringn_nocheck(json_string_value(v),
-					    json_string_length(v));
-	default:
-		/* Numbers are copied; true, false and null are singletons. */
-		return json_copy((json_t *)v);
-	}
+	judge(j, true, "WithinBudget", lg_xstrdup(MSG_WITHIN));
+	j->v->request = json_incref((json_t *)req);
 }
 
-/* The verdict object; req is copied so that the verdict owns all of it.
- * Built member by member (the members of the json_pack format it
- * replaced, in its order): format parsing was a large part of its cost. */
-static int judgement_finish(struct judgement *j, const char *type,
-			    const json_t *req, json_t **verdict,
-			    struct lg_error *err)
+void verdict_release(struct verdict *v)
 {
-	json_t *v = NULL, *rq, *reason;
-
-	judge(j, true, "WithinBudget", json_string(MSG_WITHIN));
-	rq = req != NULL ? copy_json(req) : NULL;
-	reason = json_string(j->reason);
-	if (rq != NULL && reason != NULL && j->message != NULL &&
-	    j->checks != NULL && j->warnings != NULL)
-		v = json_object();
-	if (v != NULL) {
-		json_object_set_new_nocheck(v, "type", json_string(type));
-		json_object_set_new_nocheck(v, "allowed",
-					    json_boolean(j->allowed));
-		json_object_set_new_nocheck(v, "reason", reason);
-		json_object_set_nocheck(v, "message", j->message);
-		json_object_set_nocheck(v, "checks", j->checks);
-		json_object_set_nocheck(v, "warnings", j->warnings);
-		json_object_set_new_nocheck(v, "request", rq);
-	} else {
-		json_decref(rq);
-		json_decref(reason);
-	}
-	judgement_release(j);
 	if (v == NULL)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	*verdict = v;
-	return 0;
+		return;
+	free(v->message);
+	for (size_t i = 0; i < v->n_checks; i++) {
+		free(v->checks[i].tenant);
+		free(v->checks[i].key);
+	}
+	free(v->checks);
+	for (size_t i = 0; i < v->n_warnings; i++)
+		free(v->warnings[i]);
+	free(v->warnings);
+	json_decref(v->request);
+	json_decref(v->requester);
+	memset(v, 0, sizeof(*v));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -524,8 +460,8 @@ static int admission_parse(const json_t *req, struct adm_req *r,
 
 /* The message of UnknownClass: the first class entry of spec naming a class
  * absent from t (the mapping reports unknown classes without a text). */
-static json_t *unknown_class_message(const json_t *spec,
-				     const struct class_table *t)
+static char *unknown_class_message(const json_t *spec,
+				   const struct class_table *t)
 {
 	const json_t *gpus = json_object_get(spec, "gpus");
 	size_t n = json_array_size(gpus);
@@ -534,10 +470,10 @@ static json_t *unknown_class_message(const json_t *spec,
 		const char *c = jstr(json_array_get(gpus, i), "class");
 
 		if (c != NULL && class_table_find(t, c) == NULL)
-			return jfmt("spec.gpus[%zu].class: unknown class %s", i,
+			return vfmt("spec.gpus[%zu].class: unknown class %s", i,
 				    c);
 	}
-	return json_string("unknown class");
+	return lg_xstrdup("unknown class");
 }
 
 /* Judges new alone (Appendix A): true when that decided the verdict. */
@@ -550,13 +486,13 @@ static bool admission_new_invalid(const state_t *st, const struct adm_req *r,
 	rc = model__holder_map_spec(r->kind, r->new, &st->table, hm, &merr);
 	if (rc < 0 || !hm->valid) {
 		judge(j, false, "Invalid",
-		      jtext(merr.msg[0] != '\0' ? merr.msg : MSG_INVALID));
+		      vtext(merr.msg[0] != '\0' ? merr.msg : MSG_INVALID));
 		return true;
 	}
 	if (!hm->unknown_class)
 		return false;
 	judge(j, false, "UnknownClass",
-	      merr.msg[0] != '\0' ? jtext(merr.msg)
+	      merr.msg[0] != '\0' ? vtext(merr.msg)
 				  : unknown_class_message(r->new, &st->table));
 	return true;
 }
@@ -575,11 +511,10 @@ static void raw_entry_warnings(const json_t *new, struct judgement *j)
 
 		if (cls != NULL && !json_is_null(cls))
 			continue;
-		json_array_append_new(
-			j->warnings,
-			jfmt("spec.gpus[%zu]: raw entry %.317s reserves nothing "
-			     "itself; it is counted once its pod exists",
-			     i, name != NULL ? name : "(no name)"));
+		add_warning(j, vfmt("spec.gpus[%zu]: raw entry %.317s reserves "
+				    "nothing itself; it is counted once its "
+				    "pod exists",
+				    i, name != NULL ? name : "(no name)"));
 	}
 }
 
@@ -700,35 +635,36 @@ static void admission_judge(const state_t *st, const struct adm_req *r,
 	    hm_old.valid)
 		old = &hm_old;
 	if (r->new == NULL && r->old == NULL) {
-		judge(j, true, "NoGrowth", json_string(MSG_NO_GROWTH));
+		judge(j, true, "NoGrowth", lg_xstrdup(MSG_NO_GROWTH));
 		return;
 	}
 	if (!ns_is_tenant(r->ns)) {
-		judge(j, true, "NotATenant", json_string(MSG_NOT_TENANT));
+		judge(j, true, "NotATenant", lg_xstrdup(MSG_NOT_TENANT));
 		return;
 	}
 	growth_of(st, r->new != NULL ? &hm_new : NULL, old, &gr);
 	if (growth_none(&gr)) {
-		judge(j, true, "NoGrowth", json_string(MSG_NO_GROWTH));
+		judge(j, true, "NoGrowth", lg_xstrdup(MSG_NO_GROWTH));
 		return;
 	}
 	admission_checks(st, r->ns, &gr, j);
 }
 
-int model__verdict_admission(const state_t *st, const json_t *req, json_t **verdict,
-		      struct lg_error *err)
+int model__judge_admission(const state_t *st, const json_t *req,
+			   struct verdict *v, struct lg_error *err)
 {
 	struct adm_req r;
 	struct judgement j;
 	int rc;
 
-	*verdict = NULL;
+	memset(v, 0, sizeof(*v));
 	rc = admission_parse(req, &r, err);
 	if (rc < 0)
 		return rc;
-	judgement_init(&j);
+	judgement_init(&j, v, VERDICT_ADMISSION);
 	admission_judge(st, &r, &j);
-	return judgement_finish(&j, "admission", req, verdict, err);
+	judgement_finish(&j, req);
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -825,7 +761,7 @@ static bool declaration_step1(const state_t *st, struct decl_req *r,
 		if (model__budget_key_classify(r->names[i], &st->table, NULL,
 					       NULL, NULL) == KEY_INVALID) {
 			judge(j, false, "InvalidBudgetKey",
-			      jfmt("invalid budget key %s", r->names[i]));
+			      vfmt("invalid budget key %s", r->names[i]));
 			return true;
 		}
 	for (size_t i = 0; i < r->n_names; i++) {
@@ -837,7 +773,7 @@ static bool declaration_step1(const state_t *st, struct decl_req *r,
 			    json_object_get(r->new, r->names[i]), &value,
 			    NULL) < 0) {
 			judge(j, false, "InvalidQuantity",
-			      jfmt("invalid quantity for %s", r->names[i]));
+			      vfmt("invalid quantity for %s", r->names[i]));
 			return true;
 		}
 		r->keys[r->n].key = r->names[i];
@@ -846,10 +782,9 @@ static bool declaration_step1(const state_t *st, struct decl_req *r,
 	for (size_t i = 0; i < r->n; i++)
 		if (key_class_label(r->keys[i].key, &st->table, label) &&
 		    class_table_find(&st->table, label) == NULL)
-			json_array_append_new(
-				j->warnings,
-				jfmt("%s: class %s is not in the class table",
-				     r->keys[i].key, label));
+			add_warning(j, vfmt("%s: class %s is not in the class "
+					    "table",
+					    r->keys[i].key, label));
 	return false;
 }
 
@@ -907,12 +842,11 @@ static void declaration_overcommit(const state_t *st, const struct nsrec *self,
 	for (size_t i = 0; i < r->n; i++) {
 		used = usage(st, self, key_measure(st, r->keys[i].key));
 		if (r->keys[i].value < used)
-			json_array_append_new(
-				j->warnings,
-				jfmt("%s: %lld is below the subtree usage %lld",
-				     r->keys[i].key,
-				     (long long)r->keys[i].value,
-				     (long long)used));
+			add_warning(j, vfmt("%s: %lld is below the subtree "
+					    "usage %lld",
+					    r->keys[i].key,
+					    (long long)r->keys[i].value,
+					    (long long)used));
 	}
 }
 
@@ -925,12 +859,12 @@ static void declaration_judge(const state_t *st, struct decl_req *r,
 	if (declaration_step1(st, r, j))
 		return;
 	if (!ns_is_tenant(r->ns)) {
-		judge(j, true, "NotATenant", json_string(MSG_NOT_TENANT));
+		judge(j, true, "NotATenant", lg_xstrdup(MSG_NOT_TENANT));
 		return;
 	}
 	ancestry_init(&a, st, r->ns);
 	if (strcmp(r->ns, "tenant-root") == 0) {
-		judge(j, true, "Unconstrained", json_string(MSG_UNCONSTRAINED));
+		judge(j, true, "Unconstrained", lg_xstrdup(MSG_UNCONSTRAINED));
 	} else {
 		for (size_t i = 0; i < r->n; i++) {
 			if (!declaration_grows(r, &r->keys[i]))
@@ -939,29 +873,57 @@ static void declaration_judge(const state_t *st, struct decl_req *r,
 			declaration_key_check(st, &a, &r->keys[i], j);
 		}
 		if (!grows)
-			judge(j, true, "NoGrowth", json_string(MSG_NO_GROWTH));
+			judge(j, true, "NoGrowth", lg_xstrdup(MSG_NO_GROWTH));
 	}
 	declaration_overcommit(st, a.rec[0], r, j);
 	ancestry_release(&a);
 }
 
-int model__verdict_declaration(const state_t *st, const json_t *req, json_t **verdict,
-			struct lg_error *err)
+int model__judge_declaration(const state_t *st, const json_t *req,
+			     struct verdict *v, struct lg_error *err)
 {
 	struct decl_req r;
 	struct judgement j;
 	int rc;
 
-	*verdict = NULL;
+	memset(v, 0, sizeof(*v));
 	rc = declaration_parse(req, &r, err);
 	if (rc < 0) {
 		decl_req_release(&r);
 		return rc;
 	}
-	judgement_init(&j);
+	judgement_init(&j, v, VERDICT_DECLARATION);
 	declaration_judge(st, &r, &j);
 	decl_req_release(&r);
-	return judgement_finish(&j, "declaration", req, verdict, err);
+	judgement_finish(&j, req);
+	return 0;
+}
+
+/* The verdict as JSON, for the model's tests (a verdict's JSON is its
+ * text read back: verdict_to_json). */
+static int verdict_json(int (*fn)(const state_t *, const json_t *,
+				  struct verdict *, struct lg_error *),
+			const state_t *st, const json_t *req, json_t **verdict,
+			struct lg_error *err)
+{
+	struct verdict v;
+	int rc = fn(st, req, &v, err);
+
+	*verdict = rc == 0 ? verdict_to_json(&v, 0) : NULL;
+	verdict_release(&v);
+	return rc;
+}
+
+int model__verdict_admission(const state_t *st, const json_t *req,
+			     json_t **verdict, struct lg_error *err)
+{
+	return verdict_json(model__judge_admission, st, req, verdict, err);
+}
+
+int model__verdict_declaration(const state_t *st, const json_t *req,
+			       json_t **verdict, struct lg_error *err)
+{
+	return verdict_json(model__judge_declaration, st, req, verdict, err);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1175,10 +1137,13 @@ static int judge_kind(const state_t *st, const json_t *input, json_t **out,
 		      struct lg_error *err, enum verdict_kind kind)
 {
 	struct verdict_request r;
+	struct verdict v = {0};
 	int rc = model__verdict_request_from_json(kind, input, &r, err);
 
 	if (rc == 0)
-		rc = verdict_judge(st, &r, out, err);
+		rc = verdict_judge(st, &r, &v, err);
+	*out = rc == 0 ? verdict_to_json(&v, 0) : NULL;
+	verdict_release(&v);
 	verdict_request_release(&r);
 	return rc;
 }

@@ -297,27 +297,190 @@ void verdict_request_release(struct verdict_request *r)
 }
 
 int verdict_judge(const state_t *st, const struct verdict_request *r,
-		  json_t **verdict, struct lg_error *err)
+		  struct verdict *out, struct lg_error *err)
 {
 	int rc;
 
-	LG_ASSERT(st != NULL && r != NULL && r->req != NULL);
+	LG_ASSERT(st != NULL && r != NULL && r->req != NULL && out != NULL);
 	rc = r->kind == VERDICT_ADMISSION
-		     ? model__verdict_admission(st, r->req, verdict, err)
-		     : model__verdict_declaration(st, r->req, verdict, err);
+		     ? model__judge_admission(st, r->req, out, err)
+		     : model__judge_declaration(st, r->req, out, err);
 	/* Who asked is recorded beside the judgement, not part of it. */
 	if (rc == 0 && r->requester != NULL)
-		json_object_set(*verdict, "requester", r->requester);
+		out->requester = json_incref(r->requester);
 	return rc;
 }
 
 /* ---------------------------------------------------------------------- */
-/* Records and answers. */
+/* The one writer. */
 
-char *verdict_record_text(const json_t *v, size_t max_bytes,
+static const char *const kind_names[VERDICT_KIND_MAX] = {
+	[VERDICT_ADMISSION] = "admission",
+	[VERDICT_DECLARATION] = "declaration",
+};
+
+/* "key": (a member name; the caller writes the comma). */
+static void put_key(struct jcs_buf *b, const char *key)
+{
+	model__jcs_put_raw(b, "\"", 1);
+	model__jcs_put_raw(b, key, strlen(key));
+	model__jcs_put_raw(b, "\":", 2);
+}
+
+static int put_str(struct jcs_buf *b, const char *s)
+{
+	return model__jcs_put_string(b, s, strlen(s));
+}
+
+static void put_u64(struct jcs_buf *b, uint64_t u, unsigned flags)
+{
+	LG_ASSERT(u <= INT64_MAX);
+	model__jcs_put_integer(b, (json_int_t)u, flags);
+}
+
+static void put_bool(struct jcs_buf *b, bool v)
+{
+	model__jcs_put_raw(b, v ? "true" : "false", v ? 4 : 5);
+}
+
+/* One check, members in JCS order. */
+static int put_check(struct jcs_buf *b, const struct verdict_check *c,
+		     unsigned flags)
+{
+	int rc;
+
+	model__jcs_put_raw(b, "{", 1);
+	put_key(b, "budget");
+	if (c->has_budget)
+		model__jcs_put_integer(b, c->budget, flags);
+	else
+		model__jcs_put_raw(b, "null", 4);
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "growth");
+	model__jcs_put_integer(b, c->growth, flags);
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "key");
+	rc = put_str(b, c->key);
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "ok");
+	put_bool(b, c->ok);
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "remaining");
+	if (c->has_budget)
+		model__jcs_put_integer(b, c->remaining, flags);
+	else
+		model__jcs_put_raw(b, "null", 4);
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "tenant");
+	rc |= put_str(b, c->tenant);
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "used");
+	model__jcs_put_integer(b, c->used, flags);
+	model__jcs_put_raw(b, "}", 1);
+	return rc;
+}
+
+int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
+		  unsigned int_flags, size_t max_bytes)
+{
+	unsigned f = int_flags & JCS_INT_DOUBLES;
+	int rc = 0;
+
+	LG_ASSERT(b != NULL && v != NULL && v->reason != NULL &&
+		  v->message != NULL && v->request != NULL);
+	LG_ASSERT(v->kind == VERDICT_ADMISSION ||
+		  v->kind == VERDICT_DECLARATION);
+	/* Members in JCS order (RFC 8785 3.2.3: all ASCII, so byte order). */
+	model__jcs_put_raw(b, "{", 1);
+	put_key(b, "allowed");
+	put_bool(b, v->allowed);
+	if (what & VERDICT_W_BASIS) {
+		model__jcs_put_raw(b, ",", 1);
+		put_key(b, "basisSeq");
+		put_u64(b, v->basis_seq, f);
+		model__jcs_put_raw(b, ",", 1);
+		put_key(b, "chainHead");
+		rc |= put_str(b, v->chain_head);
+	}
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "checks");
+	model__jcs_put_raw(b, "[", 1);
+	for (size_t i = 0; i < v->n_checks; i++) {
+		if (i > 0)
+			model__jcs_put_raw(b, ",", 1);
+		rc |= put_check(b, &v->checks[i], f);
+	}
+	model__jcs_put_raw(b, "]", 1);
+	if (what & VERDICT_W_ID) {
+		model__jcs_put_raw(b, ",", 1);
+		put_key(b, "id");
+		put_u64(b, v->id, f);
+	}
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "message");
+	rc |= put_str(b, v->message);
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "reason");
+	rc |= put_str(b, v->reason);
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "request");
+	rc |= model__jcs_write(b, v->request, f, max_bytes);
+	if (v->requester != NULL) {
+		model__jcs_put_raw(b, ",", 1);
+		put_key(b, "requester");
+		rc |= model__jcs_write(b, v->requester, f, max_bytes);
+	}
+	if (what & VERDICT_W_SEQ) {
+		model__jcs_put_raw(b, ",", 1);
+		put_key(b, "seq");
+		put_u64(b, v->seq, f);
+	}
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "type");
+	rc |= put_str(b, kind_names[v->kind]);
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, "warnings");
+	model__jcs_put_raw(b, "[", 1);
+	for (size_t i = 0; i < v->n_warnings; i++) {
+		if (i > 0)
+			model__jcs_put_raw(b, ",", 1);
+		rc |= put_str(b, v->warnings[i]);
+	}
+	model__jcs_put_raw(b, "]}", 2);
+	model__jcs_put_raw(b, "", 0);
+	b->p[b->len] = '\0';
+	return rc == 0 && b->len <= max_bytes ? 0 : -1;
+}
+
+char *verdict_record_text(const struct verdict *v, size_t max_bytes,
 			  struct jcs_buf *scratch)
 {
-	return jcs_text(v, JCS_INT_DOUBLES, max_bytes, scratch);
+	struct jcs_buf own;
+	struct jcs_buf *b = scratch != NULL ? scratch : &own;
+	char *text = NULL;
+
+	if (scratch == NULL)
+		jcs_buf_init(&own);
+	b->len = 0;
+	if (verdict_write(b, v, VERDICT_W_RECORD, JCS_INT_DOUBLES,
+			  max_bytes) == 0)
+		text = memcpy(lg_xmalloc(b->len + 1), b->p, b->len + 1);
+	if (scratch == NULL)
+		jcs_buf_release(&own);
+	return text;
+}
+
+json_t *verdict_to_json(const struct verdict *v, unsigned what)
+{
+	struct jcs_buf b;
+	json_t *j = NULL;
+
+	jcs_buf_init(&b);
+	if (verdict_write(&b, v, what, JCS_INT_DOUBLES, SIZE_MAX) == 0)
+		j = json_loadb_doubles(b.p, b.len, 0, NULL);
+	jcs_buf_release(&b);
+	LG_ASSERT(j != NULL);
+	return j;
 }
 
 static json_t *error_json(const char *msg)
@@ -328,34 +491,27 @@ static json_t *error_json(const char *msg)
 	return v ? v : json_pack("{s:s}", "error", "invalid request");
 }
 
-json_t *verdict_review_response(const char *uid, const json_t *v)
+json_t *verdict_review_response(const char *uid, const struct verdict *v,
+				bool recorded)
 {
-	bool allowed = json_is_true(json_object_get(v, "allowed"));
-	const char *reason = jstr(v, "reason"), *message = jstr(v, "message");
-	json_t *resp, *warn = json_array(), *w, *notes;
+	json_t *resp, *warn = json_array(), *notes;
 	char id[32], seq[32], msg[1024];
-	size_t i;
 
-	snprintf(id, sizeof(id), "%lld",
-		 (long long)json_integer_value(json_object_get(v, "id")));
-	snprintf(seq, sizeof(seq), "%lld",
-		 (long long)json_integer_value(json_object_get(v, "seq")));
-	notes = json_object_get(v, "id") != NULL
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)v->id);
+	snprintf(seq, sizeof(seq), "%llu", (unsigned long long)v->seq);
+	notes = recorded
 			? json_pack("{s:s, s:s}",
 				    "gpuledger.cozystack.io/verdict-id", id,
 				    "gpuledger.cozystack.io/verdict-seq", seq)
 			: json_pack("{s:s}", "gpuledger.cozystack.io/dry-run",
 				    "not recorded");
-	snprintf(msg, sizeof(msg), "%s: %s", reason ? reason : "?",
-		 message ? message : "");
-	json_array_foreach (json_object_get(v, "warnings"), i, w)
-		if (json_is_string(w))
-			json_array_append(warn, w);
+	snprintf(msg, sizeof(msg), "%s: %s", v->reason, v->message);
+	for (size_t i = 0; i < v->n_warnings; i++)
+		json_array_append_new(warn, json_string(v->warnings[i]));
 	resp = json_pack("{s:s, s:b, s:{s:i, s:s, s:s}, s:o, s:o}", "uid", uid,
-			 "allowed", allowed, "status", "code",
-			 allowed ? 200 : 403, "message", msg, "reason",
-			 reason ? reason : "", "auditAnnotations", notes,
-			 "warnings", warn);
+			 "allowed", v->allowed, "status", "code",
+			 v->allowed ? 200 : 403, "message", msg, "reason",
+			 v->reason, "auditAnnotations", notes, "warnings", warn);
 	return json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1",
 			 "kind", "AdmissionReview", "response", resp);
 }
@@ -396,20 +552,22 @@ int verdict_record_parse(const char *record, size_t len,
 	return rc;
 }
 
-/* Whether text equals record. Records written before verdict_record_text
- * wrote integers beyond +-(2^53-1) by their exact digits; such a record
- * still matches its re-derivation written the old way. */
-static bool same_record(const json_t *out, const char *text,
+/* Whether v, written as a record, is the stored record. Records written
+ * before verdict_record_text wrote integers beyond +-(2^53-1) by their
+ * exact digits; such a record still matches its re-derivation written the
+ * old way. */
+static bool same_record(const struct verdict *v, const char *text,
 			const char *record, size_t len)
 {
-	char *old;
+	struct jcs_buf b;
 	bool same;
 
 	if (text != NULL && strlen(text) == len && memcmp(text, record, len) == 0)
 		return true;
-	old = jcs_text(out, 0, SIZE_MAX, NULL);
-	same = old != NULL && strlen(old) == len && memcmp(old, record, len) == 0;
-	free(old);
+	jcs_buf_init(&b);
+	same = verdict_write(&b, v, VERDICT_W_RECORD, 0, SIZE_MAX) == 0 &&
+	       b.len == len && memcmp(b.p, record, len) == 0;
+	jcs_buf_release(&b);
 	return same;
 }
 
@@ -417,9 +575,11 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 			     const char *record, size_t len, char **recomputed,
 			     bool *match, struct lg_error *err)
 {
-	json_t *v = json_loadb_doubles(record, len, 0, NULL), *out = NULL;
-	const char *type = jstr(v, "type");
+	json_t *v = json_loadb_doubles(record, len, 0, NULL);
+	const char *type = jstr(v, "type"), *head = head_hex;
+	struct verdict_ref ref;
 	struct verdict_request r = {0};
+	struct verdict out = {0};
 	struct lg_error why = {0};
 	int rc;
 
@@ -427,11 +587,12 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 	*match = false;
 	if (type == NULL || !json_is_object(json_object_get(v, "request")) ||
 	    (strcmp(type, "admission") != 0 &&
-	     strcmp(type, "declaration") != 0)) {
+	     strcmp(type, "declaration") != 0) ||
+	    verdict_record_parse(record, len, &ref, NULL) != 0) {
 		json_decref(v);
 		return lg_error_set(err, LG_ECORRUPT,
-				    "not a verdict record (type and request "
-				    "are required)");
+				    "not a verdict record (type, request, id, "
+				    "basisSeq and chainHead are required)");
 	}
 	/* The recorded request is judged as it was: canonical already. */
 	r.kind = strcmp(type, "admission") == 0 ? VERDICT_ADMISSION
@@ -440,16 +601,21 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 	r.requester = json_incref(json_object_get(v, "requester"));
 	rc = verdict_judge(basis, &r, &out, &why);
 	verdict_request_release(&r);
-	/* A stored request that is now refused cannot match: the answer is
-	 * the refusal, shown in place of the verdict. */
-	if (rc != 0)
-		out = error_json(why.msg);
-	json_object_set(out, "id", json_object_get(v, "id"));
-	json_object_set(out, "basisSeq", json_object_get(v, "basisSeq"));
-	json_object_set_new(out, "chainHead", json_string(head_hex));
-	*recomputed = verdict_record_text(out, SIZE_MAX, NULL);
-	*match = rc == 0 && same_record(out, *recomputed, record, len);
-	json_decref(out);
+	if (rc == 0) {
+		out.id = ref.id;
+		out.basis_seq = ref.basis_seq;
+		snprintf(out.chain_head, sizeof(out.chain_head), "%s", head);
+		*recomputed = verdict_record_text(&out, SIZE_MAX, NULL);
+		*match = same_record(&out, *recomputed, record, len);
+	} else {
+		/* A stored request that is now refused cannot match: the
+		 * answer is the refusal, shown in place of the verdict. */
+		json_t *e = error_json(why.msg);
+
+		*recomputed = json_canonical(e);
+		json_decref(e);
+	}
+	verdict_release(&out);
 	json_decref(v);
 	return 0;
 }

@@ -174,7 +174,8 @@ void query__pending_q_release(struct pending_q *q)
 struct batch {
 	size_t n, ne;
 	int *status;	     /* per request */
-	json_t **answer;     /* per request: the verdict or {"error"} */
+	struct verdict *v;   /* per request: its verdict (status 200) */
+	json_t **error;	     /* per request: {"error"} (other statuses) */
 	size_t *rec;	     /* per request: its record, or SIZE_MAX */
 	struct event *evs;   /* per record */
 	char **text;	     /* per record: its canonical bytes */
@@ -190,6 +191,13 @@ static json_t *error_json(const char *msg)
 	return v ? v : json_pack("{s:s}", "error", "invalid request");
 }
 
+static void fail_one(struct batch *b, size_t i, int status, const char *msg)
+{
+	verdict_release(&b->v[i]);
+	b->status[i] = status;
+	b->error[i] = error_json(msg);
+}
+
 static int64_t now_real_ns(void)
 {
 	struct timespec ts;
@@ -203,38 +211,30 @@ static void judge_one(struct query_server *qs, struct batch *b, size_t i,
 		      const char *head_hex)
 {
 	const struct pending *p = &qs->q.p[i];
+	struct verdict *v = &b->v[i];
 	struct lg_error err = {0};
-	uint64_t basis = ledger_last_seq(qs->lg);
-	json_t *v = NULL;
-	int rc = verdict_judge(ledger_state(qs->lg), &p->vr, &v, &err);
+	int rc = verdict_judge(ledger_state(qs->lg), &p->vr, v, &err);
 	char *text;
 
 	if (rc != 0) {
-		b->status[i] = rc == LG_ENOMEM ? 500 : 400;
-		b->answer[i] =
-			error_json(err.msg[0] ? err.msg : lg_strerror(rc));
+		fail_one(b, i, rc == LG_ENOMEM ? 500 : 400,
+			 err.msg[0] ? err.msg : lg_strerror(rc));
 		return;
 	}
-	json_object_set_new(v, "basisSeq", json_integer((json_int_t)basis));
-	json_object_set_new(v, "chainHead", json_string(head_hex));
+	v->basis_seq = ledger_last_seq(qs->lg);
+	snprintf(v->chain_head, sizeof(v->chain_head), "%s", head_hex);
+	b->status[i] = 200;
 	/* A dry run is answered from the same state and not recorded. */
-	if (p->vr.dry_run) {
-		b->status[i] = 200;
-		b->answer[i] = v;
+	if (p->vr.dry_run)
 		return;
-	}
-	json_object_set_new(v, "id",
-			    json_integer((json_int_t)(qs->vix.n + 1 + b->ne)));
+	v->id = qs->vix.n + 1 + b->ne;
 	text = verdict_record_text(v, RECORD_MAX_BYTES, &b->scratch);
 	if (text == NULL) {
-		json_decref(v);
-		b->status[i] = 413;
-		b->answer[i] = error_json("the verdict record would be larger "
-					  "than a ledger event may be");
+		fail_one(b, i, 413,
+			 "the verdict record would be larger than a ledger "
+			 "event may be");
 		return;
 	}
-	b->status[i] = 200;
-	b->answer[i] = v;
 	b->evs[b->ne] = (struct event){
 		.type = EV_VERDICT, .time_ns = now_real_ns(), .text = text};
 	b->text[b->ne] = text;
@@ -242,7 +242,7 @@ static void judge_one(struct query_server *qs, struct batch *b, size_t i,
 	b->of[b->ne++] = i;
 }
 
-/* Appends the records; on success each answer gets its seq. */
+/* Appends the records; on success each verdict gets its seq. */
 static void commit(struct query_server *qs, struct batch *b)
 {
 	struct lg_error err = {0};
@@ -263,17 +263,14 @@ static void commit(struct query_server *qs, struct batch *b)
 		size_t i = b->of[k];
 
 		if (rc != 0) {
-			b->status[i] = 503;
-			json_decref(b->answer[i]);
-			b->answer[i] = error_json(err.msg[0] ? err.msg
-							     : "append failed");
+			fail_one(b, i, 503,
+				 err.msg[0] ? err.msg : "append failed");
 			continue;
 		}
 		vindex_push(&qs->vix, first + k);
-		json_object_set_new(b->answer[i], "seq",
-				    json_integer((json_int_t)(first + k)));
+		b->v[i].seq = first + k;
 		query__metrics_verdict(&qs->m, qs->q.p[i].vr.kind,
-				       qjstr(b->answer[i], "reason"));
+				       b->v[i].reason);
 	}
 	if (rc == 0) {
 		qs->vix.scanned = first + b->ne - 1;
@@ -291,7 +288,8 @@ static void batch_init(struct batch *b, size_t n)
 	b->n = n;
 	b->ne = 0;
 	b->status = lg_xmalloc(n * sizeof(*b->status));
-	b->answer = lg_xmalloc(n * sizeof(*b->answer));
+	b->v = lg_xcalloc(n ? n : 1, sizeof(*b->v));
+	b->error = lg_xcalloc(n ? n : 1, sizeof(*b->error));
 	b->rec = lg_xmalloc(n * sizeof(*b->rec));
 	for (size_t i = 0; i < n; i++)
 		b->rec[i] = SIZE_MAX;
@@ -305,8 +303,13 @@ static void batch_release(struct batch *b)
 {
 	for (size_t k = 0; k < b->ne; k++)
 		free(b->text[k]);
+	for (size_t i = 0; i < b->n; i++) {
+		verdict_release(&b->v[i]);
+		json_decref(b->error[i]);
+	}
 	free(b->status);
-	free(b->answer);
+	free(b->v);
+	free(b->error);
 	free(b->rec);
 	free(b->evs);
 	free(b->text);
@@ -314,58 +317,30 @@ static void batch_release(struct batch *b)
 	jcs_buf_release(&b->scratch);
 }
 
-/* The answer to a recorded verdict: its record with "seq" added. The
- * record is canonical JSON, whose keys are sorted: "seq" goes right before
- * the top-level "type", which is the last `,"type":"` in the text (inside
- * strings quotes are escaped, and only "warnings", an array of strings,
- * follows it). Splicing saves dumping the verdict a second time, which is
- * the most expensive step of a verdict. The record is one that judge()
- * just made (never input): that it has this shape is asserted. */
-static char *with_seq(const char *rec, uint64_t seq)
-{
-	static const char key[] = ",\"type\":\"", warn[] = ",\"warnings\":[";
-	const char *at = NULL, *p = rec, *end;
-	char field[40];
-	size_t fl, rl = strlen(rec);
-	char *out;
-
-	while ((p = strstr(p, key)) != NULL)
-		at = p++;
-	LG_ASSERT(at != NULL && rec[0] == '{' && rec[rl - 1] == '}');
-	/* The type's value (a plain word), then "warnings" or the end. */
-	end = strchr(at + sizeof(key) - 1, '"');
-	LG_ASSERT(end != NULL &&
-		  (strcmp(end + 1, "}") == 0 ||
-		   strncmp(end + 1, warn, sizeof(warn) - 1) == 0));
-	fl = (size_t)snprintf(field, sizeof(field), ",\"seq\":%llu",
-			      (unsigned long long)seq);
-	out = lg_xmalloc(rl + fl + 1);
-	memcpy(out, rec, (size_t)(at - rec));
-	memcpy(out + (at - rec), field, fl);
-	memcpy(out + (at - rec) + fl, at, rl - (size_t)(at - rec) + 1);
-	return out;
-}
-
-/* The text answering request i of the batch. */
+/* The text answering request i of the batch, from the verdict's one
+ * writer: a recorded verdict is its record with its seq; a review is
+ * answered with one. */
 static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 {
-	json_t *v = NULL;
-	char *text = NULL;
+	bool recorded = b->rec[i] < b->ne;
+	json_t *review;
+	char *text;
 
+	if (b->status[i] != 200)
+		return jcs_text(b->error[i], 0, SIZE_MAX, &b->scratch);
 	/* A 200 that is not an AdmissionReview (a dry run is one) was
 	 * recorded. */
-	LG_ASSERT(b->status[i] != 200 || p->vr.review_uid != NULL ||
-		  b->rec[i] < b->ne);
-	if (b->status[i] == 200 && p->vr.review_uid == NULL)
-		text = with_seq(b->text[b->rec[i]],
-				(uint64_t)json_integer_value(
-					json_object_get(b->answer[i], "seq")));
-	if (text != NULL)
-		return text;
-	if (b->status[i] == 200 && p->vr.review_uid != NULL)
-		v = verdict_review_response(p->vr.review_uid, b->answer[i]);
-	text = jcs_text(v ? v : b->answer[i], 0, SIZE_MAX, &b->scratch);
-	json_decref(v);
+	LG_ASSERT(p->vr.review_uid != NULL || recorded);
+	if (p->vr.review_uid == NULL) {
+		b->scratch.len = 0;
+		verdict_write(&b->scratch, &b->v[i],
+			      VERDICT_W_RECORD | VERDICT_W_SEQ, JCS_INT_DOUBLES,
+			      SIZE_MAX);
+		return lg_xstrdup(b->scratch.p);
+	}
+	review = verdict_review_response(p->vr.review_uid, &b->v[i], recorded);
+	text = jcs_text(review, 0, SIZE_MAX, &b->scratch);
+	json_decref(review);
 	return text;
 }
 
@@ -379,7 +354,6 @@ static void answer_all(struct query_server *qs, struct batch *b,
 
 		query__conn_answer_deferred(qs, p->c, p->route, p->t0_ns,
 					    b->status[i], answer_text(b, p, i));
-		json_decref(b->answer[i]);
 	}
 }
 
@@ -398,7 +372,7 @@ void query__verdict_batch_run(struct query_server *qs)
 	for (size_t i = 0; i < b.n; i++) {
 		if (rc != 0) {
 			b.status[i] = 503;
-			b.answer[i] = error_json(err.msg);
+			b.error[i] = error_json(err.msg);
 		} else {
 			judge_one(qs, &b, i, head);
 		}

@@ -11,10 +11,36 @@
  *   R <ns> <resource>              RAWKEY declared
  *   X <ns> <resource>              RAWKEY withdrawn
  *   U <ns> <class> <holder> <n>    RESERVE n units by a new VMInstance
- * JSON is written with single quotes and turned into JSON by tq().
+ * JSON is written with single quotes and turned into JSON by tv().
  */
 #include "model/model_int.h"
 #include "tests/model_tests.h"
+
+/* A verdict request is judged as its record reads back (DESIGN 3.5): the
+ * literals of these tests are read by json_loadb_doubles. */
+static json_t *tvj(const char *text)
+{
+	json_error_t e;
+	json_t *v = json_loadb_doubles(text, strlen(text), JSON_DECODE_ANY, &e);
+
+	ck_assert_msg(v != NULL, "bad test JSON: %s: %s", e.text, text);
+	return v;
+}
+
+/* The same with single quotes. */
+static json_t *tv(const char *text)
+{
+	char *s = strdup(text);
+	json_t *v;
+
+	ck_assert_ptr_nonnull(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	v = tvj(s);
+	free(s);
+	return v;
+}
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,7 +177,7 @@ static void assert_same(const json_t *v, const json_t *want, const char *what)
 /* Compares v with the single-quoted JSON want. */
 static void assert_json(const json_t *v, const char *want, const char *what)
 {
-	json_t *w = tq(want);
+	json_t *w = tv(want);
 
 	assert_same(v, w, what);
 	json_decref(w);
@@ -162,12 +188,55 @@ typedef int verdict_fn(const state_t *st, const json_t *req, json_t **verdict,
 
 /* Runs fn on req and compares the verdict, less "request" (which must echo
  * req exactly) and "type", with want; warnings default to []. */
+/* The one writer is canonical: what verdict_write writes (a record with a
+ * seq, also with integers as exact digits) is the JCS of what it reads
+ * back as, byte for byte. */
+static void assert_writer_canonical(const state_t *st, const char *type,
+				    const json_t *req, const char *name)
+{
+	struct verdict v;
+	struct jcs_buf b;
+	unsigned flags[] = {JCS_INT_DOUBLES, 0};
+	int rc = strcmp(type, "admission") == 0
+			 ? model__judge_admission(st, req, &v, NULL)
+			 : model__judge_declaration(st, req, &v, NULL);
+
+	ck_assert_int_eq(rc, 0);
+	v.id = 12;
+	v.seq = 9007199254740991ull;
+	v.basis_seq = 3;
+	memset(v.chain_head, 'a', VERDICT_HEAD_HEX);
+	jcs_buf_init(&b);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *back;
+		char *again;
+
+		b.len = 0;
+		ck_assert_int_eq(verdict_write(&b, &v,
+					       VERDICT_W_RECORD | VERDICT_W_SEQ,
+					       flags[i], SIZE_MAX),
+				 0);
+		back = flags[i] ? json_loadb_doubles(b.p, b.len, 0, NULL)
+				: json_loadb(b.p, b.len, 0, NULL);
+		ck_assert_msg(back != NULL, "%s: not JSON: %s", name, b.p);
+		again = jcs_text(back, flags[i], SIZE_MAX, NULL);
+		ck_assert_msg(again != NULL && strcmp(again, b.p) == 0,
+			      "%s: not canonical:\n%s\n%s", name, b.p, again);
+		free(again);
+		json_decref(back);
+	}
+	jcs_buf_release(&b);
+	verdict_release(&v);
+}
+
 static void assert_verdict(const state_t *st, verdict_fn *fn, const char *type,
 			   const json_t *req, const char *want,
 			   const char *name)
 {
 	struct lg_error err = {0};
-	json_t *v = NULL, *w = tq(want);
+	json_t *v = NULL, *w = tv(want);
+
+	assert_writer_canonical(st, type, req, name);
 
 	ck_assert_msg(fn(st, req, &v, &err) == 0, "%s: %s", name, err.msg);
 	ck_assert_ptr_nonnull(v);
@@ -372,7 +441,7 @@ static json_t *adm_req(const struct adm_row *r)
 	snprintf(buf, sizeof(buf),
 		 "{'namespace':'%s','kind':'%s','name':'x','old':%s,'new':%s}",
 		 r->ns, r->kind ? r->kind : "VMInstance", r->old, r->new);
-	return tq(buf);
+	return tv(buf);
 }
 
 START_TEST(verdict_admission_rows)
@@ -393,7 +462,7 @@ START_TEST(verdict_admission_bytes)
 {
 	state_t *st = world(ACME);
 	json_t *req =
-		tj("{\"namespace\":\"tenant-acme-dev\",\"kind\":"
+		tvj("{\"namespace\":\"tenant-acme-dev\",\"kind\":"
 		   "\"VMInstance\",\"name\":\"x\",\"old\":null,"
 		   "\"new\":{\"gpus\":[{\"class\":\"h100\",\"count\":2}]}}");
 	json_t *v = NULL;
@@ -437,7 +506,7 @@ static const char *const adm_bad[] = {
 START_TEST(verdict_admission_request_errors)
 {
 	state_t *st = world(ACME);
-	json_t *req = tq(adm_bad[_i]), *sentinel = tj("1"), *v = sentinel;
+	json_t *req = tv(adm_bad[_i]), *sentinel = tvj("1"), *v = sentinel;
 	struct lg_error err = {0};
 
 	/* The verdict pointer is cleared, never left pointing anywhere. */
@@ -456,7 +525,7 @@ END_TEST
 START_TEST(verdict_admission_nul_namespace)
 {
 	state_t *st = world(ACME);
-	json_t *req = tq("{'kind':'VMInstance','new':null}"), *v = NULL;
+	json_t *req = tv("{'kind':'VMInstance','new':null}"), *v = NULL;
 
 	json_object_set_new(req, "namespace", json_stringn("tenant-a\0b", 10));
 	ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL), LG_EINVAL);
@@ -611,7 +680,7 @@ static json_t *decl_req(const struct decl_row *r)
 
 	snprintf(buf, sizeof(buf), "{'namespace':'%s','old':%s,'new':%s}",
 		 r->ns, r->old, r->new);
-	return tq(buf);
+	return tv(buf);
 }
 
 START_TEST(verdict_declaration_rows)
@@ -641,7 +710,7 @@ static const char *const decl_bad[] = {
 START_TEST(verdict_declaration_request_errors)
 {
 	state_t *st = world(DECL);
-	json_t *req = tq(decl_bad[_i]), *v = NULL;
+	json_t *req = tv(decl_bad[_i]), *v = NULL;
 	struct lg_error err = {0};
 
 	ck_assert_int_eq(model__verdict_declaration(st, req, &v, &err), LG_EINVAL);
@@ -657,7 +726,7 @@ END_TEST
 START_TEST(verdict_declaration_too_many_keys)
 {
 	state_t *st = world(DECL);
-	json_t *req = tq("{'namespace':'tenant-acme-dev'}"),
+	json_t *req = tv("{'namespace':'tenant-acme-dev'}"),
 	       *nw = json_object();
 	json_t *v = NULL;
 	char key[32];
@@ -685,9 +754,9 @@ START_TEST(verdict_declaration_order_independent)
 {
 	state_t *st = world(DECL "; B tenant-acme a10 1");
 	json_t *a =
-		tq("{'namespace':'tenant-acme-dev','old':null,'new':{'" KH100
+		tv("{'namespace':'tenant-acme-dev','old':null,'new':{'" KH100
 		   "':6,'" KA10 "':2}}");
-	json_t *b = tq("{'new':{'" KA10 "':2,'" KH100 "':6},'old':null,"
+	json_t *b = tv("{'new':{'" KA10 "':2,'" KH100 "':6},'old':null,"
 		       "'namespace':'tenant-acme-dev'}");
 	json_t *va = NULL, *vb = NULL;
 	char *ta, *tb;
@@ -862,7 +931,7 @@ START_TEST(verdict_eval_no_state)
 	struct eval_ctx ctx = {.classes = NULL, .state = NULL};
 	eval_fn *fns[] = {model__eval_admission, model__eval_declaration,
 			  model__eval_remaining};
-	json_t *in = tq("{" ADM_A "}"), *out = NULL;
+	json_t *in = tv("{" ADM_A "}"), *out = NULL;
 	struct lg_error err = {0};
 
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
@@ -882,8 +951,8 @@ START_TEST(verdict_eval_inline_state)
 {
 	state_t *db = world(CLASSES "T tenant-root; T tenant-a");
 	struct eval_ctx ctx = {.state = db};
-	json_t *in = tq("{'state':" EVENTS "," ADM_A "}"), *out = NULL;
-	json_t *bare = tq("{" ADM_A "}");
+	json_t *in = tv("{'state':" EVENTS "," ADM_A "}"), *out = NULL;
+	json_t *bare = tv("{" ADM_A "}");
 	struct lg_error err = {0};
 
 	ck_assert_int_eq(model__eval_admission(&ctx, in, &out, &err), 0);
@@ -912,9 +981,9 @@ END_TEST
 START_TEST(verdict_eval_declaration_and_remaining)
 {
 	struct eval_ctx ctx = {0};
-	json_t *d = tq("{'state':" EVENTS ",'namespace':'tenant-a-b',"
+	json_t *d = tv("{'state':" EVENTS ",'namespace':'tenant-a-b',"
 		       "'old':null,'new':" Q(KH100, 2) "}");
-	json_t *r = tq("{'state':" EVENTS ",'namespace':'tenant-a'}");
+	json_t *r = tv("{'state':" EVENTS ",'namespace':'tenant-a'}");
 	json_t *out = NULL;
 
 	ck_assert_int_eq(model__eval_declaration(&ctx, d, &out, NULL), 0);
@@ -955,7 +1024,7 @@ START_TEST(verdict_eval_errors)
 	struct eval_ctx ctx = {.state = db};
 	eval_fn *fns[] = {model__eval_admission, model__eval_declaration,
 			  model__eval_remaining};
-	json_t *in = tq(eval_bad[_i]), *out = NULL;
+	json_t *in = tv(eval_bad[_i]), *out = NULL;
 	struct lg_error err = {0};
 
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {

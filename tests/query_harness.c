@@ -478,11 +478,14 @@ int qt_judge(const state_t *st, enum verdict_kind kind, const json_t *req,
 	     json_t **verdict)
 {
 	struct verdict_request vr;
+	struct verdict v = {0};
 	char *text = json_dumps(req, JSON_ENCODE_ANY);
 	int rc = verdict_request_read(kind, text, strlen(text), &vr, NULL);
 
 	if (rc == 0)
-		rc = verdict_judge(st, &vr, verdict, NULL);
+		rc = verdict_judge(st, &vr, &v, NULL);
+	*verdict = rc == 0 ? verdict_to_json(&v, 0) : NULL;
+	verdict_release(&v);
 	verdict_request_release(&vr);
 	free(text);
 	return rc;

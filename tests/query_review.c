@@ -187,13 +187,23 @@ END_TEST
 
 START_TEST(review_response_shape)
 {
-	json_t *denied = tq("{'id':7,'seq':40,'allowed':false,'reason':"
-			    "'ClassBudgetExceeded','message':'t: k 1 + 2 > 2',"
-			    "'warnings':['w1',3]}");
-	json_t *allowed = tq("{'id':8,'seq':41,'allowed':true,'reason':"
-			     "'WithinBudget','message':'within budget',"
-			     "'warnings':[]}");
-	json_t *r = verdict_review_response("uid-1", denied), *resp;
+	char *w[] = {"w1"};
+	char msg_denied[] = "t: k 1 + 2 > 2", msg_allowed[] = "within budget";
+	struct verdict denied = {.kind = VERDICT_ADMISSION,
+				 .allowed = false,
+				 .reason = "ClassBudgetExceeded",
+				 .message = msg_denied,
+				 .warnings = w,
+				 .n_warnings = 1,
+				 .id = 7,
+				 .seq = 40};
+	struct verdict allowed = {.kind = VERDICT_ADMISSION,
+				  .allowed = true,
+				  .reason = "WithinBudget",
+				  .message = msg_allowed,
+				  .id = 8,
+				  .seq = 41};
+	json_t *r = verdict_review_response("uid-1", &denied, true), *resp;
 
 	ck_assert_str_eq(qjstr(r, "apiVersion"), "admission.k8s.io/v1");
 	ck_assert_str_eq(qjstr(r, "kind"), "AdmissionReview");
@@ -210,19 +220,26 @@ START_TEST(review_response_shape)
 	ck_assert_str_eq(qjstr(json_object_get(resp, "auditAnnotations"),
 			       "gpuledger.cozystack.io/verdict-id"),
 			 "7");
-	/* Only string warnings pass into the review. */
+	ck_assert_str_eq(qjstr(json_object_get(resp, "auditAnnotations"),
+			       "gpuledger.cozystack.io/verdict-seq"),
+			 "40");
 	ck_assert_uint_eq(json_array_size(json_object_get(resp, "warnings")),
 			  1);
 	json_decref(r);
-	r = verdict_review_response("uid-2", allowed);
+	/* A dry run is said to be one, with no id. */
+	r = verdict_review_response("uid-2", &allowed, false);
 	resp = json_object_get(r, "response");
 	ck_assert(json_is_true(json_object_get(resp, "allowed")));
 	ck_assert_int_eq(json_integer_value(json_object_get(
 				 json_object_get(resp, "status"), "code")),
 			 200);
+	ck_assert_str_eq(qjstr(json_object_get(resp, "auditAnnotations"),
+			       "gpuledger.cozystack.io/dry-run"),
+			 "not recorded");
+	ck_assert_ptr_null(json_object_get(json_object_get(resp,
+							   "auditAnnotations"),
+					   "gpuledger.cozystack.io/verdict-id"));
 	json_decref(r);
-	json_decref(denied);
-	json_decref(allowed);
 }
 END_TEST
 
