@@ -214,9 +214,8 @@ static bool make_room(struct conn_budget *b, const struct peer_key *k)
 {
 	struct conn *o;
 
-	/* Half-open connections are sheddable: the list is not empty. */
-	if (b->n_half_open >= b->max_half_open)
-		shed(b->oldest, SHED_HALF_OPEN);
+	/* The peer's share first: a peer at it sheds its own connection, and
+	 * the other bounds are then not reached on its account. */
 	if (query__peer_count(b, k) >= b->max_per_peer) {
 		if ((o = oldest_of(b, k)) == NULL) {
 			b->refused[SHED_PEER]++;
@@ -224,6 +223,9 @@ static bool make_room(struct conn_budget *b, const struct peer_key *k)
 		}
 		shed(o, SHED_PEER);
 	}
+	/* Half-open connections are sheddable: the list is not empty. */
+	if (b->n_half_open >= b->max_half_open)
+		shed(b->oldest, SHED_HALF_OPEN);
 	if (b->n >= b->max) {
 		if (b->oldest == NULL) {
 			b->refused[SHED_FULL]++;

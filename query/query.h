@@ -107,8 +107,8 @@ struct query_opts {
 	 * a connection is cut after handshake_ms [2000, at most request_ms].
 	 * At most max_half_open of the API listener's connections are
 	 * half-open [max_conns / 4], and one peer address holds at most
-	 * max_conns_per_peer connections [max_conns / 4] (each at least 1, at
-	 * most max_conns). A new connection over a bound closes the oldest
+	 * max_conns_per_peer connections [max_half_open / 2] (each at least 1,
+	 * at most max_conns). A new connection over a bound closes the oldest
 	 * half-open connection in its way (of its peer, for the peer
 	 * bound); when there is none it is closed at once. The probe
 	 * listener has a budget of its own, probe_max_conns [64], of which

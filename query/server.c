@@ -43,9 +43,11 @@ static void opts_defaults(struct query_opts *o)
 		o->max_conns = QUERY_MAX_CONNS_DEFAULT;
 	if (o->max_half_open == 0)
 		o->max_half_open = o->max_conns >= 4 ? o->max_conns / 4 : 1;
+	/* Half the half-open budget: one address alone never fills it, so a
+	 * flood from one address sheds only its own connections. */
 	if (o->max_conns_per_peer == 0)
 		o->max_conns_per_peer =
-			o->max_conns >= 4 ? o->max_conns / 4 : 1;
+			o->max_half_open >= 2 ? o->max_half_open / 2 : 1;
 	if (o->handshake_ms == 0)
 		o->handshake_ms = QUERY_HANDSHAKE_MS_DEFAULT;
 	if (o->probe_max_conns == 0)

@@ -110,8 +110,8 @@ int cmd_serve(int argc, char **argv)
 		 "connection over a bound closes the oldest half-open one in "
 		 "its way, or is closed at once when there is none"},
 		{"--max-conns-per-peer", OPT_U64, &per_peer, "N",
-		 "connections of one peer address (default a quarter of "
-		 "--max-conns)"},
+		 "connections of one peer address (default half of "
+		 "--max-half-open: one address alone never fills it)"},
 		{"--handshake-ms", OPT_U64, &handshake, "MS",
 		 "a half-open connection is cut this long after its accept "
 		 "(default 2000, at most --request-ms)"},
