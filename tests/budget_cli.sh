@@ -88,6 +88,8 @@ has "the flood's API connections were shed" "$tmp/metrics" \
 has "probe connections were shed" "$tmp/metrics" \
 	'^gpuledger_connections_shed_total\{listener="probe",reason="max_per_peer"\} [1-9]'
 stop_server
+[ "$stopped_rc" -eq 0 ] && ok ||
+	bad "serve exited $stopped_rc: $(tail -c 600 "$tmp/serve.err")"
 
 echo "budget_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
