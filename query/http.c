@@ -9,11 +9,22 @@
  * connection stops reading until the answer is written, which bounds what
  * one client can queue to one request and one read buffer.
  *
- * Time. A connection has one timer: while a request is arriving it must
- * arrive whole within request_ms (a client that trickles bytes is cut off
- * with 408); between requests it may stay idle for idle_ms; after an error
- * answer it lingers QUERY_LINGER_MS, reading and dropping what the client
- * still sends, so that the answer is not lost to a reset.
+ * Time. A connection has one timer: until its TLS handshake and first
+ * request head are done (half-open) it has handshake_ms from its accept;
+ * while a request is arriving it must arrive whole within request_ms (a
+ * client that trickles bytes is cut off with 408); between requests it may
+ * stay idle for idle_ms; after an error answer it lingers QUERY_LINGER_MS,
+ * reading and dropping what the client still sends, so that the answer is
+ * not lost to a reset.
+ *
+ * Budgets (DESIGN 7). Each listener's connections are counted in its
+ * budget (query_int.h), in all, half-open and per peer address. A new
+ * connection over a bound closes the oldest connection the budget may shed
+ * in its way rather than being refused: a half-open one (on the probe
+ * listener, any one) - the one that has had longest to finish and has not,
+ * so an attacker who holds connections open only ever pushes out his own,
+ * while a client that finishes its handshake is safe from being shed. Only
+ * when there is nothing to shed is the new connection refused.
  */
 #include "query/query_int.h"
 
@@ -77,6 +88,13 @@ struct conn {
 	bool tls_up;
 	bool probe_only; /* accepted on the probe listener */
 	const struct principal *cert_who;
+
+	/* Its listener's budget: counted in it from accept to close. */
+	struct conn_budget *budget;
+	struct peer_key peer;
+	bool half_open; /* no TLS handshake and first request head yet */
+	bool sheddable; /* in the budget's list of what it may shed */
+	struct conn *shed_prev, *shed_next; /* older, newer */
 };
 
 /* A queued write: the part of an answer the socket did not take at once. */
@@ -118,6 +136,117 @@ static void conn_close(struct conn *c);
 static void conn_linger(struct conn *c);
 static void conn_feed(struct conn *c, const char *p, size_t n);
 static void tls_pump(struct conn *c);
+
+/* ---------------------------------------------------------------------- */
+/* Budgets. */
+
+static void shed_list_add(struct conn_budget *b, struct conn *c)
+{
+	c->sheddable = true;
+	c->shed_prev = b->newest;
+	c->shed_next = NULL;
+	if (b->newest != NULL)
+		b->newest->shed_next = c;
+	else
+		b->oldest = c;
+	b->newest = c;
+}
+
+static void shed_list_remove(struct conn_budget *b, struct conn *c)
+{
+	if (!c->sheddable)
+		return;
+	c->sheddable = false;
+	if (c->shed_prev != NULL)
+		c->shed_prev->shed_next = c->shed_next;
+	else
+		b->oldest = c->shed_next;
+	if (c->shed_next != NULL)
+		c->shed_next->shed_prev = c->shed_prev;
+	else
+		b->newest = c->shed_prev;
+	c->shed_prev = c->shed_next = NULL;
+}
+
+/* The head is in (on the probe listener the connection stays sheddable). */
+static void half_open_done(struct conn *c)
+{
+	struct conn_budget *b = c->budget;
+
+	if (!c->half_open)
+		return;
+	c->half_open = false;
+	b->n_half_open--;
+	if (!b->shed_any)
+		shed_list_remove(b, c);
+}
+
+static void budget_leave(struct conn *c)
+{
+	struct conn_budget *b = c->budget;
+
+	half_open_done(c);
+	shed_list_remove(b, c);
+	query__peer_del(b, &c->peer);
+	b->n--;
+}
+
+static void shed(struct conn *c, enum shed_reason r)
+{
+	c->budget->shed[r]++;
+	conn_close(c);
+}
+
+/* The oldest connection of peer k the budget may shed, or NULL. The list
+ * holds at most max_half_open connections (max for the probe listener). */
+static struct conn *oldest_of(const struct conn_budget *b,
+			      const struct peer_key *k)
+{
+	for (struct conn *c = b->oldest; c != NULL; c = c->shed_next)
+		if (memcmp(&c->peer, k, sizeof(*k)) == 0)
+			return c;
+	return NULL;
+}
+
+/* Makes room in b for a new connection of peer k, bound by bound; false
+ * (counted) when a bound is reached and nothing in its way may be shed. */
+static bool make_room(struct conn_budget *b, const struct peer_key *k)
+{
+	struct conn *o;
+
+	/* The peer's share first: a peer at it sheds its own connection, and
+	 * the other bounds are then not reached on its account. */
+	if (query__peer_count(b, k) >= b->max_per_peer) {
+		if ((o = oldest_of(b, k)) == NULL) {
+			b->refused[SHED_PEER]++;
+			return false;
+		}
+		shed(o, SHED_PEER);
+	}
+	/* Half-open connections are sheddable: the list is not empty. */
+	if (b->n_half_open >= b->max_half_open)
+		shed(b->oldest, SHED_HALF_OPEN);
+	if (b->n >= b->max) {
+		if (b->oldest == NULL) {
+			b->refused[SHED_FULL]++;
+			return false;
+		}
+		shed(b->oldest, SHED_FULL);
+	}
+	return true;
+}
+
+static void budget_enter(struct conn *c, struct conn_budget *b,
+			 const struct peer_key *k)
+{
+	c->budget = b;
+	c->peer = *k;
+	c->half_open = true;
+	b->n++;
+	b->n_half_open++;
+	query__peer_add(b, k);
+	shed_list_add(b, c);
+}
 
 /* ---------------------------------------------------------------------- */
 /* Handles and reading. */
@@ -197,6 +326,7 @@ static void conn_close(struct conn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	qs->conns.n--;
+	budget_leave(c);
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, on_handle_closed);
 	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
@@ -247,6 +377,22 @@ static void on_timer(uv_timer_t *t)
 	if (c->lingering || c->closing || c->heavy != NULL) {
 		/* A stream whose client took nothing for idle_ms is cut. */
 		conn_close(c);
+	} else if (c->half_open) {
+		struct request rq = {
+			.c = c, .route = R_NONE, .t0_ns = c->t0_ns};
+
+		c->budget->shed[SHED_DEADLINE]++;
+		if (!c->in_request) {
+			conn_close(
+				c); /* no handshake, or not a byte of a head */
+			return;
+		}
+		c->qs->m.conns_timed_out++;
+		c->keep_alive = false;
+		query__reply_error(c->qs, &rq, 408,
+				   "the request head did not arrive within %u "
+				   "ms of the connection",
+				   c->qs->o.handshake_ms);
 	} else if (c->in_request) {
 		struct request rq = {
 			.c = c, .route = R_NONE, .t0_ns = c->t0_ns};
@@ -774,7 +920,9 @@ static int on_message_begin(http_parser *p)
 		c->body = NULL;
 		c->body_cap = 0;
 	}
-	timer_set(c, c->qs->o.request_ms);
+	/* A half-open connection keeps the deadline of its accept. */
+	if (!c->half_open)
+		timer_set(c, c->qs->o.request_ms);
 	return 0;
 }
 
@@ -862,6 +1010,11 @@ static int on_headers_complete(http_parser *p)
 	if (p->content_length != ULLONG_MAX && p->content_length > 0 &&
 	    p->content_length > c->qs->o.max_body_bytes)
 		return refuse(c, 413);
+	/* The first head is in: the body has request_ms, as any request's. */
+	if (c->half_open) {
+		half_open_done(c);
+		timer_set(c, c->qs->o.request_ms);
+	}
 	/* curl and others wait for this before a large body. */
 	if (c->expect_continue)
 		conn_write(c, cont, sizeof(cont) - 1, "", 0);
@@ -1117,24 +1270,44 @@ out:
 
 /* ---------------------------------------------------------------------- */
 
+/* The peer's key; a socket that has none (gone already) is the zero key. */
+static void peer_of(struct conn *c, struct peer_key *k)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+
+	memset(&ss, 0, sizeof(ss));
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0)
+		ss.ss_family = AF_UNSPEC;
+	query__peer_key(&ss, k);
+}
+
 void query__conn_accept(struct query_server *qs, uv_stream_t *listener)
 {
 	struct conn *c = lg_xcalloc(1, sizeof(*c));
+	struct conn_budget *b;
+	struct peer_key k;
 
 	c->qs = qs;
 	c->tcp.data = c->timer.data = c;
 	c->handles = 1;
+	c->probe_only = listener == (uv_stream_t *)&qs->probe_listener;
+	b = c->probe_only ? &qs->probe_budget : &qs->api_budget;
 	uv_tcp_init(&qs->loop, &c->tcp);
-	if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
-	    qs->conns.n >= qs->o.max_conns || qs->stopping) {
-		/* Over the bound: closed at once, which the client sees as
-		 * a reset rather than a hang. */
+	if (uv_accept(listener, (uv_stream_t *)&c->tcp) == 0)
+		peer_of(c, &k);
+	else
+		c->closing = true;
+	if (c->closing || qs->stopping || !make_room(b, &k)) {
+		/* Closed at once, which the client sees as a reset rather
+		 * than a hang. */
 		qs->m.conns_refused++;
 		c->closing = true;
 		uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
 		return;
 	}
 	qs->m.conns_accepted++;
+	budget_enter(c, b, &k);
 	c->handles = 2;
 	uv_timer_init(&qs->loop, &c->timer);
 	uv_tcp_nodelay(&c->tcp, 1);
@@ -1146,10 +1319,8 @@ void query__conn_accept(struct query_server *qs, uv_stream_t *listener)
 	qs->conns.head = c;
 	qs->conns.n++;
 	c->t0_ns = query__now_ns();
-	/* A handshake, too, must be done within request_ms: the timer runs
-	 * from here, and slow handshakes are cut like slow requests. */
-	timer_set(c, qs->o.request_ms);
-	c->probe_only = listener == (uv_stream_t *)&qs->probe_listener;
+	/* The handshake and the first head have handshake_ms from here. */
+	timer_set(c, qs->o.handshake_ms);
 	if (qs->tls != NULL && !c->probe_only)
 		c->tls = query__tls_conn_new(qs->tls);
 	conn_reading(c, true);

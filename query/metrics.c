@@ -7,6 +7,7 @@
  */
 #include "query/query_int.h"
 
+#include <stddef.h>
 #include <string.h>
 
 static const int codes[] = {200, 400, 401, 403, 404, 405, 408,
@@ -193,7 +194,8 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 	scalar(b, "gpuledger_connections_accepted_total", "counter",
 	       "Connections accepted.", (double)m->conns_accepted);
 	scalar(b, "gpuledger_connections_refused_total", "counter",
-	       "Connections closed at once (over --max-conns or stopping).",
+	       "New connections closed at once (a budget reached, or "
+	       "stopping).",
 	       (double)m->conns_refused);
 	scalar(b, "gpuledger_requests_timed_out_total", "counter",
 	       "Requests cut off for arriving too slowly.",
@@ -216,6 +218,54 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 	scalar(b, "gpuledger_heavy_reads_refused_total", "counter",
 	       "Heavy reads answered 503 (over --max-heavy).",
 	       (double)m->heavy_refused);
+}
+
+/* The connection budgets of the two listeners (DESIGN 7), every reason
+ * of both counters written, 0 included, so that an alert on a rate sees
+ * the series before its first increase. */
+static void render_budgets(struct sbuf *b, struct query_server *qs)
+{
+	const struct conn_budget *bs[] = {&qs->api_budget, &qs->probe_budget};
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} fams[] = {
+		{"gpuledger_connections_shed_total",
+		 "Connections a budget closed: the oldest half-open one, to "
+		 "make room for a new one under the bound named, or one past "
+		 "--handshake-ms.",
+		 offsetof(struct conn_budget, shed)},
+		{"gpuledger_connections_budget_refused_total",
+		 "New connections closed at once: the bound named was reached "
+		 "and no connection could be shed.",
+		 offsetof(struct conn_budget, refused)},
+	};
+
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		head(b, fams[f].name, "counter", fams[f].help);
+		for (size_t i = 0; i < sizeof(bs) / sizeof(bs[0]); i++) {
+			const uint64_t *v =
+				(const uint64_t *)((const char *)bs[i] +
+						   fams[f].off);
+
+			for (int r = 0; r < SHED_MAX; r++)
+				query__sbuf_printf(
+					b,
+					"%s{listener=\"%s\",reason=\"%s\"} "
+					"%llu\n",
+					fams[f].name, bs[i]->listener,
+					query__shed_reason_name(r),
+					(unsigned long long)v[r]);
+		}
+	}
+	head(b, "gpuledger_connections_half_open", "gauge",
+	     "Connections without a TLS handshake and first request head "
+	     "yet.");
+	for (size_t i = 0; i < sizeof(bs) / sizeof(bs[0]); i++)
+		query__sbuf_printf(b,
+				   "gpuledger_connections_half_open{listener="
+				   "\"%s\"} %u\n",
+				   bs[i]->listener, bs[i]->n_half_open);
 }
 
 /* TLS, when serve speaks it: handshakes, reloads, and when the
@@ -318,6 +368,7 @@ char *query__metrics_render(struct query_server *qs, const json_t *tenants,
 	render_latency(&b, &qs->m);
 	render_verdicts(&b, &qs->m);
 	render_server(&b, qs);
+	render_budgets(&b, qs);
 	render_tls(&b, qs);
 	render_tenants(&b, tenants);
 	return query__sbuf_take(&b, len);

@@ -91,7 +91,8 @@ struct query_opts {
 	unsigned request_ms;	 /* a request must arrive whole within this
 				    [10000]; slow clients are cut off */
 	unsigned poll_ms;	 /* follow the log every [50] ms */
-	unsigned max_conns;	 /* open connections [4096] */
+	unsigned max_conns;	 /* open connections of the API listener
+				    [4096] */
 	unsigned max_heavy;	 /* heavy reads (exports, past states, event
 				    pages) in flight [16]; beyond: 503 */
 	unsigned heavy_turns;	 /* of those, how many compute at once
@@ -101,6 +102,21 @@ struct query_opts {
 				    ledger's default); a small one gives a
 				    full map that verdict appends run into */
 	bool handle_signals;	 /* SIGINT and SIGTERM stop the loop */
+	/* Connection budgets (DESIGN 7). Half-open: a connection that has
+	 * not finished its TLS handshake and its first request head; such
+	 * a connection is cut after handshake_ms [2000, at most request_ms].
+	 * At most max_half_open of the API listener's connections are
+	 * half-open [max_conns / 4], and one peer address holds at most
+	 * max_conns_per_peer connections [max_half_open / 2] (each at least 1,
+	 * at most max_conns). A new connection over a bound closes the oldest
+	 * half-open connection in its way (of its peer, for the peer
+	 * bound); when there is none it is closed at once. The probe
+	 * listener has a budget of its own, probe_max_conns [64], of which
+	 * one peer holds at most half; any probe connection may be shed. */
+	unsigned max_half_open;
+	unsigned handshake_ms;
+	unsigned max_conns_per_peer;
+	unsigned probe_max_conns;
 	/* TLS (all NULL: plain HTTP). cert and key go together; with
 	 * client_ca every client must present a certificate it signed. The
 	 * files are checked for changes every tls_reload_ms [1000]. */

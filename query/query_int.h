@@ -26,14 +26,16 @@
 void query__server_stop(query_server_t *qs);
 
 /* Defaults of struct query_opts. */
-#define QUERY_MAX_BODY_DEFAULT	  (1u << 20)
-#define QUERY_MAX_URL_DEFAULT	  (8u << 10)
-#define QUERY_MAX_HEADER_DEFAULT  (16u << 10)
-#define QUERY_MAX_HEADERS_DEFAULT 64
-#define QUERY_IDLE_MS_DEFAULT	  30000
-#define QUERY_REQUEST_MS_DEFAULT  10000
-#define QUERY_POLL_MS_DEFAULT	  50
-#define QUERY_MAX_CONNS_DEFAULT	  4096
+#define QUERY_MAX_BODY_DEFAULT	   (1u << 20)
+#define QUERY_MAX_URL_DEFAULT	   (8u << 10)
+#define QUERY_MAX_HEADER_DEFAULT   (16u << 10)
+#define QUERY_MAX_HEADERS_DEFAULT  64
+#define QUERY_IDLE_MS_DEFAULT	   30000
+#define QUERY_REQUEST_MS_DEFAULT   10000
+#define QUERY_POLL_MS_DEFAULT	   50
+#define QUERY_MAX_CONNS_DEFAULT	   4096
+#define QUERY_HANDSHAKE_MS_DEFAULT 2000
+#define QUERY_PROBE_CONNS_DEFAULT  64
 
 /* A connection whose responses queue beyond HIGH bytes stops being read
  * until they drain below LOW: a client that pipelines without reading
@@ -322,6 +324,68 @@ void query__conn_accept(struct query_server *qs, uv_stream_t *listener);
 void query__conn_close_all(struct query_server *qs);
 
 /* ---------------------------------------------------------------------- */
+/* Connection budgets (query/budget.c; DESIGN 7, "No client can starve the
+ * probes or the admission path"). Each listener has one: how many
+ * connections it holds, how many of them are half-open (no TLS handshake
+ * and first request head yet) and how many each peer address holds. The
+ * peer table is open addressing sized at init for every connection the
+ * budget can hold, so it never grows and never fills. The connection
+ * layer (query/http.c) keeps the list of the connections it may shed, in
+ * the order they came, and decides which to close.                       */
+
+enum shed_reason {
+	SHED_HALF_OPEN, /* over max_half_open */
+	SHED_PEER,	/* over max_conns_per_peer */
+	SHED_FULL,	/* over max_conns (probe_max_conns) */
+	SHED_DEADLINE,	/* half-open past handshake_ms */
+	SHED_MAX
+};
+
+/* A peer's address: IPv4 as v4-mapped IPv6; the port is not part of it. */
+struct peer_key {
+	uint8_t a[16];
+};
+
+struct peer_slot {
+	struct peer_key k;
+	unsigned n; /* connections; 0: the slot is free */
+};
+
+struct conn_budget {
+	const char *listener; /* "api" or "probe": the metrics label */
+	unsigned max, max_half_open, max_per_peer; /* set at init */
+	/* Every connection may be shed, not only half-open ones (the probe
+	 * listener: a probe is answered at once, so the oldest connection
+	 * is the one that matters least). */
+	bool shed_any;
+	unsigned n, n_half_open;
+	/* The connections that may be shed, oldest first (query/http.c). */
+	struct conn *oldest, *newest;
+	struct peer_slot *peers; /* mask + 1 slots, owned */
+	size_t mask;
+	uint64_t shed[SHED_MAX];    /* old connections closed, by reason */
+	uint64_t refused[SHED_MAX]; /* new ones closed at once, by reason */
+};
+
+/* The metrics label of a reason ("max_half_open", ...). */
+const char *query__shed_reason_name(enum shed_reason r);
+void query__budget_init(struct conn_budget *b, const char *listener,
+			unsigned max, unsigned max_half_open,
+			unsigned max_per_peer, bool shed_any);
+void query__budget_release(struct conn_budget *b);
+/* The key of a socket address (AF_INET or AF_INET6; anything else is the
+ * zero key, one peer). */
+void query__peer_key(const struct sockaddr_storage *ss, struct peer_key *k);
+/* Connections the peer holds. */
+unsigned query__peer_count(const struct conn_budget *b,
+			   const struct peer_key *k);
+/* One more or one fewer connection of the peer; a peer that has none left
+ * leaves the table. Adding beyond max connections in all is a programmer
+ * error, as is removing one that is not there. */
+void query__peer_add(struct conn_budget *b, const struct peer_key *k);
+void query__peer_del(struct conn_budget *b, const struct peer_key *k);
+
+/* ---------------------------------------------------------------------- */
 /* TLS (query/tls.c): OpenSSL through memory BIOs; no I/O of its own.      */
 
 struct tls;
@@ -500,9 +564,9 @@ const struct tenant_cache *query__tenant_cache_get(struct query_server *qs);
 struct heavy_turns {
 	uv_mutex_t mu;
 	uv_cond_t cv;
-	unsigned free;		 /* turns not taken */
-	uint64_t next, serving;	 /* tickets: given out, next to be served */
-	uint64_t waiting;	 /* threads waiting for a turn (for /metrics) */
+	unsigned free;		/* turns not taken */
+	uint64_t next, serving; /* tickets: given out, next to be served */
+	uint64_t waiting;	/* threads waiting for a turn (for /metrics) */
 };
 void query__heavy_turns_init(struct heavy_turns *t, unsigned n);
 void query__heavy_turns_release(struct heavy_turns *t);
@@ -618,11 +682,12 @@ struct query_server {
 	struct rcache rcache;
 	struct billing_file billing;
 	struct conn_list conns;
+	struct conn_budget api_budget, probe_budget;
 	struct heavy *heavies; /* in flight; owned */
 	unsigned heavy_n;
 	struct heavy_turns turns; /* shared with the heavy reads' threads */
 	uint64_t signed_size, signed_ns; /* the last signed checkpoint */
-	bool ready; /* caught up with the log */
+	bool ready;			 /* caught up with the log */
 	/* The seq of the log's first NOTE Synced (ledger_synced_seq), 0 until
 	 * the log holds a complete list; once set it stays. */
 	uint64_t synced_seq;

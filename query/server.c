@@ -41,10 +41,24 @@ static void opts_defaults(struct query_opts *o)
 		o->poll_ms = QUERY_POLL_MS_DEFAULT;
 	if (o->max_conns == 0)
 		o->max_conns = QUERY_MAX_CONNS_DEFAULT;
+	if (o->max_half_open == 0)
+		o->max_half_open = o->max_conns >= 4 ? o->max_conns / 4 : 1;
+	/* Half the half-open budget: one address alone never fills it, so a
+	 * flood from one address sheds only its own connections. */
+	if (o->max_conns_per_peer == 0)
+		o->max_conns_per_peer =
+			o->max_half_open >= 2 ? o->max_half_open / 2 : 1;
+	if (o->handshake_ms == 0)
+		o->handshake_ms = QUERY_HANDSHAKE_MS_DEFAULT;
+	if (o->probe_max_conns == 0)
+		o->probe_max_conns = QUERY_PROBE_CONNS_DEFAULT;
 	if (o->max_heavy == 0)
 		o->max_heavy = QUERY_MAX_HEAVY_DEFAULT;
 	if (o->tls_reload_ms == 0)
 		o->tls_reload_ms = TLS_RELOAD_MS_DEFAULT;
+	/* The head of a first request is a request too. */
+	if (o->handshake_ms > o->request_ms)
+		o->handshake_ms = o->request_ms;
 }
 
 /* "HOST:PORT" or "[V6]:PORT" with a numeric host; *loopback tells whether
@@ -369,11 +383,26 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 	qs->cache.content_seq = UINT64_MAX;
 	opts_defaults(&qs->o);
 	query__http_settings(&qs->settings);
+	query__budget_init(&qs->api_budget, "api", qs->o.max_conns,
+			   qs->o.max_half_open, qs->o.max_conns_per_peer,
+			   false);
+	/* A probe is answered at once: any probe connection may be shed,
+	 * and one peer holds at most half of them, so a flood from one
+	 * address sheds only its own and never the kubelet's. */
+	query__budget_init(
+		&qs->probe_budget, "probe", qs->o.probe_max_conns,
+		qs->o.probe_max_conns,
+		qs->o.probe_max_conns >= 2 ? qs->o.probe_max_conns / 2 : 1,
+		true);
 	if (qs->o.db == NULL) {
+		query__budget_release(&qs->api_budget);
+		query__budget_release(&qs->probe_budget);
 		free(qs);
 		return lg_error_set(err, LG_EINVAL, "--db DIR is required");
 	}
 	if ((rc = uv_loop_init(&qs->loop)) != 0) {
+		query__budget_release(&qs->api_budget);
+		query__budget_release(&qs->probe_budget);
 		free(qs);
 		return lg_error_set(err, LG_EIO, "event loop: %s",
 				    uv_strerror(rc));
@@ -460,6 +489,8 @@ void query_server_close(query_server_t *qs)
 	query__auth_release(&qs->auth);
 	query__billing_release(&qs->billing);
 	query__tls_close(qs->tls);
+	query__budget_release(&qs->api_budget);
+	query__budget_release(&qs->probe_budget);
 	ledger_close(qs->lg);
 	if (qs->lock_fd >= 0)
 		close(qs->lock_fd);

@@ -6,6 +6,7 @@
  */
 #include "tests/query_tests.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -385,23 +386,267 @@ START_TEST(authorization_headers)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* Connection budgets (DESIGN 7): each test sets every bound it relies on. */
+
+/* A connection to port from the loopback address src. */
+static int connect_from(int port, const char *src)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port)},
+			   me = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(inet_pton(AF_INET, src, &me.sin_addr), 1);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* True when the server ends the connection within ms, answering nothing. */
+static bool closed_within(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char b[64];
+
+	return poll(&p, 1, ms) == 1 && read(fd, b, sizeof(b)) <= 0;
+}
+
+/* GET /healthz on fd (kept alive): 200 answered. */
+static bool healthz(int fd)
+{
+	char buf[1024];
+
+	send_all(fd, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+	return read_answer(fd, buf, sizeof(buf)) > 0 &&
+	       strncmp(buf, "HTTP/1.1 200 ", 13) == 0;
+}
+
+/* The value of one series of /metrics, asked from 127.0.0.9 (another
+ * peer); -1 while the server cannot take the connection. */
+static long metric(int port, const char *series)
+{
+	char *buf = malloc(1 << 20), want[160];
+	const char *at;
+	long v = -1;
+	int fd = connect_from(port, "127.0.0.9");
+
+	send_all(fd, "GET /metrics HTTP/1.0\r\n\r\n", 26);
+	qt_read_all(fd, buf, 1 << 20, 5000);
+	close(fd);
+	snprintf(want, sizeof(want), "\n%s ", series);
+	if ((at = strstr(buf, want)) != NULL)
+		v = atol(at + strlen(want));
+	free(buf);
+	return v;
+}
+
+/* Waits until the server has seen closes (the metric takes a connection,
+ * so the budget must have room for it). */
+static long metric_eventually(int port, const char *series)
+{
+	long v = -1;
+
+	for (int i = 0; i < 100 && v < 0; i++) {
+		struct timespec ts = {0, 20 * 1000 * 1000};
+
+		if ((v = metric(port, series)) < 0)
+			nanosleep(&ts, NULL);
+	}
+	return v;
+}
+
+#define SHED(l, r)                                                             \
+	"gpuledger_connections_shed_total{listener=\"" l "\",reason=\"" r "\"" \
+									  "}"
+#define REFUSED(l, r)                                              \
+	"gpuledger_connections_budget_refused_total{listener=\"" l \
+	"\",reason=\"" r "\"}"
+
+/* max_conns: a new connection sheds a half-open one; when every one has
+ * sent its request, the new one is closed at once, without an answer. */
 START_TEST(connection_bound)
 {
 	struct qt t;
-	struct query_opts o = {.max_conns = 2};
+	struct query_opts o = {
+		.max_conns = 2, .max_half_open = 2, .max_conns_per_peer = 2};
 	char buf[256];
+	int a, b, c, d;
+
+	qt_init(&t, true);
+	qt_start(&t, &o, false);
+	/* Four peers: no peer's share is in the way. */
+	a = connect_from(t.port, "127.0.0.2");
+	ck_assert(healthz(a));
+	b = connect_from(t.port, "127.0.0.3"); /* half-open: sends nothing */
+	c = connect_from(t.port, "127.0.0.4");
+	ck_assert(healthz(c));
+	ck_assert(closed_within(b, 5000));
+	d = connect_from(t.port, "127.0.0.5");
+	send_all(d, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+	ck_assert_uint_eq(qt_read_all(d, buf, sizeof(buf), 5000), 0);
+	ck_assert(healthz(a) && healthz(c));
+	close(a);
+	close(c);
+	close(d);
+	close(b);
+	ck_assert_int_eq(metric_eventually(t.port, SHED("api", "max_conns")),
+			 1);
+	ck_assert_int_eq(metric(t.port, REFUSED("api", "max_conns")), 1);
+	qt_done(&t);
+}
+END_TEST
+
+/* max_half_open: the oldest half-open connection makes room for a new
+ * one; connections that have sent a request are not touched. */
+START_TEST(half_open_bound)
+{
+	struct qt t;
+	struct query_opts o = {
+		.max_conns = 8, .max_half_open = 2, .max_conns_per_peer = 8};
+	int a, h1, h2, c;
+
+	qt_init(&t, true);
+	qt_start(&t, &o, false);
+	a = qt_connect(&t);
+	ck_assert(healthz(a));
+	h1 = qt_connect(&t);
+	send_all(h1, "GET /hea", 8); /* a partial head is half-open too */
+	h2 = qt_connect(&t);
+	c = qt_connect(&t);
+	ck_assert(healthz(c));
+	ck_assert(closed_within(h1, 5000));
+	ck_assert(!closed_within(h2, 100));
+	ck_assert(healthz(a));
+	ck_assert_int_eq(metric(t.port, SHED("api", "max_half_open")), 1);
+	ck_assert_int_eq(metric(t.port,
+				"gpuledger_connections_half_open{listener="
+				"\"api\"}"),
+			 1);
+	close(a);
+	close(h1);
+	close(h2);
+	close(c);
+	qt_done(&t);
+}
+END_TEST
+
+/* max_conns_per_peer: a peer at its share sheds its own oldest half-open
+ * connection, or is refused; other peers are not affected. */
+START_TEST(peer_bound)
+{
+	struct qt t;
+	struct query_opts o = {
+		.max_conns = 16, .max_half_open = 16, .max_conns_per_peer = 2};
+	char buf[256];
+	int a, b, c, d, h1, h2, h3;
+
+	qt_init(&t, true);
+	qt_start(&t, &o, false);
+	a = connect_from(t.port, "127.0.0.2");
+	b = connect_from(t.port, "127.0.0.2");
+	ck_assert(healthz(a) && healthz(b));
+	c = connect_from(t.port, "127.0.0.2");
+	send_all(c, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+	ck_assert_uint_eq(qt_read_all(c, buf, sizeof(buf), 5000), 0);
+	d = connect_from(t.port, "127.0.0.3");
+	ck_assert(healthz(d));
+	h1 = connect_from(t.port, "127.0.0.4");
+	h2 = connect_from(t.port, "127.0.0.4");
+	h3 = connect_from(t.port, "127.0.0.4");
+	ck_assert(healthz(h3));
+	ck_assert(closed_within(h1, 5000));
+	ck_assert(!closed_within(h2, 100));
+	ck_assert(healthz(a) && healthz(d));
+	ck_assert_int_eq(metric(t.port, REFUSED("api", "max_per_peer")), 1);
+	ck_assert_int_eq(metric(t.port, SHED("api", "max_per_peer")), 1);
+	close(a);
+	close(b);
+	close(c);
+	close(d);
+	close(h1);
+	close(h2);
+	close(h3);
+	qt_done(&t);
+}
+END_TEST
+/* handshake_ms: a half-open connection is cut that long after its accept
+ * (a partial head with 408), far sooner than request_ms; once the head is
+ * in, the body has request_ms. */
+START_TEST(handshake_deadline)
+{
+	struct qt t;
+	struct query_opts o = {.handshake_ms = 200, .request_ms = 60000};
+	char buf[1024];
 	int a, b, c;
 
 	qt_init(&t, true);
 	qt_start(&t, &o, false);
 	a = qt_connect(&t);
+	send_all(a, "GET /healthz HTTP/1.1\r\nHo", 25);
 	b = qt_connect(&t);
-	send_all(a, "GET /healthz HTTP/1.1\r\n\r\n", 25);
-	ck_assert_uint_gt(qt_read_all(a, buf, sizeof(buf), 300), 0);
-	/* The third is closed at once, without an answer. */
 	c = qt_connect(&t);
-	send_all(c, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+	send_all(c, "GET /healthz HTTP/1.1\r\nContent-Length: 4\r\n\r\nab", 46);
+	qt_read_all(a, buf, sizeof(buf), 5000);
+	ck_assert_msg(strncmp(buf, "HTTP/1.1 408 ", 13) == 0, "%s", buf);
+	ck_assert_ptr_nonnull(strstr(buf, "within 200 ms of the connection"));
+	ck_assert(closed_within(b, 5000));
+	/* c's head came in time: the rest of its body may still come. */
+	send_all(c, "cd", 2);
+	ck_assert_int_gt(read_answer(c, buf, sizeof(buf)), 0);
+	ck_assert_msg(strncmp(buf, "HTTP/1.1 200 ", 13) == 0, "%s", buf);
+	ck_assert_int_eq(metric(t.port, SHED("api", "handshake_ms")), 2);
+	close(a);
+	close(b);
+	close(c);
+	qt_done(&t);
+}
+END_TEST
+
+/* The probe listener has its own budget: with the API listener full, a
+ * probe is answered; a new probe sheds the oldest probe connection in its
+ * way, of its own peer first. */
+START_TEST(probe_budget)
+{
+	struct qt t;
+	struct query_opts o = {.max_conns = 2,
+			       .max_half_open = 2,
+			       .max_conns_per_peer = 2,
+			       .probe_listen = "127.0.0.1:0",
+			       .probe_max_conns = 4};
+	char buf[256];
+	int a, b, c, pp, p[6];
+
+	qt_init(&t, true);
+	qt_start(&t, &o, false);
+	pp = query_server_probe_port(t.qs);
+	a = qt_connect(&t);
+	b = qt_connect(&t);
+	ck_assert(healthz(a) && healthz(b));
+	c = qt_connect(&t);
 	ck_assert_uint_eq(qt_read_all(c, buf, sizeof(buf), 5000), 0);
+	/* One peer holds at most half: 127.0.0.2's second probe connection
+	 * sheds its first; 127.0.0.3's are not touched by it. */
+	p[0] = connect_from(pp, "127.0.0.3");
+	ck_assert(healthz(p[0]));
+	p[1] = connect_from(pp, "127.0.0.2");
+	p[2] = connect_from(pp, "127.0.0.2");
+	p[3] = connect_from(pp, "127.0.0.2");
+	ck_assert(healthz(p[3]));
+	ck_assert(closed_within(p[1], 5000));
+	ck_assert(healthz(p[0]));
+	/* Full with p0, p2, p3, p4: the next sheds the oldest, p0, which
+	 * has been answered (any probe connection may be shed). */
+	p[4] = connect_from(pp, "127.0.0.4");
+	ck_assert(healthz(p[4]));
+	p[5] = connect_from(pp, "127.0.0.5");
+	ck_assert(healthz(p[5]));
+	ck_assert(closed_within(p[0], 5000));
+	ck_assert(healthz(p[2]) && healthz(p[3]) && healthz(p[4]));
+	for (int i = 0; i < 6; i++)
+		close(p[i]);
 	close(a);
 	close(b);
 	close(c);
@@ -535,6 +780,10 @@ QUERY_PART(limits)
 	tcase_add_test(tc, http10_keepalive);
 	tcase_add_loop_test(tc, authorization_headers, 0, NROWS(auth_hdr_rows));
 	tcase_add_test(tc, connection_bound);
+	tcase_add_test(tc, half_open_bound);
+	tcase_add_test(tc, peer_bound);
+	tcase_add_test(tc, handshake_deadline);
+	tcase_add_test(tc, probe_budget);
 	tcase_add_test(tc, keepalive_concurrency);
 	tcase_add_test(tc, large_body_accepted);
 	suite_add_tcase(s, tc);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static const char serve_usage[] =
@@ -35,11 +36,26 @@ static bool fits(const char *name, uint64_t v)
 	return false;
 }
 
+/* Every connection is a descriptor: the soft limit (often 1024) would
+ * refuse accepts long before --max-conns, so it is raised to the hard one.
+ * A limit that cannot be raised is no error: the bounds still hold, and
+ * libuv sheds what it cannot accept. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct query_opts o = {.handle_signals = true};
 	uint64_t body = 0, conns = 0, idle = 0, req = 0, poll = 0, reload = 0,
-		 heavy = 0, every = 10;
+		 heavy = 0, every = 10, half_open = 0, per_peer = 0,
+		 handshake = 0;
 	const char *sign_key = NULL;
 	struct note_signer signer;
 	const struct opt opts[] = {
@@ -85,7 +101,20 @@ int cmd_serve(int argc, char **argv)
 		{"--max-body", OPT_U64, &body, "BYTES",
 		 "request body bound (default 1048576)"},
 		{"--max-conns", OPT_U64, &conns, "N",
-		 "open connections (default 4096)"},
+		 "open connections (default 4096; the probe listener has 64 "
+		 "of its own, at most 32 of one peer address, a new probe "
+		 "closing the oldest in its way)"},
+		{"--max-half-open", OPT_U64, &half_open, "N",
+		 "of those, connections without a TLS handshake and first "
+		 "request head yet (default a quarter of --max-conns); a new "
+		 "connection over a bound closes the oldest half-open one in "
+		 "its way, or is closed at once when there is none"},
+		{"--max-conns-per-peer", OPT_U64, &per_peer, "N",
+		 "connections of one peer address (default half of "
+		 "--max-half-open: one address alone never fills it)"},
+		{"--handshake-ms", OPT_U64, &handshake, "MS",
+		 "a half-open connection is cut this long after its accept "
+		 "(default 2000, at most --request-ms)"},
 		{"--max-heavy", OPT_U64, &heavy, "N",
 		 "exports, past states and event pages computed at once, each "
 		 "on a thread; beyond: 503 with Retry-After (default 16)"},
@@ -113,8 +142,11 @@ int cmd_serve(int argc, char **argv)
 	if (status != OPTS_RUN)
 		return opts_exit(status);
 	tool_no_dumps();
+	raise_nofile();
 	if (!fits("--max-conns", conns) || !fits("--max-heavy", heavy) ||
-	    !fits("--idle-ms", idle) ||
+	    !fits("--max-half-open", half_open) ||
+	    !fits("--max-conns-per-peer", per_peer) ||
+	    !fits("--handshake-ms", handshake) || !fits("--idle-ms", idle) ||
 	    !fits("--request-ms", req) || !fits("--poll-ms", poll) ||
 	    !fits("--tls-reload-ms", reload))
 		return EXIT_USAGE;
@@ -137,6 +169,9 @@ int cmd_serve(int argc, char **argv)
 	}
 	o.max_body_bytes = (size_t)body;
 	o.max_conns = (unsigned)conns;
+	o.max_half_open = (unsigned)half_open;
+	o.max_conns_per_peer = (unsigned)per_peer;
+	o.handshake_ms = (unsigned)handshake;
 	o.max_heavy = (unsigned)heavy;
 	o.idle_ms = (unsigned)idle;
 	o.request_ms = (unsigned)req;
