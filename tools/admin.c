@@ -12,7 +12,7 @@
 /* stats */
 
 static const char stats_usage[] =
-	"usage: gpuledger stats --db DIR [--json]\n"
+	"usage: gpuledger stats --db DIR [--format text|json]\n"
 	"  sizes and counts of the ledger: events, checkpoints, first and "
 	"last\n"
 	"  event time, the LMDB map and page sizes, bytes used by events and\n"
@@ -119,14 +119,17 @@ static int stats_lines(const json_t *o)
 
 int cmd_stats(int argc, char **argv)
 {
-	const char *db = NULL;
+	const char *db = NULL, *format = NULL;
 	bool as_json = false;
 	const struct opt opts[] = {
 		OPT_DB(&db),
-		{"--json", OPT_FLAG, &as_json, NULL,
-		 "one canonical JSON object instead of \"key: value\" lines"},
+		{"--format", OPT_STR, &format, "text|json",
+		 "text (default): \"key: value\" lines; json: one canonical "
+		 "JSON object (--json is the old spelling of --format json)"},
+		OPT_ALIAS("--json", OPT_FLAG, &as_json),
 	};
-	const struct cmd_spec spec = {"stats", stats_usage, opts, 2, NULL};
+	const struct cmd_spec spec = {"stats", stats_usage, opts,
+				      sizeof(opts) / sizeof(opts[0]), NULL};
 	struct ledger_stats st = {0};
 	struct lg_error err = {0};
 	ledger_t *lg;
@@ -136,6 +139,8 @@ int cmd_stats(int argc, char **argv)
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
+	if ((status = tool_format_json("stats", format, &as_json)) != 0)
+		return status;
 	if ((status = tool_open_ledger("stats", db, NULL, &lg)) != 0)
 		return status;
 	rc = ledger_stats(lg, &st, &err);

@@ -584,3 +584,15 @@ int tool_flush(const char *cmd, int werr)
 	tool_error("%s: writing the output failed: %s", cmd, strerror(werr));
 	return EXIT_USAGE;
 }
+
+int tool_format_json(const char *cmd, const char *fmt, bool *json)
+{
+	if (fmt == NULL)
+		return EXIT_OK;
+	if (strcmp(fmt, "json") == 0 || strcmp(fmt, "text") == 0) {
+		*json = fmt[0] == 'j';
+		return EXIT_OK;
+	}
+	tool_error("%s: --format %s: not text or json", cmd, fmt);
+	return EXIT_USAGE;
+}

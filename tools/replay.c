@@ -11,12 +11,12 @@
 #include <string.h>
 
 static const char replay_usage[] =
-	"usage: gpuledger replay --db DIR [--at SEQ|RFC3339] [--tenant NS] "
-	"[--json]\n"
+	"usage: gpuledger replay --db DIR [--at SEQ|RFC3339] [--tenant NS]\n"
+	"       [--format text|json]\n"
 	"  the state of the ledger at --at (default: the last event).\n";
 
 static const char replay_after[] =
-	"  Without --json: per tenant and class its budget, own and subtree\n"
+	"  As text: per tenant and class its budget, own and subtree\n"
 	"  reserved units, subtree allocated units and the remaining budget,\n"
 	"  then the classes and the nodes.\n";
 
@@ -397,7 +397,7 @@ static int head_at(ledger_t *lg, uint64_t seq, char *hex)
 }
 
 struct replay_args {
-	const char *db, *at, *tenant;
+	const char *db, *at, *tenant, *format;
 	bool json;
 };
 
@@ -448,9 +448,12 @@ int cmd_replay(int argc, char **argv)
 		 "2026-03-01T12:00:00Z)"},
 		{"--tenant", OPT_STR, &a.tenant, "NS",
 		 "only this tenant (an unknown tenant is an error)"},
-		{"--json", OPT_FLAG, &a.json, NULL,
-		 "canonical JSON on one line, as DESIGN 6 describes, plus "
-		 "\"chainHead\", the hash chain head at that seq"},
+		{"--format", OPT_STR, &a.format, "text|json",
+		 "text (default): aligned tables; json: canonical JSON on one "
+		 "line, as DESIGN 6 describes, plus \"chainHead\", the hash "
+		 "chain head at that seq (--json is the old spelling of "
+		 "--format json)"},
+		OPT_ALIAS("--json", OPT_FLAG, &a.json),
 	};
 	const struct cmd_spec spec = {"replay", replay_usage, opts,
 				      sizeof(opts) / sizeof(opts[0]),
@@ -460,6 +463,8 @@ int cmd_replay(int argc, char **argv)
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
+	if ((status = tool_format_json("replay", a.format, &a.json)) != 0)
+		return status;
 	if ((status = tool_open_ledger("replay", a.db, NULL, &lg)) != 0)
 		return status;
 	status = replay_print(lg, &a);

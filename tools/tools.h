@@ -99,6 +99,11 @@ struct opt {
  *   (docs/api.md lists them). */
 #define OPT_ALIAS(name_, kind_, ptr_) {(name_), (kind_), (ptr_), NULL, NULL}
 
+/* --format text|json of the subcommands that print a table or its JSON
+ * (replay, stats; --json is the old spelling): sets *json; exit 2 with the
+ * error printed for any other value. fmt NULL leaves *json as it is. */
+int tool_format_json(const char *cmd, const char *fmt, bool *json);
+
 /* Help texts that several subcommands share. */
 #define OPT_NO_SYNC_HELP \
 	"do not fsync commits (faster; a crash may lose the tail)"
