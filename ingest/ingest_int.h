@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 /* ---------------------------------------------------------------------- */
-/* Moved from ingest/ingest.h: used by ingest/ (and its tests) only. */
+/* Used by ingest/ (and its tests) only. */
 
 /* The watched resources of DESIGN 2, in a fixed order. */
 enum resource {
@@ -183,8 +183,6 @@ char *ingest__arena_strdup(struct arena *a, const char *s);
 void ingest__arena_reset(struct arena *a);
 void ingest__arena_release(struct arena *a);
 
-/* Memory: model's lg_xmalloc family; aliases until
- * notes/rename-e15-ingest.map is applied. */
 uint64_t ingest__hash(const void *p, size_t n);
 
 /* ---------------------------------------------------------------------- */
@@ -295,7 +293,7 @@ struct ingest {
  * failed flush), and the event time. */
 int ingest__input_begin(ingest_t *in, struct lg_error *err);
 void ingest__advance_time(ingest_t *in, int64_t time_ns);
-/* engine.c: emitting (copies every string). */
+/* cache.c: emitting (copies every string). */
 void ingest__emit(ingest_t *in, const struct event *ev);
 void ingest__emit_note(ingest_t *in, struct obj *o, const char *code,
 		       enum holder_kind kind, const char *ns, const char *name,
@@ -405,7 +403,8 @@ void ingest__covers_restore(ingest_t *in, struct obj *vmi);
  * table could map it: it names an extended resource and is not terminal. */
 bool ingest__pod_dormant(const json_t *pod);
 
-/* nodes.c: Nodes and the class table. */
+/* nodes.c: Nodes; engine.c: the class table's ConfigMap (beside the
+ * dispatch it calls again). */
 upsert_fn ingest__node_upsert, ingest__configmap_upsert;
 delete_fn ingest__node_delete, ingest__configmap_delete;
 void ingest__needles_rebuild(ingest_t *in);

@@ -13,11 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* kube's memory is model's lg_xmalloc family; aliases until
- * notes/rename.map is applied. */
-
 /* ---------------------------------------------------------------------- */
-/* Moved from ingest/ingest.h: used by ingest/kube*.c (and the tests) only. */
+/* Used by ingest/kube*.c (and the tests) only. */
 
 /* ---------------------------------------------------------------------- */
 /* The line framer (ingest/kube_frame.c): pure and incremental. A watch     */

@@ -9,7 +9,7 @@
 #include "ledger/ledger.h"
 
 /* ---------------------------------------------------------------------- */
-/* Moved from ledger/ledger.h: used by ledger/ (and its tests) only. */
+/* Used by ledger/ (and its tests) only. */
 
 /* Event encoding (ledger/codec.c): the canonical bytes the chain hashes.
  * ledger__event_encode writes at most cap bytes and returns the size needed

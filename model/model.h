@@ -81,12 +81,11 @@ void *lg_xcalloc(size_t n, size_t size);
 void *lg_xrealloc(void *p, size_t n);
 char *lg_xstrdup(const char *s);
 
-/* The n bytes at p as 2n lowercase hex digits and a NUL into out (2n + 1
- * bytes, the caller's). */
 /* p (of *cap bytes, from lg_xmalloc or NULL) grown to hold need bytes: *cap
  * doubles, from first when 0, until it does; returns the (moved) block. */
 void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first);
-
+/* The n bytes at p as 2n lowercase hex digits and a NUL into out (2n + 1
+ * bytes, the caller's). */
 void lg_hex(const uint8_t *p, size_t n, char *out);
 
 /* ---------------------------------------------------------------------- */
@@ -682,9 +681,6 @@ int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
  * JCS_INT_DOUBLES), NULL when longer than max_bytes. Caller frees. */
 char *verdict_record_text(const struct verdict *v, size_t max_bytes,
 			  struct jcs_buf *scratch);
-/* v as JSON with the members of what, as its text reads back (new
- * reference). */
-json_t *verdict_to_json(const struct verdict *v, unsigned what);
 /* The AdmissionReview v1 answering review uid with v (new reference):
  * status, warnings, and as audit annotations the record's id and seq when
  * recorded (recorded false: a dry run, said so instead). */

@@ -8,7 +8,7 @@
 #include "model/model.h"
 
 /* ---------------------------------------------------------------------- */
-/* Moved from model/model.h: used by model/ (and its tests) only. */
+/* Used by model/ (and its tests) only. */
 
 /* ---------------------------------------------------------------------- */
 /* Quantities (DESIGN 5.1). Exact decimal, no floating point.              */
@@ -232,10 +232,6 @@ static inline const char *jstr(const json_t *o, const char *k)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Memory: the one family of model/model.h (lg_xmalloc & co., model/base.c).
- * The old names stay as aliases until notes/rename.map is applied. */
-
-/* ---------------------------------------------------------------------- */
 /* Pointer tables: open addressing keyed by a 64-bit hash, equality by a
  * callback. Used for namespaces, holders, nodes and class names. */
 struct ptab {
@@ -439,5 +435,9 @@ int model__judge_admission(const state_t *st, const json_t *req,
 			   struct verdict *v, struct lg_error *err);
 int model__judge_declaration(const state_t *st, const json_t *req,
 			     struct verdict *v, struct lg_error *err);
+
+/* v as JSON with the members of what, as its text reads back (new
+ * reference): eval's output and the model's tests (model/vrequest.c). */
+json_t *model__verdict_to_json(const struct verdict *v, unsigned what);
 
 #endif

@@ -900,7 +900,7 @@ int model__judge_declaration(const state_t *st, const json_t *req,
 }
 
 /* The verdict as JSON, for the model's tests (a verdict's JSON is its
- * text read back: verdict_to_json). */
+ * text read back: model__verdict_to_json). */
 static int verdict_json(int (*fn)(const state_t *, const json_t *,
 				  struct verdict *, struct lg_error *),
 			const state_t *st, const json_t *req, json_t **verdict,
@@ -909,7 +909,7 @@ static int verdict_json(int (*fn)(const state_t *, const json_t *,
 	struct verdict v;
 	int rc = fn(st, req, &v, err);
 
-	*verdict = rc == 0 ? verdict_to_json(&v, 0) : NULL;
+	*verdict = rc == 0 ? model__verdict_to_json(&v, 0) : NULL;
 	verdict_release(&v);
 	return rc;
 }
@@ -1142,7 +1142,7 @@ static int judge_kind(const state_t *st, const json_t *input, json_t **out,
 
 	if (rc == 0)
 		rc = verdict_judge(st, &r, &v, err);
-	*out = rc == 0 ? verdict_to_json(&v, 0) : NULL;
+	*out = rc == 0 ? model__verdict_to_json(&v, 0) : NULL;
 	verdict_release(&v);
 	verdict_request_release(&r);
 	return rc;

@@ -470,7 +470,7 @@ char *verdict_record_text(const struct verdict *v, size_t max_bytes,
 	return text;
 }
 
-json_t *verdict_to_json(const struct verdict *v, unsigned what)
+json_t *model__verdict_to_json(const struct verdict *v, unsigned what)
 {
 	struct jcs_buf b;
 	json_t *j = NULL;

@@ -20,7 +20,7 @@
 #include <stdarg.h>
 
 /* ---------------------------------------------------------------------- */
-/* Moved from query/query.h: used by query/ (and its tests) only. */
+/* Used by query/ (and its tests) only. */
 
 /* Asks the loop of query_server_run to stop; safe from any thread. */
 void query__server_stop(query_server_t *qs);
@@ -79,8 +79,6 @@ static inline const char *qjstr_or(const json_t *o, const char *k,
 	return s ? s : dflt;
 }
 
-/* Memory: model's lg_xmalloc family; aliases until
- * notes/rename-e15-query.map is applied. */
 uint64_t query__now_ns(void); /* CLOCK_MONOTONIC */
 
 /* ---------------------------------------------------------------------- */

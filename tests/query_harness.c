@@ -484,7 +484,17 @@ int qt_judge(const state_t *st, enum verdict_kind kind, const json_t *req,
 
 	if (rc == 0)
 		rc = verdict_judge(st, &vr, &v, NULL);
-	*verdict = rc == 0 ? verdict_to_json(&v, 0) : NULL;
+	if (rc == 0) {
+		struct jcs_buf b;
+
+		jcs_buf_init(&b);
+		ck_assert_int_eq(
+			verdict_write(&b, &v, 0, JCS_INT_DOUBLES, SIZE_MAX), 0);
+		*verdict = json_loadb_doubles(b.p, b.len, 0, NULL);
+		jcs_buf_release(&b);
+	} else {
+		*verdict = NULL;
+	}
 	verdict_release(&v);
 	verdict_request_release(&vr);
 	free(text);

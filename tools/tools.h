@@ -201,7 +201,4 @@ long tool_read_line(FILE *f, char *buf, size_t cap);
  * directory. Prints the error; returns 0 or EXIT_USAGE. */
 int tool_check_db(const char *cmd, const char *dir, bool create);
 
-/* strdup that aborts on out-of-memory: model's lg_xstrdup, an alias until
- * notes/rename-e15-tools.map is applied. */
-
 #endif
