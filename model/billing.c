@@ -181,7 +181,27 @@ int bill_month_parse(const char *s, int32_t offset_s, int64_t *start_ms,
 	    !digits(s + 5, 2, &m) || y < 1970 || m < 1 || m > 12)
 		return LG_EINVAL;
 	month_bounds(y, (unsigned)m, offset_s, start_ms, end_ms);
+	/* The bounds in ms always fit (year 9999 is 2.5e14 ms); in ns they
+	 * fit only up to 2262-04-11, and a month is billed whole or not at
+	 * all. */
+	if (*start_ms < 0 || *end_ms > INT64_MAX / 1000000)
+		return LG_ERANGE;
 	return 0;
+}
+
+const char *bill_month_why(const char *s, int32_t offset_s)
+{
+	int64_t a, b;
+	int rc = bill_month_parse(s, offset_s, &a, &b);
+
+	if (rc == LG_ERANGE && a < 0)
+		return "starts before 1970-01-01T00:00:00Z (at the billing "
+		       "offset), where the ledger's times start";
+	if (rc == LG_ERANGE)
+		return "ends beyond what the ledger can date (its times end "
+		       "at " TIME_LAST_TEXT ", the last nanosecond of int64; "
+		       "the last month is 2262-03)";
+	return "is not a month: expected YYYY-MM, 1970-01 to 9999-12";
 }
 
 int model__bill_offset_parse(const char *s, int32_t *offset_s)

@@ -153,9 +153,7 @@ static int parse_time(const char *name, const char *s, int64_t *t_ns)
 {
 	if (time_parse_user_ns(s, t_ns) == 0)
 		return 0;
-	tool_error("export: %s \"%s\" is not an RFC 3339 time or a date "
-		   "(YYYY-MM-DD, midnight UTC)",
-		   name, s);
+	tool_error("export: %s \"%s\" %s", name, s, time_user_why(s));
 	return EXIT_USAGE;
 }
 
@@ -166,14 +164,10 @@ static int parse_month(const char *s, struct export_opts *o)
 
 	if (s == NULL)
 		return 0;
+	/* On success the bounds fit int64 ns (bill_month_parse). */
 	if (bill_month_parse(s, o->rates->offset_s, &start_ms, &end_ms) != 0) {
-		tool_error("export: --month \"%s\": expected YYYY-MM (1970 "
-			   "or later)",
-			   s);
-		return EXIT_USAGE;
-	}
-	if (start_ms < 0) {
-		tool_error("export: --month %s starts before 1970", s);
+		tool_error("export: --month \"%s\" %s", s,
+			   bill_month_why(s, o->rates->offset_s));
 		return EXIT_USAGE;
 	}
 	o->from_ns = start_ms * 1000000;
