@@ -532,17 +532,25 @@ int model__bill_decimal_parse(const char *s, int64_t *nano)
 
 int bill_cost(int64_t device_ms, int64_t price_nano, int64_t *cost_nano)
 {
-	u128 p, q;
+	u128 hours, frac, c;
 
 	if (device_ms < 0 || price_nano < 0)
 		return LG_EINVAL;
-	p = (u128)device_ms * (u128)price_nano;
-	q = p / BILL_MS_PER_HOUR;
-	if (2 * (p % BILL_MS_PER_HOUR) >= BILL_MS_PER_HOUR)
-		q++;
-	if (q > INT64_MAX)
+	/* FOCUS asks that ListCost = ListUnitPrice x PricingQuantity, so the
+	 * cost is the product of the quantity as row_numbers prints it
+	 * (model__bill_format_ratio: whole hours, then nano-hours truncated)
+	 * and the price, not of the exact device-ms. The quantity in nano
+	 * units may pass int64 (2.6e21 for INT64_MAX ms), and its product
+	 * with a price 2^135, so it is split: hours < 2^42 times a price
+	 * < 2^63 is exact in 128 bits, and so is frac < 10^9 times it; only
+	 * the second has a fraction of a nano unit, rounded half up. */
+	hours = (u128)(device_ms / BILL_MS_PER_HOUR);
+	frac = (u128)(device_ms % BILL_MS_PER_HOUR) * NANO / BILL_MS_PER_HOUR;
+	c = hours * (u128)price_nano +
+	    (frac * (u128)price_nano + NANO / 2) / NANO;
+	if (c > INT64_MAX)
 		return LG_ERANGE;
-	*cost_nano = (int64_t)q;
+	*cost_nano = (int64_t)c;
 	return 0;
 }
 

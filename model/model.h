@@ -746,9 +746,11 @@ int bill_rates_currency(const struct bill_rates *r, const char *want,
  * that has no rate in currency. 0 when unpriced. */
 int bill_rates_cover(const struct bill_rates *r, const char *currency,
 		     const state_t *st, struct lg_error *err);
-/* cost = device_ms * price_nano / 3,600,000 nano units, rounded half up to
- * a whole nano unit (the exact product is formed first, so nothing is lost
- * before the one rounding). LG_ERANGE when it does not fit int64. */
+/* cost = price_nano x PricingQuantity as the row prints it (device_ms /
+ * 3,600,000 hours truncated to 9 decimals), rounded half up to a whole
+ * nano unit: FOCUS's ListCost = ListUnitPrice x PricingQuantity holds
+ * exactly at the printed scale (DESIGN 8). The product is exact (128-bit)
+ * before the one rounding. LG_ERANGE when it does not fit int64. */
 int bill_cost(int64_t device_ms, int64_t price_nano, int64_t *cost_nano);
 
 /* One row of the export (DESIGN 8). Strings are borrowed for the call that

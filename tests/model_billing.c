@@ -159,6 +159,8 @@ START_TEST(billing_decimal_format)
 }
 END_TEST
 
+/* cost = price x PricingQuantity as printed (device-ms / 3,600,000 hours
+ * truncated to 9 decimals), rounded half up to 9 decimals (DESIGN 8). */
 static const struct {
 	int64_t ms, price;
 	int rc;
@@ -168,14 +170,26 @@ static const struct {
 	{5400000, 3200000000LL, 0, 4800000000LL}, /* 1.5 h at 3.20 */
 	{0, 3200000000LL, 0, 0},
 	{H, 0, 0, 0},
-	{1, 1800000, 0, 1}, /* 0.5 nano: half rounds up */
-	{1, 1799999, 0, 0}, /* just below half */
-	{1, 1800001, 0, 1},
-	{1, 3600000, 0, 1}, /* exact */
-	{3, 1000000, 0, 1}, /* 0.8333 -> 1 */
-	{1, 1000000, 0, 0}, /* 0.2777 -> 0 */
+	/* The issue's row: 2.5 x 37.356654444 = 93.391636110, not the
+	 * 93.391636111 of the exact device-ms (37.3566544444... h). */
+	{134483956, 2500000000LL, 0, 93391636110LL},
+	{10, 1800000000LL, 0, 4999}, /* 0.000002777 h x 1.8 */
+	{7, 2000000000LL, 0, 3888},  /* 0.000001944 h x 2 */
+	/* 1 ms prints 0.000000277 h: x 0.5 is 138.5 nano, half rounds up. */
+	{1, 500000000LL, 0, 139},
+	{1, 499999999LL, 0, 138},
+	{1, 1800000, 0, 0}, /* 0.4986 nano (the exact ms gave 0.5 -> 1) */
+	{1, 3600000, 0, 1}, /* 0.9972 */
+	{3, 1000000, 0, 1}, /* 0.000000833 h x 0.001: 0.833 -> 1 */
+	{1, 1000000, 0, 0}, /* 0.277 -> 0 */
+	/* Huge quantities and prices: the 128-bit split, and its bound. */
 	{INT64_MAX, INT64_MAX, LG_ERANGE, 0},
-	{INT64_MAX, H, 0, INT64_MAX}, /* exact product, one rounding */
+	{INT64_MAX, H, 0, INT64_MAX},
+	{INT64_MAX, 1, 0, 2562047788015LL}, /* 2562047788015.215502880 h */
+	{3599999, INT64_MAX, 0, 9223369472757349561LL}, /* frac x price */
+	{H * 1000000, 9000000000000LL, 0, 9000000000000000000LL},
+	{H * 1000000, 9223372036854LL, 0, 9223372036854000000LL},
+	{H * 1000000, 9223372036855LL, LG_ERANGE, 0}, /* one nano over */
 	{-1, 1, LG_EINVAL, 0},
 	{1, -1, LG_EINVAL, 0},
 };

@@ -21,10 +21,11 @@ static const char export_usage[] =
 
 /* After the options: what the rows hold, in each --format. */
 static const char export_after[] =
-	"  Cost = device-ms x price / 3,600,000, computed exactly and rounded\n"
-	"  half up to 9 decimals, once per row: the costs of hourly rows may\n"
-	"  differ from the daily row's in the 9th decimal; device-ms never "
-	"do.\n"
+	"  Cost = price x PricingQuantity as printed (device-ms / 3,600,000\n"
+	"  truncated to 9 decimals), computed exactly and rounded half up to\n"
+	"  9 decimals, once per row (FOCUS: ListCost = ListUnitPrice x\n"
+	"  PricingQuantity): the costs of hourly rows may differ from the\n"
+	"  daily row's in the 9th decimal; device-ms never do.\n"
 	"\n"
 	"  focus-csv: the FOCUS 1.2 columns (docs/billing.md lists each and\n"
 	"  its value), then ours: x_BillingPeriodStatus (open while the\n"
