@@ -181,7 +181,27 @@ int bill_month_parse(const char *s, int32_t offset_s, int64_t *start_ms,
 	    !digits(s + 5, 2, &m) || y < 1970 || m < 1 || m > 12)
 		return LG_EINVAL;
 	month_bounds(y, (unsigned)m, offset_s, start_ms, end_ms);
+	/* The bounds in ms always fit (year 9999 is 2.5e14 ms); in ns they
+	 * fit only up to 2262-04-11, and a month is billed whole or not at
+	 * all. */
+	if (*start_ms < 0 || *end_ms > INT64_MAX / 1000000)
+		return LG_ERANGE;
 	return 0;
+}
+
+const char *bill_month_why(const char *s, int32_t offset_s)
+{
+	int64_t a, b;
+	int rc = bill_month_parse(s, offset_s, &a, &b);
+
+	if (rc == LG_ERANGE && a < 0)
+		return "starts before 1970-01-01T00:00:00Z (at the billing "
+		       "offset), where the ledger's times start";
+	if (rc == LG_ERANGE)
+		return "ends beyond what the ledger can date (its times end "
+		       "at " TIME_LAST_TEXT ", the last nanosecond of int64; "
+		       "the last month is 2262-03)";
+	return "is not a month: expected YYYY-MM, 1970-01 to 9999-12";
 }
 
 int model__bill_offset_parse(const char *s, int32_t *offset_s)
@@ -512,17 +532,25 @@ int model__bill_decimal_parse(const char *s, int64_t *nano)
 
 int bill_cost(int64_t device_ms, int64_t price_nano, int64_t *cost_nano)
 {
-	u128 p, q;
+	u128 hours, frac, c;
 
 	if (device_ms < 0 || price_nano < 0)
 		return LG_EINVAL;
-	p = (u128)device_ms * (u128)price_nano;
-	q = p / BILL_MS_PER_HOUR;
-	if (2 * (p % BILL_MS_PER_HOUR) >= BILL_MS_PER_HOUR)
-		q++;
-	if (q > INT64_MAX)
+	/* FOCUS asks that ListCost = ListUnitPrice x PricingQuantity, so the
+	 * cost is the product of the quantity as row_numbers prints it
+	 * (model__bill_format_ratio: whole hours, then nano-hours truncated)
+	 * and the price, not of the exact device-ms. The quantity in nano
+	 * units may pass int64 (2.6e21 for INT64_MAX ms), and its product
+	 * with a price 2^135, so it is split: hours < 2^42 times a price
+	 * < 2^63 is exact in 128 bits, and so is frac < 10^9 times it; only
+	 * the second has a fraction of a nano unit, rounded half up. */
+	hours = (u128)(device_ms / BILL_MS_PER_HOUR);
+	frac = (u128)(device_ms % BILL_MS_PER_HOUR) * NANO / BILL_MS_PER_HOUR;
+	c = hours * (u128)price_nano +
+	    (frac * (u128)price_nano + NANO / 2) / NANO;
+	if (c > INT64_MAX)
 		return LG_ERANGE;
-	*cost_nano = (int64_t)q;
+	*cost_nano = (int64_t)c;
 	return 0;
 }
 

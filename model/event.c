@@ -363,14 +363,50 @@ int time_parse_ns(const char *s, int64_t *out)
 int time_parse_user_ns(const char *s, int64_t *out)
 {
 	char full[32];
+	int64_t t;
+	int rc;
 
 	if (s != NULL && strlen(s) == 10) {
 		/* The date's own checks (month, day, leap year) are the full
 		 * parser's. */
 		snprintf(full, sizeof(full), "%sT00:00:00Z", s);
-		return time_parse_ns(full, out);
+		s = full;
 	}
-	return time_parse_ns(s, out);
+	/* Four digits of year reach 9999, int64 nanoseconds only 2262: a
+	 * time past the last nanosecond is LG_ERANGE from the parser, and
+	 * one before 1970 is refused here, so that no caller does
+	 * arithmetic on a time the ledger cannot date. */
+	rc = time_parse_ns(s, &t);
+	if (rc == 0 && t < 0)
+		rc = LG_ERANGE;
+	if (rc == 0)
+		*out = t;
+	return rc;
+}
+
+const char *time_user_why(const char *s)
+{
+	char full[32];
+	int64_t t;
+	int rc;
+
+	if (s != NULL && strlen(s) == 10) {
+		snprintf(full, sizeof(full), "%sT00:00:00Z", s);
+		s = full;
+	}
+	rc = time_parse_ns(s, &t);
+	/* Out of int64 either way: the year (four digits, or the parser
+	 * would have said LG_EINVAL) tells which. */
+	if (rc == LG_ERANGE && strncmp(s, "1970", 4) < 0)
+		rc = 0, t = -1;
+	if (rc == LG_ERANGE)
+		return "is beyond what the ledger can date (its times end at "
+		       TIME_LAST_TEXT ", the last nanosecond of int64)";
+	if (rc == 0 && t < 0)
+		return "is before 1970-01-01T00:00:00Z, where the ledger's "
+		       "times start";
+	return "is not an RFC 3339 time or a date (YYYY-MM-DD, midnight "
+	       "UTC)";
 }
 
 /* ---------------------------------------------------------------------- */

@@ -352,8 +352,15 @@ size_t time_format_ns(int64_t t_ns, char *buf, size_t cap);
 int time_parse_ns(const char *s, int64_t *out);
 /* What an operator may type for a time (--at, --from, --to, at=, from=,
  * to=): RFC 3339, or a date alone ("2026-01-15"), which is its midnight
- * UTC. Recorded streams keep time_parse_ns: their times are RFC 3339. */
+ * UTC. Recorded streams keep time_parse_ns: their times are RFC 3339.
+ * LG_EINVAL for text that is not a time; LG_ERANGE for a time the ledger
+ * cannot date: before 1970-01-01T00:00:00Z or after TIME_LAST_TEXT, the
+ * last nanosecond of int64 (years 2262..9999 are written but not held). */
 int time_parse_user_ns(const char *s, int64_t *out);
+/* Why time_parse_user_ns refuses s, a phrase to follow the quoted text
+ * ("is beyond what the ledger can date ..."); a static string. */
+const char *time_user_why(const char *s);
+#define TIME_LAST_TEXT "2262-04-11T23:47:16.854775807Z"
 
 /* Canonical JSON (model/jcs.c): RFC 8785 JCS, the one canonical writer.
  * Members sorted by UTF-16 code units, no insignificant space, strings and
@@ -756,9 +763,16 @@ int64_t bill_boundary_after(int64_t t_ms, enum bill_step step,
 void bill_month_of(int64_t t_ms, int32_t offset_s, int64_t *start_ms,
 		   int64_t *end_ms);
 /* "YYYY-MM" (year 1970..9999, month 01..12) into that month's bounds in
- * the local time of offset_s; LG_EINVAL for anything else. */
+ * the local time of offset_s; LG_EINVAL for anything else. LG_ERANGE (the
+ * bounds still set) when the month does not lie within what the ledger
+ * can date, [1970-01-01T00:00:00Z, TIME_LAST_TEXT]: the bounds then do not
+ * fit int64 nanoseconds. On 0, start_ms * 1000000 and end_ms * 1000000
+ * fit int64. */
 int bill_month_parse(const char *s, int32_t offset_s, int64_t *start_ms,
 		     int64_t *end_ms);
+/* Why bill_month_parse refuses s, a phrase to follow the quoted text; a
+ * static string. */
+const char *bill_month_why(const char *s, int32_t offset_s);
 
 /* The accumulators of every (namespace, class) of a state at one instant,
  * for one basis. Namespace and class names are borrowed from the state the
@@ -849,9 +863,11 @@ int bill_rates_currency(const struct bill_rates *r, const char *want,
  * that has no rate in currency. 0 when unpriced. */
 int bill_rates_cover(const struct bill_rates *r, const char *currency,
 		     const state_t *st, struct lg_error *err);
-/* cost = device_ms * price_nano / 3,600,000 nano units, rounded half up to
- * a whole nano unit (the exact product is formed first, so nothing is lost
- * before the one rounding). LG_ERANGE when it does not fit int64. */
+/* cost = price_nano x PricingQuantity as the row prints it (device_ms /
+ * 3,600,000 hours truncated to 9 decimals), rounded half up to a whole
+ * nano unit: FOCUS's ListCost = ListUnitPrice x PricingQuantity holds
+ * exactly at the printed scale (DESIGN 8). The product is exact (128-bit)
+ * before the one rounding. LG_ERANGE when it does not fit int64. */
 int bill_cost(int64_t device_ms, int64_t price_nano, int64_t *cost_nano);
 
 /* One row of the export (DESIGN 8). Strings are borrowed for the call that

@@ -227,10 +227,10 @@ static const char *export_range_params(const struct export_params *p,
 		*bad = has_from ? "from" : has_to ? "to" : "month";
 		if (has_from || has_to)
 			return "cannot be given with month";
+		/* On success the bounds fit int64 ns (bill_month_parse). */
 		if (bill_month_parse(p->month, offset_s, &start_ms, &end_ms) !=
-			    0 ||
-		    start_ms < 0)
-			return "is not a month YYYY-MM";
+		    0)
+			return bill_month_why(p->month, offset_s);
 		eo->from_ns = start_ms * 1000000;
 		eo->to_ns = end_ms * 1000000;
 		return NULL;
@@ -239,10 +239,10 @@ static const char *export_range_params(const struct export_params *p,
 	if (!has_from)
 		return "is required (or month=YYYY-MM)";
 	if (time_parse_user_ns(p->from, &eo->from_ns) != 0)
-		return "is not an RFC 3339 time or a date (YYYY-MM-DD)";
+		return time_user_why(p->from);
 	*bad = "to";
 	if (has_to && time_parse_user_ns(p->to, &eo->to_ns) != 0)
-		return "is not an RFC 3339 time or a date (YYYY-MM-DD)";
+		return time_user_why(p->to);
 	if (eo->to_ns <= eo->from_ns)
 		return "must be after from";
 	return NULL;

@@ -269,9 +269,10 @@ void query__handle_remaining(struct query_server *qs, struct request *rq)
 /* ---------------------------------------------------------------------- */
 /* State and events. */
 
-/* ?at=SEQ|RFC3339 -> seq; an error message when it cannot be. */
+/* ?at=SEQ|RFC3339 -> seq; an error message when it cannot be (static,
+ * or in msg). */
 static const char *resolve_at(struct query_server *qs, struct request *rq,
-			      uint64_t *seq)
+			      uint64_t *seq, char *msg, size_t cap)
 {
 	char at[96];
 	long n = query__param(rq->query, rq->query_len, "at", at, sizeof(at));
@@ -286,8 +287,10 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 		return *seq <= ledger_last_seq(qs->lg)
 			       ? NULL
 			       : "at: past the last seq";
-	if (time_parse_user_ns(at, &t_ns) != 0)
-		return "at: neither a seq nor an RFC 3339 time or a date";
+	if (time_parse_user_ns(at, &t_ns) != 0) {
+		snprintf(msg, cap, "at: not a seq, and %s", time_user_why(at));
+		return msg;
+	}
 	if (ledger_seq_at_time(qs->lg, t_ns, seq, NULL) != 0)
 		return "at: the log cannot be searched";
 	return NULL;
@@ -350,9 +353,10 @@ static void state_run(struct heavy *h, void *arg)
 void query__handle_state(struct query_server *qs, struct request *rq)
 {
 	const char *why;
+	char msg[256];
 	struct read_job *j = lg_xmalloc(sizeof(*j));
 
-	if ((why = resolve_at(qs, rq, &j->seq)) != NULL) {
+	if ((why = resolve_at(qs, rq, &j->seq, msg, sizeof(msg))) != NULL) {
 		free(j);
 		query__reply_error(qs, rq, 400, "%s", why);
 		return;

@@ -418,7 +418,8 @@ const char *query__tls_conn_output(struct tls_conn *tc, size_t *len);
 void query__tls_conn_output_done(struct tls_conn *tc);
 /* Queues a close_notify (when the session is up). */
 void query__tls_conn_shutdown(struct tls_conn *tc);
-/* The subject CN of the client's verified certificate. */
+/* The subject CN of the client's verified certificate; false when there
+ * is none, or more than one (such a certificate gets no role). */
 bool query__tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap);
 
 struct tls_stats {

@@ -350,15 +350,25 @@ void query__tls_conn_shutdown(struct tls_conn *tc)
 bool query__tls_conn_peer_cn(struct tls_conn *tc, char *cn, size_t cap)
 {
 	X509 *x;
-	int n = -1;
+	X509_NAME *subject;
+	int n = -1, first;
 
 	if (!tc->established || SSL_get_verify_result(tc->ssl) != X509_V_OK)
 		return false;
 	x = SSL_get1_peer_certificate(tc->ssl);
 	if (x == NULL)
 		return false;
-	n = X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName,
-				      cn, (int)cap);
+	/* A subject with two CNs names two principals: OpenSSL's text
+	 * lookup reads the first, Go and Kubernetes the last, so the same
+	 * certificate would be one client here and another to the CA's
+	 * other users. It maps to nothing (DESIGN 7): no role, as a
+	 * certificate no cert: line names. */
+	subject = X509_get_subject_name(x);
+	first = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+	if (first >= 0 &&
+	    X509_NAME_get_index_by_NID(subject, NID_commonName, first) < 0)
+		n = X509_NAME_get_text_by_NID(subject, NID_commonName, cn,
+					      (int)cap);
 	X509_free(x);
 	/* A CN with an embedded NUL or too long for cap maps to nothing. */
 	return n > 0 && (size_t)n < cap && strlen(cn) == (size_t)n;

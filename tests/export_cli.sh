@@ -198,6 +198,87 @@ refused "--month and --from" '--month replaces --from and --to' --db "$db" \
 	--month 2026-03 --from $day1
 refused "bad --month" 'expected YYYY-MM' --db "$db" --month 2026-3
 refused "bad --month" 'expected YYYY-MM' --db "$db" --month 2026-13
+# --- times and months at the edges (DESIGN 7) -----------------------------
+# Every time and month outside 1970..9999 is refused (exit 2 here, 400 over
+# HTTP), and so is one within it that int64 nanoseconds cannot hold (after
+# 2262-04-11T23:47:16.854775807Z): never arithmetic that overflows (a
+# SANITIZE=undefined build would stop on it), never an arbitrary period.
+toolong=99999999999999999999999999999999
+for m in 1969-12:'expected YYYY-MM' 2262-04:'beyond what the ledger can date' \
+	2262-05:'beyond what the ledger can date' \
+	5000-01:'beyond what the ledger can date' \
+	9999-12:'beyond what the ledger can date' \
+	10000-01:'expected YYYY-MM' -1:'expected YYYY-MM' \
+	$toolong:'expected YYYY-MM'; do
+	refused "--month ${m%%:*}" "--month \"${m%%:*}\" .*${m#*:}" \
+		--db "$db" --month "${m%%:*}"
+done
+echo '{"billingPeriodOffset": "+01:00"}' >"$tmp/east.json"
+refused "--month 1970-01 at +01:00" 'starts before 1970' --db "$db" \
+	--month 1970-01 --rates "$tmp/east.json"
+for m in 1970-01 2262-03; do
+	run "$bin" export --db "$db" --month $m
+	expect "--month $m" 0
+done
+run "$bin" export --db "$db" --month 2026-03 --rates "$tmp/east.json"
+expect "--month 2026-03 at +01:00" 0
+for t in 1969-12-31:'before 1970' 1970-01-01T00:30:00+01:00:'before 1970' \
+	2262-04-12:'beyond what the ledger can date' \
+	5000-01-01:'beyond what the ledger can date' \
+	9999-12-31T23:59:59Z:'beyond what the ledger can date' \
+	10000-01-01:'not an RFC 3339 time' -1:'not an RFC 3339 time' \
+	$toolong:'not an RFC 3339 time'; do
+	v=${t%%:[bn]*}
+	vre=${v%%+*} # the text as a regex: up to a "+"
+	refused "--from $v" "--from \"$vre.*${t##*:}" --db "$db" --from "$v"
+	refused "--to $v" "--to \"$vre.*${t##*:}" --db "$db" --from \
+		1970-01-01 --to "$v"
+	for cmd in replay eval; do
+		run "$bin" $cmd --db "$db" --at "$v"
+		expect "$cmd --at $v" 2
+		has "$cmd --at $v: message" "$tmp/err" "--at \"$vre.*${t##*:}"
+	done
+done
+run "$bin" export --db "$db" --from 1970-01-01 --to \
+	2262-04-11T23:47:16.854775807Z
+expect "--from 1970-01-01 --to the last nanosecond" 0
+run "$bin" replay --db "$db" --at 2262-04-11T23:47:16.854775807Z
+expect "replay --at the last nanosecond" 0
+start_server
+# hget NAME WANT QUERY [REGEX]: GET QUERY answered WANT (and REGEX in it).
+hget() {
+	code=$(curl -s -o "$tmp/body" -w '%{http_code}' \
+		"http://127.0.0.1:$port/v1/$3")
+	[ "$code" = "$2" ] && ok || bad "$1: HTTP $code, want $2 ($(head -c 200 "$tmp/body"))"
+	[ -z "${4:-}" ] || has "$1: body" "$tmp/body" "$4"
+}
+for m in 1969-12:'expected YYYY-MM' 2262-04:'beyond what the ledger can date' \
+	2262-05:beyond 5000-01:beyond 9999-12:beyond \
+	10000-01:'expected YYYY-MM' -1:'expected YYYY-MM' \
+	$toolong:'malformed or too long'; do
+	hget "month=${m%%:*}" 400 "export?month=${m%%:*}" \
+		"^\\{\"error\":\"export: parameter month .*${m#*:}"
+done
+hget "month=1970-01" 200 "export?month=1970-01"
+hget "month=2262-03" 200 "export?month=2262-03"
+for t in 1969-12-31:'before 1970' 1970-01-01T00:30:00%2B01:00:'before 1970' \
+	2262-04-12:beyond 5000-01-01:beyond 9999-12-31T23:59:59Z:beyond \
+	10000-01-01:'not an RFC 3339' -1:'not an RFC 3339' \
+	$toolong:'not an RFC 3339'; do
+	v=${t%%:[bn]*}
+	hget "from=$v" 400 "export?from=$v" \
+		"^\\{\"error\":\"export: parameter from .*${t##*:}"
+	hget "to=$v" 400 "export?from=1970-01-01&to=$v" \
+		"^\\{\"error\":\"export: parameter to .*${t##*:}"
+	hget "state?at=$v" 400 "state?at=$v" "^\\{\"error\":\"at: .*${t##*:}"
+done
+hget "state?at=the last nanosecond" 200 \
+	"state?at=2262-04-11T23:47:16.854775807Z"
+hget "the server is alive" 200 "tenants"
+stop_server
+if grep -q 'runtime error' "$tmp/serve.err"; then
+	bad "serve: $(grep 'runtime error' "$tmp/serve.err" | head -3)"
+else ok; fi
 head -c 5000000 /dev/zero | tr '\0' ' ' >"$tmp/big.json"
 refused "a huge billing file" 'larger than 4194304 bytes' --db "$db" \
 	--from $day1 --rates "$tmp/big.json"

@@ -24,7 +24,7 @@ Usage: focus_check.py FILE.csv|FILE.ndjson [--features LIST]
   --tag-prefix  every Tags key is provider-defined with this prefix (the
               provider has no user-defined tag scheme)
   --rates     a gpuledger billing file: unit prices must be its prices and
-              costs must be exact from x_DeviceMilliseconds
+              costs exact from them and x_DeviceMilliseconds
   --offset    billing periods must be calendar months at this UTC offset
 Exit status: 0 with no MUST violation, 1 otherwise, 2 on bad usage.
 """
@@ -206,6 +206,7 @@ class Report:
         self.must = []
         self.should = []
         self.seen = {}
+        self.products = 0  # cost = price x quantity checks on priced rows
 
     def add(self, level, rule, where, detail=""):
         key = (level, rule)
@@ -409,13 +410,16 @@ def scale(s):
 
 
 def cost_matches(cost, unit, qty):
-    """The product of a unit price and PricingQuantity MUST match the cost.
-    Decimal values are compared at their published scale: PricingQuantity
-    may be truncated there (the true quantity lies in [qty, qty + ulp)), and
-    the cost rounded to its own scale."""
+    """The product of a unit price and PricingQuantity MUST match the cost
+    (ListCost = ListUnitPrice x PricingQuantity, ContractedCost =
+    ContractedUnitPrice x PricingQuantity): the product of the values as
+    written, exactly, once rounded half up to the cost's written decimals.
+    Nothing else is allowed: a cost computed from a quantity the file does
+    not show (e.g. an exact one that PricingQuantity truncates) may differ
+    in its last decimal, and is a violation."""
     c, u, q = D(cost), D(unit), D(qty)
-    tol = u * (D(1).scaleb(-scale(qty))) + D(1).scaleb(-scale(cost)) / 2
-    return abs(c - u * q) <= tol
+    return c == (u * q).quantize(D(1).scaleb(-scale(cost)),
+                                 rounding=decimal.ROUND_HALF_UP)
 
 
 def is_usage_like(r):
@@ -497,6 +501,8 @@ def check_row(r, cols, where, rep):
             if u is None or c is None or not NUMERIC.match(u) or \
                     not NUMERIC.match(c):
                 continue
+            if D(u) != 0 and D(pq) != 0:
+                rep.products += 1
             if not cost_matches(c, u, pq):
                 rep.add("MUST", "%s = %s x PricingQuantity" % (cost, unit),
                         where, "%s vs %s x %s" % (c, u, pq))
@@ -622,8 +628,9 @@ def check_months(rows, offset_s, rep):
 
 def check_rates(rows, rates_path, currency, rep):
     """Against the billing file: ListUnitPrice and ContractedUnitPrice are
-    its prices, and costs are exact: device-ms x price / 3,600,000 rounded
-    half up to 9 decimals."""
+    its prices, PricingQuantity is device-ms / 3,600,000 truncated to 9
+    decimals, and costs are exact: the price x that quantity rounded half up
+    to 9 decimals (gpuledger's rule, DESIGN 8)."""
     with open(rates_path) as f:
         doc = json.load(f)
     priced = "rates" in doc
@@ -652,14 +659,14 @@ def check_rates(rows, rates_path, currency, rep):
                           ("ContractedUnitPrice", billed),
                           ("PricingQuantity", qty),
                           ("ConsumedQuantity", qty),
-                          ("ListCost", (ms * lst / D(3600000)).quantize(
+                          ("ListCost", (lst * qty).quantize(
                               q9, rounding=decimal.ROUND_HALF_UP)),
-                          ("ContractedCost", (ms * billed / D(3600000))
-                           .quantize(q9, rounding=decimal.ROUND_HALF_UP)),
-                          ("BilledCost", (ms * billed / D(3600000))
-                           .quantize(q9, rounding=decimal.ROUND_HALF_UP)),
-                          ("EffectiveCost", (ms * billed / D(3600000))
-                           .quantize(q9, rounding=decimal.ROUND_HALF_UP))):
+                          ("ContractedCost", (billed * qty).quantize(
+                              q9, rounding=decimal.ROUND_HALF_UP)),
+                          ("BilledCost", (billed * qty).quantize(
+                              q9, rounding=decimal.ROUND_HALF_UP)),
+                          ("EffectiveCost", (billed * qty).quantize(
+                              q9, rounding=decimal.ROUND_HALF_UP))):
             v = r.get(col)
             if v is None or not NUMERIC.match(v) or D(v) != want:
                 rep.add("MUST", "%s is exact from the rates and "
@@ -720,7 +727,9 @@ def main(argv):
     for line in rep.must + rep.should:
         print(line)
     print("focus_check: %s: %d rows, %d MUST violations, %d SHOULD "
-          "notes" % (files[0], n, rep.count("MUST"), rep.count("SHOULD")))
+          "notes, %d priced cost products" % (files[0], n, rep.count("MUST"),
+                                              rep.count("SHOULD"),
+                                              rep.products))
     return 1 if rep.count("MUST") else 0
 
 

@@ -80,6 +80,17 @@ def first(**kw):
     rs[0].update(kw)
     return rs
 
+def priced(change):
+    """The rows with the first one whose prices and quantity are not 0
+    changed."""
+    rs = [dict(r) for r in rows]
+    i = next(i for i, r in enumerate(rs)
+             if fc.D(r["ListUnitPrice"]) != 0 and
+             fc.D(r["ContractedUnitPrice"]) != 0 and
+             fc.D(r["PricingQuantity"]) != 0)
+    rs[i] = change(rs[i])
+    return rs
+
 cases = [
     ("drop ProviderName", lambda: write(rows, [c for c in rows[0]
                                                if c != "ProviderName"]),
@@ -117,6 +128,16 @@ cases = [
     ("list cost", lambda: write(first(ListCost="123.000000000")),
      "ListCost = ListUnitPrice x PricingQuantity"),
     ("contracted cost", lambda: write(first(ContractedCost="0.000000001")),
+     "ContractedCost = ContractedUnitPrice x PricingQuantity"),
+    # Exact at the written scale: one unit of the 9th decimal is a
+    # violation (a cost from a quantity the row does not show).
+    ("list cost, last decimal", lambda: write(priced(
+        lambda r: dict(r, ListCost=str(fc.D(r["ListCost"]) +
+                                       fc.D("0.000000001"))))),
+     "ListCost = ListUnitPrice x PricingQuantity"),
+    ("contracted cost, last decimal", lambda: write(priced(
+        lambda r: dict(r, ContractedCost=str(fc.D(r["ContractedCost"]) -
+                                             fc.D("0.000000001"))))),
      "ContractedCost = ContractedUnitPrice x PricingQuantity"),
     ("negative price", lambda: write(first(ListUnitPrice="-1")),
      "ListUnitPrice is non-negative"),
@@ -237,6 +258,31 @@ run "$bin" export --db "$db" --month 2026-01 --format json --rates \
 expect "ndjson" 0
 cp "$tmp/out" "$tmp/rows.ndjson"
 conforms "ndjson" "$tmp/rows.ndjson" --rates "$tmp/rates.json" --offset Z
+
+# FOCUS's product rule on every priced row, hourly and daily: ListCost =
+# ListUnitPrice x PricingQuantity and ContractedCost = ContractedUnitPrice
+# x PricingQuantity, exactly, once rounded half up to the written 9
+# decimals. Prices with 9 decimals make every truncation of the quantity
+# show in the cost; the checker must have looked at two products (list and
+# contracted) of every row.
+"$bin" replay --db "$db" --json | jq '{rates: [.classes[] | {class: .name,
+	currency: "USD", listUnitPrice: "3.141592653", billedUnitPrice:
+	"2.500000000"}]}' >"$tmp/pi.json"
+for step in hour day; do
+	run "$bin" export --db "$db" --month 2026-01 --step $step --rates \
+		"$tmp/pi.json"
+	expect "priced $step" 0
+	cp "$tmp/out" "$tmp/pi-$step.csv"
+	conforms "price x quantity, $step" "$tmp/pi-$step.csv" --rates \
+		"$tmp/pi.json" --offset Z
+	n=$(python3 -c 'import csv, sys
+print(2 * sum(1 for r in csv.DictReader(open(sys.argv[1]))
+              if float(r["PricingQuantity"]) > 0))' "$tmp/pi-$step.csv")
+	got=$(sed -n 's/.* \([0-9]*\) priced cost products$/\1/p' "$tmp/check")
+	if [ "$n" -gt 100 ] && [ "$got" = "$n" ]; then ok; else
+		bad "price x quantity, $step: $got products checked, want $n"
+	fi
+done
 
 # The month is closed (the horizon is past its end) only at +02:00.
 python3 - "$tmp/day.csv" "$tmp/conf.csv" >"$tmp/py" 2>&1 <<'PY'

@@ -526,8 +526,10 @@ START_TEST(export_rates)
 	export_ok(lg, &o, &c, NULL);
 	ck_assert_str_eq(c.text, "09:00-10:00:01 default a10 3601000\n"
 				 "09:00-10:00:01 tenant-a h100 10803000\n");
-	/* a10 is explicitly free. h100: 10,803,000 ms x 3.20 / 3,600,000 =
-	 * 9.6026666.. rounds up, x 2.50 = 7.5020833.. rounds down. */
+	/* a10 is explicitly free. h100: PricingQuantity 10,803,000 ms /
+	 * 3,600,000 = 3.000833333 (truncated), x 3.20 = 9.6026666656 rounds
+	 * down (the exact 9.60266666.. rounded up: the cost is the product
+	 * of the printed quantity), x 2.50 = 7.5020833325 rounds down. */
 	ck_assert(c.first.priced);
 	ck_assert_int_eq(c.first.list_cost_nano, 0);
 	ck_assert_int_eq(c.first.list_unit_nano, 0);
@@ -535,7 +537,7 @@ START_TEST(export_rates)
 	ck_assert_str_eq(c.last_currency, "EUR");
 	ck_assert_int_eq(c.last.list_unit_nano, 3200000000LL);
 	ck_assert_int_eq(c.last.contracted_unit_nano, 2500000000LL);
-	ck_assert_int_eq(c.last.list_cost_nano, 9602666667LL);
+	ck_assert_int_eq(c.last.list_cost_nano, 9602666666LL);
 	ck_assert_int_eq(c.last.billed_cost_nano, 7502083333LL);
 	/* USD: a nano per GPU-hour; 3.0008 nano rounds to 3. */
 	o.currency = "USD";

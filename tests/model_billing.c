@@ -159,6 +159,8 @@ START_TEST(billing_decimal_format)
 }
 END_TEST
 
+/* cost = price x PricingQuantity as printed (device-ms / 3,600,000 hours
+ * truncated to 9 decimals), rounded half up to 9 decimals (DESIGN 8). */
 static const struct {
 	int64_t ms, price;
 	int rc;
@@ -168,14 +170,26 @@ static const struct {
 	{5400000, 3200000000LL, 0, 4800000000LL}, /* 1.5 h at 3.20 */
 	{0, 3200000000LL, 0, 0},
 	{H, 0, 0, 0},
-	{1, 1800000, 0, 1}, /* 0.5 nano: half rounds up */
-	{1, 1799999, 0, 0}, /* just below half */
-	{1, 1800001, 0, 1},
-	{1, 3600000, 0, 1}, /* exact */
-	{3, 1000000, 0, 1}, /* 0.8333 -> 1 */
-	{1, 1000000, 0, 0}, /* 0.2777 -> 0 */
+	/* The issue's row: 2.5 x 37.356654444 = 93.391636110, not the
+	 * 93.391636111 of the exact device-ms (37.3566544444... h). */
+	{134483956, 2500000000LL, 0, 93391636110LL},
+	{10, 1800000000LL, 0, 4999}, /* 0.000002777 h x 1.8 */
+	{7, 2000000000LL, 0, 3888},  /* 0.000001944 h x 2 */
+	/* 1 ms prints 0.000000277 h: x 0.5 is 138.5 nano, half rounds up. */
+	{1, 500000000LL, 0, 139},
+	{1, 499999999LL, 0, 138},
+	{1, 1800000, 0, 0}, /* 0.4986 nano (the exact ms gave 0.5 -> 1) */
+	{1, 3600000, 0, 1}, /* 0.9972 */
+	{3, 1000000, 0, 1}, /* 0.000000833 h x 0.001: 0.833 -> 1 */
+	{1, 1000000, 0, 0}, /* 0.277 -> 0 */
+	/* Huge quantities and prices: the 128-bit split, and its bound. */
 	{INT64_MAX, INT64_MAX, LG_ERANGE, 0},
-	{INT64_MAX, H, 0, INT64_MAX}, /* exact product, one rounding */
+	{INT64_MAX, H, 0, INT64_MAX},
+	{INT64_MAX, 1, 0, 2562047788015LL}, /* 2562047788015.215502880 h */
+	{3599999, INT64_MAX, 0, 9223369472757349561LL}, /* frac x price */
+	{H * 1000000, 9000000000000LL, 0, 9000000000000000000LL},
+	{H * 1000000, 9223372036854LL, 0, 9223372036854000000LL},
+	{H * 1000000, 9223372036855LL, LG_ERANGE, 0}, /* one nano over */
 	{-1, 1, LG_EINVAL, 0},
 	{1, -1, LG_EINVAL, 0},
 };
@@ -843,6 +857,70 @@ START_TEST(billing_rows_json)
 }
 END_TEST
 
+/* The months a --month or month= may name (DESIGN 7: every month outside
+ * 1970..9999 is refused, never arithmetic that overflows): text that is
+ * not YYYY-MM in 1970..9999 is LG_EINVAL; a month the ledger cannot date
+ * whole (int64 ns end on 2262-04-11; before 1970 at the offset) is
+ * LG_ERANGE; every month accepted has bounds that fit int64 ns. */
+static const struct {
+	const char *in;
+	int32_t off;
+	int rc;
+} month_edges[] = {
+	{"1969-12", 0, LG_EINVAL},
+	{"1970-01", 0, 0},
+	{"1970-01", -50400, 0},	  /* starts 14:00Z on the 1st */
+	{"1970-01", 3600, LG_ERANGE}, /* starts 23:00Z the day before */
+	{"2262-03", 0, 0},
+	{"2262-03", -50400, 0}, /* ends 2262-04-01T14:00Z */
+	{"2262-04", 0, LG_ERANGE},
+	{"2262-04", 50400, LG_ERANGE},
+	{"2262-05", 0, LG_ERANGE},
+	{"5000-01", 0, LG_ERANGE},
+	{"9999-12", 0, LG_ERANGE},
+	{"9999-12", -50400, LG_ERANGE},
+	{"10000-01", 0, LG_EINVAL},
+	{"0000-01", 0, LG_EINVAL},
+	{"-1", 0, LG_EINVAL},
+	{"-001-01", 0, LG_EINVAL},
+	{"99999999999999999999", 0, LG_EINVAL},
+	{"9223372036854775807", 0, LG_EINVAL},
+	{"2026-00", 0, LG_EINVAL},
+	{"", 0, LG_EINVAL},
+};
+
+START_TEST(billing_month_edges)
+{
+	for (size_t i = 0; i < sizeof(month_edges) / sizeof(month_edges[0]);
+	     i++) {
+		int64_t a = 0, b = 0;
+		int rc = bill_month_parse(month_edges[i].in, month_edges[i].off,
+					  &a, &b);
+		const char *why =
+			bill_month_why(month_edges[i].in, month_edges[i].off);
+
+		ck_assert_msg(rc == month_edges[i].rc, "%s at %d: rc %d",
+			      month_edges[i].in, (int)month_edges[i].off, rc);
+		if (rc == 0) {
+			ck_assert(a >= 0 && a < b);
+			ck_assert(b <= INT64_MAX / 1000000);
+		}
+		if (rc == LG_EINVAL)
+			ck_assert_ptr_nonnull(strstr(why, "expected YYYY-MM"));
+		if (rc == LG_ERANGE)
+			ck_assert_ptr_nonnull(
+				strstr(why, a < 0 ? "before 1970" : "beyond"));
+	}
+	/* The last month starts and ends within the last int64 ns. */
+	{
+		int64_t a, b;
+
+		ck_assert_int_eq(bill_month_parse("2262-03", 0, &a, &b), 0);
+		ck_assert_int_eq(b, 9222422400000LL); /* 2262-04-01T00:00Z */
+	}
+}
+END_TEST
+
 /* Calendar months in UTC and at fixed offsets, checked against timegm over
  * every month from 1970 to 2400, and the local hour and day boundaries
  * that cut them. */
@@ -874,9 +952,14 @@ START_TEST(billing_months)
 						 (int64_t)timegm(&tm) * 1000 -
 							 (int64_t)offs[k] * 1000);
 				snprintf(txt, sizeof(txt), "%04d-%02d", y, m);
+				/* Whole months the ledger can date, and none
+				 * else (the bounds are set either way). */
 				ck_assert_int_eq(bill_month_parse(txt, offs[k],
 								  &a, &b),
-						 0);
+						 s0 >= 0 && e0 <= INT64_MAX /
+									  1000000
+							 ? 0
+							 : LG_ERANGE);
 				ck_assert_int_eq(a, s0);
 				ck_assert_int_eq(b, e0);
 				/* A month is a whole number of local days. */
@@ -989,6 +1072,7 @@ MODEL_PART(billing)
 	tcase_add_test(tc, billing_rows_json);
 	tcase_add_test(tc, billing_rows_configured);
 	tcase_add_test(tc, billing_months);
+	tcase_add_test(tc, billing_month_edges);
 	tcase_add_test(tc, billing_rows_opencost);
 	suite_add_tcase(s, tc);
 }

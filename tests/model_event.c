@@ -315,6 +315,60 @@ START_TEST(event_time_user)
 }
 END_TEST
 
+/* The edges of what an operator may ask for (DESIGN 7): 1970 to the last
+ * int64 nanosecond; the rest of 1970..9999 is a time the ledger cannot
+ * date (LG_ERANGE, said so), anything else not a time (LG_EINVAL). */
+static const struct {
+	const char *in;
+	int rc;
+	int64_t ns;
+	const char *why; /* in time_user_why's phrase */
+} user_edges[] = {
+	{"1969-12-31", LG_ERANGE, 0, "before 1970"},
+	{"1969-12-31T23:59:59.999999999Z", LG_ERANGE, 0, "before 1970"},
+	{"1970-01-01T00:30:00+01:00", LG_ERANGE, 0, "before 1970"},
+	{"0000-01-01", LG_ERANGE, 0, "before 1970"},
+	{"1970-01-01", 0, 0, NULL},
+	{"1970-01-01T00:00:00-00:01", 0, 60000000000LL, NULL},
+	{"2262-04-11", 0, 9223286400000000000LL, NULL},
+	{"2262-04-11T23:47:16.854775807Z", 0, INT64_MAX, NULL},
+	{"2262-04-11T23:47:16.854775808Z", LG_ERANGE, 0, "beyond"},
+	{"2262-04-12", LG_ERANGE, 0, "beyond"},
+	{"2262-05-01", LG_ERANGE, 0, "beyond"},
+	{"5000-01-01", LG_ERANGE, 0, "beyond"},
+	{"5000-01-01T00:00:00Z", LG_ERANGE, 0, "beyond"},
+	{"9999-12-31T23:59:59-23:59", LG_ERANGE, 0, "beyond"},
+	{"10000-01-01", LG_EINVAL, 0, "not an RFC 3339"},
+	{"10000-01-01T00:00:00Z", LG_EINVAL, 0, "not an RFC 3339"},
+	{"-1", LG_EINVAL, 0, "not an RFC 3339"},
+	{"-001-01-01", LG_EINVAL, 0, "not an RFC 3339"},
+	{"99999999999999999999", LG_EINVAL, 0, "not an RFC 3339"},
+	{"9223372036854775808", LG_EINVAL, 0, "not an RFC 3339"},
+};
+
+START_TEST(event_time_user_edges)
+{
+	for (size_t i = 0; i < sizeof(user_edges) / sizeof(user_edges[0]);
+	     i++) {
+		int64_t t = -7;
+		int rc = time_parse_user_ns(user_edges[i].in, &t);
+
+		ck_assert_msg(rc == user_edges[i].rc, "%s: rc %d",
+			      user_edges[i].in, rc);
+		if (rc == 0)
+			ck_assert_msg(t == user_edges[i].ns, "%s: %lld",
+				      user_edges[i].in, (long long)t);
+		else
+			ck_assert_msg(t == -7, "%s: written", user_edges[i].in);
+		if (user_edges[i].why != NULL)
+			ck_assert_msg(strstr(time_user_why(user_edges[i].in),
+					     user_edges[i].why) != NULL,
+				      "%s: %s", user_edges[i].in,
+				      time_user_why(user_edges[i].in));
+	}
+}
+END_TEST
+
 START_TEST(event_canonical_json)
 {
 	json_t *v =
@@ -359,5 +413,6 @@ void model_tests_event(Suite *s)
 	tc = tcase_create("event_time");
 	tcase_add_test(tc, event_time);
 	tcase_add_test(tc, event_time_user);
+	tcase_add_test(tc, event_time_user_edges);
 	suite_add_tcase(s, tc);
 }

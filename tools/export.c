@@ -21,10 +21,11 @@ static const char export_usage[] =
 
 /* After the options: what the rows hold, in each --format. */
 static const char export_after[] =
-	"  Cost = device-ms x price / 3,600,000, computed exactly and rounded\n"
-	"  half up to 9 decimals, once per row: the costs of hourly rows may\n"
-	"  differ from the daily row's in the 9th decimal; device-ms never "
-	"do.\n"
+	"  Cost = price x PricingQuantity as printed (device-ms / 3,600,000\n"
+	"  truncated to 9 decimals), computed exactly and rounded half up to\n"
+	"  9 decimals, once per row (FOCUS: ListCost = ListUnitPrice x\n"
+	"  PricingQuantity): the costs of hourly rows may differ from the\n"
+	"  daily row's in the 9th decimal; device-ms never do.\n"
 	"\n"
 	"  focus-csv: the FOCUS 1.2 columns (docs/billing.md lists each and\n"
 	"  its value), then ours: x_BillingPeriodStatus (open while the\n"
@@ -153,9 +154,7 @@ static int parse_time(const char *name, const char *s, int64_t *t_ns)
 {
 	if (time_parse_user_ns(s, t_ns) == 0)
 		return 0;
-	tool_error("export: %s \"%s\" is not an RFC 3339 time or a date "
-		   "(YYYY-MM-DD, midnight UTC)",
-		   name, s);
+	tool_error("export: %s \"%s\" %s", name, s, time_user_why(s));
 	return EXIT_USAGE;
 }
 
@@ -166,14 +165,10 @@ static int parse_month(const char *s, struct export_opts *o)
 
 	if (s == NULL)
 		return 0;
+	/* On success the bounds fit int64 ns (bill_month_parse). */
 	if (bill_month_parse(s, o->rates->offset_s, &start_ms, &end_ms) != 0) {
-		tool_error("export: --month \"%s\": expected YYYY-MM (1970 "
-			   "or later)",
-			   s);
-		return EXIT_USAGE;
-	}
-	if (start_ms < 0) {
-		tool_error("export: --month %s starts before 1970", s);
+		tool_error("export: --month \"%s\" %s", s,
+			   bill_month_why(s, o->rates->offset_s));
 		return EXIT_USAGE;
 	}
 	o->from_ns = start_ms * 1000000;

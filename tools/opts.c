@@ -529,9 +529,8 @@ int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
 		return EXIT_USAGE;
 	}
 	if (time_parse_user_ns(at, &t_ns) != 0) {
-		tool_error("%s: --at \"%s\" is neither a seq nor an RFC 3339 "
-			   "time",
-			   cmd, at);
+		tool_error("%s: --at \"%s\" is not a seq, and %s", cmd, at,
+			   time_user_why(at));
 		return EXIT_USAGE;
 	}
 	rc = ledger_seq_at_time(lg, t_ns, seq, &err);

@@ -86,7 +86,7 @@ int cmd_serve(int argc, char **argv)
 		{"--tls-client-ca", OPT_STR, &o.tls_client_ca, "FILE",
 		 "require client certificates signed by it; a token-file line "
 		 "`cert:<CN> ROLE` gives a certificate with that subject CN a "
-		 "role"},
+		 "role (a subject with two CNs gets none)"},
 		{"--tls-reload-ms", OPT_U64, &reload, "MS",
 		 "how often the TLS files are checked (1000)"},
 		{"--read-only", OPT_FLAG, &o.read_only, NULL,
