@@ -677,7 +677,9 @@ static bool time_param(const struct request *rq, const char *key, int64_t *out,
 
 	if (n == -1)
 		return true;
-	if (n < 0 || time_parse_ns(t, out) != 0) {
+	/* As every time parameter: 1970 to the last nanosecond the ledger
+	 * can date (DESIGN 7). */
+	if (n < 0 || time_parse_user_ns(t, out) != 0) {
 		*why = key;
 		return false;
 	}
@@ -774,7 +776,8 @@ void query__handle_verdicts(struct query_server *qs, struct request *rq)
 		query__reply_error(
 			qs, rq, 400,
 			"%s: malformed (tenant: a tenant namespace; "
-			"allowed: true or false; from, to: RFC 3339; "
+			"allowed: true or false; from, to: RFC 3339 or a "
+			"date, from 1970 to " TIME_LAST_TEXT "; "
 			"after, before: verdict ids; order: asc or desc; "
 			"limit: 1..%d)",
 			why, VLIST_LIMIT_MAX);

@@ -56,6 +56,13 @@ curl -s "http://127.0.0.1:$port/v1/verdicts/$id?verify=1" >"$tmp/v"
 has "count 1.0: the record re-derives" "$tmp/v" '"verified":true'
 post "a duplicate key" 400 '{"namespace":"tenant-acme-dev","namespace":"x","kind":"VMInstance","name":"v","old":null,"new":{}}'
 post "a number no double holds" 400 '{"namespace":"tenant-acme-dev","kind":"VMInstance","name":"v","old":null,"new":{"gpus":[{"class":"h100","count":1e400}]}}'
+# Time filters of the verdict list: 1970 to what the ledger can date.
+for tw in 2026-01-01:200 1970-01-01T00:00:00Z:200 1969-12-31T23:59:59Z:400 \
+	5000-01-01:400 2262-04-12:400 -1:400; do
+	code=$(curl -s -o "$tmp/ans" -w '%{http_code}' \
+		"http://127.0.0.1:$port/v1/verdicts?from=${tw%:*}")
+	[ "$code" = "${tw##*:}" ] && ok || bad "verdicts from=${tw%:*}: HTTP $code, want ${tw##*:}"
+done
 stop_server
 run "$bin" audit --db "$db"
 expect "audit" 0
