@@ -325,7 +325,7 @@ void qt_http(const struct qt *t, const char *method, const char *path,
 	ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, path,
 		      curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-	r->json = json_loadb(r->body, r->len, 0, NULL);
+	r->json = json_loadb_doubles(r->body, r->len, 0, NULL);
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
 }
@@ -441,6 +441,21 @@ size_t qt_audit(const char *db, uint64_t *ids, size_t cap)
 		bool match = false;
 		size_t len = strlen(r.v[i].text);
 
+		/* Exact JCS as a reader of doubles reads it (DESIGN 3.5): the
+		 * record is its own canonical form. */
+		{
+			json_t *back = json_loadb_doubles(r.v[i].text, len, 0,
+							  NULL);
+			char *again = jcs_text(back, JCS_INT_DOUBLES, SIZE_MAX,
+					       NULL);
+
+			ck_assert_msg(again != NULL &&
+					      strcmp(again, r.v[i].text) == 0,
+				      "verdict %zu is not exact JCS:\n%s\n%s",
+				      i + 1, r.v[i].text, again);
+			free(again);
+			json_decref(back);
+		}
 		ck_assert_int_eq(
 			verdict_record_parse(r.v[i].text, len, &ref, &err), 0);
 		ck_assert_uint_eq(ref.id, i + 1);

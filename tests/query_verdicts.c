@@ -156,6 +156,48 @@ static const struct {
 	 400},
 };
 
+/* Numbers beyond 2^53 in a record (a count of 1e19, a budget of 9Ei in
+ * the checks) are the doubles JCS gives them: the record parses back,
+ * re-derives, and is its own canonical form (qt_audit checks both). */
+START_TEST(records_with_huge_numbers)
+{
+	struct qt t;
+	static const char *const bodies[] = {
+		"{\"namespace\":\"tenant-acme-dev\",\"kind\":"
+		"\"KubernetesNodes\",\"name\":\"f0\",\"old\":null,"
+		"\"new\":{\"maxReplicas\":1,\"gpus\":[{\"class\":\"h100\","
+		"\"count\":1e19}]}}",
+		"{\"namespace\":\"tenant-acme-dev\",\"old\":null,\"new\":"
+		"{\"h100.gpuclass.cozystack.io/devices\":\"9Ei\"}}",
+		"{\"namespace\":\"tenant-acme-dev\",\"kind\":\"VMInstance\","
+		"\"name\":\"v\",\"old\":null,\"new\":{\"gpus\":[{\"class\":"
+		"\"h100\",\"count\":9007199254740993}]}}",
+	};
+	static const char *const paths[] = {"/v1/admission", "/v1/declarations",
+					    "/v1/admission"};
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	for (size_t i = 0; i < 3; i++) {
+		struct qt_resp r;
+		char path[64];
+
+		qt_http(&t, "POST", paths[i], NULL, bodies[i], &r);
+		ck_assert_int_eq(r.status, 200);
+		qt_resp_free(&r);
+		snprintf(path, sizeof(path), "/v1/verdicts/%zu?verify=1", i + 1);
+		qt_http(&t, "GET", path, NULL, NULL, &r);
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_msg(json_is_true(json_object_get(r.json, "verified")),
+			      "%s", r.body);
+		qt_resp_free(&r);
+	}
+	qt_stop(&t);
+	ck_assert_uint_eq(qt_audit(t.db, NULL, 0), 3);
+	qt_done(&t);
+}
+END_TEST
+
 START_TEST(refused_requests_record_nothing)
 {
 	struct qt t;
@@ -667,6 +709,7 @@ QUERY_PART(verdicts)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, verdict_matches_model, 0, NROWS(verdict_rows));
 	tcase_add_test(tc, refused_requests_record_nothing);
+	tcase_add_test(tc, records_with_huge_numbers);
 	tcase_add_test(tc, admission_review_roundtrip);
 	tcase_add_test(tc, verify_finds_forgery);
 	tcase_add_test(tc, concurrent_verdicts_audit);
