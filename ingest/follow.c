@@ -487,8 +487,8 @@ static int synced_once(struct follow *f, struct lg_error *err)
 
 static int run(struct follow *f, struct lg_error *err)
 {
-	int rc = f->o->parse_inline ? run_inline(f, err)
-				    : run_pipelined(f, err);
+	int rc =
+		f->o->parse_inline ? run_inline(f, err) : run_pipelined(f, err);
 
 	if (rc == 0)
 		rc = ingest__flush(f->in, err);

@@ -119,12 +119,12 @@ struct kube {
 	struct res res[RES_MAX];
 	FILE *record;
 	uint32_t rng;
-	bool dirty;	       /* the engine has something to flush */
-	int64_t last_flush_ns; /* monotonic */
-	int64_t last_event_ns; /* monotonic: last event or TICK */
-	int fatal;	       /* an operating error (code) */
-	bool synced;	       /* NOTE Synced written by this start */
-	char *classes_rv;      /* resourceVersion of the class ConfigMap */
+	bool dirty;		   /* the engine has something to flush */
+	int64_t last_flush_ns;	   /* monotonic */
+	int64_t last_event_ns;	   /* monotonic: last event or TICK */
+	int fatal;		   /* an operating error (code) */
+	bool synced;		   /* NOTE Synced written by this start */
+	char *classes_rv;	   /* resourceVersion of the class ConfigMap */
 	struct ingest_clock clock; /* the time events are dated with */
 	struct lg_error *err;
 	metrics_srv_t *metrics; /* --metrics-listen, NULL: none */
@@ -510,8 +510,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *data)
 static void set_pem(CURL *e, CURLoption file_opt, const char *file,
 		    CURLoption blob_opt, char *data, size_t len)
 {
-	struct curl_blob b = {.data = data, .len = len,
-			      .flags = CURL_BLOB_COPY};
+	struct curl_blob b = {
+		.data = data, .len = len, .flags = CURL_BLOB_COPY};
 
 	if (file)
 		curl_easy_setopt(e, file_opt, file);

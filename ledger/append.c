@@ -567,8 +567,8 @@ uint64_t ledger_objects_count(ledger_t *lg)
 }
 
 /* A seq kept in meta under key: 0 and !*present when absent. */
-static int meta_seq(ledger_t *lg, const char *key, uint64_t *seq,
-		    bool *present, struct lg_error *err)
+static int meta_seq(ledger_t *lg, const char *key, uint64_t *seq, bool *present,
+		    struct lg_error *err)
 {
 	uint8_t v[8];
 	size_t len = 0;

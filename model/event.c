@@ -360,18 +360,24 @@ int time_parse_ns(const char *s, int64_t *out)
 	return 0;
 }
 
+/* A date alone ("2026-01-15") as its midnight UTC, in full (32 bytes);
+ * anything else as it is. The date's own checks (month, day, leap year)
+ * are the full parser's. */
+static const char *user_time_text(const char *s, char *full)
+{
+	if (s == NULL || strlen(s) != 10)
+		return s;
+	snprintf(full, 32, "%sT00:00:00Z", s);
+	return full;
+}
+
 int time_parse_user_ns(const char *s, int64_t *out)
 {
 	char full[32];
 	int64_t t;
 	int rc;
 
-	if (s != NULL && strlen(s) == 10) {
-		/* The date's own checks (month, day, leap year) are the full
-		 * parser's. */
-		snprintf(full, sizeof(full), "%sT00:00:00Z", s);
-		s = full;
-	}
+	s = user_time_text(s, full);
 	/* Four digits of year reach 9999, int64 nanoseconds only 2262: a
 	 * time past the last nanosecond is LG_ERANGE from the parser, and
 	 * one before 1970 is refused here, so that no caller does
@@ -390,10 +396,7 @@ const char *time_user_why(const char *s)
 	int64_t t;
 	int rc;
 
-	if (s != NULL && strlen(s) == 10) {
-		snprintf(full, sizeof(full), "%sT00:00:00Z", s);
-		s = full;
-	}
+	s = user_time_text(s, full);
 	rc = time_parse_ns(s, &t);
 	/* Out of int64 either way: the year (four digits, or the parser
 	 * would have said LG_EINVAL) tells which. */

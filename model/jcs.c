@@ -95,7 +95,7 @@ static long utf8_decode(const unsigned char *s, size_t n, size_t *len)
  * pending low surrogate in *low; -1 at the end, so that a name sorts before
  * the names it is a prefix of. *i is the byte position. */
 static long utf16_next(const unsigned char *s, size_t n, size_t *i,
-				unsigned long *low)
+		       unsigned long *low)
 {
 	size_t l;
 	long cp;
@@ -550,10 +550,9 @@ static void ints_from_doubles(json_t *v, int depth)
 json_t *json_loadb_doubles(const char *buf, size_t len, size_t flags,
 			   json_error_t *e)
 {
-	json_t *v = json_loadb(buf, len,
-			       flags | JSON_DECODE_INT_AS_REAL |
-				       JSON_REJECT_DUPLICATES,
-			       e);
+	json_t *v = json_loadb(
+		buf, len,
+		flags | JSON_DECODE_INT_AS_REAL | JSON_REJECT_DUPLICATES, e);
 	json_t *n = safe_int(v);
 
 	if (n != NULL) { /* a bare number (JSON_DECODE_ANY) */

@@ -195,7 +195,7 @@ enum holder_kind {
 #define HOLDER_MAX_CLASSES 64
 /* DESIGN 2.3 "Bounds": one holder holds at most this many units of one
  * class; a larger count makes the object invalid (too_large). */
-#define HOLDER_UNITS_MAX 2147483647LL
+#define HOLDER_UNITS_MAX   2147483647LL
 #define HOLDER_MAX_ENTRIES 256 /* spec.gpus entries of one object */
 #define NODE_NAME_MAX	   DNS1123_SUBDOMAIN_MAX
 
@@ -399,7 +399,8 @@ json_t *json_loadb_doubles(const char *buf, size_t len, size_t flags,
 /* The Merkle tree of the log (model/merkle.c; RFC 9162 2.1, DESIGN 4.4).
  * Leaf index = seq - 1; leaf hash = SHA-256(0x00 || event_jcs(event)),
  * node hash = SHA-256(0x01 || left || right). A complete subtree is named
- * by (level, index): it covers leaves [index * 2^level, (index+1) * 2^level). */
+ * by (level, index): it covers leaves [index * 2^level, (index+1) * 2^level).
+ */
 
 #define MERKLE_HASH_BYTES 32
 /* Hashes in any proof of a tree of at most 2^64 leaves (consistency proofs
@@ -653,8 +654,8 @@ struct verdict_check {
 struct verdict {
 	enum verdict_kind kind;
 	bool allowed;
-	const char *reason; /* static */
-	char *message;	    /* owned, valid UTF-8 */
+	const char *reason;	      /* static */
+	char *message;		      /* owned, valid UTF-8 */
 	struct verdict_check *checks; /* owned */
 	size_t n_checks;
 	char **warnings; /* owned, valid UTF-8 */
@@ -696,8 +697,8 @@ json_t *verdict_review_response(const char *uid, const struct verdict *v,
 
 /* The parts of a stored VERDICT record an audit needs. */
 struct verdict_ref {
-	uint64_t id;			   /* the record's "id" */
-	uint64_t basis_seq;		   /* its "basisSeq" */
+	uint64_t id;			       /* the record's "id" */
+	uint64_t basis_seq;		       /* its "basisSeq" */
 	char chain_head[VERDICT_HEAD_HEX + 1]; /* its "chainHead" */
 };
 /* Reads id, basisSeq and chainHead of a stored record (len bytes of
@@ -881,7 +882,7 @@ struct bill_row {
 	bool subtree; /* a --rollup subtree row: ns is the tenant */
 	enum bill_basis basis;
 	int64_t device_ms;
-	const char *currency; /* BillingCurrency */
+	const char *currency;	      /* BillingCurrency */
 	const struct bill_rates *cfg; /* names and offset; NULL: defaults */
 	bool priced;		      /* a rate was found */
 	int64_t list_unit_nano, contracted_unit_nano; /* 0 when not priced */

@@ -413,21 +413,22 @@ void model__gpu_class_release(struct gpu_class *c);
 /* verdict_request_read from a document already read by
  * json_loadb_doubles (borrowed): eval's input (model/vrequest.c). */
 int model__verdict_request_from_json(enum verdict_kind kind, const json_t *doc,
-			      struct verdict_request *out,
-			      struct lg_error *err);
+				     struct verdict_request *out,
+				     struct lg_error *err);
 
 /* Admission (3.1). req is {namespace, kind, name, old, new}. On success
  * *verdict is the verdict object without id/seq/basisSeq/chainHead (new
  * reference). A malformed request (unknown kind, no namespace) is LG_EINVAL
  * with err set and no verdict. */
-int model__verdict_admission(const state_t *st, const json_t *req, json_t **verdict,
-		      struct lg_error *err);
+int model__verdict_admission(const state_t *st, const json_t *req,
+			     json_t **verdict, struct lg_error *err);
 /* Declaration (3.2). req is {namespace, old, new}. */
-int model__verdict_declaration(const state_t *st, const json_t *req, json_t **verdict,
-			struct lg_error *err);
+int model__verdict_declaration(const state_t *st, const json_t *req,
+			       json_t **verdict, struct lg_error *err);
 
 /* The namespace a Tenant named x in namespace p governs (DESIGN 2.2). */
-int model__tenant_governed_ns(const char *p, const char *x, char *out, size_t cap);
+int model__tenant_governed_ns(const char *p, const char *x, char *out,
+			      size_t cap);
 
 /* The judgements of model/verdict.c into a typed verdict (DESIGN 3.1,
  * 3.2); *v is released by verdict_release, also after an error. */

@@ -1015,7 +1015,11 @@ static void ancestry_of_tenant(struct ancestry *a, const state_t *st,
 		ancestry_init(a, st, ns);
 }
 
-enum remaining_part { REM_CLASSES = 1, REM_TOTAL = 2, REM_BOTH = 3 };
+enum remaining_part {
+	REM_CLASSES = 1,
+	REM_TOTAL = 2,
+	REM_BOTH = 3
+};
 
 /* What remains to the tenant ns: per class, in total, or both in one object
  * {"classes", "total"}. */
@@ -1148,8 +1152,8 @@ static int judge_kind(const state_t *st, const json_t *input, json_t **out,
 	return rc;
 }
 
-static int judge_admission(const state_t *st, const json_t *input,
-			   json_t **out, struct lg_error *err)
+static int judge_admission(const state_t *st, const json_t *input, json_t **out,
+			   struct lg_error *err)
 {
 	return judge_kind(st, input, out, err, VERDICT_ADMISSION);
 }

@@ -249,8 +249,8 @@ static int review_request(enum verdict_kind kind, const json_t *review,
 /* Reading requests. */
 
 int model__verdict_request_from_json(enum verdict_kind kind, const json_t *doc,
-			      struct verdict_request *out,
-			      struct lg_error *err)
+				     struct verdict_request *out,
+				     struct lg_error *err)
 {
 	const char *k = jstr(doc, "kind");
 	int rc = 0;
@@ -327,6 +327,13 @@ static void put_key(struct jcs_buf *b, const char *key)
 	model__jcs_put_raw(b, "\":", 2);
 }
 
+/* ,"key": (a member after the first). */
+static void put_next(struct jcs_buf *b, const char *key)
+{
+	model__jcs_put_raw(b, ",", 1);
+	put_key(b, key);
+}
+
 static int put_str(struct jcs_buf *b, const char *s)
 {
 	return model__jcs_put_string(b, s, strlen(s));
@@ -355,26 +362,20 @@ static int put_check(struct jcs_buf *b, const struct verdict_check *c,
 		model__jcs_put_integer(b, c->budget, flags);
 	else
 		model__jcs_put_raw(b, "null", 4);
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "growth");
+	put_next(b, "growth");
 	model__jcs_put_integer(b, c->growth, flags);
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "key");
+	put_next(b, "key");
 	rc = put_str(b, c->key);
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "ok");
+	put_next(b, "ok");
 	put_bool(b, c->ok);
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "remaining");
+	put_next(b, "remaining");
 	if (c->has_budget)
 		model__jcs_put_integer(b, c->remaining, flags);
 	else
 		model__jcs_put_raw(b, "null", 4);
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "tenant");
+	put_next(b, "tenant");
 	rc |= put_str(b, c->tenant);
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "used");
+	put_next(b, "used");
 	model__jcs_put_integer(b, c->used, flags);
 	model__jcs_put_raw(b, "}", 1);
 	return rc;
@@ -395,15 +396,12 @@ int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
 	put_key(b, "allowed");
 	put_bool(b, v->allowed);
 	if (what & VERDICT_W_BASIS) {
-		model__jcs_put_raw(b, ",", 1);
-		put_key(b, "basisSeq");
+		put_next(b, "basisSeq");
 		put_u64(b, v->basis_seq, f);
-		model__jcs_put_raw(b, ",", 1);
-		put_key(b, "chainHead");
+		put_next(b, "chainHead");
 		rc |= put_str(b, v->chain_head);
 	}
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "checks");
+	put_next(b, "checks");
 	model__jcs_put_raw(b, "[", 1);
 	for (size_t i = 0; i < v->n_checks; i++) {
 		if (i > 0)
@@ -412,34 +410,26 @@ int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
 	}
 	model__jcs_put_raw(b, "]", 1);
 	if (what & VERDICT_W_ID) {
-		model__jcs_put_raw(b, ",", 1);
-		put_key(b, "id");
+		put_next(b, "id");
 		put_u64(b, v->id, f);
 	}
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "message");
+	put_next(b, "message");
 	rc |= put_str(b, v->message);
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "reason");
+	put_next(b, "reason");
 	rc |= put_str(b, v->reason);
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "request");
+	put_next(b, "request");
 	rc |= model__jcs_write(b, v->request, f, max_bytes);
 	if (v->requester != NULL) {
-		model__jcs_put_raw(b, ",", 1);
-		put_key(b, "requester");
+		put_next(b, "requester");
 		rc |= model__jcs_write(b, v->requester, f, max_bytes);
 	}
 	if (what & VERDICT_W_SEQ) {
-		model__jcs_put_raw(b, ",", 1);
-		put_key(b, "seq");
+		put_next(b, "seq");
 		put_u64(b, v->seq, f);
 	}
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "type");
+	put_next(b, "type");
 	rc |= put_str(b, kind_names[v->kind]);
-	model__jcs_put_raw(b, ",", 1);
-	put_key(b, "warnings");
+	put_next(b, "warnings");
 	model__jcs_put_raw(b, "[", 1);
 	for (size_t i = 0; i < v->n_warnings; i++) {
 		if (i > 0)
@@ -462,8 +452,8 @@ char *verdict_record_text(const struct verdict *v, size_t max_bytes,
 	if (scratch == NULL)
 		jcs_buf_init(&own);
 	b->len = 0;
-	if (verdict_write(b, v, VERDICT_W_RECORD, JCS_INT_DOUBLES,
-			  max_bytes) == 0)
+	if (verdict_write(b, v, VERDICT_W_RECORD, JCS_INT_DOUBLES, max_bytes) ==
+	    0)
 		text = memcpy(lg_xmalloc(b->len + 1), b->p, b->len + 1);
 	if (scratch == NULL)
 		jcs_buf_release(&own);
@@ -499,19 +489,19 @@ json_t *verdict_review_response(const char *uid, const struct verdict *v,
 
 	snprintf(id, sizeof(id), "%llu", (unsigned long long)v->id);
 	snprintf(seq, sizeof(seq), "%llu", (unsigned long long)v->seq);
-	notes = recorded
-			? json_pack("{s:s, s:s}",
-				    "gpuledger.cozystack.io/verdict-id", id,
-				    "gpuledger.cozystack.io/verdict-seq", seq)
-			: json_pack("{s:s}", "gpuledger.cozystack.io/dry-run",
-				    "not recorded");
+	notes = recorded ? json_pack("{s:s, s:s}",
+				     "gpuledger.cozystack.io/verdict-id", id,
+				     "gpuledger.cozystack.io/verdict-seq", seq)
+			 : json_pack("{s:s}", "gpuledger.cozystack.io/dry-run",
+				     "not recorded");
 	snprintf(msg, sizeof(msg), "%s: %s", v->reason, v->message);
 	for (size_t i = 0; i < v->n_warnings; i++)
 		json_array_append_new(warn, json_string(v->warnings[i]));
 	resp = json_pack("{s:s, s:b, s:{s:i, s:s, s:s}, s:o, s:o}", "uid", uid,
 			 "allowed", v->allowed, "status", "code",
 			 v->allowed ? 200 : 403, "message", msg, "reason",
-			 v->reason, "auditAnnotations", notes, "warnings", warn);
+			 v->reason, "auditAnnotations", notes, "warnings",
+			 warn);
 	return json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1",
 			 "kind", "AdmissionReview", "response", resp);
 }
@@ -562,7 +552,8 @@ static bool same_record(const struct verdict *v, const char *text,
 	struct jcs_buf b;
 	bool same;
 
-	if (text != NULL && strlen(text) == len && memcmp(text, record, len) == 0)
+	if (text != NULL && strlen(text) == len &&
+	    memcmp(text, record, len) == 0)
 		return true;
 	jcs_buf_init(&b);
 	same = verdict_write(&b, v, VERDICT_W_RECORD, 0, SIZE_MAX) == 0 &&
@@ -596,7 +587,7 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 	}
 	/* The recorded request is judged as it was: canonical already. */
 	r.kind = strcmp(type, "admission") == 0 ? VERDICT_ADMISSION
-						 : VERDICT_DECLARATION;
+						: VERDICT_DECLARATION;
 	r.req = json_incref(json_object_get(v, "request"));
 	r.requester = json_incref(json_object_get(v, "requester"));
 	rc = verdict_judge(basis, &r, &out, &why);

@@ -298,8 +298,8 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 
 /* The heavy reads' jobs: what the thread needs, copied off the request. */
 struct read_job {
-	uint64_t seq;	       /* /state: at; /events: from */
-	uint64_t limit;	       /* /events */
+	uint64_t seq;	/* /state: at; /events: from */
+	uint64_t limit; /* /events */
 };
 
 static int head_at(void *ctx, const struct event *ev, const uint8_t *head)
@@ -420,9 +420,9 @@ static void events_run(struct heavy *h, void *arg)
 		query__heavy_fail(h, 500, "%s", err.msg);
 		return;
 	}
-	emit_json(h, json_pack("{s:o, s:I, s:I}", "events", o.list, "next",
-			       (json_int_t)o.next, "lastSeq",
-			       (json_int_t)last));
+	emit_json(h,
+		  json_pack("{s:o, s:I, s:I}", "events", o.list, "next",
+			    (json_int_t)o.next, "lastSeq", (json_int_t)last));
 }
 
 void query__handle_events(struct query_server *qs, struct request *rq)

@@ -134,9 +134,9 @@ static int take_lock(struct query_server *qs, struct lg_error *err)
  * whether it does now (one meta read); afterwards never again. */
 static int check_synced(struct query_server *qs, struct lg_error *err)
 {
-	return qs->synced_seq != 0 ? 0
-				   : ledger_synced_seq(qs->lg, &qs->synced_seq,
-						       err);
+	return qs->synced_seq != 0
+		       ? 0
+		       : ledger_synced_seq(qs->lg, &qs->synced_seq, err);
 }
 
 const char *query__unready_reason(const struct query_server *qs)

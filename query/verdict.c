@@ -115,10 +115,8 @@ static void enqueue(struct query_server *qs, struct request *rq,
 		qs->q.p = lg_xrealloc(qs->q.p, qs->q.cap * sizeof(*qs->q.p));
 	}
 	p = &qs->q.p[qs->q.n++];
-	*p = (struct pending){.c = rq->c,
-			      .vr = *vr,
-			      .route = rq->route,
-			      .t0_ns = rq->t0_ns};
+	*p = (struct pending){
+		.c = rq->c, .vr = *vr, .route = rq->route, .t0_ns = rq->t0_ns};
 	query__reply_defer(qs, rq, forget_conn, qs);
 	uv_idle_start(&qs->batch_idle, on_idle);
 }
@@ -173,13 +171,13 @@ void query__pending_q_release(struct pending_q *q)
  * of those that are to be appended. */
 struct batch {
 	size_t n, ne;
-	int *status;	     /* per request */
-	struct verdict *v;   /* per request: its verdict (status 200) */
-	json_t **error;	     /* per request: {"error"} (other statuses) */
-	size_t *rec;	     /* per request: its record, or SIZE_MAX */
-	struct event *evs;   /* per record */
-	char **text;	     /* per record: its canonical bytes */
-	size_t *of;	     /* per record: its request */
+	int *status;		/* per request */
+	struct verdict *v;	/* per request: its verdict (status 200) */
+	json_t **error;		/* per request: {"error"} (other statuses) */
+	size_t *rec;		/* per request: its record, or SIZE_MAX */
+	struct event *evs;	/* per record */
+	char **text;		/* per record: its canonical bytes */
+	size_t *of;		/* per record: its request */
 	struct jcs_buf scratch; /* where texts are built */
 };
 
@@ -442,9 +440,9 @@ static int verify_record(struct query_server *qs, const struct record_copy *r,
 	if (rc == 0) {
 		json_object_set_new(v, "verified", json_boolean(match));
 		if (!match)
-			json_object_set_new(v, "recomputed",
-					    json_loadb_doubles(re, strlen(re), 0,
-							       NULL));
+			json_object_set_new(
+				v, "recomputed",
+				json_loadb_doubles(re, strlen(re), 0, NULL));
 	}
 	free(re);
 	state_free(st);
@@ -553,7 +551,7 @@ struct vfilter {
 	bool has_tenant, has_requester, has_reason;
 	int allowed; /* -1 either, else the answer asked for */
 	bool desc;
-	int64_t from_ns, to_ns; /* [from, to) */
+	int64_t from_ns, to_ns;	       /* [from, to) */
 	uint64_t after, before, limit; /* ids in (after, before) */
 };
 
@@ -640,8 +638,8 @@ static int vlist_one(void *ctx, const struct event *ev, const uint8_t *head)
 static int vlist_desc(struct query_server *qs, struct vlist *l,
 		      struct lg_error *err)
 {
-	uint64_t hi = l->f->before - 1 < qs->vix.n ? l->f->before - 1
-						   : qs->vix.n;
+	uint64_t hi =
+		l->f->before - 1 < qs->vix.n ? l->f->before - 1 : qs->vix.n;
 	uint64_t seq;
 	int rc = 0;
 
@@ -702,8 +700,7 @@ static bool u64_param(const struct request *rq, const char *key, uint64_t *out,
 }
 
 /* allowed=true|false (or 1|0): -1 when absent. */
-static bool allowed_param(const struct request *rq, int *out,
-			  const char **why)
+static bool allowed_param(const struct request *rq, int *out, const char **why)
 {
 	char t[8];
 
@@ -717,8 +714,7 @@ static bool allowed_param(const struct request *rq, int *out,
 	return *out >= 0;
 }
 
-static bool order_param(const struct request *rq, bool *desc,
-			const char **why)
+static bool order_param(const struct request *rq, bool *desc, const char **why)
 {
 	char t[8];
 	long n = query__param(rq->query, rq->query_len, "order", t, sizeof(t));
@@ -787,16 +783,14 @@ void query__handle_verdicts(struct query_server *qs, struct request *rq)
 	if (f.desc) {
 		rc = vlist_desc(qs, &l, &err);
 	} else {
-		uint64_t hi = f.before - 1 < qs->vix.n ? f.before - 1
-						       : qs->vix.n;
+		uint64_t hi =
+			f.before - 1 < qs->vix.n ? f.before - 1 : qs->vix.n;
 
 		l.id = f.after;
 		l.left = hi > f.after ? hi - f.after : 0;
-		if (l.left > 0 &&
-		    (rc = ledger_verdict_seq(qs->lg, f.after + 1, &seq,
-					     &err)) == 0)
-			rc = ledger_scan(qs->lg, seq, 0, vlist_event, &l,
-					 &err);
+		if (l.left > 0 && (rc = ledger_verdict_seq(qs->lg, f.after + 1,
+							   &seq, &err)) == 0)
+			rc = ledger_scan(qs->lg, seq, 0, vlist_event, &l, &err);
 	}
 	if (rc < 0) {
 		json_decref(l.out);

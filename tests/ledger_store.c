@@ -197,12 +197,10 @@ START_TEST(store_synced_marker)
 	ck_assert_int_eq(ledger_append(lg, evs, 2, NULL, 0, NULL, &err), 0);
 	ck_assert_int_eq(ledger_synced_seq(lg, &seq, &err), 0);
 	ck_assert_uint_eq(seq, 0);
-	ck_assert_int_eq(ledger_append(lg, evs + 2, 2, NULL, 0, NULL, &err),
-			 0);
+	ck_assert_int_eq(ledger_append(lg, evs + 2, 2, NULL, 0, NULL, &err), 0);
 	ck_assert_int_eq(ledger_synced_seq(lg, &seq, &err), 0);
 	ck_assert_uint_eq(seq, 3);
-	ck_assert_int_eq(ledger_append(lg, evs + 3, 1, NULL, 0, NULL, &err),
-			 0);
+	ck_assert_int_eq(ledger_append(lg, evs + 3, 1, NULL, 0, NULL, &err), 0);
 	ledger_close(lg);
 	lg = open_at(dir, false, 0);
 	ck_assert_int_eq(ledger_synced_seq(lg, &seq, &err), 0);
@@ -762,10 +760,10 @@ START_TEST(store_verdict_index)
 		gen_next(g, evs, n);
 		for (size_t i = 0; i < n; i++)
 			if (rand() % 3 == 0)
-				evs[i] = (struct event){
-					.type = EV_VERDICT,
-					.time_ns = evs[i].time_ns,
-					.text = "{}"};
+				evs[i] = (struct event){.type = EV_VERDICT,
+							.time_ns =
+								evs[i].time_ns,
+							.text = "{}"};
 		if (ledger_append(lg, evs, n, NULL, 0, NULL, &err) != 0) {
 			/* A generated event whose predecessor became a verdict
 			 * may not fit: the batch is refused whole. */
@@ -870,9 +868,8 @@ START_TEST(store_objects_table)
 	ck_assert_int_eq(ledger_objects_seq(lg, &at, &present, &err), 0);
 	ck_assert(present);
 	ck_assert_uint_eq(at, 5);
-	ck_assert_int_eq(ledger_meta_get(lg, "pos", out, sizeof(out), &len,
-					 &err),
-			 0);
+	ck_assert_int_eq(
+		ledger_meta_get(lg, "pos", out, sizeof(out), &len, &err), 0);
 	/* No events: the records and the mark still commit. */
 	b = (struct ledger_batch){.objects = true, .objs = del, .n_objs = 2};
 	ck_assert_int_eq(ledger_append_batch(lg, NULL, 0, &b, NULL, &err), 0);

@@ -341,11 +341,14 @@ static const struct adm_row adm_rows[] = {
 	{"raw-entries-warn-within", ACME, DEV, NULL, "null",
 	 "{'gpus':[{'class':'h100'},{'name':'nvidia.com/x'},{'class':null}]}",
 	 "{'allowed':true,'reason':'WithinBudget','message':'within budget',"
-	 "'checks':[" CK(DEV, KH100, 4, 2, 1, 1, true) "," CK("tenant-acme",
-	 KH100, 8, 7, 1, 0, true) "],'warnings':['spec.gpus[1]: raw "
-	 "entry nvidia.com/x reserves nothing itself; it is counted once its "
-	 "pod exists','spec.gpus[2]: raw entry (no name) reserves nothing "
-	 "itself; it is counted once its pod exists']}"},
+	 "'checks':[" CK(DEV, KH100, 4, 2, 1, 1, true) "," CK(
+		 "tenant-acme", KH100, 8, 7, 1, 0,
+		 true) "],'warnings':['spec.gpus[1]: raw "
+		       "entry nvidia.com/x reserves nothing itself; it is "
+		       "counted once its "
+		       "pod exists','spec.gpus[2]: raw entry (no name) "
+		       "reserves nothing "
+		       "itself; it is counted once its pod exists']}"},
 	{"kn-replicas", ACME, "tenant-acme-prod", "KubernetesNodes", "null",
 	 "{'gpus':[{'class':'h100'}],'maxReplicas':1}",
 	 WITHIN(CK("tenant-acme", KH100, 8, 7, 1, 0, true))},
@@ -463,8 +466,8 @@ START_TEST(verdict_admission_bytes)
 	state_t *st = world(ACME);
 	json_t *req =
 		tvj("{\"namespace\":\"tenant-acme-dev\",\"kind\":"
-		   "\"VMInstance\",\"name\":\"x\",\"old\":null,"
-		   "\"new\":{\"gpus\":[{\"class\":\"h100\",\"count\":2}]}}");
+		    "\"VMInstance\",\"name\":\"x\",\"old\":null,"
+		    "\"new\":{\"gpus\":[{\"class\":\"h100\",\"count\":2}]}}");
 	json_t *v = NULL;
 	char *text;
 
@@ -510,12 +513,14 @@ START_TEST(verdict_admission_request_errors)
 	struct lg_error err = {0};
 
 	/* The verdict pointer is cleared, never left pointing anywhere. */
-	ck_assert_int_eq(model__verdict_admission(st, req, &v, &err), LG_EINVAL);
+	ck_assert_int_eq(model__verdict_admission(st, req, &v, &err),
+			 LG_EINVAL);
 	ck_assert_ptr_null(v);
 	json_decref(sentinel);
 	ck_assert_int_eq(err.code, LG_EINVAL);
 	ck_assert_msg(err.msg[0] != '\0', "no error text");
-	ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL),
+			 LG_EINVAL);
 	json_decref(req);
 	state_free(st);
 }
@@ -528,7 +533,8 @@ START_TEST(verdict_admission_nul_namespace)
 	json_t *req = tv("{'kind':'VMInstance','new':null}"), *v = NULL;
 
 	json_object_set_new(req, "namespace", json_stringn("tenant-a\0b", 10));
-	ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL), LG_EINVAL);
+	ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL),
+			 LG_EINVAL);
 	ck_assert_ptr_null(v);
 	json_decref(req);
 	state_free(st);
@@ -689,8 +695,8 @@ START_TEST(verdict_declaration_rows)
 	state_t *st = world(r->world);
 	json_t *req = decl_req(r);
 
-	assert_verdict(st, model__verdict_declaration, "declaration", req, r->want,
-		       r->name);
+	assert_verdict(st, model__verdict_declaration, "declaration", req,
+		       r->want, r->name);
 	json_decref(req);
 	state_free(st);
 }
@@ -713,7 +719,8 @@ START_TEST(verdict_declaration_request_errors)
 	json_t *req = tv(decl_bad[_i]), *v = NULL;
 	struct lg_error err = {0};
 
-	ck_assert_int_eq(model__verdict_declaration(st, req, &v, &err), LG_EINVAL);
+	ck_assert_int_eq(model__verdict_declaration(st, req, &v, &err),
+			 LG_EINVAL);
 	ck_assert_ptr_null(v);
 	ck_assert_int_eq(err.code, LG_EINVAL);
 	ck_assert_msg(err.msg[0] != '\0', "no error text");
@@ -736,7 +743,8 @@ START_TEST(verdict_declaration_too_many_keys)
 		json_object_set_new(nw, key, json_integer(1));
 	}
 	json_object_set_new(req, "new", nw);
-	ck_assert_int_eq(model__verdict_declaration(st, req, &v, NULL), LG_ELIMIT);
+	ck_assert_int_eq(model__verdict_declaration(st, req, &v, NULL),
+			 LG_ELIMIT);
 	ck_assert_ptr_null(v);
 	json_object_del(nw, "k0");
 	ck_assert_int_eq(model__verdict_declaration(st, req, &v, NULL), 0);
@@ -1047,14 +1055,16 @@ START_TEST(verdict_reads_only)
 	for (size_t i = 0; i < sizeof(decl_rows) / sizeof(decl_rows[0]); i++) {
 		json_t *req = decl_req(&decl_rows[i]);
 
-		ck_assert_int_eq(model__verdict_declaration(st, req, &v, NULL), 0);
+		ck_assert_int_eq(model__verdict_declaration(st, req, &v, NULL),
+				 0);
 		json_decref(v);
 		json_decref(req);
 	}
 	for (size_t i = 0; i < sizeof(adm_rows) / sizeof(adm_rows[0]); i++) {
 		json_t *req = adm_req(&adm_rows[i]);
 
-		ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL), 0);
+		ck_assert_int_eq(model__verdict_admission(st, req, &v, NULL),
+				 0);
 		json_decref(v);
 		json_decref(req);
 	}
@@ -1086,7 +1096,8 @@ static void add_one(Suite *s, const char *name, const TTest *t)
 
 void model_tests_verdict(Suite *s)
 {
-	add_loop(s, "model__verdict_admission", verdict_admission_rows, N(adm_rows));
+	add_loop(s, "model__verdict_admission", verdict_admission_rows,
+		 N(adm_rows));
 	add_one(s, "verdict_admission_bytes", verdict_admission_bytes);
 	add_loop(s, "verdict_admission_errors",
 		 verdict_admission_request_errors, N(adm_bad));

@@ -444,10 +444,10 @@ size_t qt_audit(const char *db, uint64_t *ids, size_t cap)
 		/* Exact JCS as a reader of doubles reads it (DESIGN 3.5): the
 		 * record is its own canonical form. */
 		{
-			json_t *back = json_loadb_doubles(r.v[i].text, len, 0,
-							  NULL);
-			char *again = jcs_text(back, JCS_INT_DOUBLES, SIZE_MAX,
-					       NULL);
+			json_t *back =
+				json_loadb_doubles(r.v[i].text, len, 0, NULL);
+			char *again =
+				jcs_text(back, JCS_INT_DOUBLES, SIZE_MAX, NULL);
 
 			ck_assert_msg(again != NULL &&
 					      strcmp(again, r.v[i].text) == 0,
@@ -473,8 +473,8 @@ size_t qt_audit(const char *db, uint64_t *ids, size_t cap)
 							 NULL, &err),
 					 0);
 		ck_assert_int_eq(verdict_record_recompute(st, hex, r.v[i].text,
-							 len, &re, &match,
-							 &err),
+							  len, &re, &match,
+							  &err),
 				 0);
 		ck_assert_msg(match, "verdict %zu differs:\n%s\n%s", i + 1,
 			      r.v[i].text, re);

@@ -138,8 +138,7 @@ START_TEST(review_to_request_rows)
 	json_t *review = tq(review_rows[_i].review), *want;
 	struct verdict_request vr;
 	struct lg_error err = {0};
-	int rc = read_doc(review_kind(review), review, &vr,
-					   &err);
+	int rc = read_doc(review_kind(review), review, &vr, &err);
 
 	if (review_rows[_i].req == NULL) {
 		ck_assert_int_eq(rc, LG_EINVAL);
@@ -171,13 +170,10 @@ START_TEST(review_wrong_kind)
 	struct verdict_request vr;
 	struct lg_error err = {0};
 
-	ck_assert_int_eq(read_doc(VERDICT_ADMISSION, t, &vr,
-						   &err),
-			 LG_EINVAL);
+	ck_assert_int_eq(read_doc(VERDICT_ADMISSION, t, &vr, &err), LG_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "/v1/declarations"));
 	verdict_request_release(&vr);
-	ck_assert_int_eq(read_doc(VERDICT_DECLARATION, w,
-						   &vr, &err),
+	ck_assert_int_eq(read_doc(VERDICT_DECLARATION, w, &vr, &err),
 			 LG_EINVAL);
 	verdict_request_release(&vr);
 	json_decref(t);
@@ -236,9 +232,9 @@ START_TEST(review_response_shape)
 	ck_assert_str_eq(qjstr(json_object_get(resp, "auditAnnotations"),
 			       "gpuledger.cozystack.io/dry-run"),
 			 "not recorded");
-	ck_assert_ptr_null(json_object_get(json_object_get(resp,
-							   "auditAnnotations"),
-					   "gpuledger.cozystack.io/verdict-id"));
+	ck_assert_ptr_null(
+		json_object_get(json_object_get(resp, "auditAnnotations"),
+				"gpuledger.cozystack.io/verdict-id"));
 	json_decref(r);
 }
 END_TEST
@@ -263,10 +259,8 @@ START_TEST(review_requester_shape)
 			   "'username':''}");
 	struct verdict_request v1, v2;
 
-	ck_assert_int_eq(
-		read_doc(VERDICT_ADMISSION, r1, &v1, NULL), 0);
-	ck_assert_int_eq(
-		read_doc(VERDICT_ADMISSION, r2, &v2, NULL), 0);
+	ck_assert_int_eq(read_doc(VERDICT_ADMISSION, r1, &v1, NULL), 0);
+	ck_assert_int_eq(read_doc(VERDICT_ADMISSION, r2, &v2, NULL), 0);
 	ck_assert(json_equal(v1.requester, want1));
 	ck_assert(json_equal(v2.requester, want2));
 	verdict_request_release(&v1);
@@ -374,15 +368,15 @@ START_TEST(recompute_detects_change)
 	json_object_set_new(v, "basisSeq", json_integer(0));
 	json_object_set_new(v, "chainHead", json_string(H64));
 	rec = json_canonical(v);
-	ck_assert_int_eq(verdict_record_recompute(st, H64, rec, strlen(rec), &re,
-						 &match, NULL),
+	ck_assert_int_eq(verdict_record_recompute(st, H64, rec, strlen(rec),
+						  &re, &match, NULL),
 			 0);
 	ck_assert(match);
 	ck_assert_str_eq(re, rec);
 	free(re);
 	/* Another head at basisSeq. */
 	ck_assert_int_eq(verdict_record_recompute(st, H64B, rec, strlen(rec),
-						 &re, &match, NULL),
+						  &re, &match, NULL),
 			 0);
 	ck_assert(!match);
 	free(re);
@@ -390,13 +384,13 @@ START_TEST(recompute_detects_change)
 	json_object_set_new(v, "allowed", json_false());
 	free(rec);
 	rec = json_canonical(v);
-	ck_assert_int_eq(verdict_record_recompute(st, H64, rec, strlen(rec), &re,
-						 &match, NULL),
+	ck_assert_int_eq(verdict_record_recompute(st, H64, rec, strlen(rec),
+						  &re, &match, NULL),
 			 0);
 	ck_assert(!match);
 	free(re);
 	ck_assert_int_eq(verdict_record_recompute(st, H64, "{\"type\":\"x\"}",
-						 12, &re, &match, NULL),
+						  12, &re, &match, NULL),
 			 LG_ECORRUPT);
 	free(rec);
 	json_decref(v);

@@ -85,8 +85,8 @@ START_TEST(verdict_matches_model)
 	st = ledger_snapshot(t.db, hex);
 	body = qt_json(verdict_rows[_i].body);
 	json_object_del(body, "ignored");
-	ck_assert_int_eq(qt_judge(st, adm ? VERDICT_ADMISSION
-					  : VERDICT_DECLARATION,
+	ck_assert_int_eq(qt_judge(st,
+				  adm ? VERDICT_ADMISSION : VERDICT_DECLARATION,
 				  body, &want),
 			 0);
 	json_object_set_new(want, "id", json_integer(1));
@@ -185,7 +185,8 @@ START_TEST(records_with_huge_numbers)
 		qt_http(&t, "POST", paths[i], NULL, bodies[i], &r);
 		ck_assert_int_eq(r.status, 200);
 		qt_resp_free(&r);
-		snprintf(path, sizeof(path), "/v1/verdicts/%zu?verify=1", i + 1);
+		snprintf(path, sizeof(path), "/v1/verdicts/%zu?verify=1",
+			 i + 1);
 		qt_http(&t, "GET", path, NULL, NULL, &r);
 		ck_assert_int_eq(r.status, 200);
 		ck_assert_msg(json_is_true(json_object_get(r.json, "verified")),
@@ -516,7 +517,6 @@ START_TEST(append_failure_is_503)
 }
 END_TEST
 
-
 /* The ids of a listing, in answer order, into ids; returns how many and
  * sets *next (0 for null). */
 static size_t listed(const struct qt *t, const char *path, uint64_t *ids,
@@ -529,10 +529,10 @@ static size_t listed(const struct qt *t, const char *path, uint64_t *ids,
 	qt_http(t, "GET", path, NULL, NULL, &r);
 	ck_assert_msg(r.status == 200, "%s: %ld %s", path, r.status, r.body);
 	vs = json_object_get(r.json, "verdicts");
-	json_array_foreach(vs, i, v)
-	{
+	json_array_foreach (vs, i, v) {
 		ck_assert_uint_lt(n, cap);
-		ids[n++] = (uint64_t)json_integer_value(json_object_get(v, "id"));
+		ids[n++] =
+			(uint64_t)json_integer_value(json_object_get(v, "id"));
 	}
 	*next = (uint64_t)json_integer_value(json_object_get(r.json, "next"));
 	qt_resp_free(&r);
@@ -583,8 +583,9 @@ START_TEST(listing_allowed_order_cursor)
 		qt_http(&t, "POST", verdict_rows[row].path, NULL,
 			verdict_rows[row].body, &r);
 		ck_assert_int_eq(r.status, 200);
-		ck_assert_int_eq(json_integer_value(json_object_get(r.json, "id")),
-				 (json_int_t)i);
+		ck_assert_int_eq(
+			json_integer_value(json_object_get(r.json, "id")),
+			(json_int_t)i);
 		allowed[i] = json_is_true(json_object_get(r.json, "allowed"));
 		yes += allowed[i];
 		qt_resp_free(&r);
@@ -607,9 +608,9 @@ START_TEST(listing_allowed_order_cursor)
 			ck_assert_uint_eq(ids[i], got[n - 1 - i]);
 	}
 	/* The first page newest first, and its cursor. */
-	ck_assert_uint_eq(listed(&t, "/v1/verdicts?order=desc&limit=3", ids,
-				 64, &next),
-			  3);
+	ck_assert_uint_eq(
+		listed(&t, "/v1/verdicts?order=desc&limit=3", ids, 64, &next),
+		3);
 	ck_assert_uint_eq(ids[0], NLIST);
 	ck_assert_uint_eq(ids[2], NLIST - 2);
 	ck_assert_uint_eq(next, NLIST - 2);
@@ -618,9 +619,8 @@ START_TEST(listing_allowed_order_cursor)
 	for (i = 0; i < NLIST; i++)
 		ck_assert_uint_eq(ids[i], NLIST - i);
 	/* Both bounds, either order. */
-	ck_assert_uint_eq(listed(&t, "/v1/verdicts?after=2&before=6", ids, 64,
-				 &next),
-			  3);
+	ck_assert_uint_eq(
+		listed(&t, "/v1/verdicts?after=2&before=6", ids, 64, &next), 3);
 	ck_assert(ids[0] == 3 && ids[2] == 5 && next == 0);
 	ck_assert_uint_eq(listed(&t,
 				 "/v1/verdicts?after=2&before=6&order=desc&"
@@ -628,11 +628,11 @@ START_TEST(listing_allowed_order_cursor)
 				 ids, 64, &next),
 			  2);
 	ck_assert(ids[0] == 5 && ids[1] == 4 && next == 4);
-	ck_assert_uint_eq(listed(&t, "/v1/verdicts?after=3&before=4", ids, 64,
-				 &next),
-			  0);
-	ck_assert_uint_eq(listed(&t, "/v1/verdicts?before=99&order=desc&"
-				     "limit=1",
+	ck_assert_uint_eq(
+		listed(&t, "/v1/verdicts?after=3&before=4", ids, 64, &next), 0);
+	ck_assert_uint_eq(listed(&t,
+				 "/v1/verdicts?before=99&order=desc&"
+				 "limit=1",
 				 ids, 64, &next),
 			  1);
 	ck_assert(ids[0] == NLIST && next == NLIST);
@@ -643,9 +643,13 @@ START_TEST(listing_allowed_order_cursor)
 	for (i = 0; i < n; i++)
 		ck_assert(!allowed[ids[i]]);
 	{
-		static const char *const bad[] = {
-			"allowed=maybe", "allowed=", "order=up", "order=",
-			"before=0",	 "before=x", "allowed=true&limit=0"};
+		static const char *const bad[] = {"allowed=maybe",
+						  "allowed=",
+						  "order=up",
+						  "order=",
+						  "before=0",
+						  "before=x",
+						  "allowed=true&limit=0"};
 
 		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			snprintf(q, sizeof(q), "/v1/verdicts?%s", bad[i]);

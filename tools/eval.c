@@ -36,9 +36,10 @@ static json_t *answer(const struct eval_ctx *ctx, const char *line, size_t len,
 	if (req == NULL || model_eval_is_verdict(json_string_value(
 				   json_object_get(req, "function")))) {
 		json_t *d = json_loadb_doubles(line, len, 0, &derr);
-		bool verdict = d != NULL ? model_eval_is_verdict(json_string_value(
-						   json_object_get(d, "function")))
-					 : req != NULL;
+		bool verdict =
+			d != NULL ? model_eval_is_verdict(json_string_value(
+					    json_object_get(d, "function")))
+				  : req != NULL;
 
 		if (verdict) {
 			json_decref(req);

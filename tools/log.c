@@ -32,25 +32,15 @@ static const char log_after[] =
 /* Set by the signal handler: a signal handler can reach nothing else. */
 static volatile sig_atomic_t log_stop;
 
+/* The kernel gives PID 1 (a container's first process) no default action
+ * for SIGTERM: without a handler `docker stop` or a pod's deletion waits
+ * out the grace period and kills. With one (tool_catch_stop), every PID
+ * stops the same way: the poll is interrupted, the loop sees log_stop,
+ * stdout is flushed, and die_by_signal ends the process as the signal
+ * would have. */
 static void on_signal(int sig)
 {
 	log_stop = sig;
-}
-
-/* The kernel gives PID 1 (a container's first process) no default action
- * for SIGTERM: without a handler `docker stop` or a pod's deletion waits
- * out the grace period and kills. With one, every PID stops the same way:
- * the poll is interrupted, the loop sees log_stop, stdout is flushed, and
- * die_by_signal ends the process as the signal would have. */
-static void catch_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 }
 
 struct log_out {
@@ -119,7 +109,7 @@ static int follow(ledger_t *lg, struct log_out *o)
 {
 	int rc;
 
-	catch_signals();
+	tool_catch_stop(on_signal);
 	while (o->werr == 0 && o->left > 0) {
 		if (log_stop)
 			return die_by_signal(log_stop);

@@ -25,6 +25,17 @@ void tool_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void tool_catch_stop(void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 void tool_no_dumps(void)
 {
 	/* A non-dumpable process's /proc entries belong to root: another

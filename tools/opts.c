@@ -98,8 +98,7 @@ void opts_usage(const struct cmd_spec *spec, FILE *f)
 	for (size_t i = 0; i < spec->n_opts; i++) {
 		size_t w = opt_width(&spec->opts[i]);
 
-		if (spec->opts[i].help != NULL && w <= OPT_COL_MAX &&
-		    w > col)
+		if (spec->opts[i].help != NULL && w <= OPT_COL_MAX && w > col)
 			col = w;
 	}
 	col += 2;

@@ -65,6 +65,11 @@ int tlog_load_signer(const char *cmd, const char *path, struct note_signer *s);
 int tlog_verify_checkpoint(ledger_t *lg, uint64_t last, const char *file,
 			   const char *key);
 
+/* Installs fn for SIGINT and SIGTERM (without SA_RESTART, so that a
+ * blocking read or poll returns EINTR). Also for PID 1, whom the kernel
+ * gives no default action: a container's stop then works. */
+void tool_catch_stop(void (*fn)(int));
+
 /* Makes the process non-dumpable (the daemons that hold credentials). */
 void tool_no_dumps(void);
 

@@ -36,17 +36,6 @@ static void on_signal(int sig)
 	watch_stop = 1;
 }
 
-static void catch_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-}
-
 static int load_classes(const char *path, struct class_table *t)
 {
 	struct lg_error err = {0};
@@ -245,7 +234,7 @@ int cmd_watch(int argc, char **argv)
 		class_table_release(&t);
 		return status;
 	}
-	catch_signals();
+	tool_catch_stop(on_signal);
 	if (from != NULL)
 		status =
 			watch_stream(lg, from, &t, live.max_object, live.batch,
