@@ -519,15 +519,21 @@ const struct tenant_cache *query__tenant_cache_get(struct query_server *qs);
 
 /* Turns to compute (query/stream.c): at most `free + taken` heavy reads
  * compute at once, whatever their number, so that with fewer cores than
- * reads the loop keeps one; a read takes a turn in arrival order (tickets)
- * and gives it back at every chunk it hands over and while it waits for its
- * client, so a stalled client holds none and every read makes progress. */
+ * reads the loop keeps one; a read takes a turn in arrival order (a FIFO
+ * of waiters) and gives it back at every chunk it hands over and while it
+ * waits for its client, so a stalled client holds none and every read
+ * makes progress. A turn given back goes straight to the first waiter,
+ * and only that thread is woken. */
+struct heavy_turn_waiter {
+	uv_cond_t cv;
+	bool granted;			/* under the turns' mu */
+	struct heavy_turn_waiter *next; /* the FIFO */
+};
 struct heavy_turns {
 	uv_mutex_t mu;
-	uv_cond_t cv;
-	unsigned free;		 /* turns not taken */
-	uint64_t next, serving;	 /* tickets: given out, next to be served */
-	uint64_t waiting;	 /* threads waiting for a turn (for /metrics) */
+	unsigned free; /* turns not taken */
+	struct heavy_turn_waiter *head, *tail; /* waiting, in arrival order */
+	uint64_t waiting; /* threads waiting for a turn (for /metrics) */
 };
 void query__heavy_turns_init(struct heavy_turns *t, unsigned n);
 void query__heavy_turns_release(struct heavy_turns *t);

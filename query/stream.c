@@ -27,8 +27,9 @@
  * chunk it hands over (it then queues behind the others: round robin of
  * HEAVY_CHUNK_BYTES steps) and whenever it waits for its client; (2) the
  * threads run at nice HEAVY_NICE, so the loop wins the core it wakes on;
- * (3) the turns are tickets, so no read waits forever: each is served
- * after the reads that came before it.
+ * (3) the turns are a queue, so no read waits forever: each is served
+ * after the reads that came before it, and a turn given back wakes only
+ * the next.
  *
  * Lifetime: a heavy read is freed on the loop once both its thread has
  * ended (joined) and its connection has let it go; its async handle is
@@ -101,39 +102,62 @@ void query__heavy_turns_init(struct heavy_turns *t, unsigned n)
 		n = cores > 1 ? cores - 1 : 1;
 	}
 	uv_mutex_init(&t->mu);
-	uv_cond_init(&t->cv);
 	t->free = n;
-	t->next = t->serving = t->waiting = 0;
+	t->head = t->tail = NULL;
+	t->waiting = 0;
 }
 
 void query__heavy_turns_release(struct heavy_turns *t)
 {
-	uv_cond_destroy(&t->cv);
+	LG_ASSERT(t->head == NULL);
 	uv_mutex_destroy(&t->mu);
 }
 
-/* Waits for a turn, after every thread that asked before. */
+/* Waits for a turn, after every thread that asked before. Only the thread
+ * a turn is handed to is woken: with one turn and eight reads, waking them
+ * all at every hand-over made seven threads runnable for nothing, each
+ * one more task on the loop's core (issue 28). */
 static void turn_take(struct heavy_turns *t)
 {
-	uint64_t me;
+	struct heavy_turn_waiter w = {.granted = false, .next = NULL};
 
 	uv_mutex_lock(&t->mu);
-	me = t->next++;
+	if (t->free > 0 && t->head == NULL) {
+		t->free--;
+		uv_mutex_unlock(&t->mu);
+		return;
+	}
+	uv_cond_init(&w.cv);
+	if (t->tail != NULL)
+		t->tail->next = &w;
+	else
+		t->head = &w;
+	t->tail = &w;
 	t->waiting++;
-	while (me != t->serving || t->free == 0)
-		uv_cond_wait(&t->cv, &t->mu);
-	t->serving++;
-	t->free--;
-	t->waiting--;
-	uv_cond_broadcast(&t->cv); /* the next ticket may find a free turn */
+	while (!w.granted)
+		uv_cond_wait(&w.cv, &t->mu);
 	uv_mutex_unlock(&t->mu);
+	uv_cond_destroy(&w.cv);
 }
 
+/* Gives a turn back: to the first waiter if there is one (it leaves the
+ * FIFO here, so that the turn cannot be taken by a later arrival). */
 static void turn_give(struct heavy_turns *t)
 {
+	struct heavy_turn_waiter *w;
+
 	uv_mutex_lock(&t->mu);
-	t->free++;
-	uv_cond_broadcast(&t->cv);
+	w = t->head;
+	if (w == NULL) {
+		t->free++;
+	} else {
+		t->head = w->next;
+		if (t->head == NULL)
+			t->tail = NULL;
+		t->waiting--;
+		w->granted = true;
+		uv_cond_signal(&w->cv);
+	}
 	uv_mutex_unlock(&t->mu);
 }
 
