@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include <stdarg.h>
+#include <stdatomic.h>
 
 /* ---------------------------------------------------------------------- */
 /* Moved from query/query.h: used by query/ (and its tests) only. */
@@ -534,9 +535,13 @@ struct heavy_turns {
 	unsigned free; /* turns not taken */
 	struct heavy_turn_waiter *head, *tail; /* waiting, in arrival order */
 	uint64_t waiting; /* threads waiting for a turn (for /metrics) */
+	_Atomic int loop_cpu; /* the core the loop last ran on, -1 unknown: the
+				 loop writes it, the reads keep off it */
 };
 void query__heavy_turns_init(struct heavy_turns *t, unsigned n);
 void query__heavy_turns_release(struct heavy_turns *t);
+/* The loop notes the core it runs on (every iteration). */
+void query__heavy_turns_note_loop(struct heavy_turns *t);
 
 /* Runs on the thread; writes the body with heavy_emit, or fails. */
 typedef void heavy_fn(struct heavy *h, void *arg);
