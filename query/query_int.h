@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include <stdarg.h>
+#include <stdatomic.h>
 
 /* ---------------------------------------------------------------------- */
 /* Used by query/ (and its tests) only. */
@@ -557,18 +558,28 @@ const struct tenant_cache *query__tenant_cache_get(struct query_server *qs);
 
 /* Turns to compute (query/stream.c): at most `free + taken` heavy reads
  * compute at once, whatever their number, so that with fewer cores than
- * reads the loop keeps one; a read takes a turn in arrival order (tickets)
- * and gives it back at every chunk it hands over and while it waits for its
- * client, so a stalled client holds none and every read makes progress. */
+ * reads the loop keeps one; a read takes a turn in arrival order (a FIFO
+ * of waiters) and gives it back at every chunk it hands over and while it
+ * waits for its client, so a stalled client holds none and every read
+ * makes progress. A turn given back goes straight to the first waiter,
+ * and only that thread is woken. */
+struct heavy_turn_waiter {
+	uv_cond_t cv;
+	bool granted;			/* under the turns' mu */
+	struct heavy_turn_waiter *next; /* the FIFO */
+};
 struct heavy_turns {
 	uv_mutex_t mu;
-	uv_cond_t cv;
-	unsigned free;		/* turns not taken */
-	uint64_t next, serving; /* tickets: given out, next to be served */
-	uint64_t waiting;	/* threads waiting for a turn (for /metrics) */
+	unsigned free; /* turns not taken */
+	struct heavy_turn_waiter *head, *tail; /* waiting, in arrival order */
+	uint64_t waiting; /* threads waiting for a turn (for /metrics) */
+	_Atomic int loop_cpu; /* the core the loop last ran on, -1 unknown: the
+				 loop writes it, the reads keep off it */
 };
 void query__heavy_turns_init(struct heavy_turns *t, unsigned n);
 void query__heavy_turns_release(struct heavy_turns *t);
+/* The loop notes the core it runs on (every iteration). */
+void query__heavy_turns_note_loop(struct heavy_turns *t);
 
 /* Runs on the thread; writes the body with heavy_emit, or fails. */
 typedef void heavy_fn(struct heavy *h, void *arg);

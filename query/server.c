@@ -213,6 +213,7 @@ static void on_check(uv_check_t *h)
 {
 	struct query_server *qs = h->data;
 
+	query__heavy_turns_note_loop(&qs->turns);
 	if (qs->q.n > 0)
 		query__verdict_batch_run(qs);
 }

@@ -21,25 +21,31 @@
  *
  * CPU: with 2 cores and 8 exports, threads that merely run at a lower
  * priority still take the core the loop wakes on for a scheduler slice, and
- * admission waited 15-100 ms at its p99. So three things bound what heavy
+ * admission waited 15-100 ms at its p99. So four things bound what heavy
  * reads take: (1) at most qs->turns' count compute at once (cores - 1 by
  * default), in the order they arrived, each giving its turn back at every
  * chunk it hands over (it then queues behind the others: round robin of
  * HEAVY_CHUNK_BYTES steps) and whenever it waits for its client; (2) the
- * threads run at nice HEAVY_NICE, so the loop wins the core it wakes on;
- * (3) the turns are tickets, so no read waits forever: each is served
- * after the reads that came before it.
+ * threads run at nice HEAVY_NICE, so the loop wins a core they share;
+ * (3) a thread with a turn computes on the other cores, not the one the
+ * loop last ran on (keep_off_loop says why nice is not enough); (4) the
+ * turns are a queue, so no read waits forever: each is served after the
+ * reads that came before it, and a turn given back wakes only the next.
  *
  * Lifetime: a heavy read is freed on the loop once both its thread has
  * ended (joined) and its connection has let it go; its async handle is
  * closed first.
  */
+#ifdef __linux__
+#define _GNU_SOURCE /* sched_getcpu, sched_setaffinity */
+#endif
 #include "query/query_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __linux__
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -76,6 +82,13 @@ struct heavy {
 	/* The producer's buffer (thread only). */
 	char *buf;
 	size_t len;
+#ifdef __linux__
+	/* The cores the thread may run on, and the loop's core it keeps off
+	 * (thread only; see keep_off_loop). */
+	cpu_set_t cpus;
+	bool have_cpus;
+	int off_cpu;
+#endif
 
 	/* Shared, under mu. */
 	uv_mutex_t mu;
@@ -101,40 +114,110 @@ void query__heavy_turns_init(struct heavy_turns *t, unsigned n)
 		n = cores > 1 ? cores - 1 : 1;
 	}
 	uv_mutex_init(&t->mu);
-	uv_cond_init(&t->cv);
 	t->free = n;
-	t->next = t->serving = t->waiting = 0;
+	t->head = t->tail = NULL;
+	t->waiting = 0;
+	atomic_init(&t->loop_cpu, -1);
 }
 
 void query__heavy_turns_release(struct heavy_turns *t)
 {
-	uv_cond_destroy(&t->cv);
+	LG_ASSERT(t->head == NULL);
 	uv_mutex_destroy(&t->mu);
 }
 
-/* Waits for a turn, after every thread that asked before. */
+/* Waits for a turn, after every thread that asked before. Only the thread
+ * a turn is handed to is woken: with one turn and eight reads, waking them
+ * all at every hand-over made seven threads runnable for nothing, each
+ * one more task on the loop's core (issue 28). */
 static void turn_take(struct heavy_turns *t)
 {
-	uint64_t me;
+	struct heavy_turn_waiter w = {.granted = false, .next = NULL};
 
 	uv_mutex_lock(&t->mu);
-	me = t->next++;
+	if (t->free > 0 && t->head == NULL) {
+		t->free--;
+		uv_mutex_unlock(&t->mu);
+		return;
+	}
+	uv_cond_init(&w.cv);
+	if (t->tail != NULL)
+		t->tail->next = &w;
+	else
+		t->head = &w;
+	t->tail = &w;
 	t->waiting++;
-	while (me != t->serving || t->free == 0)
-		uv_cond_wait(&t->cv, &t->mu);
-	t->serving++;
-	t->free--;
-	t->waiting--;
-	uv_cond_broadcast(&t->cv); /* the next ticket may find a free turn */
+	while (!w.granted)
+		uv_cond_wait(&w.cv, &t->mu);
+	uv_mutex_unlock(&t->mu);
+	uv_cond_destroy(&w.cv);
+}
+
+/* Gives a turn back: to the first waiter if there is one (it leaves the
+ * FIFO here, so that the turn cannot be taken by a later arrival). */
+static void turn_give(struct heavy_turns *t)
+{
+	struct heavy_turn_waiter *w;
+
+	uv_mutex_lock(&t->mu);
+	w = t->head;
+	if (w == NULL) {
+		t->free++;
+	} else {
+		t->head = w->next;
+		if (t->head == NULL)
+			t->tail = NULL;
+		t->waiting--;
+		w->granted = true;
+		uv_cond_signal(&w->cv);
+	}
 	uv_mutex_unlock(&t->mu);
 }
 
-static void turn_give(struct heavy_turns *t)
+void query__heavy_turns_note_loop(struct heavy_turns *t)
 {
-	uv_mutex_lock(&t->mu);
-	t->free++;
-	uv_cond_broadcast(&t->cv);
-	uv_mutex_unlock(&t->mu);
+#ifdef __linux__
+	atomic_store_explicit(&t->loop_cpu, sched_getcpu(),
+			      memory_order_relaxed);
+#else
+	(void)t;
+#endif
+}
+
+/* Moves the thread off the core the loop last ran on, whenever that core
+ * changed (checked at every turn taken, so at least every chunk). Nice
+ * alone does not keep the loop's core: the scheduler charges a process's
+ * CPU on a core as a whole (an autogroup, a pod's cgroup), so a read
+ * computing on the loop's core spends the share the loop's wake-ups need,
+ * and on a busy machine the loop then waits behind other processes' slices
+ * (issue 28: admission p99 22x with 8 exports). On another core it takes
+ * nothing from the loop. With one core allowed, it stays (nice decides). */
+static void keep_off_loop(struct heavy *h)
+{
+#ifdef __linux__
+	int cpu = atomic_load_explicit(&h->qs->turns.loop_cpu,
+				       memory_order_relaxed);
+	cpu_set_t set;
+
+	if (!h->have_cpus || cpu == h->off_cpu)
+		return;
+	h->off_cpu = cpu;
+	set = h->cpus;
+	if (cpu >= 0 && cpu < CPU_SETSIZE)
+		CPU_CLR(cpu, &set);
+	if (CPU_COUNT(&set) == 0)
+		set = h->cpus;
+	(void)sched_setaffinity(0, sizeof(set), &set);
+#else
+	(void)h;
+#endif
+}
+
+/* Takes a turn, then computes where it does not slow the loop. */
+static void take_turn(struct heavy *h)
+{
+	turn_take(&h->qs->turns);
+	keep_off_loop(h);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -175,7 +258,7 @@ static void queue_chunk(struct heavy *h, bool last)
 	uv_mutex_unlock(&h->mu);
 	uv_async_send(&h->async);
 	if (!last)
-		turn_take(&h->qs->turns);
+		take_turn(h);
 }
 
 int query__heavy_emit(struct heavy *h, const char *p, size_t n)
@@ -239,9 +322,11 @@ static void heavy_thread(void *arg)
 #ifdef __linux__
 	/* Linux applies a thread's own nice value to that thread only. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), HEAVY_NICE);
+	h->have_cpus = sched_getaffinity(0, sizeof(h->cpus), &h->cpus) == 0;
+	h->off_cpu = -2; /* none yet (-1 is "the loop's is unknown") */
 #endif
 	h->buf = lg_xmalloc(HEAVY_CHUNK_BYTES);
-	turn_take(&h->qs->turns);
+	take_turn(h);
 	if (ledger_snapshot_enter(h->snap, h->load_state, &err) != 0)
 		query__heavy_fail(h, 500, "snapshot: %s", err.msg);
 	else

@@ -205,6 +205,63 @@ START_TEST(heavy_turn_given_back)
 }
 END_TEST
 
+/* With one turn and several reads computing, a turn given back goes to
+ * the read waiting longest and wakes it (issue 28: a turn is handed over,
+ * not broadcast): three exports sent together, each read whole in turn
+ * while the others wait, all end with their last chunk and carry the same
+ * body; none is left waiting for a turn. A hand-over that woke nobody
+ * would leave the second read without its body. */
+#define MONTH_EXPORT \
+	"/v1/export?from=2026-03-01&to=2026-04-01&step=hour&format=ndjson"
+
+START_TEST(heavy_turns_handed_over)
+{
+	struct qt t;
+	struct query_opts o = {.max_heavy = 4, .heavy_turns = 1};
+	enum { READS = 3, CAP = 16 << 20 };
+	char *body[READS];
+	size_t n[READS];
+	int fds[READS];
+
+	qt_init(&t, true);
+	qt_append_child(&t, FAR_TICK);
+	qt_start(&t, &o, false);
+	for (int i = 0; i < READS; i++)
+		fds[i] = send_get(&t, MONTH_EXPORT, true);
+	wait_heavy(&t, READS);
+	for (int i = 0; i < READS; i++) {
+		const char *end;
+
+		body[i] = lg_xmalloc(CAP);
+		n[i] = qt_read_all(fds[i], body[i], CAP, 20000);
+		close(fds[i]);
+		end = body[i] + n[i] - 5;
+		ck_assert_msg(n[i] > 13 && n[i] + 1 < CAP &&
+				      strncmp(body[i], "HTTP/1.1 200 ", 13) ==
+					      0 &&
+				      strcmp(end, "0\r\n\r\n") == 0,
+			      "export %d: %zu bytes, ending %s", i, n[i],
+			      n[i] > 13 ? body[i] + n[i] - 13 : body[i]);
+	}
+	for (int i = 1; i < READS; i++) {
+		const char *a = strstr(body[0], "\r\n\r\n");
+		const char *b = strstr(body[i], "\r\n\r\n");
+
+		ck_assert_ptr_nonnull(a);
+		ck_assert_ptr_nonnull(b);
+		ck_assert_msg(n[0] - (size_t)(a - body[0]) ==
+					      n[i] - (size_t)(b - body[i]) &&
+				      strcmp(a, b) == 0,
+			      "export %d differs from export 0", i);
+	}
+	wait_heavy(&t, 0);
+	ck_assert_int_eq(metric(&t, "gpuledger_heavy_reads_waiting"), 0);
+	for (int i = 0; i < READS; i++)
+		free(body[i]);
+	qt_done(&t);
+}
+END_TEST
+
 /* A whole export read through the stream ends with the last chunk and
  * equals the rows computed in-process; an error found before the body is
  * an ordinary JSON answer; keep-alive carries on after a stream. */
@@ -337,6 +394,7 @@ QUERY_PART(heavy)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, heavy_slow_clients);
 	tcase_add_test(tc, heavy_turn_given_back);
+	tcase_add_test(tc, heavy_turns_handed_over);
 	tcase_add_test(tc, heavy_stream_whole);
 	tcase_add_test(tc, heavy_start_reads_tail);
 	suite_add_tcase(s, tc);
