@@ -391,9 +391,17 @@ class Pod:
         return (int(code) if code.isdigit() else 0), body
 
     def stop(self):
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
+        """Stops the pod as the kubelet does: SIGTERM to each container's
+        own process (not the nsenter/unshare wrappers: without a shared PID
+        namespace the command is PID 1 of its own and would outlive them),
+        SIGKILL after the grace period. Returns the PIDs still alive."""
+        own = {n: self.host_pid(n) for n, p in self.procs.items()
+               if p.poll() is None}
+        for pid in own.values():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         for p in self.procs.values():
             try:
                 p.wait(15)
@@ -404,6 +412,14 @@ class Pod:
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+        alive = []
+        for pid in own.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        return alive
 
 
 def container(spec, name):
@@ -521,7 +537,9 @@ def run(args, c):
                 code == 200 and "pod-check-vm" in body, f"{code} {body[:200]}")
         check_token_scope(pod, c)
     finally:
-        pod.stop()
+        alive = pod.stop()
+        c.check("the pod stops: no process of it outlives SIGTERM",
+                not alive, f"still running: {alive}")
         if os.environ.get("KEEP"):
             print(f"kept {tmp}")
         else:
