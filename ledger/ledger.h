@@ -384,6 +384,49 @@ int ledger_billing_load(const char *path, struct bill_rates *r,
 
 /* The version and the git commit baked in at build time (static strings;
  * "0.0.0-dev" and "unknown" when built outside the Makefile). */
+/* The reconciliation audit (ledger/reconcile.c, DESIGN 3.6). */
+
+/* What an operator typed (NULL: the default): from/to/since a seq or a
+ * time; window a duration (RECONCILE_WINDOW_DEFAULT); tenant a subtree. */
+struct reconcile_args {
+	const char *from, *to, *since, *window, *tenant;
+};
+/* Resolves a into o: from (default 1) and since are the first seq at or
+ * after a time, to (default: the last seq) the last seq at or before it;
+ * since defaults to the seq of the first recorded admission verdict (0:
+ * none, so every object is older than admission). o->tenant borrows
+ * a->tenant. LG_EINVAL with err naming the parameter ("from", "window"
+ * ...) for a value that is not one. */
+int ledger_reconcile_resolve(ledger_t *lg, const struct reconcile_args *a,
+			     struct reconcile_opts *o, struct lg_error *err);
+
+/* Receives the parts of the answer in order: begin once (the range:
+ * {"fromSeq", "fromTime", "toSeq", "toTime", "since" {"seq", "time"} |
+ * null, "windowMs", "tenant"?}), item per finding, end once (the
+ * reconcile_finish object). Values are borrowed for the call; a non-zero
+ * return stops the pass and is returned. */
+struct ledger_reconcile_sink {
+	int (*begin)(void *ctx, const json_t *range);
+	int (*item)(void *ctx, enum reconcile_list list, const json_t *item);
+	int (*end)(void *ctx, const json_t *summary);
+};
+/* One pass over events 1..o->to_seq of lg from genesis (findings only in
+ * o's range), in memory bounded as model/reconcile.c says. */
+int ledger_reconcile(ledger_t *lg, const struct reconcile_opts *o,
+		     const struct ledger_reconcile_sink *sink, void *ctx,
+		     struct lg_error *err);
+/* The JSON answer, shared by `gpuledger reconcile` and GET /v1/reconcile:
+ * {"range", "preExisting", "bypasses", "overshoots", "counts"} with each
+ * value canonical JSON and a final newline, written through write as it
+ * is found. ctx of the sink is a struct ledger_reconcile_json. */
+struct ledger_reconcile_json {
+	int (*write)(void *ctx, const char *p, size_t n); /* non-zero stops */
+	void *ctx;
+	int list; /* the writer's place (0: preExisting) */
+	size_t n;
+};
+extern const struct ledger_reconcile_sink ledger_reconcile_json_sink;
+
 const char *lg_version(void);
 const char *lg_commit(void);
 /* Writes gpuledger_build_info and the process_* metrics (CPU, memory,

@@ -715,6 +715,53 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 			     bool *match, struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
+/* The reconciliation audit (model/reconcile.c, DESIGN 3.6): every event of
+ * the log, in order, each handed over with the state after it; findings
+ * come out as they are found (objects observed before admission was in
+ * force, then bypasses: the first kind only before since_seq, the second
+ * only from it, so each list is complete before the next starts) and the
+ * overshoots at the end. Memory is bounded by the live objects and by the
+ * verdicts and observations of one window, never by the log's length. */
+
+typedef struct reconcile reconcile_t;
+
+struct reconcile_opts {
+	uint64_t from_seq;  /* findings at seqs >= from_seq (>= 1) */
+	uint64_t to_seq;    /* and <= to_seq (0: no end) */
+	uint64_t since_seq; /* admission in force from here (0: never) */
+	int64_t window_ns;  /* a verdict covers observations this soon after */
+	const char *tenant; /* only this subtree's findings (NULL: all) */
+};
+
+enum reconcile_list {
+	RECONCILE_PRE_EXISTING, /* {"seq", "time", "namespace", "kind",
+				   "name", "uid"} */
+	RECONCILE_BYPASS	/* the same and "class", "before", "after",
+				   "previousSeq" (null: none) */
+};
+/* Receives one finding (borrowed for the call); non-zero stops the feed:
+ * reconcile_event returns it. */
+typedef int reconcile_emit_fn(void *ctx, enum reconcile_list list,
+			      const json_t *item);
+
+/* opts are copied. Caller frees with reconcile_free (accepts NULL). */
+reconcile_t *reconcile_new(const struct reconcile_opts *o,
+			   reconcile_emit_fn *fn, void *ctx);
+/* ev has just been applied to st (st is the state after it). */
+int reconcile_event(reconcile_t *rc, const state_t *st,
+		    const struct event *ev);
+/* {"overshoots": [...], "counts": {"events", "admissionVerdicts",
+ * "preExisting", "bypasses", "overshoots"}} for what was fed (new
+ * reference); overshoots by fromSeq, tenant, key, those still open with
+ * "toSeq" null. Call once, after the last event. */
+json_t *reconcile_finish(reconcile_t *rc);
+void reconcile_free(reconcile_t *rc);
+/* A Go-style duration ("10m", "1h30m", "90s", "500ms") in ns: LG_EINVAL
+ * for anything else, LG_ERANGE beyond int64. */
+int reconcile_window_parse(const char *s, int64_t *out_ns);
+#define RECONCILE_WINDOW_DEFAULT "10m"
+
+/* ---------------------------------------------------------------------- */
 /* eval (DESIGN 6.1): one function per name, input JSON -> output JSON.     */
 
 struct eval_ctx {

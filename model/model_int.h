@@ -382,6 +382,10 @@ json_t *model__tenant_remaining_total_json(const state_t *st,
 					   const struct nsrec *ns);
 json_t *model__tenant_overcommit_json(const state_t *st,
 				      const struct nsrec *ns);
+/* U(T, key): tenant ns's subtree reserved units that budget key measures
+ * (DESIGN 3.1) -- the "used" of the checks and of "overcommitted". */
+int64_t model__tenant_key_used(const state_t *st, const struct nsrec *ns,
+			       const char *key);
 
 /* State construction for model/statecodec.c (defined in model/state.c):
  * ptab_reserve grows t so that n entries fit without rehashing, and

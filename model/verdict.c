@@ -1058,6 +1058,12 @@ json_t *model__tenant_remaining_total_json(const state_t *st,
 	return remaining_json(st, ns->name, REM_TOTAL);
 }
 
+int64_t model__tenant_key_used(const state_t *st, const struct nsrec *ns,
+			       const char *key)
+{
+	return usage(st, ns, key_measure(st, key));
+}
+
 /* One entry per declared key whose subtree usage, or the sum of the budgets
  * carved out of it, exceeds the budget (strictly); by key, as the budgets
  * are kept sorted. */

@@ -165,6 +165,7 @@ enum route_id {
 	R_STATE,
 	R_EVENTS,
 	R_EXPORT,
+	R_RECONCILE,
 	R_CLASSES,
 	R_CAPACITY,
 	R_CHECKPOINT,
@@ -510,6 +511,8 @@ route_fn query__handle_healthz, query__handle_readyz, query__handle_metrics,
 	query__handle_tenants, query__handle_tenant, query__handle_remaining,
 	query__handle_state, query__handle_events, query__handle_export,
 	query__handle_classes, query__handle_capacity;
+/* GET /v1/reconcile (query/reconcile.c). */
+route_fn query__handle_reconcile;
 
 /* Transparency (query/proof.c). */
 route_fn query__handle_checkpoint, query__handle_proof_inclusion,

@@ -12,6 +12,7 @@
  *   GET  /v1/verdicts/{id}, /v1/verdicts  x          x
  *   GET  /v1/state, /v1/events        x              x
  *   GET  /v1/export                   x              x      its subtree only
+ *   GET  /v1/reconcile                x              x      its subtree only
  *   GET  /v1/classes, .../capacity    x              x
  *   GET  /ui, /ui/{file}            (no token needed: static files; the
  *                                    page calls the API with the user's)
@@ -83,6 +84,8 @@ const struct route query__routes[R_MAX] = {
 	      TS_DENY, "v1", "events"),
 	ROUTE(R_EXPORT, HTTP_GET, "/v1/export", query__handle_export, READERS,
 	      TS_FILTER, "v1", "export"),
+	ROUTE(R_RECONCILE, HTTP_GET, "/v1/reconcile", query__handle_reconcile,
+	      READERS, TS_FILTER, "v1", "reconcile"),
 	ROUTE(R_CLASSES, HTTP_GET, "/v1/classes", query__handle_classes,
 	      READERS, TS_DENY, "v1", "classes"),
 	ROUTE(R_CAPACITY, HTTP_GET, "/v1/classes/{c}/capacity",
