@@ -64,4 +64,20 @@ int sim_next(sim_t *s, const char **line, size_t *len, struct lg_error *err);
 /* Accepts NULL. */
 void sim_free(sim_t *s);
 
+/* The reconciliation cases (sim/cases.c, DESIGN 3.6): a short history in
+ * which each finding of `gpuledger reconcile` happens once -- an object
+ * older than admission, an admitted one, a bypass, a race of two
+ * admissions and a budget lowered under usage. Lines in order: a recorded
+ * stream line (review false) or an AdmissionReview v1 (review true) that
+ * "the webhook" sends once the stream lines before it are observed. Each
+ * text is one line of JSON without a newline. Caller frees with
+ * sim_cases_free. LG_EINVAL for a start outside 1970..2199. */
+struct sim_case_line {
+	bool review;
+	char *text; /* owned */
+};
+int sim_cases(int64_t start_ns, struct sim_case_line **lines, size_t *n,
+	      struct lg_error *err);
+void sim_cases_free(struct sim_case_line *lines, size_t n);
+
 #endif

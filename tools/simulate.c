@@ -23,6 +23,8 @@ static const char sim_usage[] =
 	"         [--depth D] [--days N | --start T --end T]\n"
 	"         [--gpu-pod-share P] [--all-gpu-pods] [--no-invalid]\n"
 	"         [--churn] [--out FILE]\n"
+	"       gpuledger simulate --cases --reviews FILE [--start T] [--out "
+	"FILE]\n"
 	"  writes a synthetic Cozystack cluster history as a recorded\n"
 	"  stream (NDJSON watch events with \"type\", \"object\" and\n"
 	"  \"time\") that `gpuledger watch --from FILE` reads. The same\n"
@@ -31,8 +33,8 @@ static const char sim_usage[] =
 /* The options as typed; sim_args turns them into a struct sim_opts. */
 struct sim_args {
 	uint64_t seed, events, tenants, depth, days;
-	const char *start, *end, *share, *out;
-	bool all_gpu, valid_only, churn;
+	const char *start, *end, *share, *out, *reviews;
+	bool all_gpu, valid_only, churn, cases;
 };
 
 /* --gpu-pod-share: a plain decimal fraction in [0, 1], to parts per
@@ -196,6 +198,52 @@ static int sim_finish(FILE *f, int werr, const char *path)
 	return EXIT_USAGE;
 }
 
+/* --cases: the stream to --out, and each review, as {"after": N, "review":
+ * {...}} with N the stream lines it follows, to --reviews. */
+static int sim_cases_main(const struct sim_args *a)
+{
+	struct sim_case_line *lines = NULL;
+	struct lg_error err = {0};
+	int64_t start;
+	size_t n = 0, after = 0;
+	FILE *f, *r;
+	int werr = 0, rc;
+
+	if (a->reviews == NULL) {
+		tool_error("simulate: --cases needs --reviews FILE for the "
+			   "admission reviews");
+		return EXIT_USAGE;
+	}
+	if (sim_time_opt("--start", a->start, &start) != 0)
+		return EXIT_USAGE;
+	if ((rc = sim_cases(start, &lines, &n, &err)) != 0) {
+		tool_error("simulate: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	if ((f = sim_open_out(a->out)) == NULL) {
+		sim_cases_free(lines, n);
+		return EXIT_USAGE;
+	}
+	if ((r = fopen(a->reviews, "w")) == NULL) {
+		tool_error("simulate: %s: %s", a->reviews, strerror(errno));
+		sim_finish(f, 0, a->out);
+		sim_cases_free(lines, n);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < n && werr == 0; i++) {
+		errno = 0;
+		if (lines[i].review
+			    ? fprintf(r, "{\"after\":%zu,\"review\":%s}\n",
+				      after, lines[i].text) < 0
+			    : fprintf(f, "%s\n", lines[i].text) < 0)
+			werr = errno ? errno : EIO;
+		after += lines[i].review ? 0 : 1;
+	}
+	sim_cases_free(lines, n);
+	rc = sim_finish(r, werr, a->reviews);
+	return sim_finish(f, 0, a->out) != EXIT_OK ? EXIT_USAGE : rc;
+}
+
 static int sim_main(const struct sim_args *a)
 {
 	struct sim_opts o;
@@ -257,6 +305,16 @@ int cmd_simulate(int argc, char **argv)
 		 "changes"},
 		{"--out", OPT_STR, &a.out, "FILE",
 		 "write to FILE instead of stdout"},
+		{"--cases", OPT_FLAG, &a.cases, NULL,
+		 "instead, the short history in which each finding of "
+		 "`gpuledger reconcile` happens once (an object older than "
+		 "admission, a bypass, a race of two admissions, a budget "
+		 "lowered under usage), from --start; the admission reviews "
+		 "that go with it are written to --reviews"},
+		{"--reviews", OPT_STR, &a.reviews, "FILE",
+		 "with --cases: the AdmissionReviews, one JSON line each "
+		 "{\"after\": N, \"review\": {...}}: send it to serve's POST "
+		 "/v1/admission once the first N stream lines are observed"},
 	};
 	const struct cmd_spec spec = {"simulate", sim_usage, opts,
 				      sizeof(opts) / sizeof(opts[0]), NULL};
@@ -264,5 +322,5 @@ int cmd_simulate(int argc, char **argv)
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
-	return sim_main(&a);
+	return a.cases ? sim_cases_main(&a) : sim_main(&a);
 }
