@@ -45,6 +45,7 @@ install_missing() {
 			grep -q "ok installed" || missing="$missing $p"
 	done
 	command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
+	[ -x /usr/bin/time ] || missing="$missing time"
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 ||
 		missing="$missing postgresql"
 	[ -z "$missing" ] && return 0
@@ -394,6 +395,29 @@ restart_events=${BENCH_RESTART_EVENTS:-1000000 10000000}
 
 # serve's start (query_server_open: the ledger's checkpoint and tail, the
 # verdict index) on ledgers of each size: the figure must not grow.
+# The reconciliation audit (DESIGN 3.6) over the restart ledger of n
+# events: one pass from genesis, its rate and its peak memory, which must
+# not grow with the length of the history (the ledger sizes differ 10x).
+bench_reconcile() {
+	say "== reconcile: one pass over a ledger of $1 events ($runs runs)"
+	cmd "/usr/bin/time -f %M gpuledger reconcile --db DIR >/dev/null   (on the restart ledger of $1 events)"
+	i=0
+	while [ $i -lt "$runs" ]; do
+		t0=$(now)
+		/usr/bin/time -f '%M' -o "$tmp/reconcile.rss" \
+			"$bin" reconcile --db "$tmp/restart.db" >/dev/null 2>&1
+		t1=$(now)
+		awk -v n="$1" -v a="$t0" -v b="$t1" -v k="$(cat "$tmp/reconcile.rss")" \
+			'BEGIN { printf "%.1f %.1f\n", n / (b - a), k / 1024 }'
+		i=$((i + 1))
+	done >"$tmp/reconcile.out"
+	cg="Reconciliation audit (gpuledger reconcile), the restart ledgers"
+	awk '{ print $1 }' "$tmp/reconcile.out" |
+		figure "$cg" "$1 events: rate" "events/s" ""
+	awk '{ print $2 }' "$tmp/reconcile.out" |
+		figure "$cg" "  peak RSS" MB "bounded: flat in N"
+}
+
 bench_restart() {
 	for n in $restart_events; do
 		say "== restart: serve on a ledger of $n events ($runs runs)"
@@ -409,6 +433,7 @@ bench_restart() {
 			figure "$rg" "$n events: ready" ms "<= 2000 ms, flat in N"
 		awk '{ print $4 }' "$tmp/restart.out" |
 			figure "$rg" "  event records read at start" records ""
+		bench_reconcile "$n"
 		rm -rf "$tmp/restart.db"
 	done
 }
