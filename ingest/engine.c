@@ -132,9 +132,11 @@ static int load_positions(ingest_t *in, struct lg_error *err)
 int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 	       struct lg_error *err)
 {
-	ingest_t *in = lg_xcalloc(1, sizeof(*in));
+	ingest_t *in;
 	int rc;
 
+	LG_ASSERT(out != NULL && lg != NULL);
+	in = lg_xcalloc(1, sizeof(*in));
 	*out = NULL;
 	in->lg = lg;
 	if (o != NULL)

@@ -533,6 +533,7 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 	struct follow f = {.lg = lg, .o = o};
 	int rc;
 
+	LG_ASSERT(lg != NULL && o != NULL && o->path != NULL);
 	if (res == NULL)
 		res = &dummy;
 	memset(res, 0, sizeof(*res));

@@ -1469,6 +1469,7 @@ int kube_watch_run(ingest_t *in, const struct kube_config *c,
 	struct kube *k;
 	int rc = 0;
 
+	LG_ASSERT(in != NULL && c != NULL && o != NULL);
 	if (c->server == NULL)
 		return lg_error_set(err, LG_EINVAL, "no API server configured");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
