@@ -218,7 +218,7 @@ const struct class_table *ingest__classes(const ingest_t *in)
 	return &in->table;
 }
 
-void ingest_counters(const ingest_t *in, struct ingest_counters *c)
+void ingest__counters(const ingest_t *in, struct ingest_counters *c)
 {
 	*c = in->c;
 }

@@ -565,7 +565,7 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		rc = ledger_checkpoint(lg, err);
 	res->offset = f.fed;
 	if (f.in != NULL)
-		ingest_counters(f.in, &res->c);
+		ingest__counters(f.in, &res->c);
 	ingest_free(f.in);
 	if (f.r.fd > STDIN_FILENO)
 		close(f.r.fd);

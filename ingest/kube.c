@@ -1336,7 +1336,7 @@ static char *render_metrics(void *ctx, size_t *len)
 					: 0;
 		rv->st = s->st;
 	}
-	ingest_counters(k->in, &v.c);
+	ingest__counters(k->in, &v.c);
 	v.n_notes = ingest__note_counts(k->in, v.notes, INGEST_NOTE_CODES);
 	return ingest__kube_metrics_render(&v, len);
 }
