@@ -99,10 +99,8 @@ LEDGER_PART(contract)
 	tcase_add_test_raise_signal(tc, contract_open_without_out, SIGABRT);
 	tcase_add_test_raise_signal(tc, contract_append_without_events,
 				    SIGABRT);
-	tcase_add_test_raise_signal(tc, contract_meta_get_without_len,
-				    SIGABRT);
-	tcase_add_test_raise_signal(tc, contract_state_at_without_out,
-				    SIGABRT);
+	tcase_add_test_raise_signal(tc, contract_meta_get_without_len, SIGABRT);
+	tcase_add_test_raise_signal(tc, contract_state_at_without_out, SIGABRT);
 	tcase_add_test_raise_signal(tc, contract_state_of_no_handle, SIGABRT);
 	suite_add_tcase(s, tc);
 }
