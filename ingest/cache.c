@@ -288,6 +288,9 @@ void ingest__emit(ingest_t *in, const struct event *ev)
 {
 	struct event *e;
 
+	/* The engine emits only the event types the model defines; the
+	 * ledger validates the rest of each event against the state. */
+	LG_ASSERT(ev->type > 0 && ev->type < EV_MAX);
 	if (in->n_evs == in->cap_evs) {
 		in->cap_evs = in->cap_evs ? 2 * in->cap_evs : 256;
 		in->evs = lg_xrealloc(in->evs, in->cap_evs * sizeof(*in->evs));

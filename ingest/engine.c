@@ -132,9 +132,11 @@ static int load_positions(ingest_t *in, struct lg_error *err)
 int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 	       struct lg_error *err)
 {
-	ingest_t *in = lg_xcalloc(1, sizeof(*in));
+	ingest_t *in;
 	int rc;
 
+	LG_ASSERT(out != NULL && lg != NULL);
+	in = lg_xcalloc(1, sizeof(*in));
 	*out = NULL;
 	in->lg = lg;
 	if (o != NULL)
@@ -216,7 +218,7 @@ const struct class_table *ingest__classes(const ingest_t *in)
 	return &in->table;
 }
 
-void ingest_counters(const ingest_t *in, struct ingest_counters *c)
+void ingest__counters(const ingest_t *in, struct ingest_counters *c)
 {
 	*c = in->c;
 }

@@ -49,6 +49,7 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 	CURL *e = curl_easy_init();
 	CURLcode rc;
 
+	LG_ASSERT(url != NULL && body != NULL && status != NULL);
 	*body = NULL;
 	if (e == NULL) { /* libcurl allocates through lg_xmalloc: not memory */
 		free(b.p);

@@ -533,6 +533,7 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 	struct follow f = {.lg = lg, .o = o};
 	int rc;
 
+	LG_ASSERT(lg != NULL && o != NULL && o->path != NULL);
 	if (res == NULL)
 		res = &dummy;
 	memset(res, 0, sizeof(*res));
@@ -564,7 +565,7 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		rc = ledger_checkpoint(lg, err);
 	res->offset = f.fed;
 	if (f.in != NULL)
-		ingest_counters(f.in, &res->c);
+		ingest__counters(f.in, &res->c);
 	ingest_free(f.in);
 	if (f.r.fd > STDIN_FILENO)
 		close(f.r.fd);

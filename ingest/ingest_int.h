@@ -126,7 +126,7 @@ int ingest__oversized(ingest_t *in, uint64_t len, struct lg_error *err);
  * committed. Static string. */
 const char *ingest__position_key(enum resource r);
 
-void ingest_counters(const ingest_t *in, struct ingest_counters *c);
+void ingest__counters(const ingest_t *in, struct ingest_counters *c);
 
 /* NOTEs emitted since ingest_new, by code (at most INGEST_NOTE_CODES
  * codes; later new codes count under "other"). Copies up to cap entries

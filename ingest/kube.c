@@ -1336,7 +1336,7 @@ static char *render_metrics(void *ctx, size_t *len)
 					: 0;
 		rv->st = s->st;
 	}
-	ingest_counters(k->in, &v.c);
+	ingest__counters(k->in, &v.c);
 	v.n_notes = ingest__note_counts(k->in, v.notes, INGEST_NOTE_CODES);
 	return ingest__kube_metrics_render(&v, len);
 }
@@ -1469,6 +1469,7 @@ int kube_watch_run(ingest_t *in, const struct kube_config *c,
 	struct kube *k;
 	int rc = 0;
 
+	LG_ASSERT(in != NULL && c != NULL && o != NULL);
 	if (c->server == NULL)
 		return lg_error_set(err, LG_EINVAL, "no API server configured");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)

@@ -541,6 +541,7 @@ int kube_config_load(struct kube_config *c, const char *kubeconfig_path,
 	const char *home = getenv("HOME");
 	char path[PATH_MAX];
 
+	LG_ASSERT(c != NULL);
 	memset(c, 0, sizeof(*c));
 	if (kubeconfig_path != NULL)
 		return load_file(c, kubeconfig_path, context, err);

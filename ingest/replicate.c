@@ -358,11 +358,12 @@ static void replica_release(struct replica *r)
 int ingest_replicate(ledger_t *lg, const struct replica_opts *o,
 		     struct replica_result *res, struct lg_error *err)
 {
-	unsigned poll = o->poll_ms ? o->poll_ms : REPLICA_POLL_MS_DEFAULT;
-	unsigned backoff = 0;
+	unsigned poll, backoff = 0;
 	struct replica r;
 	int rc;
 
+	LG_ASSERT(lg != NULL && o != NULL && res != NULL);
+	poll = o->poll_ms ? o->poll_ms : REPLICA_POLL_MS_DEFAULT;
 	memset(res, 0, sizeof(*res));
 	if ((rc = replica_init(&r, lg, o, err)) != 0) {
 		replica_release(&r);

@@ -340,8 +340,10 @@ int ledger_append(ledger_t *lg, struct event *evs, size_t n,
 static int check_objects(const struct ledger_batch *b, struct lg_error *err)
 {
 	for (size_t i = 0; b->objects && i < b->n_objs; i++) {
-		size_t k = strlen(b->objs[i].key);
+		size_t k;
 
+		LG_ASSERT(b->objs[i].key != NULL);
+		k = strlen(b->objs[i].key);
 		if (k == 0 || k > LEDGER_OBJECT_KEY_MAX)
 			return lg_error_set(err, LG_ELIMIT,
 					    "object key of %zu bytes, not "
@@ -366,8 +368,11 @@ int ledger_append_batch(ledger_t *lg, struct event *evs, size_t n,
 	uint8_t head[LEDGER_HEAD_BYTES];
 	int rc;
 
+	LG_ASSERT(lg != NULL && (n == 0 || evs != NULL));
 	if (b == NULL)
 		b = &none;
+	LG_ASSERT(b->n_meta == 0 || b->meta != NULL);
+	LG_ASSERT(!b->objects || b->n_objs == 0 || b->objs != NULL);
 
 	if (lg->o.read_only)
 		return lg_error_set(err, LG_EINVAL, "ledger opened read-only");
@@ -399,10 +404,13 @@ int ledger_meta_get(ledger_t *lg, const char *key, void *buf, size_t cap,
 		    size_t *len, struct lg_error *err)
 {
 	MDB_txn *txn;
-	MDB_val k = {.mv_size = strlen(key), .mv_data = (void *)key}, v;
-	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	MDB_val k, v;
+	int rc;
 
-	if (rc != 0)
+	LG_ASSERT(lg != NULL && key != NULL && len != NULL);
+	LG_ASSERT(buf != NULL || cap == 0);
+	k = (MDB_val){.mv_size = strlen(key), .mv_data = (void *)key};
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
 		return rc;
 	rc = mdb_get(txn, lg->dbi[LEDGER_DB_META], &k, &v);
 	if (rc == 0) {
@@ -424,6 +432,7 @@ int ledger_meta_get(ledger_t *lg, const char *key, void *buf, size_t cap,
 
 int ledger_checkpoint(ledger_t *lg, struct lg_error *err)
 {
+	LG_ASSERT(lg != NULL);
 	for (;;) {
 		MDB_txn *txn;
 		int rc;
@@ -546,6 +555,7 @@ int ledger__meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
 int ledger_objects_scan(ledger_t *lg, ledger_meta_fn *fn, void *ctx,
 			struct lg_error *err)
 {
+	LG_ASSERT(lg != NULL && fn != NULL);
 	if (lg->no_objects)
 		return 0;
 	return db_scan(lg, LEDGER_DB_OBJECTS, "", fn, ctx, err);
@@ -557,6 +567,7 @@ uint64_t ledger_objects_count(ledger_t *lg)
 	MDB_stat st;
 	uint64_t n = 0;
 
+	LG_ASSERT(lg != NULL);
 	if (lg->no_objects ||
 	    ledger__store_txn_begin(lg, MDB_RDONLY, &txn, NULL) != 0)
 		return 0;
@@ -589,6 +600,7 @@ static int meta_seq(ledger_t *lg, const char *key, uint64_t *seq, bool *present,
 int ledger_objects_seq(ledger_t *lg, uint64_t *seq, bool *present,
 		       struct lg_error *err)
 {
+	LG_ASSERT(lg != NULL && seq != NULL && present != NULL);
 	return meta_seq(lg, LEDGER_OBJECTS_SEQ_KEY, seq, present, err);
 }
 
@@ -596,5 +608,6 @@ int ledger_synced_seq(ledger_t *lg, uint64_t *seq, struct lg_error *err)
 {
 	bool present;
 
+	LG_ASSERT(lg != NULL && seq != NULL);
 	return meta_seq(lg, LEDGER_SYNCED_KEY, seq, &present, err);
 }

@@ -93,6 +93,7 @@ size_t lg_metrics_common(char *buf, size_t cap)
 	size_t len = 0;
 	int n;
 
+	LG_ASSERT(buf != NULL || cap == 0);
 #define PUT(...)                                                   \
 	do {                                                       \
 		n = snprintf(buf + len, len < cap ? cap - len : 0, \

@@ -478,13 +478,14 @@ void ledger_event_head(const uint8_t *head_prev, const struct event *ev,
 		       uint8_t *head_out)
 {
 	uint8_t room[1024], *p = room;
-	size_t n = ledger__event_encode(ev, room, sizeof(room));
+	size_t n;
 
+	LG_ASSERT(head_prev != NULL && ev != NULL && head_out != NULL);
+	n = ledger__event_encode(ev, room, sizeof(room));
 	/* Most events fit the stack; a larger one is encoded again on the
 	 * heap (running out of memory aborts, STYLE "Errors and memory"). */
 	if (n > sizeof(room)) {
-		if ((p = malloc(n)) == NULL)
-			abort();
+		p = lg_xmalloc(n);
 		ledger__event_encode(ev, p, n);
 	}
 	ledger__chain_step(head_prev, p, n, head_out);

@@ -314,6 +314,7 @@ size_t ledger_export_warning(const struct export_range *r, char *buf,
 	char shorter[320];
 	int n = 0;
 
+	LG_ASSERT(r != NULL && (buf != NULL || cap == 0));
 	shorter_note(r, shorter, sizeof(shorter));
 	if (r->time_went_back != 0)
 		n = snprintf(buf, cap,
@@ -335,9 +336,12 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 {
 	struct exp x = {
 		.lg = lg, .o = o, .fn = fn, .ctx = ctx, .err = err, .range = range};
-	int64_t horizon_ns = state_horizon_ns(ledger_state(lg));
-	int rc = check_opts(o, &x.row.currency, err);
+	int64_t horizon_ns;
+	int rc;
 
+	LG_ASSERT(lg != NULL && o != NULL && fn != NULL);
+	horizon_ns = state_horizon_ns(ledger_state(lg));
+	rc = check_opts(o, &x.row.currency, err);
 	if (rc == 0)
 		rc = bill_rates_cover(o->rates, x.row.currency,
 				      ledger_state(lg), err);
@@ -391,6 +395,7 @@ int ledger_billing_load(const char *path, struct bill_rates *r,
 	json_t *doc;
 	int rc;
 
+	LG_ASSERT(path != NULL && r != NULL);
 	bill_rates_init(r);
 	/* A file that cannot be opened is said so plainly: jansson's answer
 	 * would be "line -1: unable to open ...". */

@@ -610,9 +610,11 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 int ledger_open(ledger_t **out, const struct ledger_opts *o,
 		struct lg_error *err)
 {
-	ledger_t *lg = lg_xcalloc(1, sizeof(*lg));
+	ledger_t *lg;
 	int rc;
 
+	LG_ASSERT(out != NULL && o != NULL);
+	lg = lg_xcalloc(1, sizeof(*lg));
 	*out = NULL;
 	lg->o = *o;
 	if (lg->o.map_size_bytes == 0)
@@ -681,16 +683,19 @@ void ledger_close(ledger_t *lg)
 
 const state_t *ledger_state(const ledger_t *lg)
 {
+	LG_ASSERT(lg != NULL);
 	return lg->st;
 }
 
 uint64_t ledger_last_seq(const ledger_t *lg)
 {
+	LG_ASSERT(lg != NULL);
 	return lg->seq;
 }
 
 const uint8_t *ledger_head(const ledger_t *lg)
 {
+	LG_ASSERT(lg != NULL);
 	return lg->head;
 }
 
@@ -721,6 +726,7 @@ int ledger_refresh(ledger_t *lg, struct lg_error *err)
 	MDB_txn *txn;
 	int rc;
 
+	LG_ASSERT(lg != NULL);
 	if (lg->o.forensic || lg->parent != NULL)
 		return 0;
 	if (lg->dirty)

@@ -17,8 +17,10 @@ int ledger_state_at(ledger_t *lg, uint64_t seq, state_t **out,
 	uint8_t head[LEDGER_HEAD_BYTES];
 	unsigned sk = 0;
 	MDB_txn *txn;
-	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc;
 
+	LG_ASSERT(lg != NULL && out != NULL);
+	rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 	*out = NULL;
 	if (rc != 0)
 		return rc;
@@ -50,9 +52,10 @@ int ledger_seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
 {
 	MDB_txn *txn;
 	uint64_t lo = 0, hi; /* invariant: time(lo) <= t (0: none), hi > lo */
-	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc;
 
-	if (rc != 0)
+	LG_ASSERT(lg != NULL && seq != NULL);
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
 		return rc;
 	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &hi, err);
 	hi++;
@@ -156,6 +159,7 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err),
 	    op = MDB_SET_RANGE;
 
+	LG_ASSERT(fn != NULL);
 	if (rc != 0)
 		return rc;
 	if (checked)
@@ -200,12 +204,14 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 int ledger_scan(ledger_t *lg, uint64_t from, uint64_t limit,
 		ledger_event_fn *fn, void *ctx, struct lg_error *err)
 {
+	LG_ASSERT(lg != NULL);
 	return scan(lg, from, limit, false, fn, ctx, err);
 }
 
 int ledger_scan_checked(ledger_t *lg, uint64_t from, uint64_t limit,
 			ledger_event_fn *fn, void *ctx, struct lg_error *err)
 {
+	LG_ASSERT(lg != NULL);
 	return scan(lg, from, limit, true, fn, ctx, err);
 }
 
@@ -354,8 +360,9 @@ static int meaning_checkpoint(struct verify *v, const state_t *st, uint64_t seq,
 
 	if (rc != 0)
 		return rc;
-	if (state_encode(st, &mine, &ml) != 0)
-		return lg_error_set(err, LG_ENOMEM, "out of memory");
+	/* state_encode cannot fail on a state (ledger__store_cp_build). */
+	rc = state_encode(st, &mine, &ml);
+	LG_ASSERT(rc == 0);
 	rc = ml == sl && memcmp(mine, sb, sl) == 0
 		     ? 0
 		     : lg_error_set(err, LG_ECORRUPT,
@@ -446,6 +453,7 @@ int ledger_verify_run(ledger_t *lg, struct ledger_verify_result *res,
 	uint64_t sbad;
 	int rc, src;
 
+	LG_ASSERT(lg != NULL && res != NULL);
 	memset(res, 0, sizeof(*res));
 	if ((rc = verify_begin(&v, err)) != 0)
 		goto out;
@@ -509,8 +517,10 @@ int ledger_stats(ledger_t *lg, struct ledger_stats *s, struct lg_error *err)
 	MDB_envinfo info;
 	MDB_stat es;
 	MDB_txn *txn;
-	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc;
 
+	LG_ASSERT(lg != NULL && s != NULL);
+	rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 	memset(s, 0, sizeof(*s));
 	if (rc != 0)
 		return rc;
@@ -541,6 +551,7 @@ int ledger_backup(ledger_t *lg, const char *dir, struct lg_error *err)
 	struct stat sb;
 	int rc;
 
+	LG_ASSERT(lg != NULL && dir != NULL);
 	if (stat(dir, &sb) != 0) {
 		if (errno != ENOENT || mkdir(dir, 0775) != 0)
 			return lg_error_set(err, LG_EIO, "%s: %s", dir,
@@ -717,8 +728,7 @@ int ledger__store_apply_fast(ledger_t *lg, MDB_txn *txn, state_t *st,
 	/* Forensic reads catch faults of the map on their own thread. */
 	if (to < p.from || to - p.from < PIPE_MIN || lg->o.forensic)
 		return ledger__store_apply_range(lg, txn, st, to, head, err);
-	if ((p.b = malloc(PIPE_DEPTH * sizeof(*p.b))) == NULL)
-		return ledger__store_apply_range(lg, txn, st, to, head, err);
+	p.b = lg_xmalloc(PIPE_DEPTH * sizeof(*p.b));
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
 	if (pthread_create(&t, NULL, pipe_read, &p) != 0) {

@@ -143,9 +143,10 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 {
 	MDB_txn *txn;
 	uint64_t last = 0;
-	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc;
 
-	if (rc != 0)
+	LG_ASSERT(lg != NULL && vi != NULL);
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
 		return rc;
 	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
 	if (rc == 0 && (rc = vidx_read(lg, txn, vi)) != 0)
@@ -182,9 +183,10 @@ int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 	MDB_txn *txn;
 	uint8_t kb[VID_KEY_BYTES];
 	MDB_val k = {.mv_size = sizeof(kb), .mv_data = kb}, v;
-	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc;
 
-	if (rc != 0)
+	LG_ASSERT(lg != NULL && seq != NULL);
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
 		return rc;
 	vid_key(id, kb);
 	rc = ledger__store_get(lg, txn, LEDGER_DB_META, &k, &v);
@@ -206,11 +208,13 @@ int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 
 uint64_t ledger_records_read(const ledger_t *lg)
 {
+	LG_ASSERT(lg != NULL);
 	return lg->records_read;
 }
 
 uint64_t ledger_checkpoint_seq(const ledger_t *lg)
 {
+	LG_ASSERT(lg != NULL);
 	return lg->cp_seq;
 }
 
@@ -221,6 +225,7 @@ int ledger_snapshot_new(ledger_t *lg, ledger_t **out, struct lg_error *err)
 {
 	ledger_t *s;
 
+	LG_ASSERT(lg != NULL && out != NULL);
 	*out = NULL;
 	if (lg->o.forensic || lg->dirty)
 		return lg_error_set(err, LG_EINVAL,
@@ -248,6 +253,7 @@ int ledger_snapshot_enter(ledger_t *s, bool load_state, struct lg_error *err)
 	unsigned skipped;
 	int rc;
 
+	LG_ASSERT(s != NULL);
 	if (s->parent == NULL || s->locked)
 		return lg_error_set(err, LG_EINVAL, "not a fresh snapshot");
 	pthread_rwlock_rdlock(s->remap);

@@ -281,6 +281,7 @@ static int tree_query(ledger_t *lg, enum tree_op op, uint64_t from,
 	struct tree_txn t = {lg, NULL, 0, NULL};
 	int rc = read_tree(lg, size, &t.txn, err);
 
+	LG_ASSERT(out != NULL);
 	if (rc != 0)
 		return rc;
 	switch (op) {
@@ -302,12 +303,14 @@ static int tree_query(ledger_t *lg, enum tree_op op, uint64_t from,
 int ledger_tree_root(ledger_t *lg, uint64_t size, uint8_t *root,
 		     struct lg_error *err)
 {
+	LG_ASSERT(lg != NULL);
 	return tree_query(lg, TREE_ROOT, 0, size, root, err);
 }
 
 int ledger_prove_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
 			   struct merkle_proof *p, struct lg_error *err)
 {
+	LG_ASSERT(lg != NULL && p != NULL);
 	if (seq == 0 || seq > size)
 		return lg_error_set(err, LG_EINVAL,
 				    "seq %llu is not in the tree of size %llu",
@@ -319,6 +322,7 @@ int ledger_prove_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
 int ledger_prove_consistency(ledger_t *lg, uint64_t from, uint64_t to,
 			     struct merkle_proof *p, struct lg_error *err)
 {
+	LG_ASSERT(lg != NULL && p != NULL);
 	if (from == 0 || from > to)
 		return lg_error_set(err, LG_EINVAL,
 				    "a consistency proof needs 1 <= from <= to "
@@ -386,10 +390,12 @@ static int verify_leaf(void *ctx, const struct event *ev, const uint8_t *head)
 
 int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 {
-	struct tverify *v = lg_xcalloc(1, sizeof(*v));
+	struct tverify *v;
 	uint64_t have, last;
 	int rc;
 
+	LG_ASSERT(lg != NULL && bad_seq != NULL);
+	v = lg_xcalloc(1, sizeof(*v));
 	*bad_seq = 0;
 	v->t.lg = lg;
 	v->err = err;
@@ -442,6 +448,7 @@ int ledger_sign_checkpoint(ledger_t *lg, const struct note_signer *s,
 	char *body, *note;
 	int rc;
 
+	LG_ASSERT(lg != NULL && s != NULL && size != NULL);
 	*size = ledger_last_seq(lg);
 	if ((rc = ledger_tree_root(lg, *size, root, err)) != 0)
 		return rc;
@@ -485,8 +492,10 @@ int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
 	MDB_txn *txn;
 	MDB_cursor *cur;
 	MDB_val key, val;
-	int rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
+	int rc;
 
+	LG_ASSERT(lg != NULL && text != NULL);
+	rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err);
 	*text = NULL;
 	if (rc != 0)
 		return rc;

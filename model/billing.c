@@ -418,8 +418,11 @@ static int ns_usage(const struct bill_acc *a, const struct bill_acc *b,
 {
 	const struct bill_acc *k = b ? b : a;
 	int64_t d = (b ? b->ms : 0) - (a ? a->ms : 0);
-	struct bill_usage u = {k->ns, k->cls, false, d};
+	struct bill_usage u;
 
+	/* The merge join of bill_diff passes one side or both, never none. */
+	LG_ASSERT(k != NULL);
+	u = (struct bill_usage){k->ns, k->cls, false, d};
 	if (d < 0)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "billing %s %s: accumulator went down by "

@@ -37,7 +37,7 @@ const char *model__errname(int code)
 	return errtab[-code].name;
 }
 
-int lg_error_set(struct lg_error *err, int code, const char *fmt, ...)
+int(lg_error_set)(struct lg_error *err, int code, const char *fmt, ...)
 {
 	if (err != NULL) {
 		va_list ap;

@@ -44,6 +44,9 @@ void jcs_buf_release(struct jcs_buf *b)
 
 static void reserve(struct jcs_buf *b, size_t n)
 {
+	/* The sum cannot wrap (a text that long was never in memory), so the
+	 * buffer is always allocated afterwards. */
+	LG_ASSERT(n < SIZE_MAX - b->len);
 	if (b->len + n + 1 > b->cap)
 		b->p = lg_xgrow(b->p, &b->cap, b->len + n + 1, 256);
 }
@@ -394,7 +397,7 @@ static int put_object(struct jcs_buf *b, const json_t *v, unsigned flags,
 		m = lg_xmalloc(n * sizeof(*m));
 	for (void *it = json_object_iter((json_t *)v); it != NULL && i < n;
 	     it = json_object_iter_next((json_t *)v, it), i++) {
-		size_t l;
+		size_t l = 0; /* read by k += l after a failed decode too */
 
 		m[i] = (struct member){json_object_iter_key(it),
 				       json_object_iter_key_len(it),

@@ -253,7 +253,7 @@ static int map_kn(const json_t *spec, const struct class_table *t,
 
 	if (rc == 0)
 		rc = max_replicas(spec, &replicas, err);
-	if (rc < 0)
+	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < table_n(t); i++)
 		if (__builtin_mul_overflow(acc[i], replicas, &acc[i]))

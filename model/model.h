@@ -56,6 +56,14 @@ const char *lg_strerror(int code);
 int lg_error_set(struct lg_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+#ifdef __clang_analyzer__
+/* clang's analyzer does not look into other files: this tells it that the
+ * result is the code, so that an error path never looks like success to
+ * it. Compilers never see this definition. */
+#define lg_error_set(err, code, ...) \
+	(lg_error_set((err), (code), __VA_ARGS__), (code))
+#endif
+
 /* ---------------------------------------------------------------------- */
 /* Assertions and memory, for every layer (model/base.c).
  *

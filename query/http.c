@@ -1234,6 +1234,8 @@ static void dispatch(struct conn *c)
 		rq.who = c->cert_who;
 	status = query__route_access(&query__routes[rq.route], qs->auth.enabled,
 				     rq.who, rq.param[0]);
+	/* Only 401 answers a request without a principal. */
+	LG_ASSERT(status == 0 || status == 401 || rq.who != NULL);
 	if (status == 401)
 		query__reply_error(qs, &rq, 401,
 				   "a known bearer token is required");

@@ -45,10 +45,12 @@ static void add_note(ledger_t *lg, json_t *o, const char *k, uint64_t size)
 json_t *query_proof_inclusion(ledger_t *lg, uint64_t seq, uint64_t size,
 			      struct lg_error *err)
 {
-	struct merkle_proof *p = lg_xmalloc(sizeof(*p));
+	struct merkle_proof *p;
 	char *ev = NULL;
 	json_t *o = NULL, *event;
 
+	LG_ASSERT(lg != NULL);
+	p = lg_xmalloc(sizeof(*p));
 	if (ledger_prove_inclusion(lg, seq, size, p, err) != 0 ||
 	    ledger_scan(lg, seq, 1, event_text, &ev, err) < 0 || ev == NULL)
 		goto out;
@@ -66,9 +68,11 @@ out:
 json_t *query_proof_consistency(ledger_t *lg, uint64_t from, uint64_t to,
 				struct lg_error *err)
 {
-	struct merkle_proof *p = lg_xmalloc(sizeof(*p));
+	struct merkle_proof *p;
 	json_t *o = NULL;
 
+	LG_ASSERT(lg != NULL);
+	p = lg_xmalloc(sizeof(*p));
 	if (ledger_prove_consistency(lg, from, to, p, err) == 0) {
 		o = json_pack("{s:s,s:I,s:I,s:o}", "type", "consistency",
 			      "from", (json_int_t)from, "treeSize",
@@ -85,6 +89,7 @@ uint64_t query_proof_size(ledger_t *lg, uint64_t seq)
 	uint64_t size = 0;
 	char *note = NULL;
 
+	LG_ASSERT(lg != NULL);
 	if (ledger_note_get(lg, 0, &note, &size, NULL) == 0)
 		free(note);
 	return size >= seq && size > 0 ? size : ledger_last_seq(lg);

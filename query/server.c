@@ -372,9 +372,11 @@ static void init_handles(struct query_server *qs)
 int query_server_open(query_server_t **out, const struct query_opts *o,
 		      struct lg_error *err)
 {
-	struct query_server *qs = lg_xcalloc(1, sizeof(*qs));
+	struct query_server *qs;
 	int rc;
 
+	LG_ASSERT(out != NULL && o != NULL);
+	qs = lg_xcalloc(1, sizeof(*qs));
 	*out = NULL;
 	qs->o = *o;
 	qs->signed_size = UINT64_MAX; /* sign at the first follow */
@@ -437,11 +439,13 @@ int query_server_open(query_server_t **out, const struct query_opts *o,
 
 int query_server_port(const query_server_t *qs)
 {
+	LG_ASSERT(qs != NULL);
 	return qs->port;
 }
 
 int query_server_probe_port(const query_server_t *qs)
 {
+	LG_ASSERT(qs != NULL);
 	return qs->probe_port;
 }
 
@@ -449,6 +453,7 @@ int query_server_run(query_server_t *qs, struct lg_error *err)
 {
 	int rc;
 
+	LG_ASSERT(qs != NULL);
 	if (qs->stopping)
 		return 0;
 	uv_timer_start(&qs->follow, on_follow, qs->o.poll_ms, qs->o.poll_ms);
@@ -467,6 +472,7 @@ int query_server_run(query_server_t *qs, struct lg_error *err)
 
 void query__server_stop(query_server_t *qs)
 {
+	LG_ASSERT(qs != NULL);
 	uv_async_send(&qs->stop_async);
 }
 

@@ -214,9 +214,10 @@ static void judge_one(struct query_server *qs, struct batch *b, size_t i,
 	int rc = verdict_judge(ledger_state(qs->lg), &p->vr, v, &err);
 	char *text;
 
+	/* A judgement fails only on the request (running out of memory
+	 * aborts): a 400. */
 	if (rc != 0) {
-		fail_one(b, i, rc == LG_ENOMEM ? 500 : 400,
-			 err.msg[0] ? err.msg : lg_strerror(rc));
+		fail_one(b, i, 400, err.msg[0] ? err.msg : lg_strerror(rc));
 		return;
 	}
 	v->basis_seq = ledger_last_seq(qs->lg);

@@ -2623,6 +2623,8 @@ int sim_next(sim_t *s, const char **line, size_t *len, struct lg_error *err)
 {
 	const char *p, *nl;
 
+	LG_ASSERT(s != NULL && line != NULL && len != NULL);
+	LG_ASSERT(s->pend_off <= s->pend.len);
 	if (s->pend_off == s->pend.len) {
 		s->pend.len = 0;
 		s->pend_off = 0;
@@ -2637,8 +2639,10 @@ int sim_next(sim_t *s, const char **line, size_t *len, struct lg_error *err)
 	}
 	p = s->pend.buf + s->pend_off;
 	nl = memchr(p, '\n', s->pend.len - s->pend_off);
-	/* line_end ends every line with '\n', and sb_str escapes any other. */
-	*len = nl != NULL ? (size_t)(nl - p) + 1 : s->pend.len - s->pend_off;
+	/* line_end ends every line with '\n', and sb_str escapes any other
+	 * (sim.h: every line ends in "\n"). */
+	LG_ASSERT(nl != NULL);
+	*len = (size_t)(nl - p) + 1;
 	*line = p;
 	s->pend_off += *len;
 	s->yielded++;
@@ -2655,6 +2659,7 @@ uint64_t sim__lines(const sim_t *s)
 
 void sim_opts_default(struct sim_opts *o)
 {
+	LG_ASSERT(o != NULL);
 	*o = (struct sim_opts){.seed = 1,
 			       .events = 100000,
 			       .tenants = 24,
@@ -2697,6 +2702,7 @@ int sim_new(const struct sim_opts *o, sim_t **out, struct lg_error *err)
 	struct sim *s;
 	int rc;
 
+	LG_ASSERT(o != NULL && out != NULL);
 	*out = NULL;
 	if ((rc = sim_check(o, err)) != 0)
 		return rc;

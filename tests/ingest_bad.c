@@ -302,7 +302,7 @@ START_TEST(bad_fast_path_equals_full_path)
 	ck_assert_ptr_nonnull(strstr(la, "RELEASE Pod ns/big#u8 h100 3>0"));
 	ck_assert_ptr_null(strstr(la, "ns/dup#"));
 	ck_assert_int_eq(ingest__time_ns(a.in), ingest__time_ns(b.in));
-	ingest_counters(a.in, &c);
+	ingest__counters(a.in, &c);
 	ck_assert_uint_ge(c.skipped_fast, 4);
 	free(la);
 	free(lb);
@@ -324,7 +324,7 @@ START_TEST(bad_fast_path_limitation)
 
 	h_open(&h, CLASSES);
 	h_feed(&h, line);
-	ingest_counters(h.in, &c);
+	ingest__counters(h.in, &c);
 	ck_assert_uint_eq(c.skipped_fast, 1);
 	h_expect(&h, "", "skipped");
 	h_close(&h);

@@ -123,7 +123,7 @@ static uint64_t restart_cost(size_t churn, uint64_t *history)
 	ledger_close(h.lg);
 	ck_assert_int_eq(ledger_open(&h.lg, &lo, &err), 0);
 	ck_assert_int_eq(ingest_new(&h.in, h.lg, NULL, &err), 0);
-	ingest_counters(h.in, &c);
+	ingest__counters(h.in, &c);
 	h_close(&h);
 	return c.start_records;
 }

@@ -281,8 +281,8 @@ static void check_same(struct h *a, struct h *b, uint64_t seed)
 		      "seed %llu: the pipeline's events differ:\n"
 		      "inline: %.600s\npipe:   %.600s",
 		      (unsigned long long)seed, la, lb);
-	ingest_counters(a->in, &ca);
-	ingest_counters(b->in, &cb);
+	ingest__counters(a->in, &ca);
+	ingest__counters(b->in, &cb);
 	ck_assert_msg(ca.lines == cb.lines && ca.events_in == cb.events_in &&
 			      ca.notes == cb.notes &&
 			      ca.skipped_fast == cb.skipped_fast &&
@@ -352,7 +352,7 @@ START_TEST(pipe_equals_line)
 	ingest__pipe_free(p);
 	check_same(&a, &b, seed);
 	/* The stream exercised what it should. */
-	ingest_counters(a.in, &c);
+	ingest__counters(a.in, &c);
 	ck_assert_uint_gt(c.skipped_fast, 10);
 	ck_assert_uint_gt(c.events_out, 50);
 	ck_assert_uint_gt(c.notes, 20);

@@ -36,12 +36,13 @@ INGEST_PART_DECL(kubeconfig);
 INGEST_PART_DECL(exact);
 INGEST_PART_DECL(objtab);
 INGEST_PART_DECL(pipe);
+INGEST_PART_DECL(contract);
 
 static void (*const ingest_parts[])(Suite *) = {
 	ingest_tests_tree,	 ingest_tests_holders, ingest_tests_classes,
 	ingest_tests_bad,	 ingest_tests_restart, ingest_tests_kube,
 	ingest_tests_kubeconfig, ingest_tests_exact,   ingest_tests_objtab,
-	ingest_tests_pipe,
+	ingest_tests_pipe,	 ingest_tests_contract,
 };
 
 /* Two classes: h100 (device class h100.nvidia.com, tolerates "gpu") and

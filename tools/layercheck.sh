@@ -50,21 +50,25 @@ check_foreign 'openssl/ssl.h' query
 # (default build/rel; `make layercheck` builds them first):
 #  1. every external symbol a library module m defines is declared in its
 #     public header m/m.h or carries the module's internal prefix m__
-#     (libuv's uv__ style): a cross-file internal never looks public;
+#     (libuv's uv__ style): a cross-file internal never looks public. A
+#     function counts as declared only where the header applies its name
+#     like a function ("name ("), a variable in an extern declaration: a
+#     struct, enum or macro of the same name declares nothing;
 #  2. a public header declares only functions that another layer or tools/
 #     calls (an undefined symbol of their objects; tests/ do not count).
 build=${1:-build/rel}
 names=$(mktemp -d "${TMPDIR:-/tmp}/layercheck-names.XXXXXX")
-# The identifiers of a file's code, comments removed, one a line, sorted.
-code_ids() {
-	cc -x c -fpreprocessed -dD -E -P "$1" 2>/dev/null |
-		grep -o '[A-Za-z_][A-Za-z0-9_]*' | sort -u
-}
 # The names a header applies like a function: "name (" outside comments.
 called_ids() {
 	cc -x c -fpreprocessed -dD -E -P "$1" 2>/dev/null |
 		grep -o '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(' |
 		sed 's/[[:space:]]*($//' | sort -u
+}
+# The names of a header's extern declarations (its public variables).
+extern_ids() {
+	cc -x c -fpreprocessed -dD -E -P "$1" 2>/dev/null |
+		grep '^[[:space:]]*extern[[:space:]]' |
+		grep -o '[A-Za-z_][A-Za-z0-9_]*' | sort -u
 }
 # The objects of a folder's sources (its .c files and those the build
 # generates there); a stale object of a removed file does not count.
@@ -83,14 +87,25 @@ for m in model sim ledger ingest query; do
 		echo x >>"${TMPDIR:-/tmp}/layercheck.$$"
 		continue
 	fi
-	code_ids "$m/$m.h" >"$names/pub"
-	# "symbol object" for every external symbol m defines.
+	extern_ids "$m/$m.h" >"$names/ids"
+	called_ids "$m/$m.h" >"$names/calls"
+	# "symbol object kind" for every external symbol m defines (kind: fn
+	# for code, var for data).
 	nm -A -g --defined-only $(objs "$m") |
 		awk 'NF == 3 { f = $1; sub(/:.*/, "", f); sub(/.*\//, "", f);
-			print $3, f }' | sort -u >"$names/defs"
+			k = $2 ~ /^[TtWi]$/ ? "fn" : "var";
+			print $3, f, k }' | sort -u >"$names/defs"
 	# Names with a leading "__" are the implementation's (the sanitizers'
 	# __odr_asan.* twins of globals): not ours to name.
 	awk '$1 !~ /^__/ { print $1 }' "$names/defs" | sort -u >"$names/syms"
+	# What m/m.h declares: its functions by application, its variables
+	# by name.
+	{
+		awk '$1 !~ /^__/ && $3 == "fn" { print $1 }' "$names/defs" |
+			sort -u | comm -12 - "$names/calls"
+		awk '$1 !~ /^__/ && $3 == "var" { print $1 }' "$names/defs" |
+			sort -u | comm -12 - "$names/ids"
+	} | sort -u >"$names/pub"
 	comm -23 "$names/syms" "$names/pub" | grep -v "^${m}__" |
 		while read -r sym; do
 			obj=$(awk -v s="$sym" '$1 == s { print $2; exit }' \
@@ -105,10 +120,7 @@ for m in model sim ledger ingest query; do
 		[ "$l" = "$m" ] || objs "$l"
 	done | while read -r o; do nm -u "$o"; done 2>/dev/null |
 		awk '{ print $NF }' | sort -u >"$names/used"
-	# ledger_records_read: the watcher's start counts it (ingest/objtab.c,
-	# branch w11); drop this exception once that is merged.
-	comm -23 "$names/fns" "$names/used" |
-		grep -vx 'ledger_records_read' | while read -r fn; do
+	comm -23 "$names/fns" "$names/used" | while read -r fn; do
 		echo "layercheck: $m/$m.h declares $fn, which no other layer" \
 			"calls: move it to $m/${m}_int.h"
 		echo x >>"${TMPDIR:-/tmp}/layercheck.$$"

@@ -301,6 +301,11 @@ static int usage_error(const struct cmd_spec *spec)
 /* Stores value (NULL for a flag) through o; false when it is malformed. */
 static bool opt_store(const struct opt *o, const char *value)
 {
+	/* A table entry is the program's, not the user's: a kind the parser
+	 * does not know, or no place to store, is a bug. */
+	LG_ASSERT(o->ptr != NULL);
+	LG_ASSERT(o->kind == OPT_FLAG || o->kind == OPT_STR ||
+		  o->kind == OPT_U64);
 	switch (o->kind) {
 	case OPT_FLAG:
 		*(bool *)o->ptr = true;
@@ -316,6 +321,8 @@ static bool opt_store(const struct opt *o, const char *value)
 
 int opts_parse(const struct cmd_spec *spec, int argc, char **argv)
 {
+	LG_ASSERT(spec != NULL && spec->name != NULL && argv != NULL);
+	LG_ASSERT(spec->opts != NULL || spec->n_opts == 0);
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i], *eq = strchr(arg, '=');
 		size_t len =
@@ -423,6 +430,7 @@ int tool_open_ledger(const char *cmd, const char *dir,
 	struct lg_error err = {0};
 	int rc;
 
+	LG_ASSERT(cmd != NULL && lg != NULL);
 	*lg = NULL;
 	if (o != NULL)
 		lo = *o;
@@ -492,6 +500,7 @@ long tool_read_line(FILE *f, char *buf, size_t cap)
 	int c;
 	bool over = false;
 
+	LG_ASSERT(f != NULL && buf != NULL && cap > 0); /* room for the NUL */
 	while ((c = getc(f)) != EOF && c != '\n') {
 		if (n + 1 < cap)
 			buf[n++] = (char)c;
@@ -517,6 +526,7 @@ int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
 	int64_t t_ns;
 	int rc;
 
+	LG_ASSERT(cmd != NULL && seq != NULL);
 	*seq = last;
 	if (at == NULL)
 		return EXIT_OK;
@@ -546,6 +556,7 @@ int tool_state_at(const char *cmd, ledger_t *lg, uint64_t seq, state_t **st)
 	struct lg_error err = {0};
 	int rc;
 
+	LG_ASSERT(cmd != NULL && lg != NULL && st != NULL);
 	if (seq == 0) {
 		*st = state_new();
 		return EXIT_OK;
