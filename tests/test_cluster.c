@@ -4,7 +4,7 @@
  * etcd's gateway reads them (base64 keys, int64s as strings, the prefix
  * range end), answers as the gateway writes them (zero fields left out),
  * the framing of a watch stream over random chunkings (seeded, printed;
- * CLUSTER_SEED=N reruns one), and the key layout. The
+ * CLUSTER_SEED=N reruns one), the key layout and the prefix rules. The
  * client against a real etcd is tests/cluster_cli.sh.
  */
 #include "cluster/cluster_int.h"
@@ -545,6 +545,29 @@ START_TEST(keys_sort_as_seqs)
 }
 END_TEST
 
+static const struct {
+	const char *p;
+	int rc;
+} prefixes[] = {
+	{"/gpuledger/prod", 0}, {"g", 0},	  {"", LG_EINVAL},
+	{"/g/", LG_EINVAL},	{"/", LG_EINVAL}, {"/a\nb", LG_EINVAL},
+};
+
+START_TEST(prefix_rules)
+{
+	struct lg_error err = {0};
+	char longp[CLUSTER_PREFIX_MAX + 2];
+
+	ck_assert_int_eq(cluster_prefix_check(prefixes[_i].p, &err),
+			 prefixes[_i].rc);
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = '\0';
+	ck_assert_int_eq(cluster_prefix_check(longp, &err), LG_EINVAL);
+	longp[CLUSTER_PREFIX_MAX] = '\0';
+	ck_assert_int_eq(cluster_prefix_check(longp, &err), 0);
+}
+END_TEST
+
 int main(void)
 {
 	const char *e = getenv("CLUSTER_SEED");
@@ -582,6 +605,8 @@ int main(void)
 	suite_add_tcase(su, codec);
 	tcase_add_test(keys, keys_layout);
 	tcase_add_loop_test(keys, keys_sort_as_seqs, 0, 100);
+	tcase_add_loop_test(keys, prefix_rules, 0,
+			    (int)(sizeof(prefixes) / sizeof(prefixes[0])));
 	suite_add_tcase(su, keys);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_ENV);
