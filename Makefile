@@ -47,20 +47,22 @@ else
 BUILD := build/rel
 endif
 
-LAYERS := model sim ledger ingest query tools
+LAYERS := model sim ledger ingest query cluster tools
 MODEL_SRC := $(wildcard model/*.c)
 SIM_SRC := $(wildcard sim/*.c)
 LEDGER_SRC := $(wildcard ledger/*.c)
 INGEST_SRC := $(wildcard ingest/*.c)
 QUERY_SRC := $(wildcard query/*.c)
+CLUSTER_SRC := $(wildcard cluster/*.c)
 TOOLS_SRC := $(wildcard tools/*.c)
-LIB_SRC := $(MODEL_SRC) $(SIM_SRC) $(LEDGER_SRC) $(INGEST_SRC) $(QUERY_SRC)
+LIB_SRC := $(MODEL_SRC) $(SIM_SRC) $(LEDGER_SRC) $(INGEST_SRC) $(QUERY_SRC) \
+	$(CLUSTER_SRC)
 # The web console's files (query/ui/) compiled in as byte arrays.
 UI_FILES := $(sort $(wildcard query/ui/*.html query/ui/*.css query/ui/*.js))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/query/ui_assets.o
 TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
 # One Check suite per module: tests/test_<m>.c plus its parts tests/<m>_*.c.
-TEST_MODULES := $(foreach m,model sim ledger ingest query,$(if $(wildcard tests/test_$(m).c),$(m)))
+TEST_MODULES := $(foreach m,model sim ledger ingest query cluster,$(if $(wildcard tests/test_$(m).c),$(m)))
 UNIT_TESTS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
 
 
@@ -245,7 +247,8 @@ install: gpuledger man completion
 flavourcheck:
 	@sh tests/flavour_check.sh
 
-# Layers: model <- ledger <- ingest, query <- tools, and model <- sim <- tools
+# Layers: model <- ledger <- ingest, query <- cluster <- tools, and model <-
+# sim <- tools
 # (sim is the simulator; tools/ and the benchmarks use it). A layer may
 # include only its own headers and those of the layers below it; foreign
 # types stay home. The naming rules (internal prefix, narrow public headers)

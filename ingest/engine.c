@@ -90,6 +90,32 @@ const char *ingest__position_key(enum resource r)
 	return position_keys[r];
 }
 
+int ingest_positions_scan(ledger_t *lg, ingest_position_fn *fn, void *ctx,
+			  struct lg_error *err)
+{
+	static const char stem[] = "ingest.position.";
+	char *buf = lg_xmalloc(INGEST_POSITION_MAX + 1);
+	int rc = 0;
+
+	for (int r = 0; r <= RES_MAX && rc == 0; r++) {
+		size_t len = 0;
+
+		rc = ledger_meta_get(lg, position_keys[r], buf,
+				     INGEST_POSITION_MAX, &len, err);
+		if (rc == LG_ENOENT) {
+			rc = 0;
+			continue;
+		}
+		if (rc == 0) {
+			buf[len] = '\0';
+			rc = fn(ctx, position_keys[r] + sizeof(stem) - 1, buf,
+				len);
+		}
+	}
+	free(buf);
+	return rc;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Tenant nodes and covers (their maps are the engine's) */
 

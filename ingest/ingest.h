@@ -256,6 +256,17 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 		    long timeout_ms, char **body, long *status,
 		    struct lg_error *err);
 
+/* The watcher's committed positions in lg (DESIGN 4.2), as `cluster init`
+ * copies them to P/pos/<source> (DESIGN 11): fn gets each stored one, in a
+ * fixed order, with its source ("Namespace", "Tenant", ... per watched
+ * resource, its resourceVersion; "stream" for a recorded stream, the JSON
+ * position of ingest_follow) and its value (len bytes, borrowed for the
+ * call). fn returns non-zero to stop (returned). */
+typedef int ingest_position_fn(void *ctx, const char *source, const char *value,
+			       size_t len);
+int ingest_positions_scan(ledger_t *lg, ingest_position_fn *fn, void *ctx,
+			  struct lg_error *err);
+
 /* Starts libcurl for the process with model's lg_xmalloc family as its
  * allocator (ingest/global.c). Call it once at the start of main, before
  * anything else uses curl; later curl_global_init calls only count. LG_EIO

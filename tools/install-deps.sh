@@ -39,6 +39,10 @@
 #   binutils          readelf, to check the image's runtime packages
 #   util-linux, iproute2  unshare, nsenter, setpriv and ip: the pod of deploy/
 #                     run the way the kubelet runs it (tests/pod_cli.sh)
+#   etcd-server, etcd-client  a real 3-member etcd on loopback and etcdctl
+#                     for the cluster tests (tests/cluster_cli.sh,
+#                     tests/cluster/etcd_cluster.py); Debian starts its own
+#                     etcd service on 2379, which the tests do not use
 set -eu
 
 pkgs="liblmdb-dev libjansson-dev libuv1-dev libcurl4-openssl-dev libssl-dev \
@@ -48,7 +52,8 @@ libyaml-dev libhttp-parser-dev check libsubunit-dev pkg-config"
 cmds="python3:python3 kubectl:kubernetes-client openssl:openssl curl:curl jq:jq \
 faketime:faketime node:nodejs npm:npm wrk:wrk chromium:chromium \
 promtool:prometheus mandoc:mandoc readelf:binutils unshare:util-linux \
-nsenter:util-linux setpriv:util-linux ip:iproute2"
+nsenter:util-linux setpriv:util-linux ip:iproute2 etcd:etcd-server \
+etcdctl:etcd-client"
 
 missing=""
 for p in $pkgs; do

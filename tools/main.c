@@ -75,6 +75,8 @@ static const struct subcommand subcommands[] = {
 	{"serve", "the query process (HTTP)", cmd_serve},
 	{"replicate", "a read replica: follow a primary's log into --db DIR",
 	 cmd_replicate},
+	{"cluster", "a cluster on etcd: init from a ledger, status",
+	 cmd_cluster},
 	{"replay", "the state at --at SEQ|TIME", cmd_replay},
 	{"audit", "recompute stored verdicts", cmd_audit},
 	{"reconcile",

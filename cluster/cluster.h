@@ -1,0 +1,124 @@
+/*
+ * cluster — a cluster of members on etcd (DESIGN 11): the etcd v3 client,
+ * the key layout of the log in etcd, and the operator's commands on it
+ * (`gpuledger cluster init|status`). cluster/README.md describes the keys.
+ *
+ * Invariants:
+ *  - etcd is spoken to only through its v3 JSON gateway with libcurl
+ *    (cluster/etcd.c): keys and values base64, int64s JSON strings. CURL*
+ *    types never leave this layer.
+ *  - Every request's outcome is classified as DESIGN 11 rule 1 says, by
+ *    one table (cluster/etcd_codec.c): committed, compare failed (with the
+ *    failure branch's reads), indeterminate (it may have committed: a
+ *    timeout, a reset or an end of stream after the body was sent, a
+ *    gateway 5xx) or definitely not applied (could not connect or
+ *    resolve, too large, too many operations, no space, auth). A request
+ *    that may have been applied is never reported as not applied, and
+ *    libcurl never re-sends a write behind the caller's back.
+ *  - Bounded: the endpoint list, every request body, every answer and
+ *    every message of a watch stream have a maximum; exceeding one is an
+ *    error, never growth.
+ *  - `cluster init` writes P/epoch, P/head and P/pos/ in one txn that
+ *    compares create_revision(P/head) == 0: a prefix that holds a head is
+ *    never written again (rule 8: no second history).
+ */
+#ifndef GPULEDGER_CLUSTER_H
+#define GPULEDGER_CLUSTER_H
+
+#include "ledger/ledger.h"
+#include "model/model.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* How to reach etcd (--etcd, --etcd-cacert, --etcd-cert, --etcd-key,
+ * --etcd-timeout-ms). Strings are borrowed for the call that takes them. */
+struct cluster_etcd_opts {
+	const char *endpoints;	/* "URL[,URL...]", http:// or https:// */
+	const char *cacert;	/* PEM file of the CA that signed etcd's
+				   certificate, or NULL (the system's) */
+	const char *cert, *key; /* PEM client certificate and key, or NULL */
+	uint64_t timeout_ms;	/* per request, connecting included
+				   (0: 5000) */
+};
+
+/* The longest prefix P (bytes); P is not empty, holds no control
+ * character and does not end with '/'. */
+#define CLUSTER_PREFIX_MAX 200
+
+/* Checks a prefix; LG_EINVAL says why. */
+int cluster_prefix_check(const char *prefix, struct lg_error *err);
+
+/* What `cluster init` wrote (or found). */
+struct cluster_head {
+	uint64_t seq;
+	char chain_head[2 * LEDGER_HEAD_BYTES + 1]; /* hex */
+	char time[40];				    /* RFC 3339, ns */
+};
+
+struct cluster_init_result {
+	struct cluster_head head; /* written, or the existing one (LG_EEXIST) */
+	char epoch[33];		  /* P/epoch (hex), written or existing */
+	size_t n_positions;	  /* P/pos/ keys written */
+	uint64_t cluster_id;	  /* etcd's, from the answer's header */
+	int64_t revision;	  /* the txn's revision */
+	unsigned attempts;	  /* txns sent (rule 1: re-sent when the
+				     outcome was unknown) */
+};
+
+/* `cluster init` (DESIGN 6, 11): P/epoch (a fresh random id), P/head
+ * ({"chainHead", "seq", "time"} of lg's last event, or of an empty log when
+ * lg is NULL) and P/pos/<source> (lg's watcher positions) in one txn
+ * comparing create_revision(P/head) == 0. A txn whose outcome is unknown is
+ * re-sent, identical, until an answer or until timeout_ms * 4 have passed;
+ * a failed compare whose P/epoch is the one sent was ours (rule 1).
+ * Errors: LG_EEXIST when P already holds a head (res->head and res->epoch
+ * name it; nothing written); LG_EIO when etcd cannot be reached or the
+ * outcome stays unknown (err says which); the ledger's errors. */
+int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
+		 ledger_t *lg, struct cluster_init_result *res,
+		 struct lg_error *err);
+
+/* `cluster status`, read in one txn at one revision. */
+struct cluster_member {
+	char *name;	  /* caller frees with the status */
+	bool has_applied; /* its value carried an applied seq */
+	uint64_t applied;
+	int64_t lease; /* the lease its key is bound to (0: none) */
+};
+
+struct cluster_status {
+	char endpoint[512]; /* the etcd endpoint that answered */
+	uint64_t cluster_id, member_id, etcd_leader;
+	int64_t revision;
+	char etcd_version[32];
+	bool has_head;
+	struct cluster_head head;
+	char epoch[65]; /* "" when absent */
+	char *leader;	/* P/leader's member, or NULL; caller frees */
+	int64_t leader_lease;
+	struct cluster_member *members; /* sorted by name */
+	size_t n_members;
+};
+
+/* Reads P's head, epoch, leader and members. LG_EIO when etcd cannot be
+ * reached (err says why); LG_ECORRUPT when P/head is not a head. Release
+ * with cluster_status_release (also after an error). */
+int cluster_status(const struct cluster_etcd_opts *eo, const char *prefix,
+		   struct cluster_status *st, struct lg_error *err);
+void cluster_status_release(struct cluster_status *st);
+/* The status as one line of canonical JSON (caller frees with free()). */
+char *cluster_status_json(const struct cluster_status *st, const char *prefix);
+
+/* A debugging aid, `gpuledger cluster etcd`: NDJSON requests on in
+ * ({"op": "txn"|"range"|"put"|"delete"|"watch"|"grant"|"keepalive"|
+ * "revoke"|"status"|"compact", ...}, cluster/README.md), one JSON answer a
+ * line on out, each with its "outcome". Returns 0 at the end of the input,
+ * LG_EIO when out cannot be written, LG_EINVAL for options that do not
+ * make a client. */
+int cluster_shell(const struct cluster_etcd_opts *eo, FILE *in, FILE *out,
+		  struct lg_error *err);
+
+#endif

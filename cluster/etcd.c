@@ -1,0 +1,750 @@
+/*
+ * The etcd v3 client over the JSON gateway, with libcurl (DESIGN 11): one
+ * easy handle per client, so that the connection is kept between requests.
+ *
+ * Two things here exist for rule 1 (a timeout is not a failure):
+ *  - the body is handed to libcurl through a read callback that counts
+ *    what left, so that "the whole body was sent" is known exactly;
+ *  - libcurl re-sends a request on a fresh connection by itself when a
+ *    reused one closes without a byte of answer. For a read that is fine;
+ *    for a write it would hide an outcome (the first copy may have
+ *    committed), so writes refuse the rewind and the attempt is reported
+ *    as INDETERMINATE for the caller to re-send, knowing that it does.
+ */
+#include "cluster/cluster_int.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct etcd {
+	char urlbuf[ETCD_ENDPOINTS_MAX * (ETCD_URL_MAX + 1)];
+	const char *urls[ETCD_ENDPOINTS_MAX];
+	size_t n_urls;
+	size_t cur;  /* where the next request starts */
+	size_t last; /* where the last one went */
+	CURL *h;
+	struct curl_slist *headers;
+	uint64_t timeout_ms;
+	char errbuf[CURL_ERROR_SIZE];
+	/* The attempt in flight: its body and its answer. */
+	const char *body;
+	size_t body_len, body_off;
+	bool rewindable;
+	char *resp;
+	size_t resp_len, resp_cap;
+	bool resp_over;
+	/* A watch's stream instead of resp (NULL otherwise). */
+	struct watch_ctx *watch;
+};
+
+/* ---------------------------------------------------------------------- */
+/* libcurl's result, translated once */
+
+static const struct {
+	CURLcode code;
+	enum etcd_transport t;
+} transports[] = {
+	{CURLE_OK, ETCD_T_OK},
+	{CURLE_COULDNT_RESOLVE_HOST, ETCD_T_NO_CONNECT},
+	{CURLE_COULDNT_RESOLVE_PROXY, ETCD_T_NO_CONNECT},
+	{CURLE_COULDNT_CONNECT, ETCD_T_NO_CONNECT},
+	/* TLS failures happen in the handshake, before any request byte. */
+	{CURLE_SSL_CONNECT_ERROR, ETCD_T_NO_CONNECT},
+	{CURLE_PEER_FAILED_VERIFICATION, ETCD_T_NO_CONNECT},
+	{CURLE_SSL_CERTPROBLEM, ETCD_T_NO_CONNECT},
+	{CURLE_SSL_CIPHER, ETCD_T_NO_CONNECT},
+	{CURLE_SSL_CACERT_BADFILE, ETCD_T_NO_CONNECT},
+	{CURLE_OPERATION_TIMEDOUT, ETCD_T_TIMEOUT},
+	{CURLE_SEND_ERROR, ETCD_T_BROKEN},
+	{CURLE_RECV_ERROR, ETCD_T_BROKEN},
+	{CURLE_GOT_NOTHING, ETCD_T_BROKEN},
+	{CURLE_PARTIAL_FILE, ETCD_T_BROKEN},
+	{CURLE_SEND_FAIL_REWIND, ETCD_T_BROKEN},
+};
+
+static enum etcd_transport transport_of(CURLcode c, bool over)
+{
+	if (c == CURLE_WRITE_ERROR && over)
+		return ETCD_T_TOO_BIG;
+	for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
+		if (transports[i].code == c)
+			return transports[i].t;
+	return ETCD_T_OTHER;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Callbacks */
+
+static size_t on_read(char *dst, size_t size, size_t nmemb, void *ud)
+{
+	etcd_t *e = ud;
+	size_t n = e->body_len - e->body_off;
+
+	if (n > size * nmemb)
+		n = size * nmemb;
+	memcpy(dst, e->body + e->body_off, n);
+	e->body_off += n;
+	return n;
+}
+
+static int on_seek(void *ud, curl_off_t offset, int origin)
+{
+	etcd_t *e = ud;
+
+	if (!e->rewindable || origin != SEEK_SET || offset < 0 ||
+	    (size_t)offset > e->body_len)
+		return CURL_SEEKFUNC_CANTSEEK;
+	e->body_off = (size_t)offset;
+	return CURL_SEEKFUNC_OK;
+}
+
+static size_t watch_write(etcd_t *e, const char *p, size_t n);
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+	etcd_t *e = ud;
+	size_t n = size * nmemb;
+
+	if (e->watch != NULL)
+		return watch_write(e, p, n);
+	if (e->resp_len + n > ETCD_RESPONSE_MAX) {
+		e->resp_over = true;
+		return 0;
+	}
+	if (e->resp_len + n + 1 > e->resp_cap) {
+		size_t cap = e->resp_cap ? e->resp_cap : 16384;
+
+		while (cap < e->resp_len + n + 1)
+			cap *= 2;
+		if (cap > ETCD_RESPONSE_MAX + 1)
+			cap = ETCD_RESPONSE_MAX + 1;
+		e->resp = lg_xrealloc(e->resp, cap);
+		e->resp_cap = cap;
+	}
+	memcpy(e->resp + e->resp_len, p, n);
+	e->resp_len += n;
+	e->resp[e->resp_len] = '\0';
+	return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Life cycle */
+
+int cluster__etcd_open(etcd_t **out, const struct cluster_etcd_opts *o,
+		       struct lg_error *err)
+{
+	etcd_t *e = lg_xcalloc(1, sizeof(*e));
+	int rc;
+
+	*out = NULL;
+	rc = cluster__endpoints_parse(o->endpoints, e->urlbuf,
+				      sizeof(e->urlbuf), e->urls, &e->n_urls,
+				      err);
+	if (rc != 0)
+		goto fail;
+	if ((o->cert == NULL) != (o->key == NULL)) {
+		rc = lg_error_set(err, LG_EINVAL,
+				  "--etcd-cert and --etcd-key go together");
+		goto fail;
+	}
+	e->timeout_ms = o->timeout_ms ? o->timeout_ms : ETCD_TIMEOUT_DEFAULT;
+	e->h = curl_easy_init();
+	if (e->h == NULL) {
+		rc = lg_error_set(err, LG_EIO, "libcurl failed to start");
+		goto fail;
+	}
+	/* No "Expect: 100-continue": a body leaves at once, so that what
+	 * was sent is what the read callback handed over. */
+	e->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	e->headers = curl_slist_append(e->headers, "Expect:");
+	curl_easy_setopt(e->h, CURLOPT_HTTPHEADER, e->headers);
+	curl_easy_setopt(e->h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e->h, CURLOPT_USERAGENT, "gpuledger");
+	curl_easy_setopt(e->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e->h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e->h, CURLOPT_ERRORBUFFER, e->errbuf);
+	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e->h, CURLOPT_WRITEDATA, e);
+	curl_easy_setopt(e->h, CURLOPT_READFUNCTION, on_read);
+	curl_easy_setopt(e->h, CURLOPT_READDATA, e);
+	curl_easy_setopt(e->h, CURLOPT_SEEKFUNCTION, on_seek);
+	curl_easy_setopt(e->h, CURLOPT_SEEKDATA, e);
+	curl_easy_setopt(e->h, CURLOPT_POST, 1L);
+	curl_easy_setopt(e->h, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (o->cacert != NULL)
+		curl_easy_setopt(e->h, CURLOPT_CAINFO, o->cacert);
+	if (o->cert != NULL) {
+		curl_easy_setopt(e->h, CURLOPT_SSLCERT, o->cert);
+		curl_easy_setopt(e->h, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(e->h, CURLOPT_SSLKEY, o->key);
+	}
+	*out = e;
+	return 0;
+fail:
+	cluster__etcd_close(e);
+	return rc;
+}
+
+void cluster__etcd_close(etcd_t *e)
+{
+	if (e == NULL)
+		return;
+	if (e->h != NULL)
+		curl_easy_cleanup(e->h);
+	curl_slist_free_all(e->headers);
+	free(e->resp);
+	free(e);
+}
+
+const char *cluster__etcd_endpoint(const etcd_t *e)
+{
+	return e->n_urls ? e->urls[e->last] : "";
+}
+
+/* ---------------------------------------------------------------------- */
+/* One request */
+
+/* The gateway's error text of a non-2xx answer ({"error", "message",
+ * "code"}), into buf. */
+static void gateway_error(const etcd_t *e, char *buf, size_t cap)
+{
+	json_t *doc = json_loadb(e->resp ? e->resp : "", e->resp_len,
+				 JSON_DISABLE_EOF_CHECK, NULL);
+	const char *msg = json_string_value(json_object_get(doc, "error"));
+
+	if (msg == NULL)
+		msg = json_string_value(json_object_get(
+			json_object_get(doc, "error"), "message"));
+	snprintf(buf, cap, "%s", msg ? msg : "");
+	json_decref(doc);
+}
+
+static CURLcode attempt(etcd_t *e, const char *url, const char *path,
+			uint64_t timeout_ms)
+{
+	char full[ETCD_URL_MAX + 64];
+
+	snprintf(full, sizeof(full), "%s%s", url, path);
+	e->body_off = 0;
+	e->resp_len = 0;
+	e->resp_over = false;
+	e->errbuf[0] = '\0';
+	curl_easy_setopt(e->h, CURLOPT_URL, full);
+	curl_easy_setopt(e->h, CURLOPT_POSTFIELDSIZE_LARGE,
+			 (curl_off_t)e->body_len);
+	curl_easy_setopt(e->h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(e->h, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(timeout_ms < 2000 ? timeout_ms : 2000));
+	return curl_easy_perform(e->h);
+}
+
+/* Sends body to path, trying the endpoints from e->cur on while nothing
+ * was sent. On an answer (0) *doc is its JSON (caller decrefs); else the
+ * verdict's code with err saying what happened. */
+static int request(etcd_t *e, const char *path, const char *body,
+		   bool rewindable, uint64_t timeout_ms, json_t **doc,
+		   enum etcd_outcome *outcome, struct lg_error *err)
+{
+	struct etcd_verdict v = {ETCD_NOT_APPLIED, LG_EIO, "no endpoint"};
+	char gw[LG_ERRMSG_MAX] = "";
+	size_t start = e->cur;
+
+	*doc = NULL;
+	e->body = body;
+	e->body_len = strlen(body);
+	e->rewindable = rewindable;
+	for (size_t t = 0; t < e->n_urls; t++) {
+		size_t i = (start + t) % e->n_urls;
+		CURLcode c = attempt(e, e->urls[i], path, timeout_ms);
+		struct etcd_attempt a = {
+			.transport = transport_of(c, e->resp_over),
+			.sent = e->body_off == e->body_len,
+		};
+
+		e->last = i;
+		gw[0] = '\0';
+		if (a.transport == ETCD_T_OK) {
+			curl_easy_getinfo(e->h, CURLINFO_RESPONSE_CODE,
+					  &a.http_status);
+			if (a.http_status < 200 || a.http_status > 299) {
+				gateway_error(e, gw, sizeof(gw));
+				a.error = gw;
+			}
+		}
+		v = cluster__classify(&a);
+		if (v.outcome == ETCD_NOT_APPLIED && a.transport != ETCD_T_OK) {
+			/* Nothing reached etcd there: the next one. */
+			lg_error_set(err, v.code, "%s: %s: %s: %s", e->urls[i],
+				     cluster__outcome_name(v.outcome), v.why,
+				     e->errbuf[0] ? e->errbuf
+						  : curl_easy_strerror(c));
+			continue;
+		}
+		/* A member that timed out or broke: the next request starts
+		 * at another one. */
+		e->cur = v.outcome == ETCD_INDETERMINATE ? (i + 1) % e->n_urls
+							 : i;
+		if (v.code != 0) {
+			if (a.transport == ETCD_T_OK)
+				lg_error_set(err, v.code,
+					     "%s: %s: %s (HTTP %ld): %s",
+					     e->urls[i],
+					     cluster__outcome_name(v.outcome),
+					     v.why, a.http_status, gw);
+			else
+				lg_error_set(
+					err, v.code, "%s: %s: %s: %s",
+					e->urls[i],
+					cluster__outcome_name(v.outcome), v.why,
+					e->errbuf[0] ? e->errbuf
+						     : curl_easy_strerror(c));
+		}
+		break;
+	}
+	if (outcome != NULL)
+		*outcome = v.outcome;
+	if (v.code != 0)
+		return v.code;
+	*doc = json_loadb(e->resp ? e->resp : "", e->resp_len,
+			  JSON_DISABLE_EOF_CHECK, NULL);
+	if (!json_is_object(*doc)) {
+		json_decref(*doc);
+		*doc = NULL;
+		if (outcome != NULL)
+			*outcome = ETCD_INDETERMINATE;
+		return lg_error_set(err, LG_ECORRUPT,
+				    "%s: indeterminate: the answer is not "
+				    "JSON",
+				    e->urls[e->last]);
+	}
+	return 0;
+}
+
+/* A request whose body is built by the caller and whose answer is an
+ * object: body is freed here. */
+static int call(etcd_t *e, const char *path, char *body, bool rewindable,
+		json_t **doc, enum etcd_outcome *outcome, struct lg_error *err)
+{
+	int rc;
+
+	if (body == NULL) {
+		if (outcome != NULL)
+			*outcome = ETCD_NOT_APPLIED;
+		return err ? err->code : LG_EINVAL;
+	}
+	rc = request(e, path, body, rewindable, e->timeout_ms, doc, outcome,
+		     err);
+	free(body);
+	return rc;
+}
+
+static char *dumps(json_t *doc)
+{
+	char *s = json_dumps(doc, JSON_COMPACT);
+
+	json_decref(doc);
+	return s;
+}
+
+static json_t *i64_json(int64_t v)
+{
+	char s[24];
+
+	snprintf(s, sizeof(s), "%lld", (long long)v);
+	return json_string(s);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Operations */
+
+int cluster__etcd_txn(etcd_t *e, const struct etcd_txn *t,
+		      struct etcd_txn_result *out, struct lg_error *err)
+{
+	json_t *doc = NULL;
+	enum etcd_outcome oc = ETCD_NOT_APPLIED;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = call(e, "/v3/kv/txn", cluster__txn_body(t, err), false, &doc, &oc,
+		  err);
+	out->outcome = oc;
+	if (rc != 0)
+		return rc;
+	rc = cluster__txn_parse(doc, t, out, err);
+	json_decref(doc);
+	return rc;
+}
+
+int cluster__etcd_range(etcd_t *e, const struct etcd_range *r,
+			struct etcd_range_result *out,
+			enum etcd_outcome *outcome, struct lg_error *err)
+{
+	json_t *doc = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = call(e, "/v3/kv/range", cluster__range_body(r, err), true, &doc,
+		  outcome, err);
+	if (rc != 0)
+		return rc;
+	rc = cluster__range_parse(doc, out, err);
+	json_decref(doc);
+	return rc;
+}
+
+int cluster__etcd_put(etcd_t *e, const void *key, size_t key_len,
+		      const void *val, size_t val_len, int64_t lease,
+		      int64_t *revision, enum etcd_outcome *outcome,
+		      struct lg_error *err)
+{
+	struct etcd_op op = {.kind = ETCD_OP_PUT,
+			     .range = {.key = key, .key_len = key_len},
+			     .value = val,
+			     .value_len = val_len,
+			     .lease = lease};
+	struct etcd_txn t = {.success = &op, .n_success = 1};
+	struct etcd_txn_result res;
+	int rc;
+
+	/* A put is a txn without compares: one code path for writes. */
+	rc = cluster__etcd_txn(e, &t, &res, err);
+	if (outcome != NULL)
+		*outcome = res.outcome;
+	if (rc == 0 && revision != NULL)
+		*revision = res.header.revision;
+	cluster__txn_release(&res);
+	return rc;
+}
+
+int cluster__etcd_delete(etcd_t *e, const struct etcd_range *r,
+			 int64_t *deleted, enum etcd_outcome *outcome,
+			 struct lg_error *err)
+{
+	struct etcd_op op = {.kind = ETCD_OP_DELETE, .range = *r};
+	struct etcd_txn t = {.success = &op, .n_success = 1};
+	struct etcd_txn_result res;
+	int rc;
+
+	rc = cluster__etcd_txn(e, &t, &res, err);
+	if (outcome != NULL)
+		*outcome = res.outcome;
+	if (rc == 0 && deleted != NULL)
+		*deleted = res.n_ops ? res.ops[0].deleted : 0;
+	cluster__txn_release(&res);
+	return rc;
+}
+
+int cluster__etcd_lease_grant(etcd_t *e, int64_t ttl_s, int64_t *id,
+			      int64_t *granted_s, enum etcd_outcome *outcome,
+			      struct lg_error *err)
+{
+	json_t *req = json_object(), *doc = NULL;
+	int rc;
+
+	json_object_set_new(req, "TTL", i64_json(ttl_s));
+	json_object_set_new(req, "ID", i64_json(*id));
+	rc = call(e, "/v3/lease/grant", dumps(req), false, &doc, outcome, err);
+	if (rc != 0)
+		return rc;
+	*id = cluster__i64(doc, "ID");
+	if (granted_s != NULL)
+		*granted_s = cluster__i64(doc, "TTL");
+	if (json_object_get(doc, "error") != NULL || *id == 0)
+		rc = lg_error_set(
+			err, LG_EINVAL, "%s: lease grant: %s", e->urls[e->last],
+			json_string_value(json_object_get(doc, "error")));
+	json_decref(doc);
+	return rc;
+}
+
+int cluster__etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl_s,
+				  enum etcd_outcome *outcome,
+				  struct lg_error *err)
+{
+	json_t *req = json_object(), *doc = NULL, *res;
+	int rc;
+
+	json_object_set_new(req, "ID", i64_json(id));
+	/* A stream of one message: {"result": {...}}. */
+	rc = call(e, "/v3/lease/keepalive", dumps(req), true, &doc, outcome,
+		  err);
+	if (rc != 0)
+		return rc;
+	res = json_object_get(doc, "result");
+	*ttl_s = cluster__i64(res, "TTL");
+	if (!json_is_object(res))
+		rc = lg_error_set(err, LG_ECORRUPT,
+				  "%s: the keepalive answer is not one",
+				  e->urls[e->last]);
+	else if (*ttl_s <= 0)
+		rc = lg_error_set(err, LG_ENOENT, "lease %llx is gone",
+				  (unsigned long long)id);
+	json_decref(doc);
+	return rc;
+}
+
+int cluster__etcd_lease_revoke(etcd_t *e, int64_t id,
+			       enum etcd_outcome *outcome, struct lg_error *err)
+{
+	json_t *req = json_object(), *doc = NULL;
+	int rc;
+
+	json_object_set_new(req, "ID", i64_json(id));
+	rc = call(e, "/v3/lease/revoke", dumps(req), false, &doc, outcome, err);
+	json_decref(doc);
+	return rc;
+}
+
+int cluster__etcd_status(etcd_t *e, struct etcd_status *st,
+			 enum etcd_outcome *outcome, struct lg_error *err)
+{
+	json_t *doc = NULL;
+	const char *v;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	rc = call(e, "/v3/maintenance/status", lg_xstrdup("{}"), true, &doc,
+		  outcome, err);
+	if (rc != 0)
+		return rc;
+	cluster__header_parse(doc, &st->header);
+	st->leader = (uint64_t)cluster__i64(doc, "leader");
+	/* The gateway writes these fields in camelCase (3.4). */
+	st->db_size = cluster__i64(doc, "dbSize");
+	st->raft_index = (uint64_t)cluster__i64(doc, "raftIndex");
+	st->raft_term = (uint64_t)cluster__i64(doc, "raftTerm");
+	v = json_string_value(json_object_get(doc, "version"));
+	snprintf(st->version, sizeof(st->version), "%s", v ? v : "");
+	json_decref(doc);
+	return 0;
+}
+
+int cluster__etcd_compact(etcd_t *e, int64_t revision, bool physical,
+			  enum etcd_outcome *outcome, struct lg_error *err)
+{
+	json_t *req = json_object(), *doc = NULL;
+	int rc;
+
+	json_object_set_new(req, "revision", i64_json(revision));
+	if (physical)
+		json_object_set_new(req, "physical", json_true());
+	rc = call(e, "/v3/kv/compaction", dumps(req), false, &doc, outcome,
+		  err);
+	json_decref(doc);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Watches */
+
+struct watch_ctx {
+	struct cluster__lines lines;
+	etcd_watch_fn *fn;
+	void *ctx;
+	const volatile sig_atomic_t *stop;
+	int rc; /* why the stream was ended from here (0: it ended) */
+	struct lg_error *err;
+	bool done;
+};
+
+static void events_release(struct etcd_event *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(ev[i].kv.key);
+		free(ev[i].kv.value);
+	}
+	free(ev);
+}
+
+static int watch_message(struct watch_ctx *w, const json_t *res)
+{
+	struct etcd_watch_msg m = {0};
+	const json_t *evs = json_object_get(res, "events");
+	struct etcd_event *ev;
+	size_t n = json_array_size(evs);
+	const char *reason =
+		json_string_value(json_object_get(res, "cancel_reason"));
+	int rc = 0;
+
+	ev = lg_xcalloc(n ? n : 1, sizeof(*ev));
+	cluster__header_parse(res, &m.header);
+	for (size_t i = 0; i < n; i++) {
+		const json_t *e = json_array_get(evs, i), *kv;
+		const char *type =
+			json_string_value(json_object_get(e, "type"));
+		const char *k, *v;
+
+		kv = json_object_get(e, "kv");
+		k = json_string_value(json_object_get(kv, "key"));
+		v = json_string_value(json_object_get(kv, "value"));
+		/* proto3 leaves out the zero value: PUT. */
+		ev[i].type = type && strcmp(type, "DELETE") == 0
+				     ? ETCD_EV_DELETE
+				     : ETCD_EV_PUT;
+		ev[i].kv.key =
+			k ? cluster__b64_decode(k, &ev[i].kv.key_len) : NULL;
+		ev[i].kv.value =
+			cluster__b64_decode(v ? v : "", &ev[i].kv.value_len);
+		if (ev[i].kv.key == NULL || ev[i].kv.value == NULL) {
+			events_release(ev, i + 1);
+			return lg_error_set(w->err, LG_ECORRUPT,
+					    "a watch event is not one");
+		}
+		ev[i].kv.create_revision = cluster__i64(kv, "create_revision");
+		ev[i].kv.mod_revision = cluster__i64(kv, "mod_revision");
+		ev[i].kv.version = cluster__i64(kv, "version");
+		ev[i].kv.lease = cluster__i64(kv, "lease");
+	}
+	m.created = json_is_true(json_object_get(res, "created"));
+	m.events = ev;
+	m.n_events = n;
+	m.compact_revision = cluster__i64(res, "compact_revision");
+	m.canceled = json_is_true(json_object_get(res, "canceled"));
+	m.cancel_reason = reason ? reason : "";
+	rc = w->fn(w->ctx, &m);
+	events_release(ev, n);
+	if (rc != 0)
+		return rc;
+	if (m.compact_revision != 0)
+		return lg_error_set(w->err, LG_ERANGE,
+				    "the watch's start revision was "
+				    "compacted (the oldest left is %lld)",
+				    (long long)m.compact_revision);
+	if (m.canceled)
+		return lg_error_set(
+			w->err, LG_EIO, "etcd canceled the watch%s%s",
+			m.cancel_reason[0] ? ": " : "", m.cancel_reason);
+	return 0;
+}
+
+static int watch_line(void *ud, const char *line, size_t len)
+{
+	struct watch_ctx *w = ud;
+	json_t *doc = json_loadb(line, len, 0, NULL);
+	const json_t *res = json_object_get(doc, "result"),
+		     *er = json_object_get(doc, "error");
+	int rc;
+
+	if (json_is_object(res))
+		rc = watch_message(w, res);
+	else if (er != NULL)
+		rc = lg_error_set(
+			w->err, LG_EIO, "the watch failed: %s",
+			json_string_value(
+				json_is_object(er)
+					? json_object_get(er, "message")
+					: er));
+	else
+		rc = lg_error_set(w->err, LG_ECORRUPT,
+				  "a watch message is not JSON");
+	json_decref(doc);
+	return rc;
+}
+
+static size_t watch_write(etcd_t *e, const char *p, size_t n)
+{
+	struct watch_ctx *w = e->watch;
+	int rc;
+
+	if (w->done)
+		return 0;
+	rc = cluster__lines_feed(&w->lines, p, n, watch_line, w);
+	if (rc == LG_ELIMIT && (w->err == NULL || w->err->code != LG_ELIMIT))
+		lg_error_set(w->err, LG_ELIMIT,
+			     "a watch message above %zu bytes",
+			     ETCD_WATCH_MSG_MAX);
+	if (rc != 0) {
+		w->rc = rc;
+		w->done = true;
+		return 0;
+	}
+	return n;
+}
+
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+		       curl_off_t un)
+{
+	const struct watch_ctx *w = ud;
+
+	return w->stop != NULL && *w->stop;
+}
+
+int cluster__etcd_watch(etcd_t *e, const struct etcd_watch *w,
+			etcd_watch_fn *fn, void *ctx, struct lg_error *err)
+{
+	struct watch_ctx wc = {
+		.fn = fn, .ctx = ctx, .stop = w->stop, .err = err};
+	json_t *req, *cr;
+	char *body, *keys, full[ETCD_URL_MAX + 64];
+	CURLcode c = CURLE_OK;
+	size_t i;
+	int rc = 0;
+
+	/* The keys as a range names them; the rest of the range unused. */
+	keys = cluster__range_body(
+		&(struct etcd_range){.key = w->range.key,
+				     .key_len = w->range.key_len,
+				     .prefix = w->range.prefix,
+				     .end = w->range.end,
+				     .end_len = w->range.end_len},
+		err);
+	if (keys == NULL)
+		return err ? err->code : LG_EINVAL;
+	cr = json_loads(keys, 0, NULL);
+	free(keys);
+	req = json_object();
+	if (w->start_revision)
+		json_object_set_new(cr, "start_revision",
+				    i64_json(w->start_revision));
+	if (w->progress_notify)
+		json_object_set_new(cr, "progress_notify", json_true());
+	json_object_set_new(req, "create_request", cr);
+	body = dumps(req);
+	cluster__lines_init(&wc.lines, ETCD_WATCH_MSG_MAX);
+	e->body = body;
+	e->body_len = strlen(body);
+	e->rewindable = true;
+	e->watch = &wc;
+	curl_easy_setopt(e->h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(e->h, CURLOPT_XFERINFODATA, &wc);
+	for (size_t t = 0; t < e->n_urls; t++) {
+		i = (e->cur + t) % e->n_urls;
+		e->last = i;
+		e->body_off = 0;
+		e->errbuf[0] = '\0';
+		snprintf(full, sizeof(full), "%s/v3/watch", e->urls[i]);
+		curl_easy_setopt(e->h, CURLOPT_URL, full);
+		curl_easy_setopt(e->h, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)e->body_len);
+		curl_easy_setopt(e->h, CURLOPT_TIMEOUT_MS, (long)w->timeout_ms);
+		curl_easy_setopt(
+			e->h, CURLOPT_CONNECTTIMEOUT_MS,
+			(long)(e->timeout_ms < 2000 ? e->timeout_ms : 2000));
+		c = curl_easy_perform(e->h);
+		if (transport_of(c, false) != ETCD_T_NO_CONNECT)
+			break;
+	}
+	e->watch = NULL;
+	curl_easy_setopt(e->h, CURLOPT_NOPROGRESS, 1L);
+	curl_easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, NULL);
+	if (wc.done)
+		rc = wc.rc;
+	else if (c == CURLE_ABORTED_BY_CALLBACK)
+		rc = 0; /* *stop */
+	else if (c == CURLE_OK)
+		rc = lg_error_set(err, LG_EIO, "%s: the watch stream ended",
+				  e->urls[e->last]);
+	else
+		rc = lg_error_set(err, LG_EIO, "%s: the watch failed: %s",
+				  e->urls[e->last],
+				  e->errbuf[0] ? e->errbuf
+					       : curl_easy_strerror(c));
+	if (c != CURLE_OK && c != CURLE_ABORTED_BY_CALLBACK && !wc.done &&
+	    transport_of(c, false) != ETCD_T_NO_CONNECT)
+		e->cur = (e->last + 1) % e->n_urls;
+	cluster__lines_release(&wc.lines);
+	free(body);
+	return rc;
+}

@@ -1,0 +1,268 @@
+/*
+ * gpuledger cluster init|status (DESIGN 6, 11), and `cluster etcd`, a
+ * debugging aid. One subcommand with actions, each parsed by its own
+ * table; `cluster --help` (and the man page and completion made from it)
+ * shows the union of their options, so that every option is listed once.
+ */
+#include "cluster/cluster.h"
+#include "tools/tools.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char cluster_usage[] =
+	"usage: gpuledger cluster init --etcd URL[,URL...] --prefix P "
+	"[--db DIR]\n"
+	"       gpuledger cluster status --etcd URL[,URL...] --prefix P\n"
+	"           [--format text|json]\n"
+	"  a cluster of members on etcd (DESIGN 11). init writes P/epoch (a\n"
+	"  fresh random id), P/head ({\"chainHead\", \"seq\", \"time\"} of "
+	"the\n"
+	"  ledger at --db, or of an empty log) and the watcher's positions\n"
+	"  P/pos/<source> in one txn that writes only where no head was ever\n"
+	"  written: a second init refuses (exit 1) and names the head there.\n"
+	"  An answer that is lost (a timeout, a reset) is not taken as a\n"
+	"  failure: the identical txn is sent again until etcd's answer says\n"
+	"  what happened. status prints the head, the leader, the members and\n"
+	"  their lag (head seq minus applied), read at one etcd revision.\n"
+	"  `gpuledger cluster etcd --etcd URLS` is a debugging aid: etcd\n"
+	"  requests as NDJSON on stdin, each answer and its outcome "
+	"(committed,\n"
+	"  compare-failed, indeterminate, not-applied) a line (see\n"
+	"  cluster/README.md).\n";
+
+static const char cluster_after[] =
+	"  --etcd takes a comma-separated list: a request that cannot reach\n"
+	"  one endpoint goes on to the next.\n"
+	"  Exit status: 0 done; 1 init found a head already there, or status\n"
+	"  found none; 2 usage or operating errors (etcd unreachable, the\n"
+	"  outcome unknown).\n";
+
+struct cluster_args {
+	struct cluster_etcd_opts eo;
+	const char *prefix, *db, *format;
+	bool json;
+};
+
+/* One option a line, as in the other tables. */
+/* clang-format off */
+#define OPT_ETCD(a) \
+	{"--etcd", OPT_STR, &(a)->eo.endpoints, "URLS", \
+	 "etcd's client URLs, comma-separated (http:// or https://)"}, \
+	{"--etcd-cacert", OPT_STR, &(a)->eo.cacert, "FILE", \
+	 "the CA that verifies etcd's certificate"}, \
+	{"--etcd-cert", OPT_STR, &(a)->eo.cert, "FILE", \
+	 "a client certificate for etcd (with --etcd-key)"}, \
+	{"--etcd-key", OPT_STR, &(a)->eo.key, "FILE", "and its key"}, \
+	{"--etcd-timeout-ms", OPT_U64, &(a)->eo.timeout_ms, "MS", \
+	 "each request's timeout, connecting included (default 5000)"}
+#define OPT_PREFIX(a) \
+	{"--prefix", OPT_STR, &(a)->prefix, "P", \
+	 "the cluster's keys in etcd, e.g. /gpuledger/prod"}
+/* clang-format on */
+
+static int init_run(struct cluster_args *a)
+{
+	struct cluster_init_result res;
+	struct lg_error err = {0};
+	ledger_t *lg = NULL;
+	int rc;
+
+	if (a->db != NULL &&
+	    tool_open_ledger("cluster init", a->db, NULL, &lg) != 0)
+		return EXIT_USAGE;
+	rc = cluster_init(&a->eo, a->prefix, lg, &res, &err);
+	ledger_close(lg);
+	if (rc == LG_EEXIST) {
+		tool_error("cluster init: %s/head is already there (seq %llu, "
+			   "chainHead %s, time %s, epoch %s): refusing to "
+			   "write a second history; a new cluster takes "
+			   "another --prefix",
+			   a->prefix, (unsigned long long)res.head.seq,
+			   res.head.chain_head, res.head.time,
+			   res.epoch[0] ? res.epoch : "(none)");
+		return EXIT_NEGATIVE;
+	}
+	if (rc != 0) {
+		tool_error("cluster init: %s",
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	printf("initialised %s: head seq %llu chainHead %s time %s, epoch %s, "
+	       "positions %zu (etcd cluster %016llx, revision %lld)",
+	       a->prefix, (unsigned long long)res.head.seq, res.head.chain_head,
+	       res.head.time, res.epoch, res.n_positions,
+	       (unsigned long long)res.cluster_id, (long long)res.revision);
+	if (res.attempts > 1)
+		printf("; %u txns sent (an answer was lost, DESIGN 11 rule "
+		       "1)",
+		       res.attempts);
+	putchar('\n');
+	return tool_flush("cluster init", 0);
+}
+
+static void status_text(const struct cluster_status *st, const char *prefix)
+{
+	printf("etcd: cluster %016llx, revision %lld, leader %016llx, "
+	       "version %s (answered by %s)\n",
+	       (unsigned long long)st->cluster_id, (long long)st->revision,
+	       (unsigned long long)st->etcd_leader,
+	       st->etcd_version[0] ? st->etcd_version : "?", st->endpoint);
+	printf("prefix: %s  epoch: %s\n", prefix,
+	       st->epoch[0] ? st->epoch : "(none)");
+	if (st->has_head)
+		printf("head: seq %llu  chainHead %s  time %s\n",
+		       (unsigned long long)st->head.seq, st->head.chain_head,
+		       st->head.time);
+	else
+		printf("head: (none: run `gpuledger cluster init`)\n");
+	printf("leader: %s\n", st->leader ? st->leader : "(none)");
+	printf("members: %zu\n", st->n_members);
+	if (st->n_members)
+		printf("  %-32s %20s %12s\n", "NAME", "APPLIED", "LAG");
+	for (size_t i = 0; i < st->n_members; i++) {
+		const struct cluster_member *m = &st->members[i];
+		char applied[24] = "-", lag[24] = "-";
+
+		if (m->has_applied) {
+			snprintf(applied, sizeof(applied), "%llu",
+				 (unsigned long long)m->applied);
+			if (st->has_head)
+				snprintf(lag, sizeof(lag), "%lld",
+					 (long long)st->head.seq -
+						 (long long)m->applied);
+		}
+		printf("  %-32s %20s %12s\n", m->name, applied, lag);
+	}
+}
+
+static int status_run(struct cluster_args *a)
+{
+	struct cluster_status st;
+	struct lg_error err = {0};
+	int rc;
+
+	if (tool_format_json("cluster status", a->format, &a->json) != 0)
+		return EXIT_USAGE;
+	rc = cluster_status(&a->eo, a->prefix, &st, &err);
+	if (rc != 0) {
+		cluster_status_release(&st);
+		tool_error("cluster status: %s",
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	if (a->json) {
+		char *s = cluster_status_json(&st, a->prefix);
+
+		rc = tool_puts(s);
+		free(s);
+	} else {
+		status_text(&st, a->prefix);
+		rc = 0;
+	}
+	rc = tool_flush("cluster status", rc);
+	if (rc == EXIT_OK && !st.has_head) {
+		tool_error("cluster status: %s has no head (run `gpuledger "
+			   "cluster init`)",
+			   a->prefix);
+		rc = EXIT_NEGATIVE;
+	}
+	cluster_status_release(&st);
+	return rc;
+}
+
+static int etcd_run(struct cluster_args *a)
+{
+	struct lg_error err = {0};
+
+	if (cluster_shell(&a->eo, stdin, stdout, &err) != 0) {
+		tool_error("cluster etcd: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int cmd_cluster(int argc, char **argv)
+{
+	struct cluster_args a = {0};
+	const struct opt all_opts[] = {
+		OPT_ETCD(&a),
+		OPT_PREFIX(&a),
+		{"--db", OPT_STR, &a.db, "DIR",
+		 "init: the ledger whose head and positions to write "
+		 "(default: an empty log)"},
+		{"--format", OPT_STR, &a.format, "text|json",
+		 "status: the output (default text)"},
+		OPT_ALIAS("--json", OPT_FLAG, &a.json),
+	};
+	const struct opt init_opts[] = {
+		OPT_ETCD(&a),
+		OPT_PREFIX(&a),
+		{"--db", OPT_STR, &a.db, "DIR",
+		 "the ledger whose head and positions to write (default: an "
+		 "empty log)"},
+	};
+	const struct opt status_opts[] = {
+		OPT_ETCD(&a),
+		OPT_PREFIX(&a),
+		{"--format", OPT_STR, &a.format, "text|json",
+		 "the output (default text)"},
+		OPT_ALIAS("--json", OPT_FLAG, &a.json),
+	};
+	const struct opt etcd_opts[] = {OPT_ETCD(&a)};
+	const struct {
+		const char *name;
+		struct cmd_spec spec;
+		int (*run)(struct cluster_args *a);
+		bool needs_prefix;
+	} actions[] = {
+		{"init",
+		 {"cluster init", cluster_usage, init_opts,
+		  sizeof(init_opts) / sizeof(init_opts[0]), cluster_after},
+		 init_run,
+		 true},
+		{"status",
+		 {"cluster status", cluster_usage, status_opts,
+		  sizeof(status_opts) / sizeof(status_opts[0]), cluster_after},
+		 status_run,
+		 true},
+		{"etcd",
+		 {"cluster etcd", cluster_usage, etcd_opts,
+		  sizeof(etcd_opts) / sizeof(etcd_opts[0]), cluster_after},
+		 etcd_run,
+		 false},
+	};
+	const struct cmd_spec spec = {"cluster", cluster_usage, all_opts,
+				      sizeof(all_opts) / sizeof(all_opts[0]),
+				      cluster_after};
+	struct lg_error err = {0};
+	int status;
+
+	for (size_t i = 0;
+	     argc >= 2 && i < sizeof(actions) / sizeof(actions[0]); i++) {
+		if (strcmp(argv[1], actions[i].name) != 0)
+			continue;
+		status = opts_parse(&actions[i].spec, argc - 1, argv + 1);
+		if (status != OPTS_RUN)
+			return opts_exit(status);
+		if (a.eo.endpoints == NULL) {
+			tool_error("%s: --etcd URL[,URL...] is required",
+				   actions[i].spec.name);
+			return EXIT_USAGE;
+		}
+		if (actions[i].needs_prefix &&
+		    cluster_prefix_check(a.prefix, &err) != 0) {
+			tool_error("%s: %s", actions[i].spec.name, err.msg);
+			return EXIT_USAGE;
+		}
+		return actions[i].run(&a);
+	}
+	/* No action: --help, --version, the man page and completion come
+	 * from the union of the tables. */
+	status = opts_parse(&spec, argc, argv);
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	tool_error("cluster: which action? init, status (or etcd)");
+	fputs("Try 'gpuledger cluster --help' for its options.\n", stderr);
+	return EXIT_USAGE;
+}
