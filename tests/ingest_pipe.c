@@ -4,8 +4,11 @@
  * changes that make plain pods unskippable, malformed, blank, non-object,
  * oversized lines, times that go back) give the same events, counters and
  * times through ingest_pipe_feed, with random ring bounds and thread
- * counts, as through ingest__line; through ingest_follow with and without
- * the pipeline the same log, chain head and committed position; and a
+ * counts, and a source that goes idle at random (a pipe whose writer
+ * pauses: every line it gave is fed before the pipeline says idle), as
+ * through ingest__line; through ingest_follow with and without
+ * the pipeline the same log, chain head and committed position; through
+ * a FIFO written in random pieces with pauses, the file's log; and a
  * pipelined follow killed at random moments ends with the log of an
  * uninterrupted single-threaded run. Every seed is printed on failure.
  */
@@ -252,6 +255,13 @@ struct src {
 	const struct lines *l;
 	size_t next;
 	bool fail; /* an error after the last line */
+	/* A pause before about one line in pause_one_in (0: never), at
+	 * random: idle until the test, told idle by the pipeline, ends it
+	 * (as a writer's next bytes end the wait for input). */
+	unsigned pause_one_in;
+	uint64_t pause_rnd;
+	bool paused;
+	size_t pauses;
 };
 
 static int src_fn(void *ctx, const char **line, uint64_t *len, uint64_t *tag,
@@ -260,6 +270,13 @@ static int src_fn(void *ctx, const char **line, uint64_t *len, uint64_t *tag,
 	struct src *s = ctx;
 	size_t i = s->next;
 
+	if (!s->paused && s->pause_one_in != 0 &&
+	    prnd(&s->pause_rnd) % s->pause_one_in == 0) {
+		s->paused = true;
+		s->pauses++;
+	}
+	if (s->paused)
+		return INGEST_SRC_IDLE;
 	if (i == s->l->n)
 		return s->fail ? lg_error_set(err, LG_EIO, "the source broke")
 			       : INGEST_SRC_END;
@@ -308,13 +325,16 @@ START_TEST(pipe_equals_line)
 		.steal_after_us = (unsigned)(prnd(&s) % 3 ? 1 : 0),
 	};
 	struct lines l;
-	struct src src = {.l = &l, .fail = seed % 2 == 0};
+	struct src src = {.l = &l,
+			  .fail = seed % 2 == 0,
+			  .pause_one_in = seed / 2 % 2 ? 2 + seed % 5 * 7 : 0,
+			  .pause_rnd = seed * 31 + 7};
 	struct lg_error err = {0};
 	struct ingest_counters c;
 	ingest_pipe_t *p;
 	struct h a, b;
 	uint64_t tag;
-	size_t fed = 0;
+	size_t fed = 0, idles = 0;
 	int k;
 
 	gen(&l, seed, 1500);
@@ -334,13 +354,35 @@ START_TEST(pipe_equals_line)
 	}
 	ck_assert_msg(ingest__pipe_new(&p, &po, src_fn, &src, &err) == 0,
 		      "seed %llu: %s", (unsigned long long)seed, err.msg);
-	while ((k = ingest__pipe_feed(p, b.in, &tag, &err)) == 1) {
+	for (;;) {
+		k = ingest__pipe_feed(p, b.in, &tag, &err);
+		if (k == INGEST_PIPE_IDLE) {
+			/* Only when the source is, and once every line it
+			 * gave was fed: none waits for the next one or for a
+			 * full batch. */
+			ck_assert_msg(src.paused,
+				      "seed %llu: idle while the source is not",
+				      (unsigned long long)seed);
+			ck_assert_msg(fed == src.next,
+				      "seed %llu: idle with %zu lines read and "
+				      "%zu fed",
+				      (unsigned long long)seed, src.next, fed);
+			src.paused = false;
+			idles++;
+			continue;
+		}
+		if (k != 1)
+			break;
 		ck_assert_msg(tag == 1000 + fed, "seed %llu: tag %llu at %zu",
 			      (unsigned long long)seed,
 			      (unsigned long long)tag, fed);
 		fed++;
 	}
 	ck_assert_uint_eq(fed, l.n);
+	/* Every pause was said, once; a paused source never ends. */
+	ck_assert_uint_eq(idles, src.pauses);
+	if (src.pause_one_in != 0)
+		ck_assert_uint_gt(idles, 10);
 	if (src.fail) {
 		ck_assert_int_eq(k, LG_EIO);
 		ck_assert_str_eq(err.msg, "the source broke");
