@@ -10,6 +10,18 @@
  * file's first bytes and of the --classes table; a resumed run checks
  * both, that a line ends at the offset, and goes on from there.
  *
+ * A live source (a pipe, FIFO, terminal or socket) is asked with poll()
+ * before each read whether the read would wait. When it would, every
+ * complete line read so far has been fed (the pipeline hands over its
+ * partial batch), and the run waits for input; once the input has been
+ * idle for the idle bound, counted from the first pause after the last
+ * commit, what was read is committed as at a batch boundary. A steady
+ * trickle that pauses often but never for the whole bound is committed
+ * too, and a writer that never pauses is batched like a file. A regular
+ * file is never polled: it costs what it did. A live source has no offset
+ * to go back to, so its position (the bytes read so far, like a file's)
+ * is kept for the record, and a restart on it is refused like stdin's.
+ *
  * Only the engine's public interface is used here.
  */
 #include "ingest/ingest_int.h"
@@ -17,9 +29,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,27 +44,53 @@
 #define POSITION_MAX	  (PATH_MAX + 256)
 /* Events past the latest checkpoint that make a finishing run write one. */
 #define FOLLOW_CHECKPOINT_TAIL 100000
+/* A live source waits for input in slices of this much, so that a stop
+ * signal that lands on another thread, or just before poll(), is seen
+ * within it. */
+#define FOLLOW_WAIT_SLICE_MS 250
 
 struct reader {
 	int fd;
 	char *buf;
 	size_t cap, start, end, max;
 	bool eof;
+	bool live; /* a read can wait: poll() first (see the top) */
+	/* Inside a line longer than max: its bytes discarded so far. */
+	bool skipping, skip_cr; /* skip_cr: its last byte was "\r" */
+	uint64_t skip_len;
 	uint64_t offset; /* of the next unread line */
 	char head[FOLLOW_HEAD_BYTES];
 	size_t head_len;
 };
 
+/* The pipeline's source codes (ingest_int.h), which source() returns as
+ * they are. */
 enum {
-	LINE_EOF = 0,
-	LINE_OK = 1,
-	LINE_OVERSIZED = 2
+	LINE_EOF = INGEST_SRC_END,
+	LINE_OK = INGEST_SRC_LINE,
+	LINE_OVERSIZED = INGEST_SRC_OVERSIZED,
+	LINE_IDLE = INGEST_SRC_IDLE
 };
 
+/* Whether a read of a live source would wait now. A signal counts as
+ * "would wait": the caller then checks for a stop. Another poll() error is
+ * left to the read to report. */
+static bool would_wait(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	int n = poll(&pfd, 1, 0);
+
+	return n == 0 || (n < 0 && errno == EINTR);
+}
+
+/* Reads what is there: 0 (bytes, or the end), LINE_IDLE when a live
+ * source has nothing yet, or an error. */
 static int fill(struct reader *r, struct lg_error *err)
 {
 	ssize_t n;
 
+	if (r->live && would_wait(r->fd))
+		return LINE_IDLE;
 	do
 		n = read(r->fd, r->buf + r->end, r->cap - r->end);
 	while (n < 0 && errno == EINTR);
@@ -70,35 +110,48 @@ static int fill(struct reader *r, struct lg_error *err)
 	return 0;
 }
 
-/* Discards the rest of a line longer than the bound; *len is its size. */
+/* Discards the rest of a line longer than the bound; *len is its length
+ * as next_line counts it (without "\n" or "\r\n"). A live source may go
+ * idle in the middle: the count is kept in the reader, and the next call
+ * goes on discarding. */
 static int skip_long(struct reader *r, uint64_t *len, struct lg_error *err)
 {
-	*len = 0;
+	r->skipping = true;
 	for (;;) {
-		char *nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+		char *p = r->buf + r->start;
+		char *nl = memchr(p, '\n', r->end - r->start);
+		size_t n = nl ? (size_t)(nl - p) : r->end - r->start;
 		int rc;
 
-		if (nl != NULL) {
-			*len += (uint64_t)(nl - (r->buf + r->start));
-			r->start = (size_t)(nl - r->buf) + 1;
-			r->offset += *len + 1;
-			return LINE_OVERSIZED;
+		if (n > 0)
+			r->skip_cr = p[n - 1] == '\r';
+		r->skip_len += n;
+		if (nl != NULL || r->eof) {
+			r->start += n + (nl != NULL);
+			r->offset += r->skip_len + (nl != NULL);
+			break;
 		}
-		*len += r->end - r->start;
 		r->start = r->end = 0;
-		if (r->eof) {
-			r->offset += *len;
-			return LINE_OVERSIZED;
-		}
 		if ((rc = fill(r, err)) != 0)
 			return rc;
 	}
+	*len = r->skip_len - r->skip_cr;
+	r->skipping = r->skip_cr = false;
+	r->skip_len = 0;
+	return LINE_OVERSIZED;
 }
 
-/* The next line (without "\n" or "\r\n"), borrowed until the next call. */
+/* The next line (without "\n" or "\r\n"), borrowed until the next call;
+ * LINE_IDLE when a live source has no complete line yet (a partial one
+ * stays in the buffer until its newline, or the end, arrives). A line
+ * longer than the bound is LINE_OVERSIZED however it arrived, whole in
+ * the buffer or in pieces through a pipe, so that its NOTE does not
+ * depend on how the reads fell. */
 static int next_line(struct reader *r, const char **line, uint64_t *len,
 		     struct lg_error *err)
 {
+	if (r->skipping)
+		return skip_long(r, len, err);
 	for (;;) {
 		char *p = r->buf + r->start;
 		char *nl = memchr(p, '\n', r->end - r->start);
@@ -112,11 +165,12 @@ static int next_line(struct reader *r, const char **line, uint64_t *len,
 				n--;
 			*line = p;
 			*len = n;
-			return LINE_OK;
+			return n > r->max ? LINE_OVERSIZED : LINE_OK;
 		}
 		if (r->eof)
 			return LINE_EOF;
-		if (n > r->max)
+		/* Too long even if a "\r" ends it: discarded as it comes. */
+		if (n > r->max + 1)
 			return skip_long(r, len, err);
 		memmove(r->buf, p, n);
 		r->start = 0;
@@ -198,6 +252,12 @@ struct follow {
 	uint64_t head;	  /* fingerprint once FOLLOW_HEAD_BYTES are read */
 	bool head_fixed;
 	uint64_t fed; /* the offset after the last line fed */
+	/* A live source's idle rule (await_input): fed when it last
+	 * committed, and when the first pause after that began. */
+	unsigned idle_ms;
+	uint64_t idle_fed;
+	bool paused;
+	int64_t pause_ms;
 	/* The position value around its offset (set_position). */
 	char prefix[128], suffix[POSITION_MAX];
 	size_t prefix_len, suffix_len;
@@ -355,39 +415,58 @@ static bool tables_equal(const struct class_table *a,
 	return true;
 }
 
-/* Where to start: the engine loads its cache from the ledger (the object
- * table and the state) either way; a fresh run applies --classes, a
- * resumed one goes on at its offset. */
-static int start(struct follow *f, struct ingest_follow_result *res,
-		 struct lg_error *err)
+/* The committed position, if any, and whether this run may go on from
+ * it: the same source, and one that can be read again from an offset.
+ * Checked before the source is opened. */
+static int check_position(struct follow *f, struct position *p, bool *found,
+			  struct lg_error *err)
 {
-	struct position p;
-	bool found;
-	int rc = position_read(f->lg, &p, &found, err);
-	struct ingest_opts io = {.max_object_bytes = f->o->max_object_bytes,
-				 .batch_events = f->o->batch_events};
+	int rc = position_read(f->lg, p, found, err);
 
 	if (rc != 0)
 		return rc;
-	if (found && strcmp(p.source, "-") == 0)
+	if (*found && strcmp(p->source, "-") == 0)
 		return lg_error_set(err, LG_EEXIST,
 				    "the ledger already holds a stream read "
 				    "from standard input, which cannot be "
 				    "resumed; use a new --db");
-	if (found && strcmp(p.source, f->source) != 0)
+	if (*found && strcmp(p->source, f->source) != 0)
 		return lg_error_set(err, LG_EEXIST,
 				    "the ledger follows %s, not %s; use a new "
 				    "--db",
-				    p.source, f->source);
+				    p->source, f->source);
+	/* The bytes a pipe gave are gone, and those read after the last
+	 * commit with them: going on would lose them without a word. */
+	if (*found && f->r.live)
+		return lg_error_set(err, LG_EEXIST,
+				    "the ledger already holds the stream read "
+				    "from %s, which is not a regular file (a "
+				    "FIFO, socket or terminal cannot be read "
+				    "again from the committed offset %llu), so "
+				    "it cannot be resumed; use a new --db",
+				    f->source, (unsigned long long)p->offset);
+	return 0;
+}
+
+/* Where to start: the engine loads its cache from the ledger (the object
+ * table and the state) either way; a fresh run applies --classes, a
+ * resumed one goes on at its offset. */
+static int start(struct follow *f, const struct position *p, bool found,
+		 struct ingest_follow_result *res, struct lg_error *err)
+{
+	struct ingest_opts io = {.max_object_bytes = f->o->max_object_bytes,
+				 .batch_events = f->o->batch_events};
+	int rc;
+
 	f->classes = table_hash(f->o->classes);
-	if (found && p.classes != f->classes)
+	if (found && p->classes != f->classes)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "--classes differs from the table the "
 				    "first run on %s started with",
-				    p.source);
+				    p->source);
 	/* seedSeq (where the first run found the ledger) is kept for the
 	 * record; nothing reads the log up to it any more. */
-	f->seed_seq = found ? p.seed_seq : ledger_last_seq(f->lg);
+	f->seed_seq = found ? p->seed_seq : ledger_last_seq(f->lg);
 	f->suffix_len = (size_t)snprintf(f->suffix, sizeof(f->suffix),
 					 ",\"seedSeq\":%llu,\"source\":%s}",
 					 (unsigned long long)f->seed_seq,
@@ -399,7 +478,7 @@ static int start(struct follow *f, struct ingest_follow_result *res,
 		return f->o->classes
 			       ? ingest__set_classes(f->in, f->o->classes, err)
 			       : 0;
-	if ((rc = resume_at(f, &p, err)) != 0)
+	if ((rc = resume_at(f, p, err)) != 0)
 		return rc;
 	if (!tables_equal(ingest__classes(f->in),
 			  state_classes(ledger_state(f->lg))))
@@ -415,6 +494,55 @@ static bool stopped(const struct follow *f)
 	return f->o->stop != NULL && *f->o->stop != 0;
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A live source would make the next read wait, and every complete line
+ * read so far has been fed. Waits until there is input (or a stop is
+ * asked), committing what was fed once the input has been idle for the
+ * bound since the first pause after the last commit: what a batch
+ * boundary commits (the position after the last line fed goes with its
+ * events), so a crash after it repeats and loses nothing. */
+static int await_input(struct follow *f, struct lg_error *err)
+{
+	for (;;) {
+		struct pollfd pfd = {.fd = f->r.fd, .events = POLLIN};
+		int timeout = FOLLOW_WAIT_SLICE_MS, n, rc;
+
+		if (stopped(f))
+			return 0;
+		if (f->fed != f->idle_fed) {
+			int64_t now = mono_ms(), left;
+
+			if (!f->paused) {
+				f->paused = true;
+				f->pause_ms = now;
+			}
+			left = f->pause_ms + (int64_t)f->idle_ms - now;
+			if (left <= 0) {
+				if ((rc = ingest__flush(f->in, err)) != 0)
+					return rc;
+				f->idle_fed = f->fed;
+				f->paused = false;
+				continue;
+			}
+			if (left < timeout)
+				timeout = (int)left;
+		}
+		n = poll(&pfd, 1, timeout);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return lg_error_set(err, LG_EIO, "%s: poll: %s",
+					    f->o->path, strerror(errno));
+	}
+}
+
 static int run_inline(struct follow *f, struct lg_error *err)
 {
 	const char *line = NULL;
@@ -428,6 +556,10 @@ static int run_inline(struct follow *f, struct lg_error *err)
 			return k;
 		if (k == LINE_EOF)
 			break;
+		if (k == LINE_IDLE) {
+			rc = await_input(f, err);
+			continue;
+		}
 		rc = feed(f, k, line, len, err);
 		if (rc == 0)
 			set_position(f, f->r.offset);
@@ -461,6 +593,10 @@ static int run_pipelined(struct follow *f, struct lg_error *err)
 	while (rc == 0 && !stopped(f)) {
 		int k = ingest__pipe_feed(p, f->in, &off, err);
 
+		if (k == INGEST_PIPE_IDLE) {
+			rc = await_input(f, err);
+			continue;
+		}
 		if (k <= 0) {
 			rc = k;
 			break;
@@ -499,23 +635,36 @@ static int run(struct follow *f, struct lg_error *err)
 	return rc;
 }
 
-static int open_source(struct follow *f, struct lg_error *err)
+/* Whether reads of what st describes can wait: anything but a regular
+ * file or a block device. */
+static bool is_live(const struct stat *st)
 {
+	return !S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode);
+}
+
+/* Names the source (its real path, or "-") and finds whether it is live,
+ * without opening it: opening a FIFO waits for a writer, and a ledger
+ * that cannot go on with it is refused first. */
+static int name_source(struct follow *f, struct lg_error *err)
+{
+	struct stat st;
 	json_t *s;
 
 	if (strcmp(f->o->path, "-") == 0) {
 		snprintf(f->source, sizeof(f->source), "-");
-		f->r.fd = STDIN_FILENO;
+		if (fstat(STDIN_FILENO, &st) != 0)
+			return lg_error_set(err, LG_EIO, "standard input: %s",
+					    strerror(errno));
 	} else {
 		if (realpath(f->o->path, f->source) == NULL)
 			return lg_error_set(
 				err, errno == ENOENT ? LG_ENOENT : LG_EIO,
 				"%s: %s", f->o->path, strerror(errno));
-		f->r.fd = open(f->source, O_RDONLY);
-		if (f->r.fd < 0)
+		if (stat(f->source, &st) != 0)
 			return lg_error_set(err, LG_EIO, "%s: %s", f->o->path,
 					    strerror(errno));
 	}
+	f->r.live = is_live(&st);
 	s = json_string(f->source);
 	f->source_json = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
 	json_decref(s);
@@ -526,17 +675,51 @@ static int open_source(struct follow *f, struct lg_error *err)
 	return 0;
 }
 
+/* Opens the source named; a FIFO's open waits for a writer, and a stop
+ * asked meanwhile leaves fd at -1 and returns 0 (nothing was read). */
+static int open_source(struct follow *f, struct lg_error *err)
+{
+	struct stat st;
+
+	if (strcmp(f->source, "-") == 0) {
+		f->r.fd = STDIN_FILENO;
+		return 0;
+	}
+	do
+		f->r.fd = open(f->source, O_RDONLY);
+	while (f->r.fd < 0 && errno == EINTR && !stopped(f));
+	if (f->r.fd < 0 && errno == EINTR)
+		return 0;
+	if (f->r.fd < 0)
+		return lg_error_set(err, LG_EIO, "%s: %s", f->o->path,
+				    strerror(errno));
+	/* What was opened decides how it is read (the path may have been
+	 * replaced since it was named). */
+	if (fstat(f->r.fd, &st) != 0)
+		return lg_error_set(err, LG_EIO, "%s: %s", f->o->path,
+				    strerror(errno));
+	f->r.live = is_live(&st);
+	return 0;
+}
+
 int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		  struct ingest_follow_result *res, struct lg_error *err)
 {
 	struct ingest_follow_result dummy;
 	struct follow f = {.lg = lg, .o = o};
+	struct position pos;
+	bool found = false;
 	int rc;
 
 	LG_ASSERT(lg != NULL && o != NULL && o->path != NULL);
 	if (res == NULL)
 		res = &dummy;
 	memset(res, 0, sizeof(*res));
+	if (o->idle_ms > INGEST_IDLE_MS_MAX)
+		return lg_error_set(err, LG_EINVAL,
+				    "the idle bound is at most %d ms",
+				    INGEST_IDLE_MS_MAX);
+	f.idle_ms = o->idle_ms ? o->idle_ms : INGEST_IDLE_MS_DEFAULT;
 	f.r.fd = -1;
 	f.r.max = o->max_object_bytes ? o->max_object_bytes
 				      : INGEST_MAX_OBJECT_DEFAULT;
@@ -544,9 +727,15 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 	f.r.buf = malloc(f.r.cap);
 	if (f.r.buf == NULL)
 		return lg_error_set(err, LG_ENOMEM, "out of memory");
-	rc = open_source(&f, err);
+	rc = name_source(&f, err);
 	if (rc == 0)
-		rc = start(&f, res, err);
+		rc = check_position(&f, &pos, &found, err);
+	if (rc == 0)
+		rc = open_source(&f, err);
+	if (rc == 0 && f.r.fd < 0)
+		goto out; /* stopped while a FIFO waited for its writer */
+	if (rc == 0)
+		rc = start(&f, &pos, found, res, err);
 	if (rc == 0) {
 		struct timespec ts;
 
@@ -554,7 +743,7 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 		res->ready_mono_ns =
 			(int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	}
-	f.fed = f.r.offset;
+	f.fed = f.idle_fed = f.r.offset;
 	if (rc == 0)
 		rc = run(&f, err);
 	/* A run that ends cleanly leaves a checkpoint near the end, so that
@@ -563,6 +752,7 @@ int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,
 	if (rc == 0 && ledger_last_seq(lg) - ledger_checkpoint_seq(lg) >
 			       FOLLOW_CHECKPOINT_TAIL)
 		rc = ledger_checkpoint(lg, err);
+out:
 	res->offset = f.fed;
 	if (f.in != NULL)
 		ingest__counters(f.in, &res->c);

@@ -79,7 +79,28 @@ struct ingest_counters {
  * is flushed and a TICK is appended at the last line's time when that is
  * later than the horizon. Standard input ("-") cannot be resumed, so a
  * ledger that already holds a stdin position is refused (LG_EEXIST), as is
- * one whose position names another source. */
+ * one whose position names another source.
+ *
+ * A source that can make a read wait (a pipe, FIFO, terminal or socket,
+ * standard input included) is live: a line is fed as soon as its newline
+ * has arrived, and when the input pauses, what was read is committed
+ * (events, position and object table, as at a batch boundary) once the
+ * input has been idle for idle_ms, counted from the first pause after the
+ * last commit. A regular file never waits and is committed every
+ * batch_events only. A live source cannot be read again from an offset,
+ * so a ledger whose position names one is refused like stdin
+ * (LG_EEXIST), before the source is opened (which, for a FIFO, would wait
+ * for a writer). */
+
+/* The default idle bound. Long enough that a burst a writer hands over in
+ * pieces (kubectl writes an event at a time; a pipe's 64 KiB refill in
+ * microseconds) is one commit and one fsync, not one per piece; short
+ * enough that what the watcher has read is in the ledger, and in what
+ * serve answers, about a tenth of a second after the cluster's stream
+ * pauses. */
+#define INGEST_IDLE_MS_DEFAULT 100
+/* The longest idle bound ingest_follow_opts.idle_ms may ask for. */
+#define INGEST_IDLE_MS_MAX 60000
 
 struct ingest_follow_opts {
 	const char *path; /* the stream; "-" for standard input */
@@ -95,6 +116,9 @@ struct ingest_follow_opts {
 	 * parse_inline. The log is the same either way. */
 	unsigned parse_threads;
 	bool parse_inline;
+	/* A live source's idle bound (0: INGEST_IDLE_MS_DEFAULT; at most
+	 * INGEST_IDLE_MS_MAX). */
+	unsigned idle_ms;
 };
 
 /* The most parse threads ingest_follow_opts.parse_threads may ask for. */
@@ -110,7 +134,8 @@ struct ingest_follow_result {
 };
 
 /* Errors: LG_ENOENT (no such file), LG_EEXIST (the ledger follows another
- * source, or stdin again), LG_ECORRUPT (the file is shorter than the
+ * source, or stdin or another live source again), LG_EINVAL (idle_ms out
+ * of range), LG_ECORRUPT (the file is shorter than the
  * committed position or starts differently; the class table differs from
  * the ledger's), LG_EIO, and the ledger's errors. res may be NULL. */
 int ingest_follow(ledger_t *lg, const struct ingest_follow_opts *o,

@@ -481,12 +481,16 @@ typedef struct ingest_pipe ingest_pipe_t;
 
 /* What a source returns: the next line (*line borrowed until the next
  * call, *len bytes, at most max_line_bytes), a line of *len bytes it
- * skipped as too long, the end, or an error (< 0, err set). *tag is given
- * back with the line when it is fed (a stream: the offset after it). */
+ * skipped as too long, the end, an error (< 0, err set), or "idle": no
+ * complete line can be had without waiting for more input (a pipe whose
+ * writer paused; the source is called again later and goes on where it
+ * was). *tag is given back with the line when it is fed (a stream: the
+ * offset after it). */
 enum {
 	INGEST_SRC_END = 0,
 	INGEST_SRC_LINE = 1,
-	INGEST_SRC_OVERSIZED = 2
+	INGEST_SRC_OVERSIZED = 2,
+	INGEST_SRC_IDLE = 3
 };
 typedef int ingest_source_fn(void *ctx, const char **line, uint64_t *len,
 			     uint64_t *tag, struct lg_error *err);
@@ -510,9 +514,13 @@ struct ingest_pipe_opts {
 int ingest__pipe_new(ingest_pipe_t **out, const struct ingest_pipe_opts *o,
 		     ingest_source_fn *src, void *ctx, struct lg_error *err);
 /* Feeds the next line to in (ingest_line's work, or ingest_oversized):
- * 1 with its *tag; 0 at the source's end; < 0 on an error of the engine,
- * or of the source once every line before the error was fed. Reads ahead
- * up to the ring's bound. */
+ * 1 with its *tag; INGEST_PIPE_IDLE once every line the source gave before
+ * it said idle was fed (the caller may commit, wait for input and call
+ * again); 0 at the source's end; < 0 on an error of the engine, or of the
+ * source once every line before the error was fed. Reads ahead up to the
+ * ring's bound; a batch is handed over when it is full or the source is
+ * idle, so that a line is fed as soon as the source has given it. */
+#define INGEST_PIPE_IDLE 2
 int ingest__pipe_feed(ingest_pipe_t *p, ingest_t *in, uint64_t *tag,
 		      struct lg_error *err);
 /* Stops and joins the workers; lines read ahead and not fed are dropped.

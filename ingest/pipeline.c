@@ -22,6 +22,13 @@
  * it is parsed, while it is still in a cache (big batches cost a third
  * more CPU on one thread, from cache misses alone).
  *
+ * A source that would have to wait for input (a pipe whose writer paused:
+ * INGEST_SRC_IDLE) ends the batch being filled there: it is queued as it
+ * is, every queued batch is fed, and only then does ingest__pipe_feed say
+ * idle, so that no line that has arrived waits for the next one (or for a
+ * full batch) to be fed and committed. A file never says idle, and its
+ * batches are what they were.
+ *
  * Nothing but the batches is shared, and a batch belongs to one side at a
  * time (free, being filled or consumed: the caller; queued and taken: a
  * worker), handed over under the mutex. A worker's documents go back to a
@@ -105,6 +112,8 @@ struct ingest_pipe {
 	size_t pos;	   /* its next line */
 	/* The source's end: 0, or its error after the lines before it. */
 	bool src_done;
+	/* The source's last call said idle (INGEST_SRC_IDLE). */
+	bool src_idle;
 	int src_rc;
 	struct lg_error src_err;
 	pthread_mutex_t mu;
@@ -178,18 +187,22 @@ static void *worker(void *arg)
 /* ---------------------------------------------------------------------- */
 /* The caller's side */
 
-/* Reads lines into a free batch until it is full or the source ends, and
- * scans them (the projection reads the line while it is in this core's
- * cache, and the worker then reads only the projection). The documents
- * of the batch's last round go to the worker that parsed them. */
+/* Reads lines into a free batch until it is full, the source ends or it
+ * is idle, and scans them (the projection reads the line while it is in
+ * this core's cache, and the worker then reads only the projection). The
+ * documents of the batch's last round go to the worker that parsed them;
+ * a batch that got no line (the source was idle) keeps them for its next
+ * round, so that they are released once, by that round's worker. */
 static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
 {
 	b->scanned = scan;
-	for (size_t i = 0; i < b->n; i++) {
-		b->garbage[i] = b->prep[i].doc;
-		b->prep[i].doc = NULL;
+	if (b->n > 0) {
+		for (size_t i = 0; i < b->n; i++) {
+			b->garbage[i] = b->prep[i].doc;
+			b->prep[i].doc = NULL;
+		}
+		b->n_garbage = b->n;
 	}
-	b->n_garbage = b->n;
 	b->n = 0;
 	b->used = 0;
 	free(b->big);
@@ -201,6 +214,10 @@ static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
 		const char *line = NULL;
 		int k = p->src(p->ctx, &line, &l->len, &l->tag, &p->src_err);
 
+		if (k == INGEST_SRC_IDLE) {
+			p->src_idle = true;
+			break;
+		}
 		if (k != INGEST_SRC_LINE && k != INGEST_SRC_OVERSIZED) {
 			p->src_done = true;
 			p->src_rc = k < 0 ? k : 0;
@@ -240,10 +257,14 @@ static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
 	}
 }
 
-/* Fills and queues every free batch, in ring order. */
+/* Fills and queues every free batch, in ring order, until the source
+ * ends or is idle (asked again at the next top-up: it may have input by
+ * then). */
 static void top_up(struct ingest_pipe *p)
 {
-	while (!p->src_done && p->filled - p->consumed < p->o.batches) {
+	p->src_idle = false;
+	while (!p->src_done && !p->src_idle &&
+	       p->filled - p->consumed < p->o.batches) {
 		struct batch *b = p->ring[p->filled % p->o.batches];
 		bool behind;
 
@@ -371,6 +392,10 @@ int ingest__pipe_feed(ingest_pipe_t *p, ingest_t *in, uint64_t *tag,
 			break;
 		p->pos = 0;
 	}
+	/* Nothing is queued: every line the source gave was fed, and it has
+	 * no more for now unless it ended. */
+	if (!p->src_done)
+		return INGEST_PIPE_IDLE;
 	if (p->src_rc < 0 && err != NULL)
 		*err = p->src_err;
 	return p->src_rc;

@@ -4,15 +4,20 @@
  * changes that make plain pods unskippable, malformed, blank, non-object,
  * oversized lines, times that go back) give the same events, counters and
  * times through ingest_pipe_feed, with random ring bounds and thread
- * counts, as through ingest__line; through ingest_follow with and without
- * the pipeline the same log, chain head and committed position; and a
+ * counts, and a source that goes idle at random (a pipe whose writer
+ * pauses: every line it gave is fed before the pipeline says idle), as
+ * through ingest__line; through ingest_follow with and without
+ * the pipeline the same log, chain head and committed position; through
+ * a FIFO written in random pieces with pauses, the file's log; and a
  * pipelined follow killed at random moments ends with the log of an
  * uninterrupted single-threaded run. Every seed is printed on failure.
  */
 #include "tests/ingest_tests.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -252,6 +257,13 @@ struct src {
 	const struct lines *l;
 	size_t next;
 	bool fail; /* an error after the last line */
+	/* A pause before about one line in pause_one_in (0: never), at
+	 * random: idle until the test, told idle by the pipeline, ends it
+	 * (as a writer's next bytes end the wait for input). */
+	unsigned pause_one_in;
+	uint64_t pause_rnd;
+	bool paused;
+	size_t pauses;
 };
 
 static int src_fn(void *ctx, const char **line, uint64_t *len, uint64_t *tag,
@@ -260,6 +272,13 @@ static int src_fn(void *ctx, const char **line, uint64_t *len, uint64_t *tag,
 	struct src *s = ctx;
 	size_t i = s->next;
 
+	if (!s->paused && s->pause_one_in != 0 &&
+	    prnd(&s->pause_rnd) % s->pause_one_in == 0) {
+		s->paused = true;
+		s->pauses++;
+	}
+	if (s->paused)
+		return INGEST_SRC_IDLE;
 	if (i == s->l->n)
 		return s->fail ? lg_error_set(err, LG_EIO, "the source broke")
 			       : INGEST_SRC_END;
@@ -308,13 +327,16 @@ START_TEST(pipe_equals_line)
 		.steal_after_us = (unsigned)(prnd(&s) % 3 ? 1 : 0),
 	};
 	struct lines l;
-	struct src src = {.l = &l, .fail = seed % 2 == 0};
+	struct src src = {.l = &l,
+			  .fail = seed % 2 == 0,
+			  .pause_one_in = seed / 2 % 2 ? 2 + seed % 5 * 7 : 0,
+			  .pause_rnd = seed * 31 + 7};
 	struct lg_error err = {0};
 	struct ingest_counters c;
 	ingest_pipe_t *p;
 	struct h a, b;
 	uint64_t tag;
-	size_t fed = 0;
+	size_t fed = 0, idles = 0;
 	int k;
 
 	gen(&l, seed, 1500);
@@ -334,13 +356,35 @@ START_TEST(pipe_equals_line)
 	}
 	ck_assert_msg(ingest__pipe_new(&p, &po, src_fn, &src, &err) == 0,
 		      "seed %llu: %s", (unsigned long long)seed, err.msg);
-	while ((k = ingest__pipe_feed(p, b.in, &tag, &err)) == 1) {
+	for (;;) {
+		k = ingest__pipe_feed(p, b.in, &tag, &err);
+		if (k == INGEST_PIPE_IDLE) {
+			/* Only when the source is, and once every line it
+			 * gave was fed: none waits for the next one or for a
+			 * full batch. */
+			ck_assert_msg(src.paused,
+				      "seed %llu: idle while the source is not",
+				      (unsigned long long)seed);
+			ck_assert_msg(fed == src.next,
+				      "seed %llu: idle with %zu lines read and "
+				      "%zu fed",
+				      (unsigned long long)seed, src.next, fed);
+			src.paused = false;
+			idles++;
+			continue;
+		}
+		if (k != 1)
+			break;
 		ck_assert_msg(tag == 1000 + fed, "seed %llu: tag %llu at %zu",
 			      (unsigned long long)seed,
 			      (unsigned long long)tag, fed);
 		fed++;
 	}
 	ck_assert_uint_eq(fed, l.n);
+	/* Every pause was said, once; a paused source never ends. */
+	ck_assert_uint_eq(idles, src.pauses);
+	if (src.pause_one_in != 0)
+		ck_assert_uint_gt(idles, 10);
 	if (src.fail) {
 		ck_assert_int_eq(k, LG_EIO);
 		ck_assert_str_eq(err.msg, "the source broke");
@@ -532,6 +576,103 @@ START_TEST(pipe_follow_same_log)
 END_TEST
 
 /* ---------------------------------------------------------------------- */
+/* Through a FIFO */
+
+/* The log with times and heads, without the position (which names the
+ * source). */
+static char *log_text(const char *dir)
+{
+	char *t = ledger_text(dir), *pos = NULL;
+
+	for (char *q = t; (q = strstr(q, "; {\"classes\":")) != NULL; q++)
+		pos = q;
+	ck_assert_ptr_nonnull(pos);
+	*pos = '\0';
+	return t;
+}
+
+/* Writes the file into the FIFO in random pieces (a few bytes to a few
+ * KiB) with random short pauses, so that the reader goes idle anywhere: in
+ * a line, between its "\r" and "\n", in the over-long line. */
+static void write_in_pieces(const char *fifo, const char *path, uint64_t s)
+{
+	int out = open(fifo, O_WRONLY), in = open(path, O_RDONLY);
+	char buf[4096];
+
+	if (out < 0 || in < 0)
+		_exit(2);
+	for (;;) {
+		size_t want = prnd(&s) % 3 == 0 ? 1 + prnd(&s) % 3
+						: 1 + prnd(&s) % sizeof(buf);
+		ssize_t n = read(in, buf, want);
+
+		if (n <= 0)
+			break;
+		if (write(out, buf, (size_t)n) != n)
+			_exit(3);
+		if (prnd(&s) % 4 == 0)
+			usleep((useconds_t)(prnd(&s) % 1500));
+	}
+	_exit(0);
+}
+
+START_TEST(pipe_follow_fifo)
+{
+	uint64_t seed = (uint64_t)_i + 300;
+	char *d1 = fresh_dir(), *d2 = fresh_dir(), path[300], fifo[300];
+	struct ingest_follow_result r1, r2;
+	struct lg_error err = {0};
+	struct lines l;
+	int status;
+	pid_t pid;
+	char *a, *b;
+
+	gen(&l, seed, 600);
+	snprintf(path, sizeof(path), "%s/s.ndjson", d1);
+	snprintf(fifo, sizeof(fifo), "%s/s.fifo", d2);
+	write_stream(path, &l, seed);
+	ck_assert_int_eq(follow_with(d1, path, false, 0, &r1, &err), 0);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		write_in_pieces(fifo, path, seed * 977);
+	/* Idle commits between the batch commits (every 13 events). */
+	ck_assert_msg(h_follow(d2,
+			       (struct ingest_follow_opts){
+				       .path = fifo,
+				       .batch_events = 13,
+				       .max_object_bytes = PIPE_MAX_OBJECT,
+				       .parse_threads = 1 + (unsigned)(seed % 3),
+				       .parse_inline = _i % 2 == 0,
+				       .idle_ms = 1},
+			       &r2, &err) == 0,
+		      "seed %llu: %s", (unsigned long long)seed, err.msg);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	a = log_text(d1);
+	b = log_text(d2);
+	ck_assert_msg(strcmp(a, b) == 0,
+		      "seed %llu: the FIFO's log differs from the file's",
+		      (unsigned long long)seed);
+	ck_assert_uint_eq(r1.offset, r2.offset);
+	ck_assert_uint_eq(r1.c.lines, r2.c.lines);
+	ck_assert_ptr_nonnull(strstr(a, "NOTE Oversized"));
+	free(a);
+	free(b);
+	/* A FIFO cannot be resumed: refused before it is opened (no writer
+	 * holds it now, so an open would wait). */
+	ck_assert_int_eq(h_follow(d2, (struct ingest_follow_opts){.path = fifo},
+				  NULL, &err),
+			 LG_EEXIST);
+	ck_assert_ptr_nonnull(strstr(err.msg, "cannot be resumed"));
+	lines_free(&l);
+	rm_tree(d1);
+	rm_tree(d2);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
 /* Killed while reading ahead */
 
 static int64_t now_us(void)
@@ -606,6 +747,7 @@ INGEST_PART(pipe)
 	tcase_add_test(tc, pipe_free_early);
 	tcase_add_loop_test(tc, pipe_bad_bounds, 0, 5);
 	tcase_add_loop_test(tc, pipe_follow_same_log, 0, FOLLOW_SEEDS);
+	tcase_add_loop_test(tc, pipe_follow_fifo, 0, FOLLOW_SEEDS);
 	tcase_add_loop_test(tc, pipe_follow_killed, 0, 2);
 	suite_add_tcase(s, tc);
 }

@@ -17,6 +17,7 @@
 
 static const char watch_usage[] =
 	"usage: gpuledger watch --db DIR --from FILE|- [--classes FILE]\n"
+	"                       [--idle-ms N]\n"
 	"       gpuledger watch --db DIR [--kubeconfig FILE] [--context NAME]\n"
 	"                       [--classes FILE] [--record FILE] [--tick S]\n"
 	"  appends what it observes to the ledger in DIR (created when\n"
@@ -60,18 +61,25 @@ static int load_classes(const char *path, struct class_table *t)
 	return EXIT_OK;
 }
 
-static int watch_stream(ledger_t *lg, const char *from,
-			const struct class_table *t, uint64_t max_object,
-			uint64_t batch, uint64_t parse_threads,
-			int64_t begin_ns, bool verbose)
+/* How a recorded stream is read (--from and the options that go with it). */
+struct stream_opts {
+	const char *from;
+	uint64_t max_object, batch, parse_threads, idle_ms;
+	bool verbose;
+};
+
+static int watch_stream(ledger_t *lg, const struct class_table *t,
+			const struct stream_opts *so, int64_t begin_ns)
 {
-	struct ingest_follow_opts fo = {.path = from,
-					.classes = t->n ? t : NULL,
-					.max_object_bytes = (size_t)max_object,
-					.batch_events = (size_t)batch,
-					.stop = &watch_stop,
-					.parse_threads = (unsigned)parse_threads,
-					.parse_inline = parse_threads == 0};
+	struct ingest_follow_opts fo = {
+		.path = so->from,
+		.classes = t->n ? t : NULL,
+		.max_object_bytes = (size_t)so->max_object,
+		.batch_events = (size_t)so->batch,
+		.stop = &watch_stop,
+		.parse_threads = (unsigned)so->parse_threads,
+		.parse_inline = so->parse_threads == 0,
+		.idle_ms = (unsigned)so->idle_ms};
 	struct ingest_follow_result res;
 	struct lg_error err = {0};
 	char line[256];
@@ -93,11 +101,11 @@ static int watch_stream(ledger_t *lg, const char *from,
 		 (unsigned long long)res.c.skipped_fast,
 		 (unsigned long long)ledger_last_seq(lg),
 		 (unsigned long long)res.c.start_records);
-	if (verbose && res.ready_mono_ns > 0)
+	if (so->verbose && res.ready_mono_ns > 0)
 		fprintf(stderr,
 			"watch: ready in %.1f ms (ledger open, object table "
 			"loaded, %s positioned)\n",
-			(double)(res.ready_mono_ns - begin_ns) / 1e6, from);
+			(double)(res.ready_mono_ns - begin_ns) / 1e6, so->from);
 	return tool_flush("watch", tool_puts(line));
 }
 
@@ -155,7 +163,7 @@ int cmd_watch(int argc, char **argv)
 	const char *db = NULL, *from = NULL, *classes = NULL;
 	struct live_opts live = {.tick_s = 60, .api_recheck_s = 60};
 	struct ledger_opts lo = {.create = true};
-	uint64_t parse_threads = 1;
+	uint64_t parse_threads = 1, idle_ms = INGEST_IDLE_MS_DEFAULT;
 	const struct opt opts[] = {
 		OPT_DB(&db),
 		{"--from", OPT_STR, &from, "FILE|-",
@@ -171,7 +179,13 @@ int cmd_watch(int argc, char **argv)
 		 "then on). - is standard input, which "
 		 "cannot be read twice and so cannot be resumed: a ledger that "
 		 "already holds a stdin stream is refused (exit 2); use a "
-		 "file, or a new --db."},
+		 "file, or a new --db. A pipe, FIFO, terminal or socket (stdin "
+		 "included) is read live: each line is taken when its newline "
+		 "arrives and committed when the input pauses (--idle-ms); "
+		 "the end is when the last writer closes it. Such an input "
+		 "cannot be read again from an offset, so a restart on a "
+		 "ledger that holds its stream is refused the same way (exit "
+		 "2): lines read after the last commit would be lost."},
 		{"--classes", OPT_STR, &classes, "FILE",
 		 "the class table at start ({\"classes\": [...]}); the "
 		 "cozy-system/gpu-classes ConfigMap replaces it"},
@@ -181,6 +195,13 @@ int cmd_watch(int argc, char **argv)
 		{"--max-object-bytes", OPT_U64, &live.max_object, "N",
 		 "longest line or object (default 4 MiB); longer ones are "
 		 "skipped and recorded as a NOTE"},
+		{"--idle-ms", OPT_U64, &idle_ms, "N",
+		 "with a live --from (a pipe, FIFO, terminal or socket): "
+		 "commit every complete line read so far once the input has "
+		 "paused for N ms, counted from its first pause after the "
+		 "last commit, so that a trickle is committed too (default "
+		 "100; 1..60000). A regular file is committed every --batch "
+		 "events only."},
 		{"--parse-threads", OPT_U64, &parse_threads, "N",
 		 "threads that parse --from lines ahead of the engine "
 		 "(default 1; 0: parse on the engine's thread); the log is "
@@ -221,11 +242,12 @@ int cmd_watch(int argc, char **argv)
 	if (live.batch > 1000000 || live.tick_s == 0 ||
 	    live.max_object > (1ULL << 30) || live.api_recheck_s == 0 ||
 	    live.api_recheck_s > 86400 ||
-	    parse_threads > INGEST_PIPE_THREADS_MAX) {
+	    parse_threads > INGEST_PIPE_THREADS_MAX || idle_ms == 0 ||
+	    idle_ms > INGEST_IDLE_MS_MAX) {
 		tool_error("watch: --batch is at most 1000000, --tick at least "
 			   "1, --max-object-bytes at most 1 GiB, --api-recheck "
-			   "1..86400, --parse-threads 0..%d",
-			   INGEST_PIPE_THREADS_MAX);
+			   "1..86400, --parse-threads 0..%d, --idle-ms 1..%d",
+			   INGEST_PIPE_THREADS_MAX, INGEST_IDLE_MS_MAX);
 		return EXIT_USAGE;
 	}
 	if ((status = load_classes(classes, &t)) != 0)
@@ -235,11 +257,16 @@ int cmd_watch(int argc, char **argv)
 		return status;
 	}
 	tool_catch_stop(on_signal);
-	if (from != NULL)
-		status =
-			watch_stream(lg, from, &t, live.max_object, live.batch,
-				     parse_threads, begin_ns, live.verbose);
-	else
+	if (from != NULL) {
+		const struct stream_opts so = {.from = from,
+					       .max_object = live.max_object,
+					       .batch = live.batch,
+					       .parse_threads = parse_threads,
+					       .idle_ms = idle_ms,
+					       .verbose = live.verbose};
+
+		status = watch_stream(lg, &t, &so, begin_ns);
+	} else
 		status = watch_live(lg, &t, &live);
 	ledger_close(lg);
 	class_table_release(&t);
