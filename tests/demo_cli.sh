@@ -26,7 +26,7 @@ for run in first second; do
 	rc=$?
 	n_ok=$(printf '%s\n' "$out" | grep -c '^ok: ')
 	n_bad=$(printf '%s\n' "$out" | grep -c '^FAIL: ')
-	if [ $rc -eq 0 ] && [ "$n_ok" -eq 9 ] && [ "$n_bad" -eq 0 ]; then
+	if [ $rc -eq 0 ] && [ "$n_ok" -eq 10 ] && [ "$n_bad" -eq 0 ]; then
 		pass=$((pass + 1))
 	else
 		fail=$((fail + 1))
@@ -108,7 +108,7 @@ got=$(printf '%s\n' "$out" |
 	sed -n 's|^== gpuledger serve is listening on http://127.0.0.1:\([0-9]*\) .*|\1|p')
 if [ $rc -eq 0 ] && [ -n "$got" ] && [ "$got" != 8420 ] &&
 	printf '%s\n' "$out" | grep -q '^== port 8420 is taken: serving on a free port instead$' &&
-	[ "$(printf '%s\n' "$out" | grep -c '^ok: ')" -eq 9 ]; then
+	[ "$(printf '%s\n' "$out" | grep -c '^ok: ')" -eq 10 ]; then
 	pass=$((pass + 1))
 else
 	fail=$((fail + 1))

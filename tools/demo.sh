@@ -38,6 +38,23 @@ else
 	# need it again (a second run reuses the ledger): keep only the ledger.
 	rm -f "$dir/stream.ndjson"
 fi
+# A second, short ledger made to show each finding of the reconciliation
+# audit (an object older than admission, a bypass, a race of two
+# admissions, a budget lowered): `simulate --cases` and its admission
+# reviews, fed to a live watcher while a serve answers each review once the
+# lines before it are observed (tests/reconcile/drive.py).
+if ! { [ -d "$dir/cases" ] && "$bin" verify --db "$dir/cases" >/dev/null 2>&1; }; then
+	rm -rf "$dir/cases"
+	say "== the reconciliation cases: gpuledger simulate --cases, watched and admitted into $dir/cases"
+	"$bin" simulate --cases --start 2026-02-01T00:00:00Z \
+		--reviews "$dir/cases.reviews" --out "$dir/cases.ndjson" &&
+		python3 "$(dirname "$0")/../tests/reconcile/drive.py" "$bin" "$dir/cases.ndjson" \
+			"$dir/cases.reviews" "$dir/cases" || {
+		say "the reconciliation cases could not be built" >&2
+		exit 1
+	}
+	rm -f "$dir/cases.ndjson" "$dir/cases.reviews"
+fi
 say "== disk used by the demo: $(du -sh "$dir" | cut -f1) in $dir (rm -rf $dir frees it)"
 
 # A tenant with room for one device of some class, for an allowed admission;
@@ -138,6 +155,8 @@ curl -s "\$url/v1/export?from=$from&step=day&format=ndjson" | head -2 | jq -c '{
 curl -s \$url/metrics | promtool check metrics && echo metrics ok
 # the state as a table (drop the head for all of it)
 \$bin replay --db \$dir/db | head -8
+# did every reservation pass admission and every budget hold? (the cases ledger; exit 1: found some)
+\$bin reconcile --db \$dir/cases | jq -c '.overshoots[] | {tenant, fromSeq, toSeq, causes: [.causes[] | .type]}'
 EOF
 )
 # show TEXT: a step's command as it reads for this run.
@@ -190,6 +209,7 @@ check verify "$dir/step.5" '^ok'
 check export "$dir/step.6" 'GPU-Hours'
 check metrics "$dir/step.7" '^metrics ok$'
 check replay "$dir/step.8" 'chainHead'
+check reconcile "$dir/step.9" '"causes":\["race"\]'
 curl -s "$url/ui" >"$dir/step.ui"
 check console "$dir/step.ui" '<title>gpuledger console</title>'
 rm -f "$dir/steps" "$dir"/step.*
