@@ -13,6 +13,7 @@ here=$(dirname "$0")
 tmp=$(mktemp -d)
 server_pid=
 open_pid=
+clean_pid=
 trap 'stop_servers; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 pass=0
 fail=0
@@ -22,11 +23,11 @@ admin=admin-0123456789abcdef
 tenant=tenant-0123456789abcdef
 
 stop_servers() {
-	for p in $server_pid $open_pid; do
+	for p in $server_pid $open_pid $clean_pid; do
 		kill -TERM "$p" 2>/dev/null
 		wait "$p"
 	done
-	server_pid= open_pid=
+	server_pid= open_pid= clean_pid=
 }
 
 # serve_port OUT: the port that the serve writing OUT listens on, once it
@@ -92,6 +93,10 @@ top = sorted(kids.get("tenant-root", []))
 mine = [n for n in top if n in kids][0]
 print(mine, [n for n in top if n != mine][0])' "$tmp/state.json")
 tns=$1 sib=$2
+# Where the simulated history ends: the verdicts below are stamped with the
+# wall clock, and so are the observations that follow them, so the history
+# view is checked over the simulated days only.
+sim_end=$(jq -r .time "$tmp/state.json")
 printf '%s admin\n%s tenant:%s\n' "$admin" "$tenant" "$tns" >"$tmp/tokens"
 chmod 600 "$tmp/tokens"
 
@@ -178,9 +183,82 @@ curl -s -H "Authorization: Bearer $admin" -X POST "$url/v1/admission" \
 	-d "{\"namespace\":\"$tns\",\"kind\":\"VMInstance\",\"name\":\"ui-last\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"h100\",\"count\":1}]}}" \
 	>"$tmp/v" || bad "admission ui-last"
 
-# A signed checkpoint covering the last verdict (serve signs every second
-# while the tree grows).
-last=$(sed -n 's/.*"seq":\([0-9]*\).*/\1/p' "$tmp/v")
+# --- the reconciliation (DESIGN 3.6): a race, a bypass, a lowered budget ---
+# A tenant of the tenant token's subtree with an h100 budget of 3 and nothing
+# used. Two admissions of 2 units each fit alone; both objects are then
+# observed, 4 > 3: an overshoot whose cause is the race of those two
+# verdicts. Then an object no verdict covers (a bypass, and a further cause),
+# one in the sibling's subtree (a bypass a tenant token must not see), and
+# the budget lowered. import appends while serve runs (the log's one other
+# writer), and without "time" each event takes the ledger's time, that of
+# the verdicts: within the window.
+race=$tns-race
+key=h100.gpuclass.cozystack.io/devices
+# seen URL: serve at URL has applied the log up to the seq $tmp/imp names.
+seen() {
+	s=$(curl -s -H "Authorization: Bearer $admin" "$1/v1/tenants" | jq .seq)
+	want=$(sed -n 's/.*last seq \([0-9]*\).*/\1/p' "$tmp/imp")
+	[ -n "$s" ] && [ -n "$want" ] && [ "$s" -ge "$want" ]
+}
+# imp DB WHAT [OPTION]: appends the events on stdin to the ledger DB.
+imp() {
+	"$bin" import --db "$1" ${3:-} >"$tmp/imp" 2>"$tmp/err" || bad "import $2: $(cat "$tmp/err")"
+}
+reserve() { # NS NAME CLASS UNITS
+	echo "{\"type\":\"RESERVE\",\"namespace\":\"$1\",\"class\":\"$3\",\"kind\":\"VMInstance\",\"name\":\"$2\",\"uid\":\"ui-$2\",\"before\":0,\"after\":$4}"
+}
+printf '%s\n' \
+	"{\"type\":\"TENANT\",\"namespace\":\"$race\",\"parent\":\"$tns\"}" \
+	"{\"type\":\"BUDGET\",\"namespace\":\"$race\",\"key\":\"$key\",\"value\":3}" >"$tmp/ev"
+imp "$tmp/db" "the race tenant" <"$tmp/ev"
+wait_until 10 seen "$url" && ok || bad "serve did not follow the import of $race"
+race_ids=
+for n in a b; do
+	curl -s -H "Authorization: Bearer $admin" -X POST "$url/v1/admission" \
+		-d "{\"namespace\":\"$race\",\"kind\":\"VMInstance\",\"name\":\"race-$n\",\"old\":null,\"new\":{\"gpus\":[{\"class\":\"h100\",\"count\":2}]}}" \
+		>"$tmp/v" || bad "admission race-$n"
+	has "race-$n is allowed alone" "$tmp/v" '"allowed":true'
+	race_ids=$race_ids${race_ids:+,}$(jq .id "$tmp/v")
+done
+{
+	reserve "$race" race-a h100 2
+	reserve "$race" race-b h100 2
+	reserve "$race" sneak h100 1
+	reserve "$sib" sneak-sib l40s 1
+	echo "{\"type\":\"BUDGET\",\"namespace\":\"$race\",\"key\":\"$key\",\"value\":2}"
+} >"$tmp/ev"
+imp "$tmp/db" "the observations" <"$tmp/ev"
+wait_until 10 seen "$url" && ok || bad "serve did not follow the import of the observations"
+# The API finds the race (the browser checks that the console shows it).
+curl -s -H "Authorization: Bearer $admin" "$url/v1/reconcile?tenant=$race" >"$tmp/rec"
+has "the race of verdicts $race_ids is found" "$tmp/rec" "\"type\":\"race\",\"verdicts\":\[$race_ids\]"
+last=$(sed -n 's/.*last seq \([0-9]*\).*/\1/p' "$tmp/imp")
+
+# --- a clean ledger: an admission, and the object it admitted observed ----
+imp "$tmp/db-clean" "the clean ledger" --create <<EOF
+{"time":"2026-01-01T00:00:00Z","type":"CLASS","class":"h100","definition":{"name":"h100","resourceNames":["nvidia.com/GH100_H100_SXM5_80GB"]}}
+{"type":"TENANT","namespace":"tenant-root","parent":null}
+{"type":"TENANT","namespace":"tenant-clean","parent":"tenant-root"}
+{"type":"BUDGET","namespace":"tenant-clean","key":"$key","value":4}
+EOF
+"$bin" serve --db "$tmp/db-clean" --listen 127.0.0.1:0 \
+	>"$tmp/clean.out" 2>"$tmp/clean.err" &
+clean_pid=$!
+port=$(serve_port "$tmp/clean.out")
+[ -n "$port" ] || { bad "serve of the clean ledger did not start: $(cat "$tmp/clean.err")"; exit 1; }
+clean_url=http://127.0.0.1:$port
+curl -s -X POST "$clean_url/v1/admission" \
+	-d '{"namespace":"tenant-clean","kind":"VMInstance","name":"vm-ok","old":null,"new":{"gpus":[{"class":"h100","count":2}]}}' \
+	>"$tmp/v" || bad "admission vm-ok"
+has "vm-ok is allowed" "$tmp/v" '"allowed":true'
+reserve tenant-clean vm-ok h100 2 >"$tmp/ev"
+imp "$tmp/db-clean" "vm-ok" <"$tmp/ev"
+wait_until 10 seen "$clean_url" && ok || bad "serve of the clean ledger did not follow the import"
+curl -s "$clean_url/v1/reconcile" >"$tmp/rec"
+has "the clean ledger: nothing found" "$tmp/rec" '"counts":\{"admissionVerdicts":1,"bypasses":0,"events":[0-9]+,"overshoots":0,"preExisting":0\}'
+
+# A signed checkpoint covering the last event of the ledger (serve signs
+# every second while the tree grows).
 signed() {
 	size=$(curl -s -H "Authorization: Bearer $admin" "$url/v1/checkpoint" | sed -n 2p)
 	[ -n "$size" ] && [ -n "$last" ] && [ "$size" -ge "$last" ]
@@ -189,12 +267,13 @@ wait_until 15 signed && ok || bad "no signed checkpoint covers seq $last"
 
 # --- the browser ------------------------------------------------------------
 UI_VERIFIER_KEY=$(cat "$tmp/keys/gpuledger.test_ui.pub") \
-	UI_EXPECT_OVER=1 UI_URL=$url UI_OPEN_URL=$open_url ADMIN_TOKEN=$admin TENANT_TOKEN=$tenant TENANT_NS=$tns SIBLING_NS=$sib \
+	UI_EXPECT_OVER=1 UI_URL=$url UI_OPEN_URL=$open_url UI_CLEAN_URL=$clean_url \
+	UI_SIM_END=$sim_end UI_RACE_TENANT=$race UI_RACE_IDS=$race_ids ADMIN_TOKEN=$admin TENANT_TOKEN=$tenant TENANT_NS=$tns SIBLING_NS=$sib \
 	UI_ARTIFACTS=$art node "$here/ui/browser.js" >"$tmp/browser.out" 2>"$tmp/browser.err"
 rc=$?
 cat "$tmp/browser.out"
 [ $rc -eq 0 ] && ok || bad "browser test (exit $rc): $(tail -c 600 "$tmp/browser.err")"
-for v in tenants classes history verdicts tenant-token no-token; do
+for v in tenants classes history verdicts reconcile reconcile-clean tenant-token no-token; do
 	[ -s "$art/$v.png" ] && ok || bad "no screenshot $art/$v.png"
 done
 

@@ -17,6 +17,7 @@
 	const VIEWS = ['tenants', 'classes', 'history', 'verdicts'];
 	const VPAGE = 50;    /* verdicts per /v1/verdicts request */
 	const VNEWER = 20;   /* pages of newer verdicts one refresh reads */
+	const RMAX = 200;    /* rows per list of the reconciliation */
 
 	const S = {
 		view: 'tenants',
@@ -25,6 +26,9 @@
 		hist: {loaded: false},
 		v: {list: [], next: null, key: null, open: null},
 		audit: new Map(), /* verdict id -> 'reproduced' | 'DIFFERS' | 'error' */
+		/* The reconciliation: gen numbers the runs (an answer to an
+		 * older one is dropped), started once the view has run it. */
+		r: {gen: 0, started: false, timer: null, view: null},
 		timer: null, busy: false, again: false,
 		/* What the server said to a request without a token: null (not
 		 * asked yet), 'open' (it answered) or 'needs' (401). */
@@ -196,14 +200,20 @@
 		S.hist.loaded = false;
 		S.v = {list: [], next: null, key: null, open: null};
 		S.audit.clear();
+		forgetReconcile();
 		for (const b of Array.from($('t-table').tBodies))
 			b.remove();
-		for (const id of ['c-table', 'n-table', 'v-table', 'v-checks', 'h-table'])
+		for (const id of ['c-table', 'n-table', 'v-table', 'v-checks', 'h-table', 'r-bypasses',
+				  'r-overshoots', 'r-pre-table'])
 			$(id).tBodies[0].replaceChildren();
 		for (const id of ['h-chart', 'h-caption', 'h-tenant', 'v-tenant', 'v-json', 'v-proof',
-				  'v-message', 'ledger-pos', 'v-scan'])
+				  'v-message', 'ledger-pos', 'v-scan', 'r-tenant', 'r-status', 'r-range',
+				  'r-nothing', 'r-link-out', 'r-b-note', 'r-o-note', 'r-p-note'])
 			$(id).replaceChildren();
+		for (const td of $('r-counts').querySelectorAll('td'))
+			td.textContent = '';
 		$('v-record').hidden = true;
+		$('r-result').hidden = true;
 		setStatus('');
 	}
 
@@ -636,22 +646,32 @@
 			allowed: $('v-allowed').value};
 	}
 
+	/* A select of "any" (value '') and names, keeping the choice while
+	 * it is still offered; rebuilt only when the names changed. */
+	function fillSelect(sel, names, any) {
+		const cur = sel.value;
+		if (sel.options.length !== names.length + 1 ||
+		    names.some((n, i) => sel.options[i + 1].value !== n))
+			sel.replaceChildren(el('option', {value: '', text: any}),
+					    ...names.map((n) => el('option', {value: n, text: n})));
+		sel.value = cur === '' || names.indexOf(cur) >= 0 ? cur : '';
+	}
+
 	/* The filter's choices: the tenants the token sees, every reason. */
 	function fillVerdictForm() {
-		const fill = (sel, names, any) => {
-			const cur = sel.value;
-			if (sel.options.length !== names.length + 1 ||
-			    names.some((n, i) => sel.options[i + 1].value !== n))
-				sel.replaceChildren(el('option', {value: '', text: any}),
-						    ...names.map((n) => el('option', {value: n, text: n})));
-			sel.value = cur === '' || names.indexOf(cur) >= 0 ? cur : '';
-		};
-		fill($('v-tenant'), (S.tenants || []).map((t) => t.namespace).sort(), 'any (whole tree)');
-		fill($('v-reason'), GL.REASONS, 'any');
+		fillSelect($('v-tenant'), (S.tenants || []).map((t) => t.namespace).sort(),
+			   'any (whole tree)');
+		fillSelect($('v-reason'), GL.REASONS, 'any');
 	}
 
 	async function loadVerdicts() {
 		fillVerdictForm();
+		fillSelect($('r-tenant'), (S.tenants || []).map((t) => t.namespace).sort(),
+			   'all this token may see');
+		/* The first time the view shows, the reconciliation runs too,
+		 * on its own: the verdicts do not wait for it. */
+		if (!S.r.started)
+			runReconcile();
 		const f = verdictFilter();
 		const key = JSON.stringify(f);
 		try {
@@ -727,10 +747,9 @@
 			(S.v.next !== null ? '; older ones remain (Load older).' : '; that is all of them.');
 	}
 
-	function openVerdict(id) {
-		const v = S.v.list.find((x) => x.id === id);
-		if (!v)
-			return;
+	/* Opens verdict v ({id, seq, time, record}) in the record panel. */
+	function openVerdict(v) {
+		const id = v.id;
 		S.v.open = id;
 		const r = v.record;
 		$('v-record').hidden = false;
@@ -765,7 +784,10 @@
 		if (!tr)
 			return;
 		ev.preventDefault();
-		openVerdict(Number(tr.getAttribute('data-id')));
+		const id = Number(tr.getAttribute('data-id'));
+		const v = S.v.list.find((x) => x.id === id);
+		if (v)
+			openVerdict(v);
 	}
 
 	function auditClass(a) {
@@ -881,6 +903,212 @@
 	}
 
 	/* ---------------------------------------------------------------- */
+	/* Reconciliation: GET /v1/reconcile (DESIGN 3.6) is a heavy read, one
+	 * pass over the whole log on the server, so it runs when the view
+	 * first opens and on Reconcile, never on the timer, and says that it
+	 * is reading meanwhile. The answer of a run that a newer run or
+	 * another token (forgetReconcile) has replaced is dropped. */
+
+	function reconcileForm() {
+		return {tenant: $('r-tenant').value, from: $('r-from').value, to: $('r-to').value,
+			since: $('r-since').value, window: $('r-window').value};
+	}
+
+	function forgetReconcile() {
+		S.r.gen++;
+		S.r.started = false;
+		S.r.view = null;
+		clearInterval(S.r.timer);
+		S.r.timer = null;
+		$('r-section').setAttribute('aria-busy', 'false');
+	}
+
+	async function runReconcile() {
+		const gen = ++S.r.gen;
+		const t0 = Date.now();
+		const st = $('r-status');
+		const upTo = S.seq !== null ? ' up to seq ' + GL.fmtInt(S.seq) : '';
+		const tick = () => {
+			const secs = Math.floor((Date.now() - t0) / 1000);
+			st.textContent = 'Reconciling: the server reads the whole log' + upTo +
+				(secs > 0 ? ' (' + secs + ' s so far)' : '') + '…';
+		};
+		S.r.started = true;
+		clearInterval(S.r.timer);
+		st.className = 'busy';
+		tick();
+		S.r.timer = setInterval(tick, 1000);
+		$('r-section').setAttribute('aria-busy', 'true');
+		$('r-link-out').textContent = '';
+		let d = null, err = null;
+		try {
+			d = await api(GL.reconcilePath(reconcileForm()));
+		} catch (e) {
+			err = e;
+		}
+		if (gen !== S.r.gen)
+			return;
+		clearInterval(S.r.timer);
+		S.r.timer = null;
+		$('r-section').setAttribute('aria-busy', 'false');
+		if (err) {
+			const status = err instanceof ApiError ? err.status : 0;
+			$('r-result').hidden = true;
+			/* A 401 has brought the sign-in form already. */
+			st.className = status === 401 ? '' : 'error';
+			st.textContent = status === 401 ? ''
+				: status === 400 ? 'The server refused these parameters (400: ' + err.message + ').'
+				: refusal(err, 'the reconciliation');
+			return;
+		}
+		st.className = '';
+		st.textContent = 'Reconciled at ' + new Date().toISOString().slice(11, 19) + ' UTC.';
+		renderReconcile(d);
+	}
+
+	function renderReconcile(d) {
+		const v = GL.reconcileView(d, RMAX);
+		S.r.view = v;
+		$('r-range').textContent = GL.reconcileRangeText(d.range);
+		for (const td of $('r-counts').querySelectorAll('td[data-f]'))
+			td.textContent = GL.fmtInt(v.counts[td.dataset.f], '?');
+		$('r-nothing').hidden = !v.nothing;
+		$('r-nothing').textContent = v.nothing ? GL.nothingText(d.range) : '';
+
+		const brows = v.bypasses.map((b) => el('tr', {id: 'rb-' + b.seq, tabindex: -1, 'data-seq': b.seq},
+			el('td', {'class': 'num', 'data-f': 'seq', text: GL.fmtInt(b.seq)}),
+			el('td', {'class': 'nowrap', 'data-f': 'time', text: GL.fmtTime(b.time)}),
+			el('td', {'data-f': 'object', text: GL.objectText(b)}),
+			el('td', {'data-f': 'class', text: b.class}),
+			el('td', {'class': 'num', 'data-f': 'units',
+				  text: GL.fmtInt(b.before) + ' → ' + GL.fmtInt(b.after)}),
+			el('td', {'data-f': 'previous', text: b.previousSeq === null
+				? 'none (first observation)' : 'seq ' + GL.fmtInt(b.previousSeq)})));
+		if (brows.length === 0)
+			brows.push(el('tr', {}, el('td', {colspan: 6, text: GL.bypassNoneText(d.range)})));
+		$('r-bypasses').tBodies[0].replaceChildren(...brows);
+		$('r-b-note').textContent = GL.listNote(v.bypasses.length, v.bypassesMore, 'newest');
+
+		const orows = v.overshoots.map((o) => el('tr', {'class': o.open ? 'over' : null,
+				'data-from': o.fromSeq, 'data-tenant': o.tenant, 'data-key': o.key},
+			el('th', {scope: 'row', 'data-f': 'tenant', text: o.tenant}),
+			el('td', {'data-f': 'key', title: o.key, text: o.keyShort}),
+			el('td', {'data-f': 'from', text: o.from}),
+			el('td', {'data-f': 'to', 'class': o.open ? 'neg' : null, text: o.to}),
+			el('td', {'data-f': 'start', text: o.start}),
+			el('td', {'data-f': 'peak', text: o.peak}),
+			el('td', {'data-f': 'trigger', text: o.trigger}),
+			el('td', {'data-f': 'causes'}, causesList(o, v))));
+		if (orows.length === 0)
+			orows.push(el('tr', {}, el('td', {colspan: 8,
+				text: 'None: no tenant\'s subtree used more than a budget it declares in this range.'})));
+		$('r-overshoots').tBodies[0].replaceChildren(...orows);
+		$('r-o-note').textContent = GL.listNote(v.overshoots.length, v.overshootsMore, 'newest');
+
+		const n = v.pre.length + v.preMore;
+		$('r-pre-h').textContent = GL.fmtInt(n) + (n === 1 ? ' object' : ' objects') +
+			' observed before admission was in force' + (n ? ' (open to list them)' : '');
+		$('r-pre-table').tBodies[0].replaceChildren(...v.pre.map((p) =>
+			el('tr', {id: 'rp-' + p.seq, tabindex: -1, 'data-seq': p.seq},
+			   el('td', {'class': 'num', 'data-f': 'seq', text: GL.fmtInt(p.seq)}),
+			   el('td', {'class': 'nowrap', text: GL.fmtTime(p.time)}),
+			   el('td', {'data-f': 'object', text: GL.objectText(p)}),
+			   el('td', {text: p.uid || '—'}))));
+		$('r-p-note').textContent = GL.listNote(v.pre.length, v.preMore, 'first');
+		$('r-result').hidden = false;
+	}
+
+	/* An overshoot's causes: a race names its verdicts (each opens in
+	 * the record panel), a bypass and an object observed before admission
+	 * lead to their rows when listed, a lowered budget gives its seq. */
+	function causesList(o, v) {
+		const ul = el('ul', {'class': 'causes'});
+		const at = (c) => c.label + ' at seq ' + GL.fmtInt(c.seq);
+		for (const c of o.causes) {
+			const li = el('li', {'data-type': c.type, 'data-seq': c.seq});
+			if (c.type === 'race') {
+				li.append(at(c) + ': ');
+				c.verdicts.forEach((id, i) => {
+					if (i > 0)
+						li.append(', ');
+					li.append(el('button', {type: 'button', 'class': 'link',
+								'data-verdict': id, text: 'verdict ' + id}));
+				});
+			} else if (c.type === 'bypass' && v.shownBypass.has(c.seq)) {
+				li.append(el('button', {type: 'button', 'class': 'link', 'data-bypass': c.seq,
+							text: at(c)}));
+			} else if (c.type === 'preExisting' && v.shownPre.has(c.seq)) {
+				li.append(el('button', {type: 'button', 'class': 'link', 'data-pre': c.seq,
+							text: at(c)}));
+			} else {
+				li.append(at(c) + (c.type === 'bypass' || c.type === 'preExisting'
+					? ' (not in the lists here)' : ''));
+			}
+			ul.append(li);
+		}
+		if (o.omitted > 0)
+			ul.append(el('li', {text: 'and ' + GL.fmtInt(o.omitted) + ' more the server did not list'}));
+		if (o.causes.length === 0 && o.omitted === 0)
+			ul.append(el('li', {text: 'none named'}));
+		return ul;
+	}
+
+	/* Moves to a row of the reconciliation and marks it. */
+	function goToRow(id) {
+		const tr = document.getElementById(id);
+		if (!tr)
+			return;
+		for (const x of $('r-section').querySelectorAll('tr[aria-current]'))
+			x.removeAttribute('aria-current');
+		tr.setAttribute('aria-current', 'true');
+		tr.scrollIntoView({block: 'center'});
+		tr.focus({preventScroll: true});
+	}
+
+	/* Opens verdict id in the record panel: from the list when it is
+	 * there, else GET /v1/verdicts/{id} (the list may be filtered, or not
+	 * read that far). A refusal is said next to the overshoots. */
+	async function showVerdict(id) {
+		const out = $('r-link-out');
+		let v = S.v.list.find((x) => x.id === id);
+		out.className = '';
+		out.textContent = '';
+		if (!v) {
+			/* An answer to a token replaced meanwhile shows nothing. */
+			const t = token();
+			try {
+				const r = await api('/v1/verdicts/' + id);
+				v = {id: id, seq: r.seq, time: r.time, record: r};
+			} catch (e) {
+				if (t === token() && !(e instanceof ApiError && e.status === 401)) {
+					out.className = 'error';
+					out.textContent = refusal(e, 'verdict ' + id);
+				}
+				return;
+			}
+			if (t !== token())
+				return;
+		}
+		openVerdict(v);
+		$('v-record').scrollIntoView({block: 'start'});
+		$('v-record-h').focus({preventScroll: true});
+	}
+
+	function onReconcileClick(ev) {
+		const b = ev.target.closest('button[data-verdict], button[data-bypass], button[data-pre]');
+		if (!b)
+			return;
+		if (b.dataset.verdict !== undefined) {
+			showVerdict(Number(b.dataset.verdict));
+		} else if (b.dataset.bypass !== undefined) {
+			goToRow('rb-' + b.dataset.bypass);
+		} else {
+			$('r-pre').open = true;
+			goToRow('rp-' + b.dataset.pre);
+		}
+	}
+
+	/* ---------------------------------------------------------------- */
 
 	/* Shows the views and loads the current one with the token in use,
 	 * or none: a 401 brings the form (api). */
@@ -925,6 +1153,11 @@
 		$('v-verify').addEventListener('click', reDerive);
 		$('v-audit').addEventListener('click', auditShown);
 		$('v-prove').addEventListener('click', prove);
+		$('r-form').addEventListener('submit', (ev) => {
+			ev.preventDefault();
+			runReconcile();
+		});
+		$('r-section').addEventListener('click', onReconcileClick);
 		window.addEventListener('hashchange', () => {
 			const v = location.hash.replace(/^#/, '');
 			if (v !== S.view && VIEWS.indexOf(v) >= 0)

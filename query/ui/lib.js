@@ -5,8 +5,9 @@
  * global GL; under node, module.exports.
  *
  * Inputs are the API's JSON exactly (DESIGN 6 `replay --json` tenants, 7
- * classes and capacity, 8 export rows in JSON, 3.5 verdict records, 4.4
- * proofs); nothing here invents a number the API did not give.
+ * classes and capacity, 8 export rows in JSON, 3.5 verdict records, 3.6
+ * the reconciliation, 4.4 proofs); nothing here invents a number the API
+ * did not give.
  */
 (function (root, factory) {
 	'use strict';
@@ -472,6 +473,170 @@
 	}
 
 	/* ---------------------------------------------------------------- */
+	/* Reconciliation (GET /v1/reconcile, DESIGN 3.6): did every
+	 * reservation pass admission, and did the budgets hold? */
+
+	const RECONCILE_PARAMS = ['tenant', 'from', 'to', 'since', 'window'];
+
+	/* The GET /v1/reconcile path for form f = {tenant, from, to, since,
+	 * window}, each as typed (a seq or a time; a duration): values are
+	 * trimmed and empty ones left out, so that the server's defaults
+	 * apply; the server judges the rest (a 400 says what it refused). */
+	function reconcilePath(f) {
+		const q = [];
+		for (const k of RECONCILE_PARAMS) {
+			const v = String((f && f[k]) || '').trim();
+			if (v !== '')
+				q.push(k + '=' + encodeURIComponent(v));
+		}
+		return '/v1/reconcile' + (q.length ? '?' + q.join('&') : '');
+	}
+
+	/* Milliseconds as a duration the CLI takes back: "10m", "1h30m",
+	 * "1m30s", "500ms", "0s". */
+	function fmtDuration(ms) {
+		if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
+			return '—';
+		const parts = [[3600000, 'h'], [60000, 'm'], [1000, 's'], [1, 'ms']];
+		let left = Math.round(ms), out = '';
+		for (const [n, u] of parts) {
+			if (left >= n) {
+				out += Math.floor(left / n) + u;
+				left %= n;
+			}
+		}
+		return out || '0s';
+	}
+
+	/* "seq 12 (2026-01-01 00:00:00 UTC)", or "seq 12" without a time. */
+	function seqText(seq, time) {
+		return 'seq ' + fmtInt(seq) + (typeof time === 'string' ? ' (' + fmtTime(time) + ')' : '');
+	}
+
+	/* What the answer's range says, in sentences: which events, whose,
+	 * since when admission counts as in force (DESIGN 3.6: objects first
+	 * observed before it are listed apart, never as bypasses), and the
+	 * window a verdict covers. */
+	function reconcileRangeText(r) {
+		if (!r)
+			return '';
+		const who = r.tenant ? 'the subtree of ' + r.tenant : 'every tenant';
+		const out = [r.toSeq > 0
+			? 'Events from ' + seqText(r.fromSeq, r.fromTime) + ' to ' +
+			  seqText(r.toSeq, r.toTime) + ', ' + who + '.'
+			: 'The log holds no event yet (' + who + ').'];
+		if (r.since)
+			out.push('Admission is in force from ' + seqText(r.since.seq, r.since.time) +
+				 ': objects first observed before it are listed as observed before ' +
+				 'admission, not as bypasses.');
+		else
+			out.push('Admission was never in force (no admission verdict is recorded, or ' +
+				 'since lies after the last event): every object counts as observed ' +
+				 'before admission, none as a bypass.');
+		out.push('A verdict covers an observation up to ' + fmtDuration(r.windowMs) +
+			 ' after it.');
+		return out.join(' ');
+	}
+
+	/* "VMInstance tenant-a/vm-1". */
+	function objectText(x) {
+		return (x.kind || '?') + ' ' + (x.namespace || '?') + '/' + (x.name || '?');
+	}
+
+	/* What triggered an overshoot: the event at its start. */
+	function triggerText(t) {
+		if (!t)
+			return '—';
+		const what = t.namespace !== undefined
+			? t.type + ' of ' + objectText(t) : t.type;
+		return what + ' at seq ' + fmtInt(t.seq);
+	}
+
+	const CAUSE_LABELS = {race: 'race', bypass: 'bypass', budgetLowered: 'budget lowered',
+			      preExisting: 'observed before admission'};
+
+	/* One cause of an overshoot as the page lists it: {type, label,
+	 * seq, verdicts: [ids] (a race's, else [])}. */
+	function causeView(c) {
+		return {type: c.type, label: CAUSE_LABELS[c.type] || String(c.type),
+			seq: c.seq, verdicts: Array.isArray(c.verdicts) ? c.verdicts.slice() : []};
+	}
+
+	/* One overshoot as the page shows it, from the API's object. */
+	function overshootView(o) {
+		const excess = o.peak.used - o.peak.budget;
+		return {
+			tenant: o.tenant, key: o.key, keyShort: shortKey(o.key), fromSeq: o.fromSeq,
+			from: seqText(o.fromSeq, o.fromTime),
+			to: o.toSeq === null || o.toSeq === undefined ? 'still over'
+				: seqText(o.toSeq, o.toTime),
+			open: o.toSeq === null || o.toSeq === undefined,
+			start: 'used ' + fmtInt(o.used) + ' of ' + fmtInt(o.budget),
+			peak: 'used ' + fmtInt(o.peak.used) + ' of ' + fmtInt(o.peak.budget) +
+			      ' (' + (excess >= 0 ? '+' : '') + fmtInt(excess) + ') at seq ' +
+			      fmtInt(o.peak.seq),
+			trigger: triggerText(o.trigger),
+			causes: (o.causes || []).map(causeView),
+			omitted: o.causesOmitted || 0,
+		};
+	}
+
+	/* The answer as the view lays it out, each list bounded by max rows:
+	 * bypasses and overshoots newest first (overshoots by start, then
+	 * tenant and key), objects observed before admission in seq order;
+	 * *More counts what was left out; shownBypass and shownPre are the
+	 * seqs listed, so that a cause links only to a row on the page;
+	 * nothing is true when neither a bypass nor an overshoot was found
+	 * (objects observed before admission are not findings: the CLI
+	 * exits 0 for them). */
+	function reconcileView(d, max) {
+		const cap = max === undefined ? Infinity : max;
+		const take = (list) => ({shown: list.slice(0, cap),
+					 more: Math.max(0, list.length - cap)});
+		const bypasses = (d.bypasses || []).slice().sort((a, b) => b.seq - a.seq);
+		const overs = (d.overshoots || []).slice().sort((a, b) =>
+			b.fromSeq - a.fromSeq || (a.tenant < b.tenant ? -1 : a.tenant > b.tenant ? 1
+				: a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+		const pre = (d.preExisting || []).slice().sort((a, b) => a.seq - b.seq);
+		const b = take(bypasses), o = take(overs), p = take(pre);
+		const counts = d.counts || {};
+		return {
+			counts: counts,
+			nothing: (d.bypasses || []).length === 0 && (d.overshoots || []).length === 0,
+			bypasses: b.shown, bypassesMore: b.more,
+			overshoots: o.shown.map(overshootView), overshootsMore: o.more,
+			pre: p.shown, preMore: p.more,
+			shownBypass: new Set(b.shown.map((x) => x.seq)),
+			shownPre: new Set(p.shown.map((x) => x.seq)),
+		};
+	}
+
+	/* What an empty bypass list means: in a range where admission was
+	 * in force, that every reservation had its verdict; elsewhere, that
+	 * none could be a bypass. */
+	function bypassNoneText(r) {
+		return !r || !r.since || r.since.seq > r.toSeq
+			? 'None: admission was never in force in this range, so no reservation counts as a bypass.'
+			: 'None: every reservation of a VMInstance or KubernetesNodes object in the range had ' +
+			  'an allowed admission verdict.';
+	}
+
+	/* The note under a list bounded to n rows when more were left out. */
+	function listNote(n, more, what) {
+		return more > 0 ? 'The ' + fmtInt(n) + ' ' + what + ' of ' + fmtInt(n + more) +
+				  ' are listed; narrow the tenant or the range (or run gpuledger ' +
+				  'reconcile) for the others.' : '';
+	}
+
+	/* The plain sentence for an answer that found nothing. */
+	function nothingText(r) {
+		return 'Nothing found: no bypass and no overshoot' +
+		       (r && r.tenant ? ' in the subtree of ' + r.tenant : '') +
+		       (r && r.toSeq > 0 ? ' from seq ' + fmtInt(r.fromSeq) + ' to seq ' +
+			fmtInt(r.toSeq) : '') + '.';
+	}
+
+	/* ---------------------------------------------------------------- */
 	/* Proofs (DESIGN 4.4: RFC 9162 Merkle tree over JCS events). */
 
 	/* RFC 8785 canonical JSON: keys sorted by UTF-16 code units, no
@@ -694,7 +859,9 @@
 		tenantRows, rowInUse, classesOf, tenantStatus, tenantMatches, visibleRows,
 		mergeNodes, parseNdjson, historySeries, niceTicks, chartModel,
 		budgetLines, REASONS, verdictsPath, verdictsOfListing, mergeVerdicts,
-		requesterText, verdictSubject, jcs,
+		requesterText, verdictSubject, reconcilePath, fmtDuration, seqText,
+		reconcileRangeText, objectText, triggerText, causeView, overshootView,
+		reconcileView, bypassNoneText, listNote, nothingText, jcs,
 		b64decode, b64encode, leafHash, nodeHash, verifyInclusion,
 		parseCheckpoint, checkInclusion, parseVerifierKey, keyId,
 		checkSignature, utf8, concat,

@@ -14,14 +14,28 @@
  *   - the timer refresh keeps the user's place (collapsed tenant, focus);
  *   - keyboard: the tabs move with the arrow keys, a verdict opens with
  *     Enter;
+ *   - the reconciliation in the verdicts view equals GET /v1/reconcile
+ *     (counts, bypasses, overshoots and their causes) for each token: the
+ *     race the script staged names its two verdicts, each opening its
+ *     record (a 403 for a tenant token, said as such), the bypass cause
+ *     leads to its row, a tenant token sees its own subtree's findings
+ *     only; it says that it is loading while the answer is held back, a
+ *     400 and a 403 are said as such, and a clean ledger (UI_CLEAN_URL)
+ *     says plainly that nothing was found;
  *   - no console error, no exception, no CSP violation, and no request to
  *     anything but the server on 127.0.0.1.
  * Screenshots of each view go to $UI_ARTIFACTS.
  *
  * Environment: UI_URL (http://127.0.0.1:PORT, a serve with --token-file),
- * UI_OPEN_URL (the same ledger served without one), ADMIN_TOKEN, TENANT_TOKEN,
- * TENANT_NS, SIBLING_NS, UI_ARTIFACTS, UI_EXPECT_OVER (set: the ledger
- * has a node allocated beyond capacity, which must be highlighted). Prints FAIL lines and a last line
+ * UI_OPEN_URL (the same ledger served without one), UI_CLEAN_URL (a ledger
+ * where reconcile finds nothing, without --token-file), ADMIN_TOKEN,
+ * TENANT_TOKEN, TENANT_NS, SIBLING_NS, UI_RACE_TENANT and UI_RACE_IDS (a
+ * tenant of TENANT_NS's subtree where the verdicts with these ids raced, an
+ * object "sneak" bypassed admission and the budget was lowered; an object
+ * "sneak-sib" bypassed it in SIBLING_NS), UI_SIM_END (the time the
+ * simulated history ends: the history view is checked up to it),
+ * UI_ARTIFACTS, UI_EXPECT_OVER (set: the ledger has a node allocated
+ * beyond capacity, which must be highlighted). Prints FAIL lines and a last line
  * "browser: N passed, M failed"; exits 1 on any failure.
  */
 'use strict';
@@ -36,6 +50,9 @@ const ADMIN = process.env.ADMIN_TOKEN;
 const TENANT = process.env.TENANT_TOKEN;
 const TNS = process.env.TENANT_NS;
 const SIB = process.env.SIBLING_NS;
+const CLEAN = process.env.UI_CLEAN_URL;
+const RACE = process.env.UI_RACE_TENANT;
+const RACE_IDS = (process.env.UI_RACE_IDS || '').split(',').filter((x) => x).map(Number);
 const OUT = process.env.UI_ARTIFACTS || 'build/ui-artifacts';
 const W = 1366, H = 900;
 
@@ -310,9 +327,217 @@ async function shot(page, name) {
 	await page.screenshot(path.join(OUT, name + '.png'));
 }
 
+/* ------------------------------------------------------------------ */
+/* The reconciliation (DESIGN 3.6) in the verdicts view. */
+
+const TXT = (sel) => `((e) => e ? e.textContent : null)(document.querySelector(${JSON.stringify(sel)}))`;
+/* The reconciliation as the page shows it. */
+const READ_RECONCILE = `(() => {
+	const f = (tr) => Object.fromEntries(Array.from(tr.querySelectorAll('[data-f]')).map(
+		(td) => [td.dataset.f, td.textContent]));
+	const st = document.getElementById('r-status');
+	const nothing = document.getElementById('r-nothing');
+	return {
+		shown: !document.getElementById('r-result').hidden,
+		busy: document.getElementById('r-section').getAttribute('aria-busy'),
+		status: st.textContent, statusClass: st.className,
+		range: document.getElementById('r-range').textContent,
+		nothing: nothing.hidden ? null : nothing.textContent,
+		counts: f(document.getElementById('r-counts')),
+		bypasses: Array.from(document.querySelectorAll('#r-bypasses tbody tr[data-seq]')).map(
+			(tr) => Object.assign(f(tr), {id: tr.id})),
+		bypassNone: ${TXT('#r-bypasses tbody tr:not([data-seq]) td')},
+		overshoots: Array.from(document.querySelectorAll('#r-overshoots tbody tr[data-from]')).map((tr) => ({
+			tenant: tr.dataset.tenant, key: tr.dataset.key, fromSeq: Number(tr.dataset.from),
+			over: tr.className === 'over', to: tr.querySelector('[data-f=to]').textContent,
+			causes: Array.from(tr.querySelectorAll('ul.causes li[data-type]')).map((li) => ({
+				type: li.dataset.type, seq: Number(li.dataset.seq),
+				verdicts: Array.from(li.querySelectorAll('button[data-verdict]')).map(
+					(x) => Number(x.dataset.verdict)),
+				bypass: li.querySelector('button[data-bypass]') ? 'rb-' +
+					li.querySelector('button[data-bypass]').dataset.bypass : null})),
+		})),
+		overshootNone: ${TXT('#r-overshoots tbody tr:not([data-from]) td')},
+		pre: document.querySelectorAll('#r-pre-table tbody tr').length,
+		preOpen: document.getElementById('r-pre').open,
+		preSummary: document.getElementById('r-pre-h').textContent,
+	};
+})()`;
+
+/* The page against GET /v1/reconcile's answer d, straight from the JSON
+ * (lib.js is not used, so that a bug there cannot hide). */
+function checkReconcile(got, d, who) {
+	const at = (what) => who + ': ' + what;
+	for (const k of ['events', 'admissionVerdicts', 'bypasses', 'overshoots', 'preExisting'])
+		ok(GL.parseInt10(got.counts[k]) === d.counts[k],
+		   at('count ' + k + ' ' + got.counts[k] + ' != ' + d.counts[k]));
+	const want = d.bypasses.slice().sort((a, b) => b.seq - a.seq).slice(0, 200).map((x) => ({
+		seq: String(x.seq), object: x.kind + ' ' + x.namespace + '/' + x.name, 'class': x.class,
+		units: x.before + ' → ' + x.after,
+		previous: x.previousSeq === null ? 'none (first observation)' : 'seq ' + x.previousSeq}));
+	ok(JSON.stringify(got.bypasses.map((x) => ({seq: String(GL.parseInt10(x.seq)), object: x.object, 'class': x.class,
+		units: x.units, previous: x.previous}))) === JSON.stringify(want),
+	   at('the bypasses on the page (' + got.bypasses.length + ') = the API\'s, newest first (' +
+	      want.length + ')'));
+	const key = (o) => o.tenant + ' ' + o.key + ' ' + o.fromSeq;
+	const overs = d.overshoots.slice(-200);
+	ok(got.overshoots.length === overs.length &&
+	   got.overshoots.map(key).sort().join() === overs.map(key).sort().join(),
+	   at('the overshoots on the page (' + got.overshoots.length + ') = the API\'s (' +
+	      overs.length + ')'));
+	ok(got.overshoots.every((o, i) => i === 0 || o.fromSeq <= got.overshoots[i - 1].fromSeq),
+	   at('overshoots newest first'));
+	for (const o of overs) {
+		const g = got.overshoots.find((x) => key(x) === key(o));
+		if (!g)
+			continue;
+		ok(JSON.stringify(g.causes.map((c) => [c.type, c.seq, c.verdicts])) ===
+		   JSON.stringify(o.causes.map((c) => [c.type, c.seq, c.verdicts || []])),
+		   at('the causes of ' + key(o) + ': ' + JSON.stringify(g.causes)));
+		ok(g.over === (o.toSeq === null) && (o.toSeq === null) === (g.to === 'still over'),
+		   at(key(o) + ' is marked as lasting exactly when it lasts: ' + g.to));
+	}
+	ok(got.pre === Math.min(200, d.preExisting.length) &&
+	   got.preSummary.indexOf(GL.fmtInt(d.counts.preExisting) + ' object') === 0 && !got.preOpen,
+	   at('objects observed before admission: counted, listed collapsed: ' + got.preSummary +
+	      ' (' + got.pre + ' rows)'));
+}
+
+/* Waits in node until fn() is truthy. */
+async function waitFor(fn, what, ms) {
+	const end = Date.now() + (ms || 15000);
+	while (!fn()) {
+		if (Date.now() > end)
+			throw new Error('timed out waiting for ' + what);
+		await new Promise((r) => setTimeout(r, 20));
+	}
+}
+
+/* Runs the reconciliation from the form and waits for its answer. */
+async function reconcileNow(page, form) {
+	await page.eval(`(() => { for (const [id, v] of ${JSON.stringify(Object.entries(form || {}))})
+		document.getElementById(id).value = v;
+		document.getElementById('r-status').textContent = '';
+		document.getElementById('r-run').click(); })()`);
+	return page.until(`(() => { const r = ${READ_RECONCILE};
+		return r.busy === 'false' && r.status !== '' && !/^Reconciling/.test(r.status) ? r : null; })()`,
+	'the reconciliation', 30000);
+}
+
+async function reconcileAdmin(b, page) {
+	/* The answer is held back (CDP Fetch) until the page has said that
+	 * it is reading: no clock in it. */
+	const paused = [];
+	b.on((m) => {
+		if (m.sessionId === page.s && m.method === 'Fetch.requestPaused')
+			paused.push(m.params.requestId);
+	});
+	await page.send('Fetch.enable', {patterns: [{urlPattern: '*/v1/reconcile*', requestStage: 'Request'}]});
+	await page.eval("document.getElementById('r-run').click()");
+	await waitFor(() => paused.length > 0, 'the held reconcile request');
+	const loading = await page.eval(READ_RECONCILE);
+	ok(loading.busy === 'true' && /^Reconciling: the server reads the whole log up to seq [\d,]+…$/.test(loading.status),
+	   'while the answer is on its way the view says it is reading: ' + loading.status);
+	await page.send('Fetch.continueRequest', {requestId: paused[0]});
+	await page.send('Fetch.disable');
+	const got = await page.until(`(() => { const r = ${READ_RECONCILE};
+		return r.busy === 'false' && /^Reconciled at/.test(r.status) && r.shown ? r : null; })()`,
+	'the reconciliation');
+	const d = await apiJson('/v1/reconcile', ADMIN);
+	checkReconcile(got, d, 'admin');
+	ok(got.nothing === null && /^Events from seq 1 \(/.test(got.range) &&
+	   /Admission is in force from seq /.test(got.range),
+	   'findings: no "nothing found"; the range says since when admission is in force: ' + got.range);
+	/* What the script staged, whatever the API says. */
+	const objs = got.bypasses.map((x) => x.object);
+	ok(objs.indexOf('VMInstance ' + RACE + '/sneak') >= 0 && objs.indexOf('VMInstance ' + SIB + '/sneak-sib') >= 0,
+	   'both staged bypasses are listed: ' + objs.slice(0, 5).join(', '));
+	const race = got.overshoots.find((o) => o.tenant === RACE && o.key === 'h100.gpuclass.cozystack.io/devices');
+	if (ok(race !== undefined, 'the overshoot of ' + RACE + ' h100 is listed')) {
+		const types = race.causes.map((c) => c.type);
+		ok(race.over && race.to === 'still over', 'it lasts, and says so: ' + race.to);
+		ok(RACE_IDS.length === 2 && JSON.stringify(types) === '["race","bypass","budgetLowered"]',
+		   'its causes: the race, the bypass, the lowered budget: ' + types.join());
+		const rc = race.causes.find((c) => c.type === 'race') || {verdicts: []};
+		ok(JSON.stringify(rc.verdicts) === JSON.stringify(RACE_IDS),
+		   'the race cause links to the verdicts that raced (' + RACE_IDS + '): ' + rc.verdicts);
+		const bc = race.causes.find((c) => c.type === 'bypass') || {};
+		const sneak = got.bypasses.find((x) => x.object === 'VMInstance ' + RACE + '/sneak') || {};
+		ok(bc.bypass !== null && bc.bypass === sneak.id, 'the bypass cause links to the row of sneak: ' + bc.bypass);
+		/* Each link goes where it says. */
+		await page.eval(`document.querySelector('#r-overshoots tr[data-tenant=${JSON.stringify(RACE)}] ` +
+				`button[data-verdict="${RACE_IDS[0]}"]').click()`);
+		const opened = await page.until(`(() => { const h = document.getElementById('v-record-h');
+			return !document.getElementById('v-record').hidden &&
+				h.textContent.indexOf('Verdict ${RACE_IDS[0]} ') === 0 ? h.textContent : ''; })()`,
+		'the record of a racing verdict');
+		const json = await page.eval("document.getElementById('v-json').textContent");
+		ok(/"name": "race-a"/.test(json) && await page.eval("document.activeElement.id === 'v-record-h'"),
+		   'a race cause opens the record of its verdict, focused: ' + opened);
+		await page.eval(`document.querySelector('#r-overshoots tr[data-tenant=${JSON.stringify(RACE)}] ` +
+				"button[data-bypass]').click()");
+		ok(await page.eval(`document.activeElement.id === ${JSON.stringify(sneak.id)} &&
+			document.activeElement.getAttribute('aria-current') === 'true'`),
+		   'a bypass cause moves to its row and marks it');
+	}
+	/* A parameter the server refuses: its 400, said as such. */
+	const bad400 = await reconcileNow(page, {'r-window': 'abc'});
+	ok(bad400.statusClass === 'error' && !bad400.shown &&
+	   /^The server refused these parameters \(400: reconcile: parameter window "abc" is not a duration/.test(bad400.status),
+	   'a window the server refuses: its 400 is shown: ' + bad400.status);
+	/* One tenant's subtree. */
+	const one = await reconcileNow(page, {'r-window': '', 'r-tenant': RACE});
+	checkReconcile(one, await apiJson('/v1/reconcile?tenant=' + RACE, ADMIN), 'tenant ' + RACE);
+	ok(one.overshoots.length > 0 && one.overshoots.every((o) => o.tenant === RACE) &&
+	   one.bypasses.length === 1, 'the tenant filter shows that subtree only');
+	await page.eval("document.getElementById('r-section').scrollIntoView()");
+	await shot(page, 'reconcile');
+	await reconcileNow(page, {'r-tenant': ''});
+	await page.eval('window.scrollTo(0, 0)');
+}
+
+/* A tenant token: its own subtree's findings, and a race cause's verdict
+ * is the API's 403. */
+async function reconcileTenant(page) {
+	const got = await page.until(`(() => { const r = ${READ_RECONCILE};
+		return r.busy === 'false' && r.shown ? r : null; })()`, 'the reconciliation of a tenant token');
+	const d = await apiJson('/v1/reconcile', TENANT);
+	checkReconcile(got, d, 'tenant token');
+	const mine = (ns) => ns === TNS || ns.startsWith(TNS + '-');
+	ok(got.overshoots.length > 0 && got.overshoots.every((o) => mine(o.tenant)),
+	   'a tenant token sees overshoots of its own subtree only');
+	ok(got.bypasses.length > 0 && got.bypasses.every((x) => mine(x.object.split(' ')[1].split('/')[0])) &&
+	   got.bypasses.every((x) => x.object.indexOf('sneak-sib') < 0),
+	   'a tenant token sees bypasses of its own subtree only: ' + got.bypasses.map((x) => x.object).join());
+	await page.eval(`document.querySelector('#r-overshoots button[data-verdict]').click()`);
+	const msg = await page.until(`(() => { const t = document.getElementById('r-link-out').textContent;
+		return /\\(403: /.test(t) ? t : ''; })()`, 'the 403 of a verdict');
+	ok(/^This token may not see verdict \d+ \(403: /.test(msg) &&
+	   await page.eval("document.getElementById('v-record').hidden"),
+	   'a race cause\'s verdict is the API\'s 403 for a tenant token, said as such: ' + msg);
+}
+
+/* A ledger where reconcile finds nothing: it says so, plainly. */
+async function cleanSession(b) {
+	const {page} = await openPage(b, CLEAN);
+	await page.until("document.querySelectorAll('#t-table tbody[data-ns]').length > 0", 'the clean ledger');
+	await page.eval("document.getElementById('tab-verdicts').click()");
+	const got = await page.until(`(() => { const r = ${READ_RECONCILE};
+		return r.busy === 'false' && r.shown ? r : null; })()`, 'the reconciliation of the clean ledger');
+	const d = await apiJson('/v1/reconcile', null, CLEAN);
+	checkReconcile(got, d, 'clean ledger');
+	ok(/^Nothing found: no bypass and no overshoot from seq 1 to seq \d+\.$/.test(got.nothing || ''),
+	   'a clean ledger: "nothing found", plainly: ' + got.nothing);
+	ok(d.counts.admissionVerdicts === 1 && /^None: every reservation/.test(got.bypassNone || '') &&
+	   /^None: /.test(got.overshootNone || '') && got.pre === 0,
+	   'a clean ledger: empty lists say what they mean: ' + got.bypassNone + ' / ' + got.overshootNone);
+	await page.eval("document.getElementById('r-section').scrollIntoView()");
+	await shot(page, 'reconcile-clean');
+}
+
 async function adminSession(b) {
 	const {page, w} = await openPage(b);
-	w.expect = [401];
+	w.expect = [401, 400];
 	await asksForToken(page, w, 'admin');
 	await signIn(page, ADMIN);
 	await page.until("document.querySelectorAll('#t-table tbody[data-ns]').length > 0",
@@ -436,10 +661,13 @@ async function adminSession(b) {
 	const first = (await apiJson('/v1/events?from=1&limit=1', ADMIN)).events[0].time;
 	const day = (ms) => new Date(ms).toISOString().slice(0, 10);
 	const hFrom = day(Date.parse(first));
-	const hTo = day(Date.parse(api.horizon) + 86400000);
 	/* The default range is the last three days before the horizon. */
-	ok(await page.eval("document.getElementById('h-to').value") === hTo,
+	ok(await page.eval("document.getElementById('h-to').value") ===
+	   day(Date.parse(api.horizon) + 86400000),
 	   'history ends by default on the day after the horizon ' + api.horizon);
+	/* Checked over the simulated days (the observations after the
+	 * verdicts carry the wall clock's time). */
+	const hTo = day(Date.parse(process.env.UI_SIM_END || api.horizon) + 86400000);
 	const hns = pickThree(api.tenants)[2].namespace;
 	await page.eval(`(() => { document.getElementById('h-tenant').value = ${JSON.stringify(hns)};
 		document.getElementById('h-from').value = ${JSON.stringify(hFrom)};
@@ -606,6 +834,7 @@ async function adminSession(b) {
 	await showAll(any);
 	await page.eval('window.scrollTo(0, 0)');
 	await shot(page, 'verdicts');
+	await reconcileAdmin(b, page);
 
 	/* The page's proof check in this browser (Web Crypto SHA-256 and
 	 * Ed25519) on a proof made by `gpuledger prove` (tests/ui/fixtures). */
@@ -689,6 +918,7 @@ async function tenantSession(b) {
 		return e ? e.textContent : ''; })()`, 'the refusal of the verdicts');
 	ok(/^This token may not see the verdicts \(403: /.test(vmsg),
 	   'the verdicts view shows the API\'s 403 to a tenant: ' + vmsg);
+	await reconcileTenant(page);
 	/* Showback: a tenant may export its own subtree (DESIGN 8), so the
 	 * history draws, from rows of its subtree only. */
 	await page.eval("document.getElementById('tab-history').click()");
@@ -703,6 +933,17 @@ async function tenantSession(b) {
 	ok(foreign.length === 0, 'a tenant token\'s export holds its subtree only: ' + foreign.slice(0, 3).join(' '));
 	ok((await page.eval('document.body.textContent')).indexOf(SIB) < 0,
 	   'the sibling\'s name appears nowhere on the history view');
+	/* A tenant outside the token's subtree (a stale choice): the API's
+	 * 403 is said as the token's scope. */
+	await page.eval("document.getElementById('tab-verdicts').click()");
+	await page.eval(`(() => { const s = document.getElementById('r-tenant');
+		s.append(new Option(${JSON.stringify(SIB)}, ${JSON.stringify(SIB)}));
+		s.value = ${JSON.stringify(SIB)}; document.getElementById('r-run').click(); })()`);
+	const r403 = await page.until(`(() => { const r = ${READ_RECONCILE};
+		return r.statusClass === 'error' ? r : null; })()`, 'the 403 of the reconciliation');
+	ok(/^This token may not see the reconciliation \(403: reconcile: tenant /.test(r403.status) &&
+	   !r403.shown && r403.busy === 'false',
+	   'the reconciliation of a tenant outside the token\'s subtree shows the API\'s 403: ' + r403.status);
 	/* Forget token: gone from session storage, and what it showed; this
 	 * server shows nothing without one, so the sign-in form again. */
 	await page.eval("document.getElementById('signout').click()");
@@ -767,6 +1008,8 @@ async function main() {
 		await openSession(b);
 		await adminSession(b);
 		await tenantSession(b);
+		if (CLEAN)
+			await cleanSession(b);
 	} catch (e) {
 		ok(false, e.stack || String(e));
 	} finally {
@@ -779,18 +1022,21 @@ async function main() {
 	const expected = {
 		401: new RegExp('^log: Failed to load resource: the server responded with a ' +
 			'status of 401 \\(Unauthorized\\) ' + URL0 + '/v1/tenants$'),
+		400: new RegExp('^log: Failed to load resource: the server responded with a ' +
+			'status of 400 \\(Bad Request\\) ' + URL0 + '/v1/reconcile\\?window=abc$'),
 		403: new RegExp('^log: Failed to load resource: the server responded with a ' +
-			'status of 403 \\(Forbidden\\) ' + URL0 + '/v1/(classes|verdicts|export)'),
+			'status of 403 \\(Forbidden\\) ' + URL0 + '/v1/(classes|verdicts|export|reconcile)'),
 	};
 	const errors = [].concat(...WATCHED.map((w) => w.errors.filter(
 		(e) => !(w.expect || []).some((c) => expected[c].test(e)))));
 	ok(errors.length === 0, 'no console errors: ' + errors.join(' | '));
 	const reqs = [].concat(...WATCHED.map((w) => w.requests));
 	const away = reqs.filter((u) => !u.startsWith(URL0 + '/') && !u.startsWith(OPEN + '/') &&
+				 !(CLEAN && u.startsWith(CLEAN + '/')) &&
 				 !u.startsWith('data:') &&
 				 u !== 'about:blank');
 	ok(reqs.length > 10 && away.length === 0,
-	   'every request went to ' + URL0 + ' (' + reqs.length + ' requests): ' + away.join(' '));
+	   'every request went to the servers on 127.0.0.1 (' + reqs.length + ' requests): ' + away.join(' '));
 	console.log('browser: ' + pass + ' passed, ' + fail + ' failed');
 	process.exit(fail ? 1 : 0);
 }

@@ -297,6 +297,170 @@ test('verdicts: the reason filter offers every reason the server counts', () => 
 	assert.deepEqual(GL.REASONS, names);
 });
 
+/* A GET /v1/reconcile answer (DESIGN 3.6), as the server writes it. */
+function reconcileAnswer(o) {
+	const t = (s) => '2026-01-01T00:00:' + String(s % 60).padStart(2, '0') + '.000000001Z';
+	return Object.assign({
+		range: {fromSeq: 1, fromTime: t(1), toSeq: 40, toTime: t(40),
+			since: {seq: 10, time: t(10)}, windowMs: 600000},
+		preExisting: [{seq: 3, time: t(3), namespace: 'tenant-a', kind: 'VMInstance', name: 'old',
+			       uid: 'u-old'}],
+		bypasses: [
+			{seq: 20, time: t(20), namespace: 'tenant-a', kind: 'VMInstance', name: 'sneak', uid: 'u1',
+			 'class': 'h100', before: 0, after: 1, previousSeq: null},
+			{seq: 31, time: t(31), namespace: 'tenant-a-b', kind: 'KubernetesNodes', name: 'kn',
+			 uid: 'u2', 'class': 'a100', before: 2, after: 6, previousSeq: 25},
+		],
+		overshoots: [
+			{tenant: 'tenant-a', key: 'h100.gpuclass.cozystack.io/devices', fromSeq: 15,
+			 fromTime: t(15), toSeq: 22, toTime: t(22), budget: 3, used: 4,
+			 peak: {seq: 20, used: 5, budget: 3},
+			 trigger: {seq: 15, type: 'RESERVE', namespace: 'tenant-a', kind: 'VMInstance', name: 'race-b'},
+			 causes: [{type: 'race', seq: 15, verdicts: [4, 5]}, {type: 'bypass', seq: 20}],
+			 causesOmitted: 0},
+			{tenant: 'tenant-a', key: GL.TOTAL_KEY, fromSeq: 33, fromTime: t(33), toSeq: null,
+			 toTime: null, budget: 8, used: 9, peak: {seq: 33, used: 9, budget: 8},
+			 trigger: {seq: 33, type: 'BUDGET'},
+			 causes: [{type: 'budgetLowered', seq: 33}, {type: 'preExisting', seq: 3}],
+			 causesOmitted: 2},
+		],
+		counts: {events: 40, admissionVerdicts: 6, preExisting: 1, bypasses: 2, overshoots: 2},
+	}, o || {});
+}
+
+test('reconcile: the path carries what was typed, trimmed, encoded, in a fixed order', () => {
+	assert.equal(GL.reconcilePath({}), '/v1/reconcile');
+	assert.equal(GL.reconcilePath(null), '/v1/reconcile');
+	assert.equal(GL.reconcilePath({tenant: '', from: '  ', to: '', since: '', window: ''}), '/v1/reconcile');
+	assert.equal(GL.reconcilePath({window: ' 90s ', tenant: 'tenant-a', since: '12', bogus: 'x'}),
+		'/v1/reconcile?tenant=tenant-a&since=12&window=90s');
+	assert.equal(GL.reconcilePath({from: '2026-01-01T00:00:00Z', to: '40'}),
+		'/v1/reconcile?from=2026-01-01T00%3A00%3A00Z&to=40');
+	/* A value is encoded, never spliced into the query. */
+	assert.equal(GL.reconcilePath({tenant: 'a&window=1s'}), '/v1/reconcile?tenant=a%26window%3D1s');
+});
+
+test('reconcile: durations print as the CLI reads them (property: they parse back)', () => {
+	const rows = [[600000, '10m'], [5400000, '1h30m'], [90000, '1m30s'], [500, '500ms'],
+		[0, '0s'], [3600000, '1h'], [1500, '1s500ms']];
+	for (const [ms, want] of rows)
+		assert.equal(GL.fmtDuration(ms), want);
+	assert.equal(GL.fmtDuration(null), '—');
+	assert.equal(GL.fmtDuration(-1), '—');
+	/* A reader of Go-style durations, as model/reconcile.c's. */
+	const parse = (d) => {
+		let ms = 0;
+		for (const m of d.matchAll(/(\d+)(ms|h|m|s)/g))
+			ms += Number(m[1]) * {h: 3600000, m: 60000, s: 1000, ms: 1}[m[2]];
+		return ms;
+	};
+	const random = randomFrom(11);
+	for (let i = 0; i < 2000; i++) {
+		const ms = Math.floor(random() * Math.pow(10, 1 + Math.floor(random() * 9)));
+		const d = GL.fmtDuration(ms);
+		assert.match(d, /^(\d+h)?(\d+m)?(\d+s)?(\d+ms)?$/, 'seed ' + SEED + ' ms=' + ms);
+		assert.equal(parse(d), ms, 'seed ' + SEED + ' ms=' + ms + ' -> ' + d);
+	}
+});
+
+test('reconcile: the range in sentences, with or without admission in force', () => {
+	const d = reconcileAnswer();
+	assert.equal(GL.reconcileRangeText(d.range),
+		'Events from seq 1 (2026-01-01 00:00:01 UTC) to seq 40 (2026-01-01 00:00:40 UTC), every tenant. ' +
+		'Admission is in force from seq 10 (2026-01-01 00:00:10 UTC): objects first observed before it ' +
+		'are listed as observed before admission, not as bypasses. A verdict covers an observation up to ' +
+		'10m after it.');
+	const never = Object.assign({}, d.range, {since: null, tenant: 'tenant-a', windowMs: 90000});
+	assert.match(GL.reconcileRangeText(never), /, the subtree of tenant-a\. Admission was never in force/);
+	assert.match(GL.reconcileRangeText(never), /up to 1m30s after it\.$/);
+	assert.match(GL.reconcileRangeText({fromSeq: 1, fromTime: null, toSeq: 0, toTime: null, since: null,
+					    windowMs: 600000}), /^The log holds no event yet \(every tenant\)\./);
+	assert.equal(GL.reconcileRangeText(null), '');
+	assert.match(GL.bypassNoneText(d.range), /^None: every reservation /);
+	assert.match(GL.bypassNoneText(never), /^None: admission was never in force/);
+	assert.match(GL.bypassNoneText(Object.assign({}, d.range, {since: {seq: 41}})),
+		/^None: admission was never in force/, 'since after the range');
+	assert.equal(GL.nothingText(d.range), 'Nothing found: no bypass and no overshoot from seq 1 to seq 40.');
+	assert.equal(GL.nothingText(never), 'Nothing found: no bypass and no overshoot in the subtree of ' +
+		'tenant-a from seq 1 to seq 40.');
+	assert.equal(GL.listNote(200, 0, 'newest'), '');
+	assert.match(GL.listNote(200, 1234, 'newest'), /^The 200 newest of 1,434 are listed; /);
+});
+
+test('reconcile: the view lays out the answer: newest first, each cause with its links', () => {
+	const v = GL.reconcileView(reconcileAnswer());
+	assert.equal(v.nothing, false);
+	assert.deepEqual(v.bypasses.map((b) => b.seq), [31, 20]);
+	assert.deepEqual([...v.shownBypass].sort(), [20, 31]);
+	assert.deepEqual([...v.shownPre], [3]);
+	assert.deepEqual(v.overshoots.map((o) => o.fromSeq), [33, 15]);
+	const [open, closed] = v.overshoots;
+	assert.deepEqual(open, {
+		tenant: 'tenant-a', key: GL.TOTAL_KEY, keyShort: 'total', fromSeq: 33,
+		from: 'seq 33 (2026-01-01 00:00:33 UTC)', to: 'still over', open: true,
+		start: 'used 9 of 8', peak: 'used 9 of 8 (+1) at seq 33', trigger: 'BUDGET at seq 33',
+		causes: [{type: 'budgetLowered', label: 'budget lowered', seq: 33, verdicts: []},
+			 {type: 'preExisting', label: 'observed before admission', seq: 3, verdicts: []}],
+		omitted: 2});
+	assert.equal(closed.to, 'seq 22 (2026-01-01 00:00:22 UTC)');
+	assert.equal(closed.open, false);
+	assert.equal(closed.keyShort, 'h100');
+	assert.equal(closed.peak, 'used 5 of 3 (+2) at seq 20');
+	assert.equal(closed.trigger, 'RESERVE of VMInstance tenant-a/race-b at seq 15');
+	assert.deepEqual(closed.causes[0], {type: 'race', label: 'race', seq: 15, verdicts: [4, 5]});
+	assert.deepEqual(closed.causes[1].verdicts, []);
+	/* The view's lists are its own: the answer is not changed. */
+	closed.causes[0].verdicts.push(99);
+	assert.deepEqual(reconcileAnswer().overshoots[0].causes[0].verdicts, [4, 5]);
+	assert.equal(GL.objectText(v.bypasses[0]), 'KubernetesNodes tenant-a-b/kn');
+	assert.equal(GL.causeView({type: 'new', seq: 1}).label, 'new');
+	/* Nothing found: no bypass and no overshoot, whatever was observed
+	 * before admission (not a finding). */
+	const clean = GL.reconcileView(reconcileAnswer({bypasses: [], overshoots: []}));
+	assert.equal(clean.nothing, true);
+	assert.equal(clean.pre.length, 1);
+	assert.equal(GL.reconcileView(reconcileAnswer({bypasses: []})).nothing, false);
+	assert.equal(GL.reconcileView(reconcileAnswer({overshoots: []})).nothing, false);
+	assert.equal(GL.reconcileView({}).nothing, true);
+});
+
+test('reconcile: bounded lists keep each finding once, newest first (property)', () => {
+	const random = randomFrom(12);
+	const int = (n) => Math.floor(random() * n);
+	for (let i = 0; i < 300; i++) {
+		const seqs = new Set();
+		while (seqs.size < int(60))
+			seqs.add(1 + int(1000));
+		const bypasses = [...seqs].sort((a, b) => a - b).map((seq) => ({seq, time: null,
+			namespace: 'tenant-a', kind: 'VMInstance', name: 'v' + seq, 'class': 'h100',
+			before: 0, after: 1, previousSeq: null}));
+		const overshoots = [];
+		for (let k = int(40); k > 0; k--)
+			overshoots.push({tenant: 'tenant-' + 'abc'[int(3)], key: GL.TOTAL_KEY, fromSeq: 1 + int(50),
+				toSeq: null, budget: 1, used: 2, peak: {seq: 1, used: 2, budget: 1},
+				trigger: {seq: 1, type: 'BUDGET'}, causes: [], causesOmitted: 0});
+		overshoots.sort((a, b) => a.fromSeq - b.fromSeq || (a.tenant < b.tenant ? -1 : 1));
+		const pre = bypasses.map((b) => Object.assign({}, b, {seq: b.seq + 2000}));
+		const max = int(50);
+		const what = 'seed ' + SEED + ' case ' + i + ' max ' + max;
+		const v = GL.reconcileView({bypasses, overshoots, preExisting: pre.slice().reverse(),
+					    counts: {}}, max);
+		assert.equal(v.bypasses.length + v.bypassesMore, bypasses.length, what);
+		assert.equal(v.bypasses.length, Math.min(max, bypasses.length), what);
+		assert.deepEqual(v.bypasses.map((b) => b.seq),
+			bypasses.map((b) => b.seq).reverse().slice(0, max), what);
+		assert.deepEqual([...v.shownBypass].sort((a, b) => a - b),
+			v.bypasses.map((b) => b.seq).sort((a, b) => a - b), what);
+		assert.equal(v.overshoots.length + v.overshootsMore, overshoots.length, what);
+		assert.ok(v.overshoots.every((o, j) => j === 0 || o.fromSeq <= v.overshoots[j - 1].fromSeq), what);
+		assert.deepEqual(v.overshoots.map((o) => o.fromSeq),
+			overshoots.map((o) => o.fromSeq).reverse().slice(0, max), what);
+		assert.deepEqual(v.pre.map((p) => p.seq), pre.map((p) => p.seq).slice(0, max), what);
+		assert.equal(v.pre.length + v.preMore, pre.length, what);
+		assert.equal(v.nothing, bypasses.length === 0 && overshoots.length === 0, what);
+	}
+});
+
 test('jcs sorts keys at every level and prints no space', () => {
 	assert.equal(GL.jcs({b: 1, a: [true, null, 'x"y'], c: {z: 1, y: -2.5}}),
 		'{"a":[true,null,"x\\"y"],"b":1,"c":{"y":-2.5,"z":1}}');
