@@ -294,6 +294,17 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 /* The seq of verdict id (1..count); LG_ENOENT when not indexed. */
 int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 		       struct lg_error *err);
+/* Recorded verdicts, filtered (ledger/vlist.c; DESIGN 3.5, 6, 7): one
+ * function serves GET /v1/verdicts and `gpuledger verdicts`. Of the
+ * verdicts with ids 1..count (those the caller knows of), those with
+ * f->after < id < f->before that f takes, in id order or with f->desc
+ * newest first, at most f->limit, reading at most LEDGER_VLIST_SCAN_MAX
+ * records: *text is the canonical JSON {"next": the id to go on from (as
+ * after ascending, as before descending) or null at the end, "verdicts":
+ * [each record with its "seq" and "time"]}; caller frees. */
+#define LEDGER_VLIST_SCAN_MAX 100000
+int ledger_verdicts_list(ledger_t *lg, const struct verdict_filter *f,
+			 uint64_t count, char **text, struct lg_error *err);
 /* Event records this handle has fetched from storage since it was opened
  * (what a start or a query cost; for tests and benchmarks). */
 uint64_t ledger_records_read(const ledger_t *lg);
