@@ -77,6 +77,8 @@ static const struct subcommand subcommands[] = {
 	 cmd_replicate},
 	{"replay", "the state at --at SEQ|TIME", cmd_replay},
 	{"audit", "recompute stored verdicts", cmd_audit},
+	{"verdicts", "list recorded verdicts, filtered, with who asked",
+	 cmd_verdicts},
 	{"verify", "check the hash chain and every checkpoint", cmd_verify},
 	{"export", "billing: GPU device-hours as FOCUS CSV or JSON",
 	 cmd_export},

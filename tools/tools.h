@@ -41,6 +41,7 @@ int cmd_import(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_verdicts(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_replicate(int argc, char **argv);
@@ -187,6 +188,22 @@ int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
  * one, else ledger_state_at. Caller frees with state_free. Returns 0 or
  * EXIT_USAGE with the error printed. */
 int tool_state_at(const char *cmd, ledger_t *lg, uint64_t seq, state_t **st);
+
+/* Aligned text tables (tools/grid.c): rows of cells, each column as wide
+ * as its widest cell (at most TOOL_CELL_MAX bytes are shown of a cell). */
+#define TOOL_GRID_COLS_MAX 10
+#define TOOL_CELL_MAX	   512
+struct tool_grid {
+	size_t ncols, nrows, cap;
+	const char *align; /* per column: 'l' or 'r'; borrowed */
+	char **cells;	   /* nrows * ncols, owned */
+};
+void tool_grid_init(struct tool_grid *g, size_t ncols, const char *align);
+/* Copies ncols cells (NULL: empty). */
+void tool_grid_row(struct tool_grid *g, const char *const *row);
+/* Prints the rows with tool_puts; returns its errno (0). */
+int tool_grid_print(const struct tool_grid *g);
+void tool_grid_release(struct tool_grid *g);
 
 /* Writes line and a newline to stdout. Returns 0, or the errno of a failed
  * write (EPIPE when the reader has gone away). */
