@@ -331,6 +331,29 @@ struct replay_args {
 	bool json;
 };
 
+/* The seq --at names. Outside the log it is no error (the state before
+ * the first event is empty, after the last one it is the latest, and an
+ * operator scripting a sweep of dates wants that state, exit 0), but the
+ * state shown is then not what the ledger knew at that instant, so stderr
+ * says where --at falls, naming the first or last event. */
+static int resolve_at(ledger_t *lg, const char *at, uint64_t *seq)
+{
+	struct lg_error err = {0};
+	struct ledger_at a;
+	char note[256];
+	int rc = ledger_at_resolve(lg, at, &a, &err);
+
+	*seq = a.seq;
+	if (rc != 0) {
+		tool_error("replay: --at %s",
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	if (ledger_at_note(&a, note, sizeof(note)) > 0)
+		tool_error("replay: --at %s %s", at, note);
+	return EXIT_OK;
+}
+
 static int replay_print(ledger_t *lg, const struct replay_args *a)
 {
 	char hex[TOOL_HEX_LEN];
@@ -339,7 +362,7 @@ static int replay_print(ledger_t *lg, const struct replay_args *a)
 	uint64_t seq;
 	int status, werr = 0;
 
-	if ((status = tool_resolve_at("replay", lg, a->at, &seq)) != 0 ||
+	if ((status = resolve_at(lg, a->at, &seq)) != 0 ||
 	    (status = head_at(lg, seq, hex)) != 0 ||
 	    (status = tool_state_at("replay", lg, seq, &st)) != 0)
 		goto out;
@@ -375,7 +398,10 @@ int cmd_replay(int argc, char **argv)
 		{"--at", OPT_STR, &a.at, "SEQ|TIME",
 		 "the state after event SEQ (0: empty), or after the last "
 		 "event at or before TIME (RFC 3339, e.g. "
-		 "2026-03-01T12:00:00Z)"},
+		 "2026-03-01T12:00:00Z, or a date). A TIME before the first "
+		 "event gives the empty state, a SEQ past the last event or a "
+		 "TIME after it the latest state: stderr says so, naming that "
+		 "event, and the exit status is 0"},
 		{"--tenant", OPT_STR, &a.tenant, "NS",
 		 "only this tenant (an unknown tenant is an error)"},
 		{"--format", OPT_STR, &a.format, "text|json",

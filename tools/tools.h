@@ -178,9 +178,10 @@ int tool_damage(const char *cmd, const struct lg_error *err);
 void tool_hex(const uint8_t *head, char *out);
 #define TOOL_HEX_LEN (2 * LEDGER_HEAD_BYTES + 1)
 
-/* Parses --at: all digits is a seq (must be <= the last seq); otherwise an
- * RFC 3339 time, resolved with ledger_seq_at_time. NULL means the last
- * seq. Returns 0 or EXIT_USAGE with the error printed. */
+/* Parses --at (ledger_at_resolve): all digits is a seq (must be <= the
+ * last seq); otherwise a time, resolved to the last event at or before it.
+ * NULL means the last seq. Returns 0 or EXIT_USAGE with the error printed.
+ * (replay takes a seq past the last, and says where --at falls, itself.) */
 int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
 		    uint64_t *seq);
 
