@@ -64,8 +64,7 @@ static int asc_event(void *ctx, const struct event *ev, const uint8_t *head)
 	return full(l) ? 1 : 0;
 }
 
-static int asc(ledger_t *lg, struct vlist *l, uint64_t hi,
-	       struct lg_error *err)
+static int asc(ledger_t *lg, struct vlist *l, uint64_t hi, struct lg_error *err)
 {
 	uint64_t seq = 0;
 	int rc;

@@ -119,8 +119,7 @@ static int set_from(struct verdict_filter *f, const char *v,
 	return set_time(&f->from_ns, v, err);
 }
 
-static int set_to(struct verdict_filter *f, const char *v,
-		  struct lg_error *err)
+static int set_to(struct verdict_filter *f, const char *v, struct lg_error *err)
 {
 	return set_time(&f->to_ns, v, err);
 }
@@ -183,8 +182,8 @@ static const struct {
 #define N_PARAMS (sizeof(params) / sizeof(params[0]))
 
 const char *const verdict_filter_params[N_PARAMS + 1] = {
-	"tenant", "requester", "reason", "allowed", "from",
-	"to",	  "after",     "before", "order",   "limit", NULL};
+	"tenant", "requester", "reason", "allowed", "from", "to",
+	"after",  "before",    "order",	 "limit",   NULL};
 
 int verdict_filter_set(struct verdict_filter *f, const char *name,
 		       const char *value, struct lg_error *err)

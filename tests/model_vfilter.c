@@ -137,10 +137,10 @@ static json_t *record(const char *ns, const char *user, bool allowed,
 			      "reason", reason, "request", "namespace", ns);
 
 	if (user != NULL)
-		json_object_set_new(
-			v, "requester",
-			json_pack("{s:s, s:s, s:s}", "username", user, "uid",
-				  "review-1", "userUid", "user-1"));
+		json_object_set_new(v, "requester",
+				    json_pack("{s:s, s:s, s:s}", "username",
+					      user, "uid", "review-1",
+					      "userUid", "user-1"));
 	return v;
 }
 
@@ -241,8 +241,8 @@ START_TEST(vfilter_match_and)
 				name = "requester", val = users[rand() % 2];
 				break;
 			case 2:
-				name = "allowed", val = rand() % 2 ? "true"
-								   : "false";
+				name = "allowed",
+				val = rand() % 2 ? "true" : "false";
 				break;
 			case 3:
 				name = "reason", val = reasons[rand() % 2];

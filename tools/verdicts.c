@@ -14,22 +14,24 @@
 #include <string.h>
 
 static const char verdicts_usage[] =
-	"usage: gpuledger verdicts --db DIR [--tenant NS] [--requester USER]\n"
-	"       [--reason REASON] [--allowed true|false] [--from TIME] [--to TIME]\n"
-	"       [--after ID] [--before ID] [--order asc|desc] [--limit N]\n"
-	"       [--format text|json]\n"
-	"  the recorded verdicts (admission and declaration answers) with who\n"
-	"  asked, filtered as GET /v1/verdicts filters them: each option is\n"
-	"  the query parameter of the same name.\n";
+	"usage: gpuledger verdicts --db DIR [--tenant NS]\n"
+	"       [--requester USER] [--reason REASON]\n"
+	"       [--allowed true|false] [--from TIME] [--to TIME]\n"
+	"       [--after ID] [--before ID] [--order asc|desc]\n"
+	"       [--limit N] [--format text|json]\n"
+	"  the recorded verdicts (admission and declaration answers)\n"
+	"  with who asked, filtered as GET /v1/verdicts filters them:\n"
+	"  each option is the query parameter of the same name.\n";
 
 static const char verdicts_after[] =
-	"  --format json prints what GET /v1/verdicts answers for the same\n"
-	"  filter, byte for byte: {\"next\", \"verdicts\"}, each record with its\n"
-	"  seq and time. As text: one verdict a line. At most --limit verdicts\n"
-	"  are listed, reading at most 100,000; when more are left, the last\n"
-	"  line (\"next\" in JSON) names the id to go on from with --after (or\n"
-	"  --before with --order desc). A malformed value is exit 2, naming\n"
-	"  the option.\n";
+	"  --format json prints what GET /v1/verdicts answers for the\n"
+	"  same filter, byte for byte: {\"next\", \"verdicts\"}, each\n"
+	"  record with its seq and time. As text: one verdict a line.\n"
+	"  At most --limit verdicts are listed, reading at most\n"
+	"  100,000; when more are left, the last line (\"next\" in\n"
+	"  JSON) names the id to go on from with --after (or --before\n"
+	"  with --order desc). A malformed value is exit 2, naming the\n"
+	"  option.\n";
 
 /* The options, in the order of verdict_filter_params: "--" + its name. */
 #define N_FILTERS 10
@@ -82,14 +84,15 @@ static int print_text(const json_t *doc, bool desc)
 	size_t i;
 	int werr;
 
-	tool_grid_init(&g, 9, "rrllllll" "l");
+	tool_grid_init(&g, 9, "rrlllllll");
 	tool_grid_row(&g, head);
 	json_array_foreach (vs, i, v) {
 		char id[32], seq[32], obj[TOOL_CELL_MAX];
 		const json_t *rq = json_object_get(v, "request");
 
 		snprintf(id, sizeof(id), "%lld",
-			 (long long)json_integer_value(json_object_get(v, "id")));
+			 (long long)json_integer_value(
+				 json_object_get(v, "id")));
 		snprintf(seq, sizeof(seq), "%lld",
 			 (long long)json_integer_value(
 				 json_object_get(v, "seq")));
@@ -113,8 +116,7 @@ static int print_text(const json_t *doc, bool desc)
 	if (werr == 0 && json_array_size(vs) == 0)
 		werr = tool_puts("(no recorded verdict matches)");
 	if (werr == 0 && json_is_integer(next)) {
-		snprintf(line, sizeof(line),
-			 "(more: go on with %s %lld)",
+		snprintf(line, sizeof(line), "(more: go on with %s %lld)",
 			 desc ? "--before" : "--after",
 			 (long long)json_integer_value(next));
 		werr = tool_puts(line);
