@@ -16,7 +16,7 @@
  * and the chain head after the later one, so that an invoice line can be
  * recomputed from the log and the log proven unchanged.
  */
-#include "ledger/ledger.h"
+#include "ledger/ledger_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -187,7 +187,7 @@ static int on_event(void *ctx, const struct event *ev, const uint8_t *head)
 
 	/* Every boundary before this event's time sees the state without
 	 * it; an event exactly at a boundary (to the ns) is applied first, as
-	 * ledger_seq_at_time counts it. Its level starts at the boundary
+	 * ledger__seq_at_time counts it. Its level starts at the boundary
 	 * either way, so the figures do not depend on this choice. */
 	while (!x->done && x->next_ms * NS_PER_MS < ev->time_ns)
 		if ((rc = boundary(x)) != 0)
@@ -219,7 +219,7 @@ static int head_of(void *ctx, const struct event *ev, const uint8_t *head)
 static int start_state(struct exp *x, int64_t start_ms, uint64_t *seq)
 {
 	uint64_t last = ledger_last_seq(x->lg);
-	int rc = ledger_seq_at_time(x->lg, start_ms * NS_PER_MS, seq, x->err);
+	int rc = ledger__seq_at_time(x->lg, start_ms * NS_PER_MS, seq, x->err);
 
 	if (rc != 0)
 		return rc;

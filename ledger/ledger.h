@@ -174,10 +174,39 @@ int ledger_checkpoint(ledger_t *lg, struct lg_error *err);
  * be NULL) counts damaged checkpoints passed over. */
 int ledger_state_at(ledger_t *lg, uint64_t seq, state_t **out,
 		    unsigned *skipped, struct lg_error *err);
-/* The last seq whose event time is <= t_ns (0 when none), by binary search
- * over the log (times never decrease). */
-int ledger_seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
-		       struct lg_error *err);
+
+/* One point of the log as an operator names it (ledger/at.c): replay
+ * --at, GET /v1/state?at=, eval --at. All digits are a seq; anything else
+ * a time as time_parse_user_ns reads it, resolved to the last event at or
+ * before it. Where it falls says whether the state shown is what was
+ * asked for: before the first event (a time earlier than seq 1's: the
+ * state is empty), after the last one (a time later than its, or a seq
+ * past it: the state is the latest), or a ledger with no event. */
+enum ledger_at_place {
+	LEDGER_AT_INSIDE = 0,
+	LEDGER_AT_BEFORE_FIRST,
+	LEDGER_AT_AFTER_LAST,
+	LEDGER_AT_EMPTY
+};
+struct ledger_at {
+	uint64_t seq;  /* the state to show: after event seq (0: empty) */
+	bool by_seq;   /* at was a seq (asked_seq), else a time */
+	uint64_t asked_seq;
+	enum ledger_at_place place;
+	uint64_t edge_seq; /* BEFORE_FIRST: 1; AFTER_LAST: the last seq */
+	int64_t edge_ns;   /* and that event's time */
+};
+/* Resolves at (NULL: the last seq, inside) into *out. LG_EINVAL when it is
+ * neither a seq nor a time the ledger can date; err then says why ("\"X\"
+ * is not a seq, and is ..."). */
+int ledger_at_resolve(ledger_t *lg, const char *at, struct ledger_at *out,
+		      struct lg_error *err);
+/* The note a reader of the state at a owes, a phrase to follow the at as
+ * given ("--at X ", "at=X "): "is before the first event (seq 1 at T); the
+ * state is empty", "is after the last event (seq N at T); the state is the
+ * latest". Into buf, without a newline; 0 inside, else its length (like
+ * snprintf). */
+size_t ledger_at_note(const struct ledger_at *a, char *buf, size_t cap);
 
 /* Iterates events from seq `from` (>= 1) for at most limit events (0: no
  * limit), calling fn for each; the event's strings are borrowed for the
@@ -294,6 +323,17 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 /* The seq of verdict id (1..count); LG_ENOENT when not indexed. */
 int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 		       struct lg_error *err);
+/* Recorded verdicts, filtered (ledger/vlist.c; DESIGN 3.5, 6, 7): one
+ * function serves GET /v1/verdicts and `gpuledger verdicts`. Of the
+ * verdicts with ids 1..count (those the caller knows of), those with
+ * f->after < id < f->before that f takes, in id order or with f->desc
+ * newest first, at most f->limit, reading at most LEDGER_VLIST_SCAN_MAX
+ * records: *text is the canonical JSON {"next": the id to go on from (as
+ * after ascending, as before descending) or null at the end, "verdicts":
+ * [each record with its "seq" and "time"]}; caller frees. */
+#define LEDGER_VLIST_SCAN_MAX 100000
+int ledger_verdicts_list(ledger_t *lg, const struct verdict_filter *f,
+			 uint64_t count, char **text, struct lg_error *err);
 /* Event records this handle has fetched from storage since it was opened
  * (what a start or a query cost; for tests and benchmarks). */
 uint64_t ledger_records_read(const ledger_t *lg);
@@ -304,7 +344,7 @@ uint64_t ledger_records_read(const ledger_t *lg);
  * lg. It is then used by one other thread only: ledger_snapshot_enter
  * first (with load_state, its ledger_state is the state at that seq, built
  * there from a checkpoint and the tail), then ledger_scan, ledger_state_at,
- * ledger_seq_at_time, ledger_export, and ledger_close on that same thread.
+ * ledger_at_resolve, ledger_export, and ledger_close on that same thread.
  * While any snapshot is entered, a growth of lg's map waits for it. */
 int ledger_snapshot_new(ledger_t *lg, ledger_t **snap, struct lg_error *err);
 int ledger_snapshot_enter(ledger_t *snap, bool load_state,

@@ -22,6 +22,10 @@ int ledger__event_decode(struct event *ev, const uint8_t *buf, size_t len,
 void ledger__chain_step(const uint8_t *head_prev, const uint8_t *bytes,
 			size_t len, uint8_t *head_out);
 
+/* The last seq whose event time is <= t_ns (0 when none), by binary search
+ * over the log (times never decrease): ledger_at_resolve and the export. */
+int ledger__seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
+			struct lg_error *err);
 /* Calls fn for every meta key starting with prefix (ledger_meta_fn). */
 int ledger__meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
 		      void *ctx, struct lg_error *err);

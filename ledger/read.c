@@ -47,7 +47,7 @@ static int time_at(ledger_t *lg, MDB_txn *txn, uint64_t seq, int64_t *t,
 	return rc;
 }
 
-int ledger_seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
+int ledger__seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
 		       struct lg_error *err)
 {
 	MDB_txn *txn;

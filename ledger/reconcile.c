@@ -48,7 +48,7 @@ static int seq_or_time(ledger_t *lg, const char *name, const char *s,
 				    name, s, time_user_why(s));
 	if (first && t_ns == INT64_MIN)
 		t_ns++;
-	rc = ledger_seq_at_time(lg, first ? t_ns - 1 : t_ns, seq, err);
+	rc = ledger__seq_at_time(lg, first ? t_ns - 1 : t_ns, seq, err);
 	if (rc != 0)
 		return rc;
 	if (first)

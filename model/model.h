@@ -170,6 +170,10 @@ bool ns_is_tenant(const char *ns);
 /* Writes the parent tenant of tenant ns into out (DNS1123_SUBDOMAIN_MAX + 1
  * bytes); returns false for tenant-root and for non-tenants. */
 bool ns_parent(const char *ns, char *out);
+/* True when ns is root or lies in root's subtree, by name (DESIGN 2.1:
+ * tenant-a-b is below tenant-a, tenant-ab is not; every tenant is below
+ * tenant-root). */
+bool ns_in_subtree(const char *root, const char *ns);
 
 /* A Namespace object (DESIGN 2.1). The name rule decides tenancy and the
  * parent; the tenant.cozystack.io/<X> labels are a cross-check: each must
@@ -768,6 +772,44 @@ void reconcile_free(reconcile_t *rc);
  * for anything else, LG_ERANGE beyond int64. */
 int reconcile_window_parse(const char *s, int64_t *out_ns);
 #define RECONCILE_WINDOW_DEFAULT "10m"
+/* Which recorded verdicts to list (model/vfilter.c): the parameters of GET
+ * /v1/verdicts and the options of `gpuledger verdicts` (DESIGN 3.5, 6),
+ * parsed and matched here for both, so that the same filter gives the same
+ * answer and the same bad value the same refusal. ledger_verdicts_list
+ * reads the log with it.                                                  */
+
+#define VERDICT_FILTER_LIMIT_DEFAULT 100
+#define VERDICT_FILTER_LIMIT_MAX     1000
+#define VERDICT_FILTER_TEXT_MAX	     255 /* bytes of requester, reason */
+
+struct verdict_filter {
+	char tenant[DNS1123_SUBDOMAIN_MAX + 1]; /* the request's namespace is
+						   in its subtree */
+	char requester[VERDICT_FILTER_TEXT_MAX + 1]; /* = requester.username */
+	char reason[VERDICT_FILTER_TEXT_MAX + 1];    /* = reason */
+	bool has_tenant, has_requester, has_reason;
+	int allowed; /* -1 either, else the answer asked for (0 or 1) */
+	bool desc;   /* newest first */
+	int64_t from_ns, to_ns;	       /* the VERDICT event's time in [from, to) */
+	uint64_t after, before, limit; /* ids in (after, before); at most limit */
+};
+
+/* The parameter names, NULL-terminated: tenant, requester, reason,
+ * allowed, from, to, after, before, order, limit. */
+extern const char *const verdict_filter_params[];
+
+/* Every verdict, in id order, VERDICT_FILTER_LIMIT_DEFAULT at a time. */
+void verdict_filter_init(struct verdict_filter *f);
+/* Sets parameter name (one of verdict_filter_params) from its text value.
+ * LG_EINVAL when the value is not one the parameter takes: err says why in
+ * a phrase that follows the parameter's name (`"maybe" is not true or
+ * false`), the same for every caller; LG_ENOENT for an unknown name. */
+int verdict_filter_set(struct verdict_filter *f, const char *name,
+		       const char *value, struct lg_error *err);
+/* Whether f takes the verdict record (its JSON) of a VERDICT event at
+ * time_ns; ids are the lister's to bound. */
+bool verdict_filter_match(const struct verdict_filter *f, int64_t time_ns,
+			  const json_t *record);
 
 /* ---------------------------------------------------------------------- */
 /* eval (DESIGN 6.1): one function per name, input JSON -> output JSON.     */

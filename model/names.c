@@ -208,6 +208,18 @@ bool ns_is_tenant(const char *ns)
 	       strncmp(ns, TENANT_PREFIX, strlen(TENANT_PREFIX)) == 0;
 }
 
+bool ns_in_subtree(const char *root, const char *ns)
+{
+	size_t n = strlen(root);
+
+	if (strcmp(root, ns) == 0)
+		return true;
+	if (strcmp(root, TENANT_ROOT) == 0)
+		return ns_is_tenant(ns);
+	/* Tenant names carry their ancestry: tenant-a-b is below tenant-a. */
+	return ns_is_tenant(ns) && strncmp(ns, root, n) == 0 && ns[n] == '-';
+}
+
 bool ns_parent(const char *ns, char *out)
 {
 	const char *dash;

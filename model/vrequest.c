@@ -81,21 +81,32 @@ static bool review_is_tenant(const json_t *rq)
 	return kind != NULL && strcmp(kind, "Tenant") == 0;
 }
 
-/* Who asked (DESIGN 3.5): recorded beside the judgement. */
+/* Who asked (DESIGN 3.5): recorded beside the judgement. Two uids, named
+ * apart: "uid" is the AdmissionReview's (request.uid, one per review; the
+ * name records have always had), "userUid" the user's own
+ * (request.userInfo.uid, the same for every request of that user). A
+ * user without one (absent, not a string, or "", which Go's omitempty
+ * never sends) has no "userUid" member, so that records from before it
+ * are what such a request still records. userInfo, uid included, is
+ * bounded by review_bounds. */
 static json_t *review_requester(const json_t *rq)
 {
 	const json_t *ui = json_object_get(rq, "userInfo"), *g;
 	const char *user = jstr(ui, "username"), *uid = jstr(rq, "uid");
+	const char *user_uid = jstr(ui, "uid");
 	const char *op = jstr(rq, "operation");
-	json_t *groups = json_array();
+	json_t *groups = json_array(), *who;
 	size_t i;
 
 	json_array_foreach (json_object_get(ui, "groups"), i, g)
 		if (json_is_string(g))
 			json_array_append(groups, (json_t *)g);
-	return json_pack("{s:s, s:o, s:s, s:s}", "username", user ? user : "",
-			 "groups", groups, "uid", uid ? uid : "", "operation",
-			 op ? op : "");
+	who = json_pack("{s:s, s:o, s:s, s:s}", "username", user ? user : "",
+			"groups", groups, "uid", uid ? uid : "", "operation",
+			op ? op : "");
+	if (user_uid != NULL && user_uid[0] != '\0')
+		json_object_set_new(who, "userUid", json_string(user_uid));
+	return who;
 }
 
 /* spec.resourceQuotas of a Tenant in a review: null when the object is

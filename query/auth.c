@@ -304,12 +304,5 @@ const struct principal *query__auth_lookup_cert(const struct auth *a,
 
 bool query__ns_in_subtree(const char *root, const char *ns)
 {
-	size_t n = strlen(root);
-
-	if (strcmp(root, ns) == 0)
-		return true;
-	if (strcmp(root, "tenant-root") == 0)
-		return ns_is_tenant(ns);
-	/* Tenant names carry their ancestry: tenant-a-b is below tenant-a. */
-	return ns_is_tenant(ns) && strncmp(ns, root, n) == 0 && ns[n] == '-';
+	return ns_in_subtree(root, ns);
 }

@@ -269,30 +269,33 @@ void query__handle_remaining(struct query_server *qs, struct request *rq)
 /* ---------------------------------------------------------------------- */
 /* State and events. */
 
-/* ?at=SEQ|RFC3339 -> seq; an error message when it cannot be (static,
- * or in msg). */
+/* ?at=SEQ|RFC3339 -> *a (ledger_at_resolve, as replay --at); an error
+ * message when it cannot be (in msg). A seq the server has not seen is
+ * refused: a client asking for it by number (a replica that runs behind
+ * the primary) must not take the latest state for it. A time outside
+ * the log is answered, with a Warning (query__handle_state). */
 static const char *resolve_at(struct query_server *qs, struct request *rq,
-			      uint64_t *seq, char *msg, size_t cap)
+			      struct ledger_at *a, char *msg, size_t cap)
 {
 	char at[96];
 	long n = query__param(rq->query, rq->query_len, "at", at, sizeof(at));
-	int64_t t_ns;
+	struct lg_error err = {0};
 
-	*seq = ledger_last_seq(qs->lg);
-	if (n == -1)
-		return NULL;
-	if (n < 0)
-		return "at: malformed";
-	if (query__parse_u64(at, seq))
-		return *seq <= ledger_last_seq(qs->lg)
-			       ? NULL
-			       : "at: past the last seq";
-	if (time_parse_user_ns(at, &t_ns) != 0) {
-		snprintf(msg, cap, "at: not a seq, and %s", time_user_why(at));
+	if (n == -2) {
+		snprintf(msg, cap, "at: malformed or longer than %zu bytes",
+			 sizeof(at) - 1);
 		return msg;
 	}
-	if (ledger_seq_at_time(qs->lg, t_ns, seq, NULL) != 0)
-		return "at: the log cannot be searched";
+	if (ledger_at_resolve(qs->lg, n == -1 ? NULL : at, a, &err) != 0) {
+		snprintf(msg, cap, "at: %s", err.msg);
+		return msg;
+	}
+	if (a->by_seq && a->asked_seq > ledger_last_seq(qs->lg)) {
+		snprintf(msg, cap, "at: %llu is past the last seq %llu",
+			 (unsigned long long)a->asked_seq,
+			 (unsigned long long)ledger_last_seq(qs->lg));
+		return msg;
+	}
 	return NULL;
 }
 
@@ -300,6 +303,9 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 struct read_job {
 	uint64_t seq;	/* /state: at; /events: from */
 	uint64_t limit; /* /events */
+	/* /state: the Warning line when at falls outside the log ("" when
+	 * inside), as replay --at says it on stderr. */
+	char warning[QUERY_EXTRA_HEADER_MAX];
 };
 
 static int head_at(void *ctx, const struct event *ev, const uint8_t *head)
@@ -344,6 +350,8 @@ static void state_run(struct heavy *h, void *arg)
 		return;
 	}
 	query__hex(head, hex);
+	if (j->warning[0] != '\0')
+		query__heavy_late_header(h, j->warning);
 	doc = state_to_json(st, NULL);
 	json_object_set_new(doc, "chainHead", json_string(hex));
 	state_free(st);
@@ -353,14 +361,22 @@ static void state_run(struct heavy *h, void *arg)
 void query__handle_state(struct query_server *qs, struct request *rq)
 {
 	const char *why;
-	char msg[256];
-	struct read_job *j = lg_xmalloc(sizeof(*j));
+	char msg[LG_ERRMSG_MAX + 16], note[256], at[96];
+	struct read_job *j = lg_xcalloc(1, sizeof(*j));
+	struct ledger_at a;
 
-	if ((why = resolve_at(qs, rq, &j->seq, msg, sizeof(msg))) != NULL) {
+	if ((why = resolve_at(qs, rq, &a, msg, sizeof(msg))) != NULL) {
 		free(j);
 		query__reply_error(qs, rq, 400, "%s", why);
 		return;
 	}
+	j->seq = a.seq;
+	/* RFC 7234 warn-code 199, "miscellaneous", as the export's. The
+	 * value parsed as a seq or a time, so it holds no quote. */
+	if (ledger_at_note(&a, note, sizeof(note)) > 0 &&
+	    query__param(rq->query, rq->query_len, "at", at, sizeof(at)) >= 0)
+		snprintf(j->warning, sizeof(j->warning),
+			 "Warning: 199 gpuledger \"at=%s %s\"\r\n", at, note);
 	query__heavy_start(qs, rq, "application/json", false, state_run, j,
 			   free);
 }

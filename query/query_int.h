@@ -600,9 +600,10 @@ void query__heavy_start(struct query_server *qs, struct request *rq,
  * connection is cut). */
 ledger_t *query__heavy_ledger(struct heavy *h);
 /* A header line (ending in CRLF, < QUERY_EXTRA_HEADER_MAX) learnt while
- * producing (an export's Warning, known at its end): in the head when the
- * body ended before its first chunk was sent, else a trailer of the last
- * chunk (HTTP/1.0: lost). The first call counts. */
+ * producing (an export's Warning, known at its end; a state's, known
+ * before it): in the head when given before the first chunk was handed
+ * over or when the body ended before its first chunk was sent, else a
+ * trailer of the last chunk (HTTP/1.0: lost). The first call counts. */
 void query__heavy_late_header(struct heavy *h, const char *line);
 int query__heavy_emit(struct heavy *h, const char *p, size_t n);
 void query__heavy_fail(struct heavy *h, int status, const char *fmt, ...)

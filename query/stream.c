@@ -100,6 +100,7 @@ struct heavy {
 	int status;	  /* of a failure (0: none) */
 	char *error_text; /* its JSON body; owned */
 	char *late;	  /* query__heavy_late_header's line; owned */
+	bool late_early;  /* late came before any chunk: it heads the answer */
 	struct heavy *prev, *next; /* qs->heavies (loop only) */
 };
 
@@ -308,8 +309,11 @@ ledger_t *query__heavy_ledger(struct heavy *h)
 void query__heavy_late_header(struct heavy *h, const char *line)
 {
 	uv_mutex_lock(&h->mu);
-	if (h->late == NULL)
+	if (h->late == NULL) {
 		h->late = lg_xstrdup(line);
+		/* Known before the first chunk, which sends the head. */
+		h->late_early = !h->flushed;
+	}
 	uv_mutex_unlock(&h->mu);
 }
 
@@ -424,13 +428,14 @@ void query__heavy_pump(struct heavy *h)
 		h->queued -= k->len;
 		uv_cond_signal(&h->cv);
 		if (!h->head_sent) {
-			/* Once done, the late header is final: in the head. */
-			bool done = h->done;
+			/* Once done, or given before any chunk, the late
+			 * header is final: in the head. */
+			bool in_head = h->done || h->late_early;
 
 			uv_mutex_unlock(&h->mu);
 			query__conn_stream_head(c, h->ctype, h->route,
-						done ? h->late : NULL);
-			h->late_in_head = done;
+						in_head ? h->late : NULL);
+			h->late_in_head = in_head;
 			h->head_sent = true;
 		} else {
 			uv_mutex_unlock(&h->mu);

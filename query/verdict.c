@@ -534,272 +534,45 @@ void query__handle_verdict(struct query_server *qs, struct request *rq)
 /* ---------------------------------------------------------------------- */
 /* GET /v1/verdicts?tenant&requester&reason&allowed&from&to&after&before
  * &order&limit: "who asked for these GPUs, when, and what was answered"
- * (DESIGN 3.5). Verdicts with after < id < before are read in id order
- * (order=asc, from after + 1 up) or newest first (order=desc, from
- * before - 1 down: the console's "latest, then older"); at most
- * VLIST_SCAN_MAX records are read per answer, so a filter that matches
- * little cannot make one request read the whole log: "next" is the id to
- * go on from (as after when ascending, as before when descending). */
+ * (DESIGN 3.5). The filter is model's (verdict_filter_set) and the listing
+ * the ledger's (ledger_verdicts_list), shared with `gpuledger verdicts`:
+ * the same filter gives the same bytes and the same refusals from both. */
 
-#define VLIST_LIMIT_DEFAULT 100
-#define VLIST_LIMIT_MAX	    1000
-#define VLIST_SCAN_MAX	    100000
-
-struct vfilter {
-	char tenant[DNS1123_SUBDOMAIN_MAX + 1];
-	char requester[256];
-	char reason[64];
-	bool has_tenant, has_requester, has_reason;
-	int allowed; /* -1 either, else the answer asked for */
-	bool desc;
-	int64_t from_ns, to_ns;	       /* [from, to) */
-	uint64_t after, before, limit; /* ids in (after, before) */
-};
-
-struct vlist {
-	const struct vfilter *f;
-	json_t *out;
-	uint64_t id;   /* of the last verdict read */
-	uint64_t read; /* records read */
-	uint64_t left; /* verdicts not yet read, from id + 1 */
-};
-
-static bool vfilter_match(const struct vfilter *f, const struct event *ev,
-			  const json_t *v)
-{
-	const char *ns = qjstr(json_object_get(v, "request"), "namespace");
-	const char *user = qjstr(json_object_get(v, "requester"), "username");
-
-	if (ev->time_ns < f->from_ns || ev->time_ns >= f->to_ns)
-		return false;
-	if (f->has_tenant &&
-	    (ns == NULL || !query__ns_in_subtree(f->tenant, ns)))
-		return false;
-	if (f->has_requester && (user == NULL || strcmp(user, f->requester)))
-		return false;
-	if (f->allowed >= 0 &&
-	    json_is_true(json_object_get(v, "allowed")) != (f->allowed == 1))
-		return false;
-	return !f->has_reason ||
-	       strcmp(qjstr_or(v, "reason", ""), f->reason) == 0;
-}
-
-/* Adds the verdict ev to the answer when the filter takes it. */
-static void vlist_take(struct vlist *l, const struct event *ev)
-{
-	char when[64];
-	json_t *v = json_loadb_doubles(ev->text, strlen(ev->text), 0, NULL);
-
-	if (v != NULL && vfilter_match(l->f, ev, v)) {
-		json_object_set_new(v, "seq",
-				    json_integer((json_int_t)ev->seq));
-		time_format_ns(ev->time_ns, when, sizeof(when));
-		json_object_set_new(v, "time", json_string(when));
-		json_array_append_new(l->out, v);
-	} else {
-		json_decref(v);
-	}
-}
-
-static bool vlist_full(const struct vlist *l)
-{
-	return json_array_size(l->out) >= l->f->limit ||
-	       l->read >= VLIST_SCAN_MAX;
-}
-
-/* Ascending: one scan from the first verdict on. */
-static int vlist_event(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	struct vlist *l = ctx;
-
-	if (ev->type != EV_VERDICT || ev->text == NULL)
-		return 0;
-	if (l->left == 0)
-		return 1; /* appended after the index was read, or at before */
-	l->id++;
-	l->read++;
-	l->left--;
-	vlist_take(l, ev);
-	return vlist_full(l) ? 1 : 0;
-}
-
-/* Descending: one record at a time through the index (the log is read
- * forwards only). */
-static int vlist_one(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	struct vlist *l = ctx;
-
-	if (ev->type == EV_VERDICT && ev->text != NULL)
-		vlist_take(l, ev);
-	return 1;
-}
-
-/* Reads verdicts before - 1 down to after + 1; l->id ends at the last one
- * read, l->left counts those not read. */
-static int vlist_desc(struct query_server *qs, struct vlist *l,
-		      struct lg_error *err)
-{
-	uint64_t hi =
-		l->f->before - 1 < qs->vix.n ? l->f->before - 1 : qs->vix.n;
-	uint64_t seq;
-	int rc = 0;
-
-	l->left = hi > l->f->after ? hi - l->f->after : 0;
-	for (l->id = hi + 1; l->left > 0 && !vlist_full(l) && rc >= 0;) {
-		l->id--;
-		l->read++;
-		l->left--;
-		rc = ledger_verdict_seq(qs->lg, l->id, &seq, err);
-		if (rc == 0)
-			rc = ledger_scan(qs->lg, seq, 1, vlist_one, l, err);
-	}
-	return rc < 0 ? rc : 0;
-}
-
-/* A text query parameter into out; false (with *why) when malformed. */
-static bool text_param(const struct request *rq, const char *key, char *out,
-		       size_t cap, bool *has, const char **why)
-{
-	long n = query__param(rq->query, rq->query_len, key, out, cap);
-
-	*has = n >= 0;
-	if (n == -2 || n == 0)
-		*why = key;
-	return n != -2 && n != 0;
-}
-
-static bool time_param(const struct request *rq, const char *key, int64_t *out,
-		       const char **why)
-{
-	char t[96];
-	long n = query__param(rq->query, rq->query_len, key, t, sizeof(t));
-
-	if (n == -1)
-		return true;
-	/* As every time parameter: 1970 to the last nanosecond the ledger
-	 * can date (DESIGN 7). */
-	if (n < 0 || time_parse_user_ns(t, out) != 0) {
-		*why = key;
-		return false;
-	}
-	return true;
-}
-
-static bool u64_param(const struct request *rq, const char *key, uint64_t *out,
-		      const char **why)
-{
-	char t[32];
-	long n = query__param(rq->query, rq->query_len, key, t, sizeof(t));
-
-	if (n == -1)
-		return true;
-	if (n < 0 || !query__parse_u64(t, out)) {
-		*why = key;
-		return false;
-	}
-	return true;
-}
-
-/* allowed=true|false (or 1|0): -1 when absent. */
-static bool allowed_param(const struct request *rq, int *out, const char **why)
-{
-	char t[8];
-
-	*out = -1;
-	if (query__param(rq->query, rq->query_len, "allowed", t, sizeof(t)) ==
-	    -1)
-		return true;
-	*out = want_flag(rq, "allowed");
-	if (*out < 0)
-		*why = "allowed";
-	return *out >= 0;
-}
-
-static bool order_param(const struct request *rq, bool *desc, const char **why)
-{
-	char t[8];
-	long n = query__param(rq->query, rq->query_len, "order", t, sizeof(t));
-
-	*desc = n >= 0 && strcmp(t, "desc") == 0;
-	if (n != -1 && !*desc && (n < 0 || strcmp(t, "asc") != 0))
-		*why = "order";
-	return *why == NULL;
-}
-
-static const char *vfilter_parse(const struct request *rq, struct vfilter *f)
-{
-	const char *why = NULL;
-
-	memset(f, 0, sizeof(*f));
-	f->from_ns = INT64_MIN;
-	f->to_ns = INT64_MAX;
-	f->limit = VLIST_LIMIT_DEFAULT;
-	f->before = UINT64_MAX;
-	if (!allowed_param(rq, &f->allowed, &why) ||
-	    !order_param(rq, &f->desc, &why))
-		return why;
-	if (!text_param(rq, "tenant", f->tenant, sizeof(f->tenant),
-			&f->has_tenant, &why) ||
-	    !text_param(rq, "requester", f->requester, sizeof(f->requester),
-			&f->has_requester, &why) ||
-	    !text_param(rq, "reason", f->reason, sizeof(f->reason),
-			&f->has_reason, &why) ||
-	    !time_param(rq, "from", &f->from_ns, &why) ||
-	    !time_param(rq, "to", &f->to_ns, &why) ||
-	    !u64_param(rq, "after", &f->after, &why) ||
-	    !u64_param(rq, "before", &f->before, &why) ||
-	    !u64_param(rq, "limit", &f->limit, &why))
-		return why;
-	if (f->before == 0)
-		return "before";
-	if (f->limit < 1 || f->limit > VLIST_LIMIT_MAX)
-		return "limit";
-	if (f->has_tenant && !ns_is_tenant(f->tenant))
-		return "tenant";
-	return NULL;
-}
+/* Room for a parameter's decoded value: more than any the filter takes,
+ * so that a value too long for it is refused by the filter, saying so. */
+#define VLIST_PARAM_MAX 1024
 
 void query__handle_verdicts(struct query_server *qs, struct request *rq)
 {
 	struct lg_error err = {0};
-	struct vfilter f;
-	struct vlist l = {.f = &f};
-	const char *why = vfilter_parse(rq, &f);
-	json_t *doc;
-	uint64_t seq = 0;
-	int rc = 0;
+	struct verdict_filter f;
+	char value[VLIST_PARAM_MAX];
+	char *text = NULL;
+	int rc;
 
-	if (why != NULL) {
-		query__reply_error(
-			qs, rq, 400,
-			"%s: malformed (tenant: a tenant namespace; "
-			"allowed: true or false; from, to: RFC 3339 or a "
-			"date, from 1970 to " TIME_LAST_TEXT "; "
-			"after, before: verdict ids; order: asc or desc; "
-			"limit: 1..%d)",
-			why, VLIST_LIMIT_MAX);
-		return;
-	}
-	l.out = json_array();
-	if (f.desc) {
-		rc = vlist_desc(qs, &l, &err);
-	} else {
-		uint64_t hi =
-			f.before - 1 < qs->vix.n ? f.before - 1 : qs->vix.n;
+	verdict_filter_init(&f);
+	for (const char *const *p = verdict_filter_params; *p != NULL; p++) {
+		long n = query__param(rq->query, rq->query_len, *p, value,
+				      sizeof(value));
 
-		l.id = f.after;
-		l.left = hi > f.after ? hi - f.after : 0;
-		if (l.left > 0 && (rc = ledger_verdict_seq(qs->lg, f.after + 1,
-							   &seq, &err)) == 0)
-			rc = ledger_scan(qs->lg, seq, 0, vlist_event, &l, &err);
+		if (n == -1)
+			continue;
+		if (n == -2) {
+			query__reply_error(qs, rq, 400,
+					   "%s: malformed or longer than %d "
+					   "bytes",
+					   *p, VLIST_PARAM_MAX - 1);
+			return;
+		}
+		if (verdict_filter_set(&f, *p, value, &err) != 0) {
+			query__reply_error(qs, rq, 400, "%s: %s", *p, err.msg);
+			return;
+		}
 	}
-	if (rc < 0) {
-		json_decref(l.out);
+	rc = ledger_verdicts_list(qs->lg, &f, qs->vix.n, &text, &err);
+	if (rc != 0) {
 		query__reply_error(qs, rq, 500, "%s", err.msg);
 		return;
 	}
-	doc = json_pack("{s:o, s:o}", "verdicts", l.out, "next",
-			l.left > 0 ? json_integer((json_int_t)l.id)
-				   : json_null());
-	query__reply_json(qs, rq, 200, doc);
+	query__reply_raw(qs, rq, 200, "application/json", text, strlen(text));
 }

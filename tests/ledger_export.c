@@ -385,7 +385,7 @@ START_TEST(export_row_provenance)
 	ck_assert_uint_eq(c.first.seq_start, 4);
 	ck_assert_uint_eq(c.first.seq_end, 5);
 	ck_assert_int_eq(
-		ledger_seq_at_time(lg, NS(c.first.charge_end_ms), &seq, NULL),
+		ledger__seq_at_time(lg, NS(c.first.charge_end_ms), &seq, NULL),
 		0);
 	ck_assert_uint_eq(seq, c.first.seq_end);
 	ck_assert_int_eq(ledger_scan(lg, 5, 1, head_fn, head, NULL), 0);

@@ -99,7 +99,7 @@ static void check_at_time(ledger_t *lg, int64_t t)
 	struct lg_error err = {0};
 	uint64_t found;
 
-	ck_assert_int_eq(ledger_seq_at_time(lg, t, &found, &err), 0);
+	ck_assert_int_eq(ledger__seq_at_time(lg, t, &found, &err), 0);
 	if (found > 0)
 		ck_assert_int_le(time_of(lg, found), t);
 	if (found < ledger_last_seq(lg))
@@ -406,7 +406,7 @@ START_TEST(store_scan_and_time)
 	uint64_t seq;
 	int64_t t5;
 
-	ck_assert_int_eq(ledger_seq_at_time(lg, T0, &seq, &err), 0);
+	ck_assert_int_eq(ledger__seq_at_time(lg, T0, &seq, &err), 0);
 	ck_assert_uint_eq(seq, 0);
 	append_gen(lg, g, 2000, 500);
 	ck_assert_int_eq(ledger_scan(lg, 5, 10, collect_fn, &c, &err), 0);
@@ -423,11 +423,11 @@ START_TEST(store_scan_and_time)
 	t5 = time_of(lg, 5);
 	for (int64_t d = -2000000; d <= 2000000; d += 500000)
 		check_at_time(lg, t5 + d);
-	ck_assert_int_eq(ledger_seq_at_time(lg, t5, &seq, &err), 0);
+	ck_assert_int_eq(ledger__seq_at_time(lg, t5, &seq, &err), 0);
 	ck_assert_uint_ge(seq, 5);
-	ck_assert_int_eq(ledger_seq_at_time(lg, T0 - 1, &seq, &err), 0);
+	ck_assert_int_eq(ledger__seq_at_time(lg, T0 - 1, &seq, &err), 0);
 	ck_assert_uint_eq(seq, 0);
-	ck_assert_int_eq(ledger_seq_at_time(lg, INT64_MAX, &seq, &err), 0);
+	ck_assert_int_eq(ledger__seq_at_time(lg, INT64_MAX, &seq, &err), 0);
 	ck_assert_uint_eq(seq, 2000);
 	ledger_close(lg);
 	gen_free(g);

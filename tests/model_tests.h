@@ -29,6 +29,7 @@ MODEL_PART(merkle);
 MODEL_PART(note);
 MODEL_PART(base);
 MODEL_PART(reconcile);
+MODEL_PART(vfilter);
 
 static void (*const model_parts[])(Suite *) = {
 	model_tests_quantity, model_tests_podreq,  model_tests_taint,
@@ -38,6 +39,7 @@ static void (*const model_parts[])(Suite *) = {
 	model_tests_billing,  model_tests_jcs,
 	model_tests_merkle, model_tests_note, model_tests_base,
 	model_tests_reconcile,
+	model_tests_vfilter,
 };
 
 /* Parses a JSON literal for a test; aborts the test on a syntax error. */

@@ -239,8 +239,9 @@ START_TEST(review_response_shape)
 }
 END_TEST
 
-/* Who asked: userInfo.username and groups, the review's uid and the
- * operation; what is missing is empty, groups keep only strings. */
+/* Who asked: userInfo.username, uid (as userUid) and groups, the review's
+ * uid and the operation; what is missing is empty (userUid: absent),
+ * groups keep only strings. */
 START_TEST(review_requester_shape)
 {
 	json_t *r1 = tq("{'apiVersion':'admission.k8s.io/v1','kind':"
@@ -253,8 +254,8 @@ START_TEST(review_requester_shape)
 			"'AdmissionReview','request':{'uid':'u8','kind':"
 			"{'kind':'VMInstance'},'operation':'CREATE'}}");
 	json_t *want1 = tq("{'groups':['system:authenticated','devs'],"
-			   "'operation':'UPDATE','uid':'u9','username':"
-			   "'alice'}");
+			   "'operation':'UPDATE','uid':'u9','userUid':'x',"
+			   "'username':'alice'}");
 	json_t *want2 = tq("{'groups':[],'operation':'CREATE','uid':'u8',"
 			   "'username':''}");
 	struct verdict_request v1, v2;

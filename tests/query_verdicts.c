@@ -280,6 +280,103 @@ START_TEST(admission_review_roundtrip)
 }
 END_TEST
 
+/* The requester of a review (DESIGN 3.5, issue 27 item 2): "uid" is the
+ * review's, "userUid" the user's own (request.userInfo.uid), absent when
+ * the user has none (absent, "", not a string), bounded with the rest of
+ * userInfo; every record audits. */
+static const struct {
+	const char *user_info; /* the members of userInfo */
+	int status;
+	const char *requester; /* its canonical JSON, or NULL for a 400 */
+} user_uid_rows[] = {
+	{"\"username\":\"alice\",\"uid\":\"u-alice\",\"groups\":[\"g\"]", 200,
+	 "{\"groups\":[\"g\"],\"operation\":\"CREATE\",\"uid\":\"r-0\","
+	 "\"userUid\":\"u-alice\",\"username\":\"alice\"}"},
+	{"\"username\":\"bob\"", 200,
+	 "{\"groups\":[],\"operation\":\"CREATE\",\"uid\":\"r-1\","
+	 "\"username\":\"bob\"}"},
+	{"\"username\":\"carol\",\"uid\":\"\"", 200,
+	 "{\"groups\":[],\"operation\":\"CREATE\",\"uid\":\"r-2\","
+	 "\"username\":\"carol\"}"},
+	{"\"username\":\"dave\",\"uid\":42", 200,
+	 "{\"groups\":[],\"operation\":\"CREATE\",\"uid\":\"r-3\","
+	 "\"username\":\"dave\"}"},
+	{"\"uid\":\"u-only\"", 200,
+	 "{\"groups\":[],\"operation\":\"CREATE\",\"uid\":\"r-4\","
+	 "\"userUid\":\"u-only\",\"username\":\"\"}"},
+	{"\"username\":\"erin\",\"uid\":\"%BIG%\"", 400, NULL},
+	{"\"username\":\"erin\",\"uid\":\"%LONG%\"", 200, "%LONG%"},
+};
+
+START_TEST(review_user_uid)
+{
+	struct qt t;
+	struct qt_resp r, g;
+	/* Over the bound of userInfo, and just within it. */
+	size_t big_n = VERDICT_REVIEW_USERINFO_MAX,
+	       long_n = VERDICT_REVIEW_USERINFO_MAX - 64;
+	char *big = malloc(big_n + 1), *longer = malloc(long_n + 1);
+	char *body = malloc(2 * VERDICT_REVIEW_USERINFO_MAX + 1024);
+	char *ui = malloc(VERDICT_REVIEW_USERINFO_MAX + 256), *stored;
+	size_t recorded = 0;
+
+	memset(big, 'b', big_n);
+	big[big_n] = '\0';
+	memset(longer, 'l', long_n);
+	longer[long_n] = '\0';
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	for (size_t i = 0; i < NROWS(user_uid_rows); i++) {
+		const char *u = user_uid_rows[i].user_info, *mark;
+		char path[64];
+
+		/* %BIG% and %LONG% stand for the long uids. */
+		if ((mark = strchr(u, '%')) != NULL)
+			snprintf(ui, VERDICT_REVIEW_USERINFO_MAX + 256,
+				 "%.*s%s\"", (int)(mark - u), u,
+				 mark[1] == 'B' ? big : longer);
+		else
+			snprintf(ui, VERDICT_REVIEW_USERINFO_MAX + 256, "%s",
+				 u);
+		sprintf(body,
+			"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
+			"\"AdmissionReview\",\"request\":{\"uid\":\"r-%zu\","
+			"\"kind\":{\"kind\":\"VMInstance\"},\"operation\":"
+			"\"CREATE\",\"namespace\":\"tenant-acme-dev\","
+			"\"name\":\"vm-u%zu\",\"object\":{\"spec\":{}},"
+			"\"userInfo\":{%s}}}",
+			i, i, ui);
+		qt_http(&t, "POST", "/v1/admission", NULL, body, &r);
+		ck_assert_msg(r.status == user_uid_rows[i].status,
+			      "row %zu: %ld %.200s", i, r.status, r.body);
+		qt_resp_free(&r);
+		if (user_uid_rows[i].requester == NULL)
+			continue;
+		snprintf(path, sizeof(path), "/v1/verdicts/%zu", ++recorded);
+		qt_http(&t, "GET", path, NULL, NULL, &g);
+		ck_assert_int_eq(g.status, 200);
+		stored = json_canonical(json_object_get(g.json, "requester"));
+		if (strcmp(user_uid_rows[i].requester, "%LONG%") == 0) {
+			ck_assert_str_eq(
+				qjstr(json_object_get(g.json, "requester"),
+				      "userUid"),
+				longer);
+		} else {
+			ck_assert_str_eq(stored, user_uid_rows[i].requester);
+		}
+		free(stored);
+		qt_resp_free(&g);
+	}
+	qt_stop(&t);
+	ck_assert_uint_eq(qt_audit(t.db, NULL, 0), recorded);
+	qt_done(&t);
+	free(big);
+	free(longer);
+	free(body);
+	free(ui);
+}
+END_TEST
+
 /* A hand-written VERDICT event (from tests/ledger/small.ndjson) whose
  * chainHead is zeros: ?verify=1 finds it does not match. */
 START_TEST(verify_finds_forgery)
@@ -715,6 +812,7 @@ QUERY_PART(verdicts)
 	tcase_add_test(tc, refused_requests_record_nothing);
 	tcase_add_test(tc, records_with_huge_numbers);
 	tcase_add_test(tc, admission_review_roundtrip);
+	tcase_add_test(tc, review_user_uid);
 	tcase_add_test(tc, verify_finds_forgery);
 	tcase_add_test(tc, concurrent_verdicts_audit);
 	tcase_add_test(tc, append_failure_is_503);

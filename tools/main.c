@@ -82,6 +82,8 @@ static const struct subcommand subcommands[] = {
 	{"reconcile",
 	 "did every reservation pass admission, did every budget hold",
 	 cmd_reconcile},
+	{"verdicts", "list recorded verdicts, filtered, with who asked",
+	 cmd_verdicts},
 	{"verify", "check the hash chain and every checkpoint", cmd_verify},
 	{"export", "billing: GPU device-hours as FOCUS CSV or JSON",
 	 cmd_export},

@@ -522,30 +522,19 @@ int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
 		    uint64_t *seq)
 {
 	struct lg_error err = {0};
-	uint64_t last = ledger_last_seq(lg);
-	int64_t t_ns;
-	int rc;
+	struct ledger_at a;
+	int rc = ledger_at_resolve(lg, at, &a, &err);
 
 	LG_ASSERT(cmd != NULL && seq != NULL);
-	*seq = last;
-	if (at == NULL)
-		return EXIT_OK;
-	if (parse_u64(at, seq)) {
-		if (*seq <= last)
-			return EXIT_OK;
-		tool_error("%s: --at %s is past the last seq %llu", cmd, at,
-			   (unsigned long long)last);
-		return EXIT_USAGE;
-	}
-	if (time_parse_user_ns(at, &t_ns) != 0) {
-		tool_error("%s: --at \"%s\" is not a seq, and %s", cmd, at,
-			   time_user_why(at));
-		return EXIT_USAGE;
-	}
-	rc = ledger_seq_at_time(lg, t_ns, seq, &err);
+	*seq = a.seq;
 	if (rc != 0) {
-		tool_error("%s: --at %s: %s", cmd, at,
+		tool_error("%s: --at %s", cmd,
 			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	if (a.by_seq && a.asked_seq > ledger_last_seq(lg)) {
+		tool_error("%s: --at %s is past the last seq %llu", cmd, at,
+			   (unsigned long long)ledger_last_seq(lg));
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;

@@ -21,76 +21,6 @@ static const char replay_after[] =
 	"  then the classes and the nodes.\n";
 
 /* ---------------------------------------------------------------------- */
-/* Aligned text tables: the cells are collected first so that each column
- * is as wide as its widest cell. */
-
-#define GRID_COLS_MAX 8
-#define CELL_MAX      512
-
-struct grid {
-	size_t ncols, nrows, cap;
-	const char *align; /* per column: 'l' or 'r' */
-	char **cells;	   /* nrows * ncols, owned */
-};
-
-static void grid_init(struct grid *g, size_t ncols, const char *align)
-{
-	memset(g, 0, sizeof(*g));
-	g->ncols = ncols < GRID_COLS_MAX ? ncols : GRID_COLS_MAX;
-	g->align = align;
-}
-
-static void grid_row(struct grid *g, const char *const *row)
-{
-	if (g->nrows == g->cap) {
-		g->cap = g->cap ? 2 * g->cap : 16;
-		g->cells = lg_xrealloc(g->cells,
-				       g->cap * g->ncols * sizeof(char *));
-	}
-	for (size_t c = 0; c < g->ncols; c++)
-		g->cells[g->nrows * g->ncols + c] =
-			lg_xstrdup(row[c] ? row[c] : "");
-	g->nrows++;
-}
-
-static int grid_print(const struct grid *g)
-{
-	size_t w[GRID_COLS_MAX] = {0};
-	char line[GRID_COLS_MAX * (CELL_MAX + 2) + 1];
-	int werr = 0;
-
-	for (size_t i = 0; i < g->nrows * g->ncols; i++) {
-		size_t len = strlen(g->cells[i]);
-
-		if (len > w[i % g->ncols])
-			w[i % g->ncols] = len < CELL_MAX ? len : CELL_MAX;
-	}
-	for (size_t r = 0; r < g->nrows && werr == 0; r++) {
-		size_t n = 0;
-
-		for (size_t c = 0; c < g->ncols; c++) {
-			const char *cell = g->cells[r * g->ncols + c];
-			bool last = c + 1 == g->ncols;
-			int width = last && g->align[c] == 'l' ? 0 : (int)w[c];
-
-			n += (size_t)snprintf(
-				line + n, sizeof(line) - n,
-				g->align[c] == 'r' ? "%*.*s%s" : "%-*.*s%s",
-				width, CELL_MAX, cell, last ? "" : "  ");
-		}
-		werr = tool_puts(line);
-	}
-	return werr;
-}
-
-static void grid_release(struct grid *g)
-{
-	for (size_t i = 0; i < g->nrows * g->ncols; i++)
-		free(g->cells[i]);
-	free(g->cells);
-}
-
-/* ---------------------------------------------------------------------- */
 /* Cells from the replay JSON. */
 
 static const char *fmt_int(char *buf, size_t cap, const json_t *v)
@@ -141,7 +71,7 @@ static long long sum_counts(const json_t *counts)
 	return s;
 }
 
-static void tenant_class_row(struct grid *g, const json_t *t, const char *cls,
+static void tenant_class_row(struct tool_grid *g, const json_t *t, const char *cls,
 			     bool first)
 {
 	char key[128], b[32], own[32], sub[32], al[32], rem[64];
@@ -172,10 +102,10 @@ static void tenant_class_row(struct grid *g, const json_t *t, const char *cls,
 		row[4] = "0";
 	if (row[5][0] == '-')
 		row[5] = "0";
-	grid_row(g, row);
+	tool_grid_row(g, row);
 }
 
-static void tenant_total_row(struct grid *g, const json_t *t, bool first)
+static void tenant_total_row(struct tool_grid *g, const json_t *t, bool first)
 {
 	char b[32], own[32], sub[32], al[32], rem[64];
 	const json_t *r = json_object_get(t, "remainingTotal");
@@ -198,7 +128,7 @@ static void tenant_total_row(struct grid *g, const json_t *t, bool first)
 		fmt_remaining(rem, sizeof(rem), r),
 		limited_by(r),
 	};
-	grid_row(g, row);
+	tool_grid_row(g, row);
 }
 
 static int print_tenants(const json_t *doc)
@@ -210,11 +140,11 @@ static int print_tenants(const json_t *doc)
 	const json_t *classes = json_object_get(doc, "classes");
 	const json_t *t, *c;
 	size_t i, j;
-	struct grid g;
+	struct tool_grid g;
 	int werr;
 
-	grid_init(&g, 8, "llrrrrrl");
-	grid_row(&g, head);
+	tool_grid_init(&g, 8, "llrrrrrl");
+	tool_grid_row(&g, head);
 	json_array_foreach (json_object_get(doc, "tenants"), i, t) {
 		json_array_foreach (classes, j, c)
 			tenant_class_row(
@@ -223,8 +153,8 @@ static int print_tenants(const json_t *doc)
 				j == 0);
 		tenant_total_row(&g, t, json_array_size(classes) == 0);
 	}
-	werr = grid_print(&g);
-	grid_release(&g);
+	werr = tool_grid_print(&g);
+	tool_grid_release(&g);
 	return werr;
 }
 
@@ -270,13 +200,13 @@ static int print_classes(const json_t *doc)
 					   "FREE", "RESOURCE NAMES"};
 	const json_t *c, *r;
 	size_t i, j;
-	struct grid g;
+	struct tool_grid g;
 	int werr;
 
-	grid_init(&g, 5, "llrrl");
-	grid_row(&g, head);
+	tool_grid_init(&g, 5, "llrrl");
+	tool_grid_row(&g, head);
 	json_array_foreach (json_object_get(doc, "classes"), i, c) {
-		char cap[32], fr[32], names[CELL_MAX] = "";
+		char cap[32], fr[32], names[TOOL_CELL_MAX] = "";
 		size_t n = 0;
 
 		json_array_foreach (json_object_get(c, "resourceNames"), j, r)
@@ -293,10 +223,10 @@ static int print_classes(const json_t *doc)
 			fmt_int(fr, sizeof(fr), json_object_get(c, "free")),
 			names,
 		};
-		grid_row(&g, row);
+		tool_grid_row(&g, row);
 	}
-	werr = grid_print(&g);
-	grid_release(&g);
+	werr = tool_grid_print(&g);
+	tool_grid_release(&g);
 	return werr;
 }
 
@@ -307,11 +237,11 @@ static int print_nodes(const json_t *doc)
 	const json_t *nd, *v;
 	const char *cls;
 	size_t i;
-	struct grid g;
+	struct tool_grid g;
 	int werr;
 
-	grid_init(&g, 5, "llrrl");
-	grid_row(&g, head);
+	tool_grid_init(&g, 5, "llrrl");
+	tool_grid_row(&g, head);
 	json_array_foreach (json_object_get(doc, "nodes"), i, nd) {
 		bool first = true;
 
@@ -330,12 +260,12 @@ static int print_nodes(const json_t *doc)
 					? "yes"
 					: "no",
 			};
-			grid_row(&g, row);
+			tool_grid_row(&g, row);
 			first = false;
 		}
 	}
-	werr = grid_print(&g);
-	grid_release(&g);
+	werr = tool_grid_print(&g);
+	tool_grid_release(&g);
 	return werr;
 }
 
@@ -401,6 +331,29 @@ struct replay_args {
 	bool json;
 };
 
+/* The seq --at names. Outside the log it is no error (the state before
+ * the first event is empty, after the last one it is the latest, and an
+ * operator scripting a sweep of dates wants that state, exit 0), but the
+ * state shown is then not what the ledger knew at that instant, so stderr
+ * says where --at falls, naming the first or last event. */
+static int resolve_at(ledger_t *lg, const char *at, uint64_t *seq)
+{
+	struct lg_error err = {0};
+	struct ledger_at a;
+	char note[256];
+	int rc = ledger_at_resolve(lg, at, &a, &err);
+
+	*seq = a.seq;
+	if (rc != 0) {
+		tool_error("replay: --at %s",
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	if (ledger_at_note(&a, note, sizeof(note)) > 0)
+		tool_error("replay: --at %s %s", at, note);
+	return EXIT_OK;
+}
+
 static int replay_print(ledger_t *lg, const struct replay_args *a)
 {
 	char hex[TOOL_HEX_LEN];
@@ -409,7 +362,7 @@ static int replay_print(ledger_t *lg, const struct replay_args *a)
 	uint64_t seq;
 	int status, werr = 0;
 
-	if ((status = tool_resolve_at("replay", lg, a->at, &seq)) != 0 ||
+	if ((status = resolve_at(lg, a->at, &seq)) != 0 ||
 	    (status = head_at(lg, seq, hex)) != 0 ||
 	    (status = tool_state_at("replay", lg, seq, &st)) != 0)
 		goto out;
@@ -445,7 +398,10 @@ int cmd_replay(int argc, char **argv)
 		{"--at", OPT_STR, &a.at, "SEQ|TIME",
 		 "the state after event SEQ (0: empty), or after the last "
 		 "event at or before TIME (RFC 3339, e.g. "
-		 "2026-03-01T12:00:00Z)"},
+		 "2026-03-01T12:00:00Z, or a date). A TIME before the first "
+		 "event gives the empty state, a SEQ past the last event or a "
+		 "TIME after it the latest state: stderr says so, naming that "
+		 "event, and the exit status is 0"},
 		{"--tenant", OPT_STR, &a.tenant, "NS",
 		 "only this tenant (an unknown tenant is an error)"},
 		{"--format", OPT_STR, &a.format, "text|json",

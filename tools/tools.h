@@ -41,6 +41,7 @@ int cmd_import(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_verdicts(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_replicate(int argc, char **argv);
@@ -179,9 +180,10 @@ int tool_damage(const char *cmd, const struct lg_error *err);
 void tool_hex(const uint8_t *head, char *out);
 #define TOOL_HEX_LEN (2 * LEDGER_HEAD_BYTES + 1)
 
-/* Parses --at: all digits is a seq (must be <= the last seq); otherwise an
- * RFC 3339 time, resolved with ledger_seq_at_time. NULL means the last
- * seq. Returns 0 or EXIT_USAGE with the error printed. */
+/* Parses --at (ledger_at_resolve): all digits is a seq (must be <= the
+ * last seq); otherwise a time, resolved to the last event at or before it.
+ * NULL means the last seq. Returns 0 or EXIT_USAGE with the error printed.
+ * (replay takes a seq past the last, and says where --at falls, itself.) */
 int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
 		    uint64_t *seq);
 
@@ -189,6 +191,22 @@ int tool_resolve_at(const char *cmd, ledger_t *lg, const char *at,
  * one, else ledger_state_at. Caller frees with state_free. Returns 0 or
  * EXIT_USAGE with the error printed. */
 int tool_state_at(const char *cmd, ledger_t *lg, uint64_t seq, state_t **st);
+
+/* Aligned text tables (tools/grid.c): rows of cells, each column as wide
+ * as its widest cell (at most TOOL_CELL_MAX bytes are shown of a cell). */
+#define TOOL_GRID_COLS_MAX 10
+#define TOOL_CELL_MAX	   512
+struct tool_grid {
+	size_t ncols, nrows, cap;
+	const char *align; /* per column: 'l' or 'r'; borrowed */
+	char **cells;	   /* nrows * ncols, owned */
+};
+void tool_grid_init(struct tool_grid *g, size_t ncols, const char *align);
+/* Copies ncols cells (NULL: empty). */
+void tool_grid_row(struct tool_grid *g, const char *const *row);
+/* Prints the rows with tool_puts; returns its errno (0). */
+int tool_grid_print(const struct tool_grid *g);
+void tool_grid_release(struct tool_grid *g);
 
 /* Writes line and a newline to stdout. Returns 0, or the errno of a failed
  * write (EPIPE when the reader has gone away). */

@@ -225,11 +225,15 @@ def check_listing(c, srv, recorded):
     by_uid = {get(v, "requester", "uid"): v for v in vs}
     for name, rq in recorded:
         v = by_uid.get(rq["uid"], {})
+        # Two uids named apart: the review's ("uid") and the user's own
+        # ("userUid", absent when the user has none).
+        want = {"username": rq["userInfo"]["username"],
+                "groups": rq["userInfo"]["groups"], "uid": rq["uid"],
+                "operation": rq["operation"]}
+        if rq["userInfo"].get("uid"):
+            want["userUid"] = rq["userInfo"]["uid"]
         c.check(f"{name}: the record keeps the requester",
-                v.get("requester") == {
-                    "username": rq["userInfo"]["username"],
-                    "groups": rq["userInfo"]["groups"], "uid": rq["uid"],
-                    "operation": rq["operation"]}, str(v.get("requester")))
+                v.get("requester") == want, str(v.get("requester")))
     users = {}
     for _, rq in recorded:
         u = rq["userInfo"]["username"]
