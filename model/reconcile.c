@@ -58,7 +58,7 @@ struct robj {
 	uint64_t first_seq, last_seq;
 	int64_t last_ns;
 	int64_t reserved; /* units it holds now, all classes */
-	size_t n_pending, cap_pending; /* cap in bytes (lg_xgrow) */
+	size_t n_pending, cap_pending;
 	struct rverdict **pending; /* owned */
 };
 
@@ -91,7 +91,7 @@ struct reconcile {
 	struct ptab objs; /* (kind, ns, name) -> struct robj * */
 	size_t n_objs, sweep_at;
 	struct rverdict **landed; /* FIFO from landed_head */
-	size_t landed_head, n_landed, cap_landed; /* caps in bytes */
+	size_t landed_head, n_landed, cap_landed;
 	struct ptab open; /* (tenant, key) -> struct rover * */
 	struct rover **closed;
 	size_t n_closed, cap_closed;
@@ -106,6 +106,19 @@ struct reconcile {
 
 /* ---------------------------------------------------------------------- */
 /* Small parts.                                                            */
+
+/* p (of *cap elements of size bytes) with room for need: the capacity
+ * doubles. The arrays count pending verdicts, landed verdicts and closed
+ * overshoots, each bounded by the window or by the findings themselves. */
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return p;
+	*cap = *cap ? *cap * 2 : 8;
+	if (*cap < need)
+		*cap = need;
+	return lg_xrealloc(p, *cap * size);
+}
 
 static bool within(const char *ns, const char *root)
 {
@@ -317,9 +330,8 @@ static void on_verdict(reconcile_t *rc, const state_t *st,
 	read_checks(v, json_object_get(rec, "checks"));
 	o = obj_get(rc, kind, jstr(req, "namespace"), jstr(req, "name"), true);
 	obj_expire(rc, o, ev->time_ns);
-	o->pending = lg_xgrow(o->pending, &o->cap_pending,
-			      (o->n_pending + 1) * sizeof(*o->pending),
-			      4 * sizeof(*o->pending));
+	o->pending = grow(o->pending, &o->cap_pending, o->n_pending + 1,
+			  sizeof(*o->pending));
 	o->pending[o->n_pending++] = v;
 out:
 	json_decref(rec);
@@ -341,9 +353,8 @@ static void landed_push(reconcile_t *rc, struct rverdict *v)
 		rc->n_landed -= rc->landed_head;
 		rc->landed_head = 0;
 	}
-	rc->landed = lg_xgrow(rc->landed, &rc->cap_landed,
-			      (rc->n_landed + 1) * sizeof(*rc->landed),
-			      64 * sizeof(*rc->landed));
+	rc->landed = grow(rc->landed, &rc->cap_landed, rc->n_landed + 1,
+			  sizeof(*rc->landed));
 	rc->landed[rc->n_landed++] = v;
 }
 
@@ -634,9 +645,8 @@ static void close_over(reconcile_t *rc, struct rover *ov,
 	ov->to_seq = ev->seq;
 	ov->to_ns = ev->time_ns;
 	if ((ov->to_seq > rc->o.from_seq) && within(ov->tenant, rc->o.tenant)) {
-		rc->closed = lg_xgrow(rc->closed, &rc->cap_closed,
-				      (rc->n_closed + 1) * sizeof(*rc->closed),
-				      16 * sizeof(*rc->closed));
+		rc->closed = grow(rc->closed, &rc->cap_closed, rc->n_closed + 1,
+				  sizeof(*rc->closed));
 		rc->closed[rc->n_closed++] = ov;
 	} else {
 		rover_free(ov);
