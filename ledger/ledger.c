@@ -694,6 +694,16 @@ const uint8_t *ledger_head(const ledger_t *lg)
 	return lg->head;
 }
 
+uint64_t ledger_records_read(const ledger_t *lg)
+{
+	return lg->records_read;
+}
+
+uint64_t ledger_checkpoint_seq(const ledger_t *lg)
+{
+	return lg->cp_seq;
+}
+
 /* Catches up with events other processes appended, inside txn. */
 int ledger__store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err)
 {

@@ -275,7 +275,7 @@ void ledger_event_head(const uint8_t *head_prev, const struct event *ev,
 		       uint8_t *head_out);
 
 /* ---------------------------------------------------------------------- */
-/* The verdict index (ledger/snapshot.c). Every append records, in its own
+/* The verdict index (ledger/vindex.c). Every append records, in its own
  * transaction, the seq of each VERDICT event it carries under its id (ids
  * count the VERDICT events from 1 in log order), the number of verdicts
  * and the last event that changed the state's content (not VERDICT, NOTE
