@@ -133,6 +133,16 @@ int ledger__store_damage_detail(const ledger_t *lg, int rc, char *buf,
 int ledger__store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
 			     uint64_t seq, const char *what);
 
+/* One record of the events database at the expected seq k, as stored:
+ * the cursor's result rc, its key and value. Gap-free keys, a record that
+ * decodes and carries its seq, and (with head, the previous stored head,
+ * advanced on success) the chain step: the checks every reader of the log
+ * makes before it looks at an event's meaning (ledger/read.c; scans and
+ * verify). */
+int ledger__store_record_check(ledger_t *lg, int rc, uint64_t k,
+			       const MDB_val *key, const MDB_val *val,
+			       struct event *ev, uint8_t *head,
+			       struct lg_error *err);
 /* Decodes an event record (bytes + head) stored at seq. */
 int ledger__store_record_decode(const MDB_val *v, uint64_t seq,
 				struct event *ev, const uint8_t **head,
