@@ -77,20 +77,6 @@ int ledger__store_cp_open(const MDB_val *v, uint64_t seq,
 	return 0;
 }
 
-/* The chain head stored with event seq, or false when it cannot be read. */
-static bool stored_head(ledger_t *lg, MDB_txn *txn, uint64_t seq, uint8_t *head)
-{
-	MDB_val key = ledger__store_key(&seq), val;
-	struct event ev;
-	const uint8_t *h;
-
-	if (ledger__store_get(lg, txn, LEDGER_DB_EVENTS, &key, &val) != 0 ||
-	    ledger__store_record_decode(&val, seq, &ev, &h, NULL) != 0)
-		return false;
-	memcpy(head, h, LEDGER_HEAD_BYTES);
-	return true;
-}
-
 /* The checkpoint in val, stored at seq at, when it is sound: its frame and
  * digest, its state's seq, and the head it claims equal to the head the
  * chain stores at that seq (the digest is plain SHA-256 that anyone who
@@ -101,10 +87,13 @@ static state_t *sound_checkpoint(ledger_t *lg, MDB_txn *txn, uint64_t at,
 	const uint8_t *sb, *h;
 	uint8_t chain[LEDGER_HEAD_BYTES];
 	size_t sl;
+	struct event ev;
 	state_t *st = NULL;
 
+	/* The head of a record that decodes: a checkpoint at a damaged
+	 * record is passed over. */
 	if (ledger__store_cp_open(val, at, &sb, &sl, &h, NULL) != 0 ||
-	    !stored_head(lg, txn, at, chain) ||
+	    ledger__store_head_at(lg, txn, at, chain, &ev, NULL) != 0 ||
 	    memcmp(h, chain, LEDGER_HEAD_BYTES) != 0 ||
 	    state_decode(&st, sb, sl, NULL) != 0)
 		return NULL;

@@ -196,6 +196,15 @@ int ledger_scan(ledger_t *lg, uint64_t from, uint64_t limit,
 int ledger_scan_checked(ledger_t *lg, uint64_t from, uint64_t limit,
 			ledger_event_fn *fn, void *ctx, struct lg_error *err);
 
+/* The chain head stored with event seq (LEDGER_HEAD_BYTES into head_out),
+ * read without decoding the event: what a scan of that one event would
+ * hand its callback. head(0) is 32 zero bytes; the last seq the handle has
+ * seen gives ledger_head without a read. LG_ENOENT when seq is past the
+ * log's last record; LG_ECORRUPT naming the seq when its record is missing
+ * or too short to hold a head. */
+int ledger_head_at(ledger_t *lg, uint64_t seq, uint8_t *head_out,
+		   struct lg_error *err);
+
 /* Verification (DESIGN 4.3) checks storage before meaning, in two passes
  * over one snapshot, so that no damage can hide behind another:
  *  1. storage: every record read as stored, in key order, without any

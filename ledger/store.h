@@ -143,6 +143,12 @@ int ledger__store_record_check(ledger_t *lg, int rc, uint64_t k,
 			       const MDB_val *key, const MDB_val *val,
 			       struct event *ev, uint8_t *head,
 			       struct lg_error *err);
+/* The chain head stored with the record at seq, read in txn (head(0) = 32
+ * zero bytes); with ev, the record is decoded into it too, and must
+ * decode. LG_ECORRUPT naming the seq when the record is missing or too
+ * short (ledger_head_at tells the end of the log from a missing record). */
+int ledger__store_head_at(ledger_t *lg, MDB_txn *txn, uint64_t seq,
+			  uint8_t *head, struct event *ev, struct lg_error *err);
 /* Decodes an event record (bytes + head) stored at seq. */
 int ledger__store_record_decode(const MDB_val *v, uint64_t seq,
 				struct event *ev, const uint8_t **head,

@@ -302,12 +302,6 @@ struct read_job {
 	uint64_t limit; /* /events */
 };
 
-static int head_at(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	memcpy(ctx, head, LEDGER_HEAD_BYTES);
-	return 0;
-}
-
 /* Emits v's canonical text (v is stolen). */
 static void emit_json(struct heavy *h, json_t *v)
 {
@@ -336,7 +330,7 @@ static void state_run(struct heavy *h, void *arg)
 	if (j->seq == 0)
 		st = state_new();
 	else if ((rc = ledger_state_at(lg, j->seq, &st, NULL, &err)) == 0)
-		rc = ledger_scan(lg, j->seq, 1, head_at, head, &err);
+		rc = ledger_head_at(lg, j->seq, head, &err);
 	if (rc != 0) {
 		state_free(st);
 		query__heavy_fail(h, 500, "state at seq %llu: %s",

@@ -20,11 +20,12 @@ LEDGER_PART(tamper);
 LEDGER_PART(concurrency);
 LEDGER_PART(export);
 LEDGER_PART(tree);
+LEDGER_PART(head);
 
 static void (*const ledger_parts[])(Suite *) = {
 	ledger_tests_codec,  ledger_tests_store,       ledger_tests_crash,
 	ledger_tests_tamper, ledger_tests_concurrency, ledger_tests_export,
-	ledger_tests_tree,
+	ledger_tests_tree,   ledger_tests_head,
 };
 
 /* A fresh LMDB directory for one test (each test runs in its own process);
