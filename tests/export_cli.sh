@@ -193,7 +193,7 @@ expect "opencost, nothing" 0
 lines "opencost, nothing: header only" "$tmp/out" 1
 
 # --- usage errors ---------------------------------------------------------
-refused "no --from" '--from TIME \(or --month YYYY-MM\) is required' --db "$db"
+refused "no --from" '--from is required \(or --month YYYY-MM\)' --db "$db"
 refused "--month and --from" '--month replaces --from and --to' --db "$db" \
 	--month 2026-03 --from $day1
 refused "bad --month" 'expected YYYY-MM' --db "$db" --month 2026-3
