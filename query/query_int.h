@@ -243,14 +243,19 @@ int query__path_split(const char *path, size_t len, char **seg, size_t *n,
  * the status to answer: 401 without a known token, 403 out of scope. */
 int query__route_access(const struct route *r, bool auth_on,
 			const struct principal *who, const char *ns);
-/* The value of query parameter key (decoded into out, cap bytes). Returns
- * its length, -1 when absent, -2 when malformed or too long. */
+/* The value of query parameter key (decoded into out, cap bytes; the
+ * first of a repeated key). Returns its length, -1 when absent, -2 when
+ * malformed or too long. */
 long query__param(const char *q, size_t qlen, const char *key, char *out,
 		  size_t cap);
-/* True when q names a parameter not in known (NULL-terminated); its name
- * (cut to cap - 1 bytes, not decoded) is copied into out. */
-bool query__param_unknown(const char *q, size_t qlen, const char *const *known,
-			  char *out, size_t cap);
+/* The query's pairs one by one from *pos (0 at first): 1 with the raw
+ * name [*name, *name + *nlen) and value [*val, *val + *vlen) (*val NULL
+ * for a pair without '='), 0 at the end. Empty pairs are skipped. */
+int query__param_next(const char *q, size_t qlen, size_t *pos,
+		      const char **name, size_t *nlen, const char **val,
+		      size_t *vlen);
+/* A raw value decoded into out (cap bytes), as query__param returns it. */
+long query__param_decode(const char *val, size_t len, char *out, size_t cap);
 
 /* ---------------------------------------------------------------------- */
 /* Answers (query/http.c). Each ends the request: exactly one per request. */

@@ -255,7 +255,7 @@ hget() {
 for m in 1969-12:'expected YYYY-MM' 2262-04:'beyond what the ledger can date' \
 	2262-05:beyond 5000-01:beyond 9999-12:beyond \
 	10000-01:'expected YYYY-MM' -1:'expected YYYY-MM' \
-	$toolong:'malformed or too long'; do
+	$toolong:'expected YYYY-MM'; do
 	hget "month=${m%%:*}" 400 "export?month=${m%%:*}" \
 		"^\\{\"error\":\"export: parameter month .*${m#*:}"
 done

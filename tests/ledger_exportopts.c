@@ -9,6 +9,7 @@
 #include "tests/ledger_tests.h"
 
 #include "ledger/ledger.h"
+#include "model/model_int.h"
 
 #include <stdint.h>
 #include <time.h>
@@ -198,6 +199,16 @@ START_TEST(exportopts_values)
 	ck_assert_int_eq(r.o.from_ns, NS_2026_03_01 - NS_PER_HOUR);
 	ck_assert_ptr_eq(r.o.rates, &east);
 	bill_rates_release(&east);
+
+	/* The names are the ones the rows print (x_Basis, descriptions). */
+	for (const struct export_value *v =
+		     ledger_export_opt_table[EXPORT_OPT_STEP].values;
+	     v->name != NULL; v++)
+		ck_assert_str_eq(model__bill_step_name(v->value), v->name);
+	for (const struct export_value *v =
+		     ledger_export_opt_table[EXPORT_OPT_BASIS].values;
+	     v->name != NULL; v++)
+		ck_assert_str_eq(model__bill_basis_name(v->value), v->name);
 }
 END_TEST
 
