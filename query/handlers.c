@@ -275,13 +275,13 @@ static const char *resolve_at(struct query_server *qs, struct request *rq,
 			      uint64_t *seq, char *msg, size_t cap)
 {
 	char at[96];
-	long n = query__param(rq->query, rq->query_len, "at", at, sizeof(at));
+	int n = query__param_text(rq, "at", at, sizeof(at));
 	int64_t t_ns;
 
 	*seq = ledger_last_seq(qs->lg);
-	if (n == -1)
+	if (n == QP_ABSENT)
 		return NULL;
-	if (n < 0)
+	if (n == QP_BAD)
 		return "at: malformed";
 	if (query__parse_u64(at, seq))
 		return *seq <= ledger_last_seq(qs->lg)
@@ -386,17 +386,6 @@ static int add_event(void *ctx, const struct event *ev, const uint8_t *head)
 	return o->bytes >= EVENTS_MAX_BYTES;
 }
 
-/* A query parameter that must be a decimal integer (dflt when absent). */
-static bool u64_param(const struct request *rq, const char *key, uint64_t dflt,
-		      uint64_t *out)
-{
-	char buf[32];
-	long n = query__param(rq->query, rq->query_len, key, buf, sizeof(buf));
-
-	*out = dflt;
-	return n == -1 || (n >= 0 && query__parse_u64(buf, out));
-}
-
 /* On the thread: one page of events of the snapshot. */
 static void events_run(struct heavy *h, void *arg)
 {
@@ -423,8 +412,10 @@ void query__handle_events(struct query_server *qs, struct request *rq)
 {
 	struct read_job *j = lg_xmalloc(sizeof(*j));
 
-	if (!u64_param(rq, "from", 1, &j->seq) || j->seq == 0 ||
-	    !u64_param(rq, "limit", EVENTS_LIMIT_DEFAULT, &j->limit) ||
+	j->seq = 1;
+	j->limit = EVENTS_LIMIT_DEFAULT;
+	if (query__param_u64(rq, "from", &j->seq) == QP_BAD || j->seq == 0 ||
+	    query__param_u64(rq, "limit", &j->limit) == QP_BAD ||
 	    j->limit == 0 || j->limit > EVENTS_LIMIT_MAX) {
 		free(j);
 		query__reply_error(qs, rq, 400,

@@ -257,6 +257,30 @@ int query__param_next(const char *q, size_t qlen, size_t *pos,
 /* A raw value decoded into out (cap bytes), as query__param returns it. */
 long query__param_decode(const char *val, size_t len, char *out, size_t cap);
 
+/* Typed query parameters (query/params.c), what every handler reads its
+ * parameters with. Each returns QP_OK with *out set when the parameter is
+ * there and good, QP_ABSENT when it is not there (*out untouched: the
+ * caller's default), QP_BAD when it is there but malformed (*out
+ * untouched). A repeated parameter: the first counts. */
+enum {
+	QP_BAD = -1,
+	QP_ABSENT = 0,
+	QP_OK = 1
+};
+/* A decimal integer (query__parse_u64). */
+int query__param_u64(const struct request *rq, const char *key, uint64_t *out);
+/* 1 or true, 0 or false. */
+int query__param_flag(const struct request *rq, const char *key, bool *out);
+/* A time as every time parameter takes it (time_parse_user_ns: RFC 3339
+ * or a date, 1970 to TIME_LAST_TEXT). */
+int query__param_time(const struct request *rq, const char *key, int64_t *out);
+/* Text that fits out (cap bytes with the NUL; may be empty). */
+int query__param_text(const struct request *rq, const char *key, char *out,
+		      size_t cap);
+/* One of names (NULL-terminated): *out is its index. */
+int query__param_enum(const struct request *rq, const char *key,
+		      const char *const *names, int *out);
+
 /* ---------------------------------------------------------------------- */
 /* Answers (query/http.c). Each ends the request: exactly one per request. */
 

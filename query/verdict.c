@@ -393,8 +393,6 @@ void query__verdict_batch_run(struct query_server *qs)
 /* ---------------------------------------------------------------------- */
 /* GET /v1/verdicts/{id}[?verify=1][&proof=1] */
 
-static int want_flag(const struct request *rq, const char *key);
-
 struct record_copy {
 	char *text;
 	size_t len;
@@ -449,32 +447,6 @@ static int verify_record(struct query_server *qs, const struct record_copy *r,
 	return rc;
 }
 
-/* The verify query parameter: -1 malformed, else whether it asks. */
-static int want_verify(const struct request *rq)
-{
-	return want_flag(rq, "verify");
-}
-
-/* A boolean query parameter: -1 malformed, else whether it asks. */
-static int want_flag(const struct request *rq, const char *key)
-{
-	static const char *const yes[] = {"1", "true"}, *const no[] = {"0",
-								       "false"};
-	char flag[8];
-	long n =
-		query__param(rq->query, rq->query_len, key, flag, sizeof(flag));
-
-	if (n == -1)
-		return 0;
-	for (size_t i = 0; n >= 0 && i < 2; i++) {
-		if (strcmp(flag, yes[i]) == 0)
-			return 1;
-		if (strcmp(flag, no[i]) == 0)
-			return 0;
-	}
-	return -1;
-}
-
 /* The stored verdict id as JSON with its seq; NULL with err set. */
 static json_t *load_verdict(struct query_server *qs, uint64_t id,
 			    struct record_copy *r, struct lg_error *err)
@@ -503,13 +475,16 @@ void query__handle_verdict(struct query_server *qs, struct request *rq)
 	struct record_copy r = {0};
 	struct lg_error err = {0};
 	uint64_t id = 0;
-	int verify = want_verify(rq);
+	bool verify = false, proof = false;
+	int vs = query__param_flag(rq, "verify", &verify);
 	json_t *v;
 
+	/* A malformed proof flag asks for no proof, as it always has. */
+	(void)query__param_flag(rq, "proof", &proof);
 	if (!query__parse_u64(rq->param[0], &id) || id == 0) {
 		query__reply_error(qs, rq, 400,
 				   "a verdict id is a positive integer");
-	} else if (verify < 0) {
+	} else if (vs == QP_BAD) {
 		query__reply_error(qs, rq, 400,
 				   "verify must be 1, true, 0 or false");
 	} else if (id > qs->vix.n) {
@@ -517,7 +492,7 @@ void query__handle_verdict(struct query_server *qs, struct request *rq)
 				   (unsigned long long)id);
 	} else if ((v = load_verdict(qs, id, &r, &err)) == NULL ||
 		   (verify && verify_record(qs, &r, v, &err) != 0) ||
-		   (want_flag(rq, "proof") == 1 &&
+		   (proof &&
 		    query__verdict_proof(qs, v,
 					 (uint64_t)json_integer_value(
 						 json_object_get(v, "seq")),
@@ -655,100 +630,59 @@ static int vlist_desc(struct query_server *qs, struct vlist *l,
 	return rc < 0 ? rc : 0;
 }
 
-/* A text query parameter into out; false (with *why) when malformed. */
-static bool text_param(const struct request *rq, const char *key, char *out,
-		       size_t cap, bool *has, const char **why)
-{
-	long n = query__param(rq->query, rq->query_len, key, out, cap);
-
-	*has = n >= 0;
-	if (n == -2 || n == 0)
-		*why = key;
-	return n != -2 && n != 0;
-}
-
-static bool time_param(const struct request *rq, const char *key, int64_t *out,
-		       const char **why)
-{
-	char t[96];
-	long n = query__param(rq->query, rq->query_len, key, t, sizeof(t));
-
-	if (n == -1)
-		return true;
-	/* As every time parameter: 1970 to the last nanosecond the ledger
-	 * can date (DESIGN 7). */
-	if (n < 0 || time_parse_user_ns(t, out) != 0) {
-		*why = key;
-		return false;
-	}
-	return true;
-}
-
-static bool u64_param(const struct request *rq, const char *key, uint64_t *out,
-		      const char **why)
-{
-	char t[32];
-	long n = query__param(rq->query, rq->query_len, key, t, sizeof(t));
-
-	if (n == -1)
-		return true;
-	if (n < 0 || !query__parse_u64(t, out)) {
-		*why = key;
-		return false;
-	}
-	return true;
-}
-
-/* allowed=true|false (or 1|0): -1 when absent. */
-static bool allowed_param(const struct request *rq, int *out, const char **why)
-{
-	char t[8];
-
-	*out = -1;
-	if (query__param(rq->query, rq->query_len, "allowed", t, sizeof(t)) ==
-	    -1)
-		return true;
-	*out = want_flag(rq, "allowed");
-	if (*out < 0)
-		*why = "allowed";
-	return *out >= 0;
-}
-
-static bool order_param(const struct request *rq, bool *desc, const char **why)
-{
-	char t[8];
-	long n = query__param(rq->query, rq->query_len, "order", t, sizeof(t));
-
-	*desc = n >= 0 && strcmp(t, "desc") == 0;
-	if (n != -1 && !*desc && (n < 0 || strcmp(t, "asc") != 0))
-		*why = "order";
-	return *why == NULL;
-}
-
+/* The filters, in the order they are checked; NULL, or the name of the
+ * first one that is malformed. */
 static const char *vfilter_parse(const struct request *rq, struct vfilter *f)
 {
-	const char *why = NULL;
+	static const char *const orders[] = {"asc", "desc", NULL};
+	const struct {
+		const char *key;
+		char *out;
+		size_t cap;
+		bool *has;
+	} texts[] = {
+		{"tenant", f->tenant, sizeof(f->tenant), &f->has_tenant},
+		{"requester", f->requester, sizeof(f->requester),
+		 &f->has_requester},
+		{"reason", f->reason, sizeof(f->reason), &f->has_reason},
+	};
+	const struct {
+		const char *key;
+		uint64_t *out;
+	} ids[] = {
+		{"after", &f->after},
+		{"before", &f->before},
+		{"limit", &f->limit},
+	};
+	bool allowed = false;
+	int order = 0, rc;
 
 	memset(f, 0, sizeof(*f));
 	f->from_ns = INT64_MIN;
 	f->to_ns = INT64_MAX;
 	f->limit = VLIST_LIMIT_DEFAULT;
 	f->before = UINT64_MAX;
-	if (!allowed_param(rq, &f->allowed, &why) ||
-	    !order_param(rq, &f->desc, &why))
-		return why;
-	if (!text_param(rq, "tenant", f->tenant, sizeof(f->tenant),
-			&f->has_tenant, &why) ||
-	    !text_param(rq, "requester", f->requester, sizeof(f->requester),
-			&f->has_requester, &why) ||
-	    !text_param(rq, "reason", f->reason, sizeof(f->reason),
-			&f->has_reason, &why) ||
-	    !time_param(rq, "from", &f->from_ns, &why) ||
-	    !time_param(rq, "to", &f->to_ns, &why) ||
-	    !u64_param(rq, "after", &f->after, &why) ||
-	    !u64_param(rq, "before", &f->before, &why) ||
-	    !u64_param(rq, "limit", &f->limit, &why))
-		return why;
+	if ((rc = query__param_flag(rq, "allowed", &allowed)) == QP_BAD)
+		return "allowed";
+	f->allowed = rc == QP_OK ? allowed : -1;
+	if (query__param_enum(rq, "order", orders, &order) == QP_BAD)
+		return "order";
+	f->desc = order == 1;
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		rc = query__param_text(rq, texts[i].key, texts[i].out,
+				       texts[i].cap);
+		/* An empty filter is a mistake, not "any". */
+		if (rc == QP_BAD || (rc == QP_OK && texts[i].out[0] == '\0'))
+			return texts[i].key;
+		*texts[i].has = rc == QP_OK;
+	}
+	if (query__param_time(rq, "from", &f->from_ns) == QP_BAD)
+		return "from";
+	if (query__param_time(rq, "to", &f->to_ns) == QP_BAD)
+		return "to";
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (query__param_u64(rq, ids[i].key, ids[i].out) == QP_BAD)
+			return ids[i].key;
 	if (f->before == 0)
 		return "before";
 	if (f->limit < 1 || f->limit > VLIST_LIMIT_MAX)
