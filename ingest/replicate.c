@@ -115,12 +115,6 @@ static bool hex_head(const char *hex, uint8_t *out)
 	return hex != NULL && strlen(hex) == 2 * LEDGER_HEAD_BYTES;
 }
 
-static int copy_head(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	memcpy(ctx, head, LEDGER_HEAD_BYTES);
-	return 0;
-}
-
 /* 1 when the primary's head at seq equals ours, 0 when not (or the primary
  * has no seq), < 0 on an error. */
 static int same_head(struct replica *r, uint64_t seq, struct lg_error *err)
@@ -139,7 +133,7 @@ static int same_head(struct replica *r, uint64_t seq, struct lg_error *err)
 	json_decref(page);
 	if (!rc)
 		return 0;
-	if ((rc = ledger_scan(r->lg, seq, 1, copy_head, ours, err)) != 0)
+	if ((rc = ledger_head_at(r->lg, seq, ours, err)) != 0)
 		return rc;
 	return memcmp(ours, theirs, LEDGER_HEAD_BYTES) == 0;
 }

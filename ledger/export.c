@@ -209,12 +209,6 @@ static int on_event(void *ctx, const struct event *ev, const uint8_t *head)
 	return 0;
 }
 
-static int head_of(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	memcpy(ctx, head, LEDGER_HEAD_BYTES);
-	return 0;
-}
-
 /* The state after the last event at or before start_ms, and its head. */
 static int start_state(struct exp *x, int64_t start_ms, uint64_t *seq)
 {
@@ -237,7 +231,7 @@ static int start_state(struct exp *x, int64_t start_ms, uint64_t *seq)
 	}
 	rc = ledger_state_at(x->lg, *seq, &x->st, NULL, x->err);
 	if (rc == 0)
-		rc = ledger_scan(x->lg, *seq, 1, head_of, x->head, x->err);
+		rc = ledger_head_at(x->lg, *seq, x->head, x->err);
 	return rc;
 }
 

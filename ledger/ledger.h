@@ -225,6 +225,15 @@ int ledger_scan(ledger_t *lg, uint64_t from, uint64_t limit,
 int ledger_scan_checked(ledger_t *lg, uint64_t from, uint64_t limit,
 			ledger_event_fn *fn, void *ctx, struct lg_error *err);
 
+/* The chain head stored with event seq (LEDGER_HEAD_BYTES into head_out),
+ * read without decoding the event: what a scan of that one event would
+ * hand its callback. head(0) is 32 zero bytes; the last seq the handle has
+ * seen gives ledger_head without a read. LG_ENOENT when seq is past the
+ * log's last record; LG_ECORRUPT naming the seq when its record is missing
+ * or too short to hold a head. */
+int ledger_head_at(ledger_t *lg, uint64_t seq, uint8_t *head_out,
+		   struct lg_error *err);
+
 /* Verification (DESIGN 4.3) checks storage before meaning, in two passes
  * over one snapshot, so that no damage can hide behind another:
  *  1. storage: every record read as stored, in key order, without any
@@ -304,7 +313,7 @@ void ledger_event_head(const uint8_t *head_prev, const struct event *ev,
 		       uint8_t *head_out);
 
 /* ---------------------------------------------------------------------- */
-/* The verdict index (ledger/snapshot.c). Every append records, in its own
+/* The verdict index (ledger/vindex.c). Every append records, in its own
  * transaction, the seq of each VERDICT event it carries under its id (ids
  * count the VERDICT events from 1 in log order), the number of verdicts
  * and the last event that changed the state's content (not VERDICT, NOTE
@@ -412,6 +421,110 @@ typedef int ledger_export_fn(void *ctx, const struct bill_row *row);
 int ledger_export(ledger_t *lg, const struct export_opts *o,
 		  ledger_export_fn *fn, void *ctx, struct export_range *range,
 		  struct lg_error *err);
+
+/* The export's options (ledger/exportopts.c): one parser for `gpuledger
+ * export`'s options and GET /v1/export's query parameters, driven by one
+ * const table, so that the same values give the same options and the same
+ * error text in both. It does no I/O: the CLI feeds it its argv values, the
+ * server its decoded parameters, as name/value pairs (names without
+ * "--"); each reads the billing file itself. The callers differ only where
+ * the table says: the options each has (rates is the CLI's, tenant the
+ * server's, as is the value opencost-csv of format the CLI's), the default
+ * step (hour in the CLI, day over HTTP), and how a name is spelt in a
+ * message ("--step" or "parameter step"; "--from" or "from" where another
+ * option is cited). Messages name no command: callers prefix "export: ". */
+
+enum export_caller {
+	EXPORT_CLI,
+	EXPORT_HTTP,
+	EXPORT_CALLERS
+};
+#define EXPORT_BY(c) (1u << (c))
+#define EXPORT_ALL   (EXPORT_BY(EXPORT_CLI) | EXPORT_BY(EXPORT_HTTP))
+
+enum export_format {
+	EXPORT_FOCUS_CSV,
+	EXPORT_NDJSON,
+	EXPORT_OPENCOST_CSV
+};
+
+/* The options, in the order of the table (and of the CLI's --help). */
+enum export_opt_id {
+	EXPORT_OPT_FROM,
+	EXPORT_OPT_TO,
+	EXPORT_OPT_MONTH,
+	EXPORT_OPT_STEP,
+	EXPORT_OPT_BASIS,
+	EXPORT_OPT_FORMAT,
+	EXPORT_OPT_ROLLUP,
+	EXPORT_OPT_RATES,
+	EXPORT_OPT_CURRENCY,
+	EXPORT_OPT_TENANT,
+	EXPORT_OPT_N
+};
+
+enum export_opt_type {
+	EXPORT_TIME,  /* time_parse_user_ns, into an int64_t */
+	EXPORT_MONTH, /* bill_month_parse at the rates' offset: from and to */
+	EXPORT_ENUM,  /* one of values, into an int-sized enum */
+	EXPORT_TEXT,  /* the value itself, a borrowed const char * */
+	EXPORT_TENANT /* a tenant namespace, stored as TEXT */
+};
+
+/* A name an EXPORT_ENUM option takes. */
+struct export_value {
+	const char *name;
+	int value;
+	unsigned callers; /* EXPORT_BY bits of those who accept it */
+	bool alias;	  /* an old spelling: listed as "(or name)" */
+};
+
+/* One option (git's parse-options shape). */
+struct export_opt_spec {
+	const char *name; /* "step": --step, step= */
+	enum export_opt_type type;
+	size_t target; /* offsetof in struct export_request */
+	const char *dflt[EXPORT_CALLERS];  /* parsed like a value; NULL: none */
+	size_t max_bytes;		   /* longest value */
+	const struct export_value *values; /* EXPORT_ENUM: NULL-terminated */
+	unsigned callers; /* EXPORT_BY bits of those who have it */
+	const char *arg;  /* the value's name in --help ("TIME") */
+	const char *help; /* the CLI's --help text */
+};
+extern const struct export_opt_spec ledger_export_opt_table[EXPORT_OPT_N];
+
+/* The pairs given so far: caller's storage, values borrowed until the
+ * request made from them is no longer used. */
+struct export_parse {
+	enum export_caller caller;
+	const char *val[EXPORT_OPT_N];
+};
+
+/* What the options say. */
+struct export_request {
+	struct export_opts o; /* for ledger_export; strings borrowed */
+	enum export_format format;
+	int rollup;		/* 1: rollup=subtree (also o.rollup_subtree) */
+	const char *rates_file; /* the CLI's billing file to read, or NULL */
+	const char *tenant;	/* the server's tenant=, or NULL */
+};
+
+void ledger_export_parse_init(struct export_parse *p, enum export_caller c);
+/* One pair. LG_EINVAL when the caller has no option name ("unknown
+ * parameter ... (known: ...)") or value is longer than its bound; a
+ * repeated name: the last one counts. */
+int ledger_export_parse_set(struct export_parse *p, const char *name,
+			    const char *value, struct lg_error *err);
+/* The value given for option id, or NULL (the CLI reads --rates' file with
+ * it before parse_finish, which dates a month in the file's offset). */
+const char *ledger_export_parse_value(const struct export_parse *p,
+				      enum export_opt_id id);
+/* Every option's value (given, or the caller's default) parsed in table
+ * order, then the rules between them, into r; rates (may be NULL: the
+ * defaults) become r->o.rates. LG_EINVAL with the message. */
+int ledger_export_parse_finish(const struct export_parse *p,
+			       const struct bill_rates *rates,
+			       struct export_request *r, struct lg_error *err);
 
 /* Reads a billing file (bill_rates_parse's JSON) into r (release with
  * bill_rates_release); on error r holds the defaults and err says which

@@ -1,7 +1,7 @@
 /*
- * Reading: past states, time lookups, scans, verification, statistics and
- * backups. Every function runs in one read transaction, so it sees one
- * consistent snapshot while writers go on.
+ * Reading: past states, time lookups, scans, statistics and backups
+ * (verification is ledger/verify.c). Every function runs in one read
+ * transaction, so it sees one consistent snapshot while writers go on.
  */
 #include "ledger/store.h"
 
@@ -75,12 +75,13 @@ int ledger__seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
 	return rc;
 }
 
-/* The head stored with the record at seq (head(0) = 0), for a checked
- * scan that starts after seq 1. */
-static int stored_head(ledger_t *lg, MDB_txn *txn, uint64_t seq, uint8_t *head,
-		       struct lg_error *err)
+/* The head is the record's last LEDGER_HEAD_BYTES: read in place, so that
+ * a head costs one lookup and no decoding. */
+int ledger__store_head_at(ledger_t *lg, MDB_txn *txn, uint64_t seq,
+			  uint8_t *head, struct event *ev, struct lg_error *err)
 {
 	MDB_val key = ledger__store_key(&seq), val;
+	const uint8_t *h;
 	int rc;
 
 	memset(head, 0, LEDGER_HEAD_BYTES);
@@ -93,24 +94,56 @@ static int stored_head(ledger_t *lg, MDB_txn *txn, uint64_t seq, uint8_t *head,
 				    (unsigned long long)seq);
 	if (rc != 0)
 		return ledger__store_read_error(lg, err, rc, seq, "read event");
-	if (val.mv_size <= LEDGER_HEAD_BYTES)
+	if (ev != NULL) {
+		if ((rc = ledger__store_record_decode(&val, seq, ev, &h, err)))
+			return rc;
+	} else if (val.mv_size <= LEDGER_HEAD_BYTES) {
 		return lg_error_set(err, LG_ECORRUPT,
 				    "seq %llu: record too short",
 				    (unsigned long long)seq);
+	}
 	memcpy(head,
 	       (const uint8_t *)val.mv_data + val.mv_size - LEDGER_HEAD_BYTES,
 	       LEDGER_HEAD_BYTES);
 	return 0;
 }
 
-/* One record of the events database at the expected seq k, as stored:
- * the cursor's result rc, its key and value. Gap-free keys, a record that
- * decodes and carries its seq, and (with head, the previous stored head,
- * advanced on success) the chain step. The checks every reader of the log
- * makes before it looks at an event's meaning. */
-static int storage_record(ledger_t *lg, int rc, uint64_t k, const MDB_val *key,
-			  const MDB_val *val, struct event *ev, uint8_t *head,
-			  struct lg_error *err)
+int ledger_head_at(ledger_t *lg, uint64_t seq, uint8_t *head_out,
+		   struct lg_error *err)
+{
+	uint64_t last = 0;
+	MDB_txn *txn;
+	int rc;
+
+	memset(head_out, 0, LEDGER_HEAD_BYTES);
+	if (seq == 0)
+		return 0;
+	/* The handle's own head needs no read (a forensic handle has none:
+	 * its last seq is 0). */
+	if (seq == lg->seq) {
+		memcpy(head_out, lg->head, LEDGER_HEAD_BYTES);
+		return 0;
+	}
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
+		return rc;
+	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
+	if (rc == 0 && seq > last)
+		rc = lg_error_set(err, LG_ENOENT,
+				  "seq %llu is past the log (last %llu)",
+				  (unsigned long long)seq,
+				  (unsigned long long)last);
+	else if (rc == 0)
+		rc = ledger__store_head_at(lg, txn, seq, head_out, NULL, err);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/* The checks of every reader (store.h), here because scans make them
+ * first; verify's storage pass makes them too. */
+int ledger__store_record_check(ledger_t *lg, int rc, uint64_t k,
+			       const MDB_val *key, const MDB_val *val,
+			       struct event *ev, uint8_t *head,
+			       struct lg_error *err)
 {
 	const uint8_t *stored;
 	uint8_t step[LEDGER_HEAD_BYTES];
@@ -163,7 +196,7 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 	if (rc != 0)
 		return rc;
 	if (checked)
-		rc = stored_head(lg, txn, k - 1, head, err);
+		rc = ledger__store_head_at(lg, txn, k - 1, head, NULL, err);
 	if (rc == 0 &&
 	    (rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur)) != 0)
 		rc = ledger__store_error(err, rc, "open cursor");
@@ -187,8 +220,9 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 		}
 		if (rc == 0)
 			ledger__store_reading_note(&reading, val.mv_size);
-		if ((rc = storage_record(lg, rc, k, &key, &val, &ev,
-					 checked ? head : NULL, err)) != 0 ||
+		if ((rc = ledger__store_record_check(lg, rc, k, &key, &val, &ev,
+						     checked ? head : NULL,
+						     err)) != 0 ||
 		    (rc = fn(ctx, &ev,
 			     (const uint8_t *)val.mv_data + val.mv_size -
 				     LEDGER_HEAD_BYTES)) != 0)
@@ -213,288 +247,6 @@ int ledger_scan_checked(ledger_t *lg, uint64_t from, uint64_t limit,
 {
 	LG_ASSERT(lg != NULL);
 	return scan(lg, from, limit, true, fn, ctx, err);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Verification: storage, then meaning (ledger.h). */
-
-struct verify {
-	ledger_t *lg;
-	MDB_txn *txn;
-	MDB_cursor *ev, *cp; /* over events and checkpoints */
-	struct ledger_verify_result *res;
-	uint8_t head[LEDGER_HEAD_BYTES];
-	uint64_t walked, n_cp; /* records and checkpoints found in pass 1 */
-	uint64_t cp_next; /* key of the next checkpoint (UINT64_MAX: none) */
-	MDB_val cp_val;
-};
-
-/* Moves to the first checkpoint (first) or the next one. */
-static int cp_advance(struct verify *v, bool first, struct lg_error *err)
-{
-	MDB_val key;
-	int rc = ledger__store_cursor_get(v->lg, v->cp, LEDGER_DB_CHECKPOINTS,
-					  &key, &v->cp_val,
-					  first ? MDB_FIRST : MDB_NEXT);
-
-	if (rc == MDB_NOTFOUND) {
-		v->cp_next = UINT64_MAX;
-		return 0;
-	}
-	if (rc != 0)
-		return ledger__store_read_error(
-			v->lg, err, rc,
-			v->cp_next == UINT64_MAX ? 0 : v->cp_next,
-			"read checkpoint");
-	v->cp_next = ledger__store_keyval(&key);
-	return 0;
-}
-
-/* Pass 1 for the checkpoint at seq (v->cp_val): frame, digest, and the
- * head against the chain's. */
-static int storage_checkpoint(struct verify *v, uint64_t seq,
-			      struct lg_error *err)
-{
-	const uint8_t *sb, *h;
-	size_t sl;
-	int rc = ledger__store_cp_open(&v->cp_val, seq, &sb, &sl, &h, err);
-
-	if (rc != 0)
-		return rc;
-	if (memcmp(h, v->head, LEDGER_HEAD_BYTES) != 0)
-		return lg_error_set(err, LG_ECORRUPT,
-				    "checkpoint %llu: head differs from the "
-				    "chain",
-				    (unsigned long long)seq);
-	v->n_cp++;
-	return 0;
-}
-
-/* The entry counts LMDB keeps for a database must be what was walked: a
- * root or a count damaged in the main page shows here. */
-static int storage_count(struct verify *v, enum ledger_db db, uint64_t walked,
-			 struct lg_error *err)
-{
-	MDB_stat st;
-	int rc = mdb_stat(v->txn, v->lg->dbi[db], &st);
-
-	if (rc != 0)
-		return ledger__store_read_error(v->lg, err, rc, 0,
-						"database stat");
-	if (st.ms_entries != walked)
-		return lg_error_set(
-			err, LG_ECORRUPT,
-			"damaged storage: %s: %zu entries recorded, "
-			"%llu found",
-			ledger__store_db_names[db], st.ms_entries,
-			(unsigned long long)walked);
-	return 0;
-}
-
-/* Pass 1: every record and checkpoint as stored, no state. On failure
- * res->bad_seq names the first bad seq (0: none known, e.g. a count). */
-static int verify_storage(struct verify *v, struct lg_error *err)
-{
-	uint64_t k = 1, *bad = &v->res->bad_seq;
-	int rc = cp_advance(v, true, err), op = MDB_FIRST;
-
-	memset(v->head, 0, sizeof(v->head));
-	if (rc == 0 && v->cp_next == 0) {
-		*bad = 0;
-		if ((rc = storage_checkpoint(v, 0, err)) == 0)
-			rc = cp_advance(v, false, err);
-	}
-	for (; rc == 0; k++, op = MDB_NEXT) {
-		struct event ev;
-		MDB_val key, val;
-
-		*bad = k;
-		rc = ledger__store_cursor_get(v->lg, v->ev, LEDGER_DB_EVENTS,
-					      &key, &val, op);
-		if (rc == MDB_NOTFOUND) {
-			rc = 0;
-			break;
-		}
-		rc = storage_record(v->lg, rc, k, &key, &val, &ev, v->head,
-				    err);
-		/* The Merkle tree (4.4) takes leaf k here. */
-		if (rc == 0)
-			v->walked = k;
-		while (rc == 0 && v->cp_next <= k) {
-			/* Only a checkpoint at k can be here: one at a
-			 * smaller key would sit on no seq of the log. */
-			rc = v->cp_next == k
-				     ? storage_checkpoint(v, k, err)
-				     : lg_error_set(
-					       err, LG_ECORRUPT,
-					       "checkpoint %llu: on no "
-					       "seq of the log",
-					       (unsigned long long)v->cp_next);
-			if (rc == 0)
-				rc = cp_advance(v, false, err);
-		}
-	}
-	if (rc == 0 && v->cp_next != UINT64_MAX) {
-		*bad = v->cp_next;
-		rc = lg_error_set(err, LG_ECORRUPT,
-				  "checkpoint %llu: past the end of the log",
-				  (unsigned long long)v->cp_next);
-	}
-	if (rc == 0) {
-		*bad = 0;
-		rc = storage_count(v, LEDGER_DB_EVENTS, v->walked, err);
-	}
-	if (rc == 0)
-		rc = storage_count(v, LEDGER_DB_CHECKPOINTS, v->n_cp, err);
-	return rc;
-}
-
-/* Pass 2 for the checkpoint at seq: it must be the replay's state. */
-static int meaning_checkpoint(struct verify *v, const state_t *st, uint64_t seq,
-			      struct lg_error *err)
-{
-	const uint8_t *sb, *h;
-	uint8_t *mine = NULL;
-	size_t sl, ml = 0;
-	int rc = ledger__store_cp_open(&v->cp_val, seq, &sb, &sl, &h, err);
-
-	if (rc != 0)
-		return rc;
-	/* state_encode cannot fail on a state (ledger__store_cp_build). */
-	rc = state_encode(st, &mine, &ml);
-	LG_ASSERT(rc == 0);
-	rc = ml == sl && memcmp(mine, sb, sl) == 0
-		     ? 0
-		     : lg_error_set(err, LG_ECORRUPT,
-				    "checkpoint %llu: state differs from the "
-				    "replay",
-				    (unsigned long long)seq);
-	free(mine);
-	return rc;
-}
-
-/* Pass 2: replays seqs 1..upto (all sound in storage) from genesis. */
-static int verify_meaning(struct verify *v, uint64_t upto, struct lg_error *err)
-{
-	state_t *st = state_new();
-	uint64_t *bad = &v->res->bad_seq;
-	int rc = cp_advance(v, true, err), op = MDB_FIRST;
-
-	*bad = 0;
-	if (rc == 0 && v->cp_next == 0) {
-		if ((rc = meaning_checkpoint(v, st, 0, err)) == 0)
-			rc = cp_advance(v, false, err);
-	}
-	for (uint64_t k = 1; rc == 0 && k <= upto; k++, op = MDB_NEXT) {
-		struct event ev;
-		MDB_val key, val;
-
-		*bad = k;
-		rc = ledger__store_cursor_get(v->lg, v->ev, LEDGER_DB_EVENTS,
-					      &key, &val, op);
-		if (rc == 0)
-			rc = storage_record(v->lg, rc, k, &key, &val, &ev, NULL,
-					    err);
-		if (rc == 0 &&
-		    (rc = state_apply_validated(st, &ev, err)) != 0) {
-			char msg[LG_ERRMSG_MAX];
-
-			snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
-			rc = lg_error_set(
-				err, LG_ECORRUPT,
-				"seq %llu: does not fit the state: %s",
-				(unsigned long long)k, msg);
-		}
-		if (rc == 0 && v->cp_next == k) {
-			if ((rc = meaning_checkpoint(v, st, k, err)) == 0)
-				rc = cp_advance(v, false, err);
-		}
-	}
-	if (rc == 0)
-		*bad = 0;
-	state_free(st);
-	return rc;
-}
-
-static void verify_end(struct verify *v)
-{
-	if (v->ev != NULL)
-		mdb_cursor_close(v->ev);
-	if (v->cp != NULL)
-		mdb_cursor_close(v->cp);
-	if (v->txn != NULL)
-		mdb_txn_abort(v->txn);
-	v->ev = v->cp = NULL;
-	v->txn = NULL;
-}
-
-/* A read transaction (a new one after an old one) with its cursors. */
-static int verify_begin(struct verify *v, struct lg_error *err)
-{
-	int rc;
-
-	verify_end(v);
-	if ((rc = ledger__store_txn_begin(v->lg, MDB_RDONLY, &v->txn, err)) !=
-	    0)
-		return rc;
-	if ((rc = mdb_cursor_open(v->txn, v->lg->dbi[LEDGER_DB_EVENTS],
-				  &v->ev)) != 0 ||
-	    (rc = mdb_cursor_open(v->txn, v->lg->dbi[LEDGER_DB_CHECKPOINTS],
-				  &v->cp)) != 0)
-		return ledger__store_error(err, rc, "open cursor");
-	return 0;
-}
-
-int ledger_verify_run(ledger_t *lg, struct ledger_verify_result *res,
-		      struct lg_error *err)
-{
-	struct verify v = {.lg = lg, .res = res};
-	struct lg_error serr = {0};
-	uint64_t sbad;
-	int rc, src;
-
-	LG_ASSERT(lg != NULL && res != NULL);
-	memset(res, 0, sizeof(*res));
-	if ((rc = verify_begin(&v, err)) != 0)
-		goto out;
-	src = verify_storage(&v, &serr);
-	sbad = res->bad_seq;
-	memcpy(res->head, v.head, sizeof(res->head));
-	res->events = v.walked;
-	res->checkpoints = v.n_cp;
-	/* After an error LMDB refuses the rest of the transaction; the
-	 * records before the damage are the same in a new one (the log only
-	 * grows). */
-	if (src != 0 && (rc = verify_begin(&v, err)) != 0)
-		goto out;
-	/* Meaning only over what storage vouched for: the events before the
-	 * first storage damage (all of them when there is none, or when the
-	 * damage has no seq, like a count). */
-	rc = verify_meaning(
-		&v,
-		src != 0 && sbad != 0 && sbad <= v.walked ? sbad - 1 : v.walked,
-		err);
-	if (rc == 0 && src != 0) {
-		rc = src;
-		res->bad_seq = sbad;
-		res->storage = true;
-		if (err != NULL)
-			*err = serr;
-	}
-out:
-	verify_end(&v);
-	if (rc != 0 && rc != LG_ECORRUPT && res->bad_seq != 0)
-		rc = LG_ECORRUPT;
-	return rc;
-}
-
-int ledger__verify(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
-{
-	struct ledger_verify_result res;
-	int rc = ledger_verify_run(lg, &res, err);
-
-	*bad_seq = res.bad_seq;
-	return rc;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -133,6 +133,22 @@ int ledger__store_damage_detail(const ledger_t *lg, int rc, char *buf,
 int ledger__store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
 			     uint64_t seq, const char *what);
 
+/* One record of the events database at the expected seq k, as stored:
+ * the cursor's result rc, its key and value. Gap-free keys, a record that
+ * decodes and carries its seq, and (with head, the previous stored head,
+ * advanced on success) the chain step: the checks every reader of the log
+ * makes before it looks at an event's meaning (ledger/read.c; scans and
+ * verify). */
+int ledger__store_record_check(ledger_t *lg, int rc, uint64_t k,
+			       const MDB_val *key, const MDB_val *val,
+			       struct event *ev, uint8_t *head,
+			       struct lg_error *err);
+/* The chain head stored with the record at seq, read in txn (head(0) = 32
+ * zero bytes); with ev, the record is decoded into it too, and must
+ * decode. LG_ECORRUPT naming the seq when the record is missing or too
+ * short (ledger_head_at tells the end of the log from a missing record). */
+int ledger__store_head_at(ledger_t *lg, MDB_txn *txn, uint64_t seq,
+			  uint8_t *head, struct event *ev, struct lg_error *err);
 /* Decodes an event record (bytes + head) stored at seq. */
 int ledger__store_record_decode(const MDB_val *v, uint64_t seq,
 				struct event *ev, const uint8_t **head,

@@ -58,26 +58,6 @@ static int name_index(const char *const *names, size_t n, const char *s)
 	return -1;
 }
 
-int bill_step_parse(const char *s, enum bill_step *out)
-{
-	int i = name_index(step_names, N_STEPS, s);
-
-	if (i < 0)
-		return LG_EINVAL;
-	*out = (enum bill_step)i;
-	return 0;
-}
-
-int bill_basis_parse(const char *s, enum bill_basis *out)
-{
-	int i = name_index(basis_names, N_BASES, s);
-
-	if (i < 0)
-		return LG_EINVAL;
-	*out = (enum bill_basis)i;
-	return 0;
-}
-
 int64_t model__bill_period_end(int64_t t_ms, enum bill_step step)
 {
 	int64_t len =

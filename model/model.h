@@ -846,10 +846,6 @@ enum bill_basis {
 #define BILL_MS_PER_DAY	 86400000LL
 #define BILL_HEAD_BYTES	 32 /* a chain head, as ledger/ stores it */
 
-/* Parse the names above; LG_EINVAL for anything else. */
-int bill_step_parse(const char *s, enum bill_step *out);
-int bill_basis_parse(const char *s, enum bill_basis *out);
-
 /* The same in the local time of a fixed offset from UTC (offset_s seconds,
  * a whole number of minutes): the first local hour or day boundary strictly
  * after t_ms, in UTC ms. Every local month starts on such a boundary, so no

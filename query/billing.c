@@ -112,7 +112,7 @@ struct export_job {
 	struct export_opts eo;
 	struct export_out o;
 	struct bill_rates rates;
-	char currency[8];
+	char currency[32]; /* the currency parameter's bound, and the NUL */
 };
 
 static void export_job_free(void *p)
@@ -189,145 +189,71 @@ static void export_run(struct heavy *h, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Parameters */
+/* Parameters: the CLI's options (ledger_export_parse_*), fed the decoded
+ * query parameters; what is left here is HTTP's own (a value that does
+ * not decode, a tenant token's subtree). */
 
-struct export_params {
-	char from[64], to[64], month[16], step[16], basis[16], fmt[16],
-		rollup[16], currency[8], tenant[DNS1123_SUBDOMAIN_MAX + 1];
+/* A decoded value: the longest any export parameter takes, and one. */
+#define EXPORT_VALUE_CAP (DNS1123_SUBDOMAIN_MAX + 2)
+
+/* Storage of the decoded values, one per parameter (the last of a
+ * repeated one): they outlive the request r is made from. */
+struct export_values {
+	char v[EXPORT_OPT_N][EXPORT_VALUE_CAP];
 };
 
-/* The export's parameters (an unknown one is refused, naming it). */
-static const char *const export_known[] = {
-	"from", "to", "month", "step", "basis", "format", "rollup", "currency",
-	"tenant", NULL};
-
-/* One parameter into v (dflt when absent); sets *has; NULL, or what is
- * wrong with it. */
-static const char *param(struct request *rq, const char *k, char *v,
-			 size_t cap, const char *dflt, bool *has)
+/* The query's pairs into p, each decoded into x; 0, or LG_EINVAL with
+ * the message. */
+static int export_pairs(const struct request *rq, struct export_parse *p,
+			struct export_values *x, struct lg_error *err)
 {
-	long n = query__param(rq->query, rq->query_len, k, v, cap);
+	size_t pos = 0, nl, vl;
+	const char *n, *v;
 
-	*has = n >= 0;
-	if (n == -1)
-		snprintf(v, cap, "%s", dflt);
-	return n == -2 ? "is malformed or too long" : NULL;
-}
+	while (query__param_next(rq->query, rq->query_len, &pos, &n, &nl, &v,
+				 &vl)) {
+		char name[64];
+		int i = 0;
 
-/* The range: from[&to], or month (in the billing file's offset); sets
- * *bad to the parameter that is wrong and returns why, or NULL. */
-static const char *export_range_params(const struct export_params *p,
-				       bool has_from, bool has_to,
-				       bool has_month, int32_t offset_s,
-				       struct export_opts *eo, const char **bad)
-{
-	int64_t start_ms, end_ms;
-
-	if (has_month) {
-		*bad = has_from ? "from" : has_to ? "to" : "month";
-		if (has_from || has_to)
-			return "cannot be given with month";
-		/* On success the bounds fit int64 ns (bill_month_parse). */
-		if (bill_month_parse(p->month, offset_s, &start_ms, &end_ms) !=
-		    0)
-			return bill_month_why(p->month, offset_s);
-		eo->from_ns = start_ms * 1000000;
-		eo->to_ns = end_ms * 1000000;
-		return NULL;
+		snprintf(name, sizeof(name), "%.*s", (int)nl, n);
+		while (i < EXPORT_OPT_N &&
+		       strcmp(ledger_export_opt_table[i].name, name) != 0)
+			i++;
+		/* An unknown name: the parser names it, with the known. */
+		if (i == EXPORT_OPT_N)
+			return ledger_export_parse_set(p, name, "", err);
+		if (query__param_decode(v, vl, x->v[i], sizeof(x->v[i])) < 0)
+			return lg_error_set(err, LG_EINVAL,
+					    "parameter %s is malformed or too "
+					    "long",
+					    name);
+		if (ledger_export_parse_set(p, name, x->v[i], err) != 0)
+			return err->code;
 	}
-	*bad = "from";
-	if (!has_from)
-		return "is required (or month=YYYY-MM)";
-	if (time_parse_user_ns(p->from, &eo->from_ns) != 0)
-		return time_user_why(p->from);
-	*bad = "to";
-	if (has_to && time_parse_user_ns(p->to, &eo->to_ns) != 0)
-		return time_user_why(p->to);
-	if (eo->to_ns <= eo->from_ns)
-		return "must be after from";
-	return NULL;
+	return 0;
 }
 
-/* The step, basis, format and rollup; as export_range_params. */
-static const char *export_kind_params(const struct export_params *p,
-				      struct export_opts *eo, const char **bad)
-{
-	if (bill_step_parse(p->step, &eo->step) != 0)
-		return *bad = "step", "must be hour or day";
-	if (bill_basis_parse(p->basis, &eo->basis) != 0)
-		return *bad = "basis", "must be reserved or allocated";
-	if (strcmp(p->fmt, "focus-csv") != 0 && strcmp(p->fmt, "ndjson") != 0 &&
-	    strcmp(p->fmt, "json") != 0)
-		return *bad = "format", "must be focus-csv or ndjson (json)";
-	if (p->rollup[0] != '\0' && strcmp(p->rollup, "subtree") != 0)
-		return *bad = "rollup", "must be subtree";
-	return NULL;
-}
-
-/* Reads the export's query parameters; false (and a 400 naming the
- * parameter that is wrong sent) when bad. */
+/* Reads the export's query parameters into r and o; false (and a 400 or
+ * 403 sent) when bad. */
 static bool export_params(struct query_server *qs, struct request *rq,
-			  struct export_opts *eo, struct export_out *o,
-			  struct export_params *p)
+			  struct export_request *r, struct export_out *o,
+			  struct export_values *x)
 {
-	bool has_from, has_to, has_month, has_cur, has_tenant, unused;
-	const char *bad = NULL, *why = NULL;
-	char unknown[64];
+	struct export_parse p;
+	struct lg_error err = {0};
 
-	memset(eo, 0, sizeof(*eo));
-	eo->to_ns = INT64_MAX;
-	eo->rates = &qs->billing.rates;
-	if (query__param_unknown(rq->query, rq->query_len, export_known,
-				 unknown, sizeof(unknown))) {
-		query__reply_error(
-			qs, rq, 400,
-			"export: unknown parameter \"%s\" (known: from, "
-			"to, month, step, basis, format, rollup, currency, "
-			"tenant)",
-			unknown);
+	ledger_export_parse_init(&p, EXPORT_HTTP);
+	if (export_pairs(rq, &p, x, &err) != 0 ||
+	    ledger_export_parse_finish(&p, &qs->billing.rates, r, &err) != 0) {
+		query__reply_error(qs, rq, 400, "export: %s", err.msg);
 		return false;
 	}
-	if ((why = param(rq, bad = "from", p->from, sizeof(p->from), "",
-			 &has_from)) ||
-	    (why = param(rq, bad = "to", p->to, sizeof(p->to), "", &has_to)) ||
-	    (why = param(rq, bad = "month", p->month, sizeof(p->month), "",
-			 &has_month)) ||
-	    (why = param(rq, bad = "currency", p->currency,
-			 sizeof(p->currency), "", &has_cur)) ||
-	    (why = param(rq, bad = "step", p->step, sizeof(p->step), "day",
-			 &unused)) ||
-	    (why = param(rq, bad = "basis", p->basis, sizeof(p->basis),
-			 "reserved", &unused)) ||
-	    (why = param(rq, bad = "format", p->fmt, sizeof(p->fmt),
-			 "focus-csv", &unused)) ||
-	    (why = param(rq, bad = "rollup", p->rollup, sizeof(p->rollup), "",
-			 &unused)) ||
-	    (why = param(rq, bad = "tenant", p->tenant, sizeof(p->tenant), "",
-			 &has_tenant))) {
-		/* bad names the parameter that is malformed. */
-	} else if (has_tenant &&
-		   (!dns1123_label(p->tenant, strlen(p->tenant)) ||
-		    !ns_is_tenant(p->tenant))) {
-		bad = "tenant";
-		why = "is not a tenant namespace";
-	} else if ((why = export_range_params(p, has_from, has_to, has_month,
-					      eo->rates->offset_s, eo,
-					      &bad)) == NULL) {
-		why = export_kind_params(p, eo, &bad);
-	}
-	if (why != NULL) {
-		query__reply_error(qs, rq, 400, "export: parameter %s %s", bad,
-				   why);
-		return false;
-	}
-	eo->currency = has_cur ? p->currency : NULL;
-	eo->rollup_subtree = p->rollup[0] != '\0';
-	o->json = strcmp(p->fmt, "focus-csv") != 0;
-	o->scope = eo->rollup_subtree;
+	o->json = r->format != EXPORT_FOCUS_CSV;
+	o->scope = r->o.rollup_subtree;
 	if (rq->who != NULL && rq->who->role == ROLE_TENANT)
 		snprintf(o->tenant, sizeof(o->tenant), "%s", rq->who->ns);
-	if (has_tenant)
-		snprintf(o->only, sizeof(o->only), "%s", p->tenant);
+	if (r->tenant != NULL)
+		snprintf(o->only, sizeof(o->only), "%s", r->tenant);
 	if (o->only[0] != '\0' && o->tenant[0] != '\0' &&
 	    !query__ns_in_subtree(o->tenant, o->only)) {
 		query__reply_error(
@@ -341,22 +267,24 @@ static bool export_params(struct query_server *qs, struct request *rq,
 
 void query__handle_export(struct query_server *qs, struct request *rq)
 {
-	struct export_params p;
+	struct export_values x;
+	struct export_request er;
 	struct export_job *j = lg_xmalloc(sizeof(*j));
 	const struct bill_rates *r = &qs->billing.rates;
 
 	memset(j, 0, sizeof(*j));
-	if (!export_params(qs, rq, &j->eo, &j->o, &p)) {
+	if (!export_params(qs, rq, &er, &j->o, &x)) {
 		free(j);
 		return;
 	}
+	j->eo = er.o;
 	j->rates = *r;
 	j->rates.r = lg_xmalloc(r->n * sizeof(*r->r) + 1);
 	if (r->n > 0)
 		memcpy(j->rates.r, r->r, r->n * sizeof(*r->r));
 	j->eo.rates = &j->rates;
 	if (j->eo.currency != NULL) {
-		snprintf(j->currency, sizeof(j->currency), "%s", p.currency);
+		snprintf(j->currency, sizeof(j->currency), "%s", er.o.currency);
 		j->eo.currency = j->currency;
 	}
 	query__heavy_start(qs, rq,

@@ -308,12 +308,6 @@ struct read_job {
 	char warning[QUERY_EXTRA_HEADER_MAX];
 };
 
-static int head_at(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	memcpy(ctx, head, LEDGER_HEAD_BYTES);
-	return 0;
-}
-
 /* Emits v's canonical text (v is stolen). */
 static void emit_json(struct heavy *h, json_t *v)
 {
@@ -342,7 +336,7 @@ static void state_run(struct heavy *h, void *arg)
 	if (j->seq == 0)
 		st = state_new();
 	else if ((rc = ledger_state_at(lg, j->seq, &st, NULL, &err)) == 0)
-		rc = ledger_scan(lg, j->seq, 1, head_at, head, &err);
+		rc = ledger_head_at(lg, j->seq, head, &err);
 	if (rc != 0) {
 		state_free(st);
 		query__heavy_fail(h, 500, "state at seq %llu: %s",
@@ -408,17 +402,6 @@ static int add_event(void *ctx, const struct event *ev, const uint8_t *head)
 	return o->bytes >= EVENTS_MAX_BYTES;
 }
 
-/* A query parameter that must be a decimal integer (dflt when absent). */
-static bool u64_param(const struct request *rq, const char *key, uint64_t dflt,
-		      uint64_t *out)
-{
-	char buf[32];
-	long n = query__param(rq->query, rq->query_len, key, buf, sizeof(buf));
-
-	*out = dflt;
-	return n == -1 || (n >= 0 && query__parse_u64(buf, out));
-}
-
 /* On the thread: one page of events of the snapshot. */
 static void events_run(struct heavy *h, void *arg)
 {
@@ -445,8 +428,10 @@ void query__handle_events(struct query_server *qs, struct request *rq)
 {
 	struct read_job *j = lg_xmalloc(sizeof(*j));
 
-	if (!u64_param(rq, "from", 1, &j->seq) || j->seq == 0 ||
-	    !u64_param(rq, "limit", EVENTS_LIMIT_DEFAULT, &j->limit) ||
+	j->seq = 1;
+	j->limit = EVENTS_LIMIT_DEFAULT;
+	if (query__param_u64(rq, "from", &j->seq) == QP_BAD || j->seq == 0 ||
+	    query__param_u64(rq, "limit", &j->limit) == QP_BAD ||
 	    j->limit == 0 || j->limit > EVENTS_LIMIT_MAX) {
 		free(j);
 		query__reply_error(qs, rq, 400,

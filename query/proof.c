@@ -115,17 +115,6 @@ void query__handle_checkpoint(struct query_server *qs, struct request *rq)
 				 strlen(note));
 }
 
-/* A numeric query parameter: 1 present and valid, 0 absent, -1 bad. */
-static int u64_param(const struct request *rq, const char *k, uint64_t *v)
-{
-	char buf[24];
-	long n = query__param(rq->query, rq->query_len, k, buf, sizeof(buf));
-
-	if (n == -1)
-		return 0;
-	return n >= 0 && query__parse_u64(buf, v) ? 1 : -1;
-}
-
 static void reply_proof(struct query_server *qs, struct request *rq, json_t *v,
 			const struct lg_error *err)
 {
@@ -144,15 +133,16 @@ void query__handle_proof_inclusion(struct query_server *qs, struct request *rq)
 {
 	struct lg_error err = {0};
 	uint64_t seq = 0, size = 0;
-	int s1 = u64_param(rq, "seq", &seq), s2 = u64_param(rq, "size", &size);
+	int s1 = query__param_u64(rq, "seq", &seq),
+	    s2 = query__param_u64(rq, "size", &size);
 
-	if (s1 != 1 || s2 < 0 || seq == 0) {
+	if (s1 != QP_OK || s2 == QP_BAD || seq == 0) {
 		query__reply_error(
 			qs, rq, 400,
 			"seq=N (>= 1) is required; size=M is optional");
 		return;
 	}
-	if (s2 == 0)
+	if (s2 == QP_ABSENT)
 		size = query_proof_size(qs->lg, seq);
 	reply_proof(qs, rq, query_proof_inclusion(qs->lg, seq, size, &err),
 		    &err);
@@ -164,7 +154,8 @@ void query__handle_proof_consistency(struct query_server *qs,
 	struct lg_error err = {0};
 	uint64_t from = 0, to = 0;
 
-	if (u64_param(rq, "from", &from) != 1 || u64_param(rq, "to", &to) != 1) {
+	if (query__param_u64(rq, "from", &from) != QP_OK ||
+	    query__param_u64(rq, "to", &to) != QP_OK) {
 		query__reply_error(qs, rq, 400, "from=M and to=N are required");
 		return;
 	}

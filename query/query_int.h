@@ -244,14 +244,43 @@ int query__path_split(const char *path, size_t len, char **seg, size_t *n,
  * the status to answer: 401 without a known token, 403 out of scope. */
 int query__route_access(const struct route *r, bool auth_on,
 			const struct principal *who, const char *ns);
-/* The value of query parameter key (decoded into out, cap bytes). Returns
- * its length, -1 when absent, -2 when malformed or too long. */
+/* The value of query parameter key (decoded into out, cap bytes; the
+ * first of a repeated key). Returns its length, -1 when absent, -2 when
+ * malformed or too long. */
 long query__param(const char *q, size_t qlen, const char *key, char *out,
 		  size_t cap);
-/* True when q names a parameter not in known (NULL-terminated); its name
- * (cut to cap - 1 bytes, not decoded) is copied into out. */
-bool query__param_unknown(const char *q, size_t qlen, const char *const *known,
-			  char *out, size_t cap);
+/* The query's pairs one by one from *pos (0 at first): 1 with the raw
+ * name [*name, *name + *nlen) and value [*val, *val + *vlen) (*val NULL
+ * for a pair without '='), 0 at the end. Empty pairs are skipped. */
+int query__param_next(const char *q, size_t qlen, size_t *pos,
+		      const char **name, size_t *nlen, const char **val,
+		      size_t *vlen);
+/* A raw value decoded into out (cap bytes), as query__param returns it. */
+long query__param_decode(const char *val, size_t len, char *out, size_t cap);
+
+/* Typed query parameters (query/params.c), what every handler reads its
+ * parameters with. Each returns QP_OK with *out set when the parameter is
+ * there and good, QP_ABSENT when it is not there (*out untouched: the
+ * caller's default), QP_BAD when it is there but malformed (*out
+ * untouched). A repeated parameter: the first counts. */
+enum {
+	QP_BAD = -1,
+	QP_ABSENT = 0,
+	QP_OK = 1
+};
+/* A decimal integer (query__parse_u64). */
+int query__param_u64(const struct request *rq, const char *key, uint64_t *out);
+/* 1 or true, 0 or false. */
+int query__param_flag(const struct request *rq, const char *key, bool *out);
+/* A time as every time parameter takes it (time_parse_user_ns: RFC 3339
+ * or a date, 1970 to TIME_LAST_TEXT). */
+int query__param_time(const struct request *rq, const char *key, int64_t *out);
+/* Text that fits out (cap bytes with the NUL; may be empty). */
+int query__param_text(const struct request *rq, const char *key, char *out,
+		      size_t cap);
+/* One of names (NULL-terminated): *out is its index. */
+int query__param_enum(const struct request *rq, const char *key,
+		      const char *const *names, int *out);
 
 /* ---------------------------------------------------------------------- */
 /* Answers (query/http.c). Each ends the request: exactly one per request. */

@@ -9,6 +9,7 @@
  */
 #include "query/query_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,10 +56,10 @@ static void reconcile_run(struct heavy *h, void *arg)
 static bool take(struct query_server *qs, struct request *rq, const char *k,
 		 char *buf, size_t cap, bool *has)
 {
-	long n = query__param(rq->query, rq->query_len, k, buf, cap);
+	int n = query__param_text(rq, k, buf, cap);
 
-	*has = n >= 0;
-	if (n == -2) {
+	*has = n == QP_OK;
+	if (n == QP_BAD) {
 		query__reply_error(qs, rq, 400,
 				   "reconcile: parameter %s is malformed or "
 				   "too long",
@@ -68,6 +69,29 @@ static bool take(struct query_server *qs, struct request *rq, const char *k,
 	return true;
 }
 
+/* The first parameter not in known, into out (cap bytes); false when all
+ * are known. A misspelt parameter is refused, not ignored. */
+static bool unknown_param(const struct request *rq, const char *const *known,
+			  char *out, size_t cap)
+{
+	const char *name, *val;
+	size_t pos = 0, nlen, vlen;
+
+	while (query__param_next(rq->query, rq->query_len, &pos, &name, &nlen,
+				 &val, &vlen) == 1) {
+		size_t k = 0;
+
+		while (known[k] != NULL && (strlen(known[k]) != nlen ||
+					    memcmp(name, known[k], nlen) != 0))
+			k++;
+		if (known[k] == NULL) {
+			snprintf(out, cap, "%.*s", (int)nlen, name);
+			return true;
+		}
+	}
+	return false;
+}
+
 void query__handle_reconcile(struct query_server *qs, struct request *rq)
 {
 	static const char *const known[] = {"from",   "to",	"since",
@@ -75,8 +99,7 @@ void query__handle_reconcile(struct query_server *qs, struct request *rq)
 	struct reconcile_job *j = lg_xcalloc(1, sizeof(*j));
 	char bad[64];
 
-	if (query__param_unknown(rq->query, rq->query_len, known, bad,
-				 sizeof(bad))) {
+	if (unknown_param(rq, known, bad, sizeof(bad))) {
 		query__reply_error(qs, rq, 400,
 				   "reconcile: unknown parameter %s", bad);
 		free(j);

@@ -242,53 +242,49 @@ int query__path_split(const char *path, size_t len, char **seg, size_t *n,
 	return 0;
 }
 
+int query__param_next(const char *q, size_t qlen, size_t *pos,
+		      const char **name, size_t *nlen, const char **val,
+		      size_t *vlen)
+{
+	while (*pos < qlen) {
+		const char *p = q + *pos, *amp = memchr(p, '&', qlen - *pos);
+		size_t pl = amp ? (size_t)(amp - p) : qlen - *pos;
+		const char *eq = memchr(p, '=', pl);
+
+		*pos += pl + 1;
+		*nlen = eq ? (size_t)(eq - p) : pl;
+		if (*nlen == 0)
+			continue; /* "a=1&&b=2" */
+		*name = p;
+		*val = eq ? eq + 1 : NULL;
+		*vlen = eq ? pl - *nlen - 1 : 0;
+		return 1;
+	}
+	return 0;
+}
+
+long query__param_decode(const char *val, size_t len, char *out, size_t cap)
+{
+	long n;
+
+	if (val == NULL) {
+		out[0] = '\0';
+		return 0;
+	}
+	n = pct_decode(val, len, true, out, cap);
+	return n < 0 ? -2 : n;
+}
+
 long query__param(const char *q, size_t qlen, const char *key, char *out,
 		  size_t cap)
 {
-	size_t klen = strlen(key), i = 0;
+	size_t klen = strlen(key), pos = 0, nl, vl;
+	const char *n, *v;
 
-	while (i < qlen) {
-		const char *p = q + i, *amp = memchr(p, '&', qlen - i);
-		size_t pl = amp ? (size_t)(amp - p) : qlen - i;
-		const char *eq = memchr(p, '=', pl);
-		size_t nl = eq ? (size_t)(eq - p) : pl;
-
-		i += pl + 1;
-		if (nl != klen || memcmp(p, key, klen) != 0)
-			continue;
-		if (eq == NULL) {
-			out[0] = '\0';
-			return 0;
-		}
-		long n = pct_decode(eq + 1, pl - nl - 1, true, out, cap);
-		return n < 0 ? -2 : n;
-	}
+	while (query__param_next(q, qlen, &pos, &n, &nl, &v, &vl))
+		if (nl == klen && memcmp(n, key, klen) == 0)
+			return query__param_decode(v, vl, out, cap);
 	return -1;
-}
-
-bool query__param_unknown(const char *q, size_t qlen, const char *const *known,
-			  char *out, size_t cap)
-{
-	size_t i = 0;
-
-	while (i < qlen) {
-		const char *p = q + i, *amp = memchr(p, '&', qlen - i);
-		size_t pl = amp ? (size_t)(amp - p) : qlen - i;
-		const char *eq = memchr(p, '=', pl);
-		size_t nl = eq ? (size_t)(eq - p) : pl, k = 0;
-
-		i += pl + 1;
-		if (nl == 0)
-			continue; /* "a=1&&b=2" */
-		while (known[k] != NULL &&
-		       (strlen(known[k]) != nl || memcmp(p, known[k], nl) != 0))
-			k++;
-		if (known[k] == NULL) {
-			snprintf(out, cap, "%.*s", (int)nl, p);
-			return true;
-		}
-	}
-	return false;
 }
 
 int query__route_access(const struct route *r, bool auth_on,

@@ -173,22 +173,12 @@ int query__server_follow(struct query_server *qs, struct lg_error *err)
 	return 0;
 }
 
-static int head_of(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	memcpy(ctx, head, LEDGER_HEAD_BYTES);
-	return 0;
-}
-
 int query__server_head_at(struct query_server *qs, uint64_t seq, char *hex,
 			  struct lg_error *err)
 {
-	uint8_t head[LEDGER_HEAD_BYTES] = {0};
-	int rc = 0;
+	uint8_t head[LEDGER_HEAD_BYTES];
+	int rc = ledger_head_at(qs->lg, seq, head, err);
 
-	if (seq > 0 && seq == ledger_last_seq(qs->lg))
-		memcpy(head, ledger_head(qs->lg), LEDGER_HEAD_BYTES);
-	else if (seq > 0)
-		rc = ledger_scan(qs->lg, seq, 1, head_of, head, err);
 	query__hex(head, hex);
 	return rc;
 }

@@ -394,8 +394,6 @@ void query__verdict_batch_run(struct query_server *qs)
 /* ---------------------------------------------------------------------- */
 /* GET /v1/verdicts/{id}[?verify=1][&proof=1] */
 
-static int want_flag(const struct request *rq, const char *key);
-
 struct record_copy {
 	char *text;
 	size_t len;
@@ -450,32 +448,6 @@ static int verify_record(struct query_server *qs, const struct record_copy *r,
 	return rc;
 }
 
-/* The verify query parameter: -1 malformed, else whether it asks. */
-static int want_verify(const struct request *rq)
-{
-	return want_flag(rq, "verify");
-}
-
-/* A boolean query parameter: -1 malformed, else whether it asks. */
-static int want_flag(const struct request *rq, const char *key)
-{
-	static const char *const yes[] = {"1", "true"}, *const no[] = {"0",
-								       "false"};
-	char flag[8];
-	long n =
-		query__param(rq->query, rq->query_len, key, flag, sizeof(flag));
-
-	if (n == -1)
-		return 0;
-	for (size_t i = 0; n >= 0 && i < 2; i++) {
-		if (strcmp(flag, yes[i]) == 0)
-			return 1;
-		if (strcmp(flag, no[i]) == 0)
-			return 0;
-	}
-	return -1;
-}
-
 /* The stored verdict id as JSON with its seq; NULL with err set. */
 static json_t *load_verdict(struct query_server *qs, uint64_t id,
 			    struct record_copy *r, struct lg_error *err)
@@ -504,13 +476,16 @@ void query__handle_verdict(struct query_server *qs, struct request *rq)
 	struct record_copy r = {0};
 	struct lg_error err = {0};
 	uint64_t id = 0;
-	int verify = want_verify(rq);
+	bool verify = false, proof = false;
+	int vs = query__param_flag(rq, "verify", &verify);
 	json_t *v;
 
+	/* A malformed proof flag asks for no proof, as it always has. */
+	(void)query__param_flag(rq, "proof", &proof);
 	if (!query__parse_u64(rq->param[0], &id) || id == 0) {
 		query__reply_error(qs, rq, 400,
 				   "a verdict id is a positive integer");
-	} else if (verify < 0) {
+	} else if (vs == QP_BAD) {
 		query__reply_error(qs, rq, 400,
 				   "verify must be 1, true, 0 or false");
 	} else if (id > qs->vix.n) {
@@ -518,7 +493,7 @@ void query__handle_verdict(struct query_server *qs, struct request *rq)
 				   (unsigned long long)id);
 	} else if ((v = load_verdict(qs, id, &r, &err)) == NULL ||
 		   (verify && verify_record(qs, &r, v, &err) != 0) ||
-		   (want_flag(rq, "proof") == 1 &&
+		   (proof &&
 		    query__verdict_proof(qs, v,
 					 (uint64_t)json_integer_value(
 						 json_object_get(v, "seq")),

@@ -21,11 +21,14 @@ LEDGER_PART(concurrency);
 LEDGER_PART(export);
 LEDGER_PART(tree);
 LEDGER_PART(contract);
+LEDGER_PART(head);
+LEDGER_PART(exportopts);
 
 static void (*const ledger_parts[])(Suite *) = {
 	ledger_tests_codec,  ledger_tests_store,       ledger_tests_crash,
 	ledger_tests_tamper, ledger_tests_concurrency, ledger_tests_export,
-	ledger_tests_tree,   ledger_tests_contract,
+	ledger_tests_tree,   ledger_tests_contract, ledger_tests_head,
+	ledger_tests_exportopts,
 };
 
 /* A fresh LMDB directory for one test (each test runs in its own process);

@@ -276,13 +276,19 @@ get "/v1/export?from=2026-03-01&format=json"
 	bad "HTTP export: from=DATE&format=json differs from the RFC 3339 ndjson ($code)"
 refused "unknown parameter" "from=2026-03-01&form=ndjson" 'unknown parameter "form"'
 refused "from missing" "to=2026-03-02" '^export: parameter from is required'
-refused "bad from" "from=yesterday" '^export: parameter from is not an RFC 3339 time'
-refused "bad to" "from=2026-03-01&to=2026-13-01" '^export: parameter to is not'
+refused "bad from" "from=yesterday" '^export: parameter from "yesterday" is not an RFC 3339 time'
+refused "bad to" "from=2026-03-01&to=2026-13-01" '^export: parameter to "2026-13-01" is not'
 refused "to before from" "from=2026-03-02&to=2026-03-01" '^export: parameter to must be after from'
-refused "bad step" "from=2026-03-01&step=week" '^export: parameter step must be hour or day'
-refused "bad basis" "from=2026-03-01&basis=used" '^export: parameter basis must be'
-refused "bad format" "from=2026-03-01&format=xml" '^export: parameter format must be'
-refused "bad rollup" "from=2026-03-01&rollup=tree" '^export: parameter rollup must be subtree'
+refused "bad step" "from=2026-03-01&step=week" '^export: parameter step "week": expected hour or day$'
+refused "bad basis" "from=2026-03-01&basis=used" '^export: parameter basis "used": expected reserved or allocated$'
+refused "bad format" "from=2026-03-01&format=xml" '^export: parameter format "xml": expected focus-csv or ndjson \(or json\)$'
+refused "bad rollup" "from=2026-03-01&rollup=tree" '^export: parameter rollup "tree": expected subtree$'
+refused "opencost-csv is the CLI's" "from=2026-03-01&format=opencost-csv" '^export: parameter format "opencost-csv": expected focus-csv or ndjson'
+refused "month with from" "month=2026-03&from=2026-03-01" '^export: parameter month replaces from and to$'
+refused "rates is the CLI's" "from=2026-03-01&rates=x" '^export: unknown parameter "rates" \(known: from, to, month, step, basis, format, rollup, currency, tenant\)$'
+refused "a repeated parameter: the last counts" "from=2026-03-01&step=day&step=week" '^export: parameter step "week"'
+refused "a value over its bound" "from=2026-03-01&step=$(printf '%040d' 0)" '^export: parameter step is too long \(at most 31 bytes\)$'
+refused "a value that does not decode" "from=2026-03-01&basis=%zz" '^export: parameter basis is malformed or too long$'
 get "/v1/state?at=2026-03-02"
 [ "$code" = 200 ] && ok || bad "HTTP state?at=DATE: $code $(head -c 200 "$tmp/body")"
 kill -TERM $p 2>/dev/null

@@ -77,12 +77,6 @@ static int apply_one(void *ctx, const struct event *ev, const uint8_t *head)
 	return 0;
 }
 
-static int head_of(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	memcpy(ctx, head, LEDGER_HEAD_BYTES);
-	return 0;
-}
-
 /* Brings the walker to exactly seq b. */
 static int walk_to(struct walker *w, uint64_t b)
 {
@@ -99,8 +93,7 @@ static int walk_to(struct walker *w, uint64_t b)
 		}
 		rc = ledger_state_at(w->lg, b, &w->st, NULL, &w->err);
 		if (rc == 0)
-			rc = ledger_scan(w->lg, b, 1, head_of, w->head,
-					 &w->err);
+			rc = ledger_head_at(w->lg, b, w->head, &w->err);
 		return rc;
 	}
 	if (b == w->seq)

@@ -54,27 +54,8 @@ static const char export_after[] =
 	"  over the part of the day billed (9 decimals, truncated); GPUCost =\n"
 	"  TotalCost = the sum of the day's BilledCost.\n";
 
-enum fmt {
-	FMT_FOCUS,
-	FMT_JSON,
-	FMT_OPENCOST
-};
-
-static const char *const fmt_names[] = {
-	[FMT_FOCUS] = "focus-csv",
-	[FMT_JSON] = "ndjson",
-	[FMT_OPENCOST] = "opencost-csv",
-};
-
-#define N_FMTS (sizeof(fmt_names) / sizeof(fmt_names[0]))
-
-struct export_args {
-	const char *db, *from, *to, *month, *step, *basis, *format, *rollup,
-		*rates, *currency;
-};
-
 struct out {
-	enum fmt fmt;
+	enum export_format fmt;
 	bool scope, header_done;
 	const struct bill_rates *cfg;
 	struct bill_opencost oc;
@@ -131,11 +112,11 @@ static int on_row(void *ctx, const struct bill_row *row)
 	int rc;
 
 	switch (w->fmt) {
-	case FMT_FOCUS:
+	case EXPORT_FOCUS_CSV:
 		return written(w, put_csv(w, row));
-	case FMT_JSON:
+	case EXPORT_NDJSON:
 		return written(w, put_json(row));
-	case FMT_OPENCOST:
+	case EXPORT_OPENCOST_CSV:
 		rc = bill_opencost_add(&w->oc, row, line, &err);
 		if (rc < 0) {
 			tool_error("export: %s", err.msg);
@@ -149,116 +130,6 @@ static int on_row(void *ctx, const struct bill_row *row)
 
 /* ---------------------------------------------------------------------- */
 /* Options */
-
-static int parse_time(const char *name, const char *s, int64_t *t_ns)
-{
-	if (time_parse_user_ns(s, t_ns) == 0)
-		return 0;
-	tool_error("export: %s \"%s\" %s", name, s, time_user_why(s));
-	return EXIT_USAGE;
-}
-
-/* --month in the billing file's offset (o->rates is loaded first). */
-static int parse_month(const char *s, struct export_opts *o)
-{
-	int64_t start_ms, end_ms;
-
-	if (s == NULL)
-		return 0;
-	/* On success the bounds fit int64 ns (bill_month_parse). */
-	if (bill_month_parse(s, o->rates->offset_s, &start_ms, &end_ms) != 0) {
-		tool_error("export: --month \"%s\" %s", s,
-			   bill_month_why(s, o->rates->offset_s));
-		return EXIT_USAGE;
-	}
-	o->from_ns = start_ms * 1000000;
-	o->to_ns = end_ms * 1000000;
-	return 0;
-}
-
-static int parse_fmt(const char *s, enum fmt *f)
-{
-	for (size_t i = 0; i < N_FMTS; i++)
-		if (strcmp(fmt_names[i], s) == 0) {
-			*f = (enum fmt)i;
-			return 0;
-		}
-	/* "json" was the name of NDJSON output: kept as its alias. */
-	if (strcmp(s, "json") == 0) {
-		*f = FMT_JSON;
-		return 0;
-	}
-	tool_error("export: --format \"%s\": expected focus-csv, ndjson (or "
-		   "json) or opencost-csv",
-		   s);
-	return EXIT_USAGE;
-}
-
-static int parse_names(const struct export_args *a, struct export_opts *o,
-		       struct out *w)
-{
-	if (a->step && bill_step_parse(a->step, &o->step) != 0) {
-		tool_error("export: --step \"%s\": expected hour or day",
-			   a->step);
-		return EXIT_USAGE;
-	}
-	if (a->basis && bill_basis_parse(a->basis, &o->basis) != 0) {
-		tool_error("export: --basis \"%s\": expected reserved or "
-			   "allocated",
-			   a->basis);
-		return EXIT_USAGE;
-	}
-	if (a->rollup && strcmp(a->rollup, "subtree") != 0) {
-		tool_error("export: --rollup \"%s\": expected subtree",
-			   a->rollup);
-		return EXIT_USAGE;
-	}
-	o->rollup_subtree = w->scope = a->rollup != NULL;
-	if (w->fmt != FMT_OPENCOST)
-		return 0;
-	/* OpenCost's CSV is a daily per-namespace view. */
-	if (o->step != BILL_STEP_DAY && a->step != NULL) {
-		tool_error("export: opencost-csv is daily: --step hour does "
-			   "not apply");
-		return EXIT_USAGE;
-	}
-	if (o->rollup_subtree) {
-		tool_error("export: opencost-csv has no subtree rows");
-		return EXIT_USAGE;
-	}
-	o->step = BILL_STEP_DAY;
-	return 0;
-}
-
-static int parse_opts(const struct export_args *a, struct export_opts *o,
-		      struct out *w)
-{
-	int status;
-
-	if (a->month != NULL && (a->from != NULL || a->to != NULL)) {
-		tool_error("export: --month replaces --from and --to");
-		return EXIT_USAGE;
-	}
-	if (a->from == NULL && a->month == NULL) {
-		tool_error("export: --from TIME (or --month YYYY-MM) is "
-			   "required");
-		return EXIT_USAGE;
-	}
-	o->to_ns = INT64_MAX;
-	o->currency = a->currency;
-	if ((status = parse_month(a->month, o)) != 0 ||
-	    (a->from &&
-	     (status = parse_time("--from", a->from, &o->from_ns)) != 0) ||
-	    (a->to && (status = parse_time("--to", a->to, &o->to_ns)) != 0) ||
-	    (a->format && (status = parse_fmt(a->format, &w->fmt)) != 0) ||
-	    (status = parse_names(a, o, w)) != 0)
-		return status;
-	if (o->to_ns <= o->from_ns) {
-		tool_error("export: --to must be after --from");
-		return EXIT_USAGE;
-	}
-	return 0;
-}
 
 static int load_rates(const char *file, struct bill_rates *r)
 {
@@ -277,10 +148,10 @@ static int load_rates(const char *file, struct bill_rates *r)
  * followed by one. */
 static int put_header(struct out *w)
 {
-	if (w->header_done || w->fmt == FMT_JSON)
+	if (w->header_done || w->fmt == EXPORT_NDJSON)
 		return 0;
 	w->header_done = true;
-	if (w->fmt == FMT_FOCUS) {
+	if (w->fmt == EXPORT_FOCUS_CSV) {
 		char h[2048];
 
 		bill_csv_header(w->scope, w->cfg, h, sizeof(h));
@@ -317,82 +188,75 @@ static int run_export(ledger_t *lg, const struct export_opts *o, struct out *w)
 	werr = w->werr;
 	if (werr == 0)
 		werr = put_header(w);
-	if (werr == 0 && w->fmt == FMT_OPENCOST &&
+	if (werr == 0 && w->fmt == EXPORT_OPENCOST_CSV &&
 	    bill_opencost_flush(&w->oc, line) == 1)
 		werr = tool_puts(line);
 	return tool_flush("export", werr);
 }
 
+/* The pairs opts_parse found, into the export's parser (ledger.h), then
+ * the billing file the rates option names, then the options parsed. */
+static int export_options(const char *const *val, struct bill_rates *rates,
+			  struct export_request *r)
+{
+	struct export_parse p;
+	struct lg_error err = {0};
+	const char *file;
+	int status;
+
+	ledger_export_parse_init(&p, EXPORT_CLI);
+	for (size_t i = 0; i < EXPORT_OPT_N; i++)
+		if (val[i] != NULL &&
+		    ledger_export_parse_set(&p, ledger_export_opt_table[i].name,
+					    val[i], &err) != 0)
+			goto refused;
+	file = ledger_export_parse_value(&p, EXPORT_OPT_RATES);
+	if (file != NULL && (status = load_rates(file, rates)) != 0)
+		return status;
+	if (ledger_export_parse_finish(&p, rates, r, &err) == 0)
+		return 0;
+refused:
+	tool_error("export: %s", err.msg);
+	return EXIT_USAGE;
+}
+
 int cmd_export(int argc, char **argv)
 {
-	struct export_args a = {0};
-	const struct opt opts[] = {
-		OPT_DB(&a.db),
-		{"--from", OPT_STR, &a.from, "TIME",
-		 "start of the range (RFC 3339, or a date YYYY-MM-DD: its "
-		 "midnight UTC; floored to the second)"},
-		{"--to", OPT_STR, &a.to, "TIME",
-		 "end of the range, excluded (default: the horizon). Billing "
-		 "stops at min(--to, horizon) floored to the second; the "
-		 "horizon is the time of the last event other than NOTE and "
-		 "VERDICT: the ledger never bills time it has not seen, and "
-		 "the milliseconds after the cut are billed by the export that "
-		 "starts there."},
-		{"--month", OPT_STR, &a.month, "YYYY-MM",
-		 "the calendar month (in the billing file's "
-		 "billingPeriodOffset, default UTC), instead of --from/--to"},
-		{"--step", OPT_STR, &a.step, "hour|day",
-		 "periods are hours or days of the billing time (default hour; "
-		 "opencost-csv is always daily)"},
-		{"--basis", OPT_STR, &a.basis, "reserved|allocated",
-		 "reserved (what budgets cap, default) or allocated (bound to "
-		 "devices)"},
-		{"--format", OPT_STR, &a.format, "focus-csv|ndjson|opencost-csv",
-		 "focus-csv (default), ndjson (alias json) or opencost-csv; "
-		 "each is described below"},
-		{"--rollup", OPT_STR, &a.rollup, "subtree",
-		 "also a row per tenant and class summing its subtree (the "
-		 "tenant and its descendant tenants), and a last column "
-		 "x_Scope: namespace or subtree. Do not add the two kinds of "
-		 "row together."},
-		{"--rates", OPT_STR, &a.rates, "FILE",
-		 "the billing file: prices per GPU-hour by class and currency, "
-		 "and the names the rows carry:\n"
-		 "{\"rates\": [{\"class\": \"h100\", \"currency\": \"USD\",\n"
-		 "  \"listUnitPrice\": \"3.20\", \"billedUnitPrice\": "
-		 "\"2.50\"}],\n"
-		 " \"billingAccountId\", \"billingAccountName\",\n"
-		 " \"providerName\", \"publisherName\",\n"
-		 " \"invoiceIssuerName\", \"serviceName\", \"regionId\",\n"
-		 " \"regionName\", \"billingPeriodOffset\": \"+02:00\"}\n"
-		 "every member optional. Prices are decimal strings (at most 9 "
-		 "decimals) or integers; billedUnitPrice (ContractedUnitPrice) "
-		 "defaults to the list price. With \"rates\", every class the "
-		 "ledger knows needs a rate in the billing currency (a free "
-		 "class: \"0\"); without, every price is an explicit 0."},
-		{"--currency", OPT_STR, &a.currency, "CUR",
-		 "BillingCurrency: with rates one of their currencies "
-		 "(required when they have several); default USD."},
-	};
-	const struct cmd_spec spec = {"export", export_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]),
-				      export_after};
-	struct export_opts o = {0};
+	const char *db = NULL, *val[EXPORT_OPT_N] = {NULL};
+	/* The option table: --db, then the export's options, whose names,
+	 * values and help come from the table the server parses with too. */
+	char names[EXPORT_OPT_N][24];
+	struct opt opts[1 + EXPORT_OPT_N] = {OPT_DB(&db)};
+	size_t n_opts = 1;
+	struct export_request r;
 	struct bill_rates rates;
 	struct out w = {0};
 	ledger_t *lg = NULL;
-	int status = opts_parse(&spec, argc, argv);
+	int status;
 
-	if (status != OPTS_RUN)
+	for (size_t i = 0; i < EXPORT_OPT_N; i++) {
+		const struct export_opt_spec *o = &ledger_export_opt_table[i];
+
+		if (!(o->callers & EXPORT_BY(EXPORT_CLI)))
+			continue;
+		snprintf(names[i], sizeof(names[i]), "--%s", o->name);
+		opts[n_opts++] = (struct opt){names[i], OPT_STR, &val[i],
+					      o->arg, o->help};
+	}
+	const struct cmd_spec spec = {"export", export_usage, opts, n_opts,
+				      export_after};
+
+	if ((status = opts_parse(&spec, argc, argv)) != OPTS_RUN)
 		return opts_exit(status);
 	bill_rates_init(&rates);
 	bill_opencost_init(&w.oc);
-	o.rates = w.cfg = &rates;
-	if ((a.rates && (status = load_rates(a.rates, &rates)) != 0) ||
-	    (status = parse_opts(&a, &o, &w)) != 0 ||
-	    (status = tool_open_ledger("export", a.db, NULL, &lg)) != 0)
+	w.cfg = &rates;
+	if ((status = export_options(val, &rates, &r)) != 0 ||
+	    (status = tool_open_ledger("export", db, NULL, &lg)) != 0)
 		goto out;
-	status = run_export(lg, &o, &w);
+	w.fmt = r.format;
+	w.scope = r.rollup != 0;
+	status = run_export(lg, &r.o, &w);
 out:
 	ledger_close(lg);
 	bill_rates_release(&rates);

@@ -298,24 +298,14 @@ static int print_table(const json_t *doc)
 
 /* ---------------------------------------------------------------------- */
 
-static int head_of_event(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	memcpy(ctx, head, LEDGER_HEAD_BYTES);
-	return 0;
-}
-
-/* The chain head after event seq: the handle's head at the last seq, 32
- * zero bytes at 0, else the head stored with the event. */
+/* The chain head after event seq as hex (ledger_head_at), or the error
+ * printed. */
 static int head_at(ledger_t *lg, uint64_t seq, char *hex)
 {
-	uint8_t head[LEDGER_HEAD_BYTES] = {0};
+	uint8_t head[LEDGER_HEAD_BYTES];
 	struct lg_error err = {0};
-	int rc = 0;
+	int rc = ledger_head_at(lg, seq, head, &err);
 
-	if (seq == ledger_last_seq(lg) && seq > 0)
-		memcpy(head, ledger_head(lg), LEDGER_HEAD_BYTES);
-	else if (seq > 0)
-		rc = ledger_scan(lg, seq, 1, head_of_event, head, &err);
 	if (rc != 0) {
 		tool_error("replay: chain head at seq %llu: %s",
 			   (unsigned long long)seq,

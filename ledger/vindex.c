@@ -1,0 +1,196 @@
+/*
+ * The verdict index kept in meta.
+ *
+ * A server starting up needs the number of verdicts (the next id) and, for
+ * lookups, the seq of each; counting them by reading the log made every
+ * start O(history). So every append writes, in its own transaction, "vid"
+ * + big-endian id -> seq for each VERDICT event, and one "vidx" record
+ * (count, upto, content seq): the index and the events can never disagree.
+ * A log written before the index existed has a gap (upto < last); a writer
+ * fills it once, in one transaction.
+ */
+#include "ledger/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VIDX_KEY     "vidx"
+#define VID_PREFIX   "vid"
+#define VID_KEY_BYTES (3 + 8)
+
+static void vid_key(uint64_t id, uint8_t *k)
+{
+	memcpy(k, VID_PREFIX, 3);
+	for (int i = 0; i < 8; i++)
+		k[3 + i] = (uint8_t)(id >> (56 - 8 * i));
+}
+
+static int vidx_read(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi)
+{
+	MDB_val k = {.mv_size = 4, .mv_data = VIDX_KEY}, v;
+	int rc = ledger__store_get(lg, txn, LEDGER_DB_META, &k, &v);
+
+	memset(vi, 0, sizeof(*vi));
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc == 0 && v.mv_size != 24)
+		return MDB_CORRUPTED;
+	if (rc == 0) {
+		const uint8_t *p = v.mv_data;
+
+		vi->count = ledger__store_le64_get(p);
+		vi->upto = ledger__store_le64_get(p + 8);
+		vi->content_seq = ledger__store_le64_get(p + 16);
+	}
+	return rc;
+}
+
+static int vidx_write(ledger_t *lg, MDB_txn *txn,
+		      const struct ledger_vindex *vi)
+{
+	uint8_t b[24];
+	MDB_val k = {.mv_size = 4, .mv_data = VIDX_KEY},
+		v = {.mv_size = sizeof(b), .mv_data = b};
+
+	ledger__store_le64_put(b, vi->count);
+	ledger__store_le64_put(b + 8, vi->upto);
+	ledger__store_le64_put(b + 16, vi->content_seq);
+	return mdb_put(txn, lg->dbi[LEDGER_DB_META], &k, &v, 0);
+}
+
+/* Adds one event of type `type` at seq to the index (and its entry). */
+static int vidx_add(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
+		    enum event_type type, uint64_t seq)
+{
+	int rc = 0;
+
+	if (type == EV_VERDICT) {
+		uint8_t kb[VID_KEY_BYTES], vb[8];
+		MDB_val k = {.mv_size = sizeof(kb), .mv_data = kb},
+			v = {.mv_size = sizeof(vb), .mv_data = vb};
+
+		vid_key(++vi->count, kb);
+		ledger__store_le64_put(vb, seq);
+		rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &k, &v, 0);
+	} else if (type != EV_NOTE && type != EV_TICK) {
+		vi->content_seq = seq;
+	}
+	vi->upto = seq;
+	return rc;
+}
+
+/* Indexes the stored events vi->upto + 1 .. to (a log older than the
+ * index). Returns an LMDB code; a record that does not decode is
+ * MDB_CORRUPTED (verify names it). */
+static int vidx_fill(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
+		     uint64_t to)
+{
+	uint64_t k = vi->upto + 1;
+	MDB_val key = ledger__store_key(&k), val;
+	MDB_cursor *cur;
+	int rc, op = MDB_SET_KEY;
+
+	if (k > to)
+		return 0;
+	if ((rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur)) != 0)
+		return rc;
+	for (; rc == 0 && k <= to; k++, op = MDB_NEXT) {
+		struct event ev;
+		const uint8_t *h;
+
+		rc = ledger__store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key,
+					      &val, op);
+		if (rc == 0 &&
+		    (ledger__store_keyval(&key) != k ||
+		     ledger__store_record_decode(&val, k, &ev, &h, NULL) != 0))
+			rc = MDB_CORRUPTED;
+		if (rc == 0)
+			rc = vidx_add(lg, txn, vi, ev.type, k);
+	}
+	mdb_cursor_close(cur);
+	return rc;
+}
+
+int ledger__store_vidx_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
+			   uint64_t first, size_t n)
+{
+	struct ledger_vindex vi;
+	int rc = vidx_read(lg, txn, &vi);
+
+	if (rc == 0 && vi.upto + 1 < first)
+		rc = vidx_fill(lg, txn, &vi, first - 1);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = vidx_add(lg, txn, &vi, evs[i].type, first + i);
+	if (rc == 0 && n > 0)
+		rc = vidx_write(lg, txn, &vi);
+	return rc;
+}
+
+int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
+			 struct lg_error *err)
+{
+	MDB_txn *txn;
+	uint64_t last = 0;
+	int rc;
+
+	LG_ASSERT(lg != NULL && vi != NULL);
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
+		return rc;
+	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
+	if (rc == 0 && (rc = vidx_read(lg, txn, vi)) != 0)
+		rc = ledger__store_read_error(lg, err, rc, 0,
+					      "read the verdict index");
+	mdb_txn_abort(txn);
+	if (rc != 0 || vi->upto >= last || lg->o.read_only)
+		return rc;
+	/* A gap: fill it once, under the writers' lock. */
+	if ((rc = ledger__store_txn_begin(lg, 0, &txn, err)) != 0)
+		return rc;
+	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
+	if (rc == 0) {
+		rc = vidx_read(lg, txn, vi);
+		if (rc == 0 && vi->upto < last &&
+		    (rc = vidx_fill(lg, txn, vi, last)) == 0)
+			rc = vidx_write(lg, txn, vi);
+		if (rc == 0)
+			rc = mdb_txn_commit(txn);
+		else
+			mdb_txn_abort(txn);
+		if (rc != 0)
+			rc = ledger__store_read_error(
+				lg, err, rc, 0, "write the verdict index");
+	} else {
+		mdb_txn_abort(txn);
+	}
+	return rc;
+}
+
+int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
+		       struct lg_error *err)
+{
+	MDB_txn *txn;
+	uint8_t kb[VID_KEY_BYTES];
+	MDB_val k = {.mv_size = sizeof(kb), .mv_data = kb}, v;
+	int rc;
+
+	LG_ASSERT(lg != NULL && seq != NULL);
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
+		return rc;
+	vid_key(id, kb);
+	rc = ledger__store_get(lg, txn, LEDGER_DB_META, &k, &v);
+	if (rc == 0 && v.mv_size == 8)
+		*seq = ledger__store_le64_get(v.mv_data);
+	else if (rc == 0)
+		rc = lg_error_set(err, LG_ECORRUPT,
+				  "verdict %llu: bad index entry",
+				  (unsigned long long)id);
+	else if (rc == MDB_NOTFOUND)
+		rc = lg_error_set(err, LG_ENOENT, "no verdict %llu",
+				  (unsigned long long)id);
+	else
+		rc = ledger__store_read_error(lg, err, rc, 0,
+					      "read the verdict index");
+	mdb_txn_abort(txn);
+	return rc;
+}
