@@ -587,13 +587,15 @@ def automount(docs):
     pod_spec(docs)["automountServiceAccountToken"] = True
 
 
-# Manifest changes that must fail the pod: (what, change, a check that
-# must then fail).
+# Manifest changes that must fail the pod: (what, change, the checks of
+# which at least one must then fail). Without a shared PID namespace both
+# containers are PID 1 of their own and whichever opens the ledger second
+# fails on the reader lock: serve or watch, as the kubelet's timing goes.
 MUTATIONS = [
     ("without shareProcessNamespace", no_shared_pid,
-     "container serve is running"),
+     ("container serve is running", "container watch is running")),
     ("with automountServiceAccountToken", automount,
-     "serve has no service-account token"),
+     ("serve has no service-account token",)),
 ]
 
 
@@ -638,12 +640,14 @@ def main():
                                    manifest=f.name), q)
             os.unlink(f.name)
             names = [n for n, _ in q.failures]
-            c.check(f"the pod {what} fails: {must_fail!r} fails",
-                    must_fail in names, str(q.failures)[:600])
+            failed = [n for n in must_fail if n in names]
+            c.check(f"the pod {what} fails: one of {must_fail!r} fails",
+                    bool(failed), str(q.failures)[:600])
             if what.startswith("without shareProcessNamespace"):
-                detail = dict(q.failures).get(must_fail, "")
-                c.check("... and serve says why (the PID namespace)",
-                        "PID namespace" in detail, detail[:300])
+                detail = " ".join(dict(q.failures).get(n, "") for n in failed)
+                c.check("... and the container that failed says why (the "
+                        "PID namespace)", "PID namespace" in detail,
+                        detail[:300])
     print(f"checks: {c.passed} passed, {c.failed} failed")
     sys.exit(1 if c.failed else 0)
 
