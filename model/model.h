@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------------- */
 /* Errors (one table in model/err.c produces lg_strerror and model__errname). */
@@ -84,6 +85,84 @@ char *lg_xstrdup(const char *s);
 /* p (of *cap bytes, from lg_xmalloc or NULL) grown to hold need bytes: *cap
  * doubles, from first when 0, until it does; returns the (moved) block. */
 void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first);
+/* A bounded dynamic buffer (model/base.c), after curl's dynbuf.
+ *
+ * Every byte buffer that grows (canonical JSON, answers and metrics pages,
+ * request and response bodies, encoded records) is a struct lg_buf whose
+ * maximum is fixed by lg_buf_init: an add that would take the content past
+ * max bytes appends nothing and returns LG_ELIMIT, never growth (STYLE
+ * "Bound everything"). The refusal sticks: every later add fails too until
+ * lg_buf_reset, so a writer of many pieces may test once, at the end
+ * (lg_buf_failed, or lg_buf_detach's NULL). Running out of memory aborts,
+ * as lg_xmalloc does.
+ *
+ * Invariants: len <= max < SIZE_MAX and cap <= max + 1; p is NULL until
+ * the first add (one of 0 bytes allocates), and from then on holds len
+ * bytes and a NUL, so that p is a C string when the content has none.
+ * Callers read p and len and change them only through these functions; p
+ * is borrowed until the next add, reset or release.
+ *
+ * Arrays of elements (the state's tables, verdict checks, queues) are not
+ * byte buffers and grow by their own doubling, bounded by what they count;
+ * so do fixed arrays written in place (an HTTP answer's head). */
+struct lg_buf {
+	char *p;
+	size_t len, cap, max;
+	bool failed;
+};
+/* An empty buffer of at most max_bytes bytes (below SIZE_MAX); allocates
+ * nothing. */
+void lg_buf_init(struct lg_buf *b, size_t max_bytes);
+/* Frees the bytes; b is empty and usable again, with the same max. b may
+ * be NULL. */
+void lg_buf_release(struct lg_buf *b);
+/* lg_buf_add's slow path (growth, refusal); call lg_buf_add. */
+int lg_buf_grow_add(struct lg_buf *b, const void *p, size_t n);
+/* Appends printf's text of fmt: 0, or LG_ELIMIT as lg_buf_add (LG_EINVAL
+ * when vsnprintf fails); on error nothing is appended. */
+int lg_buf_addf(struct lg_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Hands the content (len bytes and a NUL, never NULL) to the caller, who
+ * frees it with free(); b is empty afterwards. *len (len may be NULL) gets
+ * the length. NULL, b released, when an add failed. */
+char *lg_buf_detach(struct lg_buf *b, size_t *len);
+
+/* Appends the n bytes at p: 0, or LG_ELIMIT (nothing appended) when len + n
+ * would pass max or an earlier add failed. Inline: the canonical JSON
+ * writer and the record encoders add a few bytes at a time on the append
+ * and ingest paths. */
+static inline int lg_buf_add(struct lg_buf *b, const void *p, size_t n)
+{
+	/* cap <= max + 1, so room within cap is room within max. */
+	if (b->failed || n >= b->cap - b->len)
+		return lg_buf_grow_add(b, p, n);
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+/* Appends one byte, as lg_buf_add. */
+static inline int lg_buf_addc(struct lg_buf *b, char c)
+{
+	return lg_buf_add(b, &c, 1);
+}
+
+/* Empties b, keeping its allocation and max, and clears a failure. */
+static inline void lg_buf_reset(struct lg_buf *b)
+{
+	b->len = 0;
+	b->failed = false;
+	if (b->p != NULL)
+		b->p[0] = '\0';
+}
+
+/* Whether an add was refused since the last init, reset or release. */
+static inline bool lg_buf_failed(const struct lg_buf *b)
+{
+	return b->failed;
+}
+
 /* The n bytes at p as 2n lowercase hex digits and a NUL into out (2n + 1
  * bytes, the caller's). */
 void lg_hex(const uint8_t *p, size_t n, char *out);
