@@ -415,10 +415,9 @@ json_t *event_to_json(const struct event *ev);
  * JCS_INT_STRINGS, what `log` prints and what a Merkle leaf hashes. NULL
  * only for text that is not UTF-8. Caller frees. */
 char *event_jcs(const struct event *ev);
-/* The same appended to b (NUL-terminated), for callers that hash many;
- * -1 where event_jcs gives NULL. */
-struct jcs_buf;
-int event_jcs_write(struct jcs_buf *b, const struct event *ev);
+/* The same appended to b, for callers that hash many; -1 where event_jcs
+ * gives NULL or b refuses the text (its max). */
+int event_jcs_write(struct lg_buf *b, const struct event *ev);
 /* Reads the JSON form. Strings are borrowed from v; CLASS "definition" and
  * VERDICT "record" are objects in JSON: they are rendered canonically into
  * *scratch (caller frees with free()). seq and time are optional (0). */
@@ -453,18 +452,19 @@ const char *time_user_why(const char *s);
 #define JCS_INT_STRINGS 1u
 #define JCS_INT_DOUBLES 2u
 
-struct jcs_buf {
-	char *p;
-	size_t len, cap;
-};
-void jcs_buf_init(struct jcs_buf *b);
-void jcs_buf_release(struct jcs_buf *b);
+/* The bound of a canonical text whose caller names none (json_canonical,
+ * the answers and outputs written from a tree in memory): far above the
+ * largest written today (replay --json or /v1/tenants of a whole state),
+ * low enough that a runaway tree fails instead of taking the memory. */
+#define JCS_TEXT_MAX_BYTES ((size_t)1 << 30)
 /* JCS of v as a malloc'ed string of its own size (caller frees), NULL on
- * failure. Built in scratch (may be NULL), which a caller that writes many
- * keeps, so that only the copy is allocated each time. */
+ * failure or past max_bytes. Built in scratch (may be NULL: then in a
+ * buffer of at most max_bytes, or JCS_TEXT_MAX_BYTES if less), which a
+ * caller that writes many keeps, so that only the copy is allocated each
+ * time; scratch's own max bounds the text too. */
 char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
-	       struct jcs_buf *scratch);
-/* jcs_text(v, 0, SIZE_MAX, NULL). Caller frees. */
+	       struct lg_buf *scratch);
+/* jcs_text(v, 0, JCS_TEXT_MAX_BYTES, NULL). Caller frees. */
 char *json_canonical(const json_t *v);
 /* JSON read as JCS reads it (DESIGN 3.5, 4.4): every number an IEEE
  * double, an integral one within +-(2^53-1) a JSON integer (so -0 is 0),
@@ -761,13 +761,14 @@ int verdict_judge(const state_t *st, const struct verdict_request *r,
 /* Appends the canonical JSON (RFC 8785) of v with the members of what to
  * b: integers beyond +-(2^53-1) as the doubles JCS gives them (int_flags
  * JCS_INT_DOUBLES; 0 writes their exact digits, as records were written
- * before). -1 (b holds a part) when longer than max_bytes. */
-int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
+ * before). -1 (b holds a part) when longer than max_bytes or than b's
+ * max. */
+int verdict_write(struct lg_buf *b, const struct verdict *v, unsigned what,
 		  unsigned int_flags, size_t max_bytes);
 /* The record text of v (verdict_write of VERDICT_W_RECORD with
  * JCS_INT_DOUBLES), NULL when longer than max_bytes. Caller frees. */
 char *verdict_record_text(const struct verdict *v, size_t max_bytes,
-			  struct jcs_buf *scratch);
+			  struct lg_buf *scratch);
 /* The AdmissionReview v1 answering review uid with v (new reference):
  * status, warnings, and as audit annotations the record's id and seq when
  * recorded (recorded false: a dry run, said so instead). */
