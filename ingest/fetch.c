@@ -9,21 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool ingest__body_append(char **p, size_t *len, size_t *cap, const char *data,
-			 size_t n, size_t max)
-{
-	if (*len + n > max)
-		return false;
-	*p = lg_xgrow(*p, cap, *len + n + 1, 1 << 16);
-	memcpy(*p + *len, data, n);
-	*len += n;
-	(*p)[*len] = '\0';
-	return true;
-}
-
 struct body {
-	char *p;
-	size_t len, cap, max;
+	struct lg_buf b; /* at most the caller's max_bytes */
 	bool over;
 };
 
@@ -32,7 +19,7 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
 	struct body *b = ctx;
 	size_t k = size * n;
 
-	if (!ingest__body_append(&b->p, &b->len, &b->cap, data, k, b->max)) {
+	if (lg_buf_add(&b->b, data, k) != 0) {
 		b->over = true;
 		return 0;
 	}
@@ -43,17 +30,16 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 		    long timeout_ms, char **body, long *status,
 		    struct lg_error *err)
 {
-	struct body b = {lg_xcalloc(1, 1), 0, 1, max_bytes, false};
+	struct body b = {.over = false};
 	struct curl_slist *h = NULL;
 	char auth[1024];
 	CURL *e = curl_easy_init();
 	CURLcode rc;
 
 	*body = NULL;
-	if (e == NULL) { /* libcurl allocates through lg_xmalloc: not memory */
-		free(b.p);
+	lg_buf_init(&b.b, max_bytes);
+	if (e == NULL) /* libcurl allocates through lg_xmalloc: not memory */
 		return lg_error_set(err, LG_EIO, "libcurl would not start");
-	}
 	if (bearer != NULL) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", bearer);
 		h = curl_slist_append(h, auth);
@@ -72,12 +58,12 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 	curl_slist_free_all(h);
 	curl_easy_cleanup(e);
 	if (rc != CURLE_OK) {
-		free(b.p);
+		lg_buf_release(&b.b);
 		return lg_error_set(err, b.over ? LG_ELIMIT : LG_EIO, "%s: %s",
 				    url,
 				    b.over ? "answer too large"
 					   : curl_easy_strerror(rc));
 	}
-	*body = b.p;
+	*body = lg_buf_detach(&b.b, NULL);
 	return 0;
 }
