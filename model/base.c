@@ -33,8 +33,9 @@ void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first)
 
 void lg_buf_init(struct lg_buf *b, size_t max_bytes)
 {
-	LG_ASSERT(max_bytes < SIZE_MAX);
-	*b = (struct lg_buf){.max = max_bytes};
+	/* SIZE_MAX (an unchecked option, say) would wrap cap = max + 1. */
+	*b = (struct lg_buf){.max = max_bytes < SIZE_MAX ? max_bytes
+							 : SIZE_MAX - 1};
 }
 
 void lg_buf_release(struct lg_buf *b)

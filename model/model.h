@@ -110,8 +110,8 @@ struct lg_buf {
 	size_t len, cap, max;
 	bool failed;
 };
-/* An empty buffer of at most max_bytes bytes (below SIZE_MAX); allocates
- * nothing. */
+/* An empty buffer of at most max_bytes bytes (SIZE_MAX is taken as
+ * SIZE_MAX - 1); allocates nothing. */
 void lg_buf_init(struct lg_buf *b, size_t max_bytes);
 /* Frees the bytes; b is empty and usable again, with the same max. b may
  * be NULL. */
