@@ -664,7 +664,8 @@ int state_walk(const state_t *st, const struct state_walk_fns *f, void *ctx);
  * serialisation of the whole state. Equal states encode to equal bytes (the
  * order of records is sorted, derived data such as subtree totals is left
  * out and recomputed), so verify can compare a replay with a checkpoint
- * byte for byte. state_encode: *buf is malloc'ed, caller frees.
+ * byte for byte. state_encode: *buf is malloc'ed, caller frees; LG_ELIMIT
+ * past 1 TiB (more than a ledger's default map holds).
  * state_decode validates everything (lengths, counts, names, enums, that
  * units are non-negative and the tree is consistent) and never crashes on
  * bad bytes: LG_ECORRUPT with detail, LG_EVERSION for another version. */
