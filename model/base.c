@@ -14,19 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first)
-{
-	size_t c;
-
-	if (need <= *cap)
-		return p;
-	c = *cap ? *cap : first;
-	while (c < need)
-		c *= 2;
-	*cap = c;
-	return lg_xrealloc(p, c);
-}
-
 /* The first block of a buffer: small enough for the many short texts (a
  * leaf, a key), and doubling reaches a large one in a few moves. */
 #define LG_BUF_FIRST_BYTES 256

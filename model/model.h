@@ -82,9 +82,6 @@ void *lg_xcalloc(size_t n, size_t size);
 void *lg_xrealloc(void *p, size_t n);
 char *lg_xstrdup(const char *s);
 
-/* p (of *cap bytes, from lg_xmalloc or NULL) grown to hold need bytes: *cap
- * doubles, from first when 0, until it does; returns the (moved) block. */
-void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first);
 /* A bounded dynamic buffer (model/base.c), after curl's dynbuf.
  *
  * Every byte buffer that grows (canonical JSON, answers and metrics pages,

@@ -515,7 +515,8 @@ static void conn_write(struct conn *c, const char *head, size_t hn,
  * ending in CRLF; extra at most QUERY_EXTRA_HEADER_MAX bytes). */
 /* An answer's head being written. The route's header lines are constants
  * of the route table and extra is bounded: a head that does not fit is a
- * programmer error. */
+ * programmer error. A fixed array on the stack, not an lg_buf: its size is
+ * known here, and every answer writes one. */
 struct head_buf {
 	char *p, *end;
 };
