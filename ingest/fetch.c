@@ -9,35 +9,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct body {
-	struct lg_buf b; /* at most the caller's max_bytes */
-	bool over;
-};
-
-static size_t on_data(char *data, size_t size, size_t n, void *ctx)
+size_t ingest__curl_to_buf(char *data, size_t size, size_t n, void *buf)
 {
-	struct body *b = ctx;
 	size_t k = size * n;
 
-	if (lg_buf_add(&b->b, data, k) != 0) {
-		b->over = true;
-		return 0;
-	}
-	return k;
+	/* 0 makes libcurl stop with CURLE_WRITE_ERROR; buf remembers why. */
+	return lg_buf_add(buf, data, k) == 0 ? k : 0;
 }
 
 int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 		    long timeout_ms, char **body, long *status,
 		    struct lg_error *err)
 {
-	struct body b = {.over = false};
+	struct lg_buf b; /* at most max_bytes */
 	struct curl_slist *h = NULL;
 	char auth[1024];
 	CURL *e = curl_easy_init();
 	CURLcode rc;
 
 	*body = NULL;
-	lg_buf_init(&b.b, max_bytes);
+	lg_buf_init(&b, max_bytes);
 	if (e == NULL) /* libcurl allocates through lg_xmalloc: not memory */
 		return lg_error_set(err, LG_EIO, "libcurl would not start");
 	if (bearer != NULL) {
@@ -45,7 +36,7 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 		h = curl_slist_append(h, auth);
 	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, ingest__curl_to_buf);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -58,12 +49,13 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 	curl_slist_free_all(h);
 	curl_easy_cleanup(e);
 	if (rc != CURLE_OK) {
-		lg_buf_release(&b.b);
-		return lg_error_set(err, b.over ? LG_ELIMIT : LG_EIO, "%s: %s",
-				    url,
-				    b.over ? "answer too large"
-					   : curl_easy_strerror(rc));
+		bool over = lg_buf_failed(&b);
+
+		lg_buf_release(&b);
+		return lg_error_set(
+			err, over ? LG_ELIMIT : LG_EIO, "%s: %s", url,
+			over ? "answer too large" : curl_easy_strerror(rc));
 	}
-	*body = lg_buf_detach(&b.b, NULL);
+	*body = lg_buf_detach(&b, NULL);
 	return 0;
 }

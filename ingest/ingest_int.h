@@ -334,6 +334,10 @@ struct ucls *ingest__obj_units(struct obj *o, const char *cls);
  * (*arr is reallocated, *n counts it). */
 size_t ingest__cls_slot(void **arr, size_t *n, size_t elem, const char *cls);
 
+/* A libcurl write callback appending to the struct lg_buf buf: past its
+ * bound it stops the transfer, and lg_buf_failed(buf) tells that apart
+ * from a network error (ingest/fetch.c). */
+size_t ingest__curl_to_buf(char *data, size_t size, size_t n, void *buf);
 /* Drops units that are 0 in both measures. */
 void ingest__obj_trim(struct obj *o);
 /* Deep copy of a member (NULL when absent). */

@@ -39,20 +39,7 @@ struct replica {
 	CURL *curl;
 	struct curl_slist *headers;
 	struct lg_buf body; /* one page (REPLICA_BODY_MAX_BYTES) */
-	bool over;
 };
-
-static size_t on_body(char *p, size_t size, size_t n, void *ctx)
-{
-	struct replica *r = ctx;
-	size_t len = size * n;
-
-	if (lg_buf_add(&r->body, p, len) != 0) {
-		r->over = true;
-		return 0;
-	}
-	return len;
-}
 
 static void sleep_ms(unsigned ms)
 {
@@ -74,13 +61,12 @@ static json_t *fetch(struct replica *r, uint64_t from, unsigned limit,
 	snprintf(url, sizeof(url), "%s/v1/events?from=%llu&limit=%u", r->o->url,
 		 (unsigned long long)from, limit);
 	lg_buf_reset(&r->body);
-	r->over = false;
 	curl_easy_setopt(r->curl, CURLOPT_URL, url);
 	cc = curl_easy_perform(r->curl);
 	if (cc != CURLE_OK) {
 		lg_error_set(err, LG_EIO, "%s: %s", url,
-			     r->over ? "the answer is too large"
-				     : curl_easy_strerror(cc));
+			     lg_buf_failed(&r->body) ? "the answer is too large"
+						     : curl_easy_strerror(cc));
 		return NULL;
 	}
 	curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &code);
@@ -326,8 +312,8 @@ static int replica_init(struct replica *r, ledger_t *lg,
 		r->headers = curl_slist_append(NULL, auth);
 		curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, r->headers);
 	}
-	curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(r->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, ingest__curl_to_buf);
+	curl_easy_setopt(r->curl, CURLOPT_WRITEDATA, &r->body);
 	curl_easy_setopt(r->curl, CURLOPT_USERAGENT, "gpuledger-replicate");
 	curl_easy_setopt(r->curl, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
