@@ -347,12 +347,13 @@ int ingest__flush(ingest_t *in, struct lg_error *err)
 	    in->time_ns == in->tab_time_ns &&
 	    in->time_back_noted == in->tab_time_back)
 		return 0;
-	ingest__objtab_collect(in, &b);
-	if (in->n_evs == 0 && b.n_meta == 0 && b.n_objs == 0) {
+	rc = ingest__objtab_collect(in, &b, err);
+	if (rc == 0 && in->n_evs == 0 && b.n_meta == 0 && b.n_objs == 0) {
 		ingest__objtab_release(in, &b, true);
 		return 0;
 	}
-	rc = append_all(in, &b, err);
+	if (rc == 0)
+		rc = append_all(in, &b, err);
 	ingest__objtab_release(in, &b, rc == 0);
 	if (rc != 0) {
 		in->broken = true;

@@ -9,41 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool ingest__body_append(char **p, size_t *len, size_t *cap, const char *data,
-			 size_t n, size_t max)
+size_t ingest__curl_to_buf(char *data, size_t size, size_t n, void *buf)
 {
-	if (*len + n > max)
-		return false;
-	*p = lg_xgrow(*p, cap, *len + n + 1, 1 << 16);
-	memcpy(*p + *len, data, n);
-	*len += n;
-	(*p)[*len] = '\0';
-	return true;
-}
-
-struct body {
-	char *p;
-	size_t len, cap, max;
-	bool over;
-};
-
-static size_t on_data(char *data, size_t size, size_t n, void *ctx)
-{
-	struct body *b = ctx;
 	size_t k = size * n;
 
-	if (!ingest__body_append(&b->p, &b->len, &b->cap, data, k, b->max)) {
-		b->over = true;
-		return 0;
-	}
-	return k;
+	/* 0 makes libcurl stop with CURLE_WRITE_ERROR; buf remembers why. */
+	return lg_buf_add(buf, data, k) == 0 ? k : 0;
 }
 
 int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 		    long timeout_ms, char **body, long *status,
 		    struct lg_error *err)
 {
-	struct body b = {lg_xcalloc(1, 1), 0, 1, max_bytes, false};
+	struct lg_buf b; /* at most max_bytes */
 	struct curl_slist *h = NULL;
 	char auth[1024];
 	CURL *e = curl_easy_init();
@@ -51,16 +29,15 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 
 	LG_ASSERT(url != NULL && body != NULL && status != NULL);
 	*body = NULL;
-	if (e == NULL) { /* libcurl allocates through lg_xmalloc: not memory */
-		free(b.p);
+	lg_buf_init(&b, max_bytes);
+	if (e == NULL) /* libcurl allocates through lg_xmalloc: not memory */
 		return lg_error_set(err, LG_EIO, "libcurl would not start");
-	}
 	if (bearer != NULL) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", bearer);
 		h = curl_slist_append(h, auth);
 	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, ingest__curl_to_buf);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -73,12 +50,13 @@ int ingest_http_get(const char *url, const char *bearer, size_t max_bytes,
 	curl_slist_free_all(h);
 	curl_easy_cleanup(e);
 	if (rc != CURLE_OK) {
-		free(b.p);
-		return lg_error_set(err, b.over ? LG_ELIMIT : LG_EIO, "%s: %s",
-				    url,
-				    b.over ? "answer too large"
-					   : curl_easy_strerror(rc));
+		bool over = lg_buf_failed(&b);
+
+		lg_buf_release(&b);
+		return lg_error_set(
+			err, over ? LG_ELIMIT : LG_EIO, "%s: %s", url,
+			over ? "answer too large" : curl_easy_strerror(rc));
 	}
-	*body = b.p;
+	*body = lg_buf_detach(&b, NULL);
 	return 0;
 }

@@ -334,11 +334,10 @@ struct ucls *ingest__obj_units(struct obj *o, const char *cls);
  * (*arr is reallocated, *n counts it). */
 size_t ingest__cls_slot(void **arr, size_t *n, size_t elem, const char *cls);
 
-/* Appends n bytes to the NUL-terminated body *p of *len bytes in *cap
- * (doubling from 64 KiB); false, and nothing appended, when the body would
- * pass max bytes (ingest/fetch.c). */
-bool ingest__body_append(char **p, size_t *len, size_t *cap, const char *data,
-			 size_t n, size_t max);
+/* A libcurl write callback appending to the struct lg_buf buf: past its
+ * bound it stops the transfer, and lg_buf_failed(buf) tells that apart
+ * from a network error (ingest/fetch.c). */
+size_t ingest__curl_to_buf(char *data, size_t size, size_t n, void *buf);
 /* Drops units that are 0 in both measures. */
 void ingest__obj_trim(struct obj *o);
 /* Deep copy of a member (NULL when absent). */
@@ -358,8 +357,9 @@ typedef void delete_fn(ingest_t *in, enum resource r, struct obj *o);
  * flush (a changed or deleted object; obj_add and obj_del call it);
  * objtab_collect puts the records of the named objects that changed, and
  * of the engine's clock, into b (owned by in until objtab_release, which
- * with committed forgets the names); objtab_load fills the cache at
- * start. */
+ * with committed forgets the names; b is theirs to release even when
+ * collect fails: LG_ELIMIT, a record past LEDGER_OBJECT_MAX_BYTES);
+ * objtab_load fills the cache at start. */
 const char *ingest__dirty_key(const void *v);
 /* The dirty-set key of cached object okey of resource r (caller frees). */
 char *ingest__obj_dirty_key(enum resource r, const char *okey);
@@ -368,7 +368,8 @@ char *ingest__obj_dirty_key(enum resource r, const char *okey);
 void ingest__cache_init(ingest_t *in);
 void ingest__cache_release(ingest_t *in);
 void ingest__obj_touch(ingest_t *in, enum resource r, const struct obj *o);
-void ingest__objtab_collect(ingest_t *in, struct ledger_batch *b);
+int ingest__objtab_collect(ingest_t *in, struct ledger_batch *b,
+			   struct lg_error *err);
 void ingest__objtab_release(ingest_t *in, struct ledger_batch *b,
 			    bool committed);
 int ingest__objtab_load(ingest_t *in, struct lg_error *err);

@@ -95,8 +95,7 @@ struct res {
 	int64_t req_ns;	  /* monotonic start of the request */
 	bool too_big;	  /* the list page passed max_list_bytes */
 	bool failed;	  /* an operating error ended the transfer */
-	char *body;	  /* list page or error body */
-	size_t body_len, body_cap;
+	struct lg_buf body; /* list page or error body (max_list_bytes) */
 	struct kube_frame frame;
 	char *frame_buf;
 	/* With --record: "ns/name" -> uid of what the record holds, so that
@@ -429,13 +428,6 @@ static size_t on_header(char *b, size_t size, size_t nitems, void *data)
 	return n;
 }
 
-/* Appends to the body, up to max bytes; false when that would pass it. */
-static bool body_append(struct res *s, const char *p, size_t n, size_t max)
-{
-	return ingest__body_append(&s->body, &s->body_len, &s->body_cap, p, n,
-				   max);
-}
-
 static int watch_line(struct kube *k, struct res *s, const char *line,
 		      size_t len);
 
@@ -493,12 +485,17 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *data)
 		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
 	if (s->status != 200 || s->phase == PH_DISCOVER) {
 		/* Only the start of an error body is kept, for its message;
-		 * a discovery document is small. */
-		body_append(s, p, n, ERROR_BODY_MAX);
+		 * a discovery document is small (a longer one is cut, and
+		 * then is not JSON). */
+		size_t keep = s->body.len < ERROR_BODY_MAX
+				      ? ERROR_BODY_MAX - s->body.len
+				      : 0;
+
+		lg_buf_add(&s->body, p, n < keep ? n : keep);
 		return n;
 	}
 	if (s->phase == PH_LIST) {
-		if (body_append(s, p, n, k->o.max_list_bytes))
+		if (lg_buf_add(&s->body, p, n) == 0)
 			return n;
 		s->too_big = true;
 		return 0;
@@ -572,7 +569,7 @@ static void reset_response(struct res *s)
 	s->relist = s->relist_wait = s->too_big = s->failed = false;
 	s->got_lines = false;
 	s->req_ns = mono_ns();
-	s->body_len = 0;
+	lg_buf_reset(&s->body);
 	ingest__kube_frame_reset(&s->frame);
 }
 
@@ -904,7 +901,7 @@ static int relist_end(struct kube *k, struct res *s, const char *rv)
 static int list_page(struct kube *k, struct res *s)
 {
 	json_error_t je;
-	json_t *doc = json_loadb(s->body, s->body_len, 0, &je);
+	json_t *doc = json_loadb(s->body.p, s->body.len, 0, &je);
 	json_t *items = json_object_get(doc, "items");
 	const char *rv = ingest__meta_str(doc, "resourceVersion");
 	const char *cont = ingest__meta_str(doc, "continue");
@@ -975,7 +972,8 @@ static void to_list(struct res *s)
 static void error_message(const struct res *s, long status, char *buf,
 			  size_t cap)
 {
-	json_t *st = json_loadb(s->body ? s->body : "", s->body_len, 0, NULL);
+	json_t *st =
+		json_loadb(s->body.p ? s->body.p : "", s->body.len, 0, NULL);
 	const char *msg = json_string_value(json_object_get(st, "message"));
 
 	snprintf(buf, cap, "HTTP %ld%s%.120s", status, msg ? ": " : "",
@@ -1051,7 +1049,8 @@ static void went_absent(struct kube *k, struct res *s, const char *why)
  * document ({"versions": [{"version": "v1"}, ...]}); NULL when none. */
 static const char *pick_version(const struct res *s)
 {
-	json_t *doc = json_loadb(s->body ? s->body : "", s->body_len, 0, NULL);
+	json_t *doc =
+		json_loadb(s->body.p ? s->body.p : "", s->body.len, 0, NULL);
 	json_t *vs = json_object_get(doc, "versions"), *v;
 	const char *const *want = api_versions[s->r].versions;
 	const char *found = NULL;
@@ -1433,6 +1432,7 @@ static struct kube *kube_new(ingest_t *in, const struct kube_config *c,
 		s->r = (enum resource)r;
 		s->phase = api_versions[r].group ? PH_DISCOVER : PH_LIST;
 		s->limit = k->o.page_limit;
+		lg_buf_init(&s->body, k->o.max_list_bytes);
 		s->frame_buf = lg_xmalloc(k->o.max_object_bytes);
 		ingest__kube_frame_init(&s->frame, s->frame_buf,
 					k->o.max_object_bytes);
@@ -1450,7 +1450,7 @@ static void kube_free(struct kube *k)
 		free(s->cont);
 		free(s->path);
 		free(s->url);
-		free(s->body);
+		lg_buf_release(&s->body);
 		free(s->frame_buf);
 		json_decref(s->known);
 		json_decref(s->seen);

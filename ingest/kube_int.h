@@ -136,7 +136,8 @@ struct kube_metrics_view {
 	size_t n_notes;
 };
 
-/* The exposition (build, process and watch metrics); caller frees. */
+/* The exposition (build, process and watch metrics); caller frees. NULL
+ * when it would pass its bound (KUBE_METRICS_MAX_BYTES, 1 MiB). */
 char *ingest__kube_metrics_render(const struct kube_metrics_view *v,
 				  size_t *len);
 

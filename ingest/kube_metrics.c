@@ -13,7 +13,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,8 +181,13 @@ static void route(struct conn *c, metrics_render_fn *render, void *ctx)
 		size_t len;
 		char *body = render(ctx, &len);
 
-		answer(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
-		       body, len);
+		if (body == NULL)
+			answer(c, 500, "Internal Server Error", text,
+			       "the metrics page would pass its bound\n", 38);
+		else
+			answer(c, 200, "OK",
+			       "text/plain; version=0.0.4; charset=utf-8", body,
+			       len);
 		free(body);
 	} else if (plen == 8 && memcmp(sp + 1, "/healthz", 8) == 0) {
 		answer(c, 200, "OK", text, "ok\n", 3);
@@ -274,37 +278,16 @@ void ingest__metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render,
 /* ---------------------------------------------------------------------- */
 /* Rendering. */
 
-struct tbuf {
-	char *p;
-	size_t len, cap;
-};
+/* The page is bounded by construction (RES_MAX resources, their fixed
+ * families, at most INGEST_NOTE_CODES note counters: some 20 KiB); the
+ * bound keeps it so if a family is added per object. Adds are unchecked:
+ * a refusal sticks, and detach says so. */
+#define KUBE_METRICS_MAX_BYTES ((size_t)1 << 20)
 
-static void tput(struct tbuf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void tput(struct tbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if ((size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		}
-		b->cap = 2 * b->cap + (size_t)n;
-		b->p = lg_xrealloc(b->p, b->cap);
-	}
-}
-
-static void thead(struct tbuf *b, const char *name, const char *type,
+static void thead(struct lg_buf *b, const char *name, const char *type,
 		  const char *help)
 {
-	tput(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	lg_buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static double secs(int64_t ns)
@@ -316,7 +299,7 @@ static double secs(int64_t ns)
 typedef bool res_value_fn(const struct kube_metrics_view *v,
 			  const struct kube_res_view *r, double *out);
 
-static void per_res(struct tbuf *b, const struct kube_metrics_view *v,
+static void per_res(struct lg_buf *b, const struct kube_metrics_view *v,
 		    const char *name, const char *type, const char *help,
 		    res_value_fn *get)
 {
@@ -325,8 +308,8 @@ static void per_res(struct tbuf *b, const struct kube_metrics_view *v,
 	thead(b, name, type, help);
 	for (int i = 0; i < RES_MAX; i++)
 		if (get(v, &v->res[i], &x))
-			tput(b, "%s{resource=\"%s\"} %.17g\n", name,
-			     v->res[i].name, x);
+			lg_buf_addf(b, "%s{resource=\"%s\"} %.17g\n", name,
+				    v->res[i].name, x);
 }
 
 static bool g_up(const struct kube_metrics_view *v,
@@ -388,10 +371,12 @@ static bool g_lag(const struct kube_metrics_view *v,
 char *ingest__kube_metrics_render(const struct kube_metrics_view *v,
 				  size_t *len)
 {
-	struct tbuf b = {.cap = 8192};
+	char common[LG_METRICS_COMMON_MAX];
+	struct lg_buf b;
 
-	b.p = lg_xmalloc(b.cap);
-	b.len = lg_metrics_common(b.p, b.cap);
+	lg_buf_init(&b, KUBE_METRICS_MAX_BYTES);
+	lg_metrics_common(common, sizeof(common));
+	lg_buf_addf(&b, "%s", common);
 	per_res(&b, v, "gpuledger_watch_up", "gauge",
 		"1 while the resource is listed and its watch is open.", g_up);
 	per_res(&b, v, "gpuledger_watch_api_absent", "gauge",
@@ -404,10 +389,11 @@ char *ingest__kube_metrics_render(const struct kube_metrics_view *v,
 		const struct kube_res_view *r = &v->res[i];
 
 		if (r->version != NULL)
-			tput(&b,
-			     "gpuledger_watch_api_version_info{resource=\"%s\","
-			     "group=\"%s\",version=\"%s\"} 1\n",
-			     r->name, r->group, r->version);
+			lg_buf_addf(&b,
+				    "gpuledger_watch_api_version_info{resource="
+				    "\"%s\","
+				    "group=\"%s\",version=\"%s\"} 1\n",
+				    r->name, r->group, r->version);
 	}
 	per_res(&b, v, "gpuledger_watch_relists_total", "counter",
 		"Lists started (at start, after 410 or ERROR, class table "
@@ -427,26 +413,26 @@ char *ingest__kube_metrics_render(const struct kube_metrics_view *v,
 		g_lag);
 	thead(&b, "gpuledger_watch_healthy", "gauge",
 	      "1 while every served resource is up (TICKs are written).");
-	tput(&b, "gpuledger_watch_healthy %d\n", v->healthy);
+	lg_buf_addf(&b, "gpuledger_watch_healthy %d\n", v->healthy);
 	thead(&b, "gpuledger_watch_horizon_lag_seconds", "gauge",
 	      "Time since the ledger's horizon (the last event time).");
 	if (v->horizon_ns > 0)
-		tput(&b, "gpuledger_watch_horizon_lag_seconds %.3f\n",
-		     secs(v->now_ns - v->horizon_ns));
+		lg_buf_addf(&b, "gpuledger_watch_horizon_lag_seconds %.3f\n",
+			    secs(v->now_ns - v->horizon_ns));
 	thead(&b, "gpuledger_watch_events_appended_total", "counter",
 	      "Events the watcher appended to the ledger.");
-	tput(&b, "gpuledger_watch_events_appended_total %llu\n",
-	     (unsigned long long)v->c.events_out);
+	lg_buf_addf(&b, "gpuledger_watch_events_appended_total %llu\n",
+		    (unsigned long long)v->c.events_out);
 	thead(&b, "gpuledger_watch_start_records", "gauge",
 	      "Records the start read: the object table's, the checkpoint "
 	      "and the tail after it (O(live objects)).");
-	tput(&b, "gpuledger_watch_start_records %llu\n",
-	     (unsigned long long)v->c.start_records);
+	lg_buf_addf(&b, "gpuledger_watch_start_records %llu\n",
+		    (unsigned long long)v->c.start_records);
 	thead(&b, "gpuledger_watch_notes_total", "counter",
 	      "NOTE events, by code.");
 	for (size_t i = 0; i < v->n_notes; i++)
-		tput(&b, "gpuledger_watch_notes_total{code=\"%s\"} %llu\n",
-		     v->notes[i].code, (unsigned long long)v->notes[i].n);
-	*len = b.len;
-	return b.p;
+		lg_buf_addf(
+			&b, "gpuledger_watch_notes_total{code=\"%s\"} %llu\n",
+			v->notes[i].code, (unsigned long long)v->notes[i].n);
+	return lg_buf_detach(&b, len);
 }

@@ -57,7 +57,6 @@
 
 #include <ctype.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,30 +101,22 @@ static void table_key(const char *d, char *buf)
 /* ---------------------------------------------------------------------- */
 /* Encoding */
 
-struct wbuf {
-	uint8_t *p;
-	size_t n, cap;
-};
-
-static void put(struct wbuf *w, const void *p, size_t n)
+/* Records are built in an lg_buf of at most LEDGER_OBJECT_MAX_BYTES, what
+ * the ledger stores; the adds are unchecked (a refusal sticks) and encode
+ * tests once. */
+static void put(struct lg_buf *w, const void *p, size_t n)
 {
-	if (w->n + n > w->cap) {
-		while (w->n + n > w->cap)
-			w->cap = w->cap ? 2 * w->cap : 256;
-		w->p = lg_xrealloc(w->p, w->cap);
-	}
-	memcpy(w->p + w->n, p, n);
-	w->n += n;
+	lg_buf_add(w, p, n);
 }
 
-static void put_u8(struct wbuf *w, unsigned v)
+static void put_u8(struct lg_buf *w, unsigned v)
 {
 	uint8_t b = (uint8_t)v;
 
 	put(w, &b, 1);
 }
 
-static void put_u64(struct wbuf *w, uint64_t v)
+static void put_u64(struct lg_buf *w, uint64_t v)
 {
 	uint8_t b[8];
 
@@ -134,13 +125,13 @@ static void put_u64(struct wbuf *w, uint64_t v)
 	put(w, b, 8);
 }
 
-static void put_u16(struct wbuf *w, size_t v)
+static void put_u16(struct lg_buf *w, size_t v)
 {
 	put_u8(w, v & 0xff);
 	put_u8(w, (v >> 8) & 0xff);
 }
 
-static void put_str(struct wbuf *w, const char *s, size_t n)
+static void put_str(struct lg_buf *w, const char *s, size_t n)
 {
 	uint8_t b[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16),
 			(uint8_t)(n >> 24)};
@@ -149,12 +140,12 @@ static void put_str(struct wbuf *w, const char *s, size_t n)
 	put(w, s, n);
 }
 
-static void put_s(struct wbuf *w, const char *s)
+static void put_s(struct lg_buf *w, const char *s)
 {
 	put_str(w, s, strlen(s));
 }
 
-static void put_s8(struct wbuf *w, const char *s)
+static void put_s8(struct lg_buf *w, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -162,7 +153,8 @@ static void put_s8(struct wbuf *w, const char *s)
 	put(w, s, n);
 }
 
-static void encode(struct wbuf *w, enum resource r, const struct obj *o)
+/* 0, or LG_ELIMIT when the record would pass w's bound. */
+static int encode(struct lg_buf *w, enum resource r, const struct obj *o)
 {
 	char *doc = o->doc_text ? o->doc_text
 		    : o->doc	? json_dumps(o->doc, JSON_COMPACT)
@@ -170,7 +162,7 @@ static void encode(struct wbuf *w, enum resource r, const struct obj *o)
 	unsigned flags = (o->exists ? F_EXISTS : 0) |
 			 (o->governed ? F_GOVERNED : 0) | (doc ? F_DOC : 0);
 
-	w->n = 0;
+	lg_buf_reset(w);
 	put_u8(w, OBJTAB_VERSION);
 	put_u8(w, (unsigned)r);
 	put_u8(w, (unsigned)o->kind);
@@ -201,6 +193,7 @@ static void encode(struct wbuf *w, enum resource r, const struct obj *o)
 		put_s(w, doc);
 	if (doc != o->doc_text)
 		free(doc);
+	return lg_buf_failed(w) ? LG_ELIMIT : 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -601,13 +594,17 @@ static uint64_t digest(const uint8_t *p, size_t n)
 	return h | 1;
 }
 
-void ingest__objtab_collect(ingest_t *in, struct ledger_batch *b)
+int ingest__objtab_collect(ingest_t *in, struct ledger_batch *b,
+			   struct lg_error *err)
 {
-	struct wbuf w = {0};
+	struct lg_buf w;
 	size_t n = 0, cap = in->dirty.n + 1;
 	struct ledger_meta *m = lg_xcalloc(cap, sizeof(*m));
+	int rc = 0;
 
-	for (size_t i = 0; i < in->dirty.cap; i++) {
+	lg_buf_init(&w, LEDGER_OBJECT_MAX_BYTES);
+
+	for (size_t i = 0; i < in->dirty.cap && rc == 0; i++) {
 		const char *d = in->dirty.vals[i];
 		enum resource r;
 		struct obj *o;
@@ -625,36 +622,46 @@ void ingest__objtab_collect(ingest_t *in, struct ledger_batch *b)
 		if (o != NULL) {
 			uint64_t h;
 
-			encode(&w, r, o);
-			h = digest(w.p, w.n);
+			/* The ledger would refuse the record (as it did
+			 * before the buffer was bounded). */
+			if (encode(&w, r, o) != 0) {
+				rc = lg_error_set(err, LG_ELIMIT,
+						  "object %.64s: record of "
+						  "more than %u bytes",
+						  tk, LEDGER_OBJECT_MAX_BYTES);
+				free(tk);
+				break;
+			}
+			h = digest((const uint8_t *)w.p, w.len);
 			if (h == o->tab_hash) {
 				free(tk);
 				continue;
 			}
 			o->tab_hash = h;
-			m[n].val = lg_xmalloc(w.n);
-			memcpy((void *)m[n].val, w.p, w.n);
-			m[n].len = w.n;
+			m[n].val = lg_xmalloc(w.len);
+			memcpy((void *)m[n].val, w.p, w.len);
+			m[n].len = w.len;
 		}
 		n++;
 	}
-	if (in->time_ns != in->tab_time_ns ||
-	    in->time_back_noted != in->tab_time_back) {
-		w.n = 0;
+	if (rc == 0 && (in->time_ns != in->tab_time_ns ||
+			in->time_back_noted != in->tab_time_back)) {
+		lg_buf_reset(&w);
 		put_u8(&w, OBJTAB_VERSION);
 		put_u64(&w, (uint64_t)in->time_ns);
 		put_u64(&w, (uint64_t)in->time_back_noted);
 		m[n].key = lg_xstrdup(OBJTAB_ENGINE_KEY);
-		m[n].val = lg_xmalloc(w.n);
-		memcpy((void *)m[n].val, w.p, w.n);
-		m[n++].len = w.n;
+		m[n].val = lg_xmalloc(w.len);
+		memcpy((void *)m[n].val, w.p, w.len);
+		m[n++].len = w.len;
 		in->tab_time_ns = in->time_ns;
 		in->tab_time_back = in->time_back_noted;
 	}
-	free(w.p);
+	lg_buf_release(&w);
 	b->objects = true;
 	b->objs = m;
 	b->n_objs = n;
+	return rc;
 }
 
 void ingest__objtab_release(ingest_t *in, struct ledger_batch *b,
@@ -1149,28 +1156,13 @@ int ingest__objtab_load(ingest_t *in, struct lg_error *err)
 /* The whole cache as text (tests: a loaded engine must equal the live one
  * it continues). */
 
-static void dump_str(struct wbuf *w, const char *s)
+static void dump_str(struct lg_buf *w, const char *s)
 {
 	put(w, s, strlen(s));
 }
 
-static void dump_fmt(struct wbuf *w, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void dump_fmt(struct wbuf *w, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	put(w, buf,
-	    n < 0		       ? 0
-	    : (size_t)n >= sizeof(buf) ? sizeof(buf) - 1
-				       : (size_t)n);
-}
+/* A dump is for tests, of small caches: the bound stops a runaway only. */
+#define DUMP_MAX_BYTES ((size_t)1 << 30)
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -1179,17 +1171,19 @@ static int cmp_str(const void *a, const void *b)
 
 char *ingest__objtab_dump(const ingest_t *in)
 {
-	struct wbuf w = {0}, rec = {0};
+	struct lg_buf w, rec;
 	size_t n;
 	void **vs;
 
-	dump_fmt(&w, "time %lld back %lld\n", (long long)in->time_ns,
-		 (long long)in->time_back_noted);
+	lg_buf_init(&w, DUMP_MAX_BYTES);
+	lg_buf_init(&rec, LEDGER_OBJECT_MAX_BYTES);
+	lg_buf_addf(&w, "time %lld back %lld\n", (long long)in->time_ns,
+		    (long long)in->time_back_noted);
 	for (size_t i = 0; i < in->table.n; i++) {
 		json_t *j = gpu_class_to_json(&in->table.classes[i]);
 		char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
 
-		dump_fmt(&w, "class ");
+		lg_buf_addf(&w, "class ");
 		dump_str(&w, s);
 		dump_str(&w, "\n");
 		free(s);
@@ -1200,11 +1194,15 @@ char *ingest__objtab_dump(const ingest_t *in)
 		for (size_t i = 0; i < n; i++) {
 			const struct obj *o = vs[i];
 
-			encode(&rec, (enum resource)r, o);
-			dump_fmt(&w, "obj %d %s holding %d rec ", r, o->key,
-				 o->holding);
-			for (size_t k = 0; k < rec.n; k++)
-				dump_fmt(&w, "%02x", rec.p[k]);
+			int bad = encode(&rec, (enum resource)r, o);
+
+			lg_buf_addf(&w, "obj %d %s holding %d rec ", r, o->key,
+				    o->holding);
+			for (size_t k = 0; k < rec.len && bad == 0; k++)
+				lg_buf_addf(&w, "%02x",
+					    (unsigned char)rec.p[k]);
+			if (bad != 0)
+				dump_str(&w, "too-large");
 			dump_str(&w, "\n");
 		}
 		free(vs);
@@ -1217,16 +1215,16 @@ char *ingest__objtab_dump(const ingest_t *in)
 		    !t->n_holding && !t->n_children && !t->n_budgets &&
 		    !t->n_raw)
 			continue; /* forgotten at the next check */
-		dump_fmt(&w,
-			 "tnode %s exists %d ns %d gov %s hold %zu kids %zu",
-			 t->ns, t->exists, t->ns_present,
-			 t->governor ? t->governor->key : "-", t->n_holding,
-			 t->n_children);
+		lg_buf_addf(&w,
+			    "tnode %s exists %d ns %d gov %s hold %zu kids %zu",
+			    t->ns, t->exists, t->ns_present,
+			    t->governor ? t->governor->key : "-", t->n_holding,
+			    t->n_children);
 		for (size_t k = 0; k < t->n_budgets; k++)
-			dump_fmt(&w, " %s=%lld", t->budgets[k].key,
-				 (long long)t->budgets[k].value);
+			lg_buf_addf(&w, " %s=%lld", t->budgets[k].key,
+				    (long long)t->budgets[k].value);
 		for (size_t k = 0; k < t->n_raw; k++)
-			dump_fmt(&w, " +%s", t->raw[k]);
+			lg_buf_addf(&w, " +%s", t->raw[k]);
 		dump_str(&w, "\n");
 	}
 	free(vs);
@@ -1238,14 +1236,13 @@ char *ingest__objtab_dump(const ingest_t *in)
 		for (size_t k = 0; k < c->n; k++)
 			keys[k] = c->vmis[k]->key;
 		qsort(keys, c->n, sizeof(*keys), cmp_str);
-		dump_fmt(&w, "cover %s", c->key);
+		lg_buf_addf(&w, "cover %s", c->key);
 		for (size_t k = 0; k < c->n; k++)
-			dump_fmt(&w, " %s", keys[k]);
+			lg_buf_addf(&w, " %s", keys[k]);
 		dump_str(&w, "\n");
 		free(keys);
 	}
 	free(vs);
-	free(rec.p);
-	put(&w, "", 1);
-	return (char *)w.p;
+	lg_buf_release(&rec);
+	return lg_buf_detach(&w, NULL);
 }

@@ -38,24 +38,8 @@ struct replica {
 	const struct replica_opts *o;
 	CURL *curl;
 	struct curl_slist *headers;
-	char *body;
-	size_t len, cap;
-	bool over;
+	struct lg_buf body; /* one page (REPLICA_BODY_MAX_BYTES) */
 };
-
-static size_t on_body(char *p, size_t size, size_t n, void *ctx)
-{
-	struct replica *r = ctx;
-	size_t len = size * n;
-
-	/* The bound counts the terminating NUL. */
-	if (!ingest__body_append(&r->body, &r->len, &r->cap, p, len,
-				 REPLICA_BODY_MAX_BYTES - 1)) {
-		r->over = true;
-		return 0;
-	}
-	return len;
-}
 
 static void sleep_ms(unsigned ms)
 {
@@ -76,23 +60,22 @@ static json_t *fetch(struct replica *r, uint64_t from, unsigned limit,
 
 	snprintf(url, sizeof(url), "%s/v1/events?from=%llu&limit=%u", r->o->url,
 		 (unsigned long long)from, limit);
-	r->len = 0;
-	r->over = false;
+	lg_buf_reset(&r->body);
 	curl_easy_setopt(r->curl, CURLOPT_URL, url);
 	cc = curl_easy_perform(r->curl);
 	if (cc != CURLE_OK) {
 		lg_error_set(err, LG_EIO, "%s: %s", url,
-			     r->over ? "the answer is too large"
-				     : curl_easy_strerror(cc));
+			     lg_buf_failed(&r->body) ? "the answer is too large"
+						     : curl_easy_strerror(cc));
 		return NULL;
 	}
 	curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &code);
 	if (code != 200) {
 		lg_error_set(err, LG_EIO, "%s: HTTP %ld: %.200s", url, code,
-			     r->body ? r->body : "");
+			     r->body.p ? r->body.p : "");
 		return NULL;
 	}
-	v = json_loadb(r->body, r->len, 0, NULL);
+	v = json_loadb(r->body.p ? r->body.p : "", r->body.len, 0, NULL);
 	if (!json_is_array(json_object_get(v, "events")) ||
 	    !json_is_integer(json_object_get(v, "lastSeq"))) {
 		json_decref(v);
@@ -306,6 +289,8 @@ static int replica_init(struct replica *r, ledger_t *lg,
 	char auth[512];
 
 	memset(r, 0, sizeof(*r));
+	/* The bound counts the terminating NUL, as it always has. */
+	lg_buf_init(&r->body, REPLICA_BODY_MAX_BYTES - 1);
 	r->lg = lg;
 	r->o = o;
 	if (o->url == NULL || (strncmp(o->url, "http://", 7) != 0 &&
@@ -321,8 +306,8 @@ static int replica_init(struct replica *r, ledger_t *lg,
 		r->headers = curl_slist_append(NULL, auth);
 		curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, r->headers);
 	}
-	curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(r->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, ingest__curl_to_buf);
+	curl_easy_setopt(r->curl, CURLOPT_WRITEDATA, &r->body);
 	curl_easy_setopt(r->curl, CURLOPT_USERAGENT, "gpuledger-replicate");
 	curl_easy_setopt(r->curl, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
@@ -346,7 +331,7 @@ static void replica_release(struct replica *r)
 		curl_global_cleanup();
 	}
 	curl_slist_free_all(r->headers);
-	free(r->body);
+	lg_buf_release(&r->body);
 }
 
 int ingest_replicate(ledger_t *lg, const struct replica_opts *o,

@@ -21,7 +21,9 @@
 #define ENCODE_SLACK (LEDGER_HEAD_BYTES + ENCODE_GUESS)
 
 /* Grows the batch scratch to hold `need` more bytes; never beyond what
- * LEDGER_BATCH_MAX events of LEDGER_EVENT_MAX_BYTES could need. */
+ * LEDGER_BATCH_MAX events of LEDGER_EVENT_MAX_BYTES could need. Not an
+ * lg_buf: the encoder writes into room reserved before an event's size is
+ * known (ENCODE_GUESS), and the bound holds by construction (asserted). */
 static uint8_t *scratch(ledger_t *lg, size_t used, size_t need)
 {
 	LG_ASSERT(used + need <=

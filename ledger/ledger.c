@@ -451,6 +451,7 @@ int ledger_open(ledger_t **out, const struct ledger_opts *o,
 	if (lg->o.checkpoint_secs == 0)
 		lg->o.checkpoint_secs = DEFAULT_CP_SECS;
 	lg->dir = lg_xstrdup(o->dir ? o->dir : "");
+	lg_buf_init(&lg->jbuf, LEDGER_LEAF_TEXT_MAX_BYTES);
 	lg->bad_page = (size_t)-1;
 	lg->remap = lg_xmalloc(sizeof(*lg->remap));
 	pthread_rwlock_init(lg->remap, NULL);
@@ -497,7 +498,7 @@ void ledger_close(ledger_t *lg)
 	free(lg->buf);
 	free(lg->offs);
 	free(lg->leaf);
-	jcs_buf_release(&lg->jbuf);
+	lg_buf_release(&lg->jbuf);
 	free(lg->dir);
 	free(lg);
 }

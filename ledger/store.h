@@ -56,7 +56,7 @@ struct ledger {
 	 * the right edge of the stored tree (size UINT64_MAX: reload). */
 	uint8_t (*leaf)[MERKLE_HASH_BYTES];
 	struct merkle_edge edge;
-	struct jcs_buf jbuf; /* leaf texts */
+	struct lg_buf jbuf;  /* leaf texts (LEDGER_LEAF_TEXT_MAX_BYTES) */
 	bool no_tree;	     /* read-only open of a ledger without a tree */
 	bool no_objects;     /* read-only open of one without an object table */
 };
@@ -191,8 +191,15 @@ int ledger__store_reload(ledger_t *lg, struct lg_error *err);
 int ledger__store_catch_up(ledger_t *lg, MDB_txn *txn, struct lg_error *err);
 
 /* The Merkle tree (ledger/tree.c). */
+/* The bound of a leaf text (an event's canonical JSON, DESIGN 4.4), for
+ * the buffers it is built in: each byte of an event of at most
+ * LEDGER_EVENT_MAX_BYTES is at most six of its text (a control character
+ * as \u00xx; a number such as 1e20 grows about five times), plus the
+ * member names. */
+#define LEDGER_LEAF_TEXT_MAX_BYTES (8 * (size_t)LEDGER_EVENT_MAX_BYTES)
+
 /* The Merkle leaf of ev, its text built in scratch. */
-int ledger__store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
+int ledger__store_leaf_hash(struct lg_buf *scratch, const struct event *ev,
 			    uint8_t *out);
 /* The number of leaves the stored tree covers; an LMDB code. */
 int ledger__store_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t *size);

@@ -97,10 +97,10 @@ static int put_tree_size(ledger_t *lg, MDB_txn *txn, uint64_t size)
 	return mdb_put(txn, lg->dbi[LEDGER_DB_META], &key, &val, 0);
 }
 
-int ledger__store_leaf_hash(struct jcs_buf *scratch, const struct event *ev,
+int ledger__store_leaf_hash(struct lg_buf *scratch, const struct event *ev,
 			    uint8_t *out)
 {
-	scratch->len = 0;
+	lg_buf_reset(scratch);
 	if (event_jcs_write(scratch, ev) != 0)
 		return LG_EINVAL;
 	merkle_leaf_hash(scratch->p, scratch->len, out);
@@ -145,7 +145,7 @@ int ledger__store_tree_append(ledger_t *lg, MDB_txn *txn, uint64_t first,
 /* Building the tree of a ledger written before it existed */
 
 struct build {
-	struct jcs_buf jb;
+	struct lg_buf jb;
 	uint8_t (*leaf)[MERKLE_HASH_BYTES];
 	size_t n;
 	struct lg_error *err;
@@ -202,13 +202,14 @@ static int build_chunk(ledger_t *lg, struct build *b, bool *done,
 
 int ledger__store_tree_build(ledger_t *lg, struct lg_error *err)
 {
-	struct build b = {{NULL, 0, 0},
+	struct build b = {{NULL, 0, 0, 0, false},
 			  lg_xmalloc(TREE_BUILD_CHUNK * MERKLE_HASH_BYTES),
 			  0,
 			  err};
 	bool done = false;
 	int rc = 0;
 
+	lg_buf_init(&b.jb, LEDGER_LEAF_TEXT_MAX_BYTES);
 	while (!done && rc == 0) {
 		rc = build_chunk(lg, &b, &done, err);
 		if (rc == MDB_MAP_FULL)
@@ -217,7 +218,7 @@ int ledger__store_tree_build(ledger_t *lg, struct lg_error *err)
 			rc = ledger__store_error(err, rc, "build tree");
 	}
 	free(b.leaf);
-	jcs_buf_release(&b.jb);
+	lg_buf_release(&b.jb);
 	return rc;
 }
 
@@ -336,7 +337,7 @@ int ledger_prove_consistency(ledger_t *lg, uint64_t from, uint64_t to,
 /* verify: the tree recomputed from the events */
 
 struct tverify {
-	struct jcs_buf jb;
+	struct lg_buf jb;
 	struct merkle_edge edge;
 	uint64_t bad, cur;
 	unsigned bad_level;
@@ -397,6 +398,7 @@ int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 	LG_ASSERT(lg != NULL && bad_seq != NULL);
 	v = lg_xcalloc(1, sizeof(*v));
 	*bad_seq = 0;
+	lg_buf_init(&v->jb, LEDGER_LEAF_TEXT_MAX_BYTES);
 	v->t.lg = lg;
 	v->err = err;
 	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &v->t.txn, err)) != 0)
@@ -433,7 +435,7 @@ int ledger_verify_tree(ledger_t *lg, uint64_t *bad_seq, struct lg_error *err)
 out_txn:
 	mdb_txn_abort(v->t.txn);
 out_free:
-	jcs_buf_release(&v->jb);
+	lg_buf_release(&v->jb);
 	free(v);
 	return rc;
 }

@@ -9,21 +9,112 @@
  */
 #include "model/model.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first)
-{
-	size_t c;
+/* The first block of a buffer: small enough for the many short texts (a
+ * leaf, a key), and doubling reaches a large one in a few moves. */
+#define LG_BUF_FIRST_BYTES 256
 
-	if (need <= *cap)
-		return p;
-	c = *cap ? *cap : first;
-	while (c < need)
-		c *= 2;
-	*cap = c;
-	return lg_xrealloc(p, c);
+void lg_buf_init(struct lg_buf *b, size_t max_bytes)
+{
+	/* SIZE_MAX (an unchecked option, say) would wrap cap = max + 1. */
+	*b = (struct lg_buf){.max = max_bytes < SIZE_MAX ? max_bytes
+							 : SIZE_MAX - 1};
+}
+
+void lg_buf_release(struct lg_buf *b)
+{
+	if (b == NULL)
+		return;
+	free(b->p);
+	lg_buf_init(b, b->max);
+}
+
+/* Makes room for n more bytes and the NUL, within max: 0 or LG_ELIMIT
+ * (which marks b failed). The capacity doubles, from LG_BUF_FIRST_BYTES,
+ * and stops at max + 1, so that a full buffer holds no more than it may. */
+static int room(struct lg_buf *b, size_t n)
+{
+	size_t need, cap;
+
+	if (b->failed || n > b->max - b->len) {
+		b->failed = true;
+		return LG_ELIMIT;
+	}
+	need = b->len + n + 1;
+	if (need <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : LG_BUF_FIRST_BYTES;
+	while (cap < need)
+		cap = cap > (b->max + 1) / 2 ? b->max + 1 : 2 * cap;
+	if (cap > b->max + 1)
+		cap = b->max + 1;
+	b->p = lg_xrealloc(b->p, cap);
+	b->cap = cap;
+	return 0;
+}
+
+int lg_buf_grow_add(struct lg_buf *b, const void *p, size_t n)
+{
+	int rc = room(b, n);
+
+	if (rc != 0)
+		return rc;
+	if (n > 0)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+int lg_buf_addf(struct lg_buf *b, const char *fmt, ...)
+{
+	size_t left = b->cap - b->len;
+	va_list ap;
+	int n, rc;
+
+	if (b->failed)
+		return LG_ELIMIT;
+	/* Straight into the room left; a second pass only when it is short. */
+	va_start(ap, fmt);
+	n = vsnprintf(left > 0 ? b->p + b->len : NULL, left, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < left) {
+		b->len += (size_t)n;
+		return 0;
+	}
+	rc = n < 0 ? LG_EINVAL : room(b, (size_t)n);
+	if (rc != 0) {
+		if (b->p != NULL)
+			b->p[b->len] = '\0'; /* undo a truncated first pass */
+		return rc;
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+char *lg_buf_detach(struct lg_buf *b, size_t *len)
+{
+	char *p;
+
+	if (b->failed) {
+		lg_buf_release(b);
+		return NULL;
+	}
+	if (b->p == NULL)
+		lg_buf_grow_add(b, "", 0); /* max >= 0: always fits */
+	p = b->p;
+	if (len != NULL)
+		*len = b->len;
+	b->p = NULL;
+	lg_buf_release(b);
+	return p;
 }
 
 void lg_hex(const uint8_t *p, size_t n, char *out)

@@ -586,19 +586,7 @@ static size_t event_members(const struct event *ev, struct mem *m,
 	return n;
 }
 
-/* model__jcs_put_raw, without the call while the buffer has room (three or four
- * pieces of every leaf). */
-static void put_raw(struct jcs_buf *b, const char *s, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		model__jcs_put_raw(b, s, n);
-		return;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-static int put_member(struct jcs_buf *b, const struct mem *m)
+static int put_member(struct lg_buf *b, const struct mem *m)
 {
 	json_t *v;
 	int rc = 0;
@@ -607,18 +595,18 @@ static int put_member(struct jcs_buf *b, const struct mem *m)
 	case MV_STR:
 		return model__jcs_put_string(b, m->s, strlen(m->s));
 	case MV_RAW:
-		put_raw(b, "\"", 1);
-		put_raw(b, m->s, strlen(m->s));
-		put_raw(b, "\"", 1);
+		lg_buf_add(b, "\"", 1);
+		lg_buf_add(b, m->s, strlen(m->s));
+		lg_buf_add(b, "\"", 1);
 		return 0;
 	case MV_INT:
 		model__jcs_put_integer(b, m->i, JCS_INT_STRINGS);
 		return 0;
 	case MV_BOOL:
-		model__jcs_put_raw(b, m->i ? "true" : "false", m->i ? 4 : 5);
+		lg_buf_add(b, m->i ? "true" : "false", m->i ? 4 : 5);
 		return 0;
 	case MV_NULL:
-		model__jcs_put_raw(b, "null", 4);
+		lg_buf_add(b, "null", 4);
 		return 0;
 	default:
 		v = text_json(m->s);
@@ -628,34 +616,32 @@ static int put_member(struct jcs_buf *b, const struct mem *m)
 	}
 }
 
-int event_jcs_write(struct jcs_buf *b, const struct event *ev)
+int event_jcs_write(struct lg_buf *b, const struct event *ev)
 {
 	struct mem m[16];
 	char tbuf[48];
 	size_t n = event_members(ev, m, tbuf, sizeof(tbuf));
 	int rc = 0;
 
-	model__jcs_put_raw(b, "{", 1);
+	lg_buf_add(b, "{", 1);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		/* The first member goes without its comma. */
-		put_raw(b, m[i].key + (i == 0), m[i].klen - (i == 0));
+		lg_buf_add(b, m[i].key + (i == 0), m[i].klen - (i == 0));
 		rc = put_member(b, &m[i]);
 	}
-	model__jcs_put_raw(b, "}", 1);
-	b->p[b->len] = '\0';
-	return rc;
+	lg_buf_add(b, "}", 1);
+	return rc == 0 && !lg_buf_failed(b) ? 0 : -1;
 }
 
 char *event_jcs(const struct event *ev)
 {
-	struct jcs_buf b;
+	struct lg_buf b;
 	char *text = NULL;
 
-	jcs_buf_init(&b);
+	lg_buf_init(&b, JCS_TEXT_MAX_BYTES);
 	if (event_jcs_write(&b, ev) == 0)
-		text = b.p;
-	else
-		jcs_buf_release(&b);
+		text = lg_buf_detach(&b, NULL);
+	lg_buf_release(&b);
 	return text;
 }
 

@@ -28,36 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void jcs_buf_init(struct jcs_buf *b)
-{
-	b->p = NULL;
-	b->len = b->cap = 0;
-}
-
-void jcs_buf_release(struct jcs_buf *b)
-{
-	if (b == NULL)
-		return;
-	free(b->p);
-	jcs_buf_init(b);
-}
-
-static void reserve(struct jcs_buf *b, size_t n)
-{
-	/* The sum cannot wrap (a text that long was never in memory), so the
-	 * buffer is always allocated afterwards. */
-	LG_ASSERT(n < SIZE_MAX - b->len);
-	if (b->len + n + 1 > b->cap)
-		b->p = lg_xgrow(b->p, &b->cap, b->len + n + 1, 256);
-}
-
-void model__jcs_put_raw(struct jcs_buf *b, const char *s, size_t n)
-{
-	reserve(b, n);
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
 /* ---------------------------------------------------------------------- */
 /* UTF-8 */
 
@@ -167,23 +137,20 @@ static bool plain8(uint64_t x)
 		((q - ones) & ~q & high) | ((bs - ones) & ~bs & high)) == 0;
 }
 
-/* One pass: plain runs are copied in one piece, and the buffer is reserved
- * once for the unescaped length (escapes and UTF-8 checks are the rare
- * path), since every Merkle leaf of an append is written here. */
-int model__jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
+/* One pass: plain runs are copied in one piece (escapes and UTF-8 checks
+ * are the rare path), since every Merkle leaf of an append is written
+ * here. A refused add leaves b failed, which the caller tests. */
+int model__jcs_put_string(struct lg_buf *b, const char *str, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)str;
 	size_t i = 0;
 
-	/* Invariant: room for the rest of the input as it is, plus the
-	 * closing quote. */
-	reserve(b, n + 2);
-	b->p[b->len++] = '"';
+	lg_buf_addc(b, '"');
 	while (i < n) {
 		size_t run = i, k;
 		unsigned char c;
-		char *o;
+		char esc[6], *o = esc;
 
 		while (i + 8 <= n) {
 			uint64_t x;
@@ -195,22 +162,18 @@ int model__jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 		}
 		while (i < n && plain(s[i]))
 			i++;
-		memcpy(b->p + b->len, str + run, i - run);
-		b->len += i - run;
+		lg_buf_add(b, str + run, i - run);
 		if (i == n)
 			break;
 		c = s[i];
 		if (c >= 0x80) {
 			if (utf8_decode(s + i, n - i, &k) < 0)
 				return -1;
-			memcpy(b->p + b->len, str + i, k);
-			b->len += k;
+			lg_buf_add(b, str + i, k);
 			i += k;
 			continue;
 		}
 		/* One byte becomes up to six. */
-		reserve(b, n - i + 6 + 1);
-		o = b->p + b->len;
 		*o++ = '\\';
 		switch (c) {
 		case '"':
@@ -239,10 +202,10 @@ int model__jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 			*o++ = hex[c >> 4];
 			*o++ = hex[c & 15];
 		}
-		b->len = (size_t)(o - b->p);
+		lg_buf_add(b, esc, (size_t)(o - esc));
 		i++;
 	}
-	b->p[b->len++] = '"';
+	lg_buf_addc(b, '"');
 	return 0;
 }
 
@@ -252,7 +215,7 @@ int model__jcs_put_string(struct jcs_buf *b, const char *str, size_t n)
 /* The largest integer a double holds exactly with all below it. */
 #define JCS_SAFE_INT 9007199254740991LL
 
-void model__jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
+void model__jcs_put_integer(struct lg_buf *b, json_int_t v, unsigned flags)
 {
 	/* The digits end one before the end, where a closing quote fits. */
 	char tmp[24], *end = tmp + sizeof(tmp) - 1, *p = end;
@@ -266,8 +229,7 @@ void model__jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 	    (v > JCS_SAFE_INT || v < -JCS_SAFE_INT)) {
 		char num[40];
 
-		model__jcs_put_raw(b, num,
-				   model__jcs_format_double((double)v, num));
+		lg_buf_add(b, num, model__jcs_format_double((double)v, num));
 		return;
 	}
 
@@ -282,7 +244,7 @@ void model__jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags)
 		tmp[sizeof(tmp) - 1] = '"';
 		end++;
 	}
-	model__jcs_put_raw(b, p, (size_t)(end - p));
+	lg_buf_add(b, p, (size_t)(end - p));
 }
 
 size_t model__jcs_format_double(double d, char *out)
@@ -383,10 +345,10 @@ static void sort_members(struct member *m, size_t n)
 	}
 }
 
-static int put_value(struct jcs_buf *b, const json_t *v, unsigned flags,
+static int put_value(struct lg_buf *b, const json_t *v, unsigned flags,
 		     size_t max, int depth);
 
-static int put_object(struct jcs_buf *b, const json_t *v, unsigned flags,
+static int put_object(struct lg_buf *b, const json_t *v, unsigned flags,
 		      size_t max, int depth)
 {
 	struct member stack[STACK_MEMBERS], *m = stack;
@@ -410,17 +372,17 @@ static int put_object(struct jcs_buf *b, const json_t *v, unsigned flags,
 	}
 	if (rc == 0)
 		sort_members(m, i);
-	model__jcs_put_raw(b, "{", 1);
+	lg_buf_add(b, "{", 1);
 	for (size_t k = 0; k < i && rc == 0; k++) {
 		if (k > 0)
-			model__jcs_put_raw(b, ",", 1);
+			lg_buf_add(b, ",", 1);
 		rc = model__jcs_put_string(b, m[k].key, m[k].len);
 		if (rc == 0) {
-			model__jcs_put_raw(b, ":", 1);
+			lg_buf_add(b, ":", 1);
 			rc = put_value(b, m[k].v, flags, max, depth + 1);
 		}
 	}
-	model__jcs_put_raw(b, "}", 1);
+	lg_buf_add(b, "}", 1);
 	if (m != stack)
 		free(m);
 	return rc;
@@ -429,7 +391,7 @@ static int put_object(struct jcs_buf *b, const json_t *v, unsigned flags,
 /* Deeper trees than this are refused (the writer recurses). */
 #define JCS_MAX_DEPTH 512
 
-static int put_value(struct jcs_buf *b, const json_t *v, unsigned flags,
+static int put_value(struct lg_buf *b, const json_t *v, unsigned flags,
 		     size_t max, int depth)
 {
 	char num[40];
@@ -442,15 +404,15 @@ static int put_value(struct jcs_buf *b, const json_t *v, unsigned flags,
 		rc = put_object(b, v, flags, max, depth);
 		break;
 	case JSON_ARRAY:
-		model__jcs_put_raw(b, "[", 1);
+		lg_buf_add(b, "[", 1);
 		for (size_t i = 0, n = json_array_size(v); i < n && rc == 0;
 		     i++) {
 			if (i > 0)
-				model__jcs_put_raw(b, ",", 1);
+				lg_buf_add(b, ",", 1);
 			rc = put_value(b, json_array_get(v, i), flags, max,
 				       depth + 1);
 		}
-		model__jcs_put_raw(b, "]", 1);
+		lg_buf_add(b, "]", 1);
 		break;
 	case JSON_STRING:
 		rc = model__jcs_put_string(b, json_string_value(v),
@@ -462,53 +424,67 @@ static int put_value(struct jcs_buf *b, const json_t *v, unsigned flags,
 	case JSON_REAL:
 		if (!isfinite(json_real_value(v)))
 			return -1; /* RFC 8785 3.2.2.2: NaN and Infinity */
-		model__jcs_put_raw(
-			b, num,
-			model__jcs_format_double(json_real_value(v), num));
+		lg_buf_add(b, num,
+			   model__jcs_format_double(json_real_value(v), num));
 		break;
 	case JSON_TRUE:
-		model__jcs_put_raw(b, "true", 4);
+		lg_buf_add(b, "true", 4);
 		break;
 	case JSON_FALSE:
-		model__jcs_put_raw(b, "false", 5);
+		lg_buf_add(b, "false", 5);
 		break;
 	default:
-		model__jcs_put_raw(b, "null", 4);
+		lg_buf_add(b, "null", 4);
 		break;
 	}
-	return rc == 0 && b->len <= max ? 0 : -1;
+	return rc == 0 && b->len <= max && !lg_buf_failed(b) ? 0 : -1;
 }
 
-int model__jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
+int model__jcs_write(struct lg_buf *b, const json_t *v, unsigned flags,
 		     size_t max_bytes)
 {
 	int rc = v != NULL ? put_value(b, v, flags, max_bytes, 0) : -1;
 
-	reserve(b, 0);
-	b->p[b->len] = '\0';
+	lg_buf_add(b, "", 0); /* b->p is a string even when v wrote nothing */
 	return rc;
 }
 
 char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
-	       struct jcs_buf *scratch)
+	       struct lg_buf *scratch)
 {
-	struct jcs_buf own;
-	struct jcs_buf *b = scratch != NULL ? scratch : &own;
+	struct lg_buf own, *b = model__jcs_begin(scratch, &own, max_bytes);
+
+	return model__jcs_end(b, &own,
+			      model__jcs_write(b, v, flags, max_bytes) == 0);
+}
+
+struct lg_buf *model__jcs_begin(struct lg_buf *scratch, struct lg_buf *own,
+				size_t max_bytes)
+{
+	if (scratch == NULL) {
+		lg_buf_init(own, max_bytes < JCS_TEXT_MAX_BYTES
+					 ? max_bytes
+					 : JCS_TEXT_MAX_BYTES);
+		return own;
+	}
+	lg_buf_reset(scratch);
+	return scratch;
+}
+
+char *model__jcs_end(struct lg_buf *b, struct lg_buf *own, bool ok)
+{
 	char *text = NULL;
 
-	if (scratch == NULL)
-		jcs_buf_init(&own);
-	b->len = 0;
-	if (model__jcs_write(b, v, flags, max_bytes) == 0)
+	if (ok)
 		text = memcpy(lg_xmalloc(b->len + 1), b->p, b->len + 1);
-	if (scratch == NULL)
-		jcs_buf_release(&own);
+	if (b == own)
+		lg_buf_release(own);
 	return text;
 }
 
 char *json_canonical(const json_t *v)
 {
-	return jcs_text(v, 0, SIZE_MAX, NULL);
+	return jcs_text(v, 0, JCS_TEXT_MAX_BYTES, NULL);
 }
 
 /* ---------------------------------------------------------------------- */

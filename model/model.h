@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------------- */
 /* Errors (one table in model/err.c produces lg_strerror and model__errname). */
@@ -89,9 +90,84 @@ void *lg_xcalloc(size_t n, size_t size);
 void *lg_xrealloc(void *p, size_t n);
 char *lg_xstrdup(const char *s);
 
-/* p (of *cap bytes, from lg_xmalloc or NULL) grown to hold need bytes: *cap
- * doubles, from first when 0, until it does; returns the (moved) block. */
-void *lg_xgrow(void *p, size_t *cap, size_t need, size_t first);
+/* A bounded dynamic buffer (model/base.c), after curl's dynbuf.
+ *
+ * Every byte buffer that grows (canonical JSON, answers and metrics pages,
+ * request and response bodies, encoded records) is a struct lg_buf whose
+ * maximum is fixed by lg_buf_init: an add that would take the content past
+ * max bytes appends nothing and returns LG_ELIMIT, never growth (STYLE
+ * "Bound everything"). The refusal sticks: every later add fails too until
+ * lg_buf_reset, so a writer of many pieces may test once, at the end
+ * (lg_buf_failed, or lg_buf_detach's NULL). Running out of memory aborts,
+ * as lg_xmalloc does.
+ *
+ * Invariants: len <= max < SIZE_MAX and cap <= max + 1; p is NULL until
+ * the first add (one of 0 bytes allocates), and from then on holds len
+ * bytes and a NUL, so that p is a C string when the content has none.
+ * Callers read p and len and change them only through these functions; p
+ * is borrowed until the next add, reset or release.
+ *
+ * Arrays of elements (the state's tables, verdict checks, queues) are not
+ * byte buffers and grow by their own doubling, bounded by what they count;
+ * so do fixed arrays written in place (an HTTP answer's head). */
+struct lg_buf {
+	char *p;
+	size_t len, cap, max;
+	bool failed;
+};
+/* An empty buffer of at most max_bytes bytes (SIZE_MAX is taken as
+ * SIZE_MAX - 1); allocates nothing. */
+void lg_buf_init(struct lg_buf *b, size_t max_bytes);
+/* Frees the bytes; b is empty and usable again, with the same max. b may
+ * be NULL. */
+void lg_buf_release(struct lg_buf *b);
+/* lg_buf_add's slow path (growth, refusal); call lg_buf_add. */
+int lg_buf_grow_add(struct lg_buf *b, const void *p, size_t n);
+/* Appends printf's text of fmt: 0, or LG_ELIMIT as lg_buf_add (LG_EINVAL
+ * when vsnprintf fails); on error nothing is appended. */
+int lg_buf_addf(struct lg_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Hands the content (len bytes and a NUL, never NULL) to the caller, who
+ * frees it with free(); b is empty afterwards. *len (len may be NULL) gets
+ * the length. NULL, b released, when an add failed. */
+char *lg_buf_detach(struct lg_buf *b, size_t *len);
+
+/* Appends the n bytes at p: 0, or LG_ELIMIT (nothing appended) when len + n
+ * would pass max or an earlier add failed. Inline: the canonical JSON
+ * writer and the record encoders add a few bytes at a time on the append
+ * and ingest paths. */
+static inline int lg_buf_add(struct lg_buf *b, const void *p, size_t n)
+{
+	/* cap <= max + 1, so room within cap is room within max. */
+	if (b->failed || n >= b->cap - b->len)
+		return lg_buf_grow_add(b, p, n);
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+/* Appends one byte, as lg_buf_add. */
+static inline int lg_buf_addc(struct lg_buf *b, char c)
+{
+	return lg_buf_add(b, &c, 1);
+}
+
+/* Empties b, keeping its allocation and max, and clears a failure. */
+static inline void lg_buf_reset(struct lg_buf *b)
+{
+	b->len = 0;
+	b->failed = false;
+	if (b->p != NULL)
+		b->p[0] = '\0';
+}
+
+/* Whether an add was refused since the last init, reset or release. */
+static inline bool lg_buf_failed(const struct lg_buf *b)
+{
+	return b->failed;
+}
+
 /* The n bytes at p as 2n lowercase hex digits and a NUL into out (2n + 1
  * bytes, the caller's). */
 void lg_hex(const uint8_t *p, size_t n, char *out);
@@ -348,10 +424,9 @@ json_t *event_to_json(const struct event *ev);
  * JCS_INT_STRINGS, what `log` prints and what a Merkle leaf hashes. NULL
  * only for text that is not UTF-8. Caller frees. */
 char *event_jcs(const struct event *ev);
-/* The same appended to b (NUL-terminated), for callers that hash many;
- * -1 where event_jcs gives NULL. */
-struct jcs_buf;
-int event_jcs_write(struct jcs_buf *b, const struct event *ev);
+/* The same appended to b, for callers that hash many; -1 where event_jcs
+ * gives NULL or b refuses the text (its max). */
+int event_jcs_write(struct lg_buf *b, const struct event *ev);
 /* Reads the JSON form. Strings are borrowed from v; CLASS "definition" and
  * VERDICT "record" are objects in JSON: they are rendered canonically into
  * *scratch (caller frees with free()). seq and time are optional (0). */
@@ -386,18 +461,19 @@ const char *time_user_why(const char *s);
 #define JCS_INT_STRINGS 1u
 #define JCS_INT_DOUBLES 2u
 
-struct jcs_buf {
-	char *p;
-	size_t len, cap;
-};
-void jcs_buf_init(struct jcs_buf *b);
-void jcs_buf_release(struct jcs_buf *b);
+/* The bound of a canonical text whose caller names none (json_canonical,
+ * the answers and outputs written from a tree in memory): far above the
+ * largest written today (replay --json or /v1/tenants of a whole state),
+ * low enough that a runaway tree fails instead of taking the memory. */
+#define JCS_TEXT_MAX_BYTES ((size_t)1 << 30)
 /* JCS of v as a malloc'ed string of its own size (caller frees), NULL on
- * failure. Built in scratch (may be NULL), which a caller that writes many
- * keeps, so that only the copy is allocated each time. */
+ * failure or past max_bytes. Built in scratch (may be NULL: then in a
+ * buffer of at most max_bytes, or JCS_TEXT_MAX_BYTES if less), which a
+ * caller that writes many keeps, so that only the copy is allocated each
+ * time; scratch's own max bounds the text too. */
 char *jcs_text(const json_t *v, unsigned flags, size_t max_bytes,
-	       struct jcs_buf *scratch);
-/* jcs_text(v, 0, SIZE_MAX, NULL). Caller frees. */
+	       struct lg_buf *scratch);
+/* jcs_text(v, 0, JCS_TEXT_MAX_BYTES, NULL). Caller frees. */
 char *json_canonical(const json_t *v);
 /* JSON read as JCS reads it (DESIGN 3.5, 4.4): every number an IEEE
  * double, an integral one within +-(2^53-1) a JSON integer (so -0 is 0),
@@ -597,7 +673,8 @@ int state_walk(const state_t *st, const struct state_walk_fns *f, void *ctx);
  * serialisation of the whole state. Equal states encode to equal bytes (the
  * order of records is sorted, derived data such as subtree totals is left
  * out and recomputed), so verify can compare a replay with a checkpoint
- * byte for byte. state_encode: *buf is malloc'ed, caller frees.
+ * byte for byte. state_encode: *buf is malloc'ed, caller frees; LG_ELIMIT
+ * past 1 TiB (more than a ledger's default map holds).
  * state_decode validates everything (lengths, counts, names, enums, that
  * units are non-negative and the tree is consistent) and never crashes on
  * bad bytes: LG_ECORRUPT with detail, LG_EVERSION for another version. */
@@ -694,13 +771,14 @@ int verdict_judge(const state_t *st, const struct verdict_request *r,
 /* Appends the canonical JSON (RFC 8785) of v with the members of what to
  * b: integers beyond +-(2^53-1) as the doubles JCS gives them (int_flags
  * JCS_INT_DOUBLES; 0 writes their exact digits, as records were written
- * before). -1 (b holds a part) when longer than max_bytes. */
-int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
+ * before). -1 (b holds a part) when longer than max_bytes or than b's
+ * max. */
+int verdict_write(struct lg_buf *b, const struct verdict *v, unsigned what,
 		  unsigned int_flags, size_t max_bytes);
 /* The record text of v (verdict_write of VERDICT_W_RECORD with
  * JCS_INT_DOUBLES), NULL when longer than max_bytes. Caller frees. */
 char *verdict_record_text(const struct verdict *v, size_t max_bytes,
-			  struct jcs_buf *scratch);
+			  struct lg_buf *scratch);
 /* The AdmissionReview v1 answering review uid with v (new reference):
  * status, warnings, and as audit annotations the record's id and seq when
  * recorded (recorded false: a dry run, said so instead). */

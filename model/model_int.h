@@ -148,10 +148,17 @@ int64_t model__holder_map_units(const struct holder_map *hm, uint32_t cls);
 
 /* Events. */
 enum event_type model__event_type_parse(const char *s); /* EV_NONE if unknown */
-/* Appends JCS of v to b (NUL-terminated); -1 on failure or once b holds
- * more than max_bytes (b's content is then undefined). */
-int model__jcs_write(struct jcs_buf *b, const json_t *v, unsigned flags,
+/* Appends JCS of v to b; -1 on failure or once b holds more than max_bytes
+ * or refuses an add (b's content is then undefined). */
+int model__jcs_write(struct lg_buf *b, const json_t *v, unsigned flags,
 		     size_t max_bytes);
+/* A text built in a caller's scratch (emptied) or, when scratch is NULL, in
+ * own (of at most max_bytes, or JCS_TEXT_MAX_BYTES if less): begin gives
+ * the buffer to write; end copies it out when ok (caller frees; NULL
+ * otherwise) and releases own. */
+struct lg_buf *model__jcs_begin(struct lg_buf *scratch, struct lg_buf *own,
+				size_t max_bytes);
+char *model__jcs_end(struct lg_buf *b, struct lg_buf *own, bool ok);
 /* Compares names by UTF-16 code units (RFC 8785 3.2.3); both valid UTF-8. */
 int model__jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
 /* ECMAScript Number::toString of a finite d into out (>= 32 bytes); returns
@@ -400,10 +407,10 @@ int model__state_from_events_json(const json_t *events, state_t **out,
 				  struct lg_error *err);
 
 /* Pieces of the JCS writer (model/jcs.c) for writers of known shapes
- * (event_jcs): raw bytes, a string (-1 when not UTF-8), an integer. */
-void model__jcs_put_raw(struct jcs_buf *b, const char *s, size_t n);
-int model__jcs_put_string(struct jcs_buf *b, const char *str, size_t n);
-void model__jcs_put_integer(struct jcs_buf *b, json_int_t v, unsigned flags);
+ * (event_jcs): a string (-1 when not UTF-8), an integer; raw bytes are
+ * lg_buf_add. A refused add shows in lg_buf_failed(b). */
+int model__jcs_put_string(struct lg_buf *b, const char *str, size_t n);
+void model__jcs_put_integer(struct lg_buf *b, json_int_t v, unsigned flags);
 
 /* ---------------------------------------------------------------------- */
 /* One class table entry (model/classes.c; the table is in model.h). */

@@ -116,62 +116,52 @@ static void pmap_release(struct pmap *m)
 /* ---------------------------------------------------------------------- */
 /* Writing */
 
-struct wbuf {
-	uint8_t *p;
-	size_t len, cap;
-};
+/* The bound of a state's encoding: the ledger's default map (1 TiB), which
+ * no checkpoint of a larger state would fit; the state itself is bounded
+ * by the objects alive. The writers add unchecked (a refusal sticks) and
+ * state_encode tests once. */
+#define STATE_ENCODE_MAX_BYTES ((size_t)1 << 40)
 
-static void w_room(struct wbuf *w, size_t n)
+static void w_u8(struct lg_buf *w, uint8_t b)
 {
-	if (w->len + n <= w->cap)
-		return;
-	while (w->len + n > w->cap)
-		w->cap = w->cap ? w->cap * 2 : 4096;
-	w->p = lg_xrealloc(w->p, w->cap);
+	lg_buf_addc(w, (char)b);
 }
 
-static void w_u8(struct wbuf *w, uint8_t b)
+static void w_uv(struct lg_buf *w, uint64_t v)
 {
-	w_room(w, 1);
-	w->p[w->len++] = b;
-}
+	uint8_t b[10];
+	size_t n = 0;
 
-static void w_uv(struct wbuf *w, uint64_t v)
-{
-	w_room(w, 10);
 	while (v >= 0x80) {
-		w->p[w->len++] = (uint8_t)(v | 0x80);
+		b[n++] = (uint8_t)(v | 0x80);
 		v >>= 7;
 	}
-	w->p[w->len++] = (uint8_t)v;
+	b[n++] = (uint8_t)v;
+	lg_buf_add(w, b, n);
 }
 
 /* Zigzag: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ... */
-static void w_sv(struct wbuf *w, int64_t v)
+static void w_sv(struct lg_buf *w, int64_t v)
 {
 	uint64_t u = (uint64_t)v << 1;
 
 	w_uv(w, v < 0 ? ~u : u);
 }
 
-static void w_bytes(struct wbuf *w, const void *p, size_t n)
+static void w_bytes(struct lg_buf *w, const void *p, size_t n)
 {
 	w_uv(w, n);
-	w_room(w, n);
-	memcpy(w->p + w->len, p, n);
-	w->len += n;
+	lg_buf_add(w, p, n);
 }
 
-static void w_str(struct wbuf *w, const char *s)
+static void w_str(struct lg_buf *w, const char *s)
 {
 	w_bytes(w, s, strlen(s));
 }
 
-static void enc_header(struct wbuf *w, const state_t *st)
+static void enc_header(struct lg_buf *w, const state_t *st)
 {
-	w_room(w, SC_HEADER_LEN);
-	memcpy(w->p, SC_MAGIC, SC_MAGIC_LEN);
-	w->len = SC_MAGIC_LEN;
+	lg_buf_add(w, SC_MAGIC, SC_MAGIC_LEN);
 	w_u8(w, SC_VERSION);
 	w_uv(w, st->seq);
 	w_sv(w, st->time_ns);
@@ -180,7 +170,7 @@ static void enc_header(struct wbuf *w, const state_t *st)
 	w_uv(w, st->n_notes);
 }
 
-static int enc_classes(struct wbuf *w, const state_t *st)
+static int enc_classes(struct lg_buf *w, const state_t *st)
 {
 	w_uv(w, st->n_cls);
 	for (uint32_t i = 0; i < st->n_cls; i++)
@@ -200,7 +190,7 @@ static int enc_classes(struct wbuf *w, const state_t *st)
 	return 0;
 }
 
-static void enc_nodes(struct wbuf *w, const state_t *st,
+static void enc_nodes(struct lg_buf *w, const state_t *st,
 		      struct noderec *const *nodes, size_t n)
 {
 	w_uv(w, n);
@@ -229,7 +219,7 @@ static bool bill_zero(const struct bill *b)
 }
 
 /* Everything of a namespace but its holders. */
-static void enc_ns(struct wbuf *w, const state_t *st, const struct nsrec *ns)
+static void enc_ns(struct lg_buf *w, const state_t *st, const struct nsrec *ns)
 {
 	uint32_t k = 0;
 
@@ -260,7 +250,7 @@ static void enc_ns(struct wbuf *w, const state_t *st, const struct nsrec *ns)
 
 /* A node a holder's units point at is always in the node table; LG_ECORRUPT
  * if the state says otherwise. */
-static int enc_holder(struct wbuf *w, const struct holder *h,
+static int enc_holder(struct lg_buf *w, const struct holder *h,
 		      const struct pmap *nodes)
 {
 	w_u8(w, h->kind);
@@ -358,7 +348,7 @@ static struct hsort *holders_sorted(const state_t *st,
 	return v;
 }
 
-static int enc_spaces(struct wbuf *w, const state_t *st,
+static int enc_spaces(struct lg_buf *w, const state_t *st,
 		      const struct pmap *nodes)
 {
 	size_t n_ns, n_h = st->holder_index.n, k = 0;
@@ -385,7 +375,7 @@ static int enc_spaces(struct wbuf *w, const state_t *st,
 
 int state_encode(const state_t *st, uint8_t **buf, size_t *len)
 {
-	struct wbuf w = {0};
+	struct lg_buf w;
 	size_t n_nodes;
 	struct noderec **nodes = model__state_nodes_sorted(st, &n_nodes);
 	struct pmap map;
@@ -393,6 +383,7 @@ int state_encode(const state_t *st, uint8_t **buf, size_t *len)
 
 	*buf = NULL;
 	*len = 0;
+	lg_buf_init(&w, STATE_ENCODE_MAX_BYTES);
 	pmap_init(&map, n_nodes);
 	for (size_t i = 0; i < n_nodes; i++)
 		pmap_put(&map, nodes[i], i);
@@ -404,12 +395,13 @@ int state_encode(const state_t *st, uint8_t **buf, size_t *len)
 	}
 	pmap_release(&map);
 	free(nodes);
+	if (rc == 0 && lg_buf_failed(&w))
+		rc = LG_ELIMIT;
 	if (rc != 0) {
-		free(w.p);
+		lg_buf_release(&w);
 		return rc;
 	}
-	*buf = w.p;
-	*len = w.len;
+	*buf = (uint8_t *)lg_buf_detach(&w, len);
 	return 0;
 }
 

@@ -331,48 +331,48 @@ static const char *const kind_names[VERDICT_KIND_MAX] = {
 };
 
 /* "key": (a member name; the caller writes the comma). */
-static void put_key(struct jcs_buf *b, const char *key)
+static void put_key(struct lg_buf *b, const char *key)
 {
-	model__jcs_put_raw(b, "\"", 1);
-	model__jcs_put_raw(b, key, strlen(key));
-	model__jcs_put_raw(b, "\":", 2);
+	lg_buf_add(b, "\"", 1);
+	lg_buf_add(b, key, strlen(key));
+	lg_buf_add(b, "\":", 2);
 }
 
 /* ,"key": (a member after the first). */
-static void put_next(struct jcs_buf *b, const char *key)
+static void put_next(struct lg_buf *b, const char *key)
 {
-	model__jcs_put_raw(b, ",", 1);
+	lg_buf_add(b, ",", 1);
 	put_key(b, key);
 }
 
-static int put_str(struct jcs_buf *b, const char *s)
+static int put_str(struct lg_buf *b, const char *s)
 {
 	return model__jcs_put_string(b, s, strlen(s));
 }
 
-static void put_u64(struct jcs_buf *b, uint64_t u, unsigned flags)
+static void put_u64(struct lg_buf *b, uint64_t u, unsigned flags)
 {
 	LG_ASSERT(u <= INT64_MAX);
 	model__jcs_put_integer(b, (json_int_t)u, flags);
 }
 
-static void put_bool(struct jcs_buf *b, bool v)
+static void put_bool(struct lg_buf *b, bool v)
 {
-	model__jcs_put_raw(b, v ? "true" : "false", v ? 4 : 5);
+	lg_buf_add(b, v ? "true" : "false", v ? 4 : 5);
 }
 
 /* One check, members in JCS order. */
-static int put_check(struct jcs_buf *b, const struct verdict_check *c,
+static int put_check(struct lg_buf *b, const struct verdict_check *c,
 		     unsigned flags)
 {
 	int rc;
 
-	model__jcs_put_raw(b, "{", 1);
+	lg_buf_add(b, "{", 1);
 	put_key(b, "budget");
 	if (c->has_budget)
 		model__jcs_put_integer(b, c->budget, flags);
 	else
-		model__jcs_put_raw(b, "null", 4);
+		lg_buf_add(b, "null", 4);
 	put_next(b, "growth");
 	model__jcs_put_integer(b, c->growth, flags);
 	put_next(b, "key");
@@ -383,16 +383,16 @@ static int put_check(struct jcs_buf *b, const struct verdict_check *c,
 	if (c->has_budget)
 		model__jcs_put_integer(b, c->remaining, flags);
 	else
-		model__jcs_put_raw(b, "null", 4);
+		lg_buf_add(b, "null", 4);
 	put_next(b, "tenant");
 	rc |= put_str(b, c->tenant);
 	put_next(b, "used");
 	model__jcs_put_integer(b, c->used, flags);
-	model__jcs_put_raw(b, "}", 1);
+	lg_buf_add(b, "}", 1);
 	return rc;
 }
 
-int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
+int verdict_write(struct lg_buf *b, const struct verdict *v, unsigned what,
 		  unsigned int_flags, size_t max_bytes)
 {
 	unsigned f = int_flags & JCS_INT_DOUBLES;
@@ -403,7 +403,7 @@ int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
 	LG_ASSERT(v->kind == VERDICT_ADMISSION ||
 		  v->kind == VERDICT_DECLARATION);
 	/* Members in JCS order (RFC 8785 3.2.3: all ASCII, so byte order). */
-	model__jcs_put_raw(b, "{", 1);
+	lg_buf_add(b, "{", 1);
 	put_key(b, "allowed");
 	put_bool(b, v->allowed);
 	if (what & VERDICT_W_BASIS) {
@@ -413,13 +413,13 @@ int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
 		rc |= put_str(b, v->chain_head);
 	}
 	put_next(b, "checks");
-	model__jcs_put_raw(b, "[", 1);
+	lg_buf_add(b, "[", 1);
 	for (size_t i = 0; i < v->n_checks; i++) {
 		if (i > 0)
-			model__jcs_put_raw(b, ",", 1);
+			lg_buf_add(b, ",", 1);
 		rc |= put_check(b, &v->checks[i], f);
 	}
-	model__jcs_put_raw(b, "]", 1);
+	lg_buf_add(b, "]", 1);
 	if (what & VERDICT_W_ID) {
 		put_next(b, "id");
 		put_u64(b, v->id, f);
@@ -441,45 +441,35 @@ int verdict_write(struct jcs_buf *b, const struct verdict *v, unsigned what,
 	put_next(b, "type");
 	rc |= put_str(b, kind_names[v->kind]);
 	put_next(b, "warnings");
-	model__jcs_put_raw(b, "[", 1);
+	lg_buf_add(b, "[", 1);
 	for (size_t i = 0; i < v->n_warnings; i++) {
 		if (i > 0)
-			model__jcs_put_raw(b, ",", 1);
+			lg_buf_add(b, ",", 1);
 		rc |= put_str(b, v->warnings[i]);
 	}
-	model__jcs_put_raw(b, "]}", 2);
-	model__jcs_put_raw(b, "", 0);
-	b->p[b->len] = '\0';
-	return rc == 0 && b->len <= max_bytes ? 0 : -1;
+	lg_buf_add(b, "]}", 2);
+	return rc == 0 && b->len <= max_bytes && !lg_buf_failed(b) ? 0 : -1;
 }
 
 char *verdict_record_text(const struct verdict *v, size_t max_bytes,
-			  struct jcs_buf *scratch)
+			  struct lg_buf *scratch)
 {
-	struct jcs_buf own;
-	struct jcs_buf *b = scratch != NULL ? scratch : &own;
-	char *text = NULL;
+	struct lg_buf own, *b = model__jcs_begin(scratch, &own, max_bytes);
 
-	if (scratch == NULL)
-		jcs_buf_init(&own);
-	b->len = 0;
-	if (verdict_write(b, v, VERDICT_W_RECORD, JCS_INT_DOUBLES, max_bytes) ==
-	    0)
-		text = memcpy(lg_xmalloc(b->len + 1), b->p, b->len + 1);
-	if (scratch == NULL)
-		jcs_buf_release(&own);
-	return text;
+	return model__jcs_end(b, &own,
+			      verdict_write(b, v, VERDICT_W_RECORD,
+					    JCS_INT_DOUBLES, max_bytes) == 0);
 }
 
 json_t *model__verdict_to_json(const struct verdict *v, unsigned what)
 {
-	struct jcs_buf b;
+	struct lg_buf b;
 	json_t *j = NULL;
 
-	jcs_buf_init(&b);
+	lg_buf_init(&b, JCS_TEXT_MAX_BYTES);
 	if (verdict_write(&b, v, what, JCS_INT_DOUBLES, SIZE_MAX) == 0)
 		j = json_loadb_doubles(b.p, b.len, 0, NULL);
-	jcs_buf_release(&b);
+	lg_buf_release(&b);
 	LG_ASSERT(j != NULL);
 	return j;
 }
@@ -560,16 +550,16 @@ int verdict_record_parse(const char *record, size_t len,
 static bool same_record(const struct verdict *v, const char *text,
 			const char *record, size_t len)
 {
-	struct jcs_buf b;
+	struct lg_buf b;
 	bool same;
 
 	if (text != NULL && strlen(text) == len &&
 	    memcmp(text, record, len) == 0)
 		return true;
-	jcs_buf_init(&b);
+	lg_buf_init(&b, JCS_TEXT_MAX_BYTES);
 	same = verdict_write(&b, v, VERDICT_W_RECORD, 0, SIZE_MAX) == 0 &&
 	       b.len == len && memcmp(b.p, record, len) == 0;
-	jcs_buf_release(&b);
+	lg_buf_release(&b);
 	return same;
 }
 

@@ -122,6 +122,15 @@ void query__handle_metrics(struct query_server *qs, struct request *rq)
 		json_object_get(query__tenant_cache_get(qs)->doc, "tenants"),
 		&len);
 
+	if (text == NULL) {
+		query__reply_json(
+			qs, rq, 500,
+			json_pack("{s:s, s:I}", "error",
+				  "the metrics page would pass its bound",
+				  "maxBytes",
+				  (json_int_t)qs->o.max_metrics_bytes));
+		return;
+	}
 	query__reply_raw(qs, rq, 200,
 			 "text/plain; version=0.0.4; charset=utf-8", text, len);
 }

@@ -52,8 +52,8 @@ struct conn {
 	int handles; /* open uv handles; freed when 0 */
 
 	/* The request being read. */
-	char *url, *body;
-	size_t url_len, url_cap, body_len, body_cap;
+	struct lg_buf url;  /* at most o.max_url_bytes */
+	struct lg_buf body; /* at most o.max_body_bytes */
 	char field[FIELD_KEEP];
 	size_t field_len, header_bytes;
 	unsigned n_headers;
@@ -257,8 +257,8 @@ static void on_handle_closed(uv_handle_t *h)
 
 	if (--c->handles > 0)
 		return;
-	free(c->url);
-	free(c->body);
+	lg_buf_release(&c->url);
+	lg_buf_release(&c->body);
 	free(c->held);
 	query__tls_conn_free(c->tls);
 	free(c);
@@ -515,7 +515,8 @@ static void conn_write(struct conn *c, const char *head, size_t hn,
  * ending in CRLF; extra at most QUERY_EXTRA_HEADER_MAX bytes). */
 /* An answer's head being written. The route's header lines are constants
  * of the route table and extra is bounded: a head that does not fit is a
- * programmer error. */
+ * programmer error. A fixed array on the stack, not an lg_buf: its size is
+ * known here, and every answer writes one. */
 struct head_buf {
 	char *p, *end;
 };
@@ -874,28 +875,6 @@ void query__reply_busy(struct query_server *qs, struct request *rq,
 /* ---------------------------------------------------------------------- */
 /* Parser callbacks: collect the request within its bounds. */
 
-/* Appends s to a buffer of at most max bytes (plus a NUL). */
-static bool buf_add(char **p, size_t *len, size_t *cap, size_t max,
-		    const char *s, size_t n)
-{
-	if (n > max - *len)
-		return false;
-	if (*len + n + 1 > *cap) {
-		size_t nc = *cap ? *cap : 256;
-
-		while (nc < *len + n + 1)
-			nc *= 2;
-		if (nc > max + 1)
-			nc = max + 1;
-		*p = lg_xrealloc(*p, nc);
-		*cap = nc;
-	}
-	memcpy(*p + *len, s, n);
-	*len += n;
-	(*p)[*len] = '\0';
-	return true;
-}
-
 static int refuse(struct conn *c, int status)
 {
 	c->reject = status;
@@ -908,18 +887,17 @@ static int on_message_begin(http_parser *p)
 
 	c->in_request = true;
 	c->t0_ns = query__now_ns();
-	c->url_len = c->body_len = c->header_bytes = c->auth_len = 0;
+	lg_buf_reset(&c->url);
+	lg_buf_reset(&c->body);
+	c->header_bytes = c->auth_len = 0;
 	c->n_headers = 0;
 	c->last_was_value = true;
 	c->auth_seen = c->auth_bad = c->expect_continue = false;
 	c->hf = HF_OTHER;
 	/* A body buffer that a large request grew is not kept for the
 	 * small requests that usually follow. */
-	if (c->body_cap > (64u << 10)) {
-		free(c->body);
-		c->body = NULL;
-		c->body_cap = 0;
-	}
+	if (c->body.cap > (64u << 10))
+		lg_buf_release(&c->body);
 	/* A half-open connection keeps the deadline of its accept. */
 	if (!c->half_open)
 		timer_set(c, c->qs->o.request_ms);
@@ -930,8 +908,7 @@ static int on_url(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = p->data;
 
-	if (!buf_add(&c->url, &c->url_len, &c->url_cap, c->qs->o.max_url_bytes,
-		     at, len))
+	if (lg_buf_add(&c->url, at, len) != 0)
 		return refuse(c, 414);
 	return 0;
 }
@@ -1025,8 +1002,7 @@ static int on_body(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = p->data;
 
-	if (!buf_add(&c->body, &c->body_len, &c->body_cap,
-		     c->qs->o.max_body_bytes, at, len))
+	if (lg_buf_add(&c->body, at, len) != 0)
 		return refuse(c, 413);
 	return 0;
 }
@@ -1193,24 +1169,25 @@ static void dispatch(struct conn *c)
 			     .route = R_NONE,
 			     .t0_ns = c->t0_ns,
 			     .query = "",
-			     .body = c->body ? c->body : "",
-			     .body_len = c->body_len};
+			     .body = c->body.p ? c->body.p : "",
+			     .body_len = c->body.len};
 	char *seg[ROUTE_SEGS_MAX + 1], *pathbuf, small[512];
 	size_t n = 0, po, pl, qo, ql;
 	int status;
 
-	if (query__target_split(c->url, c->url_len, &po, &pl, &qo, &ql) != 0) {
+	if (query__target_split(c->url.p ? c->url.p : "", c->url.len, &po, &pl,
+				&qo, &ql) != 0) {
 		query__reply_error(qs, &rq, 400, "malformed request target");
 		return;
 	}
 	pathbuf = pl < sizeof(small) ? small : lg_xmalloc(pl + 1);
-	if (query__path_split(c->url + po, pl, seg, &n, pathbuf, pl + 1) !=
+	if (query__path_split(c->url.p + po, pl, seg, &n, pathbuf, pl + 1) !=
 	    0) {
 		query__reply_error(qs, &rq, 404, "no such endpoint");
 		goto out;
 	}
 	if (ql > 0) {
-		rq.query = c->url + qo;
+		rq.query = c->url.p + qo;
 		rq.query_len = ql;
 	}
 	rq.route =
@@ -1291,6 +1268,8 @@ void query__conn_accept(struct query_server *qs, uv_stream_t *listener)
 	struct peer_key k;
 
 	c->qs = qs;
+	lg_buf_init(&c->url, qs->o.max_url_bytes);
+	lg_buf_init(&c->body, qs->o.max_body_bytes);
 	c->tcp.data = c->timer.data = c;
 	c->handles = 1;
 	c->probe_only = listener == (uv_stream_t *)&qs->probe_listener;

@@ -80,21 +80,20 @@ static const char *route_label(size_t r)
 	return r < R_MAX ? query__routes[r].name : "none";
 }
 
-static void head(struct sbuf *b, const char *name, const char *type,
+static void head(struct lg_buf *b, const char *name, const char *type,
 		 const char *help)
 {
-	query__sbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
-			   type);
+	lg_buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void render_requests(struct sbuf *b, const struct metrics *m)
+static void render_requests(struct lg_buf *b, const struct metrics *m)
 {
 	head(b, "gpuledger_http_requests_total", "counter",
 	     "HTTP requests answered, by route and status code.");
 	for (size_t r = 0; r <= R_MAX; r++)
 		for (size_t c = 0; c <= N_CODES; c++)
 			if (m->requests[r][c] > 0)
-				query__sbuf_printf(
+				lg_buf_addf(
 					b,
 					"gpuledger_http_requests_total{"
 					"route=\"%s\",code=\"%s%d\"} %llu\n",
@@ -104,7 +103,7 @@ static void render_requests(struct sbuf *b, const struct metrics *m)
 					(unsigned long long)m->requests[r][c]);
 }
 
-static void render_latency(struct sbuf *b, const struct metrics *m)
+static void render_latency(struct lg_buf *b, const struct metrics *m)
 {
 	const char *n = "gpuledger_http_request_duration_seconds";
 
@@ -117,30 +116,30 @@ static void render_latency(struct sbuf *b, const struct metrics *m)
 			continue;
 		for (size_t i = 0; i < METRIC_LAT_BUCKETS; i++) {
 			cum += m->lat[r][i];
-			query__sbuf_printf(
-				b, "%s_bucket{route=\"%s\",le=\"%s\"} %llu\n",
-				n, route_label(r), lat_le[i],
-				(unsigned long long)cum);
+			lg_buf_addf(b,
+				    "%s_bucket{route=\"%s\",le=\"%s\"} %llu\n",
+				    n, route_label(r), lat_le[i],
+				    (unsigned long long)cum);
 		}
-		query__sbuf_printf(
-			b, "%s_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", n,
-			route_label(r), (unsigned long long)m->lat_count[r]);
-		query__sbuf_printf(b, "%s_sum{route=\"%s\"} %.9f\n", n,
-				   route_label(r), m->lat_sum[r]);
-		query__sbuf_printf(b, "%s_count{route=\"%s\"} %llu\n", n,
-				   route_label(r),
-				   (unsigned long long)m->lat_count[r]);
+		lg_buf_addf(b, "%s_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", n,
+			    route_label(r),
+			    (unsigned long long)m->lat_count[r]);
+		lg_buf_addf(b, "%s_sum{route=\"%s\"} %.9f\n", n, route_label(r),
+			    m->lat_sum[r]);
+		lg_buf_addf(b, "%s_count{route=\"%s\"} %llu\n", n,
+			    route_label(r),
+			    (unsigned long long)m->lat_count[r]);
 	}
 }
 
-static void render_verdicts(struct sbuf *b, const struct metrics *m)
+static void render_verdicts(struct lg_buf *b, const struct metrics *m)
 {
 	head(b, "gpuledger_verdicts_total", "counter",
 	     "Verdicts recorded and answered, by type and reason.");
 	for (size_t t = 0; t < VERDICT_KIND_MAX; t++)
 		for (size_t i = 0; i <= N_REASONS; i++)
 			if (m->verdicts[t][i] > 0)
-				query__sbuf_printf(
+				lg_buf_addf(
 					b,
 					"gpuledger_verdicts_total{type=\"%s\""
 					",reason=\"%s\"} %llu\n",
@@ -149,14 +148,14 @@ static void render_verdicts(struct sbuf *b, const struct metrics *m)
 					(unsigned long long)m->verdicts[t][i]);
 }
 
-static void scalar(struct sbuf *b, const char *name, const char *type,
+static void scalar(struct lg_buf *b, const char *name, const char *type,
 		   const char *help, double v)
 {
 	head(b, name, type, help);
-	query__sbuf_printf(b, "%s %.17g\n", name, v);
+	lg_buf_addf(b, "%s %.17g\n", name, v);
 }
 
-static void render_server(struct sbuf *b, struct query_server *qs)
+static void render_server(struct lg_buf *b, struct query_server *qs)
 {
 	const struct metrics *m = &qs->m;
 
@@ -223,7 +222,7 @@ static void render_server(struct sbuf *b, struct query_server *qs)
 /* The connection budgets of the two listeners (DESIGN 7), every reason
  * of both counters written, 0 included, so that an alert on a rate sees
  * the series before its first increase. */
-static void render_budgets(struct sbuf *b, struct query_server *qs)
+static void render_budgets(struct lg_buf *b, struct query_server *qs)
 {
 	const struct conn_budget *bs[] = {&qs->api_budget, &qs->probe_budget};
 	static const struct {
@@ -249,29 +248,28 @@ static void render_budgets(struct sbuf *b, struct query_server *qs)
 						   fams[f].off);
 
 			for (int r = 0; r < SHED_MAX; r++)
-				query__sbuf_printf(
-					b,
-					"%s{listener=\"%s\",reason=\"%s\"} "
-					"%llu\n",
-					fams[f].name, bs[i]->listener,
-					query__shed_reason_name(r),
-					(unsigned long long)v[r]);
+				lg_buf_addf(b,
+					    "%s{listener=\"%s\",reason=\"%s\"} "
+					    "%llu\n",
+					    fams[f].name, bs[i]->listener,
+					    query__shed_reason_name(r),
+					    (unsigned long long)v[r]);
 		}
 	}
 	head(b, "gpuledger_connections_half_open", "gauge",
 	     "Connections without a TLS handshake and first request head "
 	     "yet.");
 	for (size_t i = 0; i < sizeof(bs) / sizeof(bs[0]); i++)
-		query__sbuf_printf(b,
-				   "gpuledger_connections_half_open{listener="
-				   "\"%s\"} %u\n",
-				   bs[i]->listener, bs[i]->n_half_open);
+		lg_buf_addf(b,
+			    "gpuledger_connections_half_open{listener="
+			    "\"%s\"} %u\n",
+			    bs[i]->listener, bs[i]->n_half_open);
 }
 
 /* TLS, when serve speaks it: handshakes, reloads, and when the
  * certificate in use expires (cert-manager renews well before; an old
  * date here means renewals are not arriving or are refused). */
-static void render_tls(struct sbuf *b, struct query_server *qs)
+static void render_tls(struct lg_buf *b, struct query_server *qs)
 {
 	struct tls_stats st;
 
@@ -296,7 +294,7 @@ static void render_tls(struct sbuf *b, struct query_server *qs)
 }
 
 /* Per tenant and class: own and subtree reserved units, remaining. */
-static void render_tenants(struct sbuf *b, const json_t *tenants)
+static void render_tenants(struct lg_buf *b, const json_t *tenants)
 {
 	static const struct {
 		const char *name, *member, *help;
@@ -317,12 +315,12 @@ static void render_tenants(struct sbuf *b, const json_t *tenants)
 		json_array_foreach (tenants, i, t)
 			json_object_foreach (json_object_get(t, g[j].member), k,
 					     v)
-				query__sbuf_printf(
-					b,
-					"%s{tenant=\"%s\",class=\"%s\"} "
-					"%lld\n",
-					g[j].name, qjstr_or(t, "namespace", ""),
-					k, (long long)json_integer_value(v));
+				lg_buf_addf(b,
+					    "%s{tenant=\"%s\",class=\"%s\"} "
+					    "%lld\n",
+					    g[j].name,
+					    qjstr_or(t, "namespace", ""), k,
+					    (long long)json_integer_value(v));
 	}
 	head(b, "gpuledger_tenant_remaining", "gauge",
 	     "Remaining budget per class (absent when unbounded; negative "
@@ -330,7 +328,7 @@ static void render_tenants(struct sbuf *b, const json_t *tenants)
 	json_array_foreach (tenants, i, t)
 		json_object_foreach (json_object_get(t, "remaining"), k, v)
 			if (json_is_integer(json_object_get(v, "remaining")))
-				query__sbuf_printf(
+				lg_buf_addf(
 					b,
 					"gpuledger_tenant_remaining{tenant=\"%s"
 					"\",class=\"%s\"} %lld\n",
@@ -345,13 +343,12 @@ static void render_tenants(struct sbuf *b, const json_t *tenants)
 		v = json_object_get(json_object_get(t, "remainingTotal"),
 				    "remaining");
 		if (json_is_integer(v))
-			query__sbuf_printf(
-				b,
-				"gpuledger_tenant_remaining_all_classes{"
-				"tenant="
-				"\"%s\"} %lld\n",
-				qjstr_or(t, "namespace", ""),
-				(long long)json_integer_value(v));
+			lg_buf_addf(b,
+				    "gpuledger_tenant_remaining_all_classes{"
+				    "tenant="
+				    "\"%s\"} %lld\n",
+				    qjstr_or(t, "namespace", ""),
+				    (long long)json_integer_value(v));
 	}
 }
 
@@ -359,11 +356,12 @@ char *query__metrics_render(struct query_server *qs, const json_t *tenants,
 			    size_t *len)
 {
 	char common[LG_METRICS_COMMON_MAX];
-	struct sbuf b;
+	struct lg_buf b;
 
-	query__sbuf_init(&b);
+	/* Unchecked adds: a refusal sticks, and detach says so. */
+	lg_buf_init(&b, qs->o.max_metrics_bytes);
 	lg_metrics_common(common, sizeof(common));
-	query__sbuf_printf(&b, "%s", common);
+	lg_buf_addf(&b, "%s", common);
 	render_requests(&b, &qs->m);
 	render_latency(&b, &qs->m);
 	render_verdicts(&b, &qs->m);
@@ -371,5 +369,5 @@ char *query__metrics_render(struct query_server *qs, const json_t *tenants,
 	render_budgets(&b, qs);
 	render_tls(&b, qs);
 	render_tenants(&b, tenants);
-	return query__sbuf_take(&b, len);
+	return lg_buf_detach(&b, len);
 }

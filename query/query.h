@@ -83,6 +83,8 @@ struct query_opts {
 	const char *rates_file;	 /* the billing file of GET /v1/export,
 				    reloaded when it changes; NULL: none */
 	size_t max_body_bytes;	 /* request body [1 MiB] */
+	size_t max_metrics_bytes; /* the /metrics page [64 MiB]; beyond,
+				     500 (no flag: tests set it) */
 	size_t max_url_bytes;	 /* request line target [8 KiB] */
 	size_t max_header_bytes; /* all header names and values [16 KiB] */
 	unsigned max_headers;	 /* header lines [64] */

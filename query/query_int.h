@@ -28,6 +28,10 @@ void query__server_stop(query_server_t *qs);
 
 /* Defaults of struct query_opts. */
 #define QUERY_MAX_BODY_DEFAULT	   (1u << 20)
+/* The /metrics page grows with tenants and classes, some 400 bytes per
+ * tenant and class over its families: 64 MiB is some 150,000 of them,
+ * far beyond a cluster, and still a scrape Prometheus takes. */
+#define QUERY_MAX_METRICS_DEFAULT  ((size_t)64 << 20)
 #define QUERY_MAX_URL_DEFAULT	   (8u << 10)
 #define QUERY_MAX_HEADER_DEFAULT   (16u << 10)
 #define QUERY_MAX_HEADERS_DEFAULT  64
@@ -46,22 +50,6 @@ void query__server_stop(query_server_t *qs);
 /* After an error answer, what the client still sends is read and dropped
  * for at most this long, so that the answer is not lost to a reset. */
 #define QUERY_LINGER_MS 2000
-
-/* ---------------------------------------------------------------------- */
-/* A growable text buffer for answers and metrics (aborts on OOM). */
-
-struct sbuf {
-	char *p;
-	size_t len, cap;
-};
-
-void query__sbuf_init(struct sbuf *b);
-void query__sbuf_release(struct sbuf *b);
-void query__sbuf_add(struct sbuf *b, const char *s, size_t len);
-void query__sbuf_printf(struct sbuf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* Takes the text (NUL-terminated); b is empty afterwards. */
-char *query__sbuf_take(struct sbuf *b, size_t *len);
 
 /* A decimal seq or id of 1 to 19 digits (paths and query parameters). */
 bool query__parse_u64(const char *s, uint64_t *out);
@@ -481,9 +469,10 @@ struct metrics {
 void query__metrics_request(struct metrics *m, enum route_id r, int status,
 			    uint64_t ns);
 void query__metrics_verdict(struct metrics *m, enum verdict_kind type, const char *reason);
-/* The Prometheus text exposition (format 0.0.4). Caller frees. tenants is
- * the replay tenant list of the server's cache (borrowed for the call):
- * the caller hands it in, metrics does not reach into the handlers. */
+/* The Prometheus text exposition (format 0.0.4). Caller frees; NULL when
+ * it would pass o.max_metrics_bytes. tenants is the replay tenant list of
+ * the server's cache (borrowed for the call): the caller hands it in,
+ * metrics does not reach into the handlers. */
 char *query__metrics_render(struct query_server *qs, const json_t *tenants,
 			    size_t *len);
 

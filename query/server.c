@@ -27,6 +27,8 @@ static void opts_defaults(struct query_opts *o)
 		o->listen = QUERY_LISTEN_DEFAULT;
 	if (o->max_body_bytes == 0)
 		o->max_body_bytes = QUERY_MAX_BODY_DEFAULT;
+	if (o->max_metrics_bytes == 0)
+		o->max_metrics_bytes = QUERY_MAX_METRICS_DEFAULT;
 	if (o->max_url_bytes == 0)
 		o->max_url_bytes = QUERY_MAX_URL_DEFAULT;
 	if (o->max_header_bytes == 0)

@@ -178,7 +178,7 @@ struct batch {
 	struct event *evs;	/* per record */
 	char **text;		/* per record: its canonical bytes */
 	size_t *of;		/* per record: its request */
-	struct jcs_buf scratch; /* where texts are built */
+	struct lg_buf scratch;	/* where texts are built */
 };
 
 static json_t *error_json(const char *msg)
@@ -295,7 +295,10 @@ static void batch_init(struct batch *b, size_t n)
 	b->evs = lg_xmalloc(n * sizeof(*b->evs));
 	b->text = lg_xmalloc(n * sizeof(*b->text));
 	b->of = lg_xmalloc(n * sizeof(*b->of));
-	jcs_buf_init(&b->scratch);
+	/* Answers and records are built here: a record is at most
+	 * RECORD_MAX_BYTES, an answer that of a request body within
+	 * max_body_bytes, its checks and warnings. */
+	lg_buf_init(&b->scratch, JCS_TEXT_MAX_BYTES);
 }
 
 static void batch_release(struct batch *b)
@@ -313,7 +316,7 @@ static void batch_release(struct batch *b)
 	free(b->evs);
 	free(b->text);
 	free(b->of);
-	jcs_buf_release(&b->scratch);
+	lg_buf_release(&b->scratch);
 }
 
 /* The text answering request i of the batch, from the verdict's one
@@ -331,10 +334,11 @@ static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 	 * recorded. */
 	LG_ASSERT(p->vr.review_uid != NULL || recorded);
 	if (p->vr.review_uid == NULL) {
-		b->scratch.len = 0;
-		verdict_write(&b->scratch, &b->v[i],
-			      VERDICT_W_RECORD | VERDICT_W_SEQ, JCS_INT_DOUBLES,
-			      SIZE_MAX);
+		lg_buf_reset(&b->scratch);
+		if (verdict_write(&b->scratch, &b->v[i],
+				  VERDICT_W_RECORD | VERDICT_W_SEQ,
+				  JCS_INT_DOUBLES, SIZE_MAX) != 0)
+			return NULL; /* answered 500 */
 		return lg_xstrdup(b->scratch.p);
 	}
 	review = verdict_review_response(p->vr.review_uid, &b->v[i], recorded);

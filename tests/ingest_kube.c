@@ -336,6 +336,35 @@ START_TEST(backoff_table)
 }
 END_TEST
 
+/* The watcher's /metrics page is written within its bound (1 MiB): a page
+ * that would pass it (here a note code of 2 MiB, which the engine never
+ * names) is NULL, answered 500, instead of growing; an ordinary one is
+ * whole. */
+START_TEST(metrics_page_bound)
+{
+	static struct kube_metrics_view v;
+	size_t big = (size_t)2 << 20, len = 0;
+	char *code = malloc(big + 1), *page;
+
+	ck_assert_ptr_nonnull(code);
+	for (int r = 0; r < RES_MAX; r++)
+		v.res[r] = (struct kube_res_view){.name = "Pod", .group = ""};
+	v.notes[0] = (struct ingest_note_count){"Oversized", 3};
+	v.n_notes = 1;
+	page = ingest__kube_metrics_render(&v, &len);
+	ck_assert_ptr_nonnull(page);
+	ck_assert_uint_eq(strlen(page), len);
+	ck_assert_ptr_nonnull(strstr(
+		page, "gpuledger_watch_notes_total{code=\"Oversized\"} 3\n"));
+	free(page);
+	memset(code, 'x', big);
+	code[big] = '\0';
+	v.notes[0].code = code;
+	ck_assert_ptr_null(ingest__kube_metrics_render(&v, &len));
+	free(code);
+}
+END_TEST
+
 /* Every delay lies in [min(base, cap)/2, min(cap, base * 2^attempt)]. */
 START_TEST(backoff_bounds)
 {
@@ -512,6 +541,7 @@ INGEST_PART(kube)
 	tc = tcase_create("kube_backoff");
 	tcase_add_loop_test(tc, backoff_table, 0, N(backoff_rows));
 	tcase_add_test(tc, backoff_bounds);
+	tcase_add_test(tc, metrics_page_bound);
 	tcase_add_loop_test(tc, retry_after_table, 0, N(retry_rows));
 	tcase_add_test(tc, retry_delay_table);
 	tcase_add_test(tc, watch_timeout_range);

@@ -180,36 +180,6 @@ START_TEST(base_edge_untrusted)
 }
 END_TEST
 
-/* lg_xgrow: untouched when the block is big enough, else doubled from first
- * (or from the current size) to the least power-of-two multiple that holds
- * need; the contents survive the move. */
-START_TEST(base_xgrow)
-{
-	static const struct {
-		size_t cap, need, first, want;
-	} cases[] = {
-		{0, 1, 256, 256},     {0, 257, 256, 512}, {256, 256, 256, 256},
-		{256, 257, 256, 512}, {300, 301, 8, 600}, {0, 5000, 1024, 8192},
-	};
-
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		size_t cap = cases[i].cap;
-		char *p = cap ? lg_xmalloc(cap) : NULL;
-		char *q;
-
-		if (cap)
-			memset(p, 'x', cap);
-		q = lg_xgrow(p, &cap, cases[i].need, cases[i].first);
-		ck_assert_msg(cap == cases[i].want, "case %zu: cap %zu", i, cap);
-		if (cases[i].cap >= cases[i].need)
-			ck_assert_ptr_eq(q, p);
-		for (size_t k = 0; k < cases[i].cap; k++)
-			ck_assert_int_eq(q[k], 'x');
-		free(q);
-	}
-}
-END_TEST
-
 START_TEST(base_hex)
 {
 	const uint8_t b[] = {0x00, 0x0f, 0xa5, 0xff};
@@ -230,7 +200,6 @@ MODEL_PART(base)
 	tcase_add_test(tc, base_assert_message);
 	tcase_add_test(tc, base_oom_aborts);
 	tcase_add_test(tc, base_alloc_family);
-	tcase_add_test(tc, base_xgrow);
 	tcase_add_test(tc, base_hex);
 	tcase_add_test_raise_signal(tc, base_ptab_twice, SIGABRT);
 	tcase_add_test_raise_signal(tc, base_apply_unvalidated, SIGABRT);

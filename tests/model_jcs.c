@@ -129,7 +129,8 @@ END_TEST
 START_TEST(jcs_refuses)
 {
 	json_t *v = json_object();
-	struct jcs_buf b;
+	struct lg_buf b;
+	char *t;
 
 	/* NaN and Infinity are errors (RFC 8785 3.2.2.2); so is text that
 	 * is not UTF-8, in a value or in a name. */
@@ -145,10 +146,24 @@ START_TEST(jcs_refuses)
 	/* A bound is kept. */
 	v = json_pack("{s:s}", "k", "0123456789");
 	ck_assert_ptr_null(jcs_text(v, 0, 10, NULL));
-	jcs_buf_init(&b);
+	lg_buf_init(&b, 1 << 10);
 	ck_assert_int_eq(model__jcs_write(&b, v, 0, 1 << 10), 0);
 	ck_assert_str_eq(b.p, "{\"k\":\"0123456789\"}");
-	jcs_buf_release(&b);
+	lg_buf_release(&b);
+	/* So is the buffer's own: 18 bytes fit in 18, not in 17, whatever
+	 * the caller's bound, and a scratch keeps its max across texts. */
+	lg_buf_init(&b, 17);
+	ck_assert_int_eq(model__jcs_write(&b, v, 0, 1 << 10), -1);
+	ck_assert_ptr_null(jcs_text(v, 0, SIZE_MAX, &b));
+	lg_buf_release(&b);
+	lg_buf_init(&b, 18);
+	t = jcs_text(v, 0, SIZE_MAX, &b);
+	ck_assert_str_eq(t, "{\"k\":\"0123456789\"}");
+	free(t);
+	t = jcs_text(v, 0, SIZE_MAX, &b); /* the scratch was emptied */
+	ck_assert_str_eq(t, "{\"k\":\"0123456789\"}");
+	free(t);
+	lg_buf_release(&b);
 	json_decref(v);
 }
 END_TEST
@@ -439,9 +454,9 @@ START_TEST(jcs_string_reference)
 	uint64_t st = seed;
 	unsigned char in[512];
 	char want[4096];
-	struct jcs_buf b;
+	struct lg_buf b;
 
-	jcs_buf_init(&b);
+	lg_buf_init(&b, sizeof(want));
 	for (int r = 0; r < 20000; r++) {
 		size_t n = 0, pieces_n = rnd(&st) % 40, w;
 		bool bad = r % 4 == 3;
@@ -464,7 +479,7 @@ START_TEST(jcs_string_reference)
 			memcpy(in + at, p, strlen(p));
 			n += strlen(p);
 		}
-		b.len = 0;
+		lg_buf_reset(&b);
 		if (bad) {
 			ck_assert_msg(model__jcs_put_string(
 					      &b, (const char *)in, n) == -1,
@@ -480,7 +495,7 @@ START_TEST(jcs_string_reference)
 			      (unsigned long long)seed, r, (int)b.len, b.p,
 			      (int)w, want);
 	}
-	jcs_buf_release(&b);
+	lg_buf_release(&b);
 }
 END_TEST
 

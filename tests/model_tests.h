@@ -30,6 +30,7 @@ MODEL_PART(note);
 MODEL_PART(base);
 MODEL_PART(reconcile);
 MODEL_PART(vfilter);
+MODEL_PART(buf);
 
 static void (*const model_parts[])(Suite *) = {
 	model_tests_quantity, model_tests_podreq,  model_tests_taint,
@@ -38,8 +39,7 @@ static void (*const model_parts[])(Suite *) = {
 	model_tests_verdict,  model_tests_eval,	   model_tests_statecodec,
 	model_tests_billing,  model_tests_jcs,
 	model_tests_merkle, model_tests_note, model_tests_base,
-	model_tests_reconcile,
-	model_tests_vfilter,
+	model_tests_reconcile, model_tests_vfilter, model_tests_buf,
 };
 
 /* Parses a JSON literal for a test; aborts the test on a syntax error. */

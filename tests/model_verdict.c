@@ -195,7 +195,7 @@ static void assert_writer_canonical(const state_t *st, const char *type,
 				    const json_t *req, const char *name)
 {
 	struct verdict v;
-	struct jcs_buf b;
+	struct lg_buf b;
 	unsigned flags[] = {JCS_INT_DOUBLES, 0};
 	int rc = strcmp(type, "admission") == 0
 			 ? model__judge_admission(st, req, &v, NULL)
@@ -206,12 +206,12 @@ static void assert_writer_canonical(const state_t *st, const char *type,
 	v.seq = 9007199254740991ull;
 	v.basis_seq = 3;
 	memset(v.chain_head, 'a', VERDICT_HEAD_HEX);
-	jcs_buf_init(&b);
+	lg_buf_init(&b, JCS_TEXT_MAX_BYTES);
 	for (size_t i = 0; i < 2; i++) {
 		json_t *back;
 		char *again;
 
-		b.len = 0;
+		lg_buf_reset(&b);
 		ck_assert_int_eq(verdict_write(&b, &v,
 					       VERDICT_W_RECORD | VERDICT_W_SEQ,
 					       flags[i], SIZE_MAX),
@@ -225,7 +225,7 @@ static void assert_writer_canonical(const state_t *st, const char *type,
 		free(again);
 		json_decref(back);
 	}
-	jcs_buf_release(&b);
+	lg_buf_release(&b);
 	verdict_release(&v);
 }
 

@@ -500,13 +500,13 @@ int qt_judge(const state_t *st, enum verdict_kind kind, const json_t *req,
 	if (rc == 0)
 		rc = verdict_judge(st, &vr, &v, NULL);
 	if (rc == 0) {
-		struct jcs_buf b;
+		struct lg_buf b;
 
-		jcs_buf_init(&b);
+		lg_buf_init(&b, JCS_TEXT_MAX_BYTES);
 		ck_assert_int_eq(
 			verdict_write(&b, &v, 0, JCS_INT_DOUBLES, SIZE_MAX), 0);
 		*verdict = json_loadb_doubles(b.p, b.len, 0, NULL);
-		jcs_buf_release(&b);
+		lg_buf_release(&b);
 	} else {
 		*verdict = NULL;
 	}

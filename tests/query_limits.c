@@ -132,6 +132,39 @@ START_TEST(malformed_and_oversized)
 }
 END_TEST
 
+/* The /metrics page is built within o.max_metrics_bytes: past it the
+ * scrape is a 500 that says why (it used to grow without a bound), and
+ * the server goes on. */
+START_TEST(metrics_bound)
+{
+	struct query_opts o = {.max_metrics_bytes = 1024};
+	struct qt t;
+	struct qt_resp r;
+
+	qt_init(&t, true);
+	qt_start(&t, &o, false);
+	qt_http(&t, "GET", "/metrics", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 500);
+	ck_assert_ptr_nonnull(r.json);
+	ck_assert_str_eq(json_string_value(json_object_get(r.json, "error")),
+			 "the metrics page would pass its bound");
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(r.json, "maxBytes")), 1024);
+	qt_resp_free(&r);
+	ck_assert_int_eq(qt_status(&t, "GET", "/healthz", NULL, NULL), 200);
+	qt_stop(&t);
+	/* The default holds the fixture's page, and more than 1024 bytes. */
+	o = (struct query_opts){0};
+	qt_start(&t, &o, false);
+	qt_http(&t, "GET", "/metrics", NULL, NULL, &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_gt(r.len, 1024);
+	ck_assert_ptr_nonnull(strstr(r.body, "gpuledger_tenant_reserved{"));
+	qt_resp_free(&r);
+	qt_done(&t);
+}
+END_TEST
+
 static double mono_ms(void)
 {
 	struct timespec ts;
@@ -776,6 +809,7 @@ QUERY_PART(limits)
 	tc = tcase_create("limits_clients");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, slow_clients);
+	tcase_add_test(tc, metrics_bound);
 	tcase_add_test(tc, pipelining_order);
 	tcase_add_test(tc, http10_keepalive);
 	tcase_add_loop_test(tc, authorization_headers, 0, NROWS(auth_hdr_rows));

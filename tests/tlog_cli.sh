@@ -240,5 +240,32 @@ expect "witness: a cut tail" 1
 has "witness names the shrink" "$tmp/out" "shrank from size $((n2 + 3)) to $((n2 - 3))"
 stop_server
 
+# The witness reads at most 64 KiB of a checkpoint (a bounded buffer): one
+# of exactly 65536 bytes is read (and is no signed note), one byte more is
+# refused as too large, exit 2, instead of being read on.
+mkdir -p "$tmp/big/v1"
+python3 - "$tmp/big" >"$tmp/big.port" 2>/dev/null <<'PY' &
+import functools, http.server, sys
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+h.log_message = lambda *a: None
+s = http.server.HTTPServer(("127.0.0.1", 0), h)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+big_pid=$!
+i=0
+while [ ! -s "$tmp/big.port" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+big=http://127.0.0.1:$(cat "$tmp/big.port")
+head -c 65536 /dev/zero | tr '\0' x >"$tmp/big/v1/checkpoint"
+run "$bin" witness --server "$big" --key "$pub" --state "$tmp/wbig"
+expect "witness: a checkpoint of 64 KiB is read" 1
+has "witness: read, not a note" "$tmp/out" 'not a signed note'
+head -c 65537 /dev/zero | tr '\0' x >"$tmp/big/v1/checkpoint"
+run "$bin" witness --server "$big" --key "$pub" --state "$tmp/wbig"
+expect "witness: a checkpoint past 64 KiB" 2
+has "witness: too large" "$tmp/err" 'v1/checkpoint: answer too large'
+kill "$big_pid" 2>/dev/null
+wait "$big_pid" 2>/dev/null
+
 echo "tlog_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

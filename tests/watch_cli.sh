@@ -123,6 +123,24 @@ has "oversized: valid lines still there" "$tmp/big.log" '"type":"TENANT"'
 run "$bin" verify --db "$tmp/big"
 expect "oversized: verify" 0
 
+# --- an object whose table record passes the ledger's bound ---------------
+# A VMInstance of 1.1 million GPU entries (18 MB) is within a raised
+# --max-object-bytes but its record passes LEDGER_OBJECT_MAX_BYTES (16 MiB):
+# the object table's bounded buffer refuses it, and watch stops with exit 2
+# naming the object, as the ledger did before, instead of growing.
+python3 - "$dir/acme.ndjson" >"$tmp/huge.ndjson" <<'PY'
+import json, sys
+print(open(sys.argv[1]).readline(), end="")
+print(json.dumps({"type": "ADDED", "time": "2026-03-01T10:00:05Z", "object": {
+    "apiVersion": "apps.cozystack.io/v1alpha1", "kind": "VMInstance",
+    "metadata": {"namespace": "tenant-acme", "name": "huge", "uid": "vm-huge"},
+    "spec": {"gpus": [{"class": "h100"}] * 1100000}}}, separators=(",", ":")))
+PY
+run "$bin" watch --db "$tmp/huge" --from "$tmp/huge.ndjson" --classes "$classes" --max-object-bytes 33554432
+expect "record past the table's bound: exit 2" 2
+has "record past the table's bound: says which and why" "$tmp/err" 'object ctenant-acme/huge: record of more than 16777216 bytes'
+rm -f "$tmp/huge.ndjson"
+
 # --- killed at random moments, restarted: the log of one run ----------------
 # A generated stream (its seed printed; WATCH_SEED=N repeats one) of GPU
 # pods, nodes, namespaces and dormant pods each seen once (example.com/fpga,
