@@ -74,6 +74,13 @@ extern_ids() {
 		grep '^[[:space:]]*extern[[:space:]]' |
 		grep -o '[A-Za-z_][A-Za-z0-9_]*' | sort -u
 }
+# A module's public headers: m/m.h and the headers of m/ it includes (its
+# parts: model/base.h, model/jcs.h, model/tlog.h), never an m_int.h.
+pub_headers() {
+	echo "$1/$1.h"
+	sed -n "s|^#include \"\($1/[a-z0-9_]*\.h\)\".*|\1|p" "$1/$1.h" |
+		grep -v '_int\.h$'
+}
 # The objects of a folder's sources (its .c files and those the build
 # generates there); a stale object of a removed file does not count.
 objs() {
@@ -91,8 +98,8 @@ for m in model sim ledger ingest query cluster; do
 		echo x >>"${TMPDIR:-/tmp}/layercheck.$$"
 		continue
 	fi
-	extern_ids "$m/$m.h" >"$names/ids"
-	called_ids "$m/$m.h" >"$names/calls"
+	for h in $(pub_headers "$m"); do extern_ids "$h"; done | sort -u >"$names/ids"
+	for h in $(pub_headers "$m"); do called_ids "$h"; done | sort -u >"$names/calls"
 	# "symbol object kind" for every external symbol m defines (kind: fn
 	# for code, var for data).
 	nm -A -g --defined-only $(objs "$m") |
@@ -119,7 +126,8 @@ for m in model sim ledger ingest query cluster; do
 			echo x >>"${TMPDIR:-/tmp}/layercheck.$$"
 		done
 	# Functions of m/m.h (names it applies that m defines) and their users.
-	called_ids "$m/$m.h" | comm -12 - "$names/syms" >"$names/fns"
+	for h in $(pub_headers "$m"); do called_ids "$h"; done | sort -u |
+		comm -12 - "$names/syms" >"$names/fns"
 	for l in model sim ledger ingest query cluster tools; do
 		[ "$l" = "$m" ] || objs "$l"
 	done | while read -r o; do nm -u "$o"; done 2>/dev/null |
