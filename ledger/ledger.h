@@ -555,16 +555,19 @@ int ledger_reconcile_resolve(ledger_t *lg, const struct reconcile_args *a,
 
 /* Receives the parts of the answer in order: begin once (the range:
  * {"fromSeq", "fromTime", "toSeq", "toTime", "since" {"seq", "time"} |
- * null, "windowMs", "tenant"?}), item per finding, end once (the
- * reconcile_finish object). Values are borrowed for the call; a non-zero
- * return stops the pass and is returned. */
+ * null, "windowMs", "tenant"?}), item per finding with the lists in the
+ * order of enum reconcile_list (preExisting, bypasses, overshoots), end
+ * once (reconcile_finish's summary). Values are borrowed for the call; a
+ * non-zero return stops the pass and is returned. */
 struct ledger_reconcile_sink {
 	int (*begin)(void *ctx, const json_t *range);
 	int (*item)(void *ctx, enum reconcile_list list, const json_t *item);
 	int (*end)(void *ctx, const json_t *summary);
 };
-/* One pass over events 1..o->to_seq of lg from genesis (findings only in
- * o's range), in memory bounded as model/reconcile.c says. */
+/* Two passes over events 1..o->to_seq of lg from genesis (findings only
+ * in o's range; the first hands over preExisting and bypasses, the second
+ * the overshoots), in memory bounded as model/reconcile.c says: neither
+ * the log's length nor the number of findings makes it grow. */
 int ledger_reconcile(ledger_t *lg, const struct reconcile_opts *o,
 		     const struct ledger_reconcile_sink *sink, void *ctx,
 		     struct lg_error *err);
@@ -575,7 +578,7 @@ int ledger_reconcile(ledger_t *lg, const struct reconcile_opts *o,
 struct ledger_reconcile_json {
 	int (*write)(void *ctx, const char *p, size_t n); /* non-zero stops */
 	void *ctx;
-	int list; /* the writer's place (0: preExisting) */
+	int list; /* the writer's place (an enum reconcile_list; 3: done) */
 	size_t n;
 };
 extern const struct ledger_reconcile_sink ledger_reconcile_json_sink;

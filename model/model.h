@@ -495,11 +495,16 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 /* ---------------------------------------------------------------------- */
 /* The reconciliation audit (model/reconcile.c, DESIGN 3.6): every event of
  * the log, in order, each handed over with the state after it; findings
- * come out as they are found (objects observed before admission was in
- * force, then bypasses: the first kind only before since_seq, the second
- * only from it, so each list is complete before the next starts) and the
- * overshoots at the end. Memory is bounded by the live objects and by the
- * verdicts and observations of one window, never by the log's length. */
+ * come out as they are found: objects observed before admission was in
+ * force, then bypasses (the first kind only before since_seq, the second
+ * only from it, so the first list is complete before the second starts),
+ * and each overshoot when the event that ends it has been fed (those one
+ * event ends by fromSeq, tenant, key), the ones still open by
+ * reconcile_finish in the same order. Bypasses and overshoots interleave:
+ * a writer of one document asks for them in two passes (opts.lists).
+ * Memory is bounded by the live objects, the open overshoots and the
+ * verdicts and observations of one window, never by the log's length or
+ * by the findings. */
 
 typedef struct reconcile reconcile_t;
 
@@ -509,13 +514,22 @@ struct reconcile_opts {
 	uint64_t since_seq; /* admission in force from here (0: never) */
 	int64_t window_ns;  /* a verdict covers observations this soon after */
 	const char *tenant; /* only this subtree's findings (NULL: all) */
+	unsigned lists;	    /* the lists handed to the emit function, a bit
+			       (1u << enum reconcile_list) each (0: all);
+			       the others are only counted. Overshoots not
+			       asked for are not followed at all. */
 };
 
 enum reconcile_list {
 	RECONCILE_PRE_EXISTING, /* {"seq", "time", "namespace", "kind",
 				   "name", "uid"} */
-	RECONCILE_BYPASS	/* the same and "class", "before", "after",
+	RECONCILE_BYPASS,	/* the same and "class", "before", "after",
 				   "previousSeq" (null: none) */
+	RECONCILE_OVERSHOOT	/* {"tenant", "key", "fromSeq", "fromTime",
+				   "toSeq", "toTime", "budget", "used",
+				   "peak", "trigger", "causes",
+				   "causesOmitted"}; toSeq/toTime null while
+				   it lasts */
 };
 /* Receives one finding (borrowed for the call); non-zero stops the feed:
  * reconcile_event returns it. */
@@ -528,11 +542,12 @@ reconcile_t *reconcile_new(const struct reconcile_opts *o,
 /* ev has just been applied to st (st is the state after it). */
 int reconcile_event(reconcile_t *rc, const state_t *st,
 		    const struct event *ev);
-/* {"overshoots": [...], "counts": {"events", "admissionVerdicts",
- * "preExisting", "bypasses", "overshoots"}} for what was fed (new
- * reference); overshoots by fromSeq, tenant, key, those still open with
- * "toSeq" null. Call once, after the last event. */
-json_t *reconcile_finish(reconcile_t *rc);
+/* Hands over the overshoots still open (toSeq null), then sets *summary to
+ * {"counts": {"events", "admissionVerdicts", "preExisting", "bypasses",
+ * "overshoots"}} for what was fed (new reference). Returns the emit
+ * function's non-zero answer (then *summary is NULL). Call once, after the
+ * last event. */
+int reconcile_finish(reconcile_t *rc, json_t **summary);
 void reconcile_free(reconcile_t *rc);
 /* A Go-style duration ("10m", "1h30m", "90s", "500ms") in ns: LG_EINVAL
  * for anything else, LG_ERANGE beyond int64. */
