@@ -1,8 +1,8 @@
 /*
  * The reconciliation audit over a ledger (DESIGN 3.6): the range and the
  * moment admission came into force resolved from what an operator typed,
- * then one pass from genesis (an object's previous observation may lie
- * before the range) that applies every event to a state and hands it to
+ * then two passes from genesis (an object's previous observation may lie
+ * before the range), each applying every event to a state and handing it to
  * model/reconcile.c, and the one JSON writer that `gpuledger reconcile`
  * and GET /v1/reconcile share, so that both give the same bytes.
  */
