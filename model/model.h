@@ -483,6 +483,22 @@ struct verdict_ref {
  * canonical JSON). LG_ECORRUPT when the record is not a verdict. */
 int verdict_record_parse(const char *record, size_t len,
 			 struct verdict_ref *ref, struct lg_error *err);
+/* The AdmissionReview uid a stored record was judged for (its
+ * "requester"."uid") into uid (cap bytes): 1 when it has one that fits
+ * (at most VERDICT_REVIEW_UID_MAX bytes), 0 when not (a plain request, or
+ * not a record). */
+int verdict_record_review_uid(const char *record, size_t len, char *uid,
+			      size_t cap);
+/* One review, one verdict (DESIGN 11 rule 3): the AdmissionReview that
+ * answered r (a review: r->review_uid set) when its stored record (len
+ * bytes at seq) was judged: byte for byte the first answer (new
+ * reference). NULL with err: LG_EEXIST when the record is of another kind
+ * or judged another request (a uid reused for a different body),
+ * LG_ECORRUPT when it is not a verdict record. */
+json_t *verdict_record_review_again(const char *record, size_t len,
+				    uint64_t seq,
+				    const struct verdict_request *r,
+				    struct lg_error *err);
 /* Recomputes a stored record on basis, the state at its basisSeq, whose
  * chain head is head_hex: its kind's verdict on its "request", with its
  * requester, id, basisSeq and chain head. *recomputed is the record text

@@ -460,6 +460,7 @@ struct metrics {
 	uint64_t lat_count[R_MAX + 1];
 	uint64_t verdicts[VERDICT_KIND_MAX][16]; /* type x reason slot */
 	uint64_t batches, batch_events, append_errors;
+	uint64_t verdict_repeats; /* reviews answered from their record (rule 3) */
 	uint64_t refreshes, refresh_errors, followed_events;
 	uint64_t conns_accepted, conns_refused, conns_timed_out;
 	uint64_t bad_requests;
