@@ -25,7 +25,7 @@ kusts=$(cd "$root" && find deploy -name kustomization.yaml | sort | tr "\n" " ")
 rendered=
 for k in $kusts; do
 	d=$(dirname "$k")
-	[ "$d" = deploy/image ] && continue # a component: rendered by those that include it
+	case $d in deploy/image | deploy/common) continue ;; esac # components: rendered by those that include them
 	f=$tmp/$(printf '%s' "$d" | tr / -).yaml
 	if kubectl kustomize "$root/$d" >"$f" 2>"$tmp/kustomize.err"; then ok; else
 		bad "kubectl kustomize $d/: $(cat "$tmp/kustomize.err")"
@@ -85,12 +85,12 @@ break_one deployment.yaml container-no-name 'del kind("Deployment")["spec"]["tem
 break_one admission/webhook.yaml webhook-no-sideeffects 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["sideEffects"]'
 break_one admission/webhook.yaml webhook-condition-no-expression 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["matchConditions"][0]["expression"]'
 break_one admission/webhook.yaml webhook-rules-string 'kind("ValidatingWebhookConfiguration")["webhooks"][0]["rules"] = "vminstances"'
-break_one monitoring/prometheusrule.yaml rule-for-number 'kind("PrometheusRule")["spec"]["groups"][0]["rules"][0]["for"] = 5'
-break_one monitoring/servicemonitor.yaml monitor-endpoints-string 'kind("ServiceMonitor")["spec"]["endpoints"] = "https"'
-break_one webhook.yaml certificate-no-issuer 'del [d for d in docs if d["kind"] == "Certificate"][1]["spec"]["issuerRef"]'
-break_one webhook.yaml certificate-bad-duration 'kind("Certificate")["spec"]["isCA"] = "yes"'
-break_one rbac.yaml role-verbs-string 'kind("ClusterRole")["rules"][0]["verbs"] = "list"'
-break_one namespace.yaml unknown-kind 'docs[0]["kind"] = "Namespaces"'
+break_one common/monitoring/prometheusrule.yaml rule-for-number 'kind("PrometheusRule")["spec"]["groups"][0]["rules"][0]["for"] = 5'
+break_one common/monitoring/servicemonitor.yaml monitor-endpoints-string 'kind("ServiceMonitor")["spec"]["endpoints"] = "https"'
+break_one common/webhook.yaml certificate-no-issuer 'del [d for d in docs if d["kind"] == "Certificate"][1]["spec"]["issuerRef"]'
+break_one common/webhook.yaml certificate-bad-duration 'kind("Certificate")["spec"]["isCA"] = "yes"'
+break_one common/rbac.yaml role-verbs-string 'kind("ClusterRole")["rules"][0]["verbs"] = "list"'
+break_one common/namespace.yaml unknown-kind 'docs[0]["kind"] = "Namespaces"'
 
 echo "manifests_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
