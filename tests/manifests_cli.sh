@@ -32,7 +32,8 @@ for k in $kusts; do
 	fi
 	rendered="$rendered $f"
 done
-for k in deploy deploy/admission deploy/replicas; do
+for k in deploy deploy/admission deploy/replicas deploy/cluster \
+	deploy/cluster/init deploy/cluster/etcd-example; do
 	case " $kusts " in
 	*" $k/kustomization.yaml "*) ok ;;
 	*) bad "$k/ is not a kustomization" ;;
@@ -51,6 +52,14 @@ grep -q '^ok: deploy-admission.yaml ValidatingWebhookConfiguration ' "$tmp/out" 
 	bad "the webhook configuration was not validated"
 grep -q '^ok: deploy-replicas.yaml Deployment gpuledger-read' "$tmp/out" && ok ||
 	bad "the replicas' Deployment was not validated"
+# The cluster of members (DESIGN 11), its init Job and the example etcd.
+for want in 'deploy-cluster.yaml StatefulSet gpuledger' \
+	'deploy-cluster.yaml PodDisruptionBudget gpuledger' \
+	'deploy-cluster.yaml Service gpuledger-members' \
+	'deploy-cluster-init.yaml Job gpuledger-cluster-init' \
+	'deploy-cluster-etcd-example.yaml StatefulSet gpuledger-etcd'; do
+	grep -q "^ok: $want\$" "$tmp/out" && ok || bad "$want was not validated"
+done
 
 # The Install steps of docs/operations.md, run as written with stand-ins
 # for kubectl and docker (tests/deploy/install_check.py says how and what
@@ -90,6 +99,11 @@ break_one common/monitoring/servicemonitor.yaml monitor-endpoints-string 'kind("
 break_one common/webhook.yaml certificate-no-issuer 'del [d for d in docs if d["kind"] == "Certificate"][1]["spec"]["issuerRef"]'
 break_one common/webhook.yaml certificate-bad-duration 'kind("Certificate")["spec"]["isCA"] = "yes"'
 break_one common/rbac.yaml role-verbs-string 'kind("ClusterRole")["rules"][0]["verbs"] = "list"'
+break_one cluster/members.yaml sts-replicas-string 'kind("StatefulSet")["spec"]["replicas"] = "three"'
+break_one cluster/members.yaml sts-no-selector 'del kind("StatefulSet")["spec"]["selector"]'
+break_one cluster/members.yaml sts-claim-template-string 'kind("StatefulSet")["spec"]["volumeClaimTemplates"] = "data"'
+break_one cluster/members.yaml pdb-min-available-list 'kind("PodDisruptionBudget")["spec"]["minAvailable"] = [2]'
+break_one cluster/init/job.yaml job-no-restart-policy 'kind("Job")["spec"]["template"]["spec"]["restartPolicy"] = 1'
 break_one common/namespace.yaml unknown-kind 'docs[0]["kind"] = "Namespaces"'
 
 echo "manifests_cli: $pass passed, $fail failed"
