@@ -221,23 +221,23 @@ done
 # ------------------------------------------------ rule 8: another history
 cp -r "$tmp/m1" "$tmp/f1"
 run "$bin" cluster init --etcd "$ETCD_URLS" --prefix /m/b
-run "$bin" member --db "$tmp/f1" --etcd "$ETCD_URLS" --prefix /m/b --name f1 --listen 127.0.0.1:0
+run timeout 30 "$bin" member --db "$tmp/f1" --etcd "$ETCD_URLS" --prefix /m/b --name f1 --listen 127.0.0.1:0
 expect "a ledger of another prefix" 2
 has "another prefix: says why" "$tmp/err" 'follows prefix /m/a, not /m/b'
 etcdctl --endpoints "$ETCD_URL1" del /m/a --prefix >/dev/null
 run "$bin" cluster init --etcd "$ETCD_URLS" --prefix /m/a --db "$tmp/single"
 expect "etcd wiped, /m/a initialised again" 0
-run "$bin" member --db "$tmp/f1" --etcd "$ETCD_URLS" --prefix /m/a --name f1 --listen 127.0.0.1:0
+run timeout 30 "$bin" member --db "$tmp/f1" --etcd "$ETCD_URLS" --prefix /m/a --name f1 --listen 127.0.0.1:0
 expect "a ledger of another epoch" 2
 has "another epoch: says why" "$tmp/err" "/m/a/epoch is [0-9a-f]{32}, the ledger's epoch is [0-9a-f]{32}: another history"
 cp -r "$tmp/single" "$tmp/f2"
-run "$bin" member --db "$tmp/f2" --etcd "$ETCD_URLS" --prefix /m/b --name f2 --listen 127.0.0.1:0
+run timeout 30 "$bin" member --db "$tmp/f2" --etcd "$ETCD_URLS" --prefix /m/b --name f2 --listen 127.0.0.1:0
 expect "a ledger past P/head" 2
 has "past P/head: says why" "$tmp/err" "the ledger is at seq $total, past /m/b/head's seq 0"
 
-run "$bin" member --etcd "$ETCD_URLS" --prefix /m/b --name x
+run timeout 30 "$bin" member --etcd "$ETCD_URLS" --prefix /m/b --name x
 expect "member without --db" 2
-run "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b/ --name x
+run timeout 30 "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b/ --name x
 expect "member with a prefix ending in /" 2
 
 # ------------------------------ cluster init --db, members on copies of it
