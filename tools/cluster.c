@@ -29,7 +29,9 @@ static const char cluster_usage[] =
 	"  requests as NDJSON on stdin, each answer and its outcome "
 	"(committed,\n"
 	"  compare-failed, indeterminate, not-applied) a line (see\n"
-	"  cluster/README.md).\n";
+	"  cluster/README.md). `gpuledger cluster feed --etcd URLS --prefix P\n"
+	"  [--from FILE] [--db DIR]` is a test aid: events appended through\n"
+	"  the append txn, one line per txn.\n";
 
 static const char cluster_after[] =
 	"  --etcd takes a comma-separated list: a request that cannot reach\n"
@@ -225,6 +227,14 @@ int cmd_cluster(int argc, char **argv)
 		{"--format", OPT_STR, &a.format, "text|json",
 		 "status: the output (default text)"},
 		OPT_ALIAS("--json", OPT_FLAG, &a.json),
+		{"--from", OPT_STR, &a.from, "FILE",
+		 "feed: NDJSON events as `gpuledger log` prints them (default "
+		 "-: stdin)"},
+		{"--batch", OPT_U64, &a.batch, "N",
+		 "feed: events per txn at most (default 1000)"},
+		{"--max-txn-bytes", OPT_U64, &a.max_txn_bytes, "BYTES",
+		 "feed: a txn's bound (default 1400000, below etcd's 1.5 MiB); "
+		 "larger batches split"},
 	};
 	const struct opt init_opts[] = {
 		OPT_ETCD(&a),
