@@ -728,6 +728,10 @@ struct query_server {
 	uint64_t caught_up_ns;	   /* last refresh that reached the end */
 	int64_t caught_up_real_ns; /* the same, wall clock */
 	char rbuf[64 << 10];	   /* read buffer shared by connections */
+	/* A member's (o.member): its status at the last follow, and the
+	 * header line GETs carry while etcd cannot be reached ("" else). */
+	struct query_member_status member_st;
+	char stale_hdr[64];
 };
 
 /* Follows the log once: ledger_refresh and index the new events. */

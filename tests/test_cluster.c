@@ -8,6 +8,7 @@
  * client against a real etcd is tests/cluster_cli.sh.
  */
 #include "cluster/cluster_int.h"
+#include "tests/cluster_tests.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -608,6 +609,7 @@ int main(void)
 	tcase_add_loop_test(keys, prefix_rules, 0,
 			    (int)(sizeof(prefixes) / sizeof(prefixes[0])));
 	suite_add_tcase(su, keys);
+	cluster_tests_log(su);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
