@@ -28,8 +28,11 @@
 #include <time.h>
 
 #define KEY_MAX (CLUSTER_PREFIX_MAX + CLUSTER_NAME_MAX + 16)
-/* A follower's watch is renewed (with a read of P/leader) this often. */
-#define FOLLOW_WATCH_MS 30000
+/* A follower's watch is renewed (with a read of P/leader) every this many
+ * TTLs, so that a watch stream that stalls without breaking (a member
+ * that died behind a proxy, a half-open connection) delays a campaign by
+ * no more than that. */
+#define FOLLOW_WATCH_TTLS 2
 /* Backoff after a request that failed in the campaign thread. */
 #define BACKOFF_MS 200
 /* Revocations tried at a step-down before the lease is left to expire. */
@@ -758,7 +761,7 @@ static void follow(struct cluster_lease *l)
 	struct lg_error err = {0};
 	struct etcd_watch w = {
 		.range = {.key = l->k_leader, .key_len = l->k_leader_len},
-		.timeout_ms = FOLLOW_WATCH_MS,
+		.timeout_ms = (uint64_t)(FOLLOW_WATCH_TTLS * l->ttl_ms),
 		.stop = &l->interrupt};
 	int64_t fence = 0, t0;
 	int rc;
