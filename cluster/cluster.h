@@ -27,6 +27,7 @@
 
 #include "ledger/ledger.h"
 #include "model/model.h"
+#include "query/query.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -213,5 +214,50 @@ void cluster_lease_applied(cluster_lease_t *l, uint64_t seq);
  * once, a "resigned" transition), stops the threads and frees. NULL is
  * fine. */
 void cluster_lease_close(cluster_lease_t *l);
+
+/* ---------------------------------------------------------------------- */
+/* `gpuledger member` (DESIGN 11; cluster/member.c), for now a follower:
+ * the applier (rule 7) on its own thread, the only writer of the member's
+ * LMDB, and serve's routes reading that ledger through a shared handle of
+ * the same environment. */
+
+struct cluster_member_opts {
+	struct cluster_etcd_opts eo;
+	const char *prefix, *name;
+	uint64_t lease_ttl_s;	   /* the leader's lease (later) */
+	uint64_t checkpoint_every; /* seqs between checkpoints (0: the
+				      ledger's default); never on a timer
+				      (rule 10) */
+	struct query_opts q;	   /* serve's: db, listen, tokens, TLS */
+};
+typedef struct cluster_node cluster_member_t;
+/* Opens the ledger (created when missing), checks it against etcd (rule
+ * 8: LG_EEXIST, err naming why, for a ledger of another history) and
+ * binds the server. Caller closes. */
+int cluster_member_open(cluster_member_t **m,
+			const struct cluster_member_opts *o,
+			struct lg_error *err);
+int cluster_member_port(const cluster_member_t *m);
+int cluster_member_probe_port(const cluster_member_t *m);
+/* Runs the applier's thread and the server until SIGINT or SIGTERM. */
+int cluster_member_run(cluster_member_t *m, struct lg_error *err);
+void cluster_member_close(cluster_member_t *m);
+
+/* `gpuledger cluster feed` (a hidden aid for tests; cluster/feed.c):
+ * NDJSON events in the form `gpuledger log` prints (import's) from in,
+ * appended through the append txn as the writer of observations would,
+ * batch events per txn at most (split further to max_txn_bytes), from the
+ * state at P/head: the ledger at db (may be NULL) up to its seq, then the
+ * P/log/ values after it. One line of JSON per txn on out. 0 when every
+ * event committed; LG_EINVAL with err naming the line for one that is not
+ * an event or does not fit; LG_EIO for an outcome that is not committed
+ * (err says which). */
+struct cluster_feed_opts {
+	struct cluster_etcd_opts eo;
+	const char *prefix, *db;
+	uint64_t batch, max_txn_bytes;
+};
+int cluster_feed(const struct cluster_feed_opts *o, FILE *in, FILE *out,
+		 struct lg_error *err);
 
 #endif

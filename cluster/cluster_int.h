@@ -430,4 +430,159 @@ void cluster__leader_name(const uint8_t *v, size_t n, char *buf, size_t cap);
 /* P/members/<name>'s value: {"applied": SEQ} (caller frees). */
 char *cluster__member_value(uint64_t applied);
 
+/* ---------------------------------------------------------------------- */
+/* The log in etcd (DESIGN 11): the append txn (cluster/append.c), the
+ * applier (cluster/applier.c), the member (cluster/member.c) and the feed
+ * (cluster/feed.c). P/log/<s+1>'s value is ledger_logval_build's. */
+
+/* P/head's value, canonical JSON {"chainHead", "seq", "time"} (caller
+ * frees), and its reading (false when v is not a head). */
+char *cluster__head_json(const struct cluster_head *h);
+bool cluster__head_parse(const uint8_t *v, size_t n, struct cluster_head *h);
+/* A head's chainHead as bytes; false when it is not 64 hex digits. */
+bool cluster__head_bytes(const struct cluster_head *h, uint8_t *out);
+/* The seq of a P/log/ key (prefix/log/<20 digits>); 0 when key is not
+ * one. */
+uint64_t cluster__log_key_seq(const uint8_t *key, size_t len,
+			      const char *prefix);
+
+/* What sends a txn: cluster__etcd_txn on an etcd_t, or a test's. */
+typedef int cluster__txn_fn(void *ctx, const struct etcd_txn *t,
+			    struct etcd_txn_result *out, struct lg_error *err);
+
+/* One writer of the log: where its next txn appends. */
+struct cluster_writer {
+	const char *prefix;    /* borrowed */
+	cluster__txn_fn *send; /* NULL: cluster__etcd_txn on etcd */
+	void *send_ctx;
+	etcd_t *etcd;
+	char epoch[65]; /* P/epoch, compared by every txn */
+	/* (s, h) as judged on, and P/head's mod_revision read with them. */
+	uint64_t seq;
+	uint8_t head[LEDGER_HEAD_BYTES];
+	int64_t head_rev;
+	/* P/leader's create_revision won (0: no leader compare). */
+	int64_t leader_rev;
+	uint64_t retry_ms; /* pause between re-sends (0: 100) */
+};
+
+/* A watcher position written with the events (P/pos/<source>). */
+struct cluster_pos {
+	const char *source;
+	const void *value;
+	size_t len;
+};
+
+enum cluster_append_outcome {
+	CLUSTER_APPEND_COMMITTED = 0,
+	CLUSTER_APPEND_CONFLICT,    /* P/head moved, or P/open is there */
+	CLUSTER_APPEND_DEPOSED,	    /* the leader compare failed */
+	CLUSTER_APPEND_NOT_APPLIED, /* definitely not (why says why) */
+	CLUSTER_APPEND_UNKNOWN	    /* still unknown at the deadline */
+};
+/* "committed", "conflict", "deposed", "not-applied", "unknown". */
+const char *cluster__append_outcome_name(enum cluster_append_outcome o);
+
+struct cluster_append_req {
+	const struct ledger_logval *v; /* P/log/<s+1>'s value (first_seq
+					  must be w->seq + 1) */
+	const struct cluster_pos *pos;
+	size_t n_pos;
+	/* Only VERDICTs: no leader compare; compare P/open absent
+	 * (rule 6). */
+	bool verdicts;
+	int64_t deadline_ms; /* CLOCK_MONOTONIC ms: rule 1 stops there */
+};
+
+struct cluster_append_result {
+	enum cluster_append_outcome outcome;
+	unsigned attempts; /* txns sent */
+	/* COMMITTED: the txn's revision; found is true when the failure
+	 * branch of a re-send showed our own P/log/<s+1> (rule 1). */
+	int64_t revision;
+	bool found;
+	/* CONFLICT: P/head now and its mod_revision; whether only VERDICT
+	 * events lie between (read from the P/log/ values between); open:
+	 * P/open was there (a verdict txn). */
+	struct cluster_head now;
+	int64_t now_rev;
+	bool only_verdicts, open;
+	char why[LG_ERRMSG_MAX]; /* NOT_APPLIED, UNKNOWN, DEPOSED */
+};
+
+/* The append txn (DESIGN 11 "An append is one txn"): compare P/epoch,
+ * P/head's mod_revision, P/leader's create_revision (with leader_rev and
+ * !verdicts), P/open absent (verdicts) -> put P/log/<s+1>, P/head and the
+ * positions; the failure branch reads P/head, P/log/<s+1>, P/epoch,
+ * P/leader and P/open. Rule 1: an indeterminate outcome is re-sent
+ * identical until a definite one or the deadline; a failed compare whose
+ * P/log/<s+1> is byte for byte the value sent was ours. On COMMITTED the
+ * writer moves to the value's last seq and head. Returns 0 with the
+ * outcome in res; LG_EINVAL for a request that cannot be made (a value
+ * that is not at w->seq + 1, too many positions). */
+int cluster__append(struct cluster_writer *w,
+		    const struct cluster_append_req *rq,
+		    struct cluster_append_result *res, struct lg_error *err);
+
+/* The P/log/ values of seqs [from, to] at revision (0: the latest), in
+ * order, each handed to fn (borrowed for the call; non-zero stops and is
+ * returned), through w's sender. LG_ENOENT when a value the range should
+ * hold is missing (err names the seq). */
+typedef int cluster__logval_fn(void *ctx, const struct etcd_kv *kv,
+			       uint64_t first_seq);
+int cluster__log_read(struct cluster_writer *w, uint64_t from, uint64_t to,
+		      int64_t revision, cluster__logval_fn *fn, void *ctx,
+		      struct lg_error *err);
+
+/* Rule 7's filter of one watch event or range key: what the applier at
+ * applied seq does with it. */
+enum cluster_log_check {
+	CLUSTER_LOG_OTHER = 0, /* not a P/log/ key, or a delete */
+	CLUSTER_LOG_APPLY,     /* the next value: a version-1 put of
+				  P/log/<applied + 1> */
+	CLUSTER_LOG_REPEAT,    /* a value already applied */
+	CLUSTER_LOG_GAP,       /* a value beyond the next */
+	CLUSTER_LOG_REWRITE    /* a put of version > 1: never applied */
+};
+enum cluster_log_check cluster__log_check(const struct etcd_kv *kv, bool put,
+					  const char *prefix, uint64_t applied,
+					  uint64_t *first_seq);
+
+/* The applier (rule 7): the only writer of a member's LMDB. */
+#define CLUSTER_MSG_MAX (2 * LG_ERRMSG_MAX)
+typedef struct cluster_applier cluster_applier_t;
+
+/* What the member shows of it (copied under its lock). */
+struct cluster_applier_status {
+	bool reachable;	  /* the last request reached etcd */
+	int64_t fresh_ns; /* CLOCK_MONOTONIC when it last knew itself
+			     caught up with P/head (0: never) */
+	uint64_t applied, head_seq;
+	char refused[CLUSTER_MSG_MAX]; /* rule 8: why it writes no more */
+	char stuck[CLUSTER_MSG_MAX];   /* why it cannot go on for now */
+};
+
+/* Opens the applier over lg (a writer handle it alone uses from then on)
+ * and makes rule 8's checks against etcd: LG_EEXIST with err saying why
+ * when the ledger belongs to another history (another P/epoch, etcd
+ * cluster or prefix, or a seq past P/head, or a head that differs from
+ * P/head at the same seq); an etcd that cannot be reached is no error
+ * (the checks are made when it answers). Caller frees. */
+int cluster__applier_new(cluster_applier_t **out, ledger_t *lg,
+			 const struct cluster_etcd_opts *eo, const char *prefix,
+			 struct lg_error *err);
+/* Runs until *stop (on the applier's own thread). */
+void cluster__applier_run(cluster_applier_t *a,
+			  const volatile sig_atomic_t *stop);
+void cluster__applier_status(cluster_applier_t *a,
+			     struct cluster_applier_status *st);
+void cluster__applier_free(cluster_applier_t *a);
+/* One value as the applier applies it (for tests): kv a version-1 put of
+ * P/log/<applied + 1>, expect_head P/head's chainHead at kv's revision
+ * (NULL: not known there), cluster_id etcd's. 0, or the ledger's error
+ * (LG_EMISMATCH: another head; nothing written). */
+int cluster__applier_apply(cluster_applier_t *a, const struct etcd_kv *kv,
+			   const uint8_t *expect_head, uint64_t cluster_id,
+			   struct lg_error *err);
+
 #endif

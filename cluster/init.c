@@ -29,7 +29,7 @@ static void head_of(ledger_t *lg, struct cluster_head *h)
 }
 
 /* P/head's value: canonical JSON (sorted keys, no space). */
-static char *head_json(const struct cluster_head *h)
+char *cluster__head_json(const struct cluster_head *h)
 {
 	json_t *o = json_object();
 	char *s;
@@ -43,7 +43,7 @@ static char *head_json(const struct cluster_head *h)
 }
 
 /* Reads P/head's value into h; false when it is not a head. */
-static bool head_parse(const uint8_t *v, size_t n, struct cluster_head *h)
+bool cluster__head_parse(const uint8_t *v, size_t n, struct cluster_head *h)
 {
 	json_t *o = json_loadb((const char *)v, n, 0, NULL);
 	const char *ch = json_string_value(json_object_get(o, "chainHead"));
@@ -143,7 +143,8 @@ static void existing(const struct etcd_txn_result *r,
 	memset(&res->head, 0, sizeof(res->head));
 	res->epoch[0] = '\0';
 	if (h->n_kvs == 1 &&
-	    !head_parse(h->kvs[0].value, h->kvs[0].value_len, &res->head))
+	    !cluster__head_parse(h->kvs[0].value, h->kvs[0].value_len,
+				 &res->head))
 		snprintf(res->head.time, sizeof(res->head.time),
 			 "(not a head)");
 	if (ep->n_kvs == 1)
@@ -183,7 +184,7 @@ int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
 	}
 	head_of(lg, &res->head);
 	new_epoch(epoch);
-	hv = head_json(&res->head);
+	hv = cluster__head_json(&res->head);
 	rc = cluster__etcd_open(&e, eo, err);
 	if (rc != 0)
 		goto out;
@@ -382,7 +383,7 @@ int cluster_status(const struct cluster_etcd_opts *eo, const char *prefix,
 		const struct etcd_kv *kv = &r.ops[0].range.kvs[0];
 
 		st->has_head = true;
-		if (!head_parse(kv->value, kv->value_len, &st->head)) {
+		if (!cluster__head_parse(kv->value, kv->value_len, &st->head)) {
 			rc = lg_error_set(
 				err, LG_ECORRUPT, "%s is not a head: \"%.*s\"",
 				k_head,

@@ -302,7 +302,7 @@ static int commit_batch(ledger_t *lg, MDB_txn *txn, const struct event *evs,
  * processes), catch up, prepare and commit. */
 static int append_once(ledger_t *lg, struct event *evs, size_t n,
 		       const struct ledger_batch *b, uint8_t *head, bool *stale,
-		       struct lg_error *err)
+		       uint64_t expect_last, struct lg_error *err)
 {
 	MDB_txn *txn;
 	size_t applied = 0;
@@ -312,8 +312,14 @@ static int append_once(ledger_t *lg, struct event *evs, size_t n,
 		return rc;
 	if ((rc = ledger__store_txn_begin(lg, 0, &txn, err)) != 0)
 		return rc;
-	if ((rc = ledger__store_catch_up(lg, txn, err)) != 0 ||
-	    (rc = prepare(lg, evs, n, head, &applied, err)) != 0) {
+	if ((rc = ledger__store_catch_up(lg, txn, err)) == 0 &&
+	    expect_last != UINT64_MAX && lg->seq != expect_last)
+		rc = lg_error_set(err, LG_EMISMATCH,
+				  "the log is at seq %llu, not %llu: another "
+				  "writer appended",
+				  (unsigned long long)lg->seq,
+				  (unsigned long long)expect_last);
+	if (rc != 0 || (rc = prepare(lg, evs, n, head, &applied, err)) != 0) {
 		mdb_txn_abort(txn);
 		/* An event that does not fit leaves the state as it was;
 		 * only the events before it must be undone, by a reload. */
@@ -362,9 +368,28 @@ static int check_objects(const struct ledger_batch *b, struct lg_error *err)
 	return 0;
 }
 
+static int append_batch(ledger_t *lg, struct event *evs, size_t n,
+			const struct ledger_batch *b, uint64_t expect_last,
+			uint64_t *first_seq, struct lg_error *err);
+
 int ledger_append_batch(ledger_t *lg, struct event *evs, size_t n,
 			const struct ledger_batch *b, uint64_t *first_seq,
 			struct lg_error *err)
+{
+	return append_batch(lg, evs, n, b, UINT64_MAX, first_seq, err);
+}
+
+int ledger__store_append_at(ledger_t *lg, struct event *evs, size_t n,
+			    const struct ledger_batch *b, uint64_t expect_last,
+			    struct lg_error *err)
+{
+	return append_batch(lg, evs, n, b, expect_last, NULL, err);
+}
+
+/* Both: expect_last UINT64_MAX takes the log wherever it is. */
+static int append_batch(ledger_t *lg, struct event *evs, size_t n,
+			const struct ledger_batch *b, uint64_t expect_last,
+			uint64_t *first_seq, struct lg_error *err)
 {
 	static const struct ledger_batch none;
 	uint8_t head[LEDGER_HEAD_BYTES];
@@ -389,10 +414,10 @@ int ledger_append_batch(ledger_t *lg, struct event *evs, size_t n,
 	for (int tries = 0;; tries++) {
 		bool stale = false;
 
-		rc = append_once(lg, evs, n, b, head, &stale, err);
+		rc = append_once(lg, evs, n, b, head, &stale, expect_last, err);
 		if (rc == 0)
 			break;
-		if (!stale || tries > 8)
+		if (!stale || tries > 8 || expect_last != UINT64_MAX)
 			return rc;
 	}
 	if (first_seq != NULL)

@@ -555,7 +555,7 @@ int ledger_refresh(ledger_t *lg, struct lg_error *err)
 	int rc;
 
 	LG_ASSERT(lg != NULL);
-	if (lg->o.forensic || lg->parent != NULL)
+	if (lg->o.forensic || (lg->parent != NULL && !lg->shared))
 		return 0;
 	if (lg->dirty)
 		return ledger__store_reload(lg, err);

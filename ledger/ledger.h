@@ -332,6 +332,11 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 /* The seq of verdict id (1..count); LG_ENOENT when not indexed. */
 int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 		       struct lg_error *err);
+/* The seq of the first VERDICT recorded for AdmissionReview uid (its
+ * record's requester.uid; DESIGN 11 rule 3), from the index every append
+ * writes with its events. LG_ENOENT when there is none. */
+int ledger_verdict_by_review(ledger_t *lg, const char *uid, uint64_t *seq,
+			     struct lg_error *err);
 /* Recorded verdicts, filtered (ledger/vlist.c; DESIGN 3.5, 6, 7): one
  * function serves GET /v1/verdicts and `gpuledger verdicts`. Of the
  * verdicts with ids 1..count (those the caller knows of), those with
@@ -555,16 +560,19 @@ int ledger_reconcile_resolve(ledger_t *lg, const struct reconcile_args *a,
 
 /* Receives the parts of the answer in order: begin once (the range:
  * {"fromSeq", "fromTime", "toSeq", "toTime", "since" {"seq", "time"} |
- * null, "windowMs", "tenant"?}), item per finding, end once (the
- * reconcile_finish object). Values are borrowed for the call; a non-zero
- * return stops the pass and is returned. */
+ * null, "windowMs", "tenant"?}), item per finding with the lists in the
+ * order of enum reconcile_list (preExisting, bypasses, overshoots), end
+ * once (reconcile_finish's summary). Values are borrowed for the call; a
+ * non-zero return stops the pass and is returned. */
 struct ledger_reconcile_sink {
 	int (*begin)(void *ctx, const json_t *range);
 	int (*item)(void *ctx, enum reconcile_list list, const json_t *item);
 	int (*end)(void *ctx, const json_t *summary);
 };
-/* One pass over events 1..o->to_seq of lg from genesis (findings only in
- * o's range), in memory bounded as model/reconcile.c says. */
+/* Two passes over events 1..o->to_seq of lg from genesis (findings only
+ * in o's range; the first hands over preExisting and bypasses, the second
+ * the overshoots), in memory bounded as model/reconcile.c says: neither
+ * the log's length nor the number of findings makes it grow. */
 int ledger_reconcile(ledger_t *lg, const struct reconcile_opts *o,
 		     const struct ledger_reconcile_sink *sink, void *ctx,
 		     struct lg_error *err);
@@ -575,7 +583,7 @@ int ledger_reconcile(ledger_t *lg, const struct reconcile_opts *o,
 struct ledger_reconcile_json {
 	int (*write)(void *ctx, const char *p, size_t n); /* non-zero stops */
 	void *ctx;
-	int list; /* the writer's place (0: preExisting) */
+	int list; /* the writer's place (an enum reconcile_list; 3: done) */
 	size_t n;
 };
 extern const struct ledger_reconcile_sink ledger_reconcile_json_sink;
@@ -588,5 +596,106 @@ const char *lg_commit(void);
  * length it needed, like snprintf. */
 #define LG_METRICS_COMMON_MAX 2048
 size_t lg_metrics_common(char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------- */
+/* The log in etcd (DESIGN 11; ledger/logval.c). A writer turns a batch of
+ * events into the bytes of one P/log/<s+1> value at a known (s, h, state);
+ * a member's applier appends such a value to its LMDB. The events are
+ * encoded and chained exactly as ledger_append does, so every member holds
+ * byte-identical events, heads, Merkle roots and checkpoints, equal to a
+ * single-pod ledger of the same events.
+ *
+ * A value: "GLV" 0x01, u64 first seq, u32 n (1..LEDGER_BATCH_MAX), the
+ * chain head after its last event (LEDGER_HEAD_BYTES), then n times u32
+ * length and that many bytes: the event's canonical encoding (the bytes
+ * the chain hashes, with its seq and time). Integers little endian. */
+#define LEDGER_LOGVAL_HEADER_BYTES (4 + 8 + 4 + LEDGER_HEAD_BYTES)
+
+struct ledger_logval {
+	uint8_t *bytes; /* the value (built: caller frees with
+			   ledger_logval_release; read: NULL) */
+	size_t len;
+	uint64_t first_seq, last_seq;
+	size_t n;
+	uint8_t head[LEDGER_HEAD_BYTES]; /* the chain head after last_seq */
+	int64_t time_ns;		 /* the last event's time */
+};
+void ledger_logval_release(struct ledger_logval *v);
+
+/* Builds the value of events evs[0..n) at state st (its seq s =
+ * state_seq(st)) whose chain head is head: seqs s+1, ... are assigned
+ * into evs, a time earlier than the state's is clamped to it (as
+ * ledger_append does), and every event is checked exactly as the
+ * applier's append will check it before it is taken: it fits the state
+ * (state_apply, which advances st), its encoding is within
+ * LEDGER_EVENT_MAX_BYTES, decodes back and its text is UTF-8 (the Merkle
+ * leaf). So a value built here is one that every member can apply: a value
+ * no member can apply would poison them all. Takes as many events as fit
+ * max_bytes of value (a batch too large for one txn splits: *taken says
+ * how many, the rest go into the next value); LG_ELIMIT when not even the
+ * first fits. On error nothing is built, err names the event (its index
+ * and seq; *taken is that index), and st holds the events before it:
+ * callers build on a copy of the state they judged on (state_clone) and
+ * keep it only once the value committed. */
+int ledger_logval_build(state_t *st, const uint8_t *head, struct event *evs,
+			size_t n, size_t max_bytes, struct ledger_logval *out,
+			size_t *taken, struct lg_error *err);
+
+/* Reads a value (pure): its frame, each event decodes and carries the
+ * seqs first_seq, first_seq + 1, ... (first_seq 0: the value's own), times
+ * never go back within it; with head_prev (may be NULL) the events' chain
+ * from head_prev must end at the value's head. fn (may be NULL) gets every
+ * event (borrowed: its strings point into v) and returns non-zero to stop
+ * (returned). *info (may be NULL) gets the frame's seqs, head and last
+ * time (bytes NULL). LG_ECORRUPT says what is wrong and where. */
+typedef int ledger_logval_fn(void *ctx, const struct event *ev);
+int ledger_logval_read(const uint8_t *v, size_t len, uint64_t first_seq,
+		       const uint8_t *head_prev, ledger_logval_fn *fn,
+		       void *ctx, struct ledger_logval *info,
+		       struct lg_error *err);
+
+/* What a member's ledger stores of the cluster (meta "cluster.*", text),
+ * in the transaction of the events it applied: etcd's cluster id, the
+ * prefix and its P/epoch, the etcd revision of the last value applied
+ * and the last seq. */
+#define LEDGER_CLUSTER_PREFIX_MAX 255
+struct ledger_cluster_meta {
+	uint64_t cluster_id;
+	char epoch[65];
+	char prefix[LEDGER_CLUSTER_PREFIX_MAX + 1];
+	int64_t revision;
+	uint64_t seq;
+};
+/* *present false (cm zeroed) when the ledger holds none (a single-pod
+ * ledger, or a member that never applied a value). LG_ECORRUPT for a
+ * value that is not one. */
+int ledger_cluster_meta_get(ledger_t *lg, struct ledger_cluster_meta *cm,
+			    bool *present, struct lg_error *err);
+
+/* The applier's append (DESIGN 11 rule 7): the events of value v (the
+ * value of P/log/<the ledger's last seq + 1>) appended in one transaction
+ * together with cm (its seq is set here to the value's last seq), after
+ * checking the value as ledger_logval_read does against the ledger's last
+ * seq and head, that its first time does not go back, and, when
+ * expect_head is not NULL, that the chain head after its last event equals
+ * expect_head (P/head at the value's revision). Nothing is written when a
+ * check fails: LG_EMISMATCH (another seq, a time back, another head: err
+ * names the seqs and both heads) or LG_ECORRUPT (not a value), or when
+ * another writer appended meanwhile (LG_EMISMATCH). head_out (may be NULL)
+ * gets the head after the value. */
+int ledger_append_logval(ledger_t *lg, const uint8_t *v, size_t len,
+			 const uint8_t *expect_head,
+			 const struct ledger_cluster_meta *cm,
+			 uint8_t *head_out, struct lg_error *err);
+
+/* A second handle on lg's environment, for another thread (gpuledger
+ * member: its applier writes through lg, its server reads through this
+ * one): read-only, with a state of its own rebuilt here, followed with
+ * ledger_refresh like a handle of its own, and ledger_snapshot_new works
+ * on it. It never remaps the map, so lg must never have to either: open
+ * lg with map_size_bytes SIZE_MAX (the whole bound mapped at once) and
+ * write it from this process only. Used by one thread at a time; closed
+ * (ledger_close) before lg. */
+int ledger_share(ledger_t *lg, ledger_t **out, struct lg_error *err);
 
 #endif

@@ -56,6 +56,9 @@ int ledger__raw_put(ledger_t *lg, enum ledger_db db, uint64_t key,
 /* Empties the Merkle tree (its nodes and meta "merkle.size"), as a ledger
  * from before the tree has it: tests and the benchmark of building it. */
 int ledger__raw_tree_drop(ledger_t *lg, struct lg_error *err);
+/* Empties the index of review uids (DESIGN 11 rule 3), as a ledger from
+ * before it: tests of filling it. */
+int ledger__raw_vuid_drop(ledger_t *lg, struct lg_error *err);
 
 /* Checkpoint record layout: "GLCP", u32 version, u64 seq, head, u64 n,
  * n state bytes, then SHA-256 of everything before it. Little endian. */

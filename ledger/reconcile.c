@@ -1,8 +1,8 @@
 /*
  * The reconciliation audit over a ledger (DESIGN 3.6): the range and the
  * moment admission came into force resolved from what an operator typed,
- * then one pass from genesis (an object's previous observation may lie
- * before the range) that applies every event to a state and hands it to
+ * then two passes from genesis (an object's previous observation may lie
+ * before the range), each applying every event to a state and handing it to
  * model/reconcile.c, and the one JSON writer that `gpuledger reconcile`
  * and GET /v1/reconcile share, so that both give the same bytes.
  */
@@ -211,18 +211,42 @@ static json_t *since_json(ledger_t *lg, uint64_t since)
 			 seq_time(lg, since));
 }
 
+/* One pass from genesis to o->to_seq handing lists (a reconcile_opts
+ * bit set) to the sink; *summary (may be NULL) gets the counts. */
+static int one_pass(ledger_t *lg, const struct reconcile_opts *o,
+		    unsigned lists, struct sink_ctx *sc, json_t **summary,
+		    struct lg_error *err)
+{
+	struct reconcile_opts po = *o;
+	struct pass p = {.from = o->from_seq, .to = o->to_seq, .err = err};
+	json_t *sum = NULL;
+	int rc = 0;
+
+	po.lists = lists;
+	p.st = state_new();
+	p.rc = reconcile_new(&po, sink_item, sc);
+	if (o->to_seq > 0)
+		rc = ledger_scan(lg, 1, o->to_seq, pass_event, &p, err);
+	if (rc == 0)
+		rc = reconcile_finish(p.rc, &sum);
+	if (rc == 0 && summary != NULL)
+		*summary = sum;
+	else
+		json_decref(sum);
+	reconcile_free(p.rc);
+	state_free(p.st);
+	return rc;
+}
+
 int ledger_reconcile(ledger_t *lg, const struct reconcile_opts *o,
 		     const struct ledger_reconcile_sink *sink, void *ctx,
 		     struct lg_error *err)
 {
 	struct sink_ctx sc = {sink, ctx};
-	struct pass p = {.from = o->from_seq, .to = o->to_seq, .err = err};
-	json_t *range, *summary;
+	json_t *range, *summary = NULL;
 	int rc;
 
 	LG_ASSERT(lg != NULL && o != NULL && sink != NULL);
-	p.st = state_new();
-	p.rc = reconcile_new(o, sink_item, &sc);
 	range = json_pack("{s:I, s:o, s:I, s:o, s:o, s:I, s:s*}", "fromSeq",
 			  (json_int_t)o->from_seq, "fromTime",
 			  seq_time(lg, o->from_seq), "toSeq",
@@ -232,16 +256,22 @@ int ledger_reconcile(ledger_t *lg, const struct reconcile_opts *o,
 			  (json_int_t)(o->window_ns / 1000000), "tenant",
 			  o->tenant);
 	rc = sink->begin(ctx, range);
-	if (rc == 0 && o->to_seq > 0)
-		rc = ledger_scan(lg, 1, o->to_seq, pass_event, &p, err);
-	if (rc == 0) {
-		summary = reconcile_finish(p.rc);
+	/* Bypasses and overshoots are found interleaved, and a document
+	 * lists one after the other: two passes keep memory bounded by what
+	 * is live (a pass costs what it reads; the second does not follow
+	 * objects older than admission into a list). */
+	if (rc == 0)
+		rc = one_pass(lg, o,
+			      1u << RECONCILE_PRE_EXISTING |
+				      1u << RECONCILE_BYPASS,
+			      &sc, NULL, err);
+	if (rc == 0)
+		rc = one_pass(lg, o, 1u << RECONCILE_OVERSHOOT, &sc, &summary,
+			      err);
+	if (rc == 0)
 		rc = sink->end(ctx, summary);
-		json_decref(summary);
-	}
+	json_decref(summary);
 	json_decref(range);
-	reconcile_free(p.rc);
-	state_free(p.st);
 	return rc;
 }
 
@@ -285,8 +315,12 @@ static int json_to_list(struct ledger_reconcile_json *w, int l)
 {
 	int rc = 0;
 
+	static const char *const next[] = {"],\"bypasses\":[",
+					   "],\"overshoots\":[", "]"};
+
+	LG_ASSERT(l <= 3);
 	while (rc == 0 && w->list < l) {
-		rc = put(w, w->list == 0 ? "],\"bypasses\":[" : "]", w->list == 0 ? 14 : 1);
+		rc = put(w, next[w->list], strlen(next[w->list]));
 		w->list++;
 		w->n = 0;
 	}
@@ -296,7 +330,11 @@ static int json_to_list(struct ledger_reconcile_json *w, int l)
 static int json_item(void *ctx, enum reconcile_list l, const json_t *item)
 {
 	struct ledger_reconcile_json *w = ctx;
-	int rc = json_to_list(w, l == RECONCILE_BYPASS ? 1 : 0);
+	int rc;
+
+	/* The lists come in document order (ledger_reconcile's passes). */
+	LG_ASSERT((int)l >= w->list);
+	rc = json_to_list(w, (int)l);
 
 	if (rc == 0 && w->n++ > 0)
 		rc = put(w, ",", 1);
@@ -306,12 +344,8 @@ static int json_item(void *ctx, enum reconcile_list l, const json_t *item)
 static int json_end(void *ctx, const json_t *summary)
 {
 	struct ledger_reconcile_json *w = ctx;
-	int rc = json_to_list(w, 2);
+	int rc = json_to_list(w, 3);
 
-	if (rc == 0)
-		rc = put(w, ",\"overshoots\":", 14);
-	if (rc == 0)
-		rc = put_json(w, json_object_get(summary, "overshoots"));
 	if (rc == 0)
 		rc = put(w, ",\"counts\":", 10);
 	if (rc == 0)

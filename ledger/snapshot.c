@@ -63,6 +63,29 @@ int ledger_snapshot_enter(ledger_t *s, bool load_state, struct lg_error *err)
 	return rc;
 }
 
+/* A shared handle is a snapshot that follows the log: the same fields,
+ * with parent set so that it never remaps (its read transactions run on
+ * another thread than lg's), and its own state, rebuilt here and advanced
+ * by ledger_refresh. It takes no remap lock: lg's map never grows (the
+ * caller maps the whole bound at open). */
+int ledger_share(ledger_t *lg, ledger_t **out, struct lg_error *err)
+{
+	ledger_t *s;
+	int rc = ledger_snapshot_new(lg, &s, err);
+
+	if (rc != 0)
+		return rc;
+	s->shared = true;
+	s->edge.size = UINT64_MAX;
+	lg_buf_init(&s->jbuf, LEDGER_LEAF_TEXT_MAX_BYTES);
+	if ((rc = ledger__store_reload(s, err)) != 0) {
+		ledger_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
 void ledger__store_snapshot_free(ledger_t *s)
 {
 	if (s->locked)
@@ -70,6 +93,8 @@ void ledger__store_snapshot_free(ledger_t *s)
 	state_free(s->st);
 	free(s->buf);
 	free(s->offs);
+	free(s->leaf);
+	lg_buf_release(&s->jbuf);
 	free(s->dir);
 	free(s);
 }

@@ -52,6 +52,8 @@ struct ledger {
 	pthread_rwlock_t *remap;
 	ledger_t *parent; /* a snapshot's; NULL for a handle of its own */
 	bool locked;	  /* a snapshot holds remap for reading */
+	bool shared;	  /* ledger_share's handle: a parent, yet it follows
+			     the log (ledger_refresh) */
 	/* Merkle leaves of the batch (one per event, offs_cap of them) and
 	 * the right edge of the stored tree (size UINT64_MAX: reload). */
 	uint8_t (*leaf)[MERKLE_HASH_BYTES];
@@ -184,6 +186,13 @@ int ledger__store_vidx_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 			   uint64_t first, size_t n);
 /* Frees a snapshot (ledger_close of one). */
 void ledger__store_snapshot_free(ledger_t *s);
+
+/* ledger_append_batch, writing only when the log's last seq is
+ * expect_last inside the write transaction (after catching up with other
+ * writers); else LG_EMISMATCH and nothing is written (ledger/logval.c). */
+int ledger__store_append_at(ledger_t *lg, struct event *evs, size_t n,
+			    const struct ledger_batch *b, uint64_t expect_last,
+			    struct lg_error *err);
 
 /* Rebuilds the handle's state at the last seq. */
 int ledger__store_reload(ledger_t *lg, struct lg_error *err);

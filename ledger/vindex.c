@@ -8,6 +8,13 @@
  * (count, upto, content seq): the index and the events can never disagree.
  * A log written before the index existed has a gap (upto < last); a writer
  * fills it once, in one transaction.
+ *
+ * The same transaction indexes each VERDICT's AdmissionReview uid (DESIGN
+ * 11 rule 3: one review, one verdict): "vid" 0xff + uid -> the seq of the
+ * first record judged for it, and "vid" 0xfe -> the last seq so indexed
+ * (its own gap, filled the same way, for logs from before it). An id's key
+ * is "vid" + 8 big-endian bytes of an id below 2^63, whose first byte is at
+ * most 0x7f: the three kinds of key cannot meet.
  */
 #include "ledger/store.h"
 
@@ -18,6 +25,9 @@
 #define VIDX_KEY     "vidx"
 #define VID_PREFIX   "vid"
 #define VID_KEY_BYTES (3 + 8)
+#define VUID_MARK     0xff /* "vid" 0xff + review uid -> seq */
+#define VUIDX_MARK    0xfe /* "vid" 0xfe -> last seq indexed by uid */
+#define VUID_KEY_MAX  (4 + VERDICT_REVIEW_UID_MAX)
 
 static void vid_key(uint64_t id, uint8_t *k)
 {
@@ -112,6 +122,109 @@ static int vidx_fill(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
 	return rc;
 }
 
+/* The uid index's key of uid into k; its length. */
+static size_t vuid_key(const char *uid, uint8_t *k)
+{
+	size_t n = strlen(uid);
+
+	LG_ASSERT(n >= 1 && n <= VERDICT_REVIEW_UID_MAX);
+	memcpy(k, VID_PREFIX, 3);
+	k[3] = VUID_MARK;
+	memcpy(k + 4, uid, n);
+	return 4 + n;
+}
+
+static int vuidx_read(ledger_t *lg, MDB_txn *txn, uint64_t *upto)
+{
+	uint8_t kb[4] = {'v', 'i', 'd', VUIDX_MARK};
+	MDB_val k = {.mv_size = sizeof(kb), .mv_data = kb}, v;
+	int rc = ledger__store_get(lg, txn, LEDGER_DB_META, &k, &v);
+
+	*upto = 0;
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc == 0 && v.mv_size != 8)
+		return MDB_CORRUPTED;
+	if (rc == 0)
+		*upto = ledger__store_le64_get(v.mv_data);
+	return rc;
+}
+
+static int vuidx_write(ledger_t *lg, MDB_txn *txn, uint64_t upto)
+{
+	uint8_t kb[4] = {'v', 'i', 'd', VUIDX_MARK}, b[8];
+	MDB_val k = {.mv_size = sizeof(kb), .mv_data = kb},
+		v = {.mv_size = sizeof(b), .mv_data = b};
+
+	ledger__store_le64_put(b, upto);
+	return mdb_put(txn, lg->dbi[LEDGER_DB_META], &k, &v, 0);
+}
+
+/* Indexes the review uid of a VERDICT at seq (text: its record); the first
+ * record of a uid keeps it (a log from before rule 3 may repeat one). */
+static int vuid_add(ledger_t *lg, MDB_txn *txn, const struct event *ev,
+		    uint64_t seq)
+{
+	char uid[VERDICT_REVIEW_UID_MAX + 1];
+	uint8_t kb[VUID_KEY_MAX], vb[8];
+	MDB_val k = {.mv_data = kb}, v = {.mv_size = sizeof(vb), .mv_data = vb};
+	int rc;
+
+	if (ev->type != EV_VERDICT || ev->text == NULL ||
+	    verdict_record_review_uid(ev->text, strlen(ev->text), uid,
+				      sizeof(uid)) != 1)
+		return 0;
+	k.mv_size = vuid_key(uid, kb);
+	ledger__store_le64_put(vb, seq);
+	rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &k, &v, MDB_NOOVERWRITE);
+	return rc == MDB_KEYEXIST ? 0 : rc;
+}
+
+/* Indexes the review uids of the stored events from .. to. */
+static int vuid_fill(ledger_t *lg, MDB_txn *txn, uint64_t from, uint64_t to)
+{
+	uint64_t k = from;
+	MDB_val key = ledger__store_key(&k), val;
+	MDB_cursor *cur;
+	int rc, op = MDB_SET_KEY;
+
+	if (from > to)
+		return 0;
+	if ((rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur)) != 0)
+		return rc;
+	for (; rc == 0 && k <= to; k++, op = MDB_NEXT) {
+		struct event ev;
+		const uint8_t *h;
+
+		rc = ledger__store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key,
+					      &val, op);
+		if (rc == 0 &&
+		    (ledger__store_keyval(&key) != k ||
+		     ledger__store_record_decode(&val, k, &ev, &h, NULL) != 0))
+			rc = MDB_CORRUPTED;
+		if (rc == 0)
+			rc = vuid_add(lg, txn, &ev, k);
+	}
+	mdb_cursor_close(cur);
+	return rc;
+}
+
+/* Brings the uid index to `to`, then adds evs (seqs first..). */
+static int vuid_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
+		    uint64_t first, size_t n, uint64_t to)
+{
+	uint64_t upto;
+	int rc = vuidx_read(lg, txn, &upto);
+
+	if (rc == 0 && upto < to)
+		rc = vuid_fill(lg, txn, upto + 1, to);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = vuid_add(lg, txn, &evs[i], first + i);
+	if (rc == 0 && (n > 0 || upto < to))
+		rc = vuidx_write(lg, txn, n > 0 ? first + n - 1 : to);
+	return rc;
+}
+
 int ledger__store_vidx_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 			   uint64_t first, size_t n)
 {
@@ -124,6 +237,8 @@ int ledger__store_vidx_put(ledger_t *lg, MDB_txn *txn, const struct event *evs,
 		rc = vidx_add(lg, txn, &vi, evs[i].type, first + i);
 	if (rc == 0 && n > 0)
 		rc = vidx_write(lg, txn, &vi);
+	if (rc == 0 && n > 0)
+		rc = vuid_put(lg, txn, evs, first, n, first - 1);
 	return rc;
 }
 
@@ -137,12 +252,16 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 	LG_ASSERT(lg != NULL && vi != NULL);
 	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
 		return rc;
+	uint64_t uid_upto = 0;
+
 	rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last, err);
-	if (rc == 0 && (rc = vidx_read(lg, txn, vi)) != 0)
+	if (rc == 0 && ((rc = vidx_read(lg, txn, vi)) != 0 ||
+			(rc = vuidx_read(lg, txn, &uid_upto)) != 0))
 		rc = ledger__store_read_error(lg, err, rc, 0,
 					      "read the verdict index");
 	mdb_txn_abort(txn);
-	if (rc != 0 || vi->upto >= last || lg->o.read_only)
+	if (rc != 0 || (vi->upto >= last && uid_upto >= last) ||
+	    lg->o.read_only)
 		return rc;
 	/* A gap: fill it once, under the writers' lock. */
 	if ((rc = ledger__store_txn_begin(lg, 0, &txn, err)) != 0)
@@ -153,6 +272,8 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 		if (rc == 0 && vi->upto < last &&
 		    (rc = vidx_fill(lg, txn, vi, last)) == 0)
 			rc = vidx_write(lg, txn, vi);
+		if (rc == 0)
+			rc = vuid_put(lg, txn, NULL, last + 1, 0, last);
 		if (rc == 0)
 			rc = mdb_txn_commit(txn);
 		else
@@ -193,4 +314,68 @@ int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 					      "read the verdict index");
 	mdb_txn_abort(txn);
 	return rc;
+}
+
+int ledger_verdict_by_review(ledger_t *lg, const char *uid, uint64_t *seq,
+			     struct lg_error *err)
+{
+	MDB_txn *txn;
+	uint8_t kb[VUID_KEY_MAX];
+	MDB_val k = {.mv_data = kb}, v;
+	int rc;
+
+	LG_ASSERT(lg != NULL && uid != NULL && seq != NULL);
+	if (uid[0] == '\0' || strlen(uid) > VERDICT_REVIEW_UID_MAX)
+		return lg_error_set(err, LG_ENOENT, "no verdict for review "
+						    "uid \"%.40s\"", uid);
+	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
+		return rc;
+	k.mv_size = vuid_key(uid, kb);
+	rc = ledger__store_get(lg, txn, LEDGER_DB_META, &k, &v);
+	if (rc == 0 && v.mv_size == 8)
+		*seq = ledger__store_le64_get(v.mv_data);
+	else if (rc == 0)
+		rc = lg_error_set(err, LG_ECORRUPT,
+				  "review uid \"%s\": bad index entry", uid);
+	else if (rc == MDB_NOTFOUND)
+		rc = lg_error_set(err, LG_ENOENT,
+				  "no verdict for review uid \"%s\"", uid);
+	else
+		rc = ledger__store_read_error(lg, err, rc, 0,
+					      "read the verdict index");
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/* Whether k is a key of the uid index ("vid" 0xfe or "vid" 0xff + uid). */
+static bool vuid_owned(const MDB_val *k)
+{
+	return k->mv_size >= 4 && memcmp(k->mv_data, VID_PREFIX, 3) == 0 &&
+	       ((const uint8_t *)k->mv_data)[3] >= VUIDX_MARK;
+}
+
+int ledger__raw_vuid_drop(ledger_t *lg, struct lg_error *err)
+{
+	uint8_t first[4] = {'v', 'i', 'd', VUIDX_MARK};
+	MDB_cursor *cur = NULL;
+	MDB_txn *txn;
+	int rc = ledger__store_txn_begin(lg, 0, &txn, err);
+
+	if (rc != 0)
+		return rc;
+	rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_META], &cur);
+	while (rc == 0) {
+		MDB_val k = {.mv_size = sizeof(first), .mv_data = first}, v;
+
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		if (rc != 0 || !vuid_owned(&k))
+			break;
+		rc = mdb_cursor_del(cur, 0);
+	}
+	if (rc == MDB_NOTFOUND || rc == 0)
+		rc = 0;
+	if (cur != NULL)
+		mdb_cursor_close(cur);
+	rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
+	return rc ? ledger__store_error(err, rc, "drop the uid index") : 0;
 }

@@ -483,6 +483,22 @@ struct verdict_ref {
  * canonical JSON). LG_ECORRUPT when the record is not a verdict. */
 int verdict_record_parse(const char *record, size_t len,
 			 struct verdict_ref *ref, struct lg_error *err);
+/* The AdmissionReview uid a stored record was judged for (its
+ * "requester"."uid") into uid (cap bytes): 1 when it has one that fits
+ * (at most VERDICT_REVIEW_UID_MAX bytes), 0 when not (a plain request, or
+ * not a record). */
+int verdict_record_review_uid(const char *record, size_t len, char *uid,
+			      size_t cap);
+/* One review, one verdict (DESIGN 11 rule 3): the AdmissionReview that
+ * answered r (a review: r->review_uid set) when its stored record (len
+ * bytes at seq) was judged: byte for byte the first answer (new
+ * reference). NULL with err: LG_EEXIST when the record is of another kind
+ * or judged another request (a uid reused for a different body),
+ * LG_ECORRUPT when it is not a verdict record. */
+json_t *verdict_record_review_again(const char *record, size_t len,
+				    uint64_t seq,
+				    const struct verdict_request *r,
+				    struct lg_error *err);
 /* Recomputes a stored record on basis, the state at its basisSeq, whose
  * chain head is head_hex: its kind's verdict on its "request", with its
  * requester, id, basisSeq and chain head. *recomputed is the record text
@@ -495,11 +511,16 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 /* ---------------------------------------------------------------------- */
 /* The reconciliation audit (model/reconcile.c, DESIGN 3.6): every event of
  * the log, in order, each handed over with the state after it; findings
- * come out as they are found (objects observed before admission was in
- * force, then bypasses: the first kind only before since_seq, the second
- * only from it, so each list is complete before the next starts) and the
- * overshoots at the end. Memory is bounded by the live objects and by the
- * verdicts and observations of one window, never by the log's length. */
+ * come out as they are found: objects observed before admission was in
+ * force, then bypasses (the first kind only before since_seq, the second
+ * only from it, so the first list is complete before the second starts),
+ * and each overshoot when the event that ends it has been fed (those one
+ * event ends by fromSeq, tenant, key), the ones still open by
+ * reconcile_finish in the same order. Bypasses and overshoots interleave:
+ * a writer of one document asks for them in two passes (opts.lists).
+ * Memory is bounded by the live objects, the open overshoots and the
+ * verdicts and observations of one window, never by the log's length or
+ * by the findings. */
 
 typedef struct reconcile reconcile_t;
 
@@ -509,13 +530,22 @@ struct reconcile_opts {
 	uint64_t since_seq; /* admission in force from here (0: never) */
 	int64_t window_ns;  /* a verdict covers observations this soon after */
 	const char *tenant; /* only this subtree's findings (NULL: all) */
+	unsigned lists;	    /* the lists handed to the emit function, a bit
+			       (1u << enum reconcile_list) each (0: all);
+			       the others are only counted. Overshoots not
+			       asked for are not followed at all. */
 };
 
 enum reconcile_list {
 	RECONCILE_PRE_EXISTING, /* {"seq", "time", "namespace", "kind",
 				   "name", "uid"} */
-	RECONCILE_BYPASS	/* the same and "class", "before", "after",
+	RECONCILE_BYPASS,	/* the same and "class", "before", "after",
 				   "previousSeq" (null: none) */
+	RECONCILE_OVERSHOOT	/* {"tenant", "key", "fromSeq", "fromTime",
+				   "toSeq", "toTime", "budget", "used",
+				   "peak", "trigger", "causes",
+				   "causesOmitted"}; toSeq/toTime null while
+				   it lasts */
 };
 /* Receives one finding (borrowed for the call); non-zero stops the feed:
  * reconcile_event returns it. */
@@ -528,11 +558,12 @@ reconcile_t *reconcile_new(const struct reconcile_opts *o,
 /* ev has just been applied to st (st is the state after it). */
 int reconcile_event(reconcile_t *rc, const state_t *st,
 		    const struct event *ev);
-/* {"overshoots": [...], "counts": {"events", "admissionVerdicts",
- * "preExisting", "bypasses", "overshoots"}} for what was fed (new
- * reference); overshoots by fromSeq, tenant, key, those still open with
- * "toSeq" null. Call once, after the last event. */
-json_t *reconcile_finish(reconcile_t *rc);
+/* Hands over the overshoots still open (toSeq null), then sets *summary to
+ * {"counts": {"events", "admissionVerdicts", "preExisting", "bypasses",
+ * "overshoots"}} for what was fed (new reference). Returns the emit
+ * function's non-zero answer (then *summary is NULL). Call once, after the
+ * last event. */
+int reconcile_finish(reconcile_t *rc, json_t **summary);
 void reconcile_free(reconcile_t *rc);
 /* A Go-style duration ("10m", "1h30m", "90s", "500ms") in ns: LG_EINVAL
  * for anything else, LG_ERANGE beyond int64. */

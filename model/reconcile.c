@@ -26,7 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Causes kept per overshoot; more are counted, not listed. */
+/* Causes kept per overshoot; more are counted, not listed. The array
+ * grows as causes come, so an overshoot with one cause holds one. */
 #define CAUSES_MAX 64
 /* Sweep the objects once their count has doubled since the last sweep
  * (amortised O(1) per object), and not below this many. */
@@ -78,9 +79,9 @@ struct rover {
 	uint64_t peak_seq;
 	int64_t last_excess;
 	json_t *trigger;
-	size_t n_causes;
+	size_t n_causes, cap_causes;
 	uint64_t causes_omitted;
-	struct rcause causes[CAUSES_MAX];
+	struct rcause *causes; /* owned, at most CAUSES_MAX */
 };
 
 struct reconcile {
@@ -93,9 +94,12 @@ struct reconcile {
 	struct rverdict **landed; /* FIFO from landed_head */
 	size_t landed_head, n_landed, cap_landed;
 	struct ptab open; /* (tenant, key) -> struct rover * */
-	struct rover **closed;
-	size_t n_closed, cap_closed;
 	size_t n_open;
+	/* Overshoots closed by the event being fed: handed over, in order,
+	 * once it is done, then freed (never kept longer). */
+	struct rover **closing;
+	size_t n_closing, cap_closing;
+	uint64_t n_over; /* overshoots handed over */
 
 	/* What the event being fed did (reset at each event). */
 	bool cur_bypass;
@@ -108,8 +112,9 @@ struct reconcile {
 /* Small parts.                                                            */
 
 /* p (of *cap elements of size bytes) with room for need: the capacity
- * doubles. The arrays count pending verdicts, landed verdicts and closed
- * overshoots, each bounded by the window or by the findings themselves. */
+ * doubles. The arrays hold pending verdicts and landed verdicts (bounded by
+ * the window), an overshoot's causes (by CAUSES_MAX) and the overshoots one
+ * event closes (by those open: the tenants and keys of the state). */
 static void *grow(void *p, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
@@ -369,6 +374,12 @@ static void landed_expire(reconcile_t *rc, int64_t now_ns)
 /* ---------------------------------------------------------------------- */
 /* Observations: bypasses and objects older than admission.                */
 
+/* Whether list l goes to the emit function (else it is only counted). */
+static bool wants(const reconcile_t *rc, enum reconcile_list l)
+{
+	return rc->o.lists == 0 || (rc->o.lists & (1u << l)) != 0;
+}
+
 static int emit(reconcile_t *rc, enum reconcile_list l, json_t *item)
 {
 	int rc2 = rc->emit != NULL ? rc->emit(rc->ctx, l, item) : 0;
@@ -418,7 +429,9 @@ static int on_reserve(reconcile_t *rc, const state_t *st,
 		o->first_seq = ev->seq;
 		if (!admission_in_force(rc, ev->seq) && report) {
 			rc->n_pre++;
-			r = emit(rc, RECONCILE_PRE_EXISTING, obj_item(ev));
+			if (wants(rc, RECONCILE_PRE_EXISTING))
+				r = emit(rc, RECONCILE_PRE_EXISTING,
+					 obj_item(ev));
 		}
 	}
 	if (ev->type == EV_RESERVE && ev->after > ev->before &&
@@ -428,7 +441,9 @@ static int on_reserve(reconcile_t *rc, const state_t *st,
 
 		if (i == SIZE_MAX) {
 			rc->cur_bypass = true;
-			if (report && r == 0) {
+			if (report)
+				rc->n_bypass++;
+			if (report && r == 0 && wants(rc, RECONCILE_BYPASS)) {
 				json_t *item = obj_item(ev);
 
 				json_object_set_new(item, "class",
@@ -442,7 +457,6 @@ static int on_reserve(reconcile_t *rc, const state_t *st,
 					o->last_seq ? json_integer((json_int_t)
 									   o->last_seq)
 						    : json_null());
-				rc->n_bypass++;
 				r = emit(rc, RECONCILE_BYPASS, item);
 			}
 		} else {
@@ -490,6 +504,7 @@ static void rover_free(struct rover *ov)
 {
 	for (size_t i = 0; i < ov->n_causes; i++)
 		free(ov->causes[i].ids);
+	free(ov->causes);
 	json_decref(ov->trigger);
 	free(ov->tenant);
 	free(ov->key);
@@ -504,6 +519,8 @@ static void add_cause(struct rover *ov, const char *type, uint64_t seq,
 		free(ids);
 		return;
 	}
+	ov->causes = grow(ov->causes, &ov->cap_causes, ov->n_causes + 1,
+			  sizeof(*ov->causes));
 	ov->causes[ov->n_causes++] =
 		(struct rcause){.type = type, .seq = seq, .ids = ids,
 				.n_ids = n_ids};
@@ -645,9 +662,9 @@ static void close_over(reconcile_t *rc, struct rover *ov,
 	ov->to_seq = ev->seq;
 	ov->to_ns = ev->time_ns;
 	if ((ov->to_seq > rc->o.from_seq) && within(ov->tenant, rc->o.tenant)) {
-		rc->closed = grow(rc->closed, &rc->cap_closed, rc->n_closed + 1,
-				  sizeof(*rc->closed));
-		rc->closed[rc->n_closed++] = ov;
+		rc->closing = grow(rc->closing, &rc->cap_closing,
+				   rc->n_closing + 1, sizeof(*rc->closing));
+		rc->closing[rc->n_closing++] = ov;
 	} else {
 		rover_free(ov);
 	}
@@ -754,71 +771,6 @@ static void check_ancestors(reconcile_t *rc, const state_t *st,
 	}
 }
 
-/* ---------------------------------------------------------------------- */
-/* The API.                                                                */
-
-reconcile_t *reconcile_new(const struct reconcile_opts *o,
-			   reconcile_emit_fn *fn, void *ctx)
-{
-	reconcile_t *rc = lg_xcalloc(1, sizeof(*rc));
-
-	LG_ASSERT(o != NULL && o->window_ns >= 0);
-	rc->o = *o;
-	rc->o.tenant = o->tenant != NULL ? lg_xstrdup(o->tenant) : NULL;
-	rc->emit = fn;
-	rc->ctx = ctx;
-	rc->sweep_at = SWEEP_MIN;
-	return rc;
-}
-
-int reconcile_event(reconcile_t *rc, const state_t *st,
-		    const struct event *ev)
-{
-	int r = 0;
-
-	LG_ASSERT(rc != NULL && st != NULL && ev != NULL);
-	rc->cur_bypass = false;
-	rc->cur_verdict = NULL;
-	if (in_range(rc, ev->seq))
-		rc->n_events++;
-	landed_expire(rc, ev->time_ns);
-	switch (ev->type) {
-	case EV_VERDICT:
-		on_verdict(rc, st, ev);
-		break;
-	case EV_RESERVE:
-	case EV_RELEASE:
-		if (controlled(ev->kind))
-			r = on_reserve(rc, st, ev);
-		check_ancestors(rc, st, ev->ns, ev);
-		break;
-	case EV_BUDGET: {
-		const struct nsrec *t = model__state_ns(st, ev->ns);
-		const struct budget *b =
-			t != NULL ? model__nsrec_budget(t, ev->key) : NULL;
-		struct overkey k = {ev->ns, ev->key};
-		struct rover *ov = model__ptab_find(
-			&rc->open, over_hash(ev->ns, ev->key), over_eq, &k);
-
-		if (t != NULL && b != NULL)
-			check_key(rc, st, t, b->key, true, b->value, ev);
-		else if (ov != NULL)
-			close_over(rc, ov, ev);
-		break;
-	}
-	case EV_TENANT:
-	case EV_TENANT_GONE:
-	case EV_CLASS:
-		check_all(rc, st, ev);
-		break;
-	default:
-		break;
-	}
-	if (rc->n_objs >= rc->sweep_at)
-		objs_sweep(rc, ev->time_ns);
-	return r;
-}
-
 static int cmp_over(const void *a, const void *b)
 {
 	const struct rover *x = *(struct rover *const *)a,
@@ -868,31 +820,130 @@ static json_t *over_json(const struct rover *ov)
 		causes, "causesOmitted", (json_int_t)ov->causes_omitted);
 }
 
-json_t *reconcile_finish(reconcile_t *rc)
+/* Hands over the overshoots ev closed, by fromSeq, tenant and key, and
+ * frees them: a closed overshoot changes no more. */
+static int flush_closing(reconcile_t *rc)
+{
+	int r = 0;
+
+	qsort(rc->closing, rc->n_closing, sizeof(*rc->closing), cmp_over);
+	for (size_t i = 0; i < rc->n_closing; i++) {
+		if (r == 0) {
+			rc->n_over++;
+			r = emit(rc, RECONCILE_OVERSHOOT,
+				 over_json(rc->closing[i]));
+		}
+		rover_free(rc->closing[i]);
+	}
+	rc->n_closing = 0;
+	return r;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The API.                                                                */
+
+reconcile_t *reconcile_new(const struct reconcile_opts *o,
+			   reconcile_emit_fn *fn, void *ctx)
+{
+	reconcile_t *rc = lg_xcalloc(1, sizeof(*rc));
+
+	LG_ASSERT(o != NULL && o->window_ns >= 0);
+	rc->o = *o;
+	rc->o.tenant = o->tenant != NULL ? lg_xstrdup(o->tenant) : NULL;
+	rc->emit = fn;
+	rc->ctx = ctx;
+	rc->sweep_at = SWEEP_MIN;
+	return rc;
+}
+
+int reconcile_event(reconcile_t *rc, const state_t *st,
+		    const struct event *ev)
+{
+	int r = 0;
+	/* Overshoots are followed only when they are asked for. */
+	bool overs = wants(rc, RECONCILE_OVERSHOOT);
+
+	LG_ASSERT(rc != NULL && st != NULL && ev != NULL);
+	rc->cur_bypass = false;
+	rc->cur_verdict = NULL;
+	if (in_range(rc, ev->seq))
+		rc->n_events++;
+	landed_expire(rc, ev->time_ns);
+	switch (ev->type) {
+	case EV_VERDICT:
+		on_verdict(rc, st, ev);
+		break;
+	case EV_RESERVE:
+	case EV_RELEASE:
+		if (controlled(ev->kind))
+			r = on_reserve(rc, st, ev);
+		if (overs)
+			check_ancestors(rc, st, ev->ns, ev);
+		break;
+	case EV_BUDGET: {
+		const struct nsrec *t = model__state_ns(st, ev->ns);
+		const struct budget *b =
+			t != NULL ? model__nsrec_budget(t, ev->key) : NULL;
+		struct overkey k = {ev->ns, ev->key};
+		struct rover *ov = model__ptab_find(
+			&rc->open, over_hash(ev->ns, ev->key), over_eq, &k);
+
+		if (!overs)
+			break;
+		if (t != NULL && b != NULL)
+			check_key(rc, st, t, b->key, true, b->value, ev);
+		else if (ov != NULL)
+			close_over(rc, ov, ev);
+		break;
+	}
+	case EV_TENANT:
+	case EV_TENANT_GONE:
+	case EV_CLASS:
+		if (overs)
+			check_all(rc, st, ev);
+		break;
+	default:
+		break;
+	}
+	if (rc->n_closing > 0) {
+		int r2 = flush_closing(rc);
+
+		r = r != 0 ? r : r2;
+	}
+	if (rc->n_objs >= rc->sweep_at)
+		objs_sweep(rc, ev->time_ns);
+	return r;
+}
+
+int reconcile_finish(reconcile_t *rc, json_t **summary)
 {
 	struct rover **all;
 	size_t n = 0;
-	json_t *list = json_array();
 	struct ptab *p = &rc->open;
+	int r = 0;
 
-	LG_ASSERT(rc != NULL);
-	all = lg_xmalloc((rc->n_closed + rc->n_open + 1) * sizeof(*all));
-	for (size_t i = 0; i < rc->n_closed; i++)
-		all[n++] = rc->closed[i];
+	LG_ASSERT(rc != NULL && summary != NULL && rc->n_closing == 0);
+	*summary = NULL;
+	all = lg_xmalloc((rc->n_open + 1) * sizeof(*all));
 	for (size_t i = 0; i < p->cap; i++)
 		if (p->hashes[i] != 0 &&
 		    within(((struct rover *)p->vals[i])->tenant, rc->o.tenant))
 			all[n++] = p->vals[i];
 	qsort(all, n, sizeof(*all), cmp_over);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(list, over_json(all[i]));
+	for (size_t i = 0; i < n && r == 0; i++) {
+		rc->n_over++;
+		r = emit(rc, RECONCILE_OVERSHOOT, over_json(all[i]));
+	}
 	free(all);
-	return json_pack("{s:o, s:{s:I, s:I, s:I, s:I, s:I}}", "overshoots",
-			 list, "counts", "events", (json_int_t)rc->n_events,
-			 "admissionVerdicts", (json_int_t)rc->n_admissions,
-			 "preExisting", (json_int_t)rc->n_pre, "bypasses",
-			 (json_int_t)rc->n_bypass, "overshoots",
-			 (json_int_t)n);
+	if (r != 0)
+		return r;
+	*summary = json_pack(
+		"{s:{s:I, s:I, s:I, s:I, s:I}}", "counts", "events",
+		(json_int_t)rc->n_events, "admissionVerdicts",
+		(json_int_t)rc->n_admissions, "preExisting",
+		(json_int_t)rc->n_pre, "bypasses", (json_int_t)rc->n_bypass,
+		"overshoots", (json_int_t)rc->n_over);
+	return 0;
 }
 
 void reconcile_free(reconcile_t *rc)
@@ -911,9 +962,9 @@ void reconcile_free(reconcile_t *rc)
 		if (p->hashes[i] != 0)
 			rover_free(p->vals[i]);
 	model__ptab_release(p);
-	for (size_t i = 0; i < rc->n_closed; i++)
-		rover_free(rc->closed[i]);
-	free(rc->closed);
+	for (size_t i = 0; i < rc->n_closing; i++)
+		rover_free(rc->closing[i]);
+	free(rc->closing);
 	for (size_t i = rc->landed_head; i < rc->n_landed; i++)
 		rverdict_free(rc->landed[i]);
 	free(rc->landed);

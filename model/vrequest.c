@@ -611,3 +611,104 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 	json_decref(v);
 	return 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/* One review, one verdict (DESIGN 11 rule 3): a review's uid found in a
+ * stored record is answered from that record.                             */
+
+/* Whether the n bytes of s occur in the len bytes of p (memmem is not
+ * POSIX). */
+static bool contains(const char *p, size_t len, const char *s, size_t n)
+{
+	const char *end = p + len;
+
+	while ((size_t)(end - p) >= n) {
+		const char *q = memchr(p, s[0], (size_t)(end - p) - n + 1);
+
+		if (q == NULL)
+			return false;
+		if (memcmp(q, s, n) == 0)
+			return true;
+		p = q + 1;
+	}
+	return false;
+}
+
+int verdict_record_review_uid(const char *record, size_t len, char *uid,
+			      size_t cap)
+{
+	static const char member[] = "\"requester\":{";
+	json_t *v;
+	const char *u;
+	int found = 0;
+
+	LG_ASSERT(record != NULL && uid != NULL && cap > 0);
+	/* Every append of a verdict asks, most of them plain requests: a
+	 * record without the member's text anywhere (a string cannot hold
+	 * it unescaped) has no requester, and is not parsed. */
+	if (!contains(record, len, member, sizeof(member) - 1))
+		return 0;
+	v = json_loadb_doubles(record, len, 0, NULL);
+	u = jstr(json_object_get(v, "requester"), "uid");
+	if (u != NULL && u[0] != '\0' && strlen(u) < cap &&
+	    strlen(u) <= VERDICT_REVIEW_UID_MAX) {
+		memcpy(uid, u, strlen(u) + 1);
+		found = 1;
+	}
+	json_decref(v);
+	return found;
+}
+
+json_t *verdict_record_review_again(const char *record, size_t len,
+				    uint64_t seq,
+				    const struct verdict_request *r,
+				    struct lg_error *err)
+{
+	json_t *v = json_loadb_doubles(record, len, 0, NULL), *out = NULL;
+	const char *type = jstr(v, "type"), *reason = jstr(v, "reason");
+	const char *message = jstr(v, "message");
+	const json_t *allowed = json_object_get(v, "allowed");
+	const json_t *warns = json_object_get(v, "warnings");
+	struct verdict_ref ref;
+	/* Borrowed from v: only read by verdict_review_response. */
+	struct verdict again = {0};
+	size_t i;
+	const json_t *w;
+
+	LG_ASSERT(record != NULL && r != NULL && r->review_uid != NULL);
+	if (verdict_record_parse(record, len, &ref, NULL) != 0 ||
+	    type == NULL || reason == NULL || message == NULL ||
+	    !json_is_boolean(allowed) ||
+	    (warns != NULL && !json_is_array(warns))) {
+		lg_error_set(err, LG_ECORRUPT,
+			     "the record at seq %llu is not a verdict record",
+			     (unsigned long long)seq);
+		goto out;
+	}
+	if (strcmp(type, r->kind == VERDICT_ADMISSION ? "admission"
+						       : "declaration") != 0 ||
+	    !json_equal(json_object_get(v, "request"), r->req)) {
+		lg_error_set(err, LG_EEXIST,
+			     "review uid \"%s\" was judged for another request "
+			     "(verdict %llu at seq %llu)",
+			     r->review_uid, (unsigned long long)ref.id,
+			     (unsigned long long)seq);
+		goto out;
+	}
+	again.allowed = json_is_true(allowed);
+	again.reason = reason;
+	again.message = (char *)message;
+	again.id = ref.id;
+	again.seq = seq;
+	again.n_warnings = json_array_size(warns);
+	again.warnings = lg_xcalloc(again.n_warnings + 1, sizeof(char *));
+	json_array_foreach (warns, i, w)
+		again.warnings[i] = (char *)(json_is_string(w)
+						     ? json_string_value(w)
+						     : "");
+	out = verdict_review_response(r->review_uid, &again, true);
+	free(again.warnings);
+out:
+	json_decref(v);
+	return out;
+}

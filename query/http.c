@@ -575,6 +575,8 @@ static void conn_send(struct conn *c, int status, const char *ctype,
 		head_put(&h, "Connection: keep-alive\r\n");
 	if (extra != NULL)
 		head_put(&h, extra);
+	if (c->qs->stale_hdr[0] != '\0' && c->parser.method == HTTP_GET)
+		head_put(&h, c->qs->stale_hdr);
 	head_put(&h, "\r\n");
 	conn_write(c, head, (size_t)(h.p - head), body, len);
 	if (c->closing)
@@ -792,10 +794,10 @@ void query__conn_stream_head(struct conn *c, const char *ctype, enum route_id r,
 		c->keep_alive = false;
 	hn = snprintf(
 		head, sizeof(head),
-		"HTTP/1.1 200 OK\r\nContent-Type: %s\r\n%s%s%s%s\r\n", ctype,
+		"HTTP/1.1 200 OK\r\nContent-Type: %s\r\n%s%s%s%s%s\r\n", ctype,
 		r < R_MAX && query__routes[r].headers ? query__routes[r].headers
 						      : "",
-		extra ? extra : "",
+		extra ? extra : "", c->qs->stale_hdr,
 		c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
 		!c->keep_alive ? "Connection: close\r\n" : "");
 	LG_ASSERT(hn >= 0 && (size_t)hn < sizeof(head));
@@ -1232,6 +1234,16 @@ static void dispatch(struct conn *c)
 				   query__role_name(rq.who->role),
 				   http_method_str(c->parser.method),
 				   query__routes[rq.route].name);
+	else if (qs->o.member != NULL && c->parser.method != HTTP_GET)
+		/* DESIGN 11: a member answers a verdict only once it can
+		 * record it in etcd's log, which this member does not do
+		 * yet; no Retry-After (rule 2). */
+		query__reply_error(
+			qs, &rq, 503,
+			"this member of a cluster follows the log only: it "
+			"answers no %s %s yet",
+			http_method_str(c->parser.method),
+			query__routes[rq.route].name);
 	else if (qs->o.read_only && c->parser.method != HTTP_GET)
 		query__reply_error(
 			qs, &rq, 503,

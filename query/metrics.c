@@ -181,6 +181,10 @@ static void render_server(struct lg_buf *b, struct query_server *qs)
 	scalar(b, "gpuledger_verdict_batch_events_total", "counter",
 	       "VERDICT events appended by group commits.",
 	       (double)m->batch_events);
+	scalar(b, "gpuledger_verdict_repeats_total", "counter",
+	       "AdmissionReviews whose uid was already judged, answered from "
+	       "the recorded verdict (no second record).",
+	       (double)m->verdict_repeats);
 	scalar(b, "gpuledger_verdict_append_errors_total", "counter",
 	       "Group commits that failed (their verdicts got 503).",
 	       (double)m->append_errors);

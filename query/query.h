@@ -136,6 +136,28 @@ struct query_opts {
 	 * no signing. */
 	const struct note_signer *signer;
 	unsigned sign_every_ms;
+	/* A member of a cluster on etcd (gpuledger member, DESIGN 11), or
+	 * NULL: see struct query_member. */
+	const struct query_member *member;
+};
+
+/* What a member (cluster/member.c) tells its server. For now a member only
+ * follows the log: every method but GET answers 503 (a verdict it cannot
+ * record is never answered), GETs carry X-Gpuledger-Stale: <seconds> while
+ * etcd cannot be reached, and /readyz is 503 with the member's reason. */
+struct query_member_status {
+	bool reachable;	   /* etcd answered the member's last request */
+	uint64_t stale_s;  /* seconds since it last knew itself caught up */
+	char unready[512]; /* why it is not ready ("" when it is) */
+};
+struct query_member {
+	/* The handle the server reads through instead of opening db: a
+	 * ledger_share of the applier's, so that the process holds one LMDB
+	 * environment. Borrowed: closed by the member after the server. */
+	ledger_t *ledger;
+	/* Called on the loop's thread at every follow. */
+	void (*status)(void *ctx, struct query_member_status *st);
+	void *ctx;
 };
 
 typedef struct query_server query_server_t;

@@ -460,6 +460,7 @@ struct metrics {
 	uint64_t lat_count[R_MAX + 1];
 	uint64_t verdicts[VERDICT_KIND_MAX][16]; /* type x reason slot */
 	uint64_t batches, batch_events, append_errors;
+	uint64_t verdict_repeats; /* reviews answered from their record (rule 3) */
 	uint64_t refreshes, refresh_errors, followed_events;
 	uint64_t conns_accepted, conns_refused, conns_timed_out;
 	uint64_t bad_requests;
@@ -727,6 +728,10 @@ struct query_server {
 	uint64_t caught_up_ns;	   /* last refresh that reached the end */
 	int64_t caught_up_real_ns; /* the same, wall clock */
 	char rbuf[64 << 10];	   /* read buffer shared by connections */
+	/* A member's (o.member): its status at the last follow, and the
+	 * header line GETs carry while etcd cannot be reached ("" else). */
+	struct query_member_status member_st;
+	char stale_hdr[64];
 };
 
 /* Follows the log once: ledger_refresh and index the new events. */

@@ -1,6 +1,6 @@
 /*
  * GET /v1/reconcile (DESIGN 3.6, 7): the reconciliation audit as a heavy
- * read -- one pass over the log from genesis on the heavy reads' thread
+ * read -- two passes over the log from genesis on the heavy reads' thread
  * against a snapshot, streamed with their backpressure. The parameters are
  * the CLI's (from, to, since, window, tenant) and are resolved, and the
  * answer written, by the same ledger/reconcile.c code, so that the bytes

@@ -149,15 +149,38 @@ const char *query__unready_reason(const struct query_server *qs)
 		limit_ns = 1000000000u;
 	if (!qs->ready || query__now_ns() - qs->caught_up_ns > limit_ns)
 		return "not caught up with the log";
+	if (qs->o.member != NULL && qs->member_st.unready[0] != '\0')
+		return qs->member_st.unready;
 	if (qs->synced_seq == 0)
 		return "the log holds no complete list of the cluster yet (no "
 		       "NOTE Synced): the watcher is still listing, or cannot";
 	return NULL;
 }
 
+/* A member's status, read on the loop's thread (DESIGN 11: GETs keep
+ * answering from the state, saying how stale it may be). */
+static void member_status(struct query_server *qs)
+{
+	const struct query_member *m = qs->o.member;
+
+	if (m == NULL)
+		return;
+	memset(&qs->member_st, 0, sizeof(qs->member_st));
+	m->status(m->ctx, &qs->member_st);
+	qs->member_st.unready[sizeof(qs->member_st.unready) - 1] = '\0';
+	if (qs->member_st.reachable)
+		qs->stale_hdr[0] = '\0';
+	else
+		snprintf(qs->stale_hdr, sizeof(qs->stale_hdr),
+			 "X-Gpuledger-Stale: %llu\r\n",
+			 (unsigned long long)qs->member_st.stale_s);
+}
+
 int query__server_follow(struct query_server *qs, struct lg_error *err)
 {
 	int rc = ledger_refresh(qs->lg, err);
+
+	member_status(qs);
 
 	qs->m.refreshes++;
 	if (rc == 0)
@@ -331,9 +354,15 @@ static int open_ledger(struct query_server *qs, struct lg_error *err)
 				 .map_max_bytes = qs->o.map_max_bytes};
 	int rc;
 
-	if ((rc = take_lock(qs, err)) != 0 ||
-	    (rc = ledger_open(&qs->lg, &lo, err)) != 0)
+	if ((rc = take_lock(qs, err)) != 0)
 		return rc;
+	/* A member's server reads through the member's shared handle: one
+	 * LMDB environment per process. */
+	if (qs->o.member != NULL)
+		qs->lg = qs->o.member->ledger;
+	else if ((rc = ledger_open(&qs->lg, &lo, err)) != 0)
+		return rc;
+	member_status(qs);
 	/* The verdicts already in the log (the next id) from the ledger's
 	 * index: a start reads the latest checkpoint and the tail, never the
 	 * history. */
@@ -490,7 +519,8 @@ void query_server_close(query_server_t *qs)
 	query__tls_close(qs->tls);
 	query__budget_release(&qs->api_budget);
 	query__budget_release(&qs->probe_budget);
-	ledger_close(qs->lg);
+	if (qs->o.member == NULL)
+		ledger_close(qs->lg);
 	if (qs->lock_fd >= 0)
 		close(qs->lock_fd);
 	free(qs);

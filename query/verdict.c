@@ -11,6 +11,12 @@
  * A failed append answers every verdict of the batch with 503 and records
  * none; an id is given only to a verdict that is recorded.
  *
+ * One review, one verdict (DESIGN 11 rule 3). An AdmissionReview whose uid
+ * was already judged (the ledger's uid index, or an earlier request of the
+ * same batch) is not judged again: it gets the recorded verdict's answer,
+ * byte for byte, and no second record. The same uid with another request
+ * is a 409. A dry run is neither indexed nor answered from the index.
+ *
  * The stored record leaves out "seq" (the event's own seq is assigned by
  * the append, after the record's bytes are fixed); answers and lookups add
  * it. Requests are stored normalised: only the members the verdict function
@@ -178,6 +184,10 @@ struct batch {
 	struct event *evs;	/* per record */
 	char **text;		/* per record: its canonical bytes */
 	size_t *of;		/* per record: its request */
+	size_t *dup_of;		/* per request: the earlier request of the
+				   batch with its uid, or SIZE_MAX */
+	char **again;		/* per request: the answer from its record
+				   (a repeat), or NULL */
 	struct lg_buf scratch;	/* where texts are built */
 };
 
@@ -295,6 +305,10 @@ static void batch_init(struct batch *b, size_t n)
 	b->evs = lg_xmalloc(n * sizeof(*b->evs));
 	b->text = lg_xmalloc(n * sizeof(*b->text));
 	b->of = lg_xmalloc(n * sizeof(*b->of));
+	b->dup_of = lg_xmalloc(n * sizeof(*b->dup_of));
+	for (size_t i = 0; i < n; i++)
+		b->dup_of[i] = SIZE_MAX;
+	b->again = lg_xcalloc(n ? n : 1, sizeof(*b->again));
 	/* Answers and records are built here: a record is at most
 	 * RECORD_MAX_BYTES, an answer that of a request body within
 	 * max_body_bytes, its checks and warnings. */
@@ -308,7 +322,10 @@ static void batch_release(struct batch *b)
 	for (size_t i = 0; i < b->n; i++) {
 		verdict_release(&b->v[i]);
 		json_decref(b->error[i]);
+		free(b->again[i]);
 	}
+	free(b->dup_of);
+	free(b->again);
 	free(b->status);
 	free(b->v);
 	free(b->error);
@@ -324,9 +341,16 @@ static void batch_release(struct batch *b)
  * answered with one. */
 static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 {
-	bool recorded = b->rec[i] < b->ne;
+	bool recorded;
 	json_t *review;
 	char *text;
+
+	/* A repeat within the batch is answered as the first was. */
+	if (b->dup_of[i] != SIZE_MAX)
+		i = b->dup_of[i];
+	if (b->again[i] != NULL)
+		return lg_xstrdup(b->again[i]);
+	recorded = b->rec[i] < b->ne;
 
 	if (b->status[i] != 200)
 		return jcs_text(b->error[i], 0, SIZE_MAX, &b->scratch);
@@ -360,6 +384,80 @@ static void answer_all(struct query_server *qs, struct batch *b,
 	}
 }
 
+struct one_record {
+	char *text;
+	bool found;
+};
+
+static int take_record(void *ctx, const struct event *ev, const uint8_t *head)
+{
+	struct one_record *r = ctx;
+
+	if (ev->type == EV_VERDICT && ev->text != NULL) {
+		r->text = lg_xstrdup(ev->text);
+		r->found = true;
+	}
+	return 1;
+}
+
+/* Whether request i repeats a review already judged (DESIGN 11 rule 3):
+ * then it is settled here (its answer, or a 409 or 503) and not judged. */
+static bool repeat_one(struct query_server *qs, struct batch *b, size_t i)
+{
+	const struct verdict_request *r = &qs->q.p[i].vr;
+	struct lg_error err = {0};
+	struct one_record rec = {0};
+	uint64_t seq;
+	json_t *again;
+	int rc;
+
+	if (r->review_uid == NULL || r->dry_run)
+		return false;
+	for (size_t j = 0; j < i; j++) {
+		const struct verdict_request *o = &qs->q.p[j].vr;
+
+		if (o->review_uid == NULL || o->dry_run ||
+		    strcmp(o->review_uid, r->review_uid) != 0)
+			continue;
+		if (o->kind != r->kind || !json_equal(o->req, r->req)) {
+			fail_one(b, i, 409,
+				 "review uid is already being judged for "
+				 "another request");
+			return true;
+		}
+		b->dup_of[i] = b->dup_of[j] != SIZE_MAX ? b->dup_of[j] : j;
+		qs->m.verdict_repeats++;
+		return true;
+	}
+	rc = ledger_verdict_by_review(qs->lg, r->review_uid, &seq, &err);
+	if (rc == LG_ENOENT)
+		return false;
+	if (rc == 0 &&
+	    (rc = ledger_scan(qs->lg, seq, 1, take_record, &rec, &err)) >= 0 &&
+	    !rec.found)
+		rc = lg_error_set(&err, LG_ECORRUPT,
+				  "the uid index names seq %llu, not a verdict",
+				  (unsigned long long)seq);
+	if (rc < 0) {
+		fail_one(b, i, 503, err.msg[0] ? err.msg : lg_strerror(rc));
+		return true;
+	}
+	again = verdict_record_review_again(rec.text, strlen(rec.text), seq, r,
+					    &err);
+	free(rec.text);
+	if (again == NULL) {
+		fail_one(b, i, err.code == LG_EEXIST ? 409 : 500, err.msg);
+		return true;
+	}
+	b->again[i] = jcs_text(again, 0, SIZE_MAX, &b->scratch);
+	json_decref(again);
+	b->status[i] = b->again[i] != NULL ? 200 : 500;
+	if (b->again[i] == NULL)
+		b->error[i] = error_json("the recorded answer cannot be written");
+	qs->m.verdict_repeats++;
+	return true;
+}
+
 void query__verdict_batch_run(struct query_server *qs)
 {
 	struct lg_error err = {0};
@@ -376,11 +474,14 @@ void query__verdict_batch_run(struct query_server *qs)
 		if (rc != 0) {
 			b.status[i] = 503;
 			b.error[i] = error_json(err.msg);
-		} else {
+		} else if (!repeat_one(qs, &b, i)) {
 			judge_one(qs, &b, i, head);
 		}
 	}
 	commit(qs, &b);
+	for (size_t i = 0; i < b.n; i++)
+		if (b.dup_of[i] != SIZE_MAX)
+			b.status[i] = b.status[b.dup_of[i]];
 	/* Connections see their answers only now; the queue is handed over
 	 * first, because answering resumes them and they may queue more. */
 	q = qs->q;

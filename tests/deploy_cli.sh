@@ -3,7 +3,9 @@
 # (tests/deploy/check_manifests.py says how): their shape, RBAC against the
 # requests a real watcher makes of the test API server, container command
 # lines against `gpuledger SUB --help` and a real start of serve, and the
-# Dockerfile against the build's packages and the binary's libraries.
+# Dockerfile against the build's packages and the binary's libraries; and
+# the cluster of members of deploy/cluster/ against DESIGN 11
+# (tests/deploy/check_cluster.py).
 # Needs python3 with PyYAML (Debian's python3-yaml, tools/install-deps.sh).
 # Usage: tests/deploy_cli.sh PATH/TO/gpuledger
 set -u

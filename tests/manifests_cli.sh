@@ -25,14 +25,15 @@ kusts=$(cd "$root" && find deploy -name kustomization.yaml | sort | tr "\n" " ")
 rendered=
 for k in $kusts; do
 	d=$(dirname "$k")
-	[ "$d" = deploy/image ] && continue # a component: rendered by those that include it
+	case $d in deploy/image | deploy/common) continue ;; esac # components: rendered by those that include them
 	f=$tmp/$(printf '%s' "$d" | tr / -).yaml
 	if kubectl kustomize "$root/$d" >"$f" 2>"$tmp/kustomize.err"; then ok; else
 		bad "kubectl kustomize $d/: $(cat "$tmp/kustomize.err")"
 	fi
 	rendered="$rendered $f"
 done
-for k in deploy deploy/admission deploy/replicas; do
+for k in deploy deploy/admission deploy/replicas deploy/cluster \
+	deploy/cluster/init deploy/cluster/etcd-example; do
 	case " $kusts " in
 	*" $k/kustomization.yaml "*) ok ;;
 	*) bad "$k/ is not a kustomization" ;;
@@ -51,6 +52,14 @@ grep -q '^ok: deploy-admission.yaml ValidatingWebhookConfiguration ' "$tmp/out" 
 	bad "the webhook configuration was not validated"
 grep -q '^ok: deploy-replicas.yaml Deployment gpuledger-read' "$tmp/out" && ok ||
 	bad "the replicas' Deployment was not validated"
+# The cluster of members (DESIGN 11), its init Job and the example etcd.
+for want in 'deploy-cluster.yaml StatefulSet gpuledger' \
+	'deploy-cluster.yaml PodDisruptionBudget gpuledger' \
+	'deploy-cluster.yaml Service gpuledger-members' \
+	'deploy-cluster-init.yaml Job gpuledger-cluster-init' \
+	'deploy-cluster-etcd-example.yaml StatefulSet gpuledger-etcd'; do
+	grep -q "^ok: $want\$" "$tmp/out" && ok || bad "$want was not validated"
+done
 
 # The Install steps of docs/operations.md, run as written with stand-ins
 # for kubectl and docker (tests/deploy/install_check.py says how and what
@@ -85,12 +94,17 @@ break_one deployment.yaml container-no-name 'del kind("Deployment")["spec"]["tem
 break_one admission/webhook.yaml webhook-no-sideeffects 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["sideEffects"]'
 break_one admission/webhook.yaml webhook-condition-no-expression 'del kind("ValidatingWebhookConfiguration")["webhooks"][0]["matchConditions"][0]["expression"]'
 break_one admission/webhook.yaml webhook-rules-string 'kind("ValidatingWebhookConfiguration")["webhooks"][0]["rules"] = "vminstances"'
-break_one monitoring/prometheusrule.yaml rule-for-number 'kind("PrometheusRule")["spec"]["groups"][0]["rules"][0]["for"] = 5'
-break_one monitoring/servicemonitor.yaml monitor-endpoints-string 'kind("ServiceMonitor")["spec"]["endpoints"] = "https"'
-break_one webhook.yaml certificate-no-issuer 'del [d for d in docs if d["kind"] == "Certificate"][1]["spec"]["issuerRef"]'
-break_one webhook.yaml certificate-bad-duration 'kind("Certificate")["spec"]["isCA"] = "yes"'
-break_one rbac.yaml role-verbs-string 'kind("ClusterRole")["rules"][0]["verbs"] = "list"'
-break_one namespace.yaml unknown-kind 'docs[0]["kind"] = "Namespaces"'
+break_one common/monitoring/prometheusrule.yaml rule-for-number 'kind("PrometheusRule")["spec"]["groups"][0]["rules"][0]["for"] = 5'
+break_one common/monitoring/servicemonitor.yaml monitor-endpoints-string 'kind("ServiceMonitor")["spec"]["endpoints"] = "https"'
+break_one common/webhook.yaml certificate-no-issuer 'del [d for d in docs if d["kind"] == "Certificate"][1]["spec"]["issuerRef"]'
+break_one common/webhook.yaml certificate-bad-duration 'kind("Certificate")["spec"]["isCA"] = "yes"'
+break_one common/rbac.yaml role-verbs-string 'kind("ClusterRole")["rules"][0]["verbs"] = "list"'
+break_one cluster/members.yaml sts-replicas-string 'kind("StatefulSet")["spec"]["replicas"] = "three"'
+break_one cluster/members.yaml sts-no-selector 'del kind("StatefulSet")["spec"]["selector"]'
+break_one cluster/members.yaml sts-claim-template-string 'kind("StatefulSet")["spec"]["volumeClaimTemplates"] = "data"'
+break_one cluster/members.yaml pdb-min-available-list 'kind("PodDisruptionBudget")["spec"]["minAvailable"] = [2]'
+break_one cluster/init/job.yaml job-no-restart-policy 'kind("Job")["spec"]["template"]["spec"]["restartPolicy"] = 1'
+break_one common/namespace.yaml unknown-kind 'docs[0]["kind"] = "Namespaces"'
 
 echo "manifests_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

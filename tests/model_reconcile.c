@@ -34,7 +34,7 @@ struct held {
 struct hist {
 	state_t *st;
 	reconcile_t *rc;
-	json_t *pre, *byp;
+	json_t *pre, *byp, *over;
 	int64_t now_s;
 	struct held held[256];
 	size_t n_held;
@@ -48,7 +48,9 @@ static int collect(void *ctx, enum reconcile_list l, const json_t *item)
 {
 	struct hist *h = ctx;
 
-	json_array_append(l == RECONCILE_BYPASS ? h->byp : h->pre,
+	json_array_append(l == RECONCILE_BYPASS	     ? h->byp
+			  : l == RECONCILE_OVERSHOOT ? h->over
+						     : h->pre,
 			  (json_t *)item);
 	return 0;
 }
@@ -270,16 +272,16 @@ static json_t *run(const char *script, const struct reconcile_opts *o,
 	h->st = state_new();
 	h->pre = json_array();
 	h->byp = json_array();
+	h->over = json_array();
 	h->rc = reconcile_new(o, collect, h);
 	for (char *c = strtok_r(copy, ";", &save); c != NULL;
 	     c = strtok_r(NULL, ";", &save))
 		if (strspn(c, " ") != strlen(c))
 			cmd(h, c);
 	free(copy);
-	fin = reconcile_finish(h->rc);
-	out = json_pack("{s:o, s:o, s:O, s:O}", "preExisting", h->pre,
-			"bypasses", h->byp, "overshoots",
-			json_object_get(fin, "overshoots"), "counts",
+	ck_assert_int_eq(reconcile_finish(h->rc, &fin), 0);
+	out = json_pack("{s:o, s:o, s:o, s:O}", "preExisting", h->pre,
+			"bypasses", h->byp, "overshoots", h->over, "counts",
 			json_object_get(fin, "counts"));
 	json_decref(fin);
 	reconcile_free(h->rc);
@@ -739,6 +741,26 @@ static json_t *sorted(json_t *arr)
 	return out;
 }
 
+/* The documented order: by toSeq (those still open last), then fromSeq,
+ * tenant and key. */
+static bool close_ordered(const json_t *arr)
+{
+	for (size_t i = 1; i < json_array_size(arr); i++) {
+		const json_t *x = json_array_get(arr, i - 1),
+			     *y = json_array_get(arr, i);
+		const json_t *tx = json_object_get(x, "toSeq"),
+			     *ty = json_object_get(y, "toSeq");
+		json_int_t a = json_is_null(tx) ? INT64_MAX
+						: json_integer_value(tx),
+			   b = json_is_null(ty) ? INT64_MAX
+						: json_integer_value(ty);
+
+		if (a > b || (a == b && cmp_json_over(&x, &y) > 0))
+			return false;
+	}
+	return true;
+}
+
 #define PROP_SEEDS 60
 
 START_TEST(reconcile_overshoots_are_replays_overcommits)
@@ -749,7 +771,7 @@ START_TEST(reconcile_overshoots_are_replays_overcommits)
 	struct hist h;
 	json_t *got, *want, *again;
 	char *g, *w, *a1, *a2;
-	size_t n_over;
+	size_t n_over, n_closed;
 
 	o.since_seq = 1 + (seed % 40);
 	/* run() resets h; the oracle is filled by the same pass. */
@@ -761,6 +783,7 @@ START_TEST(reconcile_overshoots_are_replays_overcommits)
 		h.st = state_new();
 		h.pre = json_array();
 		h.byp = json_array();
+		h.over = json_array();
 		h.with_oracle = true;
 		h.oracle = json_array();
 		h.open = json_object();
@@ -770,10 +793,33 @@ START_TEST(reconcile_overshoots_are_replays_overcommits)
 			if (strspn(c, " ") != strlen(c))
 				cmd(&h, c);
 		free(copy);
-		fin = reconcile_finish(h.rc);
-		got = over_only(json_object_get(fin, "overshoots"));
+		/* Streamed: every overshoot that ended was handed over by the
+		 * event that ended it; finish adds only those still open. */
+		n_closed = json_array_size(h.over);
+		for (size_t i = 0; i < n_closed; i++)
+			ck_assert_msg(!json_is_null(json_object_get(
+					      json_array_get(h.over, i), "toSeq")),
+				      "seed %d: an open overshoot before finish",
+				      _i);
+		ck_assert_int_eq(reconcile_finish(h.rc, &fin), 0);
+		for (size_t i = n_closed; i < json_array_size(h.over); i++)
+			ck_assert_msg(json_is_null(json_object_get(
+					      json_array_get(h.over, i), "toSeq")),
+				      "seed %d: a closed overshoot held until "
+				      "finish",
+				      _i);
+		ck_assert_msg(close_ordered(h.over),
+			      "seed %d: overshoots not in the order they "
+			      "closed: %s",
+			      _i, json_dumps(h.over, JSON_COMPACT));
+		got = sorted(over_only(h.over));
 		n_over = json_array_size(got);
+		ck_assert_int_eq(json_integer_value(json_object_get(
+					 json_object_get(fin, "counts"),
+					 "overshoots")),
+				 n_over);
 		json_decref(fin);
+		json_decref(h.over);
 		reconcile_free(h.rc);
 		state_free(h.st);
 		json_decref(h.pre);

@@ -17,8 +17,8 @@ fail=0
 . "$root/tests/lib/cli.sh"
 
 need_cmds monitoring_cli promtool kubectl python3 jq
-rule=$root/deploy/monitoring/prometheusrule.yaml
-dash=$root/deploy/monitoring/gpuledger-dashboard.json
+rule=$root/deploy/common/monitoring/prometheusrule.yaml
+dash=$root/deploy/common/monitoring/gpuledger-dashboard.json
 
 # The rule groups as a Prometheus rule file: as they are for check rules;
 # without annotations for test rules (which would otherwise have to repeat
@@ -168,7 +168,7 @@ used=$( (cat "$rule"; jq -r '.. | .expr? // empty' "$dash") |
 for m in $used; do
 	base=$(printf '%s' "$m" | sed -E 's/_(bucket|count|sum)$//')
 	if printf '%s\n' "$exported" | grep -qx -e "$m" -e "$base"; then ok; else
-		bad "$m is used by deploy/monitoring but not exported"
+		bad "$m is used by deploy/common/monitoring but not exported"
 	fi
 done
 

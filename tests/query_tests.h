@@ -28,12 +28,13 @@ QUERY_PART(follow);
 QUERY_PART(billing);
 QUERY_PART(heavy);
 QUERY_PART(contract);
+QUERY_PART(repeat);
 
 static void (*const query_parts[])(Suite *) = {
 	query_tests_auth,   query_tests_routes, query_tests_review,
 	query_tests_server, query_tests_limits, query_tests_verdicts,
 	query_tests_follow, query_tests_billing, query_tests_heavy,
-	query_tests_contract,
+	query_tests_contract, query_tests_repeat,
 };
 
 #define QT_FIXTURE     "tests/query/base.ndjson"

@@ -8,6 +8,7 @@
  * client against a real etcd is tests/cluster_cli.sh.
  */
 #include "cluster/cluster_int.h"
+#include "tests/cluster_tests.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -612,6 +613,7 @@ int main(void)
 			    (int)(sizeof(prefixes) / sizeof(prefixes[0])));
 	suite_add_tcase(su, keys);
 	cluster_tests_lease(su);
+	cluster_tests_log(su);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);

@@ -14,7 +14,10 @@ HTTP and through `gpuledger eval` on the same ledger state. Then:
 - HTTP and eval give the same outcome for every request: the same verdict
   (HTTP's without id, seq, basisSeq and chainHead), or both a request error
   (with the same message, unless it is the JSON reader's, whose position
-  text differs).
+  text differs);
+- one review, one verdict (DESIGN 11 rule 3): a review sent again (some are,
+  verbatim) is answered with the first answer's bytes and not recorded
+  again; a uid reused for another request is a 409.
 
 Usage: verdict_prop.py --bin GPULEDGER --root SRC [--n N] [--seed S]
 Prints "ok:"/"FAIL:" lines, the seed, and "checks: N passed, N failed".
@@ -276,6 +279,10 @@ def main():
         reqs, answers = [], []
         for _ in range(a.n):
             path, body, review = g.request()
+            # A retry: the API server sends a review again, verbatim.
+            sent = [q for q in reqs if q[2]]
+            if sent and rnd.random() < 0.03:
+                path, body, review = rnd.choice(sent)
             reqs.append((path, body, review))
             conn.request("POST", path, body=body.encode(),
                          headers={"Content-Type": "application/json"})
@@ -293,6 +300,9 @@ def main():
         check("eval answers every line", len(outs) == a.n,
               f"{len(outs)} of {a.n}: {ev.stderr[-300:]}")
         differ, ids, kinds = [], [], {}
+        # One review, one verdict (DESIGN 11 rule 3): a recorded review's
+        # uid -> (its type and request, its answer).
+        first = {}
         for i, ((path, body, review), (st, text)) in enumerate(
                 zip(reqs, answers)):
             try:
@@ -312,8 +322,31 @@ def main():
                                   he != ee):
                     differ.append((i, f"HTTP 400 {he!r}, eval {outs[i]}"))
                 continue
+            uid = None
+            if review:
+                try:
+                    rq = json.loads(body).get("request")
+                    if isinstance(rq, dict) and rq.get("dryRun") is not True:
+                        uid = rq.get("uid")
+                except (ValueError, AttributeError):
+                    uid = None
+            out = e.get("output") or {}
+            me = (out.get("type"), canon(out.get("request")))
+            prior = first.get(uid) if isinstance(uid, str) else None
+            if prior is not None and prior[0] != me:
+                if st != 409:
+                    differ.append((i, f"uid reused for another request: "
+                                      f"HTTP {st}, not 409"))
+                kinds["uid reused"] = kinds.get("uid reused", 0) + 1
+                continue
             if st != 200:
                 differ.append((i, f"HTTP {st}: {text[:200]}"))
+                continue
+            if prior is not None:
+                if text != prior[1]:
+                    differ.append((i, f"repeat answered {text[:200]}, "
+                                      f"first {prior[1][:200]}"))
+                kinds["repeat"] = kinds.get("repeat", 0) + 1
                 continue
             if review:
                 resp = h.get("response", {})
@@ -332,6 +365,8 @@ def main():
                         differ.append((i, f"dry run {text[:200]} / "
                                           f"{outs[i][:200]}"))
                     continue
+                if isinstance(uid, str):
+                    first[uid] = (me, text)
                 conn.request("GET", f"/v1/verdicts/{vid}")
                 r = conn.getresponse()
                 h = json.loads(r.read())
@@ -348,7 +383,8 @@ def main():
               not differ, f"{len(differ)} differ")
         check("requests of every outcome were sent",
               all(kinds.get(k, 0) > 0 for k in ("refused", "recorded",
-                                                 "dry run")), str(kinds))
+                                                 "dry run", "repeat",
+                                                 "uid reused")), str(kinds))
         # Every recorded verdict re-derives over HTTP; each record parses.
         bad = []
         for vid in ids:

@@ -33,7 +33,9 @@ static const char cluster_usage[] =
 	"  requests as NDJSON on stdin, each answer and its outcome "
 	"(committed,\n"
 	"  compare-failed, indeterminate, not-applied) a line (see\n"
-	"  cluster/README.md).\n";
+	"  cluster/README.md). `gpuledger cluster feed --etcd URLS --prefix P\n"
+	"  [--from FILE] [--db DIR]` is a test aid: events appended through\n"
+	"  the append txn, one line per txn.\n";
 
 static const char cluster_after[] =
 	"  --etcd takes a comma-separated list: a request that cannot reach\n"
@@ -55,6 +57,9 @@ struct cluster_args {
 	/* campaign */
 	const char *name, *applied_from;
 	uint64_t lease_ttl;
+	/* feed's */
+	const char *from;
+	uint64_t batch, max_txn_bytes;
 };
 
 /* One option a line, as in the other tables. */
@@ -341,6 +346,34 @@ static int campaign_run(struct cluster_args *a)
 	return tool_flush("cluster campaign", 0);
 }
 
+/* `cluster feed` (hidden, for tests): events through the append txn. */
+static int feed_run(struct cluster_args *a)
+{
+	struct cluster_feed_opts fo = {.eo = a->eo,
+				       .prefix = a->prefix,
+				       .db = a->db,
+				       .batch = a->batch,
+				       .max_txn_bytes = a->max_txn_bytes};
+	struct lg_error err = {0};
+	FILE *in = stdin;
+	int rc;
+
+	if (a->from != NULL && strcmp(a->from, "-") != 0 &&
+	    (in = fopen(a->from, "r")) == NULL) {
+		tool_error("cluster feed: %s: cannot open it", a->from);
+		return EXIT_USAGE;
+	}
+	rc = cluster_feed(&fo, in, stdout, &err);
+	if (in != stdin)
+		fclose(in);
+	if (rc != 0) {
+		tool_error("cluster feed: %s",
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	return tool_flush("cluster feed", 0);
+}
+
 int cmd_cluster(int argc, char **argv)
 {
 	struct cluster_args a = {.lease_ttl = CLUSTER_LEASE_TTL_DEFAULT};
@@ -354,6 +387,14 @@ int cmd_cluster(int argc, char **argv)
 		 "status: the output (default text)"},
 		OPT_ALIAS("--json", OPT_FLAG, &a.json),
 		OPT_CAMPAIGN(&a),
+		{"--from", OPT_STR, &a.from, "FILE",
+		 "feed: NDJSON events as `gpuledger log` prints them (default "
+		 "-: stdin)"},
+		{"--batch", OPT_U64, &a.batch, "N",
+		 "feed: events per txn at most (default 1000)"},
+		{"--max-txn-bytes", OPT_U64, &a.max_txn_bytes, "BYTES",
+		 "feed: a txn's bound (default 1400000, below etcd's 1.5 MiB); "
+		 "larger batches split"},
 	};
 	const struct opt init_opts[] = {
 		OPT_ETCD(&a),
@@ -372,6 +413,21 @@ int cmd_cluster(int argc, char **argv)
 	const struct opt etcd_opts[] = {OPT_ETCD(&a)};
 	const struct opt campaign_opts[] = {OPT_ETCD(&a), OPT_PREFIX(&a),
 					    OPT_CAMPAIGN(&a)};
+	const struct opt feed_opts[] = {
+		OPT_ETCD(&a),
+		OPT_PREFIX(&a),
+		{"--from", OPT_STR, &a.from, "FILE",
+		 "NDJSON events in the form `gpuledger log` prints (default "
+		 "-: stdin); seqs are the log's"},
+		{"--db", OPT_STR, &a.db, "DIR",
+		 "a ledger holding the log up to some seq (`cluster init "
+		 "--db`'s): the state there, then P/log/'s values"},
+		{"--batch", OPT_U64, &a.batch, "N",
+		 "events per txn at most (default 1000)"},
+		{"--max-txn-bytes", OPT_U64, &a.max_txn_bytes, "BYTES",
+		 "a txn's bound (default 1400000, below etcd's 1.5 MiB): "
+		 "larger batches split"},
+	};
 	const struct {
 		const char *name;
 		struct cmd_spec spec;
@@ -398,6 +454,11 @@ int cmd_cluster(int argc, char **argv)
 		  sizeof(campaign_opts) / sizeof(campaign_opts[0]),
 		  cluster_after},
 		 campaign_run,
+		 true},
+		{"feed",
+		 {"cluster feed", cluster_usage, feed_opts,
+		  sizeof(feed_opts) / sizeof(feed_opts[0]), cluster_after},
+		 feed_run,
 		 true},
 	};
 	const struct cmd_spec spec = {"cluster", cluster_usage, all_opts,

@@ -77,6 +77,8 @@ static const struct subcommand subcommands[] = {
 	 cmd_replicate},
 	{"cluster", "a cluster on etcd: init from a ledger, status",
 	 cmd_cluster},
+	{"member", "a member of a cluster on etcd (follows its log)",
+	 cmd_member},
 	{"replay", "the state at --at SEQ|TIME", cmd_replay},
 	{"audit", "recompute stored verdicts", cmd_audit},
 	{"reconcile",

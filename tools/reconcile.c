@@ -31,8 +31,8 @@ static const char reconcile_after[] =
 
 struct text_out {
 	int werr;
-	uint64_t n_pre, n_bypass;
-	int list;
+	uint64_t n_pre, n_bypass, n_over;
+	bool pre_done; /* the objects older than admission are listed */
 };
 
 static void say(struct text_out *t, const char *fmt, ...)
@@ -79,10 +79,47 @@ static int text_begin(void *ctx, const json_t *r)
 	return t->werr;
 }
 
+/* Once the list of objects older than admission is over: how many more
+ * there were than the summary printed. */
+static void text_pre_done(struct text_out *t)
+{
+	if (t->pre_done)
+		return;
+	t->pre_done = true;
+	if (t->n_pre > TEXT_PRE_MAX)
+		say(t, "  ... and %llu more (--format json lists them all)\n",
+		    (unsigned long long)(t->n_pre - TEXT_PRE_MAX));
+}
+
+static void text_causes(struct text_out *t, const json_t *causes);
+
+static void text_overshoot(struct text_out *t, const json_t *o)
+{
+	const json_t *pk = json_object_get(o, "peak");
+
+	if (t->n_over++ == 0)
+		say(t, "\nOVERSHOOTS (subtree usage above a declared budget):\n");
+	say(t, "  %s %s: seq %lld..", s_or(o, "tenant", ""), s_or(o, "key", ""),
+	    i_of(o, "fromSeq"));
+	if (json_is_integer(json_object_get(o, "toSeq")))
+		say(t, "%lld", i_of(o, "toSeq"));
+	else
+		say(t, "(still over)");
+	say(t, ", peak %lld of %lld at seq %lld\n", i_of(pk, "used"),
+	    i_of(pk, "budget"), i_of(pk, "seq"));
+	text_causes(t, json_object_get(o, "causes"));
+}
+
 static int text_item(void *ctx, enum reconcile_list l, const json_t *it)
 {
 	struct text_out *t = ctx;
 
+	if (l != RECONCILE_PRE_EXISTING)
+		text_pre_done(t);
+	if (l == RECONCILE_OVERSHOOT) {
+		text_overshoot(t, it);
+		return t->werr;
+	}
 	if (l == RECONCILE_PRE_EXISTING) {
 		if (t->n_pre++ == 0)
 			say(t, "\nobserved before admission was in force:\n");
@@ -122,28 +159,9 @@ static void text_causes(struct text_out *t, const json_t *causes)
 static int text_end(void *ctx, const json_t *s)
 {
 	struct text_out *t = ctx;
-	const json_t *list = json_object_get(s, "overshoots"), *o;
 	const json_t *n = json_object_get(s, "counts");
-	size_t i;
 
-	if (t->n_pre > TEXT_PRE_MAX)
-		say(t, "  ... and %llu more (--format json lists them all)\n",
-		    (unsigned long long)(t->n_pre - TEXT_PRE_MAX));
-	if (json_array_size(list) > 0)
-		say(t, "\nOVERSHOOTS (subtree usage above a declared budget):\n");
-	json_array_foreach (list, i, o) {
-		const json_t *pk = json_object_get(o, "peak");
-
-		say(t, "  %s %s: seq %lld..", s_or(o, "tenant", ""),
-		    s_or(o, "key", ""), i_of(o, "fromSeq"));
-		if (json_is_integer(json_object_get(o, "toSeq")))
-			say(t, "%lld", i_of(o, "toSeq"));
-		else
-			say(t, "(still over)");
-		say(t, ", peak %lld of %lld at seq %lld\n", i_of(pk, "used"),
-		    i_of(pk, "budget"), i_of(pk, "seq"));
-		text_causes(t, json_object_get(o, "causes"));
-	}
+	text_pre_done(t);
 	say(t, "\n%lld events, %lld admission verdicts: %lld bypasses, %lld "
 	       "overshoots, %lld objects older than admission\n",
 	    i_of(n, "events"), i_of(n, "admissionVerdicts"),

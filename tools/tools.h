@@ -47,6 +47,7 @@ int cmd_simulate(int argc, char **argv);
 int cmd_replicate(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
+int cmd_member(int argc, char **argv);
 
 /* Prints "gpuledger VERSION (commit C)" and a newline: `gpuledger version`
  * and --version of every subcommand. */

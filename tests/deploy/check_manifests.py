@@ -40,6 +40,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_tls import Checks, Serve, flag, get  # noqa: E402
+import check_cluster  # noqa: E402
 
 import yaml
 
@@ -63,6 +64,10 @@ KINDS = {
     "ConfigMap": ("v1", True),
     "ServiceMonitor": ("monitoring.coreos.com/v1", True),
     "PrometheusRule": ("monitoring.coreos.com/v1", True),
+    # deploy/cluster/ (tests/deploy/check_cluster.py).
+    "StatefulSet": ("apps/v1", True),
+    "PodDisruptionBudget": ("policy/v1", True),
+    "Job": ("batch/v1", True),
 }
 REQUIRED = ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
             "PersistentVolumeClaim", "Deployment", "Service"]
@@ -91,9 +96,9 @@ def one(docs, kind):
 
 
 # --------------------------------------------------------------------- shape
-def check_shape(c, docs):
+def check_shape(c, docs, required=REQUIRED):
     kinds = [d.get("kind") for _, d in docs]
-    for k in REQUIRED:
+    for k in required:
         c.check(f"a {k} is declared", k in kinds)
     seen = set()
     for f, d in docs:
@@ -706,6 +711,24 @@ def main():
     check_restricted(c, get(one(rdocs, "Deployment"), "spec", "template",
                             "spec", default={}))
     check_dockerfile(c, docs, root, binary)
+    # The cluster of members (deploy/cluster/, its init Job and the example
+    # etcd): the design's shape (tests/deploy/check_cluster.py), and the
+    # checks every kustomization gets: kinds, names, the restricted profile.
+    got = check_cluster.run(c, root, binary, [d for _, d in docs],
+                            [d for _, d in adocs])
+    if got is not None:
+        cdocs, idocs, edocs = got
+        check_shape(c, [("deploy/cluster", d) for d in cdocs] + adocs +
+                    [("deploy/cluster/init", d) for d in idocs or []] +
+                    [("deploy/cluster/etcd-example", d)
+                     for d in edocs or []],
+                    ["Namespace", "ServiceAccount", "StatefulSet",
+                     "Service", "PodDisruptionBudget", "Job"])
+        for d in check_cluster.objs(cdocs, "StatefulSet") + \
+                check_cluster.objs(idocs or [], "Job") + \
+                check_cluster.objs(edocs or [], "StatefulSet"):
+            check_restricted(c, get(d, "spec", "template", "spec",
+                                    default={}))
     tmp = tempfile.mkdtemp(prefix="deploy_cli.")
     try:
         run_serve(c, docs, binary, tmp)

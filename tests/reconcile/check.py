@@ -79,7 +79,10 @@ def main():
              "trigger": {"seq": lowered["seq"], "type": "BUDGET"},
              "causes": [{"type": "budgetLowered", "seq": lowered["seq"]}],
              "causesOmitted": 0},
-        ], key=lambda o: o["fromSeq"]),
+        # The documented order: as they closed (by toSeq, those still
+        # open last), then fromSeq, tenant, key.
+        ], key=lambda o: (o["toSeq"] is None, o["toSeq"] or 0,
+                          o["fromSeq"], o["tenant"], o["key"])),
         "counts": {"events": last, "admissionVerdicts": 4, "preExisting": 1,
                    "bypasses": 1, "overshoots": 3},
     }

@@ -20,6 +20,7 @@ Exit 0, or 1 with the reason on stderr.
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -179,6 +180,7 @@ def main():
             if p.poll() is None:
                 p.terminate()
                 p.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
     if answers_path:
         with open(answers_path, "w") as f:
             for a in answers:

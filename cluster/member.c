@@ -1,0 +1,170 @@
+/*
+ * `gpuledger member` (DESIGN 11), for now a follower: the applier on a
+ * thread of its own, the only writer of the member's LMDB, and serve's
+ * routes on the loop of the main thread, reading the same environment
+ * through a shared handle (a process holds one LMDB environment: LMDB's
+ * locks are per process, and a second open of the same files would break
+ * them).
+ *
+ * Until the verdict path exists a member refuses every POST with 503: a
+ * verdict it could not record in etcd's log must never be answered. GETs
+ * answer from the local state, with X-Gpuledger-Stale while etcd cannot be
+ * reached, and /readyz says why the member is not ready.
+ */
+#include "cluster/cluster_int.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* "A few events" of DESIGN 11: a member this close to P/head is ready. */
+#define READY_LAG 8
+
+struct cluster_node {
+	struct cluster_member_opts o;
+	ledger_t *lg; /* the applier's writer handle */
+	ledger_t *rd; /* the server's, shared */
+	cluster_applier_t *ap;
+	query_server_t *qs;
+	struct query_member qm;
+	int64_t start_ns;
+	volatile sig_atomic_t stop;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The server's view of the applier (on the loop's thread). */
+static void member_status(void *ctx, struct query_member_status *q)
+{
+	struct cluster_node *m = ctx;
+	struct cluster_applier_status st;
+	int64_t since;
+
+	cluster__applier_status(m->ap, &st);
+	since = st.fresh_ns ? st.fresh_ns : m->start_ns;
+	q->reachable = st.reachable;
+	q->stale_s = (uint64_t)((mono_ns() - since) / 1000000000);
+	if (st.refused[0])
+		snprintf(q->unready, sizeof(q->unready), "%s", st.refused);
+	else if (!st.reachable)
+		snprintf(q->unready, sizeof(q->unready),
+			 "cannot reach an etcd quorum (DESIGN 11): not ready "
+			 "for admission; reads answer from seq %llu, %llu s "
+			 "stale",
+			 (unsigned long long)st.applied,
+			 (unsigned long long)q->stale_s);
+	else if (st.stuck[0])
+		snprintf(q->unready, sizeof(q->unready), "%s", st.stuck);
+	else if (st.head_seq > st.applied + READY_LAG)
+		snprintf(q->unready, sizeof(q->unready),
+			 "applied seq %llu, %s/head is at seq %llu",
+			 (unsigned long long)st.applied, m->o.prefix,
+			 (unsigned long long)st.head_seq);
+}
+
+int cluster_member_open(cluster_member_t **out,
+			const struct cluster_member_opts *o,
+			struct lg_error *err)
+{
+	struct cluster_node *m;
+	struct ledger_opts lo = {0};
+	int rc;
+
+	*out = NULL;
+	if ((rc = cluster_prefix_check(o->prefix, err)) != 0)
+		return rc;
+	if (o->name == NULL || o->name[0] == '\0' || strchr(o->name, '/') ||
+	    strlen(o->name) > 128)
+		return lg_error_set(err, LG_EINVAL,
+				    "--name: 1 to 128 bytes without '/'");
+	if (o->q.db == NULL)
+		return lg_error_set(err, LG_EINVAL, "--db DIR is required");
+	/* jansson seeds its hash once; before the applier's thread. */
+	json_object_seed(0);
+	m = lg_xcalloc(1, sizeof(*m));
+	m->o = *o;
+	m->start_ns = mono_ns();
+	/* The whole bound mapped at once: the map never grows, so the
+	 * server's shared handle never sees a remap (ledger_share).
+	 * Checkpoints every N seqs, never on a timer (rule 10): every
+	 * member then writes them at the same seqs. */
+	lo = (struct ledger_opts){.dir = o->q.db,
+				  .create = true,
+				  .map_size_bytes = SIZE_MAX,
+				  .map_max_bytes = o->q.map_max_bytes,
+				  .checkpoint_every = o->checkpoint_every,
+				  .checkpoint_secs = -1};
+	if ((rc = ledger_open(&m->lg, &lo, err)) != 0 ||
+	    (rc = cluster__applier_new(&m->ap, m->lg, &o->eo, o->prefix,
+				       err)) != 0 ||
+	    (rc = ledger_share(m->lg, &m->rd, err)) != 0)
+		goto fail;
+	m->qm = (struct query_member){
+		.ledger = m->rd, .status = member_status, .ctx = m};
+	m->o.q.member = &m->qm;
+	m->o.q.create = false;
+	if ((rc = query_server_open(&m->qs, &m->o.q, err)) != 0)
+		goto fail;
+	*out = m;
+	return 0;
+fail:
+	cluster_member_close(m);
+	return rc;
+}
+
+int cluster_member_port(const cluster_member_t *m)
+{
+	return query_server_port(m->qs);
+}
+
+int cluster_member_probe_port(const cluster_member_t *m)
+{
+	return query_server_probe_port(m->qs);
+}
+
+static void *applier_main(void *arg)
+{
+	struct cluster_node *m = arg;
+
+	cluster__applier_run(m->ap, &m->stop);
+	return NULL;
+}
+
+int cluster_member_run(cluster_member_t *m, struct lg_error *err)
+{
+	sigset_t all, old;
+	pthread_t t;
+	int rc;
+
+	/* Signals go to the loop's thread (SIGTERM stops the member). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&t, NULL, applier_main, m);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return lg_error_set(err, LG_EIO, "cannot start the applier");
+	rc = query_server_run(m->qs, err);
+	/* The applier sees stop within a watch's progress tick or a nap. */
+	m->stop = 1;
+	pthread_join(t, NULL);
+	return rc;
+}
+
+void cluster_member_close(cluster_member_t *m)
+{
+	if (m == NULL)
+		return;
+	query_server_close(m->qs);
+	ledger_close(m->rd);
+	cluster__applier_free(m->ap);
+	ledger_close(m->lg);
+	free(m);
+}

@@ -1,0 +1,121 @@
+/*
+ * gpuledger member (DESIGN 11): one member of a cluster on etcd. The
+ * member itself is cluster/member.c; this file reads the options (etcd's
+ * as `cluster` takes them, serve's where they apply) and runs it until
+ * SIGINT or SIGTERM.
+ */
+#include "cluster/cluster.h"
+#include "tools/tools.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char member_usage[] =
+	"usage: gpuledger member --db DIR --etcd URL[,URL...] --prefix P "
+	"--name NAME\n"
+	"         [--listen ADDR:PORT] [--lease-ttl SECONDS]\n"
+	"         [--etcd-cacert F --etcd-cert F --etcd-key F] "
+	"[--etcd-timeout-ms MS]\n"
+	"         [--token-file FILE] [--tls-cert F --tls-key F "
+	"[--tls-client-ca F]]\n"
+	"         [--probe-listen ADDR:PORT] [--checkpoint-every N]\n"
+	"  a member of a cluster on etcd (DESIGN 11), for now a follower:\n"
+	"  its applier follows P/log/ in etcd and appends every committed\n"
+	"  value to the ledger at --db (made when missing), checking each\n"
+	"  chain head against P/head; serve's routes answer from that ledger.\n"
+	"  A ledger of another history (another P/epoch, etcd cluster or\n"
+	"  prefix, a seq past P/head, another head at P/head's seq) is\n"
+	"  refused at the start (exit 2, naming why). POSTs (admission,\n"
+	"  declarations) answer 503 until members record verdicts; while\n"
+	"  etcd cannot be reached GETs carry X-Gpuledger-Stale: <seconds>\n"
+	"  and /readyz is 503 with the reason. Prints \"listening on\n"
+	"  HOST:PORT\" when ready to accept; SIGINT or SIGTERM stop it.\n";
+
+int cmd_member(int argc, char **argv)
+{
+	struct cluster_member_opts o = {.lease_ttl_s = 5};
+	struct query_opts *q = &o.q;
+	const struct opt opts[] = {
+		{"--db", OPT_STR, &q->db, "DIR",
+		 "the member's own ledger (made when missing)"},
+		{"--etcd", OPT_STR, &o.eo.endpoints, "URLS",
+		 "etcd's client URLs, comma-separated (http:// or https://)"},
+		{"--prefix", OPT_STR, &o.prefix, "P",
+		 "the cluster's keys in etcd, e.g. /gpuledger/prod"},
+		{"--name", OPT_STR, &o.name, "NAME",
+		 "this member's name (P/members/NAME)"},
+		{"--listen", OPT_STR, &q->listen, "HOST:PORT",
+		 "serve's address (default 127.0.0.1:8420; port 0 picks a "
+		 "free one); without --token-file only a loopback address"},
+		{"--lease-ttl", OPT_U64, &o.lease_ttl_s, "SECONDS",
+		 "the leader's lease (default 5)"},
+		{"--etcd-cacert", OPT_STR, &o.eo.cacert, "FILE",
+		 "the CA that verifies etcd's certificate"},
+		{"--etcd-cert", OPT_STR, &o.eo.cert, "FILE",
+		 "a client certificate for etcd (with --etcd-key)"},
+		{"--etcd-key", OPT_STR, &o.eo.key, "FILE", "and its key"},
+		{"--etcd-timeout-ms", OPT_U64, &o.eo.timeout_ms, "MS",
+		 "each request's timeout, connecting included (default 5000)"},
+		{"--token-file", OPT_STR, &q->token_file, "FILE",
+		 "`TOKEN ROLE` per line, as serve takes it"},
+		{"--tls-cert", OPT_STR, &q->tls_cert, "FILE",
+		 "serve HTTPS with this PEM chain;"},
+		{"--tls-key", OPT_STR, &q->tls_key, "FILE", "and its key"},
+		{"--tls-client-ca", OPT_STR, &q->tls_client_ca, "FILE",
+		 "require client certificates signed by it"},
+		{"--probe-listen", OPT_STR, &q->probe_listen, "HOST:PORT",
+		 "plain HTTP for /healthz and /readyz only; prints \"probes "
+		 "on HOST:PORT\""},
+		{"--checkpoint-every", OPT_U64, &o.checkpoint_every, "N",
+		 "a checkpoint every N seqs (default 1000000), never on a "
+		 "timer: every member writes the same ones (DESIGN 11 rule "
+		 "10)"},
+	};
+	const struct cmd_spec spec = {"member", member_usage, opts,
+				      sizeof(opts) / sizeof(opts[0]), NULL};
+	struct lg_error err = {0};
+	cluster_member_t *m;
+	const char *listen;
+	int status = opts_parse(&spec, argc, argv), rc;
+
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	tool_no_dumps();
+	if (q->db == NULL || o.eo.endpoints == NULL || o.prefix == NULL ||
+	    o.name == NULL) {
+		tool_error("member: --db, --etcd, --prefix and --name are "
+			   "required");
+		return EXIT_USAGE;
+	}
+	if (o.lease_ttl_s < 2 || o.lease_ttl_s > 3600) {
+		tool_error("member: --lease-ttl is 2 to 3600 seconds");
+		return EXIT_USAGE;
+	}
+	if (mkdir(q->db, 0775) != 0 && errno != EEXIST) {
+		tool_error("member: %s: %s", q->db, strerror(errno));
+		return EXIT_USAGE;
+	}
+	q->handle_signals = true;
+	if ((rc = cluster_member_open(&m, &o, &err)) != 0) {
+		tool_error("member: %s",
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	listen = q->listen ? q->listen : QUERY_LISTEN_DEFAULT;
+	printf("listening on %.*s:%d\n", (int)(strrchr(listen, ':') - listen),
+	       listen, cluster_member_port(m));
+	if (q->probe_listen != NULL)
+		printf("probes on %.*s:%d\n",
+		       (int)(strrchr(q->probe_listen, ':') - q->probe_listen),
+		       q->probe_listen, cluster_member_probe_port(m));
+	fflush(stdout);
+	rc = cluster_member_run(m, &err);
+	cluster_member_close(m);
+	if (rc != 0) {
+		tool_error("member: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
