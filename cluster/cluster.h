@@ -123,6 +123,99 @@ int cluster_shell(const struct cluster_etcd_opts *eo, FILE *in, FILE *out,
 		  struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
+/* Leadership (DESIGN 11 rule 5; cluster/lease.c): a member's lease, its
+ * keepalive, the election on P/leader and P/members/<name>.
+ *
+ * Invariants:
+ *  - The fence is P/leader's create_revision, never a name: a member wins
+ *    with a txn comparing create_revision(P/leader) == 0 that puts
+ *    {"name": NAME} bound to its lease, and every txn of the leader that
+ *    carries anything but VERDICTs compares that create_revision.
+ *  - Holding is false as soon as no renewal succeeded within TTL/2 of the
+ *    last one that etcd answered (measured from when it was sent), before
+ *    the lease can have expired in etcd; and at once after
+ *    cluster_lease_deposed, cluster_lease_resign or cluster_lease_close.
+ *  - Every step-down revokes the lease (P/leader and P/members/<name> go
+ *    with it); a lease that etcd says is gone is never used again.
+ *  - An outcome that etcd did not give (rule 1) is resolved by reading
+ *    P/leader (is it bound to our lease?) before deciding won or lost.
+ */
+typedef struct cluster_lease cluster_lease_t;
+
+#define CLUSTER_LEASE_TTL_DEFAULT 5
+#define CLUSTER_LEASE_TTL_MAX	  3600
+/* A member's name: 1..CLUSTER_NAME_MAX bytes of [A-Za-z0-9._-]. */
+#define CLUSTER_NAME_MAX 128
+int cluster_name_check(const char *name, struct lg_error *err);
+
+enum cluster_lease_event {
+	CLUSTER_LEASE_ELECTED,	    /* won P/leader: fence = create_revision */
+	CLUSTER_LEASE_FOLLOWER,	    /* another member holds it (leader) */
+	CLUSTER_LEASE_RENEWAL_LATE, /* no renewal within TTL/2: stepped down */
+	CLUSTER_LEASE_DEPOSED,	    /* P/leader is no longer ours, or a
+				       leader compare failed elsewhere */
+	CLUSTER_LEASE_LOST,	    /* etcd says our lease is gone */
+	CLUSTER_LEASE_RESIGNED	    /* stepped down on request or at close,
+				       the lease revoked */
+};
+/* "elected", "follower", "renewal-late", "deposed", "lost", "resigned". */
+const char *cluster_lease_event_name(enum cluster_lease_event ev);
+
+struct cluster_lease_transition {
+	enum cluster_lease_event event;
+	/* elected: the fence won; renewal-late, deposed, lost, resigned: the
+	 * fence held until then (0: none); follower: the leader's. */
+	int64_t create_revision;
+	int64_t lease;	    /* our lease concerned (0: none) */
+	const char *leader; /* follower: the leader's name; else NULL */
+	const char *why;    /* a phrase, or NULL */
+};
+/* Called from the lease's own thread, one transition at a time, in order
+ * (borrowed for the call); it must not call cluster_lease_close. */
+typedef void cluster_lease_fn(void *ctx,
+			      const struct cluster_lease_transition *t);
+
+struct cluster_lease_opts {
+	struct cluster_etcd_opts etcd; /* copied */
+	const char *prefix, *name;     /* copied */
+	uint64_t ttl_s;		       /* 0: CLUSTER_LEASE_TTL_DEFAULT */
+	uint64_t applied;	       /* P/members/<name>'s first value */
+	cluster_lease_fn *on_transition;
+	/* Operating trouble (etcd unreachable, ...), at most once a second,
+	 * from either of the lease's threads (never both at once); may be
+	 * NULL. */
+	void (*warn)(void *ctx, const char *msg);
+	void *ctx;
+};
+
+/* Starts a member's leadership: two threads (the keepalive, every TTL/3;
+ * and the campaign, which grants the lease, registers P/members/<name>,
+ * campaigns, watches P/leader and steps down) that retry etcd until
+ * cluster_lease_close. LG_EINVAL for bad options or endpoints (err says
+ * which). Caller closes. */
+int cluster_lease_open(cluster_lease_t **out,
+		       const struct cluster_lease_opts *o,
+		       struct lg_error *err);
+/* Whether this member holds P/leader now, and with which fence
+ * (create_revision; 0 when not holding). Any thread; never blocks on
+ * etcd. */
+bool cluster_lease_holding(cluster_lease_t *l, int64_t *fence);
+/* A txn comparing fence failed elsewhere (rule 5, "deposed"): holding is
+ * false at once and the module steps down (revokes) and lets another win
+ * for one TTL. A fence that is not the current one is ignored. */
+void cluster_lease_deposed(cluster_lease_t *l, int64_t fence);
+/* Steps down on request: holding false at once, the lease revoked, no
+ * campaign for one TTL (another member takes over). */
+void cluster_lease_resign(cluster_lease_t *l);
+/* The applied seq for P/members/<name> (written at most once a second).
+ * Any thread; never blocks on etcd. */
+void cluster_lease_applied(cluster_lease_t *l, uint64_t seq);
+/* Steps down (revokes the lease: P/leader and P/members/<name> go at
+ * once, a "resigned" transition), stops the threads and frees. NULL is
+ * fine. */
+void cluster_lease_close(cluster_lease_t *l);
+
+/* ---------------------------------------------------------------------- */
 /* `gpuledger member` (DESIGN 11; cluster/member.c), for now a follower:
  * the applier (rule 7) on its own thread, the only writer of the member's
  * LMDB, and serve's routes reading that ledger through a shared handle of

@@ -18,6 +18,9 @@
 
 static uint64_t seed_base;
 
+/* Parts of the suite in tests/cluster_<part>.c. */
+void cluster_tests_lease(Suite *s);
+
 /* ---------------------------------------------------------------- rule 1 */
 
 static const struct {
@@ -609,6 +612,7 @@ int main(void)
 	tcase_add_loop_test(keys, prefix_rules, 0,
 			    (int)(sizeof(prefixes) / sizeof(prefixes[0])));
 	suite_add_tcase(su, keys);
+	cluster_tests_lease(su);
 	cluster_tests_log(su);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_ENV);

@@ -7,8 +7,12 @@
 #include "cluster/cluster.h"
 #include "tools/tools.h"
 
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char cluster_usage[] =
 	"usage: gpuledger cluster init --etcd URL[,URL...] --prefix P "
@@ -36,6 +40,12 @@ static const char cluster_usage[] =
 static const char cluster_after[] =
 	"  --etcd takes a comma-separated list: a request that cannot reach\n"
 	"  one endpoint goes on to the next.\n"
+	"  `gpuledger cluster campaign --etcd URLS --prefix P --name N` is a\n"
+	"  debugging aid of leadership (DESIGN 11 rule 5): it campaigns for\n"
+	"  P/leader, holds it, and prints each transition as NDJSON (elected,\n"
+	"  follower, renewal-late, deposed, lost, resigned); SIGHUP resigns,\n"
+	"  SIGUSR1 acts as a failed leader compare, SIGTERM revokes the lease\n"
+	"  and exits 0.\n"
 	"  Exit status: 0 done; 1 init found a head already there, or status\n"
 	"  found none; 2 usage or operating errors (etcd unreachable, the\n"
 	"  outcome unknown).\n";
@@ -44,6 +54,9 @@ struct cluster_args {
 	struct cluster_etcd_opts eo;
 	const char *prefix, *db, *format;
 	bool json;
+	/* campaign */
+	const char *name, *applied_from;
+	uint64_t lease_ttl;
 	/* feed's */
 	const char *from;
 	uint64_t batch, max_txn_bytes;
@@ -64,6 +77,15 @@ struct cluster_args {
 #define OPT_PREFIX(a) \
 	{"--prefix", OPT_STR, &(a)->prefix, "P", \
 	 "the cluster's keys in etcd, e.g. /gpuledger/prod"}
+#define OPT_CAMPAIGN(a) \
+	{"--name", OPT_STR, &(a)->name, "NAME", \
+	 "campaign: the member's name (P/members/NAME; A-Z a-z 0-9 . _ -)"}, \
+	{"--lease-ttl", OPT_U64, &(a)->lease_ttl, "SECONDS", \
+	 "campaign: the lease's TTL (default 5): renewed every TTL/3, " \
+	 "leadership given up when no renewal came within TTL/2"}, \
+	{"--applied-from", OPT_STR, &(a)->applied_from, "FILE", \
+	 "campaign: read the applied seq for P/members/NAME from FILE " \
+	 "(a decimal number), again every 100 ms"}
 /* clang-format on */
 
 static int init_run(struct cluster_args *a)
@@ -187,6 +209,143 @@ static int etcd_run(struct cluster_args *a)
 	return EXIT_OK;
 }
 
+/* ---------------------------------------------------------------------- */
+/* `cluster campaign`: a debugging aid of leadership (cluster/lease.c) that
+ * tests/lease_cli.sh drives; the member calls the same module. */
+
+static volatile sig_atomic_t campaign_stop, campaign_resign, campaign_depose;
+
+static void on_campaign_stop(int sig)
+{
+	campaign_stop = 1;
+}
+
+static void on_campaign_signal(int sig)
+{
+	if (sig == SIGHUP)
+		campaign_resign = 1;
+	else
+		campaign_depose = 1;
+}
+
+static json_t *lease_hex(int64_t id)
+{
+	char s[24];
+
+	snprintf(s, sizeof(s), "%llx", (unsigned long long)id);
+	return json_string(s);
+}
+
+/* One NDJSON line a transition, flushed at once (a test reads them as
+ * they come). */
+static void print_transition(void *ctx,
+			     const struct cluster_lease_transition *t)
+{
+	json_t *o = json_object();
+	char *s;
+
+	json_object_set_new(o, "event",
+			    json_string(cluster_lease_event_name(t->event)));
+	if (t->create_revision != 0)
+		json_object_set_new(o, "createRevision",
+				    json_integer(t->create_revision));
+	if (t->lease != 0)
+		json_object_set_new(o, "lease", lease_hex(t->lease));
+	if (t->leader != NULL)
+		json_object_set_new(o, "leader", json_string(t->leader));
+	if (t->why != NULL)
+		json_object_set_new(o, "why", json_string(t->why));
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (s != NULL)
+		tool_puts(s);
+	fflush(stdout);
+	free(s);
+}
+
+static void print_warning(void *ctx, const char *msg)
+{
+	tool_error("cluster campaign: %s", msg);
+}
+
+/* The applied seq in file (a decimal number, as a member's applier would
+ * report it); false when it holds none. */
+static bool read_applied(const char *file, uint64_t *seq)
+{
+	char buf[32], *end;
+	FILE *f = fopen(file, "r");
+	size_t n;
+
+	if (f == NULL)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (n == 0 || buf[0] < '0' || buf[0] > '9')
+		return false;
+	errno = 0;
+	*seq = strtoull(buf, &end, 10);
+	return errno == 0 && (*end == '\0' || *end == '\n');
+}
+
+static int campaign_run(struct cluster_args *a)
+{
+	struct cluster_lease_opts o = {.etcd = a->eo,
+				       .prefix = a->prefix,
+				       .name = a->name,
+				       .ttl_s = a->lease_ttl,
+				       .on_transition = print_transition,
+				       .warn = print_warning};
+	const struct timespec tick = {0, 100 * 1000000L};
+	struct lg_error err = {0};
+	struct sigaction sa;
+	cluster_lease_t *l;
+	uint64_t seq;
+
+	if (cluster_name_check(a->name, &err) != 0) {
+		tool_error("cluster campaign: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	if (a->lease_ttl < 1 || a->lease_ttl > CLUSTER_LEASE_TTL_MAX) {
+		tool_error("cluster campaign: --lease-ttl is 1 to %d seconds",
+			   CLUSTER_LEASE_TTL_MAX);
+		return EXIT_USAGE;
+	}
+	if (a->applied_from != NULL && read_applied(a->applied_from, &seq))
+		o.applied = seq;
+	tool_catch_stop(on_campaign_stop);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_campaign_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	if (cluster_lease_open(&l, &o, &err) != 0) {
+		tool_error("cluster campaign: %s", err.msg);
+		return EXIT_USAGE;
+	}
+	while (!campaign_stop) {
+		int64_t fence;
+
+		nanosleep(&tick, NULL);
+		if (campaign_resign) {
+			campaign_resign = 0;
+			cluster_lease_resign(l);
+		}
+		if (campaign_depose) {
+			campaign_depose = 0;
+			/* As a member whose fenced txn failed would. */
+			if (cluster_lease_holding(l, &fence))
+				cluster_lease_deposed(l, fence);
+		}
+		if (a->applied_from != NULL &&
+		    read_applied(a->applied_from, &seq))
+			cluster_lease_applied(l, seq);
+	}
+	/* Revokes the lease, and says "resigned". */
+	cluster_lease_close(l);
+	return tool_flush("cluster campaign", 0);
+}
+
 /* `cluster feed` (hidden, for tests): events through the append txn. */
 static int feed_run(struct cluster_args *a)
 {
@@ -217,7 +376,7 @@ static int feed_run(struct cluster_args *a)
 
 int cmd_cluster(int argc, char **argv)
 {
-	struct cluster_args a = {0};
+	struct cluster_args a = {.lease_ttl = CLUSTER_LEASE_TTL_DEFAULT};
 	const struct opt all_opts[] = {
 		OPT_ETCD(&a),
 		OPT_PREFIX(&a),
@@ -227,6 +386,7 @@ int cmd_cluster(int argc, char **argv)
 		{"--format", OPT_STR, &a.format, "text|json",
 		 "status: the output (default text)"},
 		OPT_ALIAS("--json", OPT_FLAG, &a.json),
+		OPT_CAMPAIGN(&a),
 		{"--from", OPT_STR, &a.from, "FILE",
 		 "feed: NDJSON events as `gpuledger log` prints them (default "
 		 "-: stdin)"},
@@ -251,6 +411,8 @@ int cmd_cluster(int argc, char **argv)
 		OPT_ALIAS("--json", OPT_FLAG, &a.json),
 	};
 	const struct opt etcd_opts[] = {OPT_ETCD(&a)};
+	const struct opt campaign_opts[] = {OPT_ETCD(&a), OPT_PREFIX(&a),
+					    OPT_CAMPAIGN(&a)};
 	const struct opt feed_opts[] = {
 		OPT_ETCD(&a),
 		OPT_PREFIX(&a),
@@ -287,6 +449,12 @@ int cmd_cluster(int argc, char **argv)
 		  sizeof(etcd_opts) / sizeof(etcd_opts[0]), cluster_after},
 		 etcd_run,
 		 false},
+		{"campaign",
+		 {"cluster campaign", cluster_usage, campaign_opts,
+		  sizeof(campaign_opts) / sizeof(campaign_opts[0]),
+		  cluster_after},
+		 campaign_run,
+		 true},
 		{"feed",
 		 {"cluster feed", cluster_usage, feed_opts,
 		  sizeof(feed_opts) / sizeof(feed_opts[0]), cluster_after},
