@@ -12,23 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* All digits: a seq (19 at most, so that it fits). */
-static bool parse_seq(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 19)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return true;
-}
-
 static int time_of(void *ctx, const struct event *ev, const uint8_t *head)
 {
 	*(int64_t *)ctx = ev->time_ns;
@@ -55,7 +38,7 @@ int ledger_at_resolve(ledger_t *lg, const char *at, struct ledger_at *out,
 	out->seq = last;
 	if (at == NULL)
 		return 0;
-	out->by_seq = parse_seq(at, &out->asked_seq);
+	out->by_seq = lg_parse_u64(at, &out->asked_seq);
 	if (!out->by_seq && time_parse_user_ns(at, &t_ns) != 0)
 		return lg_error_set(err, LG_EINVAL,
 				    "\"%.96s\" is not a seq, and %s", at,

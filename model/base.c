@@ -128,6 +128,24 @@ void lg_hex(const uint8_t *p, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
+bool lg_parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t n = strlen(s);
+
+	/* 19 digits at most: every such number fits in 64 bits, so no digit
+	 * needs an overflow test. */
+	if (n == 0 || n > LG_U64_DIGITS_MAX)
+		return false;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return true;
+}
+
 void lg_assert_fail(const char *cond, const char *file, int line,
 		    const char *func)
 {

@@ -1,9 +1,9 @@
 /*
  * model/base.h — what every layer of gpuledger stands on: the error codes
  * and their detail (model/err.c), assertions, the allocation wrappers, the
- * one bounded byte buffer and hex (model/base.c), and RFC 3339 time
- * (model/event.c). No domain here. Part of model's public API: included by
- * model/model.h, which the other layers include.
+ * one bounded byte buffer, hex and decimal numbers (model/base.c), and
+ * RFC 3339 time (model/event.c). No domain here. Part of model's public API:
+ * included by model/model.h, which the other layers include.
  */
 #ifndef GPULEDGER_MODEL_BASE_H
 #define GPULEDGER_MODEL_BASE_H
@@ -164,6 +164,16 @@ static inline bool lg_buf_failed(const struct lg_buf *b)
 /* The n bytes at p as 2n lowercase hex digits and a NUL into out (2n + 1
  * bytes, the caller's). */
 void lg_hex(const uint8_t *p, size_t n, char *out);
+
+/* A decimal number as an operator or a client writes a seq, an id or a
+ * count (--limit, --at, ?from=, /v1/verdicts/{id}): 1 to
+ * LG_U64_DIGITS_MAX ASCII digits and nothing else. No sign, space, exponent
+ * or suffix: "1e3", "-1" and " 7" are mistakes worth naming, not numbers
+ * to guess at. Every such number fits in 64 bits; a longer one is refused
+ * even where its value would fit (no seq, id or count comes near 10^19).
+ * True and *out set, or false and *out untouched. */
+#define LG_U64_DIGITS_MAX 19
+bool lg_parse_u64(const char *s, uint64_t *out);
 
 /* ---------------------------------------------------------------------- */
 /* Time.                                                                   */

@@ -23,24 +23,6 @@ void verdict_filter_init(struct verdict_filter *f)
 	f->limit = VERDICT_FILTER_LIMIT_DEFAULT;
 }
 
-/* A decimal id or count of 1 to 19 digits: every such number fits in 64
- * bits, and "1e3", "-1" or " 7" are mistakes worth naming. */
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 19)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return true;
-}
-
 /* Every setter gets the value as given and says why it refuses it. */
 typedef int set_fn(struct verdict_filter *f, const char *v,
 		   struct lg_error *err);
@@ -127,7 +109,7 @@ static int set_to(struct verdict_filter *f, const char *v, struct lg_error *err)
 static int set_after(struct verdict_filter *f, const char *v,
 		     struct lg_error *err)
 {
-	if (!parse_u64(v, &f->after))
+	if (!lg_parse_u64(v, &f->after))
 		return refuse(err, v, "a verdict id (0 or more)");
 	return 0;
 }
@@ -138,7 +120,7 @@ static int set_before(struct verdict_filter *f, const char *v,
 	uint64_t id;
 
 	/* before=0 would leave no id to list: surely a mistake. */
-	if (!parse_u64(v, &id) || id == 0)
+	if (!lg_parse_u64(v, &id) || id == 0)
 		return refuse(err, v, "a verdict id (1 or more)");
 	f->before = id;
 	return 0;
@@ -159,7 +141,7 @@ static int set_limit(struct verdict_filter *f, const char *v,
 	uint64_t n;
 	char takes[32];
 
-	if (!parse_u64(v, &n) || n < 1 || n > VERDICT_FILTER_LIMIT_MAX) {
+	if (!lg_parse_u64(v, &n) || n < 1 || n > VERDICT_FILTER_LIMIT_MAX) {
 		snprintf(takes, sizeof(takes), "1 to %d",
 			 VERDICT_FILTER_LIMIT_MAX);
 		return refuse(err, v, takes);

@@ -37,7 +37,7 @@ int query__param_u64(const struct request *rq, const char *key, uint64_t *out)
 
 	if (rc != QP_OK)
 		return rc;
-	return query__parse_u64(v, out) ? QP_OK : QP_BAD;
+	return lg_parse_u64(v, out) ? QP_OK : QP_BAD;
 }
 
 int query__param_enum(const struct request *rq, const char *key,

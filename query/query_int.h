@@ -51,9 +51,6 @@ void query__server_stop(query_server_t *qs);
  * for at most this long, so that the answer is not lost to a reset. */
 #define QUERY_LINGER_MS 2000
 
-/* A decimal seq or id of 1 to 19 digits (paths and query parameters). */
-bool query__parse_u64(const char *s, uint64_t *out);
-
 /* jansson lookups that tolerate absent members and wrong types. */
 static inline const char *qjstr(const json_t *o, const char *k)
 {
@@ -256,7 +253,7 @@ enum {
 	QP_ABSENT = 0,
 	QP_OK = 1
 };
-/* A decimal integer (query__parse_u64). */
+/* A decimal integer (lg_parse_u64). */
 int query__param_u64(const struct request *rq, const char *key, uint64_t *out);
 /* 1 or true, 0 or false. */
 int query__param_flag(const struct request *rq, const char *key, bool *out);

@@ -22,19 +22,3 @@ void query__hex(const uint8_t *head, char *out)
 {
 	lg_hex(head, LEDGER_HEAD_BYTES, out);
 }
-
-bool query__parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	/* At most 19 digits: every such number fits in 64 bits. */
-	if (s[0] == '\0' || strlen(s) > 19)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return true;
-}

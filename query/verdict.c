@@ -587,7 +587,7 @@ void query__handle_verdict(struct query_server *qs, struct request *rq)
 
 	/* A malformed proof flag asks for no proof, as it always has. */
 	(void)query__param_flag(rq, "proof", &proof);
-	if (!query__parse_u64(rq->param[0], &id) || id == 0) {
+	if (!lg_parse_u64(rq->param[0], &id) || id == 0) {
 		query__reply_error(qs, rq, 400,
 				   "a verdict id is a positive integer");
 	} else if (vs == QP_BAD) {

@@ -13,6 +13,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -193,6 +194,89 @@ START_TEST(base_hex)
 }
 END_TEST
 
+/* Seqs, ids and counts as typed: 1 to 19 digits, nothing else. */
+static const struct {
+	const char *s;
+	bool ok;
+	uint64_t v;
+} u64_rows[] = {
+	{"0", true, 0},
+	{"7", true, 7},
+	{"0007", true, 7},
+	{"0000000000000000007", true, 7},
+	{"9999999999999999999", true, 9999999999999999999ULL},
+	/* Twenty digits are refused, whatever their value. */
+	{"00000000000000000007", false, 0},
+	{"12345678901234567890", false, 0},
+	{"18446744073709551615", false, 0},
+	{"18446744073709551616", false, 0},
+	{"99999999999999999999", false, 0},
+	{"", false, 0},
+	{"12a", false, 0},
+	{"1:", false, 0},
+	{"1/", false, 0},
+	{"-1", false, 0},
+	{"+1", false, 0},
+	{" 1", false, 0},
+	{"1 ", false, 0},
+	{"1e3", false, 0},
+	{"0x10", false, 0},
+	{"\xd9", false, 0},
+};
+
+START_TEST(base_parse_u64_rows)
+{
+	uint64_t v = 12345;
+	bool ok = lg_parse_u64(u64_rows[_i].s, &v);
+
+	ck_assert_msg(ok == u64_rows[_i].ok, "\"%s\": %d", u64_rows[_i].s, ok);
+	/* A refusal leaves *out as it was. */
+	ck_assert_uint_eq(v, ok ? u64_rows[_i].v : 12345);
+}
+END_TEST
+
+/* Every value of 1 to 19 digits reads back, with leading zeros too, and
+ * one of 20 or more digits never does; one non-digit anywhere refuses
+ * the whole. */
+START_TEST(base_parse_u64_random)
+{
+	const char *e = getenv("GPULEDGER_SEED");
+	uint64_t seed = e != NULL ? strtoull(e, NULL, 0) : (uint64_t)getpid();
+	uint64_t s = seed | 1;
+
+	fprintf(stderr, "base_parse_u64_random: seed %llu\n",
+		(unsigned long long)seed);
+	for (int run = 0; run < 20000; run++) {
+		char text[64];
+		uint64_t v, got = 0;
+		bool ok;
+		int n;
+
+		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+		/* Values of every magnitude, not only the large ones. */
+		v = s >> (s % 64);
+		n = snprintf(text, sizeof(text), "%.*s%llu", (int)(s % 4),
+			     "000", (unsigned long long)v);
+		ok = lg_parse_u64(text, &got);
+		ck_assert_msg(ok == (n <= 19) && (!ok || got == v),
+			      "seed %llu run %d: \"%s\" gave %d %llu",
+			      (unsigned long long)seed, run, text, ok,
+			      (unsigned long long)got);
+		/* A byte that is not a digit, anywhere, in a text short
+		 * enough to be read. */
+		if (n <= 19) {
+			static const char bad[] = " -+.e/:xA\t";
+			size_t at = (size_t)(s >> 8) % (size_t)n;
+
+			text[at] = bad[(s >> 20) % (sizeof(bad) - 1)];
+			ck_assert_msg(!lg_parse_u64(text, &got),
+				      "seed %llu run %d: \"%s\" accepted",
+				      (unsigned long long)seed, run, text);
+		}
+	}
+}
+END_TEST
+
 MODEL_PART(base)
 {
 	TCase *tc = tcase_create("base");
@@ -201,6 +285,9 @@ MODEL_PART(base)
 	tcase_add_test(tc, base_oom_aborts);
 	tcase_add_test(tc, base_alloc_family);
 	tcase_add_test(tc, base_hex);
+	tcase_add_loop_test(tc, base_parse_u64_rows, 0,
+			    (int)(sizeof(u64_rows) / sizeof(u64_rows[0])));
+	tcase_add_test(tc, base_parse_u64_random);
 	tcase_add_test_raise_signal(tc, base_ptab_twice, SIGABRT);
 	tcase_add_test_raise_signal(tc, base_apply_unvalidated, SIGABRT);
 	tcase_add_test_raise_signal(tc, base_edge_untrusted, SIGABRT);

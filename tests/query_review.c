@@ -402,23 +402,6 @@ END_TEST
 
 #define NROWS(a) (int)(sizeof(a) / sizeof(a[0]))
 
-/* Seqs and ids in paths and parameters: 1 to 19 digits, nothing else. */
-START_TEST(parse_u64_rows)
-{
-	uint64_t v = 7;
-
-	ck_assert(query__parse_u64("0", &v) && v == 0);
-	ck_assert(query__parse_u64("9999999999999999999", &v) &&
-		  v == 9999999999999999999ULL);
-	ck_assert(!query__parse_u64("", &v));
-	ck_assert(!query__parse_u64("18446744073709551616", &v));
-	ck_assert(!query__parse_u64("12a", &v));
-	ck_assert(!query__parse_u64("-1", &v));
-	ck_assert(!query__parse_u64(" 1", &v));
-	ck_assert_uint_eq(v, 9999999999999999999ULL);
-}
-END_TEST
-
 QUERY_PART(review)
 {
 	TCase *tc = tcase_create("review_shapes");
@@ -430,6 +413,5 @@ QUERY_PART(review)
 	tcase_add_loop_test(tc, normalise_rows, 0, NROWS(norm_rows));
 	tcase_add_loop_test(tc, verdict_ref_rows, 0, NROWS(ref_rows));
 	tcase_add_test(tc, recompute_detects_change);
-	tcase_add_test(tc, parse_u64_rows);
 	suite_add_tcase(s, tc);
 }

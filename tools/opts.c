@@ -20,23 +20,6 @@ static const struct opt *opt_find(const struct cmd_spec *spec, const char *arg,
 	return NULL;
 }
 
-/* A decimal integer without sign, space or suffix: "--limit 1e3" or
- * "--limit -1" are mistakes worth reporting, not numbers to guess at. */
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (s[0] < '0' || s[0] > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return false;
-	*out = v;
-	return true;
-}
-
 /* --help's layout: help texts start at one column, that of the longest
  * "--name ARG" up to OPT_COL_MAX (a longer one has its help on the next
  * line), and are wrapped at OPT_WIDTH. */
@@ -314,7 +297,7 @@ static bool opt_store(const struct opt *o, const char *value)
 		*(const char **)o->ptr = value;
 		return true;
 	case OPT_U64:
-		return parse_u64(value, (uint64_t *)o->ptr);
+		return lg_parse_u64(value, (uint64_t *)o->ptr);
 	}
 	return false;
 }
