@@ -18,9 +18,8 @@ static int time_of(void *ctx, const struct event *ev, const uint8_t *head)
 	return 1;
 }
 
-/* The time of event seq. */
-static int event_time(ledger_t *lg, uint64_t seq, int64_t *t_ns,
-		      struct lg_error *err)
+int ledger__event_time(ledger_t *lg, uint64_t seq, int64_t *t_ns,
+		       struct lg_error *err)
 {
 	int rc = ledger_scan(lg, seq, 1, time_of, t_ns, err);
 
@@ -43,6 +42,7 @@ int ledger_at_resolve(ledger_t *lg, const char *at, struct ledger_at *out,
 		return lg_error_set(err, LG_EINVAL,
 				    "\"%.96s\" is not a seq, and %s", at,
 				    time_user_why(at));
+	out->asked_ns = t_ns;
 	if (last == 0) {
 		/* Seq 0 is the empty state by name; anything else finds a
 		 * ledger that holds nothing yet. */
@@ -56,8 +56,8 @@ int ledger_at_resolve(ledger_t *lg, const char *at, struct ledger_at *out,
 		out->seq = out->asked_seq;
 		return 0;
 	}
-	if ((rc = event_time(lg, 1, &first_ns, err)) != 0 ||
-	    (rc = event_time(lg, last, &last_ns, err)) != 0 ||
+	if ((rc = ledger__event_time(lg, 1, &first_ns, err)) != 0 ||
+	    (rc = ledger__event_time(lg, last, &last_ns, err)) != 0 ||
 	    (!out->by_seq &&
 	     (rc = ledger__seq_at_time(lg, t_ns, &out->seq, err)) != 0))
 		return rc;

@@ -190,15 +190,17 @@ enum ledger_at_place {
 };
 struct ledger_at {
 	uint64_t seq;  /* the state to show: after event seq (0: empty) */
-	bool by_seq;   /* at was a seq (asked_seq), else a time */
+	bool by_seq;   /* at was a seq (asked_seq), else a time (asked_ns) */
 	uint64_t asked_seq;
+	int64_t asked_ns;
 	enum ledger_at_place place;
 	uint64_t edge_seq; /* BEFORE_FIRST: 1; AFTER_LAST: the last seq */
 	int64_t edge_ns;   /* and that event's time */
 };
-/* Resolves at (NULL: the last seq, inside) into *out. LG_EINVAL when it is
- * neither a seq nor a time the ledger can date; err then says why ("\"X\"
- * is not a seq, and is ..."). */
+/* Resolves at (NULL: the last seq, inside) into *out. A seq is 1 to 19
+ * digits (lg_parse_u64); anything else is read as a time
+ * (time_parse_user_ns). LG_EINVAL when it is neither a seq nor a time the
+ * ledger can date; err then says why ("\"X\" is not a seq, and is ..."). */
 int ledger_at_resolve(ledger_t *lg, const char *at, struct ledger_at *out,
 		      struct lg_error *err);
 /* The note a reader of the state at a owes, a phrase to follow the at as

@@ -26,6 +26,10 @@ void ledger__chain_step(const uint8_t *head_prev, const uint8_t *bytes,
  * over the log (times never decrease): ledger_at_resolve and the export. */
 int ledger__seq_at_time(ledger_t *lg, int64_t t_ns, uint64_t *seq,
 			struct lg_error *err);
+/* The time of event seq into *t_ns (untouched when the log has no seq):
+ * ledger_at_resolve and the reconciliation's output. */
+int ledger__event_time(ledger_t *lg, uint64_t seq, int64_t *t_ns,
+		       struct lg_error *err);
 /* Calls fn for every meta key starting with prefix (ledger_meta_fn). */
 int ledger__meta_scan(ledger_t *lg, const char *prefix, ledger_meta_fn *fn,
 		      void *ctx, struct lg_error *err);

@@ -12,48 +12,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool all_digits(const char *s)
-{
-	if (*s == '\0')
-		return false;
-	for (; *s != '\0'; s++)
-		if (*s < '0' || *s > '9')
-			return false;
-	return true;
-}
-
-/* SEQ or a time: a seq as typed (past the last is an error), a time the
- * first seq at or after it (first) or the last at or before it. */
+/* SEQ or a time, read as replay --at reads them (ledger_at_resolve), and
+ * refused in the same words, after the option's name: a seq as typed (past
+ * the last is an error here), a time the first seq at or after it (first)
+ * or the last at or before it (what --at shows). */
 static int seq_or_time(ledger_t *lg, const char *name, const char *s,
 		       bool first, uint64_t *seq, struct lg_error *err)
 {
 	uint64_t last = ledger_last_seq(lg);
-	int64_t t_ns;
-	char *end;
-	int rc;
+	struct ledger_at at;
+	struct lg_error e = {0};
+	int rc = ledger_at_resolve(lg, s, &at, &e);
 
-	if (all_digits(s)) {
-		unsigned long long v = strtoull(s, &end, 10);
-
-		if (strlen(s) > 20 || v > last || (v == 0 && first))
+	if (rc == LG_EINVAL)
+		return lg_error_set(err, rc, "%s %s", name, e.msg);
+	if (rc != 0)
+		return lg_error_set(err, rc, "%s", e.msg);
+	if (at.by_seq) {
+		if (at.asked_seq > last || (at.asked_seq == 0 && first))
 			return lg_error_set(err, LG_EINVAL,
 					    "%s %s is not a seq of the log "
 					    "(1..%llu)",
 					    name, s, (unsigned long long)last);
-		*seq = v;
+		*seq = at.asked_seq;
 		return 0;
 	}
-	if (time_parse_user_ns(s, &t_ns) != 0)
-		return lg_error_set(err, LG_EINVAL, "%s \"%s\" is not a seq, and %s",
-				    name, s, time_user_why(s));
-	if (first && t_ns == INT64_MIN)
-		t_ns++;
-	rc = ledger__seq_at_time(lg, first ? t_ns - 1 : t_ns, seq, err);
-	if (rc != 0)
-		return rc;
-	if (first)
+	if (!first) {
+		*seq = at.seq;
+		return 0;
+	}
+	/* A time the ledger can date is >= 0, so t - 1 cannot overflow. */
+	rc = ledger__seq_at_time(lg, at.asked_ns - 1, seq, err);
+	if (rc == 0)
 		*seq += 1;
-	return 0;
+	return rc;
 }
 
 /* The seq of the first recorded admission verdict; 0 when there is none. */
@@ -186,19 +178,13 @@ static int sink_item(void *ctx, enum reconcile_list l, const json_t *item)
 	return s->sink->item(s->ctx, l, item);
 }
 
-/* The time of event seq (0 when seq is 0). */
-static int time_of(void *ctx, const struct event *ev, const uint8_t *head)
-{
-	*(int64_t *)ctx = ev->time_ns;
-	return 1;
-}
-
+/* The time of event seq (null when seq is 0). */
 static json_t *seq_time(ledger_t *lg, uint64_t seq)
 {
 	int64_t t_ns = 0;
 
 	if (seq == 0 || seq > ledger_last_seq(lg) ||
-	    ledger_scan(lg, seq, 1, time_of, &t_ns, NULL) < 0)
+	    ledger__event_time(lg, seq, &t_ns, NULL) != 0)
 		return json_null();
 	return time_or_null(true, t_ns);
 }

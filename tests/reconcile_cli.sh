@@ -100,6 +100,18 @@ for args in "--window 5q" "--from 0" "--from 999999" "--to yesterday" \
 	expect "reconcile $args" 2
 	has "reconcile $args: says which" "$tmp/err" "reconcile: --(window|from|to|since|tenant)"
 done
+# A seq or time is read as replay --at reads it (ledger_at_resolve) and
+# refused in its words, after the option's name.
+for a in yesterday 1969-12-31 2262-04-12 12345678901234567890 "-1"; do
+	run "$bin" replay --db "$db" --at "$a"
+	why=$(sed -n 's/^gpuledger: replay: --at //p' "$tmp/err")
+	run "$bin" reconcile --db "$db" --from "$a"
+	expect "reconcile --from $a" 2
+	if [ -n "$why" ] &&
+		[ "$(cat "$tmp/err")" = "gpuledger: reconcile: --from $why" ]; then ok; else
+		bad "reconcile --from $a: \"$(cat "$tmp/err")\", replay says \"$why\""
+	fi
+done
 run "$bin" reconcile --db "$tmp/nothing-here"
 expect "no ledger" 2
 
