@@ -90,10 +90,13 @@ const char *ingest__position_key(enum resource r)
 	return position_keys[r];
 }
 
-int ingest_positions_scan(ledger_t *lg, ingest_position_fn *fn, void *ctx,
+/* Calls fn for each stored position, by resource (RES_MAX: a recorded
+ * stream's), in that order; the value is a C string of len bytes,
+ * borrowed for the call. fn returns non-zero to stop (returned). */
+typedef int position_read_fn(void *ctx, int r, const char *value, size_t len);
+static int positions_read(ledger_t *lg, position_read_fn *fn, void *ctx,
 			  struct lg_error *err)
 {
-	static const char stem[] = "ingest.position.";
 	char *buf = lg_xmalloc(INGEST_POSITION_MAX + 1);
 	int rc = 0;
 
@@ -108,12 +111,33 @@ int ingest_positions_scan(ledger_t *lg, ingest_position_fn *fn, void *ctx,
 		}
 		if (rc == 0) {
 			buf[len] = '\0';
-			rc = fn(ctx, position_keys[r] + sizeof(stem) - 1, buf,
-				len);
+			rc = fn(ctx, r, buf, len);
 		}
 	}
 	free(buf);
 	return rc;
+}
+
+struct scan_ctx {
+	ingest_position_fn *fn;
+	void *ctx;
+};
+
+/* ingest_positions_scan names the source: the key after its stem. */
+static int scan_one(void *ctx, int r, const char *value, size_t len)
+{
+	static const char stem[] = "ingest.position.";
+	const struct scan_ctx *s = ctx;
+
+	return s->fn(s->ctx, position_keys[r] + sizeof(stem) - 1, value, len);
+}
+
+int ingest_positions_scan(ledger_t *lg, ingest_position_fn *fn, void *ctx,
+			  struct lg_error *err)
+{
+	struct scan_ctx s = {fn, ctx};
+
+	return positions_read(lg, scan_one, &s, err);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -129,27 +153,18 @@ static const char *cover_key(const void *v)
 	return ((const struct cover *)v)->key;
 }
 
+/* The engine starts from the positions the ledger committed. */
+static int keep_position(void *ctx, int r, const char *value, size_t len)
+{
+	ingest_t *in = ctx;
+
+	in->pos_committed[r] = lg_xstrdup(value);
+	return 0;
+}
+
 static int load_positions(ingest_t *in, struct lg_error *err)
 {
-	char *buf = lg_xmalloc(INGEST_POSITION_MAX + 1);
-	int rc = 0;
-
-	for (int r = 0; r <= RES_MAX && rc == 0; r++) {
-		size_t len = 0;
-
-		rc = ledger_meta_get(in->lg, position_keys[r], buf,
-				     INGEST_POSITION_MAX, &len, err);
-		if (rc == LG_ENOENT) {
-			rc = 0;
-			continue;
-		}
-		if (rc == 0) {
-			buf[len] = '\0';
-			in->pos_committed[r] = lg_xstrdup(buf);
-		}
-	}
-	free(buf);
-	return rc;
+	return positions_read(in->lg, keep_position, in, err);
 }
 
 /* ---------------------------------------------------------------------- */
