@@ -7,7 +7,7 @@
  * is never taken is never tested. Both failures write one line to the
  * unbuffered stderr, which needs no allocation (the heap may be what failed).
  */
-#include "model/model.h"
+#include "model/model_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -141,6 +141,20 @@ bool lg_parse_u64(const char *s, uint64_t *out)
 		if (*s < '0' || *s > '9')
 			return false;
 		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return true;
+}
+
+bool model__digits(const char *s, int n, int *out)
+{
+	int v = 0;
+
+	LG_ASSERT(n > 0 && n <= 9);
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (s[i] - '0');
 	}
 	*out = v;
 	return true;

@@ -141,24 +141,14 @@ void bill_month_of(int64_t t_ms, int32_t offset_s, int64_t *start_ms,
 	month_bounds(y, m, offset_s, start_ms, end_ms);
 }
 
-static bool digits(const char *s, int n, int *out)
-{
-	*out = 0;
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		*out = *out * 10 + (s[i] - '0');
-	}
-	return true;
-}
-
 int bill_month_parse(const char *s, int32_t offset_s, int64_t *start_ms,
 		     int64_t *end_ms)
 {
 	int y, m;
 
-	if (s == NULL || strlen(s) != 7 || s[4] != '-' || !digits(s, 4, &y) ||
-	    !digits(s + 5, 2, &m) || y < 1970 || m < 1 || m > 12)
+	if (s == NULL || strlen(s) != 7 || s[4] != '-' ||
+	    !model__digits(s, 4, &y) || !model__digits(s + 5, 2, &m) ||
+	    y < 1970 || m < 1 || m > 12)
 		return LG_EINVAL;
 	month_bounds(y, (unsigned)m, offset_s, start_ms, end_ms);
 	/* The bounds in ms always fit (year 9999 is 2.5e14 ms); in ns they
@@ -193,8 +183,8 @@ int model__bill_offset_parse(const char *s, int32_t *offset_s)
 		return 0;
 	}
 	if (s == NULL || strlen(s) != 6 || (s[0] != '+' && s[0] != '-') ||
-	    s[3] != ':' || !digits(s + 1, 2, &h) || !digits(s + 4, 2, &m) ||
-	    m > 59 || h * 60 + m > 14 * 60)
+	    s[3] != ':' || !model__digits(s + 1, 2, &h) ||
+	    !model__digits(s + 4, 2, &m) || m > 59 || h * 60 + m > 14 * 60)
 		return LG_EINVAL;
 	*offset_s = (s[0] == '-' ? -1 : 1) * (h * 3600 + m * 60);
 	return 0;

@@ -292,19 +292,6 @@ size_t time_format_ns(int64_t t_ns, char *buf, size_t cap)
 	return n < 0 ? 0 : (size_t)n;
 }
 
-static bool digits(const char *s, int n, int *out)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return true;
-}
-
 int time_parse_ns(const char *s, int64_t *out)
 {
 	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
@@ -313,11 +300,13 @@ int time_parse_ns(const char *s, int64_t *out)
 	static const unsigned char mdays[] = {31, 29, 31, 30, 31, 30,
 					      31, 31, 30, 31, 30, 31};
 
-	if (s == NULL || strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' ||
-	    !digits(s + 5, 2, &mo) || s[7] != '-' || !digits(s + 8, 2, &d) ||
+	if (s == NULL || strlen(s) < 20 || !model__digits(s, 4, &y) ||
+	    s[4] != '-' || !model__digits(s + 5, 2, &mo) || s[7] != '-' ||
+	    !model__digits(s + 8, 2, &d) ||
 	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) ||
-	    s[16] != ':' || !digits(s + 17, 2, &sec))
+	    !model__digits(s + 11, 2, &h) || s[13] != ':' ||
+	    !model__digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    !model__digits(s + 17, 2, &sec))
 		return LG_EINVAL;
 	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
 	    mi > 59 || sec > 60)
@@ -340,8 +329,8 @@ int time_parse_ns(const char *s, int64_t *out)
 	if ((*p == 'Z' || *p == 'z') && p[1] == '\0') {
 		sign = 0;
 	} else if ((*p == '+' || *p == '-') && strlen(p) == 6 &&
-		   digits(p + 1, 2, &oh) && p[3] == ':' &&
-		   digits(p + 4, 2, &om) && oh <= 23 && om <= 59) {
+		   model__digits(p + 1, 2, &oh) && p[3] == ':' &&
+		   model__digits(p + 4, 2, &om) && oh <= 23 && om <= 59) {
 		sign = *p == '+' ? 1 : -1;
 	} else {
 		return LG_EINVAL;

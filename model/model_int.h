@@ -10,6 +10,12 @@
 /* ---------------------------------------------------------------------- */
 /* Used by model/ (and its tests) only. */
 
+/* A fixed-width decimal field inside a text (the year, month, hour of a
+ * time or a billing month; model/base.c, beside lg_parse_u64): the n bytes
+ * at s, 0 < n <= 9, are all ASCII digits. True and *out their value, or
+ * false and *out untouched. */
+bool model__digits(const char *s, int n, int *out);
+
 /* ---------------------------------------------------------------------- */
 /* Quantities (DESIGN 5.1). Exact decimal, no floating point.              */
 

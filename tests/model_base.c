@@ -277,6 +277,23 @@ START_TEST(base_parse_u64_random)
 }
 END_TEST
 
+/* Fixed-width fields: exactly n digits, whatever follows them. */
+START_TEST(base_digits)
+{
+	int v = -1;
+
+	ck_assert(model__digits("2026-", 4, &v) && v == 2026);
+	ck_assert(model__digits("07Z", 2, &v) && v == 7);
+	ck_assert(model__digits("999999999", 9, &v) && v == 999999999);
+	v = -1;
+	ck_assert(!model__digits("20a6", 4, &v) && v == -1);
+	ck_assert(!model__digits("2/", 2, &v) && v == -1);
+	ck_assert(!model__digits("2:", 2, &v) && v == -1);
+	ck_assert(!model__digits("-1", 2, &v) && v == -1);
+	ck_assert(!model__digits("1", 2, &v) && v == -1); /* the NUL */
+}
+END_TEST
+
 MODEL_PART(base)
 {
 	TCase *tc = tcase_create("base");
@@ -288,6 +305,7 @@ MODEL_PART(base)
 	tcase_add_loop_test(tc, base_parse_u64_rows, 0,
 			    (int)(sizeof(u64_rows) / sizeof(u64_rows[0])));
 	tcase_add_test(tc, base_parse_u64_random);
+	tcase_add_test(tc, base_digits);
 	tcase_add_test_raise_signal(tc, base_ptab_twice, SIGABRT);
 	tcase_add_test_raise_signal(tc, base_apply_unvalidated, SIGABRT);
 	tcase_add_test_raise_signal(tc, base_edge_untrusted, SIGABRT);
