@@ -98,8 +98,9 @@ struct res {
 	struct lg_buf body; /* list page or error body (max_list_bytes) */
 	struct kube_frame frame;
 	char *frame_buf;
-	/* With --record: "ns/name" -> uid of what the record holds, so that
-	 * a relist can write DELETED lines for what vanished. */
+	/* With --record: "ns/name" -> the identity of what the record
+	 * holds, so that a relist can write DELETED lines for what vanished
+	 * (why not the engine's releases: "The record file" below). */
 	json_t *known, *seen;
 
 	/* The API version in use (discovery) and what /metrics shows. */
@@ -186,6 +187,27 @@ static int fail(struct kube *k, int code, const struct lg_error *e)
 /* The record file (--record): what the watch received, as a recorded      */
 /* stream that `watch --from` replays to the same state.                   */
 
+/*
+ * A relist's DELETED lines come from the record's own view of what it
+ * holds (known, seen; seeded from the file at start), not from what the
+ * engine's relist releases, because the record holds what the watcher
+ * received and the engine keeps less, and after a crash other things:
+ *  - most pods hold nothing and never enter the engine's cache (the fast
+ *    path, ingest/holders.c), yet the record has their ADDED lines; one
+ *    that a relist no longer lists needs its DELETED line, and the engine
+ *    cannot report an object it never kept;
+ *  - the record is flushed before each commit (maybe_flush), so that it
+ *    never lags the ledger; a watcher killed between the two leaves lines
+ *    whose objects the restarted engine never had, and only reading the
+ *    record finds them (without their DELETED lines, a replay of the
+ *    record keeps objects the ledger does not);
+ *  - the engine releases in key order, the record in the order it
+ *    learned the objects.
+ * So a record written from the engine's releases would lose lines and, after
+ * a crash, replay to another state (tests/kube_cli.sh, section 5 and "a
+ * record ahead of its ledger"; issue 25 item 6 asked).
+ */
+
 /* "namespace/name", or false when the object has no usable name. */
 static bool object_key(const json_t *obj, char *buf, size_t cap)
 {
@@ -253,7 +275,8 @@ static void track(struct res *s, enum watch_type type, const json_t *obj)
 }
 
 /* At the end of a relist: DELETED lines for what the record holds but the
- * list did not show, which is what the engine's relist_end released. */
+ * list did not show (what the engine's relist_end released, and more:
+ * above). */
 static int record_vanished(struct kube *k, struct res *s, int64_t time_ns)
 {
 	const struct ingest__resource_info *ri = ingest__resource_info(s->r);
