@@ -90,18 +90,21 @@ static int vidx_add(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
 	return rc;
 }
 
-/* Indexes the stored events vi->upto + 1 .. to (a log older than the
- * index). Returns an LMDB code; a record that does not decode is
- * MDB_CORRUPTED (verify names it). */
-static int vidx_fill(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
-		     uint64_t to)
+/* Both indexes catch up with a log older than they are the same way: fn
+ * for each stored event from .. to, read in txn. Returns an LMDB code (or
+ * fn's); a record that does not decode is MDB_CORRUPTED (verify names
+ * it). */
+typedef int fill_fn(ledger_t *lg, MDB_txn *txn, void *ctx,
+		    const struct event *ev, uint64_t seq);
+static int fill_from_log(ledger_t *lg, MDB_txn *txn, uint64_t from, uint64_t to,
+			 fill_fn *fn, void *ctx)
 {
-	uint64_t k = vi->upto + 1;
+	uint64_t k = from;
 	MDB_val key = ledger__store_key(&k), val;
 	MDB_cursor *cur;
 	int rc, op = MDB_SET_KEY;
 
-	if (k > to)
+	if (from > to)
 		return 0;
 	if ((rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur)) != 0)
 		return rc;
@@ -116,10 +119,24 @@ static int vidx_fill(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
 		     ledger__store_record_decode(&val, k, &ev, &h, NULL) != 0))
 			rc = MDB_CORRUPTED;
 		if (rc == 0)
-			rc = vidx_add(lg, txn, vi, ev.type, k);
+			rc = fn(lg, txn, ctx, &ev, k);
 	}
 	mdb_cursor_close(cur);
 	return rc;
+}
+
+static int vidx_fill_one(ledger_t *lg, MDB_txn *txn, void *ctx,
+			 const struct event *ev, uint64_t seq)
+{
+	return vidx_add(lg, txn, ctx, ev->type, seq);
+}
+
+/* Indexes the stored events vi->upto + 1 .. to (a log older than the
+ * index). */
+static int vidx_fill(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
+		     uint64_t to)
+{
+	return fill_from_log(lg, txn, vi->upto + 1, to, vidx_fill_one, vi);
 }
 
 /* The uid index's key of uid into k; its length. */
@@ -180,33 +197,16 @@ static int vuid_add(ledger_t *lg, MDB_txn *txn, const struct event *ev,
 	return rc == MDB_KEYEXIST ? 0 : rc;
 }
 
+static int vuid_fill_one(ledger_t *lg, MDB_txn *txn, void *ctx,
+			 const struct event *ev, uint64_t seq)
+{
+	return vuid_add(lg, txn, ev, seq);
+}
+
 /* Indexes the review uids of the stored events from .. to. */
 static int vuid_fill(ledger_t *lg, MDB_txn *txn, uint64_t from, uint64_t to)
 {
-	uint64_t k = from;
-	MDB_val key = ledger__store_key(&k), val;
-	MDB_cursor *cur;
-	int rc, op = MDB_SET_KEY;
-
-	if (from > to)
-		return 0;
-	if ((rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur)) != 0)
-		return rc;
-	for (; rc == 0 && k <= to; k++, op = MDB_NEXT) {
-		struct event ev;
-		const uint8_t *h;
-
-		rc = ledger__store_cursor_get(lg, cur, LEDGER_DB_EVENTS, &key,
-					      &val, op);
-		if (rc == 0 &&
-		    (ledger__store_keyval(&key) != k ||
-		     ledger__store_record_decode(&val, k, &ev, &h, NULL) != 0))
-			rc = MDB_CORRUPTED;
-		if (rc == 0)
-			rc = vuid_add(lg, txn, &ev, k);
-	}
-	mdb_cursor_close(cur);
-	return rc;
+	return fill_from_log(lg, txn, from, to, vuid_fill_one, NULL);
 }
 
 /* Brings the uid index to `to`, then adds evs (seqs first..). */
