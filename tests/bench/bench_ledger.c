@@ -211,6 +211,25 @@ static size_t leaf_pos(size_t i)
 	return 2 * i - (size_t)__builtin_popcountll(i);
 }
 
+/* Which transaction a meta record of the source belongs to: 0 for a key
+ * every append rewrites (the tree size, the verdict index's summary), the
+ * seq it names for an entry of the verdict index (keys "vid" + id or uid,
+ * the value the verdict's seq, little endian: written with that verdict),
+ * UINT64_MAX for any other per-item key (with a '/': the last). */
+static uint64_t raw_meta_seq(const struct raw_rec *r)
+{
+	const uint8_t *k = r->key.mv_data, *v = r->val.mv_data;
+	uint64_t seq = 0;
+
+	if (r->key.mv_size > 3 && memcmp(k, "vid", 3) == 0 &&
+	    r->val.mv_size == 8) {
+		for (int i = 7; i >= 0; i--)
+			seq = seq << 8 | v[i];
+		return seq;
+	}
+	return memchr(k, '/', r->key.mv_size) != NULL ? UINT64_MAX : 0;
+}
+
 /* Puts records r[a..b) with MDB_APPEND through one cursor. */
 static void raw_put_run(MDB_txn *txn, MDB_dbi dbi, const struct raw_rec *r,
 			size_t a, size_t b)
@@ -232,8 +251,9 @@ static void raw_put_run(MDB_txn *txn, MDB_dbi dbi, const struct raw_rec *r,
  * transactions of batch events, each committed (fsync'd) as the ledger's
  * are: the events' stored bytes (encoding and chain head), the Merkle nodes
  * those events added, and the meta records of fixed keys (the tree size,
- * the verdict index) in every transaction, as every append rewrites them;
- * per-item meta keys (with a '/') go with the last. No validation, no
+ * the verdict index's summary) in every transaction, as every append
+ * rewrites them; the verdict index's entries with their verdict's
+ * transaction; other per-item meta keys (with a '/') with the last. No validation, no
  * projection, no hashing: the physical limit of the same writes. Returns
  * events per second. */
 static double raw_put_rate(const char *src, const char *dst, size_t batch)
@@ -266,9 +286,10 @@ static double raw_put_rate(const char *src, const char *dst, size_t batch)
 		raw_put_run(txn, tree, s.tree, leaf_pos(a), tb);
 		for (size_t i = 0; i < s.n_meta; i++) {
 			MDB_val k = s.meta[i].key, v = s.meta[i].val;
+			uint64_t at = raw_meta_seq(&s.meta[i]);
 
-			if (memchr(k.mv_data, '/', k.mv_size) != NULL &&
-			    b != s.n_ev)
+			if (at == UINT64_MAX ? b != s.n_ev
+					     : at != 0 && (at <= a || at > b))
 				continue;
 			if ((rc = mdb_put(txn, meta, &k, &v, 0)) != 0)
 				raw_die("meta put", rc);
@@ -277,6 +298,27 @@ static double raw_put_rate(const char *src, const char *dst, size_t batch)
 			raw_die("commit", rc);
 	}
 	t = now_s() - t;
+	/* The copy holds as many records as the source, or it measured less
+	 * work than the append did. */
+	{
+		MDB_stat se, st, sm;
+
+		if ((rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) != 0 ||
+		    (rc = mdb_stat(txn, ev, &se)) != 0 ||
+		    (rc = mdb_stat(txn, tree, &st)) != 0 ||
+		    (rc = mdb_stat(txn, meta, &sm)) != 0)
+			raw_die("stat", rc);
+		mdb_txn_abort(txn);
+		if (se.ms_entries != s.n_ev || st.ms_entries != s.n_tree ||
+		    sm.ms_entries != s.n_meta) {
+			fprintf(stderr,
+				"raw LMDB: the copy holds %zu/%zu/%zu records, "
+				"the ledger %zu/%zu/%zu\n",
+				se.ms_entries, st.ms_entries, sm.ms_entries,
+				s.n_ev, s.n_tree, s.n_meta);
+			exit(2);
+		}
+	}
 	mdb_env_close(env);
 	t = (double)s.n_ev / t;
 	raw_src_close(&s);
