@@ -182,6 +182,10 @@ BENCH_GPU_LINES ?= 150000
 BENCH_HOLDERS ?= 1000000
 BENCH_SECS ?= 5
 BENCH_QUERIES ?= 20000
+# The cluster figures (DESIGN 10, 11): events fed per run in batches of 1
+# and of 100 through a real 3-member etcd.
+BENCH_CLUSTER_SINGLES ?= 300
+BENCH_CLUSTER_EVENTS ?= 20000
 BENCH_PKG := sqlite3 libpq
 BENCH_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(BENCH_PKG) 2>/dev/null)
 BENCH_LIBS := $(shell $(PKG_CONFIG) --libs $(BENCH_PKG) 2>/dev/null)
@@ -209,6 +213,8 @@ bench: deps
 	BENCH_LINES=$(BENCH_LINES) BENCH_GPU_LINES=$(BENCH_GPU_LINES) \
 	BENCH_HOLDERS=$(BENCH_HOLDERS) BENCH_SECS=$(BENCH_SECS) \
 	BENCH_QUERIES=$(BENCH_QUERIES) BUILD=$(BUILD) MAKE="$(MAKE)" \
+	BENCH_CLUSTER_SINGLES=$(BENCH_CLUSTER_SINGLES) \
+	BENCH_CLUSTER_EVENTS=$(BENCH_CLUSTER_EVENTS) \
 	sh tests/bench/run.sh
 
 # Builds what run.sh runs (a sub-make, after the packages are installed).

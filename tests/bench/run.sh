@@ -14,8 +14,11 @@
 # Knobs (environment, set by the Makefile): BENCH_EVENTS BENCH_RUNS
 # BENCH_LINES BENCH_GPU_LINES BENCH_HOLDERS BENCH_SECS BENCH_QUERIES
 # BENCH_RESTART_EVENTS (the ledger sizes of the restart figure),
-# BENCH_RESTART_OBJECTS (the live pods of watch's restart figure), and
-# MAKE, BUILD (the build directory the Makefile uses).
+# BENCH_RESTART_OBJECTS (the live pods of watch's restart figure),
+# BENCH_CLUSTER_SINGLES and BENCH_CLUSTER_EVENTS (the events the cluster
+# figures feed per run in batches of 1 and of 100), BENCH_ONLY (one part:
+# ledger, heavy or cluster), and MAKE, BUILD (the build directory the
+# Makefile uses). The cluster figures need etcd (`make deps` installs it).
 set -eu
 
 events=${BENCH_EVENTS:-1000000}
@@ -106,6 +109,9 @@ bench_ledger() {
 		/inclusion proof/ { $8 = "<= 50 us" }
 		/rebuild/ { $8 = ">= 8M events/s" }
 		{ print }' >>"$res"
+	# The same work's physical limit in the same run (DESIGN 10): raw LMDB
+	# puts of the same bytes, a raw scan with decode.
+	grep '^RATIO|' "$tmp/ledger.out" | cut -d'|' -f2- >>"$tmp/limits"
 }
 
 # ingest NAME LINES TARGET [simulate options]: simulate a stream, then time
@@ -664,6 +670,14 @@ heavy_case() {
 		-v b="$(stats <"$tmp/with.p99" | cut -d'|' -f1)" 'BEGIN {
 		r = a > 0 ? b / a : 0
 		printf "%s: %.2f (%.3g / %.3g ms)|%s\n", c, r, b, a, r <= 3 ? "<= 3 met" : "<= 3 NOT met" }' >>"$tmp/isolation"
+	# The same pair against the limit beside it: admission with no
+	# exports in the same run (the disk's fsync alone).
+	awk -F'|' -v c="$case" -v a="$(stats <"$tmp/no.p99" | cut -d'|' -f1)" \
+		-v b="$(stats <"$tmp/with.p99" | cut -d'|' -f1)" \
+		-v p="$(awk '{ printf "%.2f\n", ($1 > 0 ? $2 / $1 : 0) }' "$tmp/pairs" | stats)" 'BEGIN {
+		split(p, q, "|")
+		r = a > 0 ? b / a : 0
+		printf "admission p99, 8 exports / none, %s|%.2f (%.3g / %.3g ms; runs'"'"' pairs %s, %s-%s)\n", c, r, b, a, q[1], q[2], q[3] }' >>"$tmp/limits"
 	awk '{ printf "%.2f\n", ($1 > 0 ? $2 / $1 : 0) }' "$tmp/pairs" | stats |
 		awk -F'|' -v c="$case" '{ printf "  %s, the ratio of each run'"'"'s pair: median %s (%s-%s)|\n", c, $1, $2, $3 }' >>"$tmp/isolation"
 }
@@ -718,6 +732,188 @@ bench_heavy() {
 }
 
 # ---------------------------------------------------------------------------
+# A cluster (DESIGN 10's cluster bullet, DESIGN 11): a real 3-member etcd on
+# loopback (tests/cluster/etcd_cluster.py, the tests' harness; its data on
+# $TMPDIR's disk, so that etcd's fsyncs are real), `gpuledger cluster init`
+# and 3 `gpuledger member` processes; appends through the append txn by
+# `gpuledger cluster feed` (the writer of observations for tests), measured
+# by tests/bench/cluster_feed.py.
+
+cl_hpid=
+cl_pids=
+cluster_stop() {
+	for p in $cl_pids; do stop_bg "$p"; done
+	cl_pids=
+	stop_bg "$cl_hpid"
+	cl_hpid=
+}
+
+# cl_member NAME ETCD-URLS: starts a member on $tmp/cl/NAME; sets
+# cl_port and cl_pid.
+cl_member() {
+	"$bin" member --db "$tmp/cl/$1" --etcd "$2" --prefix /bench --name "$1" \
+		--listen 127.0.0.1:0 >"$tmp/cl/$1.out" 2>"$tmp/cl/$1.err" &
+	cl_pid=$!
+	cl_pids="$cl_pids $cl_pid"
+	cl_port=
+	i=0
+	while [ -z "$cl_port" ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		cl_port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/cl/$1.out")
+		i=$((i + 1))
+	done
+	[ -n "$cl_port" ] || { say "bench: member $1 did not start: $(tail -3 "$tmp/cl/$1.err")"; return 1; }
+}
+
+# cl_feed FILE BATCH [cluster_feed.py options]: one measured feed, its
+# JSON line appended to $tmp/cl/feed.BATCH.
+cl_feed() {
+	f=$1 b=$2
+	shift 2
+	python3 "$here/cluster_feed.py" --bin "$bin" --etcd "$ETCD_URLS" \
+		--prefix /bench --from "$f" --batch "$b" --members "$cl_urls" "$@" \
+		>>"$tmp/cl/feed.$b" || say "   feed of $f: $(tail -1 "$tmp/cl/feed.$b")"
+}
+
+# cl_col FILE KEY: the numbers of KEY in FILE's JSON lines, one a line.
+cl_col() {
+	python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    v = json.loads(l).get(sys.argv[2])
+    if isinstance(v, (int, float)):
+        print(v)' "$1" "$2"
+}
+
+bench_cluster() {
+	singles=${BENCH_CLUSTER_SINGLES:-300}
+	batched=${BENCH_CLUSTER_EVENTS:-20000}
+	say "== cluster: 3 members on a 3-member etcd (loopback), cluster feed of $singles events in batches of 1 and $batched in batches of 100 ($runs runs); SIGKILL of a member"
+	if ! command -v etcd >/dev/null 2>&1; then
+		say "bench: no etcd (tools/install-deps.sh installs etcd-server): no cluster figures"
+		return 0
+	fi
+	mkdir -p "$tmp/cl"
+	python3 "$here/../cluster/etcd_cluster.py" up "$tmp/cl/etcd" --watch-pid $$ \
+		>"$tmp/cl/harness.log" 2>&1 &
+	cl_hpid=$!
+	i=0
+	while [ ! -f "$tmp/cl/etcd/ready" ] && [ $i -lt 600 ] && kill -0 "$cl_hpid" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -f "$tmp/cl/etcd/ready" ] || {
+		say "bench: etcd did not start: $(tail -3 "$tmp/cl/harness.log")"
+		cluster_stop
+		return 0
+	}
+	. "$tmp/cl/etcd/env"
+	# The events: a simulated history of GPU pods as `gpuledger log`
+	# prints them (seqs are the log's), fed in consecutive chunks.
+	need=$((runs * (singles + batched) + singles))
+	"$bin" simulate --seed 26 --events $((need + need / 4 + 1000)) --all-gpu-pods \
+		--tenants 10 --days 3 --out "$tmp/cl/sim.ndjson"
+	"$bin" watch --from "$tmp/cl/sim.ndjson" --db "$tmp/cl/src" >/dev/null 2>&1
+	"$bin" log --db "$tmp/cl/src" >"$tmp/cl/events"
+	rm -f "$tmp/cl/sim.ndjson"
+	have=$(wc -l <"$tmp/cl/events")
+	[ "$have" -ge "$need" ] || {
+		say "bench: only $have events for the cluster ($need wanted)"
+		cluster_stop
+		return 0
+	}
+	"$bin" cluster init --etcd "$ETCD_URLS" --prefix /bench >/dev/null ||
+		{ cluster_stop; return 0; }
+	# Each member starts on a different etcd member (the first URL).
+	cl_member m1 "$ETCD_URL0,$ETCD_URL1,$ETCD_URL2" || { cluster_stop; return 0; }
+	pid1=$cl_pid url1=http://127.0.0.1:$cl_port
+	cl_member m2 "$ETCD_URL1,$ETCD_URL2,$ETCD_URL0" || { cluster_stop; return 0; }
+	url2=http://127.0.0.1:$cl_port
+	cl_member m3 "$ETCD_URL2,$ETCD_URL0,$ETCD_URL1" || { cluster_stop; return 0; }
+	url3=http://127.0.0.1:$cl_port
+	cl_urls=$url1,$url2,$url3
+	cmd "python3 tests/cluster/etcd_cluster.py up DIR   (3 x etcd $(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p'), data on ${TMPDIR:-/tmp})"
+	cmd "$bin cluster init --etcd URLS --prefix /bench; 3 x $bin member --db DIR --etcd URLS --prefix /bench --name mN --listen 127.0.0.1:0"
+	cmd "python3 $here/cluster_feed.py --bin $bin --etcd URLS --prefix /bench --from CHUNK --batch 1|100 --members M1,M2,M3   (wraps $bin cluster feed; polls each member's /readyz every 5 ms)"
+	s=1
+	: >"$tmp/cl/feed.1"
+	: >"$tmp/cl/feed.100"
+	run=0
+	while [ $run -lt "$runs" ]; do
+		sed -n "${s},$((s + singles - 1))p" "$tmp/cl/events" >"$tmp/cl/chunk"
+		cl_feed "$tmp/cl/chunk" 1
+		s=$((s + singles))
+		sed -n "${s},$((s + batched - 1))p" "$tmp/cl/events" >"$tmp/cl/chunk"
+		cl_feed "$tmp/cl/chunk" 100
+		s=$((s + batched))
+		run=$((run + 1))
+	done
+	cg="A cluster: 3 members, a 3-member etcd on loopback (cluster feed, one txn outstanding)"
+	echo "cluster: a member's server reads its own ledger every 50 ms (serve's follow timer), so the apply lag seen on /readyz includes up to 50 ms of it" >>"$tmp/info"
+	for b in 1 100; do
+		cl_col "$tmp/cl/feed.$b" events_per_s |
+			figure "$cg" "appends through etcd, batches of $b" "events/s" ""
+		cl_col "$tmp/cl/feed.$b" txns_per_s | figure "$cg" "  txns" "txns/s" ""
+		cl_col "$tmp/cl/feed.$b" txn_p50_ms | figure "$cg" "  txn latency p50" ms ""
+		cl_col "$tmp/cl/feed.$b" txn_p99_ms | figure "$cg" "  txn latency p99" ms ""
+		cl_col "$tmp/cl/feed.$b" lag_p50_ms |
+			figure "$cg" "  apply lag, commit to seen on all 3 (/readyz), p50" ms ""
+		cl_col "$tmp/cl/feed.$b" lag_p99_ms | figure "$cg" "  apply lag p99" ms ""
+		cl_col "$tmp/cl/feed.$b" poll_ms |
+			figure "$cg" "  a member's /readyz polled every (the lag's resolution)" ms ""
+	done
+	# Admission through a member: measured only when a member answers it.
+	pick=$("$bin" replay --db "$tmp/cl/src" --json | python3 -c '
+import json, sys
+st = json.load(sys.stdin)
+for t in st["tenants"]:
+    for c, r in sorted(t["remaining"].items()):
+        if r["remaining"] is not None and not r["blocked"]:
+            print(t["namespace"], c); sys.exit(0)
+print("tenant-root h100")')
+	printf '{"namespace":"%s","kind":"VMInstance","name":"vm-bench","old":null,"new":{"gpus":[{"class":"%s"}]}}' \
+		"${pick% *}" "${pick#* }" >"$tmp/cl/admission.json"
+	code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+		--data-binary @"$tmp/cl/admission.json" "$url2/v1/admission")
+	adm=
+	if [ "$code" = 200 ]; then
+		adm="--admission $tmp/cl/admission.json"
+		cmd "BENCH_NS=${pick% *} BENCH_CLASS=${pick#* } wrk -t1 -c8 -d${secs}s --latency -s $here/wrk_admission.lua $url2/v1/admission"
+		BENCH_NS=${pick% *} BENCH_CLASS=${pick#* } wrk_runs "$cg" \
+			"POST /v1/admission through a member (durable verdicts)" 8 \
+			">= 2,000 req/s" "<= 10 ms" -s "$here/wrk_admission.lua" "$url2/v1/admission"
+	else
+		say "   a member answers POST /v1/admission $code: admission through a member is not built yet"
+		echo "$cg|POST /v1/admission through a member, 8 connections|not built yet (a member answers $code)||||0|>= 2,000 req/s, p99 <= 10 ms" >>"$res"
+	fi
+	# SIGKILL of m1 one second into a feed of batches of 1 (a txn, and an
+	# apply on every member, every few ms): how long the other two refused
+	# (admission when a member answers it, else readiness for it).
+	sed -n "${s},$((s + singles - 1))p" "$tmp/cl/events" >"$tmp/cl/chunk"
+	# Until then the probe is a read of the state (GET /v1/tenants): /readyz
+	# also says whether the log holds a complete list of the cluster (NOTE
+	# Synced), which a feed of part of a history need not.
+	[ -n "$adm" ] || adm="--probe /v1/tenants"
+	cmd "the same feed (batches of 1) with kill -9 of member m1 after 1 s; the others probed every 5 ms ($(case $adm in --admission*) echo 'POST /v1/admission' ;; *) echo 'GET /v1/tenants: admission is not built yet' ;; esac))"
+	: >"$tmp/cl/feed.kill"
+	# shellcheck disable=SC2086
+	python3 "$here/cluster_feed.py" --bin "$bin" --etcd "$ETCD_URLS" \
+		--prefix /bench --from "$tmp/cl/chunk" --batch 1 --members "$cl_urls" \
+		--kill-pid "$pid1" --kill-member "$url1" --kill-after 1 $adm \
+		>"$tmp/cl/kill" || say "   feed with the kill: $(cat "$tmp/cl/kill")"
+	probe=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("probe", "?"))' "$tmp/cl/kill" 2>/dev/null)
+	cl_col "$tmp/cl/kill" refused_max_ms |
+		figure "$cg" "SIGKILL of m1 under load: m2, m3 refused ($probe)" ms "0 (<= 1000 ms)"
+	cl_col "$tmp/cl/kill" refused_before_max_ms |
+		figure "$cg" "  the same in the second before the kill (the load alone)" ms ""
+	cl_col "$tmp/cl/kill" lag_p99_ms | figure "$cg" "  apply lag p99 of m2, m3 meanwhile" ms ""
+	python3 -c 'import json, sys
+for w in json.load(open(sys.argv[1])).get("refused_why", []):
+    print("cluster, after the kill: refused: " + w.replace("|", "/"))' "$tmp/cl/kill" >>"$tmp/info" 2>/dev/null || true
+	cluster_stop
+	rm -rf "$tmp/cl"
+}
+
+# ---------------------------------------------------------------------------
 # The table
 
 print_table() {
@@ -733,12 +929,19 @@ print_table() {
 	}
 	{
 		if ($1 != last) { printf "\n%s\n", $1; last = $1 }
-		printf "  %-52s %9s  %-19s %-14s %s\n", $2, num($3),
-			"(" num($4) "-" num($5) ")", $6, $8
+		if ($3 != "nan" && $3 !~ /^-?[0-9.]/)
+			printf "  %-52s %s; target %s\n", $2, $3, $8
+		else
+			printf "  %-52s %9s  %-19s %-14s %s\n", $2, num($3),
+				"(" num($4) "-" num($5) ")", $6, $8
 	}' "$res"
 	if [ -s "$tmp/isolation" ]; then
 		printf '\n%s\n' "Admission isolated from heavy reads: p99 with 8 exports / p99 without (medians of $runs runs, each run a back-to-back pair; issue 28: <= 3)"
 		awk -F'|' '{ printf "  %-60s %s\n", $1, $2 }' "$tmp/isolation"
+	fi
+	if [ -s "$tmp/limits" ]; then
+		printf '\n%s\n' "Against the physical limit, measured in the same run (ratio of the medians of $runs runs: figure / limit, the two medians, and the median and range of each run's own pair)"
+		awk -F'|' '{ printf "  %-52s %s\n", $1, $2 }' "$tmp/limits"
 	fi
 	if [ -s "$tmp/ratios" ]; then
 		printf '\n%s\n' "Ratios (gpuledger median / baseline median; > 1: gpuledger is faster)"
@@ -769,6 +972,7 @@ cleanup() {
 	serve_stop
 	base_stop
 	pg_stop
+	cluster_stop
 	[ -n "$tmp" ] && rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -783,6 +987,7 @@ cmds=$tmp/commands
 : >"$cmds"
 : >"$tmp/info"
 : >"$tmp/isolation"
+: >"$tmp/limits"
 start=$(now)
 
 # BENCH_ONLY=heavy runs the heavy-read figures alone, on the same ledger
@@ -802,6 +1007,17 @@ if [ "${BENCH_ONLY:-}" = heavy ]; then
 	exit 0
 fi
 
+# BENCH_ONLY=ledger runs bench_ledger alone (its figures and the ratios
+# against raw LMDB); BENCH_ONLY=cluster the cluster's figures alone.
+case ${BENCH_ONLY:-} in
+ledger | cluster)
+	"bench_$BENCH_ONLY"
+	awk -v a="$start" -v b="$(now)" 'BEGIN { printf "total time of the measurements: %.0f s\n", b - a }' >>"$tmp/info"
+	print_table
+	exit 0
+	;;
+esac
+
 bench_ledger
 ingest mix "$lines" ">= 100k/s"
 cp -r "$tmp/mix.db" "$tmp/heavy.db"
@@ -815,5 +1031,6 @@ bench_baseline
 bench_heavy
 bench_restart
 bench_watch_restart
+bench_cluster
 awk -v a="$start" -v b="$(now)" 'BEGIN { printf "total time of the measurements: %.0f s\n", b - a }' >>"$tmp/info"
 print_table
