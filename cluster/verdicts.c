@@ -32,6 +32,7 @@
 #include "cluster/cluster_int.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -616,6 +617,17 @@ static void run_batch(struct run *r)
 		if (res.outcome == CLUSTER_APPEND_COMMITTED) {
 			/* Answered only now: the txn is quorum-durable. */
 			committed(r, &v, taken);
+			if (res.attempts > 1)
+				fprintf(stderr,
+					"gpuledger member: verdicts at seqs "
+					"%llu..%llu committed after %u txns%s "
+					"(DESIGN 11 rule 1)\n",
+					(unsigned long long)v.first_seq,
+					(unsigned long long)v.last_seq,
+					res.attempts,
+					res.found ? ", found ours in the "
+						    "failure branch"
+						  : "");
 			r->st->txns++;
 			cv->known_seq = v.last_seq;
 			/* What did not fit goes next, on the log after it:
@@ -657,6 +669,12 @@ static void run_batch(struct run *r)
 
 			for (size_t k = 0; k < taken; k++)
 				ids[k] = r->it[r->of[k]].v.id;
+			fprintf(stderr,
+				"gpuledger member: verdicts at seqs %llu..%llu: "
+				"the outcome is unknown at the deadline, "
+				"answered 503 (DESIGN 11 rule 2)\n",
+				(unsigned long long)v.first_seq,
+				(unsigned long long)v.last_seq);
 			keep_unknown(cv, &w, &v, ids, taken);
 			free(ids);
 			r->st->unknown++;
@@ -710,6 +728,13 @@ static bool resolve(struct cluster_verdicts *cv, int64_t deadline_ms,
 	if (res.outcome == CLUSTER_APPEND_UNKNOWN ||
 	    res.outcome == CLUSTER_APPEND_NOT_APPLIED)
 		return false; /* still unknown: an earlier send may commit */
+	fprintf(stderr,
+		"gpuledger member: the txn of seqs %llu..%llu left unknown: "
+		"%s after %u txns%s\n",
+		(unsigned long long)cv->out_v.first_seq,
+		(unsigned long long)cv->out_v.last_seq,
+		cluster__append_outcome_name(res.outcome), res.attempts,
+		res.found ? ", found ours" : "");
 	if (res.outcome == CLUSTER_APPEND_COMMITTED) {
 		cv->known_seq = cv->out_v.last_seq;
 		if (cv->out_ids != NULL)
@@ -788,6 +813,14 @@ static void append_notes(struct cluster_verdicts *cv, int64_t deadline_ms,
 					&res, &err);
 				if (res.outcome == CLUSTER_APPEND_COMMITTED) {
 					st->unanswered += taken;
+					fprintf(stderr,
+						"gpuledger member: NOTE "
+						"VerdictUnanswered at seqs "
+						"%llu..%llu\n",
+						(unsigned long long)
+							v.first_seq,
+						(unsigned long long)
+							v.last_seq);
 					cv->known_seq = v.last_seq;
 					memmove(cv->owed, cv->owed + taken,
 						(cv->n_owed - taken) *
