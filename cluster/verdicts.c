@@ -449,6 +449,8 @@ static int between_event(void *ctx, const struct event *ev)
 	char uid[VERDICT_REVIEW_UID_MAX + 1];
 	struct lg_error err = {0};
 
+	/* DESIGN 11: only VERDICTs change no state; anything else between
+	 * means judge again. */
 	if (ev->type != EV_VERDICT ||
 	    state_apply(b->s->st, ev, &err) != 0)
 		return b->rc = LG_EMISMATCH;
@@ -508,6 +510,8 @@ static int renumber(struct run *r, struct snap *s,
 
 	if (!cluster__head_bytes(&res->now, hb))
 		return LG_ECORRUPT;
+	if (res->now.seq <= s->seq)
+		return LG_EMISMATCH;
 	rc = cluster__log_read(&w, s->seq + 1, res->now.seq, 0, between_value,
 			       &b, &err);
 	if (rc != 0 || state_seq(s->st) != res->now.seq)
@@ -647,9 +651,10 @@ static void run_batch(struct run *r)
 				rest_error(r, 503,
 					   "the log moved under every attempt "
 					   "to record the verdict");
-			} else if (res.only_verdicts && !res.open &&
-				   renumber(r, &s, &res) == 0) {
-				/* The judgement stands: re-numbered. */
+			} else if (!res.open && renumber(r, &s, &res) == 0) {
+				/* Only VERDICTs intervened (renumber reads
+				 * each event between and refuses any other):
+				 * the judgement stands, re-numbered. */
 				r->st->renumbered++;
 			} else {
 				/* An observation (or a half-applied batch,

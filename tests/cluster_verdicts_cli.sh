@@ -8,6 +8,8 @@
 #    AdmissionReviews with unique uids to random members, some retried with
 #    the same uid at another member, while `cluster feed` appends
 #    observations (budget changes) that make the verdicts judge again;
+#  - rule 3 after a conflict: m2's link slowed, the same review asked of m1
+#    and then of m2 is answered from m1's record;
 #  - rule 1: p1 drops the answer of m2's verdict txn: re-sent, found ours,
 #    answered once;
 #  - rule 2: p2 blackholed past m3's --verdict-timeout-ms: 503 without
@@ -201,6 +203,19 @@ for m in m1 m2 m3; do
 	curl -s -X POST "http://127.0.0.1:$mp/v1/admission" --data-binary @"$tmp/again" >"$tmp/again.$m"
 	is "rule 3: $m answers $uid1 from its record" "$(jq -c . "$tmp/again.$m")" "$rec1"
 done
+
+# Rule 3 after a conflict: m2's link slowed, so that its applier has not
+# yet seen the verdict m1 recorded for a uid when the same review reaches
+# m2: its txn meets m1's verdict, whose uid answers it.
+if wait_until 40 all_at_head; then ok; else bad "the members did not reach P/head"; fi
+ctl mode p1 delay 400
+sleep 1
+ask m1 slow-1 vm-slow 1
+first=$(tail -1 "$tmp/answers" | jq -c .body)
+ask m2 slow-1 vm-slow 1
+ctl mode p1 forward
+is "rule 3 after a conflict: 200" "$code" 200
+is "rule 3 after a conflict: m1's answer" "$(tail -1 "$tmp/answers" | jq -c .body)" "$first"
 
 # ---------------------------- rule 1: the answer of m2's txn is dropped
 python3 "$harness" ctl "$tmp/etcd" stats p1 >"$tmp/stats0"
