@@ -131,7 +131,8 @@ for f in /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.
 	[ -f "$f" ] && faketime_lib=$f && break
 done
 if [ -n "$faketime_lib" ]; then
-	wrap="env LD_PRELOAD=$faketime_lib FAKETIME=+1h FAKETIME_DONT_FAKE_MONOTONIC=1"
+	# (ASan wants to be first in the link order; libfaketime is preloaded.)
+	wrap="env LD_PRELOAD=$faketime_lib FAKETIME=+1h FAKETIME_DONT_FAKE_MONOTONIC=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 	skewed=1
 else
 	echo "note: libfaketime is not installed: m3's clock is not moved"
