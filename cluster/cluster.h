@@ -229,6 +229,10 @@ struct cluster_member_opts {
 				      ledger's default); never on a timer
 				      (rule 10) */
 	struct query_opts q;	   /* serve's: db, listen, tokens, TLS */
+	/* DESIGN 11 rule 2: the whole judge-append-resolve loop of a
+	 * verdict batch is bounded by this (0: 7000, 70% of the webhook's
+	 * 10 s); what is unknown there is answered 503. */
+	uint64_t verdict_timeout_ms;
 };
 typedef struct cluster_node cluster_member_t;
 /* Opens the ledger (created when missing), checks it against etcd (rule

@@ -585,4 +585,27 @@ int cluster__applier_apply(cluster_applier_t *a, const struct etcd_kv *kv,
 			   const uint8_t *expect_head, uint64_t cluster_id,
 			   struct lg_error *err);
 
+/* ---------------------------------------------------------------------- */
+/* A member's verdicts (cluster/verdicts.c; DESIGN 11 "Verdicts in a
+ * cluster", rules 1, 2, 3, 6, 9): the server's verdict path of a member,
+ * called on a worker thread one call at a time (struct query_member). */
+
+/* Rule 2's bound: 70% of the webhook's 10 s. */
+#define CLUSTER_VERDICT_TIMEOUT_MS 7000
+typedef struct cluster_verdicts cluster_verdicts_t;
+/* Over a ledger_share of lg (the applier's writer handle) and a client of
+ * its own; ap and prefix are borrowed until it is freed. Caller frees,
+ * before lg. */
+int cluster__verdicts_new(cluster_verdicts_t **out, ledger_t *lg,
+			  cluster_applier_t *ap,
+			  const struct cluster_etcd_opts *eo,
+			  const char *prefix, uint64_t timeout_ms,
+			  struct lg_error *err);
+void cluster__verdicts_free(cluster_verdicts_t *cv);
+/* Judges, records and answers the n items of one group commit. */
+void cluster__verdicts_run(cluster_verdicts_t *cv, struct query_vitem *it,
+			   size_t n, struct query_vstats *st);
+/* A txn of unknown outcome or an owed NOTE waits (any thread). */
+bool cluster__verdicts_pending(cluster_verdicts_t *cv);
+
 #endif

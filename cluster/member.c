@@ -6,8 +6,9 @@
  * locks are per process, and a second open of the same files would break
  * them).
  *
- * Until the verdict path exists a member refuses every POST with 503: a
- * verdict it could not record in etcd's log must never be answered. GETs
+ * POST /v1/admission and /v1/declarations go to the verdict path
+ * (cluster/verdicts.c) on the server's worker thread: a verdict is answered
+ * only once etcd's log holds it. Other POSTs answer 503. GETs
  * answer from the local state, with X-Gpuledger-Stale while etcd cannot be
  * reached, and /readyz says why the member is not ready.
  */
@@ -27,6 +28,7 @@ struct cluster_node {
 	ledger_t *lg; /* the applier's writer handle */
 	ledger_t *rd; /* the server's, shared */
 	cluster_applier_t *ap;
+	cluster_verdicts_t *cv; /* the verdict path (its worker thread's) */
 	query_server_t *qs;
 	struct query_member qm;
 	int64_t start_ns;
@@ -70,6 +72,22 @@ static void member_status(void *ctx, struct query_member_status *q)
 			 (unsigned long long)st.head_seq);
 }
 
+/* The server's verdict path (on its worker thread). */
+static void member_verdicts(void *ctx, struct query_vitem *it, size_t n,
+			    struct query_vstats *st)
+{
+	struct cluster_node *m = ctx;
+
+	cluster__verdicts_run(m->cv, it, n, st);
+}
+
+static bool member_pending(void *ctx)
+{
+	struct cluster_node *m = ctx;
+
+	return cluster__verdicts_pending(m->cv);
+}
+
 int cluster_member_open(cluster_member_t **out,
 			const struct cluster_member_opts *o,
 			struct lg_error *err)
@@ -107,8 +125,15 @@ int cluster_member_open(cluster_member_t **out,
 				       err)) != 0 ||
 	    (rc = ledger_share(m->lg, &m->rd, err)) != 0)
 		goto fail;
-	m->qm = (struct query_member){
-		.ledger = m->rd, .status = member_status, .ctx = m};
+	if ((rc = cluster__verdicts_new(&m->cv, m->lg, m->ap, &m->o.eo,
+					m->o.prefix, o->verdict_timeout_ms,
+					err)) != 0)
+		goto fail;
+	m->qm = (struct query_member){.ledger = m->rd,
+				      .status = member_status,
+				      .ctx = m,
+				      .verdicts = member_verdicts,
+				      .pending = member_pending};
 	m->o.q.member = &m->qm;
 	m->o.q.create = false;
 	if ((rc = query_server_open(&m->qs, &m->o.q, err)) != 0)
@@ -163,6 +188,7 @@ void cluster_member_close(cluster_member_t *m)
 	if (m == NULL)
 		return;
 	query_server_close(m->qs);
+	cluster__verdicts_free(m->cv);
 	ledger_close(m->rd);
 	cluster__applier_free(m->ap);
 	ledger_close(m->lg);

@@ -643,6 +643,21 @@ int ledger_logval_build(state_t *st, const uint8_t *head, struct event *evs,
 			size_t n, size_t max_bytes, struct ledger_logval *out,
 			size_t *taken, struct lg_error *err);
 
+/* ledger_logval_build with fill called before each event k is checked
+ * and encoded: ev->seq is set, head_prev is the chain head after seq - 1
+ * (borrowed for the call), and fill may write the event (its text, its
+ * time); non-zero stops the build with that error. For a cluster's
+ * verdicts (DESIGN 11): verdict k's record names basisSeq = seq - 1 and
+ * the head there, which depends on the bytes of verdict k - 1. */
+typedef int ledger_logval_fill_fn(void *ctx, size_t k, struct event *ev,
+				  const uint8_t *head_prev,
+				  struct lg_error *err);
+int ledger_logval_build_each(state_t *st, const uint8_t *head,
+			     struct event *evs, size_t n,
+			     ledger_logval_fill_fn *fill, void *ctx,
+			     size_t max_bytes, struct ledger_logval *out,
+			     size_t *taken, struct lg_error *err);
+
 /* Reads a value (pure): its frame, each event decodes and carries the
  * seqs first_seq, first_seq + 1, ... (first_seq 0: the value's own), times
  * never go back within it; with head_prev (may be NULL) the events' chain

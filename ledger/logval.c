@@ -63,9 +63,10 @@ static int encoded_check(struct lg_buf *jbuf, const struct event *ev,
 	return 0;
 }
 
-int ledger_logval_build(state_t *st, const uint8_t *head, struct event *evs,
-			size_t n, size_t max_bytes, struct ledger_logval *out,
-			size_t *taken, struct lg_error *err)
+static int build(state_t *st, const uint8_t *head, struct event *evs,
+		 size_t n, ledger_logval_fill_fn *fill, void *ctx,
+		 size_t max_bytes, struct ledger_logval *out, size_t *taken,
+		 struct lg_error *err)
 {
 	struct lg_buf jbuf;
 	uint8_t h[LEDGER_HEAD_BYTES], *buf = NULL;
@@ -87,6 +88,12 @@ int ledger_logval_build(state_t *st, const uint8_t *head, struct event *evs,
 		size_t need;
 
 		ev->seq = s + 1 + k;
+		/* DESIGN 11: a verdict's record names the head before it,
+		 * which depends on the bytes of the events before it in the
+		 * same value: the caller writes it here, one event at a
+		 * time. */
+		if (fill != NULL && (rc = fill(ctx, k, ev, h, err)) != 0)
+			break;
 		/* Time never goes back: the clamp of ledger_append, made
 		 * here, so that the bytes chained are the bytes stored. */
 		if (ev->time_ns < state_time_ns(st))
@@ -411,4 +418,21 @@ int ledger_cluster_meta_get(ledger_t *lg, struct ledger_cluster_meta *cm,
 				    META_SEQ, seq);
 	*present = true;
 	return 0;
+}
+
+int ledger_logval_build(state_t *st, const uint8_t *head, struct event *evs,
+			size_t n, size_t max_bytes, struct ledger_logval *out,
+			size_t *taken, struct lg_error *err)
+{
+	return build(st, head, evs, n, NULL, NULL, max_bytes, out, taken, err);
+}
+
+int ledger_logval_build_each(state_t *st, const uint8_t *head,
+			     struct event *evs, size_t n,
+			     ledger_logval_fill_fn *fill, void *ctx,
+			     size_t max_bytes, struct ledger_logval *out,
+			     size_t *taken, struct lg_error *err)
+{
+	LG_ASSERT(fill != NULL);
+	return build(st, head, evs, n, fill, ctx, max_bytes, out, taken, err);
 }

@@ -442,6 +442,11 @@ struct verdict {
 	/* The record's place, written when asked for (VERDICT_W_*). */
 	uint64_t id, seq, basis_seq;
 	char chain_head[VERDICT_HEAD_HEX + 1];
+	/* A cluster member's wall clock when it answered (DESIGN 11), RFC
+	 * 3339 with ns, or "" (single-pod records have none). Part of the
+	 * record, not of the judgement: written only when set, copied by
+	 * re-derivation like the requester. */
+	char answered_at[40];
 };
 void verdict_release(struct verdict *v);
 

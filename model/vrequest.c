@@ -406,6 +406,12 @@ int verdict_write(struct lg_buf *b, const struct verdict *v, unsigned what,
 	lg_buf_add(b, "{", 1);
 	put_key(b, "allowed");
 	put_bool(b, v->allowed);
+	/* DESIGN 11: a member's wall clock, only when set, so that a
+	 * single-pod record stays byte for byte what it was. */
+	if (v->answered_at[0] != '\0') {
+		put_next(b, "answeredAt");
+		rc |= put_str(b, v->answered_at);
+	}
 	if (what & VERDICT_W_BASIS) {
 		put_next(b, "basisSeq");
 		put_u64(b, v->basis_seq, f);
@@ -594,8 +600,15 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 	rc = verdict_judge(basis, &r, &out, &why);
 	verdict_request_release(&r);
 	if (rc == 0) {
+		const char *at = jstr(v, "answeredAt");
+
 		out.id = ref.id;
 		out.basis_seq = ref.basis_seq;
+		/* Copied like the requester: when it was answered is part
+		 * of the record, not of the judgement. */
+		if (at != NULL)
+			snprintf(out.answered_at, sizeof(out.answered_at),
+				 "%s", at);
 		snprintf(out.chain_head, sizeof(out.chain_head), "%s", head);
 		*recomputed = verdict_record_text(&out, SIZE_MAX, NULL);
 		*match = same_record(&out, *recomputed, record, len);

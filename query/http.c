@@ -1234,7 +1234,9 @@ static void dispatch(struct conn *c)
 				   query__role_name(rq.who->role),
 				   http_method_str(c->parser.method),
 				   query__routes[rq.route].name);
-	else if (qs->o.member != NULL && c->parser.method != HTTP_GET)
+	else if (qs->o.member != NULL && c->parser.method != HTTP_GET &&
+		 (qs->o.member->verdicts == NULL ||
+		  (rq.route != R_ADMISSION && rq.route != R_DECLARATIONS)))
 		/* DESIGN 11: a member answers a verdict only once it can
 		 * record it in etcd's log, which this member does not do
 		 * yet; no Retry-After (rule 2). */

@@ -188,6 +188,35 @@ static void render_server(struct lg_buf *b, struct query_server *qs)
 	scalar(b, "gpuledger_verdict_append_errors_total", "counter",
 	       "Group commits that failed (their verdicts got 503).",
 	       (double)m->append_errors);
+	/* A member's verdict path (DESIGN 11): only a member has these. */
+	if (qs->o.member != NULL) {
+		scalar(b, "gpuledger_cluster_verdict_txns_total", "counter",
+		       "Verdict txns committed in etcd's log.",
+		       (double)qs->vstats.txns);
+		scalar(b, "gpuledger_cluster_verdict_renumbered_total",
+		       "counter",
+		       "Verdict txns that met only VERDICTs and were "
+		       "re-numbered, keeping their judgement.",
+		       (double)qs->vstats.renumbered);
+		scalar(b, "gpuledger_cluster_verdict_rejudged_total",
+		       "counter",
+		       "Verdict txns that met an observation and were judged "
+		       "again.",
+		       (double)qs->vstats.rejudged);
+		scalar(b, "gpuledger_cluster_verdict_exhausted_total",
+		       "counter",
+		       "Verdict batches answered 503 after too many "
+		       "conflicts.",
+		       (double)qs->vstats.exhausted);
+		scalar(b, "gpuledger_cluster_verdict_unknown_total", "counter",
+		       "Verdict batches answered 503 because their outcome "
+		       "was unknown at the deadline (rule 2).",
+		       (double)qs->vstats.unknown);
+		scalar(b, "gpuledger_cluster_verdict_unanswered_total",
+		       "counter",
+		       "NOTEs VerdictUnanswered appended (rule 2).",
+		       (double)qs->vstats.unanswered);
+	}
 	scalar(b, "gpuledger_log_refreshes_total", "counter",
 	       "Refreshes of the state from the log.", (double)m->refreshes);
 	scalar(b, "gpuledger_log_refresh_errors_total", "counter",

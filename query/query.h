@@ -150,6 +150,37 @@ struct query_member_status {
 	uint64_t stale_s;  /* seconds since it last knew itself caught up */
 	char unready[512]; /* why it is not ready ("" when it is) */
 };
+/* One queued verdict request as a member's verdict path sees it. */
+struct query_vitem {
+	const struct verdict_request *vr; /* borrowed for the call */
+	/* Out: 200 with v (recorded: v has its id and seq; a dry run is
+	 * not), or with again (a repeat's answer from its record; caller
+	 * frees), or another status with error. */
+	int status;
+	struct verdict v;
+	bool recorded;
+	char *again;
+	char error[LG_ERRMSG_MAX];
+};
+/* What one call of the verdict path counts (added to /metrics). */
+struct query_vstats {
+	uint64_t txns;	     /* verdict txns committed */
+	uint64_t renumbered; /* conflicts over VERDICTs only: re-numbered */
+	uint64_t rejudged;   /* conflicts over an observation: judged again */
+	uint64_t exhausted;  /* batches answered 503 after too many rounds */
+	uint64_t unknown;    /* batches answered 503, outcome unknown */
+	uint64_t unanswered; /* NOTEs VerdictUnanswered appended */
+	uint64_t repeats;    /* answered from the uid index (rule 3) */
+};
+
+/* One review, one verdict (DESIGN 11 rule 3) on lg: 0 when r is no review
+ * or its uid was never judged; 1 when it was, with *status and either
+ * *again (the recorded answer, caller frees) or msg (cap bytes) saying why
+ * not (409: another request under that uid; 503: the index cannot be
+ * read). */
+int query_verdict_repeat(ledger_t *lg, const struct verdict_request *r,
+			 int *status, char **again, char *msg, size_t cap);
+
 struct query_member {
 	/* The handle the server reads through instead of opening db: a
 	 * ledger_share of the applier's, so that the process holds one LMDB
@@ -158,6 +189,18 @@ struct query_member {
 	/* Called on the loop's thread at every follow. */
 	void (*status)(void *ctx, struct query_member_status *st);
 	void *ctx;
+	/* The member's verdict path (DESIGN 11 "Verdicts in a cluster"), or
+	 * NULL (every POST answers 503). Called on a worker thread, never
+	 * the loop's, one call at a time (DESIGN 11 rule 1: one verdict txn
+	 * outstanding per member; the queue keeps filling meanwhile): judges
+	 * the n items of one group commit, records them in etcd's log and
+	 * fills in each item's answer. No two items of one call repeat a
+	 * review uid. n may be 0: a call that only resolves what an earlier
+	 * call left unknown (pending says when one is due). */
+	void (*verdicts)(void *ctx, struct query_vitem *it, size_t n,
+			 struct query_vstats *st);
+	/* Whether an n = 0 call is due (on the loop's thread); may be NULL. */
+	bool (*pending)(void *ctx);
 };
 
 typedef struct query_server query_server_t;

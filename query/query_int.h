@@ -517,6 +517,9 @@ route_fn query__handle_admission, query__handle_declaration,
 /* Appends and answers every queued verdict (the group commit). */
 void query__verdict_batch_run(struct query_server *qs);
 void query__pending_q_release(struct pending_q *q);
+/* A member's verdict path: whether a call with nothing queued is due
+ * (rule 2's resolution of an unknown outcome), and starting one. */
+void query__verdict_member_tick(struct query_server *qs);
 /* Requests are read, judged and recorded by model/vrequest.c (DESIGN
  * 3.5), which every caller that judges shares. */
 
@@ -729,6 +732,10 @@ struct query_server {
 	 * header line GETs carry while etcd cannot be reached ("" else). */
 	struct query_member_status member_st;
 	char stale_hdr[64];
+	/* A member's verdict group in flight on a worker thread (DESIGN 11
+	 * rule 1: one at a time), or NULL; and what its calls counted. */
+	struct vjob *vjob;
+	struct query_vstats vstats;
 };
 
 /* Follows the log once: ledger_refresh and index the new events. */

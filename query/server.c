@@ -222,6 +222,7 @@ static void on_follow(uv_timer_t *t)
 	else
 		query__sign_due(qs);
 	query__billing_check(&qs->billing);
+	query__verdict_member_tick(qs);
 }
 
 static void on_check(uv_check_t *h)

@@ -188,6 +188,8 @@ struct batch {
 				   batch with its uid, or SIZE_MAX */
 	char **again;		/* per request: the answer from its record
 				   (a repeat), or NULL */
+	bool *recorded;		/* a member's batch: per request, whether it
+				   was recorded (NULL: rec says) */
 	struct lg_buf scratch;	/* where texts are built */
 };
 
@@ -309,6 +311,7 @@ static void batch_init(struct batch *b, size_t n)
 	for (size_t i = 0; i < n; i++)
 		b->dup_of[i] = SIZE_MAX;
 	b->again = lg_xcalloc(n ? n : 1, sizeof(*b->again));
+	b->recorded = NULL;
 	/* Answers and records are built here: a record is at most
 	 * RECORD_MAX_BYTES, an answer that of a request body within
 	 * max_body_bytes, its checks and warnings. */
@@ -326,6 +329,7 @@ static void batch_release(struct batch *b)
 	}
 	free(b->dup_of);
 	free(b->again);
+	free(b->recorded);
 	free(b->status);
 	free(b->v);
 	free(b->error);
@@ -350,7 +354,7 @@ static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 		i = b->dup_of[i];
 	if (b->again[i] != NULL)
 		return lg_xstrdup(b->again[i]);
-	recorded = b->rec[i] < b->ne;
+	recorded = b->recorded != NULL ? b->recorded[i] : b->rec[i] < b->ne;
 
 	if (b->status[i] != 200)
 		return jcs_text(b->error[i], 0, SIZE_MAX, &b->scratch);
@@ -400,21 +404,17 @@ static int take_record(void *ctx, const struct event *ev, const uint8_t *head)
 	return 1;
 }
 
-/* Whether request i repeats a review already judged (DESIGN 11 rule 3):
- * then it is settled here (its answer, or a 409 or 503) and not judged. */
-static bool repeat_one(struct query_server *qs, struct batch *b, size_t i)
+/* Whether request i of q repeats a review of an earlier request of the
+ * same batch: then it is answered as that one (dup_of), or 409 when the
+ * uid came with another request. */
+static bool dup_in_batch(const struct pending_q *q, struct batch *b, size_t i)
 {
-	const struct verdict_request *r = &qs->q.p[i].vr;
-	struct lg_error err = {0};
-	struct one_record rec = {0};
-	uint64_t seq;
-	json_t *again;
-	int rc;
+	const struct verdict_request *r = &q->p[i].vr;
 
 	if (r->review_uid == NULL || r->dry_run)
 		return false;
 	for (size_t j = 0; j < i; j++) {
-		const struct verdict_request *o = &qs->q.p[j].vr;
+		const struct verdict_request *o = &q->p[j].vr;
 
 		if (o->review_uid == NULL || o->dry_run ||
 		    strcmp(o->review_uid, r->review_uid) != 0)
@@ -426,36 +426,209 @@ static bool repeat_one(struct query_server *qs, struct batch *b, size_t i)
 			return true;
 		}
 		b->dup_of[i] = b->dup_of[j] != SIZE_MAX ? b->dup_of[j] : j;
-		qs->m.verdict_repeats++;
 		return true;
 	}
-	rc = ledger_verdict_by_review(qs->lg, r->review_uid, &seq, &err);
-	if (rc == LG_ENOENT)
+	return false;
+}
+
+/* Whether request i repeats a review already judged (DESIGN 11 rule 3):
+ * then it is settled here (its answer, or a 409 or 503) and not judged. */
+static bool repeat_one(struct query_server *qs, struct batch *b, size_t i)
+{
+	const struct verdict_request *r = &qs->q.p[i].vr;
+	char msg[LG_ERRMSG_MAX];
+	int rc;
+
+	if (r->review_uid == NULL || r->dry_run)
 		return false;
+	if (dup_in_batch(&qs->q, b, i)) {
+		qs->m.verdict_repeats += b->dup_of[i] != SIZE_MAX;
+		return true;
+	}
+	rc = query_verdict_repeat(qs->lg, r, &b->status[i], &b->again[i],
+				  msg, sizeof(msg));
+	if (rc == 0)
+		return false;
+	if (b->status[i] != 200)
+		fail_one(b, i, b->status[i], msg);
+	qs->m.verdict_repeats += b->status[i] == 200;
+	return true;
+}
+
+int query_verdict_repeat(ledger_t *lg, const struct verdict_request *r,
+			 int *status, char **again_text, char *msg, size_t cap)
+{
+	struct lg_error err = {0};
+	struct one_record rec = {0};
+	struct lg_buf scratch;
+	uint64_t seq;
+	json_t *again;
+	int rc;
+
+	*again_text = NULL;
+	if (r->review_uid == NULL || r->dry_run)
+		return 0;
+	rc = ledger_verdict_by_review(lg, r->review_uid, &seq, &err);
+	if (rc == LG_ENOENT)
+		return 0;
 	if (rc == 0 &&
-	    (rc = ledger_scan(qs->lg, seq, 1, take_record, &rec, &err)) >= 0 &&
+	    (rc = ledger_scan(lg, seq, 1, take_record, &rec, &err)) >= 0 &&
 	    !rec.found)
 		rc = lg_error_set(&err, LG_ECORRUPT,
 				  "the uid index names seq %llu, not a verdict",
 				  (unsigned long long)seq);
 	if (rc < 0) {
-		fail_one(b, i, 503, err.msg[0] ? err.msg : lg_strerror(rc));
-		return true;
+		*status = 503;
+		snprintf(msg, cap, "%s", err.msg[0] ? err.msg : lg_strerror(rc));
+		return 1;
 	}
 	again = verdict_record_review_again(rec.text, strlen(rec.text), seq, r,
 					    &err);
 	free(rec.text);
 	if (again == NULL) {
-		fail_one(b, i, err.code == LG_EEXIST ? 409 : 500, err.msg);
-		return true;
+		*status = err.code == LG_EEXIST ? 409 : 500;
+		snprintf(msg, cap, "%s", err.msg);
+		return 1;
 	}
-	b->again[i] = jcs_text(again, 0, SIZE_MAX, &b->scratch);
+	lg_buf_init(&scratch, JCS_TEXT_MAX_BYTES);
+	*again_text = jcs_text(again, 0, SIZE_MAX, &scratch);
+	lg_buf_release(&scratch);
 	json_decref(again);
-	b->status[i] = b->again[i] != NULL ? 200 : 500;
-	if (b->again[i] == NULL)
-		b->error[i] = error_json("the recorded answer cannot be written");
-	qs->m.verdict_repeats++;
-	return true;
+	*status = *again_text != NULL ? 200 : 500;
+	if (*again_text == NULL)
+		snprintf(msg, cap, "the recorded answer cannot be written");
+	return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* A member's group commit (DESIGN 11 "Verdicts in a cluster"): the batch
+ * goes to the member's verdict path on a worker thread, which judges it,
+ * appends it to etcd's log and resolves the outcome; the loop goes on
+ * serving, and the queue fills for the next batch meanwhile (rule 1: one
+ * verdict txn outstanding per member). Repeats within the batch are
+ * settled here; repeats of the log, there (rule 3: after every
+ * conflict too). */
+
+struct vjob {
+	uv_work_t work;
+	struct query_server *qs;
+	struct pending_q q; /* the batch's requests, taken from the queue */
+	struct batch b;
+	struct query_vitem *it; /* the requests the member judges */
+	size_t *of;		/* per item: its request */
+	size_t n_it;
+	struct query_vstats st;
+};
+
+static void vjob_work(uv_work_t *w)
+{
+	struct vjob *j = w->data;
+	const struct query_member *m = j->qs->o.member;
+
+	m->verdicts(m->ctx, j->it, j->n_it, &j->st);
+}
+
+static void vstats_add(struct query_vstats *to, const struct query_vstats *d)
+{
+	to->txns += d->txns;
+	to->renumbered += d->renumbered;
+	to->rejudged += d->rejudged;
+	to->exhausted += d->exhausted;
+	to->unknown += d->unknown;
+	to->unanswered += d->unanswered;
+	to->repeats += d->repeats;
+}
+
+static void vjob_done(uv_work_t *w, int status)
+{
+	struct vjob *j = w->data;
+	struct query_server *qs = j->qs;
+	struct batch *b = &j->b;
+
+	for (size_t k = 0; k < j->n_it; k++) {
+		struct query_vitem *it = &j->it[k];
+		size_t i = j->of[k];
+
+		b->status[i] = it->status;
+		if (it->status == 200 && it->again != NULL) {
+			b->again[i] = it->again;
+		} else if (it->status == 200) {
+			b->v[i] = it->v;
+			b->recorded[i] = it->recorded;
+			if (it->recorded)
+				query__metrics_verdict(&qs->m, it->vr->kind,
+						       it->v.reason);
+		} else {
+			verdict_release(&it->v);
+			free(it->again);
+			b->error[i] = error_json(it->error);
+		}
+	}
+	for (size_t i = 0; i < b->n; i++)
+		if (b->dup_of[i] != SIZE_MAX)
+			b->status[i] = b->status[b->dup_of[i]];
+	vstats_add(&qs->vstats, &j->st);
+	qs->m.verdict_repeats += j->st.repeats;
+	qs->m.batches += j->st.txns;
+	answer_all(qs, b, &j->q);
+	batch_release(b);
+	pending_q_clear(&j->q);
+	if (qs->q.spare == NULL) {
+		qs->q.spare = j->q.p;
+		qs->q.spare_cap = j->q.cap;
+	} else {
+		free(j->q.p);
+	}
+	free(j->q.spare);
+	free(j->it);
+	free(j->of);
+	free(j);
+	qs->vjob = NULL;
+	(void)status;
+	/* What queued meanwhile is the next group. */
+	if (qs->q.n > 0 && !qs->stopping)
+		query__verdict_batch_run(qs);
+}
+
+static void member_batch_run(struct query_server *qs)
+{
+	struct vjob *j;
+	size_t n;
+
+	if (qs->vjob != NULL)
+		return; /* the queue keeps filling: the next group */
+	j = lg_xcalloc(1, sizeof(*j));
+	j->work.data = j;
+	j->qs = qs;
+	j->q = qs->q;
+	qs->q = (struct pending_q){.p = j->q.spare, .cap = j->q.spare_cap};
+	j->q.spare = NULL;
+	n = j->q.n;
+	batch_init(&j->b, n);
+	j->b.recorded = lg_xcalloc(n ? n : 1, sizeof(*j->b.recorded));
+	j->it = lg_xcalloc(n ? n : 1, sizeof(*j->it));
+	j->of = lg_xcalloc(n ? n : 1, sizeof(*j->of));
+	for (size_t i = 0; i < n; i++) {
+		if (dup_in_batch(&j->q, &j->b, i)) {
+			qs->m.verdict_repeats += j->b.dup_of[i] != SIZE_MAX;
+			continue;
+		}
+		j->it[j->n_it] = (struct query_vitem){.vr = &j->q.p[i].vr};
+		j->of[j->n_it++] = i;
+	}
+	qs->vjob = j;
+	LG_ASSERT(uv_queue_work(&qs->loop, &j->work, vjob_work, vjob_done) ==
+		  0);
+}
+
+void query__verdict_member_tick(struct query_server *qs)
+{
+	const struct query_member *m = qs->o.member;
+
+	if (m != NULL && m->verdicts != NULL && m->pending != NULL &&
+	    qs->vjob == NULL && qs->q.n == 0 && !qs->stopping &&
+	    m->pending(m->ctx))
+		member_batch_run(qs);
 }
 
 void query__verdict_batch_run(struct query_server *qs)
@@ -467,6 +640,10 @@ void query__verdict_batch_run(struct query_server *qs)
 	int rc;
 
 	uv_idle_stop(&qs->batch_idle);
+	if (qs->o.member != NULL && qs->o.member->verdicts != NULL) {
+		member_batch_run(qs);
+		return;
+	}
 	batch_init(&b, qs->q.n);
 	rc = query__server_follow(qs, &err);
 	query__hex(ledger_head(qs->lg), head);

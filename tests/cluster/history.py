@@ -44,9 +44,12 @@ Checks, each a kind of violation named in its message:
               (VERDICTs and the cluster's own NOTEs, VerdictUnanswered and
               LeaderChanged, left out; seqs renumbered).
 
-A NOTE VerdictUnanswered names its verdict's id in a field "id" or
-"verdictId", or in its object name, or in its message as "id N" (the
-member's NOTE writer chooses; the checker accepts each).
+A NOTE VerdictUnanswered has exactly the form a member writes
+(cluster/verdicts.c): no namespace and no object kind, its object name the
+verdict's id in decimal, and the message "verdict id N was answered 503: its
+outcome was unknown within the webhook's time (DESIGN 11 rule 2)" with the
+same N. Any other spelling names no id (so an answered-503 verdict it was
+meant to cover is a violation).
 
 Library: check(answers, logs, single=None) -> [Violation]; load_answers,
 load_log. CLI:
@@ -169,15 +172,19 @@ def answered_id(a):
     return (i if isinstance(i, int) else None), b.get("seq"), False
 
 
+NOTE_MESSAGE = ("verdict id {} was answered 503: its outcome was unknown "
+                "within the webhook's time (DESIGN 11 rule 2)")
+
+
 def note_id(e):
-    for k in ("id", "verdictId"):
-        if isinstance(e.get(k), int):
-            return e[k]
+    """The verdict id a NOTE VerdictUnanswered names, or None when it is
+    not in the member's form."""
     n = e.get("name")
-    if isinstance(n, str) and n.isdigit():
-        return int(n)
-    m = re.search(r"\bid\s*[:=#]?\s*(\d+)", str(e.get("message", "")))
-    return int(m.group(1)) if m else None
+    if (not isinstance(n, str) or not n.isdigit() or n != str(int(n))
+            or e.get("namespace") is not None or e.get("kind") is not None
+            or e.get("message") != NOTE_MESSAGE.format(n)):
+        return None
+    return int(n)
 
 
 def who(a):

@@ -144,9 +144,9 @@ def render(w, skip=None, gap_at=None, basis_off=None):
             # verdict comes next) names the id that verdict gets.
             i = got[x["k"]][0] if x["k"] in got else vid + 1
             ev = {"code": "VerdictUnanswered", "kind": None,
-                  "message": f"verdict id {i} was answered 503",
-                  "name": None, "namespace": None, "seq": seq, "time": last,
-                  "type": "NOTE"}
+                  "message": history.NOTE_MESSAGE.format(i),
+                  "name": str(i), "namespace": None, "seq": seq,
+                  "time": last, "type": "NOTE"}
         lines.append(history.canon(ev))
     return "".join(ln + "\n" for ln in lines), got
 
@@ -377,17 +377,28 @@ def fixed(c):
     naming no verdict, a timeout that was never committed."""
     h = History(7)
     log = h.log + history.canon(
-        {"code": "VerdictUnanswered", "kind": None, "message": "id 999",
-         "name": None, "namespace": None,
+        {"code": "VerdictUnanswered", "kind": None,
+         "message": history.NOTE_MESSAGE.format(999),
+         "name": "999", "namespace": None,
          "seq": h.log.count("\n") + 1, "time": "x", "type": "NOTE"}) + "\n"
     vs = history.check(h.answers, {"m0": log})
     c.check("a NOTE VerdictUnanswered naming no VERDICT is a violation",
             "unanswered" in kinds(vs) and any("999" in v.message
                                               for v in vs), str(vs))
-    for n, want in (({"type": "NOTE", "code": "VerdictUnanswered",
-                      "id": 5}, 5),
-                    ({"verdictId": 6}, 6), ({"name": "7"}, 7),
-                    ({"message": "verdict id 8 was answered 503"}, 8),
+    good = {"type": "NOTE", "code": "VerdictUnanswered", "kind": None,
+            "namespace": None, "name": "7",
+            "message": history.NOTE_MESSAGE.format(7)}
+    # Only the member's form names an id: each other spelling names none.
+    for n, want in ((good, 7),
+                    ({"type": "NOTE", "code": "VerdictUnanswered",
+                      "id": 5}, None),
+                    ({"verdictId": 6}, None), ({"name": "7"}, None),
+                    (dict(good, name="07"), None),
+                    (dict(good, namespace="x"), None),
+                    (dict(good, kind="Pod"), None),
+                    (dict(good, message=history.NOTE_MESSAGE.format(8)),
+                     None),
+                    ({"message": "verdict id 8 was answered 503"}, None),
                     ({"message": "no number"}, None)):
         c.check(f"note_id reads {n}", history.note_id(n) == want)
     try:
