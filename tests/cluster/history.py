@@ -324,11 +324,16 @@ def check(answers, logs, single=None):
                                          f"{i} differs from its record at seq"
                                          f" {ev['seq']}: {d}"))
             elif st == 503 or st is None:
+                # Another attempt (a retry of the same uid, perhaps at
+                # another member) answered with the record: it was
+                # answered, and owes no NOTE.
+                answered = {answered_id(t)[0] for t in tries
+                            if t.get("status") == 200}
                 for ev in recs[:1]:
                     i = ev["record"].get("id")
                     later = [n for n in notes.get(i, [])
                              if n["seq"] > ev["seq"]]
-                    if not later:
+                    if not later and i not in answered:
                         out.append(Violation(
                             "unanswered", f"{who(a)}: not answered, but "
                             f"recorded as verdict id {i} at seq {ev['seq']} "

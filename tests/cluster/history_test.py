@@ -401,6 +401,24 @@ def fixed(c):
                     ({"message": "verdict id 8 was answered 503"}, None),
                     ({"message": "no number"}, None)):
         c.check(f"note_id reads {n}", history.note_id(n) == want)
+    # A 503 at one member, then the same review retried at another and
+    # answered there with the record: answered, no NOTE owed. Without the
+    # retry's 200 the same record owes a NOTE.
+    h = History(11)
+    keys = [history.request_key(x) for x in h.answers]
+    ok200 = [x for x in answered(h)
+             if keys.count(history.request_key(x)) == 1]
+    c.check("the retry case has an answered verdict", bool(ok200))
+    if ok200:
+        a = ok200[0]
+        refused = dict(a, status=503, body={"error": "x"})
+        vs = history.check([refused] + h.answers, h.logs, h.single)
+        c.check("a 503 then a retry answered with the record holds",
+                not vs, str(vs))
+        alone = [refused if x is a else x for x in h.answers]
+        vs = history.check(alone, h.logs, h.single)
+        c.check("the same 503 without the retry owes a NOTE",
+                "unanswered" in kinds(vs), str(vs))
     try:
         history.check([], {"m0": '{"seq":2,"type":"TICK"}\n'})
         c.check("a log whose seqs do not start at 1 is an input error",
