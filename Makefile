@@ -149,11 +149,14 @@ unit: $(UNIT_TESTS)
 
 # Every tests/<name>_cli.sh drives the real binary; each prints its own
 # "N passed, N failed" line. All of them run, so that one failure does not
-# hide another; the failed ones are listed at the end.
+# hide another; the failed ones are listed at the end, and each says how
+# long it took (so that CI time stays measured, script by script).
 CLI_TESTS := $(sort $(wildcard tests/*_cli.sh))
 integration: gpuledger
 	@failed=""; for t in $(CLI_TESTS); do \
+		t0=$$(date +%s); \
 		sh $$t ./gpuledger || failed="$$failed $$t"; \
+		echo "$$t: $$(($$(date +%s) - t0)) s"; \
 	done; \
 	if [ -n "$$failed" ]; then \
 		echo "integration: FAILED:$$failed"; exit 1; \

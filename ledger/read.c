@@ -195,7 +195,20 @@ static int scan(ledger_t *lg, uint64_t from, uint64_t limit, bool checked,
 	LG_ASSERT(fn != NULL);
 	if (rc != 0)
 		return rc;
-	if (checked)
+	/* A start past the end of the log is the end, not damage: nothing
+	 * to scan (`log --from N` beyond the last seq, or --follow waiting
+	 * for it). A gap before the last key is still named below. */
+	if (rc == 0 && k > 1 && k - 1 > lg->seq) {
+		uint64_t last = 0;
+
+		rc = ledger__store_last_key(lg, txn, LEDGER_DB_EVENTS, &last,
+					    err);
+		if (rc == 0 && last < k - 1) {
+			mdb_txn_abort(txn);
+			return 0;
+		}
+	}
+	if (rc == 0 && checked)
 		rc = ledger__store_head_at(lg, txn, k - 1, head, NULL, err);
 	if (rc == 0 &&
 	    (rc = mdb_cursor_open(txn, lg->dbi[LEDGER_DB_EVENTS], &cur)) != 0)

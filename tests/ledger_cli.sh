@@ -92,6 +92,16 @@ sed -n 10,14p "$tmp/log.all" >"$tmp/log.want"
 same "log --from 10 --limit 5" "$tmp/log.want" "$tmp/out"
 run "$bin" log --db "$db" --from 39
 [ "$rc" -eq 0 ] && [ ! -s "$tmp/out" ] && ok || bad "log --from past the end"
+# Far past the end: nothing, exit 0, and stderr says where the log ends
+# (once said "corrupt at seq N: missing from the log").
+for f in 40 500 9223372036854775808; do
+	run "$bin" log --db "$db" --from $f
+	[ "$rc" -eq 0 ] && [ ! -s "$tmp/out" ] && ok || bad "log --from $f: exit $rc"
+	has "log --from $f: says where the log ends" "$tmp/err" "log ends at seq 38: nothing from seq $f\$"
+done
+run "$bin" log --db "$db" --from 18446744073709551615
+expect "log --from 2^64-1: a usage error" 2
+has "log --from 2^64-1: too large, not 'not an integer'" "$tmp/err" 'is too large \(at most 19 digits\)'
 
 run "$bin" import --db "$tmp/copy" --create --no-sync <"$tmp/log.all"
 expect "import of log" 0

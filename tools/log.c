@@ -125,6 +125,27 @@ static int follow(ledger_t *lg, struct log_out *o)
 	return 0;
 }
 
+/* Nothing was printed from --from: when the log ends before it, say so
+ * (stderr, exit 0: an empty answer, not damage), as replay --at does past
+ * the last event. */
+static int say_past_end(ledger_t *lg, uint64_t from)
+{
+	struct ledger_stats st;
+	struct lg_error err = {0};
+
+	if (ledger_stats(lg, &st, &err) != 0) {
+		tool_error("log: %s", err.msg[0] ? err.msg : "stats");
+		return EXIT_USAGE;
+	}
+	if (st.last_seq < from)
+		fprintf(stderr,
+			"gpuledger: log: the log ends at seq %llu: nothing "
+			"from seq %llu\n",
+			(unsigned long long)st.last_seq,
+			(unsigned long long)from);
+	return 0;
+}
+
 int cmd_log(int argc, char **argv)
 {
 	const char *db = NULL;
@@ -157,6 +178,8 @@ int cmd_log(int argc, char **argv)
 	o.left = limit > 0 ? limit : UINT64_MAX;
 	o.werr = 0;
 	status = print_available(lg, &o);
+	if (status == 0 && !follow_on && o.next == from && from > 1)
+		status = say_past_end(lg, from);
 	if (status == 0 && follow_on)
 		status = follow(lg, &o);
 	if (status == 0)

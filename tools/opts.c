@@ -351,9 +351,20 @@ int opts_parse(const struct cmd_spec *spec, int argc, char **argv)
 			value = argv[++i];
 		}
 		if (!opt_store(o, value)) {
-			tool_error("%s: %s: \"%s\" is not a non-negative "
-				   "integer",
-				   spec->name, o->name, value);
+			/* All digits, and still refused: too long. */
+			bool digits = value[0] != '\0' &&
+				      strspn(value, "0123456789") ==
+					      strlen(value);
+
+			if (digits)
+				tool_error("%s: %s: \"%s\" is too large (at "
+					   "most %d digits)",
+					   spec->name, o->name, value,
+					   LG_U64_DIGITS_MAX);
+			else
+				tool_error("%s: %s: \"%s\" is not a "
+					   "non-negative integer",
+					   spec->name, o->name, value);
 			return usage_error(spec);
 		}
 	}
