@@ -31,12 +31,43 @@ static void (*const ledger_parts[])(Suite *) = {
 	ledger_tests_exportopts,
 };
 
+/* Every fresh_dir of a run lies under one root that main makes before the
+ * tests fork and removes after them (test_root_begin/_end), so that a test
+ * that ends early (a failure, an expected crash) leaves nothing in /tmp. */
+#define TEST_ROOT_ENV "GPULEDGER_TEST_ROOT"
+
+static inline void test_root_begin(void)
+{
+	static char root[] = "/tmp/gpuledger-unit-XXXXXX";
+
+	if (mkdtemp(root) == NULL || setenv(TEST_ROOT_ENV, root, 1) != 0) {
+		perror("test root");
+		exit(EXIT_FAILURE);
+	}
+}
+
+static inline void test_root_end(void)
+{
+	const char *root = getenv(TEST_ROOT_ENV);
+	char cmd[256];
+
+	if (root == NULL || getenv("KEEP") != NULL)
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", root);
+}
+
 /* A fresh LMDB directory for one test (each test runs in its own process);
  * removed by the caller with rm_tree. */
 static inline char *fresh_dir(void)
 {
-	char *d = strdup("/tmp/gpuledger-test-XXXXXX");
+	const char *root = getenv(TEST_ROOT_ENV);
+	char buf[256], *d;
 
+	snprintf(buf, sizeof(buf), "%s/gpuledger-test-XXXXXX",
+		 root != NULL ? root : "/tmp");
+	d = strdup(buf);
 	ck_assert_ptr_nonnull(d);
 	ck_assert_ptr_nonnull(mkdtemp(d));
 	return d;

@@ -16,8 +16,10 @@ int main(void)
 		if (ingest_parts[i] != NULL)
 			ingest_parts[i](s);
 	sr = srunner_create(s);
+	test_root_begin();
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	test_root_end();
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -15,8 +15,10 @@ int main(void)
 	     i++)
 		ledger_parts[i](s);
 	sr = srunner_create(s);
+	test_root_begin();
 	srunner_run_all(sr, CK_ENV); /* CK_VERBOSITY=verbose lists each test */
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	test_root_end();
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
