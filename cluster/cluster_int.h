@@ -208,6 +208,8 @@ int cluster__txn_parse(const json_t *doc, const struct etcd_txn *t,
 /* A JSON int64, as etcd writes them: a decimal string, absent = 0 (proto3
  * omits zeros); a JSON integer is taken too. */
 int64_t cluster__i64(const json_t *obj, const char *name);
+/* An int64 as the gateway writes one: a JSON string of its decimal. */
+json_t *cluster__i64_json(int64_t v);
 /* Base64 into a fresh NUL-terminated buffer (caller frees); NULL when s is
  * not base64. */
 uint8_t *cluster__b64_decode(const char *s, size_t *len);

@@ -347,14 +347,6 @@ static char *dumps(json_t *doc)
 	return s;
 }
 
-static json_t *i64_json(int64_t v)
-{
-	char s[24];
-
-	snprintf(s, sizeof(s), "%lld", (long long)v);
-	return json_string(s);
-}
-
 /* ---------------------------------------------------------------------- */
 /* Operations */
 
@@ -442,8 +434,8 @@ int cluster__etcd_lease_grant(etcd_t *e, int64_t ttl_s, int64_t *id,
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
-	json_object_set_new(req, "TTL", i64_json(ttl_s));
-	json_object_set_new(req, "ID", i64_json(*id));
+	json_object_set_new(req, "TTL", cluster__i64_json(ttl_s));
+	json_object_set_new(req, "ID", cluster__i64_json(*id));
 	rc = call(e, "/v3/lease/grant", dumps(req), false, &doc, outcome, err);
 	if (rc != 0)
 		return rc;
@@ -465,7 +457,7 @@ int cluster__etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl_s,
 	json_t *req = json_object(), *doc = NULL, *res;
 	int rc;
 
-	json_object_set_new(req, "ID", i64_json(id));
+	json_object_set_new(req, "ID", cluster__i64_json(id));
 	/* A stream of one message: {"result": {...}}. */
 	rc = call(e, "/v3/lease/keepalive", dumps(req), true, &doc, outcome,
 		  err);
@@ -490,7 +482,7 @@ int cluster__etcd_lease_revoke(etcd_t *e, int64_t id,
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
-	json_object_set_new(req, "ID", i64_json(id));
+	json_object_set_new(req, "ID", cluster__i64_json(id));
 	rc = call(e, "/v3/lease/revoke", dumps(req), false, &doc, outcome, err);
 	json_decref(doc);
 	return rc;
@@ -526,7 +518,7 @@ int cluster__etcd_compact(etcd_t *e, int64_t revision, bool physical,
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
-	json_object_set_new(req, "revision", i64_json(revision));
+	json_object_set_new(req, "revision", cluster__i64_json(revision));
 	if (physical)
 		json_object_set_new(req, "physical", json_true());
 	rc = call(e, "/v3/kv/compaction", dumps(req), false, &doc, outcome,
@@ -696,7 +688,7 @@ int cluster__etcd_watch(etcd_t *e, const struct etcd_watch *w,
 	req = json_object();
 	if (w->start_revision)
 		json_object_set_new(cr, "start_revision",
-				    i64_json(w->start_revision));
+				    cluster__i64_json(w->start_revision));
 	if (w->progress_notify)
 		json_object_set_new(cr, "progress_notify", json_true());
 	json_object_set_new(req, "create_request", cr);

@@ -193,7 +193,7 @@ static json_t *b64(const void *p, size_t n)
 	return v;
 }
 
-static json_t *i64(int64_t v)
+json_t *cluster__i64_json(int64_t v)
 {
 	char s[24];
 
@@ -240,9 +240,10 @@ static json_t *range_json(const struct etcd_range *r)
 
 	range_keys(o, r);
 	if (r->revision)
-		json_object_set_new(o, "revision", i64(r->revision));
+		json_object_set_new(o, "revision",
+				    cluster__i64_json(r->revision));
 	if (r->limit)
-		json_object_set_new(o, "limit", i64(r->limit));
+		json_object_set_new(o, "limit", cluster__i64_json(r->limit));
 	if (r->keys_only)
 		json_object_set_new(o, "keys_only", json_true());
 	if (r->count_only)
@@ -303,7 +304,8 @@ static json_t *cmp_json(const struct etcd_cmp *c)
 		json_object_set_new(o, operands[c->target],
 				    b64(c->value, c->value_len));
 	else
-		json_object_set_new(o, operands[c->target], i64(c->number));
+		json_object_set_new(o, operands[c->target],
+				    cluster__i64_json(c->number));
 	return o;
 }
 
@@ -319,7 +321,8 @@ static json_t *op_json(const struct etcd_op *op)
 		json_object_set_new(req, "value",
 				    b64(op->value, op->value_len));
 		if (op->lease)
-			json_object_set_new(req, "lease", i64(op->lease));
+			json_object_set_new(req, "lease",
+					    cluster__i64_json(op->lease));
 		json_object_set_new(o, "request_put", req);
 		break;
 	case ETCD_OP_RANGE:
