@@ -446,7 +446,7 @@ static int between_event(void *ctx, const struct event *ev)
 {
 	struct between *b = ctx;
 	struct run *r = b->r;
-	char uid[VERDICT_REVIEW_UID_MAX + 1];
+	struct verdict_key key;
 	struct lg_error err = {0};
 
 	/* DESIGN 11: only VERDICTs change no state; anything else between
@@ -454,16 +454,16 @@ static int between_event(void *ctx, const struct event *ev)
 	if (ev->type != EV_VERDICT ||
 	    state_apply(b->s->st, ev, &err) != 0)
 		return b->rc = LG_EMISMATCH;
-	if (verdict_record_review_uid(ev->text, strlen(ev->text), uid,
-				      sizeof(uid)) != 1)
+	if (verdict_record_key(ev->text, strlen(ev->text), &key) != 1)
 		return 0;
 	for (size_t i = 0; i < r->n; i++) {
 		struct query_vitem *it = &r->it[i];
 		const struct verdict_request *vr = it->vr;
+		struct verdict_key mine;
 		json_t *again;
 
-		if (r->state[i] != IT_JUDGED || vr->review_uid == NULL ||
-		    strcmp(vr->review_uid, uid) != 0)
+		verdict_request_key(vr, &mine);
+		if (r->state[i] != IT_JUDGED || !verdict_key_equal(&mine, &key))
 			continue;
 		again = verdict_record_review_again(
 			ev->text, strlen(ev->text), ev->seq, vr, &err);

@@ -334,11 +334,12 @@ int ledger_verdict_index(ledger_t *lg, struct ledger_vindex *vi,
 /* The seq of verdict id (1..count); LG_ENOENT when not indexed. */
 int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 		       struct lg_error *err);
-/* The seq of the first VERDICT recorded for AdmissionReview uid (its
- * record's requester.uid; DESIGN 11 rule 3), from the index every append
- * writes with its events. LG_ENOENT when there is none. */
-int ledger_verdict_by_review(ledger_t *lg, const char *uid, uint64_t *seq,
-			     struct lg_error *err);
+/* The seq of the first VERDICT recorded for key k (an AdmissionReview uid,
+ * its record's requester.uid, or a plain request's idempotencyKey; DESIGN
+ * 11 rule 3), from the index every append writes with its events.
+ * LG_ENOENT when there is none (or k is VERDICT_KEY_NONE). */
+int ledger_verdict_by_key(ledger_t *lg, const struct verdict_key *k,
+			  uint64_t *seq, struct lg_error *err);
 /* Recorded verdicts, filtered (ledger/vlist.c; DESIGN 3.5, 6, 7): one
  * function serves GET /v1/verdicts and `gpuledger verdicts`. Of the
  * verdicts with ids 1..count (those the caller knows of), those with

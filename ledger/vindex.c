@@ -11,10 +11,11 @@
  *
  * The same transaction indexes each VERDICT's AdmissionReview uid (DESIGN
  * 11 rule 3: one review, one verdict): "vid" 0xff + uid -> the seq of the
- * first record judged for it, and "vid" 0xfe -> the last seq so indexed
+ * first record judged for it, "vid" 0xfd + key the same for a plain
+ * request's Idempotency-Key, and "vid" 0xfe -> the last seq so indexed
  * (its own gap, filled the same way, for logs from before it). An id's key
  * is "vid" + 8 big-endian bytes of an id below 2^63, whose first byte is at
- * most 0x7f: the three kinds of key cannot meet.
+ * most 0x7f: the four kinds of key cannot meet.
  */
 #include "ledger/store.h"
 
@@ -27,7 +28,8 @@
 #define VID_KEY_BYTES (3 + 8)
 #define VUID_MARK     0xff /* "vid" 0xff + review uid -> seq */
 #define VUIDX_MARK    0xfe /* "vid" 0xfe -> last seq indexed by uid */
-#define VUID_KEY_MAX  (4 + VERDICT_REVIEW_UID_MAX)
+#define VKEY_MARK     0xfd /* "vid" 0xfd + Idempotency-Key -> seq */
+#define VUID_KEY_MAX  (4 + sizeof(((struct verdict_key *)0)->s))
 
 static void vid_key(uint64_t id, uint8_t *k)
 {
@@ -140,14 +142,18 @@ static int vidx_fill(ledger_t *lg, MDB_txn *txn, struct ledger_vindex *vi,
 }
 
 /* The uid index's key of uid into k; its length. */
-static size_t vuid_key(const char *uid, uint8_t *k)
+/* A review uid's key is "vid" 0xff + uid, an Idempotency-Key's "vid" 0xfd +
+ * key: a key names only its own kind. */
+static size_t vuid_key(const struct verdict_key *vk, uint8_t *k)
 {
-	size_t n = strlen(uid);
+	size_t n = strlen(vk->s);
 
-	LG_ASSERT(n >= 1 && n <= VERDICT_REVIEW_UID_MAX);
+	LG_ASSERT(vk->kind == VERDICT_KEY_REVIEW ||
+		  vk->kind == VERDICT_KEY_IDEMPOTENCY);
+	LG_ASSERT(n >= 1 && n < sizeof(vk->s));
 	memcpy(k, VID_PREFIX, 3);
-	k[3] = VUID_MARK;
-	memcpy(k + 4, uid, n);
+	k[3] = vk->kind == VERDICT_KEY_REVIEW ? VUID_MARK : VKEY_MARK;
+	memcpy(k + 4, vk->s, n);
 	return 4 + n;
 }
 
@@ -182,16 +188,15 @@ static int vuidx_write(ledger_t *lg, MDB_txn *txn, uint64_t upto)
 static int vuid_add(ledger_t *lg, MDB_txn *txn, const struct event *ev,
 		    uint64_t seq)
 {
-	char uid[VERDICT_REVIEW_UID_MAX + 1];
+	struct verdict_key vk;
 	uint8_t kb[VUID_KEY_MAX], vb[8];
 	MDB_val k = {.mv_data = kb}, v = {.mv_size = sizeof(vb), .mv_data = vb};
 	int rc;
 
 	if (ev->type != EV_VERDICT || ev->text == NULL ||
-	    verdict_record_review_uid(ev->text, strlen(ev->text), uid,
-				      sizeof(uid)) != 1)
+	    verdict_record_key(ev->text, strlen(ev->text), &vk) != 1)
 		return 0;
-	k.mv_size = vuid_key(uid, kb);
+	k.mv_size = vuid_key(&vk, kb);
 	ledger__store_le64_put(vb, seq);
 	rc = mdb_put(txn, lg->dbi[LEDGER_DB_META], &k, &v, MDB_NOOVERWRITE);
 	return rc == MDB_KEYEXIST ? 0 : rc;
@@ -316,30 +321,31 @@ int ledger_verdict_seq(ledger_t *lg, uint64_t id, uint64_t *seq,
 	return rc;
 }
 
-int ledger_verdict_by_review(ledger_t *lg, const char *uid, uint64_t *seq,
-			     struct lg_error *err)
+int ledger_verdict_by_key(ledger_t *lg, const struct verdict_key *vk,
+			  uint64_t *seq, struct lg_error *err)
 {
 	MDB_txn *txn;
 	uint8_t kb[VUID_KEY_MAX];
 	MDB_val k = {.mv_data = kb}, v;
+	const char *what = vk->kind == VERDICT_KEY_REVIEW ? "review uid"
+							  : "Idempotency-Key";
 	int rc;
 
-	LG_ASSERT(lg != NULL && uid != NULL && seq != NULL);
-	if (uid[0] == '\0' || strlen(uid) > VERDICT_REVIEW_UID_MAX)
-		return lg_error_set(err, LG_ENOENT, "no verdict for review "
-						    "uid \"%.40s\"", uid);
+	LG_ASSERT(lg != NULL && vk != NULL && seq != NULL);
+	if (vk->kind == VERDICT_KEY_NONE || vk->s[0] == '\0')
+		return lg_error_set(err, LG_ENOENT, "no verdict for no key");
 	if ((rc = ledger__store_txn_begin(lg, MDB_RDONLY, &txn, err)) != 0)
 		return rc;
-	k.mv_size = vuid_key(uid, kb);
+	k.mv_size = vuid_key(vk, kb);
 	rc = ledger__store_get(lg, txn, LEDGER_DB_META, &k, &v);
 	if (rc == 0 && v.mv_size == 8)
 		*seq = ledger__store_le64_get(v.mv_data);
 	else if (rc == 0)
 		rc = lg_error_set(err, LG_ECORRUPT,
-				  "review uid \"%s\": bad index entry", uid);
+				  "%s \"%s\": bad index entry", what, vk->s);
 	else if (rc == MDB_NOTFOUND)
-		rc = lg_error_set(err, LG_ENOENT,
-				  "no verdict for review uid \"%s\"", uid);
+		rc = lg_error_set(err, LG_ENOENT, "no verdict for %s \"%s\"",
+				  what, vk->s);
 	else
 		rc = ledger__store_read_error(lg, err, rc, 0,
 					      "read the verdict index");
@@ -347,16 +353,17 @@ int ledger_verdict_by_review(ledger_t *lg, const char *uid, uint64_t *seq,
 	return rc;
 }
 
-/* Whether k is a key of the uid index ("vid" 0xfe or "vid" 0xff + uid). */
+/* Whether k is a key of the uid index ("vid" 0xfd + key, "vid" 0xfe or
+ * "vid" 0xff + uid). */
 static bool vuid_owned(const MDB_val *k)
 {
 	return k->mv_size >= 4 && memcmp(k->mv_data, VID_PREFIX, 3) == 0 &&
-	       ((const uint8_t *)k->mv_data)[3] >= VUIDX_MARK;
+	       ((const uint8_t *)k->mv_data)[3] >= VKEY_MARK;
 }
 
 int ledger__raw_vuid_drop(ledger_t *lg, struct lg_error *err)
 {
-	uint8_t first[4] = {'v', 'i', 'd', VUIDX_MARK};
+	uint8_t first[4] = {'v', 'i', 'd', VKEY_MARK};
 	MDB_cursor *cur = NULL;
 	MDB_txn *txn;
 	int rc = ledger__store_txn_begin(lg, 0, &txn, err);

@@ -392,6 +392,9 @@ enum verdict_kind {
  * 7): request.uid and the JCS text of request.userInfo, in bytes. */
 #define VERDICT_REVIEW_UID_MAX	    128
 #define VERDICT_REVIEW_USERINFO_MAX (16 * 1024)
+/* An Idempotency-Key header of a plain POST (DESIGN 11 rule 3): 1 to this
+ * many bytes of printable ASCII (0x20-0x7e), no space first or last. */
+#define VERDICT_IDEMPOTENCY_KEY_MAX 128
 
 /* One request, in the form that is judged and recorded. */
 struct verdict_request {
@@ -399,8 +402,41 @@ struct verdict_request {
 	json_t *req;	   /* the request members only; owned */
 	json_t *requester; /* AdmissionReview: who asked; NULL; owned */
 	char *review_uid;  /* AdmissionReview: answer one; NULL; owned */
-	bool dry_run;	   /* request.dryRun: judged, not recorded */
+	/* A plain request's Idempotency-Key header, or NULL; owned. Set by
+	 * the caller after verdict_request_read (a header is not the
+	 * body's); never with review_uid (a review's uid governs). */
+	char *idempotency_key;
+	bool dry_run; /* request.dryRun: judged, not recorded */
 };
+
+/* What makes a request a repeat (DESIGN 11 rule 3: one review, one
+ * verdict): an AdmissionReview's uid, or a plain request's
+ * Idempotency-Key. The two never meet: a key names only its own kind. */
+enum verdict_key_kind {
+	VERDICT_KEY_NONE,
+	VERDICT_KEY_REVIEW,	 /* "requester"."uid" */
+	VERDICT_KEY_IDEMPOTENCY, /* "idempotencyKey" */
+};
+struct verdict_key {
+	enum verdict_key_kind kind;
+	char s[(VERDICT_REVIEW_UID_MAX > VERDICT_IDEMPOTENCY_KEY_MAX
+			? VERDICT_REVIEW_UID_MAX
+			: VERDICT_IDEMPOTENCY_KEY_MAX) +
+	       1];
+};
+/* r's key: NONE for a dry run (judged, never recorded) or a request
+ * without one. */
+void verdict_request_key(const struct verdict_request *r,
+			 struct verdict_key *k);
+/* Whether a and b are the same key (NONE is no key: equal to none). */
+static inline bool verdict_key_equal(const struct verdict_key *a,
+				     const struct verdict_key *b)
+{
+	return a->kind != VERDICT_KEY_NONE && a->kind == b->kind &&
+	       strcmp(a->s, b->s) == 0;
+}
+/* Whether a header value is a valid Idempotency-Key (len bytes). */
+bool verdict_idempotency_key_valid(const char *s, size_t len);
 
 /* Reads a request body of kind: a plain request ({namespace, kind, name,
  * old, new} for admission, {namespace, old, new} for a declaration; other
@@ -439,6 +475,9 @@ struct verdict {
 	size_t n_warnings;
 	json_t *request;   /* the request judged (canonical); a reference */
 	json_t *requester; /* AdmissionReview: who asked; a reference, NULL */
+	/* A plain request's Idempotency-Key, or "": part of the record (its
+	 * "idempotencyKey"), not of the judgement, like the requester. */
+	char idempotency_key[VERDICT_IDEMPOTENCY_KEY_MAX + 1];
 	/* The record's place, written when asked for (VERDICT_W_*). */
 	uint64_t id, seq, basis_seq;
 	char chain_head[VERDICT_HEAD_HEX + 1];
@@ -488,18 +527,18 @@ struct verdict_ref {
  * canonical JSON). LG_ECORRUPT when the record is not a verdict. */
 int verdict_record_parse(const char *record, size_t len,
 			 struct verdict_ref *ref, struct lg_error *err);
-/* The AdmissionReview uid a stored record was judged for (its
- * "requester"."uid") into uid (cap bytes): 1 when it has one that fits
- * (at most VERDICT_REVIEW_UID_MAX bytes), 0 when not (a plain request, or
- * not a record). */
-int verdict_record_review_uid(const char *record, size_t len, char *uid,
-			      size_t cap);
-/* One review, one verdict (DESIGN 11 rule 3): the AdmissionReview that
- * answered r (a review: r->review_uid set) when its stored record (len
- * bytes at seq) was judged: byte for byte the first answer (new
- * reference). NULL with err: LG_EEXIST when the record is of another kind
- * or judged another request (a uid reused for a different body),
- * LG_ECORRUPT when it is not a verdict record. */
+/* The key a stored record was judged for into *k: its AdmissionReview uid
+ * ("requester"."uid", at most VERDICT_REVIEW_UID_MAX bytes) or its
+ * "idempotencyKey"; 1 when it has one that fits, 0 (k->kind NONE) when not
+ * (a plain request without a key, or not a record). */
+int verdict_record_key(const char *record, size_t len, struct verdict_key *k);
+/* One review, one verdict (DESIGN 11 rule 3): the answer r (a review, or a
+ * plain request with an Idempotency-Key) had when its stored record (len
+ * bytes at seq) was judged, byte for byte the first answer (new
+ * reference): an AdmissionReview for a review, the record with its seq
+ * for a plain request. NULL with err: LG_EEXIST when the record is of
+ * another kind or judged another request (a uid or key reused for a
+ * different body), LG_ECORRUPT when it is not a verdict record. */
 json_t *verdict_record_review_again(const char *record, size_t len,
 				    uint64_t seq,
 				    const struct verdict_request *r,

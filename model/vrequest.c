@@ -304,7 +304,43 @@ void verdict_request_release(struct verdict_request *r)
 	json_decref(r->req);
 	json_decref(r->requester);
 	free(r->review_uid);
+	free(r->idempotency_key);
 	memset(r, 0, sizeof(*r));
+}
+
+bool verdict_idempotency_key_valid(const char *s, size_t len)
+{
+	if (s == NULL || len == 0 || len > VERDICT_IDEMPOTENCY_KEY_MAX ||
+	    s[0] == ' ' || s[len - 1] == ' ')
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+void verdict_request_key(const struct verdict_request *r,
+			 struct verdict_key *k)
+{
+	const char *s = NULL;
+
+	LG_ASSERT(r != NULL && k != NULL);
+	k->kind = VERDICT_KEY_NONE;
+	k->s[0] = '\0';
+	if (r->dry_run)
+		return;
+	if (r->review_uid != NULL) {
+		k->kind = VERDICT_KEY_REVIEW;
+		s = r->review_uid;
+	} else if (r->idempotency_key != NULL) {
+		k->kind = VERDICT_KEY_IDEMPOTENCY;
+		s = r->idempotency_key;
+	}
+	/* Both are bounded when read (review_bounds, the header's check). */
+	if (s != NULL) {
+		LG_ASSERT(strlen(s) < sizeof(k->s));
+		memcpy(k->s, s, strlen(s) + 1);
+	}
 }
 
 int verdict_judge(const state_t *st, const struct verdict_request *r,
@@ -316,9 +352,13 @@ int verdict_judge(const state_t *st, const struct verdict_request *r,
 	rc = r->kind == VERDICT_ADMISSION
 		     ? model__judge_admission(st, r->req, out, err)
 		     : model__judge_declaration(st, r->req, out, err);
-	/* Who asked is recorded beside the judgement, not part of it. */
+	/* Who asked is recorded beside the judgement, not part of it; so is
+	 * a plain request's Idempotency-Key. */
 	if (rc == 0 && r->requester != NULL)
 		out->requester = json_incref(r->requester);
+	if (rc == 0 && r->idempotency_key != NULL)
+		snprintf(out->idempotency_key, sizeof(out->idempotency_key),
+			 "%s", r->idempotency_key);
 	return rc;
 }
 
@@ -429,6 +469,11 @@ int verdict_write(struct lg_buf *b, const struct verdict *v, unsigned what,
 	if (what & VERDICT_W_ID) {
 		put_next(b, "id");
 		put_u64(b, v->id, f);
+	}
+	/* Only when set: a record without a key stays what it was. */
+	if (v->idempotency_key[0] != '\0') {
+		put_next(b, "idempotencyKey");
+		rc |= put_str(b, v->idempotency_key);
 	}
 	put_next(b, "message");
 	rc |= put_str(b, v->message);
@@ -601,6 +646,7 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 	verdict_request_release(&r);
 	if (rc == 0) {
 		const char *at = jstr(v, "answeredAt");
+		const char *key = jstr(v, "idempotencyKey");
 
 		out.id = ref.id;
 		out.basis_seq = ref.basis_seq;
@@ -609,6 +655,9 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 		if (at != NULL)
 			snprintf(out.answered_at, sizeof(out.answered_at),
 				 "%s", at);
+		if (key != NULL)
+			snprintf(out.idempotency_key,
+				 sizeof(out.idempotency_key), "%s", key);
 		snprintf(out.chain_head, sizeof(out.chain_head), "%s", head);
 		*recomputed = verdict_record_text(&out, SIZE_MAX, NULL);
 		*match = same_record(&out, *recomputed, record, len);
@@ -647,29 +696,38 @@ static bool contains(const char *p, size_t len, const char *s, size_t n)
 	return false;
 }
 
-int verdict_record_review_uid(const char *record, size_t len, char *uid,
-			      size_t cap)
+int verdict_record_key(const char *record, size_t len, struct verdict_key *k)
 {
 	static const char member[] = "\"requester\":{";
+	static const char key_member[] = "\"idempotencyKey\":\"";
 	json_t *v;
 	const char *u;
-	int found = 0;
+	enum verdict_key_kind kind = VERDICT_KEY_REVIEW;
 
-	LG_ASSERT(record != NULL && uid != NULL && cap > 0);
+	LG_ASSERT(record != NULL && k != NULL);
+	k->kind = VERDICT_KEY_NONE;
+	k->s[0] = '\0';
 	/* Every append of a verdict asks, most of them plain requests: a
-	 * record without the member's text anywhere (a string cannot hold
-	 * it unescaped) has no requester, and is not parsed. */
-	if (!contains(record, len, member, sizeof(member) - 1))
+	 * record without either member's text anywhere (a string cannot
+	 * hold it unescaped) has no key, and is not parsed. */
+	if (!contains(record, len, member, sizeof(member) - 1) &&
+	    !contains(record, len, key_member, sizeof(key_member) - 1))
 		return 0;
 	v = json_loadb_doubles(record, len, 0, NULL);
 	u = jstr(json_object_get(v, "requester"), "uid");
-	if (u != NULL && u[0] != '\0' && strlen(u) < cap &&
-	    strlen(u) <= VERDICT_REVIEW_UID_MAX) {
-		memcpy(uid, u, strlen(u) + 1);
-		found = 1;
+	if (u == NULL) {
+		u = jstr(v, "idempotencyKey");
+		kind = VERDICT_KEY_IDEMPOTENCY;
+	}
+	if (u != NULL && u[0] != '\0' && strlen(u) < sizeof(k->s) &&
+	    strlen(u) <= (kind == VERDICT_KEY_REVIEW
+				  ? VERDICT_REVIEW_UID_MAX
+				  : VERDICT_IDEMPOTENCY_KEY_MAX)) {
+		memcpy(k->s, u, strlen(u) + 1);
+		k->kind = kind;
 	}
 	json_decref(v);
-	return found;
+	return k->kind != VERDICT_KEY_NONE;
 }
 
 json_t *verdict_record_review_again(const char *record, size_t len,
@@ -688,7 +746,8 @@ json_t *verdict_record_review_again(const char *record, size_t len,
 	size_t i;
 	const json_t *w;
 
-	LG_ASSERT(record != NULL && r != NULL && r->review_uid != NULL);
+	LG_ASSERT(record != NULL && r != NULL &&
+		  (r->review_uid != NULL || r->idempotency_key != NULL));
 	if (verdict_record_parse(record, len, &ref, NULL) != 0 ||
 	    type == NULL || reason == NULL || message == NULL ||
 	    !json_is_boolean(allowed) ||
@@ -702,10 +761,20 @@ json_t *verdict_record_review_again(const char *record, size_t len,
 						       : "declaration") != 0 ||
 	    !json_equal(json_object_get(v, "request"), r->req)) {
 		lg_error_set(err, LG_EEXIST,
-			     "review uid \"%s\" was judged for another request "
+			     "%s \"%s\" was judged for another request "
 			     "(verdict %llu at seq %llu)",
-			     r->review_uid, (unsigned long long)ref.id,
+			     r->review_uid != NULL ? "review uid"
+						   : "Idempotency-Key",
+			     r->review_uid != NULL ? r->review_uid
+						   : r->idempotency_key,
+			     (unsigned long long)ref.id,
 			     (unsigned long long)seq);
+		goto out;
+	}
+	if (r->review_uid == NULL) {
+		/* A plain request was answered with its record and seq. */
+		json_object_set_new(v, "seq", json_integer((json_int_t)seq));
+		out = json_incref(v);
 		goto out;
 	}
 	again.allowed = json_is_true(allowed);

@@ -61,11 +61,16 @@ struct conn {
 	enum {
 		HF_OTHER,
 		HF_AUTH,
-		HF_EXPECT
+		HF_EXPECT,
+		HF_IDEMPOTENCY
 	} hf;
 	char auth[AUTH_HEADER_MAX];
 	size_t auth_len;
 	bool auth_seen, auth_bad, expect_continue;
+	/* Idempotency-Key (DESIGN 11 rule 3); too long or repeated: bad. */
+	char idem[VERDICT_IDEMPOTENCY_KEY_MAX + 1];
+	size_t idem_len;
+	bool idem_seen, idem_bad;
 	int reject; /* status when a bound stopped the parser */
 	uint64_t t0_ns;
 
@@ -891,10 +896,11 @@ static int on_message_begin(http_parser *p)
 	c->t0_ns = query__now_ns();
 	lg_buf_reset(&c->url);
 	lg_buf_reset(&c->body);
-	c->header_bytes = c->auth_len = 0;
+	c->header_bytes = c->auth_len = c->idem_len = 0;
 	c->n_headers = 0;
 	c->last_was_value = true;
 	c->auth_seen = c->auth_bad = c->expect_continue = false;
+	c->idem_seen = c->idem_bad = false;
 	c->hf = HF_OTHER;
 	/* A body buffer that a large request grew is not kept for the
 	 * small requests that usually follow. */
@@ -954,9 +960,15 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 
 	if (!c->last_was_value) {
 		c->last_was_value = true;
-		c->hf = field_is(c, "authorization") ? HF_AUTH
-			: field_is(c, "expect")	     ? HF_EXPECT
-						     : HF_OTHER;
+		c->hf = field_is(c, "authorization")	 ? HF_AUTH
+			: field_is(c, "expect")		 ? HF_EXPECT
+			: field_is(c, "idempotency-key") ? HF_IDEMPOTENCY
+							 : HF_OTHER;
+		/* Two keys are ambiguous: the request is refused. */
+		if (c->hf == HF_IDEMPOTENCY && c->idem_seen)
+			c->idem_bad = true;
+		if (c->hf == HF_IDEMPOTENCY)
+			c->idem_seen = true;
 		/* Two Authorization headers are ambiguous: neither counts,
 		 * whatever their values (an empty one included). */
 		if (c->hf == HF_AUTH && c->auth_seen)
@@ -972,6 +984,12 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 		else
 			memcpy(c->auth + c->auth_len, at, len);
 		c->auth_len += c->auth_bad ? 0 : len;
+	} else if (c->hf == HF_IDEMPOTENCY) {
+		if (c->idem_len + len > VERDICT_IDEMPOTENCY_KEY_MAX)
+			c->idem_bad = true;
+		else
+			memcpy(c->idem + c->idem_len, at, len);
+		c->idem_len += c->idem_bad ? 0 : len;
 	} else if (c->hf == HF_EXPECT && len >= 12 &&
 		   strncasecmp(at, "100-continue", 12) == 0) {
 		c->expect_continue = true;
@@ -1204,6 +1222,11 @@ static void dispatch(struct conn *c)
 				   status == 405 ? "method not allowed"
 						 : "no such endpoint");
 		goto out;
+	}
+	if (c->idem_seen) {
+		rq.idempotency_key = c->idem;
+		rq.idempotency_len = c->idem_len;
+		rq.idempotency_bad = c->idem_bad;
 	}
 	if (qs->auth.enabled && !c->auth_bad)
 		rq.who = query__auth_lookup(&qs->auth, c->auth, c->auth_len);

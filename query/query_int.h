@@ -185,6 +185,11 @@ struct request {
 	size_t body_len;
 	const struct principal *who; /* NULL when auth is off */
 	uint64_t t0_ns;
+	/* The Idempotency-Key header's value (not NUL-terminated), NULL
+	 * when absent; bad: repeated or longer than its bound. */
+	const char *idempotency_key;
+	size_t idempotency_len;
+	bool idempotency_bad;
 };
 
 typedef void route_fn(struct query_server *qs, struct request *rq);

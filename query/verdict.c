@@ -141,6 +141,27 @@ static void handle_verdict_request(struct query_server *qs, struct request *rq,
 		query__reply_error(qs, rq, 400, "%s", err.msg);
 		return;
 	}
+	/* DESIGN 11 rule 3 for plain POSTs: an Idempotency-Key makes a
+	 * retry a repeat. A review's uid governs a review: the header is
+	 * not read for one. */
+	if (rq->idempotency_key != NULL && vr.review_uid == NULL) {
+		if (rq->idempotency_bad ||
+		    !verdict_idempotency_key_valid(rq->idempotency_key,
+						   rq->idempotency_len)) {
+			verdict_request_release(&vr);
+			query__reply_error(
+				qs, rq, 400,
+				"Idempotency-Key: one header of 1 to %d "
+				"printable ASCII bytes, no space first or "
+				"last",
+				VERDICT_IDEMPOTENCY_KEY_MAX);
+			return;
+		}
+		vr.idempotency_key = lg_xmalloc(rq->idempotency_len + 1);
+		memcpy(vr.idempotency_key, rq->idempotency_key,
+		       rq->idempotency_len);
+		vr.idempotency_key[rq->idempotency_len] = '\0';
+	}
 	enqueue(qs, rq, &vr);
 }
 
@@ -410,19 +431,24 @@ static int take_record(void *ctx, const struct event *ev, const uint8_t *head)
 static bool dup_in_batch(const struct pending_q *q, struct batch *b, size_t i)
 {
 	const struct verdict_request *r = &q->p[i].vr;
+	struct verdict_key rk, ok;
 
-	if (r->review_uid == NULL || r->dry_run)
+	verdict_request_key(r, &rk);
+	if (rk.kind == VERDICT_KEY_NONE)
 		return false;
 	for (size_t j = 0; j < i; j++) {
 		const struct verdict_request *o = &q->p[j].vr;
 
-		if (o->review_uid == NULL || o->dry_run ||
-		    strcmp(o->review_uid, r->review_uid) != 0)
+		verdict_request_key(o, &ok);
+		if (!verdict_key_equal(&ok, &rk))
 			continue;
 		if (o->kind != r->kind || !json_equal(o->req, r->req)) {
 			fail_one(b, i, 409,
-				 "review uid is already being judged for "
-				 "another request");
+				 rk.kind == VERDICT_KEY_REVIEW
+					 ? "review uid is already being judged "
+					   "for another request"
+					 : "Idempotency-Key is already being "
+					   "judged for another request");
 			return true;
 		}
 		b->dup_of[i] = b->dup_of[j] != SIZE_MAX ? b->dup_of[j] : j;
@@ -437,9 +463,11 @@ static bool repeat_one(struct query_server *qs, struct batch *b, size_t i)
 {
 	const struct verdict_request *r = &qs->q.p[i].vr;
 	char msg[LG_ERRMSG_MAX];
+	struct verdict_key k;
 	int rc;
 
-	if (r->review_uid == NULL || r->dry_run)
+	verdict_request_key(r, &k);
+	if (k.kind == VERDICT_KEY_NONE)
 		return false;
 	if (dup_in_batch(&qs->q, b, i)) {
 		qs->m.verdict_repeats += b->dup_of[i] != SIZE_MAX;
@@ -463,12 +491,14 @@ int query_verdict_repeat(ledger_t *lg, const struct verdict_request *r,
 	struct lg_buf scratch;
 	uint64_t seq;
 	json_t *again;
+	struct verdict_key k;
 	int rc;
 
 	*again_text = NULL;
-	if (r->review_uid == NULL || r->dry_run)
+	verdict_request_key(r, &k);
+	if (k.kind == VERDICT_KEY_NONE)
 		return 0;
-	rc = ledger_verdict_by_review(lg, r->review_uid, &seq, &err);
+	rc = ledger_verdict_by_key(lg, &k, &seq, &err);
 	if (rc == LG_ENOENT)
 		return 0;
 	if (rc == 0 &&

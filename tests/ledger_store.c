@@ -715,13 +715,37 @@ static const char *const vtexts[] = {
 	"{\"requester\":{\"uid\":\"\"}}",
 	"{\"request\":{\"new\":{\"requester\":{\"uid\":\"u4\"}}}}",
 	"{\"requester\":{\"uid\":7}}",
+	/* Plain requests' Idempotency-Keys: the same texts as review uids,
+	 * another kind of key (never found as a review uid, nor the other
+	 * way round). */
+	"{\"idempotencyKey\":\"u1\"}",
+	"{\"idempotencyKey\":\"u3\",\"type\":\"admission\"}",
+	"{\"idempotencyKey\":\"\"}",
 };
 #define VUIDS 5 /* u0 .. u4 */
 
 struct vcount {
 	uint64_t n, content, seqs[4096];
 	uint64_t first_of_uid[VUIDS]; /* 0: none */
+	uint64_t first_of_key[VUIDS]; /* Idempotency-Keys; 0: none */
 };
+
+/* The first record of a review uid or a key (by_key with kind). */
+static int by_key(ledger_t *lg, enum verdict_key_kind kind, const char *s,
+		  uint64_t *seq, struct lg_error *err)
+{
+	struct verdict_key k = {.kind = kind};
+
+	snprintf(k.s, sizeof(k.s), "%s", s);
+	return ledger_verdict_by_key(lg, &k, seq, err);
+}
+
+static void first_of(uint64_t *first, const char *u, uint64_t seq)
+{
+	if (u != NULL && u[0] == 'u' && u[1] >= '0' && u[1] < '0' + VUIDS &&
+	    u[2] == '\0' && first[u[1] - '0'] == 0)
+		first[u[1] - '0'] = seq;
+}
 
 static int count_verdict(void *ctx, const struct event *ev, const uint8_t *h)
 {
@@ -732,10 +756,12 @@ static int count_verdict(void *ctx, const struct event *ev, const uint8_t *h)
 		const char *u = json_string_value(json_object_get(
 			json_object_get(v, "requester"), "uid"));
 
-		if (u != NULL && u[0] == 'u' && u[1] >= '0' &&
-		    u[1] < '0' + VUIDS && u[2] == '\0' &&
-		    c->first_of_uid[u[1] - '0'] == 0)
-			c->first_of_uid[u[1] - '0'] = ev->seq;
+		first_of(c->first_of_uid, u, ev->seq);
+		if (u == NULL)
+			first_of(c->first_of_key,
+				 json_string_value(
+					 json_object_get(v, "idempotencyKey")),
+				 ev->seq);
 		json_decref(v);
 		c->seqs[c->n++] = ev->seq;
 	} else if (ev->type != EV_NOTE && ev->type != EV_TICK) {
@@ -769,17 +795,28 @@ static void check_index(ledger_t *lg)
 		int rc;
 
 		snprintf(uid, sizeof(uid), "u%d", u);
-		rc = ledger_verdict_by_review(lg, uid, &seq, &err);
+		rc = by_key(lg, VERDICT_KEY_REVIEW, uid, &seq, &err);
 		if (c.first_of_uid[u] == 0) {
 			ck_assert_int_eq(rc, LG_ENOENT);
 		} else {
 			ck_assert_msg(rc == 0, "%s: %s", uid, err.msg);
 			ck_assert_uint_eq(seq, c.first_of_uid[u]);
 		}
+		rc = by_key(lg, VERDICT_KEY_IDEMPOTENCY, uid, &seq, &err);
+		if (c.first_of_key[u] == 0) {
+			ck_assert_int_eq(rc, LG_ENOENT);
+		} else {
+			ck_assert_msg(rc == 0, "key %s: %s", uid, err.msg);
+			ck_assert_uint_eq(seq, c.first_of_key[u]);
+		}
 	}
-	ck_assert_int_eq(ledger_verdict_by_review(lg, "", &seq, &err),
+	ck_assert_int_eq(by_key(lg, VERDICT_KEY_REVIEW, "", &seq, &err),
 			 LG_ENOENT);
-	ck_assert_int_eq(ledger_verdict_by_review(lg, "nested", &seq, &err),
+	ck_assert_int_eq(by_key(lg, VERDICT_KEY_IDEMPOTENCY, "", &seq, &err),
+			 LG_ENOENT);
+	ck_assert_int_eq(by_key(lg, VERDICT_KEY_NONE, "u1", &seq, &err),
+			 LG_ENOENT);
+	ck_assert_int_eq(by_key(lg, VERDICT_KEY_REVIEW, "nested", &seq, &err),
 			 LG_ENOENT);
 }
 
@@ -834,7 +871,7 @@ START_TEST(store_verdict_index)
 	{
 		uint64_t seq;
 
-		if (ledger_verdict_by_review(a, "u0", &seq, &err) == 0)
+		if (by_key(a, VERDICT_KEY_REVIEW, "u0", &seq, &err) == 0)
 			ck_assert_msg(false, "u0 still indexed after the drop");
 	}
 	check_index(a);

@@ -1092,6 +1092,30 @@ static void add_one(Suite *s, const char *name, const TTest *t)
 	add_loop(s, name, t, 1);
 }
 
+/* DESIGN 11 rule 3 for plain POSTs: what an Idempotency-Key may be. */
+START_TEST(verdict_idempotency_key_bounds)
+{
+	char k[VERDICT_IDEMPOTENCY_KEY_MAX + 2];
+
+	memset(k, 'k', sizeof(k));
+	ck_assert(verdict_idempotency_key_valid("a", 1));
+	ck_assert(verdict_idempotency_key_valid("job 42/x~", 9));
+	ck_assert(
+		verdict_idempotency_key_valid(k, VERDICT_IDEMPOTENCY_KEY_MAX));
+	ck_assert(!verdict_idempotency_key_valid(
+		k, VERDICT_IDEMPOTENCY_KEY_MAX + 1));
+	ck_assert(!verdict_idempotency_key_valid("", 0));
+	ck_assert(!verdict_idempotency_key_valid(NULL, 0));
+	ck_assert(!verdict_idempotency_key_valid(" a", 2));
+	ck_assert(!verdict_idempotency_key_valid("a ", 2));
+	ck_assert(!verdict_idempotency_key_valid("a\x01", 2));
+	ck_assert(!verdict_idempotency_key_valid("a\x7f", 2));
+	ck_assert(!verdict_idempotency_key_valid("a\xc3\xa9", 3));
+	/* len, not the NUL, decides. */
+	ck_assert(!verdict_idempotency_key_valid("a\0b", 3));
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 void model_tests_verdict(Suite *s)
@@ -1118,4 +1142,5 @@ void model_tests_verdict(Suite *s)
 		verdict_eval_declaration_and_remaining);
 	add_loop(s, "verdict_eval_errors", verdict_eval_errors, N(eval_bad));
 	add_one(s, "verdict_reads_only", verdict_reads_only);
+	add_one(s, "verdict_idempotency_key", verdict_idempotency_key_bounds);
 }

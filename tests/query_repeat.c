@@ -3,7 +3,8 @@
  * was already judged is answered with the recorded verdict, byte for byte,
  * and recorded once -- across batches, within one batch, and across a
  * restart of the server -- while the same uid with another request is a
- * 409 and a dry run is neither answered from the index nor indexed.
+ * 409 and a dry run is neither answered from the index nor indexed. A
+ * plain POST with an Idempotency-Key header is held to the same rule.
  */
 #include "tests/query_tests.h"
 
@@ -29,7 +30,31 @@ static char *review(const char *uid, int count, bool dry)
 	return b;
 }
 
-/* The review uids of every VERDICT in the ledger, in log order. */
+/* A plain admission request of the same shape as review(). */
+static char *plain(const char *name, int count)
+{
+	char *b = malloc(1024);
+
+	snprintf(b, 1024,
+		 "{\"kind\":\"VMInstance\",\"namespace\":\"tenant-acme-dev\","
+		 "\"name\":\"vm-%s\",\"old\":null,\"new\":{\"spec\":"
+		 "{\"gpus\":[{\"class\":\"h100\",\"count\":%d}]}}}",
+		 name, count);
+	return b;
+}
+
+/* The request text of a POST with extra header lines (each ending CRLF). */
+static int post_text(char *req, size_t cap, const char *path,
+		     const char *headers, const char *body)
+{
+	return snprintf(req, cap,
+			"POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: "
+			"%zu\r\n\r\n%s",
+			path, headers, strlen(body), body);
+}
+
+/* The key of every VERDICT in the ledger, in log order: its review uid,
+ * or "key:" and its idempotencyKey, or "-". */
 struct uids {
 	size_t n;
 	char uid[512][32];
@@ -44,8 +69,13 @@ static int collect_uid(void *ctx, const struct event *ev, const uint8_t *h)
 		return 0;
 	v = json_loads(ev->text, 0, NULL);
 	ck_assert_uint_lt(u->n, 512);
-	snprintf(u->uid[u->n++], 32, "%s",
-		 qjstr_or(json_object_get(v, "requester"), "uid", "-"));
+	if (json_object_get(v, "idempotencyKey") != NULL)
+		snprintf(u->uid[u->n++], 32, "key:%s",
+			 qjstr(v, "idempotencyKey"));
+	else
+		snprintf(u->uid[u->n++], 32, "%s",
+			 qjstr_or(json_object_get(v, "requester"), "uid",
+				  "-"));
 	json_decref(v);
 	return 0;
 }
@@ -164,6 +194,113 @@ START_TEST(repeat_with_another_request_is_409)
 END_TEST
 
 /* Reads one HTTP answer (Content-Length framed) from fd into buf. */
+static size_t read_answer(int fd, char *buf, size_t cap);
+
+/* POSTs body with extra header lines on a fresh connection; the whole
+ * answer (head and body) into buf. */
+static void raw_post(const struct qt *t, const char *path,
+		     const char *headers, const char *body, char *buf,
+		     size_t cap)
+{
+	char req[4096];
+	int n = post_text(req, sizeof(req), path, headers, body), fd;
+
+	ck_assert_int_lt(n, (int)sizeof(req));
+	fd = qt_connect(t);
+	ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
+	read_answer(fd, buf, cap);
+	close(fd);
+}
+
+static const char *answer_body(const char *buf)
+{
+	const char *b = strstr(buf, "\r\n\r\n");
+
+	ck_assert_ptr_nonnull(b);
+	return b + 4;
+}
+
+START_TEST(idempotency_key_plain_posts)
+{
+	struct qt t;
+	struct uids u;
+	char first[8192], again[8192];
+	char *a = plain("k1", 1), *b = plain("k1", 2);
+	char long_key[200];
+	char hdr[300];
+
+	qt_init(&t, true);
+	qt_start(&t, NULL, false);
+	raw_post(&t, "/v1/admission", "Idempotency-Key: job-42\r\n", a,
+		 first, sizeof(first));
+	ck_assert_msg(strncmp(first, "HTTP/1.1 200 ", 13) == 0, "%.300s",
+		      first);
+	ck_assert_ptr_nonnull(
+		strstr(answer_body(first), "\"idempotencyKey\":\"job-42\""));
+	/* A retry: the same bytes, no second record, across a restart. */
+	for (int i = 0; i < 2; i++) {
+		raw_post(&t, "/v1/admission", "Idempotency-Key: job-42\r\n", a,
+			 again, sizeof(again));
+		ck_assert_str_eq(answer_body(again), answer_body(first));
+		qt_stop(&t);
+		qt_start(&t, NULL, false);
+	}
+	/* The key with another request: 409. */
+	raw_post(&t, "/v1/admission", "Idempotency-Key: job-42\r\n", b,
+		 again, sizeof(again));
+	ck_assert_msg(strncmp(again, "HTTP/1.1 409 ", 13) == 0, "%.300s",
+		      again);
+	ck_assert_ptr_nonnull(strstr(again, "Idempotency-Key"));
+	/* The key and a review uid of the same text never meet. */
+	{
+		char *rv = review("job-42", 1, false);
+
+		raw_post(&t, "/v1/admission", "", rv, again, sizeof(again));
+		ck_assert_msg(strncmp(again, "HTTP/1.1 200 ", 13) == 0,
+			      "%.300s", again);
+		ck_assert_ptr_nonnull(strstr(again, "AdmissionReview"));
+		free(rv);
+	}
+	/* Without a key a plain POST is judged and recorded each time. */
+	raw_post(&t, "/v1/admission", "", a, again, sizeof(again));
+	ck_assert(strncmp(again, "HTTP/1.1 200 ", 13) == 0);
+	raw_post(&t, "/v1/admission", "", a, again, sizeof(again));
+	ck_assert(strncmp(again, "HTTP/1.1 200 ", 13) == 0);
+	/* Bad keys: too long, two headers, a control byte, a space last. */
+	memset(long_key, 'k', 129);
+	long_key[129] = '\0';
+	snprintf(hdr, sizeof(hdr), "Idempotency-Key: %s\r\n", long_key);
+	raw_post(&t, "/v1/admission", hdr, a, again, sizeof(again));
+	ck_assert_msg(strncmp(again, "HTTP/1.1 400 ", 13) == 0, "%.300s",
+		      again);
+	ck_assert_ptr_nonnull(strstr(again, "Idempotency-Key"));
+	raw_post(&t, "/v1/admission",
+		 "Idempotency-Key: x\r\nIdempotency-Key: y\r\n", a, again,
+		 sizeof(again));
+	ck_assert(strncmp(again, "HTTP/1.1 400 ", 13) == 0);
+	raw_post(&t, "/v1/admission", "Idempotency-Key: a\x01b\r\n", a, again,
+		 sizeof(again));
+	ck_assert(strncmp(again, "HTTP/1.1 400 ", 13) == 0);
+	/* 128 bytes is the bound, and fits. */
+	long_key[128] = '\0';
+	snprintf(hdr, sizeof(hdr), "idempotency-key: %s\r\n", long_key);
+	raw_post(&t, "/v1/admission", hdr, a, again, sizeof(again));
+	ck_assert_msg(strncmp(again, "HTTP/1.1 200 ", 13) == 0, "%.300s",
+		      again);
+	qt_stop(&t);
+	log_uids(&t, &u);
+	/* job-42, the review job-42, two without a key, the 128-byte key. */
+	ck_assert_uint_eq(u.n, 5);
+	ck_assert_uint_eq(count_uid(&u, "key:job-42"), 1);
+	ck_assert_uint_eq(count_uid(&u, "job-42"), 1);
+	/* audit re-derives each record, the key included. */
+	ck_assert_uint_eq(qt_audit(t.db, NULL, 0), 5);
+	free(a);
+	free(b);
+	qt_done(&t);
+}
+END_TEST
+
 static size_t read_answer(int fd, char *buf, size_t cap)
 {
 	size_t got = 0;
@@ -206,7 +343,9 @@ START_TEST(repeat_property)
 		char uid[16];
 
 		snprintf(uid, sizeof(uid), "p-%d", k);
-		bodies[k] = review(uid, 1 + k % 3, false);
+		/* Odd ones: plain POSTs with an Idempotency-Key. */
+		bodies[k] = k % 2 == 0 ? review(uid, 1 + k % 3, false)
+				       : plain(uid, 1 + k % 3);
 	}
 	qt_init(&t, true);
 	qt_start(&t, NULL, false);
@@ -223,11 +362,14 @@ START_TEST(repeat_property)
 			char req[2048];
 			int n;
 
+			char hk[64] = "";
+
 			ks[f] = rand() % POOL;
-			n = snprintf(req, sizeof(req),
-				     "POST /v1/admission HTTP/1.1\r\nHost: x\r\n"
-				     "Content-Length: %zu\r\n\r\n%s",
-				     strlen(bodies[ks[f]]), bodies[ks[f]]);
+			if (ks[f] % 2 == 1)
+				snprintf(hk, sizeof(hk),
+					 "Idempotency-Key: p-%d\r\n", ks[f]);
+			n = post_text(req, sizeof(req), "/v1/admission", hk,
+				      bodies[ks[f]]);
 			fds[f] = qt_connect(&t);
 			ck_assert_int_eq(send(fds[f], req, (size_t)n,
 					      MSG_NOSIGNAL),
@@ -261,7 +403,7 @@ START_TEST(repeat_property)
 	for (int k = 0; k < POOL; k++) {
 		char uid[16];
 
-		snprintf(uid, sizeof(uid), "p-%d", k);
+		snprintf(uid, sizeof(uid), k % 2 == 0 ? "p-%d" : "key:p-%d", k);
 		ck_assert_uint_eq(count_uid(&u, uid), sent[k] ? 1 : 0);
 		free(bodies[k]);
 		free(answers[k]);
@@ -278,6 +420,7 @@ QUERY_PART(repeat)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, repeat_answers_the_record);
 	tcase_add_test(tc, repeat_with_another_request_is_409);
+	tcase_add_test(tc, idempotency_key_plain_posts);
 	tcase_add_loop_test(tc, repeat_property, 0, 6);
 	suite_add_tcase(s, tc);
 }
