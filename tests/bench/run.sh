@@ -892,13 +892,17 @@ print("tenant-root h100")')
 		run=0
 		while [ $run -lt "$runs" ]; do
 			k=0
+			wpids=
 			for u in $url1:3 $url2:3 $url3:2; do
 				k=$((k + 1))
 				BENCH_NS=${pick% *} BENCH_CLASS=${pick#* } BENCH_UID_PREFIX=r$run-m$k \
 					wrk -t1 -c"${u##*:}" -d"${secs}s" --latency -s "$here/wrk_admission.lua" \
 					"${u%:*}/v1/admission" >"$tmp/cl/spread.$k" &
+				wpids="$wpids $!"
 			done
-			wait
+			# (the members and etcd are children too: wait for wrk alone)
+			# shellcheck disable=SC2086
+			wait $wpids
 			cat "$tmp/cl/spread.1" "$tmp/cl/spread.2" "$tmp/cl/spread.3" |
 				sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' |
 				awk '{ s += $1 } END { print s }' >>"$tmp/cl/spread.rps"
