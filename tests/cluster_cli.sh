@@ -36,21 +36,8 @@ fail=0
 need_cmds cluster_cli etcd etcdctl python3 jq curl openssl
 export ETCDCTL_API=3
 
-harness=$here/cluster/etcd_cluster.py
-python3 "$harness" up "$tmp/etcd" --watch-pid $$ >"$tmp/harness.log" 2>&1 &
-hpid=$!
-i=0
-while [ ! -f "$tmp/etcd/ready" ] && [ $i -lt 600 ] && kill -0 "$hpid" 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if [ ! -f "$tmp/etcd/ready" ]; then
-	bad "the etcd cluster did not start: $(tail -5 "$tmp/harness.log")"
-	echo "cluster_cli: $pass passed, $fail failed"
-	exit 1
-fi
-. "$tmp/etcd/env"
-ctl() { python3 "$harness" ctl "$tmp/etcd" "$@" >/dev/null || bad "ctl $*"; }
+. "$here/cluster/lib.sh"
+etcd_up cluster_cli
 get() { etcdctl --endpoints "$ETCD_URL1" get --print-value-only "$1"; }
 # client URLS [TIMEOUT_MS]: the requests on stdin through the client; the
 # answers in $tmp/out.
@@ -61,9 +48,6 @@ client() {
 }
 # field N JQ: JQ of the N-th answer.
 field() { sed -n "$1p" "$tmp/out" | jq -r "$2"; }
-is() { # NAME GOT WANT
-	if [ "$2" = "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi
-}
 dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 b64() { printf '%s' "$1" | base64 -w0; }
 

@@ -47,28 +47,11 @@ fail=0
 need_cmds lease_cli etcd etcdctl python3 jq
 export ETCDCTL_API=3
 
-harness=$here/cluster/etcd_cluster.py
-python3 "$harness" up "$tmp/etcd" --proxies-per-member 3 --watch-pid $$ \
-	>"$tmp/harness.log" 2>&1 &
-hpid=$!
-i=0
-while [ ! -f "$tmp/etcd/ready" ] && [ $i -lt 600 ] && kill -0 "$hpid" 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if [ ! -f "$tmp/etcd/ready" ]; then
-	bad "the etcd cluster did not start: $(tail -5 "$tmp/harness.log")"
-	echo "lease_cli: $pass passed, $fail failed"
-	exit 1
-fi
-. "$tmp/etcd/env"
+. "$here/cluster/lib.sh"
+etcd_up lease_cli --proxies-per-member 3
 P=/lease
 ttl=3
-ctl() { python3 "$harness" ctl "$tmp/etcd" "$@" >/dev/null || bad "ctl $*"; }
 get() { etcdctl --endpoints "$ETCD_URLS" get --print-value-only "$1"; }
-is() { # NAME GOT WANT
-	if [ "$2" = "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi
-}
 dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 # etcd KEY: one request of `cluster etcd` (NDJSON), its answer on stdout.
 etcd1() { echo "$1" | "$bin" cluster etcd --etcd "$ETCD_URLS"; }

@@ -36,52 +36,20 @@ fail=0
 need_cmds member_cli etcd etcdctl python3 jq curl
 export ETCDCTL_API=3
 
-harness=$here/cluster/etcd_cluster.py
-python3 "$harness" up "$tmp/etcd" --watch-pid $$ >"$tmp/harness.log" 2>&1 &
-hpid=$!
-i=0
-while [ ! -f "$tmp/etcd/ready" ] && [ $i -lt 600 ] && kill -0 "$hpid" 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
-if [ ! -f "$tmp/etcd/ready" ]; then
-	bad "the etcd cluster did not start: $(tail -5 "$tmp/harness.log")"
-	echo "member_cli: $pass passed, $fail failed"
-	exit 1
-fi
-. "$tmp/etcd/env"
-ctl() { python3 "$harness" ctl "$tmp/etcd" "$@" >/dev/null || bad "ctl $*"; }
-is() { # NAME GOT WANT
-	if [ "$2" = "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi
-}
+. "$here/cluster/lib.sh"
+etcd_up member_cli
 
-# member NAME PREFIX ETCD [OPTIONS...]: starts a member on $tmp/NAME; sets
-# its pid in $pid_NAME and port in $port_NAME.
+# member NAME PREFIX ETCD [OPTIONS...]: starts a member on $tmp/NAME
+# (tests/cluster/lib.sh's member_up); sets its pid in $pid_NAME and port in
+# $port_NAME. stop NAME [SIGNAL] stops it and sets $stopped_rc; seq_of NAME
+# is its last applied seq.
 member() {
 	mn=$1 mp=$2 me=$3
 	shift 3
-	rm -f "$tmp/$mn.out"
-	"$bin" member --db "$tmp/$mn" --etcd "$me" --prefix "$mp" --name "$mn" \
-		--listen 127.0.0.1:0 --etcd-timeout-ms 1500 --checkpoint-every 500 "$@" \
-		>"$tmp/$mn.out" 2>>"$tmp/$mn.err" &
-	eval "pid_$mn=$!"
-	pids="$pids $!"
-	wait_listening "$tmp/$mn.out"
-	eval "port_$mn=$port"
-	[ -n "$port" ] || bad "member $mn did not start: $(tail -3 "$tmp/$mn.err")"
+	member_up "$mn" "$tmp/$mn" "$me" "$mp" --checkpoint-every 500 "$@"
 }
-# stop NAME [SIGNAL]: stops it and sets $stopped_rc.
-stop() {
-	eval "sp=\$pid_$1"
-	kill "-${2:-TERM}" "$sp" 2>/dev/null
-	wait "$sp"
-	stopped_rc=$?
-}
-# seq_of NAME: the member's last applied seq (/readyz says it, ready or not).
-seq_of() {
-	eval "sp=\$port_$1"
-	curl -s -m 2 "http://127.0.0.1:$sp/readyz" | jq -r .seq 2>/dev/null
-}
+stop() { member_stop "$@"; }
+seq_of() { member_seq "$1"; }
 at_seq() { [ "$(seq_of "$1")" = "$2" ]; }
 # caught_up NAME SEQ
 caught_up() {

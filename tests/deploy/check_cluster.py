@@ -314,12 +314,53 @@ def check_services(c, docs, s, ct):
             "over the members",
             len(hl) == 1 and get(hl[0], "spec", "clusterIP") == "None" and
             selects(get(hl[0], "spec", "selector"), labels))
+    check_monitor(c, docs, ct)
     pdb = objs(docs, "PodDisruptionBudget")
     c.check("cluster: a PodDisruptionBudget minAvailable 2 over the members",
             len(pdb) == 1 and get(pdb[0], "spec", "minAvailable") == 2 and
             get(pdb[0], "spec", "maxUnavailable") is None and
             get(pdb[0], "spec", "selector", "matchLabels") ==
             get(s, "spec", "selector", "matchLabels"), str(pdb))
+
+
+def check_monitor(c, docs, ct):
+    """The ServiceMonitor scrapes where a member serves /metrics: its
+    --listen (container port https, TLS with the base's client
+    certificate), through a Service labelled for it; not the probe port
+    (which answers probes only) and no port the Services do not have."""
+    sms = objs(docs, "ServiceMonitor")
+    if not c.check("cluster: one ServiceMonitor", len(sms) == 1):
+        return
+    sm = sms[0]
+    sel = get(sm, "spec", "selector", "matchLabels", default={})
+    svcs = [d for d in objs(docs, "Service")
+            if selects(sel, get(d, "metadata", "labels", default={}))]
+    c.check("cluster: the ServiceMonitor selects the webhook's Service "
+            "alone (each member scraped once)",
+            [get(d, "metadata", "name") for d in svcs] == ["gpuledger"],
+            str([get(d, "metadata", "name") for d in svcs]))
+    ports = {p.get("name"): p for d in svcs
+             for p in get(d, "spec", "ports", default=[])}
+    eps = get(sm, "spec", "endpoints", default=[])
+    for e in eps:
+        p = ports.get(e.get("port"))
+        c.check(f"cluster: ServiceMonitor endpoint {e.get('port')} is a "
+                "port of the selected Service", p is not None, str(ports))
+        if p is None:
+            continue
+        c.check(f"cluster: ServiceMonitor endpoint {e.get('port')} reaches "
+                "the member's --listen port (https), not the probe port",
+                container_port(ct, p.get("targetPort")) ==
+                container_port(ct, "https") and
+                container_port(ct, "https") !=
+                container_port(ct, "probe"))
+        c.check(f"cluster: ServiceMonitor endpoint {e.get('port')} is "
+                "/metrics over https with a client certificate",
+                e.get("path") == "/metrics" and e.get("scheme") == "https"
+                and get(e, "tlsConfig", "cert", "secret", "name")
+                is not None)
+    c.check("cluster: the ServiceMonitor scrapes one endpoint per member",
+            len(eps) == 1, str(eps))
 
 
 def check_init(c, idocs, margs, secret, binary):
@@ -414,7 +455,7 @@ def run(c, root, binary, base_docs, admission_docs):
     # What the cluster shares with the base (deploy/common/) is the same.
     shared = ("Namespace", "ServiceAccount", "ClusterRole",
               "ClusterRoleBinding", "Role", "RoleBinding", "Issuer",
-              "Certificate", "PriorityClass", "ServiceMonitor",
+              "Certificate", "PriorityClass",
               "PrometheusRule", "ConfigMap")
     for kind in shared:
         c.check(f"cluster: its {kind} objects are the base's",
