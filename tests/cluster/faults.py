@@ -700,6 +700,8 @@ def wipe_reinit(r):
     r.expect(r.all_at_head([lag]), f"{lag} follows the new history")
     # The feed's state: the new history starts at the kept ledger's head.
     r.feed_db = os.path.join(r.dir, "kept")
+    r.value = [json.loads(ln) for ln in kept.splitlines()
+               if '"BUDGET"' in ln][-1]["value"]
     r.sh(r.bin, "import", "--db", r.feed_db, "--create", stdin=kept.encode())
     rc, now, _ = r.sh(r.bin, "log", "--db", os.path.join(r.dir, lag))
     r.expect(now.startswith(kept) and len(kept) > 0,
