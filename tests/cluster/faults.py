@@ -216,8 +216,13 @@ class Run:
 
         def at():
             h = self.head_seq()
-            return h is not None and all(
-                self.readyz(n)[1].get("seq") == h for n in names)
+            if h is None:
+                return False
+            for n in names:
+                st, js = self.readyz(n)
+                if st != 200 or js.get("seq") != h:
+                    return False
+            return True
         return self.wait_until(secs, at)
 
     def etcd_healthy(self):
