@@ -162,6 +162,15 @@ integration: gpuledger
 		echo "integration: FAILED:$$failed"; exit 1; \
 	fi; echo "integration: all $(words $(CLI_TESTS)) scripts passed"
 
+# The fault soak of DESIGN 11, not part of CI: SOAK faults drawn at random
+# from tests/cluster/faults.py's table, each under admission load, the
+# history checked every 25 and at the end, then etcd wiped and initialised
+# again (`make soak SOAK=50 SEED=N`).
+SOAK ?= 200
+.PHONY: soak
+soak: gpuledger
+	@SOAK=$(SOAK) sh tests/faults_cli.sh ./gpuledger
+
 # Mutation testing, not part of CI (slow): each deliberate bug of
 # tests/mutate/mutations.txt is applied alone to a scratch copy of the tree
 # and the suites it names must fail; prints the score and the survivors.

@@ -1,0 +1,49 @@
+#!/bin/sh
+# The fault suite of DESIGN 11 "What it must survive" (the faults that need
+# no leader watcher yet): tests/cluster/faults.py against a real 3-member
+# etcd with a TCP proxy per member, 3 `gpuledger member` processes on copies
+# of one single-pod ledger (`cluster init --db`), admission load from
+# several clients (tests/cluster/vclients.py, some retries with the same
+# uid) and observations (`gpuledger cluster feed`), one pass of each fault:
+#  - SIGKILL of a member (restarted, it catches up from its revision);
+#  - SIGKILL of one etcd member, and of the etcd leader (then restarted);
+#  - rule 1: a committed verdict txn whose answer is dropped (re-sent,
+#    found ours, 200); every answer dropped past the deadline (rule 2: 503
+#    within the webhook's time, no Retry-After, then NOTE VerdictUnanswered);
+#  - a member cut off from etcd (503 at once, /readyz says why, GETs carry
+#    X-Gpuledger-Stale); two of three etcd members down, then back;
+#  - rule 3: one uid at every member, one recorded verdict;
+#  - rule 8: `cluster init` twice (refused, naming the head); a member on a
+#    ledger with another event at the head's seq, past the head, cut short,
+#    of another prefix, of another epoch (refuses, naming the seq / why);
+#    etcd wiped and initialised again from a lagging member's ledger;
+#  - then tests/cluster/history.py over every answer and every member's
+#    ledger (log, verify, audit), before and after the wipe.
+# A fixed pass of every fault with short loads (well under 2 minutes);
+# `make soak` draws many at random. SEED=N replays a run.
+# Usage: tests/faults_cli.sh [PATH/TO/gpuledger]
+set -u
+bin=${1:-./gpuledger}
+case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
+here=$(cd "$(dirname "$0")" && pwd)
+pass=0
+fail=0
+. "$here/lib/cli.sh"
+need_cmds faults_cli etcd etcdctl python3 jq curl
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+python3 "$here/cluster/faults.py" --bin "$bin" ${SEED:+--seed "$SEED"} \
+	${FAULTS:+--faults "$FAULTS"} ${SOAK:+--random "$SOAK"} >"$out" 2>&1
+rc=$?
+grep -v '^ok: ' "$out"
+p=$(sed -n 's/^faults: \([0-9]*\) passed.*/\1/p' "$out")
+f=$(sed -n 's/^faults: [0-9]* passed, \([0-9]*\) failed/\1/p' "$out")
+if [ -z "$p" ]; then
+	bad "faults.py did not finish (exit $rc): $(tail -5 "$out")"
+else
+	pass=$((pass + p))
+	fail=$((fail + f))
+	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || bad "faults.py exit $rc"
+fi
+echo "faults_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
