@@ -181,6 +181,66 @@ int cluster__log_read(struct cluster_writer *w, uint64_t from, uint64_t to,
 }
 
 /* ---------------------------------------------------------------------- */
+/* Catching up a writer's state */
+
+struct chain {
+	state_t *st;
+	uint8_t head[LEDGER_HEAD_BYTES];
+	struct lg_error *err;
+};
+
+static int chain_event(void *ctx, const struct event *ev)
+{
+	struct chain *c = ctx;
+
+	return state_apply(c->st, ev, c->err);
+}
+
+static int chain_value(void *ctx, const struct etcd_kv *kv, uint64_t s)
+{
+	struct chain *c = ctx;
+	struct ledger_logval info;
+	int rc = ledger_logval_read(kv->value, kv->value_len, s, c->head,
+				    chain_event, c, &info, c->err);
+
+	if (rc == 0)
+		memcpy(c->head, info.head, LEDGER_HEAD_BYTES);
+	return rc;
+}
+
+int cluster__catch_up(struct cluster_writer *w, state_t *st,
+		      const struct cluster_head *head, int64_t head_rev,
+		      struct lg_error *err)
+{
+	struct chain c = {.st = st, .err = err};
+	uint8_t want[LEDGER_HEAD_BYTES];
+	int rc = 0;
+
+	LG_ASSERT(w != NULL && st != NULL && head != NULL);
+	memcpy(c.head, w->head, LEDGER_HEAD_BYTES);
+	if (!cluster__head_bytes(head, want))
+		return lg_error_set(err, LG_ECORRUPT, "%s/head is not a head",
+				    w->prefix);
+	if (head->seq < w->seq)
+		return lg_error_set(err, LG_EMISMATCH,
+				    "%s/head went back to seq %llu", w->prefix,
+				    (unsigned long long)head->seq);
+	if (head->seq > w->seq)
+		rc = cluster__log_read(w, w->seq + 1, head->seq, 0, chain_value,
+				       &c, err);
+	if (rc == 0 && memcmp(c.head, want, LEDGER_HEAD_BYTES) != 0)
+		rc = lg_error_set(err, LG_EMISMATCH,
+				  "the chain head at seq %llu is not %s/head's",
+				  (unsigned long long)head->seq, w->prefix);
+	if (rc != 0)
+		return rc;
+	w->seq = head->seq;
+	memcpy(w->head, want, LEDGER_HEAD_BYTES);
+	w->head_rev = head_rev;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* The txn */
 
 struct keys {
@@ -229,6 +289,7 @@ static void failed(struct cluster_writer *w,
 	if (epoch->n_kvs != 1 || epoch->kvs[0].value_len != strlen(w->epoch) ||
 	    memcmp(epoch->kvs[0].value, w->epoch, strlen(w->epoch)) != 0) {
 		res->outcome = CLUSTER_APPEND_NOT_APPLIED;
+		res->other_history = true;
 		snprintf(res->why, sizeof(res->why),
 			 "%s/epoch is %.64s, not %s (DESIGN 11 rule 8: another "
 			 "history)",
@@ -278,10 +339,11 @@ int cluster__append(struct cluster_writer *w,
 {
 	struct keys *k = lg_xcalloc(1, sizeof(*k));
 	struct etcd_cmp cmp[3];
-	struct etcd_op succ[2 + POS_MAX], fail[5];
+	struct etcd_op succ[3 + POS_MAX], fail[5];
+	size_t n_succ;
 	struct cluster_head nh;
 	struct etcd_txn t;
-	char *hv = NULL;
+	char *hv = NULL, open_val[48];
 	size_t n_cmp = 0;
 	bool unknown = false;
 	int rc = 0;
@@ -366,10 +428,26 @@ int cluster__append(struct cluster_writer *w,
 	fail[4] = (struct etcd_op){
 		.kind = ETCD_OP_RANGE,
 		.range = {.key = k->open, .key_len = strlen(k->open)}};
+	n_succ = 2 + rq->n_pos;
+	/* Rule 6: P/open spans the parts of one logical batch; its value
+	 * names the first seq of the batch. */
+	if (rq->open == CLUSTER_OPEN_PUT) {
+		snprintf(open_val, sizeof(open_val), "{\"seq\":%llu}",
+			 (unsigned long long)rq->v->first_seq);
+		succ[n_succ++] = (struct etcd_op){
+			.kind = ETCD_OP_PUT,
+			.range = {.key = k->open, .key_len = strlen(k->open)},
+			.value = open_val,
+			.value_len = strlen(open_val)};
+	} else if (rq->open == CLUSTER_OPEN_DELETE) {
+		succ[n_succ++] = (struct etcd_op){
+			.kind = ETCD_OP_DELETE,
+			.range = {.key = k->open, .key_len = strlen(k->open)}};
+	}
 	t = (struct etcd_txn){.cmp = cmp,
 			      .n_cmp = n_cmp,
 			      .success = succ,
-			      .n_success = 2 + rq->n_pos,
+			      .n_success = n_succ,
 			      .failure = fail,
 			      .n_failure = 5};
 

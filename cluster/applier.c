@@ -254,6 +254,23 @@ static int history_check(struct cluster_applier *a, const struct probe *p,
 /* ---------------------------------------------------------------------- */
 /* Applying */
 
+/* A test's slow applier: while the file named by
+ * GPULEDGER_TEST_APPLY_PAUSE exists, nothing is applied (the tests of
+ * DESIGN 11 rule 4 make a member lag behind P/head this way, its lease and
+ * its reads unaffected). */
+static void test_pause(const cluster_applier_t *a)
+{
+	const char *f = getenv("GPULEDGER_TEST_APPLY_PAUSE");
+	FILE *fp;
+
+	while (f != NULL && f[0] != '\0' && (fp = fopen(f, "r")) != NULL) {
+		fclose(fp);
+		if (a->stop != NULL && *a->stop)
+			return;
+		nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+	}
+}
+
 int cluster__applier_apply(cluster_applier_t *a, const struct etcd_kv *kv,
 			   const uint8_t *expect_head, uint64_t cluster_id,
 			   struct lg_error *err)
@@ -261,6 +278,7 @@ int cluster__applier_apply(cluster_applier_t *a, const struct etcd_kv *kv,
 	struct ledger_cluster_meta cm = a->cm;
 	int rc;
 
+	test_pause(a);
 	cm.cluster_id = cluster_id;
 	cm.revision = kv->mod_revision;
 	/* DESIGN 11 rule 7: the chain head after the value must be P/head's

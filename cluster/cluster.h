@@ -216,10 +216,11 @@ void cluster_lease_applied(cluster_lease_t *l, uint64_t seq);
 void cluster_lease_close(cluster_lease_t *l);
 
 /* ---------------------------------------------------------------------- */
-/* `gpuledger member` (DESIGN 11; cluster/member.c), for now a follower:
- * the applier (rule 7) on its own thread, the only writer of the member's
- * LMDB, and serve's routes reading that ledger through a shared handle of
- * the same environment. */
+/* `gpuledger member` (DESIGN 11; cluster/member.c): the applier (rule 7)
+ * on its own thread, the only writer of the member's LMDB; serve's routes
+ * reading that ledger through a shared handle of the same environment;
+ * and with watch, the lease and the leader's watcher on a thread of their
+ * own. */
 
 struct cluster_member_opts {
 	struct cluster_etcd_opts eo;
@@ -233,6 +234,18 @@ struct cluster_member_opts {
 	 * verdict batch is bounded by this (0: 7000, 70% of the webhook's
 	 * 10 s); what is unknown there is answered 503. */
 	uint64_t verdict_timeout_ms;
+	/* --watch: campaign for P/leader and, while holding it, run the
+	 * live watcher (DESIGN 11), its API found from kubeconfig/context as
+	 * `gpuledger watch` finds it; classes (may be NULL) and tick_s as
+	 * watch's --classes and --tick. */
+	bool watch;
+	const char *kubeconfig, *context;
+	const struct class_table *classes;
+	uint64_t tick_s;
+	/* The largest P/log/ value the watcher writes (0: 1,400,000 bytes,
+	 * under etcd's 1.5 MiB request limit); a larger flush splits
+	 * (rule 6). */
+	uint64_t max_txn_bytes;
 };
 typedef struct cluster_node cluster_member_t;
 /* Opens the ledger (created when missing), checks it against etcd (rule

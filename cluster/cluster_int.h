@@ -493,6 +493,13 @@ struct cluster_append_req {
 	/* Only VERDICTs: no leader compare; compare P/open absent
 	 * (rule 6). */
 	bool verdicts;
+	/* Rule 6: the first part of a batch that needs several txns puts
+	 * P/open, its last part deletes it. */
+	enum cluster_open {
+		CLUSTER_OPEN_KEEP = 0,
+		CLUSTER_OPEN_PUT,
+		CLUSTER_OPEN_DELETE
+	} open;
 	int64_t deadline_ms; /* CLOCK_MONOTONIC ms: rule 1 stops there */
 };
 
@@ -509,6 +516,8 @@ struct cluster_append_result {
 	struct cluster_head now;
 	int64_t now_rev;
 	bool only_verdicts, open;
+	/* NOT_APPLIED because P/epoch is another's (rule 8): never again. */
+	bool other_history;
 	char why[LG_ERRMSG_MAX]; /* NOT_APPLIED, UNKNOWN, DEPOSED */
 };
 
@@ -534,6 +543,15 @@ typedef int cluster__logval_fn(void *ctx, const struct etcd_kv *kv,
 			       uint64_t first_seq);
 int cluster__log_read(struct cluster_writer *w, uint64_t from, uint64_t to,
 		      int64_t revision, cluster__logval_fn *fn, void *ctx,
+		      struct lg_error *err);
+
+/* Applies the P/log/ values after w->seq up to head (P/head read at
+ * head_rev) to st, the state at w->seq, checking the chain up to head's
+ * chainHead; then w is at head. LG_EMISMATCH for a head that went back or
+ * a chain that is not P/head's, LG_ENOENT for a value missing. (On an
+ * error st may hold part of the values: the caller drops it.) */
+int cluster__catch_up(struct cluster_writer *w, state_t *st,
+		      const struct cluster_head *head, int64_t head_rev,
 		      struct lg_error *err);
 
 /* Rule 7's filter of one watch event or range key: what the applier at
@@ -586,6 +604,42 @@ void cluster__applier_free(cluster_applier_t *a);
 int cluster__applier_apply(cluster_applier_t *a, const struct etcd_kv *kv,
 			   const uint8_t *expect_head, uint64_t cluster_id,
 			   struct lg_error *err);
+
+/* ---------------------------------------------------------------------- */
+/* The leader's watcher (cluster/leader.c; DESIGN 11 rules 1, 4, 5, 6): the
+ * member's lease and, while it holds P/leader, the live watcher with its
+ * flushes appended to etcd's log. */
+typedef struct cluster_leader cluster_leader_t;
+struct cluster_leader_opts {
+	struct cluster_etcd_opts eo;
+	const char *prefix, *name; /* borrowed until freed */
+	uint64_t ttl_s;		   /* the lease's (0: the default) */
+	ledger_t *lg;		   /* the member's: a shared handle of it */
+	cluster_applier_t *ap;	   /* borrowed: its status */
+	/* The Kubernetes API as `gpuledger watch` finds it (NULL, NULL:
+	 * $KUBECONFIG, ~/.kube/config or in-cluster). */
+	const char *kubeconfig, *context;
+	const struct class_table *classes; /* --classes, or NULL */
+	int64_t tick_ns;		   /* 0: the engine's */
+	uint64_t request_ms; /* one append's rule-1 span before the lease is
+				looked at again */
+	size_t max_value;    /* a P/log/ value's bound (0: the default) */
+};
+/* Loads the Kubernetes configuration and starts the lease (it campaigns at
+ * once). LG_ENOENT/LG_EINVAL for a configuration that cannot be used.
+ * Caller frees. */
+int cluster__leader_new(cluster_leader_t **out,
+			const struct cluster_leader_opts *o,
+			struct lg_error *err);
+/* Runs terms while the lease is won, until cluster__leader_stop (on a
+ * thread of its own). */
+void cluster__leader_run(cluster_leader_t *l);
+/* Any thread: ends the term and the run. */
+void cluster__leader_stop(cluster_leader_t *l);
+/* Whether a term's watcher runs now, and its fence. */
+bool cluster__leader_leading(cluster_leader_t *l, int64_t *fence);
+/* Resigns (revokes the lease) and frees; after the run returned. */
+void cluster__leader_free(cluster_leader_t *l);
 
 /* ---------------------------------------------------------------------- */
 /* A member's verdicts (cluster/verdicts.c; DESIGN 11 "Verdicts in a

@@ -60,63 +60,6 @@ static void emit(struct feed *f, json_t *o)
 /* ---------------------------------------------------------------------- */
 /* The state at P/head */
 
-struct chain {
-	state_t *st;
-	uint8_t head[LEDGER_HEAD_BYTES];
-	struct lg_error *err;
-};
-
-static int chain_event(void *ctx, const struct event *ev)
-{
-	struct chain *c = ctx;
-
-	return state_apply(c->st, ev, c->err);
-}
-
-static int chain_value(void *ctx, const struct etcd_kv *kv, uint64_t s)
-{
-	struct chain *c = ctx;
-	struct ledger_logval info;
-	int rc = ledger_logval_read(kv->value, kv->value_len, s, c->head,
-				    chain_event, c, &info, c->err);
-
-	if (rc == 0)
-		memcpy(c->head, info.head, LEDGER_HEAD_BYTES);
-	return rc;
-}
-
-/* Applies P/log/ values after f->w.seq up to head (read at its revision
- * or later), checking the chain to its chainHead. */
-static int catch_up(struct feed *f, const struct cluster_head *head,
-		    int64_t head_rev, struct lg_error *err)
-{
-	struct chain c = {.st = f->st, .err = err};
-	uint8_t want[LEDGER_HEAD_BYTES];
-	int rc = 0;
-
-	memcpy(c.head, f->w.head, LEDGER_HEAD_BYTES);
-	if (!cluster__head_bytes(head, want))
-		return lg_error_set(err, LG_ECORRUPT, "%s/head is not a head",
-				    f->w.prefix);
-	if (head->seq < f->w.seq)
-		return lg_error_set(err, LG_EMISMATCH,
-				    "%s/head went back to seq %llu",
-				    f->w.prefix, (unsigned long long)head->seq);
-	if (head->seq > f->w.seq)
-		rc = cluster__log_read(&f->w, f->w.seq + 1, head->seq, 0,
-				       chain_value, &c, err);
-	if (rc == 0 && memcmp(c.head, want, LEDGER_HEAD_BYTES) != 0)
-		rc = lg_error_set(err, LG_EMISMATCH,
-				  "the chain head at seq %llu is not %s/head's",
-				  (unsigned long long)head->seq, f->w.prefix);
-	if (rc != 0)
-		return rc;
-	f->w.seq = head->seq;
-	memcpy(f->w.head, want, LEDGER_HEAD_BYTES);
-	f->w.head_rev = head_rev;
-	return 0;
-}
-
 /* P/epoch and P/head in one read, then the state there. */
 static int start(struct feed *f, const char *db, struct lg_error *err)
 {
@@ -183,7 +126,7 @@ static int start(struct feed *f, const char *db, struct lg_error *err)
 			return rc;
 		f->w.seq = s;
 	}
-	return catch_up(f, &head, head_rev, err);
+	return cluster__catch_up(&f->w, f->st, &head, head_rev, err);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -271,7 +214,8 @@ static int one_txn(struct feed *f, size_t off, size_t *taken,
 			       res.open, "attempts", (json_int_t)res.attempts));
 		/* Another writer appended: its events first, then this
 		 * batch is judged again on the state after them. */
-		if ((rc = catch_up(f, &res.now, res.now_rev, err)) != 0)
+		if ((rc = cluster__catch_up(&f->w, f->st, &res.now,
+					     res.now_rev, err)) != 0)
 			return rc;
 	}
 }

@@ -1,10 +1,11 @@
 /*
- * `gpuledger member` (DESIGN 11), for now a follower: the applier on a
- * thread of its own, the only writer of the member's LMDB, and serve's
- * routes on the loop of the main thread, reading the same environment
- * through a shared handle (a process holds one LMDB environment: LMDB's
- * locks are per process, and a second open of the same files would break
- * them).
+ * `gpuledger member` (DESIGN 11): the applier on a thread of its own, the
+ * only writer of the member's LMDB; serve's routes on the loop of the main
+ * thread, reading the same environment through a shared handle (a process
+ * holds one LMDB environment: LMDB's locks are per process, and a second
+ * open of the same files would break them); and with --watch the lease
+ * and, while it holds P/leader, the watcher (cluster/leader.c) on a third
+ * thread, appending to etcd's log.
  *
  * POST /v1/admission and /v1/declarations go to the verdict path
  * (cluster/verdicts.c) on the server's worker thread: a verdict is answered
@@ -29,6 +30,7 @@ struct cluster_node {
 	ledger_t *rd; /* the server's, shared */
 	cluster_applier_t *ap;
 	cluster_verdicts_t *cv; /* the verdict path (its worker thread's) */
+	cluster_leader_t *ld;	/* with watch: the lease and the watcher */
 	query_server_t *qs;
 	struct query_member qm;
 	int64_t start_ns;
@@ -129,6 +131,26 @@ int cluster_member_open(cluster_member_t **out,
 					m->o.prefix, o->verdict_timeout_ms,
 					err)) != 0)
 		goto fail;
+	if (o->watch) {
+		uint64_t t = o->eo.timeout_ms ? o->eo.timeout_ms
+					      : ETCD_TIMEOUT_DEFAULT;
+		struct cluster_leader_opts wo = {
+			.eo = o->eo,
+			.prefix = m->o.prefix,
+			.name = m->o.name,
+			.ttl_s = o->lease_ttl_s,
+			.lg = m->lg,
+			.ap = m->ap,
+			.kubeconfig = o->kubeconfig,
+			.context = o->context,
+			.classes = o->classes,
+			.tick_ns = (int64_t)o->tick_s * 1000000000LL,
+			.request_ms = t,
+			.max_value = (size_t)o->max_txn_bytes};
+
+		if ((rc = cluster__leader_new(&m->ld, &wo, err)) != 0)
+			goto fail;
+	}
 	m->qm = (struct query_member){.ledger = m->rd,
 				      .status = member_status,
 				      .ctx = m,
@@ -163,20 +185,41 @@ static void *applier_main(void *arg)
 	return NULL;
 }
 
+static void *leader_main(void *arg)
+{
+	struct cluster_node *m = arg;
+
+	cluster__leader_run(m->ld);
+	return NULL;
+}
+
 int cluster_member_run(cluster_member_t *m, struct lg_error *err)
 {
 	sigset_t all, old;
-	pthread_t t;
-	int rc;
+	pthread_t t, tl;
+	int rc, rl = 0;
 
 	/* Signals go to the loop's thread (SIGTERM stops the member). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	rc = pthread_create(&t, NULL, applier_main, m);
+	if (rc == 0 && m->ld != NULL &&
+	    (rl = pthread_create(&tl, NULL, leader_main, m)) != 0) {
+		m->stop = 1;
+		pthread_join(t, NULL);
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
-		return lg_error_set(err, LG_EIO, "cannot start the applier");
+	if (rc != 0 || rl != 0)
+		return lg_error_set(err, LG_EIO, "cannot start the %s",
+				    rc != 0 ? "applier" : "watcher's thread");
 	rc = query_server_run(m->qs, err);
+	/* The watcher flushes what it read (while it leads) and stops; the
+	 * lease is revoked at close (rule 5: on SIGTERM another member takes
+	 * over at once). */
+	if (m->ld != NULL) {
+		cluster__leader_stop(m->ld);
+		pthread_join(tl, NULL);
+	}
 	/* The applier sees stop within a watch's progress tick or a nap. */
 	m->stop = 1;
 	pthread_join(t, NULL);
@@ -188,6 +231,7 @@ void cluster_member_close(cluster_member_t *m)
 	if (m == NULL)
 		return;
 	query_server_close(m->qs);
+	cluster__leader_free(m->ld);
 	cluster__verdicts_free(m->cv);
 	ledger_close(m->rd);
 	cluster__applier_free(m->ap);

@@ -177,6 +177,7 @@ int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 	int rc;
 
 	LG_ASSERT(out != NULL && lg != NULL);
+	LG_ASSERT(o == NULL || o->sink.append == NULL || o->sink.state != NULL);
 	in = lg_xcalloc(1, sizeof(*in));
 	*out = NULL;
 	in->lg = lg;
@@ -286,6 +287,16 @@ int ingest__note(ingest_t *in, const char *code, const char *msg,
 	return 0;
 }
 
+int ingest_note(ingest_t *in, const char *code, const char *msg,
+		struct lg_error *err)
+{
+	int rc;
+
+	LG_ASSERT(in != NULL && code != NULL && msg != NULL);
+	rc = ingest__note(in, code, msg, err);
+	return rc != 0 ? rc : ingest__flush(in, err);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Positions, flush, tick */
 
@@ -343,6 +354,30 @@ static int append_all(ingest_t *in, const struct ledger_batch *b,
 	return 0;
 }
 
+/* The state the log holds after the last flush. */
+static const state_t *log_state(const ingest_t *in)
+{
+	if (in->o.sink.append != NULL)
+		return in->o.sink.state(in->o.sink.ctx);
+	return ledger_state(in->lg);
+}
+
+/* A sink's flush: the events and the positions by source name (DESIGN
+ * 11: P/pos/<source>); the object table is not the sink's. */
+static int sink_append(ingest_t *in, const struct ledger_batch *b,
+		       struct lg_error *err)
+{
+	static const char stem[] = "ingest.position.";
+	struct ingest_sink_pos pos[RES_MAX + 1];
+
+	for (size_t i = 0; i < b->n_meta; i++)
+		pos[i] = (struct ingest_sink_pos){
+			b->meta[i].key + sizeof(stem) - 1, b->meta[i].val,
+			b->meta[i].len};
+	return in->o.sink.append(in->o.sink.ctx, in->evs, in->n_evs, pos,
+				 b->n_meta, err);
+}
+
 /* One transaction: the pending events, the positions they came with and
  * the object table's changed records (DESIGN 4.2). */
 int ingest__flush(ingest_t *in, struct lg_error *err)
@@ -367,7 +402,9 @@ int ingest__flush(ingest_t *in, struct lg_error *err)
 		ingest__objtab_release(in, &b, true);
 		return 0;
 	}
-	if (rc == 0)
+	if (rc == 0 && in->o.sink.append != NULL)
+		rc = sink_append(in, &b, err);
+	else if (rc == 0)
 		rc = append_all(in, &b, err);
 	ingest__objtab_release(in, &b, rc == 0);
 	if (rc != 0) {
@@ -396,10 +433,13 @@ int ingest__tick(ingest_t *in, int64_t time_ns, struct lg_error *err)
 		return rc;
 	if (time_ns > in->time_ns)
 		in->time_ns = time_ns;
-	if (time_ns <= state_horizon_ns(ledger_state(in->lg)))
+	if (time_ns <= state_horizon_ns(log_state(in)))
 		return 0;
 	ev.time_ns = time_ns;
-	rc = ledger_append(in->lg, &ev, 1, NULL, 0, NULL, err);
+	if (in->o.sink.append != NULL)
+		rc = in->o.sink.append(in->o.sink.ctx, &ev, 1, NULL, 0, err);
+	else
+		rc = ledger_append(in->lg, &ev, 1, NULL, 0, NULL, err);
 	if (rc != 0)
 		in->broken = true;
 	else

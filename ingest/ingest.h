@@ -40,12 +40,38 @@
 
 typedef struct ingest ingest_t;
 
+/* Where the engine's flushes go (DESIGN 11). By default (no append) a
+ * flush is one LMDB transaction of lg: the events, the positions and the
+ * object table's records (DESIGN 4.2), exactly as `gpuledger watch`
+ * writes. A member's leader hands them to etcd's log instead: append gets
+ * every pending event of one flush (the sink splits it into txns) with
+ * the positions committed with them, each named by its source as
+ * ingest_positions_scan names it ("Namespace", ..., "stream"), and state
+ * says what the log holds after the last append (the tick's horizon). A
+ * sink's ledger is only read (at ingest_new, for the cache), and its
+ * object table is not written: a member's cache is built from the state
+ * (the path for a stale table). A failed append breaks the engine, as a
+ * failed LMDB transaction does. */
+struct ingest_sink_pos {
+	const char *source;
+	const char *value;
+	size_t len;
+};
+struct ingest_sink {
+	int (*append)(void *ctx, struct event *evs, size_t n,
+		      const struct ingest_sink_pos *pos, size_t n_pos,
+		      struct lg_error *err);
+	const state_t *(*state)(void *ctx);
+	void *ctx;
+};
+
 struct ingest_opts {
 	/* The class table at start (--classes); NULL: the state's table. */
 	const struct class_table *classes;
 	size_t max_object_bytes; /* 0: 4 MiB */
 	size_t batch_events; /* flush when this many are pending (0: 10000) */
 	int64_t tick_ns;     /* TICK after this much quiet (0: 60 s) */
+	struct ingest_sink sink; /* copied; append NULL: lg itself */
 };
 
 /* An engine appending to lg (which it borrows; lg must outlive it). Its
@@ -56,6 +82,12 @@ struct ingest_opts {
 int ingest_new(ingest_t **out, ledger_t *lg, const struct ingest_opts *o,
 	       struct lg_error *err);
 void ingest_free(ingest_t *in);
+/* A NOTE of the program that runs the engine (DESIGN 11: a member's
+ * LeaderChanged), with no object, dated like the next event, committed at
+ * once with what is pending: code is a static string, msg is copied
+ * (printable ASCII kept). */
+int ingest_note(ingest_t *in, const char *code, const char *msg,
+		struct lg_error *err);
 
 struct ingest_counters {
 	uint64_t lines, events_in, events_out, notes, skipped_fast, relists;

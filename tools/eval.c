@@ -70,26 +70,6 @@ static json_t *answer(const struct eval_ctx *ctx, const char *line, size_t len,
 	return res;
 }
 
-static int load_classes(const char *path, struct class_table *t)
-{
-	json_error_t jerr;
-	struct lg_error err = {0};
-	json_t *doc = json_load_file(path, 0, &jerr);
-	int rc;
-
-	if (doc == NULL) {
-		tool_error("%s: %s (line %d)", path, jerr.text, jerr.line);
-		return -1;
-	}
-	rc = class_table_parse(t, doc, &err);
-	json_decref(doc);
-	if (rc != 0) {
-		tool_error("%s: %s", path, err.msg);
-		return -1;
-	}
-	return 0;
-}
-
 /* The --db state at --at, and its class table when --classes is absent. */
 static int eval_db_state(const char *db, const char *at, struct eval_ctx *ctx,
 			 state_t **st)
@@ -166,7 +146,7 @@ int cmd_eval(int argc, char **argv)
 		return opts_exit(status);
 	class_table_init(&classes);
 	if (classes_file != NULL) {
-		if (load_classes(classes_file, &classes) != 0)
+		if (tool_load_classes("eval", classes_file, &classes) != 0)
 			return EXIT_USAGE;
 		ctx.classes = &classes;
 	}

@@ -22,10 +22,15 @@ static const char member_usage[] =
 	"[--tls-client-ca F]]\n"
 	"         [--probe-listen ADDR:PORT] [--checkpoint-every N]\n"
 	"         [--verdict-timeout-ms MS]\n"
-	"  a member of a cluster on etcd (DESIGN 11), for now a follower:\n"
-	"  its applier follows P/log/ in etcd and appends every committed\n"
-	"  value to the ledger at --db (made when missing), checking each\n"
-	"  chain head against P/head; serve's routes answer from that ledger.\n"
+	"         [--watch [--kubeconfig F] [--context NAME] [--classes F] "
+	"[--tick S]]\n"
+	"  a member of a cluster on etcd (DESIGN 11): its applier follows\n"
+	"  P/log/ in etcd and appends every committed value to the ledger at\n"
+	"  --db (made when missing), checking each chain head against\n"
+	"  P/head; serve's routes answer from that ledger. With --watch it\n"
+	"  campaigns for P/leader (a lease of --lease-ttl) and, while it\n"
+	"  leads, runs the live watcher of `gpuledger watch`, appending what\n"
+	"  it observes to etcd's log (a NOTE LeaderChanged starts each term).\n"
 	"  A ledger of another history (another P/epoch, etcd cluster or\n"
 	"  prefix, a seq past P/head, another head at P/head's seq) is\n"
 	"  refused at the start (exit 2, naming why). POST /v1/admission\n"
@@ -38,8 +43,10 @@ static const char member_usage[] =
 
 int cmd_member(int argc, char **argv)
 {
-	struct cluster_member_opts o = {.lease_ttl_s = 5};
+	struct cluster_member_opts o = {.lease_ttl_s = 5, .tick_s = 60};
 	struct query_opts *q = &o.q;
+	const char *classes = NULL;
+	struct class_table t;
 	const struct opt opts[] = {
 		{"--db", OPT_STR, &q->db, "DIR",
 		 "the member's own ledger (made when missing)"},
@@ -79,6 +86,25 @@ int cmd_member(int argc, char **argv)
 		 "a checkpoint every N seqs (default 1000000), never on a "
 		 "timer: every member writes the same ones (DESIGN 11 rule "
 		 "10)"},
+		{"--watch", OPT_FLAG, &o.watch, NULL,
+		 "campaign for P/leader and run the watcher while leading "
+		 "(every member of a cluster should have it: the one that "
+		 "leads watches)"},
+		{"--kubeconfig", OPT_STR, &o.kubeconfig, "FILE",
+		 "with --watch: the API server's kubeconfig (default "
+		 "$KUBECONFIG, ~/.kube/config, else the pod's service "
+		 "account)"},
+		{"--context", OPT_STR, &o.context, "NAME",
+		 "with --watch: the kubeconfig context (default the current "
+		 "one)"},
+		{"--classes", OPT_STR, &classes, "FILE",
+		 "with --watch: the class table at start, as watch takes it"},
+		{"--tick", OPT_U64, &o.tick_s, "S",
+		 "with --watch: a TICK after S seconds of quiet (default 60)"},
+		{"--max-txn-bytes", OPT_U64, &o.max_txn_bytes, "BYTES",
+		 "with --watch: the largest log value one txn writes (default "
+		 "1400000, under etcd's 1.5 MiB request limit); a larger "
+		 "flush is split, with P/open around its parts"},
 	};
 	const struct cmd_spec spec = {"member", member_usage, opts,
 				      sizeof(opts) / sizeof(opts[0]), NULL};
@@ -105,14 +131,33 @@ int cmd_member(int argc, char **argv)
 		tool_error("member: --lease-ttl is 2 to 3600 seconds");
 		return EXIT_USAGE;
 	}
+	if (!o.watch && (o.kubeconfig || o.context || classes)) {
+		tool_error("member: --kubeconfig, --context and --classes go "
+			   "with --watch");
+		return EXIT_USAGE;
+	}
+	if (o.max_txn_bytes != 0 &&
+	    (o.max_txn_bytes < 8192 || o.max_txn_bytes > 1400000)) {
+		tool_error("member: --max-txn-bytes is 8192 to 1400000");
+		return EXIT_USAGE;
+	}
+	if (o.tick_s == 0 || o.tick_s > 86400) {
+		tool_error("member: --tick is 1 to 86400 seconds");
+		return EXIT_USAGE;
+	}
+	if ((rc = tool_load_classes("member", classes, &t)) != 0)
+		return rc;
+	o.classes = t.n ? &t : NULL;
 	if (mkdir(q->db, 0775) != 0 && errno != EEXIST) {
 		tool_error("member: %s: %s", q->db, strerror(errno));
+		class_table_release(&t);
 		return EXIT_USAGE;
 	}
 	q->handle_signals = true;
 	if ((rc = cluster_member_open(&m, &o, &err)) != 0) {
 		tool_error("member: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));
+		class_table_release(&t);
 		return EXIT_USAGE;
 	}
 	listen = q->listen ? q->listen : QUERY_LISTEN_DEFAULT;
@@ -125,6 +170,7 @@ int cmd_member(int argc, char **argv)
 	fflush(stdout);
 	rc = cluster_member_run(m, &err);
 	cluster_member_close(m);
+	class_table_release(&t);
 	if (rc != 0) {
 		tool_error("member: %s", err.msg);
 		return EXIT_USAGE;

@@ -588,3 +588,29 @@ int tool_format_json(const char *cmd, const char *fmt, bool *json)
 	tool_error("%s: --format %s: not text or json", cmd, fmt);
 	return EXIT_USAGE;
 }
+
+int tool_load_classes(const char *cmd, const char *path,
+		      struct class_table *t)
+{
+	struct lg_error err = {0};
+	json_error_t jerr;
+	json_t *doc;
+	int rc;
+
+	class_table_init(t);
+	if (path == NULL)
+		return EXIT_OK;
+	doc = json_load_file(path, 0, &jerr);
+	if (doc == NULL) {
+		tool_error("%s: --classes %s: %s (line %d)", cmd, path,
+			   jerr.text, jerr.line);
+		return EXIT_USAGE;
+	}
+	rc = class_table_parse(t, doc, &err);
+	json_decref(doc);
+	if (rc != 0) {
+		tool_error("%s: --classes %s: %s", cmd, path, err.msg);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}

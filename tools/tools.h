@@ -227,4 +227,10 @@ long tool_read_line(FILE *f, char *buf, size_t cap);
  * directory. Prints the error; returns 0 or EXIT_USAGE. */
 int tool_check_db(const char *cmd, const char *dir, bool create);
 
+/* Loads a class table ({"classes": [...]}) from path into t (initialised
+ * here; empty when path is NULL). Prints the error as "cmd: --classes
+ * PATH: ..."; returns 0 or EXIT_USAGE. */
+int tool_load_classes(const char *cmd, const char *path,
+		      struct class_table *t);
+
 #endif

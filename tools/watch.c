@@ -37,30 +37,6 @@ static void on_signal(int sig)
 	watch_stop = 1;
 }
 
-static int load_classes(const char *path, struct class_table *t)
-{
-	struct lg_error err = {0};
-	json_error_t jerr;
-	json_t *doc;
-	int rc;
-
-	class_table_init(t);
-	if (path == NULL)
-		return EXIT_OK;
-	doc = json_load_file(path, 0, &jerr);
-	if (doc == NULL) {
-		tool_error("watch: --classes %s: %s", path, jerr.text);
-		return EXIT_USAGE;
-	}
-	rc = class_table_parse(t, doc, &err);
-	json_decref(doc);
-	if (rc != 0) {
-		tool_error("watch: --classes %s: %s", path, err.msg);
-		return EXIT_USAGE;
-	}
-	return EXIT_OK;
-}
-
 /* How a recorded stream is read (--from and the options that go with it). */
 struct stream_opts {
 	const char *from;
@@ -250,7 +226,7 @@ int cmd_watch(int argc, char **argv)
 			   INGEST_PIPE_THREADS_MAX, INGEST_IDLE_MS_MAX);
 		return EXIT_USAGE;
 	}
-	if ((status = load_classes(classes, &t)) != 0)
+	if ((status = tool_load_classes("watch", classes, &t)) != 0)
 		return status;
 	if ((status = tool_open_ledger("watch", db, &lo, &lg)) != 0) {
 		class_table_release(&t);

@@ -1,0 +1,324 @@
+#!/bin/sh
+# The leader's watcher (DESIGN 11; rules 1, 4, 5, 6): 3 `gpuledger member
+# --watch` on a real 3-member etcd on loopback, watching the test
+# Kubernetes API server (tests/apiserver/fake_apiserver.py, plain HTTP with
+# a bearer token). The oracle is the server itself, as in kube_cli: its
+# objects listed and replayed into a fresh ledger with `watch --from`; every
+# member's ledger must reach that state (`replay --json` without seq, time
+# and chainHead).
+#  - one member wins P/leader and watches: the observations reach every
+#    member through etcd's log, and a NOTE LeaderChanged starts the term;
+#  - SIGKILL of the leader: another member leads within TTL + 2 s, relists,
+#    and changes made meanwhile reach every member; the killed member comes
+#    back as a follower;
+#  - rule 5: a leader that checked its lease and then stalls (a test pause
+#    between the check and the send, then SIGSTOP past its TTL) has its
+#    late batch refused by the fence ("deposed"), and rejoins as a
+#    follower;
+#  - rule 6: a class-table change that remaps more holders than one txn
+#    holds is split with P/open around its parts (gone at the end);
+#  - at the end every member's `log` is byte for byte the same, `verify`
+#    and `audit` pass on each, and each term starts with LeaderChanged.
+# Usage: tests/leader_cli.sh [PATH/TO/gpuledger]   (KEEP=1 keeps the temp dir)
+set -u
+bin=${1:-./gpuledger}
+case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d /dev/shm/gpuledger-leader.XXXXXX 2>/dev/null || mktemp -d)
+hpid=
+pids=
+trap 'for p in $pids; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done; [ -n "$hpid" ] && kill "$hpid" 2>/dev/null;
+	wait 2>/dev/null; [ -n "${KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+. "$here/lib/cli.sh"
+need_cmds leader_cli etcd etcdctl python3 jq curl
+export ETCDCTL_API=3
+ttl=2
+token=s3cret
+P=/lead
+
+. "$here/cluster/lib.sh"
+etcd_up leader_cli
+
+# ------------------------------------------------------------ the API server
+python3 "$here/apiserver/fake_apiserver.py" --plain --token "$token" \
+	--scenario "$here/apiserver/scenarios/small.json" --seed 5 \
+	--port-file "$tmp/srv.port" >"$tmp/srv.log" 2>&1 &
+pids="$pids $!"
+if ! wait_until 20 test -f "$tmp/srv.port"; then
+	bad "the API server did not start: $(cat "$tmp/srv.log")"
+	echo "leader_cli: $pass passed, $fail failed"
+	exit 1
+fi
+. "$tmp/srv.port"
+cport=$control_port
+apply() { curl -sS -f -X POST --data-binary "$1" "http://127.0.0.1:$cport/_control/apply" >/dev/null || bad "apply failed"; }
+ev() { echo "{\"type\": \"$1\", \"object\": $2}"; }
+gpu_pod() { # NS NAME COUNT NODE PHASE
+	echo "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"$2\", \"namespace\": \"$1\"}, \"spec\": {\"nodeName\": \"$4\", \"containers\": [{\"name\": \"c\", \"resources\": {\"limits\": {\"nvidia.com/GH100_H100_SXM5_80GB\": \"$3\"}}}]}, \"status\": {\"phase\": \"$5\"}}"
+}
+cat >"$tmp/kc" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster: {server: "$url"}
+users:
+- name: w
+  user: {token: $token}
+contexts:
+- name: fake
+  context: {cluster: fake, user: w}
+current-context: fake
+EOF
+
+# ------------------------------------------------------------ the oracle
+cat >"$tmp/truth.py" <<'EOF'
+import json, sys, time, urllib.request
+url, token = sys.argv[1:3]
+paths = ["/api/v1/namespaces/cozy-system/configmaps?fieldSelector=metadata.name%3Dgpu-classes",
+         "/api/v1/namespaces",
+         "/apis/apps.cozystack.io/v1alpha1/tenants",
+         "/apis/apps.cozystack.io/v1alpha1/vminstances",
+         "/apis/apps.cozystack.io/v1alpha1/kubernetesnodeses",
+         "/api/v1/pods", "/apis/resource.k8s.io/v1/resourceclaims",
+         "/api/v1/nodes"]
+for p in paths:
+    req = urllib.request.Request(url + p, headers={"Authorization": "Bearer " + token})
+    d = json.load(urllib.request.urlopen(req, timeout=10))
+    for it in d["items"]:
+        it.setdefault("apiVersion", d["apiVersion"])
+        it.setdefault("kind", d["kind"][:-4])
+        print(json.dumps({"type": "ADDED", "object": it}))
+EOF
+norm() { # DB -> the normalised state
+	"$bin" replay --db "$1" --json >"$tmp/norm.raw" 2>"$tmp/norm.err" &&
+		[ -s "$tmp/norm.raw" ] &&
+		jq -e -S 'del(.seq, .time, .chainHead)' "$tmp/norm.raw"
+}
+truth() {
+	rm -rf "$tmp/truthdb"
+	python3 "$tmp/truth.py" "$url" "$token" >"$tmp/truth.ndjson" &&
+		"$bin" watch --db "$tmp/truthdb" --no-sync \
+			--from "$tmp/truth.ndjson" >/dev/null 2>"$tmp/truth.err" &&
+		norm "$tmp/truthdb" >"$tmp/truth.json"
+}
+same_as_truth() { norm "$1" >"$tmp/got.json" 2>/dev/null && cmp -s "$tmp/got.json" "$tmp/truth.json"; }
+# converge WHAT NAME...: each member's ledger reaches the server's state.
+converge() {
+	cv_what=$1
+	shift
+	if ! truth; then
+		bad "$cv_what: the oracle failed: $(cat "$tmp/truth.err")"
+		return
+	fi
+	for cv_n in "$@"; do
+		if wait_until 30 same_as_truth "$tmp/$cv_n"; then ok; else
+			bad "$cv_what: $cv_n did not converge: $(diff "$tmp/got.json" "$tmp/truth.json" | head -10)"
+		fi
+	done
+}
+
+# ------------------------------------------------------------ the members
+"$bin" cluster init --etcd "$ETCD_URLS" --prefix $P >"$tmp/init.out" 2>&1 ||
+	bad "cluster init: $(cat "$tmp/init.out")"
+# watcher NAME ETCD: a member with --watch on $tmp/NAME.
+# A restarted member's earlier stderr goes to NAME.err.old.
+watcher() {
+	[ -f "$tmp/$1.err" ] && cat "$tmp/$1.err" >>"$tmp/$1.err.old" && : >"$tmp/$1.err"
+	wrap="env GPULEDGER_TEST_APPLY_PAUSE=$tmp/apply.$1"
+	member_up "$1" "$tmp/$1" "$2" $P --watch --kubeconfig "$tmp/kc" \
+		--lease-ttl $ttl --tick 3600 --max-txn-bytes 65536
+	wrap=
+}
+url_of() { case $1 in a) echo "$ETCD_URL0" ;; b) echo "$ETCD_URL1" ;; *) echo "$ETCD_URL2" ;; esac; }
+followers_of() { for fo_n in a b c; do [ "$fo_n" != "$1" ] && printf '%s ' "$fo_n"; done; }
+# leader: the member that holds P/leader and says it watches (its last term
+# line).
+leader() {
+	ln=$("$bin" cluster status --etcd "$ETCD_URLS" --prefix $P --format json 2>/dev/null | jq -r '.leader.name // empty')
+	[ -n "$ln" ] || return 1
+	last=$(grep -E "^member $ln: (watching as leader|the watcher stopped|renewal-late|deposed|lost|resigned)" "$tmp/$ln.err" 2>/dev/null | tail -1)
+	case $last in *"watching as leader"*) echo "$ln"; return 0 ;; esac
+	return 1
+}
+has_leader() { leader >/dev/null; }
+other_leader() { l=$(leader) && [ "$l" != "$1" ]; }
+notes() { # NAME: LeaderChanged NOTEs in its ledger
+	"$bin" log --db "$tmp/$1" 2>/dev/null | jq -c 'select(.type == "NOTE" and .code == "LeaderChanged")' | wc -l
+}
+
+export GPULEDGER_TEST_LEADER_PAUSE="$tmp/pause"
+watcher a "$ETCD_URL0"
+watcher b "$ETCD_URL1"
+watcher c "$ETCD_URL2"
+if wait_until 20 has_leader; then ok; else bad "no member leads: $(tail -3 "$tmp/a.err")"; fi
+L1=$(leader)
+echo "leader_cli: the first leader is $L1"
+converge "the first term" a b c
+is "one NOTE LeaderChanged after the first term" "$(notes a)" 1
+"$bin" log --db "$tmp/a" | jq -r 'select(.type == "NOTE" and .code == "LeaderChanged") | .message' >"$tmp/lc1"
+if grep -q "changed from none to $L1 " "$tmp/lc1"; then ok; else bad "LeaderChanged: $(cat "$tmp/lc1")"; fi
+
+# Changes while it leads.
+apply "[$(ev ADDED "$(gpu_pod tenant-acme train-1 2 gpu-node-1 Running)"), $(ev ADDED "$(gpu_pod tenant-beta infer-1 1 gpu-node-1 Running)")]"
+converge "changes under the first leader" a b c
+
+# ------------------------------------------------------------ SIGKILL of the leader
+t0=$(date +%s%N)
+member_stop "$L1" KILL
+apply "$(ev ADDED "$(gpu_pod tenant-acme train-2 1 gpu-node-1 Running)")"
+if wait_until 20 other_leader "$L1"; then ok; else bad "no new leader after SIGKILL of $L1"; fi
+t1=$(date +%s%N)
+L2=$(leader)
+gap_ms=$(((t1 - t0) / 1000000))
+echo "leader_cli: $L2 leads ${gap_ms} ms after SIGKILL of $L1 (TTL ${ttl} s)"
+if [ "$gap_ms" -le $(((ttl + 2) * 1000 + 500)) ]; then ok; else bad "the watcher resumed after $gap_ms ms, over TTL + 2 s"; fi
+survivors=$(for n in a b c; do [ "$n" != "$L1" ] && printf '%s ' "$n"; done)
+# shellcheck disable=SC2086
+converge "after the failover" $survivors
+# The killed member comes back as a follower and catches up.
+case $L1 in a) e=$ETCD_URL0 ;; b) e=$ETCD_URL1 ;; *) e=$ETCD_URL2 ;; esac
+watcher "$L1" "$e"
+converge "the killed member back" "$L1"
+is "a second LeaderChanged" "$(notes "$L1")" 2
+
+# ------------------------------------------------------------ rule 5: a stalled leader
+# The leader checks its lease, then stalls before sending (the pause file
+# $GPULEDGER_TEST_LEADER_PAUSE.NAME);
+# SIGSTOP keeps its keepalive from renewing; another member takes over and
+# relists; the stalled batch then goes out and the fence refuses it.
+L3=$(leader)
+touch "$tmp/pause.$L3"
+apply "$(ev ADDED "$(gpu_pod tenant-beta infer-2 1 gpu-node-1 Running)")"
+sleep 1
+eval "lp=\$pid_$L3"
+kill -STOP "$lp"
+sleep $((ttl + 2))
+if wait_until 20 other_leader "$L3"; then ok; else bad "no new leader while $L3 is stopped"; fi
+L4=$(leader)
+kill -CONT "$lp"
+rm -f "$tmp/pause.$L3"
+if wait_until 15 grep -q "deposed" "$tmp/$L3.err"; then ok; else
+	bad "the stalled leader's batch was not refused as deposed: $(grep -E 'watcher stopped|deposed|rule' "$tmp/$L3.err" | tail -3)"
+fi
+if grep -q "another writer" "$tmp/$L3.err" "$tmp/$L4.err"; then bad "a term met another writer's observation"; else ok; fi
+converge "after the stalled leader" a b c
+is "the stalled leader follows" "$(leader)" "$L4"
+
+# ------------------------------------------------------------ rule 4: a lagging member wins
+# The followers' appliers stop applying (GPULEDGER_TEST_APPLY_PAUSE), the
+# leader appends a change and is killed: the member that wins must apply
+# the log to P/head before it builds its cache and writes; one that did not
+# would meet the dead leader's observation in its first append.
+L6=$(leader)
+F6=$(followers_of "$L6")
+for n in $F6; do touch "$tmp/apply.$n"; done
+apply "$(ev ADDED "$(gpu_pod tenant-acme train-3 1 gpu-node-1 Running)")"
+converge "the leader alone" "$L6"
+member_stop "$L6" KILL
+sleep $((ttl + 1))
+for n in $F6; do rm -f "$tmp/apply.$n"; done
+if wait_until 20 other_leader "$L6"; then ok; else bad "no leader after the lagging failover"; fi
+# shellcheck disable=SC2086
+converge "after the lagging failover" $F6
+if cat "$tmp"/*.err | grep -q "another writer"; then bad "a new leader wrote before catching up: $(cat "$tmp"/*.err | grep "another writer" | head -2)"; else ok; fi
+watcher "$L6" "$(url_of "$L6")"
+converge "the killed member back" "$L6"
+
+# ------------------------------------------------------------ rule 6: a batch in parts
+# 2,500 GPU pods, then a class table that renames their class: the remap
+# releases and reserves every holder in one flush, more than one txn holds.
+python3 - "$tmp/many.json" <<'EOF'
+import json, sys
+evs = []
+for i in range(2500):
+    evs.append({"type": "ADDED", "object": {"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p%04d" % i, "namespace": "tenant-acme"},
+        "spec": {"nodeName": "gpu-node-1", "containers": [{"name": "c",
+            "resources": {"limits": {"nvidia.com/GH100_H100_SXM5_80GB": "1"}}}]},
+        "status": {"phase": "Running"}}})
+json.dump(evs, open(sys.argv[1], "w"))
+EOF
+apply "@$tmp/many.json"
+converge "2,500 pods" a b c
+watch_open() { etcdctl --endpoints "$ETCD_URLS" watch --prefix "$P/open" >"$tmp/open.watch" 2>&1; }
+watch_open &
+wpid=$!
+pids="$pids $wpid"
+sleep 0.5
+python3 - >"$tmp/cm.json" <<'EOF'
+import json
+classes = {"classes": [{"name": "h100x", "resourceNames": ["nvidia.com/GH100_H100_SXM5_80GB"],
+    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}]}
+print(json.dumps({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": "ConfigMap",
+    "metadata": {"name": "gpu-classes", "namespace": "cozy-system"},
+    "data": {"classes.json": json.dumps(classes)}}}))
+EOF
+# Admissions on the followers all along the remap: none may be judged on a
+# half-applied batch (verdict txns compare P/open absent).
+review() {
+	jq -c --arg uid "$1" '.request.uid = $uid | .request.name = $uid |
+		 .request.object.metadata = {name: $uid, namespace: "tenant-acme"} |
+		 .request.object.spec.gpus = [{class: "h100", count: 1}]' \
+		"$here/webhook/vminstance-create-allowed.json"
+}
+asker() { # MEMBER
+	eval "ak_port=\$port_$1"
+	ak_i=0
+	while [ ! -f "$tmp/asks.stop" ]; do
+		ak_i=$((ak_i + 1))
+		review "$1-$ak_i" >"$tmp/rq.$1"
+		curl -s -m 10 -o /dev/null -X POST "http://127.0.0.1:$ak_port/v1/admission" \
+			--data-binary @"$tmp/rq.$1"
+	done
+}
+L7=$(leader)
+for n in $(followers_of "$L7"); do asker "$n" & pids="$pids $!"; done
+sleep 0.5
+apply "@$tmp/cm.json"
+converge "the remap" a b c
+touch "$tmp/asks.stop"
+"$bin" log --db "$tmp/a" 2>/dev/null | jq -r 'select(.type == "VERDICT") | .seq' >"$tmp/vseqs"
+nv=$(wc -l <"$tmp/vseqs")
+echo "leader_cli: $nv verdicts in the log"
+if [ "$nv" -gt 10 ]; then ok; else bad "only $nv verdicts were recorded under the remap"; fi
+cat "$tmp"/*.err | sed -n 's/.*a flush of [0-9]* events in [0-9]* txns, seqs \([0-9]*\) to \([0-9]*\),.*/\1 \2/p' >"$tmp/splits"
+inside=$(awk 'NR == FNR { lo[NR] = $1; hi[NR] = $2; n = NR; next }
+	{ for (i = 1; i <= n; i++) if ($1 >= lo[i] && $1 <= hi[i]) c++ }
+	END { print c + 0 }' "$tmp/splits" "$tmp/vseqs")
+is "verdicts inside a split batch (rule 6)" "$inside" 0
+sleep 0.5
+kill "$wpid" 2>/dev/null
+if grep -q "^PUT" "$tmp/open.watch" && grep -q "^DELETE" "$tmp/open.watch"; then ok; else
+	bad "P/open was not put and deleted around the remap: $(head -5 "$tmp/open.watch")"
+fi
+if cat "$tmp"/*.err | grep -q ", $P/open around them"; then ok; else bad "no flush was split"; fi
+is "P/open is gone" "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-value-only)" ""
+
+# ------------------------------------------------------------ the end
+# The followers first, once every member is at the same seq, then the
+# leader: no term starts after the last one that every log holds.
+same_seq() { [ "$(member_seq a)" = "$(member_seq b)" ] && [ "$(member_seq a)" = "$(member_seq c)" ]; }
+if wait_until 20 same_seq; then ok; else bad "the members are at seqs $(member_seq a) $(member_seq b) $(member_seq c)"; fi
+L5=$(leader)
+for n in a b c; do
+	[ "$n" = "$L5" ] && continue
+	member_stop "$n"
+	is "$n exits 0 on SIGTERM" "$stopped_rc" 0
+done
+member_stop "$L5"
+is "the leader $L5 exits 0 on SIGTERM" "$stopped_rc" 0
+for n in a b c; do "$bin" log --db "$tmp/$n" >"$tmp/$n.log" 2>/dev/null; done
+if cmp -s "$tmp/a.log" "$tmp/b.log" && cmp -s "$tmp/a.log" "$tmp/c.log" && [ -s "$tmp/a.log" ]; then ok; else
+	bad "the members' logs differ"
+fi
+for n in a b c; do
+	if "$bin" verify --db "$tmp/$n" >/dev/null 2>&1; then ok; else bad "verify $n"; fi
+	if "$bin" audit --db "$tmp/$n" >/dev/null 2>&1; then ok; else bad "audit $n"; fi
+done
+terms=$(cat "$tmp"/*.err "$tmp"/*.err.old 2>/dev/null | grep -c "watching as leader")
+is "one LeaderChanged per term" "$(notes a)" "$terms"
+echo "leader_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
