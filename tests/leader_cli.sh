@@ -19,7 +19,8 @@
 #    holds is split with P/open around its parts (gone at the end);
 #  - at the end every member's `log` is byte for byte the same, `verify`
 #    and `audit` pass on each, and each term starts with LeaderChanged.
-# Usage: tests/leader_cli.sh [PATH/TO/gpuledger]   (KEEP=1 keeps the temp dir)
+# Usage: tests/leader_cli.sh [PATH/TO/gpuledger]   (KEEP=1 keeps the temp dir,
+# LEADER_TTL=S sets the lease)
 set -u
 bin=${1:-./gpuledger}
 case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
@@ -34,7 +35,9 @@ fail=0
 . "$here/lib/cli.sh"
 need_cmds leader_cli etcd etcdctl python3 jq curl
 export ETCDCTL_API=3
-ttl=2
+# LEADER_TTL: the lease (default 2 s; `make bench` measures the failover at
+# the default of 5).
+ttl=${LEADER_TTL:-2}
 token=s3cret
 P=/lead
 

@@ -204,9 +204,12 @@ def check_member(c, s, binary, admission):
               "`gpuledger member --help`: this binary has no member "
               f"subcommand yet ({text}); checked against DESIGN 11's fixed "
               "member CLI and serve's flags instead")
-    for f in flags:
-        c.check(f"cluster: {f} is a flag of the fixed member CLI or of "
-                "serve", f in MEMBER_CLI or has_flag(serve_help, f))
+        for f in flags:
+            c.check(f"cluster: {f} is a flag of the fixed member CLI or "
+                    "of serve", f in MEMBER_CLI or has_flag(serve_help, f))
+    # The leader is the watcher: without --watch no member observes.
+    c.check("cluster: the members run the watcher while leading (--watch)",
+            "--watch" in flags, str(flags))
     name = flag(args, "--name") or ""
     envs = {e.get("name"): e for e in ct.get("env") or []}
     m = re.fullmatch(r"\$\((\w+)\)", name)
