@@ -494,6 +494,12 @@ static int read_start(struct cluster_leader *l, struct term_start *ts,
 	return rc;
 }
 
+/* Rule 4: the log applied up to the head read after winning. */
+static bool caught_up(uint64_t applied, uint64_t head_seq)
+{
+	return applied >= head_seq;
+}
+
 /* Rule 4, then the state the term's writer starts from. */
 static int begin_term(struct cluster_leader *l, struct lg_error *err)
 {
@@ -514,7 +520,7 @@ static int begin_term(struct cluster_leader *l, struct lg_error *err)
 		cluster__applier_status(l->o.ap, &as);
 		if (as.refused[0])
 			return lg_error_set(err, LG_EEXIST, "%s", as.refused);
-		if (as.applied >= ts.head.seq)
+		if (caught_up(as.applied, ts.head.seq))
 			break;
 		if (!still_leading(l))
 			return lg_error_set(err, LG_EIO, "the term ended while "
@@ -523,7 +529,7 @@ static int begin_term(struct cluster_leader *l, struct lg_error *err)
 	}
 	if ((rc = ledger_refresh(l->lg, err)) != 0)
 		return rc;
-	if (ledger_last_seq(l->lg) < ts.head.seq)
+	if (!caught_up(ledger_last_seq(l->lg), ts.head.seq))
 		return lg_error_set(err, LG_EIO, "the ledger is at seq %llu, "
 				    "%s/head at %llu",
 				    (unsigned long long)ledger_last_seq(l->lg),
