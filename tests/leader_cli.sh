@@ -254,8 +254,7 @@ json.dump(evs, open(sys.argv[1], "w"))
 EOF
 apply "@$tmp/many.json"
 converge "2,500 pods" a b c
-watch_open() { etcdctl --endpoints "$ETCD_URLS" watch --prefix "$P/open" >"$tmp/open.watch" 2>&1; }
-watch_open &
+etcdctl --endpoints "$ETCD_URLS" watch --prefix "$P/open" >"$tmp/open.watch" 2>&1 &
 wpid=$!
 pids="$pids $wpid"
 sleep 0.5

@@ -421,7 +421,11 @@ def drop_answer_inject(r):
     # (once): the member re-sends the identical txn, finds its own value
     # in the failure branch and answers 200. Then the answers dropped
     # past m2's deadline: 503, and the NOTE once the link is back.
+    # m2 at P/head first: its next batch then waits for nothing its
+    # applier (behind the same proxy) would have to fetch while answers
+    # are dropped, and the one dropped answer is the verdict txn's.
     r.wait_until(10, lambda: r.readyz("m2")[0] == 200)
+    r.all_at_head(["m2"], 10)
     d0 = r.stats("p2").get("dropped", 0)
     r.ctl("mode", "p2", "drop-answer")
     res = {}
