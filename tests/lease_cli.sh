@@ -101,12 +101,21 @@ settled() {
 	[ "$(etcd1 "{\"op\":\"range\",\"key\":\"$P/leader\"}" |
 		jq -r '.kvs[0] | "\(.createRevision) \(.value)"')" = "$R {\"name\":\"c$L\"}" ]
 }
+# steady J...: settled, and still settled with the same leader and fence a
+# renewal later. A leader elected just before etcd lost its own leader may
+# rightly step down (renewal-late) a moment after it was seen settled.
+steady() {
+	settled "$@" || return 1
+	sl="$L $R"
+	sleep 1
+	settled "$@" && [ "$L $R" = "$sl" ]
+}
 # The fences of successive leaders, in the order this script saw them.
 fences=
-new_leader() { # NAME J...: waits until settled, records the fence
+new_leader() { # NAME J...: waits until steady, records the fence
 	nl_name=$1
 	shift
-	if wait_until 30 settled "$@" && settled "$@"; then ok; else
+	if wait_until 30 steady "$@"; then ok; else
 		bad "$nl_name: no settled leader among $*"
 		for j in 0 1 2; do
 			echo "  c$j: $(tail -n3 "$tmp/c$j.out" | tr '\n' ' ')"
