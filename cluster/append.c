@@ -264,6 +264,48 @@ static int value_verdicts(void *ctx, const struct etcd_kv *kv, uint64_t s)
 				  verdicts_only, ctx, NULL, NULL);
 }
 
+/* A verdict txn's conflict: P/log/<s+1> and the values after it that the
+ * failure branch read (ops 1 and 5), kept while they are contiguous. */
+static void keep_between(const struct cluster_writer *w,
+			 const struct etcd_txn_result *r,
+			 struct cluster_append_result *res)
+{
+	static const size_t ops[] = {1, 5};
+	uint64_t next = w->seq + 1;
+
+	for (size_t o = 0; o < 2 && ops[o] < r->n_ops; o++) {
+		const struct etcd_range_result *rr = &r->ops[ops[o]].range;
+
+		for (size_t i = 0; i < rr->n_kvs; i++) {
+			const struct etcd_kv *kv = &rr->kvs[i];
+			struct ledger_logval info;
+			uint64_t s = cluster__log_key_seq(kv->key, kv->key_len,
+							  w->prefix);
+
+			if (s != next || res->n_between >= CLUSTER_FAIL_VALUES ||
+			    ledger_logval_read(kv->value, kv->value_len, s,
+					       NULL, NULL, NULL, &info,
+					       NULL) != 0)
+				return;
+			res->between[res->n_between] = (struct cluster_logcopy){
+				.seq = s,
+				.value = lg_xmalloc(kv->value_len + 1),
+				.len = kv->value_len};
+			memcpy(res->between[res->n_between].value, kv->value,
+			       kv->value_len + 1);
+			res->n_between++;
+			next = info.last_seq + 1;
+		}
+	}
+}
+
+void cluster__append_result_release(struct cluster_append_result *res)
+{
+	for (size_t i = 0; i < res->n_between; i++)
+		free(res->between[i].value);
+	res->n_between = 0;
+}
+
 /* What the failure branch's reads say. The order of the questions
  * matters: our own value there means committed, whatever else changed. */
 static void failed(struct cluster_writer *w,
@@ -324,6 +366,12 @@ static void failed(struct cluster_writer *w,
 		return;
 	}
 	res->now_rev = head->kvs[0].mod_revision;
+	if (rq->verdicts) {
+		/* The caller re-numbers over what lies between: the values
+		 * this answer holds go with the result (no second read). */
+		keep_between(w, r, res);
+		return;
+	}
 	res->only_verdicts = true;
 	if (res->now.seq > w->seq &&
 	    cluster__log_read(w, w->seq + 1, res->now.seq, r->header.revision,
@@ -339,7 +387,8 @@ int cluster__append(struct cluster_writer *w,
 {
 	struct keys *k = lg_xcalloc(1, sizeof(*k));
 	struct etcd_cmp cmp[3];
-	struct etcd_op succ[3 + POS_MAX], fail[5];
+	struct etcd_op succ[3 + POS_MAX], fail[6];
+	char k_next[KEY_MAX], k_end[KEY_MAX];
 	size_t n_succ;
 	struct cluster_head nh;
 	struct etcd_txn t;
@@ -428,6 +477,22 @@ int cluster__append(struct cluster_writer *w,
 	fail[4] = (struct etcd_op){
 		.kind = ETCD_OP_RANGE,
 		.range = {.key = k->open, .key_len = strlen(k->open)}};
+	/* A verdict txn's conflict is re-numbered over the values between:
+	 * the ones after P/log/<s+1> come in the same answer. */
+	if (rq->verdicts)
+		fail[5] = (struct etcd_op){
+			.kind = ETCD_OP_RANGE,
+			.range = {
+				.key = k_next,
+				.key_len = cluster__log_key(k_next, KEY_MAX,
+							    w->prefix,
+							    rq->v->first_seq +
+								    1),
+				.end = k_end,
+				.end_len = cluster__log_key(k_end, KEY_MAX,
+							    w->prefix,
+							    UINT64_MAX),
+				.limit = CLUSTER_FAIL_VALUES - 1}};
 	n_succ = 2 + rq->n_pos;
 	/* Rule 6: P/open spans the parts of one logical batch; its value
 	 * names the first seq of the batch. */
@@ -449,7 +514,7 @@ int cluster__append(struct cluster_writer *w,
 			      .success = succ,
 			      .n_success = n_succ,
 			      .failure = fail,
-			      .n_failure = 5};
+			      .n_failure = rq->verdicts ? 6 : 5};
 
 	/* One txn outstanding: this loop returns only once its outcome is
 	 * known, or unknown at the caller's deadline. */

@@ -19,14 +19,15 @@
 
 /* Bounds. etcd refuses a request above --max-request-bytes (1.5 MiB by
  * default) as "request is too large", so no value we put is larger than
- * that; an answer holds at most one such value per key we read (P/log/<s>
- * in a failure branch, with P/head), base64 makes it 4/3 larger (2 MiB),
- * and the JSON around it is small: 2.25 MiB holds the largest answer a
- * well-formed request of ours can get. A range over many keys must set a
- * limit that fits. */
+ * that; an answer holds at most CLUSTER_FAIL_VALUES such values (a verdict
+ * txn's failure branch: P/log/<s+1> and the values after it, with P/head),
+ * base64 makes each 4/3 larger (2 MiB), and the JSON around them is small:
+ * 4 x 2 MiB and 256 KiB hold the largest answer a well-formed request of
+ * ours can get. A range over many keys must set a limit that fits. */
+#define CLUSTER_FAIL_VALUES 4
 #define ETCD_ENDPOINTS_MAX 16
 #define ETCD_URL_MAX	   511
-#define ETCD_RESPONSE_MAX  ((size_t)2304 << 10)
+#define ETCD_RESPONSE_MAX  ((size_t)(CLUSTER_FAIL_VALUES * 2048 + 256) << 10)
 /* Our own request bodies: JSON with base64 values, so 4/3 of etcd's limit
  * and some; a body above it is refused before anything is sent. */
 #define ETCD_REQUEST_MAX ((size_t)3 << 20)
@@ -511,11 +512,22 @@ struct cluster_append_result {
 	int64_t revision;
 	bool found;
 	/* CONFLICT: P/head now and its mod_revision; whether only VERDICT
-	 * events lie between (read from the P/log/ values between); open:
-	 * P/open was there (a verdict txn). */
+	 * events lie between (read from the P/log/ values between; not read,
+	 * false, for a verdict txn, whose caller reads them itself to
+	 * re-number); open: P/open was there (a verdict txn). */
 	struct cluster_head now;
 	int64_t now_rev;
 	bool only_verdicts, open;
+	/* CONFLICT of a verdict txn: the P/log/ values from s+1 on as its
+	 * failure branch read them (at most CLUSTER_FAIL_VALUES, contiguous,
+	 * perhaps not up to now.seq), so that re-numbering needs no other read
+	 * when few values lie between. Owned: cluster__append_result_release. */
+	struct cluster_logcopy {
+		uint64_t seq; /* the value's first seq */
+		uint8_t *value;
+		size_t len;
+	} between[CLUSTER_FAIL_VALUES];
+	size_t n_between;
 	/* NOT_APPLIED because P/epoch is another's (rule 8): never again. */
 	bool other_history;
 	char why[LG_ERRMSG_MAX]; /* NOT_APPLIED, UNKNOWN, DEPOSED */
@@ -534,6 +546,7 @@ struct cluster_append_result {
 int cluster__append(struct cluster_writer *w,
 		    const struct cluster_append_req *rq,
 		    struct cluster_append_result *res, struct lg_error *err);
+void cluster__append_result_release(struct cluster_append_result *res);
 
 /* The P/log/ values of seqs [from, to] at revision (0: the latest), in
  * order, each handed to fn (borrowed for the call; non-zero stops and is

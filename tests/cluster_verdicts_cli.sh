@@ -241,6 +241,40 @@ for m in m1 m2 m3; do
 	is "rule 3: $m answers $uid1 from its record" "$(jq -c . "$tmp/again.$m")" "$rec1"
 done
 
+# Rule 3 over the carry: a member chains its next batch on the log its last
+# txn committed, before its applier has it; a review repeated at once to the
+# same member must still get the recorded answer, not a second verdict.
+# Pairs sent back to back on one connection (a repeat within ~1 ms).
+prep carry-0 vm-carry 1
+python3 - "$port_m1" "$tmp/rq.carry-0" "$tmp/answers" >"$tmp/carry.out" <<'PY'
+import datetime, http.client, json, sys
+port, rq0, out = int(sys.argv[1]), json.load(open(sys.argv[2])), sys.argv[3]
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+same = differ = 0
+with open(out, "a") as f:
+    for i in range(100):
+        rq = json.loads(json.dumps(rq0))
+        rq["request"]["uid"] = "carry-%d" % i
+        rq["request"]["name"] = rq["request"]["object"]["metadata"]["name"] = "vm-carry-%d" % i
+        ids = []
+        for _ in range(2):
+            sent = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+            c.request("POST", "/v1/admission", json.dumps(rq), {"Content-Type": "application/json"})
+            r = c.getresponse()
+            body = json.loads(r.read() or b"null")
+            f.write(json.dumps({"uid": rq["request"]["uid"], "request": rq, "sent": sent,
+                                "received": sent, "status": r.status, "body": body}) + "\n")
+            ann = ((body or {}).get("response") or {}).get("auditAnnotations") or {}
+            ids.append((r.status, ann.get("gpuledger.cozystack.io/verdict-id")))
+        if ids[0] == ids[1] and ids[0][0] == 200:
+            same += 1
+        else:
+            differ += 1
+            print("carry-%d: %s" % (i, ids))
+print("same %d differ %d" % (same, differ))
+PY
+is "rule 3 over the carry: 100 repeats at once, each its first answer" "$(tail -1 "$tmp/carry.out")" "same 100 differ 0"
+
 # Rule 3 after a conflict: m2's link slowed, so that its applier has not
 # yet seen the verdict m1 recorded for a uid when the same review reaches
 # m2: its txn meets m1's verdict, whose uid answers it.
