@@ -120,54 +120,8 @@ mkconf "$tmp/kc-wrongca" "    certificate-authority: wrongca.crt" "    token: $t
 # ------------------------------------------------------------ the oracle
 # truth: the server's objects now, as a recorded stream replayed into a fresh
 # ledger; its normalised state goes to $tmp/truth.json.
-cat >"$tmp/truth.py" <<'EOF'
-import json, ssl, sys, time, urllib.request
-url, ca, token = sys.argv[1:4]
-# The class table first, as the watcher lists it first: a pod that holds
-# nothing under the table in force is not kept, so it must come after.
-paths = ["/api/v1/namespaces/cozy-system/configmaps?fieldSelector=metadata.name%3Dgpu-classes",
-         "/api/v1/namespaces",
-         "/apis/apps.cozystack.io/v1alpha1/tenants",
-         "/apis/apps.cozystack.io/v1alpha1/vminstances",
-         "/apis/apps.cozystack.io/v1alpha1/kubernetesnodeses",
-         "/api/v1/pods", "/apis/resource.k8s.io/v1/resourceclaims",
-         "/api/v1/nodes"]
-ctx = ssl.create_default_context(cafile=ca)
-
-def get(p):
-    # Faults meant for the watcher may hit the oracle too: retry.
-    for attempt in range(20):
-        try:
-            req = urllib.request.Request(url + p, headers={"Authorization": "Bearer " + token})
-            return json.load(urllib.request.urlopen(req, context=ctx, timeout=10))
-        except Exception:
-            time.sleep(0.2)
-    raise SystemExit("cannot list " + p)
-
-for p in paths:
-    d = get(p)
-    for it in d["items"]:
-        it.setdefault("apiVersion", d["apiVersion"])
-        it.setdefault("kind", d["kind"][:-4])
-        print(json.dumps({"type": "ADDED", "object": it}))
-EOF
-norm() { # DB -> normalised replay --json on stdout; fails when replay
-	# fails or prints nothing (jq alone exits 0 on empty input, and two
-	# empty files would "converge").
-	"$bin" replay --db "$1" --json >"$tmp/norm.raw" 2>"$tmp/norm.err" &&
-		[ -s "$tmp/norm.raw" ] &&
-		jq -e -S 'del(.seq, .time, .chainHead)' "$tmp/norm.raw"
-}
-truth() {
-	rm -rf "$tmp/truthdb"
-	python3 "$tmp/truth.py" "$url" "$tmp/ca.crt" "$token" >"$tmp/truth.ndjson" &&
-		"$bin" watch --db "$tmp/truthdb" --no-sync \
-			--from "$tmp/truth.ndjson" >/dev/null 2>"$tmp/truth.err" &&
-		norm "$tmp/truthdb" >"$tmp/truth.json"
-}
-same_as_truth() { # DB
-	norm "$1" >"$tmp/got.json" 2>/dev/null && cmp -s "$tmp/got.json" "$tmp/truth.json"
-}
+truth_ca=$tmp/ca.crt
+. "$here/apiserver/truth.sh"
 # converge NAME DB: the watcher's ledger reaches the server's state.
 converge() {
 	if ! truth; then

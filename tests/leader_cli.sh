@@ -77,37 +77,8 @@ current-context: fake
 EOF
 
 # ------------------------------------------------------------ the oracle
-cat >"$tmp/truth.py" <<'EOF'
-import json, sys, time, urllib.request
-url, token = sys.argv[1:3]
-paths = ["/api/v1/namespaces/cozy-system/configmaps?fieldSelector=metadata.name%3Dgpu-classes",
-         "/api/v1/namespaces",
-         "/apis/apps.cozystack.io/v1alpha1/tenants",
-         "/apis/apps.cozystack.io/v1alpha1/vminstances",
-         "/apis/apps.cozystack.io/v1alpha1/kubernetesnodeses",
-         "/api/v1/pods", "/apis/resource.k8s.io/v1/resourceclaims",
-         "/api/v1/nodes"]
-for p in paths:
-    req = urllib.request.Request(url + p, headers={"Authorization": "Bearer " + token})
-    d = json.load(urllib.request.urlopen(req, timeout=10))
-    for it in d["items"]:
-        it.setdefault("apiVersion", d["apiVersion"])
-        it.setdefault("kind", d["kind"][:-4])
-        print(json.dumps({"type": "ADDED", "object": it}))
-EOF
-norm() { # DB -> the normalised state
-	"$bin" replay --db "$1" --json >"$tmp/norm.raw" 2>"$tmp/norm.err" &&
-		[ -s "$tmp/norm.raw" ] &&
-		jq -e -S 'del(.seq, .time, .chainHead)' "$tmp/norm.raw"
-}
-truth() {
-	rm -rf "$tmp/truthdb"
-	python3 "$tmp/truth.py" "$url" "$token" >"$tmp/truth.ndjson" &&
-		"$bin" watch --db "$tmp/truthdb" --no-sync \
-			--from "$tmp/truth.ndjson" >/dev/null 2>"$tmp/truth.err" &&
-		norm "$tmp/truthdb" >"$tmp/truth.json"
-}
-same_as_truth() { norm "$1" >"$tmp/got.json" 2>/dev/null && cmp -s "$tmp/got.json" "$tmp/truth.json"; }
+truth_ca=
+. "$here/apiserver/truth.sh"
 # converge WHAT NAME...: each member's ledger reaches the server's state.
 converge() {
 	cv_what=$1
