@@ -372,10 +372,18 @@ static int catch_up(struct cluster_applier *a, const struct probe *p)
 	if (rc != 0) {
 		char msg[CLUSTER_MSG_MAX];
 
+		/* Below the oldest key left (rule 11's retention): etcd
+		 * cannot bring this member up; a ready member's ledger can. */
 		snprintf(msg, sizeof(msg),
-			 "range reads at revision %lld from seq %llu: %s",
+			 "range reads at revision %lld from seq %llu: %s%s",
 			 (long long)p->header.revision,
-			 (unsigned long long)applied + 1, err.msg);
+			 (unsigned long long)applied + 1, err.msg,
+			 rc == LG_ENOENT
+				 ? ": etcd no longer holds the log after this "
+				   "member's seq (the leader's --keep); seed "
+				   "its --db from a ready member's ledger "
+				   "(docs/operations.md)"
+				 : "");
 		say("%s", msg);
 		status_text(a, a->st.stuck, msg);
 		return STOP_RANGE;

@@ -246,7 +246,28 @@ struct cluster_member_opts {
 	 * under etcd's 1.5 MiB request limit); a larger flush splits
 	 * (rule 6). */
 	uint64_t max_txn_bytes;
+	/* --watch: the P/log/ keys kept below the lowest applied seq of the
+	 * members (DESIGN 11 rule 11; 0: etcd keeps the whole log). */
+	uint64_t keep;
 };
+/* --keep's default: DESIGN 11's 100,000 events. */
+#define CLUSTER_KEEP_DEFAULT 100000
+/* Retention (DESIGN 11 rule 11): what one pass read and did. */
+struct cluster_compact {
+	uint64_t head, low; /* P/head's seq; the lowest applied listed */
+	size_t members;	    /* P/members/ keys */
+	uint64_t cut;	    /* keys below it deleted (0: none due) */
+	uint64_t oldest;    /* the oldest P/log/ key left (its first seq) */
+	uint64_t deleted;   /* keys deleted by this call */
+	int64_t compact_rev; /* etcd compacted there (0: not) */
+};
+/* `cluster compact`: one pass of the leader's retention with keep (> 0),
+ * without its fence (P/epoch is compared): the P/log/ keys below
+ * min(applied of P/members/) - keep deleted, etcd compacted at the oldest
+ * key left. Nothing is deleted when no member is listed. */
+int cluster_compact(const struct cluster_etcd_opts *eo, const char *prefix,
+		    uint64_t keep, struct cluster_compact *out,
+		    struct lg_error *err);
 typedef struct cluster_node cluster_member_t;
 /* Opens the ledger (created when missing), checks it against etcd (rule
  * 8: LG_EEXIST, err naming why, for a ledger of another history) and

@@ -548,6 +548,21 @@ int cluster__append(struct cluster_writer *w,
 		    struct cluster_append_result *res, struct lg_error *err);
 void cluster__append_result_release(struct cluster_append_result *res);
 
+/* Retention (DESIGN 11 "Compaction and members joining", rule 11): with
+ * keep > 0, deletes the P/log/ keys below min(applied of P/members/) - keep
+ * (only when some member is listed: none listed pins nothing and deletes
+ * nothing), with P/epoch's compare and, when w->leader_rev is set, the
+ * leader's (rule 5), then compacts etcd at the mod_revision of the oldest
+ * key kept. *c says what it read and did; cut 0: nothing was due. */
+int cluster__compact(struct cluster_writer *w, uint64_t keep,
+		     struct cluster_compact *c, struct lg_error *err);
+/* P/epoch into epoch (cap bytes, NUL-terminated); LG_ENOENT when absent. */
+int cluster__epoch_read(etcd_t *e, const char *prefix, char *epoch,
+			size_t cap, struct lg_error *err);
+/* A P/members/<name> value: its applied seq and lease into *m (name
+ * untouched). */
+void cluster__member_parse(const struct etcd_kv *kv, struct cluster_member *m);
+
 /* The P/log/ values of seqs [from, to] at revision (0: the latest), in
  * order, each handed to fn (borrowed for the call; non-zero stops and is
  * returned), through w's sender. LG_ENOENT when a value the range should
@@ -637,6 +652,7 @@ struct cluster_leader_opts {
 	uint64_t request_ms; /* one append's rule-1 span before the lease is
 				looked at again */
 	size_t max_value;    /* a P/log/ value's bound (0: the default) */
+	uint64_t keep;	     /* retention (rule 11; 0: none) */
 };
 /* Loads the Kubernetes configuration and starts the lease (it campaigns at
  * once). LG_ENOENT/LG_EINVAL for a configuration that cannot be used.

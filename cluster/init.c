@@ -305,7 +305,7 @@ void cluster_status_release(struct cluster_status *st)
 
 /* A member's or the leader's value: JSON {"name", "applied", ...}, or
  * bare text. */
-static void member_value(const struct etcd_kv *kv, struct cluster_member *m)
+void cluster__member_parse(const struct etcd_kv *kv, struct cluster_member *m)
 {
 	json_t *o = json_loadb((const char *)kv->value, kv->value_len, 0, NULL);
 	const json_t *a = json_object_get(o, "applied");
@@ -407,7 +407,7 @@ int cluster_status(const struct cluster_etcd_opts *eo, const char *prefix,
 		const struct etcd_kv *kv = &r.ops[3].range.kvs[i];
 
 		st->members[i].name = lg_xstrdup((const char *)kv->key + stem);
-		member_value(kv, &st->members[i]);
+		cluster__member_parse(kv, &st->members[i]);
 	}
 	/* The etcd leader and version, from the member that answered. */
 	if (cluster__etcd_status(e, &es, NULL, NULL) == 0) {

@@ -77,6 +77,7 @@ struct cluster_leader {
 	struct saved_pos pos[POS_MAX];
 	size_t n_pos;
 	atomic_llong leading; /* the fence while a term runs, else 0 */
+	uint64_t next_compact; /* rule 11: retention runs at this seq */
 	pthread_mutex_t mu; /* last_warn */
 	int64_t last_warn_ms;
 };
@@ -392,6 +393,33 @@ fail:
 	return rc;
 }
 
+/* DESIGN 11 rule 11: retention while leading, every keep/4 seqs (at least
+ * 64), after a flush (the compaction's delete carries the fence, rule 5).
+ * A failure is said and left to the next time: etcd keeps more meanwhile,
+ * no member loses anything. */
+static void retain(struct cluster_leader *l)
+{
+	struct cluster_compact c;
+	struct lg_error err = {0};
+
+	if (l->o.keep == 0 || l->w.seq < l->next_compact)
+		return;
+	l->next_compact = l->w.seq + (l->o.keep / 4 > 64 ? l->o.keep / 4 : 64);
+	if (cluster__compact(&l->w, l->o.keep, &c, &err) != 0) {
+		say(l, "retention: %s", err.msg);
+		return;
+	}
+	if (c.deleted > 0)
+		say(l, "retention: deleted %llu %s/log/ keys below seq %llu "
+		    "(the lowest applied seq of %zu members is %llu, --keep "
+		    "%llu); the oldest left is seq %llu, etcd compacted at "
+		    "revision %lld (DESIGN 11 rule 11)",
+		    (unsigned long long)c.deleted, l->o.prefix,
+		    (unsigned long long)c.cut, c.members,
+		    (unsigned long long)c.low, (unsigned long long)l->o.keep,
+		    (unsigned long long)c.oldest, (long long)c.compact_rev);
+}
+
 static int sink_append(void *ctx, struct event *evs, size_t n,
 		       const struct ingest_sink_pos *pos, size_t n_pos,
 		       struct lg_error *err)
@@ -399,9 +427,13 @@ static int sink_append(void *ctx, struct event *evs, size_t n,
 	struct cluster_leader *l = ctx;
 	bool synced = carries_synced(evs, n);
 	size_t off = 0;
-
 	unsigned parts = 0;
+	struct cluster_applier_status as;
 
+	/* P/members/<name>'s applied seq goes on while leading too: it pins
+	 * retention (rule 11), the leader's as every member's. */
+	cluster__applier_status(l->o.ap, &as);
+	cluster_lease_applied(l->lease, as.applied);
 	for (size_t i = 0; i < n_pos; i++)
 		keep_pos(l, pos[i].source, pos[i].value, pos[i].len);
 	while (off < n) {
@@ -419,6 +451,7 @@ static int sink_append(void *ctx, struct event *evs, size_t n,
 		    "%s/open around them (DESIGN 11 rule 6)", n, parts,
 		    (unsigned long long)evs[0].seq,
 		    (unsigned long long)evs[n - 1].seq, l->o.prefix);
+	retain(l);
 	return 0;
 }
 

@@ -194,25 +194,10 @@ static void snap_release(struct snap *s)
 /* P/epoch, once. */
 static int read_epoch(struct cluster_verdicts *cv, struct lg_error *err)
 {
-	char key[CLUSTER_PREFIX_MAX + 16];
-	struct etcd_range_result r = {0};
-	struct etcd_range rg;
-	int rc;
-
 	if (cv->epoch[0] != '\0')
 		return 0;
-	rg = (struct etcd_range){
-		.key = key,
-		.key_len = cluster__key(key, sizeof(key), cv->prefix, "epoch")};
-	rc = cluster__etcd_range(cv->etcd, &rg, &r, NULL, err);
-	if (rc == 0 && (r.n_kvs != 1 || r.kvs[0].value_len == 0 ||
-			r.kvs[0].value_len >= sizeof(cv->epoch)))
-		rc = lg_error_set(err, LG_ENOENT, "%s/epoch is absent",
-				  cv->prefix);
-	if (rc == 0)
-		memcpy(cv->epoch, r.kvs[0].value, r.kvs[0].value_len + 1);
-	cluster__range_release(&r);
-	return rc;
+	return cluster__epoch_read(cv->etcd, cv->prefix, cv->epoch,
+				   sizeof(cv->epoch), err);
 }
 
 /* P/head's mod_revision when the ledger holds no cluster meta at s yet (a

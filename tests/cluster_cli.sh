@@ -317,6 +317,49 @@ run "$bin" cluster status --etcd "$ETCD_URLS" --prefix /c/acme --format yaml
 expect "status --format yaml" 2
 run "$bin" cluster status --etcd "http://127.0.0.1:$dead" --prefix /c/acme
 expect "status with etcd unreachable" 2
+# --------------------------------------------------------- cluster compact
+# Rule 11's retention, once: 60 txns of one event each after a single-pod
+# ledger of 37 (P/log/ keys 38..97), members listed in P/members/ pin it.
+"$bin" import --db "$tmp/ret" --create <"$here/query/base.ndjson" >/dev/null || bad "import"
+run "$bin" cluster init --etcd "$ETCD_URLS" --prefix /c/ret --db "$tmp/ret"
+expect "init /c/ret" 0
+rev_early=$(etcdctl --endpoints "$ETCD_URL1" get /c/ret/head -w json | jq .header.revision)
+python3 -c 'import json
+for i in range(60):
+    print(json.dumps({"type": "BUDGET", "namespace": "tenant-acme",
+                      "key": "h100.gpuclass.cozystack.io/devices", "value": i % 5 + 1,
+                      "time": "2026-03-03T00:%02d:00Z" % i}))' >"$tmp/ret.ndjson"
+"$bin" cluster feed --etcd "$ETCD_URLS" --prefix /c/ret --db "$tmp/ret" --from "$tmp/ret.ndjson" \
+	--batch 1 >"$tmp/ret.feed" 2>&1 || bad "feed: $(tail -2 "$tmp/ret.feed")"
+oldest_key() { etcdctl --endpoints "$ETCD_URL1" get /c/ret/log/ --prefix --keys-only --limit 1 | sed -n 's|.*/log/0*\([0-9]*\)$|\1|p'; }
+is "retention: the oldest key before" "$(oldest_key)" 38
+compact() { # KEEP: the fields of the JSON line
+	run "$bin" cluster compact --etcd "$ETCD_URLS" --prefix /c/ret --keep "$1"
+	jq -c '[.head, .members, .low, .cut, .deleted, .oldest, (.compactRevision > 0)]' "$tmp/out"
+}
+is "compact: no member listed deletes nothing" "$(compact 10)" "[97,0,97,0,0,38,false]"
+lease=$(etcdctl --endpoints "$ETCD_URL1" lease grant 60 | awk '{print $2}')
+etcdctl --endpoints "$ETCD_URL1" put --lease="$lease" /c/ret/members/x '{"applied":80}' >/dev/null
+etcdctl --endpoints "$ETCD_URL1" put /c/ret/members/y '{"applied":95}' >/dev/null
+is "compact: the lowest applied pins the log" "$(compact 10)" "[97,2,80,70,32,70,true]"
+is "compact: the oldest key after" "$(oldest_key)" 70
+if etcdctl --endpoints "$ETCD_URL1" get /c/ret/head --rev="$rev_early" >"$tmp/rev" 2>&1; then
+	bad "compact: etcd was not compacted"
+else has "compact: etcd compacted at the oldest key kept" "$tmp/rev" "compacted"; fi
+is "compact: again, nothing more" "$(compact 10)" "[97,2,80,70,0,70,false]"
+is "compact: keep above the lowest applied deletes nothing" "$(compact 100)" "[97,2,80,0,0,70,false]"
+# The lowest member's lease ends: it no longer pins.
+etcdctl --endpoints "$ETCD_URL1" lease revoke "$lease" >/dev/null
+is "compact: a member gone stops pinning" "$(compact 10)" "[97,1,95,85,15,85,true]"
+# A member that names no applied seq pins everything.
+etcdctl --endpoints "$ETCD_URL1" put /c/ret/members/z '{}' >/dev/null
+is "compact: a member without an applied seq pins all" "$(compact 1)" "[97,2,0,0,0,85,false]"
+run "$bin" cluster compact --etcd "$ETCD_URLS" --prefix /c/ret --keep 0
+expect "compact --keep 0" 2
+run "$bin" cluster compact --etcd "$ETCD_URLS" --prefix /c/none --keep 5
+expect "compact of a prefix without an epoch" 2
+has "compact without an epoch: says so" "$tmp/err" 'epoch is absent'
+
 run "$bin" cluster
 expect "cluster without an action" 2
 has "cluster without an action: names them" "$tmp/err" 'which action\? init, status'

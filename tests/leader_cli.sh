@@ -103,7 +103,7 @@ watcher() {
 	[ -f "$tmp/$1.err" ] && cat "$tmp/$1.err" >>"$tmp/$1.err.old" && : >"$tmp/$1.err"
 	wrap="env GPULEDGER_TEST_APPLY_PAUSE=$tmp/apply.$1"
 	member_up "$1" "$tmp/$1" "$2" $P --watch --kubeconfig "$tmp/kc" \
-		--lease-ttl $ttl --tick 3600 --max-txn-bytes 65536
+		--lease-ttl $ttl --tick 3600 --max-txn-bytes 65536 --keep 1000
 	wrap=
 }
 url_of() { case $1 in a) echo "$ETCD_URL0" ;; b) echo "$ETCD_URL1" ;; *) echo "$ETCD_URL2" ;; esac; }
@@ -277,6 +277,37 @@ if grep -q "^PUT" "$tmp/open.watch" && grep -q "^DELETE" "$tmp/open.watch"; then
 fi
 if cat "$tmp"/*.err | grep -q ", $P/open around them"; then ok; else bad "no flush was split"; fi
 is "P/open is gone" "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-value-only)" ""
+
+# ------------------------------------------------------------ rule 11: retention
+# After more than --keep events the leader deleted the P/log/ keys below
+# the members' lowest applied seq less 1000 and compacted etcd; every
+# ledger still holds the whole history (the end's checks), and a member
+# below the oldest key left says how to seed it. (That the lowest applied
+# seq pins the log: tests/cluster_cli.sh, `cluster compact`.)
+if cat "$tmp"/*.err "$tmp"/*.err.old 2>/dev/null | grep -q "retention: deleted"; then ok; else
+	bad "the leader deleted no P/log/ key: $(cat "$tmp"/*.err | grep retention | tail -2)"
+fi
+oldest=$(etcdctl --endpoints "$ETCD_URLS" get "$P/log/" --prefix --keys-only --limit 1 | sed -n 's|.*/log/0*\([0-9]*\)$|\1|p')
+low=$(for n in a b c; do member_seq "$n"; done | sort -n | head -1)
+echo "leader_cli: the oldest P/log/ key left is seq $oldest; the members are at $low or more"
+if [ -n "$oldest" ] && [ "$oldest" -gt 1 ] && [ "$oldest" -le $((low + 1)) ]; then ok; else
+	bad "the oldest P/log/ key is seq '$oldest' (the lowest member at $low)"
+fi
+if etcdctl --endpoints "$ETCD_URLS" get "$P/head" --rev=2 >"$tmp/rev2" 2>&1; then
+	bad "etcd was not compacted: $(head -2 "$tmp/rev2")"
+elif grep -q "compacted" "$tmp/rev2"; then ok; else bad "reading revision 2: $(head -2 "$tmp/rev2")"; fi
+# A new member with an empty ledger: etcd no longer holds seq 1.
+member_up d "$tmp/d" "$ETCD_URLS" $P
+stranded() { grep -q "etcd no longer holds the log" "$tmp/d.err"; }
+if wait_until 20 stranded; then ok; else bad "a member below the oldest key: $(tail -2 "$tmp/d.err")"; fi
+member_stop d
+# docs/operations.md's way out: its volume seeded from a ready member's
+# backup (taken while that member runs), it follows etcd from there.
+"$bin" backup --db "$tmp/a" --to "$tmp/d2" >/dev/null 2>"$tmp/d2.backup" ||
+	bad "backup of a: $(cat "$tmp/d2.backup")"
+member_up d2 "$tmp/d2" "$ETCD_URLS" $P
+converge "a member seeded from a ready member's backup" d2
+member_stop d2
 
 # ------------------------------------------------------------ the end
 # The followers first, once every member is at the same seq, then the

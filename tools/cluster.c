@@ -19,6 +19,8 @@ static const char cluster_usage[] =
 	"[--db DIR]\n"
 	"       gpuledger cluster status --etcd URL[,URL...] --prefix P\n"
 	"           [--format text|json]\n"
+	"       gpuledger cluster compact --etcd URL[,URL...] --prefix P "
+	"[--keep N]\n"
 	"  a cluster of members on etcd (DESIGN 11). init writes P/epoch (a\n"
 	"  fresh random id), P/head ({\"chainHead\", \"seq\", \"time\"} of "
 	"the\n"
@@ -29,6 +31,11 @@ static const char cluster_usage[] =
 	"  failure: the identical txn is sent again until etcd's answer says\n"
 	"  what happened. status prints the head, the leader, the members and\n"
 	"  their lag (head seq minus applied), read at one etcd revision.\n"
+	"  compact runs the leader's retention once (DESIGN 11 rule 11):\n"
+	"  the P/log/ keys more than --keep events (default 100000) below\n"
+	"  the lowest applied seq in P/members/ are deleted and etcd is\n"
+	"  compacted at the oldest key left; nothing is deleted when no\n"
+	"  member is listed; it prints one JSON line of what it did.\n"
 	"  `gpuledger cluster etcd --etcd URLS` is a debugging aid: etcd\n"
 	"  requests as NDJSON on stdin, each answer and its outcome "
 	"(committed,\n"
@@ -60,6 +67,7 @@ struct cluster_args {
 	/* feed's */
 	const char *from;
 	uint64_t batch, max_txn_bytes;
+	uint64_t keep; /* compact's */
 };
 
 /* One option a line, as in the other tables. */
@@ -196,6 +204,32 @@ static int status_run(struct cluster_args *a)
 	}
 	cluster_status_release(&st);
 	return rc;
+}
+
+static int compact_run(struct cluster_args *a)
+{
+	struct cluster_compact c;
+	struct lg_error err = {0};
+	json_t *o;
+	char *s;
+	int rc = cluster_compact(&a->eo, a->prefix, a->keep, &c, &err);
+
+	if (rc != 0) {
+		tool_error("cluster compact: %s",
+			   err.msg[0] ? err.msg : lg_strerror(rc));
+		return EXIT_USAGE;
+	}
+	o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "head",
+		      (json_int_t)c.head, "low", (json_int_t)c.low, "members",
+		      (json_int_t)c.members, "keep", (json_int_t)a->keep,
+		      "cut", (json_int_t)c.cut, "oldest", (json_int_t)c.oldest,
+		      "deleted", (json_int_t)c.deleted, "compactRevision",
+		      (json_int_t)c.compact_rev);
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	rc = tool_puts(s);
+	free(s);
+	return tool_flush("cluster compact", rc);
 }
 
 static int etcd_run(struct cluster_args *a)
@@ -376,7 +410,8 @@ static int feed_run(struct cluster_args *a)
 
 int cmd_cluster(int argc, char **argv)
 {
-	struct cluster_args a = {.lease_ttl = CLUSTER_LEASE_TTL_DEFAULT};
+	struct cluster_args a = {.lease_ttl = CLUSTER_LEASE_TTL_DEFAULT,
+				 .keep = CLUSTER_KEEP_DEFAULT};
 	const struct opt all_opts[] = {
 		OPT_ETCD(&a),
 		OPT_PREFIX(&a),
@@ -395,6 +430,9 @@ int cmd_cluster(int argc, char **argv)
 		{"--max-txn-bytes", OPT_U64, &a.max_txn_bytes, "BYTES",
 		 "feed: a txn's bound (default 1400000, below etcd's 1.5 MiB); "
 		 "larger batches split"},
+		{"--keep", OPT_U64, &a.keep, "N",
+		 "compact: events kept in etcd below the lowest applied seq "
+		 "(default 100000)"},
 	};
 	const struct opt init_opts[] = {
 		OPT_ETCD(&a),
@@ -409,6 +447,13 @@ int cmd_cluster(int argc, char **argv)
 		{"--format", OPT_STR, &a.format, "text|json",
 		 "the output (default text)"},
 		OPT_ALIAS("--json", OPT_FLAG, &a.json),
+	};
+	const struct opt compact_opts[] = {
+		OPT_ETCD(&a),
+		OPT_PREFIX(&a),
+		{"--keep", OPT_U64, &a.keep, "N",
+		 "events kept in etcd below the lowest applied seq in "
+		 "P/members/ (default 100000)"},
 	};
 	const struct opt etcd_opts[] = {OPT_ETCD(&a)};
 	const struct opt campaign_opts[] = {OPT_ETCD(&a), OPT_PREFIX(&a),
@@ -443,6 +488,12 @@ int cmd_cluster(int argc, char **argv)
 		 {"cluster status", cluster_usage, status_opts,
 		  sizeof(status_opts) / sizeof(status_opts[0]), cluster_after},
 		 status_run,
+		 true},
+		{"compact",
+		 {"cluster compact", cluster_usage, compact_opts,
+		  sizeof(compact_opts) / sizeof(compact_opts[0]),
+		  cluster_after},
+		 compact_run,
 		 true},
 		{"etcd",
 		 {"cluster etcd", cluster_usage, etcd_opts,
@@ -491,7 +542,7 @@ int cmd_cluster(int argc, char **argv)
 	status = opts_parse(&spec, argc, argv);
 	if (status != OPTS_RUN)
 		return opts_exit(status);
-	tool_error("cluster: which action? init, status (or etcd)");
+	tool_error("cluster: which action? init, status, compact (or etcd)");
 	fputs("Try 'gpuledger cluster --help' for its options.\n", stderr);
 	return EXIT_USAGE;
 }

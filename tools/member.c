@@ -23,7 +23,8 @@ static const char member_usage[] =
 	"         [--probe-listen ADDR:PORT] [--checkpoint-every N]\n"
 	"         [--verdict-timeout-ms MS]\n"
 	"         [--watch [--kubeconfig F] [--context NAME] [--classes F] "
-	"[--tick S]]\n"
+	"[--tick S]\n"
+	"          [--keep N]]\n"
 	"  a member of a cluster on etcd (DESIGN 11): its applier follows\n"
 	"  P/log/ in etcd and appends every committed value to the ledger at\n"
 	"  --db (made when missing), checking each chain head against\n"
@@ -43,7 +44,9 @@ static const char member_usage[] =
 
 int cmd_member(int argc, char **argv)
 {
-	struct cluster_member_opts o = {.lease_ttl_s = 5, .tick_s = 60};
+	struct cluster_member_opts o = {.lease_ttl_s = 5,
+					.tick_s = 60,
+					.keep = CLUSTER_KEEP_DEFAULT};
 	struct query_opts *q = &o.q;
 	const char *classes = NULL;
 	struct class_table t;
@@ -105,6 +108,12 @@ int cmd_member(int argc, char **argv)
 		 "with --watch: the largest log value one txn writes (default "
 		 "1400000, under etcd's 1.5 MiB request limit); a larger "
 		 "flush is split, with P/open around its parts"},
+		{"--keep", OPT_U64, &o.keep, "N",
+		 "with --watch: while leading, delete the P/log/ keys more "
+		 "than N events below the lowest applied seq in P/members/ "
+		 "and compact etcd there (default 100000; 0: keep the whole "
+		 "log in etcd). Every member's ledger keeps the whole "
+		 "history"},
 	};
 	const struct cmd_spec spec = {"member", member_usage, opts,
 				      sizeof(opts) / sizeof(opts[0]), NULL};
