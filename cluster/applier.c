@@ -17,6 +17,7 @@
  * while the head moved.
  */
 #include "cluster/cluster_int.h"
+#include "ingest/ingest.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -47,6 +48,7 @@ struct cluster_applier {
 	const volatile sig_atomic_t *stop;
 	pthread_mutex_t mu;
 	struct cluster_applier_status st;
+	struct replica_opts peer; /* url NULL: no peer to join from */
 };
 
 /* What a quorum read of P/epoch and P/head says. */
@@ -354,6 +356,43 @@ static int range_value(void *ctx, const struct etcd_kv *kv, uint64_t s)
 	return 0;
 }
 
+void cluster__applier_peer(cluster_applier_t *a, const char *url,
+			   const char *token, const char *cacert,
+			   const char *cert, const char *key)
+{
+	a->peer = (struct replica_opts){.url = url,
+					.token = token,
+					.ca_file = cacert,
+					.cert_file = cert,
+					.key_file = key,
+					.once = true};
+}
+
+/* Joining from a peer (DESIGN 11 "Compaction and members joining"): what
+ * etcd no longer holds, copied from a ready member's GET /v1/events
+ * (ingest_replicate: every event's head computed here and checked against
+ * the peer's before it is appended), up to the peer's seq; then range
+ * reads go on from there. The events copied carry no etcd revision: the
+ * next value applied from etcd stores it. How many were copied. */
+static uint64_t join(struct cluster_applier *a)
+{
+	struct replica_opts ro = a->peer;
+	struct replica_result res = {0};
+	struct lg_error err = {0};
+	uint64_t from = ledger_last_seq(a->lg);
+	int rc;
+
+	ro.stop = a->stop;
+	rc = ingest_replicate(a->lg, &ro, &res, &err);
+	say("joining from %s: %llu events copied after seq %llu, now at seq "
+	    "%llu%s%s",
+	    a->peer.url, (unsigned long long)res.appended,
+	    (unsigned long long)from,
+	    (unsigned long long)ledger_last_seq(a->lg), rc ? ": " : "",
+	    rc ? err.msg : "");
+	return res.appended;
+}
+
 /* Range reads at the probe's revision: every value after applied up to
  * P/head there, then the watch goes on from the next revision. */
 static int catch_up(struct cluster_applier *a, const struct probe *p)
@@ -369,6 +408,9 @@ static int catch_up(struct cluster_applier *a, const struct probe *p)
 				       &err);
 	if (ctx.stop != 0)
 		return ctx.stop;
+	/* Below the oldest key left: from the peer, then etcd again. */
+	if (rc == LG_ENOENT && a->peer.url != NULL && join(a) > 0)
+		return STOP_RANGE;
 	if (rc != 0) {
 		char msg[CLUSTER_MSG_MAX];
 
@@ -378,12 +420,16 @@ static int catch_up(struct cluster_applier *a, const struct probe *p)
 			 "range reads at revision %lld from seq %llu: %s%s",
 			 (long long)p->header.revision,
 			 (unsigned long long)applied + 1, err.msg,
-			 rc == LG_ENOENT
+			 rc != LG_ENOENT ? ""
+			 : a->peer.url != NULL
 				 ? ": etcd no longer holds the log after this "
-				   "member's seq (the leader's --keep); seed "
+				   "member's seq (the leader's --keep), and "
+				   "--peer gave nothing after it"
+				 : ": etcd no longer holds the log after this "
+				   "member's seq (the leader's --keep); start "
+				   "it with --peer (a ready member) or seed "
 				   "its --db from a ready member's ledger "
-				   "(docs/operations.md)"
-				 : "");
+				   "(docs/operations.md)");
 		say("%s", msg);
 		status_text(a, a->st.stuck, msg);
 		return STOP_RANGE;

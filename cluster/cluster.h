@@ -249,6 +249,12 @@ struct cluster_member_opts {
 	/* --watch: the P/log/ keys kept below the lowest applied seq of the
 	 * members (DESIGN 11 rule 11; 0: etcd keeps the whole log). */
 	uint64_t keep;
+	/* --peer: a ready member ("http(s)://host:port") whose GET
+	 * /v1/events gives the log etcd no longer holds (DESIGN 11
+	 * "Compaction and members joining"; NULL: none), its bearer token
+	 * (NULL: none), CA (NULL: the system's) and a client certificate and
+	 * key for a peer that requires one (NULL: none). */
+	const char *peer, *peer_token, *peer_cacert, *peer_cert, *peer_key;
 };
 /* --keep's default: DESIGN 11's 100,000 events. */
 #define CLUSTER_KEEP_DEFAULT 100000

@@ -616,6 +616,13 @@ struct cluster_applier_status {
  * cluster or prefix, or a seq past P/head, or a head that differs from
  * P/head at the same seq); an etcd that cannot be reached is no error
  * (the checks are made when it answers). Caller frees. */
+/* Joining (DESIGN 11 "Compaction and members joining"): when etcd no
+ * longer holds the log after the ledger's seq, it is copied from this
+ * peer first (replicate's protocol, every head checked). Strings borrowed
+ * for the applier's life. Before cluster__applier_run. */
+void cluster__applier_peer(cluster_applier_t *a, const char *url,
+			   const char *token, const char *cacert,
+			   const char *cert, const char *key);
 int cluster__applier_new(cluster_applier_t **out, ledger_t *lg,
 			 const struct cluster_etcd_opts *eo, const char *prefix,
 			 struct lg_error *err);

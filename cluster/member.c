@@ -127,6 +127,10 @@ int cluster_member_open(cluster_member_t **out,
 				       err)) != 0 ||
 	    (rc = ledger_share(m->lg, &m->rd, err)) != 0)
 		goto fail;
+	if (o->peer != NULL)
+		cluster__applier_peer(m->ap, o->peer, o->peer_token,
+				      o->peer_cacert, o->peer_cert,
+				      o->peer_key);
 	if ((rc = cluster__verdicts_new(&m->cv, m->lg, m->ap, &m->o.eo,
 					m->o.prefix, o->verdict_timeout_ms,
 					err)) != 0)

@@ -282,7 +282,8 @@ is "P/open is gone" "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-va
 # After more than --keep events the leader deleted the P/log/ keys below
 # the members' lowest applied seq less 1000 and compacted etcd; every
 # ledger still holds the whole history (the end's checks), and a member
-# below the oldest key left says how to seed it. (That the lowest applied
+# below the oldest key left says how to seed it, and one with --peer joins
+# from a ready member. (That the lowest applied
 # seq pins the log: tests/cluster_cli.sh, `cluster compact`.)
 if cat "$tmp"/*.err "$tmp"/*.err.old 2>/dev/null | grep -q "retention: deleted"; then ok; else
 	bad "the leader deleted no P/log/ key: $(cat "$tmp"/*.err | grep retention | tail -2)"
@@ -308,6 +309,21 @@ member_stop d
 member_up d2 "$tmp/d2" "$ETCD_URLS" $P
 converge "a member seeded from a ready member's backup" d2
 member_stop d2
+# Joining: a new member with --peer copies what etcd no longer holds from
+# a ready member (every head checked), then follows etcd.
+eval "pa=\$port_a"
+member_up d3 "$tmp/d3" "$ETCD_URLS" $P --peer "http://127.0.0.1:$pa"
+converge "a new member joined from a peer" d3
+if grep -q "joining from http://127.0.0.1:$pa: [1-9][0-9]* events copied after seq 0" "$tmp/d3.err"; then ok; else
+	bad "d3 did not say it joined: $(tail -2 "$tmp/d3.err")"
+fi
+member_stop d3
+if "$bin" verify --db "$tmp/d3" >/dev/null 2>&1 && "$bin" audit --db "$tmp/d3" >/dev/null 2>&1; then ok; else
+	bad "verify/audit of the joined member"
+fi
+"$bin" log --db "$tmp/d3" >"$tmp/d3.log" 2>/dev/null
+"$bin" log --db "$tmp/a" 2>/dev/null | head -n "$(wc -l <"$tmp/d3.log")" >"$tmp/a.prefix"
+if [ -s "$tmp/d3.log" ] && cmp -s "$tmp/d3.log" "$tmp/a.prefix"; then ok; else bad "the joined member's log is not a's"; fi
 
 # ------------------------------------------------------------ the end
 # The followers first, once every member is at the same seq, then the

@@ -207,6 +207,17 @@ run timeout 30 "$bin" member --etcd "$ETCD_URLS" --prefix /m/b --name x
 expect "member without --db" 2
 run timeout 30 "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b/ --name x
 expect "member with a prefix ending in /" 2
+run timeout 30 "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b --name x --peer-cacert "$tmp/x"
+expect "member: --peer-cacert without --peer" 2
+has "--peer-cacert without --peer: says so" "$tmp/err" 'go with --peer'
+run timeout 30 "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b --name x --peer http://127.0.0.1:1 --peer-cert "$tmp/x"
+expect "member: --peer-cert without --peer-key" 2
+has "--peer-cert without --peer-key: says so" "$tmp/err" 'go together'
+printf 'tok\n' >"$tmp/peer.tok"
+chmod 644 "$tmp/peer.tok"
+run timeout 30 "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b --name x --peer http://127.0.0.1:1 --peer-token-file "$tmp/peer.tok"
+expect "member: a peer token readable by others" 2
+has "a peer token readable by others: says so" "$tmp/err" 'chmod 600'
 
 # ------------------------------ cluster init --db, members on copies of it
 "$bin" import --db "$tmp/half" --create <"$tmp/part1" >/dev/null || bad "import of part 1 failed"

@@ -25,6 +25,8 @@ static const char member_usage[] =
 	"         [--watch [--kubeconfig F] [--context NAME] [--classes F] "
 	"[--tick S]\n"
 	"          [--keep N]]\n"
+	"         [--peer URL [--peer-token-file F] [--peer-cacert F]\n"
+	"          [--peer-cert F --peer-key F]]\n"
 	"  a member of a cluster on etcd (DESIGN 11): its applier follows\n"
 	"  P/log/ in etcd and appends every committed value to the ledger at\n"
 	"  --db (made when missing), checking each chain head against\n"
@@ -48,7 +50,8 @@ int cmd_member(int argc, char **argv)
 					.tick_s = 60,
 					.keep = CLUSTER_KEEP_DEFAULT};
 	struct query_opts *q = &o.q;
-	const char *classes = NULL;
+	const char *classes = NULL, *peer_token_file = NULL;
+	char *peer_token = NULL;
 	struct class_table t;
 	const struct opt opts[] = {
 		{"--db", OPT_STR, &q->db, "DIR",
@@ -108,6 +111,19 @@ int cmd_member(int argc, char **argv)
 		 "with --watch: the largest log value one txn writes (default "
 		 "1400000, under etcd's 1.5 MiB request limit); a larger "
 		 "flush is split, with P/open around its parts"},
+		{"--peer", OPT_STR, &o.peer, "URL",
+		 "a ready member (its serve address) to copy the log from "
+		 "when etcd no longer holds it after this member's seq "
+		 "(joining, DESIGN 11): GET /v1/events, every head checked"},
+		{"--peer-token-file", OPT_STR, &peer_token_file, "FILE",
+		 "with --peer: its bearer token (an admin's or auditor's); "
+		 "the file must not be group/other readable"},
+		{"--peer-cacert", OPT_STR, &o.peer_cacert, "FILE",
+		 "with --peer: the CA of its certificate"},
+		{"--peer-cert", OPT_STR, &o.peer_cert, "FILE",
+		 "with --peer: a client certificate (a peer with "
+		 "--tls-client-ca)"},
+		{"--peer-key", OPT_STR, &o.peer_key, "FILE", "and its key"},
 		{"--keep", OPT_U64, &o.keep, "N",
 		 "with --watch: while leading, delete the P/log/ keys more "
 		 "than N events below the lowest applied seq in P/members/ "
@@ -154,12 +170,33 @@ int cmd_member(int argc, char **argv)
 		tool_error("member: --tick is 1 to 86400 seconds");
 		return EXIT_USAGE;
 	}
-	if ((rc = tool_load_classes("member", classes, &t)) != 0)
+	if (o.peer == NULL && (peer_token_file || o.peer_cacert ||
+			       o.peer_cert || o.peer_key)) {
+		tool_error("member: --peer-token-file, --peer-cacert, "
+			   "--peer-cert and --peer-key go with --peer");
+		return EXIT_USAGE;
+	}
+	if ((o.peer_cert == NULL) != (o.peer_key == NULL)) {
+		tool_error("member: --peer-cert and --peer-key go together");
+		return EXIT_USAGE;
+	}
+	if (peer_token_file != NULL &&
+	    (peer_token = tool_read_token(peer_token_file)) == NULL) {
+		tool_error("member: %s: unreadable, readable by group or "
+			   "others (chmod 600), or no token in it",
+			   peer_token_file);
+		return EXIT_USAGE;
+	}
+	o.peer_token = peer_token;
+	if ((rc = tool_load_classes("member", classes, &t)) != 0) {
+		free(peer_token);
 		return rc;
+	}
 	o.classes = t.n ? &t : NULL;
 	if (mkdir(q->db, 0775) != 0 && errno != EEXIST) {
 		tool_error("member: %s: %s", q->db, strerror(errno));
 		class_table_release(&t);
+		free(peer_token);
 		return EXIT_USAGE;
 	}
 	q->handle_signals = true;
@@ -167,6 +204,7 @@ int cmd_member(int argc, char **argv)
 		tool_error("member: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		class_table_release(&t);
+		free(peer_token);
 		return EXIT_USAGE;
 	}
 	listen = q->listen ? q->listen : QUERY_LISTEN_DEFAULT;
@@ -180,6 +218,7 @@ int cmd_member(int argc, char **argv)
 	rc = cluster_member_run(m, &err);
 	cluster_member_close(m);
 	class_table_release(&t);
+	free(peer_token);
 	if (rc != 0) {
 		tool_error("member: %s", err.msg);
 		return EXIT_USAGE;

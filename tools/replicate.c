@@ -36,8 +36,7 @@ static void on_signal(int sig)
 	replicate_stop = 1;
 }
 
-/* The token: the first word of the file's first line. */
-static char *read_token(const char *path)
+char *tool_read_token(const char *path)
 {
 	char buf[512], *tok;
 	struct stat st;
@@ -102,7 +101,7 @@ int cmd_replicate(int argc, char **argv)
 			   "--page is at most 10000");
 		return EXIT_USAGE;
 	}
-	if (token_file != NULL && (token = read_token(token_file)) == NULL) {
+	if (token_file != NULL && (token = tool_read_token(token_file)) == NULL) {
 		tool_error("replicate: %s: unreadable, readable by group or "
 			   "others (chmod 600), or no token in it",
 			   token_file);

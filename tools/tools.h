@@ -212,6 +212,10 @@ void tool_grid_release(struct tool_grid *g);
 /* Writes line and a newline to stdout. Returns 0, or the errno of a failed
  * write (EPIPE when the reader has gone away). */
 int tool_puts(const char *line);
+/* A bearer token file's token (the first word of its first line; caller
+ * frees), NULL when the file is unreadable, readable by group or others,
+ * or holds none. */
+char *tool_read_token(const char *path);
 /* Flushes stdout after werr (0 or tool_puts's errno). A reader that went
  * away (EPIPE, e.g. `| head`) is not an error of ours: EXIT_OK. Another
  * failure prints an error: EXIT_USAGE. */
