@@ -49,6 +49,10 @@ struct cluster_applier {
 	pthread_mutex_t mu;
 	struct cluster_applier_status st;
 	struct replica_opts peer; /* url NULL: no peer to join from */
+	/* Rule 10: signed checkpoints at every multiple of sign_every
+	 * (signer NULL: none). */
+	const struct note_signer *signer;
+	uint64_t sign_every, signed_size;
 };
 
 /* What a quorum read of P/epoch and P/head says. */
@@ -256,6 +260,40 @@ static int history_check(struct cluster_applier *a, const struct probe *p,
 /* ---------------------------------------------------------------------- */
 /* Applying */
 
+void cluster__applier_signer(cluster_applier_t *a, const struct note_signer *s,
+			     uint64_t every)
+{
+	a->signer = s;
+	a->sign_every = every ? every : CLUSTER_SIGN_EVERY_DEFAULT;
+}
+
+/* DESIGN 11 rule 10: checkpoints every N seqs, never on a timer. The
+ * newest multiple of N the ledger holds is signed once it is applied; one
+ * key and one log give every member the same note, so a witness behind a
+ * Service sees one tree whichever member answers (and a member behind the
+ * cluster's newest checkpoint answers 503, query's side). */
+static void sign_due(struct cluster_applier *a)
+{
+	struct lg_error err = {0};
+	uint64_t at;
+	char *note = NULL;
+
+	if (a->signer == NULL)
+		return;
+	at = ledger_last_seq(a->lg) / a->sign_every * a->sign_every;
+	if (at == 0 || at <= a->signed_size)
+		return;
+	if (ledger_note_get(a->lg, at, &note, NULL, NULL) == 0) {
+		free(note); /* signed before a restart */
+	} else if (ledger_sign_checkpoint_at(a->lg, a->signer, at, &err) !=
+		   0) {
+		say("signing the checkpoint of size %llu: %s",
+		    (unsigned long long)at, err.msg);
+		return;
+	}
+	a->signed_size = at;
+}
+
 /* A test's slow applier: while the file named by
  * GPULEDGER_TEST_APPLY_PAUSE exists, nothing is applied (the tests of
  * DESIGN 11 rule 4 make a member lag behind P/head this way, its lease and
@@ -291,6 +329,7 @@ int cluster__applier_apply(cluster_applier_t *a, const struct etcd_kv *kv,
 		a->cm = cm;
 		a->cm.seq = ledger_last_seq(a->lg);
 		a->have_meta = true;
+		sign_due(a);
 	}
 	return rc;
 }
@@ -384,6 +423,7 @@ static uint64_t join(struct cluster_applier *a)
 
 	ro.stop = a->stop;
 	rc = ingest_replicate(a->lg, &ro, &res, &err);
+	sign_due(a);
 	say("joining from %s: %llu events copied after seq %llu, now at seq "
 	    "%llu%s%s",
 	    a->peer.url, (unsigned long long)res.appended,

@@ -255,7 +255,13 @@ struct cluster_member_opts {
 	 * (NULL: none), CA (NULL: the system's) and a client certificate and
 	 * key for a peer that requires one (NULL: none). */
 	const char *peer, *peer_token, *peer_cacert, *peer_cert, *peer_key;
+	/* --sign-key: signed checkpoints (rule 10) at every multiple of
+	 * sign_every seqs (0: the default); NULL: none. */
+	const struct note_signer *signer;
+	uint64_t sign_every;
 };
+/* --sign-every's default: a signed checkpoint every 1,000 seqs. */
+#define CLUSTER_SIGN_EVERY_DEFAULT 1000
 /* --keep's default: DESIGN 11's 100,000 events. */
 #define CLUSTER_KEEP_DEFAULT 100000
 /* Retention (DESIGN 11 rule 11): what one pass read and did. */

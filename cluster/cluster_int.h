@@ -620,6 +620,10 @@ struct cluster_applier_status {
  * longer holds the log after the ledger's seq, it is copied from this
  * peer first (replicate's protocol, every head checked). Strings borrowed
  * for the applier's life. Before cluster__applier_run. */
+/* Rule 10: sign the checkpoint of every multiple of every seqs (0: the
+ * default) with s (borrowed for the applier's life). Before the run. */
+void cluster__applier_signer(cluster_applier_t *a, const struct note_signer *s,
+			     uint64_t every);
 void cluster__applier_peer(cluster_applier_t *a, const char *url,
 			   const char *token, const char *cacert,
 			   const char *cert, const char *key);

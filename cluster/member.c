@@ -56,6 +56,12 @@ static void member_status(void *ctx, struct query_member_status *q)
 	since = st.fresh_ns ? st.fresh_ns : m->start_ns;
 	q->reachable = st.reachable;
 	q->stale_s = (uint64_t)((mono_ns() - since) / 1000000000);
+	if (m->o.signer != NULL) {
+		uint64_t every = m->o.sign_every ? m->o.sign_every
+						 : CLUSTER_SIGN_EVERY_DEFAULT;
+
+		q->checkpoint_due = st.head_seq / every * every;
+	}
 	if (st.refused[0])
 		snprintf(q->unready, sizeof(q->unready), "%s", st.refused);
 	else if (!st.reachable)
@@ -127,6 +133,8 @@ int cluster_member_open(cluster_member_t **out,
 				       err)) != 0 ||
 	    (rc = ledger_share(m->lg, &m->rd, err)) != 0)
 		goto fail;
+	if (o->signer != NULL)
+		cluster__applier_signer(m->ap, o->signer, o->sign_every);
 	if (o->peer != NULL)
 		cluster__applier_peer(m->ap, o->peer, o->peer_token,
 				      o->peer_cacert, o->peer_cert,

@@ -292,6 +292,11 @@ int ledger_note_get(ledger_t *lg, uint64_t size, char **text,
  * (origin = the key's name) and stores it; *size is its tree size. */
 int ledger_sign_checkpoint(ledger_t *lg, const struct note_signer *s,
 			   uint64_t *size, struct lg_error *err);
+/* The same for the tree of size (<= the last seq): a note that depends on
+ * nothing but the key and the log (Ed25519 is deterministic), so every
+ * member of a cluster signing size with one key writes the same bytes. */
+int ledger_sign_checkpoint_at(ledger_t *lg, const struct note_signer *s,
+			      uint64_t size, struct lg_error *err);
 
 struct ledger_stats {
 	uint64_t events, checkpoints, last_seq;

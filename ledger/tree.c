@@ -446,20 +446,32 @@ out_free:
 int ledger_sign_checkpoint(ledger_t *lg, const struct note_signer *s,
 			   uint64_t *size, struct lg_error *err)
 {
+	LG_ASSERT(lg != NULL && s != NULL && size != NULL);
+	*size = ledger_last_seq(lg);
+	return ledger_sign_checkpoint_at(lg, s, *size, err);
+}
+
+int ledger_sign_checkpoint_at(ledger_t *lg, const struct note_signer *s,
+			      uint64_t size, struct lg_error *err)
+{
 	uint8_t root[MERKLE_HASH_BYTES];
 	char *body, *note;
 	int rc;
 
-	LG_ASSERT(lg != NULL && s != NULL && size != NULL);
-	*size = ledger_last_seq(lg);
-	if ((rc = ledger_tree_root(lg, *size, root, err)) != 0)
+	LG_ASSERT(lg != NULL && s != NULL);
+	if (size > ledger_last_seq(lg))
+		return lg_error_set(err, LG_EINVAL,
+				    "a checkpoint of size %llu past seq %llu",
+				    (unsigned long long)size,
+				    (unsigned long long)ledger_last_seq(lg));
+	if ((rc = ledger_tree_root(lg, size, root, err)) != 0)
 		return rc;
-	body = tlog_checkpoint_text(s->name, *size, root);
+	body = tlog_checkpoint_text(s->name, size, root);
 	note = note_sign(s, body);
 	free(body);
 	if (note == NULL)
 		return lg_error_set(err, LG_EINVAL, "cannot sign");
-	rc = ledger__note_put(lg, *size, note, err);
+	rc = ledger__note_put(lg, size, note, err);
 	free(note);
 	return rc;
 }

@@ -98,12 +98,38 @@ uint64_t query_proof_size(ledger_t *lg, uint64_t seq)
 /* ---------------------------------------------------------------------- */
 /* Handlers */
 
+/* DESIGN 11 rule 10: a member whose newest signed checkpoint is older than
+ * the cluster's answers 503 rather than a smaller tree (a witness behind a
+ * Service must never see the tree shrink). true when it answered. */
+static bool behind(struct query_server *qs, struct request *rq)
+{
+	uint64_t due = qs->o.member != NULL ? qs->member_st.checkpoint_due : 0,
+		 size = 0;
+	char *note = NULL;
+
+	if (due == 0)
+		return false;
+	if (ledger_note_get(qs->lg, 0, &note, &size, NULL) == 0)
+		free(note);
+	if (size >= due)
+		return false;
+	query__reply_error(qs, rq, 503,
+			   "this member's newest signed checkpoint is of size "
+			   "%llu, the cluster's of size %llu: it is catching "
+			   "up (DESIGN 11 rule 10)",
+			   (unsigned long long)size, (unsigned long long)due);
+	return true;
+}
+
 void query__handle_checkpoint(struct query_server *qs, struct request *rq)
 {
 	struct lg_error err = {0};
 	char *note = NULL;
-	int rc = ledger_note_get(qs->lg, 0, &note, NULL, &err);
+	int rc;
 
+	if (behind(qs, rq))
+		return;
+	rc = ledger_note_get(qs->lg, 0, &note, NULL, &err);
 	if (rc == LG_ENOENT)
 		query__reply_error(
 			qs, rq, 404,
@@ -142,6 +168,8 @@ void query__handle_proof_inclusion(struct query_server *qs, struct request *rq)
 			"seq=N (>= 1) is required; size=M is optional");
 		return;
 	}
+	if (behind(qs, rq))
+		return;
 	if (s2 == QP_ABSENT)
 		size = query_proof_size(qs->lg, seq);
 	reply_proof(qs, rq, query_proof_inclusion(qs->lg, seq, size, &err),
@@ -159,6 +187,8 @@ void query__handle_proof_consistency(struct query_server *qs,
 		query__reply_error(qs, rq, 400, "from=M and to=N are required");
 		return;
 	}
+	if (behind(qs, rq))
+		return;
 	reply_proof(qs, rq, query_proof_consistency(qs->lg, from, to, &err),
 		    &err);
 }

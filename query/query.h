@@ -149,6 +149,11 @@ struct query_member_status {
 	bool reachable;	   /* etcd answered the member's last request */
 	uint64_t stale_s;  /* seconds since it last knew itself caught up */
 	char unready[512]; /* why it is not ready ("" when it is) */
+	/* DESIGN 11 rule 10: the size of the cluster's newest signed
+	 * checkpoint (the newest multiple of the signing interval at or
+	 * below P/head; 0: the member signs none). A member whose own newest
+	 * note is older answers /v1/checkpoint and proofs 503. */
+	uint64_t checkpoint_due;
 };
 /* One queued verdict request as a member's verdict path sees it. */
 struct query_vitem {

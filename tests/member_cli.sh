@@ -46,7 +46,8 @@ etcd_up member_cli
 member() {
 	mn=$1 mp=$2 me=$3
 	shift 3
-	member_up "$mn" "$tmp/$mn" "$me" "$mp" --checkpoint-every 500 "$@"
+	member_up "$mn" "$tmp/$mn" "$me" "$mp" --checkpoint-every 500 \
+		--sign-key "$tmp/keys/test.example_member.key" --sign-every 250 "$@"
 }
 stop() { member_stop "$@"; }
 seq_of() { member_seq "$1"; }
@@ -83,6 +84,7 @@ sed -n '1001,1400p' "$tmp/events" >"$tmp/part2"
 sed -n "1401,${total}p" "$tmp/events" >"$tmp/part3"
 
 # --------------------------------------------------------- three members
+"$bin" keygen --name test.example/member --out "$tmp/keys" >/dev/null || bad "keygen failed"
 run "$bin" cluster init --etcd "$ETCD_URLS" --prefix /m/a
 expect "init /m/a" 0
 member m1 /m/a "$ETCD_URLS"
@@ -94,6 +96,37 @@ is "feed part 1: one line per txn" "$(jq -r .outcome "$tmp/out" | sort -u)" comm
 is "feed part 1: 4 txns of at most 300" "$(wc -l <"$tmp/out" | tr -d ' ')" 4
 is "feed part 1: the last seq" "$(tail -1 "$tmp/out" | jq .lastSeq)" 1000
 for m in m1 m2 m3; do caught_up $m 1000; done
+
+# Rule 10: signed checkpoints every 250 seqs, never on a timer: every
+# member serves the same note, and one behind the cluster's newest answers
+# 503 rather than a smaller tree.
+for m in m1 m2 m3; do
+	eval "mp=\$port_$m"
+	curl -s -m 5 -o "$tmp/cp.$m" -w '%{http_code}' "http://127.0.0.1:$mp/v1/checkpoint" >"$tmp/cpc.$m"
+	is "rule 10: $m answers /v1/checkpoint" "$(cat "$tmp/cpc.$m")" 200
+done
+is "rule 10: the note's tree size" "$(sed -n 2p "$tmp/cp.m1")" 1000
+same "rule 10: m2 serves m1's note byte for byte" "$tmp/cp.m1" "$tmp/cp.m2"
+same "rule 10: m3 serves m1's note byte for byte" "$tmp/cp.m1" "$tmp/cp.m3"
+run "$bin" verify --db "$tmp/single" --checkpoint "$tmp/cp.m1" --key "$tmp/keys/test.example_member.pub"
+expect "rule 10: the members' note verifies against the single-pod ledger" 0
+touch "$tmp/pause.m4"
+wrap="env GPULEDGER_TEST_APPLY_PAUSE=$tmp/pause.m4"
+member m4 /m/a "$ETCD_URLS"
+wrap=
+behind4() {
+	curl -s -m 5 -o "$tmp/cp.m4" -w '%{http_code}' "http://127.0.0.1:$port_m4/v1/checkpoint" >"$tmp/cpc.m4"
+	[ "$(cat "$tmp/cpc.m4")" = 503 ]
+}
+if wait_until 20 behind4; then ok; else bad "rule 10: a member behind answered $(cat "$tmp/cpc.m4")"; fi
+has "rule 10: a member behind says why" "$tmp/cp.m4" "newest signed checkpoint is of size 0, the cluster's of size 1000"
+is "rule 10: a member behind refuses proofs" \
+	"$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port_m4/v1/proof/inclusion?seq=1")" 503
+rm -f "$tmp/pause.m4"
+caught_up m4 1000
+curl -s -m 5 -o "$tmp/cp.m4" "http://127.0.0.1:$port_m4/v1/checkpoint"
+same "rule 10: caught up, m4 serves the same note" "$tmp/cp.m1" "$tmp/cp.m4"
+stop m4
 
 # A member that cannot reach etcd answers reads, stale, and is not ready.
 ctl mode p2 blackhole
@@ -164,7 +197,6 @@ done
 # ------------------------------------------- every member: the same ledger
 "$bin" log --db "$tmp/single" >"$tmp/want.log"
 same "the single-pod import: the events as watched" "$tmp/events" "$tmp/want.log"
-"$bin" keygen --name test.example/member --out "$tmp/keys" >/dev/null || bad "keygen failed"
 cp -r "$tmp/single" "$tmp/signed"
 "$bin" checkpoint --db "$tmp/signed" --sign-key "$tmp/keys/test.example_member.key" >/dev/null ||
 	bad "checkpoint --sign-key failed"

@@ -25,6 +25,7 @@ static const char member_usage[] =
 	"         [--watch [--kubeconfig F] [--context NAME] [--classes F] "
 	"[--tick S]\n"
 	"          [--keep N]]\n"
+	"         [--sign-key F [--sign-every N]]\n"
 	"         [--peer URL [--peer-token-file F] [--peer-cacert F]\n"
 	"          [--peer-cert F --peer-key F]]\n"
 	"  a member of a cluster on etcd (DESIGN 11): its applier follows\n"
@@ -50,7 +51,8 @@ int cmd_member(int argc, char **argv)
 					.tick_s = 60,
 					.keep = CLUSTER_KEEP_DEFAULT};
 	struct query_opts *q = &o.q;
-	const char *classes = NULL, *peer_token_file = NULL;
+	const char *classes = NULL, *peer_token_file = NULL, *sign_key = NULL;
+	struct note_signer signer;
 	char *peer_token = NULL;
 	struct class_table t;
 	const struct opt opts[] = {
@@ -124,6 +126,15 @@ int cmd_member(int argc, char **argv)
 		 "with --peer: a client certificate (a peer with "
 		 "--tls-client-ca)"},
 		{"--peer-key", OPT_STR, &o.peer_key, "FILE", "and its key"},
+		{"--sign-key", OPT_STR, &sign_key, "FILE",
+		 "sign a C2SP checkpoint of the tree at every multiple of "
+		 "--sign-every seqs (DESIGN 11 rule 10; the key as serve "
+		 "takes it, the same on every member: each writes the same "
+		 "note); a member whose newest is older than the cluster's "
+		 "answers /v1/checkpoint and proofs 503"},
+		{"--sign-every", OPT_U64, &o.sign_every, "N",
+		 "with --sign-key: seqs between signed checkpoints (default "
+		 "1000), never a timer"},
 		{"--keep", OPT_U64, &o.keep, "N",
 		 "with --watch: while leading, delete the P/log/ keys more "
 		 "than N events below the lowest applied seq in P/members/ "
@@ -169,6 +180,19 @@ int cmd_member(int argc, char **argv)
 	if (o.tick_s == 0 || o.tick_s > 86400) {
 		tool_error("member: --tick is 1 to 86400 seconds");
 		return EXIT_USAGE;
+	}
+	if (sign_key == NULL && o.sign_every != 0) {
+		tool_error("member: --sign-every goes with --sign-key");
+		return EXIT_USAGE;
+	}
+	if (o.sign_every > 100000000) {
+		tool_error("member: --sign-every is 1 to 100000000");
+		return EXIT_USAGE;
+	}
+	if (sign_key != NULL) {
+		if ((rc = tlog_load_signer("member", sign_key, &signer)) != 0)
+			return rc;
+		o.signer = &signer;
 	}
 	if (o.peer == NULL && (peer_token_file || o.peer_cacert ||
 			       o.peer_cert || o.peer_key)) {
