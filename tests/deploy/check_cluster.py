@@ -47,7 +47,8 @@ MEMBER_CLI = {"--db": True, "--etcd": True, "--prefix": True, "--name": True,
 # What a deployment must set (the rest have defaults that fit).
 MEMBER_NEEDS = ["--db", "--etcd", "--prefix", "--name", "--listen",
                 "--lease-ttl", "--etcd-cacert", "--etcd-cert", "--etcd-key",
-                "--tls-cert", "--tls-key", "--token-file", "--probe-listen"]
+                "--tls-cert", "--tls-key", "--token-file", "--probe-listen",
+                "--peer", "--peer-cacert", "--peer-cert", "--peer-key"]
 # Names that would be the Kubernetes API server's own etcd.
 APISERVER_ETCD = re.compile(r"(^|\.)kube-system(\.|$)|^(localhost|127\.|"
                             r"\[::1\])|^etcd(-[a-z0-9-]+)?$")
@@ -241,6 +242,19 @@ def check_member(c, s, binary, admission):
         if p is not None:
             c.check(f"cluster: {f} {p} is on a volume",
                     mount_of(ct, p) is not None)
+    # The join: --peer is the webhook's Service (ready members only), and
+    # its three files come from the peer client certificate's Secret.
+    c.check("cluster: --peer is the webhook's Service (only ready members)",
+            flag(args, "--peer") == "https://gpuledger.gpuledger.svc:443",
+            str(flag(args, "--peer")))
+    for f in ("--peer-cacert", "--peer-cert", "--peer-key"):
+        p = flag(args, f) or ""
+        mm = mount_of(ct, p) or {}
+        sec = get(vols.get(mm.get("name")), "secret", "secretName")
+        c.check(f"cluster: {f} {p} comes from the peer client "
+                "certificate's Secret",
+                sec == "gpuledger-peer-client" and mm.get("readOnly") is True,
+                str(mm))
     urls = (flag(args, "--etcd") or "").split(",")
     for u in urls:
         host = re.sub(r"^https?://([^/:]+|\[[^]]+\]).*$", r"\1", u)
@@ -460,10 +474,23 @@ def run(c, root, binary, base_docs, admission_docs):
               "ClusterRoleBinding", "Role", "RoleBinding", "Issuer",
               "Certificate", "PriorityClass",
               "PrometheusRule", "ConfigMap")
+    # (Certificates: the base's and the members' peer client certificate.)
+    peer = objs(docs, "Certificate", "gpuledger-peer-client")
     for kind in shared:
-        c.check(f"cluster: its {kind} objects are the base's",
-                objs(docs, kind) == objs(base_docs, kind) and
-                objs(docs, kind))
+        mine = [d for d in objs(docs, kind) if d not in peer]
+        c.check(f"cluster: its {kind} objects are the base's" +
+                (" (and the peer client certificate)"
+                 if kind == "Certificate" else ""),
+                mine == objs(base_docs, kind) and mine)
+    # The join (member --peer) authenticates as the read replicas do: a
+    # client certificate whose name the tokens file maps to auditor.
+    pc = peer[0] if peer else {}
+    c.check("cluster: the peer client certificate is a client auth "
+            "certificate of the base's CA, named gpuledger-replica",
+            get(pc, "spec", "commonName") == "gpuledger-replica" and
+            "client auth" in (get(pc, "spec", "usages") or []) and
+            get(pc, "spec", "issuerRef", "name") == "gpuledger-ca",
+            str(get(pc, "spec")))
     base_dep = objs(base_docs, "Deployment")
     base_pod = get(base_dep[0] if base_dep else {}, "spec", "template",
                    "spec", default={})
