@@ -365,6 +365,23 @@ static int open_dbs(ledger_t *lg, struct lg_error *err)
 	rc = mdb_txn_commit(txn);
 	if (rc != 0)
 		return ledger__store_error(err, rc, "open databases");
+	/* Forensic reads (verify, log, audit) cannot tell a newer
+	 * gpuledger's ledger from a flipped bit in the version: either way
+	 * nothing here can be vouched for, which is their "no" (exit 1),
+	 * named as the damage it may be. */
+	if (lg->o.forensic &&
+	    (val.mv_size != sizeof(stored) || stored != LEDGER_SCHEMA_VERSION))
+		return lg_error_set(
+			err, LG_ECORRUPT,
+			"damaged storage: %s: schema version %u in the meta "
+			"page of the databases, %s; this gpuledger reads "
+			"version %u",
+			lg->dir, val.mv_size == 4 ? stored : 0,
+			val.mv_size == 4 && stored > LEDGER_SCHEMA_VERSION &&
+					stored <= LEDGER_SCHEMA_VERSION + 16
+				? "a newer gpuledger's ledger or damage"
+				: "not one any gpuledger wrote",
+			LEDGER_SCHEMA_VERSION);
 	if (val.mv_size != sizeof(stored) || stored != LEDGER_SCHEMA_VERSION)
 		return lg_error_set(err, LG_EVERSION,
 				    "%s: schema version %u, this gpuledger "

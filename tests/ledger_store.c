@@ -671,6 +671,15 @@ START_TEST(store_open_errors)
 	o.read_only = false;
 	ck_assert_int_eq(ledger_open(&lg, &o, &err), LG_EVERSION);
 	ck_assert_ptr_nonnull(strstr(err.msg, "schema version 99"));
+	/* Forensic reads (verify, log, audit) cannot tell it from a flipped
+	 * bit: damaged storage, their "no". */
+	o.forensic = true;
+	o.read_only = true;
+	ck_assert_int_eq(ledger_open(&lg, &o, &err), LG_ECORRUPT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "damaged storage: "));
+	ck_assert_ptr_nonnull(strstr(err.msg, "schema version 99"));
+	o.forensic = false;
+	o.read_only = false;
 	o.dir = "";
 	ck_assert_int_eq(ledger_open(&lg, &o, &err), LG_EINVAL);
 	rm_tree(dir);
