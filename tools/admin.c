@@ -128,8 +128,7 @@ int cmd_stats(int argc, char **argv)
 		 "JSON object (--json is the old spelling of --format json)"},
 		OPT_ALIAS("--json", OPT_FLAG, &as_json),
 	};
-	const struct cmd_spec spec = {"stats", stats_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), NULL};
+	const struct cmd_spec spec = CMD_SPEC("stats", stats_usage, opts, NULL);
 	struct ledger_stats st = {0};
 	struct lg_error err = {0};
 	ledger_t *lg;
@@ -180,8 +179,8 @@ int cmd_checkpoint(int argc, char **argv)
 		 "(from `gpuledger keygen`) and keep it in the ledger "
 		 "(`gpuledger head` prints it)"},
 	};
-	const struct cmd_spec spec = {"checkpoint", checkpoint_usage, opts, 2,
-				      NULL};
+	const struct cmd_spec spec =
+		CMD_SPEC("checkpoint", checkpoint_usage, opts, NULL);
 	struct note_signer signer;
 	uint64_t signed_size;
 	const struct ledger_opts lo = {.read_only = false};
@@ -232,8 +231,8 @@ int cmd_backup(int argc, char **argv)
 		 "the copy: a new or empty directory"},
 		OPT_ALIAS("--to", OPT_STR, &to),
 	};
-	const struct cmd_spec spec = {"backup", backup_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), NULL};
+	const struct cmd_spec spec =
+		CMD_SPEC("backup", backup_usage, opts, NULL);
 	struct lg_error err = {0};
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv), rc;

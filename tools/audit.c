@@ -274,8 +274,7 @@ int cmd_audit(int argc, char **argv)
 		{"--to", OPT_U64, &to, "ID",
 		 "the last (default: the last verdict)"},
 	};
-	const struct cmd_spec spec = {"audit", audit_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), NULL};
+	const struct cmd_spec spec = CMD_SPEC("audit", audit_usage, opts, NULL);
 	/* Forensic: nothing is replayed at open, damage is named in order. */
 	const struct ledger_opts lo = {.read_only = true, .forensic = true};
 	ledger_t *lg;

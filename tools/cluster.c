@@ -512,9 +512,8 @@ int cmd_cluster(int argc, char **argv)
 		 feed_run,
 		 true},
 	};
-	const struct cmd_spec spec = {"cluster", cluster_usage, all_opts,
-				      sizeof(all_opts) / sizeof(all_opts[0]),
-				      cluster_after};
+	const struct cmd_spec spec =
+		CMD_SPEC("cluster", cluster_usage, all_opts, cluster_after);
 	struct lg_error err = {0};
 	int status;
 

@@ -135,8 +135,7 @@ int cmd_eval(int argc, char **argv)
 		 "that state after event SEQ, or at an RFC 3339 time (default: "
 		 "the last event)"},
 	};
-	const struct cmd_spec spec = {"eval", eval_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), NULL};
+	const struct cmd_spec spec = CMD_SPEC("eval", eval_usage, opts, NULL);
 	struct class_table classes;
 	struct eval_ctx ctx = {0};
 	state_t *st = NULL;

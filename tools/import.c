@@ -197,8 +197,8 @@ int cmd_import(int argc, char **argv)
 		{"--batch", OPT_U64, &batch, "N",
 		 "events per transaction (1..1000000)"},
 	};
-	const struct cmd_spec spec = {"import", import_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), NULL};
+	const struct cmd_spec spec =
+		CMD_SPEC("import", import_usage, opts, NULL);
 	struct import im;
 	char line[96];
 	ledger_t *lg;

@@ -162,9 +162,8 @@ int cmd_log(int argc, char **argv)
 		 "appended (polling every 200 ms) until killed or until the "
 		 "reader of the output goes away"},
 	};
-	const struct cmd_spec spec = {"log", log_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]),
-				      log_after};
+	const struct cmd_spec spec =
+		CMD_SPEC("log", log_usage, opts, log_after);
 	const struct ledger_opts lo = {.read_only = true, .forensic = true};
 	struct log_out o;
 	ledger_t *lg;

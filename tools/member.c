@@ -142,8 +142,8 @@ int cmd_member(int argc, char **argv)
 		 "log in etcd). Every member's ledger keeps the whole "
 		 "history"},
 	};
-	const struct cmd_spec spec = {"member", member_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), NULL};
+	const struct cmd_spec spec =
+		CMD_SPEC("member", member_usage, opts, NULL);
 	struct lg_error err = {0};
 	cluster_member_t *m;
 	const char *listen;

@@ -254,9 +254,8 @@ int cmd_reconcile(int argc, char **argv)
 		 "json (default): one canonical JSON document, as GET "
 		 "/v1/reconcile answers; text: a summary for an operator"},
 	};
-	const struct cmd_spec spec = {"reconcile", reconcile_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]),
-				      reconcile_after};
+	const struct cmd_spec spec =
+		CMD_SPEC("reconcile", reconcile_usage, opts, reconcile_after);
 	struct reconcile_opts ro;
 	struct lg_error err = {0};
 	struct json_out jo = {.w = {.write = json_write}};

@@ -401,9 +401,8 @@ int cmd_replay(int argc, char **argv)
 		 "--format json)"},
 		OPT_ALIAS("--json", OPT_FLAG, &a.json),
 	};
-	const struct cmd_spec spec = {"replay", replay_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]),
-				      replay_after};
+	const struct cmd_spec spec =
+		CMD_SPEC("replay", replay_usage, opts, replay_after);
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv);
 

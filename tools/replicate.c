@@ -82,9 +82,8 @@ int cmd_replicate(int argc, char **argv)
 		{"--once", OPT_FLAG, &ro.once, NULL,
 		 "stop when caught up (and on network errors)"},
 	};
-	const struct cmd_spec spec = {"replicate", replicate_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]),
-				      replicate_after};
+	const struct cmd_spec spec =
+		CMD_SPEC("replicate", replicate_usage, opts, replicate_after);
 	struct ledger_opts lo = {.create = true};
 	struct replica_result res;
 	struct lg_error err = {0};

@@ -132,8 +132,7 @@ int cmd_serve(int argc, char **argv)
 		{"--sign-every", OPT_U64, &every, "SECS",
 		 "at most this often (default 10)"},
 	};
-	const struct cmd_spec spec = {"serve", serve_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), NULL};
+	const struct cmd_spec spec = CMD_SPEC("serve", serve_usage, opts, NULL);
 	struct lg_error err = {0};
 	query_server_t *qs;
 	const char *listen;

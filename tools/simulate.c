@@ -316,8 +316,8 @@ int cmd_simulate(int argc, char **argv)
 		 "{\"after\": N, \"review\": {...}}: send it to serve's POST "
 		 "/v1/admission once the first N stream lines are observed"},
 	};
-	const struct cmd_spec spec = {"simulate", sim_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), NULL};
+	const struct cmd_spec spec =
+		CMD_SPEC("simulate", sim_usage, opts, NULL);
 	int status = opts_parse(&spec, argc, argv);
 
 	if (status != OPTS_RUN)

@@ -136,7 +136,8 @@ int cmd_keygen(int argc, char **argv)
 		{"--out", OPT_STR, &out, "DIR",
 		 "the directory of the two key files"},
 	};
-	const struct cmd_spec spec = {"keygen", keygen_usage, opts, 2, NULL};
+	const struct cmd_spec spec =
+		CMD_SPEC("keygen", keygen_usage, opts, NULL);
 	struct lg_error err = {0};
 	struct note_signer s;
 	uint8_t seed[NOTE_KEY_BYTES];
@@ -194,7 +195,7 @@ int cmd_head(int argc, char **argv)
 		{"--size", OPT_U64, &size, "N",
 		 "the checkpoint of tree size N (default: the latest)"},
 	};
-	const struct cmd_spec spec = {"head", head_usage, opts, 2, NULL};
+	const struct cmd_spec spec = CMD_SPEC("head", head_usage, opts, NULL);
 	struct lg_error err = {0};
 	ledger_t *lg;
 	char *note;
@@ -279,7 +280,7 @@ int cmd_prove(int argc, char **argv)
 		{"--format", OPT_STR, &format, "json|c2sp",
 		 "json (default) or c2sp (an inclusion proof only)"},
 	};
-	const struct cmd_spec spec = {"prove", prove_usage, opts, 6, NULL};
+	const struct cmd_spec spec = CMD_SPEC("prove", prove_usage, opts, NULL);
 	struct lg_error err = {0};
 	ledger_t *lg;
 	json_t *proof;
@@ -407,8 +408,8 @@ int cmd_check_proof(int argc, char **argv)
 		 "the older checkpoint of a consistency proof (default: the "
 		 "proof's own)"},
 	};
-	const struct cmd_spec spec = {"check-proof", check_proof_usage, opts,
-				      3, NULL};
+	const struct cmd_spec spec =
+		CMD_SPEC("check-proof", check_proof_usage, opts, NULL);
 	struct note_verifier v;
 	struct merkle_proof *p = NULL;
 	json_t *pr = NULL;
@@ -699,8 +700,8 @@ int cmd_witness(int argc, char **argv)
 		{"--count", OPT_U64, &count, "N",
 		 "with --follow: stop after N looks"},
 	};
-	const struct cmd_spec spec = {"witness", witness_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]), NULL};
+	const struct cmd_spec spec =
+		CMD_SPEC("witness", witness_usage, opts, NULL);
 	int status = opts_parse(&spec, argc, argv);
 
 	if (status != OPTS_RUN)

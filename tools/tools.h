@@ -127,6 +127,14 @@ struct cmd_spec {
 	const char *after; /* text after the options, or NULL */
 };
 
+/* A command's spec over an array of options (its length counted here, never
+ * by hand). */
+#define CMD_SPEC(name, usage, opts, after)                                 \
+	{                                                                  \
+		(name), (usage), (opts), sizeof(opts) / sizeof((opts)[0]), \
+			(after)                                            \
+	}
+
 /* Result of opts_parse. */
 enum {
 	OPTS_RUN = 0,

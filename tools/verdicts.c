@@ -215,9 +215,8 @@ int cmd_verdicts(int argc, char **argv)
 		 "--format json)"},
 		OPT_ALIAS("--json", OPT_FLAG, &a.json),
 	};
-	const struct cmd_spec spec = {"verdicts", verdicts_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]),
-				      verdicts_after};
+	const struct cmd_spec spec =
+		CMD_SPEC("verdicts", verdicts_usage, opts, verdicts_after);
 	struct verdict_filter f;
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv);

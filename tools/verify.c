@@ -75,8 +75,8 @@ int cmd_verify(int argc, char **argv)
 		{"--key", OPT_STR, &key, "KEY",
 		 "the verifier key file of that checkpoint's signer"},
 	};
-	const struct cmd_spec spec = {"verify", verify_usage, opts, 3,
-				      verify_after};
+	const struct cmd_spec spec =
+		CMD_SPEC("verify", verify_usage, opts, verify_after);
 	struct lg_error err = {0};
 	struct ledger_verify_result res;
 	char hex[TOOL_HEX_LEN], line[256];

@@ -205,9 +205,8 @@ int cmd_watch(int argc, char **argv)
 		 "a NOTE ApiAbsent and discovered again every S seconds "
 		 "(default 60); the other resources go on."},
 	};
-	const struct cmd_spec spec = {"watch", watch_usage, opts,
-				      sizeof(opts) / sizeof(opts[0]),
-				      watch_after};
+	const struct cmd_spec spec =
+		CMD_SPEC("watch", watch_usage, opts, watch_after);
 	struct class_table t;
 	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv);
