@@ -256,19 +256,31 @@ static bool carries_synced(const struct event *evs, size_t n)
 /* A test's pause between the lease check and the send: while the file
  * $GPULEDGER_TEST_LEADER_PAUSE.<name> exists (the moment a leader that
  * stalls there, a GC pause or a SIGSTOP, has checked its lease and not yet
- * sent; the fence must refuse what it then sends). */
-static void test_pause(struct cluster_leader *l)
+ * sent; the fence must refuse what it then sends), and, before each part
+ * after the first of a batch in parts, while $GPULEDGER_TEST_LEADER_PAUSE.
+ * <name>.inside exists (a leader to be killed inside a batch, P/open put:
+ * rule 6's crash). Inert unless the variable is set. */
+static bool pause_file(const char *f, const char *name, const char *suffix)
 {
-	const char *f = getenv("GPULEDGER_TEST_LEADER_PAUSE");
 	char path[4096];
 	FILE *fp;
 
-	if (f == NULL || f[0] == '\0' ||
-	    (size_t)snprintf(path, sizeof(path), "%s.%s", f, l->o.name) >=
-		    sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s.%s%s", f, name,
+			     suffix) >= sizeof(path) ||
+	    (fp = fopen(path, "r")) == NULL)
+		return false;
+	fclose(fp);
+	return true;
+}
+
+static void test_pause(struct cluster_leader *l, bool inside)
+{
+	const char *f = getenv("GPULEDGER_TEST_LEADER_PAUSE");
+
+	if (f == NULL || f[0] == '\0')
 		return;
-	while ((fp = fopen(path, "r")) != NULL) {
-		fclose(fp);
+	while (pause_file(f, l->o.name, "") ||
+	       (inside && pause_file(f, l->o.name, ".inside"))) {
 		if (atomic_load(&l->quit))
 			return;
 		nap();
@@ -328,7 +340,7 @@ static int one_txn(struct cluster_leader *l, struct event *evs, size_t n,
 		else if (last && (!whole_first || l->open_found) &&
 			 (!l->open_found || synced))
 			rq.open = CLUSTER_OPEN_DELETE;
-		test_pause(l);
+		test_pause(l, !whole_first);
 		rc = cluster__append(&l->w, &rq, &res, err);
 		if (rc != 0)
 			goto fail;

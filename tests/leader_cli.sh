@@ -15,8 +15,16 @@
 #    between the check and the send, then SIGSTOP past its TTL) has its
 #    late batch refused by the fence ("deposed"), and rejoins as a
 #    follower;
+#  - SIGKILL of etcd's leader together with the gpuledger leader: a member
+#    on a live endpoint leads, and all comes back;
 #  - rule 6: a class-table change that remaps more holders than one txn
-#    holds is split with P/open around its parts (gone at the end);
+#    holds is split with P/open around its parts (gone at the end); a
+#    leader killed between the parts: the next one finishes the batch with
+#    its relist and deletes P/open with its NOTE Synced, no verdict in
+#    between;
+#  - rule 11: a follower stopped while retention deletes past it, and the
+#    killed leader, rejoin from a peer (--peer); members below the oldest
+#    key without --peer, seeded from a backup, and new with --peer;
 #  - at the end every member's `log` is byte for byte the same, `verify`
 #    and `audit` pass on each, and each term starts with LeaderChanged.
 # Usage: tests/leader_cli.sh [PATH/TO/gpuledger]   (KEEP=1 keeps the temp dir,
@@ -97,13 +105,15 @@ converge() {
 # ------------------------------------------------------------ the members
 "$bin" cluster init --etcd "$ETCD_URLS" --prefix $P >"$tmp/init.out" 2>&1 ||
 	bad "cluster init: $(cat "$tmp/init.out")"
-# watcher NAME ETCD: a member with --watch on $tmp/NAME.
+# watcher NAME ETCD [OPTIONS...]: a member with --watch on $tmp/NAME.
 # A restarted member's earlier stderr goes to NAME.err.old.
 watcher() {
 	[ -f "$tmp/$1.err" ] && cat "$tmp/$1.err" >>"$tmp/$1.err.old" && : >"$tmp/$1.err"
 	wrap="env GPULEDGER_TEST_APPLY_PAUSE=$tmp/apply.$1"
-	member_up "$1" "$tmp/$1" "$2" $P --watch --kubeconfig "$tmp/kc" \
-		--lease-ttl $ttl --tick 3600 --max-txn-bytes 65536 --keep 1000
+	wt_n=$1 wt_e=$2
+	shift 2
+	member_up "$wt_n" "$tmp/$wt_n" "$wt_e" $P --watch --kubeconfig "$tmp/kc" \
+		--lease-ttl $ttl --tick 3600 --max-txn-bytes 65536 --keep 1000 "$@"
 	wrap=
 }
 url_of() { case $1 in a) echo "$ETCD_URL0" ;; b) echo "$ETCD_URL1" ;; *) echo "$ETCD_URL2" ;; esac; }
@@ -209,6 +219,36 @@ if cat "$tmp"/*.err | grep -q "another writer"; then bad "a new leader wrote bef
 watcher "$L6" "$(url_of "$L6")"
 converge "the killed member back" "$L6"
 
+# ------------------------------------------------------------ the etcd leader with the leader
+# SIGKILL of etcd's leader and of the gpuledger leader together: etcd
+# elects another leader (and extends the leases it inherits), the dead
+# member's lease ends there, and a member on a live endpoint leads; then
+# the etcd member comes back and the killed member follows.
+etcd_leader() {
+	etcdctl --endpoints "$ETCD_URLS" --command-timeout=2s endpoint status -w json 2>/dev/null |
+		jq -r --arg urls "$ETCD_URLS" '($urls | split(",")) as $u |
+			.[] | select(.Status.leader == .Status.header.member_id) |
+			.Endpoint as $e | $u | index($e)'
+}
+L8=$(leader)
+E8=$(etcd_leader)
+if [ -n "$E8" ]; then ok; else bad "no etcd leader found"; E8=0; fi
+t0=$(date +%s%N)
+ctl kill "$E8"
+member_stop "$L8" KILL
+apply "$(ev ADDED "$(gpu_pod tenant-acme train-4 1 gpu-node-1 Running)")"
+if wait_until 30 other_leader "$L8"; then ok; else bad "no leader after SIGKILL of etcd's leader ($E8) and of $L8"; fi
+t1=$(date +%s%N)
+echo "leader_cli: $(leader) leads $(((t1 - t0) / 1000000)) ms after SIGKILL of etcd member $E8 (its leader) and of $L8"
+case $E8 in 0) dead=a ;; 1) dead=b ;; *) dead=c ;; esac
+live=$(for n in a b c; do [ "$n" != "$L8" ] && [ "$n" != "$dead" ] && printf '%s ' "$n"; done)
+# shellcheck disable=SC2086
+converge "etcd's leader and the leader killed together" $live
+ctl start "$E8"
+watcher "$L8" "$(url_of "$L8")"
+converge "etcd member $E8 and $L8 back" a b c
+if cat "$tmp"/*.err | grep -q "another writer"; then bad "a term met another writer's observation"; else ok; fi
+
 # ------------------------------------------------------------ rule 6: a batch in parts
 # 2,500 GPU pods, then a class table that renames their class: the remap
 # releases and reserves every holder in one flush, more than one txn holds.
@@ -278,6 +318,81 @@ fi
 if cat "$tmp"/*.err | grep -q ", $P/open around them"; then ok; else bad "no flush was split"; fi
 is "P/open is gone" "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-value-only)" ""
 
+# ------------------------------------------------------------ rule 6: a leader killed inside a batch
+# The class renamed back: another remap in parts. A follower F is stopped
+# first (SIGTERM: its lease revoked, it no longer pins retention); the
+# leader puts P/open with its first part and is killed before its second
+# ($GPULEDGER_TEST_LEADER_PAUSE.NAME.inside). The other follower leads: it
+# applies the half batch, finds P/open, relists (the rest of the remap)
+# and deletes P/open with its NOTE Synced; no verdict is recorded in
+# between, though admissions go on all along. Its retention deletes what
+# F has not applied; F and the killed leader, restarted with --peer, join
+# from the new leader (the seqs etcd no longer holds copied from it) and
+# converge. (A follower only SIGSTOPped gets the events its watch had
+# buffered, so it needs no join: the stopped process is the case.)
+L9=$(leader)
+set -- $(followers_of "$L9")
+F9=$1 G9=$2
+f9_seq=$(member_seq "$F9")
+member_stop "$F9"
+touch "$tmp/pause.$L9.inside"
+rm -f "$tmp/asks.stop"
+asker "$G9" &
+pids="$pids $!"
+python3 - >"$tmp/cm2.json" <<'EOF2'
+import json
+classes = {"classes": [{"name": "h100", "resourceNames": ["nvidia.com/GH100_H100_SXM5_80GB"],
+    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}]}
+print(json.dumps({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": "ConfigMap",
+    "metadata": {"name": "gpu-classes", "namespace": "cozy-system"},
+    "data": {"classes.json": json.dumps(classes)}}}))
+EOF2
+apply "@$tmp/cm2.json"
+open_put() { [ -n "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-value-only 2>/dev/null)" ]; }
+if wait_until 20 open_put; then ok; else bad "the leader put no $P/open: $(tail -3 "$tmp/$L9.err")"; fi
+sleep 0.5
+member_stop "$L9" KILL
+rm -f "$tmp/pause.$L9.inside"
+if wait_until 20 other_leader "$L9"; then ok; else bad "no leader after $L9 died inside a batch"; fi
+is "the leader after the crash" "$(leader)" "$G9"
+open_gone() { [ -z "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-value-only 2>/dev/null)" ]; }
+if wait_until 30 open_gone; then ok; else bad "$P/open is left after the crash inside a batch"; fi
+converge "the batch finished by the next leader" "$G9"
+touch "$tmp/asks.stop"
+# The dead leader's lease ends (it pinned what it had applied); 300 more
+# pods, and the leader's next retention pass deletes past F.
+sleep $((ttl + 1))
+python3 - "$tmp/more.json" <<'EOF2'
+import json, sys
+json.dump([{"type": "ADDED", "object": {"apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "q%04d" % i, "namespace": "tenant-beta"},
+    "spec": {"nodeName": "gpu-node-1", "containers": [{"name": "c",
+        "resources": {"limits": {"nvidia.com/GH100_H100_SXM5_80GB": "1"}}}]},
+    "status": {"phase": "Running"}}} for i in range(300)], open(sys.argv[1], "w"))
+EOF2
+apply "@$tmp/more.json"
+converge "300 pods more" "$G9"
+oldest_key() { etcdctl --endpoints "$ETCD_URLS" get "$P/log/" --prefix --keys-only --limit 1 | sed -n 's|.*/log/0*\([0-9]*\)$|\1|p'; }
+past_f9() { o=$(oldest_key) && [ -n "$o" ] && [ "$o" -gt $((f9_seq + 1)) ]; }
+if wait_until 20 past_f9; then ok; else bad "retention left seq $(oldest_key), not past $F9's $f9_seq: $(grep retention "$tmp/$G9.err" | tail -2)"; fi
+# No VERDICT between the dead leader's first part (the CLASS event) and
+# the NOTE Synced of the term that finished the batch.
+"$bin" log --db "$tmp/$G9" 2>/dev/null | jq -c '{seq, type, code: (.code // null)}' >"$tmp/crash.seqs"
+inside=$(jq -rs '([.[] | select(.type == "CLASS")] | last | .seq) as $from |
+	([.[] | select(.seq > $from and .type == "NOTE" and .code == "Synced")] | first | .seq) as $to |
+	[.[] | select(.type == "VERDICT" and .seq > $from and .seq < $to)] | length' "$tmp/crash.seqs")
+is "verdicts between the half batch and its end (rule 6)" "$inside" 0
+nlc=$(jq -s '([.[] | select(.type == "CLASS")] | last | .seq) as $from |
+	[.[] | select(.seq > $from and .type == "NOTE" and .code == "LeaderChanged")] | length' "$tmp/crash.seqs")
+is "one LeaderChanged inside the crashed batch" "$nlc" 1
+eval "pg=\$port_$G9"
+watcher "$F9" "$(url_of "$F9")" --peer "http://127.0.0.1:$pg"
+watcher "$L9" "$(url_of "$L9")" --peer "http://127.0.0.1:$pg"
+converge "the stopped follower and the killed leader, joined" "$F9" "$L9"
+if grep -q "joining from http://127.0.0.1:$pg: [1-9][0-9]* events copied after seq $f9_seq" "$tmp/$F9.err"; then ok; else
+	bad "$F9 did not join from the leader after seq $f9_seq: $(grep -E '^member' "$tmp/$F9.err" | tail -3)"
+fi
+
 # ------------------------------------------------------------ rule 11: retention
 # After more than --keep events the leader deleted the P/log/ keys below
 # the members' lowest applied seq less 1000 and compacted etcd; every
@@ -288,7 +403,7 @@ is "P/open is gone" "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-va
 if cat "$tmp"/*.err "$tmp"/*.err.old 2>/dev/null | grep -q "retention: deleted"; then ok; else
 	bad "the leader deleted no P/log/ key: $(cat "$tmp"/*.err | grep retention | tail -2)"
 fi
-oldest=$(etcdctl --endpoints "$ETCD_URLS" get "$P/log/" --prefix --keys-only --limit 1 | sed -n 's|.*/log/0*\([0-9]*\)$|\1|p')
+oldest=$(oldest_key)
 low=$(for n in a b c; do member_seq "$n"; done | sort -n | head -1)
 echo "leader_cli: the oldest P/log/ key left is seq $oldest; the members are at $low or more"
 if [ -n "$oldest" ] && [ "$oldest" -gt 1 ] && [ "$oldest" -le $((low + 1)) ]; then ok; else
