@@ -325,7 +325,8 @@ is "P/open is gone" "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-va
 # ($GPULEDGER_TEST_LEADER_PAUSE.NAME.inside). The other follower leads: it
 # applies the half batch, finds P/open, relists (the rest of the remap)
 # and deletes P/open with its NOTE Synced; no verdict is recorded in
-# between, though admissions go on all along. Its retention deletes what
+# between, though admissions go on all along (and on through the joins
+# below: a join under load). Its retention deletes what
 # F has not applied; F and the killed leader, restarted with --peer, join
 # from the new leader (the seqs etcd no longer holds copied from it) and
 # converge. (A follower only SIGSTOPped gets the events its watch had
@@ -358,7 +359,6 @@ is "the leader after the crash" "$(leader)" "$G9"
 open_gone() { [ -z "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-value-only 2>/dev/null)" ]; }
 if wait_until 30 open_gone; then ok; else bad "$P/open is left after the crash inside a batch"; fi
 converge "the batch finished by the next leader" "$G9"
-touch "$tmp/asks.stop"
 # The dead leader's lease ends (it pinned what it had applied); 300 more
 # pods, and the leader's next retention pass deletes past F.
 sleep $((ttl + 1))
@@ -388,7 +388,8 @@ is "one LeaderChanged inside the crashed batch" "$nlc" 1
 eval "pg=\$port_$G9"
 watcher "$F9" "$(url_of "$F9")" --peer "http://127.0.0.1:$pg"
 watcher "$L9" "$(url_of "$L9")" --peer "http://127.0.0.1:$pg"
-converge "the stopped follower and the killed leader, joined" "$F9" "$L9"
+converge "the stopped follower and the killed leader, joined under load" "$F9" "$L9"
+touch "$tmp/asks.stop"
 if grep -q "joining from http://127.0.0.1:$pg: [1-9][0-9]* events copied after seq $f9_seq" "$tmp/$F9.err"; then ok; else
 	bad "$F9 did not join from the leader after seq $f9_seq: $(grep -E '^member' "$tmp/$F9.err" | tail -3)"
 fi
