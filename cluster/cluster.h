@@ -222,6 +222,32 @@ void cluster_lease_close(cluster_lease_t *l);
  * and with watch, the lease and the leader's watcher on a thread of their
  * own. */
 
+/* --keep's default: DESIGN 11's 100,000 events. */
+#define CLUSTER_KEEP_DEFAULT 100000
+/* --keep-bytes' default: 256 MiB of P/log/ values, an eighth of etcd's
+ * default 2 GiB quota (--quota-backend-bytes). */
+#define CLUSTER_KEEP_BYTES_DEFAULT (256ULL << 20)
+/* --defrag-free's default: 64 MiB. */
+#define CLUSTER_DEFRAG_FREE_DEFAULT (64ULL << 20)
+/* What one pass of retention may hand back about defragmentation. */
+#define CLUSTER_DEFRAG_MAX 16
+/* Retention (DESIGN 11 rule 11 and "Compaction and members joining"). */
+struct cluster_retention {
+	/* P/log/ keys more than keep events below the lowest applied seq of
+	 * the members listed in P/members/ go (0: no bound by events; none
+	 * listed: none go by it). */
+	uint64_t keep;
+	/* And, oldest first, while the P/log/ values etcd holds exceed
+	 * keep_bytes (the newest is always kept), even past a member's
+	 * applied seq: etcd at its quota refuses every write, so a member
+	 * that far behind joins from a peer instead (0: no bound). */
+	uint64_t keep_bytes;
+	/* After a compaction, each etcd member, one at a time, is
+	 * defragmented when at least defrag_free bytes of its file are
+	 * free (0: never). */
+	uint64_t defrag_free;
+};
+
 struct cluster_member_opts {
 	struct cluster_etcd_opts eo;
 	const char *prefix, *name;
@@ -246,9 +272,9 @@ struct cluster_member_opts {
 	 * under etcd's 1.5 MiB request limit); a larger flush splits
 	 * (rule 6). */
 	uint64_t max_txn_bytes;
-	/* --watch: the P/log/ keys kept below the lowest applied seq of the
-	 * members (DESIGN 11 rule 11; 0: etcd keeps the whole log). */
-	uint64_t keep;
+	/* --watch: what etcd keeps of the log (DESIGN 11 rule 11): --keep,
+	 * --keep-bytes, --defrag-free. */
+	struct cluster_retention rt;
 	/* --peer: a ready member ("http(s)://host:port") whose GET
 	 * /v1/events gives the log etcd no longer holds (DESIGN 11
 	 * "Compaction and members joining"; NULL: none), its bearer token
@@ -262,24 +288,29 @@ struct cluster_member_opts {
 };
 /* --sign-every's default: a signed checkpoint every 1,000 seqs. */
 #define CLUSTER_SIGN_EVERY_DEFAULT 1000
-/* --keep's default: DESIGN 11's 100,000 events. */
-#define CLUSTER_KEEP_DEFAULT 100000
-/* Retention (DESIGN 11 rule 11): what one pass read and did. */
+/* What one pass read and did. */
 struct cluster_compact {
 	uint64_t head, low; /* P/head's seq; the lowest applied listed */
 	size_t members;	    /* P/members/ keys */
 	uint64_t cut;	    /* keys below it deleted (0: none due) */
+	bool by_bytes;	    /* cut was set by keep_bytes */
+	uint64_t bytes;	    /* with keep_bytes: the values' bytes kept */
 	uint64_t oldest;    /* the oldest P/log/ key left (its first seq) */
 	uint64_t deleted;   /* keys deleted by this call */
 	int64_t compact_rev; /* etcd compacted there (0: not) */
+	/* The etcd members defragmented, in the order done: their file's
+	 * bytes before and after. */
+	struct cluster_defrag {
+		char endpoint[256];
+		int64_t before, after;
+	} defrag[CLUSTER_DEFRAG_MAX];
+	size_t n_defrag;
 };
-/* `cluster compact`: one pass of the leader's retention with keep (> 0),
- * without its fence (P/epoch is compared): the P/log/ keys below
- * min(applied of P/members/) - keep deleted, etcd compacted at the oldest
- * key left. Nothing is deleted when no member is listed. */
+/* `cluster compact`: one pass of the leader's retention (rt->keep or
+ * rt->keep_bytes > 0), without its fence (P/epoch is compared). */
 int cluster_compact(const struct cluster_etcd_opts *eo, const char *prefix,
-		    uint64_t keep, struct cluster_compact *out,
-		    struct lg_error *err);
+		    const struct cluster_retention *rt,
+		    struct cluster_compact *out, struct lg_error *err);
 typedef struct cluster_node cluster_member_t;
 /* Opens the ledger (created when missing), checks it against etcd (rule
  * 8: LG_EEXIST, err naming why, for a ledger of another history) and

@@ -281,10 +281,22 @@ struct etcd_status {
 	uint64_t leader;	   /* the etcd leader's member id */
 	char version[32];
 	int64_t db_size;
+	int64_t db_size_in_use; /* 0: not said (before 3.4) */
 	uint64_t raft_index, raft_term;
 };
 int cluster__etcd_status(etcd_t *e, struct etcd_status *st,
 			 enum etcd_outcome *outcome, struct lg_error *err);
+/* The endpoints of a handle, and the maintenance calls of one of them
+ * (endpoint i alone, no other tried: status and defragment are about that
+ * member; i == SIZE_MAX: any). Defragmenting blocks that member's reads
+ * and writes while it runs: timeout_ms bounds it (0: the handle's). */
+size_t cluster__etcd_n_endpoints(const etcd_t *e);
+const char *cluster__etcd_endpoint_at(const etcd_t *e, size_t i);
+int cluster__etcd_status_at(etcd_t *e, size_t i, struct etcd_status *st,
+			    enum etcd_outcome *outcome, struct lg_error *err);
+int cluster__etcd_defragment_at(etcd_t *e, size_t i, uint64_t timeout_ms,
+				enum etcd_outcome *outcome,
+				struct lg_error *err);
 /* Compacts the key-value history up to revision (physical: wait until it
  * is removed from the store). */
 int cluster__etcd_compact(etcd_t *e, int64_t revision, bool physical,
@@ -549,12 +561,15 @@ int cluster__append(struct cluster_writer *w,
 void cluster__append_result_release(struct cluster_append_result *res);
 
 /* Retention (DESIGN 11 "Compaction and members joining", rule 11): with
- * keep > 0, deletes the P/log/ keys below min(applied of P/members/) - keep
- * (only when some member is listed: none listed pins nothing and deletes
- * nothing), with P/epoch's compare and, when w->leader_rev is set, the
- * leader's (rule 5), then compacts etcd at the mod_revision of the oldest
- * key kept. *c says what it read and did; cut 0: nothing was due. */
-int cluster__compact(struct cluster_writer *w, uint64_t keep,
+ * rt->keep > 0, deletes the P/log/ keys below min(applied of P/members/) -
+ * keep (only when some member is listed: none listed pins nothing), and
+ * with rt->keep_bytes the oldest while the values kept exceed it; with
+ * P/epoch's compare and, when w->leader_rev is set, the leader's (rule 5);
+ * then compacts etcd at the mod_revision of the oldest key kept and
+ * defragments its members one at a time (rt->defrag_free). *c says what
+ * it read and did; cut 0: nothing was due. */
+int cluster__compact(struct cluster_writer *w,
+		     const struct cluster_retention *rt,
 		     struct cluster_compact *c, struct lg_error *err);
 /* P/epoch into epoch (cap bytes, NUL-terminated); LG_ENOENT when absent. */
 int cluster__epoch_read(etcd_t *e, const char *prefix, char *epoch,
@@ -663,7 +678,7 @@ struct cluster_leader_opts {
 	uint64_t request_ms; /* one append's rule-1 span before the lease is
 				looked at again */
 	size_t max_value;    /* a P/log/ value's bound (0: the default) */
-	uint64_t keep;	     /* retention (rule 11; 0: none) */
+	struct cluster_retention rt; /* retention (rule 11) */
 };
 /* Loads the Kubernetes configuration and starts the lease (it campaigns at
  * once). LG_ENOENT/LG_EINVAL for a configuration that cannot be used.

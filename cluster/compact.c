@@ -4,7 +4,12 @@
  * P/members/) - keep, in a txn fenced by its leadership (rule 5), and then
  * compacts etcd's revisions at the mod_revision of the oldest key kept.
  * Every member's LMDB keeps the whole history; etcd keeps the window a
- * member that is alive may still need.
+ * member that is alive may still need, and no more than --keep-bytes of
+ * values: past that the oldest go even if a member still needs them (it
+ * joins from a peer), because an etcd at its quota refuses every write of
+ * every member. After compacting, each etcd member whose file has
+ * --defrag-free bytes free is defragmented, one at a time, so a quorum
+ * always answers.
  *
  * P/members/<name> keys are bound to each member's lease, so a dead member
  * stops pinning the log once its lease expires; a member that comes back
@@ -119,7 +124,107 @@ static int oldest_kept_rev(struct cluster_writer *w, uint64_t cut,
 	return rc;
 }
 
-int cluster__compact(struct cluster_writer *w, uint64_t keep,
+/* Rule 11 by bytes: reads the P/log/ values from seq from on, a page at a
+ * time, and finds the first seq whose keys, to the newest, hold at most
+ * keep_bytes (the newest key always stays): *cut (0: none due by bytes)
+ * and *kept, their bytes. Reads what etcd keeps: at most about keep_bytes
+ * more than the bound once it holds. */
+#define BYTES_PAGE 16
+static int bytes_cut(struct cluster_writer *w, uint64_t from,
+		     uint64_t keep_bytes, uint64_t *cut, uint64_t *kept,
+		     struct lg_error *err)
+{
+	char k_log[KEY_MAX], k_end[KEY_MAX];
+	struct {
+		uint64_t seq, len;
+	} *keys = NULL;
+	size_t n = 0, cap = 0, i = 0;
+	uint64_t total = 0;
+	int rc = 0;
+
+	*cut = 0;
+	*kept = 0;
+	for (bool more = true; more && rc == 0;) {
+		struct etcd_range_result r = {0};
+		struct etcd_range rg = {
+			.key = k_log,
+			.key_len = cluster__log_key(k_log, sizeof(k_log),
+						    w->prefix, from),
+			.end = k_end,
+			.end_len = cluster__log_key(k_end, sizeof(k_end),
+						    w->prefix, UINT64_MAX),
+			.limit = BYTES_PAGE};
+
+		if ((rc = cluster__etcd_range(w->etcd, &rg, &r, NULL, err)) !=
+		    0)
+			break;
+		more = r.more && r.n_kvs > 0;
+		for (size_t k = 0; k < r.n_kvs; k++) {
+			uint64_t seq = cluster__log_key_seq(
+				r.kvs[k].key, r.kvs[k].key_len, w->prefix);
+
+			if (n == cap) {
+				cap = cap ? 2 * cap : 256;
+				keys = lg_xrealloc(keys, cap * sizeof(*keys));
+			}
+			keys[n].seq = seq;
+			keys[n].len = r.kvs[k].value_len;
+			total += keys[n].len;
+			n++;
+			from = seq + 1;
+		}
+		cluster__range_release(&r);
+	}
+	if (rc == 0) {
+		while (total > keep_bytes && i + 1 < n)
+			total -= keys[i++].len;
+		*cut = i > 0 ? keys[i].seq : 0;
+		*kept = total;
+	}
+	free(keys);
+	return rc;
+}
+
+/* Rule 11: defragments each etcd member of the handle, one at a time (the
+ * next only once the last has answered), whose file has at least free_min
+ * bytes not in use after the compaction. A member that cannot say (no
+ * dbSizeInUse before etcd 3.4) is left; a failure stops the pass (said in
+ * err; what was done is in c). */
+static int defragment(struct cluster_writer *w, uint64_t free_min,
+		      struct cluster_compact *c, struct lg_error *err)
+{
+	size_t n = cluster__etcd_n_endpoints(w->etcd);
+
+	for (size_t i = 0; i < n && c->n_defrag < CLUSTER_DEFRAG_MAX; i++) {
+		struct etcd_status st;
+		struct cluster_defrag *d;
+		int64_t unused;
+		int rc = cluster__etcd_status_at(w->etcd, i, &st, NULL, err);
+
+		if (rc != 0)
+			return rc;
+		unused = st.db_size - st.db_size_in_use;
+		if (st.db_size_in_use <= 0 || unused < (int64_t)free_min)
+			continue;
+		/* Blocks that member for as long as it takes: its own bound,
+		 * not a request's. */
+		if ((rc = cluster__etcd_defragment_at(w->etcd, i, 60000, NULL,
+						      err)) != 0)
+			return rc;
+		d = &c->defrag[c->n_defrag++];
+		snprintf(d->endpoint, sizeof(d->endpoint), "%s",
+			 cluster__etcd_endpoint_at(w->etcd, i));
+		d->before = st.db_size;
+		if ((rc = cluster__etcd_status_at(w->etcd, i, &st, NULL,
+						  err)) != 0)
+			return rc;
+		d->after = st.db_size;
+	}
+	return 0;
+}
+
+int cluster__compact(struct cluster_writer *w,
+		     const struct cluster_retention *rt,
 		     struct cluster_compact *c, struct lg_error *err)
 {
 	char k_epoch[KEY_MAX], k_leader[KEY_MAX], k_log[KEY_MAX],
@@ -132,17 +237,30 @@ int cluster__compact(struct cluster_writer *w, uint64_t keep,
 	size_t n_cmp = 0;
 	int rc;
 
-	LG_ASSERT(w != NULL && w->etcd != NULL && c != NULL);
+	LG_ASSERT(w != NULL && w->etcd != NULL && rt != NULL && c != NULL);
 	memset(c, 0, sizeof(*c));
-	if (keep == 0)
+	if (rt->keep == 0 && rt->keep_bytes == 0)
 		return 0; /* retention off */
 	if ((rc = read_window(w, c, err)) != 0)
 		return rc;
-	if (c->members == 0 || c->low <= keep)
-		return 0; /* nothing pinned, or nothing old enough */
-	c->cut = c->low - keep;
-	if (c->oldest == 0 || c->oldest >= c->cut)
-		return 0; /* deleted already */
+	/* By events: pinned by the lowest applied seq listed. */
+	if (rt->keep > 0 && c->members > 0 && c->low > rt->keep)
+		c->cut = c->low - rt->keep;
+	/* By bytes: over what is left above that cut. */
+	if (rt->keep_bytes > 0 && c->oldest > 0) {
+		uint64_t bcut;
+
+		if ((rc = bytes_cut(w, c->oldest > c->cut ? c->oldest : c->cut,
+				    rt->keep_bytes, &bcut, &c->bytes, err)) !=
+		    0)
+			return rc;
+		if (bcut > c->cut) {
+			c->cut = bcut;
+			c->by_bytes = true;
+		}
+	}
+	if (c->cut == 0 || c->oldest == 0 || c->oldest >= c->cut)
+		return 0; /* nothing old enough, or deleted already */
 	/* Rule 11 (and 5): only in this history, only while leading. */
 	cmp[n_cmp++] = (struct etcd_cmp){
 		.key = k_epoch,
@@ -199,6 +317,8 @@ int cluster__compact(struct cluster_writer *w, uint64_t keep,
 			rc = 0;
 		}
 	}
+	if (rc == 0 && c->compact_rev > 0 && rt->defrag_free > 0)
+		rc = defragment(w, rt->defrag_free, c, err);
 	return rc;
 }
 
@@ -225,21 +345,22 @@ int cluster__epoch_read(etcd_t *e, const char *prefix, char *epoch,
 }
 
 int cluster_compact(const struct cluster_etcd_opts *eo, const char *prefix,
-		    uint64_t keep, struct cluster_compact *out,
-		    struct lg_error *err)
+		    const struct cluster_retention *rt,
+		    struct cluster_compact *out, struct lg_error *err)
 {
 	struct cluster_writer w = {.prefix = prefix};
 	int rc;
 
-	LG_ASSERT(eo != NULL && prefix != NULL && out != NULL);
+	LG_ASSERT(eo != NULL && prefix != NULL && rt != NULL && out != NULL);
 	memset(out, 0, sizeof(*out));
-	if (keep == 0)
-		return lg_error_set(err, LG_EINVAL, "--keep is 1 or more");
+	if (rt->keep == 0 && rt->keep_bytes == 0)
+		return lg_error_set(err, LG_EINVAL,
+				    "--keep or --keep-bytes is 1 or more");
 	if ((rc = cluster__etcd_open(&w.etcd, eo, err)) != 0)
 		return rc;
 	rc = cluster__epoch_read(w.etcd, prefix, w.epoch, sizeof(w.epoch), err);
 	if (rc == 0)
-		rc = cluster__compact(&w, keep, out, err);
+		rc = cluster__compact(&w, rt, out, err);
 	cluster__etcd_close(w.etcd);
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include "cluster/cluster_int.h"
 
 #include <curl/curl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,8 @@ struct etcd {
 	size_t n_urls;
 	size_t cur;  /* where the next request starts */
 	size_t last; /* where the last one went */
+	size_t pin;  /* the one endpoint the next request may use, else
+		      * SIZE_MAX (the maintenance calls of one member) */
 	CURL *h;
 	struct curl_slist *headers;
 	uint64_t timeout_ms;
@@ -138,6 +141,7 @@ int cluster__etcd_open(etcd_t **out, const struct cluster_etcd_opts *o,
 	int rc;
 
 	*out = NULL;
+	e->pin = SIZE_MAX;
 	rc = cluster__endpoints_parse(o->endpoints, e->urlbuf,
 				      sizeof(e->urlbuf), e->urls, &e->n_urls,
 				      err);
@@ -254,7 +258,11 @@ static int request(etcd_t *e, const char *path, const char *body,
 	e->body = body;
 	e->body_len = strlen(body);
 	e->rewindable = rewindable;
-	for (size_t t = 0; t < e->n_urls; t++) {
+	size_t tries = e->pin < e->n_urls ? 1 : e->n_urls;
+
+	if (e->pin < e->n_urls)
+		start = e->pin;
+	for (size_t t = 0; t < tries; t++) {
 		size_t i = (start + t) % e->n_urls;
 		CURLcode c = attempt(e, e->urls[i], path, timeout_ms);
 		struct etcd_attempt a = {
@@ -283,8 +291,10 @@ static int request(etcd_t *e, const char *path, const char *body,
 		}
 		/* A member that timed out or broke: the next request starts
 		 * at another one. */
-		e->cur = v.outcome == ETCD_INDETERMINATE ? (i + 1) % e->n_urls
-							 : i;
+		if (e->pin >= e->n_urls)
+			e->cur = v.outcome == ETCD_INDETERMINATE
+					 ? (i + 1) % e->n_urls
+					 : i;
 		if (v.code != 0) {
 			if (a.transport == ETCD_T_OK)
 				lg_error_set(err, v.code,
@@ -488,28 +498,76 @@ int cluster__etcd_lease_revoke(etcd_t *e, int64_t id,
 	return rc;
 }
 
+size_t cluster__etcd_n_endpoints(const etcd_t *e)
+{
+	return e->n_urls;
+}
+
+const char *cluster__etcd_endpoint_at(const etcd_t *e, size_t i)
+{
+	return i < e->n_urls ? e->urls[i] : "";
+}
+
+/* call() at endpoint i alone (any when i is SIZE_MAX), with timeout_ms
+ * (0: the handle's). */
+static int call_at(etcd_t *e, size_t i, uint64_t timeout_ms, const char *path,
+		   char *body, json_t **doc, enum etcd_outcome *outcome,
+		   struct lg_error *err)
+{
+	uint64_t t = e->timeout_ms;
+	int rc;
+
+	e->pin = i;
+	if (timeout_ms != 0)
+		e->timeout_ms = timeout_ms;
+	rc = call(e, path, body, true, doc, outcome, err);
+	e->pin = SIZE_MAX;
+	e->timeout_ms = t;
+	return rc;
+}
+
 int cluster__etcd_status(etcd_t *e, struct etcd_status *st,
 			 enum etcd_outcome *outcome, struct lg_error *err)
+{
+	return cluster__etcd_status_at(e, SIZE_MAX, st, outcome, err);
+}
+
+int cluster__etcd_status_at(etcd_t *e, size_t i, struct etcd_status *st,
+			    enum etcd_outcome *outcome, struct lg_error *err)
 {
 	json_t *doc = NULL;
 	const char *v;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
-	rc = call(e, "/v3/maintenance/status", lg_xstrdup("{}"), true, &doc,
-		  outcome, err);
+	rc = call_at(e, i, 0, "/v3/maintenance/status", lg_xstrdup("{}"), &doc,
+		     outcome, err);
 	if (rc != 0)
 		return rc;
 	cluster__header_parse(doc, &st->header);
 	st->leader = (uint64_t)cluster__i64(doc, "leader");
 	/* The gateway writes these fields in camelCase (3.4). */
 	st->db_size = cluster__i64(doc, "dbSize");
+	/* 3.4 and later; absent before (0: unknown). */
+	st->db_size_in_use = cluster__i64(doc, "dbSizeInUse");
 	st->raft_index = (uint64_t)cluster__i64(doc, "raftIndex");
 	st->raft_term = (uint64_t)cluster__i64(doc, "raftTerm");
 	v = json_string_value(json_object_get(doc, "version"));
 	snprintf(st->version, sizeof(st->version), "%s", v ? v : "");
 	json_decref(doc);
 	return 0;
+}
+
+int cluster__etcd_defragment_at(etcd_t *e, size_t i, uint64_t timeout_ms,
+				enum etcd_outcome *outcome,
+				struct lg_error *err)
+{
+	json_t *doc = NULL;
+	int rc = call_at(e, i, timeout_ms, "/v3/maintenance/defragment",
+			 lg_xstrdup("{}"), &doc, outcome, err);
+
+	json_decref(doc);
+	return rc;
 }
 
 int cluster__etcd_compact(etcd_t *e, int64_t revision, bool physical,

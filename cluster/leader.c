@@ -406,30 +406,48 @@ fail:
 }
 
 /* DESIGN 11 rule 11: retention while leading, every keep/4 seqs (at least
- * 64), after a flush (the compaction's delete carries the fence, rule 5).
- * A failure is said and left to the next time: etcd keeps more meanwhile,
- * no member loses anything. */
+ * 64; with --keep 0, every 25,000), after a flush (the compaction's delete
+ * carries the fence, rule 5). A failure is said and left to the next
+ * time: etcd keeps more meanwhile, no member loses anything. The pass,
+ * with its defragmentations, runs on the watcher's thread: the next flush
+ * waits for it. */
 static void retain(struct cluster_leader *l)
 {
+	const struct cluster_retention *rt = &l->o.rt;
 	struct cluster_compact c;
 	struct lg_error err = {0};
+	uint64_t every = rt->keep == 0	     ? 25000
+			 : rt->keep / 4 > 64 ? rt->keep / 4
+					     : 64;
+	int rc;
 
-	if (l->o.keep == 0 || l->w.seq < l->next_compact)
+	if ((rt->keep == 0 && rt->keep_bytes == 0) ||
+	    l->w.seq < l->next_compact)
 		return;
-	l->next_compact = l->w.seq + (l->o.keep / 4 > 64 ? l->o.keep / 4 : 64);
-	if (cluster__compact(&l->w, l->o.keep, &c, &err) != 0) {
-		say(l, "retention: %s", err.msg);
-		return;
-	}
+	l->next_compact = l->w.seq + every;
+	rc = cluster__compact(&l->w, rt, &c, &err);
 	if (c.deleted > 0)
-		say(l, "retention: deleted %llu %s/log/ keys below seq %llu "
-		    "(the lowest applied seq of %zu members is %llu, --keep "
-		    "%llu); the oldest left is seq %llu, etcd compacted at "
-		    "revision %lld (DESIGN 11 rule 11)",
+		say(l,
+		    "retention: deleted %llu %s/log/ keys below seq %llu "
+		    "(%s; the lowest applied seq of %zu members is %llu, "
+		    "--keep %llu); the oldest left is seq %llu, etcd compacted "
+		    "at revision %lld (DESIGN 11 rule 11)",
 		    (unsigned long long)c.deleted, l->o.prefix,
-		    (unsigned long long)c.cut, c.members,
-		    (unsigned long long)c.low, (unsigned long long)l->o.keep,
-		    (unsigned long long)c.oldest, (long long)c.compact_rev);
+		    (unsigned long long)c.cut,
+		    c.by_bytes ? "by --keep-bytes: members below join from a "
+				 "peer"
+			       : "by --keep",
+		    c.members, (unsigned long long)c.low,
+		    (unsigned long long)rt->keep, (unsigned long long)c.oldest,
+		    (long long)c.compact_rev);
+	for (size_t i = 0; i < c.n_defrag; i++)
+		say(l,
+		    "retention: defragmented etcd member %s: %lld bytes "
+		    "-> %lld",
+		    c.defrag[i].endpoint, (long long)c.defrag[i].before,
+		    (long long)c.defrag[i].after);
+	if (rc != 0)
+		say(l, "retention: %s", err.msg);
 }
 
 static int sink_append(void *ctx, struct event *evs, size_t n,

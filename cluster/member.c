@@ -159,7 +159,7 @@ int cluster_member_open(cluster_member_t **out,
 			.tick_ns = (int64_t)o->tick_s * 1000000000LL,
 			.request_ms = t,
 			.max_value = (size_t)o->max_txn_bytes,
-			.keep = o->keep};
+			.rt = o->rt};
 
 		if ((rc = cluster__leader_new(&m->ld, &wo, err)) != 0)
 			goto fail;

@@ -354,8 +354,37 @@ is "compact: a member gone stops pinning" "$(compact 10)" "[97,1,95,85,15,85,tru
 # A member that names no applied seq pins everything.
 etcdctl --endpoints "$ETCD_URL1" put /c/ret/members/z '{}' >/dev/null
 is "compact: a member without an applied seq pins all" "$(compact 1)" "[97,2,0,0,0,85,false]"
-run "$bin" cluster compact --etcd "$ETCD_URLS" --prefix /c/ret --keep 0
-expect "compact --keep 0" 2
+# By bytes: the member that pins all does not stop it. The newest five
+# values' bytes as the bound keep exactly those five (seqs 93..97), past
+# every member; one byte less keeps four.
+vbytes() { # FIRST LAST: the bytes of the values of P/log/ keys FIRST..LAST
+	etcdctl --endpoints "$ETCD_URL1" get "/c/ret/log/$(printf '%020d' "$1")" \
+		"/c/ret/log/$(printf '%020d' $(($2 + 1)))" -w json |
+		python3 -c 'import base64, json, sys
+print(sum(len(base64.b64decode(kv["value"])) for kv in json.load(sys.stdin)["kvs"]))'
+}
+b5=$(vbytes 93 97)
+compact_b() { # KEEP BYTES DEFRAG: the fields of the JSON line
+	run "$bin" cluster compact --etcd "$ETCD_URLS" --prefix /c/ret --keep "$1" \
+		--keep-bytes "$2" --defrag-free "$3"
+	jq -c '[.cut, .byBytes, .bytesKept, .deleted, .oldest, (.defragmented | length)]' "$tmp/out"
+}
+is "compact --keep-bytes: past the members' pin" "$(compact_b 1 "$b5" 0)" "[93,true,$b5,8,93,0]"
+is "compact --keep-bytes: kept what it says" "$(vbytes 93 97)" "$b5"
+is "compact --keep-bytes: again, nothing more" "$(compact_b 1 "$b5" 0)" "[0,false,$b5,0,93,0]"
+b4=$(vbytes 94 97)
+is "compact --keep-bytes: one byte less keeps four" "$(compact_b 1 $((b5 - 1)) 0)" "[94,true,$b4,1,94,0]"
+# Defragmentation after the compaction, one etcd member at a time: with
+# --defrag-free 1, each (a byte free) in the order of --etcd.
+b1=$(vbytes 97 97)
+is "compact --keep-bytes 1: the newest key stays" "$(compact_b 0 1 1)" "[97,true,$b1,3,97,3]"
+is "compact --defrag-free 1: the etcd members defragmented in order" \
+	"$(jq -r '[.defragmented[].endpoint] | join(",")' "$tmp/out")" "$ETCD_URLS"
+is "compact --defrag-free 1: their sizes" \
+	"$(jq '[.defragmented[] | select(.before > 0 and .after > 0 and .after <= .before)] | length' "$tmp/out")" 3
+run "$bin" cluster compact --etcd "$ETCD_URLS" --prefix /c/ret --keep 0 --keep-bytes 0
+expect "compact --keep 0 --keep-bytes 0" 2
+has "compact with no bound: says so" "$tmp/err" 'keep or --keep-bytes is 1 or more'
 run "$bin" cluster compact --etcd "$ETCD_URLS" --prefix /c/none --keep 5
 expect "compact of a prefix without an epoch" 2
 has "compact without an epoch: says so" "$tmp/err" 'epoch is absent'

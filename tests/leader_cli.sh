@@ -113,7 +113,8 @@ watcher() {
 	wt_n=$1 wt_e=$2
 	shift 2
 	member_up "$wt_n" "$tmp/$wt_n" "$wt_e" $P --watch --kubeconfig "$tmp/kc" \
-		--lease-ttl $ttl --tick 3600 --max-txn-bytes 65536 --keep 1000 "$@"
+		--lease-ttl $ttl --tick 3600 --max-txn-bytes 65536 --keep 1000 \
+		--defrag-free 1 "$@"
 	wrap=
 }
 url_of() { case $1 in a) echo "$ETCD_URL0" ;; b) echo "$ETCD_URL1" ;; *) echo "$ETCD_URL2" ;; esac; }
@@ -403,6 +404,11 @@ fi
 # seq pins the log: tests/cluster_cli.sh, `cluster compact`.)
 if cat "$tmp"/*.err "$tmp"/*.err.old 2>/dev/null | grep -q "retention: deleted"; then ok; else
 	bad "the leader deleted no P/log/ key: $(cat "$tmp"/*.err | grep retention | tail -2)"
+fi
+# Then the leader defragments its etcd endpoint (--defrag-free 1: any
+# free byte), once the compaction is done.
+if cat "$tmp"/*.err "$tmp"/*.err.old 2>/dev/null | grep -q "retention: defragmented etcd member http://127.0.0.1:[0-9]*: [0-9]* bytes -> [0-9]*"; then ok; else
+	bad "the leader defragmented no etcd member: $(cat "$tmp"/*.err | grep retention | tail -2)"
 fi
 oldest=$(oldest_key)
 low=$(for n in a b c; do member_seq "$n"; done | sort -n | head -1)

@@ -21,6 +21,7 @@ static const char cluster_usage[] =
 	"           [--format text|json]\n"
 	"       gpuledger cluster compact --etcd URL[,URL...] --prefix P "
 	"[--keep N]\n"
+	"           [--keep-bytes B] [--defrag-free B]\n"
 	"  a cluster of members on etcd (DESIGN 11). init writes P/epoch (a\n"
 	"  fresh random id), P/head ({\"chainHead\", \"seq\", \"time\"} of "
 	"the\n"
@@ -34,8 +35,12 @@ static const char cluster_usage[] =
 	"  compact runs the leader's retention once (DESIGN 11 rule 11):\n"
 	"  the P/log/ keys more than --keep events (default 100000) below\n"
 	"  the lowest applied seq in P/members/ are deleted and etcd is\n"
-	"  compacted at the oldest key left; nothing is deleted when no\n"
-	"  member is listed; it prints one JSON line of what it did.\n"
+	"  compacted at the oldest key left (nothing goes by --keep when no\n"
+	"  member is listed), and the oldest keys go while the values left\n"
+	"  hold more than --keep-bytes (default 268435456), even past a\n"
+	"  member; then each etcd member with --defrag-free bytes (default\n"
+	"  67108864) of its file free is defragmented, one at a time.\n"
+	"  It prints one JSON line of what it did.\n"
 	"  `gpuledger cluster etcd --etcd URLS` is a debugging aid: etcd\n"
 	"  requests as NDJSON on stdin, each answer and its outcome "
 	"(committed,\n"
@@ -67,7 +72,7 @@ struct cluster_args {
 	/* feed's */
 	const char *from;
 	uint64_t batch, max_txn_bytes;
-	uint64_t keep; /* compact's */
+	struct cluster_retention rt; /* compact's */
 };
 
 /* One option a line, as in the other tables. */
@@ -212,19 +217,30 @@ static int compact_run(struct cluster_args *a)
 	struct lg_error err = {0};
 	json_t *o;
 	char *s;
-	int rc = cluster_compact(&a->eo, a->prefix, a->keep, &c, &err);
+	int rc = cluster_compact(&a->eo, a->prefix, &a->rt, &c, &err);
+	json_t *defrag = json_array();
 
 	if (rc != 0) {
 		tool_error("cluster compact: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		return EXIT_USAGE;
 	}
-	o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "head",
-		      (json_int_t)c.head, "low", (json_int_t)c.low, "members",
-		      (json_int_t)c.members, "keep", (json_int_t)a->keep,
-		      "cut", (json_int_t)c.cut, "oldest", (json_int_t)c.oldest,
+	for (size_t i = 0; i < c.n_defrag; i++)
+		json_array_append_new(defrag,
+				      json_pack("{s:s,s:I,s:I}", "endpoint",
+						c.defrag[i].endpoint, "before",
+						(json_int_t)c.defrag[i].before,
+						"after",
+						(json_int_t)c.defrag[i].after));
+	o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:o}",
+		      "head", (json_int_t)c.head, "low", (json_int_t)c.low,
+		      "members", (json_int_t)c.members, "keep",
+		      (json_int_t)a->rt.keep, "keepBytes",
+		      (json_int_t)a->rt.keep_bytes, "byBytes", c.by_bytes,
+		      "bytesKept", (json_int_t)c.bytes, "cut",
+		      (json_int_t)c.cut, "oldest", (json_int_t)c.oldest,
 		      "deleted", (json_int_t)c.deleted, "compactRevision",
-		      (json_int_t)c.compact_rev);
+		      (json_int_t)c.compact_rev, "defragmented", defrag);
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	rc = tool_puts(s);
@@ -411,7 +427,9 @@ static int feed_run(struct cluster_args *a)
 int cmd_cluster(int argc, char **argv)
 {
 	struct cluster_args a = {.lease_ttl = CLUSTER_LEASE_TTL_DEFAULT,
-				 .keep = CLUSTER_KEEP_DEFAULT};
+				 .rt = {CLUSTER_KEEP_DEFAULT,
+					CLUSTER_KEEP_BYTES_DEFAULT,
+					CLUSTER_DEFRAG_FREE_DEFAULT}};
 	const struct opt all_opts[] = {
 		OPT_ETCD(&a),
 		OPT_PREFIX(&a),
@@ -430,9 +448,15 @@ int cmd_cluster(int argc, char **argv)
 		{"--max-txn-bytes", OPT_U64, &a.max_txn_bytes, "BYTES",
 		 "feed: a txn's bound (default 1400000, below etcd's 1.5 MiB); "
 		 "larger batches split"},
-		{"--keep", OPT_U64, &a.keep, "N",
+		{"--keep", OPT_U64, &a.rt.keep, "N",
 		 "compact: events kept in etcd below the lowest applied seq "
 		 "(default 100000)"},
+		{"--keep-bytes", OPT_U64, &a.rt.keep_bytes, "B",
+		 "compact: bytes of P/log/ values kept at most (default "
+		 "268435456; 0: no bound)"},
+		{"--defrag-free", OPT_U64, &a.rt.defrag_free, "B",
+		 "compact: defragment an etcd member with B bytes of its "
+		 "file free (default 67108864; 0: never)"},
 	};
 	const struct opt init_opts[] = {
 		OPT_ETCD(&a),
@@ -451,9 +475,17 @@ int cmd_cluster(int argc, char **argv)
 	const struct opt compact_opts[] = {
 		OPT_ETCD(&a),
 		OPT_PREFIX(&a),
-		{"--keep", OPT_U64, &a.keep, "N",
+		{"--keep", OPT_U64, &a.rt.keep, "N",
 		 "events kept in etcd below the lowest applied seq in "
-		 "P/members/ (default 100000)"},
+		 "P/members/ (default 100000; 0: no bound by events)"},
+		{"--keep-bytes", OPT_U64, &a.rt.keep_bytes, "B",
+		 "and the oldest keys deleted while the values kept hold "
+		 "more than B bytes, even past a member (default 268435456, "
+		 "256 MiB; 0: no bound by bytes)"},
+		{"--defrag-free", OPT_U64, &a.rt.defrag_free, "B",
+		 "then each etcd member, one at a time, with B bytes of its "
+		 "file free is defragmented (default 67108864, 64 MiB; 0: "
+		 "never)"},
 	};
 	const struct opt etcd_opts[] = {OPT_ETCD(&a)};
 	const struct opt campaign_opts[] = {OPT_ETCD(&a), OPT_PREFIX(&a),

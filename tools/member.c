@@ -24,7 +24,7 @@ static const char member_usage[] =
 	"         [--verdict-timeout-ms MS]\n"
 	"         [--watch [--kubeconfig F] [--context NAME] [--classes F] "
 	"[--tick S]\n"
-	"          [--keep N]]\n"
+	"          [--keep N] [--keep-bytes B] [--defrag-free B]]\n"
 	"         [--sign-key F [--sign-every N]]\n"
 	"         [--peer URL [--peer-token-file F] [--peer-cacert F]\n"
 	"          [--peer-cert F --peer-key F]]\n"
@@ -49,7 +49,9 @@ int cmd_member(int argc, char **argv)
 {
 	struct cluster_member_opts o = {.lease_ttl_s = 5,
 					.tick_s = 60,
-					.keep = CLUSTER_KEEP_DEFAULT};
+					.rt = {CLUSTER_KEEP_DEFAULT,
+					       CLUSTER_KEEP_BYTES_DEFAULT,
+					       CLUSTER_DEFRAG_FREE_DEFAULT}};
 	struct query_opts *q = &o.q;
 	const char *classes = NULL, *peer_token_file = NULL, *sign_key = NULL;
 	struct note_signer signer;
@@ -135,12 +137,21 @@ int cmd_member(int argc, char **argv)
 		{"--sign-every", OPT_U64, &o.sign_every, "N",
 		 "with --sign-key: seqs between signed checkpoints (default "
 		 "1000), never a timer"},
-		{"--keep", OPT_U64, &o.keep, "N",
+		{"--keep", OPT_U64, &o.rt.keep, "N",
 		 "with --watch: while leading, delete the P/log/ keys more "
 		 "than N events below the lowest applied seq in P/members/ "
-		 "and compact etcd there (default 100000; 0: keep the whole "
-		 "log in etcd). Every member's ledger keeps the whole "
-		 "history"},
+		 "and compact etcd there (default 100000; 0: no bound by "
+		 "events). Every member's ledger keeps the whole history"},
+		{"--keep-bytes", OPT_U64, &o.rt.keep_bytes, "B",
+		 "with --watch: and delete the oldest P/log/ keys while their "
+		 "values hold more than B bytes (default 268435456, 256 MiB; "
+		 "0: no bound by bytes), even past a member's applied seq: "
+		 "etcd at its quota refuses every write, so a member that far "
+		 "behind joins from a peer (--peer) instead"},
+		{"--defrag-free", OPT_U64, &o.rt.defrag_free, "B",
+		 "with --watch: after a compaction, defragment each etcd "
+		 "member, one at a time, whose file has B bytes free (default "
+		 "67108864, 64 MiB; 0: never)"},
 	};
 	const struct cmd_spec spec =
 		CMD_SPEC("member", member_usage, opts, NULL);
