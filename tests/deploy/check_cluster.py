@@ -48,7 +48,8 @@ MEMBER_CLI = {"--db": True, "--etcd": True, "--prefix": True, "--name": True,
 MEMBER_NEEDS = ["--db", "--etcd", "--prefix", "--name", "--listen",
                 "--lease-ttl", "--etcd-cacert", "--etcd-cert", "--etcd-key",
                 "--tls-cert", "--tls-key", "--token-file", "--probe-listen",
-                "--peer", "--peer-cacert", "--peer-cert", "--peer-key"]
+                "--peer", "--peer-cacert", "--peer-cert", "--peer-key",
+                "--sign-key"]
 # Names that would be the Kubernetes API server's own etcd.
 APISERVER_ETCD = re.compile(r"(^|\.)kube-system(\.|$)|^(localhost|127\.|"
                             r"\[::1\])|^etcd(-[a-z0-9-]+)?$")
@@ -255,6 +256,15 @@ def check_member(c, s, binary, admission):
                 "certificate's Secret",
                 sec == "gpuledger-peer-client" and mm.get("readOnly") is True,
                 str(mm))
+    # Rule 10: one signer key for every member, from the operator's
+    # Secret, read-only.
+    p = flag(args, "--sign-key") or ""
+    mm = mount_of(ct, p) or {}
+    sec = get(vols.get(mm.get("name")), "secret", "secretName")
+    c.check(f"cluster: --sign-key {p} comes from the Secret "
+            "gpuledger-sign-key (one key for every member, rule 10)",
+            sec == "gpuledger-sign-key" and mm.get("readOnly") is True,
+            str(mm))
     urls = (flag(args, "--etcd") or "").split(",")
     for u in urls:
         host = re.sub(r"^https?://([^/:]+|\[[^]]+\]).*$", r"\1", u)
