@@ -201,8 +201,9 @@ static int read_epoch(struct cluster_verdicts *cv, struct lg_error *err)
 }
 
 /* P/head's mod_revision when the ledger holds no cluster meta at s yet (a
- * copy of the ledger `cluster init --db` read): P/head read now, when it
- * is still at s with head h. 1: P/head has moved (wait for the applier). */
+ * copy of the ledger `cluster init --db` read, or a member that joined
+ * from a peer): P/head read now, when it is still at s with head h. 1:
+ * P/head has moved (wait for the applier). */
 static int head_rev_from_etcd(struct cluster_verdicts *cv, struct snap *s,
 			      struct lg_error *err)
 {
@@ -257,12 +258,14 @@ static int snapshot(struct cluster_verdicts *cv, struct snap *s,
 		if (s->seq >= cv->known_seq && vi.upto == s->seq) {
 			if (present && cm.seq == s->seq) {
 				s->head_rev = cm.revision;
-			} else if (!present) {
+			} else {
+				/* No meta at s: a ledger `cluster init --db`
+				 * read, or one that joined from a peer (the
+				 * copied events carry none) and has nothing
+				 * newer from etcd yet. */
 				rc = head_rev_from_etcd(cv, s, err);
 				if (rc < 0)
 					return rc;
-			} else {
-				rc = 1;
 			}
 			if (rc == 0) {
 				if (present && cv->epoch[0] == '\0')

@@ -326,8 +326,8 @@ is "P/open is gone" "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-va
 # ($GPULEDGER_TEST_LEADER_PAUSE.NAME.inside). The other follower leads: it
 # applies the half batch, finds P/open, relists (the rest of the remap)
 # and deletes P/open with its NOTE Synced; no verdict is recorded in
-# between, though admissions go on all along (and on through the joins
-# below: a join under load). Its retention deletes what
+# between, though admissions go on all along (and again while the killed
+# leader joins: a join under load). Its retention deletes what
 # F has not applied; F and the killed leader, restarted with --peer, join
 # from the new leader (the seqs etcd no longer holds copied from it) and
 # converge. (A follower only SIGSTOPped gets the events its watch had
@@ -340,7 +340,8 @@ member_stop "$F9"
 touch "$tmp/pause.$L9.inside"
 rm -f "$tmp/asks.stop"
 asker "$G9" &
-pids="$pids $!"
+apid=$!
+pids="$pids $apid"
 python3 - >"$tmp/cm2.json" <<'EOF2'
 import json
 classes = {"classes": [{"name": "h100", "resourceNames": ["nvidia.com/GH100_H100_SXM5_80GB"],
@@ -387,10 +388,26 @@ nlc=$(jq -s '([.[] | select(.type == "CLASS")] | last | .seq) as $from |
 	[.[] | select(.seq > $from and .type == "NOTE" and .code == "LeaderChanged")] | length' "$tmp/crash.seqs")
 is "one LeaderChanged inside the crashed batch" "$nlc" 1
 eval "pg=\$port_$G9"
-watcher "$F9" "$(url_of "$F9")" --peer "http://127.0.0.1:$pg"
-watcher "$L9" "$(url_of "$L9")" --peer "http://127.0.0.1:$pg"
-converge "the stopped follower and the killed leader, joined under load" "$F9" "$L9"
+# F joins while nothing is written: the events it copied carry no etcd
+# revision and its ledger's is at its old seq, so it must read P/head's to
+# answer a review at once (not wait for a value that may not come).
 touch "$tmp/asks.stop"
+wait "$apid"
+watcher "$F9" "$(url_of "$F9")" --peer "http://127.0.0.1:$pg"
+converge "the stopped follower, joined" "$F9"
+review "$F9-first" >"$tmp/rq.first"
+eval "pf=\$port_$F9"
+is "the joined follower answers a review at once" \
+	"$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$pf/v1/admission" --data-binary @"$tmp/rq.first")" 200
+# The killed leader joins under load (admissions on G all along).
+rm -f "$tmp/asks.stop"
+asker "$G9" &
+apid=$!
+pids="$pids $apid"
+watcher "$L9" "$(url_of "$L9")" --peer "http://127.0.0.1:$pg"
+converge "the killed leader, joined under load" "$L9"
+touch "$tmp/asks.stop"
+wait "$apid"
 if grep -q "joining from http://127.0.0.1:$pg: [1-9][0-9]* events copied after seq $f9_seq" "$tmp/$F9.err"; then ok; else
 	bad "$F9 did not join from the leader after seq $f9_seq: $(grep -E '^member' "$tmp/$F9.err" | tail -3)"
 fi
@@ -436,6 +453,12 @@ member_stop d2
 eval "pa=\$port_a"
 member_up d3 "$tmp/d3" "$ETCD_URLS" $P --peer "http://127.0.0.1:$pa"
 converge "a new member joined from a peer" d3
+# It answers admission at once, though nothing newer came from etcd (no
+# etcd revision in its ledger at all: P/head's is read).
+review d3-first >"$tmp/rq.d3"
+eval "p3=\$port_d3"
+is "the joined member answers a review at once" \
+	"$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$p3/v1/admission" --data-binary @"$tmp/rq.d3")" 200
 if grep -q "joining from http://127.0.0.1:$pa: [1-9][0-9]* events copied after seq 0" "$tmp/d3.err"; then ok; else
 	bad "d3 did not say it joined: $(tail -2 "$tmp/d3.err")"
 fi
