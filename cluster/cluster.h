@@ -180,6 +180,9 @@ struct cluster_lease_opts {
 	const char *prefix, *name;     /* copied */
 	uint64_t ttl_s;		       /* 0: CLUSTER_LEASE_TTL_DEFAULT */
 	uint64_t applied;	       /* P/members/<name>'s first value */
+	/* Never campaigns: the lease keeps P/members/<name> alone (a member
+	 * without --watch still pins retention, rule 11). */
+	bool observer;
 	cluster_lease_fn *on_transition;
 	/* Operating trouble (etcd unreachable, ...), at most once a second,
 	 * from either of the lease's threads (never both at once); may be

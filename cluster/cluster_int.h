@@ -679,6 +679,10 @@ struct cluster_leader_opts {
 				looked at again */
 	size_t max_value;    /* a P/log/ value's bound (0: the default) */
 	struct cluster_retention rt; /* retention (rule 11) */
+	/* Without --watch: the lease only keeps P/members/<name> (this
+	 * member's applied seq pins retention, rule 11); no campaign, no
+	 * watcher, no Kubernetes configuration. */
+	bool observe;
 };
 /* Loads the Kubernetes configuration and starts the lease (it campaigns at
  * once). LG_ENOENT/LG_EINVAL for a configuration that cannot be used.

@@ -156,8 +156,10 @@ int cluster__leader_new(cluster_leader_t **out,
 		l->o.max_value = VALUE_MAX_BYTES;
 	pthread_mutex_init(&l->mu, NULL);
 	l->w.prefix = o->prefix;
-	rc = kube_config_load(&l->kc, o->kubeconfig, o->context, err);
-	l->kc_loaded = rc == 0;
+	rc = o->observe
+		     ? 0
+		     : kube_config_load(&l->kc, o->kubeconfig, o->context, err);
+	l->kc_loaded = rc == 0 && !o->observe;
 	if (rc == 0)
 		rc = ledger_share(o->lg, &l->lg, err);
 	if (rc == 0)
@@ -168,7 +170,9 @@ int cluster__leader_new(cluster_leader_t **out,
 						 .prefix = o->prefix,
 						 .name = o->name,
 						 .ttl_s = o->ttl_s,
-						 .applied = ledger_last_seq(l->lg),
+						 .applied =
+							 ledger_last_seq(l->lg),
+						 .observer = o->observe,
 						 .on_transition = on_transition,
 						 .warn = on_warn,
 						 .ctx = l};

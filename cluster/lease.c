@@ -260,6 +260,7 @@ struct cluster_lease {
 	enum role role;
 	int64_t known;	    /* the leader's create_revision last reported */
 	int64_t holdoff_ms; /* no campaign before this */
+	bool observer;	    /* never campaigns (opts) */
 };
 
 static int64_t mono_ms(void)
@@ -834,7 +835,9 @@ static void *campaign_main(void *arg)
 				nap(l, BACKOFF_MS);
 			break;
 		case ROLE_CANDIDATE:
-			if (mono_ms() < l->holdoff_ms)
+			if (l->observer)
+				nap(l, l->ttl_ms); /* P/members/ alone */
+			else if (mono_ms() < l->holdoff_ms)
 				l->role = ROLE_FOLLOWER;
 			else
 				campaign(l);
@@ -903,6 +906,7 @@ static int lease_init(struct cluster_lease *l,
 		cluster__key(l->k_member, sizeof(l->k_member), o->prefix, tail);
 	l->leader_value = cluster__leader_value(o->name);
 	l->applied = o->applied;
+	l->observer = o->observer;
 	l->on_transition = o->on_transition;
 	l->warn = o->warn;
 	l->ctx = o->ctx;

@@ -30,7 +30,7 @@ struct cluster_node {
 	ledger_t *rd; /* the server's, shared */
 	cluster_applier_t *ap;
 	cluster_verdicts_t *cv; /* the verdict path (its worker thread's) */
-	cluster_leader_t *ld;	/* with watch: the lease and the watcher */
+	cluster_leader_t *ld;	/* the lease, and with watch the watcher */
 	query_server_t *qs;
 	struct query_member qm;
 	int64_t start_ns;
@@ -143,7 +143,10 @@ int cluster_member_open(cluster_member_t **out,
 					m->o.prefix, o->verdict_timeout_ms,
 					err)) != 0)
 		goto fail;
-	if (o->watch) {
+	/* Every member holds a lease for P/members/<name> (its applied seq
+	 * pins retention, rule 11); with --watch it also campaigns and
+	 * watches while leading. */
+	{
 		uint64_t t = o->eo.timeout_ms ? o->eo.timeout_ms
 					      : ETCD_TIMEOUT_DEFAULT;
 		struct cluster_leader_opts wo = {
@@ -159,7 +162,8 @@ int cluster_member_open(cluster_member_t **out,
 			.tick_ns = (int64_t)o->tick_s * 1000000000LL,
 			.request_ms = t,
 			.max_value = (size_t)o->max_txn_bytes,
-			.rt = o->rt};
+			.rt = o->rt,
+			.observe = !o->watch};
 
 		if ((rc = cluster__leader_new(&m->ld, &wo, err)) != 0)
 			goto fail;

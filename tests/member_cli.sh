@@ -96,6 +96,13 @@ is "feed part 1: one line per txn" "$(jq -r .outcome "$tmp/out" | sort -u)" comm
 is "feed part 1: 4 txns of at most 300" "$(wc -l <"$tmp/out" | tr -d ' ')" 4
 is "feed part 1: the last seq" "$(tail -1 "$tmp/out" | jq .lastSeq)" 1000
 for m in m1 m2 m3; do caught_up $m 1000; done
+# Members without --watch are listed too (P/members/<name>, bound to a
+# lease they keep alive): each one's applied seq pins retention (rule 11).
+members_at() { # SEQ: every member listed, at SEQ
+	"$bin" cluster status --etcd "$ETCD_URLS" --prefix /m/a --format json >"$tmp/st.json" 2>/dev/null &&
+		[ "$(jq -c "[.members[] | select(.applied == $1) | .name] | sort" "$tmp/st.json")" = '["m1","m2","m3"]' ]
+}
+if wait_until 10 members_at 1000; then ok; else bad "members without --watch in P/members/: $(jq -c .members "$tmp/st.json")"; fi
 
 # Rule 10: signed checkpoints every 250 seqs, never on a timer: every
 # member serves the same note, and one behind the cluster's newest answers
@@ -127,6 +134,8 @@ caught_up m4 1000
 curl -s -m 5 -o "$tmp/cp.m4" "http://127.0.0.1:$port_m4/v1/checkpoint"
 same "rule 10: caught up, m4 serves the same note" "$tmp/cp.m1" "$tmp/cp.m4"
 stop m4
+is "SIGTERM revokes the member's lease: its P/members/ key is gone" \
+	"$(etcdctl --endpoints "$ETCD_URL1" get /m/a/members/m4 --print-value-only)" ""
 
 # A member that cannot reach etcd answers reads, stale, and is not ready.
 ctl mode p2 blackhole
