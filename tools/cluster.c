@@ -77,16 +77,6 @@ struct cluster_args {
 
 /* One option a line, as in the other tables. */
 /* clang-format off */
-#define OPT_ETCD(a) \
-	{"--etcd", OPT_STR, &(a)->eo.endpoints, "URLS", \
-	 "etcd's client URLs, comma-separated (http:// or https://)"}, \
-	{"--etcd-cacert", OPT_STR, &(a)->eo.cacert, "FILE", \
-	 "the CA that verifies etcd's certificate"}, \
-	{"--etcd-cert", OPT_STR, &(a)->eo.cert, "FILE", \
-	 "a client certificate for etcd (with --etcd-key)"}, \
-	{"--etcd-key", OPT_STR, &(a)->eo.key, "FILE", "and its key"}, \
-	{"--etcd-timeout-ms", OPT_U64, &(a)->eo.timeout_ms, "MS", \
-	 "each request's timeout, connecting included (default 5000)"}
 #define OPT_PREFIX(a) \
 	{"--prefix", OPT_STR, &(a)->prefix, "P", \
 	 "the cluster's keys in etcd, e.g. /gpuledger/prod"}
@@ -448,15 +438,7 @@ int cmd_cluster(int argc, char **argv)
 		{"--max-txn-bytes", OPT_U64, &a.max_txn_bytes, "BYTES",
 		 "feed: a txn's bound (default 1400000, below etcd's 1.5 MiB); "
 		 "larger batches split"},
-		{"--keep", OPT_U64, &a.rt.keep, "N",
-		 "compact: events kept in etcd below the lowest applied seq "
-		 "(default 100000)"},
-		{"--keep-bytes", OPT_U64, &a.rt.keep_bytes, "B",
-		 "compact: bytes of P/log/ values kept at most (default "
-		 "268435456; 0: no bound)"},
-		{"--defrag-free", OPT_U64, &a.rt.defrag_free, "B",
-		 "compact: defragment an etcd member with B bytes of its "
-		 "file free (default 67108864; 0: never)"},
+		OPT_RETENTION(&a.rt),
 	};
 	const struct opt init_opts[] = {
 		OPT_ETCD(&a),
@@ -472,21 +454,8 @@ int cmd_cluster(int argc, char **argv)
 		 "the output (default text)"},
 		OPT_ALIAS("--json", OPT_FLAG, &a.json),
 	};
-	const struct opt compact_opts[] = {
-		OPT_ETCD(&a),
-		OPT_PREFIX(&a),
-		{"--keep", OPT_U64, &a.rt.keep, "N",
-		 "events kept in etcd below the lowest applied seq in "
-		 "P/members/ (default 100000; 0: no bound by events)"},
-		{"--keep-bytes", OPT_U64, &a.rt.keep_bytes, "B",
-		 "and the oldest keys deleted while the values kept hold "
-		 "more than B bytes, even past a member (default 268435456, "
-		 "256 MiB; 0: no bound by bytes)"},
-		{"--defrag-free", OPT_U64, &a.rt.defrag_free, "B",
-		 "then each etcd member, one at a time, with B bytes of its "
-		 "file free is defragmented (default 67108864, 64 MiB; 0: "
-		 "never)"},
-	};
+	const struct opt compact_opts[] = {OPT_ETCD(&a), OPT_PREFIX(&a),
+					   OPT_RETENTION(&a.rt)};
 	const struct opt etcd_opts[] = {OPT_ETCD(&a)};
 	const struct opt campaign_opts[] = {OPT_ETCD(&a), OPT_PREFIX(&a),
 					    OPT_CAMPAIGN(&a)};

@@ -60,8 +60,7 @@ int cmd_member(int argc, char **argv)
 	const struct opt opts[] = {
 		{"--db", OPT_STR, &q->db, "DIR",
 		 "the member's own ledger (made when missing)"},
-		{"--etcd", OPT_STR, &o.eo.endpoints, "URLS",
-		 "etcd's client URLs, comma-separated (http:// or https://)"},
+		OPT_ETCD(&o),
 		{"--prefix", OPT_STR, &o.prefix, "P",
 		 "the cluster's keys in etcd, e.g. /gpuledger/prod"},
 		{"--name", OPT_STR, &o.name, "NAME",
@@ -71,13 +70,6 @@ int cmd_member(int argc, char **argv)
 		 "free one); without --token-file only a loopback address"},
 		{"--lease-ttl", OPT_U64, &o.lease_ttl_s, "SECONDS",
 		 "the leader's lease (default 5)"},
-		{"--etcd-cacert", OPT_STR, &o.eo.cacert, "FILE",
-		 "the CA that verifies etcd's certificate"},
-		{"--etcd-cert", OPT_STR, &o.eo.cert, "FILE",
-		 "a client certificate for etcd (with --etcd-key)"},
-		{"--etcd-key", OPT_STR, &o.eo.key, "FILE", "and its key"},
-		{"--etcd-timeout-ms", OPT_U64, &o.eo.timeout_ms, "MS",
-		 "each request's timeout, connecting included (default 5000)"},
 		{"--token-file", OPT_STR, &q->token_file, "FILE",
 		 "`TOKEN ROLE` per line, as serve takes it"},
 		{"--tls-cert", OPT_STR, &q->tls_cert, "FILE",
@@ -99,7 +91,8 @@ int cmd_member(int argc, char **argv)
 		{"--watch", OPT_FLAG, &o.watch, NULL,
 		 "campaign for P/leader and run the watcher while leading "
 		 "(every member of a cluster should have it: the one that "
-		 "leads watches)"},
+		 "leads watches); while leading, it also runs retention "
+		 "(--keep, --keep-bytes, --defrag-free)"},
 		{"--kubeconfig", OPT_STR, &o.kubeconfig, "FILE",
 		 "with --watch: the API server's kubeconfig (default "
 		 "$KUBECONFIG, ~/.kube/config, else the pod's service "
@@ -137,21 +130,7 @@ int cmd_member(int argc, char **argv)
 		{"--sign-every", OPT_U64, &o.sign_every, "N",
 		 "with --sign-key: seqs between signed checkpoints (default "
 		 "1000), never a timer"},
-		{"--keep", OPT_U64, &o.rt.keep, "N",
-		 "with --watch: while leading, delete the P/log/ keys more "
-		 "than N events below the lowest applied seq in P/members/ "
-		 "and compact etcd there (default 100000; 0: no bound by "
-		 "events). Every member's ledger keeps the whole history"},
-		{"--keep-bytes", OPT_U64, &o.rt.keep_bytes, "B",
-		 "with --watch: and delete the oldest P/log/ keys while their "
-		 "values hold more than B bytes (default 268435456, 256 MiB; "
-		 "0: no bound by bytes), even past a member's applied seq: "
-		 "etcd at its quota refuses every write, so a member that far "
-		 "behind joins from a peer (--peer) instead"},
-		{"--defrag-free", OPT_U64, &o.rt.defrag_free, "B",
-		 "with --watch: after a compaction, defragment each etcd "
-		 "member, one at a time, whose file has B bytes free (default "
-		 "67108864, 64 MiB; 0: never)"},
+		OPT_RETENTION(&o.rt),
 	};
 	const struct cmd_spec spec =
 		CMD_SPEC("member", member_usage, opts, NULL);

@@ -127,6 +127,37 @@ struct cmd_spec {
 	const char *after; /* text after the options, or NULL */
 };
 
+/* The options of etcd's client (struct cluster_etcd_opts at (a)->eo) and
+ * of retention (struct cluster_retention at rt), shared by `member` and
+ * `cluster`; one option a line, as in the other tables. */
+/* clang-format off */
+#define OPT_ETCD(a) \
+	{"--etcd", OPT_STR, &(a)->eo.endpoints, "URLS", \
+	 "etcd's client URLs, comma-separated (http:// or https://)"}, \
+	{"--etcd-cacert", OPT_STR, &(a)->eo.cacert, "FILE", \
+	 "the CA that verifies etcd's certificate"}, \
+	{"--etcd-cert", OPT_STR, &(a)->eo.cert, "FILE", \
+	 "a client certificate for etcd (with --etcd-key)"}, \
+	{"--etcd-key", OPT_STR, &(a)->eo.key, "FILE", "and its key"}, \
+	{"--etcd-timeout-ms", OPT_U64, &(a)->eo.timeout_ms, "MS", \
+	 "each request's timeout, connecting included (default 5000)"}
+#define OPT_RETENTION(rt) \
+	{"--keep", OPT_U64, &(rt)->keep, "N", \
+	 "retention (DESIGN 11 rule 11): delete the P/log/ keys more than " \
+	 "N events below the lowest applied seq in P/members/ and compact " \
+	 "etcd there (default 100000; 0: no bound by events); every " \
+	 "member's ledger keeps the whole history"}, \
+	{"--keep-bytes", OPT_U64, &(rt)->keep_bytes, "B", \
+	 "and delete the oldest P/log/ keys while their values hold more " \
+	 "than B bytes (default 268435456, 256 MiB; 0: no bound by bytes), " \
+	 "even past a member's applied seq: etcd at its quota refuses every " \
+	 "write, so a member that far behind joins from a peer instead"}, \
+	{"--defrag-free", OPT_U64, &(rt)->defrag_free, "B", \
+	 "after a compaction, defragment each etcd member of --etcd, one at " \
+	 "a time, whose file has B bytes free (default 67108864, 64 MiB; " \
+	 "0: never)"}
+/* clang-format on */
+
 /* A command's spec over an array of options (its length counted here, never
  * by hand). */
 #define CMD_SPEC(name, usage, opts, after)                                 \
