@@ -228,13 +228,18 @@ def check_member(c, s, binary, admission):
     dm = mount_of(ct, db or "/nonexistent") or {}
     c.check("cluster: --db is on the member's volumeClaimTemplate",
             dm.get("name") in vcts and not dm.get("readOnly"), str(dm))
+    def secret_of(f):
+        """The Secret that the file of flag f is mounted from (None: not
+        a Secret volume), whether read-only, and what to print."""
+        mm = mount_of(ct, flag(args, f) or "") or {}
+        sec = get(vols.get(mm.get("name")), "secret", "secretName")
+        return sec, mm.get("readOnly") is True, f"{f} {flag(args, f)}: {mm}"
+
     secrets = set()
     for f in ("--etcd-cacert", "--etcd-cert", "--etcd-key"):
-        p = flag(args, f) or ""
-        mm = mount_of(ct, p) or {}
-        sec = get(vols.get(mm.get("name")), "secret", "secretName")
-        c.check(f"cluster: {f} {p} comes from a Secret volume",
-                sec is not None and mm.get("readOnly") is True, str(mm))
+        sec, ro, why = secret_of(f)
+        c.check(f"cluster: {f} comes from a Secret volume",
+                sec is not None and ro, why)
         secrets.add(sec)
     c.check("cluster: the three etcd client files come from one Secret",
             len(secrets) == 1, str(secrets))
@@ -249,22 +254,15 @@ def check_member(c, s, binary, admission):
             flag(args, "--peer") == "https://gpuledger.gpuledger.svc:443",
             str(flag(args, "--peer")))
     for f in ("--peer-cacert", "--peer-cert", "--peer-key"):
-        p = flag(args, f) or ""
-        mm = mount_of(ct, p) or {}
-        sec = get(vols.get(mm.get("name")), "secret", "secretName")
-        c.check(f"cluster: {f} {p} comes from the peer client "
-                "certificate's Secret",
-                sec == "gpuledger-peer-client" and mm.get("readOnly") is True,
-                str(mm))
+        sec, ro, why = secret_of(f)
+        c.check(f"cluster: {f} comes from the peer client certificate's "
+                "Secret", sec == "gpuledger-peer-client" and ro, why)
     # Rule 10: one signer key for every member, from the operator's
     # Secret, read-only.
-    p = flag(args, "--sign-key") or ""
-    mm = mount_of(ct, p) or {}
-    sec = get(vols.get(mm.get("name")), "secret", "secretName")
-    c.check(f"cluster: --sign-key {p} comes from the Secret "
-            "gpuledger-sign-key (one key for every member, rule 10)",
-            sec == "gpuledger-sign-key" and mm.get("readOnly") is True,
-            str(mm))
+    sec, ro, why = secret_of("--sign-key")
+    c.check("cluster: --sign-key comes from the Secret gpuledger-sign-key "
+            "(one key for every member, rule 10)",
+            sec == "gpuledger-sign-key" and ro, why)
     urls = (flag(args, "--etcd") or "").split(",")
     for u in urls:
         host = re.sub(r"^https?://([^/:]+|\[[^]]+\]).*$", r"\1", u)
