@@ -270,14 +270,19 @@ etcdctl --endpoints "$ETCD_URLS" watch --prefix "$P/open" >"$tmp/open.watch" 2>&
 wpid=$!
 pids="$pids $wpid"
 sleep 0.5
-python3 - >"$tmp/cm.json" <<'EOF'
-import json
-classes = {"classes": [{"name": "h100x", "resourceNames": ["nvidia.com/GH100_H100_SXM5_80GB"],
+# classes_cm NAME: the watch event of a class table whose one class, NAME,
+# holds the H100s (renaming it remaps every holder).
+classes_cm() {
+	python3 - "$1" <<'EOF'
+import json, sys
+classes = {"classes": [{"name": sys.argv[1], "resourceNames": ["nvidia.com/GH100_H100_SXM5_80GB"],
     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}]}
 print(json.dumps({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": "ConfigMap",
     "metadata": {"name": "gpu-classes", "namespace": "cozy-system"},
     "data": {"classes.json": json.dumps(classes)}}}))
 EOF
+}
+classes_cm h100x >"$tmp/cm.json"
 # Admissions on the followers all along the remap: none may be judged on a
 # half-applied batch (verdict txns compare P/open absent).
 review() {
@@ -342,14 +347,7 @@ rm -f "$tmp/asks.stop"
 asker "$G9" &
 apid=$!
 pids="$pids $apid"
-python3 - >"$tmp/cm2.json" <<'EOF2'
-import json
-classes = {"classes": [{"name": "h100", "resourceNames": ["nvidia.com/GH100_H100_SXM5_80GB"],
-    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}]}
-print(json.dumps({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": "ConfigMap",
-    "metadata": {"name": "gpu-classes", "namespace": "cozy-system"},
-    "data": {"classes.json": json.dumps(classes)}}}))
-EOF2
+classes_cm h100 >"$tmp/cm2.json"
 apply "@$tmp/cm2.json"
 open_put() { [ -n "$(etcdctl --endpoints "$ETCD_URLS" get "$P/open" --print-value-only 2>/dev/null)" ]; }
 if wait_until 20 open_put; then ok; else bad "the leader put no $P/open: $(tail -3 "$tmp/$L9.err")"; fi
