@@ -245,9 +245,9 @@ struct cluster_retention {
 	 * applied seq: etcd at its quota refuses every write, so a member
 	 * that far behind joins from a peer instead (0: no bound). */
 	uint64_t keep_bytes;
-	/* After a compaction, each etcd member, one at a time, is
-	 * defragmented when at least defrag_free bytes of its file are
-	 * free (0: never). */
+	/* At each pass, after the compaction, each etcd member, one at a
+	 * time, is defragmented when at least defrag_free bytes of its
+	 * file are free (0: never). */
 	uint64_t defrag_free;
 };
 

@@ -7,7 +7,7 @@
  * member that is alive may still need, and no more than --keep-bytes of
  * values: past that the oldest go even if a member still needs them (it
  * joins from a peer), because an etcd at its quota refuses every write of
- * every member. After compacting, each etcd member whose file has
+ * every member. At each pass, each etcd member whose file has
  * --defrag-free bytes free is defragmented, one at a time, so a quorum
  * always answers.
  *
@@ -187,9 +187,9 @@ static int bytes_cut(struct cluster_writer *w, uint64_t from,
 
 /* Rule 11: defragments each etcd member of the handle, one at a time (the
  * next only once the last has answered), whose file has at least free_min
- * bytes not in use after the compaction. A member that cannot say (no
- * dbSizeInUse before etcd 3.4) is left; a failure stops the pass (said in
- * err; what was done is in c). */
+ * bytes not in use (3 status calls a pass when none has). A member that cannot
+ * say (no dbSizeInUse before etcd 3.4) is left; a failure stops the pass (said
+ * in err; what was done is in c). */
 static int defragment(struct cluster_writer *w, uint64_t free_min,
 		      struct cluster_compact *c, struct lg_error *err)
 {
@@ -260,7 +260,7 @@ int cluster__compact(struct cluster_writer *w,
 		}
 	}
 	if (c->cut == 0 || c->oldest == 0 || c->oldest >= c->cut)
-		return 0; /* nothing old enough, or deleted already */
+		goto defrag; /* nothing old enough, or deleted already */
 	/* Rule 11 (and 5): only in this history, only while leading. */
 	cmp[n_cmp++] = (struct etcd_cmp){
 		.key = k_epoch,
@@ -317,9 +317,13 @@ int cluster__compact(struct cluster_writer *w,
 			rc = 0;
 		}
 	}
-	if (rc == 0 && c->compact_rev > 0 && rt->defrag_free > 0)
-		rc = defragment(w, rt->defrag_free, c, err);
-	return rc;
+	if (rc != 0)
+		return rc;
+defrag:
+	/* Every pass, not only one that compacted: etcd frees the pages of
+	 * a compaction in the background, so a member's free bytes may show
+	 * only at the next pass. */
+	return rt->defrag_free > 0 ? defragment(w, rt->defrag_free, c, err) : 0;
 }
 
 int cluster__epoch_read(etcd_t *e, const char *prefix, char *epoch,

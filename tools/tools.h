@@ -153,9 +153,9 @@ struct cmd_spec {
 	 "even past a member's applied seq: etcd at its quota refuses every " \
 	 "write, so a member that far behind joins from a peer instead"}, \
 	{"--defrag-free", OPT_U64, &(rt)->defrag_free, "B", \
-	 "after a compaction, defragment each etcd member of --etcd, one at " \
-	 "a time, whose file has B bytes free (default 67108864, 64 MiB; " \
-	 "0: never)"}
+	 "then defragment each etcd member of --etcd, one at a time, " \
+	 "whose file has B bytes free (default 67108864, 64 MiB; 0: " \
+	 "never)"}
 /* clang-format on */
 
 /* A command's spec over an array of options (its length counted here, never
