@@ -208,13 +208,14 @@ static int compact_run(struct cluster_args *a)
 	json_t *o;
 	char *s;
 	int rc = cluster_compact(&a->eo, a->prefix, &a->rt, &c, &err);
-	json_t *defrag = json_array();
+	json_t *defrag;
 
 	if (rc != 0) {
 		tool_error("cluster compact: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));
 		return EXIT_USAGE;
 	}
+	defrag = json_array();
 	for (size_t i = 0; i < c.n_defrag; i++)
 		json_array_append_new(defrag,
 				      json_pack("{s:s,s:I,s:I}", "endpoint",
