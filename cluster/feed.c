@@ -265,26 +265,6 @@ static int take_line(struct feed *f, const char *line, size_t len,
 	return f->n == f->batch ? flush(f, err) : 0;
 }
 
-/* One line into buf (cap bytes): its length without the newline, -1 at
- * the end, -2 for a line that does not fit (the rest of it is skipped). */
-static long read_line(FILE *in, char *buf, size_t cap)
-{
-	size_t n = 0;
-	bool over = false;
-	int c;
-
-	while ((c = getc(in)) != EOF && c != '\n') {
-		if (n + 1 < cap)
-			buf[n++] = (char)c;
-		else
-			over = true;
-	}
-	if (c == EOF && n == 0 && !over)
-		return -1;
-	buf[n] = '\0';
-	return over ? -2 : (long)n;
-}
-
 int cluster_feed(const struct cluster_feed_opts *o, FILE *in, FILE *out,
 		 struct lg_error *err)
 {
@@ -320,7 +300,8 @@ int cluster_feed(const struct cluster_feed_opts *o, FILE *in, FILE *out,
 	f.lines = lg_xcalloc(f.batch, sizeof(*f.lines));
 	if ((rc = cluster__etcd_open(&f.w.etcd, &o->eo, err)) == 0)
 		rc = start(&f, o->db, err);
-	while (rc == 0 && (len = read_line(in, line, LINE_MAX_BYTES)) != -1) {
+	while (rc == 0 &&
+	       (len = lg_read_line(in, line, LINE_MAX_BYTES)) != -1) {
 		lineno++;
 		if (len == -2)
 			rc = lg_error_set(err, LG_EINVAL,

@@ -128,6 +128,25 @@ void lg_hex(const uint8_t *p, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
+long lg_read_line(FILE *f, char *buf, size_t cap)
+{
+	size_t n = 0;
+	int c;
+	bool over = false;
+
+	LG_ASSERT(f != NULL && buf != NULL && cap > 0); /* room for the NUL */
+	while ((c = getc(f)) != EOF && c != '\n') {
+		if (n + 1 < cap)
+			buf[n++] = (char)c;
+		else
+			over = true;
+	}
+	if (c == EOF && n == 0 && !over)
+		return -1;
+	buf[n] = '\0';
+	return over ? -2 : (long)n;
+}
+
 bool lg_parse_u64(const char *s, uint64_t *out)
 {
 	uint64_t v = 0;

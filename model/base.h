@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------------- */
@@ -164,6 +165,10 @@ static inline bool lg_buf_failed(const struct lg_buf *b)
 /* The n bytes at p as 2n lowercase hex digits and a NUL into out (2n + 1
  * bytes, the caller's). */
 void lg_hex(const uint8_t *p, size_t n, char *out);
+/* Reads one line of f into buf (without the newline). Returns its length,
+ * -1 at end of input, or -2 when the line was longer than cap - 1 (it is
+ * consumed, so that the caller can go on with the next line). */
+long lg_read_line(FILE *f, char *buf, size_t cap);
 
 /* A decimal number as an operator or a client writes a seq, an id or a
  * count (--limit, --at, ?from=, /v1/verdicts/{id}): 1 to

@@ -106,7 +106,7 @@ static int eval_stream(const struct eval_ctx *ctx)
 	int werr = 0;
 
 	while (werr == 0 &&
-	       (n = tool_read_line(stdin, line, TOOL_LINE_MAX)) != -1) {
+	       (n = lg_read_line(stdin, line, TOOL_LINE_MAX)) != -1) {
 		unsigned flags = 0;
 		json_t *res =
 			n == -2 ? json_pack("{s:s}", "error", "line too long")

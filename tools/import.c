@@ -163,7 +163,7 @@ static int import_stream(struct import *im, FILE *in)
 	int status = EXIT_OK;
 
 	while (status == EXIT_OK &&
-	       (len = tool_read_line(in, line, TOOL_LINE_MAX)) != -1) {
+	       (len = lg_read_line(in, line, TOOL_LINE_MAX)) != -1) {
 		lineno++;
 		if (len == -2) {
 			import_flush(im, lineno - 1);

@@ -488,25 +488,6 @@ int tool_damage(const char *cmd, const struct lg_error *err)
 	return EXIT_NEGATIVE;
 }
 
-long tool_read_line(FILE *f, char *buf, size_t cap)
-{
-	size_t n = 0;
-	int c;
-	bool over = false;
-
-	LG_ASSERT(f != NULL && buf != NULL && cap > 0); /* room for the NUL */
-	while ((c = getc(f)) != EOF && c != '\n') {
-		if (n + 1 < cap)
-			buf[n++] = (char)c;
-		else
-			over = true;
-	}
-	if (c == EOF && n == 0 && !over)
-		return -1;
-	buf[n] = '\0';
-	return over ? -2 : (long)n;
-}
-
 void tool_hex(const uint8_t *head, char *out)
 {
 	lg_hex(head, LEDGER_HEAD_BYTES, out);

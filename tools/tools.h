@@ -259,12 +259,8 @@ char *tool_read_token(const char *path);
  * away (EPIPE, e.g. `| head`) is not an error of ours: EXIT_OK. Another
  * failure prints an error: EXIT_USAGE. */
 int tool_flush(const char *cmd, int werr);
-/* Longest input line of eval and import. */
+/* Longest input line of eval and import (read with lg_read_line). */
 #define TOOL_LINE_MAX (4u << 20)
-/* Reads one line into buf (without the newline). Returns its length, -1 at
- * end of input, or -2 when the line was longer than cap - 1 (it is
- * consumed, so that the caller can go on with the next line). */
-long tool_read_line(FILE *f, char *buf, size_t cap);
 
 /* Checks --db for subcommand cmd: given, and (unless create) an existing
  * directory. Prints the error; returns 0 or EXIT_USAGE. */
