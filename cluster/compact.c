@@ -142,6 +142,8 @@ static int bytes_cut(struct cluster_writer *w, uint64_t from,
 	uint64_t total = 0;
 	int rc = 0;
 
+	int64_t limit = BYTES_PAGE;
+
 	*cut = 0;
 	*kept = 0;
 	for (bool more = true; more && rc == 0;) {
@@ -153,11 +155,22 @@ static int bytes_cut(struct cluster_writer *w, uint64_t from,
 			.end = k_end,
 			.end_len = cluster__log_key(k_end, sizeof(k_end),
 						    w->prefix, UINT64_MAX),
-			.limit = BYTES_PAGE};
+			.limit = limit};
 
-		if ((rc = cluster__etcd_range(w->etcd, &rg, &r, NULL, err)) !=
-		    0)
+		rc = cluster__etcd_range(w->etcd, &rg, &r, NULL, err);
+		if (rc == LG_ELIMIT && limit > 1) {
+			/* A page of large values (a remap's, up to 1.4 MB
+			 * each) is more than our answer's bound: one by
+			 * one, as cluster__log_read does. */
+			cluster__range_release(&r);
+			limit = 1;
+			rc = 0;
+			continue;
+		}
+		if (rc != 0) {
+			cluster__range_release(&r);
 			break;
+		}
 		more = r.more && r.n_kvs > 0;
 		for (size_t k = 0; k < r.n_kvs; k++) {
 			uint64_t seq = cluster__log_key_seq(

@@ -401,6 +401,34 @@ for ln in open(sys.argv[2]):
     if [u for u in urls if u in got] != got:
         print(ln.strip())' "$ETCD_URLS" "$tmp/defrag.order")
 is "compact --defrag-free 1: each pass in --etcd's order" "$bad_order" ""
+# Large values (a remap's, near 1.4 MB): 16 of them are more than one
+# answer may hold, so the byte count reads them one by one. 16 values of
+# about 550 KB (base64: more than 8.25 MiB), then a bound that keeps the
+# newest eight.
+"$bin" import --db "$tmp/big" --create <"$here/query/base.ndjson" >/dev/null || bad "import big"
+run "$bin" cluster init --etcd "$ETCD_URLS" --prefix /c/big --db "$tmp/big"
+expect "init /c/big" 0
+python3 -c 'import json
+for i in range(16 * 8000):
+    print(json.dumps({"type": "BUDGET", "namespace": "tenant-acme",
+                      "key": "h100.gpuclass.cozystack.io/devices", "value": i % 5 + 1,
+                      "time": "2026-03-04T00:00:00Z"}))' >"$tmp/big.ndjson"
+"$bin" cluster feed --etcd "$ETCD_URLS" --prefix /c/big --db "$tmp/big" --from "$tmp/big.ndjson" \
+	--batch 8000 >"$tmp/big.feed" 2>&1 || bad "feed big: $(tail -2 "$tmp/big.feed")"
+bigb() { # FIRST LAST: bytes of the /c/big values from the FIRST-th key to the LAST-th (1-based)
+	etcdctl --endpoints "$ETCD_URL1" get /c/big/log/ --prefix -w json |
+		python3 -c 'import base64, json, sys
+kvs = json.load(sys.stdin)["kvs"][int(sys.argv[1]) - 1:int(sys.argv[2])]
+print(sum(len(base64.b64decode(kv["value"])) for kv in kvs))' "$1" "$2"
+}
+is "large values: 16 keys" "$(etcdctl --endpoints "$ETCD_URL1" get /c/big/log/ --prefix --keys-only | grep -c log)" 16
+total_big=$(bigb 1 16)
+if [ $((total_big / 3 * 4)) -gt 8650752 ]; then ok; else bad "the 16 values hold only $total_big bytes (base64: under one answer's bound)"; fi
+keep8=$(bigb 9 16)
+run "$bin" cluster compact --etcd "$ETCD_URLS" --prefix /c/big --keep 0 --keep-bytes "$keep8" --defrag-free 0
+expect "compact --keep-bytes over large values" 0
+is "compact --keep-bytes over large values: the newest eight kept" \
+	"$(jq -c '[.byBytes, .bytesKept, .deleted]' "$tmp/out")" "[true,$keep8,8]"
 run "$bin" cluster compact --etcd "$ETCD_URLS" --prefix /c/ret --keep 0 --keep-bytes 0
 expect "compact --keep 0 --keep-bytes 0" 2
 has "compact with no bound: says so" "$tmp/err" 'keep or --keep-bytes is 1 or more'
