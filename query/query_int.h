@@ -741,6 +741,12 @@ struct query_server {
 	 * rule 1: one at a time), or NULL; and what its calls counted. */
 	struct vjob *vjob;
 	struct query_vstats vstats;
+	/* After a group is answered, the next waits up to a short linger for
+	 * as many requests as the group answered (its clients, coming back),
+	 * so that one txn carries them all instead of the first alone. */
+	uv_timer_t vlinger;
+	size_t vwant;	 /* requests that end the linger early */
+	bool vlingering; /* the timer runs; no group starts meanwhile */
 };
 
 /* Follows the log once: ledger_refresh and index the new events. */

@@ -256,6 +256,7 @@ static void close_handles(struct query_server *qs)
 		(uv_handle_t *)&qs->follow,
 		(uv_handle_t *)&qs->batch_check,
 		(uv_handle_t *)&qs->batch_idle,
+		(uv_handle_t *)&qs->vlinger,
 		(uv_handle_t *)&qs->stop_async,
 		(uv_handle_t *)&qs->sig_int,
 		(uv_handle_t *)&qs->sig_term,
@@ -382,12 +383,14 @@ static void init_handles(struct query_server *qs)
 	uv_timer_init(&qs->loop, &qs->follow);
 	uv_check_init(&qs->loop, &qs->batch_check);
 	uv_idle_init(&qs->loop, &qs->batch_idle);
+	uv_timer_init(&qs->loop, &qs->vlinger);
 	uv_async_init(&qs->loop, &qs->stop_async, on_stop);
 	uv_signal_init(&qs->loop, &qs->sig_int);
 	uv_signal_init(&qs->loop, &qs->sig_term);
 	uv_timer_init(&qs->loop, &qs->tls_timer);
 	qs->tls_timer.data = qs;
 	qs->follow.data = qs->batch_check.data = qs->batch_idle.data = qs;
+	qs->vlinger.data = qs;
 	qs->stop_async.data = qs->sig_int.data = qs->sig_term.data = qs;
 }
 

@@ -124,6 +124,11 @@ static void enqueue(struct query_server *qs, struct request *rq,
 	*p = (struct pending){
 		.c = rq->c, .vr = *vr, .route = rq->route, .t0_ns = rq->t0_ns};
 	query__reply_defer(qs, rq, forget_conn, qs);
+	if (qs->vlingering && qs->q.n >= qs->vwant) {
+		/* Everyone the last group answered is back: no more waiting. */
+		uv_timer_stop(&qs->vlinger);
+		qs->vlingering = false;
+	}
 	uv_idle_start(&qs->batch_idle, on_idle);
 }
 
@@ -539,6 +544,12 @@ int query_verdict_repeat(ledger_t *lg, const struct verdict_request *r,
  * settled here; repeats of the log, there (rule 3: after every
  * conflict too). */
 
+/* The longest a member's next group waits for the clients of the last (see
+ * vlinger): a fraction of a txn's round trip through etcd (1-2 ms), so
+ * that a group of eight costs one txn, not five (bench: +50% verdicts/s at
+ * 8 connections, lower p99). */
+#define VLINGER_MS 1
+
 struct vjob {
 	uv_work_t work;
 	struct query_server *qs;
@@ -569,11 +580,32 @@ static void vstats_add(struct query_vstats *to, const struct query_vstats *d)
 	to->repeats += d->repeats;
 }
 
+static void on_vlinger(uv_timer_t *t)
+{
+	struct query_server *qs = t->data;
+
+	qs->vlingering = false;
+	if (qs->q.n > 0 && qs->vjob == NULL)
+		query__verdict_batch_run(qs);
+}
+
+/* Starts the linger after a group that answered `answered` connections,
+ * when fewer requests than that wait: the rest are likely on their way. */
+static void vlinger_begin(struct query_server *qs, size_t answered)
+{
+	if (qs->stopping || answered <= 1 || qs->q.n >= answered)
+		return;
+	qs->vwant = answered;
+	qs->vlingering = true;
+	uv_timer_start(&qs->vlinger, on_vlinger, VLINGER_MS, 0);
+}
+
 static void vjob_done(uv_work_t *w, int status)
 {
 	struct vjob *j = w->data;
 	struct query_server *qs = j->qs;
 	struct batch *b = &j->b;
+	size_t answered = 0;
 
 	for (size_t k = 0; k < j->n_it; k++) {
 		struct query_vitem *it = &j->it[k];
@@ -600,6 +632,8 @@ static void vjob_done(uv_work_t *w, int status)
 	vstats_add(&qs->vstats, &j->st);
 	qs->m.verdict_repeats += j->st.repeats;
 	qs->m.batches += j->st.txns;
+	for (size_t i = 0; i < j->q.n; i++)
+		answered += j->q.p[i].c != NULL;
 	answer_all(qs, b, &j->q);
 	batch_release(b);
 	pending_q_clear(&j->q);
@@ -615,8 +649,9 @@ static void vjob_done(uv_work_t *w, int status)
 	free(j);
 	qs->vjob = NULL;
 	(void)status;
-	/* What queued meanwhile is the next group. */
-	if (qs->q.n > 0 && !qs->stopping)
+	/* What queued meanwhile is the next group, once the linger ends. */
+	vlinger_begin(qs, answered);
+	if (qs->q.n > 0 && !qs->stopping && !qs->vlingering)
 		query__verdict_batch_run(qs);
 }
 
@@ -625,8 +660,12 @@ static void member_batch_run(struct query_server *qs)
 	struct vjob *j;
 	size_t n;
 
-	if (qs->vjob != NULL)
+	if (qs->vjob != NULL || (qs->vlingering && !qs->stopping))
 		return; /* the queue keeps filling: the next group */
+	if (qs->vlingering) {
+		uv_timer_stop(&qs->vlinger);
+		qs->vlingering = false;
+	}
 	j = lg_xcalloc(1, sizeof(*j));
 	j->work.data = j;
 	j->qs = qs;

@@ -16,8 +16,8 @@ small TCP proxy in front of each member that a test steers at run time.
         so that a failed test leaves no stray etcd.
     etcd_cluster.py ctl DIR COMMAND...
         Sends a command over DIR/ctl.sock and prints the answer:
-          mode PROXY forward|drop-answer|reset|reset-early|blackhole|
-                     delay MS
+          mode PROXY forward|drop-answer [MATCH]|reset|reset-early|
+                     blackhole|delay MS
           stats PROXY            counters as JSON
           stop MEMBER | kill MEMBER | start MEMBER   (SIGTERM, SIGKILL, again)
 
@@ -26,7 +26,10 @@ too):
   forward      bytes both ways;
   drop-answer  the request goes upstream; when the upstream answers, the
                answer is dropped and the client's connection closed (FIN):
-               the write committed and its client never heard;
+               the write committed and its client never heard; with
+               MATCH, only the answers to requests whose bytes hold MATCH
+               (say, the base64 of "P/log/": the txns that append), the
+               rest forwarded;
   reset        as drop-answer, but the client's connection is reset (RST):
                a write that committed, and a reset instead of its answer;
   reset-early  the client's connection is reset as soon as it sends,
@@ -74,6 +77,7 @@ class Proxy:
         self.name = name
         self.upstream = ("127.0.0.1", upstream_port)
         self.mode, self.delay_ms = "forward", 0
+        self.match = None  # drop-answer's MATCH (bytes), or None
         self.stats = {"connections": 0, "up_bytes": 0, "down_bytes": 0,
                       "dropped": 0, "reset": 0, "blackholed": 0}
         self.conns = set()
@@ -102,6 +106,7 @@ class Proxy:
             self.rst(cwriter)
             return
         done = asyncio.Event()
+        req = bytearray()  # the bytes of the last request sent
 
         async def up():
             try:
@@ -110,6 +115,10 @@ class Proxy:
                     if not data:
                         uwriter.write_eof()
                         return
+                    if data[:4] in (b"POST", b"GET ", b"PUT "):
+                        req.clear()
+                    if len(req) < 1 << 20:
+                        req.extend(data)
                     if self.mode == "reset-early":
                         self.stats["reset"] += 1
                         self.rst(cwriter)
@@ -133,7 +142,8 @@ class Proxy:
                     data = await ureader.read(65536)
                     if not data:
                         break
-                    if self.mode == "drop-answer":
+                    if self.mode == "drop-answer" and (
+                            self.match is None or self.match in req):
                         self.stats["dropped"] += 1
                         break
                     if self.mode == "reset":
@@ -232,8 +242,11 @@ async def control(cluster, reader, writer):
             if line[2] == "delay" and len(line) == 4 and line[3].isdigit():
                 p.mode, p.delay_ms = "delay", int(line[3])
                 answer = "ok"
+            elif line[2] == "drop-answer" and len(line) == 4:
+                p.mode, p.match = "drop-answer", line[3].encode()
+                answer = "ok"
             elif line[2] in MODES and line[2] != "delay" and len(line) == 3:
-                p.mode = line[2]
+                p.mode, p.match = line[2], None
                 answer = "ok"
             else:
                 answer = "error: modes are " + ", ".join(MODES)

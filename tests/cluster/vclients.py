@@ -9,7 +9,11 @@ tests/cluster/history.py reads: {"uid", "request", "sent", "received",
 
     vclients.py --members URL[,URL...] --out FILE [--clients N]
                 [--requests M] [--retry F] [--seed S] [--uid-prefix P]
-                [--timeout S]
+                [--timeout S] [--stagger]
+
+With --stagger, client c sends only M*(c+1)/N of its requests: the clients
+leave one by one, so that a member's next group is smaller than the last
+(its linger must end on its own).
 
 Prints "seed S" first (a failure is replayed with --seed). Standard library
 only.
@@ -69,6 +73,7 @@ def main(argv):
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--uid-prefix", default="u")
     ap.add_argument("--timeout", type=float, default=15)
+    ap.add_argument("--stagger", action="store_true")
     a = ap.parse_args(argv)
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
     print(f"seed {seed}", flush=True)
@@ -94,7 +99,8 @@ def main(argv):
 
     def client(c):
         rnd = random.Random(seed * 1000 + c)
-        for j in range(a.requests):
+        n = a.requests * (c + 1) // a.clients if a.stagger else a.requests
+        for j in range(n):
             uid = f"{a.uid_prefix}-{c}-{j}"
             body = review(base, uid, rnd.choice(TENANTS), f"vm-{c}-{j}",
                           rnd.randint(1, 3))
