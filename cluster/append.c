@@ -79,14 +79,6 @@ uint64_t cluster__log_key_seq(const uint8_t *key, size_t len,
 	return seq;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(uint64_t ms)
 {
 	struct timespec ts = {(time_t)(ms / 1000),
@@ -547,7 +539,7 @@ int cluster__append(struct cluster_writer *w,
 			snprintf(res->why, sizeof(res->why), "%s", e.msg);
 			break;
 		}
-		if (mono_ms() >= rq->deadline_ms) {
+		if (cluster__mono_ms() >= rq->deadline_ms) {
 			res->outcome = unknown ? CLUSTER_APPEND_UNKNOWN
 					       : CLUSTER_APPEND_NOT_APPLIED;
 			snprintf(res->why, sizeof(res->why),

@@ -242,6 +242,13 @@ typedef struct etcd etcd_t;
 int cluster__etcd_open(etcd_t **out, const struct cluster_etcd_opts *o,
 		       struct lg_error *err);
 void cluster__etcd_close(etcd_t *e);
+/* From now on every request of e is capped at the time left before
+ * deadline_ms (CLOCK_MONOTONIC ms, cluster__mono_ms; 0: no deadline), and
+ * none is sent once it has passed (not applied: DESIGN 11 rule 2's bound
+ * holds however many requests a call makes). */
+void cluster__etcd_deadline(etcd_t *e, int64_t deadline_ms);
+/* CLOCK_MONOTONIC in milliseconds: every bound of cluster/ counts on it. */
+int64_t cluster__mono_ms(void);
 /* The endpoint the last request went to (borrowed until the next). */
 const char *cluster__etcd_endpoint(const etcd_t *e);
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct etcd {
 	char urlbuf[ETCD_ENDPOINTS_MAX * (ETCD_URL_MAX + 1)];
@@ -29,6 +30,9 @@ struct etcd {
 	CURL *h;
 	struct curl_slist *headers;
 	uint64_t timeout_ms;
+	/* CLOCK_MONOTONIC ms past which nothing more is sent (0: none): every
+	 * attempt is capped at the time left (DESIGN 11 rule 2). */
+	int64_t deadline_ms;
 	char errbuf[CURL_ERROR_SIZE];
 	/* The attempt in flight: its body and its answer. */
 	const char *body;
@@ -201,6 +205,20 @@ void cluster__etcd_close(etcd_t *e)
 	free(e);
 }
 
+int64_t cluster__mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void cluster__etcd_deadline(etcd_t *e, int64_t deadline_ms)
+{
+	LG_ASSERT(e != NULL && deadline_ms >= 0);
+	e->deadline_ms = deadline_ms;
+}
+
 const char *cluster__etcd_endpoint(const etcd_t *e)
 {
 	return e->n_urls ? e->urls[e->last] : "";
@@ -264,12 +282,33 @@ static int request(etcd_t *e, const char *path, const char *body,
 		start = e->pin;
 	for (size_t t = 0; t < tries; t++) {
 		size_t i = (start + t) % e->n_urls;
-		CURLcode c = attempt(e, e->urls[i], path, timeout_ms);
-		struct etcd_attempt a = {
+		uint64_t tmo = timeout_ms;
+		int64_t t0_ms = cluster__mono_ms(), left_ms;
+		CURLcode c;
+		struct etcd_attempt a;
+
+		if (e->deadline_ms != 0) {
+			/* Rule 2: no request outlives the caller's bound.
+			 * Nothing is sent once it has passed. */
+			left_ms = e->deadline_ms - t0_ms;
+			if (left_ms <= 0) {
+				v = (struct etcd_verdict){
+					ETCD_NOT_APPLIED, LG_EIO,
+					"no time left before the deadline"};
+				lg_error_set(err, v.code, "%s: %s: %s",
+					     e->urls[i],
+					     cluster__outcome_name(v.outcome),
+					     v.why);
+				break;
+			}
+			if ((uint64_t)left_ms < tmo)
+				tmo = (uint64_t)left_ms;
+		}
+		c = attempt(e, e->urls[i], path, tmo);
+		a = (struct etcd_attempt){
 			.transport = transport_of(c, e->resp_over),
 			.sent = e->body_off == e->body_len,
 		};
-
 		e->last = i;
 		gw[0] = '\0';
 		if (a.transport == ETCD_T_OK) {
@@ -289,12 +328,28 @@ static int request(etcd_t *e, const char *path, const char *body,
 						  : curl_easy_strerror(c));
 			continue;
 		}
-		/* A member that timed out or broke: the next request starts
-		 * at another one. */
+		/* A member that timed out or broke, or answered slowly
+		 * (more than half the timeout: a slow link or a member
+		 * catching up), is not where the next request starts: one
+		 * slow endpoint of three is not a lost quorum. */
 		if (e->pin >= e->n_urls)
-			e->cur = v.outcome == ETCD_INDETERMINATE
+			e->cur = v.outcome == ETCD_INDETERMINATE ||
+						 (uint64_t)(cluster__mono_ms() -
+							    t0_ms) >
+							 timeout_ms / 2
 					 ? (i + 1) % e->n_urls
 					 : i;
+		if (rewindable && v.outcome == ETCD_INDETERMINATE &&
+		    t + 1 < tries) {
+			/* A read has no effect to lose: the next endpoint
+			 * answers it (a write is re-sent identical by its
+			 * caller, rule 1). */
+			lg_error_set(err, v.code, "%s: %s: %s: %s", e->urls[i],
+				     cluster__outcome_name(v.outcome), v.why,
+				     e->errbuf[0] ? e->errbuf
+						  : curl_easy_strerror(c));
+			continue;
+		}
 		if (v.code != 0) {
 			if (a.transport == ETCD_T_OK)
 				lg_error_set(err, v.code,
@@ -360,6 +415,19 @@ static char *dumps(json_t *doc)
 /* ---------------------------------------------------------------------- */
 /* Operations */
 
+/* A txn of ranges only changes nothing: like a read, it may go to the
+ * next endpoint when one does not answer. */
+static bool txn_reads_only(const struct etcd_txn *t)
+{
+	for (size_t i = 0; i < t->n_success; i++)
+		if (t->success[i].kind != ETCD_OP_RANGE)
+			return false;
+	for (size_t i = 0; i < t->n_failure; i++)
+		if (t->failure[i].kind != ETCD_OP_RANGE)
+			return false;
+	return true;
+}
+
 int cluster__etcd_txn(etcd_t *e, const struct etcd_txn *t,
 		      struct etcd_txn_result *out, struct lg_error *err)
 {
@@ -368,8 +436,8 @@ int cluster__etcd_txn(etcd_t *e, const struct etcd_txn *t,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = call(e, "/v3/kv/txn", cluster__txn_body(t, err), false, &doc, &oc,
-		  err);
+	rc = call(e, "/v3/kv/txn", cluster__txn_body(t, err),
+		  txn_reads_only(t), &doc, &oc, err);
 	out->outcome = oc;
 	if (rc != 0)
 		return rc;

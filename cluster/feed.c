@@ -39,14 +39,6 @@ struct feed {
 	size_t n;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void emit(struct feed *f, json_t *o)
 {
 	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -81,9 +73,9 @@ static int start(struct feed *f, const char *db, struct lg_error *err)
 		.range = {.key = k_head, .key_len = strlen(k_head)}};
 	/* Reads change nothing: one whose answer was lost is asked again
 	 * (the client goes on to the next endpoint). */
-	for (int64_t end = mono_ms() + (int64_t)f->deadline_span_ms;;) {
+	for (int64_t end = cluster__mono_ms() + (int64_t)f->deadline_span_ms;;) {
 		rc = cluster__etcd_txn(f->w.etcd, &t, &r, err);
-		if (rc != LG_EIO || mono_ms() >= end)
+		if (rc != LG_EIO || cluster__mono_ms() >= end)
 			break;
 		cluster__txn_release(&r);
 		nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
@@ -172,7 +164,7 @@ static int one_txn(struct feed *f, size_t off, size_t *taken,
 		rq = (struct cluster_append_req){
 			.v = &v,
 			.deadline_ms =
-				mono_ms() + (int64_t)f->deadline_span_ms};
+				cluster__mono_ms() + (int64_t)f->deadline_span_ms};
 		rc = cluster__append(&f->w, &rq, &res, err);
 		if (rc == 0 && res.outcome == CLUSTER_APPEND_COMMITTED) {
 			lg_hex(v.head, LEDGER_HEAD_BYTES, head);

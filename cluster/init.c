@@ -101,14 +101,6 @@ static void positions_release(struct positions *p)
 	p->n = 0;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -224,7 +216,7 @@ int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
 			      .n_success = 2 + pos.n,
 			      .failure = fail,
 			      .n_failure = 2};
-	deadline = mono_ms() + 4 * (int64_t)(eo->timeout_ms
+	deadline = cluster__mono_ms() + 4 * (int64_t)(eo->timeout_ms
 						     ? eo->timeout_ms
 						     : ETCD_TIMEOUT_DEFAULT);
 	/* Rule 1: an outcome we do not know is learnt by sending the
@@ -266,7 +258,7 @@ int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
 			unknown = true;
 		else if (!unknown)
 			break; /* definitely not applied, and never was */
-		if (mono_ms() >= deadline) {
+		if (cluster__mono_ms() >= deadline) {
 			if (unknown)
 				lg_error_set(err, LG_EIO,
 					     "the outcome is unknown after %u "

@@ -82,14 +82,6 @@ struct cluster_leader {
 	int64_t last_warn_ms;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void nap(void)
 {
 	nanosleep(&(struct timespec){0, NAP_MS * 1000000L}, NULL);
@@ -335,7 +327,7 @@ static int one_txn(struct cluster_leader *l, struct event *evs, size_t n,
 			.v = &v,
 			.pos = pos,
 			.n_pos = n_pos,
-			.deadline_ms = mono_ms() + (int64_t)l->o.request_ms};
+			.deadline_ms = cluster__mono_ms() + (int64_t)l->o.request_ms};
 		/* Rule 6: one logical batch, one txn, or P/open around its
 		 * parts. A P/open left by a leader that died inside a batch
 		 * goes with the relist that gave the rest of it. */

@@ -263,14 +263,6 @@ struct cluster_lease {
 	bool observer;	    /* never campaigns (opts) */
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void lock(struct cluster_lease *l)
 {
 	pthread_mutex_lock(&l->mu);
@@ -300,7 +292,7 @@ static void nap(struct cluster_lease *l, int64_t ms)
 {
 	lock(l);
 	if (!l->stop && !l->gone && !l->deposed && !l->resign)
-		wait_until(l, mono_ms() + ms);
+		wait_until(l, cluster__mono_ms() + ms);
 	unlock(l);
 }
 
@@ -316,7 +308,7 @@ static void warnf(struct cluster_lease *l, const char *fmt, ...)
 static void warnf(struct cluster_lease *l, const char *fmt, ...)
 {
 	char msg[LG_ERRMSG_MAX + 128];
-	int64_t now = mono_ms();
+	int64_t now = cluster__mono_ms();
 	va_list ap;
 
 	if (l->warn == NULL)
@@ -364,7 +356,7 @@ static void member_put(struct cluster_lease *l, int64_t lease, uint64_t gen,
 {
 	struct lg_error err = {0};
 	char *v = cluster__member_value(seq);
-	int64_t t0 = mono_ms();
+	int64_t t0 = cluster__mono_ms();
 	int rc;
 
 	/* DESIGN 11 rule 11: bound to the lease, so that a dead member's
@@ -419,7 +411,7 @@ static void leader_check(struct cluster_lease *l, int64_t lease, uint64_t gen,
 static void keepalive_once(struct cluster_lease *l, int64_t lease, uint64_t gen)
 {
 	struct lg_error err = {0};
-	int64_t t0 = mono_ms(), ttl_s = 0, fence = 0;
+	int64_t t0 = cluster__mono_ms(), ttl_s = 0, fence = 0;
 	bool leading = false;
 	int rc;
 
@@ -456,7 +448,7 @@ static void *keepalive_main(void *arg)
 
 	lock(l);
 	while (!l->stop) {
-		int64_t now = mono_ms(), ka_at, mem_at, lease;
+		int64_t now = cluster__mono_ms(), ka_at, mem_at, lease;
 		uint64_t gen, seq;
 
 		if (l->lease == 0 || l->gone) {
@@ -491,7 +483,7 @@ static void *keepalive_main(void *arg)
 static int grant(struct cluster_lease *l)
 {
 	struct lg_error err = {0};
-	int64_t id = 0, granted = 0, t0 = mono_ms();
+	int64_t id = 0, granted = 0, t0 = cluster__mono_ms();
 	int rc;
 
 	rc = cluster__etcd_lease_grant(l->ec, l->ttl_s, &id, &granted, NULL,
@@ -570,7 +562,7 @@ static void step_down(struct cluster_lease *l, enum cluster_lease_event ev,
 		emit(l, CLUSTER_LEASE_LOST, fence, lease, NULL,
 		     "the lease had expired in etcd");
 	if (ev == CLUSTER_LEASE_DEPOSED || ev == CLUSTER_LEASE_RESIGNED)
-		l->holdoff_ms = mono_ms() + l->ttl_ms;
+		l->holdoff_ms = cluster__mono_ms() + l->ttl_ms;
 	l->known = 0;
 	l->role = ROLE_NONE;
 }
@@ -689,7 +681,7 @@ static bool lead(struct cluster_lease *l)
 
 	lock(l);
 	for (;;) {
-		int64_t now = mono_ms();
+		int64_t now = cluster__mono_ms();
 
 		if (l->stop || l->resign) {
 			ev = CLUSTER_LEASE_RESIGNED;
@@ -796,18 +788,18 @@ static void follow(struct cluster_lease *l)
 	}
 	cluster__range_release(&rr);
 	if (!f.vacant) {
-		t0 = mono_ms();
+		t0 = cluster__mono_ms();
 		rc = cluster__etcd_watch(l->ec, &w, follow_event, &f, &err);
-		if (rc != 0 && rc != 1 && mono_ms() - t0 < BACKOFF_MS)
+		if (rc != 0 && rc != 1 && cluster__mono_ms() - t0 < BACKOFF_MS)
 			nap(l, BACKOFF_MS);
 	}
 	if (!f.vacant)
 		return;
 	/* Vacant: campaign, once a hold-off (after a deposition or a
 	 * resignation, so that another member wins) has passed. */
-	if (mono_ms() < l->holdoff_ms)
-		nap(l, l->holdoff_ms - mono_ms());
-	if (mono_ms() >= l->holdoff_ms)
+	if (cluster__mono_ms() < l->holdoff_ms)
+		nap(l, l->holdoff_ms - cluster__mono_ms());
+	if (cluster__mono_ms() >= l->holdoff_ms)
 		l->role = ROLE_CANDIDATE;
 }
 
@@ -837,7 +829,7 @@ static void *campaign_main(void *arg)
 		case ROLE_CANDIDATE:
 			if (l->observer)
 				nap(l, l->ttl_ms); /* P/members/ alone */
-			else if (mono_ms() < l->holdoff_ms)
+			else if (cluster__mono_ms() < l->holdoff_ms)
 				l->role = ROLE_FOLLOWER;
 			else
 				campaign(l);
@@ -969,7 +961,7 @@ bool cluster_lease_holding(cluster_lease_t *l, int64_t *fence)
 
 	lock(l);
 	h = l->leader && !l->deposed && !l->resign && !l->stop && !l->gone &&
-	    cluster__lease_holding(&l->clk, mono_ms());
+	    cluster__lease_holding(&l->clk, cluster__mono_ms());
 	if (fence != NULL)
 		*fence = h ? l->fence : 0;
 	unlock(l);

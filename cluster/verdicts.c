@@ -111,14 +111,6 @@ struct cluster_verdicts {
 	atomic_bool pending; /* read by the loop's thread */
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t real_ns(void)
 {
 	struct timespec ts;
@@ -277,7 +269,7 @@ static int snapshot(struct cluster_verdicts *cv, struct snap *s,
 				return read_epoch(cv, err);
 			}
 		}
-		if (mono_ms() >= deadline_ms)
+		if (cluster__mono_ms() >= deadline_ms)
 			return lg_error_set(err, LG_EIO,
 					    "the applier is at seq %llu, the "
 					    "log at %llu or later",
@@ -338,7 +330,9 @@ struct run {
 	size_t n;
 	enum item_state *state;
 	struct query_vstats *st;
-	int64_t deadline_ms;
+	int64_t t0_ms;	     /* when the call began: the bound of an item
+				with no arrival time */
+	int64_t deadline_ms; /* the nearest bound of the items left */
 	char answered_at[40];
 	struct lg_buf scratch;
 	/* The txn being built: its items and events. */
@@ -357,6 +351,49 @@ static void done_error(struct run *r, size_t i, int status, const char *msg)
 	it->status = status;
 	snprintf(it->error, sizeof(it->error), "%s", msg);
 	r->state[i] = IT_DONE;
+}
+
+static void owe(struct cluster_verdicts *cv, const uint64_t *ids, size_t n);
+
+/* DESIGN 11 rule 2's bound of item i: --verdict-timeout-ms from its
+ * arrival, so that time spent queued behind an earlier batch (or frozen:
+ * SIGSTOP, a throttled cgroup) counts. */
+static int64_t bound_ms(const struct run *r, size_t i)
+{
+	int64_t t0 = r->it[i].t0_ms != 0 ? r->it[i].t0_ms : r->t0_ms;
+
+	return t0 + (int64_t)r->cv->timeout_ms;
+}
+
+/* Rule 2: every item whose bound has passed is answered 503 unjudged (no
+ * txn of the run is outstanding when this is called, so none of them is
+ * recorded); the run's deadline, and every etcd request's, becomes the
+ * nearest bound of the rest. false when no item is left. */
+static bool expire(struct run *r)
+{
+	int64_t now = cluster__mono_ms(), d = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < r->n; i++) {
+		int64_t b;
+
+		if (r->state[i] == IT_DONE)
+			continue;
+		b = bound_ms(r, i);
+		if (b <= now) {
+			done_error(r, i, 503,
+				   "the verdict could not be recorded within "
+				   "--verdict-timeout-ms (DESIGN 11 rule 2)");
+		} else if (!any || b < d) {
+			d = b;
+			any = true;
+		}
+	}
+	if (any) {
+		r->deadline_ms = d;
+		cluster__etcd_deadline(r->cv->etcd, d);
+	}
+	return any;
 }
 
 /* Every item not answered yet gets status with msg. */
@@ -622,6 +659,19 @@ static void committed(struct run *r, const struct ledger_logval *v,
 		if (!key_add(r->cv, v->first_seq + k, &key))
 			r->no_carry = true;
 		it->v.seq = v->first_seq + k;
+		if (cluster__mono_ms() >= bound_ms(r, r->of[k])) {
+			/* Rule 2: committed only after its bound (the member
+			 * was frozen, or etcd slow), when the webhook has
+			 * given up: answered 503, and a NOTE
+			 * VerdictUnanswered names it. */
+			owe(r->cv, &it->v.id, 1);
+			done_error(r, r->of[k], 503,
+				   "the verdict was recorded only after "
+				   "--verdict-timeout-ms: a NOTE "
+				   "VerdictUnanswered names it (DESIGN 11 "
+				   "rule 2)");
+			continue;
+		}
 		it->recorded = true;
 		it->status = 200;
 		r->state[r->of[k]] = IT_DONE;
@@ -714,14 +764,10 @@ static void run_batch(struct run *r)
 		size_t taken = 0;
 		bool any = false;
 
-		if (mono_ms() >= r->deadline_ms) {
-			/* DESIGN 11 rule 2: no txn of ours is outstanding
-			 * here, so nothing more of the batch is recorded. */
-			rest_error(r, 503,
-				   "the verdict could not be recorded within "
-				   "--verdict-timeout-ms (DESIGN 11 rule 2)");
+		/* DESIGN 11 rule 2: no txn of ours is outstanding here, so
+		 * an item past its bound is not recorded. */
+		if (!expire(r))
 			break;
-		}
 		if (fresh) {
 			snap_release(&s);
 			s_log = false;
@@ -1021,16 +1067,24 @@ void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 {
 	struct cluster_applier_status as;
 	struct run r = {.cv = cv, .it = it, .n = n, .st = st};
+	bool live;
 
-	r.deadline_ms = mono_ms() + (int64_t)cv->timeout_ms;
+	/* A call without items (NOTEs owed, a txn to resolve) has the
+	 * timeout from now; one with items, their nearest bound. */
+	r.t0_ms = cluster__mono_ms();
+	r.deadline_ms = r.t0_ms + (int64_t)cv->timeout_ms;
+	cluster__etcd_deadline(cv->etcd, r.deadline_ms);
 	r.state = lg_xcalloc(n ? n : 1, sizeof(*r.state));
 	r.of = lg_xcalloc(n ? n : 1, sizeof(*r.of));
 	r.evs = lg_xcalloc(n ? n : 1, sizeof(*r.evs));
 	r.text = lg_xcalloc(n ? n : 1, sizeof(*r.text));
 	lg_buf_init(&r.scratch, JCS_TEXT_MAX_BYTES);
 	time_format_ns(real_ns(), r.answered_at, sizeof(r.answered_at));
+	live = n == 0 || expire(&r);
 	cluster__applier_status(cv->ap, &as);
-	if (as.refused[0] != '\0') {
+	if (!live) {
+		/* Every item waited past its bound: nothing to do. */
+	} else if (as.refused[0] != '\0') {
 		rest_error(&r, 503, as.refused);
 	} else if (!as.reachable) {
 		/* DESIGN 11: no etcd quorum, 503 at once. */
@@ -1052,6 +1106,7 @@ void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 		else
 			run_batch(&r);
 	}
+	cluster__etcd_deadline(cv->etcd, 0);
 	update_pending(cv);
 	lg_buf_release(&r.scratch);
 	free(r.state);

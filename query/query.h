@@ -158,6 +158,9 @@ struct query_member_status {
 /* One queued verdict request as a member's verdict path sees it. */
 struct query_vitem {
 	const struct verdict_request *vr; /* borrowed for the call */
+	/* When the request arrived (CLOCK_MONOTONIC ms; 0: now): DESIGN 11
+	 * rule 2's bound counts from here, not from when it is judged. */
+	int64_t t0_ms;
 	/* Out: 200 with v (recorded: v has its id and seq; a dry run is
 	 * not), or with again (a repeat's answer from its record; caller
 	 * frees), or another status with error. */

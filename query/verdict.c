@@ -682,7 +682,9 @@ static void member_batch_run(struct query_server *qs)
 			qs->m.verdict_repeats += j->b.dup_of[i] != SIZE_MAX;
 			continue;
 		}
-		j->it[j->n_it] = (struct query_vitem){.vr = &j->q.p[i].vr};
+		j->it[j->n_it] = (struct query_vitem){
+			.vr = &j->q.p[i].vr,
+			.t0_ms = (int64_t)(j->q.p[i].t0_ns / 1000000)};
 		j->of[j->n_it++] = i;
 	}
 	qs->vjob = j;
