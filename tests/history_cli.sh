@@ -61,15 +61,22 @@ for n in 1 2 3; do
 done
 ask /v1/admission "$root/tests/webhook/vminstance-create-allowed.json"
 ask /v1/admission "$root/tests/webhook/vminstance-create-dryrun.json"
+# A count of 2^64 + 1: `log` prints this VERDICT's record as its text (a
+# string), which the checker reads as the record.
+jq -c '.request.uid = "big-count" |
+	.request.object.spec.gpus[0].count = 18446744073709551617' \
+	"$root/tests/webhook/vminstance-create-allowed.json" >"$tmp/big.json"
+ask /v1/admission "$tmp/big.json"
 stop_server
-[ "$(jq -s 'map(select(.status == 200)) | length' "$tmp/answers")" = 5 ] && ok ||
-	bad "five answers of 200: $(cat "$tmp/answers" | head -c 600)"
+[ "$(jq -s 'map(select(.status == 200)) | length' "$tmp/answers")" = 6 ] && ok ||
+	bad "six answers of 200: $(cat "$tmp/answers" | head -c 600)"
 "$bin" log --db "$db" | "$bin" import --db "$tmp/m1" --create >/dev/null
 run python3 "$hist" --bin "$bin" --answers "$tmp/answers" \
 	--member "m0=$db" --member "m1=$tmp/m1"
 expect "the real history holds" 0
-has "it says so" "$tmp/out" '^ok: 5 answers, 2 members'
+has "it says so" "$tmp/out" '^ok: 6 answers, 2 members'
 "$bin" log --db "$db" >"$tmp/m0.log"
+has "the big count's record is printed as text" "$tmp/m0.log" '"record":"{.*"uid\\":\\"big-count\\"'
 run python3 "$hist" --answers "$tmp/answers" --member "m0=$tmp/m0.log" \
 	--single "$tmp/m0.log"
 expect "logs given as files, and a single pod's with the same observations" 0
@@ -84,7 +91,7 @@ has "naming the divergence" "$tmp/out" "^FAIL: diverged: member m0's log ends at
 # The same cut log alone: the last answered verdict is lost.
 run python3 "$hist" --answers "$tmp/answers" --member "cut=$tmp/cut.log"
 expect "a log without an answered verdict fails" 1
-has "naming it lost" "$tmp/out" '^FAIL: lost: .*answered verdict id 4 is not in the log'
+has "naming it lost" "$tmp/out" '^FAIL: lost: .*answered verdict id 5 is not in the log'
 # A request the client saw time out, which the log holds with no NOTE.
 jq -c 'if .request.name == "h-2" then .status = null | .body = null | .received = null else . end' \
 	"$tmp/answers" >"$tmp/timeout"

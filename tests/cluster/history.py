@@ -44,6 +44,13 @@ Checks, each a kind of violation named in its message:
               (VERDICTs and the cluster's own NOTEs, VerdictUnanswered and
               LeaderChanged, left out; seqs renumbered).
 
+Any line of the answers or of a log may hold any JSON where an object or
+a number was expected (a member's `log` prints a VERDICT's record as its
+text, a string, when it holds a number beyond int64): such a record is read
+from its text, and any other shape is read as holding nothing, so it fails
+the checks it cannot pass (an id that is not a number is an id-gap), never
+the checker.
+
 A NOTE VerdictUnanswered has exactly the form a member writes
 (cluster/verdicts.c): no namespace and no object kind, its object name the
 verdict's id in decimal, and the message "verdict id N was answered 503: its
@@ -89,6 +96,33 @@ def canon(v):
                       ensure_ascii=False)
 
 
+def obj(v):
+    """v when it is an object, else an empty one: a field of any other
+    shape holds nothing."""
+    return v if isinstance(v, dict) else {}
+
+
+def hkey(v):
+    """A verdict id as a dict key: a JSON integer or string as itself, any
+    other shape (a list, an object, true) by its canonical text."""
+    if type(v) in (int, str):
+        return v
+    return ("json", canon(v))
+
+
+def record_of(e):
+    """The record of a VERDICT event as an object: a string is the record's
+    text (what `log` prints for a record holding a number beyond int64);
+    anything that is not an object, or text that is not one, is {}."""
+    r = e.get("record")
+    if isinstance(r, str):
+        try:
+            r = json.loads(r)
+        except ValueError:
+            return {}
+    return obj(r)
+
+
 def load_ndjson(text, what):
     out = []
     for n, line in enumerate(text.split("\n"), 1):
@@ -103,7 +137,11 @@ def load_ndjson(text, what):
 
 def load_answers(path):
     with open(path, encoding="utf-8") as f:
-        return load_ndjson(f.read(), path)
+        out = load_ndjson(f.read(), path)
+    for n, a in enumerate(out, 1):
+        if not isinstance(a, dict):
+            raise InputError(f"{path}: answer {n} is not an object")
+    return out
 
 
 def load_log(text, what="log"):
@@ -125,7 +163,7 @@ def request_uid(a):
         return str(a["uid"])
     rq = a.get("request")
     if isinstance(rq, dict) and rq.get("kind") == "AdmissionReview":
-        u = (rq.get("request") or {}).get("uid")
+        u = obj(rq.get("request")).get("uid")
         return str(u) if u else None
     return None
 
@@ -161,7 +199,7 @@ def answered_id(a):
     if not isinstance(b, dict):
         return None, None, False
     if "response" in b:
-        ann = (b.get("response") or {}).get("auditAnnotations") or {}
+        ann = obj(obj(b.get("response")).get("auditAnnotations"))
         if ANN_DRY in ann:
             return None, None, True
         try:
@@ -169,7 +207,7 @@ def answered_id(a):
         except (KeyError, ValueError, TypeError):
             return None, None, False
     i = b.get("id")
-    return (i if isinstance(i, int) else None), b.get("seq"), False
+    return (i if type(i) is int else None), b.get("seq"), False
 
 
 NOTE_MESSAGE = ("verdict id {} was answered 503: its outcome was unknown "
@@ -195,17 +233,17 @@ def who(a):
 def same_answer(a, ev):
     """'' when the answer a carries the recorded verdict of event ev, else
     what differs."""
-    rec = ev.get("record") or {}
-    b = a.get("body") or {}
+    rec = record_of(ev)
+    b = obj(a.get("body"))
     if "response" in b:
-        r = b.get("response") or {}
+        r = obj(b.get("response"))
         want = {"allowed": rec.get("allowed"),
                 "reason": rec.get("reason"),
                 "message": f"{rec.get('reason')}: {rec.get('message')}",
                 "warnings": rec.get("warnings") or []}
         got = {"allowed": r.get("allowed"),
-               "reason": (r.get("status") or {}).get("reason"),
-               "message": (r.get("status") or {}).get("message"),
+               "reason": obj(r.get("status")).get("reason"),
+               "message": obj(r.get("status")).get("message"),
                "warnings": r.get("warnings") or []}
         diff = [k for k in want if want[k] != got[k]]
         _, seq, _ = answered_id(a)
@@ -233,8 +271,8 @@ def check_log(evs, out):
     for e in evs:
         if e.get("type") != "VERDICT":
             continue
-        rec = e.get("record") or {}
-        i, s = rec.get("id"), e.get("seq")
+        rec = record_of(e)
+        i, s = hkey(rec.get("id")), e.get("seq")
         if rec.get("basisSeq") != s - 1:
             out.append(Violation("basis", f"VERDICT id {i} at seq {s} has "
                                  f"basisSeq {rec.get('basisSeq')}, want "
@@ -246,7 +284,7 @@ def check_log(evs, out):
             out.append(Violation("id-gap", f"VERDICT at seq {s} has id {i}, "
                                  f"want {want} (ids unique and gap-free)"))
         seen.setdefault(i, s)
-        if isinstance(i, int):
+        if type(i) is int:
             want = max(want, i + 1)
 
 
@@ -275,14 +313,16 @@ def check(answers, logs, single=None):
             out.append(Violation("diverged", f"member {m}'s log ends at seq "
                                  f"{len(b)}, member {ref}'s at seq "
                                  f"{len(a)}"))
-    evs = parsed[ref][1]
+    # Every VERDICT's record as an object, once (record_of).
+    evs = [dict(e, record=record_of(e)) if e.get("type") == "VERDICT" else e
+           for e in parsed[ref][1]]
     check_log(evs, out)
     verdicts = [e for e in evs if e.get("type") == "VERDICT"]
     by_id = {}
     by_key = {}
     for e in verdicts:
-        rec = e.get("record") or {}
-        by_id.setdefault(rec.get("id"), e)
+        rec = e["record"]
+        by_id.setdefault(hkey(rec.get("id")), e)
         by_key.setdefault(record_key(rec), []).append(e)
     notes = {}
     for e in evs:
@@ -330,7 +370,7 @@ def check(answers, logs, single=None):
                 answered = {answered_id(t)[0] for t in tries
                             if t.get("status") == 200}
                 for ev in recs[:1]:
-                    i = ev["record"].get("id")
+                    i = hkey(ev["record"].get("id"))
                     later = [n for n in notes.get(i, [])
                              if n["seq"] > ev["seq"]]
                     if not later and i not in answered:
@@ -340,7 +380,7 @@ def check(answers, logs, single=None):
                             "with no NOTE VerdictUnanswered after it"))
         # A NOTE says a verdict was never answered: no attempt may have
         # been answered with it alone.
-        ids = {e["record"].get("id") for e in recs}
+        ids = {hkey(e["record"].get("id")) for e in recs}
         if ids and all(t.get("status") == 200 for t in tries):
             for i in ids:
                 for n in notes.get(i, []):

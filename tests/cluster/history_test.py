@@ -434,6 +434,109 @@ def fixed(c):
                 "line 1" in str(e), str(e))
 
 
+def text_records(log):
+    """The log as `gpuledger log` prints it when each VERDICT's record
+    holds a number beyond int64: the record as its text, a string."""
+    out = []
+    for ln in log.split("\n"):
+        if ln:
+            e = json.loads(ln)
+            if e["type"] == "VERDICT":
+                e["record"] = history.canon(e["record"])
+            ln = history.canon(e)
+        out.append(ln)
+    return "\n".join(out)
+
+
+def set_record(log, n, rec):
+    """The log with the n-th VERDICT's record replaced by rec."""
+    lines = log.split("\n")
+    for k, ln in enumerate(lines):
+        if ln and json.loads(ln)["type"] == "VERDICT":
+            if n == 0:
+                e = json.loads(ln)
+                e["record"] = rec(e["record"]) if callable(rec) else rec
+                lines[k] = history.canon(e)
+                break
+            n -= 1
+    return "\n".join(lines)
+
+
+def shapes(c):
+    """Records and answers of any JSON shape: never a crash; a record given
+    as its text is read; any other shape fails the checks it breaks."""
+    big = 18446744073709551617  # 2^64 + 1: `log` prints the record as text
+    h = History(5)
+    for v, _, _, _ in h.w.requests:
+        v["body"]["new"]["gpus"][0]["count"] = big
+    h.log, h.got = render(h.w)
+    h.log = text_records(h.log)
+    h.answers = answers(h.w, h.got)
+    h.logs = {m: h.log for m in h.logs}
+    h.single = h.log
+    c.check("the records are printed as text", '"record":"{' in h.log)
+    try:
+        vs = h.run()
+        c.check("records given as their text (a count of 2^64 + 1) hold",
+                not vs, str(vs)[:600])
+    except Exception as e:  # noqa: BLE001 (the crash is what is tested)
+        c.check("records given as their text (a count of 2^64 + 1) hold",
+                False, f"{type(e).__name__}: {e}")
+    h = History(5)
+    # (what, record of the first VERDICT, the kind it must fail as; None:
+    # only no crash, as whether it fails depends on what was answered)
+    for what, rec, kind in (
+            ("text that is not JSON", "not json", "id-gap"),
+            ("the text of a string", '"a string"', "id-gap"),
+            ("the text of a list", "[1]", "id-gap"),
+            ("a list", [1], "id-gap"), ("a number", 5, "id-gap"),
+            ("null", None, "id-gap"), ("true", True, "id-gap"),
+            ("an object id", lambda r: dict(r, id={"n": 1}), "id-gap"),
+            ("a list id", lambda r: dict(r, id=[1]), "id-gap"),
+            ("a string id", lambda r: dict(r, id="1"), "id-gap"),
+            ("a true id", lambda r: dict(r, id=True), "id-gap"),
+            ("a string basisSeq", lambda r: dict(r, basisSeq="x"), "basis"),
+            ("a string requester", lambda r: dict(r, requester="alice"),
+             None),
+            ("a list uid", lambda r: dict(r, requester={"uid": ["x"]}),
+             None),
+            ("a string request", lambda r: dict(r, request="x"), None),
+            ("odd checks and warnings",
+             lambda r: dict(r, checks="x", warnings=7), None)):
+        log = set_record(h.log, 0, rec)
+        try:
+            vs = history.check(h.answers, {"m0": log, "m1": log}, log)
+        except Exception as e:  # noqa: BLE001
+            c.check(f"a record of {what}: no crash", False,
+                    f"{type(e).__name__}: {e}")
+            continue
+        c.check(f"a record of {what}: no crash"
+                + (f", fails as {kind}" if kind else ""),
+                kind is None or kind in kinds(vs), str(vs)[:300])
+    # Answers of any shape: never a crash.
+    for change in (lambda a: dict(a, body=[1]),
+                   lambda a: dict(a, body="x"),
+                   lambda a: dict(a, body={"response": "x"}),
+                   lambda a: dict(a, body={"response": {
+                       "status": "x", "auditAnnotations": [1],
+                       "warnings": {}}}),
+                   lambda a: dict(a, body={"response": {
+                       "auditAnnotations": {history.ANN_ID: [1]}}}),
+                   lambda a: dict(a, body={"id": "1", "seq": {}}),
+                   lambda a: dict(a, request={"kind": "AdmissionReview",
+                                              "request": "x"}),
+                   lambda a: dict(a, request=[1], uid=None),
+                   lambda a: dict(a, uid={"x": 1}),
+                   lambda a: dict(a, status="200")):
+        ans = [change(a) for a in h.answers]
+        try:
+            history.check(ans, h.logs, h.single)
+            c.check(f"answers changed to {ans[0]!s:.100}: no crash", True)
+        except Exception as e:  # noqa: BLE001
+            c.check(f"answers changed to {ans[0]!s:.100}: no crash", False,
+                    f"{type(e).__name__}: {e}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=40)
@@ -466,6 +569,7 @@ def main():
     for name, n in made.items():
         c.check(f"the violation '{name}' was made on some seed", n > 0)
     fixed(c)
+    shapes(c)
     print(f"checks: {c.passed} passed, {c.failed} failed")
     return 1 if c.failed else 0
 
