@@ -7,7 +7,8 @@
 # logged as a client would, and two "members" (the ledger and a copy made
 # with `log | import`), whose directories the checker runs `log`, `verify`
 # and `audit` on. Then the same with a lost answer, a cut copy, a verdict
-# the client never saw answered, and input it cannot read.
+# the client never saw answered (timed out, reset, 503), and input it
+# cannot read.
 # Usage: tests/history_cli.sh PATH/TO/gpuledger
 set -u
 bin=${1:-./gpuledger}
@@ -98,6 +99,17 @@ jq -c 'if .request.name == "h-2" then .status = null | .body = null | .received 
 run python3 "$hist" --answers "$tmp/timeout" --member "m0=$tmp/m0.log"
 expect "a timed-out verdict with no NOTE VerdictUnanswered fails" 1
 has "naming it" "$tmp/out" '^FAIL: unanswered: .*recorded as verdict id 2 at seq 39 with no NOTE VerdictUnanswered'
+# The same request reset after it was sent (its member killed before it
+# answered): in the log once with no NOTE holds; a 503 still owes the NOTE.
+jq -c 'if .request.name == "h-2" then .status = null | .body = null | .received = null | .error = "reset" else . end' \
+	"$tmp/answers" >"$tmp/reset"
+run python3 "$hist" --answers "$tmp/reset" --member "m0=$tmp/m0.log"
+expect "a verdict whose connection was reset, recorded with no NOTE, holds" 0
+jq -c 'if .request.name == "h-2" then .status = 503 | .body = {error: "x"} else . end' \
+	"$tmp/answers" >"$tmp/503"
+run python3 "$hist" --answers "$tmp/503" --member "m0=$tmp/m0.log"
+expect "a verdict answered 503 with no NOTE VerdictUnanswered fails" 1
+has "naming it" "$tmp/out" '^FAIL: unanswered: .*status 503: not answered, but recorded as verdict id 2 at seq 39'
 # An answer whose body differs from the record.
 jq -c 'if .request.name == "h-3" then .body.allowed = false else . end' \
 	"$tmp/answers" >"$tmp/changed"

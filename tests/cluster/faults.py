@@ -37,6 +37,8 @@ import time
 import urllib.error
 import urllib.request
 
+import history
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "etcd_cluster.py")
 VCLIENTS = os.path.join(HERE, "vclients.py")
@@ -261,13 +263,14 @@ class Run:
         rq = urllib.request.Request(self.url(member) + "/v1/admission",
                                     data=json.dumps(body).encode(),
                                     method="POST")
+        err = None
         try:
             with urllib.request.urlopen(rq, timeout=timeout) as r:
                 st, ans, h = r.status, r.read(), dict(r.headers)
         except urllib.error.HTTPError as e:
             st, ans, h = e.code, e.read(), dict(e.headers)
-        except Exception:
-            st, ans, h = None, None, {}
+        except Exception as e:  # a timeout or a reset: no answer
+            st, ans, h, err = None, None, {}, history.no_answer_error(e)
         took = time.monotonic() - t0
         try:
             parsed = json.loads(ans) if ans else None
@@ -277,7 +280,7 @@ class Run:
             f.write(json.dumps({"uid": uid, "request": body, "sent": sent,
                                 "received": sent if st else None,
                                 "status": st, "body": parsed,
-                                "member": member}) + "\n")
+                                "error": err, "member": member}) + "\n")
         return st, parsed, h, took
 
     def next_value(self):

@@ -6,13 +6,17 @@ Input:
 
   - the clients' answer log, NDJSON, one line per request sent:
       {"uid": U, "request": BODY, "sent": T, "received": T|null,
-       "status": 200|503|...|null, "body": ANSWER|null}
+       "status": 200|503|...|null, "body": ANSWER|null, "error": E}
     uid is what identifies the request to the ledger: an AdmissionReview's
     request.uid (then it may be left out: it is read from the request), or
     the Idempotency-Key of a plain POST; without one, a plain request is
     known by its body (canonical JSON, keys sorted). status null means no
-    answer came (a timeout, a reset). A 200's body is the verdict record as
-    answered (a plain POST: the record with "seq"; an AdmissionReview: its
+    answer came; then error says why (no_answer_error() writes it):
+    "reset" when the connection was reset or ended after the whole
+    request was sent (its member may have been killed before it
+    answered), "timeout", "refused" (nothing was sent), or another word;
+    a line without one counts as a timeout. A 200's body is the verdict
+    record as answered (a plain POST: the record with "seq"; an AdmissionReview: its
     response, whose auditAnnotations carry gpuledger.cozystack.io/verdict-id
     and verdict-seq, or /dry-run when it was not recorded). Times are RFC
     3339 strings, carried into the messages only (clients' clocks are not
@@ -36,7 +40,11 @@ Checks, each a kind of violation named in its message:
               NOTE VerdictUnanswered with its id follows it (or one
               precedes it), or a NOTE VerdictUnanswered names an id that
               no VERDICT has, or one that every attempt of its request
-              was answered with;
+              was answered with. A request of which some attempt was
+              reset after it was sent (error "reset") owes no NOTE: its
+              member may have been killed before it answered, and no
+              process was left to write one (it is still in the log at
+              most once: duplicate);
   dry-run     a dry run (not recorded) is in the log;
   diverged    two members' logs are not byte-identical;
   verify      `gpuledger verify` or `gpuledger audit` fails on a member;
@@ -121,6 +129,39 @@ def record_of(e):
         except ValueError:
             return {}
     return obj(r)
+
+
+RESET = "reset"
+
+
+def no_answer_error(exc):
+    """The "error" a client writes for a request that raised exc instead
+    of answering (urllib or http.client): "refused" when it could not
+    connect, "timeout", "reset" when the connection was reset or ended
+    after the request was sent (the only one that excuses a missing NOTE),
+    else "unsent: ..." for a failure while sending, or the exception's
+    name."""
+    import http.client
+    import socket
+    import urllib.error
+    if isinstance(exc, urllib.error.URLError):
+        # urllib raises URLError for what fails before the request is
+        # sent (connecting, writing it): never "reset".
+        r = exc.reason
+        if isinstance(r, ConnectionRefusedError):
+            return "refused"
+        if isinstance(r, (TimeoutError, socket.timeout)):
+            return "timeout"
+        if isinstance(r, BaseException):
+            r = type(r).__name__
+        return f"unsent: {r}"
+    if isinstance(exc, (TimeoutError, socket.timeout)):
+        return "timeout"
+    if isinstance(exc, (ConnectionResetError, ConnectionAbortedError,
+                        BrokenPipeError, http.client.IncompleteRead,
+                        http.client.BadStatusLine)):
+        return RESET
+    return type(exc).__name__
 
 
 def load_ndjson(text, what):
@@ -369,11 +410,18 @@ def check(answers, logs, single=None):
                 # answered, and owes no NOTE.
                 answered = {answered_id(t)[0] for t in tries
                             if t.get("status") == 200}
+                # An attempt reset after it was sent: its member may have
+                # died with the verdict committed and unanswered, leaving
+                # no process to write the NOTE. Which attempt the record
+                # is of cannot be told, so the whole request is excused
+                # (a 503 or a timeout alone never is).
+                killed = any(t.get("status") is None and
+                             t.get("error") == RESET for t in tries)
                 for ev in recs[:1]:
                     i = hkey(ev["record"].get("id"))
                     later = [n for n in notes.get(i, [])
                              if n["seq"] > ev["seq"]]
-                    if not later and i not in answered:
+                    if not later and i not in answered and not killed:
                         out.append(Violation(
                             "unanswered", f"{who(a)}: not answered, but "
                             f"recorded as verdict id {i} at seq {ev['seq']} "

@@ -6,8 +6,10 @@ message naming it.
 A history is generated from a seed: observation events, verdicts asked by
 clients (plain POSTs and AdmissionReviews) with every outcome a client can
 see (answered; 503 or a timeout, then committed and followed by a NOTE
-VerdictUnanswered, or never committed; a retry of the same uid answered
-with the recorded verdict; a dry run, not recorded), rendered into a log
+VerdictUnanswered, or never committed; a reset after the request was sent,
+its member killed: committed with no NOTE, or never committed; a retry of
+the same uid answered with the recorded verdict; a dry run, not recorded),
+rendered into a log
 (seqs, ids, basisSeq = seq - 1) and the clients' answer log, and copied to
 three members. Then each violation is made on a copy of a correct history,
 and the checker must name it. Many seeds run (printed: SEED=N repeats one).
@@ -78,7 +80,8 @@ class World:
             sent = body
         outcome = self.rnd.choice(
             ["ok", "ok", "ok", "503-committed", "503-lost",
-             "timeout-committed", "timeout-lost", "retry", "dry-run"])
+             "timeout-committed", "timeout-lost", "killed-committed",
+             "killed-lost", "retry", "dry-run"])
         if outcome == "dry-run" and not review:
             outcome = "ok"
         if outcome == "dry-run":
@@ -86,7 +89,8 @@ class World:
         allowed = self.rnd.random() < 0.7
         v = {"k": k, "body": body, "uid": uid if review else None,
              "allowed": allowed, "review": review}
-        if outcome not in ("503-lost", "timeout-lost", "dry-run"):
+        if outcome not in ("503-lost", "timeout-lost", "killed-lost",
+                           "dry-run"):
             self.items.append(("verdict", v))
         if outcome in ("503-committed", "timeout-committed", "retry"):
             # The NOTE comes some events later.
@@ -189,7 +193,13 @@ def answers(w, got):
             out.append(dict(base, status=503, body={"error": "unavailable"},
                             received=t(v["k"] + 1)))
         elif outcome.startswith("timeout"):
-            out.append(dict(base, status=None, body=None, received=None))
+            out.append(dict(base, status=None, body=None, received=None,
+                            error="timeout"))
+        elif outcome.startswith("killed"):
+            # Reset after it was sent: its member died before answering
+            # (and left no NOTE).
+            out.append(dict(base, status=None, body=None, received=None,
+                            error=history.RESET))
         elif outcome == "retry":
             out.append(dict(base, status=503, body={"error": "x"},
                             received=t(v["k"] + 1)))
@@ -298,6 +308,20 @@ def v_diverged_short(h):
     return True
 
 
+def v_killed_twice(h):
+    for n, (kind, v) in enumerate(h.w.items):
+        if kind == "verdict" and any(
+                o == "killed-committed" and w is v
+                for w, o, _, _ in h.w.requests):
+            h.w.items.insert(n + 1 + h.w.rnd.randrange(
+                len(h.w.items) - n), ("verdict", dict(v)))
+            h.log, _ = render(h.w)
+            h.logs = {m: h.log for m in h.logs}
+            h.single = h.log
+            return True
+    return False
+
+
 def v_unanswered(h):
     ks = [v["k"] for v, o, _, _ in h.w.requests
           if o in ("503-committed", "timeout-committed")]
@@ -358,6 +382,8 @@ def v_observed(h):
 
 VIOLATIONS = [
     ("duplicate verdict of one request", "duplicate", v_duplicate),
+    ("a killed member's request recorded twice", "duplicate",
+     v_killed_twice),
     ("lost answered verdict", "lost", v_lost),
     ("changed body", "changed", v_changed),
     ("id gap", "id-gap", v_id_gap),
@@ -370,6 +396,55 @@ VIOLATIONS = [
     ("a dry run recorded", "dry-run", v_dry_run),
     ("observations differ from the single pod's", "observed", v_observed),
 ]
+
+
+def killed(c):
+    """DESIGN 11: a request whose member was killed before it answered
+    (reset or end of stream after it was sent) is in the log at most once,
+    with no NOTE; a 503 or a timeout still owes the NOTE."""
+    h = History(13)
+    keys = [history.request_key(x) for x in h.answers]
+    one = [x for x in answered(h) if keys.count(history.request_key(x)) == 1]
+    c.check("the killed cases have an answered verdict", bool(one))
+    if not one:
+        return
+    a = one[0]
+    no = dict(a, status=None, body=None, received=None)
+
+    def run(tries, log=None):
+        ans = [x for x in h.answers if x is not a] + tries
+        log = log or h.log
+        return history.check(ans, {"m0": log, "m1": log}, log)
+    vs = run([dict(no, error=history.RESET)])
+    c.check("reset after sending, recorded once with no NOTE: holds",
+            not vs, str(vs))
+    for what, tries in (
+            ("a 503", [dict(a, status=503, body={"error": "x"})]),
+            ("a timeout", [dict(no, error="timeout")]),
+            ("no answer, no error said", [no]),
+            ("refused (never sent)", [dict(no, error="refused")])):
+        vs = run(tries)
+        c.check(f"{what}, recorded with no NOTE: unanswered",
+                kinds(vs) == ["unanswered"], str(vs))
+    # The same verdict twice in the log (a second VERDICT of its uid).
+    mine = [k for k, x in enumerate(h.w.items) if x[0] == "verdict" and
+            history.request_key({"uid": x[1]["uid"],
+                                 "request": x[1]["body"]}) ==
+            history.request_key(a)]
+    c.check("the killed request is one verdict of the world",
+            len(mine) == 1, str(mine))
+    w = copy.deepcopy(h.w)
+    w.items.insert(mine[0] + 1, ("verdict", dict(w.items[mine[0]][1])))
+    log2, _ = render(w)
+    vs = run([dict(no, error=history.RESET)], log2)
+    c.check("reset after sending, recorded twice: duplicate",
+            "duplicate" in kinds(vs), str(vs))
+    # Killed, then retried and answered 503 with the first attempt's
+    # record: which attempt it is of cannot be told, no NOTE owed.
+    vs = run([dict(no, error=history.RESET),
+              dict(a, status=503, body={"error": "x"})])
+    c.check("reset, then a 503 retry, recorded once with no NOTE: holds",
+            not vs, str(vs))
 
 
 def fixed(c):
@@ -419,6 +494,7 @@ def fixed(c):
         vs = history.check(alone, h.logs, h.single)
         c.check("the same 503 without the retry owes a NOTE",
                 "unanswered" in kinds(vs), str(vs))
+    killed(c)
     try:
         history.check([], {"m0": '{"seq":2,"type":"TICK"}\n'})
         c.check("a log whose seqs do not start at 1 is an input error",

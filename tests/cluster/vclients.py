@@ -5,7 +5,8 @@ create of 1 to 3 GPUs in one of a few tenants) to a member chosen at random,
 and re-sends some of them (--retry, a fraction) with the same uid to another
 member. Every attempt is logged, one line of NDJSON in the form
 tests/cluster/history.py reads: {"uid", "request", "sent", "received",
-"status", "body", "member"}.
+"status", "body", "error", "member"} (error: why no answer came, in
+history.no_answer_error's words; null when one came).
 
     vclients.py --members URL[,URL...] --out FILE [--clients N]
                 [--requests M] [--retry F] [--seed S] [--uid-prefix P]
@@ -29,6 +30,8 @@ import threading
 import urllib.error
 import urllib.request
 
+import history
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REVIEW = os.path.join(HERE, "..", "webhook", "vminstance-create-allowed.json")
 TENANTS = ("tenant-acme-dev", "tenant-acme", "tenant-beta", "tenant-acme-prod")
@@ -51,16 +54,18 @@ def review(base, uid, ns, name, count):
 
 
 def post(url, body, timeout):
+    """(status, body, headers, error): error says why no answer came
+    (a reset after the request was sent, a timeout, ...), else None."""
     data = json.dumps(body).encode()
     rq = urllib.request.Request(url + "/v1/admission", data=data,
                                 method="POST")
     try:
         with urllib.request.urlopen(rq, timeout=timeout) as a:
-            return a.status, a.read(), dict(a.headers)
+            return a.status, a.read(), dict(a.headers), None
     except urllib.error.HTTPError as e:
-        return e.code, e.read(), dict(e.headers)
-    except Exception:  # a timeout or a reset: no answer
-        return None, None, {}
+        return e.code, e.read(), dict(e.headers), None
+    except Exception as e:  # a timeout or a reset: no answer
+        return None, None, {}, history.no_answer_error(e)
 
 
 def main(argv):
@@ -84,7 +89,7 @@ def main(argv):
     out = open(a.out, "a", encoding="utf-8")
     bad_headers = []
 
-    def log(uid, body, sent, status, answer, member, headers):
+    def log(uid, body, sent, status, answer, member, headers, error):
         try:
             parsed = json.loads(answer) if answer else None
         except ValueError:
@@ -95,6 +100,7 @@ def main(argv):
             out.write(json.dumps({"uid": uid, "request": body, "sent": sent,
                                   "received": now() if status else None,
                                   "status": status, "body": parsed,
+                                  "error": error,
                                   "member": member}) + "\n")
 
     def client(c):
@@ -106,13 +112,13 @@ def main(argv):
                           rnd.randint(1, 3))
             m = rnd.randrange(len(urls))
             sent = now()
-            st, ans, h = post(urls[m], body, a.timeout)
-            log(uid, body, sent, st, ans, m, h)
+            st, ans, h, err = post(urls[m], body, a.timeout)
+            log(uid, body, sent, st, ans, m, h, err)
             if rnd.random() < a.retry:
                 m2 = (m + 1 + rnd.randrange(max(1, len(urls) - 1))) % len(urls)
                 sent = now()
-                st, ans, h = post(urls[m2], body, a.timeout)
-                log(uid, body, sent, st, ans, m2, h)
+                st, ans, h, err = post(urls[m2], body, a.timeout)
+                log(uid, body, sent, st, ans, m2, h, err)
 
     ts = [threading.Thread(target=client, args=(c,)) for c in range(a.clients)]
     for t in ts:
