@@ -209,6 +209,32 @@ static int review_bounds(const json_t *rq, struct lg_error *err)
 	return 0;
 }
 
+/* What a review must be shaped like beyond its required members: a uid
+ * that names it (rule 3 keys on it; "" would name every such review
+ * alike), and objects that are objects. A review whose object or
+ * oldObject is a string, a number or a list is malformed, not an empty
+ * object (which would judge NoGrowth and be recorded); null or absent is
+ * no object (a DELETE's object, a CREATE's oldObject). */
+static int review_shape(const json_t *rq, struct lg_error *err)
+{
+	static const char *const objects[] = {"object", "oldObject"};
+
+	if (jstr(rq, "uid")[0] == '\0')
+		return lg_error_set(err, LG_EINVAL,
+				    "AdmissionReview: request.uid must not "
+				    "be empty");
+	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++) {
+		const json_t *o = json_object_get(rq, objects[i]);
+
+		if (o != NULL && !json_is_null(o) && !json_is_object(o))
+			return lg_error_set(err, LG_EINVAL,
+					    "AdmissionReview: request.%s must "
+					    "be an object or null",
+					    objects[i]);
+	}
+	return 0;
+}
+
 static int review_request(enum verdict_kind kind, const json_t *review,
 			  struct verdict_request *out, struct lg_error *err)
 {
@@ -242,7 +268,8 @@ static int review_request(enum verdict_kind kind, const json_t *review,
 				    "AdmissionReview: operation %.32s is not "
 				    "CREATE, UPDATE or DELETE",
 				    op);
-	if ((rc = review_bounds(rq, err)) != 0)
+	if ((rc = review_shape(rq, err)) != 0 ||
+	    (rc = review_bounds(rq, err)) != 0)
 		return rc;
 	if (kind == VERDICT_DECLARATION)
 		rc = tenant_review(rq, op, &out->req, err);

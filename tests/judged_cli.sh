@@ -22,11 +22,11 @@ review() {
 	printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"%s","kind":{"kind":"VMInstance"},"operation":"CREATE","namespace":"tenant-acme-dev","name":"vm","object":{"spec":{"gpus":[{"class":"h100","count":1}]}}%s%s}}' \
 		"$1" "$2" "$3"
 }
-# post NAME WANT BODY: POST /v1/admission answers HTTP WANT.
+# post NAME WANT BODY: POST /v1/admission (or $route) answers HTTP WANT.
 post() {
 	printf '%s' "$3" >"$tmp/body"
 	code=$(curl -s -o "$tmp/ans" -w '%{http_code}' -H 'Content-Type: application/json' \
-		--data-binary @"$tmp/body" "http://127.0.0.1:$port/v1/admission")
+		--data-binary @"$tmp/body" "http://127.0.0.1:$port${route:-/v1/admission}")
 	if [ "$code" = "$2" ]; then ok; else
 		bad "$1: HTTP $code, want $2: $(head -c 300 "$tmp/ans")"
 	fi
@@ -47,6 +47,42 @@ post "dryRun 1" 400 "$(review u4 ',"dryRun":1' '')"
 post "userInfo of 17 KiB" 400 "$(review u5 '' ",\"userInfo\":{\"username\":\"$big\"}")"
 has "userInfo: says why" "$tmp/ans" 'userInfo is larger than 16384 bytes'
 post "userInfo not an object" 400 "$(review u6 '' ',"userInfo":[]')"
+# A malformed review is a 400, never a verdict (issue 40): an object or
+# oldObject that is not an object (or null), an empty uid; the same for a
+# Tenant's review at /v1/declarations.
+# shape NAME ROUTE KIND OP UID OBJECTS MESSAGE: a review of KIND with the
+# members OBJECTS answers 400 and exactly {"error": MESSAGE}.
+shape() {
+	route=$2
+	post "$1" 400 "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"$5\",\"kind\":{\"kind\":\"$3\"},\"operation\":\"$4\",\"namespace\":\"tenant-acme\",\"name\":\"dev\",$6}}"
+	route=
+	eq "$1: the error" "$(cat "$tmp/ans")" "{\"error\":\"AdmissionReview: $7\"}"
+}
+# eq NAME GOT WANT
+eq() {
+	if [ "$2" = "$3" ]; then ok; else bad "$1: got $2, want $3"; fi
+}
+n0=$("$bin" log --db "$db" | wc -l)
+shape 'object "x"' /v1/admission VMInstance CREATE s1 '"object":"x"' \
+	'request.object must be an object or null'
+shape 'object []' /v1/admission KubernetesNodes UPDATE s2 \
+	'"object":[],"oldObject":{"spec":{}}' 'request.object must be an object or null'
+shape 'oldObject "x"' /v1/admission VMInstance UPDATE s3 \
+	'"object":{"spec":{}},"oldObject":"x"' 'request.oldObject must be an object or null'
+shape 'oldObject 7 of a DELETE' /v1/admission VMInstance DELETE s4 \
+	'"object":null,"oldObject":7' 'request.oldObject must be an object or null'
+shape 'uid ""' /v1/admission VMInstance CREATE '' '"object":{"spec":{}}' \
+	'request.uid must not be empty'
+shape 'Tenant object "x"' /v1/declarations Tenant CREATE s5 '"object":"x"' \
+	'request.object must be an object or null'
+shape 'Tenant oldObject "x"' /v1/declarations Tenant UPDATE s6 \
+	'"object":{"spec":{}},"oldObject":"x"' 'request.oldObject must be an object or null'
+shape 'Tenant uid ""' /v1/declarations Tenant CREATE '' '"object":{"spec":{}}' \
+	'request.uid must not be empty'
+eq "no malformed review was recorded" "$("$bin" log --db "$db" | wc -l)" "$n0"
+# Null and absent are no object: still judged.
+post "object null of a DELETE" 200 '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"s7","kind":{"kind":"VMInstance"},"operation":"DELETE","namespace":"tenant-acme","name":"gone","object":null,"oldObject":{"spec":{}}}}'
+has "object null: a verdict" "$tmp/ans" 'verdict-id'
 # Spelt as a chart spells it: 1.0 and 1e0 are the integer 1 in the
 # verdict and in its record, and the record re-derives.
 post "count 1.0" 200 '{"namespace":"tenant-acme-dev","kind":"KubernetesNodes","name":"f0","old":null,"new":{"maxReplicas":1.0,"gpus":[{"class":"h100","count":1e0}]}}'

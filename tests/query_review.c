@@ -98,6 +98,60 @@ static const struct {
 	 NULL, NULL},
 };
 
+/* Malformed reviews, each refused with its own message (DESIGN 7: a
+ * malformed review is a 400, never a verdict). */
+static const struct {
+	enum verdict_kind kind;
+	const char *review;
+	const char *msg;
+} malformed_rows[] = {
+	{VERDICT_ADMISSION,
+	 "{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u','kind':{'kind':'VMInstance'},'operation':"
+	 "'CREATE','namespace':'tenant-a','name':'x','object':'x'}}",
+	 "AdmissionReview: request.object must be an object or null"},
+	{VERDICT_ADMISSION,
+	 "{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u','kind':{'kind':'KubernetesNodes'},"
+	 "'operation':'UPDATE','namespace':'tenant-a','name':'x','object':"
+	 "[],'oldObject':{'spec':{}}}}",
+	 "AdmissionReview: request.object must be an object or null"},
+	{VERDICT_ADMISSION,
+	 "{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u','kind':{'kind':'VMInstance'},'operation':"
+	 "'UPDATE','namespace':'tenant-a','name':'x','object':{'spec':{}},"
+	 "'oldObject':'x'}}",
+	 "AdmissionReview: request.oldObject must be an object or null"},
+	/* Not read for a CREATE, but still malformed. */
+	{VERDICT_ADMISSION,
+	 "{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'u','kind':{'kind':'VMInstance'},'operation':"
+	 "'CREATE','namespace':'tenant-a','name':'x','object':{'spec':{}},"
+	 "'oldObject':7}}",
+	 "AdmissionReview: request.oldObject must be an object or null"},
+	{VERDICT_ADMISSION,
+	 "{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'','kind':{'kind':'VMInstance'},'operation':"
+	 "'CREATE','namespace':'tenant-a','name':'x','object':{'spec':{}}}}",
+	 "AdmissionReview: request.uid must not be empty"},
+	{VERDICT_DECLARATION,
+	 "{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'t','kind':{'kind':'Tenant'},'operation':"
+	 "'CREATE','namespace':'tenant-root','name':'beta','object':'x'}}",
+	 "AdmissionReview: request.object must be an object or null"},
+	{VERDICT_DECLARATION,
+	 "{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'t','kind':{'kind':'Tenant'},'operation':"
+	 "'UPDATE','namespace':'tenant-root','name':'beta','object':{'spec':"
+	 "{}},'oldObject':true}}",
+	 "AdmissionReview: request.oldObject must be an object or null"},
+	{VERDICT_DECLARATION,
+	 "{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',"
+	 "'request':{'uid':'','kind':{'kind':'Tenant'},'operation':"
+	 "'CREATE','namespace':'tenant-root','name':'beta','object':{}}}",
+	 "AdmissionReview: request.uid must not be empty"},
+};
+
 static json_t *tq(const char *text)
 {
 	char *s = strdup(text);
@@ -157,6 +211,21 @@ START_TEST(review_to_request_rows)
 		free(exp);
 		json_decref(want);
 	}
+	verdict_request_release(&vr);
+	json_decref(review);
+}
+END_TEST
+
+START_TEST(review_malformed_rows)
+{
+	json_t *review = tq(malformed_rows[_i].review);
+	struct verdict_request vr;
+	struct lg_error err = {0};
+
+	ck_assert_int_eq(read_doc(malformed_rows[_i].kind, review, &vr, &err),
+			 LG_EINVAL);
+	ck_assert_ptr_null(vr.req);
+	ck_assert_str_eq(err.msg, malformed_rows[_i].msg);
 	verdict_request_release(&vr);
 	json_decref(review);
 }
@@ -410,6 +479,8 @@ QUERY_PART(review)
 	tcase_add_test(tc, review_response_shape);
 	tcase_add_test(tc, review_requester_shape);
 	tcase_add_test(tc, review_wrong_kind);
+	tcase_add_loop_test(tc, review_malformed_rows, 0,
+			    NROWS(malformed_rows));
 	tcase_add_loop_test(tc, normalise_rows, 0, NROWS(norm_rows));
 	tcase_add_loop_test(tc, verdict_ref_rows, 0, NROWS(ref_rows));
 	tcase_add_test(tc, recompute_detects_change);
