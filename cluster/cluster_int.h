@@ -282,6 +282,11 @@ int cluster__etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl_s,
 int cluster__etcd_lease_revoke(etcd_t *e, int64_t id,
 			       enum etcd_outcome *outcome,
 			       struct lg_error *err);
+/* The whole seconds lease id has left, and its granted TTL (timetolive;
+ * LG_ENOENT, *ttl_s <= 0, when it is gone). */
+int cluster__etcd_lease_ttl(etcd_t *e, int64_t id, int64_t *ttl_s,
+			    int64_t *granted_s, enum etcd_outcome *outcome,
+			    struct lg_error *err);
 
 struct etcd_status {
 	struct etcd_header header; /* cluster_id, member_id, revision */

@@ -566,6 +566,25 @@ int cluster__etcd_lease_revoke(etcd_t *e, int64_t id,
 	return rc;
 }
 
+int cluster__etcd_lease_ttl(etcd_t *e, int64_t id, int64_t *ttl_s,
+			    int64_t *granted_s, enum etcd_outcome *outcome,
+			    struct lg_error *err)
+{
+	json_t *req = json_object(), *doc = NULL;
+	int rc;
+
+	json_object_set_new(req, "ID", cluster__i64_json(id));
+	rc = call(e, "/v3/lease/timetolive", dumps(req), false, &doc, outcome,
+		  err);
+	if (rc != 0)
+		return rc;
+	/* etcd answers TTL -1 for a lease it does not know (expired). */
+	*ttl_s = cluster__i64(doc, "TTL");
+	*granted_s = cluster__i64(doc, "grantedTTL");
+	json_decref(doc);
+	return *ttl_s > 0 ? 0 : LG_ENOENT;
+}
+
 size_t cluster__etcd_n_endpoints(const etcd_t *e)
 {
 	return e->n_urls;

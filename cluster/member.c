@@ -96,6 +96,99 @@ static bool member_pending(void *ctx)
 	return cluster__verdicts_pending(m->cv);
 }
 
+/* How often a start looks again at a P/members/<name> held by another
+ * lease. */
+#define NAME_POLL_MS 250
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000,
+			      .tv_nsec = (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* P/members/<name> as it is now: *lease 0 when there is no such key,
+ * *applied the seq its value holds. */
+static int name_holder(etcd_t *e, const char *key, size_t key_len,
+		       int64_t *lease, uint64_t *applied, struct lg_error *err)
+{
+	struct etcd_range r = {.key = key, .key_len = key_len};
+	struct etcd_range_result res;
+	int rc = cluster__etcd_range(e, &r, &res, NULL, err);
+
+	*lease = 0;
+	*applied = 0;
+	if (rc == 0 && res.n_kvs > 0) {
+		json_t *v = json_loadb((const char *)res.kvs[0].value,
+				       res.kvs[0].value_len, 0, NULL);
+
+		*lease = res.kvs[0].lease;
+		*applied = (uint64_t)json_integer_value(
+			json_object_get(v, "applied"));
+		json_decref(v);
+	}
+	cluster__range_release(&res);
+	return rc;
+}
+
+/* One member per name (issue 40): P/members/<name> pins retention at its
+ * holder's applied seq, so a second process with a live member's --name
+ * would hide one of the two from it. A key bound to a lease that is being
+ * renewed is a live member: refused, naming the key, its lease and what
+ * it has applied. A key whose lease is not renewed is what a member
+ * killed before it could revoke leaves behind (a restart after SIGKILL):
+ * a live holder renews every TTL/3 and gives up holding after TTL/2
+ * without a renewal (rule 5), so a lease seen unrenewed for half its
+ * granted TTL and a second (etcd tells whole seconds) is dead, and this
+ * member starts; its own put binds the key to its lease. A renewal is
+ * seen as the TTL left going up. etcd out of reach decides nothing: the
+ * member starts as it always did and says it is not ready. */
+static int name_free(const struct cluster_member_opts *o, struct lg_error *err)
+{
+	char key[CLUSTER_PREFIX_MAX + CLUSTER_NAME_MAX + 16];
+	char tail[CLUSTER_NAME_MAX + 16];
+	etcd_t *e = NULL;
+	struct lg_error why = {0};
+	int64_t lease, first, ttl = 0, granted = 0, last = INT64_MAX;
+	int64_t until_ms = 0;
+	uint64_t applied;
+	size_t n;
+	int rc;
+
+	snprintf(tail, sizeof(tail), "members/%s", o->name);
+	n = cluster__key(key, sizeof(key), o->prefix, tail);
+	if ((rc = cluster__etcd_open(&e, &o->eo, err)) != 0)
+		return rc;
+	rc = name_holder(e, key, n, &first, &applied, &why);
+	lease = first;
+	while (rc == 0 && lease == first && first != 0) {
+		rc = cluster__etcd_lease_ttl(e, first, &ttl, &granted, NULL,
+					     &why);
+		if (rc != 0 || ttl > last)
+			break; /* gone, unknown, or renewed: a live member */
+		last = ttl;
+		if (until_ms == 0)
+			until_ms = mono_ns() / 1000000 + granted * 500 + 1000;
+		if (mono_ns() / 1000000 >= until_ms) {
+			lease = 0; /* not renewed: its member is dead */
+			break;
+		}
+		sleep_ms(NAME_POLL_MS);
+		rc = name_holder(e, key, n, &lease, &applied, &why);
+	}
+	cluster__etcd_close(e);
+	/* etcd out of reach or the lease gone (rc), or the name free. */
+	if (rc != 0 || lease == 0)
+		return 0;
+	return lg_error_set(err, LG_EEXIST,
+			    "--name %s is taken: %.*s is held by a live "
+			    "member (lease %llx, applied seq %llu); stop it "
+			    "or give this member another --name",
+			    o->name, (int)n, key, (unsigned long long)lease,
+			    (unsigned long long)applied);
+}
+
 int cluster_member_open(cluster_member_t **out,
 			const struct cluster_member_opts *o,
 			struct lg_error *err)
@@ -113,6 +206,8 @@ int cluster_member_open(cluster_member_t **out,
 				    "--name: 1 to 128 bytes without '/'");
 	if (o->q.db == NULL)
 		return lg_error_set(err, LG_EINVAL, "--db DIR is required");
+	if ((rc = name_free(o, err)) != 0)
+		return rc;
 	/* jansson seeds its hash once; before the applier's thread. */
 	json_object_seed(0);
 	m = lg_xcalloc(1, sizeof(*m));

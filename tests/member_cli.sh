@@ -11,6 +11,8 @@
 #  - rule 1: the feeder's txn commits and its answer is dropped by the
 #    proxy: re-sent, found to be ours, no duplicate;
 #  - a member SIGKILLed and restarted resumes from its stored revision; a
+#    second member with a live member's --name is refused, naming the
+#    holder, and one restarted at once after SIGKILL starts; a
 #    member stopped while `etcdctl compact` passes its revision catches up
 #    by range reads; a member cut off from etcd keeps answering GETs with
 #    X-Gpuledger-Stale and /readyz 503, and recovers;
@@ -178,6 +180,25 @@ is "answer dropped: one value, no duplicate" \
 member m2 /m/a "$ETCD_URL1,$ETCD_URL2"
 caught_up m2 1400
 has "restarted: resumes from its stored revision" "$tmp/m2.err" 'resuming after seq 1000 from revision'
+
+# One member per name (issue 40): a second process with a live member's
+# --name is refused, naming the key, its lease and its applied seq; the
+# live one goes on. Restarted at once after a SIGKILL, the same name starts
+# (its old lease, no longer renewed, is dead).
+lease_of() { # NAME: the lease of /m/a/members/NAME, in hex
+	printf '%x' "$(etcdctl --endpoints "$ETCD_URL1" get "/m/a/members/$1" -w fields |
+		sed -n 's/^"Lease" : //p')"
+}
+l1=$(lease_of m1)
+run timeout 30 "$bin" member --db "$tmp/dup" --etcd "$ETCD_URLS" --prefix /m/a --name m1 --listen 127.0.0.1:0
+expect "a second member named m1: refused" 2
+has "a second m1: names the holder" "$tmp/err" "^gpuledger: member: --name m1 is taken: /m/a/members/m1 is held by a live member \(lease $l1, applied seq 1400\); stop it or give this member another --name\$"
+is "a second m1: the first one's key is untouched" "$(lease_of m1)" "$l1"
+is "a second m1: the first one still answers" "$(seq_of m1)" 1400
+stop m1 KILL
+member m1 /m/a "$ETCD_URLS"
+caught_up m1 1400
+if [ "$(lease_of m1)" != "$l1" ]; then ok; else bad "restarted m1: its key is still on the dead lease $l1"; fi
 
 # A member stopped while etcd compacts past its revision.
 stop m3
