@@ -49,6 +49,16 @@ struct exp {
 	int user_rc;	     /* what fn returned when it stopped the export */
 	struct export_range *range; /* the caller's, or NULL */
 	struct bill_row row; /* the fields every row of a period shares */
+	/* FOCUS 1.3: each class's pool over the period, its usage summed by
+	 * a first pass, then handed out row by row (bill_alloc_ratio). One
+	 * entry per class the period bills: bounded by the state's classes. */
+	struct pool *pools;
+	size_t n_pools, cap_pools;
+};
+
+struct pool {
+	char cls[DNS1123_LABEL_MAX + 1];
+	int64_t total_ms, given_ms;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -118,6 +128,54 @@ static int price(struct exp *x, struct bill_row *row)
 	return 0;
 }
 
+static struct pool *pool_of(struct exp *x, const char *cls)
+{
+	for (size_t i = 0; i < x->n_pools; i++)
+		if (strcmp(x->pools[i].cls, cls) == 0)
+			return &x->pools[i];
+	return NULL;
+}
+
+/* The first pass of a FOCUS 1.3 period: every namespace's usage, added to
+ * its class's pool (subtree rows only add namespaces up again). */
+static int on_pool_usage(void *ctx, const struct bill_usage *u)
+{
+	struct exp *x = ctx;
+	struct pool *p = pool_of(x, u->cls);
+
+	LG_ASSERT(!u->subtree && strlen(u->cls) <= DNS1123_LABEL_MAX);
+	if (p == NULL) {
+		if (x->n_pools == x->cap_pools) {
+			x->cap_pools = x->cap_pools ? 2 * x->cap_pools : 8;
+			x->pools = lg_xrealloc(x->pools, x->cap_pools *
+							      sizeof(*x->pools));
+		}
+		p = &x->pools[x->n_pools++];
+		memset(p, 0, sizeof(*p));
+		strcpy(p->cls, u->cls);
+	}
+	if (u->device_ms > INT64_MAX - p->total_ms)
+		return lg_error_set(x->err, LG_ERANGE,
+				    "export: the %s pool's usage does not fit",
+				    u->cls);
+	p->total_ms += u->device_ms;
+	return 0;
+}
+
+/* The row's share of its pool, FOCUS 1.3's AllocatedRatio: rows come
+ * sorted by namespace, so the running sum makes the shares of a pool add
+ * up to exactly 1 (bill_alloc_ratio). */
+static void allocate(struct exp *x, struct bill_row *row)
+{
+	struct pool *p = pool_of(x, row->cls);
+
+	LG_ASSERT(p != NULL && row->device_ms <= p->total_ms - p->given_ms);
+	row->pool_device_ms = p->total_ms;
+	row->ratio_pico = bill_alloc_ratio(
+		p->given_ms, p->given_ms + row->device_ms, p->total_ms);
+	p->given_ms += row->device_ms;
+}
+
 static int on_usage(void *ctx, const struct bill_usage *u)
 {
 	struct exp *x = ctx;
@@ -130,6 +188,8 @@ static int on_usage(void *ctx, const struct bill_usage *u)
 	row.device_ms = u->device_ms;
 	if ((rc = price(x, &row)) != 0)
 		return rc;
+	if (row.focus == BILL_FOCUS_1_3 && !row.subtree)
+		allocate(x, &row);
 	rc = x->fn(x->ctx, &row);
 	LG_ASSERT(rc <= 0); /* ledger_export_fn returns LG_* codes only */
 	if (rc != 0) {
@@ -159,6 +219,13 @@ static int boundary(struct exp *x)
 		x->row.seq_start = x->prev_seq;
 		x->row.seq_end = state_seq(x->st);
 		memcpy(x->row.chain_head, x->head, LEDGER_HEAD_BYTES);
+		x->n_pools = 0;
+		rc = x->o->focus == BILL_FOCUS_1_3
+			     ? bill_period_usage(x->prev, x->next, false,
+						 on_pool_usage, x, x->err)
+			     : 0;
+		if (rc != 0)
+			return rc;
 		rc = bill_period_usage(x->prev, x->next, x->o->rollup_subtree,
 				       on_usage, x, x->err);
 		if (rc != 0)
@@ -341,7 +408,11 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 				      ledger_state(lg), err);
 	if (rc != 0)
 		return rc;
+	if ((unsigned)o->focus > BILL_FOCUS_1_3)
+		return lg_error_set(err, LG_EINVAL,
+				    "export: unknown FOCUS version");
 	x.row.basis = o->basis;
+	x.row.focus = o->focus;
 	x.row.cfg = o->rates;
 	x.offset_s = o->rates ? o->rates->offset_s : 0;
 	x.horizon_ns = horizon_ns;
@@ -372,6 +443,7 @@ int ledger_export(ledger_t *lg, const struct export_opts *o,
 	bill_snap_free(x.prev);
 	bill_snap_free(x.next);
 	state_free(x.st);
+	free(x.pools);
 	if (x.user_rc != 0)
 		return x.user_rc;
 	return rc;

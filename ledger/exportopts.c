@@ -21,7 +21,8 @@
 
 _Static_assert(sizeof(enum bill_step) == sizeof(int) &&
 		       sizeof(enum bill_basis) == sizeof(int) &&
-		       sizeof(enum export_format) == sizeof(int),
+		       sizeof(enum export_format) == sizeof(int) &&
+		       sizeof(enum bill_focus) == sizeof(int),
 	       "an enum target is stored as an int");
 
 /* The names of enum values, each with what it stores and who has it; an
@@ -43,6 +44,11 @@ static const struct export_value format_values[] = {
 	/* "json" was the name of NDJSON output: kept as its alias. */
 	{"json", EXPORT_NDJSON, EXPORT_ALL, true},
 	{"opencost-csv", EXPORT_OPENCOST_CSV, EXPORT_BY(EXPORT_CLI), false},
+	{NULL, 0, 0, false},
+};
+static const struct export_value focus_values[] = {
+	{"1.2", BILL_FOCUS_1_2, EXPORT_ALL, false},
+	{"1.3", BILL_FOCUS_1_3, EXPORT_ALL, false},
 	{NULL, 0, 0, false},
 };
 static const struct export_value rollup_values[] = {
@@ -177,7 +183,30 @@ const struct export_opt_spec ledger_export_opt_table[EXPORT_OPT_N] = {
 			       .callers = EXPORT_BY(EXPORT_HTTP),
 			       .arg = "NS",
 			       .help = "only the rows of NS's subtree"},
+	/* Last, so that the first error of older options stays the same.
+	 * HTTP's parameters are camelCase when they are two words. */
+	[EXPORT_OPT_FOCUS_VERSION] =
+		{.name = "focus-version",
+		 .http_name = "focusVersion",
+		 .type = EXPORT_ENUM,
+		 .target = TARGET(o.focus),
+		 .dflt = {[EXPORT_CLI] = "1.3", [EXPORT_HTTP] = "1.3"},
+		 .max_bytes = 31,
+		 .values = focus_values,
+		 .callers = EXPORT_ALL,
+		 .arg = "1.2|1.3",
+		 .help = "the FOCUS version of focus-csv and ndjson rows "
+			 "(default 1.3: ServiceProviderName, HostProviderName "
+			 "and, on namespace rows, the Allocated* columns of "
+			 "the class pool's split; 1.2: the columns before "
+			 "them, byte for byte)"},
 };
+
+const char *ledger_export_opt_name(const struct export_opt_spec *o,
+				   enum export_caller c)
+{
+	return c == EXPORT_HTTP && o->http_name ? o->http_name : o->name;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Names as each caller spells them. */
@@ -208,19 +237,22 @@ struct spelt {
 	char s[48];
 };
 
-static struct spelt spell(const char *fmt, const struct export_opt_spec *o)
+static struct spelt spell(const char *const *fmt, enum export_caller c,
+			  const struct export_opt_spec *o)
 {
 	struct spelt sp;
 
-	snprintf(sp.s, sizeof(sp.s), fmt, o->name, o->arg);
+	snprintf(sp.s, sizeof(sp.s), fmt[c], ledger_export_opt_name(o, c),
+		 o->arg);
 	return sp;
 }
 
 #define SUBJECT(p, id) \
-	spell(subject_fmt[(p)->caller], &ledger_export_opt_table[id]).s
-#define CITE(p, id) spell(cite_fmt[(p)->caller], &ledger_export_opt_table[id]).s
+	spell(subject_fmt, (p)->caller, &ledger_export_opt_table[id]).s
+#define CITE(p, id) \
+	spell(cite_fmt, (p)->caller, &ledger_export_opt_table[id]).s
 #define CITE_ARG(p, id) \
-	spell(cite_arg_fmt[(p)->caller], &ledger_export_opt_table[id]).s
+	spell(cite_arg_fmt, (p)->caller, &ledger_export_opt_table[id]).s
 
 static bool has(const struct export_opt_spec *o, enum export_caller c)
 {
@@ -272,7 +304,7 @@ static void name_list(enum export_caller c, char *buf, size_t cap)
 		if (has(&ledger_export_opt_table[i], c))
 			n += (size_t)snprintf(
 				buf + n, cap - n, "%s%s", n ? ", " : "",
-				spell(cite_fmt[c], &ledger_export_opt_table[i])
+				spell(cite_fmt, c, &ledger_export_opt_table[i])
 					.s);
 }
 
@@ -284,7 +316,8 @@ int ledger_export_parse_set(struct export_parse *p, const char *name,
 	for (size_t i = 0; i < EXPORT_OPT_N; i++) {
 		const struct export_opt_spec *o = &ledger_export_opt_table[i];
 
-		if (strcmp(o->name, name) != 0 || !has(o, p->caller))
+		if (strcmp(ledger_export_opt_name(o, p->caller), name) != 0 ||
+		    !has(o, p->caller))
 			continue;
 		if (strlen(value) > o->max_bytes)
 			return lg_error_set(

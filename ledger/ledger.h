@@ -393,6 +393,11 @@ struct export_opts {
 	/* BillingCurrency. With priced rates: one of theirs (NULL: their only
 	 * one); else any three capital letters (NULL: "USD"). */
 	const char *currency;
+	/* The FOCUS version of the rows (the zero value is 1.2). With 1.3
+	 * each namespace row carries its share of its class's pool for the
+	 * period (bill_row.ratio_pico), which takes a first pass over the
+	 * period's usage. */
+	enum bill_focus focus;
 };
 
 /* What an export covers, known before the first row; the TimeWentBack
@@ -473,6 +478,7 @@ enum export_opt_id {
 	EXPORT_OPT_RATES,
 	EXPORT_OPT_CURRENCY,
 	EXPORT_OPT_TENANT,
+	EXPORT_OPT_FOCUS_VERSION,
 	EXPORT_OPT_N
 };
 
@@ -495,6 +501,9 @@ struct export_value {
 /* One option (git's parse-options shape). */
 struct export_opt_spec {
 	const char *name; /* "step": --step, step= */
+	/* HTTP's spelling when it differs ("focusVersion" for
+	 * --focus-version); NULL: name. ledger_export_opt_name picks. */
+	const char *http_name;
 	enum export_opt_type type;
 	size_t target; /* offsetof in struct export_request */
 	const char *dflt[EXPORT_CALLERS];  /* parsed like a value; NULL: none */
@@ -505,6 +514,10 @@ struct export_opt_spec {
 	const char *help; /* the CLI's --help text */
 };
 extern const struct export_opt_spec ledger_export_opt_table[EXPORT_OPT_N];
+/* The option's name as caller spells it (without "--"); borrowed from the
+ * table. */
+const char *ledger_export_opt_name(const struct export_opt_spec *o,
+				   enum export_caller c);
 
 /* The pairs given so far: caller's storage, values borrowed until the
  * request made from them is no longer used. */

@@ -13,6 +13,7 @@
  */
 #include "model/model_int.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -538,6 +539,8 @@ static const struct bill_rates rates_default = {
 	.publisher = "Cozystack",
 	.issuer = "Cozystack",
 	.service = "GPU Compute",
+	.service_provider = "Cozystack",
+	.host_provider = "Cozystack",
 };
 
 void bill_rates_init(struct bill_rates *r)
@@ -645,6 +648,10 @@ static const struct name_member name_members[] = {
 	NM("serviceName", service, -1),
 	NM("regionId", region_id, -1),
 	NM("regionName", region_name, 6),
+	/* FOCUS 1.3: the provider of the service, and of the infrastructure
+	 * under it (the operator that hosts the cluster, unless named). */
+	NM("serviceProviderName", service_provider, 2),
+	NM("hostProviderName", host_provider, 8),
 };
 #define N_NAME_MEMBERS (sizeof(name_members) / sizeof(name_members[0]))
 
@@ -817,9 +824,15 @@ int bill_rates_currency(const struct bill_rates *r, const char *want,
 /* ---------------------------------------------------------------------- */
 /* Rows */
 
-/* The columns, FOCUS 1.2 ones first in alphabetical order, then ours
- * (DESIGN 8 lists each and the value chosen). */
+/* The columns, FOCUS ones first in alphabetical order, then ours
+ * (docs/billing.md lists each and the value chosen). F_V13 ones are FOCUS
+ * 1.3's only: a 1.2 export is the same bytes as before 1.3 existed. */
 enum col {
+	C_ALLOC_METHOD_DETAILS,
+	C_ALLOC_METHOD_ID,
+	C_ALLOC_RES_ID,
+	C_ALLOC_RES_NAME,
+	C_ALLOC_TAGS,
 	C_BILLED_COST,
 	C_ACCOUNT_ID,
 	C_ACCOUNT_NAME,
@@ -837,6 +850,7 @@ enum col {
 	C_CONTRACTED_COST,
 	C_CONTRACTED_PRICE,
 	C_EFFECTIVE_COST,
+	C_HOST_PROVIDER,
 	C_ISSUER,
 	C_LIST_COST,
 	C_LIST_PRICE,
@@ -852,6 +866,7 @@ enum col {
 	C_RESOURCE_TYPE,
 	C_SERVICE_CATEGORY,
 	C_SERVICE_NAME,
+	C_SERVICE_PROVIDER,
 	C_SERVICE_SUBCATEGORY,
 	C_SKU_ID,
 	C_SKU_METER,
@@ -876,11 +891,17 @@ enum col {
 #define F_REGION 1u /* only when a region is configured */
 #define F_SCOPE	 2u /* only with --rollup (CSV; JSON always) */
 #define F_INT	 4u /* an integer in JSON */
+#define F_V13	 8u /* FOCUS 1.3 only */
 
 static const struct {
 	const char *name;
 	unsigned flags;
 } cols[N_COLS] = {
+	[C_ALLOC_METHOD_DETAILS] = {"AllocatedMethodDetails", F_V13},
+	[C_ALLOC_METHOD_ID] = {"AllocatedMethodId", F_V13},
+	[C_ALLOC_RES_ID] = {"AllocatedResourceId", F_V13},
+	[C_ALLOC_RES_NAME] = {"AllocatedResourceName", F_V13},
+	[C_ALLOC_TAGS] = {"AllocatedTags", F_V13},
 	[C_BILLED_COST] = {"BilledCost", 0},
 	[C_ACCOUNT_ID] = {"BillingAccountId", 0},
 	[C_ACCOUNT_NAME] = {"BillingAccountName", 0},
@@ -898,6 +919,7 @@ static const struct {
 	[C_CONTRACTED_COST] = {"ContractedCost", 0},
 	[C_CONTRACTED_PRICE] = {"ContractedUnitPrice", 0},
 	[C_EFFECTIVE_COST] = {"EffectiveCost", 0},
+	[C_HOST_PROVIDER] = {"HostProviderName", F_V13},
 	[C_ISSUER] = {"InvoiceIssuerName", 0},
 	[C_LIST_COST] = {"ListCost", 0},
 	[C_LIST_PRICE] = {"ListUnitPrice", 0},
@@ -913,6 +935,7 @@ static const struct {
 	[C_RESOURCE_TYPE] = {"ResourceType", 0},
 	[C_SERVICE_CATEGORY] = {"ServiceCategory", 0},
 	[C_SERVICE_NAME] = {"ServiceName", 0},
+	[C_SERVICE_PROVIDER] = {"ServiceProviderName", F_V13},
 	[C_SERVICE_SUBCATEGORY] = {"ServiceSubcategory", 0},
 	[C_SKU_ID] = {"SkuId", 0},
 	[C_SKU_METER] = {"SkuMeter", 0},
@@ -933,9 +956,12 @@ static const struct {
 	[C_X_SCOPE] = {"x_Scope", F_SCOPE},
 };
 
-static bool col_shown(enum col c, bool scope, const struct bill_rates *cfg)
+static bool col_shown(enum col c, bool scope, const struct bill_rates *cfg,
+		      enum bill_focus focus)
 {
 	if ((cols[c].flags & F_REGION) && cfg->region_id[0] == '\0')
+		return false;
+	if ((cols[c].flags & F_V13) && focus != BILL_FOCUS_1_3)
 		return false;
 	return !(cols[c].flags & F_SCOPE) || scope;
 }
@@ -981,15 +1007,15 @@ static void wr_field(struct wr *w, const char *v)
 	wr_add(w, "\"", 1);
 }
 
-size_t bill_csv_header(bool scope, const struct bill_rates *cfg, char *buf,
-		       size_t cap)
+size_t bill_csv_header(bool scope, const struct bill_rates *cfg,
+		       enum bill_focus focus, char *buf, size_t cap)
 {
 	struct wr w = {buf, cap, 0};
 	bool first = true;
 
 	cfg = cfg ? cfg : &rates_default;
 	for (int c = 0; c < N_COLS; c++) {
-		if (!col_shown((enum col)c, scope, cfg))
+		if (!col_shown((enum col)c, scope, cfg, focus))
 			continue;
 		if (!first)
 			wr_add(&w, ",", 1);
@@ -1034,6 +1060,9 @@ struct row_vals {
 	char sku[DNS1123_LABEL_MAX + 16], sku_price[DNS1123_LABEL_MAX + 24];
 	char sku_details[DNS1123_LABEL_MAX + 40];
 	char *path, *tags; /* owned: a tenant path has no small bound */
+	/* FOCUS 1.3 allocated charges (owned, NULL otherwise). */
+	char *alloc_details, *alloc_tags;
+	char alloc_res_id[TEXT_MAX], alloc_res_name[TEXT_MAX];
 };
 
 static void row_ids(const struct bill_row *row, const struct bill_rates *cfg,
@@ -1101,12 +1130,16 @@ static void row_numbers(const struct bill_row *row, struct row_vals *x)
 	x->i[C_X_DEVICE_MS] = row->device_ms;
 }
 
+static void row_vals_13(const struct bill_row *row,
+			const struct bill_rates *cfg, struct row_vals *x);
+
 static void row_vals(const struct bill_row *row, struct row_vals *x)
 {
 	const struct bill_rates *cfg = row->cfg ? row->cfg : &rates_default;
 	const char **v = x->v;
 
 	memset(v, 0, sizeof(x->v));
+	x->alloc_details = x->alloc_tags = NULL;
 	time_text(row->billing_start_ms, x->t[0]);
 	time_text(row->billing_end_ms, x->t[1]);
 	time_text(row->charge_start_ms, x->t[2]);
@@ -1154,12 +1187,96 @@ static void row_vals(const struct bill_row *row, struct row_vals *x)
 	v[C_X_SCOPE] = row->subtree ? "subtree" : "namespace";
 	x->i[C_X_SEQ_START] = (int64_t)row->seq_start;
 	x->i[C_X_SEQ_END] = (int64_t)row->seq_end;
+	if (row->focus == BILL_FOCUS_1_3)
+		row_vals_13(row, cfg, x);
+}
+
+/* A text sized exactly, like tenant_path_new. */
+static char *text_new(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	char *t;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	t = lg_xmalloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(t, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return t;
+}
+
+int64_t bill_alloc_ratio(int64_t prev_ms, int64_t cum_ms, int64_t pool_ms)
+{
+	u128 one = BILL_RATIO_ONE, p = (u128)pool_ms;
+
+	LG_ASSERT(pool_ms > 0 && prev_ms >= 0 && prev_ms <= cum_ms &&
+		  cum_ms <= pool_ms);
+	/* round_half_up(c x one / p) = floor((2 c one + p) / 2p), exact in
+	 * 128 bits for any int64 usage. */
+	return (int64_t)((2 * (u128)cum_ms * one + p) / (2 * p) -
+			 (2 * (u128)prev_ms * one + p) / (2 * p));
+}
+
+/* FOCUS 1.3 (docs/billing.md, "Allocation"). A namespace row is an
+ * allocated charge of its origin charge, the class's pool over the
+ * period: every FOCUS dimension is the origin charge's (the spec's
+ * split cost allocation handling), so ResourceId, ResourceName,
+ * ChargeDescription and Tags name the pool and the sub-account is null
+ * (the pool belongs to no namespace); who the share is for is in the
+ * Allocated* columns. A subtree row sums allocated charges and is no
+ * allocated charge itself: it keeps 1.2's values. */
+static void row_vals_13(const struct bill_row *row,
+			const struct bill_rates *cfg, struct row_vals *x)
+{
+	const char **v = x->v;
+	char ratio[NUM_MAX];
+
+	v[C_SERVICE_PROVIDER] = cfg->service_provider;
+	v[C_HOST_PROVIDER] = cfg->host_provider;
+	if (row->subtree)
+		return;
+	memcpy(x->alloc_res_id, x->res_id, sizeof(x->res_id));
+	memcpy(x->alloc_res_name, x->res_name, sizeof(x->res_name));
+	snprintf(x->res_id, sizeof(x->res_id), "%s/gpuclasses/%s",
+		 cfg->account_id, row->cls);
+	snprintf(x->res_name, sizeof(x->res_name), "%s GPU pool", row->cls);
+	snprintf(x->desc, sizeof(x->desc),
+		 "%s GPU-hours %s from the shared pool, split by usage",
+		 row->cls, model__bill_basis_name(row->basis));
+	snprintf(ratio, sizeof(ratio), "%lld.%012lld",
+		 (long long)(row->ratio_pico / BILL_RATIO_ONE),
+		 (long long)(row->ratio_pico % BILL_RATIO_ONE));
+	free(x->tags);
+	x->tags = text_new("{\"gpuledger/deviceClass\":\"%s\"}", row->cls);
+	x->alloc_tags = text_new(
+		"{\"gpuledger/tenantPath\":\"%s\",\"gpuledger/namespace\":"
+		"\"%s\",\"gpuledger/namespaceType\":\"%s\","
+		"\"gpuledger/scope\":\"namespace\"}",
+		x->path, row->ns, ns_is_tenant(row->ns) ? "Tenant" : "Namespace");
+	x->alloc_details = text_new(
+		"{\"Elements\":[{\"AllocatedRatio\":%s,\"UsageUnit\":"
+		"\"GPU-Hours\",\"UsageQuantity\":%s,\"x_DeviceMilliseconds\":"
+		"%lld}],\"x_PoolDeviceMilliseconds\":%lld}",
+		ratio, x->num[0], (long long)row->device_ms,
+		(long long)row->pool_device_ms);
+	v[C_TAGS] = x->tags;
+	v[C_SUB_ID] = v[C_SUB_NAME] = v[C_SUB_TYPE] = NULL;
+	v[C_ALLOC_METHOD_ID] = BILL_ALLOC_METHOD_ID;
+	v[C_ALLOC_METHOD_DETAILS] = x->alloc_details;
+	v[C_ALLOC_RES_ID] = x->alloc_res_id;
+	v[C_ALLOC_RES_NAME] = x->alloc_res_name;
+	v[C_ALLOC_TAGS] = x->alloc_tags;
 }
 
 static void row_vals_release(struct row_vals *x)
 {
 	free(x->path);
 	free(x->tags);
+	free(x->alloc_details);
+	free(x->alloc_tags);
 }
 
 size_t bill_row_csv(const struct bill_row *row, bool scope, char *buf,
@@ -1179,7 +1296,7 @@ size_t bill_row_csv(const struct bill_row *row, bool scope, char *buf,
 	x->v[C_X_SEQ_START] = seq[0];
 	x->v[C_X_SEQ_END] = seq[1];
 	for (int c = 0; c < N_COLS; c++) {
-		if (!col_shown((enum col)c, scope, cfg))
+		if (!col_shown((enum col)c, scope, cfg, row->focus))
 			continue;
 		if (!first)
 			wr_add(&w, ",", 1);
@@ -1201,7 +1318,7 @@ json_t *bill_row_json(const struct bill_row *row)
 	for (int c = 0; c < N_COLS; c++) {
 		json_t *v;
 
-		if (!col_shown((enum col)c, true, cfg))
+		if (!col_shown((enum col)c, true, cfg, row->focus))
 			continue;
 		if (cols[c].flags & F_INT)
 			v = json_integer((json_int_t)x->i[c]);

@@ -682,6 +682,12 @@ enum bill_basis {
 	BILL_BASIS_RESERVED = 0,
 	BILL_BASIS_ALLOCATED
 };
+/* The FOCUS version the rows follow (docs/billing.md). 1.2 is the zero
+ * value so that a row built without a version keeps the 1.2 bytes. */
+enum bill_focus {
+	BILL_FOCUS_1_2 = 0,
+	BILL_FOCUS_1_3
+};
 
 #define BILL_MS_PER_HOUR 3600000LL
 #define BILL_MS_PER_DAY	 86400000LL
@@ -749,6 +755,8 @@ int bill_period_usage(const struct bill_snap *a, const struct bill_snap *b,
  *               "listUnitPrice": "3.20", "billedUnitPrice": "2.50"}],
  *    "billingAccountId": "cluster", "billingAccountName": "cluster",
  *    "providerName": "Cozystack", "publisherName": <providerName>,
+ *    "serviceProviderName": <providerName>,
+ *    "hostProviderName": <serviceProviderName>,
  *    "invoiceIssuerName": <providerName>, "serviceName": "GPU Compute",
  *    "regionId": null, "regionName": <regionId>,
  *    "billingPeriodOffset": "Z"}
@@ -776,6 +784,9 @@ struct bill_rates {
 	char account_id[BILL_NAME_MAX + 1], account_name[BILL_NAME_MAX + 1];
 	char provider[BILL_NAME_MAX + 1], publisher[BILL_NAME_MAX + 1];
 	char issuer[BILL_NAME_MAX + 1], service[BILL_NAME_MAX + 1];
+	/* FOCUS 1.3's ServiceProviderName and HostProviderName. */
+	char service_provider[BILL_NAME_MAX + 1];
+	char host_provider[BILL_NAME_MAX + 1];
 	char region_id[BILL_NAME_MAX + 1]; /* "": no region configured */
 	char region_name[BILL_NAME_MAX + 1];
 };
@@ -826,16 +837,34 @@ struct bill_row {
 	 * the head after seq_end. */
 	uint64_t seq_start, seq_end;
 	uint8_t chain_head[BILL_HEAD_BYTES];
+	/* FOCUS 1.3: a namespace row is an allocated charge of its class's
+	 * pool for the period (the origin charge), whose usage is
+	 * pool_device_ms; ratio_pico is the row's AllocatedRatio in units of
+	 * 1e-12, and the ratios of one pool sum to exactly 1e12. Unused for
+	 * subtree rows and in 1.2. */
+	enum bill_focus focus;
+	int64_t pool_device_ms, ratio_pico;
 };
+#define BILL_RATIO_ONE 1000000000000LL /* AllocatedRatio 1, in 1e-12 */
+/* AllocatedMethodId of that split, documented in docs/billing.md. */
+#define BILL_ALLOC_METHOD_ID "gpuledger/device-ms-proportional"
+/* The ratio_pico of an allocated charge: round_half_up(cum_ms x 1e12 /
+ * pool_ms) - round_half_up(prev_ms x 1e12 / pool_ms), where prev_ms and
+ * cum_ms are the pool's usage summed over the rows before it and up to it
+ * (pool_ms > 0, 0 <= prev_ms <= cum_ms <= pool_ms): the ratios of a pool
+ * then sum to BILL_RATIO_ONE exactly, and each is within 1e-12 of its
+ * exact share. */
+int64_t bill_alloc_ratio(int64_t prev_ms, int64_t cum_ms, int64_t pool_ms);
 
-/* Row formats (FOCUS 1.2 columns, then x_ ones; DESIGN 8). The CSV header
+/* Row formats (FOCUS 1.2 or 1.3 columns, then x_ ones; DESIGN 8 and
+ * docs/billing.md). The CSV header
  * and lines carry no newline; with scope, the column x_Scope ("namespace"
  * or "subtree") is appended (--rollup); RegionId and RegionName are there
  * when cfg (may be NULL) configures a region. A null is an empty field;
  * fields holding a comma or a quote are quoted (RFC 4180). Both return
  * the length needed (like snprintf). */
-size_t bill_csv_header(bool scope, const struct bill_rates *cfg, char *buf,
-		       size_t cap);
+size_t bill_csv_header(bool scope, const struct bill_rates *cfg,
+		       enum bill_focus focus, char *buf, size_t cap);
 size_t bill_row_csv(const struct bill_row *row, bool scope, char *buf,
 		    size_t cap);
 /* The row as an object with the CSV column names as keys: decimals, times

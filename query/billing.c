@@ -165,10 +165,12 @@ static void export_run(struct heavy *h, void *arg)
 
 	j->o.h = h;
 	if (!j->o.json) {
-		size_t n = bill_csv_header(j->o.scope, j->eo.rates, NULL, 0);
+		size_t n = bill_csv_header(j->o.scope, j->eo.rates,
+					   j->eo.focus, NULL, 0);
 		char *hd = lg_xmalloc(n + 1);
 
-		bill_csv_header(j->o.scope, j->eo.rates, hd, n + 1);
+		bill_csv_header(j->o.scope, j->eo.rates, j->eo.focus, hd,
+				n + 1);
 		rc = query__heavy_emit(h, hd, n);
 		free(hd);
 		if (rc != 0 || query__heavy_emit(h, "\n", 1) != 0)
@@ -217,7 +219,9 @@ static int export_pairs(const struct request *rq, struct export_parse *p,
 
 		snprintf(name, sizeof(name), "%.*s", (int)nl, n);
 		while (i < EXPORT_OPT_N &&
-		       strcmp(ledger_export_opt_table[i].name, name) != 0)
+		       strcmp(ledger_export_opt_name(&ledger_export_opt_table[i],
+						     EXPORT_HTTP),
+			      name) != 0)
 			i++;
 		/* An unknown name: the parser names it, with the known. */
 		if (i == EXPORT_OPT_N)

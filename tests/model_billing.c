@@ -718,7 +718,7 @@ START_TEST(billing_rows_csv)
 	size_t n, hn;
 	int ncols = 1, vcols = 1;
 
-	hn = bill_csv_header(false, NULL, h, sizeof(h));
+	hn = bill_csv_header(false, NULL, BILL_FOCUS_1_2, h, sizeof(h));
 	ck_assert_uint_eq(hn, strlen(h));
 	for (const char *p = h; *p; p++)
 		ncols += *p == ',';
@@ -771,7 +771,7 @@ START_TEST(billing_rows_csv)
 	r.period_open = true;
 	bill_row_csv(&r, true, buf, sizeof(buf));
 	ck_assert_ptr_nonnull(strstr(buf, ",5400000,subtree"));
-	bill_csv_header(true, NULL, hs, sizeof(hs));
+	bill_csv_header(true, NULL, BILL_FOCUS_1_2, hs, sizeof(hs));
 	ck_assert_str_eq(hs + strlen(h), ",x_Scope");
 	row_has(hs, buf, "ResourceId",
 		"cluster/subtrees/tenant-a-b/gpuclasses/h100");
@@ -809,7 +809,7 @@ START_TEST(billing_rows_configured)
 	ck_assert_str_eq(cfg.issuer, "Acme");
 	ck_assert_str_eq(cfg.region_name, "eu-1");
 	r.cfg = &cfg;
-	bill_csv_header(false, &cfg, h, sizeof(h));
+	bill_csv_header(false, &cfg, BILL_FOCUS_1_2, h, sizeof(h));
 	ck_assert_ptr_nonnull(strstr(h, ",PublisherName,RegionId,RegionName,"));
 	bill_row_csv(&r, false, buf, sizeof(buf));
 	/* RFC 4180 quoting for a name with a comma and quotes. */
@@ -842,7 +842,7 @@ START_TEST(billing_rows_json)
 	ck_assert_int_eq(
 		json_integer_value(json_object_get(o, "x_LedgerSeqEnd")), 21);
 	/* The JSON keys are the CSV header's columns. */
-	bill_csv_header(true, NULL, h, sizeof(h));
+	bill_csv_header(true, NULL, BILL_FOCUS_1_2, h, sizeof(h));
 	s = strdup(h);
 	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ","))
 		ck_assert_msg(json_object_get(o, tok) != NULL, "no %s", tok);

@@ -15,9 +15,10 @@ static const char export_usage[] =
 	"YYYY-MM)\n"
 	"         [--step hour|day] [--basis reserved|allocated]\n"
 	"         [--format focus-csv|ndjson|opencost-csv] [--rollup subtree]\n"
-	"         [--rates FILE] [--currency CUR]\n"
+	"         [--rates FILE] [--currency CUR] [--focus-version 1.2|1.3]\n"
 	"  GPU usage per namespace, class and period, integrated exactly in\n"
-	"  device-milliseconds from the event times, as FOCUS 1.2 rows.\n";
+	"  device-milliseconds from the event times, as FOCUS 1.3 rows\n"
+	"  (--focus-version 1.2: the 1.2 rows, byte for byte as before).\n";
 
 /* After the options: what the rows hold, in each --format. */
 static const char export_after[] =
@@ -27,7 +28,7 @@ static const char export_after[] =
 	"  PricingQuantity): the costs of hourly rows may differ from the\n"
 	"  daily row's in the 9th decimal; device-ms never do.\n"
 	"\n"
-	"  focus-csv: the FOCUS 1.2 columns (docs/billing.md lists each and\n"
+	"  focus-csv: the FOCUS columns (docs/billing.md lists each and\n"
 	"  its value), then ours: x_BillingPeriodStatus (open while the\n"
 	"  horizon is before BillingPeriodEnd, then closed), x_TenantPath =\n"
 	"  tenant-root/.../ns (a non-tenant namespace: its name), "
@@ -56,6 +57,7 @@ static const char export_after[] =
 
 struct out {
 	enum export_format fmt;
+	enum bill_focus focus;
 	bool scope, header_done;
 	const struct bill_rates *cfg;
 	struct bill_opencost oc;
@@ -154,7 +156,7 @@ static int put_header(struct out *w)
 	if (w->fmt == EXPORT_FOCUS_CSV) {
 		char h[2048];
 
-		bill_csv_header(w->scope, w->cfg, h, sizeof(h));
+		bill_csv_header(w->scope, w->cfg, w->focus, h, sizeof(h));
 		return tool_puts(h);
 	}
 	return tool_puts(bill_opencost_header());
@@ -256,6 +258,7 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	w.fmt = r.format;
 	w.scope = r.rollup != 0;
+	w.focus = r.o.focus;
 	status = run_export(lg, &r.o, &w);
 out:
 	ledger_close(lg);
