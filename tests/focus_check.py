@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An independent FOCUS 1.2 conformance checker (python3 stdlib only).
+"""An independent FOCUS 1.2 / 1.3 conformance checker (python3 stdlib only).
 
 Written from the specification text (FinOps Open Cost and Usage Spec, tag
 v1.2: specification/columns/*.md and specification/attributes/*.md), not
@@ -9,14 +9,24 @@ rules a dataset can be checked against are encoded; requirements about the
 world outside the file (an invoice's total, a published price list) are
 checked where the caller supplies that world (--rates).
 
-Usage: focus_check.py FILE.csv|FILE.ndjson [--features LIST]
+FOCUS 1.3 (--version 1.3; its text, specification/datasets/cost_and_usage/
+columns/*.md and attributes/*split_cost_allocation_handling.md) adds the
+Mandatory ServiceProviderName and HostProviderName (ProviderName and
+PublisherName are deprecated there but still MUST be present), and split
+cost allocation (feature split-cost-allocation): AllocatedMethodId,
+AllocatedResourceId, AllocatedResourceName, AllocatedTags (Conditional) and
+AllocatedMethodDetails (SHOULD be present). See check_allocation.
+
+Usage: focus_check.py FILE.csv|FILE.ndjson [--version 1.2|1.3]
+           [--features LIST]
            [--lacks LIST] [--tag-prefix P] [--rates FILE] [--currency C]
            [--offset +HH:MM] [--self-test]
 
   --features  what the provider supports (Conditional columns become
               required): usage, resources, resource-types, skus,
               unit-prices, negotiated-prices, pricing-categories,
-              sub-accounts, sub-account-types, tags, regions
+              sub-accounts, sub-account-types, tags, regions,
+              split-cost-allocation (1.3)
   --lacks     what it does not support (its Conditional columns must be
               absent: gpuledger's rule of inventing nothing):
               commitment-discounts, capacity-reservations,
@@ -102,6 +112,32 @@ CONDITIONAL = {
     "SubAccountType": ("String", True, "sub-account-types"),
     "Tags": ("KeyValue", True, "tags"),
 }
+
+# FOCUS 1.3's additions (columns' "Content Constraints" and requirements).
+MANDATORY_13 = {
+    "HostProviderName": ("String", False),     # "MUST NOT be null"
+    "ServiceProviderName": ("String", False),
+}
+CONDITIONAL_13 = {
+    "AllocatedMethodId": ("String", True, "split-cost-allocation"),
+    "AllocatedResourceId": ("String", True, "split-cost-allocation"),
+    "AllocatedResourceName": ("String", True, "split-cost-allocation"),
+    "AllocatedTags": ("KeyValue", True, "split-cost-allocation"),
+}
+# SHOULD be present when the data generator splits costs.
+RECOMMENDED_13 = {
+    "AllocatedMethodDetails": ("JsonObject", True, "split-cost-allocation"),
+}
+# Metrics (summed or, for prices, equal across the allocated charges of one
+# origin charge); every other FOCUS column but the Allocated* ones is a
+# dimension, which MUST match the origin charge's.
+METRICS = {"BilledCost", "ConsumedQuantity", "ContractedCost",
+           "ContractedUnitPrice", "EffectiveCost", "ListCost",
+           "ListUnitPrice", "PricingQuantity", "CommitmentDiscountQuantity",
+           "PricingCurrencyContractedUnitPrice",
+           "PricingCurrencyEffectiveCost", "PricingCurrencyListUnitPrice"}
+ALLOCATED_PROPERTIES = {"AllocatedRatio": "Numeric", "UsageUnit": "String",
+                        "UsageQuantity": "Numeric"}
 
 # Recommended columns (their presence is a SHOULD).
 RECOMMENDED = {
@@ -269,11 +305,22 @@ def read_rows(path):
 # ---------------------------------------------------------------------------
 # Dataset-level rules
 
-def check_columns(cols, features, lacks, rep):
-    known = dict(MANDATORY)
-    for k, (t, n, _) in CONDITIONAL.items():
+def check_columns(cols, features, lacks, rep, version="1.2"):
+    mandatory, conditional = dict(MANDATORY), dict(CONDITIONAL)
+    if version == "1.3":
+        mandatory.update(MANDATORY_13)
+        conditional.update(CONDITIONAL_13)
+        for c, (t, n, feat) in RECOMMENDED_13.items():
+            if feat in features and c not in cols:
+                rep.add("SHOULD", "%s SHOULD be present when the data "
+                        "generator supports %s" % (c, feat), "header")
+    known = dict(mandatory)
+    for k, (t, n, _) in conditional.items():
         known[k] = (t, n)
     known.update(RECOMMENDED)
+    if version == "1.3":
+        for k, (t, n, _) in RECOMMENDED_13.items():
+            known[k] = (t, n)
     if len(set(cols)) != len(cols):
         rep.add("MUST", "column IDs are unique", "header")
     seen_custom = False
@@ -290,11 +337,11 @@ def check_columns(cols, features, lacks, rep):
             rep.add("SHOULD", "FOCUS columns come before custom ones", c)
         if not PASCAL.match(c):
             rep.add("MUST", "column IDs are alphanumeric Pascal case", c)
-    for c in MANDATORY:
+    for c in mandatory:
         if c not in cols:
             rep.add("MUST", "%s MUST be present in a FOCUS dataset" % c,
                     "header")
-    for c, (_, _, feat) in CONDITIONAL.items():
+    for c, (_, _, feat) in conditional.items():
         if feat in features and c not in cols:
             if c == "AvailabilityZone":
                 rep.add("SHOULD", "AvailabilityZone is RECOMMENDED when "
@@ -342,6 +389,14 @@ def check_value(col, typ, nullable, v, where, rep):
                     where, repr(v))
     elif typ == "KeyValue":
         check_key_value(col, v, where, rep)
+    elif typ == "JsonObject":
+        try:
+            o = json.loads(v)
+        except ValueError:
+            o = None
+        if not isinstance(o, dict):
+            rep.add("MUST", "%s is a serialized JSON object "
+                    "(JsonObjectFormat)" % col, where, repr(v))
     else:
         if v.strip() == "" and not nullable:
             rep.add("SHOULD", "no blank strings in not-nullable columns",
@@ -578,6 +633,132 @@ def check_tags(v, prefix, where, rep):
                     "prefix", where, k)
 
 
+def check_allocated_row(r, cols, prefix, where, rep):
+    """FOCUS 1.3, one row: the Allocated* columns are null together when
+    the charge is not a split cost allocation, set together when it is
+    (gpuledger has no unallocated portion), and their values are well
+    formed."""
+    g = r.get
+    method, res = g("AllocatedMethodId"), g("AllocatedResourceId")
+    if method is None:
+        for c in ("AllocatedResourceId", "AllocatedMethodDetails",
+                  "AllocatedTags"):
+            if c in cols and g(c) is not None:
+                rep.add("MUST", "%s is null when the charge is not a split "
+                        "cost allocation (AllocatedMethodId null)" % c, where)
+    elif res is None:
+        # Allowed by the spec for an unallocated portion; gpuledger has none.
+        rep.add("MUST", "AllocatedResourceId is set on an allocated charge "
+                "(gpuledger: no unallocated portion)", where)
+    if "AllocatedResourceName" in cols and \
+            (res is None) != (g("AllocatedResourceName") is None):
+        rep.add("MUST", "AllocatedResourceName is null iff "
+                "AllocatedResourceId is", where)
+    if method is not None and "AllocatedMethodDetails" in cols and \
+            g("AllocatedMethodDetails") is None:
+        rep.add("SHOULD", "AllocatedMethodDetails is set on an allocated "
+                "charge", where)
+    check_method_details(g("AllocatedMethodDetails"), where, rep)
+    t = g("AllocatedTags")
+    if t is not None:
+        o = check_key_value("AllocatedTags", t, where, Report()) or {}
+        tags = {}
+        try:
+            tags = json.loads(g("Tags") or "{}")
+        except ValueError:
+            pass
+        for k in o:
+            if prefix is not None and not k.startswith(prefix):
+                rep.add("MUST", "provider-defined tag keys carry the "
+                        "provider's prefix", where, k)
+            if isinstance(tags, dict) and k in tags:
+                rep.add("MUST", "AllocatedTags does not repeat a tag of "
+                        "Tags", where, k)
+
+
+def check_method_details(v, where, rep):
+    """AllocatedMethodDetails: {"Elements": [objects]}; each element has a
+    numeric AllocatedRatio, UsageUnit whenever UsageQuantity, FOCUS-defined
+    properties of their type and others prefixed x_."""
+    if v is None:
+        return
+    try:
+        o = json.loads(v)
+    except ValueError:
+        return  # reported by check_value
+    els = o.get("Elements") if isinstance(o, dict) else None
+    if not isinstance(els, list) or not els:
+        rep.add("MUST", "AllocatedMethodDetails has a top-level Elements "
+                "array", where)
+        return
+    for e in els:
+        if not isinstance(e, dict):
+            rep.add("MUST", "each Elements item is an object", where)
+            continue
+        if "AllocatedRatio" not in e:
+            rep.add("MUST", "each Elements object has an AllocatedRatio",
+                    where)
+        if "UsageQuantity" in e and "UsageUnit" not in e:
+            rep.add("MUST", "UsageUnit is present when UsageQuantity is",
+                    where)
+        for k, x in e.items():
+            want = ALLOCATED_PROPERTIES.get(k)
+            if want is None:
+                if not k.startswith("x_"):
+                    rep.add("MUST", "allocation property keys begin with "
+                            "x_ unless FOCUS-defined", where, k)
+                continue
+            ok = isinstance(x, (int, float, decimal.Decimal)) and \
+                not isinstance(x, bool) if want == "Numeric" \
+                else isinstance(x, str)
+            if not ok:
+                rep.add("MUST", "FOCUS-defined allocation properties have "
+                        "their type", where, k)
+    for k in o:
+        if k != "Elements" and not k.startswith("x_"):
+            rep.add("MUST", "allocation property keys begin with x_ unless "
+                    "FOCUS-defined", where, k)
+
+
+def check_allocation(rows, cols, known, rep):
+    """FOCUS 1.3, across rows: the allocated charges of one origin charge
+    share every dimension (DataGeneratorCalculatedSplitCostAllocation-
+    Handling: dimensions MUST match the origin charge's) and its prices,
+    and their AllocatedRatio values per UsageUnit MUST sum to 1. The origin
+    charge of a row is therefore known by its dimensions: a row whose
+    dimension differs from its siblings' leaves both groups short of 1."""
+    dims = [c for c in cols if c in known and c not in METRICS and
+            not c.startswith("Allocated")]
+    groups = {}
+    for n, r in enumerate(rows, 2):
+        if r.get("AllocatedMethodId") is None:
+            continue
+        try:
+            els = json.loads(r.get("AllocatedMethodDetails") or "",
+                             parse_float=decimal.Decimal).get("Elements")
+        except (ValueError, AttributeError):
+            continue
+        key = tuple(r.get(c) for c in dims)
+        g = groups.setdefault(key, {"rows": [], "sums": {}, "prices": set()})
+        g["rows"].append(n)
+        g["prices"].add((r.get("ListUnitPrice"), r.get("ContractedUnitPrice")))
+        for e in els if isinstance(els, list) else []:
+            if isinstance(e, dict) and isinstance(
+                    e.get("AllocatedRatio"), (int, decimal.Decimal)):
+                u = e.get("UsageUnit")
+                g["sums"][u] = g["sums"].get(u, D(0)) + D(e["AllocatedRatio"])
+    for g in groups.values():
+        where = "rows %s" % ",".join(map(str, g["rows"][:6]))
+        for u, total in g["sums"].items():
+            if total != 1:
+                rep.add("MUST", "the AllocatedRatio values of one origin "
+                        "charge's allocated charges sum to 1", where,
+                        "%s: %s" % (u, total))
+        if len(g["prices"]) != 1:
+            rep.add("MUST", "allocated charges of one origin charge have "
+                    "its unit prices", where)
+
+
 # ---------------------------------------------------------------------------
 # Dataset-wide relations
 
@@ -677,10 +858,10 @@ def check_rates(rows, rates_path, currency, rep):
 # ---------------------------------------------------------------------------
 
 def check(path, features, lacks, tag_prefix=None, rates=None, currency=None,
-          offset_s=None):
+          offset_s=None, version="1.2"):
     rep = Report()
     cols, rows = read_rows(path)
-    known = check_columns(cols, features, lacks, rep)
+    known = check_columns(cols, features, lacks, rep, version)
     for n, r in enumerate(rows, 2):
         where = "row %d" % n
         for c in cols:
@@ -690,6 +871,10 @@ def check(path, features, lacks, tag_prefix=None, rates=None, currency=None,
         check_row(r, cols, where, rep)
         check_sku_price_details(r.get("SkuPriceDetails"), where, rep)
         check_tags(r.get("Tags"), tag_prefix, where, rep)
+        if version == "1.3":
+            check_allocated_row(r, cols, tag_prefix, where, rep)
+    if version == "1.3":
+        check_allocation(rows, cols, known, rep)
     check_relations(rows, rep)
     if offset_s is not None:
         check_months(rows, offset_s, rep)
@@ -700,7 +885,8 @@ def check(path, features, lacks, tag_prefix=None, rates=None, currency=None,
 
 def main(argv):
     args = {"--features": "", "--lacks": "", "--tag-prefix": None,
-            "--rates": None, "--currency": None, "--offset": None}
+            "--rates": None, "--currency": None, "--offset": None,
+            "--version": "1.2"}
     files = []
     i = 0
     while i < len(argv):
@@ -719,11 +905,15 @@ def main(argv):
     if len(files) != 1:
         print(__doc__, file=sys.stderr)
         return 2
+    if args["--version"] not in ("1.2", "1.3"):
+        print(__doc__, file=sys.stderr)
+        return 2
     feats = set(filter(None, args["--features"].split(",")))
     lacks = set(filter(None, args["--lacks"].split(",")))
     off = parse_offset(args["--offset"]) if args["--offset"] else None
     rep, n = check(files[0], feats, lacks, args["--tag-prefix"],
-                   args["--rates"], args["--currency"], off)
+                   args["--rates"], args["--currency"], off,
+                   args["--version"])
     for line in rep.must + rep.should:
         print(line)
     print("focus_check: %s: %d rows, %d MUST violations, %d SHOULD "

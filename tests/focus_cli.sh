@@ -1,5 +1,5 @@
 #!/bin/sh
-# FOCUS 1.2 conformance and exactness of `gpuledger export` (DESIGN 8), on
+# FOCUS 1.2 and 1.3 conformance and exactness of `gpuledger export` (DESIGN 8), on
 # a small simulated month: tests/focus_check.py, a checker written from the
 # specification text, must find no MUST violation in any export (hourly and
 # daily, with and without rates, --rollup subtree, a configured offset and
@@ -8,7 +8,9 @@
 # first shown to catch a violation of each kind it checks. Exactness: the
 # device-ms of the month equal the sum of its days and of its hours, and
 # exports cut at the horizon of a growing ledger add up to one export of
-# the whole.
+# the whole. The 1.2 output is pinned byte for byte (hashes of what the
+# last 1.2-only build, 79122f9, wrote); 1.3, the default, is checked with
+# the checker's 1.3 rules, which are shown to bite too.
 # Usage: tests/focus_cli.sh PATH/TO/gpuledger
 set -u
 bin=${1:-./gpuledger}
@@ -47,7 +49,7 @@ conforms() {
 # reported under that rule, and the row itself must pass.
 run "$bin" import --db "$tmp/small" --create <"$here/export/billing.ndjson"
 expect "small ledger" 0
-run "$bin" export --db "$tmp/small" --from 2026-03-01T00:00:00Z \
+run "$bin" export --focus-version 1.2 --db "$tmp/small" --from 2026-03-01T00:00:00Z \
 	--rates "$here/export/rates.json" --currency USD --step day
 expect "small export" 0
 cp "$tmp/out" "$tmp/one.csv"
@@ -228,22 +230,22 @@ jq '. + {billingAccountId: "acme-gpu-1", billingAccountName: "Acme, GPUs",
 n=$(jq '.rates | length' "$tmp/rates.json")
 if [ "$n" -ge 2 ]; then ok; else bad "rates for $n classes"; fi
 
-run "$bin" export --db "$db" --month 2026-01 --step hour
+run "$bin" export --focus-version 1.2 --db "$db" --month 2026-01 --step hour
 expect "hourly" 0
 cp "$tmp/out" "$tmp/hour.csv"
 conforms "hourly, no rates" "$tmp/hour.csv" --offset Z
-run "$bin" export --db "$db" --month 2026-01 --step day
+run "$bin" export --focus-version 1.2 --db "$db" --month 2026-01 --step day
 expect "daily" 0
 cp "$tmp/out" "$tmp/day.csv"
 conforms "daily, no rates" "$tmp/day.csv" --offset Z
-run "$bin" export --db "$db" --month 2026-01 --step day --rates \
+run "$bin" export --focus-version 1.2 --db "$db" --month 2026-01 --step day --rates \
 	"$tmp/rates.json" --rollup subtree
 expect "daily, rates, rollup" 0
 cp "$tmp/out" "$tmp/rollup.csv"
 conforms "daily, rates, rollup" "$tmp/rollup.csv" --rates "$tmp/rates.json" \
 	--currency EUR --offset Z
 has "rollup has subtree rows" "$tmp/rollup.csv" ',subtree$'
-run "$bin" export --db "$db" --month 2026-01 --step hour --basis allocated \
+run "$bin" export --focus-version 1.2 --db "$db" --month 2026-01 --step hour --basis allocated \
 	--rates "$tmp/billing.json"
 expect "hourly, allocated, billing file" 0
 cp "$tmp/out" "$tmp/conf.csv"
@@ -253,7 +255,7 @@ has "configured names" "$tmp/conf.csv" ',acme-gpu-1,"Acme, GPUs",EUR,'
 has "region" "$tmp/conf.csv" ',Acme Cloud,Acme Cloud,eu-west,EU West,'
 # The month at +02:00 starts at 22:00Z the day before.
 has "local month" "$tmp/conf.csv" ',2026-01-31T22:00:00Z,2025-12-31T22:00:00Z,'
-run "$bin" export --db "$db" --month 2026-01 --format json --rates \
+run "$bin" export --focus-version 1.2 --db "$db" --month 2026-01 --format json --rates \
 	"$tmp/rates.json" --rollup subtree
 expect "ndjson" 0
 cp "$tmp/out" "$tmp/rows.ndjson"
@@ -269,7 +271,7 @@ conforms "ndjson" "$tmp/rows.ndjson" --rates "$tmp/rates.json" --offset Z
 	currency: "USD", listUnitPrice: "3.141592653", billedUnitPrice:
 	"2.500000000"}]}' >"$tmp/pi.json"
 for step in hour day; do
-	run "$bin" export --db "$db" --month 2026-01 --step $step --rates \
+	run "$bin" export --focus-version 1.2 --db "$db" --month 2026-01 --step $step --rates \
 		"$tmp/pi.json"
 	expect "priced $step" 0
 	cp "$tmp/out" "$tmp/pi-$step.csv"
@@ -296,7 +298,7 @@ has "open and closed periods" "$tmp/py" "^\['open'\] \['closed'\]$"
 # --- exactness ------------------------------------------------------------
 # device-ms per (namespace, class): the month = the sum of its days = the
 # sum of its hours, and no charge period crosses a day.
-run "$bin" export --db "$db" --month 2026-01 --step day --format json
+run "$bin" export --focus-version 1.2 --db "$db" --month 2026-01 --step day --format json
 cp "$tmp/out" "$tmp/day.ndjson"
 python3 - "$tmp/hour.csv" "$tmp/day.csv" "$tmp/day.ndjson" >"$tmp/py" \
 	2>&1 <<'PY'
@@ -326,6 +328,176 @@ print("exact", sum(h.values()), len(hours), len(days))
 PY
 has "month = days = hours" "$tmp/py" '^exact [0-9]+ [0-9]+ [0-9]+$'
 
+# --- FOCUS 1.2, byte for byte ------------------------------------------------
+# What 79122f9 (the last build without 1.3) wrote for the same inputs.
+pinned() { # NAME FILE SHA256
+	got=$(sha256sum <"$2" | cut -d' ' -f1)
+	if [ "$got" = "$3" ]; then ok; else bad "$1: the 1.2 bytes changed ($got)"; fi
+}
+pinned "1.2, small, daily, priced" "$tmp/one.csv" \
+	ee7afbfccbf3d650cb0cebe77c0e1fa6ec451018e460817dc0f930e065c9007c
+pinned "1.2, month, hourly" "$tmp/hour.csv" \
+	c87d323cb46f91ef13ee211698b4f139686c531af3ca4258a8f1f7ff7fcecb01
+pinned "1.2, month, daily ndjson" "$tmp/day.ndjson" \
+	0aefa25687d8b7aa2126f2c40b93d828b1dbb8e0cac2ac63d48fbcadfe092910
+
+# --- FOCUS 1.3, the default -------------------------------------------------
+feats13=$feats,split-cost-allocation
+run "$bin" export --db "$db" --month 2026-01 --step hour
+expect "1.3 hourly" 0
+cp "$tmp/out" "$tmp/h13.csv"
+conforms "1.3 hourly, no rates" "$tmp/h13.csv" --version 1.3 \
+	--features "$feats13" --offset Z
+has "1.3 has ServiceProviderName" "$tmp/h13.csv" '^Allocated.*,HostProviderName,.*,ServiceProviderName,'
+run "$bin" export --focus-version 1.3 --db "$db" --month 2026-01 --step hour
+same "1.3 is the default" "$tmp/h13.csv" "$tmp/out"
+run "$bin" export --db "$db" --month 2026-01 --step day --rates \
+	"$tmp/rates.json" --rollup subtree
+expect "1.3 daily, rates, rollup" 0
+cp "$tmp/out" "$tmp/r13.csv"
+conforms "1.3 daily, rates, rollup" "$tmp/r13.csv" --version 1.3 \
+	--features "$feats13" --rates "$tmp/rates.json" --currency EUR --offset Z
+run "$bin" export --db "$db" --month 2026-01 --step hour --basis allocated \
+	--rates "$tmp/billing.json"
+conforms "1.3 hourly, allocated, billing file" "$tmp/out" --version 1.3 \
+	--features "$feats13,regions" --rates "$tmp/billing.json" --offset +02:00
+run "$bin" export --db "$db" --month 2026-01 --format json --rates \
+	"$tmp/rates.json" --rollup subtree
+cp "$tmp/out" "$tmp/r13.ndjson"
+conforms "1.3 ndjson" "$tmp/r13.ndjson" --version 1.3 --features "$feats13" \
+	--rates "$tmp/rates.json" --offset Z
+# Usage is the same in both versions; only the columns differ.
+python3 - "$tmp/hour.csv" "$tmp/h13.csv" >"$tmp/py" 2>&1 <<'PY'
+import csv, sys
+a = list(csv.DictReader(open(sys.argv[1])))
+b = list(csv.DictReader(open(sys.argv[2])))
+key = ("ChargePeriodStart", "x_TenantPath", "x_DeviceClass",
+       "x_DeviceMilliseconds", "BilledCost")
+assert [tuple(r[k] for k in key) for r in a] == \
+    [tuple(r[k] for k in key) for r in b]
+assert all(r["AllocatedMethodId"] == "gpuledger/device-ms-proportional"
+           and r["SubAccountId"] == "" for r in b)
+print("same usage", len(a))
+PY
+has "1.2 and 1.3 bill the same usage" "$tmp/py" '^same usage [0-9]+$'
+run "$bin" export --db "$db" --month 2026-01 --focus-version 1.4
+expect "--focus-version 1.4" 2
+has "a bad version says which" "$tmp/err" 'focus-version "1.4": expected 1.2 or 1.3'
+
+# The checker's 1.3 rules bite: one mutation of the daily export each.
+python3 - "$check" "$tmp/r13.csv" "$tmp/rates.json" >"$tmp/bites" 2>&1 <<'PY'
+import csv, importlib.util, io, json, sys
+spec = importlib.util.spec_from_file_location("fc", sys.argv[1])
+fc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fc)
+rows = list(csv.DictReader(open(sys.argv[2])))
+feats = set("usage,resources,resource-types,skus,unit-prices,"
+            "negotiated-prices,pricing-categories,sub-accounts,"
+            "sub-account-types,tags,split-cost-allocation".split(","))
+lacks = {"commitment-discounts", "capacity-reservations"}
+# A namespace row whose pool (period, class) has other rows.
+pools = {}
+for i, r in enumerate(rows):
+    if r["AllocatedMethodId"]:
+        pools.setdefault((r["ChargePeriodStart"], r["x_DeviceClass"]),
+                         []).append(i)
+at = next(v[0] for v in pools.values() if len(v) > 1)
+
+def write(rs, cols=None):
+    cols = cols or list(rs[0])
+    f = io.StringIO()
+    w = csv.DictWriter(f, cols, lineterminator="\n")
+    w.writeheader()
+    for r in rs:
+        w.writerow({k: r.get(k, "") for k in cols})
+    open(sys.argv[2] + ".m", "w").write(f.getvalue())
+    return sys.argv[2] + ".m"
+
+def one(**kw):
+    rs = [dict(r) for r in rows]
+    rs[at].update(kw)
+    return write(rs)
+
+def details(f):
+    d = json.loads(rows[at]["AllocatedMethodDetails"])
+    f(d)
+    return one(AllocatedMethodDetails=json.dumps(d))
+
+def drop(c):
+    return write(rows, [k for k in rows[0] if k != c])
+
+def ratio(d):
+    d["Elements"][0]["AllocatedRatio"] = 0.5
+
+cases = [
+    ("drop ServiceProviderName", lambda: drop("ServiceProviderName"),
+     "ServiceProviderName MUST be present"),
+    ("drop HostProviderName", lambda: drop("HostProviderName"),
+     "HostProviderName MUST be present"),
+    ("null HostProviderName", lambda: one(HostProviderName=""),
+     "HostProviderName MUST NOT be null"),
+    ("drop ProviderName (deprecated, still Mandatory)",
+     lambda: drop("ProviderName"), "ProviderName MUST be present"),
+    ("drop AllocatedMethodId", lambda: drop("AllocatedMethodId"),
+     "AllocatedMethodId MUST be present"),
+    ("drop AllocatedTags", lambda: drop("AllocatedTags"),
+     "AllocatedTags MUST be present"),
+    ("no method, a resource", lambda: one(AllocatedMethodId=""),
+     "AllocatedResourceId is null when the charge is not"),
+    ("method, no resource", lambda: one(AllocatedResourceId=""),
+     "AllocatedResourceId is set on an allocated charge"),
+    ("resource, no name", lambda: one(AllocatedResourceName=""),
+     "AllocatedResourceName is null iff"),
+    ("details not an object", lambda: one(AllocatedMethodDetails="[1]"),
+     "JsonObjectFormat"),
+    ("no Elements", lambda: one(AllocatedMethodDetails='{"x_A": 1}'),
+     "top-level Elements"),
+    ("no ratio", lambda: details(lambda d: d["Elements"][0].pop(
+        "AllocatedRatio")), "has an AllocatedRatio"),
+    ("quantity without unit", lambda: details(lambda d: d["Elements"][0].pop(
+        "UsageUnit")), "UsageUnit is present when UsageQuantity is"),
+    ("ratio as text", lambda: details(lambda d: d["Elements"][0].update(
+        AllocatedRatio="0.5")), "allocation properties have their type"),
+    ("unprefixed property", lambda: details(lambda d: d["Elements"][0].update(
+        Pool=1)), "begin with x_ unless FOCUS-defined"),
+    ("ratios off by 1e-12", lambda: details(lambda d: d["Elements"][0].update(
+        AllocatedRatio=float(d["Elements"][0]["AllocatedRatio"]) + 1e-12)),
+     "sum to 1"),
+    ("ratio changed", lambda: details(ratio), "sum to 1"),
+    # A dimension that differs from its siblings' (here a sub-account, which
+    # the pool has none of) is no longer the same origin charge's.
+    ("dimension not the origin's", lambda: one(SubAccountId="tenant-x",
+                                               SubAccountName="tenant-x",
+                                               SubAccountType="Tenant"),
+     "sum to 1"),
+    ("price not the origin's", lambda: one(ContractedUnitPrice="9.000000000"),
+     "have its unit prices"),
+    ("allocated tag repeats a tag", lambda: one(AllocatedTags=json.dumps(
+        dict(json.loads(rows[at]["AllocatedTags"]),
+             **json.loads(rows[at]["Tags"])))),
+     "AllocatedTags does not repeat a tag of Tags"),
+    ("unprefixed allocated tag", lambda: one(AllocatedTags='{"team": "a"}'),
+     "provider-defined tag keys carry"),
+]
+failed = 0
+for name, make, rule in cases:
+    path = make()
+    rep, _ = fc.check(path, feats, lacks, "gpuledger/", None, None, 0, "1.3")
+    hit = [m for m in rep.must if rule in m]
+    print("%s: %s" % ("ok" if hit else "MISSED", name))
+    failed += not hit
+rep, _ = fc.check(sys.argv[2], feats, lacks, "gpuledger/", None, None, 0,
+                  "1.3")
+print("unmutated: %d MUST" % rep.count("MUST"))
+print("bites: %d of %d" % (len(cases) - failed, len(cases)))
+PY
+if grep -q '^bites: \([0-9]*\) of \1$' "$tmp/bites" &&
+	grep -q '^unmutated: 0 MUST$' "$tmp/bites"; then
+	ok
+else
+	bad "the 1.3 checker misses: $(grep -v '^ok' "$tmp/bites" | head -c 800)"
+fi
+
 # Exports of a growing ledger, each up to its horizon (cut at the second)
 # and starting where the last one stopped, add up to the whole.
 : >"$tmp/grow.ndjson"
@@ -336,7 +508,7 @@ for upto in 700 1400 2100 3000; do
 		"$tmp/month.ndjson" >>"$tmp/grow.ndjson"
 	run "$bin" watch --from "$tmp/grow.ndjson" --db "$tmp/gdb"
 	expect "grow to $upto" 0
-	run "$bin" export --db "$tmp/gdb" --from "$from" --step hour
+	run "$bin" export --focus-version 1.2 --db "$tmp/gdb" --from "$from" --step hour
 	expect "piece from $from" 0
 	if [ -f "$tmp/pieces.csv" ]; then
 		tail -n +2 "$tmp/out" >>"$tmp/pieces.csv"
@@ -383,10 +555,11 @@ cp "$tmp/rates.json" "$tmp/live.json"
 server_pid=$!
 wait_listening "$tmp/serve.out"
 [ -n "$port" ] || bad "serve did not start: $(cat "$tmp/serve.err")"
+fv=1.2 # the version get asks for (empty: the default)
 get() { # TOKEN QUERY OUT: the HTTP status to $code
 	code=$(curl -s -o "$3" -w '%{http_code}' \
 		-H "Authorization: Bearer $1" \
-		"http://127.0.0.1:$port/v1/export?$2")
+		"http://127.0.0.1:$port/v1/export?$2${fv:+&focusVersion=$fv}")
 }
 get admin-token-0123456789 'month=2026-01&step=day&rollup=subtree' \
 	"$tmp/http.csv"
@@ -394,6 +567,14 @@ if [ "$code" = 200 ]; then ok; else bad "admin export: $code"; fi
 conforms "HTTP, priced by --rates" "$tmp/http.csv" --rates "$tmp/rates.json" \
 	--offset Z
 same "HTTP = CLI" "$tmp/rollup.csv" "$tmp/http.csv"
+fv= get admin-token-0123456789 'month=2026-01&step=day&rollup=subtree' \
+	"$tmp/http13.csv"
+same "HTTP = CLI, 1.3 by default" "$tmp/r13.csv" "$tmp/http13.csv"
+fv=1.4 get admin-token-0123456789 'month=2026-01' "$tmp/body"
+if [ "$code" = 400 ]; then ok; else bad "focusVersion=1.4: $code, want 400"; fi
+if jq -e '.error | test("focusVersion \"1.4\": expected 1.2 or 1.3")' \
+	"$tmp/body" >/dev/null; then ok; else bad "focusVersion=1.4: $(cat "$tmp/body")"; fi
+fv=1.2 # a prefix assignment to a function may outlive the call in sh
 get tenant-token-0123456789 'month=2026-01&step=day&rollup=subtree' \
 	"$tmp/tenant.csv"
 if [ "$code" = 200 ]; then ok; else bad "tenant export: $code"; fi
