@@ -155,6 +155,7 @@ const struct export_opt_spec ledger_export_opt_table[EXPORT_OPT_N] = {
 			 "\"2.50\"}],\n"
 			 " \"billingAccountId\", \"billingAccountName\",\n"
 			 " \"providerName\", \"publisherName\",\n"
+			 " \"serviceProviderName\", \"hostProviderName\",\n"
 			 " \"invoiceIssuerName\", \"serviceName\", "
 			 "\"regionId\",\n"
 			 " \"regionName\", \"billingPeriodOffset\": "

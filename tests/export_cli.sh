@@ -44,7 +44,7 @@ run "$bin" import --db "$db" --create <"$dir/billing.ndjson"
 expect "import" 0
 
 # --- focus-csv, hourly, reserved ----------------------------------------
-run "$bin" export --db "$db" --from $day1 --step hour
+run "$bin" export --focus-version 1.2 --db "$db" --from $day1 --step hour
 expect "hourly" 0
 cp "$tmp/out" "$tmp/hourly.csv"
 has "header" "$tmp/hourly.csv" '^BilledCost,BillingAccountId,BillingAccountName,BillingCurrency,BillingPeriodEnd,BillingPeriodStart,ChargeCategory,ChargeClass,ChargeDescription,ChargeFrequency,ChargePeriodEnd,ChargePeriodStart,ConsumedQuantity,ConsumedUnit,ContractedCost,ContractedUnitPrice,EffectiveCost,InvoiceIssuerName,ListCost,ListUnitPrice,PricingCategory,PricingQuantity,PricingUnit,ProviderName,PublisherName,ResourceId,ResourceName,ResourceType,ServiceCategory,ServiceName,ServiceSubcategory,SkuId,SkuMeter,SkuPriceDetails,SkuPriceId,SubAccountId,SubAccountName,SubAccountType,Tags,x_BillingPeriodStatus,x_TenantPath,x_DeviceClass,x_Basis,x_LedgerSeqStart,x_LedgerSeqEnd,x_ChainHead,x_DeviceMilliseconds$'
@@ -71,7 +71,7 @@ run "$bin" replay --db "$db" --at "$seq_end" --json
 has "x_ChainHead = head at x_LedgerSeqEnd" "$tmp/out" "\"chainHead\":\"$head\""
 
 # --- allocated ----------------------------------------------------------
-run "$bin" export --db "$db" --from $day1 --to 2026-03-02T00:00:00Z \
+run "$bin" export --focus-version 1.2 --db "$db" --from $day1 --to 2026-03-02T00:00:00Z \
 	--basis allocated
 expect "allocated" 0
 cols "$tmp/out" ChargePeriodStart ChargePeriodEnd SubAccountId \
@@ -79,7 +79,7 @@ cols "$tmp/out" ChargePeriodStart ChargePeriodEnd SubAccountId \
 same "allocated rows" "$dir/allocated.want" "$tmp/got"
 
 # --- daily with rollup and rates ----------------------------------------
-run "$bin" export --db "$db" --from $day1 --step day --rollup subtree \
+run "$bin" export --focus-version 1.2 --db "$db" --from $day1 --step day --rollup subtree \
 	--rates "$dir/rates.json" --currency USD
 expect "daily rollup rated" 0
 has "x_Scope column" "$tmp/out" ',x_DeviceMilliseconds,x_Scope$'
@@ -95,15 +95,15 @@ sums() {
 		awk -F, '{ s[$1 "," $2] += $3 } END { for (k in s) print k "," s[k] }' |
 		sort
 }
-run "$bin" export --db "$db" --from $day1 --step day
+run "$bin" export --focus-version 1.2 --db "$db" --from $day1 --step day
 sums "$tmp/out" >"$tmp/day.sums"
 sums "$tmp/hourly.csv" >"$tmp/hour.sums"
 same "hours sum to days" "$tmp/day.sums" "$tmp/hour.sums"
 # ... and a split of the range off the hour sums to the whole; times
 # are floored to the second, so the split point's ms are nobody's loss.
-run "$bin" export --db "$db" --from $day1 --to 2026-03-01T10:37:12.345Z
+run "$bin" export --focus-version 1.2 --db "$db" --from $day1 --to 2026-03-01T10:37:12.345Z
 cp "$tmp/out" "$tmp/a.csv"
-run "$bin" export --db "$db" --from 2026-03-01T10:37:12.345Z --step day
+run "$bin" export --focus-version 1.2 --db "$db" --from 2026-03-01T10:37:12.345Z --step day
 tail -n +2 "$tmp/out" >>"$tmp/a.csv"
 sums "$tmp/a.csv" >"$tmp/split.sums"
 same "a split sums to the whole" "$tmp/day.sums" "$tmp/split.sums"
@@ -120,7 +120,7 @@ refused "EUR a10 unpriced" 'no EUR rate for class a10' --db "$db" \
 	--from $day1 --step day --rates "$dir/rates.json" --currency EUR
 jq '.rates += [{"class": "a10", "currency": "EUR", "listUnitPrice": "0"}]' \
 	"$dir/rates.json" >"$tmp/eur.json"
-run "$bin" export --db "$db" --from $day1 --step day \
+run "$bin" export --focus-version 1.2 --db "$db" --from $day1 --step day \
 	--rates "$tmp/eur.json" --currency EUR
 expect "EUR" 0
 cols "$tmp/out" SubAccountId x_DeviceClass ListUnitPrice ListCost BilledCost \
@@ -129,7 +129,7 @@ has "EUR h100 priced" "$tmp/got" '^tenant-acme-dev,h100,2.900000000,8.700000000,
 has "EUR a10 explicitly free" "$tmp/got" '^tenant-acme,a10,0.000000000,0.000000000,0.000000000,EUR$'
 
 # --- json ---------------------------------------------------------------
-run "$bin" export --db "$db" --from $day1 --format json
+run "$bin" export --focus-version 1.2 --db "$db" --from $day1 --format json
 expect "json" 0
 lines "json rows" "$tmp/out" 7
 python3 - "$tmp/out" "$tmp/hourly.csv" >"$tmp/py" 2>&1 <<'PY'
@@ -149,7 +149,7 @@ PY
 has "json = csv" "$tmp/py" '^ok$'
 
 # --- opencost-csv ---------------------------------------------------------
-run "$bin" export --db "$db" --from $day1 --format opencost-csv \
+run "$bin" export --focus-version 1.2 --db "$db" --from $day1 --format opencost-csv \
 	--rates "$dir/rates.json" --currency USD
 expect "opencost" 0
 same "opencost rows" "$dir/opencost.want" "$tmp/out"
@@ -159,11 +159,11 @@ refused "opencost rollup" 'no subtree rows' --db "$db" --from $day1 \
 	--format opencost-csv --rollup subtree
 
 # --- ranges outside the log -----------------------------------------------
-run "$bin" export --db "$db" --from 2025-01-01T00:00:00Z \
+run "$bin" export --focus-version 1.2 --db "$db" --from 2025-01-01T00:00:00Z \
 	--to 2025-02-01T00:00:00Z
 expect "before the first event" 0
 lines "before the first event: header only" "$tmp/out" 1
-run "$bin" export --db "$db" --from 2026-03-02T02:00:00Z --format json
+run "$bin" export --focus-version 1.2 --db "$db" --from 2026-03-02T02:00:00Z --format json
 expect "after the horizon" 0
 lines "after the horizon: nothing" "$tmp/out" 0
 # A range shorter than asked says so on stderr, and GET /v1/export in a
@@ -171,11 +171,11 @@ lines "after the horizon: nothing" "$tmp/out" 0
 # by default is the normal case and says nothing.
 has "after the horizon: why nothing" "$tmp/err" \
 	'^gpuledger: export: warning: nothing billed: the range starts at 2026-03-02T02:00:00Z, at or after the horizon 2026-03-0[12]T[0-9:.]*Z \(the time of the last event\)'
-run "$bin" export --db "$db" --month 2026-03 --step day
+run "$bin" export --focus-version 1.2 --db "$db" --month 2026-03 --step day
 expect "--month of the open month" 0
 has "--month of the open month: what was billed" "$tmp/err" \
 	'^gpuledger: export: warning: billed 2026-03-01T00:00:00Z to 2026-03-0[12]T[0-9:]*Z, not to 2026-04-01T00:00:00Z: the horizon is '
-run "$bin" export --db "$db" --from $day1
+run "$bin" export --focus-version 1.2 --db "$db" --from $day1
 if [ -s "$tmp/err" ]; then bad "up to the horizon: a warning: $(cat "$tmp/err")"; else ok; fi
 start_server
 for q in "month=2026-03&step=day" "from=2026-03-02T02:00:00Z"; do
@@ -187,7 +187,7 @@ done
 curl -s -D "$tmp/headers" -o /dev/null "http://127.0.0.1:$port/v1/export?from=$day1"
 grep -qi '^Warning' "$tmp/headers" && bad "GET /v1/export up to the horizon: a Warning" || ok
 stop_server
-run "$bin" export --db "$db" --from 2026-04-01T00:00:00Z \
+run "$bin" export --focus-version 1.2 --db "$db" --from 2026-04-01T00:00:00Z \
 	--format opencost-csv
 expect "opencost, nothing" 0
 lines "opencost, nothing: header only" "$tmp/out" 1
@@ -217,10 +217,10 @@ echo '{"billingPeriodOffset": "+01:00"}' >"$tmp/east.json"
 refused "--month 1970-01 at +01:00" 'starts before 1970' --db "$db" \
 	--month 1970-01 --rates "$tmp/east.json"
 for m in 1970-01 2262-03; do
-	run "$bin" export --db "$db" --month $m
+	run "$bin" export --focus-version 1.2 --db "$db" --month $m
 	expect "--month $m" 0
 done
-run "$bin" export --db "$db" --month 2026-03 --rates "$tmp/east.json"
+run "$bin" export --focus-version 1.2 --db "$db" --month 2026-03 --rates "$tmp/east.json"
 expect "--month 2026-03 at +01:00" 0
 for t in 1969-12-31:'before 1970' 1970-01-01T00:30:00+01:00:'before 1970' \
 	2262-04-12:'beyond what the ledger can date' \
@@ -239,7 +239,7 @@ for t in 1969-12-31:'before 1970' 1970-01-01T00:30:00+01:00:'before 1970' \
 		has "$cmd --at $v: message" "$tmp/err" "--at \"$vre.*${t##*:}"
 	done
 done
-run "$bin" export --db "$db" --from 1970-01-01 --to \
+run "$bin" export --focus-version 1.2 --db "$db" --from 1970-01-01 --to \
 	2262-04-11T23:47:16.854775807Z
 expect "--from 1970-01-01 --to the last nanosecond" 0
 run "$bin" replay --db "$db" --at 2262-04-11T23:47:16.854775807Z
@@ -314,7 +314,7 @@ refused "unknown option" 'unknown option' --db "$db" --from $day1 --tenant x
 # focus and JSON rows outgrow stdio's buffer, so the write fails in the
 # middle of the export; the opencost rows go out at its end.
 for fmt in focus-csv:hour json:hour opencost-csv:day; do
-	"$bin" export --db "$db" --from $day1 --format "${fmt%:*}" \
+	"$bin" export --focus-version 1.2 --db "$db" --from $day1 --format "${fmt%:*}" \
 		--step "${fmt#*:}" >/dev/full 2>"$tmp/err"
 	rc=$?
 	expect "$fmt to a full disk" 2

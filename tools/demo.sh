@@ -150,7 +150,7 @@ curl -s -X POST \$url/v1/admission -d '$big' | jq -c '{id, allowed, reason, mess
 # prove the log was not rewritten
 \$bin verify --db \$dir/db
 # GPU-hours per tenant and class, one row per day (FOCUS; drop format=ndjson for CSV)
-curl -s "\$url/v1/export?from=$from&step=day&format=ndjson" | head -2 | jq -c '{ChargePeriodStart, SubAccountId, x_DeviceClass, ConsumedQuantity, ConsumedUnit, BilledCost}'
+curl -s "\$url/v1/export?from=$from&step=day&format=ndjson" | head -2 | jq -c '{ChargePeriodStart, AllocatedResourceName, ConsumedQuantity, ConsumedUnit, BilledCost}'
 # Prometheus metrics, linted
 curl -s \$url/metrics | promtool check metrics && echo metrics ok
 # the state as a table (drop the head for all of it)
