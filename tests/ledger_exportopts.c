@@ -103,15 +103,15 @@ static const struct refusal {
 	{EXPORT_HTTP,
 	 {{"from", "2026-03-01"}, {"rates", "/etc/passwd"}},
 	 "unknown parameter \"rates\" (known: from, to, month, step, basis, "
-	 "format, rollup, currency, tenant)"},
+	 "format, rollup, currency, tenant, focusVersion)"},
 	{EXPORT_CLI,
 	 {{"tenant", "tenant-a"}},
 	 "unknown option \"tenant\" (known: --from, --to, --month, --step, "
-	 "--basis, --format, --rollup, --rates, --currency)"},
+	 "--basis, --format, --rollup, --rates, --currency, --focus-version)"},
 	{EXPORT_HTTP,
 	 {{"form", "ndjson"}},
 	 "unknown parameter \"form\" (known: from, to, month, step, basis, "
-	 "format, rollup, currency, tenant)"},
+	 "format, rollup, currency, tenant, focusVersion)"},
 	/* Bounds: one over is refused before anything is parsed. */
 	{EXPORT_CLI,
 	 {{"step", "01234567890123456789012345678901"}},
