@@ -53,8 +53,6 @@
 /* A value of verdicts, as the feed bounds its values (etcd's request
  * limit, 1.5 MiB by default, with room for the txn around it). */
 #define VALUE_MAX_BYTES (1400000 - 4096)
-/* A record fits one ledger event with room for its framing, as serve's. */
-#define RECORD_MAX_BYTES (LEDGER_EVENT_MAX_BYTES - 4096)
 /* How long one wait for the applier naps. */
 #define NAP_MS 5
 /* NOTEs VerdictUnanswered in one txn. */
@@ -110,14 +108,6 @@ struct cluster_verdicts {
 	size_t n_keys, cap_keys;
 	atomic_bool pending; /* read by the loop's thread */
 };
-
-static int64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void nap(void)
 {
@@ -318,40 +308,15 @@ static void carry_trim(struct cluster_verdicts *cv, uint64_t upto,
 /* ---------------------------------------------------------------------- */
 /* One batch */
 
-enum item_state {
-	IT_TODO = 0, /* to judge (again) */
-	IT_JUDGED,   /* judged on the snapshot: to record */
-	IT_DONE	     /* answered */
-};
-
 struct run {
 	struct cluster_verdicts *cv;
-	struct query_vitem *it;
-	size_t n;
-	enum item_state *state;
-	struct query_vstats *st;
-	int64_t t0_ms;	     /* when the call began: the bound of an item
-				with no arrival time */
-	int64_t deadline_ms; /* the nearest bound of the items left */
-	char answered_at[40];
-	struct lg_buf scratch;
-	/* The txn being built: its items and events. */
-	size_t *of, m;
-	struct event *evs;
-	char **text;
-	uint64_t base_id; /* verdicts before the txn's first seq */
+	struct query_vgroup g; /* the verdict path: judging, numbering,
+				  rule 3, recording (query/vpath.c) */
+	int64_t t0_ms;	       /* when the call began: the bound of an item
+				  with no arrival time */
+	int64_t deadline_ms;   /* the nearest bound of the items left */
 	bool no_carry; /* a key could not be kept: no carry after this */
 };
-
-static void done_error(struct run *r, size_t i, int status, const char *msg)
-{
-	struct query_vitem *it = &r->it[i];
-
-	verdict_release(&it->v);
-	it->status = status;
-	snprintf(it->error, sizeof(it->error), "%s", msg);
-	r->state[i] = IT_DONE;
-}
 
 static void owe(struct cluster_verdicts *cv, const uint64_t *ids, size_t n);
 
@@ -360,7 +325,7 @@ static void owe(struct cluster_verdicts *cv, const uint64_t *ids, size_t n);
  * SIGSTOP, a throttled cgroup) counts. */
 static int64_t bound_ms(const struct run *r, size_t i)
 {
-	int64_t t0 = r->it[i].t0_ms != 0 ? r->it[i].t0_ms : r->t0_ms;
+	int64_t t0 = r->g.it[i].t0_ms != 0 ? r->g.it[i].t0_ms : r->t0_ms;
 
 	return t0 + (int64_t)r->cv->timeout_ms;
 }
@@ -374,16 +339,17 @@ static bool expire(struct run *r)
 	int64_t now = cluster__mono_ms(), d = 0;
 	bool any = false;
 
-	for (size_t i = 0; i < r->n; i++) {
+	for (size_t i = 0; i < r->g.n; i++) {
 		int64_t b;
 
-		if (r->state[i] == IT_DONE)
+		if (r->g.state[i] == QUERY_V_DONE)
 			continue;
 		b = bound_ms(r, i);
 		if (b <= now) {
-			done_error(r, i, 503,
-				   "the verdict could not be recorded within "
-				   "--verdict-timeout-ms (DESIGN 11 rule 2)");
+			query_vgroup_fail(&r->g, i, 503,
+					  "the verdict could not be recorded "
+					  "within --verdict-timeout-ms (DESIGN "
+					  "11 rule 2)");
 		} else if (!any || b < d) {
 			d = b;
 			any = true;
@@ -394,138 +360,6 @@ static bool expire(struct run *r)
 		cluster__etcd_deadline(r->cv->etcd, d);
 	}
 	return any;
-}
-
-/* Every item not answered yet gets status with msg. */
-static void rest_error(struct run *r, int status, const char *msg)
-{
-	for (size_t i = 0; i < r->n; i++)
-		if (r->state[i] != IT_DONE)
-			done_error(r, i, status, msg);
-}
-
-/* Rule 3 on the ledger: a review already judged is answered from its
- * record. */
-static void check_repeats(struct run *r)
-{
-	for (size_t i = 0; i < r->n; i++) {
-		struct query_vitem *it = &r->it[i];
-		char msg[LG_ERRMSG_MAX];
-
-		if (r->state[i] == IT_DONE)
-			continue;
-		if (query_verdict_repeat(r->cv->lg, it->vr, &it->status,
-					 &it->again, msg, sizeof(msg)) == 0)
-			continue;
-		if (it->status != 200)
-			done_error(r, i, it->status, msg);
-		else
-			r->st->repeats++;
-		verdict_release(&it->v);
-		r->state[i] = IT_DONE;
-	}
-}
-
-/* Judges every item to judge on the snapshot's state. */
-static void judge(struct run *r, const struct snap *s)
-{
-	char hex[2 * LEDGER_HEAD_BYTES + 1];
-
-	lg_hex(s->head, LEDGER_HEAD_BYTES, hex);
-	for (size_t i = 0; i < r->n; i++) {
-		struct query_vitem *it = &r->it[i];
-		struct lg_error err = {0};
-		char *text;
-
-		if (r->state[i] == IT_DONE)
-			continue;
-		verdict_release(&it->v);
-		if (verdict_judge(s->st, it->vr, &it->v, &err) != 0) {
-			done_error(r, i, 400,
-				   err.msg[0] ? err.msg : "invalid request");
-			continue;
-		}
-		it->v.basis_seq = s->seq;
-		snprintf(it->v.chain_head, sizeof(it->v.chain_head), "%s", hex);
-		if (it->vr->dry_run) {
-			/* Answered from the same state, not recorded. */
-			it->status = 200;
-			r->state[i] = IT_DONE;
-			continue;
-		}
-		/* The record's size does not depend on where it goes but for
-		 * its numbers: one trial with the largest. */
-		snprintf(it->v.answered_at, sizeof(it->v.answered_at), "%s",
-			 r->answered_at);
-		it->v.id = (uint64_t)INT64_MAX;
-		it->v.basis_seq = (uint64_t)INT64_MAX;
-		text = verdict_record_text(&it->v, RECORD_MAX_BYTES,
-					   &r->scratch);
-		if (text == NULL) {
-			done_error(r, i, 413,
-				   "the verdict record would be larger than a "
-				   "ledger event may be");
-			continue;
-		}
-		free(text);
-		r->state[i] = IT_JUDGED;
-	}
-}
-
-static void free_texts(struct run *r)
-{
-	for (size_t k = 0; k < r->m; k++) {
-		free(r->text[k]);
-		r->text[k] = NULL;
-	}
-	r->m = 0;
-}
-
-/* ledger_logval_build_each's fill: verdict k of the txn, numbered where it
- * lands. */
-static int fill(void *ctx, size_t k, struct event *ev,
-		const uint8_t *head_prev, struct lg_error *err)
-{
-	struct run *r = ctx;
-	struct verdict *v = &r->it[r->of[k]].v;
-
-	v->id = r->base_id + 1 + k;
-	/* DESIGN 11: basisSeq = seq - 1, on exactly the log before it. */
-	v->basis_seq = ev->seq - 1;
-	lg_hex(head_prev, LEDGER_HEAD_BYTES, v->chain_head);
-	free(r->text[k]);
-	r->text[k] = verdict_record_text(v, RECORD_MAX_BYTES, &r->scratch);
-	if (r->text[k] == NULL)
-		return lg_error_set(err, LG_ELIMIT, "a record too large");
-	ev->text = r->text[k];
-	return 0;
-}
-
-/* The value of the judged items on s (as many as fit; *taken of them). */
-static int build(struct run *r, const struct snap *s, state_t **after,
-		 struct ledger_logval *v, size_t *taken, struct lg_error *err)
-{
-	state_t *ws = state_clone(s->st);
-	int rc;
-
-	free_texts(r);
-	for (size_t i = 0; i < r->n; i++)
-		if (r->state[i] == IT_JUDGED) {
-			r->of[r->m] = i;
-			/* DESIGN 11: a VERDICT's time is its basis event's. */
-			r->evs[r->m] = (struct event){.type = EV_VERDICT,
-						      .time_ns = s->time_ns};
-			r->m++;
-		}
-	r->base_id = s->verdicts;
-	rc = ledger_logval_build_each(ws, s->head, r->evs, r->m, fill, r,
-				      VALUE_MAX_BYTES, v, taken, err);
-	if (rc != 0) {
-		state_free(ws);
-		return rc;
-	}
-	*after = ws;
-	return 0;
 }
 
 /* What lies between the failed txn's s and P/head now, read to re-number
@@ -556,32 +390,13 @@ static int between_event(void *ctx, const struct event *ev)
 	 * the applier has it. */
 	if (!key_add(r->cv, ev->seq, &key))
 		r->no_carry = true;
-	for (size_t i = 0; i < r->n; i++) {
-		struct query_vitem *it = &r->it[i];
-		const struct verdict_request *vr = it->vr;
+	for (size_t i = 0; i < r->g.n; i++) {
 		struct verdict_key mine;
-		json_t *again;
 
-		verdict_request_key(vr, &mine);
-		if (r->state[i] != IT_JUDGED || !verdict_key_equal(&mine, &key))
-			continue;
-		again = verdict_record_review_again(
-			ev->text, strlen(ev->text), ev->seq, vr, &err);
-		if (again == NULL) {
-			done_error(r, i, err.code == LG_EEXIST ? 409 : 500,
-				   err.msg);
-			continue;
-		}
-		verdict_release(&it->v);
-		it->again = jcs_text(again, 0, SIZE_MAX, &r->scratch);
-		json_decref(again);
-		it->status = it->again != NULL ? 200 : 500;
-		r->state[i] = IT_DONE;
-		if (it->again == NULL)
-			done_error(r, i, 500,
-				   "the recorded answer cannot be written");
-		else
-			r->st->repeats++;
+		verdict_request_key(r->g.it[i].vr, &mine);
+		if (r->g.state[i] == QUERY_V_JUDGED &&
+		    verdict_key_equal(&mine, &key))
+			query_vgroup_repeat_of(&r->g, i, ev->text, ev->seq);
 	}
 	return 0;
 }
@@ -647,34 +462,36 @@ static int renumber(struct run *r, struct snap *s,
 	return 0;
 }
 
-/* The items of a committed txn (its first taken of the judged). */
+/* The items of a committed txn (the first taken of the value built). */
 static void committed(struct run *r, const struct ledger_logval *v,
 		      size_t taken)
 {
+	int64_t now = cluster__mono_ms();
+
 	for (size_t k = 0; k < taken; k++) {
-		struct query_vitem *it = &r->it[r->of[k]];
 		struct verdict_key key;
 
-		verdict_request_key(it->vr, &key);
+		verdict_request_key(r->g.it[r->g.of[k]].vr, &key);
 		if (!key_add(r->cv, v->first_seq + k, &key))
 			r->no_carry = true;
-		it->v.seq = v->first_seq + k;
-		if (cluster__mono_ms() >= bound_ms(r, r->of[k])) {
-			/* Rule 2: committed only after its bound (the member
-			 * was frozen, or etcd slow), when the webhook has
-			 * given up: answered 503, and a NOTE
-			 * VerdictUnanswered names it. */
-			owe(r->cv, &it->v.id, 1);
-			done_error(r, r->of[k], 503,
-				   "the verdict was recorded only after "
-				   "--verdict-timeout-ms: a NOTE "
-				   "VerdictUnanswered names it (DESIGN 11 "
-				   "rule 2)");
+	}
+	query_vgroup_recorded(&r->g, v->first_seq, taken);
+	for (size_t k = 0; k < taken; k++) {
+		size_t i = r->g.of[k];
+		struct query_vitem *it = &r->g.it[i];
+
+		if (now < bound_ms(r, i))
 			continue;
-		}
-		it->recorded = true;
-		it->status = 200;
-		r->state[r->of[k]] = IT_DONE;
+		/* Rule 2: committed only after its bound (the member was
+		 * frozen, or etcd slow), when the webhook has given up:
+		 * answered 503, and a NOTE VerdictUnanswered names it. */
+		owe(r->cv, &it->v.id, 1);
+		it->recorded = false;
+		query_vgroup_fail(&r->g, i, 503,
+				  "the verdict was recorded only after "
+				  "--verdict-timeout-ms: a NOTE "
+				  "VerdictUnanswered names it (DESIGN 11 rule "
+				  "2)");
 	}
 }
 
@@ -704,12 +521,12 @@ static void keep_unknown(struct cluster_verdicts *cv,
  * index (then rule 3 needs the ledger: no carry). */
 static bool carry_clash(const struct run *r)
 {
-	for (size_t i = 0; i < r->n; i++) {
+	for (size_t i = 0; i < r->g.n; i++) {
 		struct verdict_key mine;
 
-		if (r->state[i] == IT_DONE)
+		if (r->g.state[i] == QUERY_V_DONE)
 			continue;
-		verdict_request_key(r->it[i].vr, &mine);
+		verdict_request_key(r->g.it[i].vr, &mine);
 		for (size_t k = 0; k < r->cv->n_keys; k++)
 			if (verdict_key_equal(&mine, &r->cv->keys[k].key))
 				return true;
@@ -721,7 +538,7 @@ static bool carry_clash(const struct run *r)
  * member knows (at known_seq, ahead of the applier) and rule 3 can be
  * checked without the ledger's index for the seqs the ledger lacks; else
  * the ledger's, once the applier has reached known_seq. The ledger's uid
- * index (check_repeats) covers the seqs up to its own; the carry's keys
+ * index (query_vgroup_repeats) covers the seqs up to its own; the carry's keys
  * the rest (rule 3). */
 static int take_snapshot(struct run *r, struct snap *s, struct lg_error *err)
 {
@@ -772,24 +589,26 @@ static void run_batch(struct run *r)
 			snap_release(&s);
 			s_log = false;
 			if (take_snapshot(r, &s, &err) != 0) {
-				rest_error(r, 503, err.msg);
+				query_vgroup_fail_rest(&r->g, 503, err.msg);
 				break;
 			}
 			s_log = true;
 			/* DESIGN 11 rule 3: before judging, and after every
 			 * conflict. */
-			check_repeats(r);
-			judge(r, &s);
+			query_vgroup_repeats(&r->g, cv->lg);
+			query_vgroup_judge(&r->g, s.st, s.seq, s.head);
 			fresh = false;
 		}
-		for (size_t i = 0; i < r->n; i++)
-			any |= r->state[i] == IT_JUDGED;
+		any = query_vgroup_count(&r->g, QUERY_V_JUDGED) > 0;
 		if (!any)
 			break;
-		if (build(r, &s, &after, &v, &taken, &err) != 0) {
+		if (query_vgroup_build(&r->g, s.st, s.head, s.verdicts,
+				       VALUE_MAX_BYTES, &after, &v, &taken,
+				       &err) != 0) {
 			/* A record that does not fit its state or a value:
 			 * that item is refused, the rest go on. */
-			done_error(r, r->of[taken < r->m ? taken : 0], 500,
+			query_vgroup_fail(&r->g,
+					  r->g.of[taken < r->g.m ? taken : 0], 500,
 				   err.msg);
 			continue;
 		}
@@ -819,7 +638,7 @@ static void run_batch(struct run *r)
 					res.found ? ", found ours in the "
 						    "failure branch"
 						  : "");
-			r->st->txns++;
+			r->g.st->txns++;
 			cv->known_seq = v.last_seq;
 			/* What did not fit goes next, on the log after it:
 			 * VERDICTs change no state. */
@@ -834,8 +653,8 @@ static void run_batch(struct run *r)
 			if (res.now.seq > cv->known_seq)
 				cv->known_seq = res.now.seq;
 			if (++rounds >= ROUNDS_MAX) {
-				r->st->exhausted++;
-				rest_error(r, 503,
+				r->g.st->exhausted++;
+				query_vgroup_fail_rest(&r->g, 503,
 					   "the log moved under every attempt "
 					   "to record the verdict");
 			} else if (!res.open &&
@@ -843,15 +662,13 @@ static void run_batch(struct run *r)
 				/* Only VERDICTs intervened (renumber reads
 				 * each event between and refuses any other):
 				 * the judgement stands, re-numbered. */
-				r->st->renumbered++;
+				r->g.st->renumbered++;
 			} else {
 				/* An observation (or a half-applied batch,
 				 * rule 6) intervened: judge again once the
 				 * applier has it. */
-				r->st->rejudged++;
-				for (size_t i = 0; i < r->n; i++)
-					if (r->state[i] == IT_JUDGED)
-						r->state[i] = IT_TODO;
+				r->g.st->rejudged++;
+				query_vgroup_unjudge(&r->g);
 				fresh = true;
 				if (res.open)
 					nap();
@@ -861,7 +678,7 @@ static void run_batch(struct run *r)
 						   sizeof(*ids));
 
 			for (size_t k = 0; k < taken; k++)
-				ids[k] = r->it[r->of[k]].v.id;
+				ids[k] = r->g.it[r->g.of[k]].v.id;
 			fprintf(stderr,
 				"gpuledger member: verdicts at seqs %llu..%llu: "
 				"the outcome is unknown at the deadline, "
@@ -870,12 +687,12 @@ static void run_batch(struct run *r)
 				(unsigned long long)v.last_seq);
 			keep_unknown(cv, &w, &v, ids, taken);
 			free(ids);
-			r->st->unknown++;
-			rest_error(r, 503, res.why);
+			r->g.st->unknown++;
+			query_vgroup_fail_rest(&r->g, 503, res.why);
 		} else {
 			/* Definitely not applied (or deposed, which a
 			 * verdict txn cannot be): at once. */
-			rest_error(r, 503, res.why[0] ? res.why : err.msg);
+			query_vgroup_fail_rest(&r->g, 503, res.why[0] ? res.why : err.msg);
 		}
 		state_free(after);
 		ledger_logval_release(&v);
@@ -885,7 +702,6 @@ static void run_batch(struct run *r)
 		    res.outcome == CLUSTER_APPEND_DEPOSED)
 			break;
 	}
-	free_texts(r);
 	/* The carry: the newest log this member knows, if the applier has
 	 * not got there (take_snapshot drops it once it has). */
 	if (s_log && !r->no_carry && s.st != NULL &&
@@ -1066,41 +882,36 @@ void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 			   size_t n, struct query_vstats *st)
 {
 	struct cluster_applier_status as;
-	struct run r = {.cv = cv, .it = it, .n = n, .st = st};
+	struct run r = {.cv = cv};
 	bool live;
 
 	/* A call without items (NOTEs owed, a txn to resolve) has the
 	 * timeout from now; one with items, their nearest bound. */
+	query_vgroup_init(&r.g, it, n, st);
 	r.t0_ms = cluster__mono_ms();
 	r.deadline_ms = r.t0_ms + (int64_t)cv->timeout_ms;
 	cluster__etcd_deadline(cv->etcd, r.deadline_ms);
-	r.state = lg_xcalloc(n ? n : 1, sizeof(*r.state));
-	r.of = lg_xcalloc(n ? n : 1, sizeof(*r.of));
-	r.evs = lg_xcalloc(n ? n : 1, sizeof(*r.evs));
-	r.text = lg_xcalloc(n ? n : 1, sizeof(*r.text));
-	lg_buf_init(&r.scratch, JCS_TEXT_MAX_BYTES);
-	time_format_ns(real_ns(), r.answered_at, sizeof(r.answered_at));
 	live = n == 0 || expire(&r);
 	cluster__applier_status(cv->ap, &as);
 	if (!live) {
 		/* Every item waited past its bound: nothing to do. */
 	} else if (as.refused[0] != '\0') {
-		rest_error(&r, 503, as.refused);
+		query_vgroup_fail_rest(&r.g, 503, as.refused);
 	} else if (!as.reachable) {
 		/* DESIGN 11: no etcd quorum, 503 at once. */
-		rest_error(&r, 503,
+		query_vgroup_fail_rest(&r.g, 503,
 			   "this member cannot reach an etcd quorum: it "
 			   "records no verdict (DESIGN 11)");
 	} else if (!resolve(cv, r.deadline_ms, st)) {
 		/* Rule 1: one verdict txn outstanding per member. */
-		rest_error(&r, 503,
+		query_vgroup_fail_rest(&r.g, 503,
 			   "the outcome of an earlier verdict txn is still "
 			   "unknown (DESIGN 11 rule 1)");
 	} else {
 		if (cv->n_owed > 0)
 			append_notes(cv, r.deadline_ms, st);
 		if (cv->out_v.bytes != NULL)
-			rest_error(&r, 503,
+			query_vgroup_fail_rest(&r.g, 503,
 				   "the outcome of an earlier txn is still "
 				   "unknown (DESIGN 11 rule 1)");
 		else
@@ -1108,9 +919,5 @@ void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 	}
 	cluster__etcd_deadline(cv->etcd, 0);
 	update_pending(cv);
-	lg_buf_release(&r.scratch);
-	free(r.state);
-	free(r.of);
-	free(r.evs);
-	free(r.text);
+	query_vgroup_release(&r.g);
 }

@@ -379,6 +379,14 @@ int ledger_append_batch(ledger_t *lg, struct event *evs, size_t n,
 	return append_batch(lg, evs, n, b, UINT64_MAX, first_seq, err);
 }
 
+int ledger_append_at(ledger_t *lg, struct event *evs, size_t n,
+		     uint64_t expect_last, uint64_t *first_seq,
+		     struct lg_error *err)
+{
+	LG_ASSERT(expect_last != UINT64_MAX);
+	return append_batch(lg, evs, n, NULL, expect_last, first_seq, err);
+}
+
 int ledger__store_append_at(ledger_t *lg, struct event *evs, size_t n,
 			    const struct ledger_batch *b, uint64_t expect_last,
 			    struct lg_error *err)

@@ -100,6 +100,14 @@ struct ledger_meta {
 int ledger_append(ledger_t *lg, struct event *evs, size_t n,
 		  const struct ledger_meta *meta, size_t n_meta,
 		  uint64_t *first_seq, struct lg_error *err);
+/* ledger_append of a writer that built evs on the log at seq expect_last
+ * (its records name that seq and the chain head there, a verdict's
+ * basisSeq and chainHead): LG_EMISMATCH, nothing written, when another
+ * writer (the watcher, in a process of its own) appended meanwhile, so
+ * that the caller judges again on the log as it is. */
+int ledger_append_at(ledger_t *lg, struct event *evs, size_t n,
+		     uint64_t expect_last, uint64_t *first_seq,
+		     struct lg_error *err);
 
 /* Reads a meta value into buf (cap bytes); *len is its length. LG_ENOENT
  * when absent, LG_ERANGE when buf is too small. */

@@ -181,13 +181,81 @@ struct query_vstats {
 	uint64_t repeats;    /* answered from the uid index (rule 3) */
 };
 
-/* One review, one verdict (DESIGN 11 rule 3) on lg: 0 when r is no review
- * or its uid was never judged; 1 when it was, with *status and either
- * *again (the recorded answer, caller frees) or msg (cap bytes) saying why
- * not (409: another request under that uid; 503: the index cannot be
- * read). */
-int query_verdict_repeat(ledger_t *lg, const struct verdict_request *r,
-			 int *status, char **again, char *msg, size_t cap);
+/* The verdict path (DESIGN 3.5, 3.7, 11; query/vpath.c): judging,
+ * numbering, rule 3 and recording of one group of requests, the same for
+ * the single pod's group commit and a member's etcd txn; only the append
+ * differs. A back end calls, for one group:
+ *   query_vgroup_init; query_vgroup_repeats (rule 3) on its ledger;
+ *   query_vgroup_judge on the state at (s, h); then, until no item is
+ *   judged: query_vgroup_build at (s, h) with the verdicts before s,
+ *   append the value, and on success query_vgroup_recorded (the log is
+ *   then at the value's last seq and head: build the rest there); when the
+ *   log moved, judge again on the new state (query_vgroup_unjudge, then
+ *   query_vgroup_judge), or, when only VERDICTs intervened, build at the
+ *   new (s, h) keeping the judgement;
+ *   query_vgroup_release.
+ * Items answered (a repeat, a 400, a dry run, a failure) are never judged
+ * or recorded again. One thread at a time. */
+enum query_vstate {
+	QUERY_V_TODO = 0, /* to judge (again) */
+	QUERY_V_JUDGED,	  /* judged: to record */
+	QUERY_V_DONE	  /* answered (status, v or again, or error) */
+};
+struct query_vgroup {
+	struct query_vitem *it;	 /* borrowed: the requests */
+	size_t n;
+	struct query_vstats *st; /* borrowed: counts repeats (may be NULL) */
+	enum query_vstate *state; /* per item */
+	char answered_at[40];	  /* the clock at init: answeredAt */
+	/* The value last built: of[k] is the item of its event k. */
+	size_t *of, m;
+	struct event *evs;
+	char **text;
+	uint64_t base_id; /* the verdicts before its first seq */
+	struct lg_buf scratch;
+};
+void query_vgroup_init(struct query_vgroup *g, struct query_vitem *it,
+		       size_t n, struct query_vstats *st);
+void query_vgroup_release(struct query_vgroup *g);
+/* Item i (not 200) is answered status with msg. */
+void query_vgroup_fail(struct query_vgroup *g, size_t i, int status,
+		       const char *msg);
+/* Every item not answered yet. */
+void query_vgroup_fail_rest(struct query_vgroup *g, int status,
+			    const char *msg);
+size_t query_vgroup_count(const struct query_vgroup *g, enum query_vstate s);
+/* Rule 3 on lg's uid index: every item not answered whose key was judged
+ * is answered from its record (or 409, 503). */
+void query_vgroup_repeats(struct query_vgroup *g, ledger_t *lg);
+/* Rule 3 over a record lg does not hold yet (read from etcd, or recorded
+ * by this process a moment ago): item i, whose key the record at seq
+ * has, is answered from it. */
+void query_vgroup_repeat_of(struct query_vgroup *g, size_t i,
+			    const char *record, uint64_t seq);
+/* Judges every item to judge on st, the state at seq with chain head head
+ * (LEDGER_HEAD_BYTES): a dry run is answered at once, a record that could
+ * not fit an event is a 413, a request the model refuses a 400. */
+void query_vgroup_judge(struct query_vgroup *g, const state_t *st,
+			uint64_t seq, const uint8_t *head);
+/* Every judged item goes back to be judged again (an observation
+ * intervened). */
+void query_vgroup_unjudge(struct query_vgroup *g);
+/* The value of the judged items on st at chain head head, with verdicts
+ * verdicts before: ledger_logval_build_each, each record numbered where it
+ * lands (id, basisSeq = seq - 1, chainHead, the basis's time). As many as
+ * fit max_bytes (*taken: g->of[0..*taken) are the items); *after (may be
+ * NULL; caller frees) the state after them. On error err names the item
+ * g->of[*taken], and nothing is built. */
+int query_vgroup_build(struct query_vgroup *g, const state_t *st,
+		       const uint8_t *head, uint64_t verdicts,
+		       size_t max_bytes, state_t **after,
+		       struct ledger_logval *v, size_t *taken,
+		       struct lg_error *err);
+/* The first taken items of the value built are recorded from first_seq
+ * on: answered 200 with their seq. */
+void query_vgroup_recorded(struct query_vgroup *g, uint64_t first_seq,
+			   size_t taken);
+
 
 struct query_member {
 	/* The handle the server reads through instead of opening db: a

@@ -749,6 +749,14 @@ struct query_server {
 	bool vlingering; /* the timer runs; no group starts meanwhile */
 };
 
+/* One review, one verdict (DESIGN 11 rule 3) on lg: 0 when r is no review
+ * or its uid was never judged; 1 when it was, with *status and either
+ * *again (the recorded answer, caller frees) or msg (cap bytes) saying why
+ * not (409: another request under that uid; 503: the index cannot be
+ * read). */
+int query__verdict_repeat(ledger_t *lg, const struct verdict_request *r,
+			 int *status, char **again, char *msg, size_t cap);
+
 /* Follows the log once: ledger_refresh and index the new events. */
 int query__server_follow(struct query_server *qs, struct lg_error *err);
 /* Ready to judge (DESIGN 7): NULL, or why not (a static string). */

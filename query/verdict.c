@@ -32,7 +32,9 @@
 #include <time.h>
 
 /* A record must fit one ledger event with room for its framing. */
-#define RECORD_MAX_BYTES (LEDGER_EVENT_MAX_BYTES - 4096)
+/* Judgements of one group the watcher's appends may make the single pod
+ * start again before it answers 503. */
+#define POD_ROUNDS_MAX 64
 
 /* ---------------------------------------------------------------------- */
 /* The index: verdict id -> seq. */
@@ -199,24 +201,18 @@ void query__pending_q_release(struct pending_q *q)
 /* ---------------------------------------------------------------------- */
 /* The group commit. */
 
-/* One batch being judged: per queued request its answer, and the records
- * of those that are to be appended. */
+/* One batch being answered: per queued request its answer. */
 struct batch {
-	size_t n, ne;
+	size_t n;
 	int *status;		/* per request */
 	struct verdict *v;	/* per request: its verdict (status 200) */
 	json_t **error;		/* per request: {"error"} (other statuses) */
-	size_t *rec;		/* per request: its record, or SIZE_MAX */
-	struct event *evs;	/* per record */
-	char **text;		/* per record: its canonical bytes */
-	size_t *of;		/* per record: its request */
 	size_t *dup_of;		/* per request: the earlier request of the
 				   batch with its uid, or SIZE_MAX */
 	char **again;		/* per request: the answer from its record
 				   (a repeat), or NULL */
-	bool *recorded;		/* a member's batch: per request, whether it
-				   was recorded (NULL: rec says) */
-	struct lg_buf scratch;	/* where texts are built */
+	bool *recorded;		/* per request: whether it was recorded */
+	struct lg_buf scratch;	/* where answers are built */
 };
 
 static json_t *error_json(const char *msg)
@@ -234,120 +230,24 @@ static void fail_one(struct batch *b, size_t i, int status, const char *msg)
 	b->error[i] = error_json(msg);
 }
 
-static int64_t now_real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Judges request i on the current state; a verdict becomes a record. */
-static void judge_one(struct query_server *qs, struct batch *b, size_t i,
-		      const char *head_hex)
-{
-	const struct pending *p = &qs->q.p[i];
-	struct verdict *v = &b->v[i];
-	struct lg_error err = {0};
-	int rc = verdict_judge(ledger_state(qs->lg), &p->vr, v, &err);
-	char *text;
-
-	/* A judgement fails only on the request (running out of memory
-	 * aborts): a 400. */
-	if (rc != 0) {
-		fail_one(b, i, 400, err.msg[0] ? err.msg : lg_strerror(rc));
-		return;
-	}
-	v->basis_seq = ledger_last_seq(qs->lg);
-	snprintf(v->chain_head, sizeof(v->chain_head), "%s", head_hex);
-	b->status[i] = 200;
-	/* A dry run is answered from the same state and not recorded. */
-	if (p->vr.dry_run)
-		return;
-	v->id = qs->vix.n + 1 + b->ne;
-	text = verdict_record_text(v, RECORD_MAX_BYTES, &b->scratch);
-	if (text == NULL) {
-		fail_one(b, i, 413,
-			 "the verdict record would be larger than a ledger "
-			 "event may be");
-		return;
-	}
-	b->evs[b->ne] = (struct event){
-		.type = EV_VERDICT, .time_ns = now_real_ns(), .text = text};
-	b->text[b->ne] = text;
-	b->rec[i] = b->ne;
-	b->of[b->ne++] = i;
-}
-
-/* Appends the records; on success each verdict gets its seq. */
-static void commit(struct query_server *qs, struct batch *b)
-{
-	struct lg_error err = {0};
-	uint64_t first = 0, want_id = qs->vix.n + 1;
-	int rc;
-
-	if (b->ne == 0)
-		return;
-	rc = ledger_append(qs->lg, b->evs, b->ne, NULL, 0, &first, &err);
-	if (rc == 0)
-		rc = query__vindex_catch_up(qs->lg, &qs->vix, first - 1, &err);
-	if (rc == 0 && qs->vix.n + 1 != want_id)
-		fprintf(stderr,
-			"gpuledger serve: another process appended verdicts; "
-			"ids from %llu are given twice\n",
-			(unsigned long long)want_id);
-	for (size_t k = 0; k < b->ne; k++) {
-		size_t i = b->of[k];
-
-		if (rc != 0) {
-			fail_one(b, i, 503,
-				 err.msg[0] ? err.msg : "append failed");
-			continue;
-		}
-		vindex_push(&qs->vix, first + k);
-		b->v[i].seq = first + k;
-		query__metrics_verdict(&qs->m, qs->q.p[i].vr.kind,
-				       b->v[i].reason);
-	}
-	if (rc == 0) {
-		qs->vix.scanned = first + b->ne - 1;
-		qs->m.batches++;
-		qs->m.batch_events += b->ne;
-	} else {
-		qs->m.append_errors++;
-		fprintf(stderr, "gpuledger serve: recording verdicts: %s\n",
-			err.msg[0] ? err.msg : lg_strerror(rc));
-	}
-}
-
 static void batch_init(struct batch *b, size_t n)
 {
 	b->n = n;
-	b->ne = 0;
-	b->status = lg_xmalloc(n * sizeof(*b->status));
+	b->status = lg_xmalloc((n ? n : 1) * sizeof(*b->status));
 	b->v = lg_xcalloc(n ? n : 1, sizeof(*b->v));
 	b->error = lg_xcalloc(n ? n : 1, sizeof(*b->error));
-	b->rec = lg_xmalloc(n * sizeof(*b->rec));
-	for (size_t i = 0; i < n; i++)
-		b->rec[i] = SIZE_MAX;
-	b->evs = lg_xmalloc(n * sizeof(*b->evs));
-	b->text = lg_xmalloc(n * sizeof(*b->text));
-	b->of = lg_xmalloc(n * sizeof(*b->of));
-	b->dup_of = lg_xmalloc(n * sizeof(*b->dup_of));
+	b->dup_of = lg_xmalloc((n ? n : 1) * sizeof(*b->dup_of));
 	for (size_t i = 0; i < n; i++)
 		b->dup_of[i] = SIZE_MAX;
 	b->again = lg_xcalloc(n ? n : 1, sizeof(*b->again));
-	b->recorded = NULL;
-	/* Answers and records are built here: a record is at most
-	 * RECORD_MAX_BYTES, an answer that of a request body within
-	 * max_body_bytes, its checks and warnings. */
+	b->recorded = lg_xcalloc(n ? n : 1, sizeof(*b->recorded));
+	/* Answers are built here: an answer is at most that of a request
+	 * body within max_body_bytes, its checks and warnings. */
 	lg_buf_init(&b->scratch, JCS_TEXT_MAX_BYTES);
 }
 
 static void batch_release(struct batch *b)
 {
-	for (size_t k = 0; k < b->ne; k++)
-		free(b->text[k]);
 	for (size_t i = 0; i < b->n; i++) {
 		verdict_release(&b->v[i]);
 		json_decref(b->error[i]);
@@ -359,10 +259,6 @@ static void batch_release(struct batch *b)
 	free(b->status);
 	free(b->v);
 	free(b->error);
-	free(b->rec);
-	free(b->evs);
-	free(b->text);
-	free(b->of);
 	lg_buf_release(&b->scratch);
 }
 
@@ -380,7 +276,7 @@ static char *answer_text(struct batch *b, const struct pending *p, size_t i)
 		i = b->dup_of[i];
 	if (b->again[i] != NULL)
 		return lg_xstrdup(b->again[i]);
-	recorded = b->recorded != NULL ? b->recorded[i] : b->rec[i] < b->ne;
+	recorded = b->recorded[i];
 
 	if (b->status[i] != 200)
 		return jcs_text(b->error[i], 0, SIZE_MAX, &b->scratch);
@@ -462,33 +358,133 @@ static bool dup_in_batch(const struct pending_q *q, struct batch *b, size_t i)
 	return false;
 }
 
-/* Whether request i repeats a review already judged (DESIGN 11 rule 3):
- * then it is settled here (its answer, or a 409 or 503) and not judged. */
-static bool repeat_one(struct query_server *qs, struct batch *b, size_t i)
+/* The requests of q as items of the verdict path (caller frees *it and
+ * *of): every one not settled within the batch (a repeat of an earlier
+ * request of it is answered as that one, dup_of; a uid reused for another
+ * request, 409). (*of)[k] is item k's request. */
+static size_t group_items(struct query_server *qs, struct pending_q *q,
+			  struct batch *b, struct query_vitem **it,
+			  size_t **of)
 {
-	const struct verdict_request *r = &qs->q.p[i].vr;
-	char msg[LG_ERRMSG_MAX];
-	struct verdict_key k;
-	int rc;
+	size_t n = 0;
 
-	verdict_request_key(r, &k);
-	if (k.kind == VERDICT_KEY_NONE)
-		return false;
-	if (dup_in_batch(&qs->q, b, i)) {
-		qs->m.verdict_repeats += b->dup_of[i] != SIZE_MAX;
-		return true;
+	*it = lg_xcalloc(q->n ? q->n : 1, sizeof(**it));
+	*of = lg_xcalloc(q->n ? q->n : 1, sizeof(**of));
+	for (size_t i = 0; i < q->n; i++) {
+		if (dup_in_batch(q, b, i)) {
+			qs->m.verdict_repeats += b->dup_of[i] != SIZE_MAX;
+			continue;
+		}
+		(*it)[n] = (struct query_vitem){
+			.vr = &q->p[i].vr,
+			.t0_ms = (int64_t)(q->p[i].t0_ns / 1000000)};
+		(*of)[n++] = i;
 	}
-	rc = query_verdict_repeat(qs->lg, r, &b->status[i], &b->again[i],
-				  msg, sizeof(msg));
-	if (rc == 0)
-		return false;
-	if (b->status[i] != 200)
-		fail_one(b, i, b->status[i], msg);
-	qs->m.verdict_repeats += b->status[i] == 200;
-	return true;
+	return n;
 }
 
-int query_verdict_repeat(ledger_t *lg, const struct verdict_request *r,
+/* Each item's answer into the batch (taking over what the items own), and
+ * every repeat within the batch answered as its first. */
+static void items_answers(struct query_server *qs, struct batch *b,
+			  struct query_vitem *it, const size_t *of, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		size_t i = of[k];
+
+		b->status[i] = it[k].status;
+		if (it[k].status == 200 && it[k].again != NULL) {
+			b->again[i] = it[k].again;
+		} else if (it[k].status == 200) {
+			b->v[i] = it[k].v;
+			b->recorded[i] = it[k].recorded;
+			if (it[k].recorded)
+				query__metrics_verdict(&qs->m, it[k].vr->kind,
+						       it[k].v.reason);
+		} else {
+			verdict_release(&it[k].v);
+			free(it[k].again);
+			b->error[i] = error_json(it[k].error);
+		}
+	}
+	for (size_t i = 0; i < b->n; i++)
+		if (b->dup_of[i] != SIZE_MAX)
+			b->status[i] = b->status[b->dup_of[i]];
+}
+
+/* The single pod's back end of the verdict path (query/vpath.c): the group
+ * judged on the ledger's state and appended to the LMDB log in one durable
+ * transaction at the seq it was judged on. The watcher, a process of its
+ * own, may append between the two: then the group is judged again on the
+ * log as it is (rule 9: one snapshot per judgement), a bounded number of
+ * times. */
+static void pod_verdicts(struct query_server *qs, struct query_vitem *it,
+			 size_t n, struct query_vstats *st)
+{
+	struct query_vgroup g;
+	struct lg_error err = {0};
+	unsigned rounds = 0;
+	int rc;
+
+	query_vgroup_init(&g, it, n, st);
+	if ((rc = query__server_follow(qs, &err)) != 0) {
+		query_vgroup_fail_rest(&g, 503, err.msg);
+		goto out;
+	}
+	query_vgroup_repeats(&g, qs->lg);
+	query_vgroup_judge(&g, ledger_state(qs->lg), ledger_last_seq(qs->lg),
+			   ledger_head(qs->lg));
+	while (query_vgroup_count(&g, QUERY_V_JUDGED) > 0) {
+		struct ledger_logval v = {0};
+		uint64_t s = ledger_last_seq(qs->lg), first = 0;
+		size_t taken = 0;
+
+		rc = query_vgroup_build(&g, ledger_state(qs->lg),
+					ledger_head(qs->lg), qs->vix.n,
+					SIZE_MAX, NULL, &v, &taken, &err);
+		ledger_logval_release(&v);
+		if (rc != 0) {
+			/* A record that does not fit the state: that item
+			 * is refused, the rest go on. */
+			query_vgroup_fail(&g, g.of[taken < g.m ? taken : 0],
+					  500, err.msg);
+			continue;
+		}
+		rc = ledger_append_at(qs->lg, g.evs, taken, s, &first, &err);
+		if (rc == LG_EMISMATCH && ++rounds < POD_ROUNDS_MAX &&
+		    query__server_follow(qs, &err) == 0) {
+			/* The watcher appended: judge again on its log. */
+			query_vgroup_unjudge(&g);
+			query_vgroup_repeats(&g, qs->lg);
+			query_vgroup_judge(&g, ledger_state(qs->lg),
+					   ledger_last_seq(qs->lg),
+					   ledger_head(qs->lg));
+			continue;
+		}
+		if (rc == 0)
+			rc = query__vindex_catch_up(qs->lg, &qs->vix, first - 1,
+						    &err);
+		if (rc != 0) {
+			qs->m.append_errors++;
+			fprintf(stderr,
+				"gpuledger serve: recording verdicts: %s\n",
+				err.msg[0] ? err.msg : lg_strerror(rc));
+			query_vgroup_fail_rest(&g, 503,
+					       err.msg[0] ? err.msg
+							  : "append failed");
+			break;
+		}
+		for (size_t k = 0; k < taken; k++)
+			vindex_push(&qs->vix, first + k);
+		qs->vix.scanned = first + taken - 1;
+		qs->m.batches++;
+		qs->m.batch_events += taken;
+		query_vgroup_recorded(&g, first, taken);
+	}
+out:
+	query_vgroup_release(&g);
+}
+
+int query__verdict_repeat(ledger_t *lg, const struct verdict_request *r,
 			 int *status, char **again_text, char *msg, size_t cap)
 {
 	struct lg_error err = {0};
@@ -607,28 +603,7 @@ static void vjob_done(uv_work_t *w, int status)
 	struct batch *b = &j->b;
 	size_t answered = 0;
 
-	for (size_t k = 0; k < j->n_it; k++) {
-		struct query_vitem *it = &j->it[k];
-		size_t i = j->of[k];
-
-		b->status[i] = it->status;
-		if (it->status == 200 && it->again != NULL) {
-			b->again[i] = it->again;
-		} else if (it->status == 200) {
-			b->v[i] = it->v;
-			b->recorded[i] = it->recorded;
-			if (it->recorded)
-				query__metrics_verdict(&qs->m, it->vr->kind,
-						       it->v.reason);
-		} else {
-			verdict_release(&it->v);
-			free(it->again);
-			b->error[i] = error_json(it->error);
-		}
-	}
-	for (size_t i = 0; i < b->n; i++)
-		if (b->dup_of[i] != SIZE_MAX)
-			b->status[i] = b->status[b->dup_of[i]];
+	items_answers(qs, b, j->it, j->of, j->n_it);
 	vstats_add(&qs->vstats, &j->st);
 	qs->m.verdict_repeats += j->st.repeats;
 	qs->m.batches += j->st.txns;
@@ -658,7 +633,6 @@ static void vjob_done(uv_work_t *w, int status)
 static void member_batch_run(struct query_server *qs)
 {
 	struct vjob *j;
-	size_t n;
 
 	if (qs->vjob != NULL || (qs->vlingering && !qs->stopping))
 		return; /* the queue keeps filling: the next group */
@@ -672,21 +646,8 @@ static void member_batch_run(struct query_server *qs)
 	j->q = qs->q;
 	qs->q = (struct pending_q){.p = j->q.spare, .cap = j->q.spare_cap};
 	j->q.spare = NULL;
-	n = j->q.n;
-	batch_init(&j->b, n);
-	j->b.recorded = lg_xcalloc(n ? n : 1, sizeof(*j->b.recorded));
-	j->it = lg_xcalloc(n ? n : 1, sizeof(*j->it));
-	j->of = lg_xcalloc(n ? n : 1, sizeof(*j->of));
-	for (size_t i = 0; i < n; i++) {
-		if (dup_in_batch(&j->q, &j->b, i)) {
-			qs->m.verdict_repeats += j->b.dup_of[i] != SIZE_MAX;
-			continue;
-		}
-		j->it[j->n_it] = (struct query_vitem){
-			.vr = &j->q.p[i].vr,
-			.t0_ms = (int64_t)(j->q.p[i].t0_ns / 1000000)};
-		j->of[j->n_it++] = i;
-	}
+	batch_init(&j->b, j->q.n);
+	j->n_it = group_items(qs, &j->q, &j->b, &j->it, &j->of);
 	qs->vjob = j;
 	LG_ASSERT(uv_queue_work(&qs->loop, &j->work, vjob_work, vjob_done) ==
 		  0);
@@ -704,39 +665,31 @@ void query__verdict_member_tick(struct query_server *qs)
 
 void query__verdict_batch_run(struct query_server *qs)
 {
-	struct lg_error err = {0};
-	char head[2 * LEDGER_HEAD_BYTES + 1];
+	struct query_vstats st = {0};
+	struct query_vitem *it;
 	struct pending_q q;
 	struct batch b;
-	int rc;
+	size_t *of, n_it;
 
 	uv_idle_stop(&qs->batch_idle);
 	if (qs->o.member != NULL && qs->o.member->verdicts != NULL) {
 		member_batch_run(qs);
 		return;
 	}
-	batch_init(&b, qs->q.n);
-	rc = query__server_follow(qs, &err);
-	query__hex(ledger_head(qs->lg), head);
-	for (size_t i = 0; i < b.n; i++) {
-		if (rc != 0) {
-			b.status[i] = 503;
-			b.error[i] = error_json(err.msg);
-		} else if (!repeat_one(qs, &b, i)) {
-			judge_one(qs, &b, i, head);
-		}
-	}
-	commit(qs, &b);
-	for (size_t i = 0; i < b.n; i++)
-		if (b.dup_of[i] != SIZE_MAX)
-			b.status[i] = b.status[b.dup_of[i]];
-	/* Connections see their answers only now; the queue is handed over
-	 * first, because answering resumes them and they may queue more. */
+	/* The queue is handed over first: answering resumes connections,
+	 * which may queue more. */
 	q = qs->q;
 	qs->q = (struct pending_q){.p = q.spare, .cap = q.spare_cap};
 	q.spare = NULL;
+	batch_init(&b, q.n);
+	n_it = group_items(qs, &q, &b, &it, &of);
+	pod_verdicts(qs, it, n_it, &st);
+	items_answers(qs, &b, it, of, n_it);
+	qs->m.verdict_repeats += st.repeats;
 	answer_all(qs, &b, &q);
 	batch_release(&b);
+	free(it);
+	free(of);
 	/* This batch's array is the spare of the next. */
 	pending_q_clear(&q);
 	free(qs->q.spare);

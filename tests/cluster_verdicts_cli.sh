@@ -416,13 +416,20 @@ for range in "--from 2026-03-01" "--from 2026-03-03 --to 2026-03-03T07:30:00Z"; 
 		bad "export $range: m3's differs from a single pod's: $(diff "$tmp/export.m3" "$tmp/export.single" | head -4)"
 	fi
 done
-# A single-pod serve over the same ledger still writes no answeredAt.
+# One verdict path, two back ends (DESIGN 3.7): a single-pod serve over the
+# same ledger records as a member does: basisSeq = seq - 1, the time of
+# the event before it, the clock in answeredAt.
 db=$tmp/base
 start_server
 curl -s -X POST "http://127.0.0.1:$port/v1/admission" --data-binary @"$tmp/again" >/dev/null
 stop_server
-is "single-pod records carry no answeredAt" \
-	"$("$bin" log --db "$tmp/base" | jq -r 'select(.type == "VERDICT") | .record | has("answeredAt")')" false
+"$bin" log --db "$tmp/base" >"$tmp/single.log"
+is "single pod: the verdict carries answeredAt" \
+	"$(jq -r 'select(.type == "VERDICT") | .record | has("answeredAt")' "$tmp/single.log" | sort -u)" true
+is "single pod: basisSeq = seq - 1, the time of the event before it" \
+	"$(jq -s -r '. as $e | [range(1; length) | select($e[.].type == "VERDICT" and
+		($e[.].time != $e[. - 1].time or $e[.].record.basisSeq != $e[.].seq - 1)) | $e[.].seq] | join(",")' \
+		"$tmp/single.log")" ""
 
 echo "cluster_verdicts_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

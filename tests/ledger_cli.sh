@@ -407,5 +407,20 @@ expect "verify, a flipped tree page" 1
 has "verify, a flipped tree page: named" "$tmp/out" \
 	'^damaged storage at seq [0-9]+: Merkle tree: '
 
+# A ledger written before the one verdict path (DESIGN 3.7: a single pod
+# then stamped a verdict with its clock, without answeredAt, and judged a
+# group on one basis, so basisSeq could be below seq - 1): serve's log of
+# November 2026, imported byte for byte, still verifies to the head it had
+# and every verdict still re-derives.
+run "$bin" import --db "$tmp/nov" --create <"$(dirname "$0")/query/verdicts-2026-11.ndjson"
+expect "import, a ledger from before the one verdict path" 0
+run "$bin" verify --db "$tmp/nov"
+expect "verify, a ledger from before the one verdict path" 0
+has "verify, a ledger from before the one verdict path: its head" "$tmp/out" \
+	'^ok: 46 events, 0 checkpoints, head b65d7fe9a6f8dcfe6001d7e4ffc74457d4f634b6207150754e831c1d1d1f5147$'
+run "$bin" audit --db "$tmp/nov"
+expect "audit, a ledger from before the one verdict path" 0
+has "audit, a ledger from before the one verdict path: all" "$tmp/out" '^ok: 9 verdicts match'
+
 echo "ledger_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -232,7 +232,7 @@ class Gen:
                 self.obj(m), False)
 
 
-STRIP = ("id", "seq", "basisSeq", "chainHead")
+STRIP = ("id", "seq", "basisSeq", "chainHead", "answeredAt")
 
 
 def canon(v):

@@ -16,9 +16,10 @@ through 127.0.0.1:8420, which is rewritten to the real port.
 Outputs are compared as text; a JSON document (whole, or one per line) is
 compared as canonical JSON, so the page may pretty-print it. A line "..."
 in the expected output stands for one or more lines, and "..." inside a line
-for any characters. Only what must vary is normalised: the port, the times
-of VERDICT events (the server's clock) and the chain heads from the first
-VERDICT event on, which hash those times. A documented chain head or time
+for any characters. Only what must vary is normalised: the port, the
+answeredAt of VERDICT records (the server's clock; older ledgers stamped
+it as the VERDICT event's time) and the chain heads from the first VERDICT
+event on, which hash those times. A documented chain head or time
 matches itself or any such varying value of the real run.
 
 Usage: run_examples.py --bin GPULEDGER --root SRC PAGE.md
@@ -226,6 +227,9 @@ class Runner:
         if not verdicts:
             return set(), set()
         times = {e["time"] for e in verdicts}
+        times |= {e["record"]["answeredAt"] for e in verdicts
+                  if isinstance(e.get("record"), dict)
+                  and isinstance(e["record"].get("answeredAt"), str)}
         heads = set()
         for s in range(verdicts[0]["seq"], events[-1]["seq"] + 1):
             st = json.loads(self.sh(f"gpuledger replay --db ledger --at {s} "
