@@ -26,7 +26,11 @@
 #                     the CEL evaluator (npm @bufbuild/cel) that
 #                     tests/webhook_cli.sh runs the webhook's matchConditions
 #                     with; both pinned by tests/deploy/schema/package.json
-#                     and installed by those tests into build/npm-schema
+#                     and installed by those tests into build/npm-schema;
+#                     and DuckDB (npm @duckdb/node-api, a prebuilt DuckDB)
+#                     that tests/duckdb_cli.sh loads the FOCUS export into,
+#                     pinned by tests/duckdb/package.json, installed into
+#                     build/npm-duckdb
 #   wrk               tests/bench/serve_bench.sh, the quick HTTP and TLS
 #                     figures outside `make bench` (which installs it too)
 #   chromium          the web console's browser test: headless chromium driven
