@@ -13,229 +13,293 @@
 #include <sys/stat.h>
 
 static const char member_usage[] =
-	"usage: gpuledger member --db DIR --etcd URL[,URL...] --prefix P "
-	"--name NAME\n"
-	"         [--listen ADDR:PORT] [--lease-ttl SECONDS]\n"
+	"usage: gpuledger member --db DIR --etcd URL[,URL...] --prefix "
+	"P --name NAME\n"
+	"         [--lease-ttl SECONDS] [--verdict-timeout-ms MS] "
+	"[--checkpoint-every N]\n"
 	"         [--etcd-cacert F --etcd-cert F --etcd-key F] "
 	"[--etcd-timeout-ms MS]\n"
-	"         [--token-file FILE] [--tls-cert F --tls-key F "
-	"[--tls-client-ca F]]\n"
-	"         [--probe-listen ADDR:PORT] [--checkpoint-every N]\n"
-	"         [--verdict-timeout-ms MS]\n"
-	"         [--watch [--kubeconfig F] [--context NAME] [--classes F] "
-	"[--tick S]\n"
-	"          [--keep N] [--keep-bytes B] [--defrag-free B]]\n"
+	"         [--listen HOST:PORT] [--token-file FILE] [--rates "
+	"FILE]\n"
+	"         [--tls-cert F --tls-key F [--tls-client-ca F]]\n"
+	"         [--probe-listen HOST:PORT] [--max-body BYTES] "
+	"[--max-conns N] ...\n"
 	"         [--sign-key F [--sign-every N]]\n"
+	"         [--watch [--kubeconfig F] [--context NAME] "
+	"[--classes F] [--tick S]\n"
+	"          [--keep N] [--keep-bytes B] [--defrag-free B]]\n"
 	"         [--peer URL [--peer-token-file F] [--peer-cacert F]\n"
 	"          [--peer-cert F --peer-key F]]\n"
-	"  a member of a cluster on etcd (DESIGN 11): its applier follows\n"
-	"  P/log/ in etcd and appends every committed value to the ledger at\n"
-	"  --db (made when missing), checking each chain head against\n"
-	"  P/head; serve's routes answer from that ledger. With --watch it\n"
-	"  campaigns for P/leader (a lease of --lease-ttl) and, while it\n"
-	"  leads, runs the live watcher of `gpuledger watch`, appending what\n"
-	"  it observes to etcd's log (a NOTE LeaderChanged starts each term).\n"
-	"  A ledger of another history (another P/epoch, etcd cluster or\n"
-	"  prefix, a seq past P/head, another head at P/head's seq) is\n"
-	"  refused at the start (exit 2, naming why). POST /v1/admission\n"
-	"  and /v1/declarations are judged on the member's state and\n"
-	"  answered once etcd's log holds the verdict (503 when that is not\n"
-	"  known within --verdict-timeout-ms); other POSTs answer 503; while\n"
-	"  etcd cannot be reached GETs carry X-Gpuledger-Stale: <seconds>\n"
-	"  and /readyz is 503 with the reason. Prints \"listening on\n"
-	"  HOST:PORT\" when ready to accept; SIGINT or SIGTERM stop it.\n";
+	"  a member of a cluster on etcd (DESIGN 11): its applier "
+	"follows\n"
+	"  P/log/ in etcd and appends every committed value to the "
+	"ledger at\n"
+	"  --db (made when missing), checking each chain head against "
+	"P/head;\n"
+	"  serve's routes answer from that ledger, and every option of "
+	"serve's\n"
+	"  server (--listen to --poll-ms below) is serve's, with "
+	"serve's\n"
+	"  defaults. With --watch it campaigns for P/leader (a lease "
+	"of\n"
+	"  --lease-ttl) and, while it leads, runs the live watcher of\n"
+	"  `gpuledger watch`, appending what it observes to etcd's log "
+	"(a NOTE\n"
+	"  LeaderChanged starts each term). A ledger of another "
+	"history\n"
+	"  (another P/epoch, etcd cluster or prefix, a seq past "
+	"P/head, another\n"
+	"  head at P/head's seq) is refused at the start (exit 2, "
+	"naming why).\n"
+	"  POST /v1/admission and /v1/declarations are judged on the "
+	"member's\n"
+	"  state and answered once etcd's log holds the verdict (503 "
+	"when that\n"
+	"  is not known within --verdict-timeout-ms); other POSTs "
+	"answer 503;\n"
+	"  while etcd cannot be reached GETs carry X-Gpuledger-Stale: "
+	"<seconds>\n"
+	"  and /readyz is 503 with the reason. Prints \"listening on "
+	"HOST:PORT\"\n"
+	"  when ready to accept; SIGINT or SIGTERM stop it.\n";
 
-int cmd_member(int argc, char **argv)
-{
-	struct cluster_member_opts o = {.lease_ttl_s = 5,
-					.tick_s = 60,
-					.rt = {CLUSTER_KEEP_DEFAULT,
-					       CLUSTER_KEEP_BYTES_DEFAULT,
-					       CLUSTER_DEFRAG_FREE_DEFAULT}};
-	struct query_opts *q = &o.q;
-	const char *classes = NULL, *peer_token_file = NULL, *sign_key = NULL;
+/* What the command line gives beyond struct cluster_member_opts: serve's
+ * bounds as read, and files that are read into what the member takes. */
+struct member_args {
+	struct cluster_member_opts o;
+	struct server_limits lim;
+	const char *classes, *peer_token_file, *sign_key;
+};
+
+/* What the member borrows while it runs, made from those files; released
+ * by member_release. */
+struct member_held {
 	struct note_signer signer;
-	char *peer_token = NULL;
+	char *peer_token;
 	struct class_table t;
-	const struct opt opts[] = {
-		{"--db", OPT_STR, &q->db, "DIR",
-		 "the member's own ledger (made when missing)"},
-		OPT_ETCD(&o),
-		{"--prefix", OPT_STR, &o.prefix, "P",
-		 "the cluster's keys in etcd, e.g. /gpuledger/prod"},
-		{"--name", OPT_STR, &o.name, "NAME",
-		 "this member's name (P/members/NAME)"},
-		{"--listen", OPT_STR, &q->listen, "HOST:PORT",
-		 "serve's address (default 127.0.0.1:8420; port 0 picks a "
-		 "free one); without --token-file only a loopback address"},
-		{"--lease-ttl", OPT_U64, &o.lease_ttl_s, "SECONDS",
-		 "the leader's lease (default 5)"},
-		{"--token-file", OPT_STR, &q->token_file, "FILE",
-		 "`TOKEN ROLE` per line, as serve takes it"},
-		{"--tls-cert", OPT_STR, &q->tls_cert, "FILE",
-		 "serve HTTPS with this PEM chain;"},
-		{"--tls-key", OPT_STR, &q->tls_key, "FILE", "and its key"},
-		{"--tls-client-ca", OPT_STR, &q->tls_client_ca, "FILE",
-		 "require client certificates signed by it"},
-		{"--probe-listen", OPT_STR, &q->probe_listen, "HOST:PORT",
-		 "plain HTTP for /healthz and /readyz only; prints \"probes "
-		 "on HOST:PORT\""},
-		{"--verdict-timeout-ms", OPT_U64, &o.verdict_timeout_ms, "MS",
-		 "bound of judging and recording a verdict batch (default "
-		 "7000, 70% of the webhook's 10 s; DESIGN 11 rule 2): what is "
-		 "unknown there is answered 503"},
-		{"--checkpoint-every", OPT_U64, &o.checkpoint_every, "N",
-		 "a checkpoint every N seqs (default 1000000), never on a "
-		 "timer: every member writes the same ones (DESIGN 11 rule "
-		 "10)"},
-		{"--watch", OPT_FLAG, &o.watch, NULL,
-		 "campaign for P/leader and run the watcher while leading "
-		 "(every member of a cluster should have it: the one that "
-		 "leads watches); while leading, it also runs retention "
-		 "(--keep, --keep-bytes, --defrag-free)"},
-		{"--kubeconfig", OPT_STR, &o.kubeconfig, "FILE",
-		 "with --watch: the API server's kubeconfig (default "
-		 "$KUBECONFIG, ~/.kube/config, else the pod's service "
-		 "account)"},
-		{"--context", OPT_STR, &o.context, "NAME",
-		 "with --watch: the kubeconfig context (default the current "
-		 "one)"},
-		{"--classes", OPT_STR, &classes, "FILE",
-		 "with --watch: the class table at start, as watch takes it"},
-		{"--tick", OPT_U64, &o.tick_s, "S",
-		 "with --watch: a TICK after S seconds of quiet (default 60)"},
-		{"--max-txn-bytes", OPT_U64, &o.max_txn_bytes, "BYTES",
-		 "with --watch: the largest log value one txn writes (default "
-		 "1400000, under etcd's 1.5 MiB request limit); a larger "
-		 "flush is split, with P/open around its parts"},
-		{"--peer", OPT_STR, &o.peer, "URL",
-		 "a ready member (its serve address) to copy the log from "
-		 "when etcd no longer holds it after this member's seq "
-		 "(joining, DESIGN 11): GET /v1/events, every head checked"},
-		{"--peer-token-file", OPT_STR, &peer_token_file, "FILE",
-		 "with --peer: its bearer token (an admin's or auditor's); "
-		 "the file must not be group/other readable"},
-		{"--peer-cacert", OPT_STR, &o.peer_cacert, "FILE",
-		 "with --peer: the CA of its certificate"},
-		{"--peer-cert", OPT_STR, &o.peer_cert, "FILE",
-		 "with --peer: a client certificate (a peer with "
-		 "--tls-client-ca)"},
-		{"--peer-key", OPT_STR, &o.peer_key, "FILE", "and its key"},
-		{"--sign-key", OPT_STR, &sign_key, "FILE",
-		 "sign a C2SP checkpoint of the tree at every multiple of "
-		 "--sign-every seqs (DESIGN 11 rule 10; the key as serve "
-		 "takes it, the same on every member: each writes the same "
-		 "note); a member whose newest is older than the cluster's "
-		 "answers /v1/checkpoint and proofs 503"},
-		{"--sign-every", OPT_U64, &o.sign_every, "N",
-		 "with --sign-key: seqs between signed checkpoints (default "
-		 "1000), never a timer"},
-		OPT_RETENTION(&o.rt),
-	};
-	const struct cmd_spec spec =
-		CMD_SPEC("member", member_usage, opts, NULL);
-	struct lg_error err = {0};
-	cluster_member_t *m;
-	const char *listen;
-	int status = opts_parse(&spec, argc, argv), rc;
+};
 
-	if (status != OPTS_RUN)
-		return opts_exit(status);
-	tool_no_dumps();
-	if (q->db == NULL || o.eo.endpoints == NULL || o.prefix == NULL ||
-	    o.name == NULL) {
+/* The member's own option groups, one option a line as in the other
+ * tables; the etcd client's, retention's and serve's server's are shared
+ * (tools.h). */
+/* clang-format off */
+#define OPT_MEMBER(a) \
+	{"--prefix", OPT_STR, &(a)->o.prefix, "P", \
+	 "the cluster's keys in etcd, e.g. /gpuledger/prod"}, \
+	{"--name", OPT_STR, &(a)->o.name, "NAME", \
+	 "this member's name (P/members/NAME)"}, \
+	{"--lease-ttl", OPT_U64, &(a)->o.lease_ttl_s, "SECONDS", \
+	 "the leader's lease (default 5)"}, \
+	{"--verdict-timeout-ms", OPT_U64, &(a)->o.verdict_timeout_ms, "MS", \
+	 "bound of judging and recording a verdict batch (default " \
+	 "7000, 70% of the webhook's 10 s; DESIGN 11 rule 2): what is " \
+	 "unknown there is answered 503"}, \
+	{"--checkpoint-every", OPT_U64, &(a)->o.checkpoint_every, "N", \
+	 "a checkpoint every N seqs (default 1000000), never on a " \
+	 "timer: every member writes the same ones (DESIGN 11 rule " \
+	 "10)"}
+#define OPT_MEMBER_SIGN(a) \
+	{"--sign-key", OPT_STR, &(a)->sign_key, "FILE", \
+	 "sign a C2SP checkpoint of the tree at every multiple of " \
+	 "--sign-every seqs (DESIGN 11 rule 10; the key as serve " \
+	 "takes it, the same on every member: each writes the same " \
+	 "note); a member whose newest is older than the cluster's " \
+	 "answers /v1/checkpoint and proofs 503"}, \
+	{"--sign-every", OPT_U64, &(a)->o.sign_every, "N", \
+	 "with --sign-key: seqs between signed checkpoints (default " \
+	 "1000), never a timer"}
+#define OPT_MEMBER_WATCH(a) \
+	{"--watch", OPT_FLAG, &(a)->o.watch, NULL, \
+	 "campaign for P/leader and run the watcher while leading " \
+	 "(every member of a cluster should have it: the one that " \
+	 "leads watches); while leading, it also runs retention " \
+	 "(--keep, --keep-bytes, --defrag-free)"}, \
+	{"--kubeconfig", OPT_STR, &(a)->o.kubeconfig, "FILE", \
+	 "with --watch: the API server's kubeconfig (default " \
+	 "$KUBECONFIG, ~/.kube/config, else the pod's service " \
+	 "account)"}, \
+	{"--context", OPT_STR, &(a)->o.context, "NAME", \
+	 "with --watch: the kubeconfig context (default the current " \
+	 "one)"}, \
+	{"--classes", OPT_STR, &(a)->classes, "FILE", \
+	 "with --watch: the class table at start, as watch takes it"}, \
+	{"--tick", OPT_U64, &(a)->o.tick_s, "S", \
+	 "with --watch: a TICK after S seconds of quiet (default 60)"}, \
+	{"--max-txn-bytes", OPT_U64, &(a)->o.max_txn_bytes, "BYTES", \
+	 "with --watch: the largest log value one txn writes (default " \
+	 "1400000, under etcd's 1.5 MiB request limit); a larger " \
+	 "flush is split, with P/open around its parts"}
+#define OPT_MEMBER_PEER(a) \
+	{"--peer", OPT_STR, &(a)->o.peer, "URL", \
+	 "a ready member (its serve address) to copy the log from " \
+	 "when etcd no longer holds it after this member's seq " \
+	 "(joining, DESIGN 11): GET /v1/events, every head checked"}, \
+	{"--peer-token-file", OPT_STR, &(a)->peer_token_file, "FILE", \
+	 "with --peer: its bearer token (an admin's or auditor's); " \
+	 "the file must not be group/other readable"}, \
+	{"--peer-cacert", OPT_STR, &(a)->o.peer_cacert, "FILE", \
+	 "with --peer: the CA of its certificate"}, \
+	{"--peer-cert", OPT_STR, &(a)->o.peer_cert, "FILE", \
+	 "with --peer: a client certificate (a peer with " \
+	 "--tls-client-ca)"}, \
+	{"--peer-key", OPT_STR, &(a)->o.peer_key, "FILE", "and its key"}
+/* clang-format on */
+
+/* The combinations and ranges the parser cannot see. Prints the error;
+ * 0 or EXIT_USAGE. */
+static int member_check(const struct member_args *a)
+{
+	const struct cluster_member_opts *o = &a->o;
+
+	if (o->q.db == NULL || o->eo.endpoints == NULL || o->prefix == NULL ||
+	    o->name == NULL) {
 		tool_error("member: --db, --etcd, --prefix and --name are "
 			   "required");
 		return EXIT_USAGE;
 	}
-	if (o.verdict_timeout_ms != 0 && (o.verdict_timeout_ms < 100 ||
-					  o.verdict_timeout_ms > 600000)) {
+	if (o->verdict_timeout_ms != 0 &&
+	    (o->verdict_timeout_ms < 100 || o->verdict_timeout_ms > 600000)) {
 		tool_error("member: --verdict-timeout-ms is 100 to 600000");
 		return EXIT_USAGE;
 	}
-	if (o.lease_ttl_s < 2 || o.lease_ttl_s > 3600) {
+	if (o->lease_ttl_s < 2 || o->lease_ttl_s > 3600) {
 		tool_error("member: --lease-ttl is 2 to 3600 seconds");
 		return EXIT_USAGE;
 	}
-	if (!o.watch && (o.kubeconfig || o.context || classes)) {
+	if (!o->watch && (o->kubeconfig || o->context || a->classes)) {
 		tool_error("member: --kubeconfig, --context and --classes go "
 			   "with --watch");
 		return EXIT_USAGE;
 	}
-	if (o.max_txn_bytes != 0 &&
-	    (o.max_txn_bytes < 8192 || o.max_txn_bytes > 1400000)) {
+	if (o->max_txn_bytes != 0 &&
+	    (o->max_txn_bytes < 8192 || o->max_txn_bytes > 1400000)) {
 		tool_error("member: --max-txn-bytes is 8192 to 1400000");
 		return EXIT_USAGE;
 	}
-	if (o.tick_s == 0 || o.tick_s > 86400) {
+	if (o->tick_s == 0 || o->tick_s > 86400) {
 		tool_error("member: --tick is 1 to 86400 seconds");
 		return EXIT_USAGE;
 	}
-	if (sign_key == NULL && o.sign_every != 0) {
+	if (a->sign_key == NULL && o->sign_every != 0) {
 		tool_error("member: --sign-every goes with --sign-key");
 		return EXIT_USAGE;
 	}
-	if (o.sign_every > 100000000) {
+	if (o->sign_every > 100000000) {
 		tool_error("member: --sign-every is 1 to 100000000");
 		return EXIT_USAGE;
 	}
-	if (sign_key != NULL) {
-		if ((rc = tlog_load_signer("member", sign_key, &signer)) != 0)
-			return rc;
-		o.signer = &signer;
-	}
-	if (o.peer == NULL && (peer_token_file || o.peer_cacert ||
-			       o.peer_cert || o.peer_key)) {
+	if (o->peer == NULL && (a->peer_token_file || o->peer_cacert ||
+				o->peer_cert || o->peer_key)) {
 		tool_error("member: --peer-token-file, --peer-cacert, "
 			   "--peer-cert and --peer-key go with --peer");
 		return EXIT_USAGE;
 	}
-	if ((o.peer_cert == NULL) != (o.peer_key == NULL)) {
+	if ((o->peer_cert == NULL) != (o->peer_key == NULL)) {
 		tool_error("member: --peer-cert and --peer-key go together");
 		return EXIT_USAGE;
 	}
-	if (peer_token_file != NULL &&
-	    (peer_token = tool_read_token(peer_token_file)) == NULL) {
+	return EXIT_OK;
+}
+
+static void member_release(struct member_held *h)
+{
+	class_table_release(&h->t);
+	free(h->peer_token);
+	h->peer_token = NULL;
+}
+
+/* Reads the files of a into h and points a->o at them, then makes the
+ * ledger directory. Prints the error; 0 or EXIT_USAGE with h released. */
+static int member_prepare(struct member_args *a, struct member_held *h)
+{
+	struct cluster_member_opts *o = &a->o;
+	int rc;
+
+	class_table_init(&h->t);
+	h->peer_token = NULL;
+	if (a->sign_key != NULL) {
+		if ((rc = tlog_load_signer("member", a->sign_key,
+					   &h->signer)) != 0)
+			return rc;
+		o->signer = &h->signer;
+	}
+	if (a->peer_token_file != NULL &&
+	    (h->peer_token = tool_read_token(a->peer_token_file)) == NULL) {
 		tool_error("member: %s: unreadable, readable by group or "
 			   "others (chmod 600), or no token in it",
-			   peer_token_file);
+			   a->peer_token_file);
 		return EXIT_USAGE;
 	}
-	o.peer_token = peer_token;
-	if ((rc = tool_load_classes("member", classes, &t)) != 0) {
-		free(peer_token);
+	o->peer_token = h->peer_token;
+	if ((rc = tool_load_classes("member", a->classes, &h->t)) != 0) {
+		member_release(h);
 		return rc;
 	}
-	o.classes = t.n ? &t : NULL;
-	if (mkdir(q->db, 0775) != 0 && errno != EEXIST) {
-		tool_error("member: %s: %s", q->db, strerror(errno));
-		class_table_release(&t);
-		free(peer_token);
+	o->classes = h->t.n ? &h->t : NULL;
+	if (mkdir(o->q.db, 0775) != 0 && errno != EEXIST) {
+		tool_error("member: %s: %s", o->q.db, strerror(errno));
+		member_release(h);
 		return EXIT_USAGE;
 	}
-	q->handle_signals = true;
-	if ((rc = cluster_member_open(&m, &o, &err)) != 0) {
+	return EXIT_OK;
+}
+
+/* Opens the member, says where it listens and runs it until SIGINT or
+ * SIGTERM. */
+static int member_run(const struct cluster_member_opts *o)
+{
+	struct lg_error err = {0};
+	cluster_member_t *m;
+	int rc;
+
+	if ((rc = cluster_member_open(&m, o, &err)) != 0) {
 		tool_error("member: %s",
 			   err.msg[0] ? err.msg : lg_strerror(rc));
-		class_table_release(&t);
-		free(peer_token);
 		return EXIT_USAGE;
 	}
-	listen = q->listen ? q->listen : QUERY_LISTEN_DEFAULT;
-	printf("listening on %.*s:%d\n", (int)(strrchr(listen, ':') - listen),
-	       listen, cluster_member_port(m));
-	if (q->probe_listen != NULL)
-		printf("probes on %.*s:%d\n",
-		       (int)(strrchr(q->probe_listen, ':') - q->probe_listen),
-		       q->probe_listen, cluster_member_probe_port(m));
-	fflush(stdout);
+	tool_server_listening(&o->q, cluster_member_port(m),
+			      cluster_member_probe_port(m));
 	rc = cluster_member_run(m, &err);
 	cluster_member_close(m);
-	class_table_release(&t);
-	free(peer_token);
 	if (rc != 0) {
 		tool_error("member: %s", err.msg);
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
+}
+
+int cmd_member(int argc, char **argv)
+{
+	struct member_args a = {
+		.o = {.lease_ttl_s = 5,
+		      .tick_s = 60,
+		      .rt = {CLUSTER_KEEP_DEFAULT, CLUSTER_KEEP_BYTES_DEFAULT,
+			     CLUSTER_DEFRAG_FREE_DEFAULT}}};
+	const struct opt opts[] = {
+		{"--db", OPT_STR, &a.o.q.db, "DIR",
+		 "the member's own ledger (made when missing)"},
+		OPT_ETCD(&a.o),
+		OPT_MEMBER(&a),
+		OPT_SERVER(&a.o.q, &a.lim),
+		OPT_MEMBER_SIGN(&a),
+		OPT_MEMBER_WATCH(&a),
+		OPT_RETENTION(&a.o.rt),
+		OPT_MEMBER_PEER(&a),
+	};
+	const struct cmd_spec spec =
+		CMD_SPEC("member", member_usage, opts, NULL);
+	struct member_held held;
+	int status = opts_parse(&spec, argc, argv);
+
+	if (status != OPTS_RUN)
+		return opts_exit(status);
+	tool_no_dumps();
+	if ((status = member_check(&a)) != 0 ||
+	    (status = tool_server_opts("member", &a.lim, &a.o.q)) != 0 ||
+	    (status = member_prepare(&a, &held)) != 0)
+		return status;
+	a.o.q.handle_signals = true;
+	status = member_run(&a.o);
+	member_release(&held);
+	return status;
 }

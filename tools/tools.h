@@ -158,6 +158,90 @@ struct cmd_spec {
 	 "never)"}
 /* clang-format on */
 
+/* The options of serve's HTTP server (tools/serve.c): one group that `serve`
+ * and `member` both take, since a member is serve's routes on its own
+ * ledger; so neither can gain an option the other lacks. Strings go to the
+ * struct query_opts at (q); the bounds are read into the struct
+ * server_limits at (l), which tool_server_opts checks and sets in q. What
+ * serve has beyond the group, and why a member does without it, is said at
+ * serve's table; tests/shared_opts_cli.sh fails when serve gains an option
+ * that member does not take and that list does not name. */
+struct query_opts;
+struct server_limits {
+	uint64_t body, conns, half_open, per_peer, handshake, heavy, idle,
+		request, poll, tls_reload;
+};
+/* clang-format off */
+#define OPT_SERVER(q, l) \
+	{"--listen", OPT_STR, &(q)->listen, "HOST:PORT", \
+	 "numeric address (default 127.0.0.1:8420; port 0 picks a free " \
+	 "one); without --token-file only a loopback address is " \
+	 "accepted"}, \
+	{"--token-file", OPT_STR, &(q)->token_file, "FILE", \
+	 "`TOKEN ROLE` per line; roles admin, admission, auditor, " \
+	 "tenant:<ns>; the file must not be readable by group or " \
+	 "others"}, \
+	{"--rates", OPT_STR, &(q)->rates_file, "FILE", \
+	 "the billing file of GET /v1/export (prices, names, billing " \
+	 "period offset; `gpuledger export --help`); read again when " \
+	 "it changes, a bad change keeps the previous one"}, \
+	{"--tls-cert", OPT_STR, &(q)->tls_cert, "FILE", \
+	 "serve HTTPS (TLS >= 1.2) with this PEM chain;"}, \
+	{"--tls-key", OPT_STR, &(q)->tls_key, "FILE", \
+	 "and its key; both are reloaded when they change (open " \
+	 "connections keep the old one; a pair that does not load is " \
+	 "logged and ignored)"}, \
+	{"--tls-client-ca", OPT_STR, &(q)->tls_client_ca, "FILE", \
+	 "require client certificates signed by it; a token-file line " \
+	 "`cert:<CN> ROLE` gives a certificate with that subject CN a " \
+	 "role (a subject with two CNs gets none)"}, \
+	{"--tls-reload-ms", OPT_U64, &(l)->tls_reload, "MS", \
+	 "how often the TLS files are checked (1000)"}, \
+	{"--probe-listen", OPT_STR, &(q)->probe_listen, "HOST:PORT", \
+	 "plain HTTP for /healthz and /readyz only (the kubelet " \
+	 "presents no client certificate); prints \"probes on " \
+	 "HOST:PORT\""}, \
+	{"--max-body", OPT_U64, &(l)->body, "BYTES", \
+	 "request body bound (default 1048576)"}, \
+	{"--max-conns", OPT_U64, &(l)->conns, "N", \
+	 "open connections (default 4096; the probe listener has 64 " \
+	 "of its own, at most 32 of one peer address, a new probe " \
+	 "closing the oldest in its way)"}, \
+	{"--max-half-open", OPT_U64, &(l)->half_open, "N", \
+	 "of those, connections without a TLS handshake and first " \
+	 "request head yet (default a quarter of --max-conns); a new " \
+	 "connection over a bound closes the oldest half-open one in " \
+	 "its way, or is closed at once when there is none"}, \
+	{"--max-conns-per-peer", OPT_U64, &(l)->per_peer, "N", \
+	 "connections of one peer address (default half of " \
+	 "--max-half-open: one address alone never fills it)"}, \
+	{"--handshake-ms", OPT_U64, &(l)->handshake, "MS", \
+	 "a half-open connection is cut this long after its accept " \
+	 "(default 2000, at most --request-ms)"}, \
+	{"--max-heavy", OPT_U64, &(l)->heavy, "N", \
+	 "exports, past states and event pages computed at once, each " \
+	 "on a thread; beyond: 503 with Retry-After (default 16)"}, \
+	{"--idle-ms", OPT_U64, &(l)->idle, "MS", \
+	 "keep-alive idle time (default 30000)"}, \
+	{"--request-ms", OPT_U64, &(l)->request, "MS", \
+	 "a request must arrive whole within (default 10000); slower " \
+	 "clients get 408 and are cut off"}, \
+	{"--poll-ms", OPT_U64, &(l)->poll, "MS", \
+	 "how often the log is followed (default 50)"}
+/* clang-format on */
+/* Sets l's bounds in q (0: query's default), each checked to fit, and
+ * raises the descriptor limit to the hard one (every connection is a
+ * descriptor: the usual soft limit, 1024, would refuse accepts long before
+ * --max-conns). Prints "CMD: --OPTION N is too large" and returns
+ * EXIT_USAGE, or 0. */
+int tool_server_opts(const char *cmd, const struct server_limits *l,
+		     struct query_opts *q);
+/* Prints "listening on HOST:PORT" (q's --listen with the port bound, for
+ * port 0) and, with a probe listener, "probes on HOST:PORT", and flushes:
+ * what a script waits for before it connects. */
+void tool_server_listening(const struct query_opts *q, int port,
+			   int probe_port);
+
 /* A command's spec over an array of options (its length counted here, never
  * by hand). */
 #define CMD_SPEC(name, usage, opts, after)                                 \
