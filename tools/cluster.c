@@ -14,53 +14,89 @@
 #include <string.h>
 #include <time.h>
 
-static const char cluster_usage[] =
-	"usage: gpuledger cluster init --etcd URL[,URL...] --prefix P "
-	"[--db DIR]\n"
-	"       gpuledger cluster status --etcd URL[,URL...] --prefix P\n"
+/* Each action's synopsis and paragraph, shared by its own --help and by
+ * `cluster --help` (as git's builtin/remote.c shares its usage strings):
+ * written once, concatenated. */
+#define INIT_SYNOPSIS \
+	"gpuledger cluster init --etcd URL[,URL...] --prefix P [--db DIR]\n"
+#define STATUS_SYNOPSIS                                             \
+	"gpuledger cluster status --etcd URL[,URL...] --prefix P\n" \
 	"           [--format text|json]\n"
-	"       gpuledger cluster compact --etcd URL[,URL...] --prefix P "
-	"[--keep N]\n"
+#define COMPACT_SYNOPSIS                                                    \
+	"gpuledger cluster compact --etcd URL[,URL...] --prefix P [--keep " \
+	"N]\n"                                                              \
 	"           [--keep-bytes B] [--defrag-free B]\n"
-	"  a cluster of members on etcd (DESIGN 11). init writes P/epoch (a\n"
-	"  fresh random id), P/head ({\"chainHead\", \"seq\", \"time\"} of "
-	"the\n"
-	"  ledger at --db, or of an empty log) and the watcher's positions\n"
-	"  P/pos/<source> in one txn that writes only where no head was ever\n"
-	"  written: a second init refuses (exit 1) and names the head there.\n"
-	"  An answer that is lost (a timeout, a reset) is not taken as a\n"
-	"  failure: the identical txn is sent again until etcd's answer says\n"
-	"  what happened. status prints the head, the leader, the members and\n"
-	"  their lag (head seq minus applied), read at one etcd revision.\n"
-	"  compact runs the leader's retention once (DESIGN 11 rule 11):\n"
-	"  the P/log/ keys more than --keep events (default 100000) below\n"
-	"  the lowest applied seq in P/members/ are deleted and etcd is\n"
-	"  compacted at the oldest key left (nothing goes by --keep when no\n"
-	"  member is listed), and the oldest keys go while the values left\n"
-	"  hold more than --keep-bytes (default 268435456), even past a\n"
-	"  member; then each etcd member with --defrag-free bytes (default\n"
-	"  67108864) of its file free is defragmented, one at a time.\n"
-	"  It prints one JSON line of what it did.\n"
-	"  `gpuledger cluster etcd --etcd URLS` is a debugging aid: etcd\n"
-	"  requests as NDJSON on stdin, each answer and its outcome "
-	"(committed,\n"
-	"  compare-failed, indeterminate, not-applied) a line (see\n"
-	"  cluster/README.md). `gpuledger cluster feed --etcd URLS --prefix P\n"
-	"  [--from FILE] [--db DIR]` is a test aid: events appended through\n"
-	"  the append txn, one line per txn.\n";
+#define ETCD_SYNOPSIS "gpuledger cluster etcd --etcd URL[,URL...]\n"
+#define CAMPAIGN_SYNOPSIS                                                   \
+	"gpuledger cluster campaign --etcd URL[,URL...] --prefix P --name " \
+	"NAME\n"                                                            \
+	"           [--lease-ttl SECONDS] [--applied-from FILE]\n"
+#define FEED_SYNOPSIS                                                    \
+	"gpuledger cluster feed --etcd URL[,URL...] --prefix P [--from " \
+	"FILE]\n"                                                        \
+	"           [--db DIR] [--batch N] [--max-txn-bytes BYTES]\n"
 
-static const char cluster_after[] =
-	"  --etcd takes a comma-separated list: a request that cannot reach\n"
-	"  one endpoint goes on to the next.\n"
-	"  `gpuledger cluster campaign --etcd URLS --prefix P --name N` is a\n"
-	"  debugging aid of leadership (DESIGN 11 rule 5): it campaigns for\n"
-	"  P/leader, holds it, and prints each transition as NDJSON (elected,\n"
-	"  follower, renewal-late, deposed, lost, resigned); SIGHUP resigns,\n"
-	"  SIGUSR1 acts as a failed leader compare, SIGTERM revokes the lease\n"
+#define INIT_ABOUT                                                           \
+	"  a cluster of members on etcd (DESIGN 11). init writes P/epoch\n"  \
+	"  (a fresh random id), P/head ({\"chainHead\", \"seq\", \"time\"} " \
+	"of\n"                                                               \
+	"  the ledger at --db, or of an empty log) and the watcher's\n"      \
+	"  positions P/pos/<source> in one txn that writes only where no\n"  \
+	"  head was ever written: a second init refuses (exit 1) and\n"      \
+	"  names the head there. An answer that is lost (a timeout, a\n"     \
+	"  reset) is not taken as a failure: the identical txn is sent\n"    \
+	"  again until etcd's answer says what happened.\n"
+#define STATUS_ABOUT                                                        \
+	"  status prints the head, the leader, the members and their lag\n" \
+	"  (head seq minus applied), read at one etcd revision.\n"
+#define COMPACT_ABOUT                                                          \
+	"  compact runs the leader's retention once (DESIGN 11 rule 11):\n"    \
+	"  the P/log/ keys more than --keep events (default 100000) below\n"   \
+	"  the lowest applied seq in P/members/ are deleted and etcd is\n"     \
+	"  compacted at the oldest key left (nothing goes by --keep when no\n" \
+	"  member is listed), and the oldest keys go while the values left\n"  \
+	"  hold more than --keep-bytes (default 268435456), even past a\n"     \
+	"  member; then each etcd member with --defrag-free bytes (default\n"  \
+	"  67108864) of its file free is defragmented, one at a time.\n"       \
+	"  It prints one JSON line of what it did.\n"
+#define ETCD_ABOUT                                                          \
+	"  `gpuledger cluster etcd --etcd URLS` is a debugging aid: etcd\n" \
+	"  requests as NDJSON on stdin, each answer and its outcome "       \
+	"(committed,\n"                                                     \
+	"  compare-failed, indeterminate, not-applied) a line (see\n"       \
+	"  cluster/README.md).\n"
+#define FEED_ABOUT                                                          \
+	"  `gpuledger cluster feed --etcd URLS --prefix P [--from FILE]\n"  \
+	"  [--db DIR]` is a test aid: events appended through the append\n" \
+	"  txn, one line per txn.\n"
+#define CAMPAIGN_ABOUT                                                         \
+	"  `gpuledger cluster campaign --etcd URLS --prefix P --name N` is "   \
+	"a\n"                                                                  \
+	"  debugging aid of leadership (DESIGN 11 rule 5): it campaigns for\n" \
+	"  P/leader, holds it, and prints each transition as NDJSON "          \
+	"(elected,\n"                                                          \
+	"  follower, renewal-late, deposed, lost, resigned); SIGHUP "          \
+	"resigns,\n"                                                           \
+	"  SIGUSR1 acts as a failed leader compare, SIGTERM revokes the "      \
+	"lease\n"                                                              \
 	"  and exits 0.\n"
-	"  Exit status: 0 done; 1 init found a head already there, or status\n"
-	"  found none; 2 usage or operating errors (etcd unreachable, the\n"
-	"  outcome unknown).\n";
+#define ETCD_LIST_NOTE                                                         \
+	"  --etcd takes a comma-separated list: a request that cannot reach\n" \
+	"  one endpoint goes on to the next.\n"
+#define EXIT_STATUS_NOTE                                                     \
+	"  Exit status: 0 done; 1 init found a head already there, or "      \
+	"status\n"                                                           \
+	"  found none; 2 usage or operating errors (etcd unreachable, the\n" \
+	"  outcome unknown).\n"
+
+static const char cluster_usage[] =
+	"usage: " INIT_SYNOPSIS "       " STATUS_SYNOPSIS
+	"       " COMPACT_SYNOPSIS INIT_ABOUT STATUS_ABOUT COMPACT_ABOUT
+		ETCD_ABOUT FEED_ABOUT;
+static const char cluster_after[] =
+	ETCD_LIST_NOTE CAMPAIGN_ABOUT EXIT_STATUS_NOTE;
+/* An action's --help: its own usage, its options, then this. */
+static const char action_after[] = ETCD_LIST_NOTE EXIT_STATUS_NOTE;
 
 struct cluster_args {
 	struct cluster_etcd_opts eo;
@@ -75,11 +111,36 @@ struct cluster_args {
 	struct cluster_retention rt; /* compact's */
 };
 
+/* The option groups of the actions: an action's table is the groups its
+ * row names, concatenated in this order (cluster_opts); `cluster --help`,
+ * its man page and completion are all of them, each option once. */
+enum {
+	G_ETCD = 1 << 0,
+	G_PREFIX = 1 << 1, /* and the action checks --prefix */
+	G_DB = 1 << 2,
+	G_FORMAT = 1 << 3,
+	G_CAMPAIGN = 1 << 4,
+	G_FEED = 1 << 5,
+	G_RETENTION = 1 << 6,
+	G_ALL = (1 << 7) - 1
+};
+#define CLUSTER_OPTS_MAX 32
+#define ARRAY_LEN(a)	 (sizeof(a) / sizeof((a)[0]))
+
 /* One option a line, as in the other tables. */
 /* clang-format off */
 #define OPT_PREFIX(a) \
 	{"--prefix", OPT_STR, &(a)->prefix, "P", \
 	 "the cluster's keys in etcd, e.g. /gpuledger/prod"}
+#define OPT_CLUSTER_DB(a) \
+	{"--db", OPT_STR, &(a)->db, "DIR", \
+	 "init: the ledger whose head and positions to write (default: " \
+	 "an empty log); feed: a ledger holding the log up to some seq " \
+	 "(`cluster init --db`'s): the state there, then P/log/'s values"}
+#define OPT_FORMAT(a) \
+	{"--format", OPT_STR, &(a)->format, "text|json", \
+	 "status: the output (default text)"}, \
+	OPT_ALIAS("--json", OPT_FLAG, &(a)->json)
 #define OPT_CAMPAIGN(a) \
 	{"--name", OPT_STR, &(a)->name, "NAME", \
 	 "campaign: the member's name (P/members/NAME; A-Z a-z 0-9 . _ -)"}, \
@@ -89,7 +150,50 @@ struct cluster_args {
 	{"--applied-from", OPT_STR, &(a)->applied_from, "FILE", \
 	 "campaign: read the applied seq for P/members/NAME from FILE " \
 	 "(a decimal number), again every 100 ms"}
+#define OPT_FEED(a) \
+	{"--from", OPT_STR, &(a)->from, "FILE", \
+	 "feed: NDJSON events in the form `gpuledger log` prints " \
+	 "(default -: stdin); seqs are the log's"}, \
+	{"--batch", OPT_U64, &(a)->batch, "N", \
+	 "feed: events per txn at most (default 1000)"}, \
+	{"--max-txn-bytes", OPT_U64, &(a)->max_txn_bytes, "BYTES", \
+	 "feed: a txn's bound (default 1400000, below etcd's 1.5 MiB): " \
+	 "larger batches split"}
 /* clang-format on */
+
+/* The options of groups (G_*), concatenated into out (CLUSTER_OPTS_MAX
+ * entries); returns how many. */
+static size_t cluster_opts(struct cluster_args *a, unsigned groups,
+			   struct opt *out)
+{
+	const struct opt etcd[] = {OPT_ETCD(a)}, prefix[] = {OPT_PREFIX(a)},
+			 db[] = {OPT_CLUSTER_DB(a)}, format[] = {OPT_FORMAT(a)},
+			 campaign[] = {OPT_CAMPAIGN(a)}, feed[] = {OPT_FEED(a)},
+			 retention[] = {OPT_RETENTION(&a->rt)};
+	const struct {
+		unsigned group;
+		const struct opt *opts;
+		size_t n;
+	} all[] = {
+		{G_ETCD, etcd, ARRAY_LEN(etcd)},
+		{G_PREFIX, prefix, ARRAY_LEN(prefix)},
+		{G_DB, db, ARRAY_LEN(db)},
+		{G_FORMAT, format, ARRAY_LEN(format)},
+		{G_CAMPAIGN, campaign, ARRAY_LEN(campaign)},
+		{G_FEED, feed, ARRAY_LEN(feed)},
+		{G_RETENTION, retention, ARRAY_LEN(retention)},
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; i < ARRAY_LEN(all); i++) {
+		if ((groups & all[i].group) == 0)
+			continue;
+		LG_ASSERT(n + all[i].n <= CLUSTER_OPTS_MAX);
+		memcpy(out + n, all[i].opts, all[i].n * sizeof(*out));
+		n += all[i].n;
+	}
+	return n;
+}
 
 static int init_run(struct cluster_args *a)
 {
@@ -415,135 +519,73 @@ static int feed_run(struct cluster_args *a)
 	return tool_flush("cluster feed", 0);
 }
 
+/* The actions, one row each (as git's builtin/remote.c): the name after
+ * `cluster`, what runs it, its --help's usage and its option groups. */
+static const struct cluster_action {
+	const char *name;
+	int (*run)(struct cluster_args *a);
+	const char *usage;
+	unsigned groups;
+} actions[] = {
+	{"init", init_run, "usage: " INIT_SYNOPSIS INIT_ABOUT,
+	 G_ETCD | G_PREFIX | G_DB},
+	{"status", status_run, "usage: " STATUS_SYNOPSIS STATUS_ABOUT,
+	 G_ETCD | G_PREFIX | G_FORMAT},
+	{"compact", compact_run, "usage: " COMPACT_SYNOPSIS COMPACT_ABOUT,
+	 G_ETCD | G_PREFIX | G_RETENTION},
+	{"etcd", etcd_run, "usage: " ETCD_SYNOPSIS ETCD_ABOUT, G_ETCD},
+	{"campaign", campaign_run, "usage: " CAMPAIGN_SYNOPSIS CAMPAIGN_ABOUT,
+	 G_ETCD | G_PREFIX | G_CAMPAIGN},
+	{"feed", feed_run, "usage: " FEED_SYNOPSIS FEED_ABOUT,
+	 G_ETCD | G_PREFIX | G_DB | G_FEED},
+};
+
 int cmd_cluster(int argc, char **argv)
 {
 	struct cluster_args a = {.lease_ttl = CLUSTER_LEASE_TTL_DEFAULT,
 				 .rt = {CLUSTER_KEEP_DEFAULT,
 					CLUSTER_KEEP_BYTES_DEFAULT,
 					CLUSTER_DEFRAG_FREE_DEFAULT}};
-	const struct opt all_opts[] = {
-		OPT_ETCD(&a),
-		OPT_PREFIX(&a),
-		{"--db", OPT_STR, &a.db, "DIR",
-		 "init: the ledger whose head and positions to write "
-		 "(default: an empty log)"},
-		{"--format", OPT_STR, &a.format, "text|json",
-		 "status: the output (default text)"},
-		OPT_ALIAS("--json", OPT_FLAG, &a.json),
-		OPT_CAMPAIGN(&a),
-		{"--from", OPT_STR, &a.from, "FILE",
-		 "feed: NDJSON events as `gpuledger log` prints them (default "
-		 "-: stdin)"},
-		{"--batch", OPT_U64, &a.batch, "N",
-		 "feed: events per txn at most (default 1000)"},
-		{"--max-txn-bytes", OPT_U64, &a.max_txn_bytes, "BYTES",
-		 "feed: a txn's bound (default 1400000, below etcd's 1.5 MiB); "
-		 "larger batches split"},
-		OPT_RETENTION(&a.rt),
-	};
-	const struct opt init_opts[] = {
-		OPT_ETCD(&a),
-		OPT_PREFIX(&a),
-		{"--db", OPT_STR, &a.db, "DIR",
-		 "the ledger whose head and positions to write (default: an "
-		 "empty log)"},
-	};
-	const struct opt status_opts[] = {
-		OPT_ETCD(&a),
-		OPT_PREFIX(&a),
-		{"--format", OPT_STR, &a.format, "text|json",
-		 "the output (default text)"},
-		OPT_ALIAS("--json", OPT_FLAG, &a.json),
-	};
-	const struct opt compact_opts[] = {OPT_ETCD(&a), OPT_PREFIX(&a),
-					   OPT_RETENTION(&a.rt)};
-	const struct opt etcd_opts[] = {OPT_ETCD(&a)};
-	const struct opt campaign_opts[] = {OPT_ETCD(&a), OPT_PREFIX(&a),
-					    OPT_CAMPAIGN(&a)};
-	const struct opt feed_opts[] = {
-		OPT_ETCD(&a),
-		OPT_PREFIX(&a),
-		{"--from", OPT_STR, &a.from, "FILE",
-		 "NDJSON events in the form `gpuledger log` prints (default "
-		 "-: stdin); seqs are the log's"},
-		{"--db", OPT_STR, &a.db, "DIR",
-		 "a ledger holding the log up to some seq (`cluster init "
-		 "--db`'s): the state there, then P/log/'s values"},
-		{"--batch", OPT_U64, &a.batch, "N",
-		 "events per txn at most (default 1000)"},
-		{"--max-txn-bytes", OPT_U64, &a.max_txn_bytes, "BYTES",
-		 "a txn's bound (default 1400000, below etcd's 1.5 MiB): "
-		 "larger batches split"},
-	};
-	const struct {
-		const char *name;
-		struct cmd_spec spec;
-		int (*run)(struct cluster_args *a);
-		bool needs_prefix;
-	} actions[] = {
-		{"init",
-		 {"cluster init", cluster_usage, init_opts,
-		  sizeof(init_opts) / sizeof(init_opts[0]), cluster_after},
-		 init_run,
-		 true},
-		{"status",
-		 {"cluster status", cluster_usage, status_opts,
-		  sizeof(status_opts) / sizeof(status_opts[0]), cluster_after},
-		 status_run,
-		 true},
-		{"compact",
-		 {"cluster compact", cluster_usage, compact_opts,
-		  sizeof(compact_opts) / sizeof(compact_opts[0]),
-		  cluster_after},
-		 compact_run,
-		 true},
-		{"etcd",
-		 {"cluster etcd", cluster_usage, etcd_opts,
-		  sizeof(etcd_opts) / sizeof(etcd_opts[0]), cluster_after},
-		 etcd_run,
-		 false},
-		{"campaign",
-		 {"cluster campaign", cluster_usage, campaign_opts,
-		  sizeof(campaign_opts) / sizeof(campaign_opts[0]),
-		  cluster_after},
-		 campaign_run,
-		 true},
-		{"feed",
-		 {"cluster feed", cluster_usage, feed_opts,
-		  sizeof(feed_opts) / sizeof(feed_opts[0]), cluster_after},
-		 feed_run,
-		 true},
-	};
-	const struct cmd_spec spec =
-		CMD_SPEC("cluster", cluster_usage, all_opts, cluster_after);
+	const struct cluster_action *act = NULL;
+	struct opt opts[CLUSTER_OPTS_MAX];
+	struct cmd_spec spec = {"cluster", cluster_usage, opts, 0,
+				cluster_after};
 	struct lg_error err = {0};
+	char name[32];
 	int status;
 
-	for (size_t i = 0;
-	     argc >= 2 && i < sizeof(actions) / sizeof(actions[0]); i++) {
-		if (strcmp(argv[1], actions[i].name) != 0)
-			continue;
-		status = opts_parse(&actions[i].spec, argc - 1, argv + 1);
-		if (status != OPTS_RUN)
-			return opts_exit(status);
-		if (a.eo.endpoints == NULL) {
-			tool_error("%s: --etcd URL[,URL...] is required",
-				   actions[i].spec.name);
-			return EXIT_USAGE;
-		}
-		if (actions[i].needs_prefix &&
-		    cluster_prefix_check(a.prefix, &err) != 0) {
-			tool_error("%s: %s", actions[i].spec.name, err.msg);
-			return EXIT_USAGE;
-		}
-		return actions[i].run(&a);
-	}
+	for (size_t i = 0; argc >= 2 && i < ARRAY_LEN(actions); i++)
+		if (strcmp(argv[1], actions[i].name) == 0)
+			act = &actions[i];
 	/* No action: --help, --version, the man page and completion come
-	 * from the union of the tables. */
+	 * from every group. */
+	spec.n_opts = cluster_opts(&a, act ? act->groups : G_ALL, opts);
+	if (act != NULL) {
+		snprintf(name, sizeof(name), "cluster %s", act->name);
+		spec.name = name;
+		spec.usage = act->usage;
+		spec.after = action_after;
+		argc--;
+		argv++;
+	}
 	status = opts_parse(&spec, argc, argv);
 	if (status != OPTS_RUN)
 		return opts_exit(status);
-	tool_error("cluster: which action? init, status, compact (or etcd)");
-	fputs("Try 'gpuledger cluster --help' for its options.\n", stderr);
-	return EXIT_USAGE;
+	if (act == NULL) {
+		tool_error("cluster: which action? init, status, compact (or "
+			   "etcd)");
+		fputs("Try 'gpuledger cluster --help' for its options.\n",
+		      stderr);
+		return EXIT_USAGE;
+	}
+	if (a.eo.endpoints == NULL) {
+		tool_error("%s: --etcd URL[,URL...] is required", name);
+		return EXIT_USAGE;
+	}
+	if ((act->groups & G_PREFIX) &&
+	    cluster_prefix_check(a.prefix, &err) != 0) {
+		tool_error("%s: %s", name, err.msg);
+		return EXIT_USAGE;
+	}
+	return act->run(&a);
 }
