@@ -133,16 +133,68 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* What the command line gives. */
+struct watch_args {
+	const char *db, *from, *classes;
+	struct live_opts live;
+	struct ledger_opts lo;
+	uint64_t parse_threads, idle_ms;
+};
+
+/* Checks a's bounds, loads --classes, opens the ledger and follows the
+ * stream or the cluster until it ends or a signal stops it. */
+static int watch_run(const struct watch_args *a, int64_t begin_ns)
+{
+	const struct live_opts *live = &a->live;
+	struct class_table t;
+	ledger_t *lg;
+	int status;
+
+	if (live->batch > 1000000 || live->tick_s == 0 ||
+	    live->max_object > (1ULL << 30) || live->api_recheck_s == 0 ||
+	    live->api_recheck_s > 86400 ||
+	    a->parse_threads > INGEST_PIPE_THREADS_MAX || a->idle_ms == 0 ||
+	    a->idle_ms > INGEST_IDLE_MS_MAX) {
+		tool_error("watch: --batch is at most 1000000, --tick at least "
+			   "1, --max-object-bytes at most 1 GiB, --api-recheck "
+			   "1..86400, --parse-threads 0..%d, --idle-ms 1..%d",
+			   INGEST_PIPE_THREADS_MAX, INGEST_IDLE_MS_MAX);
+		return EXIT_USAGE;
+	}
+	if ((status = tool_load_classes("watch", a->classes, &t)) != 0)
+		return status;
+	if ((status = tool_open_ledger("watch", a->db, &a->lo, &lg)) != 0) {
+		class_table_release(&t);
+		return status;
+	}
+	tool_catch_stop(on_signal);
+	if (a->from != NULL) {
+		const struct stream_opts so = {.from = a->from,
+					       .max_object = live->max_object,
+					       .batch = live->batch,
+					       .parse_threads =
+						       a->parse_threads,
+					       .idle_ms = a->idle_ms,
+					       .verbose = live->verbose};
+
+		status = watch_stream(lg, &t, &so, begin_ns);
+	} else
+		status = watch_live(lg, &t, live);
+	ledger_close(lg);
+	class_table_release(&t);
+	return status;
+}
+
 int cmd_watch(int argc, char **argv)
 {
 	int64_t begin_ns = mono_ns();
-	const char *db = NULL, *from = NULL, *classes = NULL;
-	struct live_opts live = {.tick_s = 60, .api_recheck_s = 60};
-	struct ledger_opts lo = {.create = true};
-	uint64_t parse_threads = 1, idle_ms = INGEST_IDLE_MS_DEFAULT;
+	struct watch_args a = {.live = {.tick_s = 60, .api_recheck_s = 60},
+			       .lo = {.create = true},
+			       .parse_threads = 1,
+			       .idle_ms = INGEST_IDLE_MS_DEFAULT};
 	const struct opt opts[] = {
-		OPT_DB(&db),
-		{"--from", OPT_STR, &from, "FILE|-",
+		OPT_DB(&a.db),
+		{"--from", OPT_STR, &a.from, "FILE|-",
 		 "a recorded stream: one Kubernetes watch event per line, "
 		 "{\"type\", \"object\", \"time\"?}; a line's RFC 3339 "
 		 "\"time\" is its event time (lines without one keep the "
@@ -162,43 +214,44 @@ int cmd_watch(int argc, char **argv)
 		 "cannot be read again from an offset, so a restart on a "
 		 "ledger that holds its stream is refused the same way (exit "
 		 "2): lines read after the last commit would be lost."},
-		{"--classes", OPT_STR, &classes, "FILE",
+		{"--classes", OPT_STR, &a.classes, "FILE",
 		 "the class table at start ({\"classes\": [...]}); the "
 		 "cozy-system/gpu-classes ConfigMap replaces it"},
-		{"--no-sync", OPT_FLAG, &lo.no_sync, NULL, OPT_NO_SYNC_HELP},
-		{"--batch", OPT_U64, &live.batch, "N",
+		{"--no-sync", OPT_FLAG, &a.lo.no_sync, NULL, OPT_NO_SYNC_HELP},
+		{"--batch", OPT_U64, &a.live.batch, "N",
 		 "events per commit (default 10000)"},
-		{"--max-object-bytes", OPT_U64, &live.max_object, "N",
+		{"--max-object-bytes", OPT_U64, &a.live.max_object, "N",
 		 "longest line or object (default 4 MiB); longer ones are "
 		 "skipped and recorded as a NOTE"},
-		{"--idle-ms", OPT_U64, &idle_ms, "N",
+		{"--idle-ms", OPT_U64, &a.idle_ms, "N",
 		 "with a live --from (a pipe, FIFO, terminal or socket): "
 		 "commit every complete line read so far once the input has "
 		 "paused for N ms, counted from its first pause after the "
 		 "last commit, so that a trickle is committed too (default "
 		 "100; 1..60000). A regular file is committed every --batch "
 		 "events only."},
-		{"--parse-threads", OPT_U64, &parse_threads, "N",
+		{"--parse-threads", OPT_U64, &a.parse_threads, "N",
 		 "threads that parse --from lines ahead of the engine "
 		 "(default 1; 0: parse on the engine's thread); the log is "
 		 "the same"},
-		{"--kubeconfig", OPT_STR, &live.kubeconfig, "FILE",
+		{"--kubeconfig", OPT_STR, &a.live.kubeconfig, "FILE",
 		 "without --from: the live cluster (default $KUBECONFIG, "
 		 "~/.kube/config, else in-cluster)"},
-		{"--context", OPT_STR, &live.context, "NAME",
+		{"--context", OPT_STR, &a.live.context, "NAME",
 		 "the kubeconfig's context (default: its current-context)"},
-		{"--record", OPT_STR, &live.record, "FILE",
+		{"--record", OPT_STR, &a.live.record, "FILE",
 		 "tee the received events as a recorded stream"},
-		{"--tick", OPT_U64, &live.tick_s, "S",
+		{"--tick", OPT_U64, &a.live.tick_s, "S",
 		 "a TICK after S seconds of quiet (default 60)"},
-		{"--verbose", OPT_FLAG, &live.verbose, NULL,
+		{"--verbose", OPT_FLAG, &a.live.verbose, NULL,
 		 "log each request and retry to stderr (with --from: how "
 		 "long the start took)"},
-		{"--metrics-listen", OPT_STR, &live.metrics_listen, "HOST:PORT",
+		{"--metrics-listen", OPT_STR, &a.live.metrics_listen,
+		 "HOST:PORT",
 		 "Prometheus metrics on GET /metrics (per-resource watch "
 		 "health, lag, relists, errors; events appended; NOTEs by "
 		 "code; port 0 picks one)"},
-		{"--api-recheck", OPT_U64, &live.api_recheck_s, "S",
+		{"--api-recheck", OPT_U64, &a.live.api_recheck_s, "S",
 		 "a resource whose API is not served (e.g. no "
 		 "resource.k8s.io/v1 before Kubernetes 1.34: v1beta2 or "
 		 "v1beta1 is read instead; no Cozystack CRDs) is skipped with "
@@ -207,43 +260,10 @@ int cmd_watch(int argc, char **argv)
 	};
 	const struct cmd_spec spec =
 		CMD_SPEC("watch", watch_usage, opts, watch_after);
-	struct class_table t;
-	ledger_t *lg;
 	int status = opts_parse(&spec, argc, argv);
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
 	tool_no_dumps();
-	if (live.batch > 1000000 || live.tick_s == 0 ||
-	    live.max_object > (1ULL << 30) || live.api_recheck_s == 0 ||
-	    live.api_recheck_s > 86400 ||
-	    parse_threads > INGEST_PIPE_THREADS_MAX || idle_ms == 0 ||
-	    idle_ms > INGEST_IDLE_MS_MAX) {
-		tool_error("watch: --batch is at most 1000000, --tick at least "
-			   "1, --max-object-bytes at most 1 GiB, --api-recheck "
-			   "1..86400, --parse-threads 0..%d, --idle-ms 1..%d",
-			   INGEST_PIPE_THREADS_MAX, INGEST_IDLE_MS_MAX);
-		return EXIT_USAGE;
-	}
-	if ((status = tool_load_classes("watch", classes, &t)) != 0)
-		return status;
-	if ((status = tool_open_ledger("watch", db, &lo, &lg)) != 0) {
-		class_table_release(&t);
-		return status;
-	}
-	tool_catch_stop(on_signal);
-	if (from != NULL) {
-		const struct stream_opts so = {.from = from,
-					       .max_object = live.max_object,
-					       .batch = live.batch,
-					       .parse_threads = parse_threads,
-					       .idle_ms = idle_ms,
-					       .verbose = live.verbose};
-
-		status = watch_stream(lg, &t, &so, begin_ns);
-	} else
-		status = watch_live(lg, &t, &live);
-	ledger_close(lg);
-	class_table_release(&t);
-	return status;
+	return watch_run(&a, begin_ns);
 }
