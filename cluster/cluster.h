@@ -48,6 +48,8 @@ struct cluster_etcd_opts {
 /* The longest prefix P (bytes); P is not empty, holds no control
  * character and does not end with '/'. */
 #define CLUSTER_PREFIX_MAX 200
+/* The longest peer URL (--advertise-url, --peer) in bytes, NUL included. */
+#define CLUSTER_URL_MAX 512
 
 /* Checks a prefix; LG_EINVAL says why. */
 int cluster_prefix_check(const char *prefix, struct lg_error *err);
@@ -180,6 +182,11 @@ struct cluster_lease_opts {
 	const char *prefix, *name;     /* copied */
 	uint64_t ttl_s;		       /* 0: CLUSTER_LEASE_TTL_DEFAULT */
 	uint64_t applied;	       /* P/members/<name>'s first value */
+	/* This member's URL for its peers (--advertise-url), put in
+	 * P/leader's value while it holds it: where doors forward verdicts
+	 * to the sequencer (DESIGN 11). NULL or "": none (doors then judge
+	 * themselves). */
+	const char *peer_url;
 	/* Never campaigns: the lease keeps P/members/<name> alone (a member
 	 * without --watch still pins retention, rule 11). */
 	bool observer;
@@ -203,6 +210,18 @@ int cluster_lease_open(cluster_lease_t **out,
  * (create_revision; 0 when not holding). Any thread; never blocks on
  * etcd. */
 bool cluster_lease_holding(cluster_lease_t *l, int64_t *fence);
+/* The verdict sequencer (DESIGN 11 "One sequencer, every member a door"):
+ * the holder of P/leader as this member last saw it. SELF while this
+ * member holds it; OTHER with its peer URL (url, cap bytes; "" when it
+ * advertised none); UNKNOWN while no holder is known. Any thread; never
+ * blocks on etcd. */
+enum cluster_sequencer {
+	CLUSTER_SEQ_UNKNOWN = 0,
+	CLUSTER_SEQ_SELF,
+	CLUSTER_SEQ_OTHER
+};
+enum cluster_sequencer cluster_lease_sequencer(cluster_lease_t *l,
+					       char *url, size_t cap);
 /* A txn comparing fence failed elsewhere (rule 5, "deposed"): holding is
  * false at once and the module steps down (revokes) and lets another win
  * for one TTL. A fence that is not the current one is ignored. */
@@ -284,6 +303,17 @@ struct cluster_member_opts {
 	 * (NULL: none), CA (NULL: the system's) and a client certificate and
 	 * key for a peer that requires one (NULL: none). */
 	const char *peer, *peer_token, *peer_cacert, *peer_cert, *peer_key;
+	/* DESIGN 11 "One sequencer, every member a door": --advertise-url,
+	 * this member's URL for its peers (put in P/leader's value while it
+	 * holds it; NULL: from --listen when that names a host, else none);
+	 * a door forwards its admission and declarations to the sequencer
+	 * with peer_token or peer_cert/peer_key (peer_cacert verifying the
+	 * sequencer), and judges them itself when the forward is not
+	 * answered within forward_timeout_ms (0: 2000) or fails;
+	 * no_forward: never forward (every member judges its own). */
+	const char *advertise_url;
+	uint64_t forward_timeout_ms;
+	bool no_forward;
 	/* --sign-key: signed checkpoints (rule 10) at every multiple of
 	 * sign_every seqs (0: the default); NULL: none. */
 	const struct note_signer *signer;

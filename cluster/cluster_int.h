@@ -452,7 +452,11 @@ bool cluster__leader_ours(const struct etcd_kv *leader, int64_t fence,
 /* P/leader's value: {"name": NAME} (canonical JSON, caller frees with
  * free()); and the name in one (into buf, cap bytes; "?" when it is not
  * one). */
-char *cluster__leader_value(const char *name);
+char *cluster__leader_value(const char *name, const char *peer_url);
+/* P/leader's value read: its name and peer URL ("" when none or too long;
+ * url may be NULL). */
+void cluster__leader_parse(const uint8_t *v, size_t n, char *name,
+			   size_t name_cap, char *url, size_t url_cap);
 void cluster__leader_name(const uint8_t *v, size_t n, char *buf, size_t cap);
 /* P/members/<name>'s value: {"applied": SEQ} (caller frees). */
 char *cluster__member_value(uint64_t applied);
@@ -695,6 +699,7 @@ struct cluster_leader_opts {
 	 * member's applied seq pins retention, rule 11); no campaign, no
 	 * watcher, no Kubernetes configuration. */
 	bool observe;
+	const char *peer_url; /* this member's, for P/leader (may be NULL) */
 };
 /* Loads the Kubernetes configuration and starts the lease (it campaigns at
  * once). LG_ENOENT/LG_EINVAL for a configuration that cannot be used.
@@ -709,6 +714,9 @@ void cluster__leader_run(cluster_leader_t *l);
 void cluster__leader_stop(cluster_leader_t *l);
 /* Whether a term's watcher runs now, and its fence. */
 bool cluster__leader_leading(cluster_leader_t *l, int64_t *fence);
+/* The verdict sequencer as the lease last saw it (cluster_lease_sequencer). */
+enum cluster_sequencer cluster__leader_sequencer(cluster_leader_t *l,
+						 char *url, size_t cap);
 /* Resigns (revokes the lease) and frees; after the run returned. */
 void cluster__leader_free(cluster_leader_t *l);
 
@@ -717,8 +725,34 @@ void cluster__leader_free(cluster_leader_t *l);
  * cluster", rules 1, 2, 3, 6, 9): the server's verdict path of a member,
  * called on a worker thread one call at a time (struct query_member). */
 
+/* A door's forward (cluster/forward.c; DESIGN 11 "One sequencer, every
+ * member a door"): one POST /v1/peer/verdicts per group, on the verdict
+ * path's thread. */
+#define CLUSTER_FORWARD_ITEMS_MAX 256
+struct cluster_forward;
+/* token, cacert, cert and key (each may be NULL) as --peer-token-file,
+ * --peer-cacert, --peer-cert, --peer-key; copied where libcurl needs.
+ * Caller frees. */
+int cluster__forward_new(struct cluster_forward **out, const char *token,
+			 const char *cacert, const char *cert, const char *key,
+			 struct lg_error *err);
+void cluster__forward_free(struct cluster_forward *f);
+/* Forwards g's items to judge that have a body, a budget left
+ * (budget_ms[i] > 0) and were not forwarded to this member, to the
+ * sequencer at url within timeout_ms: items it answers are answered (200
+ * with its answer as again, or its 400/409/413); the rest stay to judge
+ * here. Returns how many were answered, or a negative code with err when
+ * the forward failed as a whole (nothing answered). */
+int cluster__forward_run(struct cluster_forward *f, const char *url,
+			 const char *from, struct query_vgroup *g,
+			 const int64_t *budget_ms, uint64_t timeout_ms,
+			 struct lg_error *err);
+
 /* Rule 2's bound: 70% of the webhook's 10 s. */
 #define CLUSTER_VERDICT_TIMEOUT_MS 7000
+/* How long a door waits for the sequencer's answer (--forward-timeout-ms)
+ * before it judges the group itself. */
+#define CLUSTER_FORWARD_TIMEOUT_MS 2000
 typedef struct cluster_verdicts cluster_verdicts_t;
 /* Over a ledger_share of lg (the applier's writer handle) and a client of
  * its own; ap and prefix are borrowed until it is freed. Caller frees,
@@ -733,6 +767,14 @@ void cluster__verdicts_free(cluster_verdicts_t *cv);
 void cluster__verdicts_run(cluster_verdicts_t *cv, struct query_vitem *it,
 			   size_t n, struct query_vstats *st);
 /* A txn of unknown outcome or an owed NOTE waits (any thread). */
+/* Makes the member a door (DESIGN 11): while ld names another member as
+ * the sequencer, groups are forwarded with fwd (taken over; NULL: never
+ * forward) first. name: this member's, sent as the forward's "from".
+ * Before the first run. */
+void cluster__verdicts_doors(cluster_verdicts_t *cv,
+			     struct cluster_forward *fwd,
+			     cluster_leader_t *ld, const char *name,
+			     uint64_t forward_timeout_ms);
 bool cluster__verdicts_pending(cluster_verdicts_t *cv);
 
 #endif

@@ -165,6 +165,7 @@ int cluster__leader_new(cluster_leader_t **out,
 						 .applied =
 							 ledger_last_seq(l->lg),
 						 .observer = o->observe,
+						 .peer_url = o->peer_url,
 						 .on_transition = on_transition,
 						 .warn = on_warn,
 						 .ctx = l};
@@ -182,6 +183,12 @@ void cluster__leader_stop(cluster_leader_t *l)
 {
 	atomic_store(&l->quit, true);
 	l->term_stop = 1;
+}
+
+enum cluster_sequencer cluster__leader_sequencer(cluster_leader_t *l,
+						 char *url, size_t cap)
+{
+	return cluster_lease_sequencer(l->lease, url, cap);
 }
 
 bool cluster__leader_leading(cluster_leader_t *l, int64_t *fence)

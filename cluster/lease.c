@@ -139,12 +139,15 @@ bool cluster__leader_ours(const struct etcd_kv *leader, int64_t fence,
 	       leader->create_revision == fence;
 }
 
-char *cluster__leader_value(const char *name)
+char *cluster__leader_value(const char *name, const char *peer_url)
 {
 	json_t *o = json_object();
 	char *s;
 
 	json_object_set_new(o, "name", json_string(name));
+	/* DESIGN 11: the sequencer's URL, where doors forward verdicts. */
+	if (peer_url != NULL && peer_url[0] != '\0')
+		json_object_set_new(o, "peer", json_string(peer_url));
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	return s;
@@ -152,10 +155,21 @@ char *cluster__leader_value(const char *name)
 
 void cluster__leader_name(const uint8_t *v, size_t n, char *buf, size_t cap)
 {
-	json_t *o = json_loadb((const char *)v, n, 0, NULL);
-	const char *name = json_string_value(json_object_get(o, "name"));
+	cluster__leader_parse(v, n, buf, cap, NULL, 0);
+}
 
-	snprintf(buf, cap, "%s", name ? name : "?");
+void cluster__leader_parse(const uint8_t *v, size_t n, char *name,
+			   size_t name_cap, char *url, size_t url_cap)
+{
+	json_t *o = json_loadb((const char *)v, n, 0, NULL);
+	const char *nm = json_string_value(json_object_get(o, "name"));
+	const char *u = json_string_value(json_object_get(o, "peer"));
+
+	snprintf(name, name_cap, "%s", nm ? nm : "?");
+	/* A URL that does not fit is no URL (forwards then fall back). */
+	if (url != NULL && url_cap > 0)
+		snprintf(url, url_cap, "%s",
+			 u != NULL && strlen(u) < url_cap ? u : "");
 	json_decref(o);
 }
 
@@ -228,6 +242,7 @@ struct cluster_lease {
 	char k_leader[KEY_MAX], k_member[KEY_MAX];
 	size_t k_leader_len, k_member_len;
 	char *leader_value;
+	char peer_url[CLUSTER_URL_MAX];
 	int64_t ttl_s, ttl_ms;
 	cluster_lease_fn *on_transition;
 	void (*warn)(void *ctx, const char *msg);
@@ -255,6 +270,10 @@ struct cluster_lease {
 	const char *deposed_why;
 	uint64_t applied;
 	struct cluster__members_clock mem;
+	/* The holder of P/leader as last seen: the sequencer (DESIGN 11). */
+	enum cluster_sequencer seq_is;
+	char seq_name[CLUSTER_NAME_MAX + 8];
+	char seq_url[CLUSTER_URL_MAX];
 
 	/* The campaign thread's own. */
 	enum role role;
@@ -541,6 +560,7 @@ static void step_down(struct cluster_lease *l, enum cluster_lease_event ev,
 	gone = l->gone;
 	/* Holding is false from here on. */
 	l->leader = false;
+	l->seq_is = CLUSTER_SEQ_UNKNOWN;
 	unlock(l);
 	if (ev != CLUSTER_LEASE_RESIGNED)
 		emit(l, ev, fence, lease, NULL, why);
@@ -575,6 +595,9 @@ static void won(struct cluster_lease *l, int64_t fence)
 	l->leader = true;
 	l->fence = fence;
 	l->deposed = false;
+	l->seq_is = CLUSTER_SEQ_SELF;
+	snprintf(l->seq_name, sizeof(l->seq_name), "%s", l->name);
+	snprintf(l->seq_url, sizeof(l->seq_url), "%s", l->peer_url);
 	lease = l->lease;
 	unlock(l);
 	l->known = fence;
@@ -722,8 +745,22 @@ static void report_leader(struct cluster_lease *l, const struct etcd_kv *kv)
 		return;
 	l->known = kv->create_revision;
 	cluster__leader_name(kv->value, kv->value_len, name, sizeof(name));
+	lock(l);
+	l->seq_is = CLUSTER_SEQ_OTHER;
+	cluster__leader_parse(kv->value, kv->value_len, l->seq_name,
+			      sizeof(l->seq_name), l->seq_url,
+			      sizeof(l->seq_url));
+	unlock(l);
 	emit(l, CLUSTER_LEASE_FOLLOWER, kv->create_revision, l->lease, name,
 	     NULL);
+}
+
+/* P/leader is vacant: no sequencer until the next holder is seen. */
+static void seq_vacant(struct cluster_lease *l)
+{
+	lock(l);
+	l->seq_is = CLUSTER_SEQ_UNKNOWN;
+	unlock(l);
 }
 
 static int follow_event(void *ctx, const struct etcd_watch_msg *m)
@@ -733,6 +770,7 @@ static int follow_event(void *ctx, const struct etcd_watch_msg *m)
 	for (size_t i = 0; i < m->n_events; i++) {
 		switch (cluster__follower_watched(&m->events[i], f->l->known)) {
 		case CLUSTER__VACANT_NOW:
+			seq_vacant(f->l);
 			f->vacant = true;
 			return 1;
 		case CLUSTER__NEW_LEADER:
@@ -774,6 +812,7 @@ static void follow(struct cluster_lease *l)
 	switch (cluster__campaign_resolve(rr.n_kvs ? &rr.kvs[0] : NULL,
 					  l->lease, &fence)) {
 	case CLUSTER__VACANT:
+		seq_vacant(l);
 		f.vacant = true;
 		break;
 	case CLUSTER__WON:
@@ -896,7 +935,13 @@ static int lease_init(struct cluster_lease *l,
 				       o->prefix, "leader");
 	l->k_member_len =
 		cluster__key(l->k_member, sizeof(l->k_member), o->prefix, tail);
-	l->leader_value = cluster__leader_value(o->name);
+	if (o->peer_url != NULL && strlen(o->peer_url) >= CLUSTER_URL_MAX)
+		return lg_error_set(err, LG_EINVAL,
+				    "--advertise-url: at most %d bytes",
+				    CLUSTER_URL_MAX - 1);
+	snprintf(l->peer_url, sizeof(l->peer_url), "%s",
+		 o->peer_url ? o->peer_url : "");
+	l->leader_value = cluster__leader_value(o->name, l->peer_url);
 	l->applied = o->applied;
 	l->observer = o->observer;
 	l->on_transition = o->on_transition;
@@ -953,6 +998,24 @@ int cluster_lease_open(cluster_lease_t **out,
 	}
 	*out = l;
 	return 0;
+}
+
+enum cluster_sequencer cluster_lease_sequencer(cluster_lease_t *l,
+					       char *url, size_t cap)
+{
+	enum cluster_sequencer is;
+
+	lock(l);
+	is = l->seq_is;
+	if (is == CLUSTER_SEQ_SELF &&
+	    !(l->leader && !l->deposed && !l->resign && !l->stop &&
+	      !l->gone))
+		is = CLUSTER_SEQ_UNKNOWN;
+	if (url != NULL && cap > 0)
+		snprintf(url, cap, "%s", is != CLUSTER_SEQ_UNKNOWN ? l->seq_url
+								 : "");
+	unlock(l);
+	return is;
 }
 
 bool cluster_lease_holding(cluster_lease_t *l, int64_t *fence)

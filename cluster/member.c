@@ -33,6 +33,9 @@ struct cluster_node {
 	cluster_leader_t *ld;	/* the lease, and with watch the watcher */
 	query_server_t *qs;
 	struct query_member qm;
+	char url[CLUSTER_URL_MAX]; /* for peers: P/leader's value */
+	/* Door keys' prefix (DESIGN 11): the name and this boot. */
+	char door_id[CLUSTER_NAME_MAX + 24];
 	int64_t start_ns;
 	volatile sig_atomic_t stop;
 };
@@ -189,6 +192,57 @@ static int name_free(const struct cluster_member_opts *o, struct lg_error *err)
 			    (unsigned long long)applied);
 }
 
+/* --advertise-url's default: the bound listener, when --listen names a
+ * host (a wildcard names none: then no door forwards here, and the
+ * member says so). */
+static void advertise_default(struct cluster_node *m)
+{
+	const char *listen = m->o.q.listen ? m->o.q.listen : "127.0.0.1:8420";
+	const char *colon = strrchr(listen, ':');
+	size_t host_len = colon ? (size_t)(colon - listen) : strlen(listen);
+
+	m->url[0] = '\0';
+	if (host_len == 0 || strncmp(listen, "0.0.0.0", host_len) == 0 ||
+	    strncmp(listen, "[::]", host_len) == 0 ||
+	    strncmp(listen, "::", host_len) == 0) {
+		fprintf(stderr,
+			"gpuledger member: --listen %s names no host: without "
+			"--advertise-url no door forwards verdicts here\n",
+			listen);
+		return;
+	}
+	snprintf(m->url, sizeof(m->url), "%s://%.*s:%d",
+		 m->o.q.tls_cert != NULL ? "https" : "http", (int)host_len,
+		 listen, query_server_port(m->qs));
+}
+
+/* Every member holds a lease for P/members/<name> (its applied seq pins
+ * retention, rule 11); with --watch it also campaigns and watches while
+ * leading, and its URL in P/leader's value makes it the sequencer. */
+static int leader_start(struct cluster_node *m, struct lg_error *err)
+{
+	const struct cluster_member_opts *o = &m->o;
+	uint64_t t = o->eo.timeout_ms ? o->eo.timeout_ms : ETCD_TIMEOUT_DEFAULT;
+	struct cluster_leader_opts wo = {
+		.eo = o->eo,
+		.prefix = o->prefix,
+		.name = o->name,
+		.ttl_s = o->lease_ttl_s,
+		.lg = m->lg,
+		.ap = m->ap,
+		.kubeconfig = o->kubeconfig,
+		.context = o->context,
+		.classes = o->classes,
+		.tick_ns = (int64_t)o->tick_s * 1000000000LL,
+		.request_ms = t,
+		.max_value = (size_t)o->max_txn_bytes,
+		.rt = o->rt,
+		.observe = !o->watch,
+		.peer_url = m->url};
+
+	return cluster__leader_new(&m->ld, &wo, err);
+}
+
 int cluster_member_open(cluster_member_t **out,
 			const struct cluster_member_opts *o,
 			struct lg_error *err)
@@ -206,6 +260,14 @@ int cluster_member_open(cluster_member_t **out,
 				    "--name: 1 to 128 bytes without '/'");
 	if (o->q.db == NULL)
 		return lg_error_set(err, LG_EINVAL, "--db DIR is required");
+	if (o->advertise_url != NULL &&
+	    (strlen(o->advertise_url) >= CLUSTER_URL_MAX ||
+	     (strncmp(o->advertise_url, "http://", 7) != 0 &&
+	      strncmp(o->advertise_url, "https://", 8) != 0)))
+		return lg_error_set(err, LG_EINVAL,
+				    "--advertise-url: an http:// or https:// "
+				    "URL of at most %d bytes",
+				    CLUSTER_URL_MAX - 1);
 	if ((rc = name_free(o, err)) != 0)
 		return rc;
 	/* jansson seeds its hash once; before the applier's thread. */
@@ -238,40 +300,42 @@ int cluster_member_open(cluster_member_t **out,
 					m->o.prefix, o->verdict_timeout_ms,
 					err)) != 0)
 		goto fail;
-	/* Every member holds a lease for P/members/<name> (its applied seq
-	 * pins retention, rule 11); with --watch it also campaigns and
-	 * watches while leading. */
 	{
-		uint64_t t = o->eo.timeout_ms ? o->eo.timeout_ms
-					      : ETCD_TIMEOUT_DEFAULT;
-		struct cluster_leader_opts wo = {
-			.eo = o->eo,
-			.prefix = m->o.prefix,
-			.name = m->o.name,
-			.ttl_s = o->lease_ttl_s,
-			.lg = m->lg,
-			.ap = m->ap,
-			.kubeconfig = o->kubeconfig,
-			.context = o->context,
-			.classes = o->classes,
-			.tick_ns = (int64_t)o->tick_s * 1000000000LL,
-			.request_ms = t,
-			.max_value = (size_t)o->max_txn_bytes,
-			.rt = o->rt,
-			.observe = !o->watch};
+		struct timespec ts;
 
-		if ((rc = cluster__leader_new(&m->ld, &wo, err)) != 0)
-			goto fail;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(m->door_id, sizeof(m->door_id), "%.64s.%llx", o->name,
+			 (unsigned long long)ts.tv_sec * 1000000000ULL +
+				 (unsigned long long)ts.tv_nsec);
 	}
 	m->qm = (struct query_member){.ledger = m->rd,
 				      .status = member_status,
 				      .ctx = m,
 				      .verdicts = member_verdicts,
-				      .pending = member_pending};
+				      .pending = member_pending,
+				      .door_id = o->no_forward ? NULL
+							       : m->door_id};
 	m->o.q.member = &m->qm;
 	m->o.q.create = false;
 	if ((rc = query_server_open(&m->qs, &m->o.q, err)) != 0)
 		goto fail;
+	/* The server is bound: its URL goes in P/leader's value. */
+	if (o->advertise_url == NULL)
+		advertise_default(m);
+	else
+		snprintf(m->url, sizeof(m->url), "%s", o->advertise_url);
+	if ((rc = leader_start(m, err)) != 0)
+		goto fail;
+	if (!o->no_forward) {
+		struct cluster_forward *fwd;
+
+		if ((rc = cluster__forward_new(&fwd, o->peer_token,
+					       o->peer_cacert, o->peer_cert,
+					       o->peer_key, err)) != 0)
+			goto fail;
+		cluster__verdicts_doors(m->cv, fwd, m->ld, o->name,
+					o->forward_timeout_ms);
+	}
 	*out = m;
 	return 0;
 fail:

@@ -107,6 +107,12 @@ struct cluster_verdicts {
 	struct seq_key *keys;
 	size_t n_keys, cap_keys;
 	atomic_bool pending; /* read by the loop's thread */
+	/* A door's forward to the sequencer (DESIGN 11): NULL when off. */
+	struct cluster_forward *fwd;
+	cluster_leader_t *ld; /* borrowed: who the sequencer is */
+	char name[CLUSTER_NAME_MAX + 1];
+	uint64_t forward_timeout_ms;
+	int64_t fwd_warned_ms; /* the last forward failure said */
 };
 
 static void nap(void)
@@ -144,6 +150,7 @@ void cluster__verdicts_free(struct cluster_verdicts *cv)
 	if (cv == NULL)
 		return;
 	ledger_logval_release(&cv->out_v);
+	cluster__forward_free(cv->fwd);
 	free(cv->out_ids);
 	free(cv->owed);
 	state_free(cv->carry.st);
@@ -151,6 +158,19 @@ void cluster__verdicts_free(struct cluster_verdicts *cv)
 	cluster__etcd_close(cv->etcd);
 	ledger_close(cv->lg);
 	free(cv);
+}
+
+void cluster__verdicts_doors(struct cluster_verdicts *cv,
+			     struct cluster_forward *fwd,
+			     cluster_leader_t *ld, const char *name,
+			     uint64_t forward_timeout_ms)
+{
+	LG_ASSERT(cv != NULL && cv->fwd == NULL && (fwd == NULL || ld != NULL));
+	cv->fwd = fwd;
+	cv->ld = ld;
+	snprintf(cv->name, sizeof(cv->name), "%s", name ? name : "");
+	cv->forward_timeout_ms = forward_timeout_ms ? forward_timeout_ms
+						    : CLUSTER_FORWARD_TIMEOUT_MS;
 }
 
 bool cluster__verdicts_pending(struct cluster_verdicts *cv)
@@ -326,8 +346,61 @@ static void owe(struct cluster_verdicts *cv, const uint64_t *ids, size_t n);
 static int64_t bound_ms(const struct run *r, size_t i)
 {
 	int64_t t0 = r->g.it[i].t0_ms != 0 ? r->g.it[i].t0_ms : r->t0_ms;
+	int64_t b = t0 + (int64_t)r->cv->timeout_ms;
 
-	return t0 + (int64_t)r->cv->timeout_ms;
+	/* A forwarded request has what its door had left, at most. */
+	if (r->g.it[i].bound_ms != 0 && r->g.it[i].bound_ms < b)
+		b = r->g.it[i].bound_ms;
+	return b;
+}
+
+/* DESIGN 11 "One sequencer, every member a door": while another member
+ * holds P/leader, the group goes to it first. Each item's budget there is
+ * what is left of its bound, at most --forward-timeout-ms: the door waits
+ * no longer, and judges here whatever the sequencer did not answer, under
+ * the same key (rule 3 then finds the sequencer's verdict if it committed
+ * after all). */
+static void door(struct run *r)
+{
+	struct cluster_verdicts *cv = r->cv;
+	char url[CLUSTER_URL_MAX];
+	struct lg_error err = {0};
+	int64_t *budget, now, tmo = 0;
+	int rc;
+
+	if (cv->fwd == NULL ||
+	    cluster__leader_sequencer(cv->ld, url, sizeof(url)) !=
+		    CLUSTER_SEQ_OTHER ||
+	    url[0] == '\0' ||
+	    query_vgroup_count(&r->g, QUERY_V_DONE) == r->g.n)
+		return;
+	budget = lg_xcalloc(r->g.n, sizeof(*budget));
+	now = cluster__mono_ms();
+	for (size_t i = 0; i < r->g.n; i++) {
+		int64_t left = bound_ms(r, i) - now;
+
+		budget[i] = left < (int64_t)cv->forward_timeout_ms
+				    ? left
+				    : (int64_t)cv->forward_timeout_ms;
+		if (budget[i] > tmo)
+			tmo = budget[i];
+	}
+	rc = cluster__forward_run(cv->fwd, url, cv->name, &r->g, budget,
+				  (uint64_t)tmo, &err);
+	if (rc > 0 && r->g.st != NULL)
+		r->g.st->forwarded += (uint64_t)rc;
+	if (rc < 0) {
+		if (r->g.st != NULL)
+			r->g.st->fallbacks++;
+		if (now - cv->fwd_warned_ms >= 1000) {
+			cv->fwd_warned_ms = now;
+			fprintf(stderr,
+				"gpuledger member: %s; judging here (DESIGN "
+				"11: forwarding is a speed-up)\n",
+				err.msg);
+		}
+	}
+	free(budget);
 }
 
 /* Rule 2: every item whose bound has passed is answered 503 unjudged (no
@@ -902,7 +975,7 @@ void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 		query_vgroup_fail_rest(&r.g, 503,
 			   "this member cannot reach an etcd quorum: it "
 			   "records no verdict (DESIGN 11)");
-	} else if (!resolve(cv, r.deadline_ms, st)) {
+	} else if (door(&r), !resolve(cv, r.deadline_ms, st)) {
 		/* Rule 1: one verdict txn outstanding per member. */
 		query_vgroup_fail_rest(&r.g, 503,
 			   "the outcome of an earlier verdict txn is still "

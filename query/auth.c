@@ -21,7 +21,7 @@
 static const char *const role_names[ROLE_MAX] = {
 	[ROLE_NONE] = "none",		[ROLE_ADMIN] = "admin",
 	[ROLE_ADMISSION] = "admission", [ROLE_AUDITOR] = "auditor",
-	[ROLE_TENANT] = "tenant",
+	[ROLE_PEER] = "peer",		[ROLE_TENANT] = "tenant",
 };
 
 const char *query__role_name(enum role r)
@@ -55,8 +55,8 @@ int query__role_parse(const char *s, size_t len, struct principal *p,
 		}
 	}
 	return lg_error_set(err, LG_EINVAL,
-			    "unknown role \"%.*s\" (admin, admission, auditor "
-			    "or tenant:<tenant namespace>)",
+			    "unknown role \"%.*s\" (admin, admission, auditor, "
+			    "peer or tenant:<tenant namespace>)",
 			    (int)(len > 80 ? 80 : len), s);
 }
 

@@ -1259,7 +1259,8 @@ static void dispatch(struct conn *c)
 				   query__routes[rq.route].name);
 	else if (qs->o.member != NULL && c->parser.method != HTTP_GET &&
 		 (qs->o.member->verdicts == NULL ||
-		  (rq.route != R_ADMISSION && rq.route != R_DECLARATIONS)))
+		  (rq.route != R_ADMISSION && rq.route != R_DECLARATIONS &&
+		   rq.route != R_PEER_VERDICTS)))
 		/* DESIGN 11: a member answers a verdict only once it can
 		 * record it in etcd's log, which this member does not do
 		 * yet; no Retry-After (rule 2). */

@@ -216,6 +216,16 @@ static void render_server(struct lg_buf *b, struct query_server *qs)
 		       "counter",
 		       "NOTEs VerdictUnanswered appended (rule 2).",
 		       (double)qs->vstats.unanswered);
+		scalar(b, "gpuledger_cluster_verdict_forwarded_total",
+		       "counter",
+		       "Verdicts a door forwarded and the sequencer answered "
+		       "(DESIGN 11).",
+		       (double)qs->vstats.forwarded);
+		scalar(b, "gpuledger_cluster_verdict_fallbacks_total",
+		       "counter",
+		       "Forwards that failed: the door judged the group itself "
+		       "(DESIGN 11).",
+		       (double)qs->vstats.fallbacks);
 	}
 	scalar(b, "gpuledger_log_refreshes_total", "counter",
 	       "Refreshes of the state from the log.", (double)m->refreshes);

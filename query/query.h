@@ -161,6 +161,16 @@ struct query_vitem {
 	/* When the request arrived (CLOCK_MONOTONIC ms; 0: now): DESIGN 11
 	 * rule 2's bound counts from here, not from when it is judged. */
 	int64_t t0_ms;
+	/* A forwarded request's bound (CLOCK_MONOTONIC ms): what its door
+	 * had left of it; 0 for one asked here. */
+	int64_t bound_ms;
+	/* The body as its client sent it (borrowed; NULL when not kept): what
+	 * a door forwards to the sequencer. */
+	const char *body;
+	size_t body_len;
+	/* In: it came from a door (never forwarded again). Out: answered by
+	 * the sequencer (again or error), nothing recorded here. */
+	bool forwarded;
 	/* Out: 200 with v (recorded: v has its id and seq; a dry run is
 	 * not), or with again (a repeat's answer from its record; caller
 	 * frees), or another status with error. */
@@ -179,6 +189,8 @@ struct query_vstats {
 	uint64_t unknown;    /* batches answered 503, outcome unknown */
 	uint64_t unanswered; /* NOTEs VerdictUnanswered appended */
 	uint64_t repeats;    /* answered from the uid index (rule 3) */
+	uint64_t forwarded;  /* answered by the sequencer (a door's) */
+	uint64_t fallbacks;  /* forwards that failed: judged here */
 };
 
 /* The verdict path (DESIGN 3.5, 3.7, 11; query/vpath.c): judging,
@@ -277,6 +289,12 @@ struct query_member {
 			 struct query_vstats *st);
 	/* Whether an n = 0 call is due (on the loop's thread); may be NULL. */
 	bool (*pending)(void *ctx);
+	/* A door (DESIGN 11 "One sequencer, every member a door"): each
+	 * request's body is kept for the forward, and one without a key (no
+	 * review uid, no Idempotency-Key) gets door_id-N, so that the door's
+	 * own fallback and the sequencer's verdict are one review (rule 3).
+	 * door_id NULL: neither. */
+	const char *door_id;
 };
 
 typedef struct query_server query_server_t;

@@ -75,6 +75,7 @@ enum role {
 	ROLE_ADMIN,
 	ROLE_ADMISSION,
 	ROLE_AUDITOR,
+	ROLE_PEER, /* a member forwarding verdicts (DESIGN 11) */
 	ROLE_TENANT,
 	ROLE_MAX
 };
@@ -145,6 +146,7 @@ enum route_id {
 	R_REMAINING,
 	R_ADMISSION,
 	R_DECLARATIONS,
+	R_PEER_VERDICTS,
 	R_VERDICT,
 	R_VERDICTS,
 	R_STATE,
@@ -492,11 +494,21 @@ struct vindex {
 };
 
 /* A verdict waiting for the next group commit. */
+struct fwd;
 struct pending {
 	struct conn *c;	   /* NULL once the client has gone */
 	struct verdict_request vr; /* as judged and recorded; owned */
 	enum route_id route;
 	uint64_t t0_ns;
+	/* A member's: the body as its client sent it (owned; NULL when not
+	 * kept), what a door forwards to the sequencer (DESIGN 11). */
+	char *body;
+	size_t body_len;
+	/* An item of a door's forward (answered into it, not to c), its
+	 * slot there and its bound (CLOCK_MONOTONIC ms). */
+	struct fwd *fwd;
+	size_t slot;
+	int64_t bound_ms;
 };
 
 struct pending_q {
@@ -516,9 +528,11 @@ int query__vindex_open(ledger_t *lg, struct vindex *v, struct lg_error *err);
 int query__vindex_catch_up(ledger_t *lg, struct vindex *v, uint64_t to,
 			   struct lg_error *err);
 /* The handlers of POST /v1/admission and /v1/declarations and GET
- * /v1/verdicts/{id}. */
+ * /v1/verdicts/{id}; and POST /v1/peer/verdicts, a door's forward to the
+ * sequencer (DESIGN 11; cluster/forward.c writes its body). */
 route_fn query__handle_admission, query__handle_declaration,
-	query__handle_verdict, query__handle_verdicts;
+	query__handle_verdict, query__handle_verdicts,
+	query__handle_peer_verdicts;
 /* Appends and answers every queued verdict (the group commit). */
 void query__verdict_batch_run(struct query_server *qs);
 void query__pending_q_release(struct pending_q *q);
@@ -744,6 +758,7 @@ struct query_server {
 	/* After a group is answered, the next waits up to a short linger for
 	 * as many requests as the group answered (its clients, coming back),
 	 * so that one txn carries them all instead of the first alone. */
+	uint64_t door_n; /* door keys made (query_member.door_id) */
 	uv_timer_t vlinger;
 	size_t vwant;	 /* requests that end the linger early */
 	bool vlingering; /* the timer runs; no group starts meanwhile */

@@ -9,6 +9,8 @@
  *   GET  /v1/tenants/{ns}/remaining   x      x       x      {ns} in subtree
  *   POST /v1/admission                x      x
  *   POST /v1/declarations             x      x
+ *   POST /v1/peer/verdicts            x   (and peer: a member's door,
+ *                                    forwarding to the sequencer)
  *   GET  /v1/verdicts/{id}, /v1/verdicts  x          x
  *   GET  /v1/state, /v1/events        x              x
  *   GET  /v1/export                   x              x      its subtree only
@@ -74,6 +76,10 @@ const struct route query__routes[R_MAX] = {
 	ROUTE(R_DECLARATIONS, HTTP_POST, "/v1/declarations",
 	      query__handle_declaration, WRITERS, TS_DENY, "v1",
 	      "declarations"),
+	ROUTE(R_PEER_VERDICTS, HTTP_POST, "/v1/peer/verdicts",
+	      query__handle_peer_verdicts,
+	      ROLE_BIT(ROLE_ADMIN) | ROLE_BIT(ROLE_PEER), TS_DENY, "v1", "peer",
+	      "verdicts"),
 	ROUTE(R_VERDICT, HTTP_GET, "/v1/verdicts/{id}", query__handle_verdict,
 	      READERS, TS_DENY, "v1", "verdicts", "*"),
 	ROUTE(R_VERDICTS, HTTP_GET, "/v1/verdicts", query__handle_verdicts,

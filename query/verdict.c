@@ -35,6 +35,8 @@
 /* Judgements of one group the watcher's appends may make the single pod
  * start again before it answers 503. */
 #define POD_ROUNDS_MAX 64
+/* Items in one door's forward (cluster/forward.c sends at most as many). */
+#define PEER_ITEMS_MAX 256
 
 /* ---------------------------------------------------------------------- */
 /* The index: verdict id -> seq. */
@@ -112,26 +114,54 @@ static void forget_conn(struct conn *c, void *arg)
 			qs->q.p[i].c = NULL;
 }
 
-/* Queues vr (taken over) for the next group commit. */
-static void enqueue(struct query_server *qs, struct request *rq,
-		    struct verdict_request *vr)
+/* Queues *p (taken over: its request and body) for the next group
+ * commit. */
+static void enqueue_pending(struct query_server *qs, const struct pending *p)
 {
-	struct pending *p;
-
 	if (qs->q.n == qs->q.cap) {
 		qs->q.cap = qs->q.cap ? 2 * qs->q.cap : 64;
 		qs->q.p = lg_xrealloc(qs->q.p, qs->q.cap * sizeof(*qs->q.p));
 	}
-	p = &qs->q.p[qs->q.n++];
-	*p = (struct pending){
-		.c = rq->c, .vr = *vr, .route = rq->route, .t0_ns = rq->t0_ns};
-	query__reply_defer(qs, rq, forget_conn, qs);
+	qs->q.p[qs->q.n++] = *p;
 	if (qs->vlingering && qs->q.n >= qs->vwant) {
 		/* Everyone the last group answered is back: no more waiting. */
 		uv_timer_stop(&qs->vlinger);
 		qs->vlingering = false;
 	}
 	uv_idle_start(&qs->batch_idle, on_idle);
+}
+
+/* Queues vr (taken over) for the next group commit; a door keeps its body
+ * for the forward. */
+static void enqueue(struct query_server *qs, struct request *rq,
+		    struct verdict_request *vr)
+{
+	struct pending p = {
+		.c = rq->c, .vr = *vr, .route = rq->route, .t0_ns = rq->t0_ns};
+
+	if (qs->o.member != NULL && qs->o.member->door_id != NULL) {
+		p.body = lg_xmalloc(rq->body_len + 1);
+		memcpy(p.body, rq->body, rq->body_len);
+		p.body[rq->body_len] = '\0';
+		p.body_len = rq->body_len;
+	}
+	query__reply_defer(qs, rq, forget_conn, qs);
+	enqueue_pending(qs, &p);
+}
+
+/* A door's key for a request that has none (DESIGN 11): its member, boot
+ * and a counter, so that no two requests ever share one. */
+static void door_key(struct query_server *qs, struct verdict_request *vr)
+{
+	char k[VERDICT_IDEMPOTENCY_KEY_MAX + 1];
+
+	if (qs->o.member == NULL || qs->o.member->door_id == NULL ||
+	    vr->review_uid != NULL || vr->idempotency_key != NULL ||
+	    vr->dry_run)
+		return;
+	snprintf(k, sizeof(k), "%s-%llu", qs->o.member->door_id,
+		 (unsigned long long)++qs->door_n);
+	vr->idempotency_key = lg_xstrdup(k);
 }
 
 /* The body is read as its record will be read back (DESIGN 3.5), by the
@@ -169,6 +199,7 @@ static void handle_verdict_request(struct query_server *qs, struct request *rq,
 		       rq->idempotency_len);
 		vr.idempotency_key[rq->idempotency_len] = '\0';
 	}
+	door_key(qs, &vr);
 	enqueue(qs, rq, &vr);
 }
 
@@ -185,8 +216,10 @@ void query__handle_declaration(struct query_server *qs, struct request *rq)
 /* Releases what the entries own; the arrays stay. */
 static void pending_q_clear(struct pending_q *q)
 {
-	for (size_t i = 0; i < q->n; i++)
+	for (size_t i = 0; i < q->n; i++) {
 		verdict_request_release(&q->p[i].vr);
+		free(q->p[i].body);
+	}
 	q->n = 0;
 }
 
@@ -262,6 +295,177 @@ static void batch_release(struct batch *b)
 	lg_buf_release(&b->scratch);
 }
 
+/* ---------------------------------------------------------------------- */
+/* A door's forward, judged here (DESIGN 11 "One sequencer, every member a
+ * door"): its items are queued as requests of their own, each answered
+ * into its slot; the forward is answered once every slot is, in order
+ * (cluster/forward.c reads it). */
+
+struct fwd {
+	struct conn *c; /* NULL once the door has gone */
+	enum route_id route;
+	uint64_t t0_ns;
+	size_t n, left;
+	int *status;
+	char **text;
+};
+
+static void fwd_free(struct fwd *f)
+{
+	for (size_t k = 0; k < f->n; k++)
+		free(f->text[k]);
+	free(f->status);
+	free(f->text);
+	free(f);
+}
+
+/* The door's connection closed: the items are judged all the same (the
+ * door judges them again under the same keys, rule 3), answered to no
+ * one. */
+static void forget_fwd(struct conn *c, void *arg)
+{
+	struct fwd *f = arg;
+
+	(void)c;
+	f->c = NULL;
+}
+
+static void fwd_done(struct query_server *qs, struct fwd *f)
+{
+	json_t *doc = json_object(), *items = json_array();
+	char *text;
+
+	for (size_t k = 0; k < f->n; k++)
+		json_array_append_new(
+			items, json_pack("{s:i, s:s}", "status", f->status[k],
+					 "body", f->text[k] ? f->text[k] : ""));
+	json_object_set_new(doc, "items", items);
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	query__conn_answer_deferred(qs, f->c, f->route, f->t0_ns, 200, text);
+	fwd_free(f);
+}
+
+/* Slot k of f is answered status with text (taken over). */
+static void fwd_answer(struct query_server *qs, struct fwd *f, size_t k,
+		       int status, char *text)
+{
+	LG_ASSERT(k < f->n && f->left > 0 && f->text[k] == NULL);
+	f->status[k] = text != NULL ? status : 500;
+	f->text[k] = text != NULL
+			     ? text
+			     : lg_xstrdup("{\"error\":\"the answer could not "
+					  "be built\"}");
+	if (--f->left == 0)
+		fwd_done(qs, f);
+}
+
+static void fwd_error(struct fwd *f, size_t k, int status, const char *msg)
+{
+	json_t *e = error_json(msg);
+
+	f->status[k] = status;
+	f->text[k] = json_dumps(e, JSON_COMPACT);
+	json_decref(e);
+}
+
+/* One item of a forward: {"kind", "body", "key", "budgetMs"}, queued, or
+ * its slot answered 400 at once. */
+static void fwd_item(struct query_server *qs, struct fwd *f, size_t k,
+		     json_t *item, int64_t now_ms)
+{
+	const char *kind = json_string_value(json_object_get(item, "kind"));
+	json_t *body = json_object_get(item, "body");
+	json_t *key = json_object_get(item, "key");
+	json_t *budget = json_object_get(item, "budgetMs");
+	struct pending p = {.fwd = f, .slot = k, .route = f->route,
+			    .t0_ns = f->t0_ns};
+	struct lg_error err = {0};
+	enum verdict_kind vk;
+
+	if (kind != NULL && strcmp(kind, "admission") == 0)
+		vk = VERDICT_ADMISSION;
+	else if (kind != NULL && strcmp(kind, "declaration") == 0)
+		vk = VERDICT_DECLARATION;
+	else
+		{
+			fwd_error(f, k, 400, "item kind: admission or declaration");
+			return;
+		}
+	if (!json_is_string(body) || !(json_is_null(key) || json_is_string(key)) ||
+	    !json_is_integer(budget) || json_integer_value(budget) <= 0 ||
+	    json_integer_value(budget) > 3600000)
+		{
+			fwd_error(f, k, 400,
+				 "item: body a string, key a string or null, "
+				 "budgetMs 1..3600000");
+			return;
+		}
+	if (verdict_request_read(vk, json_string_value(body),
+				 json_string_length(body), &p.vr, &err) != 0) {
+		verdict_request_release(&p.vr);
+		{
+			fwd_error(f, k, 400, err.msg);
+			return;
+		}
+	}
+	if (json_is_string(key) && p.vr.review_uid == NULL) {
+		if (!verdict_idempotency_key_valid(json_string_value(key),
+						   json_string_length(key))) {
+			verdict_request_release(&p.vr);
+			{
+				fwd_error(f, k, 400, "item key: not a valid key");
+				return;
+			}
+		}
+		p.vr.idempotency_key = lg_xstrdup(json_string_value(key));
+	}
+	p.bound_ms = now_ms + json_integer_value(budget);
+	f->left++;
+	enqueue_pending(qs, &p);
+}
+
+void query__handle_peer_verdicts(struct query_server *qs, struct request *rq)
+{
+	json_error_t je;
+	json_t *doc, *items;
+	struct fwd *f;
+	size_t n;
+
+	if (qs->o.member == NULL || qs->o.member->verdicts == NULL) {
+		query__reply_error(qs, rq, 404,
+				   "not a member of a cluster: nothing to "
+				   "forward to (DESIGN 11)");
+		return;
+	}
+	doc = json_loadb(rq->body, rq->body_len, 0, &je);
+	items = json_object_get(doc, "items");
+	n = json_array_size(items);
+	if (!json_is_array(items) || n == 0 || n > PEER_ITEMS_MAX) {
+		json_decref(doc);
+		query__reply_error(qs, rq, 400,
+				   "a forward: {\"from\", \"items\": 1 to %d "
+				   "of {\"kind\", \"body\", \"key\", "
+				   "\"budgetMs\"}}",
+				   PEER_ITEMS_MAX);
+		return;
+	}
+	f = lg_xcalloc(1, sizeof(*f));
+	f->c = rq->c;
+	f->route = rq->route;
+	f->t0_ns = rq->t0_ns;
+	f->n = n;
+	f->status = lg_xcalloc(n, sizeof(*f->status));
+	f->text = lg_xcalloc(n, sizeof(*f->text));
+	query__reply_defer(qs, rq, forget_fwd, f);
+	for (size_t k = 0; k < n; k++)
+		fwd_item(qs, f, k, json_array_get(items, k),
+			 (int64_t)(query__now_ns() / 1000000));
+	json_decref(doc);
+	if (f->left == 0)
+		fwd_done(qs, f);
+}
+
 /* The text answering request i of the batch, from the verdict's one
  * writer: a recorded verdict is its record with its seq; a review is
  * answered with one. */
@@ -305,8 +509,13 @@ static void answer_all(struct query_server *qs, struct batch *b,
 	for (size_t i = 0; i < b->n; i++) {
 		const struct pending *p = &q->p[i];
 
-		query__conn_answer_deferred(qs, p->c, p->route, p->t0_ns,
-					    b->status[i], answer_text(b, p, i));
+		if (p->fwd != NULL)
+			fwd_answer(qs, p->fwd, p->slot, b->status[i],
+				   answer_text(b, p, i));
+		else
+			query__conn_answer_deferred(qs, p->c, p->route,
+						    p->t0_ns, b->status[i],
+						    answer_text(b, p, i));
 	}
 }
 
@@ -377,7 +586,11 @@ static size_t group_items(struct query_server *qs, struct pending_q *q,
 		}
 		(*it)[n] = (struct query_vitem){
 			.vr = &q->p[i].vr,
-			.t0_ms = (int64_t)(q->p[i].t0_ns / 1000000)};
+			.t0_ms = (int64_t)(q->p[i].t0_ns / 1000000),
+			.bound_ms = q->p[i].bound_ms,
+			.body = q->p[i].body,
+			.body_len = q->p[i].body_len,
+			.forwarded = q->p[i].fwd != NULL};
 		(*of)[n++] = i;
 	}
 	return n;
@@ -574,6 +787,8 @@ static void vstats_add(struct query_vstats *to, const struct query_vstats *d)
 	to->unknown += d->unknown;
 	to->unanswered += d->unanswered;
 	to->repeats += d->repeats;
+	to->forwarded += d->forwarded;
+	to->fallbacks += d->fallbacks;
 }
 
 static void on_vlinger(uv_timer_t *t)

@@ -340,11 +340,26 @@ END_TEST
 
 START_TEST(lease_values)
 {
-	char *v = cluster__leader_value("gpuledger-0"), name[64];
+	char *v = cluster__leader_value("gpuledger-0", NULL), name[64],
+	     url[32];
 
 	ck_assert_str_eq(v, "{\"name\":\"gpuledger-0\"}");
 	cluster__leader_name((const uint8_t *)v, strlen(v), name, sizeof(name));
 	ck_assert_str_eq(name, "gpuledger-0");
+	cluster__leader_parse((const uint8_t *)v, strlen(v), name, sizeof(name),
+			      url, sizeof(url));
+	ck_assert_str_eq(url, "");
+	free(v);
+	/* The sequencer's URL for doors (DESIGN 11); one too long is none. */
+	v = cluster__leader_value("m1", "https://m1.example:8420");
+	ck_assert_str_eq(v, "{\"name\":\"m1\",\"peer\":\"https://m1.example:8420\"}");
+	cluster__leader_parse((const uint8_t *)v, strlen(v), name, sizeof(name),
+			      url, sizeof(url));
+	ck_assert_str_eq(name, "m1");
+	ck_assert_str_eq(url, "https://m1.example:8420");
+	cluster__leader_parse((const uint8_t *)v, strlen(v), name, sizeof(name),
+			      url, 10);
+	ck_assert_str_eq(url, "");
 	free(v);
 	cluster__leader_name((const uint8_t *)"bare", 4, name, sizeof(name));
 	ck_assert_str_eq(name, "?");

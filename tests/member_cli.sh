@@ -269,9 +269,13 @@ run timeout 30 "$bin" member --etcd "$ETCD_URLS" --prefix /m/b --name x
 expect "member without --db" 2
 run timeout 30 "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b/ --name x
 expect "member with a prefix ending in /" 2
-run timeout 30 "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b --name x --peer-cacert "$tmp/x"
-expect "member: --peer-cacert without --peer" 2
-has "--peer-cacert without --peer: says so" "$tmp/err" 'go with --peer'
+# The --peer-* credentials are also a door's, for the sequencer (DESIGN
+# 11): they no longer need --peer. A URL for peers that cannot be put in
+# P/leader is refused, naming the bound.
+run timeout 30 "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b --name x \
+	--advertise-url "http://$(printf '%0600d' 0)"
+expect "member: --advertise-url too long" 2
+has "--advertise-url too long: says so" "$tmp/err" 'advertise-url: an http:// or https:// URL of at most 511 bytes'
 run timeout 30 "$bin" member --db "$tmp/x" --etcd "$ETCD_URLS" --prefix /m/b --name x --peer http://127.0.0.1:1 --peer-cert "$tmp/x"
 expect "member: --peer-cert without --peer-key" 2
 has "--peer-cert without --peer-key: says so" "$tmp/err" 'go together'

@@ -28,8 +28,10 @@ static const char member_usage[] =
 	"         [--watch [--kubeconfig F] [--context NAME] "
 	"[--classes F] [--tick S]\n"
 	"          [--keep N] [--keep-bytes B] [--defrag-free B]]\n"
-	"         [--peer URL [--peer-token-file F] [--peer-cacert F]\n"
-	"          [--peer-cert F --peer-key F]]\n"
+	"         [--peer URL] [--peer-token-file F] [--peer-cacert F]\n"
+	"         [--peer-cert F --peer-key F]\n"
+	"         [--advertise-url URL] [--forward-timeout-ms MS] "
+	"[--no-forward]\n"
 	"  a member of a cluster on etcd (DESIGN 11): its applier "
 	"follows\n"
 	"  P/log/ in etcd and appends every committed value to the "
@@ -51,12 +53,15 @@ static const char member_usage[] =
 	"P/head, another\n"
 	"  head at P/head's seq) is refused at the start (exit 2, "
 	"naming why).\n"
-	"  POST /v1/admission and /v1/declarations are judged on the "
-	"member's\n"
-	"  state and answered once etcd's log holds the verdict (503 "
-	"when that\n"
-	"  is not known within --verdict-timeout-ms); other POSTs "
-	"answer 503;\n"
+	"  POST /v1/admission and /v1/declarations go to the sequencer, "
+	"the\n"
+	"  member holding P/leader, with the --peer-* credentials (a "
+	"door);\n"
+	"  what it does not answer within --forward-timeout-ms is "
+	"judged on\n"
+	"  this member's state. A verdict is answered once etcd's log "
+	"holds it\n"
+	"  (503 when that is not known within --verdict-timeout-ms);\n"
 	"  while etcd cannot be reached GETs carry X-Gpuledger-Stale: "
 	"<seconds>\n"
 	"  and /readyz is 503 with the reason. Prints \"listening on "
@@ -135,14 +140,25 @@ struct member_held {
 	 "when etcd no longer holds it after this member's seq " \
 	 "(joining, DESIGN 11): GET /v1/events, every head checked"}, \
 	{"--peer-token-file", OPT_STR, &(a)->peer_token_file, "FILE", \
-	 "with --peer: its bearer token (an admin's or auditor's); " \
-	 "the file must not be group/other readable"}, \
+	 "the bearer token this member shows its peers: to --peer " \
+	 "(an admin's or auditor's) and, forwarding verdicts, to the " \
+	 "sequencer (a peer's or admin's); the file must not be " \
+	 "group/other readable"}, \
 	{"--peer-cacert", OPT_STR, &(a)->o.peer_cacert, "FILE", \
-	 "with --peer: the CA of its certificate"}, \
+	 "the CA of the peers' certificates"}, \
 	{"--peer-cert", OPT_STR, &(a)->o.peer_cert, "FILE", \
-	 "with --peer: a client certificate (a peer with " \
+	 "a client certificate for peers (one with " \
 	 "--tls-client-ca)"}, \
-	{"--peer-key", OPT_STR, &(a)->o.peer_key, "FILE", "and its key"}
+	{"--peer-key", OPT_STR, &(a)->o.peer_key, "FILE", "and its key"}, \
+	{"--advertise-url", OPT_STR, &(a)->o.advertise_url, "URL", \
+	 "this member's address for its peers, in P/leader's value " \
+	 "while it is the sequencer (default: --listen's, when it " \
+	 "names a host)"}, \
+	{"--forward-timeout-ms", OPT_U64, &(a)->o.forward_timeout_ms, "MS", \
+	 "how long a door waits for the sequencer's answer before it " \
+	 "judges a verdict itself (default 2000)"}, \
+	{"--no-forward", OPT_FLAG, &(a)->o.no_forward, NULL, \
+	 "judge every verdict here, never forward to the sequencer"}
 /* clang-format on */
 
 /* The combinations and ranges the parser cannot see. Prints the error;
@@ -186,12 +202,6 @@ static int member_check(const struct member_args *a)
 	}
 	if (o->sign_every > 100000000) {
 		tool_error("member: --sign-every is 1 to 100000000");
-		return EXIT_USAGE;
-	}
-	if (o->peer == NULL && (a->peer_token_file || o->peer_cacert ||
-				o->peer_cert || o->peer_key)) {
-		tool_error("member: --peer-token-file, --peer-cacert, "
-			   "--peer-cert and --peer-key go with --peer");
 		return EXIT_USAGE;
 	}
 	if ((o->peer_cert == NULL) != (o->peer_key == NULL)) {

@@ -19,6 +19,8 @@ small TCP proxy in front of each member that a test steers at run time.
           mode PROXY forward|drop-answer [MATCH]|reset|reset-early|
                      blackhole|delay MS
           stats PROXY            counters as JSON
+          proxy NAME PORT        a new proxy NAME in front of 127.0.0.1:PORT
+                                 (a member's, say); prints its port
           stop MEMBER | kill MEMBER | start MEMBER   (SIGTERM, SIGKILL, again)
 
 Proxy modes, read for every chunk (so they apply to kept-alive connections
@@ -250,6 +252,14 @@ async def control(cluster, reader, writer):
                 answer = "ok"
             else:
                 answer = "error: modes are " + ", ".join(MODES)
+        elif len(line) == 3 and line[0] == "proxy" and line[2].isdigit() \
+                and line[1] not in cluster.proxies:
+            # Another proxy, in front of any local port (say, a member's:
+            # the link from a door to the sequencer); answers its port.
+            p = Proxy(line[1], int(line[2]))
+            await p.start()
+            cluster.proxies[line[1]] = p
+            answer = str(p.port)
         elif len(line) == 2 and line[0] == "stats" and line[1] in cluster.proxies:
             p = cluster.proxies[line[1]]
             answer = json.dumps(dict(p.stats, mode=p.mode,

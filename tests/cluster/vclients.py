@@ -10,7 +10,7 @@ history.no_answer_error's words; null when one came).
 
     vclients.py --members URL[,URL...] --out FILE [--clients N]
                 [--requests M] [--retry F] [--seed S] [--uid-prefix P]
-                [--timeout S] [--stagger]
+                [--timeout S] [--stagger] [--token T]
 
 With --stagger, client c sends only M*(c+1)/N of its requests: the clients
 leave one by one, so that a member's next group is smaller than the last
@@ -53,12 +53,17 @@ def review(base, uid, ns, name, count):
     return r
 
 
+TOKEN = None  # --token: the bearer token every request carries
+
+
 def post(url, body, timeout):
     """(status, body, headers, error): error says why no answer came
     (a reset after the request was sent, a timeout, ...), else None."""
     data = json.dumps(body).encode()
     rq = urllib.request.Request(url + "/v1/admission", data=data,
                                 method="POST")
+    if TOKEN is not None:
+        rq.add_header("Authorization", "Bearer " + TOKEN)
     try:
         with urllib.request.urlopen(rq, timeout=timeout) as a:
             return a.status, a.read(), dict(a.headers), None
@@ -79,7 +84,10 @@ def main(argv):
     ap.add_argument("--uid-prefix", default="u")
     ap.add_argument("--timeout", type=float, default=15)
     ap.add_argument("--stagger", action="store_true")
+    ap.add_argument("--token", default=None)
     a = ap.parse_args(argv)
+    global TOKEN
+    TOKEN = a.token
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
     print(f"seed {seed}", flush=True)
     urls = a.members.split(",")
