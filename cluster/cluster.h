@@ -210,18 +210,6 @@ int cluster_lease_open(cluster_lease_t **out,
  * (create_revision; 0 when not holding). Any thread; never blocks on
  * etcd. */
 bool cluster_lease_holding(cluster_lease_t *l, int64_t *fence);
-/* The verdict sequencer (DESIGN 11 "One sequencer, every member a door"):
- * the holder of P/leader as this member last saw it. SELF while this
- * member holds it; OTHER with its peer URL (url, cap bytes; "" when it
- * advertised none); UNKNOWN while no holder is known. Any thread; never
- * blocks on etcd. */
-enum cluster_sequencer {
-	CLUSTER_SEQ_UNKNOWN = 0,
-	CLUSTER_SEQ_SELF,
-	CLUSTER_SEQ_OTHER
-};
-enum cluster_sequencer cluster_lease_sequencer(cluster_lease_t *l,
-					       char *url, size_t cap);
 /* A txn comparing fence failed elsewhere (rule 5, "deposed"): holding is
  * false at once and the module steps down (revokes) and lets another win
  * for one TTL. A fence that is not the current one is ignored. */

@@ -714,7 +714,7 @@ void cluster__leader_run(cluster_leader_t *l);
 void cluster__leader_stop(cluster_leader_t *l);
 /* Whether a term's watcher runs now, and its fence. */
 bool cluster__leader_leading(cluster_leader_t *l, int64_t *fence);
-/* The verdict sequencer as the lease last saw it (cluster_lease_sequencer). */
+/* The verdict sequencer as the lease last saw it (cluster__lease_sequencer). */
 enum cluster_sequencer cluster__leader_sequencer(cluster_leader_t *l,
 						 char *url, size_t cap);
 /* Resigns (revokes the lease) and frees; after the run returned. */
@@ -724,6 +724,19 @@ void cluster__leader_free(cluster_leader_t *l);
 /* A member's verdicts (cluster/verdicts.c; DESIGN 11 "Verdicts in a
  * cluster", rules 1, 2, 3, 6, 9): the server's verdict path of a member,
  * called on a worker thread one call at a time (struct query_member). */
+
+/* The verdict sequencer (DESIGN 11 "One sequencer, every member a door"):
+ * the holder of P/leader as this member last saw it. SELF while this
+ * member holds it; OTHER with its peer URL (url, cap bytes; "" when it
+ * advertised none); UNKNOWN while no holder is known. Any thread; never
+ * blocks on etcd. */
+enum cluster_sequencer {
+	CLUSTER_SEQ_UNKNOWN = 0,
+	CLUSTER_SEQ_SELF,
+	CLUSTER_SEQ_OTHER
+};
+enum cluster_sequencer cluster__lease_sequencer(cluster_lease_t *l,
+					       char *url, size_t cap);
 
 /* A door's forward (cluster/forward.c; DESIGN 11 "One sequencer, every
  * member a door"): one POST /v1/peer/verdicts per group, on the verdict

@@ -188,7 +188,7 @@ void cluster__leader_stop(cluster_leader_t *l)
 enum cluster_sequencer cluster__leader_sequencer(cluster_leader_t *l,
 						 char *url, size_t cap)
 {
-	return cluster_lease_sequencer(l->lease, url, cap);
+	return cluster__lease_sequencer(l->lease, url, cap);
 }
 
 bool cluster__leader_leading(cluster_leader_t *l, int64_t *fence)

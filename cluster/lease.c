@@ -1000,7 +1000,7 @@ int cluster_lease_open(cluster_lease_t **out,
 	return 0;
 }
 
-enum cluster_sequencer cluster_lease_sequencer(cluster_lease_t *l,
+enum cluster_sequencer cluster__lease_sequencer(cluster_lease_t *l,
 					       char *url, size_t cap)
 {
 	enum cluster_sequencer is;
