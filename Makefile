@@ -204,7 +204,10 @@ BENCH_HOLDERS ?= 1000000
 BENCH_SECS ?= 5
 BENCH_QUERIES ?= 20000
 # The cluster figures (DESIGN 10, 11): events fed per run in batches of 1
-# and of 100 through a real 3-member etcd.
+# and of 100 through a real 3-member etcd. `BENCH_ONLY=cluster make bench`
+# runs the cluster's figures alone, BENCH_CLUSTER_PARTS="admission" (or feed,
+# failover) some of them, and BENCH_QUICK=1 one short run of each (for
+# development; run.sh lists every knob).
 BENCH_CLUSTER_SINGLES ?= 300
 BENCH_CLUSTER_EVENTS ?= 20000
 BENCH_PKG := sqlite3 libpq

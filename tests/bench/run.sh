@@ -18,7 +18,12 @@
 # BENCH_CLUSTER_SINGLES and BENCH_CLUSTER_EVENTS (the events the cluster
 # figures feed per run in batches of 1 and of 100), BENCH_ONLY (one part:
 # ledger, heavy or cluster), and MAKE, BUILD (the build directory the
-# Makefile uses). The cluster figures need etcd (`make deps` installs it).
+# Makefile uses). The cluster figures need etcd (`make deps` installs it);
+# BENCH_CLUSTER_PARTS picks some of them (feed admission failover),
+# BENCH_CLUSTER_ADM_EVENTS sizes the admissions' simulated history,
+# BENCH_KILL_BEFORE and BENCH_KILL_AFTER the seconds of load around a
+# SIGKILL (3, 10), BENCH_MEMBER_OPTS the members' extra options. BENCH_QUICK=1
+# runs everything once, shorter (below), for development.
 set -eu
 
 events=${BENCH_EVENTS:-1000000}
@@ -32,6 +37,17 @@ MAKE=${MAKE:-make}
 BUILD=${BUILD:-build/rel}
 here=$(dirname "$0")
 bin=./gpuledger
+# BENCH_QUICK=1, for development: one run of BENCH_QUICK_SECS (3) seconds
+# per wrk figure, small cluster feeds, a SIGKILL 2 s into 7 s of load. Its
+# figures are not the benchmark's.
+if [ -n "${BENCH_QUICK:-}" ]; then
+	runs=1
+	secs=${BENCH_QUICK_SECS:-3}
+	BENCH_CLUSTER_SINGLES=100
+	BENCH_CLUSTER_EVENTS=2000
+	BENCH_KILL_BEFORE=${BENCH_KILL_BEFORE:-2}
+	BENCH_KILL_AFTER=${BENCH_KILL_AFTER:-5}
+fi
 # The simulated month: `gpuledger simulate`'s default start and 30 days.
 month_from=2026-01-01T00:00:00Z
 month_to=2026-01-31T00:00:00Z
@@ -746,6 +762,8 @@ cluster_stop() {
 	cl_pids=
 	stop_bg "$cl_hpid"
 	cl_hpid=
+	stop_bg "${cla_srv:-}"
+	cla_srv=
 }
 
 # cl_member NAME ETCD-URLS: starts a member on $tmp/cl/NAME; sets
@@ -784,14 +802,32 @@ for l in open(sys.argv[1]):
         print(v)' "$1" "$2"
 }
 
+# bench_cluster: the etcd, then the parts named in BENCH_CLUSTER_PARTS
+# (default all three): feed (appends through etcd, and a member's SIGKILL
+# under them), admission (admissions against etcd's own puts, issue 40) and
+# failover (the watcher's, tests/leader_cli.sh, its own etcd).
 bench_cluster() {
-	singles=${BENCH_CLUSTER_SINGLES:-300}
-	batched=${BENCH_CLUSTER_EVENTS:-20000}
-	say "== cluster: 3 members on a 3-member etcd (loopback), cluster feed of $singles events in batches of 1 and $batched in batches of 100 ($runs runs); SIGKILL of a member"
+	parts=${BENCH_CLUSTER_PARTS:-feed admission failover}
 	if ! command -v etcd >/dev/null 2>&1; then
 		say "bench: no etcd (tools/install-deps.sh installs etcd-server): no cluster figures"
 		return 0
 	fi
+	cg="A cluster: 3 members, a 3-member etcd on loopback (cluster feed, one txn outstanding)"
+	case " $parts " in *" feed "* | *" admission "*)
+		if cluster_up; then
+			case " $parts " in *" feed "*) bench_cluster_feed ;; esac
+			case " $parts " in *" admission "*) bench_cluster_admission ;; esac
+		fi
+		cluster_stop
+		rm -rf "$tmp/cl"
+		;;
+	esac
+	case " $parts " in *" failover "*) bench_cluster_failover ;; esac
+}
+
+# cluster_up: a 3-member etcd on $tmp/cl/etcd (its data on $TMPDIR's
+# disk); sources its env (ETCD_URLS, ETCD_URL0..2).
+cluster_up() {
 	mkdir -p "$tmp/cl"
 	python3 "$here/../cluster/etcd_cluster.py" up "$tmp/cl/etcd" --watch-pid $$ \
 		>"$tmp/cl/harness.log" 2>&1 &
@@ -803,10 +839,16 @@ bench_cluster() {
 	done
 	[ -f "$tmp/cl/etcd/ready" ] || {
 		say "bench: etcd did not start: $(tail -3 "$tmp/cl/harness.log")"
-		cluster_stop
-		return 0
+		return 1
 	}
 	. "$tmp/cl/etcd/env"
+	cmd "python3 tests/cluster/etcd_cluster.py up DIR   (3 x etcd $(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p'), data on ${TMPDIR:-/tmp} ($(df -P "$tmp" | awk 'NR == 2 { print $1 }')))"
+}
+
+bench_cluster_feed() {
+	singles=${BENCH_CLUSTER_SINGLES:-300}
+	batched=${BENCH_CLUSTER_EVENTS:-20000}
+	say "== cluster: 3 members on a 3-member etcd (loopback), cluster feed of $singles events in batches of 1 and $batched in batches of 100 ($runs runs); SIGKILL of a member"
 	# The events: a simulated history of GPU pods as `gpuledger log`
 	# prints them (seqs are the log's), fed in consecutive chunks.
 	need=$((runs * (singles + batched) + singles))
@@ -818,20 +860,18 @@ bench_cluster() {
 	have=$(wc -l <"$tmp/cl/events")
 	[ "$have" -ge "$need" ] || {
 		say "bench: only $have events for the cluster ($need wanted)"
-		cluster_stop
 		return 0
 	}
 	"$bin" cluster init --etcd "$ETCD_URLS" --prefix /bench >/dev/null ||
-		{ cluster_stop; return 0; }
+		{ cluster_stop_members; return 0; }
 	# Each member starts on a different etcd member (the first URL).
-	cl_member m1 "$ETCD_URL0,$ETCD_URL1,$ETCD_URL2" || { cluster_stop; return 0; }
+	cl_member m1 "$ETCD_URL0,$ETCD_URL1,$ETCD_URL2" || { cluster_stop_members; return 0; }
 	pid1=$cl_pid url1=http://127.0.0.1:$cl_port
-	cl_member m2 "$ETCD_URL1,$ETCD_URL2,$ETCD_URL0" || { cluster_stop; return 0; }
+	cl_member m2 "$ETCD_URL1,$ETCD_URL2,$ETCD_URL0" || { cluster_stop_members; return 0; }
 	url2=http://127.0.0.1:$cl_port
-	cl_member m3 "$ETCD_URL2,$ETCD_URL0,$ETCD_URL1" || { cluster_stop; return 0; }
+	cl_member m3 "$ETCD_URL2,$ETCD_URL0,$ETCD_URL1" || { cluster_stop_members; return 0; }
 	url3=http://127.0.0.1:$cl_port
 	cl_urls=$url1,$url2,$url3
-	cmd "python3 tests/cluster/etcd_cluster.py up DIR   (3 x etcd $(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p'), data on ${TMPDIR:-/tmp})"
 	cmd "$bin cluster init --etcd URLS --prefix /bench; 3 x $bin member --db DIR --etcd URLS --prefix /bench --name mN --listen 127.0.0.1:0"
 	cmd "python3 $here/cluster_feed.py --bin $bin --etcd URLS --prefix /bench --from CHUNK --batch 1|100 --members M1,M2,M3   (wraps $bin cluster feed; polls each member's /readyz every 5 ms)"
 	s=1
@@ -847,7 +887,6 @@ bench_cluster() {
 		s=$((s + batched))
 		run=$((run + 1))
 	done
-	cg="A cluster: 3 members, a 3-member etcd on loopback (cluster feed, one txn outstanding)"
 	echo "cluster: a member's server reads its own ledger every 50 ms (serve's follow timer), so the apply lag seen on /readyz includes up to 50 ms of it" >>"$tmp/info"
 	for b in 1 100; do
 		cl_col "$tmp/cl/feed.$b" events_per_s |
@@ -861,7 +900,8 @@ bench_cluster() {
 		cl_col "$tmp/cl/feed.$b" poll_ms |
 			figure "$cg" "  a member's /readyz polled every (the lag's resolution)" ms ""
 	done
-	# Admission through a member: measured only when a member answers it.
+	# SIGKILL of m1 under the feed, probed by admissions (POST
+	# /v1/admission with one fixed body) when a member answers them.
 	pick=$("$bin" replay --db "$tmp/cl/src" --json | python3 -c '
 import json, sys
 st = json.load(sys.stdin)
@@ -873,59 +913,16 @@ print("tenant-root h100")')
 	printf '{"namespace":"%s","kind":"VMInstance","name":"vm-bench","old":null,"new":{"gpus":[{"class":"%s"}]}}' \
 		"${pick% *}" "${pick#* }" >"$tmp/cl/admission.json"
 	code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
-		--data-binary @"$tmp/cl/admission.json" "$url2/v1/admission")
+		--data-binary @"$tmp/cl/admission.json" "$url2/v1/admission" || true)
 	adm=
-	if [ "$code" = 200 ]; then
-		adm="--admission $tmp/cl/admission.json"
-		cmd "BENCH_NS=${pick% *} BENCH_CLASS=${pick#* } wrk -t1 -c8 -d${secs}s --latency -s $here/wrk_admission.lua $url2/v1/admission"
-		BENCH_NS=${pick% *} BENCH_CLASS=${pick#* } wrk_runs "$cg" \
-			"POST /v1/admission through a member (durable verdicts)" 8 \
-			">= 2,000 req/s" "<= 10 ms" -s "$here/wrk_admission.lua" "$url2/v1/admission"
-		# DESIGN 10's figure: 8 connections spread over the 3 members (3,
-		# 3 and 2, as a Service would), one wrk each, all at once, every
-		# request with its own Idempotency-Key. verdicts/s is the sum of
-		# the three; p99 the largest of the three p99s (an upper bound of
-		# the pooled p99: wrk reports no samples to pool).
-		cmd "per run, at once: BENCH_UID_PREFIX=rRUN-mN wrk -t1 -c3|3|2 -d${secs}s --latency -s $here/wrk_admission.lua URLn/v1/admission  (n = 1, 2, 3)"
-		: >"$tmp/cl/spread.rps"
-		: >"$tmp/cl/spread.p99"
-		run=0
-		while [ $run -lt "$runs" ]; do
-			k=0
-			wpids=
-			for u in $url1:3 $url2:3 $url3:2; do
-				k=$((k + 1))
-				BENCH_NS=${pick% *} BENCH_CLASS=${pick#* } BENCH_UID_PREFIX=r$run-m$k \
-					wrk -t1 -c"${u##*:}" -d"${secs}s" --latency -s "$here/wrk_admission.lua" \
-					"${u%:*}/v1/admission" >"$tmp/cl/spread.$k" &
-				wpids="$wpids $!"
-			done
-			# (the members and etcd are children too: wait for wrk alone)
-			# shellcheck disable=SC2086
-			wait $wpids
-			cat "$tmp/cl/spread.1" "$tmp/cl/spread.2" "$tmp/cl/spread.3" |
-				sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' |
-				awk '{ s += $1 } END { print s }' >>"$tmp/cl/spread.rps"
-			for k in 1 2 3; do
-				wrk_ms "$(awk '$1 == "99%" { print $2 }' "$tmp/cl/spread.$k")"
-				grep -q 'Non-2xx\|Socket errors' "$tmp/cl/spread.$k" &&
-					say "   spread run $run, member $k: $(grep 'Non-2xx\|Socket errors' "$tmp/cl/spread.$k")"
-			done | sort -g | tail -1 >>"$tmp/cl/spread.p99"
-			run=$((run + 1))
-		done
-		figure "$cg" "POST /v1/admission spread over 3 members, 8 connections" "verdicts/s" ">= 2,000" <"$tmp/cl/spread.rps"
-		figure "$cg" "  p99 latency (the largest member's)" ms "<= 10 ms" <"$tmp/cl/spread.p99"
-	else
-		say "   a member answers POST /v1/admission $code: admission through a member is not built yet"
-		echo "$cg|POST /v1/admission through a member, 8 connections|not built yet (a member answers $code)||||0|>= 2,000 req/s, p99 <= 10 ms" >>"$res"
-	fi
+	[ "$code" = 200 ] && adm="--admission $tmp/cl/admission.json"
 	# SIGKILL of m1 one second into a feed of batches of 1 (a txn, and an
 	# apply on every member, every few ms): how long the other two refused
 	# (admission when a member answers it, else readiness for it).
 	sed -n "${s},$((s + singles - 1))p" "$tmp/cl/events" >"$tmp/cl/chunk"
-	# Until then the probe is a read of the state (GET /v1/tenants): /readyz
-	# also says whether the log holds a complete list of the cluster (NOTE
-	# Synced), which a feed of part of a history need not.
+	# Without admission the probe is a read of the state (GET /v1/tenants):
+	# /readyz also says whether the log holds a complete list of the cluster
+	# (NOTE Synced), which a feed of part of a history need not.
 	[ -n "$adm" ] || adm="--probe /v1/tenants"
 	cmd "the same feed (batches of 1) with kill -9 of member m1 after 1 s; the others probed every 5 ms ($(case $adm in --admission*) echo 'POST /v1/admission' ;; *) echo 'GET /v1/tenants: admission is not built yet' ;; esac))"
 	: >"$tmp/cl/feed.kill"
@@ -943,8 +940,16 @@ print("tenant-root h100")')
 	python3 -c 'import json, sys
 for w in json.load(open(sys.argv[1])).get("refused_why", []):
     print("cluster, after the kill: refused: " + w.replace("|", "/"))' "$tmp/cl/kill" >>"$tmp/info" 2>/dev/null || true
-	cluster_stop
-	rm -rf "$tmp/cl"
+	cluster_stop_members
+}
+
+# The feed's members alone (the etcd stays for the next part).
+cluster_stop_members() {
+	for p in $cl_pids; do stop_bg "$p"; done
+	cl_pids=
+}
+
+bench_cluster_failover() {
 	# The watcher's failover (DESIGN 10: resumed within TTL + 2 s): the
 	# leader test's 3 members --watch on a 3-member etcd and the test API
 	# server, at the default lease of 5 s, the leader SIGKILLed; the time
@@ -959,6 +964,336 @@ for w in json.load(open(sys.argv[1])).get("refused_why", []):
 		run=$((run + 1))
 	done
 	figure "$cg" "SIGKILL of the leader: the watcher resumed on another member (lease 5 s)" ms "<= 7,000 (TTL + 2 s)" <"$tmp/leader.gap"
+}
+
+
+# ---------------------------------------------------------------------------
+# Admissions in a cluster against etcd itself (DESIGN 10's cluster bullet,
+# issue 40), on the same 3-member etcd: 3 `gpuledger member --watch` (so
+# that one holds P/leader: today's members, and the verdict sequencer once
+# it exists) on a fresh prefix, whose leader's watcher lists the state of
+# the feed's simulated history from the test API server
+# (tests/apiserver/fake_apiserver.py serving the objects alive at its end).
+# The load is wrk with tests/bench/wrk_log.lua, one connection per thread
+# (each answer paired with its request and logged), one wrk per target
+# started together: members over HTTP only (POST /v1/admission,
+# AdmissionReviews with unique uids) and etcd only through its JSON
+# gateway; tests/bench/cluster_admit.py pools the logs. Per run, back to
+# back: etcd's blind puts at 1, 8 and 64 connections; admissions spread
+# over the 3 members as a Service spreads them (3/3/2, 22/21/21); the same
+# load on the member holding P/leader alone; then the SIGKILL of that
+# member and of a door under the spread load of 8 connections.
+
+cla_P=/bench-adm
+cla_srv=
+kill_before=${BENCH_KILL_BEFORE:-3}
+kill_after=${BENCH_KILL_AFTER:-10}
+# As tests/cluster/lib.sh starts members.
+cla_opts=${BENCH_MEMBER_OPTS:---etcd-timeout-ms 1500}
+
+# cla_etcd NAME: the member's --etcd, its own etcd member first (as the
+# feed's members: the spread puts go to the same three).
+cla_etcd() {
+	case $1 in
+	m1) echo "$ETCD_URL0,$ETCD_URL1,$ETCD_URL2" ;;
+	m2) echo "$ETCD_URL1,$ETCD_URL2,$ETCD_URL0" ;;
+	*) echo "$ETCD_URL2,$ETCD_URL0,$ETCD_URL1" ;;
+	esac
+}
+
+# cla_member NAME: starts member NAME on $tmp/cla/NAME; sets cla_pid_NAME
+# and cla_url_NAME. Restarted after a SIGKILL it may find its name still
+# held by the dead process's lease (refused until that expires): it is
+# started again, for up to 20 s.
+cla_member() {
+	k=0
+	while [ $k -lt 40 ]; do
+		rm -f "$tmp/cla/$1.out"
+		# shellcheck disable=SC2086
+		"$bin" member --db "$tmp/cla/$1" --etcd "$(cla_etcd "$1")" \
+			--prefix "$cla_P" --name "$1" --listen 127.0.0.1:0 $cla_opts \
+			--watch --kubeconfig "$tmp/cla/kubeconfig" \
+			>"$tmp/cla/$1.out" 2>>"$tmp/cla/$1.err" &
+		p=$!
+		port=
+		i=0
+		while [ -z "$port" ] && [ $i -lt 100 ] && kill -0 "$p" 2>/dev/null; do
+			sleep 0.05
+			port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/cla/$1.out")
+			i=$((i + 1))
+		done
+		if [ -n "$port" ]; then
+			cl_pids="$cl_pids $p"
+			eval "cla_pid_$1=$p cla_url_$1=http://127.0.0.1:$port"
+			return 0
+		fi
+		stop_bg "$p"
+		sleep 0.5
+		k=$((k + 1))
+	done
+	say "bench: member $1 did not start: $(tail -3 "$tmp/cla/$1.err")"
+	return 1
+}
+
+cla_leader() {
+	python3 "$here/cluster_admit.py" leader "$ETCD_URL0" "$cla_P" 2>/dev/null || true
+}
+
+# cla_ready: waits (up to 60 s) until a member holds P/leader and all three
+# answer /readyz 200.
+cla_ready() {
+	u=
+	i=0
+	while [ $i -lt 300 ]; do
+		n=0
+		for m in m1 m2 m3; do
+			eval "u=\$cla_url_$m"
+			c=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$u/readyz" || true)
+			[ "$c" = 200 ] && n=$((n + 1))
+		done
+		[ $n -eq 3 ] && [ -n "$(cla_leader)" ] && return 0
+		sleep 0.2
+		i=$((i + 1))
+	done
+	say "   the cluster was not ready within 60 s"
+	return 1
+}
+
+# cla_start NAME SECS TARGET:CONNECTIONS...: one wrk per target, all
+# started at once, for SECS seconds, with one connection per thread.
+# TARGET m1..m3 is a member (POST /v1/admission, an AdmissionReview with
+# its own uid), e0..e2 an etcd member (POST /v3/kv/put, a 200-byte value
+# under /bench-scratch/, each key its own). wrk's report goes to
+# $tmp/cla/NAME.TARGET.out, its logs to that .log.THREAD, its pid to that
+# .pid and its CPU time (user, system: the shell's `times` of the
+# subshell that ran it) to that .cpu. Sets cla_wait (the subshells).
+cla_n=0
+cla_start() {
+	name=$1 dur=$2
+	shift 2
+	cla_n=$((cla_n + 1))
+	rm -f "$tmp/cla/$name".*
+	cla_wait=
+	for tc in "$@"; do
+		t=${tc%:*} c=${tc#*:}
+		case $t in
+		e*)
+			eval "u=\$ETCD_URL${t#e}/v3/kv/put"
+			body=$tmp/cla/put.json b64=1
+			;;
+		*)
+			eval "u=\$cla_url_$t/v1/admission"
+			body=$tmp/cla/review.json b64=
+			;;
+		esac
+		o=$tmp/cla/$name.$t.out
+		(
+			env BENCH_BODY="$body" BENCH_ID="/bench-scratch/r$cla_n-$name-$t" \
+				BENCH_LOG="$o.log" ${b64:+BENCH_B64=1} \
+				wrk -t"$c" -c"$c" -d"${dur}s" --timeout 30s \
+				-s "$here/wrk_log.lua" "$u" >"$o" 2>&1 &
+			echo $! >"$o.pid"
+			wait $! || true
+			# (not in a pipeline: a forked `times` has no children)
+			times >"$o.times"
+			awk 'NR == 2 {
+				split($1, u, /[ms]/); split($2, s, /[ms]/)
+				printf "%.3f\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+				"$o.times" >"$o.cpu"
+		) &
+		cla_wait="$cla_wait $!"
+		# (the pid file exists once the subshell has started wrk)
+		i=0
+		while [ ! -s "$o.pid" ] && [ $i -lt 100 ]; do sleep 0.01; i=$((i + 1)); done
+	done
+}
+
+# cla_load NAME SECS TARGET:CONNECTIONS...: cla_start, then the pooled
+# figures as one JSON line appended to $tmp/cla/NAME.json, and wrk's CPU
+# seconds per second to $tmp/cla/NAME.cpu.
+cla_load() {
+	name=$1 dur=$2
+	cla_start "$@"
+	# shellcheck disable=SC2086
+	wait $cla_wait
+	python3 "$here/cluster_admit.py" merge "$tmp/cla/$name".*.out >>"$tmp/cla/$name.json" ||
+		say "   $name: the logs could not be read"
+	cat "$tmp/cla/$name".*.out.cpu | awk -v d="$dur" '{ s += $1 } END { printf "%.3f\n", s / d }' >>"$tmp/cla/$name.cpu"
+	non=$(tail -1 "$tmp/cla/$name.json" | python3 -c 'import json, sys
+j = json.load(sys.stdin)
+print("%d non-200, %d without an answer" % (j["non200"], j["no_answer"]) if j["non200"] or j["no_answer"] else "")')
+	[ -z "$non" ] || say "   $name: $non"
+	rm -f "$tmp/cla/$name".*.out.log.*
+}
+
+# cla_kill ROLE: the spread load of 8 connections (3/3/2) for
+# kill_before + kill_after seconds, and kill_before seconds in, SIGKILL of
+# the member holding P/leader (ROLE sequencer) or of another (ROLE door).
+# The killed member's wrk is stopped with it (its connections are a
+# Service's to move once the readiness probe fails; a real Service keeps
+# sending them to a dead pod until then): the refusals counted are those
+# of the survivors' connections. Then every answered verdict is looked up
+# in the log a survivor serves, and the killed member is started again.
+cla_kill() {
+	role=$1
+	l=$(cla_leader)
+	v=
+	if [ "$role" = sequencer ]; then
+		v=$l
+	else
+		# The last that is not the leader: not the member the previous
+		# case killed, when that was m1.
+		for m in m1 m2 m3; do [ "$m" != "$l" ] && v=$m; done
+	fi
+	[ -n "$v" ] || { v=m1; say "   no member holds P/leader: m1 is killed as the $role"; }
+	set -- m1:3 m2:3 m3:2
+	cla_start "kill$role" $((kill_before + kill_after)) "$@"
+	sleep "$kill_before"
+	t_kill=$(now)
+	eval "kill -9 \$cla_pid_$v" || true
+	kill -INT "$(cat "$tmp/cla/kill$role.$v.out.pid")" 2>/dev/null || true
+	# shellcheck disable=SC2086
+	wait $cla_wait
+	t_end=$(now)
+	surv=''
+	killed=''
+	url=''
+	for tc in "$@"; do
+		t=${tc%:*}
+		if [ "$t" = "$v" ]; then
+			killed="--killed $tmp/cla/kill$role.$t.out"
+		else
+			surv="$surv --survivor $tmp/cla/kill$role.$t.out"
+			[ -n "$url" ] || eval "url=\$cla_url_$t"
+		fi
+	done
+	# shellcheck disable=SC2086
+	python3 "$here/cluster_admit.py" kill --kill-at "$t_kill" --end "$t_end" \
+		$surv $killed --member-url "$url" --etcd "$ETCD_URL0" --prefix "$cla_P" \
+		>>"$tmp/cla/kill$role.json" || say "   kill of the $role: the analysis failed"
+	say "   SIGKILL of $v (the $role): $(tail -1 "$tmp/cla/kill$role.json")"
+	rm -f "$tmp/cla/kill$role".*.out.log.*
+	cla_member "$v" && cla_ready
+}
+
+# cla_ratio LABEL A KEY-A B KEY-B: the ratio of the medians of KEY-A in
+# $tmp/cla/A.json and KEY-B in B.json, then each run's own ratio (median,
+# min-max), as a line of $tmp/limits.
+cla_ratio() {
+	python3 - "$1" "$tmp/cla/$2.json" "$3" "$tmp/cla/$4.json" "$5" >>"$tmp/limits" <<-'PY'
+	import json, sys
+	label, fa, ka, fb, kb = sys.argv[1:]
+	a = [json.loads(l)[ka] for l in open(fa)]
+	b = [json.loads(l)[kb] for l in open(fb)]
+	med = lambda v: sorted(v)[len(v) // 2]
+	r = [x / y for x, y in zip(a, b) if y]
+	if not a or not b or not med(b):
+	    print("%s|no figure" % label)
+	else:
+	    print("%s|%.2f (%.4g / %.4g; runs' pairs %.2f, %.2f-%.2f)" % (
+	        label, med(a) / med(b), med(a), med(b), med(r), min(r), max(r)))
+	PY
+}
+
+bench_cluster_admission() {
+	say "== cluster admissions against etcd's own puts: 1/8/64 connections, spread 3/3/2 and 22/21/21, the sequencer alone, SIGKILL of the sequencer and of a door (${secs}s, $runs runs)"
+	mkdir -p "$tmp/cla"
+	# The state: the feed's simulated history (its seed and options), its
+	# objects alive at the end served by the test API server.
+	"$bin" simulate --seed 26 --events "${BENCH_CLUSTER_ADM_EVENTS:-20000}" \
+		--all-gpu-pods --tenants 10 --days 3 --out "$tmp/cla/sim.ndjson"
+	python3 "$here/cluster_admit.py" scenario "$tmp/cla/sim.ndjson" \
+		"$tmp/cla/scenario.json" >/dev/null
+	rm -f "$tmp/cla/sim.ndjson"
+	python3 "$here/../apiserver/fake_apiserver.py" --plain --token bench \
+		--scenario "$tmp/cla/scenario.json" --port-file "$tmp/cla/srv.port" \
+		>"$tmp/cla/srv.log" 2>&1 &
+	cla_srv=$!
+	i=0
+	while [ ! -s "$tmp/cla/srv.port" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -s "$tmp/cla/srv.port" ] || { say "bench: the test API server did not start"; return 0; }
+	python3 "$here/cluster_admit.py" kubeconfig \
+		"$(sed -n 's/^url=//p' "$tmp/cla/srv.port")" bench "$tmp/cla/kubeconfig"
+	"$bin" cluster init --etcd "$ETCD_URLS" --prefix "$cla_P" >/dev/null || return 0
+	cla_member m1 && cla_member m2 && cla_member m3 || return 0
+	cla_ready || return 0
+	eval "u=\$cla_url_m1"
+	# shellcheck disable=SC2046 # "NAMESPACE CLASS"
+	set -- $(python3 "$here/cluster_admit.py" pick "$u")
+	python3 "$here/cluster_admit.py" review "$1" "$2" "$tmp/cla/review.tmpl"
+	sed 's/@UID@/@ID@/' "$tmp/cla/review.tmpl" >"$tmp/cla/review.json"
+	printf '{"key":"@ID@","value":"%s"}\n' \
+		"$(head -c 200 /dev/zero | tr '\0' v | base64 -w0)" >"$tmp/cla/put.json"
+	cmd "$bin simulate --seed 26 --events ${BENCH_CLUSTER_ADM_EVENTS:-20000} --all-gpu-pods --tenants 10 --days 3; its objects alive at the end served by tests/apiserver/fake_apiserver.py"
+	cmd "$bin cluster init --etcd URLS --prefix $cla_P; 3 x $bin member --db DIR --etcd URLS(own first) --prefix $cla_P --name mN --listen 127.0.0.1:0 $cla_opts --watch --kubeconfig KC"
+	cmd "per target, all at once: BENCH_BODY=F BENCH_ID=P BENCH_LOG=L wrk -tC -cC -d${secs}s --timeout 30s -s $here/wrk_log.lua URL   (one connection per thread; C of 1, 3/3/2, 22/21/21 or 8, 64)"
+	cmd "  etcd: POST ETCD_URLi/v3/kv/put {key: base64(/bench-scratch/...-N), value: base64(200 bytes)} (BENCH_B64=1), then deleterange /bench-scratch/"
+	cmd "  admissions: POST MEMBER/v1/admission, an AdmissionReview (VMInstance create, 1 x $2 in $1), request.uid unique"
+	cmd "  sequencer: the member named in $cla_P/leader (a range through the gateway), read before each run"
+	cmd "  SIGKILL: the spread load of 8 for $((kill_before + kill_after)) s, kill -9 of the member after $kill_before s (its wrk stopped with it), then python3 $here/cluster_admit.py kill (refusals on the survivors' connections; answered uids against GET /v1/events of a survivor)"
+	run=0
+	while [ $run -lt "$runs" ]; do
+		cla_load put1 "$secs" e0:1
+		cla_load put8 "$secs" e0:3 e1:3 e2:2
+		cla_load put64 "$secs" e0:22 e1:21 e2:21
+		python3 "$here/cluster_admit.py" delete "$ETCD_URL0" /bench-scratch/ >/dev/null ||
+			say "   the scratch keys were not deleted"
+		cla_load spread8 "$secs" m1:3 m2:3 m3:2
+		cla_load spread64 "$secs" m1:22 m2:21 m3:21
+		l=$(cla_leader)
+		[ -n "$l" ] || { l=m1; say "   no member holds P/leader: m1 stands for the sequencer"; }
+		cla_load alone8 "$secs" "$l:8"
+		cla_load alone64 "$secs" "$l:64"
+		cla_kill sequencer
+		cla_kill door
+		run=$((run + 1))
+	done
+	ag="A cluster's admissions against etcd itself, same run (wrk, one connection per thread, ${secs}s runs)"
+	for c in 1 8 64; do
+		case $c in 1) sp="one member" ;; 8) sp=3/3/2 ;; *) sp=22/21/21 ;; esac
+		cl_col "$tmp/cla/put$c.json" ok_per_s |
+			figure "$ag" "etcd blind puts, 200 B, $c conn ($sp)" "puts/s" ""
+		cl_col "$tmp/cla/put$c.json" p99_ms | figure "$ag" "  p99 latency" ms ""
+	done
+	for c in 8 64; do
+		case $c in 8) sp=3/3/2 ;; *) sp=22/21/21 ;; esac
+		cl_col "$tmp/cla/spread$c.json" ok_per_s |
+			figure "$ag" "admissions spread, $c conn ($sp)" "verdicts/s" "$([ $c = 8 ] && echo '>= 0.8x etcd' || echo '>= 1.0x etcd')"
+		cl_col "$tmp/cla/spread$c.json" p99_ms | figure "$ag" "  p99 latency (pooled)" ms "<= 1.5x etcd's"
+		cl_col "$tmp/cla/spread$c.json" non200 | figure "$ag" "  answers not 200 (503: refused)" answers ""
+		cl_col "$tmp/cla/spread$c.json" no_answer | figure "$ag" "  connection failed, no answer" requests ""
+	done
+	for c in 8 64; do
+		cl_col "$tmp/cla/alone$c.json" ok_per_s |
+			figure "$ag" "all to the sequencer (P/leader), $c conn" "verdicts/s" ""
+		cl_col "$tmp/cla/alone$c.json" p99_ms | figure "$ag" "  p99 latency" ms ""
+		cl_col "$tmp/cla/alone$c.json" non200 | figure "$ag" "  answers not 200" answers ""
+	done
+	for r in sequencer door; do
+		cl_col "$tmp/cla/kill$r.json" refused_s |
+			figure "$ag" "SIGKILL of the $r, spread 8: refused" s "<= 1 s"
+		cl_col "$tmp/cla/kill$r.json" refused_before_s |
+			figure "$ag" "  refused in as long a window before it" s ""
+		cl_col "$tmp/cla/kill$r.json" waiting_at_end_max_s |
+			figure "$ag" "  longest wait unanswered at the end" s ""
+		cl_col "$tmp/cla/kill$r.json" answered_after |
+			figure "$ag" "  verdicts answered by survivors after it" verdicts ""
+		cl_col "$tmp/cla/kill$r.json" lost |
+			figure "$ag" "  answered verdicts lost (not in the log)" verdicts "0"
+		cl_col "$tmp/cla/kill$r.json" duplicated |
+			figure "$ag" "  answered verdicts in the log twice" verdicts "0"
+	done
+	cla_ratio "cluster: spread / etcd puts, verdicts/s, 8 conn (>= 0.8)" spread8 ok_per_s put8 ok_per_s
+	cla_ratio "cluster: spread / etcd puts, verdicts/s, 64 conn (>= 1.0)" spread64 ok_per_s put64 ok_per_s
+	cla_ratio "cluster: spread / etcd puts, p99, 8 conn (<= 1.5)" spread8 p99_ms put8 p99_ms
+	cla_ratio "cluster: spread / etcd puts, p99, 64 conn (<= 1.5)" spread64 p99_ms put64 p99_ms
+	cla_ratio "cluster: spread / sequencer alone, verdicts/s, 8 conn (>= 0.9)" spread8 ok_per_s alone8 ok_per_s
+	cla_ratio "cluster: spread / sequencer alone, verdicts/s, 64 conn (>= 0.9)" spread64 ok_per_s alone64 ok_per_s
+	for n in put64 spread64 alone64; do
+		echo "cluster: wrk's CPU at $n: $(stats <"$tmp/cla/$n.cpu" | cut -d'|' -f1) s per second (of 2 cores; $(case $n in put64 | spread64) echo '3 processes' ;; *) echo '1 process' ;; esac), 64 threads, unpinned)" >>"$tmp/info"
+	done
+	echo "cluster: p99 is pooled over every answered request of every wrk of a figure (each request's own latency, logged by wrk_log.lua); wrk's own percentiles add synthetic samples (coordinated-omission correction) and are not used" >>"$tmp/info"
+	echo "cluster: SIGKILL refused = the length of the union of [sent, answered] of every survivor request after the kill not answered 200 (another status, or the connection failed); the killed member's own connections are stopped with it, as a Service stops sending to a pod that fails its readiness probe" >>"$tmp/info"
 }
 
 # ---------------------------------------------------------------------------

@@ -3,8 +3,7 @@
 -- tenant of the simulated ledger run.sh serves). Every answer is a durable
 -- VERDICT event, so this measures the group commit. With BENCH_UID_PREFIX
 -- set, every request carries its own Idempotency-Key (PREFIX-THREAD-N), so
--- that no answer is a recorded verdict returned again (DESIGN 11 rule 3):
--- run.sh runs one wrk per member with a prefix each.
+-- that no answer is a recorded verdict returned again (DESIGN 11 rule 3).
 local ns = os.getenv("BENCH_NS") or "tenant-root"
 local cls = os.getenv("BENCH_CLASS") or "h100"
 local uidp = os.getenv("BENCH_UID_PREFIX")
