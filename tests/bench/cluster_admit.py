@@ -44,7 +44,9 @@ today's members and the verdict sequencer.
         "refused_before_s", the same over as long a window before T;
         "waiting_at_end_max_s", the longest a survivor's thread had been
         waiting for an answer when the load stopped (wrk logs no request
-        still pending then); and, for every request answered 200 on any
+        still pending then); "slowest_after_s", the longest wait of a
+        survivor's request answered after T; and, for every request
+        answered 200 on any
         connection (the killed member's before it died too), whether its
         uid is in exactly one VERDICT of the log the member at URL serves
         (GET /v1/events once it has applied P/head): "lost", "duplicated".
@@ -305,6 +307,8 @@ def kill(args):
         "statuses_after": dict(collections.Counter(
             str(r[2]) for r in rs if r[1] > t0)),
         "waiting_at_end_max_s": round(max(tails, default=0.0), 3),
+        "slowest_after_s": round(max((r[1] - r[0] for r in rs
+                                      if r[1] > t0), default=0.0), 3),
     }
     ok = [r[3] for f in a.survivor + a.killed for r in read_logs(f)
           if r[2] == 200]

@@ -988,7 +988,9 @@ cla_P=/bench-adm
 cla_srv=
 kill_before=${BENCH_KILL_BEFORE:-3}
 kill_after=${BENCH_KILL_AFTER:-10}
-# As tests/cluster/lib.sh starts members.
+# As tests/cluster/lib.sh starts members. In BENCH_MEMBER_OPTS the text
+# @PEER_TOKEN_FILE@ is a file of one token (mode 600) the bench writes, for
+# members whose doors need peer credentials to forward (DESIGN 11).
 cla_opts=${BENCH_MEMBER_OPTS:---etcd-timeout-ms 1500}
 
 # cla_etcd NAME: the member's --etcd, its own etcd member first (as the
@@ -1196,8 +1198,10 @@ cla_ratio() {
 }
 
 bench_cluster_admission() {
-	say "== cluster admissions against etcd's own puts: 1/8/64 connections, spread 3/3/2 and 22/21/21, the sequencer alone, SIGKILL of the sequencer and of a door (${secs}s, $runs runs)"
 	mkdir -p "$tmp/cla"
+	(umask 077 && od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$tmp/cla/peer.token")
+	cla_opts=$(printf '%s\n' "$cla_opts" | sed "s|@PEER_TOKEN_FILE@|$tmp/cla/peer.token|g")
+	say "== cluster admissions against etcd's own puts: 1/8/64 connections, spread 3/3/2 and 22/21/21, the sequencer alone, SIGKILL of the sequencer and of a door (${secs}s, $runs runs)"
 	# The state: the feed's simulated history (its seed and options), its
 	# objects alive at the end served by the test API server.
 	"$bin" simulate --seed 26 --events "${BENCH_CLUSTER_ADM_EVENTS:-20000}" \
@@ -1274,6 +1278,8 @@ bench_cluster_admission() {
 			figure "$ag" "SIGKILL of the $r, spread 8: refused" s "<= 1 s"
 		cl_col "$tmp/cla/kill$r.json" refused_before_s |
 			figure "$ag" "  refused in as long a window before it" s ""
+		cl_col "$tmp/cla/kill$r.json" slowest_after_s |
+			figure "$ag" "  slowest survivor answer after it" s ""
 		cl_col "$tmp/cla/kill$r.json" waiting_at_end_max_s |
 			figure "$ag" "  longest wait unanswered at the end" s ""
 		cl_col "$tmp/cla/kill$r.json" answered_after |
