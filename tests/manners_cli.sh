@@ -285,7 +285,7 @@ refused "bad format" "from=2026-03-01&format=xml" '^export: parameter format "xm
 refused "bad rollup" "from=2026-03-01&rollup=tree" '^export: parameter rollup "tree": expected subtree$'
 refused "opencost-csv is the CLI's" "from=2026-03-01&format=opencost-csv" '^export: parameter format "opencost-csv": expected focus-csv or ndjson'
 refused "month with from" "month=2026-03&from=2026-03-01" '^export: parameter month replaces from and to$'
-refused "rates is the CLI's" "from=2026-03-01&rates=x" '^export: unknown parameter "rates" \(known: from, to, month, step, basis, format, rollup, currency, tenant\)$'
+refused "rates is the CLI's" "from=2026-03-01&rates=x" '^export: unknown parameter "rates" \(known: from, to, month, step, basis, format, rollup, currency, tenant, focusVersion\)$'
 refused "a repeated parameter: the last counts" "from=2026-03-01&step=day&step=week" '^export: parameter step "week"'
 refused "a value over its bound" "from=2026-03-01&step=$(printf '%040d' 0)" '^export: parameter step is too long \(at most 31 bytes\)$'
 refused "a value that does not decode" "from=2026-03-01&basis=%zz" '^export: parameter basis is malformed or too long$'
