@@ -1,7 +1,9 @@
 /*
- * cluster — a cluster of members on etcd (DESIGN 11): the etcd v3 client,
- * the key layout of the log in etcd, and the operator's commands on it
- * (`gpuledger cluster init|status`). cluster/README.md describes the keys.
+ * cluster — a cluster of members on etcd (DESIGN 11): the key layout of the
+ * log in etcd, the operator's commands on it (`gpuledger cluster init`,
+ * `status`, `feed`, ...) and a member (`gpuledger member`: its applier,
+ * lease, watcher, verdict path and door). cluster/README.md describes the
+ * keys.
  *
  * Invariants:
  *  - etcd is spoken to only through its v3 JSON gateway with libcurl

@@ -1,8 +1,10 @@
 /*
  * Internals of cluster/: the etcd v3 client (cluster/etcd.c, its pure codec
- * and rule-1 table in cluster/etcd_codec.c) that `cluster init`, `cluster
- * status` and the debugging shell use, and that the member, its applier and
- * leader election (DESIGN 11, later) are to build on.
+ * and rule-1 table in cluster/etcd_codec.c) and what is built on it: the
+ * operator's commands (`cluster init`, `status`, `feed`, the debugging
+ * shell), and a member's parts (DESIGN 11): its applier, its lease and
+ * leader election, the leader's watcher, the verdict path, a door's
+ * forward to the sequencer, retention.
  *
  * Keys and values are bytes (pointer and length); the client base64s them.
  * Revisions, versions and lease ids are int64 (etcd's). Results own what

@@ -141,10 +141,10 @@ struct query_opts {
 	const struct query_member *member;
 };
 
-/* What a member (cluster/member.c) tells its server. For now a member only
- * follows the log: every method but GET answers 503 (a verdict it cannot
- * record is never answered), GETs carry X-Gpuledger-Stale: <seconds> while
- * etcd cannot be reached, and /readyz is 503 with the member's reason. */
+/* What a member (cluster/member.c) tells its server: its POSTs are the
+ * verdict routes (and a door's forward), judged by the member's verdict
+ * path; GETs carry X-Gpuledger-Stale: <seconds> while etcd cannot be
+ * reached, and /readyz is 503 with the member's reason. */
 struct query_member_status {
 	bool reachable;	   /* etcd answered the member's last request */
 	uint64_t stale_s;  /* seconds since it last knew itself caught up */
