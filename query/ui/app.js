@@ -548,8 +548,11 @@
 		}
 		let text;
 		try {
-			/* tenant=: the rows of its subtree only, not everyone's. */
-			text = await api('/v1/export?format=json&rollup=subtree&tenant=' +
+			/* tenant=: the rows of its subtree only, not everyone's.
+			 * FOCUS 1.2's rows: each names its tenant in
+			 * SubAccountId (1.3 names the shared class pool there,
+			 * the tenant only among its allocation columns). */
+			text = await api('/v1/export?format=json&focusVersion=1.2&rollup=subtree&tenant=' +
 					 encodeURIComponent(ns) + '&step=' + step +
 					 '&from=' + isoDay(from) + 'T00:00:00Z&to=' +
 					 isoDay(to) + 'T00:00:00Z', true);

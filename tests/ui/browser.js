@@ -675,7 +675,7 @@ async function adminSession(b) {
 		document.getElementById('h-form').requestSubmit(); })()`);
 	await page.until(`document.getElementById('h-caption').textContent.indexOf(${JSON.stringify(hns)}) >= 0 &&
 		document.getElementById('h-caption').textContent.indexOf('${hFrom}') >= 0`, 'the history chart');
-	const rows = GL.parseNdjson(await apiGet('/v1/export?format=json&rollup=subtree&step=hour&from=' +
+	const rows = GL.parseNdjson(await apiGet('/v1/export?format=json&focusVersion=1.2&rollup=subtree&step=hour&from=' +
 		hFrom + 'T00:00:00Z&to=' + hTo + 'T00:00:00Z', ADMIN));
 	const want = {};
 	for (const r of rows)
@@ -927,7 +927,7 @@ async function tenantSession(b) {
 		return document.querySelector('#h-chart svg') ? 'chart' : ''; })()`,
 	'the history of a tenant token');
 	ok(hstate === 'chart', 'the history view draws a tenant\'s own subtree: ' + hstate);
-	const rows = await apiGet('/v1/export?format=ndjson&step=day&from=2000-01-01', TENANT);
+	const rows = await apiGet('/v1/export?format=ndjson&step=day&focusVersion=1.2&from=2000-01-01', TENANT);
 	const foreign = rows.split('\n').filter((l) => l).map((l) => JSON.parse(l).SubAccountId)
 		.filter((ns) => !(ns === TNS || ns.startsWith(TNS + '-')));
 	ok(foreign.length === 0, 'a tenant token\'s export holds its subtree only: ' + foreign.slice(0, 3).join(' '));
