@@ -78,6 +78,7 @@ static const struct field layout[EV_MAX][LAYOUT_MAX] = {
 	[EV_NOTE] = {STR(key, "code"), OSTR(ns, "ns"), KIND, OSTR(name, "name"),
 		     STR(text, "message")},
 	[EV_TICK] = {{OP_END, 0, NULL}},
+	[EV_HOLDS] = {ZZ(value, "ttl")},
 };
 
 /* Members are reached through their offsets; the lvalue has the member's

@@ -27,6 +27,7 @@ enum {
 	F_NOTE = 1 << 9,
 	F_RAWKEY = 1 << 10,
 	F_CAPACITY = 1 << 11,
+	F_TTL = 1 << 12,
 };
 
 static const struct {
@@ -47,6 +48,7 @@ static const struct {
 	[EV_VERDICT] = {"VERDICT", F_RECORD},
 	[EV_NOTE] = {"NOTE", F_NOTE},
 	[EV_TICK] = {"TICK", 0},
+	[EV_HOLDS] = {"HOLDS", F_TTL},
 };
 
 const char *event_type_name(enum event_type t)
@@ -196,6 +198,13 @@ int event_validate(const struct event *ev, struct lg_error *err)
 		if (ev->key == NULL || ev->text == NULL)
 			return lg_error_set(err, LG_EINVAL,
 					    "NOTE: no code or message");
+		return 0;
+	case EV_HOLDS:
+		if (ev->value < 0 || ev->value > HOLDS_TTL_MS_MAX)
+			return lg_error_set(err, LG_EINVAL,
+					    "HOLDS: TTL %lld ms outside 0..%lld",
+					    (long long)ev->value,
+					    HOLDS_TTL_MS_MAX);
 		return 0;
 	default:
 		return 0;
@@ -467,6 +476,8 @@ json_t *event_to_json(const struct event *ev)
 	}
 	if (f & F_RECORD)
 		json_object_set_new(o, "record", text_json(ev->text));
+	if (f & F_TTL)
+		json_object_set_new(o, "ttlMs", json_integer(ev->value));
 	if (f & F_NOTE) {
 		json_object_set_new(o, "code", jstr_or_null(ev->key));
 		json_object_set_new(o, "namespace", jstr_or_null(ev->ns));
@@ -566,6 +577,8 @@ static size_t event_members(const struct event *ev, struct mem *m,
 	/* Our own texts, with nothing to escape (digits and -T:.Z, and the
 	 * upper-case type names). */
 	mem_add(m, &n, "time", MV_RAW, tbuf, 0);
+	if (f & F_TTL)
+		mem_add(m, &n, "ttlMs", MV_INT, NULL, ev->value);
 	mem_add(m, &n, "type", MV_RAW, event_type_name(ev->type), 0);
 	if (holder)
 		mem_add(m, &n, "uid", MV_STR, ev->uid, 0);
@@ -777,6 +790,8 @@ static int fields_from_json(struct event *ev, const json_t *v, unsigned f,
 		return rc;
 	if ((f & F_RECORD) &&
 	    (rc = canonical_member(v, "record", &ev->text, scratch, err)))
+		return rc;
+	if ((f & F_TTL) && (rc = req_int(v, "ttlMs", &ev->value, err)))
 		return rc;
 	if ((f & F_NOTE) && ((rc = opt_str(v, "code", &ev->key, err)) ||
 			     (rc = opt_str(v, "message", &ev->text, err))))

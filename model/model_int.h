@@ -299,6 +299,13 @@ struct nsrec {
 	int64_t sub_reserved_total; /* sum over classes */
 	struct bill *bill;	    /* [cls_cap] */
 	size_t n_holders;	    /* holders with units here */
+	/* Holds (DESIGN 3.7, model/holds.c): units held here by alive holds,
+	 * and over the subtree (kept like sub_reserved; a namespace without
+	 * a node counts in its nearest node's subtree). All zero while holds
+	 * are off. */
+	int64_t *held, *sub_held; /* [cls_cap] */
+	int64_t sub_held_total;
+	size_t n_holds; /* alive holds of objects in this namespace */
 };
 
 struct hunits {
@@ -353,6 +360,38 @@ struct noderec {
 	bool *serves;	    /* [cls_cap] */
 };
 
+/* Holds (DESIGN 3.7; model/holds.c). A hold is one heap block: the
+ * record, its units (classes with units > 0, by class id), then the
+ * object's name, NUL-terminated. */
+struct hold_unit {
+	uint32_t cls;
+	uint32_t units; /* <= HOLDER_UNITS_MAX */
+};
+struct hold {
+	struct nsrec *ns;
+	uint64_t verdict_id;
+	int64_t expires_ns;
+	uint32_t heap_i; /* its place in holds.heap */
+	uint8_t kind;	 /* enum holder_kind */
+	uint8_t n;	 /* <= HOLDER_MAX_CLASSES */
+	struct hold_unit u[];
+};
+
+static inline const char *hold_name(const struct hold *h)
+{
+	return (const char *)(h->u + h->n);
+}
+
+struct holds {
+	int64_t ttl_ms; /* 0: off */
+	bool ever;	/* a HOLDS event was applied: checkpoints carry them */
+	struct ptab index;  /* (kind, ns, name) -> struct hold * */
+	struct hold **heap; /* min-heap by expires_ns */
+	size_t n, cap;
+	size_t n_orphan; /* alive holds in namespaces without a node */
+	uint64_t made, ended[HOLD_END_MAX];
+};
+
 struct state {
 	uint64_t seq;
 	int64_t time_ns;
@@ -369,10 +408,17 @@ struct state {
 	size_t n_holders;
 	struct ptab node_index; /* name -> struct noderec * */
 	struct nsrec *root;	/* tenant-root while its node exists */
+	struct holds holds;
 };
 
 /* Lookups; NULL when absent. */
 struct nsrec *model__state_ns(const state_t *st, const char *name);
+/* The record of name, created (no node, no units) when absent. */
+struct nsrec *model__state_ns_get(state_t *st, const char *name);
+/* The holder (kind, ns, name). */
+const struct holder *model__state_holder(const state_t *st,
+					 enum holder_kind kind, const char *ns,
+					 const char *name);
 struct noderec *model__state_node(const state_t *st, const char *name);
 /* Class id of a name; -1 when never interned. */
 int32_t model__state_cls_id(const state_t *st, const char *name);
@@ -400,6 +446,42 @@ json_t *model__tenant_overcommit_json(const state_t *st,
 int64_t model__tenant_key_used(const state_t *st, const struct nsrec *ns,
 			       const char *key);
 
+/* Holds (model/holds.c), called by the projection. */
+void model__holds_release(state_t *st);
+/* HOLDS: the mode changes (LG_EMISMATCH when it does not). */
+int model__holds_mode(state_t *st, const struct event *ev,
+		      struct lg_error *err);
+/* A VERDICT just applied (st->n_verdicts counts it): makes or replaces
+ * the hold its record makes, if any. Never fails: a record that makes
+ * none is no error. */
+void model__holds_verdict(state_t *st, const struct event *ev);
+/* After an event that moves the log's time to now_ns: ends every hold
+ * that expires at or before it. */
+void model__holds_expire(state_t *st, int64_t now_ns);
+/* After a RESERVE or RELEASE: its object's hold, if any, ends. */
+void model__holds_observed(state_t *st, const struct event *ev);
+/* Before TENANT_GONE unlinks ns, and after TENANT linked a node. */
+void model__holds_ns_gone(state_t *st, struct nsrec *ns);
+void model__holds_tree_changed(state_t *st);
+/* The alive hold of an object, or NULL. */
+const struct hold *model__hold_find(const state_t *st, enum holder_kind kind,
+				    const char *ns, const char *name);
+/* Units of class id cls a hold holds (0 when none). */
+int64_t model__hold_units(const struct hold *h, uint32_t cls);
+/* Copies s's holds into d (whose namespaces are s's, copied). */
+void model__holds_clone(state_t *d, const state_t *s);
+/* A hold block (units and name copied in; heap_i unset); inserted into
+ * st's index, heap and totals by model__holds_insert. */
+struct hold *model__hold_new(struct nsrec *ns, enum holder_kind kind,
+			     const char *name, uint64_t verdict_id,
+			     int64_t expires_ns, const struct hold_unit *u,
+			     size_t n);
+void model__holds_insert(state_t *st, struct hold *h);
+/* Every alive hold, sorted by (namespace, kind, name) (caller frees). */
+struct hold **model__holds_sorted(const state_t *st, size_t *n);
+/* Self-check: the held totals equal a recount of the holds, and the
+ * heap and the index agree. */
+int model__holds_check(const state_t *st, struct lg_error *err);
 /* State construction for model/statecodec.c (defined in model/state.c):
  * ptab_reserve grows t so that n entries fit without rehashing, and
  * state_holder_hash is the key under which st->holder_index files a holder. */

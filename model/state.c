@@ -228,6 +228,17 @@ static struct holder *holder_find(const state_t *st, enum holder_kind kind,
 				holder_eq, &k);
 }
 
+const struct holder *model__state_holder(const state_t *st,
+					 enum holder_kind kind, const char *ns,
+					 const char *name)
+{
+	uint64_t h = model__hash_str(ns);
+
+	return holder_find(st, kind,
+			   model__ptab_find(&st->ns_index, h, ns_eq, ns), h,
+			   name);
+}
+
 static int budget_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct budget *)a)->key,
@@ -291,6 +302,8 @@ static void ns_arrays(struct nsrec *ns, uint32_t old_cap, uint32_t cap)
 	GROW(sub_reserved);
 	GROW(sub_allocated);
 	GROW(bill);
+	GROW(held);
+	GROW(sub_held);
 #undef GROW
 }
 
@@ -347,6 +360,11 @@ static struct nsrec *ns_get(state_t *st, const char *name)
 	return ns;
 }
 
+struct nsrec *model__state_ns_get(state_t *st, const char *name)
+{
+	return ns_get(st, name);
+}
+
 static struct noderec *node_get(state_t *st, const char *name)
 {
 	struct noderec *n = model__state_node(st, name);
@@ -375,6 +393,8 @@ static void ns_free(struct nsrec *ns)
 	free(ns->sub_reserved);
 	free(ns->sub_allocated);
 	free(ns->bill);
+	free(ns->held);
+	free(ns->sub_held);
 	free(ns->name);
 	free(ns);
 }
@@ -433,6 +453,7 @@ void state_free(state_t *st)
 {
 	if (st == NULL)
 		return;
+	model__holds_release(st);
 	for (size_t i = 0; i < st->holder_index.cap; i++)
 		if (st->holder_index.hashes[i] != 0)
 			model__holder_free(st->holder_index.vals[i]);
@@ -505,6 +526,7 @@ static int apply_tenant(state_t *st, const struct event *ev,
 	} else {
 		st->root = ns;
 	}
+	model__holds_tree_changed(st);
 	return 0;
 }
 
@@ -522,6 +544,8 @@ static int apply_tenant_gone(state_t *st, const struct event *ev,
 				    "TENANT_GONE %s: still has children, "
 				    "holders or budgets",
 				    ev->ns);
+	/* Its objects are gone with it, and so are their holds. */
+	model__holds_ns_gone(st, ns);
 	if (ns->parent != NULL) {
 		struct nsrec **pp = &ns->parent->child;
 
@@ -534,6 +558,7 @@ static int apply_tenant_gone(state_t *st, const struct event *ev,
 	}
 	ns->node = false;
 	ns->parent = ns->sibling = NULL;
+	model__holds_tree_changed(st);
 	/* The record stays: its billing accumulators still answer for the
 	 * time it held units. */
 	return 0;
@@ -982,6 +1007,7 @@ static int apply_verdict(state_t *st, const struct event *ev,
 			 struct lg_error *err)
 {
 	st->n_verdicts++;
+	model__holds_verdict(st, ev);
 	return 0;
 }
 
@@ -1003,7 +1029,7 @@ static apply_fn *const apply_tab[EV_MAX] = {
 	[EV_RESERVE] = apply_units,   [EV_RELEASE] = apply_units,
 	[EV_ALLOC] = apply_units,     [EV_FREE] = apply_units,
 	[EV_VERDICT] = apply_verdict, [EV_NOTE] = apply_note,
-	[EV_TICK] = apply_tick,
+	[EV_TICK] = apply_tick,	      [EV_HOLDS] = model__holds_mode,
 };
 
 int state_apply(state_t *st, const struct event *ev, struct lg_error *err)
@@ -1044,8 +1070,17 @@ int state_apply_validated(state_t *st, const struct event *ev,
 		return rc;
 	}
 	st->seq++;
-	if (ev->type != EV_NOTE && ev->type != EV_VERDICT)
+	/* The log's time (the horizon) is that of observations and TICKs:
+	 * no answering process's clock (VERDICT, HOLDS) or note moves it.
+	 * Holds expire by it first, so an observation after its hold's
+	 * expiry finds it expired. */
+	if (ev->type != EV_NOTE && ev->type != EV_VERDICT &&
+	    ev->type != EV_HOLDS) {
 		st->horizon_ns = ev->time_ns;
+		model__holds_expire(st, ev->time_ns);
+	}
+	if (ev->type == EV_RESERVE || ev->type == EV_RELEASE)
+		model__holds_observed(st, ev);
 	return 0;
 }
 

@@ -29,6 +29,16 @@
  *   holder   kind:u8 name:str uid:str n:uv unit*n
  *   unit     cls:uv reserved:uv allocated:uv [node:uv if allocated > 0]
  *
+ * Version 2 is version 1 followed by the holds (DESIGN 3.7), written for a
+ * state whose log has a HOLDS event (a state that never had one is written
+ * as version 1, byte for byte what it was before holds):
+ *
+ *   holds    ttl_ms:uv made:uv ended:uv*5 n:uv hold*n   by (ns, kind, name)
+ *   hold     ns:str kind:u8 name:str verdict_id:uv expires_ns:sv
+ *            n:uv (cls:uv units:uv)*n
+ *
+ * A hold's namespace is one of the spaces; its held totals are derived.
+ *
  * flags bit 0: the tenant node exists. Per-class lists ascend by class id.
  * A unit's node is 0 for none, else 1 + the node's index in nodes. n_holders
  * is the sum of the holder counts; it lets decode size the holder table once.
@@ -40,10 +50,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SC_MAGIC      "GLST"
-#define SC_MAGIC_LEN  4
-#define SC_VERSION    1
-#define SC_HEADER_LEN (SC_MAGIC_LEN + 1)
+#define SC_MAGIC	 "GLST"
+#define SC_MAGIC_LEN	 4
+#define SC_VERSION	 1
+#define SC_VERSION_HOLDS 2 /* version 1 and the holds */
+#define SC_HEADER_LEN	 (SC_MAGIC_LEN + 1)
 
 /* The bounds model/event.c puts on what an event may carry. */
 #define RESOURCE_NAME_MAX (DNS1123_SUBDOMAIN_MAX + 1 + 63)
@@ -162,7 +173,7 @@ static void w_str(struct lg_buf *w, const char *s)
 static void enc_header(struct lg_buf *w, const state_t *st)
 {
 	lg_buf_add(w, SC_MAGIC, SC_MAGIC_LEN);
-	w_u8(w, SC_VERSION);
+	w_u8(w, st->holds.ever ? SC_VERSION_HOLDS : SC_VERSION);
 	w_uv(w, st->seq);
 	w_sv(w, st->time_ns);
 	w_sv(w, st->horizon_ns);
@@ -373,6 +384,33 @@ static int enc_spaces(struct lg_buf *w, const state_t *st,
 	return rc;
 }
 
+static void enc_holds(struct lg_buf *w, const state_t *st)
+{
+	size_t n;
+	struct hold **v = model__holds_sorted(st, &n);
+
+	w_uv(w, (uint64_t)st->holds.ttl_ms);
+	w_uv(w, st->holds.made);
+	for (int i = 0; i < HOLD_END_MAX; i++)
+		w_uv(w, st->holds.ended[i]);
+	w_uv(w, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct hold *h = v[i];
+
+		w_str(w, h->ns->name);
+		w_u8(w, h->kind);
+		w_str(w, hold_name(h));
+		w_uv(w, h->verdict_id);
+		w_sv(w, h->expires_ns);
+		w_uv(w, h->n);
+		for (uint32_t k = 0; k < h->n; k++) {
+			w_uv(w, h->u[k].cls);
+			w_uv(w, h->u[k].units);
+		}
+	}
+	free(v);
+}
+
 int state_encode(const state_t *st, uint8_t **buf, size_t *len)
 {
 	struct lg_buf w;
@@ -393,6 +431,8 @@ int state_encode(const state_t *st, uint8_t **buf, size_t *len)
 		enc_nodes(&w, st, nodes, n_nodes);
 		rc = enc_spaces(&w, st, &map);
 	}
+	if (rc == 0 && st->holds.ever)
+		enc_holds(&w, st);
 	pmap_release(&map);
 	free(nodes);
 	if (rc == 0 && lg_buf_failed(&w))
@@ -578,6 +618,8 @@ struct dec {
 	size_t n_nodes;
 	struct nsrec **spaces; /* in checkpoint order */
 	size_t n_spaces;
+	struct hold **holds; /* version 2: inserted once the tree is linked */
+	size_t n_holds;
 };
 
 /* A class id, ascending from *next. */
@@ -993,6 +1035,8 @@ static struct nsrec *dec_ns(struct dec *d, const char *prev)
 	ns->sub_reserved = lg_xcalloc(cap, sizeof(*ns->sub_reserved));
 	ns->sub_allocated = lg_xcalloc(cap, sizeof(*ns->sub_allocated));
 	ns->bill = lg_xcalloc(cap, sizeof(*ns->bill));
+	ns->held = lg_xcalloc(cap + 1, sizeof(*ns->held));
+	ns->sub_held = lg_xcalloc(cap + 1, sizeof(*ns->sub_held));
 	model__ptab_insert(&d->st->ns_index, model__hash_str(ns->name), ns);
 	flags = rd_u8(r, "namespace flags");
 	if (r->rc == 0 && (flags & ~1u) != 0)
@@ -1236,6 +1280,119 @@ static int recount(const struct dec *d, struct lg_error *err)
 
 /* ---------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------- */
+/* The holds of version 2. */
+
+#define MIN_HOLD 9 /* ns, kind, name, id, expiry, n, one unit */
+
+static int hold_order(const struct hold *p, const struct hold *h)
+{
+	int c = strcmp(p->ns->name, h->ns->name);
+
+	if (c == 0)
+		c = p->kind != h->kind ? (p->kind < h->kind ? -1 : 1) : 0;
+	return c ? c : strcmp(hold_name(p), hold_name(h));
+}
+
+static struct hold *dec_hold(struct dec *d, const struct hold *prev)
+{
+	struct rd *r = &d->r;
+	struct hold_unit u[HOLDER_MAX_CLASSES];
+	size_t len, nlen, n;
+	const char *s = rd_str(r, "hold namespace", DNS1123_LABEL_MAX, &len);
+	char ns_name[DNS1123_LABEL_MAX + 1], name[DNS1123_SUBDOMAIN_MAX + 1];
+	struct nsrec *ns = NULL;
+	uint8_t kind;
+	const char *nm;
+	uint64_t id;
+	int64_t expires;
+	uint32_t next = 0;
+	struct hold *h;
+
+	if (r->rc == 0) {
+		memcpy(ns_name, s, len);
+		ns_name[len] = '\0';
+		ns = model__state_ns(d->st, ns_name);
+		if (ns == NULL || !ns->tenant)
+			rd_fail(r, "hold: namespace %s is not a tenant's",
+				ns_name);
+	}
+	kind = rd_u8(r, "hold kind");
+	if (r->rc == 0 && kind != HK_VMINSTANCE && kind != HK_KUBERNETESNODES)
+		rd_fail(r, "hold: kind %u", kind);
+	nm = rd_str(r, "hold name", DNS1123_SUBDOMAIN_MAX, &nlen);
+	if (r->rc == 0 && !dns1123_subdomain(nm, nlen))
+		rd_fail(r, "hold: name is not a DNS-1123 subdomain");
+	id = rd_uv(r, "hold verdict id");
+	if (r->rc == 0 && (id == 0 || id > d->st->n_verdicts))
+		rd_fail(r, "hold: verdict id %llu", (unsigned long long)id);
+	expires = rd_sv(r, "hold expiry");
+	n = rd_count(r, "hold units", 2);
+	if (r->rc == 0 && (n == 0 || n > HOLDER_MAX_CLASSES))
+		rd_fail(r, "hold: %zu classes", n);
+	for (size_t k = 0; k < n && r->rc == 0; k++) {
+		u[k].cls = rd_cls(d, &next);
+		uint64_t v = rd_uv(r, "held units");
+
+		if (r->rc == 0 && (v == 0 || v > HOLDER_UNITS_MAX))
+			rd_fail(r, "hold: %llu units", (unsigned long long)v);
+		u[k].units = (uint32_t)v;
+	}
+	if (r->rc != 0)
+		return NULL;
+	memcpy(name, nm, nlen);
+	name[nlen] = '\0';
+	h = model__hold_new(ns, (enum holder_kind)kind, name, id, expires, u,
+			    n);
+	if (prev != NULL && hold_order(prev, h) >= 0) {
+		rd_fail(r, "hold %s/%s: not after the one before", ns_name,
+			name);
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+static void dec_holds(struct dec *d)
+{
+	struct rd *r = &d->r;
+	struct holds *hs = &d->st->holds;
+	size_t n;
+
+	hs->ever = true;
+	hs->ttl_ms = rd_int(r, "holds TTL");
+	if (r->rc == 0 && hs->ttl_ms > HOLDS_TTL_MS_MAX)
+		rd_fail(r, "holds TTL %lld", (long long)hs->ttl_ms);
+	hs->made = rd_uv(r, "holds made");
+	for (int i = 0; i < HOLD_END_MAX; i++)
+		hs->ended[i] = rd_uv(r, "holds ended");
+	n = rd_count(r, "holds", MIN_HOLD);
+	if (r->rc == 0 && n > 0 && hs->ttl_ms == 0)
+		rd_fail(r, "holds alive while holds are off");
+	if (r->rc != 0)
+		return;
+	d->holds = lg_xcalloc(n + 1, sizeof(*d->holds));
+	for (size_t i = 0; i < n && r->rc == 0; i++) {
+		struct hold *h =
+			dec_hold(d, i ? d->holds[d->n_holds - 1] : NULL);
+
+		if (h != NULL)
+			d->holds[d->n_holds++] = h;
+	}
+}
+
+/* After the tree is linked: the holds go in, their totals counted. */
+static void insert_holds(struct dec *d)
+{
+	for (size_t i = 0; i < d->n_holds; i++) {
+		if (d->r.rc == 0)
+			model__holds_insert(d->st, d->holds[i]);
+		else
+			free(d->holds[i]);
+	}
+	free(d->holds);
+}
+
 static int dec_magic(const uint8_t *buf, size_t len, struct lg_error *err)
 {
 	if (len < SC_MAGIC_LEN || memcmp(buf, SC_MAGIC, SC_MAGIC_LEN) != 0)
@@ -1246,11 +1403,12 @@ static int dec_magic(const uint8_t *buf, size_t len, struct lg_error *err)
 		return lg_error_set(err, LG_ECORRUPT,
 				    "checkpoint: version: truncated at byte %d",
 				    SC_MAGIC_LEN);
-	if (buf[SC_MAGIC_LEN] != SC_VERSION)
+	if (buf[SC_MAGIC_LEN] != SC_VERSION &&
+	    buf[SC_MAGIC_LEN] != SC_VERSION_HOLDS)
 		return lg_error_set(err, LG_EVERSION,
 				    "checkpoint: version %u, this is version "
 				    "%d, at byte %d",
-				    buf[SC_MAGIC_LEN], SC_VERSION,
+				    buf[SC_MAGIC_LEN], SC_VERSION_HOLDS,
 				    SC_MAGIC_LEN);
 	return 0;
 }
@@ -1275,11 +1433,14 @@ int state_decode(state_t **out, const uint8_t *buf, size_t len,
 	dec_table(&d);
 	dec_nodes(&d);
 	dec_spaces(&d);
+	if (buf[SC_MAGIC_LEN] == SC_VERSION_HOLDS)
+		dec_holds(&d);
 	d.r.at = d.r.p;
 	if (d.r.rc == 0 && d.r.p != d.r.end)
 		rd_fail(&d.r, "%zu trailing bytes", rd_left(&d.r));
 	link_tree(&d);
 	sum_subtrees(&d);
+	insert_holds(&d);
 	rc = d.r.rc ? d.r.rc : recount(&d, err);
 	free(d.nodes);
 	free(d.spaces);

@@ -162,7 +162,9 @@ int model__state_check(const state_t *st, struct lg_error *err)
 	int rc = check_ns(st, v, n, err);
 
 	free(v);
-	return rc ? rc : check_nodes(st, err);
+	if (rc == 0)
+		rc = check_nodes(st, err);
+	return rc ? rc : model__holds_check(st, err);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -192,6 +194,11 @@ static struct nsrec *ns_copy(const struct nsrec *s, uint32_t cap)
 	DUP(sub_reserved);
 	DUP(sub_allocated);
 	DUP(bill);
+	/* Held totals are counted again as the holds are copied. */
+	d->held = lg_xcalloc(cap + 1, sizeof(*d->held));
+	d->sub_held = lg_xcalloc(cap + 1, sizeof(*d->sub_held));
+	d->sub_held_total = 0;
+	d->n_holds = 0;
 	return d;
 }
 
@@ -305,6 +312,7 @@ state_t *state_clone(const state_t *s)
 					model__state_node(d, u[k].node->name);
 		d->holder_index.vals[i] = dh;
 	}
+	model__holds_clone(d, s);
 	return d;
 }
 
@@ -344,6 +352,13 @@ static json_t *tenant_json(const state_t *st, const struct nsrec *ns)
 			    class_counts(st, ns->sub_reserved));
 	json_object_set_new(o, "subtreeAllocated",
 			    class_counts(st, ns->sub_allocated));
+	/* DESIGN 3.7: only with holds on, so that a state without them
+	 * prints what it always did. */
+	if (state_holds_on(st)) {
+		json_object_set_new(o, "held", class_counts(st, ns->held));
+		json_object_set_new(o, "subtreeHeld",
+				    class_counts(st, ns->sub_held));
+	}
 	json_object_set_new(o, "remaining",
 			    model__tenant_remaining_json(st, ns));
 	json_object_set_new(o, "remainingTotal",
@@ -444,6 +459,12 @@ json_t *state_to_json(const state_t *st, const char *only)
 	json_object_set_new(o, "tenants", tenants);
 	json_object_set_new(o, "classes", classes_json(st, nodes, n_nodes));
 	json_object_set_new(o, "nodes", nodes_json(st, nodes, n_nodes));
+	if (state_holds_on(st))
+		json_object_set_new(o, "holds",
+				    json_pack("{s:I, s:o}", "ttlMs",
+					      (json_int_t)st->holds.ttl_ms,
+					      "alive",
+					      state_holds_json(st, only)));
 	free(ns);
 	free(nodes);
 	return o;

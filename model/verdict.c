@@ -19,7 +19,9 @@
  *   Unconstrained        "tenant-root is unconstrained"
  *   RawKeyBlocksClass    "<T>: raw key <key> blocks class <c>"
  *   ClassBudgetExceeded, TotalBudgetExceeded, ExceedsParentBudget
- *                        "<T>: <key> <used> + <growth> > <budget>"
+ *                        "<T>: <key> <used> + <growth> > <budget>", and
+ *                        judged with holds on (DESIGN 3.7)
+ *                        "<T>: <key> <used> + <held> + <growth> > <budget>"
  *   InvalidBudgetKey     "invalid budget key <key>"
  *   InvalidQuantity      "invalid quantity for <key>"
  *
@@ -199,6 +201,20 @@ static int64_t usage(const state_t *st, const struct nsrec *r, struct measure m)
 	return r->sub_reserved[m.cls];
 }
 
+/* H(T, c) or H(T): the subtree's held units that key measures (DESIGN
+ * 3.7), 0 while holds are off. */
+static int64_t held_usage(const state_t *st, const struct nsrec *r,
+			  struct measure m)
+{
+	if (r == NULL || st->holds.ttl_ms == 0)
+		return 0;
+	if (m.total)
+		return r->sub_held_total;
+	if (m.cls < 0 || (uint32_t)m.cls >= st->n_cls)
+		return 0;
+	return r->sub_held[m.cls];
+}
+
 static struct measure class_measure(const state_t *st, size_t i)
 {
 	struct measure m = {.total = false, .cls = (int32_t)st->table_ids[i]};
@@ -215,8 +231,9 @@ static const struct measure total_measure = {.total = true, .cls = -1};
  * the pool is a's usage minus theirs. The walk uses the parent links to
  * climb back, so it needs no stack however deep the tree is. */
 struct carve {
-	wide_t carved;	/* sum of the carvers' budgets */
-	wide_t removed; /* usage of the carvers and of skip */
+	wide_t carved;	     /* sum of the carvers' budgets */
+	wide_t removed;	     /* usage of the carvers and of skip */
+	wide_t removed_held; /* their held units (DESIGN 3.7) */
 };
 
 static bool carve_visit(const state_t *st, const struct nsrec *n,
@@ -227,6 +244,7 @@ static bool carve_visit(const state_t *st, const struct nsrec *n,
 
 	if (n == skip) {
 		cv->removed += usage(st, n, m);
+		cv->removed_held += held_usage(st, n, m);
 		return false;
 	}
 	b = model__nsrec_budget(n, key);
@@ -234,13 +252,14 @@ static bool carve_visit(const state_t *st, const struct nsrec *n,
 		return true;
 	cv->carved += b->value;
 	cv->removed += usage(st, n, m);
+	cv->removed_held += held_usage(st, n, m);
 	return false;
 }
 
 static struct carve carve_walk(const state_t *st, const struct nsrec *a,
 			       const struct nsrec *skip, const char *key)
 {
-	struct carve cv = {0, 0};
+	struct carve cv = {0, 0, 0};
 	struct measure m = key_measure(st, key);
 	const struct nsrec *n = a->child;
 
@@ -289,6 +308,8 @@ struct check {
 	bool has_budget; /* false for a RawKeyBlocksClass check */
 	wide_t budget, used, growth;
 	bool ok;
+	bool has_held; /* judged with holds on */
+	wide_t held;
 };
 
 /* The verdict being built. The first outcome set wins: the first failed
@@ -298,6 +319,13 @@ struct judgement {
 	struct verdict *v;
 	bool decided;
 	size_t cap_checks, cap_warnings;
+	/* Holds on (DESIGN 3.7): the judged object counts at max(observed,
+	 * old) in place of its hold. adj is what that changes in every
+	 * subtree holding the object, per class of the table and over all
+	 * classes; it is added to the held units the checks read. */
+	bool holds;
+	wide_t adj[HOLDER_MAX_CLASSES];
+	wide_t adj_total;
 };
 
 static void judgement_init(struct judgement *j, struct verdict *v,
@@ -341,10 +369,12 @@ static void add_check(struct judgement *j, const struct check *c)
 		.budget = c->has_budget ? clamp64(c->budget) : 0,
 		.used = clamp64(c->used),
 		.growth = clamp64(c->growth),
-		.remaining = c->has_budget
-				     ? clamp64(c->budget - c->used - c->growth)
-				     : 0,
-		.ok = c->ok};
+		.remaining = c->has_budget ? clamp64(c->budget - c->used -
+						     c->held - c->growth)
+					   : 0,
+		.ok = c->ok,
+		.has_held = c->has_held,
+		.held = clamp64(c->held)};
 }
 
 /* Takes ownership of w. */
@@ -367,10 +397,19 @@ static void add_budget_check(struct judgement *j, const struct check *c,
 	add_check(j, c);
 	if (c->ok)
 		return;
-	judge(j, false, reason,
-	      vfmt("%s: %s %lld + %lld > %lld", c->tenant, c->key,
-		   (long long)clamp64(c->used), (long long)clamp64(c->growth),
-		   (long long)clamp64(c->budget)));
+	if (c->has_held)
+		judge(j, false, reason,
+		      vfmt("%s: %s %lld + %lld + %lld > %lld", c->tenant,
+			   c->key, (long long)clamp64(c->used),
+			   (long long)clamp64(c->held),
+			   (long long)clamp64(c->growth),
+			   (long long)clamp64(c->budget)));
+	else
+		judge(j, false, reason,
+		      vfmt("%s: %s %lld + %lld > %lld", c->tenant, c->key,
+			   (long long)clamp64(c->used),
+			   (long long)clamp64(c->growth),
+			   (long long)clamp64(c->budget)));
 }
 
 static void add_block_check(struct judgement *j, const struct check *c,
@@ -567,6 +606,9 @@ static void admission_class_check(const state_t *st, const char *tname,
 
 	class_key(c->name, ckey);
 	ck.used = usage(st, t, class_measure(st, i));
+	ck.has_held = j->holds;
+	if (j->holds && t != NULL)
+		ck.held = held_usage(st, t, class_measure(st, i)) + j->adj[i];
 	ck.key = blocking_key(t, c, ckey);
 	if (ck.key != NULL) {
 		add_block_check(j, &ck, c->name);
@@ -578,7 +620,7 @@ static void admission_class_check(const state_t *st, const char *tname,
 	ck.key = ckey;
 	ck.has_budget = true;
 	ck.budget = b->value;
-	ck.ok = ck.used + ck.growth <= ck.budget;
+	ck.ok = ck.used + ck.held + ck.growth <= ck.budget;
 	add_budget_check(j, &ck, "ClassBudgetExceeded");
 }
 
@@ -598,7 +640,10 @@ static void admission_total_check(const state_t *st, const char *tname,
 		return;
 	ck.budget = b->value;
 	ck.used = usage(st, t, total_measure);
-	ck.ok = ck.used + ck.growth <= ck.budget;
+	ck.has_held = j->holds;
+	if (j->holds)
+		ck.held = held_usage(st, t, total_measure) + j->adj_total;
+	ck.ok = ck.used + ck.held + ck.growth <= ck.budget;
 	add_budget_check(j, &ck, "TotalBudgetExceeded");
 }
 
@@ -618,8 +663,44 @@ static void admission_checks(const state_t *st, const char *ns,
 	ancestry_release(&a);
 }
 
+/* DESIGN 3.7: while a request for an object is judged, the object counts
+ * at max(observed[c], old[c]) in place of its hold (old being the object
+ * as the API server stores it). adj is that minus what the state counts
+ * for it beyond its observed units (its held units), per class of the
+ * table and over all classes (a hold may hold a class that has left the
+ * table). name may be NULL: no holder and no hold can be found. */
+static void holds_adjust(const state_t *st, const struct adm_req *r,
+			 const char *name, const struct holder_map *old,
+			 struct judgement *j)
+{
+	const struct holder *h =
+		name ? model__state_holder(st, r->kind, r->ns, name) : NULL;
+	const struct hold *hd =
+		name ? model__hold_find(st, r->kind, r->ns, name) : NULL;
+	const struct hunits *u = h != NULL ? holder_u(h) : NULL;
+	size_t n = st->table.n < HOLDER_MAX_CLASSES ? st->table.n
+						    : HOLDER_MAX_CLASSES;
+
+	j->holds = true;
+	j->adj_total = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t cls = st->table_ids[i];
+		wide_t obs = 0,
+		       o = old ? model__holder_map_units(old, (uint32_t)i) : 0;
+
+		for (uint32_t k = 0; h != NULL && k < h->n; k++)
+			if (u[k].cls == cls)
+				obs = u[k].reserved;
+		j->adj[i] =
+			(o > obs ? o - obs : 0) - model__hold_units(hd, cls);
+		j->adj_total += o > obs ? o - obs : 0;
+	}
+	for (uint32_t k = 0; hd != NULL && k < hd->n; k++)
+		j->adj_total -= hd->u[k].units;
+}
+
 static void admission_judge(const state_t *st, const struct adm_req *r,
-			    struct judgement *j)
+			    const char *name, struct judgement *j)
 {
 	struct holder_map hm_new, hm_old;
 	const struct holder_map *old = NULL;
@@ -647,13 +728,15 @@ static void admission_judge(const state_t *st, const struct adm_req *r,
 		judge(j, true, "NoGrowth", lg_xstrdup(MSG_NO_GROWTH));
 		return;
 	}
+	if (state_holds_on(st))
+		holds_adjust(st, r, name, old, j);
 	admission_checks(st, r->ns, &gr, j);
 }
 
 int model__judge_admission(const state_t *st, const json_t *req,
 			   struct verdict *v, struct lg_error *err)
 {
-	struct adm_req r;
+	struct adm_req r = {0};
 	struct judgement j;
 	int rc;
 
@@ -662,7 +745,7 @@ int model__judge_admission(const state_t *st, const json_t *req,
 	if (rc < 0)
 		return rc;
 	judgement_init(&j, v, VERDICT_ADMISSION);
-	admission_judge(st, &r, &j);
+	admission_judge(st, &r, jstr(req, "name"), &j);
 	judgement_finish(&j, req);
 	return 0;
 }
@@ -824,10 +907,14 @@ static void declaration_key_check(const state_t *st, const struct ancestry *a,
 	ck.budget = b->value;
 	/* The pool is A's subtree usage less the carvers' subtrees and the
 	 * namespace's own subtree: the usage of the namespaces whose nearest
-	 * declarer, inclusive, is A. */
+	 * declarer, inclusive, is A. With holds on its held units are
+	 * pooled too (DESIGN 3.7), shown apart as "held". */
 	ck.used = cv.carved + usage(st, a->rec[i], key_measure(st, k->key)) -
 		  cv.removed;
-	ck.ok = ck.budget - ck.used - ck.growth >= 0;
+	ck.has_held = state_holds_on(st);
+	ck.held = held_usage(st, a->rec[i], key_measure(st, k->key)) -
+		  cv.removed_held;
+	ck.ok = ck.budget - ck.used - ck.held - ck.growth >= 0;
 	add_budget_check(j, &ck, "ExceedsParentBudget");
 }
 
@@ -935,31 +1022,47 @@ struct minimum {
 	bool set;
 	int64_t value;
 	const char *tenant, *key;
+	bool holds;   /* holds on: "held" is shown */
+	int64_t held; /* held units in limitedBy's subtree */
 };
 
+/* used is observed usage, held the held units (0 with holds off). */
 static void minimum_offer(struct minimum *m, const char *tenant,
-			  const struct nsrec *t, const char *key, int64_t used)
+			  const struct nsrec *t, const char *key, int64_t used,
+			  int64_t held)
 {
 	const struct budget *b = t != NULL ? model__nsrec_budget(t, key) : NULL;
+	int64_t left;
 
 	if (b == NULL)
 		return;
-	/* Both are non-negative, so the difference fits. */
-	if (m->set && b->value - used >= m->value)
+	/* All are non-negative int64s: the difference fits 128 bits, and
+	 * a budget less usage this large is clamped like every figure. */
+	left = clamp64((wide_t)b->value - used - held);
+	if (m->set && left >= m->value)
 		return;
 	m->set = true;
-	m->value = b->value - used;
+	m->value = left;
 	m->tenant = tenant;
 	m->key = b->key;
+	m->held = held;
 }
 
 static json_t *minimum_json(const struct minimum *m)
 {
+	json_t *v;
+
 	if (!m->set)
-		return json_pack("{s:n, s:n}", "remaining", "limitedBy");
-	return json_pack("{s:I, s:{s:s, s:s}}", "remaining",
-			 (json_int_t)m->value, "limitedBy", "tenant", m->tenant,
-			 "key", m->key);
+		v = json_pack("{s:n, s:n}", "remaining", "limitedBy");
+	else
+		v = json_pack("{s:I, s:{s:s, s:s}}", "remaining",
+			      (json_int_t)m->value, "limitedBy", "tenant",
+			      m->tenant, "key", m->key);
+	if (m->holds)
+		json_object_set_new(v, "held",
+				    m->set ? json_integer(m->held)
+					   : json_null());
+	return v;
 }
 
 /* One class's entry; a is empty for a namespace that is not a tenant. */
@@ -968,16 +1071,18 @@ static json_t *remaining_class(const state_t *st, const struct ancestry *a,
 {
 	const struct gpu_class *c = &st->table.classes[i];
 	char ckey[CLASS_KEY_MAX];
-	struct minimum m = {.set = false};
+	struct minimum m = {.set = false, .holds = state_holds_on(st)};
 	bool blocked = false;
 	json_t *v;
 
 	class_key(c->name, ckey);
 	for (size_t k = 0; k < a->n; k++) {
 		minimum_offer(&m, a->name[k], a->rec[k], ckey,
-			      usage(st, a->rec[k], class_measure(st, i)));
+			      usage(st, a->rec[k], class_measure(st, i)),
+			      held_usage(st, a->rec[k], class_measure(st, i)));
 		minimum_offer(&m, a->name[k], a->rec[k], GPU_TOTAL_KEY,
-			      usage(st, a->rec[k], total_measure));
+			      usage(st, a->rec[k], total_measure),
+			      held_usage(st, a->rec[k], total_measure));
 		if (blocking_key(a->rec[k], c, ckey) != NULL)
 			blocked = true;
 	}
@@ -998,11 +1103,12 @@ static json_t *remaining_classes(const state_t *st, const struct ancestry *a)
 
 static json_t *remaining_total(const state_t *st, const struct ancestry *a)
 {
-	struct minimum m = {.set = false};
+	struct minimum m = {.set = false, .holds = state_holds_on(st)};
 
 	for (size_t k = 0; k < a->n; k++)
 		minimum_offer(&m, a->name[k], a->rec[k], GPU_TOTAL_KEY,
-			      usage(st, a->rec[k], total_measure));
+			      usage(st, a->rec[k], total_measure),
+			      held_usage(st, a->rec[k], total_measure));
 	return minimum_json(&m);
 }
 

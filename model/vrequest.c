@@ -442,6 +442,10 @@ static int put_check(struct lg_buf *b, const struct verdict_check *c,
 		lg_buf_add(b, "null", 4);
 	put_next(b, "growth");
 	model__jcs_put_integer(b, c->growth, flags);
+	if (c->has_held) {
+		put_next(b, "held");
+		model__jcs_put_integer(b, c->held, flags);
+	}
 	put_next(b, "key");
 	rc = put_str(b, c->key);
 	put_next(b, "ok");

@@ -428,7 +428,8 @@ static const struct {
 	{R("\x02\x0d\x01\x00"), LG_EVERSION, "version 2"},
 	{R("\xff\x0d\x01\x00"), LG_EVERSION, "version 255"},
 	{R("\x01\x00\x01\x00"), LG_ECORRUPT, "type 0"},
-	{R("\x01\x0e\x01\x00"), LG_ECORRUPT, "type 14"},
+	/* 14 is HOLDS (DESIGN 3.7): 15 is the first unknown type. */
+	{R("\x01\x0f\x01\x00"), LG_ECORRUPT, "type 15"},
 	{R("\x01\xff\x01\x00"), LG_ECORRUPT, "type 255"},
 	/* Varints: minimal, at most 10 bytes, within 64 bits. */
 	{R("\x01\x0d\x81\x00\x00"), LG_ECORRUPT, "overlong"},

@@ -572,7 +572,8 @@ static const struct corrupt_row {
 	{"s:GLST b:1", LG_ECORRUPT, "magic at byte 0"},
 	{"x:474c53", LG_ECORRUPT, "magic"},
 	{"x:474c5354", LG_ECORRUPT, "version: truncated at byte 4"},
-	{"x:474c535402", LG_EVERSION, "version 2"},
+	/* Version 2 is version 1 with holds (DESIGN 3.7): 3 is unknown. */
+	{"x:474c535403", LG_EVERSION, "version 3"},
 	{"x:474c535400", LG_EVERSION, "version 0"},
 	{"m", LG_ECORRUPT, "seq: truncated at byte 5"},
 	{GOOD " b:0", LG_ECORRUPT, "1 trailing bytes"},

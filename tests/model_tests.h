@@ -31,6 +31,7 @@ MODEL_PART(base);
 MODEL_PART(reconcile);
 MODEL_PART(vfilter);
 MODEL_PART(buf);
+MODEL_PART(holds);
 
 static void (*const model_parts[])(Suite *) = {
 	model_tests_quantity, model_tests_podreq,  model_tests_taint,
@@ -40,6 +41,7 @@ static void (*const model_parts[])(Suite *) = {
 	model_tests_billing,  model_tests_jcs,
 	model_tests_merkle, model_tests_note, model_tests_base,
 	model_tests_reconcile, model_tests_vfilter, model_tests_buf,
+	model_tests_holds,
 };
 
 /* Parses a JSON literal for a test; aborts the test on a syntax error. */
