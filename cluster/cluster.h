@@ -308,6 +308,11 @@ struct cluster_member_opts {
 	 * sign_every seqs (0: the default); NULL: none. */
 	const struct note_signer *signer;
 	uint64_t sign_every;
+	/* --holds DUR (DESIGN 3.7): with holds_set, the holds mode the log
+	 * must have (TTL in ms, 0 off); the member's side appends the HOLDS
+	 * event through etcd when the log's mode differs. */
+	bool holds_set;
+	int64_t holds_ttl_ms;
 };
 /* --sign-every's default: a signed checkpoint every 1,000 seqs. */
 #define CLUSTER_SIGN_EVERY_DEFAULT 1000

@@ -68,6 +68,14 @@ enum event_type model__event_type_parse(const char *s)
 	return EV_NONE;
 }
 
+bool model__observation_continues(uint64_t last_seq, int64_t last_ns,
+				  const struct event *ev)
+{
+	return last_seq != 0 && ev->type >= EV_RESERVE &&
+	       ev->type <= EV_FREE && ev->seq == last_seq + 1 &&
+	       ev->time_ns == last_ns;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Validation */
 

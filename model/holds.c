@@ -489,7 +489,8 @@ uint64_t state_holds_gen(const state_t *st)
 	return g;
 }
 
-bool state_verdict_makes_hold(const state_t *st, const char *record, size_t len)
+bool model__verdict_makes_hold(const state_t *st, const char *record,
+			       size_t len)
 {
 	struct made m;
 	json_t *v;
@@ -499,15 +500,15 @@ bool state_verdict_makes_hold(const state_t *st, const char *record, size_t len)
 	return made;
 }
 
-int state_apply_verdict(state_t *st, const char *record, bool *made,
-			struct lg_error *err)
+int model__apply_verdict(state_t *st, const char *record, bool *made,
+			 struct lg_error *err)
 {
 	struct event ev = {.seq = st->seq + 1,
 			   .time_ns = st->time_ns,
 			   .type = EV_VERDICT,
 			   .text = record};
 	bool m = record != NULL &&
-		 state_verdict_makes_hold(st, record, strlen(record));
+		 model__verdict_makes_hold(st, record, strlen(record));
 	int rc = state_apply(st, &ev, err);
 
 	if (made != NULL)

@@ -418,19 +418,25 @@ int state_decode(state_t **out, const uint8_t *buf, size_t len,
  *       verdict_judge(ws, r, &v, err)
  *       v.id = ...; v.basis_seq = state_seq(ws); v.chain_head = head at it
  *       text = verdict_record_text(&v, max, scratch)
- *       state_apply_verdict(ws, text, &made, err)   (the next seq, at
- *                                                    state_time_ns(ws))
+ *       state_apply(ws, &(struct event){.type = EV_VERDICT,
+ *                                       .seq = state_seq(ws) + 1,
+ *                                       .time_ns = state_time_ns(ws),
+ *                                       .text = text}, err)
  *       head = the chain head after that event
  *
- * so that verdict k sees the holds of verdicts 1..k-1. A dry run is judged
- * on ws and not applied. With holds off a VERDICT changes nothing a
- * judgement reads, and judging a batch on one state is exact as before.
- * In a cluster (DESIGN 11), a verdict whose compare failed over intervening
- * VERDICTs may be re-numbered only when none of them made or replaced a
- * hold (state_verdict_makes_hold of each on the state it was applied to,
- * while applying them in order); otherwise it is judged again on the new
- * state. A HOLDS event in between, like any observation, means judge
- * again. */
+ * so that verdict k sees the holds of verdicts 1..k-1 (the VERDICT's time
+ * is its basis event's, DESIGN 11; holds read only the log's time, so
+ * another stamp changes no hold). A dry run is judged on ws and not
+ * applied. With holds off a VERDICT changes nothing a judgement reads, and
+ * judging a batch on one state is exact as before.
+ *
+ * What says whether a VERDICT made or replaced a hold: state_holds_gen
+ * before and after applying it differ. In a cluster (DESIGN 11), a verdict
+ * whose compare failed over intervening VERDICTs may be re-numbered only
+ * when, applying them in order, none changed state_holds_gen (then the
+ * state a judgement reads is unchanged); otherwise it is judged again on
+ * the new state. A HOLDS event in between, like any observation, means
+ * judge again. */
 
 enum hold_end {
 	HOLD_END_OBSERVED, /* the object's first observation */
@@ -456,21 +462,11 @@ bool state_holds_on(const state_t *st);
  * verdict id: [{"verdictId", "namespace", "kind", "name", "units" {class:
  * n}, "expiresAt"}]. New reference. */
 json_t *state_holds_json(const state_t *st, const char *tenant);
-/* Whether applying a VERDICT of record (len bytes) to st makes or
- * replaces a hold: holds on, an allowed admission with growth whose object
- * can hold (a valid name and new spec). False for every record while
- * holds are off. */
-bool state_verdict_makes_hold(const state_t *st, const char *record,
-			      size_t len);
-/* Applies the VERDICT of record text as st's next event (seq
- * state_seq(st) + 1, time state_time_ns(st): DESIGN 11, a VERDICT's time
- * is its basis event's). *made (may be NULL) tells whether it made or
- * replaced a hold. state_apply's errors. */
-int state_apply_verdict(state_t *st, const char *record, bool *made,
-			struct lg_error *err);
-/* A number that changes whenever the holds or the mode change (made,
- * ended, mode): a cache of anything holds show (remaining, tenant
- * objects) is valid while it and the content it was built from are. */
+/* A number that changes whenever the holds change (one made, one ended):
+ * a pure function of the log's position. A VERDICT made or replaced a
+ * hold iff applying it changed this number; a cache of anything holds
+ * show (remaining, tenant objects) is valid while it and the content it
+ * was built from (a HOLDS event is content) are. */
 uint64_t state_holds_gen(const state_t *st);
 
 /* ---------------------------------------------------------------------- */

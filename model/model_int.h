@@ -154,6 +154,16 @@ int64_t model__holder_map_units(const struct holder_map *hm, uint32_t cls);
 
 /* Events. */
 enum event_type model__event_type_parse(const char *s); /* EV_NONE if unknown */
+/* DESIGN 3.6 "one observation is one watch event": the events the watcher
+ * derives from one watch event of an object (RESERVE..FREE of several
+ * classes) lie at consecutive seqs with one time. Whether ev, an event of
+ * the object whose last event was at (last_seq, last_ns), continues that
+ * observation (last_seq 0: none yet). The one definition of it: reconcile
+ * reads "the previous observation" by it, and a hold ends at the first
+ * event of its object's first observation after it (model/holds.c), the
+ * observation's seq reconcile names. */
+bool model__observation_continues(uint64_t last_seq, int64_t last_ns,
+				  const struct event *ev);
 /* Appends JCS of v to b; -1 on failure or once b holds more than max_bytes
  * or refuses an add (b's content is then undefined). */
 int model__jcs_write(struct lg_buf *b, const json_t *v, unsigned flags,
@@ -466,6 +476,16 @@ void model__holds_tree_changed(state_t *st);
 /* The alive hold of an object, or NULL. */
 const struct hold *model__hold_find(const state_t *st, enum holder_kind kind,
 				    const char *ns, const char *name);
+/* Whether applying a VERDICT of record (len bytes) to st makes or
+ * replaces a hold: holds on, an allowed admission with growth whose object
+ * can hold (a valid name and new spec). */
+bool model__verdict_makes_hold(const state_t *st, const char *record,
+			       size_t len);
+/* state_apply of the VERDICT of record as st's next event (seq + 1, at
+ * st's time); *made (may be NULL): it made or replaced a hold (the
+ * tests' and the model's shorthand of the sequence model/model.h gives). */
+int model__apply_verdict(state_t *st, const char *record, bool *made,
+			 struct lg_error *err);
 /* Units of class id cls a hold holds (0 when none). */
 int64_t model__hold_units(const struct hold *h, uint32_t cls);
 /* Copies s's holds into d (whose namespaces are s's, copied). */

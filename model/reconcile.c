@@ -15,6 +15,14 @@
  *  - the verdicts whose object has been observed ("landed"), for as long as
  *    a race with a later landing is possible (the window);
  *  - the open overshoots, one per (tenant, key).
+ * One observation is one watch event (model__observation_continues): a
+ * verdict that covers the first RESERVE of an observation covers every
+ * class among its events, and "the object's previous observation" is the
+ * one before that watch event.
+ * With holds on (DESIGN 3.7), a verdict remembers the hold it made; when
+ * its object's next observation comes at or after the hold's expiry, an
+ * overshoot that observation raises names the cause holdExpired, and a
+ * race needs a member whose hold did not last until it was observed.
  * An overshoot is decided exactly as `replay --at` decides "overcommitted
  * with used > budget" (model__tenant_key_used is the same measure), but
  * only the tenants an event can change are looked at: the ancestors of a
@@ -44,6 +52,9 @@ struct rcheck {
 struct rverdict {
 	uint64_t id, seq, land; /* land: seq of the observation it covered */
 	int64_t time_ns;
+	/* Holds on: the hold it made lasted until it landed (a race needs
+	 * a member without one). */
+	bool held;
 	size_t n_units;
 	struct {
 		int32_t cls; /* state class id */
@@ -61,6 +72,16 @@ struct robj {
 	int64_t reserved; /* units it holds now, all classes */
 	size_t n_pending, cap_pending;
 	struct rverdict **pending; /* owned */
+	/* The observation going on: the last event of the one before it,
+	 * and the verdict its first event landed (valid while it goes on:
+	 * landed verdicts outlive their window, which one time cannot
+	 * leave). */
+	uint64_t prev_seq;
+	struct rverdict *obs_verdict;
+	/* Holds on: the hold of its last verdict that made one. */
+	uint64_t hold_id;
+	int64_t hold_expires_ns;
+	bool hold_set;
 };
 
 struct rcause {
@@ -68,6 +89,10 @@ struct rcause {
 	uint64_t seq;
 	size_t n_ids;
 	uint64_t *ids; /* race: owned */
+	/* holdExpired: the verdict, the hold's expiry (seq is the
+	 * observation's). */
+	uint64_t verdict_id;
+	int64_t expires_ns;
 };
 
 struct rover {
@@ -104,6 +129,9 @@ struct reconcile {
 	/* What the event being fed did (reset at each event). */
 	bool cur_bypass;
 	struct rverdict *cur_verdict; /* landed by this event */
+	bool cur_expired;	      /* its object's hold had expired: */
+	uint64_t cur_hold_id, cur_obs_seq;
+	int64_t cur_hold_expires_ns;
 
 	uint64_t n_events, n_admissions, n_pre, n_bypass;
 };
@@ -334,6 +362,18 @@ static void on_verdict(reconcile_t *rc, const state_t *st,
 	}
 	read_checks(v, json_object_get(rec, "checks"));
 	o = obj_get(rc, kind, jstr(req, "namespace"), jstr(req, "name"), true);
+	/* st is the state after this VERDICT: the hold it made, if any. */
+	{
+		const struct hold *h = model__hold_find(
+			st, kind, jstr(req, "namespace"), jstr(req, "name"));
+
+		if (h != NULL && h->verdict_id == v->id) {
+			o->hold_set = true;
+			o->hold_id = h->verdict_id;
+			o->hold_expires_ns = h->expires_ns;
+			v->held = true;
+		}
+	}
 	obj_expire(rc, o, ev->time_ns);
 	o->pending = grow(o->pending, &o->cap_pending, o->n_pending + 1,
 			  sizeof(*o->pending));
@@ -408,7 +448,7 @@ static size_t covering(const reconcile_t *rc, const struct robj *o,
 	for (size_t i = 0; i < o->n_pending; i++) {
 		const struct rverdict *v = o->pending[i];
 
-		if (v->seq <= o->last_seq ||
+		if (v->seq <= o->prev_seq ||
 		    v->time_ns < ev->time_ns - rc->o.window_ns ||
 		    verdict_units(v, cls) < ev->after)
 			continue;
@@ -434,10 +474,33 @@ static int on_reserve(reconcile_t *rc, const state_t *st,
 					 obj_item(ev));
 		}
 	}
+	if (!model__observation_continues(o->last_seq, o->last_ns, ev)) {
+		o->prev_seq = o->last_seq;
+		o->obs_verdict = NULL;
+		/* The object's first observation after its hold: expired
+		 * already, or the end of it. */
+		if (o->hold_set && ev->time_ns >= o->hold_expires_ns) {
+			rc->cur_expired = true;
+			rc->cur_hold_id = o->hold_id;
+			rc->cur_hold_expires_ns = o->hold_expires_ns;
+			rc->cur_obs_seq = ev->seq;
+			for (size_t k = 0; k < o->n_pending; k++)
+				if (o->pending[k]->id == o->hold_id)
+					o->pending[k]->held = false;
+		}
+		o->hold_set = false;
+	}
 	if (ev->type == EV_RESERVE && ev->after > ev->before &&
-	    admission_in_force(rc, ev->seq)) {
-		size_t i = covering(rc, o, ev,
-				    model__state_cls_id(st, ev->cls));
+	    admission_in_force(rc, ev->seq) && o->obs_verdict != NULL &&
+	    verdict_units(o->obs_verdict, model__state_cls_id(st, ev->cls)) >=
+		    ev->after) {
+		/* Covered by the verdict the observation's first event
+		 * landed (one observation, DESIGN 3.6). */
+		rc->cur_verdict = o->obs_verdict;
+	} else if (ev->type == EV_RESERVE && ev->after > ev->before &&
+		   admission_in_force(rc, ev->seq)) {
+		size_t i =
+			covering(rc, o, ev, model__state_cls_id(st, ev->cls));
 
 		if (i == SIZE_MAX) {
 			rc->cur_bypass = true;
@@ -454,9 +517,11 @@ static int on_reserve(reconcile_t *rc, const state_t *st,
 						    json_integer(ev->after));
 				json_object_set_new(
 					item, "previousSeq",
-					o->last_seq ? json_integer((json_int_t)
-									   o->last_seq)
-						    : json_null());
+					o->prev_seq
+						? json_integer(
+							  (json_int_t)
+								  o->prev_seq)
+						: json_null());
 				r = emit(rc, RECONCILE_BYPASS, item);
 			}
 		} else {
@@ -468,6 +533,7 @@ static int on_reserve(reconcile_t *rc, const state_t *st,
 			o->n_pending--;
 			landed_push(rc, v);
 			rc->cur_verdict = v;
+			o->obs_verdict = v;
 		}
 	}
 	o->reserved += ev->type == EV_RESERVE ? ev->after - ev->before
@@ -511,19 +577,20 @@ static void rover_free(struct rover *ov)
 	free(ov);
 }
 
-static void add_cause(struct rover *ov, const char *type, uint64_t seq,
-		      uint64_t *ids, size_t n_ids)
+/* The cause added, or NULL when CAUSES_MAX are listed already. */
+static struct rcause *add_cause(struct rover *ov, const char *type,
+				uint64_t seq, uint64_t *ids, size_t n_ids)
 {
 	if (ov->n_causes == CAUSES_MAX) {
 		ov->causes_omitted++;
 		free(ids);
-		return;
+		return NULL;
 	}
 	ov->causes = grow(ov->causes, &ov->cap_causes, ov->n_causes + 1,
 			  sizeof(*ov->causes));
-	ov->causes[ov->n_causes++] =
-		(struct rcause){.type = type, .seq = seq, .ids = ids,
-				.n_ids = n_ids};
+	ov->causes[ov->n_causes] = (struct rcause){
+		.type = type, .seq = seq, .ids = ids, .n_ids = n_ids};
+	return &ov->causes[ov->n_causes++];
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -592,6 +659,18 @@ static void race_cause(reconcile_t *rc, struct rover *ov, uint64_t seq)
 		free(set);
 		return;
 	}
+	/* DESIGN 3.6, 3.7: verdicts that all held until they were observed
+	 * were judged each on the holds of the others: no race among them. */
+	{
+		bool all_held = true;
+
+		for (size_t i = 0; i < n; i++)
+			all_held = all_held && set[i]->held;
+		if (all_held) {
+			free(set);
+			return;
+		}
+	}
 	first = set[0];
 	for (size_t i = 0; i < n; i++) {
 		const struct rcheck *c = check_of(set[i], ov->tenant, ov->key);
@@ -635,6 +714,15 @@ static void escalation(reconcile_t *rc, struct rover *ov,
 	if (rc->cur_bypass) {
 		add_cause(ov, "bypass", ev->seq, NULL, 0);
 		return;
+	}
+	if (rc->cur_expired) {
+		struct rcause *c =
+			add_cause(ov, "holdExpired", rc->cur_obs_seq, NULL, 0);
+
+		if (c != NULL) {
+			c->verdict_id = rc->cur_hold_id;
+			c->expires_ns = rc->cur_hold_expires_ns;
+		}
 	}
 	if (rc->cur_verdict != NULL)
 		race_cause(rc, ov, ev->seq);
@@ -788,6 +876,11 @@ static json_t *cause_json(const struct rcause *c)
 	json_t *v = json_pack("{s:s, s:I}", "type", c->type, "seq",
 			      (json_int_t)c->seq);
 
+	if (strcmp(c->type, "holdExpired") == 0) {
+		json_object_set_new(v, "verdictId",
+				    json_integer((json_int_t)c->verdict_id));
+		json_object_set_new(v, "expiresAt", time_json(c->expires_ns));
+	}
 	if (c->ids != NULL) {
 		json_t *ids = json_array();
 
@@ -866,6 +959,7 @@ int reconcile_event(reconcile_t *rc, const state_t *st,
 	LG_ASSERT(rc != NULL && st != NULL && ev != NULL);
 	rc->cur_bypass = false;
 	rc->cur_verdict = NULL;
+	rc->cur_expired = false;
 	if (in_range(rc, ev->seq))
 		rc->n_events++;
 	landed_expire(rc, ev->time_ns);

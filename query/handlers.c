@@ -53,12 +53,18 @@ const struct tenant_cache *query__tenant_cache_get(struct query_server *qs)
 {
 	struct tenant_cache *tc = &qs->cache;
 
-	if (tc->doc != NULL && tc->content_seq == qs->vix.content_seq)
+	/* With holds on a VERDICT or a TICK changes what the tenants show
+	 * (held, remaining): the holds' generation is part of the key. */
+	uint64_t gen = state_holds_gen(ledger_state(qs->lg));
+
+	if (tc->doc != NULL && tc->content_seq == qs->vix.content_seq &&
+	    tc->holds_gen == gen)
 		return tc;
 	query__tenant_cache_release(tc);
 	tc->doc = state_to_json(ledger_state(qs->lg), NULL);
 	tc->children = children_of(json_object_get(tc->doc, "tenants"));
 	tc->content_seq = qs->vix.content_seq;
+	tc->holds_gen = gen;
 	return tc;
 }
 
@@ -198,6 +204,42 @@ void query__handle_tenant(struct query_server *qs, struct request *rq)
 	query__reply_json(qs, rq, 200, out);
 }
 
+/* GET /v1/holds[?tenant=NS] (DESIGN 3.7): the alive holds, of NS's
+ * subtree when given; a tenant token sees its own subtree (no tenant
+ * given: its own; another outside it: 403). */
+void query__handle_holds(struct query_server *qs, struct request *rq)
+{
+	char tenant[DNS1123_SUBDOMAIN_MAX + 1] = "";
+	const state_t *st = ledger_state(qs->lg);
+	int p = query__param_text(rq, "tenant", tenant, sizeof(tenant));
+	struct state_holds_stats hs;
+
+	if (p == QP_BAD || (p == QP_OK && !valid_ns(tenant))) {
+		query__reply_error(qs, rq, 400, "tenant: not a namespace name");
+		return;
+	}
+	if (rq->who != NULL && rq->who->role == ROLE_TENANT) {
+		if (p != QP_OK)
+			snprintf(tenant, sizeof(tenant), "%s", rq->who->ns);
+		else if (!query__ns_in_subtree(rq->who->ns, tenant)) {
+			query__reply_error(qs, rq, 403,
+					   "holds: tenant %s is outside the "
+					   "subtree of %s",
+					   tenant, rq->who->ns);
+			return;
+		}
+	}
+	state_holds_stats(st, &hs);
+	query__reply_json(
+		qs, rq, 200,
+		json_pack("{s:I, s:o, s:b, s:I, s:o}", "seq",
+			  (json_int_t)ledger_last_seq(qs->lg), "horizon",
+			  time_json(state_horizon_ns(st)), "on",
+			  (int)state_holds_on(st), "ttlMs",
+			  (json_int_t)hs.ttl_ms, "holds",
+			  state_holds_json(st, tenant[0] ? tenant : NULL)));
+}
+
 void query__rcache_release(struct rcache *rc)
 {
 	for (size_t i = 0; rc->slot != NULL && i < RCACHE_SLOTS; i++) {
@@ -237,11 +279,14 @@ static const struct rcache_entry *remaining_cached(struct query_server *qs,
 
 	/* A new content, or a full table (at most 3/4 used, so probes end),
 	 * empties it. */
+	uint64_t gen = state_holds_gen(ledger_state(qs->lg));
+
 	if (rc->slot == NULL || rc->content_seq != qs->vix.content_seq ||
-	    rc->n >= RCACHE_SLOTS / 4 * 3) {
+	    rc->holds_gen != gen || rc->n >= RCACHE_SLOTS / 4 * 3) {
 		query__rcache_release(rc);
 		rc->slot = lg_xcalloc(RCACHE_SLOTS, sizeof(*rc->slot));
 		rc->content_seq = qs->vix.content_seq;
+		rc->holds_gen = gen;
 	}
 	e = rcache_slot(rc, ns);
 	if (e->ns != NULL)

@@ -262,6 +262,39 @@ static void render_server(struct lg_buf *b, struct query_server *qs)
 	       (double)m->heavy_refused);
 }
 
+/* Holds (DESIGN 3.7), derived from the log by replay like every figure of
+ * the state: written once the log has turned them on, so that a ledger
+ * without holds shows what it always did. */
+static void render_holds(struct lg_buf *b, struct query_server *qs)
+{
+	struct state_holds_stats s;
+	bool any = false;
+
+	state_holds_stats(ledger_state(qs->lg), &s);
+	for (int i = 0; i < HOLD_END_MAX; i++)
+		any = any || s.ended[i] != 0;
+	if (!s.on && s.made == 0 && !any)
+		return;
+	scalar(b, "gpuledger_holds_enabled", "gauge",
+	       "1 while holds are on (the log's last HOLDS event).", s.on);
+	scalar(b, "gpuledger_holds_ttl_seconds", "gauge",
+	       "The TTL of new holds.", (double)s.ttl_ms / 1e3);
+	scalar(b, "gpuledger_holds_alive", "gauge",
+	       "Holds alive: admissions whose objects the watcher has not "
+	       "observed yet, within their TTL.",
+	       (double)s.alive);
+	scalar(b, "gpuledger_holds_made_total", "counter",
+	       "Holds made by allowed admissions (a replacement makes one).",
+	       (double)s.made);
+	head(b, "gpuledger_holds_ended_total", "counter",
+	     "Holds ended, by how: observation (the watcher saw the object), "
+	     "replacement, delete, expiry (the TTL passed: an admission "
+	     "whose object never came), off.");
+	for (int i = 0; i < HOLD_END_MAX; i++)
+		lg_buf_addf(b, "gpuledger_holds_ended_total{how=\"%s\"} %llu\n",
+			    hold_end_name(i), (unsigned long long)s.ended[i]);
+}
+
 /* The connection budgets of the two listeners (DESIGN 7), every reason
  * of both counters written, 0 included, so that an alert on a rate sees
  * the series before its first increase. */
@@ -348,12 +381,20 @@ static void render_tenants(struct lg_buf *b, const json_t *tenants)
 		 "Units reserved in the tenant's subtree (what budgets cap)."},
 		{"gpuledger_tenant_subtree_allocated", "subtreeAllocated",
 		 "Units allocated to devices in the tenant's subtree."},
+		/* Holds on only (the member is absent otherwise). */
+		{"gpuledger_tenant_subtree_held", "subtreeHeld",
+		 "Units held in the tenant's subtree by admissions not yet "
+		 "observed (DESIGN 3.7)."},
 	};
 	const json_t *t, *v;
 	const char *k;
 	size_t i;
 
 	for (size_t j = 0; j < sizeof(g) / sizeof(g[0]); j++) {
+		if (json_object_get(json_array_get(tenants, 0), g[j].member) ==
+			    NULL &&
+		    strcmp(g[j].member, "subtreeHeld") == 0)
+			continue;
 		head(b, g[j].name, "gauge", g[j].help);
 		json_array_foreach (tenants, i, t)
 			json_object_foreach (json_object_get(t, g[j].member), k,
@@ -409,6 +450,7 @@ char *query__metrics_render(struct query_server *qs, const json_t *tenants,
 	render_latency(&b, &qs->m);
 	render_verdicts(&b, &qs->m);
 	render_server(&b, qs);
+	render_holds(&b, qs);
 	render_budgets(&b, qs);
 	render_tls(&b, qs);
 	render_tenants(&b, tenants);

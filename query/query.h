@@ -136,6 +136,13 @@ struct query_opts {
 	 * no signing. */
 	const struct note_signer *signer;
 	unsigned sign_every_ms;
+	/* --holds (DESIGN 3.7): with holds_set, the holds mode the log must
+	 * have; at open, when the log's mode differs, the server appends the
+	 * HOLDS event that sets it (TTL holds_ttl_ms, 0 off) through the
+	 * ledger, before it answers anything. Not for a member (its mode
+	 * goes through etcd) nor a read replica. */
+	bool holds_set;
+	int64_t holds_ttl_ms;
 	/* A member of a cluster on etcd (gpuledger member, DESIGN 11), or
 	 * NULL: see struct query_member. */
 	const struct query_member *member;

@@ -145,6 +145,7 @@ enum route_id {
 	R_TENANT,
 	R_REMAINING,
 	R_ADMISSION,
+	R_HOLDS,
 	R_DECLARATIONS,
 	R_PEER_VERDICTS,
 	R_VERDICT,
@@ -548,7 +549,7 @@ void query__verdict_member_tick(struct query_server *qs);
 route_fn query__handle_healthz, query__handle_readyz, query__handle_metrics,
 	query__handle_tenants, query__handle_tenant, query__handle_remaining,
 	query__handle_state, query__handle_events, query__handle_export,
-	query__handle_classes, query__handle_capacity;
+	query__handle_classes, query__handle_capacity, query__handle_holds;
 /* GET /v1/reconcile (query/reconcile.c). */
 route_fn query__handle_reconcile;
 
@@ -566,6 +567,7 @@ void query__sign_due(struct query_server *qs);
  * the state's content changes (verdicts do not change it). */
 struct tenant_cache {
 	uint64_t content_seq; /* what it was built from; UINT64_MAX: none */
+	uint64_t holds_gen;   /* and state_holds_gen then (DESIGN 3.7) */
 	json_t *doc;	      /* state_to_json(st, NULL); owned */
 	json_t *children;     /* {ns: [child, ...]}; owned */
 };
@@ -581,6 +583,7 @@ struct rcache_entry {
 };
 struct rcache {
 	uint64_t content_seq;
+	uint64_t holds_gen; /* state_holds_gen when built */
 	size_t n;
 	struct rcache_entry *slot; /* RCACHE_SLOTS; owned */
 };

@@ -7,6 +7,7 @@
  *   GET  /v1/tenants                  x              x      its subtree only
  *   GET  /v1/tenants/{ns}             x              x      {ns} in subtree
  *   GET  /v1/tenants/{ns}/remaining   x      x       x      {ns} in subtree
+ *   GET  /v1/holds                    x      x       x      its subtree only
  *   POST /v1/admission                x      x
  *   POST /v1/declarations             x      x
  *   POST /v1/peer/verdicts            x   (and peer: a member's door,
@@ -71,6 +72,8 @@ const struct route query__routes[R_MAX] = {
 	ROUTE(R_REMAINING, HTTP_GET, "/v1/tenants/{ns}/remaining",
 	      query__handle_remaining, READERS | ROLE_BIT(ROLE_ADMISSION),
 	      TS_PARAM, "v1", "tenants", "*", "remaining"),
+	ROUTE(R_HOLDS, HTTP_GET, "/v1/holds", query__handle_holds,
+	      READERS | ROLE_BIT(ROLE_ADMISSION), TS_FILTER, "v1", "holds"),
 	ROUTE(R_ADMISSION, HTTP_POST, "/v1/admission", query__handle_admission,
 	      WRITERS, TS_DENY, "v1", "admission"),
 	ROUTE(R_DECLARATIONS, HTTP_POST, "/v1/declarations",

@@ -344,6 +344,27 @@ static int bind_listener(struct query_server *qs, struct lg_error *err)
 	return 0;
 }
 
+/* serve --holds (DESIGN 3.7): the mode is an event of the log, so that
+ * audit, replay and every reader derive what admission saw. Appended like
+ * any event, at the log's own time (the process's clock never moves it),
+ * and only when the log's mode differs: a restart with the same flag
+ * appends nothing. */
+static int holds_mode(struct query_server *qs, struct lg_error *err)
+{
+	const state_t *st = ledger_state(qs->lg);
+	struct state_holds_stats hs;
+	struct event ev = {.type = EV_HOLDS};
+
+	if (!qs->o.holds_set || qs->o.member != NULL || qs->o.read_only)
+		return 0;
+	state_holds_stats(st, &hs);
+	if (hs.ttl_ms == qs->o.holds_ttl_ms)
+		return 0;
+	ev.time_ns = state_time_ns(st);
+	ev.value = qs->o.holds_ttl_ms;
+	return ledger_append(qs->lg, &ev, 1, NULL, 0, NULL, err);
+}
+
 static int open_ledger(struct query_server *qs, struct lg_error *err)
 {
 	/* The whole bound is mapped from the start (address space, not
@@ -365,6 +386,8 @@ static int open_ledger(struct query_server *qs, struct lg_error *err)
 	else if ((rc = ledger_open(&qs->lg, &lo, err)) != 0)
 		return rc;
 	member_status(qs);
+	if ((rc = holds_mode(qs, err)) != 0)
+		return rc;
 	/* The verdicts already in the log (the next id) from the ledger's
 	 * index: a start reads the latest checkpoint and the tail, never the
 	 * history. */

@@ -7,7 +7,7 @@
  *   E <event>     applies an event in its `log` form (time optional)
  *   A <request>   judges an admission on the state, then records it: the
  *                 record (id = verdicts + 1, basisSeq = seq, a zero head)
- *                 is applied as the next VERDICT (state_apply_verdict);
+ *                 is applied as the next VERDICT (model__apply_verdict);
  *                 want is the verdict without id/seq/basisSeq/chainHead
  *   Y <request>   a dry run: judged, never recorded
  *   K <request>   judges a declaration, then records it
@@ -158,8 +158,8 @@ static void judge_step(state_t *st, enum verdict_kind kind, const char *arg,
 		v.chain_head[VERDICT_HEAD_HEX] = '\0';
 		text = verdict_record_text(&v, SIZE_MAX, NULL);
 		ck_assert_ptr_nonnull(text);
-		will = state_verdict_makes_hold(st, text, strlen(text));
-		ck_assert_msg(state_apply_verdict(st, text, &made, &err) == 0,
+		will = model__verdict_makes_hold(st, text, strlen(text));
+		ck_assert_msg(model__apply_verdict(st, text, &made, &err) == 0,
 			      "%s", err.msg);
 		ck_assert_int_eq(made, will);
 		free(text);

@@ -63,6 +63,7 @@ static const struct {
 	{HTTP_GET, "/v1/tenants/tenant-acme", R_TENANT, 200, "tenant-acme"},
 	{HTTP_GET, "/v1/tenants/tenant-acme/remaining", R_REMAINING, 200,
 	 "tenant-acme"},
+	{HTTP_GET, "/v1/holds", R_HOLDS, 200, NULL},
 	{HTTP_POST, "/v1/admission", R_ADMISSION, 200, NULL},
 	{HTTP_POST, "/v1/declarations", R_DECLARATIONS, 200, NULL},
 	{HTTP_GET, "/v1/verdicts/17", R_VERDICT, 200, "17"},
@@ -166,6 +167,8 @@ static const struct {
 	{R_CHECKPOINT, NULL, 0, 403, 0, 403, 403, 403, 401},
 	{R_PROOF_INCLUSION, NULL, 0, 403, 0, 403, 403, 403, 401},
 	{R_PROOF_CONSISTENCY, NULL, 0, 403, 0, 403, 403, 403, 401},
+	/* DESIGN 3.7: a tenant sees the holds of its own subtree only. */
+	{R_HOLDS, NULL, 0, 0, 0, 403, 0, 0, 401},
 };
 
 START_TEST(role_matrix)

@@ -32,6 +32,7 @@ static const char member_usage[] =
 	"         [--peer-cert F --peer-key F]\n"
 	"         [--advertise-url URL] [--forward-timeout-ms MS] "
 	"[--no-forward]\n"
+	"         [--holds DUR]\n"
 	"  a member of a cluster on etcd (DESIGN 11): its applier "
 	"follows\n"
 	"  P/log/ in etcd and appends every committed value to the "
@@ -73,7 +74,7 @@ static const char member_usage[] =
 struct member_args {
 	struct cluster_member_opts o;
 	struct server_limits lim;
-	const char *classes, *peer_token_file, *sign_key;
+	const char *classes, *peer_token_file, *sign_key, *holds;
 };
 
 /* What the member borrows while it runs, made from those files; released
@@ -227,6 +228,13 @@ static int member_prepare(struct member_args *a, struct member_held *h)
 
 	class_table_init(&h->t);
 	h->peer_token = NULL;
+	/* The leader appends the HOLDS event through etcd's log when the
+	 * log's mode differs (cluster/leader.c). */
+	if (a->holds != NULL) {
+		if (tool_holds_parse("member", a->holds, &o->holds_ttl_ms) != 0)
+			return EXIT_USAGE;
+		o->holds_set = true;
+	}
 	if (a->sign_key != NULL) {
 		if ((rc = tlog_load_signer("member", a->sign_key,
 					   &h->signer)) != 0)
@@ -295,6 +303,7 @@ int cmd_member(int argc, char **argv)
 		OPT_MEMBER_WATCH(&a),
 		OPT_RETENTION(&a.o.rt),
 		OPT_MEMBER_PEER(&a),
+		OPT_HOLDS(&a.holds),
 	};
 	const struct cmd_spec spec =
 		CMD_SPEC("member", member_usage, opts, NULL);

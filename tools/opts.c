@@ -386,6 +386,22 @@ static bool has_ledger(const char *dir)
 	       S_ISREG(sb.st_mode);
 }
 
+int tool_holds_parse(const char *cmd, const char *s, int64_t *ttl_ms)
+{
+	int64_t ns = 0;
+
+	if (strcmp(s, "0") != 0 &&
+	    (reconcile_window_parse(s, &ns) != 0 || ns % 1000000 != 0 ||
+	     ns == 0 || ns / 1000000 > HOLDS_TTL_MS_MAX)) {
+		tool_error("%s: --holds %s: not 0 or a duration of whole "
+			   "milliseconds up to 24h (\"2m\", \"90s\")",
+			   cmd, s);
+		return EXIT_USAGE;
+	}
+	*ttl_ms = ns / 1000000;
+	return 0;
+}
+
 int tool_check_db(const char *cmd, const char *dir, bool create)
 {
 	struct stat sb;

@@ -269,6 +269,52 @@ static int print_nodes(const json_t *doc)
 	return werr;
 }
 
+/* The alive holds (DESIGN 3.7), when holds are on: one row per class
+ * held. */
+static int print_holds(const json_t *doc)
+{
+	static const char *const head[] = {"HOLD",   "NAMESPACE", "KIND",
+					   "NAME",   "CLASS",	  "HELD",
+					   "EXPIRES"};
+	const json_t *holds = json_object_get(doc, "holds"), *h, *v;
+	const char *cls;
+	char line[96];
+	size_t i;
+	struct tool_grid g;
+	int werr;
+
+	snprintf(line, sizeof(line), "holds on, TTL %lld ms: %zu alive",
+		 (long long)json_integer_value(json_object_get(holds, "ttlMs")),
+		 json_array_size(json_object_get(holds, "alive")));
+	if ((werr = tool_puts(line)) != 0 ||
+	    json_array_size(json_object_get(holds, "alive")) == 0)
+		return werr;
+	tool_grid_init(&g, 7, "rllllrl");
+	tool_grid_row(&g, head);
+	json_array_foreach (json_object_get(holds, "alive"), i, h) {
+		char id[32], n[32];
+
+		fmt_int(id, sizeof(id), json_object_get(h, "verdictId"));
+		json_object_foreach (json_object_get(h, "units"), cls, v) {
+			const char *row[] = {
+				id,
+				json_string_value(
+					json_object_get(h, "namespace")),
+				json_string_value(json_object_get(h, "kind")),
+				json_string_value(json_object_get(h, "name")),
+				cls,
+				fmt_int(n, sizeof(n), v),
+				json_string_value(
+					json_object_get(h, "expiresAt")),
+			};
+			tool_grid_row(&g, row);
+		}
+	}
+	werr = tool_grid_print(&g);
+	tool_grid_release(&g);
+	return werr;
+}
+
 static int print_table(const json_t *doc)
 {
 	char line[256];
@@ -292,6 +338,10 @@ static int print_table(const json_t *doc)
 	if (json_array_size(json_object_get(doc, "nodes")) > 0) {
 		werr = werr ? werr : tool_puts("");
 		werr = werr ? werr : print_nodes(doc);
+	}
+	if (json_object_get(doc, "holds") != NULL) {
+		werr = werr ? werr : tool_puts("");
+		werr = werr ? werr : print_holds(doc);
 	}
 	return werr;
 }

@@ -20,6 +20,7 @@ static const char serve_usage[] =
 	"       [--rates FILE]\n"
 	"       [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
 	"       [--read-only [--primary URL]] [--probe-listen HOST:PORT]\n"
+	"       [--holds DUR]\n"
 	"  the query process: HTTP/1.1 JSON API under /v1 (DESIGN 7).\n"
 	"  Rebuilds the state from the latest checkpoint and the tail, then\n"
 	"  follows the log as the watcher appends; /readyz answers 200 once\n"
@@ -125,7 +126,7 @@ int cmd_serve(int argc, char **argv)
 	struct query_opts o = {.handle_signals = true};
 	struct server_limits lim = {0};
 	uint64_t every = 10;
-	const char *sign_key = NULL;
+	const char *sign_key = NULL, *holds = NULL;
 	struct note_signer signer;
 	/* serve's options beyond OPT_SERVER, none of which a member takes
 	 * as serve means it (tests/shared_opts_cli.sh lists them): a
@@ -152,6 +153,7 @@ int cmd_serve(int argc, char **argv)
 		 "serves the latest"},
 		{"--sign-every", OPT_U64, &every, "SECS",
 		 "at most this often (default 10)"},
+		OPT_HOLDS(&holds),
 	};
 	const struct cmd_spec spec = CMD_SPEC("serve", serve_usage, opts, NULL);
 	struct lg_error err = {0};
@@ -161,6 +163,11 @@ int cmd_serve(int argc, char **argv)
 	if (status != OPTS_RUN)
 		return opts_exit(status);
 	tool_no_dumps();
+	if (holds != NULL) {
+		if (tool_holds_parse("serve", holds, &o.holds_ttl_ms) != 0)
+			return EXIT_USAGE;
+		o.holds_set = true;
+	}
 	if ((status = tool_server_opts("serve", &lim, &o)) != 0 ||
 	    (status = serve_prepare(&o, sign_key, every, &signer)) != 0)
 		return status;

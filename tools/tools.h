@@ -172,6 +172,14 @@ struct server_limits {
 		request, poll, tls_reload;
 };
 /* clang-format off */
+/* --holds DUR (DESIGN 3.7), the same for serve and member: *s is the
+ * string, read with tool_holds_parse. */
+#define OPT_HOLDS(s) \
+	{"--holds", OPT_STR, (s), "DUR", \
+	 "holds (DESIGN 3.7): each allowed admission holds its units " \
+	 "until its object is observed, for at most DUR (\"2m\"); 0 " \
+	 "turns them off; without it the log's mode stays. Appended to " \
+	 "the log as a HOLDS event when it differs"}
 #define OPT_SERVER(q, l) \
 	{"--listen", OPT_STR, &(q)->listen, "HOST:PORT", \
 	 "numeric address (default 127.0.0.1:8420; port 0 picks a free " \
@@ -349,6 +357,10 @@ int tool_flush(const char *cmd, int werr);
 /* Checks --db for subcommand cmd: given, and (unless create) an existing
  * directory. Prints the error; returns 0 or EXIT_USAGE. */
 int tool_check_db(const char *cmd, const char *dir, bool create);
+/* --holds DUR (DESIGN 3.7): "0" (off) or a Go-style duration ("2m",
+ * "90s", "1500ms") of whole milliseconds, at most HOLDS_TTL_MS_MAX, into
+ * *ttl_ms. EXIT_USAGE (said on stderr, naming cmd) otherwise, else 0. */
+int tool_holds_parse(const char *cmd, const char *s, int64_t *ttl_ms);
 
 /* Loads a class table ({"classes": [...]}) from path into t (initialised
  * here; empty when path is NULL). Prints the error as "cmd: --classes

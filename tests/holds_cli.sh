@@ -1,0 +1,139 @@
+#!/bin/sh
+# Holds (DESIGN 3.7; issue 41) through the real binary, with the exact JSON:
+#  - the issue's reduced case of reconciliation (3.6 amended, one
+#    observation is one watch event): a VMInstance admitted with two
+#    classes, observed as two RESERVEs at one time, is no bypass (exit 0;
+#    before the fix: exit 1 with one bypass);
+#  - `serve --holds 2m` appends the HOLDS event once (a restart with the
+#    same flag appends nothing), admissions hold their units until the
+#    watcher observes the object, GET /v1/holds, remaining's "held",
+#    /metrics, `replay` (table and --json) show them; `--holds 0` ends them;
+#  - with holds off the answers carry no "held" (the records as before).
+# Usage: tests/holds_cli.sh PATH/TO/gpuledger
+set -u
+bin=${1:-./gpuledger}
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+server_pid=
+trap 'stop_server; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+. "$here/lib/cli.sh"
+port=
+
+# eq NAME WANT FILE: FILE holds exactly the line WANT.
+eq() {
+	printf '%s\n' "$2" >"$tmp/want"
+	same "$1" "$tmp/want" "$3"
+}
+
+# ---------------------------------------------------------------- reduced
+db=$tmp/reduced
+cat >"$tmp/reduced.ndjson" <<'EOF'
+{"type":"CLASS","class":"h200","definition":{"name":"h200","resourceNames":["nvidia.com/h200"]},"time":"2026-01-01T22:17:05Z"}
+{"type":"CLASS","class":"l40s","definition":{"name":"l40s","resourceNames":["nvidia.com/l40s"]}}
+{"type":"VERDICT","record":{"allowed":true,"basisSeq":2,"chainHead":"0000000000000000000000000000000000000000000000000000000000000000","checks":[],"id":1,"message":"namespace is not a tenant","reason":"NotATenant","request":{"kind":"VMInstance","name":"batch-k4t8","namespace":"cozy-system","new":{"gpus":[{"class":"l40s","count":1},{"class":"h200","count":2}]},"old":null},"type":"admission","warnings":[]}}
+{"type":"RESERVE","namespace":"cozy-system","class":"h200","kind":"VMInstance","name":"batch-k4t8","uid":"u1","before":0,"after":2,"time":"2026-01-01T22:17:05.715600779Z"}
+{"type":"RESERVE","namespace":"cozy-system","class":"l40s","kind":"VMInstance","name":"batch-k4t8","uid":"u1","before":0,"after":1,"time":"2026-01-01T22:17:05.715600779Z"}
+EOF
+run "$bin" import --db "$db" --create <"$tmp/reduced.ndjson"
+expect "import the reduced case" 0
+run "$bin" reconcile --db "$db"
+expect "reduced case: no bypass, exit 0" 0
+eq "reduced case: exactly" '{"range":{"fromSeq":1,"fromTime":"2026-01-01T22:17:05.000000000Z","since":{"seq":3,"time":"2026-01-01T22:17:05.000000000Z"},"toSeq":5,"toTime":"2026-01-01T22:17:05.715600779Z","windowMs":600000},"preExisting":[],"bypasses":[],"overshoots":[],"counts":{"admissionVerdicts":1,"bypasses":0,"events":5,"overshoots":0,"preExisting":0}}' "$tmp/out"
+
+# ------------------------------------------------------------------ serve
+# The world is dated ahead of the clock: until the single pod's verdict
+# path stamps a VERDICT with its basis event's time (DESIGN 11), it stamps
+# the wall clock, which the ledger clamps to the log's time; so the times
+# below are the log's and every answer is exact.
+db=$tmp/db
+cat >"$tmp/world.ndjson" <<'EOF'
+{"type":"CLASS","class":"h200","definition":{"name":"h200","resourceNames":["nvidia.com/h200"]},"time":"2099-01-01T10:00:00Z"}
+{"type":"TENANT","namespace":"tenant-root","parent":null}
+{"type":"TENANT","namespace":"tenant-acme","parent":"tenant-root"}
+{"type":"BUDGET","namespace":"tenant-acme","key":"h200.gpuclass.cozystack.io/devices","value":4}
+{"type":"RESERVE","namespace":"tenant-acme","class":"h200","kind":"VMInstance","name":"vm-o","uid":"u-o","before":0,"after":1,"time":"2099-01-01T10:00:01Z"}
+{"type":"NOTE","code":"Synced","namespace":null,"kind":null,"name":null,"message":"listed"}
+EOF
+run "$bin" import --db "$db" --create <"$tmp/world.ndjson"
+expect "import the world" 0
+run "$bin" serve --db "$db" --holds 2x
+expect "serve --holds 2x: a usage error" 2
+has "serve --holds 2x: says why" "$tmp/err" 'not 0 or a duration'
+run "$bin" serve --db "$db" --holds 1500us
+expect "serve --holds 1500us: whole milliseconds only" 2
+
+up() {
+	start_server "$@"
+	url=http://127.0.0.1:$port
+}
+up --holds 2m
+run "$bin" log --db "$db" --from 7
+eq "serve --holds 2m appended the mode at the log's time" '{"seq":7,"time":"2099-01-01T10:00:01.000000000Z","ttlMs":120000,"type":"HOLDS"}' "$tmp/out"
+vmi() { # NAME OLD NEW
+	printf '{"namespace":"tenant-acme","kind":"VMInstance","name":"%s","old":%s,"new":%s}' "$1" "$2" "$3"
+}
+g() { printf '{"gpus":[{"class":"h200","count":%s}]}' "$1"; }
+post() {
+	curl -s -X POST --data-binary "$1" "$url/v1/admission" >"$tmp/out"
+	echo >>"$tmp/out"
+}
+get() {
+	curl -s "$url$1" >"$tmp/out"
+	echo >>"$tmp/out"
+}
+post "$(vmi vm-x null "$(g 2)")"
+has "create 2: allowed, held 0 in its check" "$tmp/out" '"checks":\[\{"budget":4,"growth":2,"held":0,"key":"h200.gpuclass.cozystack.io/devices","ok":true,"remaining":1,"tenant":"tenant-acme","used":1\}\]'
+post "$(vmi vm-x "$(g 2)" "$(g 3)")"
+has "update 2->3: counts vm-x at max(0, 2), allowed" "$tmp/out" '"allowed":true,.*"held":2,.*"remaining":0'
+post "$(vmi vm-x "$(g 3)" "$(g 5)")"
+has "update 3->5: denied, 1 + 3 + 2 > 4" "$tmp/out" '"message":"tenant-acme: h200.gpuclass.cozystack.io/devices 1 \+ 3 \+ 2 > 4"'
+get /v1/holds
+eq "GET /v1/holds" '{"holds":[{"expiresAt":"2099-01-01T10:02:01.000000000Z","kind":"VMInstance","name":"vm-x","namespace":"tenant-acme","units":{"h200":3},"verdictId":2}],"horizon":"2099-01-01T10:00:01.000000000Z","on":true,"seq":10,"ttlMs":120000}' "$tmp/out"
+get '/v1/holds?tenant=tenant-beta'
+has "GET /v1/holds?tenant=: the subtree only" "$tmp/out" '"holds":\[\]'
+curl -s -o /dev/null -w '%{http_code}\n' "$url/v1/holds?tenant=Bad" >"$tmp/out"
+eq "GET /v1/holds?tenant=Bad: 400" 400 "$tmp/out"
+get /v1/tenants/tenant-acme/remaining
+eq "remaining: held in limitedBy's subtree" '{"classes":{"h200":{"blocked":false,"held":3,"limitedBy":{"key":"h200.gpuclass.cozystack.io/devices","tenant":"tenant-acme"},"remaining":0}},"total":{"held":null,"limitedBy":null,"remaining":null}}' "$tmp/out"
+get /metrics
+has "metrics: alive" "$tmp/out" '^gpuledger_holds_alive 1$'
+has "metrics: ended by replacement" "$tmp/out" '^gpuledger_holds_ended_total\{how="replacement"\} 1$'
+has "metrics: subtree held" "$tmp/out" '^gpuledger_tenant_subtree_held\{tenant="tenant-acme",class="h200"\} 3$'
+stop_server
+
+# The watcher observes vm-x: its hold ends, remaining is what it uses.
+printf '%s\n' '{"type":"RESERVE","namespace":"tenant-acme","class":"h200","kind":"VMInstance","name":"vm-x","uid":"u-x","before":0,"after":3,"time":"2099-01-01T10:00:09Z"}' >"$tmp/obs.ndjson"
+run "$bin" import --db "$db" <"$tmp/obs.ndjson"
+expect "the watcher observes vm-x" 0
+run "$bin" replay --db "$db" --json --at 10
+has "replay --at 10 (before it): vm-x's hold" "$tmp/out" '"holds":\{"alive":\[\{"expiresAt":"2099-01-01T10:02:01.000000000Z","kind":"VMInstance","name":"vm-x","namespace":"tenant-acme","units":\{"h200":3\},"verdictId":2\}\],"ttlMs":120000\}'
+run "$bin" replay --db "$db" --json
+has "replay --json: no hold left" "$tmp/out" '"holds":\{"alive":\[\],"ttlMs":120000\}'
+has "replay --json: tenant held members" "$tmp/out" '"held":\{\},.*"subtreeHeld":\{\}'
+up --holds 2m
+run "$bin" log --db "$db" --from 12
+[ ! -s "$tmp/out" ] && ok || bad "a restart with the same --holds appended $(cat "$tmp/out")"
+post "$(vmi vm-y null "$(g 1)")"
+has "4 of 4 used: one more is denied" "$tmp/out" '"allowed":false'
+get /v1/tenants/tenant-acme/remaining
+has "remaining 0, nothing held" "$tmp/out" '"h200":\{"blocked":false,"held":0,.*"remaining":0\}'
+stop_server
+run "$bin" replay --db "$db"
+has "replay table: the holds line" "$tmp/out" '^holds on, TTL 120000 ms: 0 alive$'
+
+# --holds 0 turns them off: the answers lose "held".
+up --holds 0
+run "$bin" log --db "$db" --from 13
+has "--holds 0 appended the mode off" "$tmp/out" '"ttlMs":0,"type":"HOLDS"'
+get /v1/tenants/tenant-acme/remaining
+eq "remaining with holds off: as before holds" '{"classes":{"h200":{"blocked":false,"limitedBy":{"key":"h200.gpuclass.cozystack.io/devices","tenant":"tenant-acme"},"remaining":0}},"total":{"limitedBy":null,"remaining":null}}' "$tmp/out"
+stop_server
+run "$bin" audit --db "$db"
+expect "audit re-derives every verdict, held and all" 0
+run "$bin" verify --db "$db"
+expect "verify" 0
+
+echo "holds_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
