@@ -594,6 +594,477 @@ START_TEST(holds_mode_event)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* The property (issue 41): random histories with random bursts of
+ * admissions. The API server is modelled (what it stores per object),
+ * the watcher observes objects late, one watch event each (its RESERVEs
+ * and RELEASEs at one time). With holds on the burst is judged one
+ * verdict after another, each applied before the next (the verdict path
+ * model/model.h gives); with holds off all on the state before it, as the
+ * group commit judges a batch. An oracle written here from DESIGN 3.1 and
+ * 3.7 (per object: observed units, and the hold's new while it lives)
+ * must agree with every verdict and every held total, and with holds on
+ * no budget's observed + held usage ever exceeds it (nothing lowers a
+ * budget and nothing bypasses admission here), and reconcile finds no
+ * overshoot. With holds off the same bursts must overshoot some budget in
+ * a race, so that the property is seen to bite. */
+
+#define P_CLS	  2
+#define P_TENANTS 5
+#define P_OBJS	  4 /* per tenant but the root */
+static const char *const p_cls[P_CLS] = {"h200", "l40s"};
+static const char *const p_ns[P_TENANTS] = {
+	"tenant-root", "tenant-a", "tenant-a-x", "tenant-a-y", "tenant-b"};
+static const int p_parent[P_TENANTS] = {-1, 0, 1, 1, 0};
+
+struct p_obj {
+	int t;
+	char name[16];
+	bool stored; /* the API server has it */
+	int64_t want[P_CLS], obs[P_CLS];
+	bool hold;
+	int64_t hold_new[P_CLS];
+};
+
+struct p_world {
+	uint64_t rng;
+	bool holds;
+	state_t *st;
+	int64_t now_ns;
+	int64_t budget[P_TENANTS][P_CLS + 1]; /* -1: none; [P_CLS]: total */
+	struct p_obj obj[P_TENANTS * P_OBJS];
+	size_t n_obj;
+	reconcile_t *rc;
+	size_t overshoots, races;
+};
+
+static uint64_t p_rnd(struct p_world *w)
+{
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return w->rng;
+}
+
+static int p_emit(void *ctx, enum reconcile_list l, const json_t *item)
+{
+	struct p_world *w = ctx;
+	const json_t *c;
+	size_t i;
+
+	if (l != RECONCILE_OVERSHOOT)
+		return 0;
+	w->overshoots++;
+	json_array_foreach (json_object_get(item, "causes"), i, c)
+		if (strcmp(jstr(c, "type"), "race") == 0)
+			w->races++;
+	return 0;
+}
+
+static void p_apply(struct p_world *w, struct event *ev)
+{
+	struct lg_error err = {0};
+
+	ev->seq = state_seq(w->st) + 1;
+	ck_assert_msg(state_apply(w->st, ev, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(reconcile_event(w->rc, w->st, ev), 0);
+}
+
+static bool p_in(int t, int anc)
+{
+	for (; t >= 0; t = p_parent[t])
+		if (t == anc)
+			return true;
+	return false;
+}
+
+/* What object o counts for in class c: observed, or with its hold the
+ * larger of that and the hold's new (DESIGN 3.7). */
+static int64_t p_count(const struct p_world *w, const struct p_obj *o, int c)
+{
+	int64_t n = o->obs[c];
+
+	if (w->holds && o->hold && o->hold_new[c] > n)
+		n = o->hold_new[c];
+	return n;
+}
+
+/* The oracle's verdict on o's request old -> new (counts per class, old
+ * NULL-able), on the objects as they are. */
+static bool p_oracle(const struct p_world *w, const struct p_obj *self,
+		     const int64_t *old, const int64_t *new, bool *growth)
+{
+	int64_t g[P_CLS], gt = 0, so = 0, sn = 0;
+	bool any = false;
+
+	for (int c = 0; c < P_CLS; c++) {
+		g[c] = new[c] > old[c] ? new[c] - old[c] : 0;
+		any = any || g[c] > 0;
+		so += old[c];
+		sn += new[c];
+	}
+	gt = sn > so ? sn - so : 0;
+	*growth = any || gt > 0;
+	if (!*growth)
+		return true;
+	for (int t = 0; t < P_TENANTS; t++) {
+		int64_t use[P_CLS + 1] = {0};
+
+		if (!p_in(self->t, t))
+			continue;
+		for (size_t i = 0; i < w->n_obj; i++) {
+			const struct p_obj *o = &w->obj[i];
+
+			if (!p_in(o->t, t))
+				continue;
+			for (int c = 0; c < P_CLS; c++) {
+				int64_t n = p_count(w, o, c);
+
+				/* Judged with holds on: max(observed, old)
+				 * in place of its hold. */
+				if (o == self && w->holds)
+					n = o->obs[c] > old[c] ? o->obs[c]
+							       : old[c];
+				use[c] += n;
+				use[P_CLS] += n;
+			}
+		}
+		for (int c = 0; c < P_CLS; c++)
+			if (g[c] > 0 && w->budget[t][c] >= 0 &&
+			    use[c] + g[c] > w->budget[t][c])
+				return false;
+		if (gt > 0 && w->budget[t][P_CLS] >= 0 &&
+		    use[P_CLS] + gt > w->budget[t][P_CLS])
+			return false;
+	}
+	return true;
+}
+
+static json_t *p_spec(const int64_t *u)
+{
+	json_t *gpus = json_array();
+
+	for (int c = 0; c < P_CLS; c++)
+		if (u[c] > 0)
+			json_array_append_new(
+				gpus, json_pack("{s:s, s:I}", "class", p_cls[c],
+						"count", (json_int_t)u[c]));
+	return json_pack("{s:o}", "gpus", gpus);
+}
+
+struct p_req {
+	struct p_obj *o;
+	bool delete;
+	int64_t old[P_CLS], new[P_CLS];
+	bool oracle, growth;
+};
+
+/* Judges q on w's state; the record (its id the next after the verdicts
+ * applied plus skip) is applied at once, or with apply false returned
+ * (caller frees). */
+static char *p_judge(struct p_world *w, struct p_req *q, bool apply,
+		     uint64_t skip)
+{
+	struct verdict_request r = {.kind = VERDICT_ADMISSION};
+	struct verdict v = {0};
+	struct lg_error err = {0};
+	char *text;
+
+	r.req = json_pack("{s:s, s:s, s:s, s:o, s:o}", "namespace",
+			  p_ns[q->o->t], "kind", "VMInstance", "name",
+			  q->o->name, "old",
+			  q->o->stored ? p_spec(q->old) : json_null(), "new",
+			  q->delete ? json_null() : p_spec(q->new));
+	ck_assert_int_eq(verdict_judge(w->st, &r, &v, &err), 0);
+	ck_assert_msg(v.allowed == q->oracle,
+		      "%s %s: the model says %s (%s), the oracle %s",
+		      p_ns[q->o->t], q->o->name, v.allowed ? "yes" : "no",
+		      v.message, q->oracle ? "yes" : "no");
+	v.id = w->st->n_verdicts + 1 + skip;
+	v.basis_seq = state_seq(w->st);
+	memset(v.chain_head, '0', VERDICT_HEAD_HEX);
+	text = verdict_record_text(&v, SIZE_MAX, NULL);
+	if (apply) {
+		struct event ev = {.type = EV_VERDICT,
+				   .time_ns = state_time_ns(w->st),
+				   .text = text};
+
+		p_apply(w, &ev);
+		free(text);
+		text = NULL;
+	}
+	verdict_release(&v);
+	verdict_request_release(&r);
+	return text;
+}
+
+/* The API server takes an allowed write; with holds on the oracle's
+ * hold follows the verdict (growth makes or replaces it). */
+static void p_store(struct p_world *w, struct p_req *q)
+{
+	struct p_obj *o = q->o;
+
+	if (!q->oracle)
+		return;
+	if (w->holds && q->growth) {
+		o->hold = true;
+		memcpy(o->hold_new, q->new, sizeof(o->hold_new));
+	}
+	o->stored = !q->delete;
+	for (int c = 0; c < P_CLS; c++)
+		o->want[c] = q->delete ? 0 : q->new[c];
+}
+
+static void p_burst(struct p_world *w)
+{
+	struct p_req q[8];
+	size_t n = 1 + p_rnd(w) % 8;
+
+	for (size_t i = 0; i < n; i++) {
+		struct p_obj *o = &w->obj[p_rnd(w) % w->n_obj];
+
+		q[i] = (struct p_req){.o = o};
+		for (int c = 0; c < P_CLS; c++) {
+			q[i].old[c] = o->stored ? o->want[c] : 0;
+			q[i].new[c] = (int64_t)(p_rnd(w) % 4);
+		}
+		q[i].delete = o->stored && p_rnd(w) % 8 == 0;
+		if (q[i].delete)
+			memset(q[i].new, 0, sizeof(q[i].new));
+		if (w->holds) {
+			/* One after another, each on the state after the
+			 * verdicts before it. */
+			q[i].oracle = p_oracle(w, o, q[i].old, q[i].new,
+					       &q[i].growth);
+			p_judge(w, &q[i], true, 0);
+			p_store(w, &q[i]);
+		}
+	}
+	if (w->holds)
+		return;
+	/* Holds off: the batch is judged on one state, then recorded. A
+	 * request for an object earlier in the batch keeps its old. */
+	char *text[8];
+
+	for (size_t i = 0; i < n; i++) {
+		q[i].oracle =
+			p_oracle(w, q[i].o, q[i].old, q[i].new, &q[i].growth);
+		text[i] = p_judge(w, &q[i], false, i);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct event ev = {.type = EV_VERDICT,
+				   .time_ns = state_time_ns(w->st),
+				   .text = text[i]};
+
+		p_apply(w, &ev);
+		free(text[i]);
+		p_store(w, &q[i]);
+	}
+}
+
+/* The watcher: one watch event for each of some objects the API server
+ * changed, its classes at consecutive seqs and one time. */
+static void p_observe(struct p_world *w)
+{
+	w->now_ns += 1000000000;
+	for (size_t i = 0; i < w->n_obj; i++) {
+		struct p_obj *o = &w->obj[i];
+		bool changed = false;
+
+		for (int c = 0; c < P_CLS; c++)
+			changed = changed || o->obs[c] != o->want[c];
+		if (!changed || p_rnd(w) % 2 == 0)
+			continue;
+		/* Releases first: an object that moves its units between
+		 * classes never holds both within its watch event (that
+		 * order is the test's: one event later, reconcile would see
+		 * a one-event overshoot of a total key, holds or not). */
+		for (int k = 0; k < 2 * P_CLS; k++) {
+			int c = k % P_CLS;
+			bool up = k >= P_CLS;
+			struct event ev = {.ns = p_ns[o->t],
+					   .cls = p_cls[c],
+					   .kind = HK_VMINSTANCE,
+					   .name = o->name,
+					   .uid = "u",
+					   .time_ns = w->now_ns};
+
+			if (o->obs[c] == o->want[c] ||
+			    (o->want[c] > o->obs[c]) != up)
+				continue;
+			ev.type = o->want[c] > o->obs[c] ? EV_RESERVE
+							 : EV_RELEASE;
+			ev.before = o->obs[c];
+			ev.after = o->want[c];
+			p_apply(w, &ev);
+			o->obs[c] = o->want[c];
+		}
+		o->hold = false; /* its first observation ends it */
+	}
+}
+
+/* After every step: the model's held totals are the oracle's, and with
+ * holds on no budget is exceeded by observed + held. */
+static void p_check(struct p_world *w, uint64_t seed)
+{
+	for (int t = 0; t < P_TENANTS; t++) {
+		const struct nsrec *ns = model__state_ns(w->st, p_ns[t]);
+		int64_t obs[P_CLS + 1] = {0}, held[P_CLS + 1] = {0};
+
+		for (size_t i = 0; i < w->n_obj; i++) {
+			const struct p_obj *o = &w->obj[i];
+
+			if (!p_in(o->t, t))
+				continue;
+			for (int c = 0; c < P_CLS; c++) {
+				int64_t n = p_count(w, o, c);
+
+				obs[c] += o->obs[c];
+				held[c] += n - o->obs[c];
+				obs[P_CLS] += o->obs[c];
+				held[P_CLS] += n - o->obs[c];
+			}
+		}
+		for (int c = 0; c < P_CLS; c++) {
+			int32_t id = model__state_cls_id(w->st, p_cls[c]);
+
+			ck_assert_msg(ns->sub_held[id] == held[c],
+				      "seed %llu: %s %s held %lld, oracle %lld",
+				      (unsigned long long)seed, p_ns[t],
+				      p_cls[c], (long long)ns->sub_held[id],
+				      (long long)held[c]);
+		}
+		/* The promise: what the watcher observes never exceeds a
+		 * budget, and neither does observed + held of a class. (A
+		 * total key's held units may: an object that moves its units
+		 * from one class to another counts at max(observed, new) in
+		 * each class until it is observed, more than it will hold;
+		 * the over-count is conservative and ends with the
+		 * observation.) */
+		for (int c = 0; c <= P_CLS && w->holds; c++) {
+			int64_t promised = obs[c] + (c < P_CLS ? held[c] : 0);
+
+			ck_assert_msg(
+				w->budget[t][c] < 0 ||
+					promised <= w->budget[t][c],
+				"seed %llu: %s key %d: %lld + %lld > %lld",
+				(unsigned long long)seed, p_ns[t], c,
+				(long long)obs[c],
+				(long long)(c < P_CLS ? held[c] : 0),
+				(long long)w->budget[t][c]);
+		}
+	}
+}
+
+static void p_world_init(struct p_world *w, uint64_t seed, bool holds)
+{
+	struct reconcile_opts ro = {.from_seq = 1,
+				    .since_seq = 1,
+				    .window_ns = (int64_t)600 * 1000000000};
+	char key[80];
+
+	memset(w, 0, sizeof(*w));
+	w->rng = seed | 1;
+	w->holds = holds;
+	w->st = state_new();
+	w->rc = reconcile_new(&ro, p_emit, w);
+	w->now_ns = (int64_t)1767225600 * 1000000000;
+	for (int c = 0; c < P_CLS; c++) {
+		char def[128];
+		struct event ev = {.type = EV_CLASS,
+				   .cls = p_cls[c],
+				   .text = def,
+				   .time_ns = w->now_ns};
+
+		snprintf(def, sizeof(def),
+			 "{\"name\":\"%s\",\"resourceNames\":[\"x/%s\"]}",
+			 p_cls[c], p_cls[c]);
+		p_apply(w, &ev);
+	}
+	for (int t = 0; t < P_TENANTS; t++) {
+		struct event ev = {.type = EV_TENANT,
+				   .ns = p_ns[t],
+				   .time_ns = w->now_ns,
+				   .parent = t ? p_ns[p_parent[t]] : NULL};
+
+		p_apply(w, &ev);
+		for (int c = 0; c <= P_CLS; c++) {
+			w->budget[t][c] = -1;
+			if (p_rnd(w) % 3 != 0)
+				continue;
+			w->budget[t][c] = (int64_t)(2 + p_rnd(w) % 7);
+			snprintf(key, sizeof(key), "%s%s",
+				 c < P_CLS ? p_cls[c] : "",
+				 c < P_CLS ? GPU_CLASS_KEY_SUFFIX
+					   : GPU_TOTAL_KEY);
+			ev = (struct event){.type = EV_BUDGET,
+					    .ns = p_ns[t],
+					    .key = key,
+					    .present = true,
+					    .value = w->budget[t][c],
+					    .time_ns = w->now_ns};
+			p_apply(w, &ev);
+		}
+		for (int k = 0; t > 0 && k < P_OBJS; k++) {
+			struct p_obj *o = &w->obj[w->n_obj++];
+
+			o->t = t;
+			snprintf(o->name, sizeof(o->name), "vm-%d", k);
+		}
+	}
+	if (holds) {
+		/* A TTL no watcher lag here reaches: only admissions move
+		 * what is held. */
+		struct event ev = {.type = EV_HOLDS,
+				   .value = 3600000,
+				   .time_ns = w->now_ns};
+
+		p_apply(w, &ev);
+	}
+}
+
+static void p_run(uint64_t seed, bool holds, size_t *overs, size_t *races)
+{
+	struct p_world w;
+	json_t *sum = NULL;
+
+	p_world_init(&w, seed, holds);
+	for (int step = 0; step < 120; step++) {
+		if (p_rnd(&w) % 3 == 0)
+			p_observe(&w);
+		else
+			p_burst(&w);
+		p_check(&w, seed);
+	}
+	ck_assert_int_eq(reconcile_finish(w.rc, &sum), 0);
+	json_decref(sum);
+	*overs += w.overshoots;
+	*races += w.races;
+	reconcile_free(w.rc);
+	state_free(w.st);
+}
+
+START_TEST(holds_property)
+{
+	uint64_t seed = 0x2545f4914f6cdd1dULL * (uint64_t)(_i + 1);
+	size_t overs = 0, races = 0, off_overs = 0, off_races = 0;
+
+	fprintf(stderr, "holds_property: seed %llu\n",
+		(unsigned long long)seed);
+	for (uint64_t k = 0; k < 10; k++) {
+		p_run(seed + k, true, &overs, &races);
+		p_run(seed + k, false, &off_overs, &off_races);
+	}
+	ck_assert_msg(overs == 0 && races == 0,
+		      "seed %llu: holds on: %zu overshoots, %zu races",
+		      (unsigned long long)seed, overs, races);
+	ck_assert_msg(off_races > 0,
+		      "seed %llu: holds off: no race in %zu overshoots: the "
+		      "bursts do not bite",
+		      (unsigned long long)seed, off_overs);
+}
+END_TEST
+
 #define CASE(name)               \
 	START_TEST(holds_##name) \
 	{                        \
@@ -633,5 +1104,9 @@ MODEL_PART(holds)
 	tcase_add_test(tc, holds_declaration_pooled);
 	tcase_add_test(tc, holds_mode_off);
 	tcase_add_test(tc, holds_no_node_yet);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("holds_property");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, holds_property, 0, 4);
 	suite_add_tcase(s, tc);
 }
