@@ -636,6 +636,10 @@ struct p_world {
 	size_t n_obj;
 	reconcile_t *rc;
 	size_t overshoots, races;
+	/* From a step on: a checkpoint of the state (state_decode of its
+	 * state_encode) and a clone, fed every later event too (DESIGN 4.3:
+	 * a checkpoint and the tail are the replay from genesis). */
+	state_t *shadow[2];
 };
 
 static uint64_t p_rnd(struct p_world *w)
@@ -668,6 +672,56 @@ static void p_apply(struct p_world *w, struct event *ev)
 	ev->seq = state_seq(w->st) + 1;
 	ck_assert_msg(state_apply(w->st, ev, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(reconcile_event(w->rc, w->st, ev), 0);
+	for (int i = 0; i < 2; i++)
+		if (w->shadow[i] != NULL)
+			ck_assert_msg(state_apply(w->shadow[i], ev, &err) == 0,
+				      "shadow %d: %s", i, err.msg);
+}
+
+/* The shadows start from st now. */
+static void p_shadow(struct p_world *w)
+{
+	uint8_t *buf;
+	size_t len;
+	struct lg_error err = {0};
+
+	ck_assert_int_eq(state_encode(w->st, &buf, &len), 0);
+	ck_assert_int_eq(buf[4], w->holds ? 2 : 1);
+	ck_assert_msg(state_decode(&w->shadow[0], buf, len, &err) == 0, "%s",
+		      err.msg);
+	free(buf);
+	w->shadow[1] = state_clone(w->st);
+}
+
+/* Every shadow is the replay from genesis, byte for byte. */
+static void p_shadow_check(struct p_world *w, uint64_t seed)
+{
+	uint8_t *a, *b;
+	size_t la, lb;
+	struct lg_error err = {0};
+
+	ck_assert_int_eq(state_encode(w->st, &a, &la), 0);
+	for (int i = 0; i < 2; i++) {
+		json_t *ja = state_to_json(w->st, NULL),
+		       *jb = state_to_json(w->shadow[i], NULL);
+
+		ck_assert_int_eq(state_encode(w->shadow[i], &b, &lb), 0);
+		ck_assert_msg(la == lb && memcmp(a, b, la) == 0,
+			      "seed %llu: shadow %d differs from genesis",
+			      (unsigned long long)seed, i);
+		ck_assert_msg(json_equal(ja, jb), "seed %llu: shadow %d json",
+			      (unsigned long long)seed, i);
+		ck_assert_msg(model__state_check(w->shadow[i], &err) == 0,
+			      "%s", err.msg);
+		ck_assert_uint_eq(state_holds_gen(w->shadow[i]),
+				  state_holds_gen(w->st));
+		free(b);
+		json_decref(ja);
+		json_decref(jb);
+		state_free(w->shadow[i]);
+		w->shadow[i] = NULL;
+	}
+	free(a);
 }
 
 static bool p_in(int t, int anc)
@@ -1030,12 +1084,15 @@ static void p_run(uint64_t seed, bool holds, size_t *overs, size_t *races)
 
 	p_world_init(&w, seed, holds);
 	for (int step = 0; step < 120; step++) {
+		if (step == 20 + (int)(seed % 60))
+			p_shadow(&w);
 		if (p_rnd(&w) % 3 == 0)
 			p_observe(&w);
 		else
 			p_burst(&w);
 		p_check(&w, seed);
 	}
+	p_shadow_check(&w, seed);
 	ck_assert_int_eq(reconcile_finish(w.rc, &sum), 0);
 	json_decref(sum);
 	*overs += w.overshoots;
