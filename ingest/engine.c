@@ -362,6 +362,21 @@ static const state_t *log_state(const ingest_t *in)
 	return ledger_state(in->lg);
 }
 
+int64_t ingest__tick_ns(const ingest_t *in, int64_t tick_ns)
+{
+	const state_t *st = log_state(in);
+	struct state_holds_stats hs;
+
+	if (st == NULL)
+		return tick_ns;
+	state_holds_stats(st, &hs);
+	/* DESIGN 3.7: holds expire by the log's time, which a quiet cluster
+	 * moves only by TICKs: with holds on, one at least every TTL/4. */
+	if (hs.on && hs.ttl_ms * 250000 < tick_ns)
+		return hs.ttl_ms * 250000;
+	return tick_ns;
+}
+
 /* A sink's flush: the events and the positions by source name (DESIGN
  * 11: P/pos/<source>); the object table is not the sink's. */
 static int sink_append(ingest_t *in, const struct ledger_batch *b,

@@ -96,6 +96,9 @@ int ingest__set_classes(ingest_t *in, const struct class_table *t,
 const struct class_table *ingest__classes(const ingest_t *in);
 /* The current event time (the last input time, never decreasing). */
 int64_t ingest__time_ns(const ingest_t *in);
+/* How often a quiet watcher ticks: tick_ns (--tick), or with holds on in
+ * the log (DESIGN 3.7) at most a quarter of their TTL. */
+int64_t ingest__tick_ns(const ingest_t *in, int64_t tick_ns);
 /* A NOTE with no object, with code (a static string) and message (copied;
  * printable ASCII is kept, the rest becomes '?'), dated like the next
  * event; for what the sources see themselves (ClockStep, ApiAbsent). */

@@ -1274,7 +1274,7 @@ static void maybe_tick(struct kube *k, int64_t now)
 	struct lg_error e = {0};
 	int rc;
 
-	if (now - k->last_event_ns < k->o.tick_ns || !healthy(k))
+	if (now - k->last_event_ns < ingest__tick_ns(k->in, k->o.tick_ns) || !healthy(k))
 		return;
 	if ((rc = ingest__tick(k->in, ledger_now(k), &e)) < 0) {
 		fail(k, rc, &e);
@@ -1327,8 +1327,8 @@ static int wait_ms(const struct kube *k, int64_t now)
 			until = k->res[r].start_ns;
 	if (k->dirty && k->last_flush_ns + FLUSH_INTERVAL_NS < until)
 		until = k->last_flush_ns + FLUSH_INTERVAL_NS;
-	if (k->last_event_ns + k->o.tick_ns < until && healthy(k))
-		until = k->last_event_ns + k->o.tick_ns;
+	if (k->last_event_ns + ingest__tick_ns(k->in, k->o.tick_ns) < until && healthy(k))
+		until = k->last_event_ns + ingest__tick_ns(k->in, k->o.tick_ns);
 	if (k->o.deadline_ns > 0 && k->o.deadline_ns < until)
 		until = k->o.deadline_ns;
 	return until <= now ? 0 : (int)((until - now + 999999) / 1000000);

@@ -379,8 +379,15 @@
 			tr.append(el('td', {text: r.cls === null ? 'total' : r.cls}));
 			tr.append(numCell('budget', r.budget, '—'));
 			tr.append(numCell('own', r.own));
-			tr.append(numCell('subtree', r.subtree,
-					  undefined, r.budget !== null && r.subtree > r.budget ? 'neg' : ''));
+			const used = numCell('subtree', r.subtree,
+					  undefined, r.budget !== null && r.subtree > r.budget ? 'neg' : '');
+			/* Held beside used (holds on, DESIGN 3.7): what admissions
+			 * promised and the watcher has not observed yet. */
+			if (r.held)
+				used.append(el('span', {'class': 'held', 'data-f': 'held',
+					title: 'held by admissions not yet observed',
+					text: ' +' + GL.fmtInt(r.held) + ' held'}));
+			tr.append(used);
 			tr.append(numCell('allocated', r.allocated));
 			const rem = r.blocked ? el('td', {'class': 'num neg', 'data-f': 'remaining',
 							   text: 'blocked (raw key)'})

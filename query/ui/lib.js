@@ -141,6 +141,9 @@
 			budget: b[TOTAL_KEY] === undefined ? null : b[TOTAL_KEY],
 			own: sum(t.reserved),
 			subtree: sum(t.subtreeReserved),
+			/* Holds on (DESIGN 3.7) only: units promised to admissions
+			 * whose objects are not observed yet (absent when off). */
+			...(t.subtreeHeld ? {held: sum(t.subtreeHeld)} : {}),
 			allocated: sum(t.subtreeAllocated),
 			remaining: t.remainingTotal ? t.remainingTotal.remaining : null,
 			limitedBy: t.remainingTotal ? t.remainingTotal.limitedBy : null,
@@ -155,6 +158,7 @@
 				budget: b[k] === undefined ? null : b[k],
 				own: get(t.reserved, c),
 				subtree: get(t.subtreeReserved, c),
+				...(t.subtreeHeld ? {held: get(t.subtreeHeld, c)} : {}),
 				allocated: get(t.subtreeAllocated, c),
 				remaining: r.remaining === undefined ? null : r.remaining,
 				limitedBy: r.limitedBy || null,
