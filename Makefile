@@ -216,7 +216,8 @@ BENCH_LIBS := $(shell $(PKG_CONFIG) --libs $(BENCH_PKG) 2>/dev/null)
 BENCH_COMPARE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench/base_*.c) \
 	tests/bench/bench_compare.c tests/ledger_gen.c)
 BENCH_BIN := $(BUILD)/tests/bench_ledger $(BUILD)/tests/bench_compare \
-	$(BUILD)/tests/bench_holders $(BUILD)/tests/bench_serve
+	$(BUILD)/tests/bench_holders $(BUILD)/tests/bench_serve \
+	$(BUILD)/tests/bench_holds
 
 $(BUILD)/tests/bench_ledger: $(BUILD)/tests/bench/bench_ledger.o $(BUILD)/tests/ledger_gen.o $(BUILD)/libgpuledger.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libgpuledger.a $(LDLIBS)
@@ -227,6 +228,9 @@ $(BUILD)/tests/bench_compare: $(BENCH_COMPARE_OBJ) $(BUILD)/libgpuledger.a
 		$(BENCH_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/bench_holders: $(BUILD)/tests/bench/bench_holders.o $(BUILD)/libgpuledger.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libgpuledger.a $(LDLIBS)
+
+$(BUILD)/tests/bench_holds: $(BUILD)/tests/bench/bench_holds.o $(BUILD)/libgpuledger.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libgpuledger.a $(LDLIBS)
 
 $(BUILD)/tests/bench_serve: $(BUILD)/tests/bench/bench_serve.o $(BUILD)/tests/ledger_gen.o $(BUILD)/libgpuledger.a

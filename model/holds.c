@@ -239,6 +239,7 @@ void model__holds_release(state_t *st)
 		free(hs->heap[i]);
 	free(hs->heap);
 	model__ptab_release(&hs->index);
+	free(hs->cache);
 	memset(hs, 0, sizeof(*hs));
 }
 
@@ -326,79 +327,273 @@ void model__holds_tree_changed(state_t *st)
  * on st. */
 struct made {
 	enum holder_kind kind;
-	const char *ns, *name;
+	char ns[DNS1123_LABEL_MAX + 1], name[DNS1123_SUBDOMAIN_MAX + 1];
 	uint64_t id;
 	size_t n;
 	struct hold_unit u[HOLDER_MAX_CLASSES];
 };
 
-/* Every record that can make a hold starts so (JCS: members sorted,
- * "allowed" first) and holds these members: the replay of a log of
- * verdicts parses only the ones that may. */
+/* Reading a record fast. A replay applies every VERDICT, and with holds on
+ * each allowed admission is read for its hold: only its request is parsed,
+ * found in the record's canonical text (JCS: members sorted, strings with
+ * their quotes escaped, so the members below can be found by their text).
+ * The top-level members before "request" are allowed, answeredAt,
+ * basisSeq, chainHead, checks (objects of fixed keys), id,
+ * idempotencyKey, message and reason; after it requester, seq, type and
+ * warnings. So the first ',"id":' and ',"request":{' are the record's
+ * own, the reason is the member just before the request, and the type
+ * follows it. */
 #define REC_ALLOWED "{\"allowed\":true,"
-#define REC_REASON  ",\"reason\":\"WithinBudget\","
-#define REC_TYPE    ",\"type\":\"admission\""
+#define REC_REASON  "\"reason\":\"WithinBudget\""
+#define REC_REQUEST ",\"request\":{"
+#define REC_TYPE    ",\"type\":\"admission\",\"warnings\":["
 
-static bool record_may_hold(const char *rec, size_t len)
+/* The length of the JSON object at p (p[0] == '{'), or 0 when it does
+ * not close within len. */
+static size_t object_len(const char *p, size_t len)
 {
-	size_t a = sizeof(REC_ALLOWED) - 1;
+	size_t depth = 0;
+	bool str = false;
 
-	return len > a && memcmp(rec, REC_ALLOWED, a) == 0 &&
-	       memmem(rec, len, REC_REASON, sizeof(REC_REASON) - 1) != NULL &&
-	       memmem(rec, len, REC_TYPE, sizeof(REC_TYPE) - 1) != NULL;
+	for (size_t i = 0; i < len; i++) {
+		char c = p[i];
+
+		if (str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				str = false;
+		} else if (c == '"') {
+			str = true;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if ((c == '}' || c == ']') && --depth == 0) {
+			return i + 1;
+		}
+	}
+	return 0;
 }
 
-/* The hold of record v (parsed) on st, into *m: false when it makes
- * none. */
-static bool record_hold(const state_t *st, const json_t *v, struct made *m)
+/* The request of a record that may make a hold: its text [*req, + *n)
+ * and the record's id; false when the record cannot make one. */
+static bool record_request(const char *rec, size_t len, const char **req,
+			   size_t *n, uint64_t *id)
 {
-	const json_t *req = json_object_get(v, "request");
-	const json_t *new = json_object_get(req, "new");
-	const json_t *id = json_object_get(v, "id");
-	const char *kind = jstr(req, "kind");
-	struct holder_map hm;
-	const struct holder *h;
-	const struct hunits *hu = NULL;
-	uint32_t hn = 0;
+	size_t a = sizeof(REC_ALLOWED) - 1, r = sizeof(REC_REASON) - 1;
+	const char *q, *p;
+	uint64_t v = 0;
 
-	if (!json_is_true(json_object_get(v, "allowed")) ||
-	    strcmp(jstr(v, "reason") ? jstr(v, "reason") : "",
-		   "WithinBudget") != 0 ||
-	    strcmp(jstr(v, "type") ? jstr(v, "type") : "", "admission") != 0)
+	if (len <= a || memcmp(rec, REC_ALLOWED, a) != 0)
 		return false;
-	m->ns = jstr(req, "namespace");
-	m->name = jstr(req, "name");
-	m->kind = kind ? model__holder_kind_parse(kind) : HK_NONE;
-	if ((m->kind != HK_VMINSTANCE && m->kind != HK_KUBERNETESNODES) ||
-	    m->ns == NULL || !dns1123_label(m->ns, strlen(m->ns)) ||
-	    !ns_is_tenant(m->ns) || m->name == NULL ||
-	    !dns1123_subdomain(m->name, strlen(m->name)) ||
-	    !json_is_object(new))
+	q = memmem(rec, len, REC_REQUEST, sizeof(REC_REQUEST) - 1);
+	if (q == NULL || (size_t)(q - rec) < r ||
+	    memcmp(q - r, REC_REASON, r) != 0)
 		return false;
-	if (model__holder_map_spec(m->kind, new, &st->table, &hm, NULL) != 0 ||
-	    !hm.valid)
+	*req = q + sizeof(REC_REQUEST) - 2;
+	*n = object_len(*req, len - (size_t)(*req - rec));
+	if (*n == 0 ||
+	    memmem(*req + *n, len - (size_t)(*req + *n - rec), REC_TYPE,
+		   sizeof(REC_TYPE) - 1) == NULL)
 		return false;
-	m->id = json_is_integer(id) && json_integer_value(id) > 0
-			? (uint64_t)json_integer_value(id)
-			: st->n_verdicts;
-	h = model__state_holder(st, m->kind, m->ns, m->name);
-	if (h != NULL) {
-		hu = holder_u(h);
-		hn = h->n;
-	}
+	p = memmem(rec, (size_t)(q - rec), ",\"id\":", 6);
+	for (p = p ? p + 6 : NULL; p != NULL && *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (uint64_t)(*p - '0');
+	*id = v;
+	return true;
+}
+
+/* m's held units from new's units (by table index) and the object's
+ * observed ones. */
+static void made_units(const state_t *st, struct made *m,
+		       const struct class_units *units, size_t n)
+{
+	const struct holder *h =
+		model__state_holder(st, m->kind, m->ns, m->name);
+	const struct hunits *hu = h != NULL ? holder_u(h) : NULL;
+	uint32_t hn = h != NULL ? h->n : 0;
+
 	m->n = 0;
-	for (size_t i = 0; i < hm.n; i++) {
-		uint32_t cls = st->table_ids[hm.units[i].cls];
+	for (size_t i = 0; i < n; i++) {
+		uint32_t cls = st->table_ids[units[i].cls];
 		int64_t obs = 0;
 
 		for (uint32_t k = 0; k < hn; k++)
 			if (hu[k].cls == cls)
 				obs = hu[k].reserved;
-		if (hm.units[i].units > obs)
+		if (units[i].units > obs)
 			m->u[m->n++] = (struct hold_unit){
-				cls, (uint32_t)(hm.units[i].units - obs)};
+				cls, (uint32_t)(units[i].units - obs)};
 	}
+}
+
+/* The object of a request: a VMInstance or KubernetesNodes with a valid
+ * name in a tenant namespace. */
+static bool object_ok(const struct made *m)
+{
+	return (m->kind == HK_VMINSTANCE || m->kind == HK_KUBERNETESNODES) &&
+	       dns1123_label(m->ns, strlen(m->ns)) && ns_is_tenant(m->ns) &&
+	       dns1123_subdomain(m->name, strlen(m->name));
+}
+
+static bool copy_str(char *dst, size_t cap, const char *s)
+{
+	size_t n = s != NULL ? strlen(s) : cap;
+
+	if (n >= cap)
+		return false;
+	memcpy(dst, s, n + 1);
 	return true;
+}
+
+/* The general reading: the request parsed as every verdict reader reads
+ * it (json_loadb_doubles), its new spec mapped like the judge maps it. */
+static bool record_hold(const state_t *st, const char *req, size_t n,
+			struct made *m)
+{
+	json_t *v = json_loadb_doubles(req, n, 0, NULL);
+	const json_t *new = json_object_get(v, "new");
+	const char *kind = jstr(v, "kind");
+	struct holder_map hm;
+	bool ok;
+
+	m->kind = kind ? model__holder_kind_parse(kind) : HK_NONE;
+	ok = v != NULL && copy_str(m->ns, sizeof(m->ns), jstr(v, "namespace")) &&
+	     copy_str(m->name, sizeof(m->name), jstr(v, "name")) &&
+	     object_ok(m) && json_is_object(new) &&
+	     model__holder_map_spec(m->kind, new, &st->table, &hm, NULL) == 0 &&
+	     hm.valid;
+	if (ok)
+		made_units(st, m, hm.units, hm.n);
+	json_decref(v);
+	return ok;
+}
+
+/* The fast reading of the canonical request most records hold,
+ * {"kind":"K","name":"N","namespace":"S","new":{...},"old":...} (JCS
+ * order; names and namespaces need no escapes), its new spec's units
+ * from a cache by the spec's text (a spec maps to the same units while
+ * the class table stays). Anything else, or a miss, takes the general
+ * reading's mapping; false: read it the general way. */
+#define CACHE_SLOTS    256
+#define CACHE_SPEC_MAX 512
+#define CACHE_CLASSES  8
+struct hold_cache {
+	struct {
+		uint64_t hash; /* 0: empty */
+		uint8_t kind;
+		bool valid;
+		uint8_t n;
+		uint16_t len;
+		char spec[CACHE_SPEC_MAX];
+		struct class_units units[CACHE_CLASSES];
+	} slot[CACHE_SLOTS];
+};
+
+static const char *take_str(const char *p, const char *end, const char *pre,
+			    char *out, size_t cap)
+{
+	size_t k = strlen(pre), i = 0;
+
+	if ((size_t)(end - p) < k || memcmp(p, pre, k) != 0)
+		return NULL;
+	for (p += k; p < end && *p != '"' && *p != '\\'; p++) {
+		if (i + 1 >= cap)
+			return NULL;
+		out[i++] = *p;
+	}
+	out[i] = '\0';
+	return p < end && *p == '"' ? p + 1 : NULL;
+}
+
+/* 1: m makes a hold; 0: the request makes none; -1: read it the general
+ * way. */
+static int record_hold_fast(state_t *st, const char *req, size_t n,
+			    struct made *m)
+{
+	const char *end = req + n, *p;
+	char kind[32];
+	size_t len;
+	uint64_t h;
+	struct hold_cache *c;
+	struct holder_map hm;
+	json_t *spec;
+
+	p = take_str(req, end, "{\"kind\":\"", kind, sizeof(kind));
+	p = p ? take_str(p, end, ",\"name\":\"", m->name, sizeof(m->name))
+	      : NULL;
+	p = p ? take_str(p, end, ",\"namespace\":\"", m->ns, sizeof(m->ns))
+	      : NULL;
+	if (p == NULL || (size_t)(end - p) < 8 ||
+	    memcmp(p, ",\"new\":{", 8) != 0)
+		return -1;
+	m->kind = model__holder_kind_parse(kind);
+	if (!object_ok(m))
+		return -1;
+	p += 7;
+	len = object_len(p, (size_t)(end - p));
+	if (len == 0 || len > CACHE_SPEC_MAX)
+		return -1;
+	if (st->holds.cache == NULL)
+		st->holds.cache = lg_xcalloc(1, sizeof(*st->holds.cache));
+	c = st->holds.cache;
+	h = model__hash_bytes(model__hash_bytes(0xcbf29ce484222325ULL,
+						&m->kind, sizeof(m->kind)),
+			      p, len) | 1;
+	{
+		__typeof__(c->slot[0]) *e = &c->slot[h % CACHE_SLOTS];
+
+		if (e->hash != h || e->kind != m->kind || e->len != len ||
+		    memcmp(e->spec, p, len) != 0) {
+			spec = json_loadb_doubles(p, len, 0, NULL);
+			if (spec == NULL ||
+			    model__holder_map_spec(m->kind, spec, &st->table,
+						   &hm, NULL) != 0 ||
+			    hm.n > CACHE_CLASSES) {
+				json_decref(spec);
+				return -1;
+			}
+			json_decref(spec);
+			e->hash = h;
+			e->kind = (uint8_t)m->kind;
+			e->len = (uint16_t)len;
+			memcpy(e->spec, p, len);
+			e->valid = hm.valid;
+			e->n = (uint8_t)hm.n;
+			memcpy(e->units, hm.units, hm.n * sizeof(hm.units[0]));
+		}
+		if (!e->valid)
+			return 0;
+		made_units(st, m, e->units, e->n);
+		return 1;
+	}
+}
+
+void model__holds_table_changed(state_t *st)
+{
+	free(st->holds.cache);
+	st->holds.cache = NULL;
+}
+
+/* Reads record (len bytes) for the hold it makes on st; false: none.
+ * With a mutable st (cache not NULL allowed), the fast reading may be
+ * used and cached. */
+static bool record_made(const state_t *st, state_t *mut, const char *record,
+			size_t len, struct made *m)
+{
+	const char *req;
+	size_t n;
+	uint64_t id = 0;
+	bool ok;
+	int fast;
+
+	if (st->holds.ttl_ms == 0 || record == NULL ||
+	    !record_request(record, len, &req, &n, &id))
+		return false;
+	fast = mut != NULL ? record_hold_fast(mut, req, n, m) : -1;
+
+	ok = fast >= 0 ? fast == 1 : record_hold(st, req, n, m);
+	m->id = id > 0 ? id : st->n_verdicts;
+	return ok;
 }
 
 static int unit_cmp(const void *a, const void *b)
@@ -420,26 +615,13 @@ static int64_t expiry(const state_t *st)
 	return t;
 }
 
-/* Reads record (len bytes) for the hold it makes on st; false: none. */
-static bool record_made(const state_t *st, const char *record, size_t len,
-			struct made *m, json_t **v)
-{
-	*v = NULL;
-	if (st->holds.ttl_ms == 0 || record == NULL ||
-	    !record_may_hold(record, len))
-		return false;
-	*v = json_loadb_doubles(record, len, 0, NULL);
-	return *v != NULL && record_hold(st, *v, m);
-}
-
 void model__holds_verdict(state_t *st, const struct event *ev)
 {
 	struct made m;
-	json_t *v;
 	struct hold *old, *h;
 	struct nsrec *ns;
 
-	if (record_made(st, ev->text, strlen(ev->text), &m, &v)) {
+	if (record_made(st, st, ev->text, strlen(ev->text), &m)) {
 		ns = model__state_ns(st, m.ns);
 		old = (struct hold *)model__hold_find(st, m.kind, m.ns, m.name);
 		if (old != NULL)
@@ -454,7 +636,6 @@ void model__holds_verdict(state_t *st, const struct event *ev)
 			st->holds.made++;
 		}
 	}
-	json_decref(v);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -493,11 +674,8 @@ bool model__verdict_makes_hold(const state_t *st, const char *record,
 			       size_t len)
 {
 	struct made m;
-	json_t *v;
-	bool made = record_made(st, record, len, &m, &v);
 
-	json_decref(v);
-	return made;
+	return record_made(st, NULL, record, len, &m);
 }
 
 int model__apply_verdict(state_t *st, const char *record, bool *made,

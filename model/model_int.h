@@ -400,6 +400,9 @@ struct holds {
 	size_t n, cap;
 	size_t n_orphan; /* alive holds in namespaces without a node */
 	uint64_t made, ended[HOLD_END_MAX];
+	/* What a spec text maps to under the class table (model/holds.c):
+	 * a cache, never copied or written; NULL until used. */
+	struct hold_cache *cache;
 };
 
 struct state {
@@ -470,6 +473,8 @@ void model__holds_verdict(state_t *st, const struct event *ev);
 void model__holds_expire(state_t *st, int64_t now_ns);
 /* After a RESERVE or RELEASE: its object's hold, if any, ends. */
 void model__holds_observed(state_t *st, const struct event *ev);
+/* After a CLASS event: what specs map to may change. */
+void model__holds_table_changed(state_t *st);
 /* Before TENANT_GONE unlinks ns, and after TENANT linked a node. */
 void model__holds_ns_gone(state_t *st, struct nsrec *ns);
 void model__holds_tree_changed(state_t *st);

@@ -670,6 +670,7 @@ static int apply_class(state_t *st, const struct event *ev,
 			(t->n - i - 1) * sizeof(*t->classes));
 		t->n--;
 		table_ids_refresh(st);
+		model__holds_table_changed(st);
 		return 0;
 	}
 	def = json_loads(ev->text, 0, NULL);
@@ -705,6 +706,7 @@ static int apply_class(state_t *st, const struct event *ev,
 	}
 	t->classes[i] = c;
 	table_ids_refresh(st);
+	model__holds_table_changed(st);
 	return 0;
 }
 

@@ -170,6 +170,31 @@ bench_export() {
 	figure "Billing export of one simulated month" "export --step day, 30 days ($rows rows)" ms "" <"$tmp/export.ms"
 }
 
+# DESIGN 10's holds bullet: 100,000 alive holds (BENCH_HOLDS), durable
+# verdicts in group commits of 100 judged one after another on a working
+# state, holds on against off; bytes per alive hold; rebuild from genesis
+# of the same log (10 pod observations between admissions) with holds
+# against without.
+bench_holds() {
+	n=${BENCH_HOLDS:-100000}
+	say "== holds: $n alive holds ($runs runs)"
+	cmd "$BUILD/tests/bench_holds $n 2000 100 10"
+	i=0
+	while [ $i -lt "$runs" ]; do
+		"$BUILD/tests/bench_holds" "$n" 2000 100 10
+		i=$((i + 1))
+	done >"$tmp/holds.out"
+	hg="Holds: $n alive holds (DESIGN 3.7)"
+	awk '$1 == "bytes_per_hold" { print $2 }' "$tmp/holds.out" |
+		figure "$hg" "heap per alive hold" "bytes" "<= 200 bytes"
+	awk '$1 == "verdicts_on" { on = $2 } $1 == "verdicts_off" { off = $2 }
+	     $1 == "rebuild_off" { printf "%.3f\n", on / off }' "$tmp/holds.out" |
+		figure "$hg" "durable verdicts, holds on / off" "x" ">= 0.9x"
+	awk '$1 == "rebuild_on" { on = $2 } $1 == "rebuild_off" { off = $2 }
+	     $1 == "rebuild_on" { printf "%.3f\n", on / off }' "$tmp/holds.out" |
+		figure "$hg" "rebuild from genesis, holds on / off" "x" ">= 0.9x"
+}
+
 bench_holders() {
 	say "== memory per holder: $holders holders, checkpoint, open ($runs runs)"
 	cmd "$BUILD/tests/bench_holders build DIR $holders; $BUILD/tests/bench_holders open DIR"
@@ -1399,7 +1424,7 @@ fi
 # BENCH_ONLY=ledger runs bench_ledger alone (its figures and the ratios
 # against raw LMDB); BENCH_ONLY=cluster the cluster's figures alone.
 case ${BENCH_ONLY:-} in
-ledger | cluster)
+ledger | cluster | holds)
 	"bench_$BENCH_ONLY"
 	awk -v a="$start" -v b="$(now)" 'BEGIN { printf "total time of the measurements: %.0f s\n", b - a }' >>"$tmp/info"
 	print_table
@@ -1414,6 +1439,7 @@ ingest gpu "$gpu_lines" ">= 50k/s" --all-gpu-pods
 rm -rf "$tmp/gpu.db"
 bench_export
 bench_holders
+bench_holds
 bench_compare
 bench_serve
 bench_baseline
