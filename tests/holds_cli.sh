@@ -42,6 +42,37 @@ run "$bin" reconcile --db "$db"
 expect "reduced case: no bypass, exit 0" 0
 eq "reduced case: exactly" '{"range":{"fromSeq":1,"fromTime":"2026-01-01T22:17:05.000000000Z","since":{"seq":3,"time":"2026-01-01T22:17:05.000000000Z"},"toSeq":5,"toTime":"2026-01-01T22:17:05.715600779Z","windowMs":600000},"preExisting":[],"bypasses":[],"overshoots":[],"counts":{"admissionVerdicts":1,"bypasses":0,"events":5,"overshoots":0,"preExisting":0}}' "$tmp/out"
 
+# holdExpired (DESIGN 3.6 amended): vm-a's hold expires (TTL 60 s) before
+# the watcher sees it; vm-b is admitted on the budget it no longer holds;
+# vm-a's observation takes the tenant over: the causes name the expired
+# hold (its verdict, expiry and the observation's seq) and the race.
+db=$tmp/expired
+rec() { # ID NAME
+	printf '{"type":"VERDICT","record":{"allowed":true,"basisSeq":0,"chainHead":"00","checks":[{"budget":2,"growth":2,"held":0,"key":"h200.gpuclass.cozystack.io/devices","ok":true,"remaining":0,"tenant":"tenant-acme","used":0}],"id":%s,"message":"within budget","reason":"WithinBudget","request":{"kind":"VMInstance","name":"%s","namespace":"tenant-acme","new":{"gpus":[{"class":"h200","count":2}]},"old":null},"type":"admission","warnings":[]}}\n' "$1" "$2"
+}
+obs() { # NAME
+	printf '{"type":"RESERVE","namespace":"tenant-acme","class":"h200","kind":"VMInstance","name":"%s","uid":"u-%s","before":0,"after":2,"time":"2026-01-01T10:01:02Z"}\n' "$1" "$1"
+}
+{
+	echo '{"type":"CLASS","class":"h200","definition":{"name":"h200","resourceNames":["nvidia.com/h200"]},"time":"2026-01-01T10:00:00Z"}'
+	echo '{"type":"TENANT","namespace":"tenant-root","parent":null}'
+	echo '{"type":"TENANT","namespace":"tenant-acme","parent":"tenant-root"}'
+	echo '{"type":"BUDGET","namespace":"tenant-acme","key":"h200.gpuclass.cozystack.io/devices","value":2}'
+	echo '{"type":"HOLDS","ttlMs":60000}'
+	rec 1 vm-a
+	echo '{"type":"TICK","time":"2026-01-01T10:01:01Z"}'
+	rec 2 vm-b
+	obs vm-b
+	obs vm-a
+} >"$tmp/expired.ndjson"
+run "$bin" import --db "$db" --create <"$tmp/expired.ndjson"
+expect "import the expired hold's history" 0
+run "$bin" reconcile --db "$db"
+expect "an overshoot: exit 1" 1
+has "holdExpired: the verdict, its expiry, the observation's seq; and the race" "$tmp/out" '"causes":\[\{"expiresAt":"2026-01-01T10:01:00.000000000Z","seq":10,"type":"holdExpired","verdictId":1\},\{"seq":10,"type":"race","verdicts":\[1,2\]\}\]'
+run "$bin" reconcile --db "$db" --format text
+has "text: holdExpired" "$tmp/out" "^ +holdExpired at seq 10: verdict 1's hold expired at 2026-01-01T10:01:00.000000000Z$"
+
 # ------------------------------------------------------------------ serve
 # The world is dated ahead of the clock: until the single pod's verdict
 # path stamps a VERDICT with its basis event's time (DESIGN 11), it stamps

@@ -152,6 +152,10 @@ static void text_causes(struct text_out *t, const json_t *causes)
 			json_array_foreach (json_object_get(c, "verdicts"), j, id)
 				say(t, " %lld", (long long)json_integer_value(id));
 		}
+		/* DESIGN 3.7: the hold that expired before the observation. */
+		if (json_object_get(c, "verdictId") != NULL)
+			say(t, ": verdict %lld's hold expired at %s",
+			    i_of(c, "verdictId"), s_or(c, "expiresAt", ""));
 		say(t, "\n");
 	}
 }
