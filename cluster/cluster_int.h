@@ -702,6 +702,10 @@ struct cluster_leader_opts {
 	 * watcher, no Kubernetes configuration. */
 	bool observe;
 	const char *peer_url; /* this member's, for P/leader (may be NULL) */
+	/* --holds (DESIGN 3.7): the mode a term appends when the log's
+	 * differs (holds_set false: the log's stays). */
+	bool holds_set;
+	int64_t holds_ttl_ms;
 };
 /* Loads the Kubernetes configuration and starts the lease (it campaigns at
  * once). LG_ENOENT/LG_EINVAL for a configuration that cannot be used.

@@ -615,6 +615,27 @@ static int begin_term(struct cluster_leader *l, struct lg_error *err)
 	return 0;
 }
 
+/* --holds (DESIGN 3.7): the mode is an event of the log, appended by the
+ * one writer of observations when the log's mode differs from the
+ * member's, at the log's own time (no clock moves it). */
+static int holds_mode(struct cluster_leader *l, struct lg_error *err)
+{
+	struct state_holds_stats hs;
+	struct event ev = {.type = EV_HOLDS};
+
+	if (!l->o.holds_set)
+		return 0;
+	state_holds_stats(l->st, &hs);
+	if (hs.ttl_ms == l->o.holds_ttl_ms)
+		return 0;
+	ev.time_ns = state_time_ns(l->st);
+	ev.value = l->o.holds_ttl_ms;
+	say(l, "holds: the log's TTL is %lld ms, --holds %lld ms: appending "
+	    "the HOLDS event",
+	    (long long)hs.ttl_ms, (long long)l->o.holds_ttl_ms);
+	return sink_append(l, &ev, 1, NULL, 0, err);
+}
+
 static void term(struct cluster_leader *l)
 {
 	struct lg_error err = {0};
@@ -644,6 +665,8 @@ static void term(struct cluster_leader *l)
 			 (unsigned long long)l->w.seq);
 		rc = ingest_note(in, "LeaderChanged", msg, &err);
 	}
+	if (rc == 0)
+		rc = holds_mode(l, &err);
 	if (rc == 0) {
 		atomic_store(&l->leading, l->fence);
 		say(l, "watching as leader from seq %llu (fence %lld)",

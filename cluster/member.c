@@ -238,7 +238,9 @@ static int leader_start(struct cluster_node *m, struct lg_error *err)
 		.max_value = (size_t)o->max_txn_bytes,
 		.rt = o->rt,
 		.observe = !o->watch,
-		.peer_url = m->url};
+		.peer_url = m->url,
+		.holds_set = o->holds_set,
+		.holds_ttl_ms = o->holds_ttl_ms};
 
 	return cluster__leader_new(&m->ld, &wo, err);
 }

@@ -443,6 +443,7 @@ struct between {
 	struct run *r;
 	struct snap *s;
 	int rc;
+	bool held; /* a VERDICT between made or replaced a hold */
 };
 
 static int between_event(void *ctx, const struct event *ev)
@@ -452,11 +453,18 @@ static int between_event(void *ctx, const struct event *ev)
 	struct verdict_key key;
 	struct lg_error err = {0};
 
+	uint64_t gen = state_holds_gen(b->s->st);
+
 	/* DESIGN 11: only VERDICTs change no state; anything else between
 	 * means judge again. */
 	if (ev->type != EV_VERDICT ||
 	    state_apply(b->s->st, ev, &err) != 0)
 		return b->rc = LG_EMISMATCH;
+	/* With holds on (DESIGN 3.7), a VERDICT that made or replaced a hold
+	 * changed what a judgement reads: judge again (its key is checked
+	 * first: it may be our own request's verdict, rule 3). */
+	if (state_holds_gen(b->s->st) != gen)
+		b->held = true;
 	if (verdict_record_key(ev->text, strlen(ev->text), &key) != 1)
 		return 0;
 	/* Rule 3 over the carry: a later batch may repeat this key before
@@ -526,6 +534,8 @@ static int renumber(struct run *r, struct snap *s,
 				       between_value, &b, &err);
 	if (rc != 0 || state_seq(s->st) != res->now.seq)
 		return rc ? rc : LG_EMISMATCH;
+	if (b.held)
+		return LG_EMISMATCH; /* DESIGN 3.7: judge again */
 	/* Only VERDICTs lie between: each one more verdict. */
 	s->verdicts += res->now.seq - s->seq;
 	s->seq = res->now.seq;
@@ -679,10 +689,14 @@ static void run_batch(struct run *r)
 				       VALUE_MAX_BYTES, &after, &v, &taken,
 				       &err) != 0) {
 			/* A record that does not fit its state or a value:
-			 * that item is refused, the rest go on. */
+			 * that item is refused, the rest judged again without
+			 * it (with holds on, it may have made one they
+			 * saw). */
 			query_vgroup_fail(&r->g,
 					  r->g.of[taken < r->g.m ? taken : 0], 500,
-				   err.msg);
+					  err.msg);
+			query_vgroup_unjudge(&r->g);
+			query_vgroup_judge(&r->g, s.st, s.seq, s.head);
 			continue;
 		}
 		w = (struct cluster_writer){.prefix = cv->prefix,

@@ -657,9 +657,14 @@ static void pod_verdicts(struct query_server *qs, struct query_vitem *it,
 		ledger_logval_release(&v);
 		if (rc != 0) {
 			/* A record that does not fit the state: that item
-			 * is refused, the rest go on. */
+			 * is refused, the rest judged again without it (with
+			 * holds on, it may have made one they saw). */
 			query_vgroup_fail(&g, g.of[taken < g.m ? taken : 0],
 					  500, err.msg);
+			query_vgroup_unjudge(&g);
+			query_vgroup_judge(&g, ledger_state(qs->lg),
+					   ledger_last_seq(qs->lg),
+					   ledger_head(qs->lg));
 			continue;
 		}
 		rc = ledger_append_at(qs->lg, g.evs, taken, s, &first, &err);

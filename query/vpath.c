@@ -147,10 +147,26 @@ void query_vgroup_repeat_of(struct query_vgroup *g, size_t i,
 		g->st->repeats++;
 }
 
+/* With holds on (DESIGN 3.7) a verdict changes the state: the next one is
+ * judged on the state after it. ws gets the VERDICT of text. */
+static int apply_judged(state_t *ws, const char *text, struct lg_error *err)
+{
+	struct event ev = {.type = EV_VERDICT,
+			   .seq = state_seq(ws) + 1,
+			   .time_ns = state_time_ns(ws),
+			   .text = text};
+
+	return state_apply(ws, &ev, err);
+}
+
 void query_vgroup_judge(struct query_vgroup *g, const state_t *st,
 			uint64_t seq, const uint8_t *head)
 {
 	char hex[2 * LEDGER_HEAD_BYTES + 1];
+	/* Holds off: VERDICTs change nothing a judgement reads, and the
+	 * group is judged on st itself. */
+	state_t *ws = state_holds_on(st) ? state_clone(st) : NULL;
+	const state_t *on = ws != NULL ? ws : st;
 
 	lg_hex(head, LEDGER_HEAD_BYTES, hex);
 	for (size_t i = 0; i < g->n; i++) {
@@ -161,7 +177,7 @@ void query_vgroup_judge(struct query_vgroup *g, const state_t *st,
 		if (g->state[i] == QUERY_V_DONE)
 			continue;
 		verdict_release(&it->v);
-		if (verdict_judge(st, it->vr, &it->v, &err) != 0) {
+		if (verdict_judge(on, it->vr, &it->v, &err) != 0) {
 			/* A judgement fails only on the request (running
 			 * out of memory aborts): a 400. */
 			query_vgroup_fail(g, i, 400,
@@ -191,9 +207,18 @@ void query_vgroup_judge(struct query_vgroup *g, const state_t *st,
 					  "than a ledger event may be");
 			continue;
 		}
+		if (ws != NULL && apply_judged(ws, text, &err) != 0) {
+			free(text);
+			query_vgroup_fail(g, i, 500,
+					  err.msg[0] ? err.msg
+						     : "the verdict does not fit "
+						       "the state");
+			continue;
+		}
 		free(text);
 		g->state[i] = QUERY_V_JUDGED;
 	}
+	state_free(ws);
 }
 
 void query_vgroup_unjudge(struct query_vgroup *g)

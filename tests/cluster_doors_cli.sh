@@ -19,8 +19,20 @@
 #    over as sequencer);
 #  - tests/cluster/history.py over every answer and every member's log:
 #    each answered verdict once, the logs byte-identical, verify and audit.
+# With DOORS_MODE=judge (tests/cluster_holds_cli.sh) the members run
+# --no-forward: each judges its own verdicts, and the holds promise rests
+# on its conflict rule alone (a conflict over a VERDICT that made a hold is
+# judged again, never re-numbered); the sections about forwards are
+# skipped.
 # Usage: tests/cluster_doors_cli.sh [PATH/TO/gpuledger]
 set -u
+mode=${DOORS_MODE:-forward}
+me=cluster_doors_cli
+fwd_opt=
+if [ "$mode" = judge ]; then
+	me=cluster_holds_cli
+	fwd_opt=--no-forward
+fi
 bin=${1:-./gpuledger}
 case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,13 +44,13 @@ trap 'for p in $pids; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; 
 pass=0
 fail=0
 . "$here/lib/cli.sh"
-need_cmds cluster_doors_cli etcd etcdctl python3 jq curl
+need_cmds "$me" etcd etcdctl python3 jq curl
 export ETCDCTL_API=3
 token=s3cret
 P=/doors
 
 . "$here/cluster/lib.sh"
-etcd_up cluster_doors_cli
+etcd_up "$me"
 
 # ------------------------------------------------------------ the API server
 python3 "$here/apiserver/fake_apiserver.py" --plain --token "$token" \
@@ -47,10 +59,12 @@ python3 "$here/apiserver/fake_apiserver.py" --plain --token "$token" \
 pids="$pids $!"
 if ! wait_until 20 test -f "$tmp/srv.port"; then
 	bad "the API server did not start: $(cat "$tmp/srv.log")"
-	echo "cluster_doors_cli: $pass passed, $fail failed"
+	echo "$me: $pass passed, $fail failed"
 	exit 1
 fi
 . "$tmp/srv.port"
+cport=$control_port
+apply() { curl -sS -f -X POST --data-binary "$1" "http://127.0.0.1:$cport/_control/apply" >/dev/null || bad "apply failed"; }
 cat >"$tmp/kc" <<EOF
 apiVersion: v1
 kind: Config
@@ -93,7 +107,7 @@ start() {
 		--listen "127.0.0.1:$sl" --etcd-timeout-ms 1500 --token-file "$tmp/tokens" \
 		--peer-token-file "$tmp/peer.tok" --advertise-url "http://127.0.0.1:$sp" \
 		--forward-timeout-ms 800 --verdict-timeout-ms 4000 \
-		--watch --kubeconfig "$tmp/kc" --lease-ttl 2 --tick 3600 \
+		--watch --kubeconfig "$tmp/kc" --lease-ttl 2 --tick 3600 --holds 2m $fwd_opt \
 		>"$tmp/$1.out" 2>>"$tmp/$1.err" &
 	eval "pid_$1=$! port_$1=$sl"
 	pids="$pids $!"
@@ -110,7 +124,7 @@ for m in m1 m2 m3; do
 	if wait_until 60 ready "$mp"; then ok; else bad "$m is not ready: $(curl -s "http://127.0.0.1:$mp/readyz")"; fi
 done
 if [ "$fail" -gt 0 ]; then
-	echo "cluster_doors_cli: $pass passed, $fail failed"
+	echo "$me: $pass passed, $fail failed"
 	exit 1
 fi
 wait_until 20 test -n "$(leader)" || bad "no member leads"
@@ -178,15 +192,102 @@ is "spread: every answer 200" \
 	"$(jq -s '[.[] | select((.uid | startswith("sp-")) and .status != 200)] | length' "$tmp/answers")" 0
 fw=0
 fb=0
-for m in $doors; do
+[ "$mode" = forward ] && for m in $doors; do
 	eval "mp=\$port_$m"
 	fw=$((fw + $(metric "$mp" forwarded)))
 	fb=$((fb + $(metric "$mp" fallbacks)))
 done
-[ "$fw" -gt 0 ] && ok || bad "the doors forwarded nothing"
-is "spread: no forward fell back" "$fb" 0
-echo "spread: $fw verdicts forwarded by the doors"
+if [ "$mode" = forward ]; then
+	[ "$fw" -gt 0 ] && ok || bad "the doors forwarded nothing"
+	is "spread: no forward fell back" "$fb" 0
+	echo "spread: $fw verdicts forwarded by the doors"
+fi
 
+at_head() {
+	h=$(etcdctl --endpoints "$ETCD_URL0" get $P/head --print-value-only | jq .seq)
+	for m in m1 m2 m3; do
+		eval "mp=\$port_$m"
+		[ "$(curl -s -m 2 "http://127.0.0.1:$mp/readyz" | jq -r .seq)" = "$h" ] || return 1
+	done
+}
+
+# ------------------------------ holds: the promise as a user sees it
+# (DESIGN 3.7, the members run --holds 2m; the leader appended the HOLDS
+# event): a tenant with 10 h100 left, 60 admissions of 1 at once spread
+# over the 3 members: exactly 10 allowed, 10 holds listed on every
+# member; the watcher then observes the 10 objects: 0 left, no hold.
+apply "$(printf '%s\n' \
+	'{"type":"ADDED","object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"tenant-holds"},"status":{"phase":"Active"}}}' \
+	'{"type":"ADDED","object":{"apiVersion":"apps.cozystack.io/v1alpha1","kind":"Tenant","metadata":{"name":"holds","namespace":"tenant-root"},"spec":{"resourceQuotas":{"h100.gpuclass.cozystack.io/devices":"10"}}}}')"
+left() { # PORT: tenant-holds' h100 remaining
+	curl -s -m 2 -H 'Authorization: Bearer aud-token-0123456789' \
+		"http://127.0.0.1:$1/v1/tenants/tenant-holds/remaining" | jq -r '.classes.h100.remaining'
+}
+all_left() { # N: every member says N left
+	for m in m1 m2 m3; do
+		eval "mp=\$port_$m"
+		[ "$(left "$mp")" = "$1" ] || return 1
+	done
+}
+if wait_until 30 all_left 10; then ok; else bad "tenant-holds does not have 10 left: $(left "$port_m1")"; fi
+python3 - "$tmp/answers" "$tmp/holds.allowed" "$here/webhook/vminstance-create-allowed.json" \
+	"$port_m1" "$port_m2" "$port_m3" <<'PYEOF'
+import json, sys, threading, urllib.request, datetime
+out, allowed_file, base_file, ports = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+base = json.load(open(base_file))
+lock, lines, allowed = threading.Lock(), [], []
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def one(i):
+    rq = json.loads(json.dumps(base))
+    name = "hv-%d" % i
+    rq["request"]["uid"] = "holds-%d" % i
+    rq["request"]["name"] = name
+    rq["request"]["namespace"] = "tenant-holds"
+    rq["request"]["object"]["metadata"] = {"name": name, "namespace": "tenant-holds"}
+    rq["request"]["object"]["spec"]["gpus"] = [{"class": "h100", "count": 1}]
+    req = urllib.request.Request("http://127.0.0.1:%s/v1/admission" % ports[i % 3],
+                                 data=json.dumps(rq).encode(), method="POST")
+    req.add_header("Authorization", "Bearer adm-token-0123456789")
+    sent = now()
+    try:
+        with urllib.request.urlopen(req, timeout=10) as a:
+            st, body = a.status, json.loads(a.read())
+    except urllib.error.HTTPError as e:
+        st, body = e.code, json.loads(e.read() or b"null")
+    with lock:
+        lines.append(json.dumps({"uid": "holds-%d" % i, "request": rq, "sent": sent,
+                                 "received": now(), "status": st, "body": body}))
+        if st == 200 and body["response"]["allowed"]:
+            allowed.append(name)
+ts = [threading.Thread(target=one, args=(i,)) for i in range(60)]
+for t in ts: t.start()
+for t in ts: t.join()
+open(out, "a").write("\n".join(lines) + "\n")
+open(allowed_file, "w").write("\n".join(sorted(allowed)) + "\n")
+PYEOF
+is "holds: 60 admissions of 1 into 10 left, 10 allowed" "$(grep -c . "$tmp/holds.allowed")" 10
+is "holds: every answer 200" \
+	"$(jq -s '[.[] | select((.uid | startswith("holds-")) and .status != 200)] | length' "$tmp/answers")" 0
+holds_listed() { # N
+	for m in m1 m2 m3; do
+		eval "mp=\$port_$m"
+		[ "$(curl -s -m 2 -H 'Authorization: Bearer aud-token-0123456789' \
+			"http://127.0.0.1:$mp/v1/holds?tenant=tenant-holds" | jq '.holds | length')" = "$1" ] || return 1
+	done
+}
+if wait_until 20 holds_listed 10; then ok; else bad "holds: not 10 listed on every member"; fi
+if wait_until 5 all_left 0; then ok; else bad "holds: 0 left while they hold: $(left "$port_m1")"; fi
+objs=
+for n in $(cat "$tmp/holds.allowed"); do
+	objs="$objs{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"apps.cozystack.io/v1alpha1\",\"kind\":\"VMInstance\",\"metadata\":{\"name\":\"$n\",\"namespace\":\"tenant-holds\"},\"spec\":{\"runStrategy\":\"Always\",\"gpus\":[{\"class\":\"h100\",\"count\":1}]}}}
+"
+done
+apply "$objs"
+if wait_until 30 holds_listed 0; then ok; else bad "holds: not ended by the observations"; fi
+if wait_until 5 all_left 0; then ok; else bad "holds: not 0 left once observed: $(left "$port_m1")"; fi
+
+if [ "$mode" = forward ]; then
 # ------------------- a forward whose answer is lost after the commit
 set -- $doors
 door=$1
@@ -201,13 +302,6 @@ code=$(curl -s -m 10 -o "$tmp/body.plain" -w '%{http_code}' -H 'Authorization: B
 is "answer lost, a plain request: 200" "$code" 200
 ctl mode "x$seq1" forward
 [ "$(metric "$dport" fallbacks)" -gt "$fb0" ] && ok || bad "the door did not fall back"
-at_head() {
-	h=$(etcdctl --endpoints "$ETCD_URL0" get $P/head --print-value-only | jq .seq)
-	for m in m1 m2 m3; do
-		eval "mp=\$port_$m"
-		[ "$(curl -s -m 2 "http://127.0.0.1:$mp/readyz" | jq -r .seq)" = "$h" ] || return 1
-	done
-}
 wait_until 20 at_head || bad "the members did not reach P/head"
 "$bin" log --db "$tmp/$seq1" >"$tmp/lost.log"
 is "answer lost: one record of the review" \
@@ -217,6 +311,8 @@ is "answer lost: one record of the plain request, under the door's key" \
 is "answer lost: the door answered that record" \
 	"$(jq -r .id "$tmp/body.plain")" \
 	"$(jq -r 'select(.type == "VERDICT" and .record.request.name == "vm-lost-plain") | .record.id' "$tmp/lost.log")"
+
+fi
 
 # ------------------------- the sequencer stopped, then killed, under load
 python3 "$here/cluster/vclients.py" --members "$urls" --out "$tmp/answers" --token adm-token-0123456789 \
@@ -252,5 +348,5 @@ run python3 "$here/cluster/history.py" --bin "$bin" --answers "$tmp/answers" \
 expect "history.py: the history holds" 0
 [ "$rc" -eq 0 ] || grep -v '^ok' "$tmp/out" | head -20
 
-echo "cluster_doors_cli: $pass passed, $fail failed"
+echo "$me: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

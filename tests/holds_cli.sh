@@ -74,10 +74,9 @@ run "$bin" reconcile --db "$db" --format text
 has "text: holdExpired" "$tmp/out" "^ +holdExpired at seq 10: verdict 1's hold expired at 2026-01-01T10:01:00.000000000Z$"
 
 # ------------------------------------------------------------------ serve
-# The world is dated ahead of the clock: until the single pod's verdict
-# path stamps a VERDICT with its basis event's time (DESIGN 11), it stamps
-# the wall clock, which the ledger clamps to the log's time; so the times
-# below are the log's and every answer is exact.
+# The world is dated ahead of the clock; a VERDICT's time is its basis
+# event's (DESIGN 3.7), so the times below are the log's and every answer
+# is exact.
 db=$tmp/db
 cat >"$tmp/world.ndjson" <<'EOF'
 {"type":"CLASS","class":"h200","definition":{"name":"h200","resourceNames":["nvidia.com/h200"]},"time":"2099-01-01T10:00:00Z"}
@@ -176,6 +175,43 @@ run "$bin" audit --db "$db"
 expect "audit re-derives every verdict, held and all" 0
 run "$bin" verify --db "$db"
 expect "verify" 0
+
+# The promise on a single pod: 60 admissions of 1 at once into 10 left,
+# judged in groups, each verdict on the state after the ones before it
+# (DESIGN 3.7): exactly 10 allowed, and 10 holds.
+db=$tmp/burst
+{
+	echo '{"type":"CLASS","class":"h200","definition":{"name":"h200","resourceNames":["nvidia.com/h200"]},"time":"2099-01-01T10:00:00Z"}'
+	echo '{"type":"TENANT","namespace":"tenant-root","parent":null}'
+	echo '{"type":"TENANT","namespace":"tenant-acme","parent":"tenant-root"}'
+	echo '{"type":"BUDGET","namespace":"tenant-acme","key":"h200.gpuclass.cozystack.io/devices","value":10}'
+	echo '{"type":"NOTE","code":"Synced","namespace":null,"kind":null,"name":null,"message":"listed"}'
+} | "$bin" import --db "$db" --create >/dev/null 2>&1 || bad "import the burst's world"
+up --holds 2m
+python3 - "$port" >"$tmp/burst.out" <<'PYEOF'
+import json, sys, threading, urllib.request
+port, allowed, lock = sys.argv[1], [], threading.Lock()
+def one(i):
+    body = {"namespace": "tenant-acme", "kind": "VMInstance", "name": "b-%d" % i,
+            "old": None, "new": {"gpus": [{"class": "h200", "count": 1}]}}
+    rq = urllib.request.Request("http://127.0.0.1:%s/v1/admission" % port,
+                                data=json.dumps(body).encode(), method="POST")
+    with urllib.request.urlopen(rq, timeout=20) as a:
+        if json.loads(a.read())["allowed"]:
+            with lock:
+                allowed.append(i)
+ts = [threading.Thread(target=one, args=(i,)) for i in range(60)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(len(allowed))
+PYEOF
+is_eq() { if [ "$2" = "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi; }
+is_eq "a burst of 60 into 10 left on one pod: 10 allowed" "$(cat "$tmp/burst.out")" 10
+get /v1/holds
+is_eq "a burst on one pod: 10 holds" "$(jq '.holds | length' "$tmp/out")" 10
+stop_server
+run "$bin" audit --db "$db"
+expect "the burst: audit re-derives every verdict" 0
 
 echo "holds_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
