@@ -156,7 +156,7 @@ for v in v1beta2 v1beta1; do
 			jq -c 'select(.type != "TICK" and .type != "NOTE")'; }
 		content >"$tmp/before.log"
 		start_watch "$v" &&
-			if wait_until 20 metric_is gpuledger_watch_healthy 1; then ok
+			if wait_until 60 metric_is gpuledger_watch_healthy 1; then ok
 			else bad "$v restarted: not healthy"; fi
 		scrape
 		n=$(sed -n 's/^gpuledger_watch_start_records \([0-9]*\)$/\1/p' "$tmp/metrics.txt")
