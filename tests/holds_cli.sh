@@ -212,6 +212,11 @@ is_eq "a burst on one pod: 10 holds" "$(jq '.holds | length' "$tmp/out")" 10
 stop_server
 run "$bin" audit --db "$db"
 expect "the burst: audit re-derives every verdict" 0
+# `gpuledger verdicts` says what the holds counted: a HELD column (the most
+# units others held in a check's subtree); a denial after the 10 saw 10.
+run "$bin" verdicts --db "$db" --allowed false --limit 1
+has "verdicts: a HELD column with holds on" "$tmp/out" '^ID +SEQ +TIME +ANSWER +REASON +TYPE +NAMESPACE +OBJECT +REQUESTER +HELD$'
+has "verdicts: a denial after the 10 counted 10 held" "$tmp/out" ' 10$'
 
 echo "holds_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -72,23 +72,47 @@ static const char *str_or(const json_t *o, const char *k, const char *dflt)
 	return s && s[0] ? s : dflt;
 }
 
+/* The most units held by others (DESIGN 3.7) that a check of v counted,
+ * or -1 when its record was made with holds off (no "held"). */
+static long long held_of(const json_t *v)
+{
+	const json_t *ck;
+	long long most = -1;
+	size_t i;
+
+	json_array_foreach (json_object_get(v, "checks"), i, ck) {
+		const json_t *h = json_object_get(ck, "held");
+
+		if (json_is_integer(h) && json_integer_value(h) > most)
+			most = (long long)json_integer_value(h);
+	}
+	return most;
+}
+
 static int print_text(const json_t *doc, bool desc)
 {
-	static const char *const head[] = {"ID",	"SEQ",	  "TIME",
-					   "ANSWER",	"REASON", "TYPE",
-					   "NAMESPACE", "OBJECT", "REQUESTER"};
+	static const char *const head[] = {
+		"ID",	     "SEQ",    "TIME",	    "ANSWER",	 "REASON",
+		"TYPE",	     "NAMESPACE", "OBJECT", "REQUESTER", "HELD"};
 	const json_t *vs = json_object_get(doc, "verdicts"), *v;
 	const json_t *next = json_object_get(doc, "next");
 	struct tool_grid g;
 	char line[128];
-	size_t i;
+	size_t i, cols = 9;
 	int werr;
 
-	tool_grid_init(&g, 9, "rrlllllll");
+	/* Records judged with holds on say how many units others held in
+	 * their checks' subtrees (the most of one check); with holds off the
+	 * table is as it was. */
+	json_array_foreach (vs, i, v)
+		if (held_of(v) >= 0)
+			cols = 10;
+	tool_grid_init(&g, cols, cols == 10 ? "rrlllllllr" : "rrlllllll");
 	tool_grid_row(&g, head);
 	json_array_foreach (vs, i, v) {
-		char id[32], seq[32], obj[TOOL_CELL_MAX];
+		char id[32], seq[32], held[32], obj[TOOL_CELL_MAX];
 		const json_t *rq = json_object_get(v, "request");
+		long long h = held_of(v);
 
 		snprintf(id, sizeof(id), "%lld",
 			 (long long)json_integer_value(
@@ -96,6 +120,10 @@ static int print_text(const json_t *doc, bool desc)
 		snprintf(seq, sizeof(seq), "%lld",
 			 (long long)json_integer_value(
 				 json_object_get(v, "seq")));
+		if (h >= 0)
+			snprintf(held, sizeof(held), "%lld", h);
+		else
+			snprintf(held, sizeof(held), "-");
 		object_of(v, obj, sizeof(obj));
 		const char *row[] = {
 			id,
@@ -108,6 +136,7 @@ static int print_text(const json_t *doc, bool desc)
 			obj,
 			str_or(json_object_get(v, "requester"), "username",
 			       "-"),
+			held,
 		};
 		tool_grid_row(&g, row);
 	}
