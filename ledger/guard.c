@@ -18,7 +18,8 @@
  *  3. Only where damage defeats both — a corrupted node that liblmdb
  *     follows on its own — a SIGSEGV/SIGBUS handler siglongjmps out of the
  *     LMDB call back into the guarded wrapper, which reports damaged
- *     storage and the page. This is the honest last resort the code of
+ *     storage and the page; liblmdb's own assertions on such a page (its
+ *     mdb_env_set_assert callback) end the read the same way. This is the honest last resort the code of
  *     liblmdb leaves: the read is from a read-only map in a read
  *     transaction, which takes no lock and allocates nothing, so nothing
  *     is left half-done but the cursor, which is only freed afterwards.
@@ -67,6 +68,20 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	/* Not a read we guard: give the fault back to whoever had it, and
 	 * return, so that the instruction faults again under that handler. */
 	sigaction(sig, old, NULL);
+}
+
+void ledger__store_on_assert(MDB_env *env, const char *msg)
+{
+	(void)env;
+	(void)msg;
+	if (fault_jump != NULL) {
+		sigjmp_buf *jb = fault_jump;
+
+		fault_jump = NULL;
+		fault_addr = NULL;
+		fault_sig = SIGABRT;
+		siglongjmp(*jb, 1);
+	}
 }
 
 void ledger__store_trap_install(void)
@@ -259,8 +274,9 @@ static int check_val(ledger_t *lg, enum ledger_db db, const MDB_val *key,
 static void note_fault(ledger_t *lg)
 {
 	lg->bad_page = page_of(lg, fault_addr);
-	lg->bad_what = fault_sig == SIGBUS ? "SIGBUS inside LMDB"
-					   : "SIGSEGV inside LMDB";
+	lg->bad_what = fault_sig == SIGBUS    ? "SIGBUS inside LMDB"
+		       : fault_sig == SIGABRT ? "an assertion of LMDB's"
+					      : "SIGSEGV inside LMDB";
 }
 
 /* rc = call, with a fault inside it turned into STORE_EFAULT. The jump

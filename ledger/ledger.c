@@ -415,9 +415,14 @@ static int env_open(ledger_t *lg, struct lg_error *err)
 	mdb_env_set_maxdbs(lg->env, LEDGER_DB_MAX);
 	mdb_env_set_maxreaders(lg->env, 510);
 	mdb_env_set_mapsize(lg->env, lg->o.map_size_bytes);
-	/* A forensic reader checks the meta pages before LMDB trusts them. */
-	if (lg->o.forensic && (rc = ledger__store_meta_check(lg, err)) != 0)
-		return rc;
+	/* A forensic reader checks the meta pages before LMDB trusts them,
+	 * and LMDB's own assertions on a damaged page end its read like a
+	 * fault does (ledger/guard.c). */
+	if (lg->o.forensic) {
+		mdb_env_set_assert(lg->env, ledger__store_on_assert);
+		if ((rc = ledger__store_meta_check(lg, err)) != 0)
+			return rc;
+	}
 	rc = mdb_env_open(lg->env, lg->dir, flags, 0664);
 	/* A data.mdb with no meta pages yet: its creator was stopped (or is
 	 * still) between creating the file and its first write. LMDB takes

@@ -123,6 +123,11 @@ void ledger__store_reading_end(struct store_reading *r, size_t after);
 #define STORE_TRIM_AFTER ((size_t)1 << 20)
 /* Installs (first user) or removes (last) the fault handler. */
 void ledger__store_trap_install(void);
+/* A forensic handle's mdb_env_set_assert callback: an assertion of
+ * liblmdb's inside a guarded read (a page a flipped bit left inconsistent,
+ * say "IS_LEAF(mp)") ends that read as damaged storage instead of the
+ * abort liblmdb makes of it; outside one it returns (liblmdb aborts). */
+void ledger__store_on_assert(MDB_env *env, const char *msg);
 void ledger__store_trap_remove(void);
 /* Writes the detail of a STORE_E* code; 0 for any other code. */
 int ledger__store_damage_detail(const ledger_t *lg, int rc, char *buf,

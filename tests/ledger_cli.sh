@@ -392,6 +392,12 @@ echo "ledger_cli: bit flips: FLIP_SEED=$seed FLIPS=$flips"
 "$bin" backup --db "$tmp/sim" --to "$tmp/simc" >/dev/null
 if python3 "$(dirname "$0")/lib/flips.py" "$bin" "$tmp/simc" "$tmp/flip" \
 	"$seed" "$flips"; then ok; else bad "bit flips (FLIP_SEED=$seed)"; fi
+# And FLIP_SEED=523755584, flip 18: a page whose flipped bit trips one of
+# liblmdb's own assertions (IS_LEAF(mp) in mdb_cursor_next): verify died
+# of SIGABRT; a forensic reader's assert callback ends the read as damaged
+# storage (exit 1).
+if python3 "$(dirname "$0")/lib/flips.py" "$bin" "$tmp/simc" "$tmp/flip18" \
+	523755584 19 >/dev/null; then ok; else bad "bit flips: FLIP_SEED=523755584, an assertion of LMDB's"; fi
 # What those runs found (FLIP_SEED=2229552682, flip 32; 1954403431, flip
 # 31): damage in a Merkle tree page, which verify read unguarded and died
 # of SIGSEGV or SIGBUS inside LMDB. A fixed offset stops hitting the tree
