@@ -94,6 +94,13 @@ int cmd_replicate(int argc, char **argv)
 
 	if (status != OPTS_RUN)
 		return opts_exit(status);
+	/* A stop asked while the ledger opens (a replica restarted and
+	 * stopped at once) is a clean stop too, not a kill by the signal. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	tool_no_dumps();
 	if (ro.url == NULL || db == NULL || page > 10000 || poll > 3600000) {
 		tool_error("replicate: --server URL and --db DIR are required; "
@@ -115,11 +122,6 @@ int cmd_replicate(int argc, char **argv)
 		free(token);
 		return EXIT_USAGE;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	rc = ingest_replicate(lg, &ro, &res, &err);
 	fprintf(stderr,
 		"gpuledger replicate: %llu events appended, at seq %llu\n",
