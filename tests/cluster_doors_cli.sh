@@ -53,32 +53,7 @@ P=/doors
 etcd_up "$me"
 
 # ------------------------------------------------------------ the API server
-python3 "$here/apiserver/fake_apiserver.py" --plain --token "$token" \
-	--scenario "$here/apiserver/scenarios/small.json" --seed 5 \
-	--port-file "$tmp/srv.port" >"$tmp/srv.log" 2>&1 &
-pids="$pids $!"
-if ! wait_until 20 test -f "$tmp/srv.port"; then
-	bad "the API server did not start: $(cat "$tmp/srv.log")"
-	echo "$me: $pass passed, $fail failed"
-	exit 1
-fi
-. "$tmp/srv.port"
-cport=$control_port
-apply() { curl -sS -f -X POST --data-binary "$1" "http://127.0.0.1:$cport/_control/apply" >/dev/null || bad "apply failed"; }
-cat >"$tmp/kc" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster: {server: "$url"}
-users:
-- name: w
-  user: {token: $token}
-contexts:
-- name: fake
-  context: {cluster: fake, user: w}
-current-context: fake
-EOF
+apiserver_up "$me" "$token"
 
 # ------------------------------------------------------------ the members
 # Tokens: the API server's (admission), the members' own (peer), an
@@ -137,14 +112,6 @@ is "P/leader names the sequencer's URL for doors" \
 	"http://127.0.0.1:$seqproxy"
 : >"$tmp/answers"
 
-# review UID NAME COUNT: an AdmissionReview of a VMInstance create.
-review() {
-	jq -c --arg uid "$1" --arg name "$2" --argjson n "$3" \
-		'.request.uid = $uid | .request.name = $name |
-		 .request.object.metadata = {name: $name, namespace: "tenant-acme"} |
-		 .request.object.spec.gpus = [{class: "h100", count: $n}]' \
-		"$here/webhook/vminstance-create-allowed.json"
-}
 # ask PORT UID: a review with the admission token, logged for history.py.
 ask() {
 	review "$2" "vm-$2" 1 >"$tmp/rq.$2"

@@ -35,14 +35,6 @@ export ETCDCTL_API=3
 . "$here/cluster/lib.sh"
 etcd_up cluster_rule2_cli
 
-# review UID NAME COUNT: an AdmissionReview of a VMInstance create.
-review() {
-	jq -c --arg uid "$1" --arg name "$2" --argjson n "$3" \
-		'.request.uid = $uid | .request.name = $name |
-		 .request.object.metadata = {name: $name, namespace: "tenant-acme"} |
-		 .request.object.spec.gpus = [{class: "h100", count: $n}]' \
-		"$here/webhook/vminstance-create-allowed.json"
-}
 # ask PORT UID TIMEOUT: POSTs a review to the member as the API server
 # would (giving up after TIMEOUT s) and logs the answer for the history
 # checker ("error": "timeout" when the client gave up, "reset" when the

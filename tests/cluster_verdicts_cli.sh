@@ -64,14 +64,6 @@ all_at_head() {
 	h=$(head_seq)
 	[ "$(seq_of m1)" = "$h" ] && [ "$(seq_of m2)" = "$h" ] && [ "$(seq_of m3)" = "$h" ]
 }
-# review UID NAME COUNT: an AdmissionReview of a VMInstance create.
-review() {
-	jq -c --arg uid "$1" --arg name "$2" --argjson n "$3" \
-		'.request.uid = $uid | .request.name = $name |
-		 .request.object.metadata = {name: $name, namespace: "tenant-acme"} |
-		 .request.object.spec.gpus = [{class: "h100", count: $n}]' \
-		"$here/webhook/vminstance-create-allowed.json"
-}
 # ask MEMBER UID NAME COUNT: POSTs the review to the member with curl and
 # logs the answer for the history checker; the status in $code, the body
 # in $tmp/body, the headers in $tmp/ah. Its files are the uid's, so that

@@ -53,36 +53,11 @@ P=/lead
 etcd_up leader_cli
 
 # ------------------------------------------------------------ the API server
-python3 "$here/apiserver/fake_apiserver.py" --plain --token "$token" \
-	--scenario "$here/apiserver/scenarios/small.json" --seed 5 \
-	--port-file "$tmp/srv.port" >"$tmp/srv.log" 2>&1 &
-pids="$pids $!"
-if ! wait_until 20 test -f "$tmp/srv.port"; then
-	bad "the API server did not start: $(cat "$tmp/srv.log")"
-	echo "leader_cli: $pass passed, $fail failed"
-	exit 1
-fi
-. "$tmp/srv.port"
-cport=$control_port
-apply() { curl -sS -f -X POST --data-binary "$1" "http://127.0.0.1:$cport/_control/apply" >/dev/null || bad "apply failed"; }
+apiserver_up leader_cli "$token"
 ev() { echo "{\"type\": \"$1\", \"object\": $2}"; }
 gpu_pod() { # NS NAME COUNT NODE PHASE
 	echo "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"$2\", \"namespace\": \"$1\"}, \"spec\": {\"nodeName\": \"$4\", \"containers\": [{\"name\": \"c\", \"resources\": {\"limits\": {\"nvidia.com/GH100_H100_SXM5_80GB\": \"$3\"}}}]}, \"status\": {\"phase\": \"$5\"}}"
 }
-cat >"$tmp/kc" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster: {server: "$url"}
-users:
-- name: w
-  user: {token: $token}
-contexts:
-- name: fake
-  context: {cluster: fake, user: w}
-current-context: fake
-EOF
 
 # ------------------------------------------------------------ the oracle
 truth_ca=

@@ -20,6 +20,15 @@
 #   member_stop NAME [SIGNAL]   signals it (TERM) and waits: $stopped_rc.
 #   member_seq NAME     its last applied seq (its /readyz names it, ready
 #                       or not).
+#   review UID NAME COUNT
+#       an AdmissionReview (one line) of a VMInstance create of COUNT h100
+#       in tenant-acme (tests/webhook/vminstance-create-allowed.json).
+#   apiserver_up SCRIPT TOKEN
+#       the test Kubernetes API server (tests/apiserver/fake_apiserver.py,
+#       plain HTTP, bearer TOKEN, the small scenario) with its pid in
+#       $pids, $tmp/kc a kubeconfig for it, $cport its control port and
+#       apply WATCH_EVENTS (NDJSON) to change its objects; if it does not
+#       start, counts a failure, prints "SCRIPT: ..." and exits 1.
 
 etcd_up() {
 	eu_script=$1
@@ -74,3 +83,40 @@ member_seq() {
 	eval "mq_port=\$port_$1"
 	curl -s -m 2 "http://127.0.0.1:$mq_port/readyz" | jq -r .seq 2>/dev/null
 }
+
+review() {
+	jq -c --arg uid "$1" --arg name "$2" --argjson n "$3" \
+		'.request.uid = $uid | .request.name = $name |
+		 .request.object.metadata = {name: $name, namespace: "tenant-acme"} |
+		 .request.object.spec.gpus = [{class: "h100", count: $n}]' \
+		"$here/webhook/vminstance-create-allowed.json"
+}
+
+apiserver_up() {
+	python3 "$here/apiserver/fake_apiserver.py" --plain --token "$2" \
+		--scenario "$here/apiserver/scenarios/small.json" --seed 5 \
+		--port-file "$tmp/srv.port" >"$tmp/srv.log" 2>&1 &
+	pids="$pids $!"
+	if ! wait_until 20 test -f "$tmp/srv.port"; then
+		bad "the API server did not start: $(cat "$tmp/srv.log")"
+		echo "$1: $pass passed, $fail failed"
+		exit 1
+	fi
+	. "$tmp/srv.port"
+	cport=$control_port
+	cat >"$tmp/kc" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster: {server: "$url"}
+users:
+- name: w
+  user: {token: $2}
+contexts:
+- name: fake
+  context: {cluster: fake, user: w}
+current-context: fake
+EOF
+}
+apply() { curl -sS -f -X POST --data-binary "$1" "http://127.0.0.1:$cport/_control/apply" >/dev/null || bad "apply failed"; }
