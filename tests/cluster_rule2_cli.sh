@@ -141,6 +141,10 @@ af=0
 if wait_until 30 answers_again; then ok; else
 	bad "m1 does not answer 200 after the freeze: $(cat "$tmp/body.after-freeze-$af")"
 fi
+# A member answers once etcd holds the verdict, before its own applier has
+# it (its carry): history.py reads m1's ledger, so m1 must reach P/head
+# before it stops.
+wait_until 40 at_head m1 || bad "m1 did not reach P/head"
 member_stop m1
 is "m1: SIGTERM exits 0" "$stopped_rc" 0
 run python3 "$here/cluster/history.py" --bin "$bin" --answers "$tmp/answers" --member "m1=$tmp/m1"
