@@ -61,6 +61,11 @@ static bool damaged_storage(const ledger_t *lg, int rc)
 	if (rc == MDB_INVALID || rc == MDB_INCOMPATIBLE ||
 	    rc == MDB_VERSION_MISMATCH)
 		return lg->o.forensic;
+	/* A read transaction LMDB marked failed (a page it found broken
+	 * earlier in it, whatever the reader made of that) refuses every
+	 * later read: to a forensic reader, more of the same damage. */
+	if (rc == MDB_BAD_TXN)
+		return lg->o.forensic;
 	return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ||
 	       rc == MDB_BAD_VALSIZE || rc == STORE_EFAULT ||
 	       rc == STORE_EBOUNDS;
@@ -73,7 +78,14 @@ int ledger__store_read_error(const ledger_t *lg, struct lg_error *err, int rc,
 
 	if (!damaged_storage(lg, rc))
 		return ledger__store_error(err, rc, what);
-	if (!ledger__store_damage_detail(lg, rc, detail, sizeof(detail)))
+	if (rc == MDB_BAD_TXN)
+		/* LMDB failed the read transaction itself: the first read of
+		 * a database found the page that leads to it broken (the
+		 * tree of named databases, which LMDB reads on its own). */
+		snprintf(detail, sizeof(detail),
+			 "the tree of databases holds a broken page (%s)",
+			 mdb_strerror(rc));
+	else if (!ledger__store_damage_detail(lg, rc, detail, sizeof(detail)))
 		snprintf(detail, sizeof(detail), "%s", mdb_strerror(rc));
 	if (seq != 0)
 		snprintf(at, sizeof(at), "seq %llu: ", (unsigned long long)seq);

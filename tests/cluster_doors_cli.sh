@@ -302,12 +302,21 @@ wait_until 20 test -n "$(leader)" -a "$(leader)" != "$seq1" || bad "no other mem
 start "$seq1"
 eval "mp=\$port_$seq1"
 wait_until 60 ready "$mp" || bad "$seq1 is not ready after its restart"
-wait_until 30 at_head || bad "the members did not reach P/head"
+# The log settles: the leader's relist after the takeover, the doors'
+# NOTEs owed after the stop, all appended and applied everywhere (P/head
+# the same over two seconds, every member at it); then the three stop at
+# once, so that none misses what another appended while it stopped.
+settled() {
+	h0=$(etcdctl --endpoints "$ETCD_URL0" get $P/head --print-value-only | jq .seq)
+	sleep 2
+	at_head && [ "$(etcdctl --endpoints "$ETCD_URL0" get $P/head --print-value-only | jq .seq)" = "$h0" ]
+}
+wait_until 3 settled || bad "the log did not settle (within about a minute)"
 
 # ------------------------------------------------------ the whole history
+kill -TERM $pid_m1 $pid_m2 $pid_m3
 for m in m1 m2 m3; do
 	eval "mpid=\$pid_$m"
-	kill -TERM "$mpid"
 	wait "$mpid"
 done
 run python3 "$here/cluster/history.py" --bin "$bin" --answers "$tmp/answers" \

@@ -398,6 +398,12 @@ if python3 "$(dirname "$0")/lib/flips.py" "$bin" "$tmp/simc" "$tmp/flip" \
 # storage (exit 1).
 if python3 "$(dirname "$0")/lib/flips.py" "$bin" "$tmp/simc" "$tmp/flip18" \
 	523755584 19 >/dev/null; then ok; else bad "bit flips: FLIP_SEED=523755584, an assertion of LMDB's"; fi
+# And FLIP_SEED=1205420717, flip 20: a broken page in LMDB's tree of
+# databases fails the read transaction at its first read of a database
+# (MDB_BAD_TXN): verify said exit 2, an error; it is damaged storage,
+# named (exit 1).
+if python3 "$(dirname "$0")/lib/flips.py" "$bin" "$tmp/simc" "$tmp/flip20" \
+	1205420717 21 >/dev/null; then ok; else bad "bit flips: FLIP_SEED=1205420717, a failed read transaction"; fi
 # What those runs found (FLIP_SEED=2229552682, flip 32; 1954403431, flip
 # 31): damage in a Merkle tree page, which verify read unguarded and died
 # of SIGSEGV or SIGBUS inside LMDB. A fixed offset stops hitting the tree
