@@ -373,150 +373,189 @@ static void failed(struct cluster_writer *w,
 		res->only_verdicts = false;
 }
 
-int cluster__append(struct cluster_writer *w,
-		    const struct cluster_append_req *rq,
-		    struct cluster_append_result *res, struct lg_error *err)
-{
-	struct keys *k = lg_xcalloc(1, sizeof(*k));
+/* One txn of cluster__append, as built once and sent identical until its
+ * outcome is known (rule 1). */
+struct append_txn {
+	struct keys k;
 	struct etcd_cmp cmp[3];
 	struct etcd_op succ[3 + POS_MAX], fail[6];
 	char k_next[KEY_MAX], k_end[KEY_MAX];
-	size_t n_succ;
-	struct cluster_head nh;
+	char *hv, open_val[48];
 	struct etcd_txn t;
-	char *hv = NULL, open_val[48];
-	size_t n_cmp = 0;
-	bool unknown = false;
-	int rc = 0;
+};
 
-	LG_ASSERT(w != NULL && rq != NULL && rq->v != NULL && res != NULL);
-	memset(res, 0, sizeof(*res));
-	if (rq->v->first_seq != w->seq + 1 || rq->n_pos > POS_MAX) {
-		rc = lg_error_set(err, LG_EINVAL,
-				  "a value of seq %llu at seq %llu, %zu "
-				  "positions",
-				  (unsigned long long)rq->v->first_seq,
-				  (unsigned long long)w->seq, rq->n_pos);
-		goto out;
-	}
-	cluster__key(k->epoch, KEY_MAX, w->prefix, "epoch");
-	cluster__key(k->head, KEY_MAX, w->prefix, "head");
-	cluster__key(k->leader, KEY_MAX, w->prefix, "leader");
-	cluster__key(k->open, KEY_MAX, w->prefix, "open");
-	cluster__log_key(k->log, KEY_MAX, w->prefix, rq->v->first_seq);
-	nh = (struct cluster_head){.seq = rq->v->last_seq};
-	lg_hex(rq->v->head, LEDGER_HEAD_BYTES, nh.chain_head);
-	time_format_ns(rq->v->time_ns, nh.time, sizeof(nh.time));
-	hv = cluster__head_json(&nh);
+static struct etcd_op range_op(const char *key)
+{
+	return (struct etcd_op){.kind = ETCD_OP_RANGE,
+				.range = {.key = key, .key_len = strlen(key)}};
+}
 
-	cmp[n_cmp++] = (struct etcd_cmp){.key = k->epoch,
-					 .key_len = strlen(k->epoch),
-					 .target = ETCD_CMP_VALUE,
-					 .result = ETCD_EQUAL,
-					 .value = w->epoch,
-					 .value_len = strlen(w->epoch)};
-	cmp[n_cmp++] = (struct etcd_cmp){.key = k->head,
-					 .key_len = strlen(k->head),
-					 .target = ETCD_CMP_MOD,
-					 .result = ETCD_EQUAL,
-					 .number = w->head_rev};
+/* The compares: P/epoch's value, P/head as the writer read it (its
+ * mod_revision, or in the pipeline the very bytes the txn before puts),
+ * the leadership (rule 5) or P/open absent (rule 6). */
+static size_t txn_compares(struct append_txn *a, const struct cluster_writer *w,
+			   const struct cluster_append_req *rq)
+{
+	struct keys *k = &a->k;
+	size_t n = 0;
+
+	a->cmp[n++] = (struct etcd_cmp){.key = k->epoch,
+					.key_len = strlen(k->epoch),
+					.target = ETCD_CMP_VALUE,
+					.result = ETCD_EQUAL,
+					.value = w->epoch,
+					.value_len = strlen(w->epoch)};
+	/* DESIGN 11's pipeline: on the bytes the txn before puts. Within an
+	 * epoch a head's value never repeats (seq only grows, chainHead
+	 * hashes all before it): as strict as the revision. */
+	if (w->head_value != NULL)
+		a->cmp[n++] = (struct etcd_cmp){.key = k->head,
+						.key_len = strlen(k->head),
+						.target = ETCD_CMP_VALUE,
+						.result = ETCD_EQUAL,
+						.value = w->head_value,
+						.value_len = w->head_value_len};
+	else
+		a->cmp[n++] = (struct etcd_cmp){.key = k->head,
+						.key_len = strlen(k->head),
+						.target = ETCD_CMP_MOD,
+						.result = ETCD_EQUAL,
+						.number = w->head_rev};
 	/* Rule 5: everything but VERDICTs is fenced by the leadership. */
 	if (!rq->verdicts && w->leader_rev != 0)
-		cmp[n_cmp++] = (struct etcd_cmp){.key = k->leader,
-						 .key_len = strlen(k->leader),
-						 .target = ETCD_CMP_CREATE,
-						 .result = ETCD_EQUAL,
-						 .number = w->leader_rev};
+		a->cmp[n++] = (struct etcd_cmp){.key = k->leader,
+						.key_len = strlen(k->leader),
+						.target = ETCD_CMP_CREATE,
+						.result = ETCD_EQUAL,
+						.number = w->leader_rev};
 	/* Rule 6: no verdict is judged on a half-applied batch. */
 	if (rq->verdicts)
-		cmp[n_cmp++] = (struct etcd_cmp){.key = k->open,
-						 .key_len = strlen(k->open),
-						 .target = ETCD_CMP_VERSION,
-						 .result = ETCD_EQUAL,
-						 .number = 0};
-	succ[0] = (struct etcd_op){
+		a->cmp[n++] = (struct etcd_cmp){.key = k->open,
+						.key_len = strlen(k->open),
+						.target = ETCD_CMP_VERSION,
+						.result = ETCD_EQUAL,
+						.number = 0};
+	return n;
+}
+
+/* The success branch: P/log/<s+1>, P/head, the positions, P/open. */
+static size_t txn_success(struct append_txn *a, const struct cluster_writer *w,
+			  const struct cluster_append_req *rq)
+{
+	struct keys *k = &a->k;
+	size_t n = 0;
+
+	if (rq->head_put == NULL) {
+		struct cluster_head nh = {.seq = rq->v->last_seq};
+
+		lg_hex(rq->v->head, LEDGER_HEAD_BYTES, nh.chain_head);
+		time_format_ns(rq->v->time_ns, nh.time, sizeof(nh.time));
+		a->hv = cluster__head_json(&nh);
+	}
+	a->succ[n++] = (struct etcd_op){
 		.kind = ETCD_OP_PUT,
 		.range = {.key = k->log, .key_len = strlen(k->log)},
 		.value = rq->v->bytes,
 		.value_len = rq->v->len};
-	succ[1] = (struct etcd_op){
+	a->succ[n++] = (struct etcd_op){
 		.kind = ETCD_OP_PUT,
 		.range = {.key = k->head, .key_len = strlen(k->head)},
-		.value = hv,
-		.value_len = strlen(hv)};
+		.value = a->hv != NULL ? a->hv : rq->head_put,
+		.value_len = a->hv != NULL ? strlen(a->hv) : rq->head_put_len};
 	for (size_t i = 0; i < rq->n_pos; i++) {
 		snprintf(k->pos[i], KEY_MAX, "%s/pos/%s", w->prefix,
 			 rq->pos[i].source);
-		succ[2 + i] = (struct etcd_op){
+		a->succ[n++] = (struct etcd_op){
 			.kind = ETCD_OP_PUT,
 			.range = {.key = k->pos[i],
 				  .key_len = strlen(k->pos[i])},
 			.value = rq->pos[i].value,
 			.value_len = rq->pos[i].len};
 	}
-	fail[0] = (struct etcd_op){
-		.kind = ETCD_OP_RANGE,
-		.range = {.key = k->head, .key_len = strlen(k->head)}};
-	fail[1] = (struct etcd_op){
-		.kind = ETCD_OP_RANGE,
-		.range = {.key = k->log, .key_len = strlen(k->log)}};
-	fail[2] = (struct etcd_op){
-		.kind = ETCD_OP_RANGE,
-		.range = {.key = k->epoch, .key_len = strlen(k->epoch)}};
-	fail[3] = (struct etcd_op){
-		.kind = ETCD_OP_RANGE,
-		.range = {.key = k->leader, .key_len = strlen(k->leader)}};
-	fail[4] = (struct etcd_op){
-		.kind = ETCD_OP_RANGE,
-		.range = {.key = k->open, .key_len = strlen(k->open)}};
-	/* A verdict txn's conflict is re-numbered over the values between:
-	 * the ones after P/log/<s+1> come in the same answer. */
-	if (rq->verdicts)
-		fail[5] = (struct etcd_op){
-			.kind = ETCD_OP_RANGE,
-			.range = {
-				.key = k_next,
-				.key_len = cluster__log_key(k_next, KEY_MAX,
-							    w->prefix,
-							    rq->v->first_seq +
-								    1),
-				.end = k_end,
-				.end_len = cluster__log_key(k_end, KEY_MAX,
-							    w->prefix,
-							    UINT64_MAX),
-				.limit = CLUSTER_FAIL_VALUES - 1}};
-	n_succ = 2 + rq->n_pos;
 	/* Rule 6: P/open spans the parts of one logical batch; its value
 	 * names the first seq of the batch. */
 	if (rq->open == CLUSTER_OPEN_PUT) {
-		snprintf(open_val, sizeof(open_val), "{\"seq\":%llu}",
+		snprintf(a->open_val, sizeof(a->open_val), "{\"seq\":%llu}",
 			 (unsigned long long)rq->v->first_seq);
-		succ[n_succ++] = (struct etcd_op){
+		a->succ[n++] = (struct etcd_op){
 			.kind = ETCD_OP_PUT,
 			.range = {.key = k->open, .key_len = strlen(k->open)},
-			.value = open_val,
-			.value_len = strlen(open_val)};
+			.value = a->open_val,
+			.value_len = strlen(a->open_val)};
 	} else if (rq->open == CLUSTER_OPEN_DELETE) {
-		succ[n_succ++] = (struct etcd_op){
+		a->succ[n++] = (struct etcd_op){
 			.kind = ETCD_OP_DELETE,
 			.range = {.key = k->open, .key_len = strlen(k->open)}};
 	}
-	t = (struct etcd_txn){.cmp = cmp,
-			      .n_cmp = n_cmp,
-			      .success = succ,
-			      .n_success = n_succ,
-			      .failure = fail,
-			      .n_failure = rq->verdicts ? 6 : 5};
+	return n;
+}
 
-	/* One txn outstanding: this loop returns only once its outcome is
-	 * known, or unknown at the caller's deadline. */
+/* The failure branch's reads, in the order failed() asks them. */
+static size_t txn_failure(struct append_txn *a, const struct cluster_writer *w,
+			  const struct cluster_append_req *rq)
+{
+	struct keys *k = &a->k;
+	size_t n = 0;
+
+	a->fail[n++] = range_op(k->head);
+	a->fail[n++] = range_op(k->log);
+	a->fail[n++] = range_op(k->epoch);
+	a->fail[n++] = range_op(k->leader);
+	a->fail[n++] = range_op(k->open);
+	/* A verdict txn's conflict is re-numbered over the values between:
+	 * the ones after P/log/<s+1> come in the same answer. */
+	if (rq->verdicts)
+		a->fail[n++] = (struct etcd_op){
+			.kind = ETCD_OP_RANGE,
+			.range = {
+				.key = a->k_next,
+				.key_len = cluster__log_key(a->k_next, KEY_MAX,
+							    w->prefix,
+							    rq->v->first_seq +
+								    1),
+				.end = a->k_end,
+				.end_len = cluster__log_key(a->k_end, KEY_MAX,
+							    w->prefix,
+							    UINT64_MAX),
+				.limit = CLUSTER_FAIL_VALUES - 1}};
+	return n;
+}
+
+static void txn_build(struct append_txn *a, const struct cluster_writer *w,
+		      const struct cluster_append_req *rq)
+{
+	struct keys *k = &a->k;
+
+	cluster__key(k->epoch, KEY_MAX, w->prefix, "epoch");
+	cluster__key(k->head, KEY_MAX, w->prefix, "head");
+	cluster__key(k->leader, KEY_MAX, w->prefix, "leader");
+	cluster__key(k->open, KEY_MAX, w->prefix, "open");
+	cluster__log_key(k->log, KEY_MAX, w->prefix, rq->v->first_seq);
+	a->t = (struct etcd_txn){.cmp = a->cmp,
+				 .n_cmp = txn_compares(a, w, rq),
+				 .success = a->succ,
+				 .n_success = txn_success(a, w, rq),
+				 .failure = a->fail,
+				 .n_failure = txn_failure(a, w, rq)};
+}
+
+/* Sends t until its outcome is known, or unknown at the caller's deadline
+ * (rule 1: one txn outstanding, the identical txn again after a timeout). */
+static void send_until_known(struct cluster_writer *w,
+			     const struct cluster_append_req *rq,
+			     const struct etcd_txn *t,
+			     struct cluster_append_result *res,
+			     struct lg_error *err)
+{
+	bool unknown = false;
+
 	for (;;) {
 		struct etcd_txn_result r;
 		struct lg_error e = {0};
 		int src;
 
 		res->attempts++;
-		src = send_txn(w, &t, &r, &e);
+		src = send_txn(w, t, &r, &e);
 		if (src == 0 && r.outcome == ETCD_COMMITTED) {
 			res->outcome = CLUSTER_APPEND_COMMITTED;
 			res->revision = r.header.revision;
@@ -525,19 +564,19 @@ int cluster__append(struct cluster_writer *w,
 		}
 		cluster__txn_release(&r);
 		if (src == 0)
-			break;
+			return;
 		/* DESIGN 11 rule 1: a timeout is not a failure. The answer
 		 * did not say: it may have committed, so the identical txn
 		 * goes again; never a re-read of P/head and a re-chain
 		 * before the outcome is known. */
 		if (r.outcome == ETCD_INDETERMINATE)
-			unknown = true;
+			unknown = res->indeterminate = true;
 		else if (!unknown) {
 			/* Definitely not applied, and no earlier attempt
 			 * can have been. */
 			res->outcome = CLUSTER_APPEND_NOT_APPLIED;
 			snprintf(res->why, sizeof(res->why), "%s", e.msg);
-			break;
+			return;
 		}
 		if (cluster__mono_ms() >= rq->deadline_ms) {
 			res->outcome = unknown ? CLUSTER_APPEND_UNKNOWN
@@ -546,17 +585,90 @@ int cluster__append(struct cluster_writer *w,
 				 "the outcome is unknown after %u txns (the "
 				 "last: %.160s)",
 				 res->attempts, e.msg);
-			break;
+			return;
 		}
 		sleep_ms(w->retry_ms ? w->retry_ms : 100);
 	}
+}
+
+int cluster__append(struct cluster_writer *w,
+		    const struct cluster_append_req *rq,
+		    struct cluster_append_result *res, struct lg_error *err)
+{
+	struct append_txn *a;
+
+	LG_ASSERT(w != NULL && rq != NULL && rq->v != NULL && res != NULL);
+	memset(res, 0, sizeof(*res));
+	if (rq->v->first_seq != w->seq + 1 || rq->n_pos > POS_MAX)
+		return lg_error_set(err, LG_EINVAL,
+				    "a value of seq %llu at seq %llu, %zu "
+				    "positions",
+				    (unsigned long long)rq->v->first_seq,
+				    (unsigned long long)w->seq, rq->n_pos);
+	a = lg_xcalloc(1, sizeof(*a));
+	txn_build(a, w, rq);
+	send_until_known(w, rq, &a->t, res, err);
 	if (res->outcome == CLUSTER_APPEND_COMMITTED) {
 		w->seq = rq->v->last_seq;
 		memcpy(w->head, rq->v->head, LEDGER_HEAD_BYTES);
 		w->head_rev = res->revision;
+		w->head_value = NULL;
+		w->head_value_len = 0;
 	}
-out:
-	free(hv);
-	free(k);
+	free(a->hv);
+	free(a);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* One append loop */
+
+int cluster__append_loop(const struct cluster_append_loop *lp, size_t *taken,
+			 struct lg_error *err)
+{
+	struct ledger_logval v = {0};
+	state_t *copy = NULL;
+	int rc = 0;
+
+	LG_ASSERT(lp != NULL && lp->w != NULL && lp->st != NULL &&
+		  *lp->st != NULL && lp->build != NULL && lp->after != NULL);
+	for (;;) {
+		struct cluster_append_req rq = {.v = &v};
+		struct cluster_append_result res;
+		enum cluster_next next = CLUSTER_NEXT_AGAIN;
+
+		if (copy == NULL) {
+			copy = state_clone(*lp->st);
+			if ((rc = lp->build(lp->ctx, copy, lp->w->head, &v,
+					    taken, err)) != 0)
+				break;
+		}
+		if ((lp->before != NULL &&
+		     (rc = lp->before(lp->ctx, &rq, *taken, err)) != 0) ||
+		    (rc = cluster__append(lp->w, &rq, &res, err)) != 0 ||
+		    (rc = lp->after(lp->ctx, &rq, &res, &next, err)) != 0)
+			break;
+		if (next == CLUSTER_NEXT_DONE) {
+			LG_ASSERT(res.outcome == CLUSTER_APPEND_COMMITTED);
+			state_free(*lp->st);
+			*lp->st = copy;
+			copy = NULL;
+			break;
+		}
+		if (next == CLUSTER_NEXT_REBUILD) {
+			/* Another writer appended: its events first, then
+			 * what is left is built again on the state after
+			 * them. */
+			LG_ASSERT(res.outcome == CLUSTER_APPEND_CONFLICT);
+			state_free(copy);
+			copy = NULL;
+			ledger_logval_release(&v);
+			if ((rc = cluster__catch_up(lp->w, *lp->st, &res.now,
+						    res.now_rev, err)) != 0)
+				break;
+		}
+	}
+	state_free(copy);
+	ledger_logval_release(&v);
 	return rc;
 }

@@ -272,6 +272,12 @@ struct cluster_member_opts {
 	 * verdict batch is bounded by this (0: 7000, 70% of the webhook's
 	 * 10 s); what is unknown there is answered 503. */
 	uint64_t verdict_timeout_ms;
+	/* --pipeline: the verdict txns the sequencer keeps in flight at
+	 * once (DESIGN 11 "One sequencer, every member a door"), each on a
+	 * connection of its own and compared on the P/head value of the one
+	 * before (0: CLUSTER_PIPELINE_DEFAULT; 1: one at a time). A door,
+	 * or a member without --watch, has one in flight. */
+	unsigned pipeline;
 	/* --watch: campaign for P/leader and, while holding it, run the
 	 * live watcher (DESIGN 11), its API found from kubeconfig/context as
 	 * `gpuledger watch` finds it; classes (may be NULL) and tick_s as
@@ -314,6 +320,9 @@ struct cluster_member_opts {
 	bool holds_set;
 	int64_t holds_ttl_ms;
 };
+/* --pipeline's default and bound. */
+#define CLUSTER_PIPELINE_DEFAULT 3
+#define CLUSTER_PIPELINE_MAX	 16
 /* --sign-every's default: a signed checkpoint every 1,000 seqs. */
 #define CLUSTER_SIGN_EVERY_DEFAULT 1000
 /* What one pass read and did. */

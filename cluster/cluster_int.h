@@ -494,6 +494,12 @@ struct cluster_writer {
 	uint64_t seq;
 	uint8_t head[LEDGER_HEAD_BYTES];
 	int64_t head_rev;
+	/* The sequencer's pipeline (DESIGN 11): when not NULL, P/head is
+	 * compared on this value instead of head_rev: the exact bytes the
+	 * txn before this one puts (its head_put), whose revision is not
+	 * known until it commits (borrowed; cleared when this txn commits). */
+	const char *head_value;
+	size_t head_value_len;
 	/* P/leader's create_revision won (0: no leader compare). */
 	int64_t leader_rev;
 	uint64_t retry_ms; /* pause between re-sends (0: 100) */
@@ -532,11 +538,18 @@ struct cluster_append_req {
 		CLUSTER_OPEN_DELETE
 	} open;
 	int64_t deadline_ms; /* CLOCK_MONOTONIC ms: rule 1 stops there */
+	/* P/head's new value as put (NULL: cluster__head_json of the
+	 * value's last seq, head and time). The pipeline makes it once, so
+	 * that the next txn compares these very bytes. */
+	const char *head_put;
+	size_t head_put_len;
 };
 
 struct cluster_append_result {
 	enum cluster_append_outcome outcome;
 	unsigned attempts; /* txns sent */
+	/* Some attempt's answer did not arrive (it may commit later). */
+	bool indeterminate;
 	/* COMMITTED: the txn's revision; found is true when the failure
 	 * branch of a re-send showed our own P/log/<s+1> (rule 1). */
 	int64_t revision;
@@ -564,7 +577,7 @@ struct cluster_append_result {
 };
 
 /* The append txn (DESIGN 11 "An append is one txn"): compare P/epoch,
- * P/head's mod_revision, P/leader's create_revision (with leader_rev and
+ * P/head's mod_revision (or its value, w->head_value), P/leader's create_revision (with leader_rev and
  * !verdicts), P/open absent (verdicts) -> put P/log/<s+1>, P/head and the
  * positions; the failure branch reads P/head, P/log/<s+1>, P/epoch,
  * P/leader and P/open. Rule 1: an indeterminate outcome is re-sent
@@ -614,6 +627,41 @@ int cluster__log_read(struct cluster_writer *w, uint64_t from, uint64_t to,
 int cluster__catch_up(struct cluster_writer *w, state_t *st,
 		      const struct cluster_head *head, int64_t head_rev,
 		      struct lg_error *err);
+
+/* One append loop (DESIGN 11), the feed's and the leader's: builds what is
+ * left on a copy of *st, appends it with cluster__append, and asks the
+ * caller's policy what each outcome means. A verdict txn takes the
+ * sequencer's pipeline instead (cluster/verdicts.c). */
+enum cluster_next {
+	CLUSTER_NEXT_DONE,    /* committed: *st is the state after it */
+	CLUSTER_NEXT_AGAIN,   /* the identical txn again (rule 1) */
+	CLUSTER_NEXT_REBUILD, /* catch up to the conflict's head (another
+				 writer appended), then build again */
+};
+struct cluster_append_loop {
+	struct cluster_writer *w;
+	state_t **st; /* the state at w->seq; replaced after a commit */
+	void *ctx;
+	/* The value of what is left, built on copy (a clone of *st) after
+	 * head: ledger_logval_build's contract. */
+	int (*build)(void *ctx, state_t *copy, const uint8_t *head,
+		     struct ledger_logval *v, size_t *taken,
+		     struct lg_error *err);
+	/* Before each send (NULL: none): the request's parts besides its
+	 * value, given how many events it takes; non-zero stops the loop. */
+	int (*before)(void *ctx, struct cluster_append_req *rq, size_t taken,
+		      struct lg_error *err);
+	/* The caller's policy over an outcome: *next, or non-zero (with err)
+	 * to stop. */
+	int (*after)(void *ctx, const struct cluster_append_req *rq,
+		     const struct cluster_append_result *res,
+		     enum cluster_next *next, struct lg_error *err);
+};
+/* 0 once a txn committed (*taken of the events it was built from), else
+ * the first error of build, before, cluster__append, after or the catch
+ * up. */
+int cluster__append_loop(const struct cluster_append_loop *lp, size_t *taken,
+			 struct lg_error *err);
 
 /* Rule 7's filter of one watch event or range key: what the applier at
  * applied seq does with it. */
@@ -729,7 +777,9 @@ void cluster__leader_free(cluster_leader_t *l);
 /* ---------------------------------------------------------------------- */
 /* A member's verdicts (cluster/verdicts.c; DESIGN 11 "Verdicts in a
  * cluster", rules 1, 2, 3, 6, 9): the server's verdict path of a member,
- * called on a worker thread one call at a time (struct query_member). */
+ * called on worker threads, one call at a time, or up to --pipeline at
+ * once while this member is the sequencer (cluster__verdicts_inflight;
+ * struct query_member). */
 
 /* The verdict sequencer (DESIGN 11 "One sequencer, every member a door"):
  * the holder of P/leader as this member last saw it. SELF while this
@@ -773,14 +823,15 @@ int cluster__forward_run(struct cluster_forward *f, const char *url,
  * before it judges the group itself. */
 #define CLUSTER_FORWARD_TIMEOUT_MS 2000
 typedef struct cluster_verdicts cluster_verdicts_t;
-/* Over a ledger_share of lg (the applier's writer handle) and a client of
- * its own; ap and prefix are borrowed until it is freed. Caller frees,
- * before lg. */
+/* Over ledger_shares of lg (the applier's writer handle) and clients of
+ * its own, one of each per txn it may have in flight (pipeline, 1 to
+ * CLUSTER_PIPELINE_MAX: --pipeline); ap and prefix are borrowed until it
+ * is freed. Caller frees, before lg. */
 int cluster__verdicts_new(cluster_verdicts_t **out, ledger_t *lg,
 			  cluster_applier_t *ap,
 			  const struct cluster_etcd_opts *eo,
 			  const char *prefix, uint64_t timeout_ms,
-			  struct lg_error *err);
+			  unsigned pipeline, struct lg_error *err);
 void cluster__verdicts_free(cluster_verdicts_t *cv);
 /* Judges, records and answers the n items of one group commit. */
 void cluster__verdicts_run(cluster_verdicts_t *cv, struct query_vitem *it,
@@ -795,5 +846,12 @@ void cluster__verdicts_doors(cluster_verdicts_t *cv,
 			     cluster_leader_t *ld, const char *name,
 			     uint64_t forward_timeout_ms);
 bool cluster__verdicts_pending(cluster_verdicts_t *cv);
+/* The sequencer's pipeline (DESIGN 11): while ld says this member holds
+ * P/leader, up to `pipeline` calls may run at once (each one txn in
+ * flight, chained on the one before); else one. Before the first run. */
+void cluster__verdicts_sequencer(cluster_verdicts_t *cv, cluster_leader_t *ld);
+/* How many calls of cluster__verdicts_run may run at once now (any
+ * thread; never blocks on etcd). */
+size_t cluster__verdicts_inflight(cluster_verdicts_t *cv);
 
 #endif

@@ -140,76 +140,99 @@ static json_t *head_doc(const struct cluster_head *h)
 }
 
 /* One txn of events evs[off..n): *taken of them committed. */
-static int one_txn(struct feed *f, size_t off, size_t *taken,
-		   struct lg_error *err)
+/* The feed's part of the append loop: the events from off. */
+struct feed_txn {
+	struct feed *f;
+	size_t off;
+};
+
+static int feed_build(void *ctx, state_t *copy, const uint8_t *head,
+		      struct ledger_logval *v, size_t *taken,
+		      struct lg_error *err)
 {
-	for (;;) {
-		struct cluster_append_result res;
-		struct ledger_logval v;
-		state_t *copy = state_clone(f->st);
-		struct cluster_append_req rq;
-		char head[2 * LEDGER_HEAD_BYTES + 1];
-		int rc = ledger_logval_build(copy, f->w.head, f->evs + off,
-					     f->n - off, f->max_value, &v,
-					     taken, err);
+	struct feed_txn *ft = ctx;
+	struct feed *f = ft->f;
+	int rc = ledger_logval_build(copy, head, f->evs + ft->off,
+				     f->n - ft->off, f->max_value, v, taken,
+				     err);
 
-		if (rc != 0) {
-			char msg[LG_ERRMSG_MAX];
+	if (rc != 0) {
+		char msg[LG_ERRMSG_MAX];
 
-			snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
-			state_free(copy);
-			return lg_error_set(err, LG_EINVAL, "line %llu: %s",
-					    f->lines[off + *taken], msg);
-		}
-		rq = (struct cluster_append_req){
-			.v = &v,
-			.deadline_ms =
-				cluster__mono_ms() + (int64_t)f->deadline_span_ms};
-		rc = cluster__append(&f->w, &rq, &res, err);
-		if (rc == 0 && res.outcome == CLUSTER_APPEND_COMMITTED) {
-			lg_hex(v.head, LEDGER_HEAD_BYTES, head);
-			emit(f, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b, "
-					  "s:s}",
-					  "outcome", "committed", "firstSeq",
-					  (json_int_t)v.first_seq, "lastSeq",
-					  (json_int_t)v.last_seq, "events",
-					  (json_int_t)v.n, "revision",
-					  (json_int_t)res.revision, "attempts",
-					  (json_int_t)res.attempts, "found",
-					  res.found, "chainHead", head));
-			state_free(f->st);
-			f->st = copy;
-			ledger_logval_release(&v);
-			return 0;
-		}
-		state_free(copy);
-		ledger_logval_release(&v);
-		if (rc != 0)
-			return rc;
-		if (res.outcome != CLUSTER_APPEND_CONFLICT) {
-			emit(f, json_pack("{s:s, s:I, s:I, s:s}", "outcome",
-					  cluster__append_outcome_name(
-						  res.outcome),
-					  "firstSeq", (json_int_t)f->w.seq + 1,
-					  "attempts", (json_int_t)res.attempts,
-					  "why", res.why));
-			return lg_error_set(
-				err, LG_EIO, "seq %llu: %s: %s",
-				(unsigned long long)f->w.seq + 1,
-				cluster__append_outcome_name(res.outcome),
-				res.why);
-		}
-		emit(f,
-		     json_pack("{s:s, s:o, s:b, s:b, s:I}", "outcome",
-			       "conflict", "head", head_doc(&res.now),
-			       "onlyVerdicts", res.only_verdicts, "open",
-			       res.open, "attempts", (json_int_t)res.attempts));
-		/* Another writer appended: its events first, then this
-		 * batch is judged again on the state after them. */
-		if ((rc = cluster__catch_up(&f->w, f->st, &res.now,
-					     res.now_rev, err)) != 0)
-			return rc;
+		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
+		return lg_error_set(err, LG_EINVAL, "line %llu: %s",
+				    f->lines[ft->off + *taken], msg);
 	}
+	return 0;
+}
+
+static int feed_before(void *ctx, struct cluster_append_req *rq,
+		       size_t taken, struct lg_error *err)
+{
+	struct feed_txn *ft = ctx;
+
+	(void)taken;
+	(void)err;
+	rq->deadline_ms =
+		cluster__mono_ms() + (int64_t)ft->f->deadline_span_ms;
+	return 0;
+}
+
+/* Each outcome is a line of the feed's report; another writer's append
+ * is caught up, anything else ends the feed. */
+static int feed_after(void *ctx, const struct cluster_append_req *rq,
+		      const struct cluster_append_result *res,
+		      enum cluster_next *next, struct lg_error *err)
+{
+	struct feed *f = ((struct feed_txn *)ctx)->f;
+	const struct ledger_logval *v = rq->v;
+	char head[2 * LEDGER_HEAD_BYTES + 1];
+
+	if (res->outcome == CLUSTER_APPEND_COMMITTED) {
+		lg_hex(v->head, LEDGER_HEAD_BYTES, head);
+		emit(f, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:s}",
+				  "outcome", "committed", "firstSeq",
+				  (json_int_t)v->first_seq, "lastSeq",
+				  (json_int_t)v->last_seq, "events",
+				  (json_int_t)v->n, "revision",
+				  (json_int_t)res->revision, "attempts",
+				  (json_int_t)res->attempts, "found",
+				  res->found, "chainHead", head));
+		*next = CLUSTER_NEXT_DONE;
+		return 0;
+	}
+	if (res->outcome != CLUSTER_APPEND_CONFLICT) {
+		emit(f, json_pack("{s:s, s:I, s:I, s:s}", "outcome",
+				  cluster__append_outcome_name(res->outcome),
+				  "firstSeq", (json_int_t)f->w.seq + 1,
+				  "attempts", (json_int_t)res->attempts, "why",
+				  res->why));
+		return lg_error_set(err, LG_EIO, "seq %llu: %s: %s",
+				    (unsigned long long)f->w.seq + 1,
+				    cluster__append_outcome_name(res->outcome),
+				    res->why);
+	}
+	emit(f, json_pack("{s:s, s:o, s:b, s:b, s:I}", "outcome", "conflict",
+			  "head", head_doc(&res->now), "onlyVerdicts",
+			  res->only_verdicts, "open", res->open, "attempts",
+			  (json_int_t)res->attempts));
+	*next = CLUSTER_NEXT_REBUILD;
+	return 0;
+}
+
+static int one_append(struct feed *f, size_t off, size_t *taken,
+		      struct lg_error *err)
+{
+	struct feed_txn ft = {.f = f, .off = off};
+
+	return cluster__append_loop(
+		&(struct cluster_append_loop){.w = &f->w,
+					      .st = &f->st,
+					      .ctx = &ft,
+					      .build = feed_build,
+					      .before = feed_before,
+					      .after = feed_after},
+		taken, err);
 }
 
 static int flush(struct feed *f, struct lg_error *err)
@@ -220,7 +243,7 @@ static int flush(struct feed *f, struct lg_error *err)
 	while (off < f->n && rc == 0) {
 		size_t taken = 0;
 
-		rc = one_txn(f, off, &taken, err);
+		rc = one_append(f, off, &taken, err);
 		off += taken;
 	}
 	drop(f);

@@ -290,122 +290,134 @@ static void test_pause(struct cluster_leader *l, bool inside)
 	}
 }
 
-/* One txn of evs[0..n): *taken of them committed. */
-static int one_txn(struct cluster_leader *l, struct event *evs, size_t n,
-		   bool whole_first, bool synced, size_t *taken,
-		   struct lg_error *err)
-{
+/* The leader's part of the append loop: evs[0..n) of a batch, the first
+ * part of it or a later one. */
+struct leader_txn {
+	struct cluster_leader *l;
+	struct event *evs;
+	size_t n;
+	bool whole_first, synced;
+	bool last; /* the txn being sent ends the batch */
 	struct cluster_pos pos[POS_MAX];
-	struct ledger_logval v = {0};
-	state_t *copy = NULL;
-	bool built = false;
-	int rc;
+};
 
-	for (;;) {
-		struct cluster_append_req rq;
-		struct cluster_append_result res;
-		bool last;
-		size_t n_pos = 0;
+static int leader_build(void *ctx, state_t *copy, const uint8_t *head,
+			struct ledger_logval *v, size_t *taken,
+			struct lg_error *err)
+{
+	struct leader_txn *lt = ctx;
 
-		if (!still_leading(l)) {
-			rc = lg_error_set(err, LG_EIO,
-					  "no longer the leader (fence %lld): "
-					  "the batch is not sent (DESIGN 11 "
-					  "rule 5)",
-					  (long long)l->fence);
-			goto fail;
+	return ledger_logval_build(copy, head, lt->evs, lt->n,
+				   lt->l->o.max_value, v, taken, err);
+}
+
+/* Rule 5 before each send; the positions and rule 6's P/open with the
+ * batch's last part. */
+static int leader_before(void *ctx, struct cluster_append_req *rq,
+			 size_t taken, struct lg_error *err)
+{
+	struct leader_txn *lt = ctx;
+	struct cluster_leader *l = lt->l;
+	bool last = lt->last = taken == lt->n;
+
+	if (!still_leading(l))
+		return lg_error_set(err, LG_EIO,
+				    "no longer the leader (fence %lld): the "
+				    "batch is not sent (DESIGN 11 rule 5)",
+				    (long long)l->fence);
+	if (last)
+		for (size_t i = 0; i < l->n_pos; i++)
+			lt->pos[rq->n_pos++] = (struct cluster_pos){
+				l->pos[i].source, l->pos[i].value,
+				l->pos[i].len};
+	rq->pos = lt->pos;
+	rq->deadline_ms = cluster__mono_ms() + (int64_t)l->o.request_ms;
+	/* Rule 6: one logical batch, one txn, or P/open around its parts. A
+	 * P/open left by a leader that died inside a batch goes with the
+	 * relist that gave the rest of it. */
+	if (lt->whole_first && !last)
+		rq->open = CLUSTER_OPEN_PUT;
+	else if (last && (!lt->whole_first || l->open_found) &&
+		 (!l->open_found || lt->synced))
+		rq->open = CLUSTER_OPEN_DELETE;
+	test_pause(l, !lt->whole_first);
+	return 0;
+}
+
+/* The leader's policy: a conflict over VERDICTs only is caught up (they
+ * change no state); over an observation the term ends (rule 4); deposed,
+ * it ends (rule 5); not applied, or unknown, the identical txn again
+ * while the lease holds (rule 1). */
+static int leader_after(void *ctx, const struct cluster_append_req *rq,
+			const struct cluster_append_result *res,
+			enum cluster_next *next, struct lg_error *err)
+{
+	struct leader_txn *lt = ctx;
+	struct cluster_leader *l = lt->l;
+
+	switch (res->outcome) {
+	case CLUSTER_APPEND_COMMITTED:
+		if (lt->last) {
+			/* The batch's positions are in etcd, and P/open is
+			 * gone if this part deleted it. */
+			l->n_pos = 0;
+			if (rq->open == CLUSTER_OPEN_DELETE)
+				l->open_found = false;
 		}
-		if (!built) {
-			copy = state_clone(l->st);
-			rc = ledger_logval_build(copy, l->w.head, evs, n,
-						 l->o.max_value, &v, taken,
-						 err);
-			if (rc != 0)
-				goto fail;
-			built = true;
-		}
-		last = *taken == n;
-		if (last)
-			for (size_t i = 0; i < l->n_pos; i++)
-				pos[n_pos++] = (struct cluster_pos){
-					l->pos[i].source, l->pos[i].value,
-					l->pos[i].len};
-		rq = (struct cluster_append_req){
-			.v = &v,
-			.pos = pos,
-			.n_pos = n_pos,
-			.deadline_ms = cluster__mono_ms() + (int64_t)l->o.request_ms};
-		/* Rule 6: one logical batch, one txn, or P/open around its
-		 * parts. A P/open left by a leader that died inside a batch
-		 * goes with the relist that gave the rest of it. */
-		if (whole_first && !last)
-			rq.open = CLUSTER_OPEN_PUT;
-		else if (last && (!whole_first || l->open_found) &&
-			 (!l->open_found || synced))
-			rq.open = CLUSTER_OPEN_DELETE;
-		test_pause(l, !whole_first);
-		rc = cluster__append(&l->w, &rq, &res, err);
-		if (rc != 0)
-			goto fail;
-		switch (res.outcome) {
-		case CLUSTER_APPEND_COMMITTED:
-			state_free(l->st);
-			l->st = copy;
-			ledger_logval_release(&v);
-			if (last) {
-				l->n_pos = 0;
-				if (rq.open == CLUSTER_OPEN_DELETE)
-					l->open_found = false;
-			}
-			return 0;
-		case CLUSTER_APPEND_CONFLICT:
-			if (!res.only_verdicts) {
-				/* Rule 4: another writer of observations. */
-				rc = lg_error_set(
-					err, LG_EMISMATCH,
-					"%s/head moved to seq %llu over an "
-					"observation another writer appended "
-					"(DESIGN 11 rule 4): this term ends",
-					l->o.prefix,
-					(unsigned long long)res.now.seq);
-				goto fail;
-			}
-			/* Only VERDICTs between: re-chained on the head the
-			 * failure branch read (they change no state). */
-			state_free(copy);
-			copy = NULL;
-			ledger_logval_release(&v);
-			built = false;
-			if ((rc = cluster__catch_up(&l->w, l->st, &res.now,
-						    res.now_rev, err)) != 0)
-				goto fail;
-			continue;
-		case CLUSTER_APPEND_DEPOSED:
-			cluster_lease_deposed(l->lease, l->fence);
-			rc = lg_error_set(err, LG_EIO, "deposed: %s", res.why);
-			goto fail;
-		case CLUSTER_APPEND_NOT_APPLIED:
-			if (res.other_history) {
-				rc = lg_error_set(err, LG_EEXIST, "%s",
-						  res.why);
-				goto fail;
-			}
-			/* Definitely not applied: the same txn again while
-			 * the lease holds. */
-			nap();
-			continue;
-		case CLUSTER_APPEND_UNKNOWN:
-			/* Rule 1: still unknown; the identical txn again (the
-			 * value and the writer are unchanged), never a
-			 * re-chain. Once the lease is gone the term ends and
-			 * the next leader starts where the log is. */
-			continue;
-		}
+		*next = CLUSTER_NEXT_DONE;
+		return 0;
+	case CLUSTER_APPEND_CONFLICT:
+		if (!res->only_verdicts)
+			return lg_error_set(
+				err, LG_EMISMATCH,
+				"%s/head moved to seq %llu over an observation "
+				"another writer appended (DESIGN 11 rule 4): "
+				"this term ends",
+				l->o.prefix, (unsigned long long)res->now.seq);
+		*next = CLUSTER_NEXT_REBUILD;
+		return 0;
+	case CLUSTER_APPEND_DEPOSED:
+		cluster_lease_deposed(l->lease, l->fence);
+		return lg_error_set(err, LG_EIO, "deposed: %s", res->why);
+	case CLUSTER_APPEND_NOT_APPLIED:
+		if (res->other_history)
+			return lg_error_set(err, LG_EEXIST, "%s", res->why);
+		/* Definitely not applied: the same txn again while the
+		 * lease holds. */
+		nap();
+		*next = CLUSTER_NEXT_AGAIN;
+		return 0;
+	case CLUSTER_APPEND_UNKNOWN:
+		/* Rule 1: still unknown; the identical txn again (the value
+		 * and the writer are unchanged), never a re-chain. Once the
+		 * lease is gone the term ends and the next leader starts
+		 * where the log is. */
+		*next = CLUSTER_NEXT_AGAIN;
+		return 0;
 	}
-fail:
-	state_free(copy);
-	ledger_logval_release(&v);
-	return rc;
+	return lg_error_set(err, LG_EINVAL, "an append outcome of %d",
+			    (int)res->outcome);
+}
+
+/* One txn of evs[0..n): *taken of them committed. */
+static int one_append(struct cluster_leader *l, struct event *evs, size_t n,
+		      bool whole_first, bool synced, size_t *taken,
+		      struct lg_error *err)
+{
+	struct leader_txn lt = {.l = l,
+				.evs = evs,
+				.n = n,
+				.whole_first = whole_first,
+				.synced = synced};
+
+	return cluster__append_loop(
+		&(struct cluster_append_loop){.w = &l->w,
+					      .st = &l->st,
+					      .ctx = &lt,
+					      .build = leader_build,
+					      .before = leader_before,
+					      .after = leader_after},
+		taken, err);
 }
 
 /* DESIGN 11 rule 11: retention while leading, every keep/4 seqs (at least
@@ -471,8 +483,8 @@ static int sink_append(void *ctx, struct event *evs, size_t n,
 		keep_pos(l, pos[i].source, pos[i].value, pos[i].len);
 	while (off < n) {
 		size_t taken = 0;
-		int rc = one_txn(l, evs + off, n - off, off == 0, synced,
-				 &taken, err);
+		int rc = one_append(l, evs + off, n - off, off == 0, synced,
+				    &taken, err);
 
 		if (rc != 0)
 			return rc;

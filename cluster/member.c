@@ -8,14 +8,16 @@
  * thread, appending to etcd's log.
  *
  * POST /v1/admission and /v1/declarations go to the verdict path
- * (cluster/verdicts.c) on the server's worker thread: a verdict is answered
- * only once etcd's log holds it. Other POSTs answer 503. GETs
+ * (cluster/verdicts.c) on the server's worker threads (up to --pipeline
+ * groups at once while this member is the sequencer): a verdict is
+ * answered only once etcd's log holds it. Other POSTs answer 503. GETs
  * answer from the local state, with X-Gpuledger-Stale while etcd cannot be
  * reached, and /readyz says why the member is not ready.
  */
 #include "cluster/cluster_int.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,13 @@ static bool member_pending(void *ctx)
 	struct cluster_node *m = ctx;
 
 	return cluster__verdicts_pending(m->cv);
+}
+
+static size_t member_inflight(void *ctx)
+{
+	struct cluster_node *m = ctx;
+
+	return cluster__verdicts_inflight(m->cv);
 }
 
 /* How often a start looks again at a P/members/<name> held by another
@@ -300,6 +309,8 @@ int cluster_member_open(cluster_member_t **out,
 				      o->peer_key);
 	if ((rc = cluster__verdicts_new(&m->cv, m->lg, m->ap, &m->o.eo,
 					m->o.prefix, o->verdict_timeout_ms,
+					o->pipeline ? o->pipeline
+						    : CLUSTER_PIPELINE_DEFAULT,
 					err)) != 0)
 		goto fail;
 	{
@@ -315,6 +326,7 @@ int cluster_member_open(cluster_member_t **out,
 				      .ctx = m,
 				      .verdicts = member_verdicts,
 				      .pending = member_pending,
+				      .inflight = member_inflight,
 				      .door_id = o->no_forward ? NULL
 							       : m->door_id};
 	m->o.q.member = &m->qm;
@@ -328,6 +340,9 @@ int cluster_member_open(cluster_member_t **out,
 		snprintf(m->url, sizeof(m->url), "%s", o->advertise_url);
 	if ((rc = leader_start(m, err)) != 0)
 		goto fail;
+	/* DESIGN 11: only the member holding P/leader pipelines. */
+	if (o->watch)
+		cluster__verdicts_sequencer(m->cv, m->ld);
 	if (!o->no_forward) {
 		struct cluster_forward *fwd;
 
@@ -390,6 +405,18 @@ int cluster_member_run(cluster_member_t *m, struct lg_error *err)
 	if (rc != 0 || rl != 0)
 		return lg_error_set(err, LG_EIO, "cannot start the %s",
 				    rc != 0 ? "applier" : "watcher's thread");
+	/* The verdict calls run on libuv's worker threads (4 by default,
+	 * the pool made at its first use): the sequencer's pipeline blocks
+	 * one per txn in flight, so the pool has room for all of them and
+	 * a spare, unless the operator sized it. */
+	if (getenv("UV_THREADPOOL_SIZE") == NULL) {
+		unsigned k = m->o.pipeline ? m->o.pipeline
+					   : CLUSTER_PIPELINE_DEFAULT;
+		char n[16];
+
+		snprintf(n, sizeof(n), "%u", k + 1 > 4 ? k + 1 : 4);
+		setenv("UV_THREADPOOL_SIZE", n, 0);
+	}
 	rc = query_server_run(m->qs, err);
 	/* The watcher flushes what it read (while it leads) and stops; the
 	 * lease is revoked at close (rule 5: on SIGTERM another member takes

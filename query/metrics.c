@@ -226,6 +226,28 @@ static void render_server(struct lg_buf *b, struct query_server *qs)
 		       "Forwards that failed: the door judged the group itself "
 		       "(DESIGN 11).",
 		       (double)qs->vstats.fallbacks);
+		scalar(b, "gpuledger_cluster_verdict_pipelined_total",
+		       "counter",
+		       "Verdict txns committed that were sent while an earlier "
+		       "txn of this member was in flight (the sequencer's "
+		       "pipeline, compared on its P/head value; DESIGN 11).",
+		       (double)qs->vstats.pipelined);
+		scalar(b, "gpuledger_cluster_verdict_early_total", "counter",
+		       "Pipelined verdict txns that reached etcd before their "
+		       "predecessor and were sent again, identical.",
+		       (double)qs->vstats.early);
+		scalar(b, "gpuledger_cluster_verdict_chain_failed_total",
+		       "counter",
+		       "Pipelined verdict txns chained on a txn that failed, "
+		       "built again from the failure branch's head.",
+		       (double)qs->vstats.chain_failed);
+		scalar(b, "gpuledger_cluster_verdict_groups_in_flight",
+		       "gauge", "Verdict groups in flight now.",
+		       (double)qs->n_vjobs);
+		scalar(b, "gpuledger_cluster_verdict_groups_in_flight_max",
+		       "gauge",
+		       "The most verdict groups in flight at once so far.",
+		       (double)qs->vjobs_peak);
 	}
 	scalar(b, "gpuledger_log_refreshes_total", "counter",
 	       "Refreshes of the state from the log.", (double)m->refreshes);

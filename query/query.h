@@ -198,6 +198,14 @@ struct query_vstats {
 	uint64_t repeats;    /* answered from the uid index (rule 3) */
 	uint64_t forwarded;  /* answered by the sequencer (a door's) */
 	uint64_t fallbacks;  /* forwards that failed: judged here */
+	/* The sequencer's pipeline (DESIGN 11, --pipeline): txns committed
+	 * that were sent while an earlier txn of this member was in flight
+	 * (compared on its P/head value); txns that reached etcd before
+	 * their predecessor and were sent again, identical, once it
+	 * committed; txns chained on one that failed, built again. */
+	uint64_t pipelined;
+	uint64_t early;
+	uint64_t chain_failed;
 };
 
 /* The verdict path (DESIGN 3.5, 3.7, 11; query/vpath.c): judging,
@@ -276,6 +284,9 @@ void query_vgroup_recorded(struct query_vgroup *g, uint64_t first_seq,
 			   size_t taken);
 
 
+/* Verdict calls a member may run at once (query_member.inflight). */
+#define QUERY_VJOBS_MAX 16
+
 struct query_member {
 	/* The handle the server reads through instead of opening db: a
 	 * ledger_share of the applier's, so that the process holds one LMDB
@@ -286,16 +297,26 @@ struct query_member {
 	void *ctx;
 	/* The member's verdict path (DESIGN 11 "Verdicts in a cluster"), or
 	 * NULL (every POST answers 503). Called on a worker thread, never
-	 * the loop's, one call at a time (DESIGN 11 rule 1: one verdict txn
-	 * outstanding per member; the queue keeps filling meanwhile): judges
+	 * the loop's, one call at a time unless inflight says more (DESIGN
+	 * 11 rule 1: one verdict txn outstanding per member, per txn of the
+	 * sequencer's pipeline; the queue keeps filling meanwhile): judges
 	 * the n items of one group commit, records them in etcd's log and
 	 * fills in each item's answer. No two items of one call repeat a
-	 * review uid. n may be 0: a call that only resolves what an earlier
-	 * call left unknown (pending says when one is due). */
+	 * review uid, nor an item of another call in flight. n may be 0: a
+	 * call that only resolves what an earlier call left unknown (pending
+	 * says when one is due; made only when no other call runs). */
 	void (*verdicts)(void *ctx, struct query_vitem *it, size_t n,
 			 struct query_vstats *st);
 	/* Whether an n = 0 call is due (on the loop's thread); may be NULL. */
 	bool (*pending)(void *ctx);
+	/* How many calls of verdicts may run at once now (on the loop's
+	 * thread; NULL, or 0: one). More than one only on the sequencer,
+	 * whose verdict path keeps up to that many txns in flight (DESIGN 11
+	 * "One sequencer, every member a door"); the server never gives two
+	 * calls at once items with the same review uid or idempotency key
+	 * (rule 3): such an item waits for a later group. At most
+	 * QUERY_VJOBS_MAX. */
+	size_t (*inflight)(void *ctx);
 	/* A door (DESIGN 11 "One sequencer, every member a door"): each
 	 * request's body is kept for the forward, and one without a key (no
 	 * review uid, no Idempotency-Key) gets door_id-N, so that the door's

@@ -540,6 +540,8 @@ void query__pending_q_release(struct pending_q *q);
 /* A member's verdict path: whether a call with nothing queued is due
  * (rule 2's resolution of an unknown outcome), and starting one. */
 void query__verdict_member_tick(struct query_server *qs);
+/* A connection with a request in a member's group in flight closed. */
+void query__verdict_forget_conn(struct query_server *qs, struct conn *c);
 /* Requests are read, judged and recorded by model/vrequest.c (DESIGN
  * 3.5), which every caller that judges shares. */
 
@@ -754,9 +756,13 @@ struct query_server {
 	 * header line GETs carry while etcd cannot be reached ("" else). */
 	struct query_member_status member_st;
 	char stale_hdr[64];
-	/* A member's verdict group in flight on a worker thread (DESIGN 11
-	 * rule 1: one at a time), or NULL; and what its calls counted. */
-	struct vjob *vjob;
+	/* A member's verdict groups in flight on worker threads, at most
+	 * query_member.inflight() of them (1 but on the sequencer, whose
+	 * verdict path pipelines its txns: DESIGN 11), no two holding the
+	 * same review uid or idempotency key (rule 3); and what their calls
+	 * counted. */
+	struct vjob *vjobs[QUERY_VJOBS_MAX];
+	size_t n_vjobs, vjobs_peak;
 	struct query_vstats vstats;
 	/* After a group is answered, the next waits up to a short linger for
 	 * as many requests as the group answered (its clients, coming back),

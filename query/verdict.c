@@ -112,6 +112,7 @@ static void forget_conn(struct conn *c, void *arg)
 	for (size_t i = 0; i < qs->q.n; i++)
 		if (qs->q.p[i].c == c)
 			qs->q.p[i].c = NULL;
+	query__verdict_forget_conn(qs, c);
 }
 
 /* Queues *p (taken over: its request and body) for the next group
@@ -794,6 +795,9 @@ static void vstats_add(struct query_vstats *to, const struct query_vstats *d)
 	to->repeats += d->repeats;
 	to->forwarded += d->forwarded;
 	to->fallbacks += d->fallbacks;
+	to->pipelined += d->pipelined;
+	to->early += d->early;
+	to->chain_failed += d->chain_failed;
 }
 
 static void on_vlinger(uv_timer_t *t)
@@ -801,7 +805,7 @@ static void on_vlinger(uv_timer_t *t)
 	struct query_server *qs = t->data;
 
 	qs->vlingering = false;
-	if (qs->q.n > 0 && qs->vjob == NULL)
+	if (qs->q.n > 0)
 		query__verdict_batch_run(qs);
 }
 
@@ -814,6 +818,69 @@ static void vlinger_begin(struct query_server *qs, size_t answered)
 	qs->vwant = answered;
 	qs->vlingering = true;
 	uv_timer_start(&qs->vlinger, on_vlinger, VLINGER_MS, 0);
+}
+
+/* The groups a member may have in flight now: 1, or more on the
+ * sequencer (its pipeline, DESIGN 11). */
+static size_t vjobs_max(struct query_server *qs)
+{
+	const struct query_member *m = qs->o.member;
+	size_t k = m->inflight != NULL ? m->inflight(m->ctx) : 1;
+
+	return k == 0 ? 1 : k > QUERY_VJOBS_MAX ? QUERY_VJOBS_MAX : k;
+}
+
+/* A request of a group in flight went away: answered to no one. */
+void query__verdict_forget_conn(struct query_server *qs, struct conn *c)
+{
+	for (size_t k = 0; k < qs->n_vjobs; k++)
+		for (size_t i = 0; i < qs->vjobs[k]->q.n; i++)
+			if (qs->vjobs[k]->q.p[i].c == c)
+				qs->vjobs[k]->q.p[i].c = NULL;
+}
+
+/* Whether a group in flight holds key (DESIGN 11 rule 3 across the
+ * pipeline: two groups in flight never judge one review). */
+static bool key_in_flight(const struct query_server *qs,
+			  const struct verdict_key *key)
+{
+	for (size_t k = 0; k < qs->n_vjobs; k++) {
+		const struct pending_q *q = &qs->vjobs[k]->q;
+
+		for (size_t i = 0; i < q->n; i++) {
+			struct verdict_key o;
+
+			verdict_request_key(&q->p[i].vr, &o);
+			if (verdict_key_equal(&o, key))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Moves the requests of q whose key a group in flight holds back to the
+ * server's queue, in order: they go in a later group. */
+static void defer_held(struct query_server *qs, struct pending_q *q)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < q->n; i++) {
+		struct verdict_key key;
+
+		verdict_request_key(&q->p[i].vr, &key);
+		if (key.kind != VERDICT_KEY_NONE && key_in_flight(qs, &key)) {
+			if (qs->q.n == qs->q.cap) {
+				qs->q.cap = qs->q.cap ? 2 * qs->q.cap : 64;
+				qs->q.p = lg_xrealloc(qs->q.p,
+						      qs->q.cap *
+							      sizeof(*qs->q.p));
+			}
+			qs->q.p[qs->q.n++] = q->p[i];
+		} else {
+			q->p[keep++] = q->p[i];
+		}
+	}
+	q->n = keep;
 }
 
 static void vjob_done(uv_work_t *w, int status)
@@ -829,6 +896,11 @@ static void vjob_done(uv_work_t *w, int status)
 	qs->m.batches += j->st.txns;
 	for (size_t i = 0; i < j->q.n; i++)
 		answered += j->q.p[i].c != NULL;
+	for (size_t k = 0; k < qs->n_vjobs; k++)
+		if (qs->vjobs[k] == j) {
+			qs->vjobs[k] = qs->vjobs[--qs->n_vjobs];
+			break;
+		}
 	answer_all(qs, b, &j->q);
 	batch_release(b);
 	pending_q_clear(&j->q);
@@ -842,7 +914,6 @@ static void vjob_done(uv_work_t *w, int status)
 	free(j->it);
 	free(j->of);
 	free(j);
-	qs->vjob = NULL;
 	(void)status;
 	/* What queued meanwhile is the next group, once the linger ends. */
 	vlinger_begin(qs, answered);
@@ -850,12 +921,32 @@ static void vjob_done(uv_work_t *w, int status)
 		query__verdict_batch_run(qs);
 }
 
+/* The most requests a group in flight holds (0: none in flight). */
+static size_t vjobs_fullest(const struct query_server *qs)
+{
+	size_t most = 0;
+
+	for (size_t k = 0; k < qs->n_vjobs; k++)
+		if (qs->vjobs[k]->q.n > most)
+			most = qs->vjobs[k]->q.n;
+	return most;
+}
+
 static void member_batch_run(struct query_server *qs)
 {
 	struct vjob *j;
 
-	if (qs->vjob != NULL || (qs->vlingering && !qs->stopping))
+	if (qs->n_vjobs >= vjobs_max(qs) ||
+	    (qs->vlingering && !qs->stopping))
 		return; /* the queue keeps filling: the next group */
+	/* The sequencer's pipeline opens another group beside one in flight
+	 * only once as many requests wait as the fullest of them holds: a
+	 * txn costs a round trip through etcd and its CPU, and a trickle
+	 * sent one txn each beside a full group makes fewer verdicts per
+	 * second where the CPU is what bounds (measured: `make bench`,
+	 * DESIGN 10). Below that, they wait for the group ahead. */
+	if (qs->n_vjobs > 0 && !qs->stopping && qs->q.n < vjobs_fullest(qs))
+		return;
 	if (qs->vlingering) {
 		uv_timer_stop(&qs->vlinger);
 		qs->vlingering = false;
@@ -866,9 +957,18 @@ static void member_batch_run(struct query_server *qs)
 	j->q = qs->q;
 	qs->q = (struct pending_q){.p = j->q.spare, .cap = j->q.spare_cap};
 	j->q.spare = NULL;
+	/* Rule 3 across the pipeline: a key in flight waits for its group. */
+	defer_held(qs, &j->q);
+	if (j->q.n == 0 && qs->n_vjobs > 0) {
+		free(j->q.p);
+		free(j);
+		return; /* each waits for a group in flight: its vjob_done */
+	}
 	batch_init(&j->b, j->q.n);
 	j->n_it = group_items(qs, &j->q, &j->b, &j->it, &j->of);
-	qs->vjob = j;
+	qs->vjobs[qs->n_vjobs++] = j;
+	if (qs->n_vjobs > qs->vjobs_peak)
+		qs->vjobs_peak = qs->n_vjobs;
 	LG_ASSERT(uv_queue_work(&qs->loop, &j->work, vjob_work, vjob_done) ==
 		  0);
 }
@@ -878,7 +978,7 @@ void query__verdict_member_tick(struct query_server *qs)
 	const struct query_member *m = qs->o.member;
 
 	if (m != NULL && m->verdicts != NULL && m->pending != NULL &&
-	    qs->vjob == NULL && qs->q.n == 0 && !qs->stopping &&
+	    qs->n_vjobs == 0 && qs->q.n == 0 && !qs->stopping &&
 	    m->pending(m->ctx))
 		member_batch_run(qs);
 }

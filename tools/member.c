@@ -16,7 +16,8 @@ static const char member_usage[] =
 	"usage: gpuledger member --db DIR --etcd URL[,URL...] --prefix "
 	"P --name NAME\n"
 	"         [--lease-ttl SECONDS] [--verdict-timeout-ms MS] "
-	"[--checkpoint-every N]\n"
+	"[--pipeline K]\n"
+	"         [--checkpoint-every N]\n"
 	"         [--etcd-cacert F --etcd-cert F --etcd-key F] "
 	"[--etcd-timeout-ms MS]\n"
 	"         [--listen HOST:PORT] [--token-file FILE] [--rates "
@@ -75,6 +76,7 @@ struct member_args {
 	struct cluster_member_opts o;
 	struct server_limits lim;
 	const char *classes, *peer_token_file, *sign_key, *holds;
+	uint64_t pipeline; /* --pipeline as read (UINT64_MAX: not given) */
 };
 
 /* What the member borrows while it runs, made from those files; released
@@ -100,6 +102,11 @@ struct member_held {
 	 "bound of judging and recording a verdict batch (default " \
 	 "7000, 70% of the webhook's 10 s; DESIGN 11 rule 2): what is " \
 	 "unknown there is answered 503"}, \
+	{"--pipeline", OPT_U64, &(a)->pipeline, "K", \
+	 "verdict txns the sequencer keeps in flight at once, each " \
+	 "chained on the P/head value of the one before (1 to 16, " \
+	 "default 3; 1: one at a time; DESIGN 11): a door or a member " \
+	 "without --watch has one"}, \
 	{"--checkpoint-every", OPT_U64, &(a)->o.checkpoint_every, "N", \
 	 "a checkpoint every N seqs (default 1000000), never on a " \
 	 "timer: every member writes the same ones (DESIGN 11 rule " \
@@ -177,6 +184,12 @@ static int member_check(const struct member_args *a)
 	if (o->verdict_timeout_ms != 0 &&
 	    (o->verdict_timeout_ms < 100 || o->verdict_timeout_ms > 600000)) {
 		tool_error("member: --verdict-timeout-ms is 100 to 600000");
+		return EXIT_USAGE;
+	}
+	if (a->pipeline != UINT64_MAX &&
+	    (a->pipeline == 0 || a->pipeline > CLUSTER_PIPELINE_MAX)) {
+		tool_error("member: --pipeline is 1 to %d",
+			   CLUSTER_PIPELINE_MAX);
 		return EXIT_USAGE;
 	}
 	if (o->lease_ttl_s < 2 || o->lease_ttl_s > 3600) {
@@ -289,6 +302,7 @@ static int member_run(const struct cluster_member_opts *o)
 int cmd_member(int argc, char **argv)
 {
 	struct member_args a = {
+		.pipeline = UINT64_MAX,
 		.o = {.lease_ttl_s = 5,
 		      .tick_s = 60,
 		      .rt = {CLUSTER_KEEP_DEFAULT, CLUSTER_KEEP_BYTES_DEFAULT,
@@ -317,6 +331,8 @@ int cmd_member(int argc, char **argv)
 	    (status = tool_server_opts("member", &a.lim, &a.o.q)) != 0 ||
 	    (status = member_prepare(&a, &held)) != 0)
 		return status;
+	a.o.pipeline = a.pipeline == UINT64_MAX ? CLUSTER_PIPELINE_DEFAULT
+						: (unsigned)a.pipeline;
 	a.o.q.handle_signals = true;
 	status = member_run(&a.o);
 	member_release(&held);

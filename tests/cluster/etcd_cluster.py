@@ -17,7 +17,7 @@ small TCP proxy in front of each member that a test steers at run time.
     etcd_cluster.py ctl DIR COMMAND...
         Sends a command over DIR/ctl.sock and prints the answer:
           mode PROXY forward|drop-answer [MATCH]|reset|reset-early|
-                     blackhole|delay MS
+                     blackhole|delay MS|delay-once MS [MATCH]
           stats PROXY            counters as JSON
           proxy NAME PORT        a new proxy NAME in front of 127.0.0.1:PORT
                                  (a member's, say); prints its port
@@ -38,6 +38,13 @@ too):
                nothing goes upstream;
   blackhole    what the client sends is read and dropped, nothing answers;
   delay MS     every chunk, both ways, waits MS milliseconds first.
+  delay-once MS [MATCH]
+               the next request (whose bytes hold MATCH, say "/v3/kv/txn"
+               or the base64 of a key only some txns name) waits MS
+               milliseconds before it goes upstream, on its connection
+               alone; then the proxy forwards (its mode is "forward"
+               again): requests on other connections overtake it, so that
+               txns reach etcd out of order.
 
 Standard library only.
 """
@@ -54,7 +61,7 @@ import time
 
 PR_SET_PDEATHSIG = 1
 MODES = ("forward", "drop-answer", "reset", "reset-early", "blackhole",
-         "delay")
+         "delay", "delay-once")
 
 
 def die_with_parent():
@@ -80,8 +87,10 @@ class Proxy:
         self.upstream = ("127.0.0.1", upstream_port)
         self.mode, self.delay_ms = "forward", 0
         self.match = None  # drop-answer's MATCH (bytes), or None
+        self.once = None  # delay-once's (MS, MATCH or None), or None
         self.stats = {"connections": 0, "up_bytes": 0, "down_bytes": 0,
-                      "dropped": 0, "reset": 0, "blackholed": 0}
+                      "dropped": 0, "reset": 0, "blackholed": 0,
+                      "delayed_once": 0}
         self.conns = set()
         self.port = None
 
@@ -121,6 +130,15 @@ class Proxy:
                         req.clear()
                     if len(req) < 1 << 20:
                         req.extend(data)
+                    # The request's bytes so far (its head and body may
+                    # come in chunks of their own) hold MATCH: this chunk
+                    # and what follows on this connection wait.
+                    once = self.once
+                    if once is not None and (once[1] is None or
+                                             once[1] in req):
+                        self.once = None
+                        self.stats["delayed_once"] += 1
+                        await asyncio.sleep(once[0] / 1000)
                     if self.mode == "reset-early":
                         self.stats["reset"] += 1
                         self.rst(cwriter)
@@ -244,11 +262,17 @@ async def control(cluster, reader, writer):
             if line[2] == "delay" and len(line) == 4 and line[3].isdigit():
                 p.mode, p.delay_ms = "delay", int(line[3])
                 answer = "ok"
+            elif line[2] == "delay-once" and len(line) in (4, 5) and \
+                    line[3].isdigit():
+                p.mode, p.match = "forward", None
+                p.once = (int(line[3]),
+                          line[4].encode() if len(line) == 5 else None)
+                answer = "ok"
             elif line[2] == "drop-answer" and len(line) == 4:
                 p.mode, p.match = "drop-answer", line[3].encode()
                 answer = "ok"
             elif line[2] in MODES and line[2] != "delay" and len(line) == 3:
-                p.mode, p.match = line[2], None
+                p.mode, p.match, p.once = line[2], None, None
                 answer = "ok"
             else:
                 answer = "error: modes are " + ", ".join(MODES)
