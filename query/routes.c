@@ -13,7 +13,9 @@
  *   POST /v1/peer/verdicts            x   (and peer: a member's door,
  *                                    forwarding to the sequencer)
  *   GET  /v1/verdicts/{id}, /v1/verdicts  x          x
- *   GET  /v1/state, /v1/events        x              x
+ *   GET  /v1/state                    x              x
+ *   GET  /v1/events                   x              x     (and peer: a
+ *                                    member joining from another, --peer)
  *   GET  /v1/export                   x              x      its subtree only
  *   GET  /v1/reconcile                x              x      its subtree only
  *   GET  /v1/classes, .../capacity    x              x
@@ -89,8 +91,8 @@ const struct route query__routes[R_MAX] = {
 	      READERS, TS_DENY, "v1", "verdicts"),
 	ROUTE(R_STATE, HTTP_GET, "/v1/state", query__handle_state, READERS,
 	      TS_DENY, "v1", "state"),
-	ROUTE(R_EVENTS, HTTP_GET, "/v1/events", query__handle_events, READERS,
-	      TS_DENY, "v1", "events"),
+	ROUTE(R_EVENTS, HTTP_GET, "/v1/events", query__handle_events,
+	      READERS | ROLE_BIT(ROLE_PEER), TS_DENY, "v1", "events"),
 	ROUTE(R_EXPORT, HTTP_GET, "/v1/export", query__handle_export, READERS,
 	      TS_FILTER, "v1", "export"),
 	ROUTE(R_RECONCILE, HTTP_GET, "/v1/reconcile", query__handle_reconcile,

@@ -31,6 +31,7 @@ design, not only for shape:
     certificate in the Secret the members mount, no auto-compaction (the
     leader compacts, rule 11).
 """
+import json
 import os
 import re
 import subprocess
@@ -49,7 +50,7 @@ MEMBER_NEEDS = ["--db", "--etcd", "--prefix", "--name", "--listen",
                 "--lease-ttl", "--etcd-cacert", "--etcd-cert", "--etcd-key",
                 "--tls-cert", "--tls-key", "--token-file", "--probe-listen",
                 "--peer", "--peer-cacert", "--peer-cert", "--peer-key",
-                "--sign-key"]
+                "--advertise-url", "--sign-key"]
 # Names that would be the Kubernetes API server's own etcd.
 APISERVER_ETCD = re.compile(r"(^|\.)kube-system(\.|$)|^(localhost|127\.|"
                             r"\[::1\])|^etcd(-[a-z0-9-]+)?$")
@@ -257,6 +258,18 @@ def check_member(c, s, binary, admission):
         sec, ro, why = secret_of(f)
         c.check(f"cluster: {f} comes from the peer client certificate's "
                 "Secret", sec == "gpuledger-peer-client" and ro, why)
+    # Doors forward to the sequencer at its --advertise-url: the pod's
+    # stable name under the headless Service, on the https port.
+    c.check("cluster: --advertise-url is the pod's name under the headless "
+            "Service gpuledger-members, on its https port",
+            flag(args, "--advertise-url") ==
+            "https://$(POD_NAME).gpuledger-members.gpuledger.svc:8443",
+            str(flag(args, "--advertise-url")))
+    # A member leaves the endpoints before SIGTERM closes its listener.
+    c.check("cluster: a preStop hook keeps the member answering while the "
+            "Services drop it", get(ct, "lifecycle", "preStop", "exec",
+                                   "command") == ["sleep", "5"],
+            str(ct.get("lifecycle")))
     # Rule 10: one signer key for every member, from the operator's
     # Secret, read-only.
     sec, ro, why = secret_of("--sign-key")
@@ -482,20 +495,38 @@ def run(c, root, binary, base_docs, admission_docs):
               "ClusterRoleBinding", "Role", "RoleBinding", "Issuer",
               "Certificate", "PriorityClass",
               "PrometheusRule", "ConfigMap")
-    # (Certificates: the base's and the members' peer client certificate.)
+    # (Certificates: the base's, the serving one with the members' names
+    # added, and the members' peer client certificate.)
     peer = objs(docs, "Certificate", "gpuledger-peer-client")
+    members_san = "*.gpuledger-members.gpuledger.svc"
+
+    def base_like(d):
+        if get(d, "metadata", "name") != "gpuledger-serving":
+            return d
+        d = json.loads(json.dumps(d))
+        names = get(d, "spec", "dnsNames", default=[])
+        d["spec"]["dnsNames"] = [n for n in names if n != members_san]
+        return d
     for kind in shared:
-        mine = [d for d in objs(docs, kind) if d not in peer]
+        mine = [base_like(d) for d in objs(docs, kind) if d not in peer]
         c.check(f"cluster: its {kind} objects are the base's" +
-                (" (and the peer client certificate)"
+                (" (and the peer client certificate, and the members' "
+                 "names on the serving one)"
                  if kind == "Certificate" else ""),
                 mine == objs(base_docs, kind) and mine)
-    # The join (member --peer) authenticates as the read replicas do: a
-    # client certificate whose name the tokens file maps to auditor.
+    serving = objs(docs, "Certificate", "gpuledger-serving")
+    names = get(serving[0] if serving else {}, "spec", "dnsNames",
+                default=[])
+    c.check("cluster: the serving certificate carries each member's name "
+            "under the headless Service (its --advertise-url), after the "
+            "webhook's", members_san in names and
+            names[0] == "gpuledger.gpuledger.svc", str(names))
+    # The doors' forwards and the join (member --peer) authenticate with a
+    # client certificate whose name the tokens file maps to peer.
     pc = peer[0] if peer else {}
     c.check("cluster: the peer client certificate is a client auth "
-            "certificate of the base's CA, named gpuledger-replica",
-            get(pc, "spec", "commonName") == "gpuledger-replica" and
+            "certificate of the base's CA, named gpuledger-peer",
+            get(pc, "spec", "commonName") == "gpuledger-peer" and
             "client auth" in (get(pc, "spec", "usages") or []) and
             get(pc, "spec", "issuerRef", "name") == "gpuledger-ca",
             str(get(pc, "spec")))
