@@ -13,9 +13,11 @@ Usage
 -----
   fake_apiserver.py --scenario FILE [--cert F --key F | --plain]
                     [--client-ca F [--require-client-cert]] [--token T]
-                    [--seed N] [--port-file F] [--port N] [--control-port N]
+                    [--seed N] [--port-file F] [--host ADDR] [--port N]
+                    [--control-port N]
 
-It binds 127.0.0.1 only, on ephemeral ports unless --port/--control-port are
+It binds 127.0.0.1 only (the API on --host ADDR when given: a pod network's
+address, tests/deploy/kube_cluster.py), on ephemeral ports unless --port/--control-port are
 given, prints "listening https://127.0.0.1:PORT control http://127.0.0.1:CPORT"
 on stdout and writes the same as shell assignments to --port-file:
     port=PORT
@@ -1658,6 +1660,8 @@ def parse_args(argv):
     p.add_argument("--require-client-cert", action="store_true")
     p.add_argument("--token", help="required bearer token")
     p.add_argument("--seed", type=int, help="random seed")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="the address of the API (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--control-port", type=int, default=0)
     p.add_argument("--port-file", help="write port=, control_port=, url=")
@@ -1701,7 +1705,7 @@ def main(argv):
     except (OSError, ValueError, ApiError, ssl.SSLError) as e:
         print(f"fake_apiserver: {e}", file=sys.stderr)
         return 2
-    api = ApiServer(("127.0.0.1", args.port), ApiHandler, app, ctx)
+    api = ApiServer((args.host, args.port), ApiHandler, app, ctx)
     ctl = ApiServer(("127.0.0.1", args.control_port), ControlHandler, app)
     port, cport = api.server_address[1], ctl.server_address[1]
     app.address = f"127.0.0.1:{port}"

@@ -46,6 +46,7 @@ Prints "ok:"/"FAIL:" lines and "checks: N passed, N failed".
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -151,12 +152,25 @@ def leaf(pid):
 
 
 class Pod:
-    def __init__(self, docs, binary, root, tmp, c):
+    """A pod: the Deployment's of deploy/ by default. With `net` (a cluster
+    of pods, tests/deploy/kube_cluster.py), the pod of `net`'s spec instead:
+    its name, its network namespace (a path made by the caller, on a
+    bridge), a hosts file for the Services' names (the kubelet's managed
+    /etc/hosts), the Secrets' files (a function of a name), the API
+    server's address, and its claims (volumeClaimTemplates: directories
+    that outlive the pod)."""
+
+    def __init__(self, docs, binary, root, tmp, c, net=None):
         self.c = c
         self.tmp = tmp
-        dep = [d for d in docs if d.get("kind") == "Deployment" and
-               get(d, "metadata", "name") == "gpuledger"][0]
-        self.spec = get(dep, "spec", "template", "spec", default={})
+        self.net = net
+        if net is None:
+            dep = [d for d in docs if d.get("kind") == "Deployment" and
+                   get(d, "metadata", "name") == "gpuledger"][0]
+            self.spec = get(dep, "spec", "template", "spec", default={})
+        else:
+            self.spec = net["spec"]
+        self.name = net["name"] if net else "gpuledger-pod"
         sc = self.spec.get("securityContext") or {}
         self.uid = sc.get("runAsUser", 0)
         self.gid = sc.get("runAsGroup", 0)
@@ -177,13 +191,14 @@ class Pod:
         self.pause = None
         self.apiserver = None
         self.pki = os.path.join(tmp, "pki")
-        pairs = [("rendered", d) for d in docs]
-        serving = certificate(pairs, "gpuledger-serving")
-        client = certificate(pairs, "gpuledger-apiserver-client")
-        self.dns = get(serving, "spec", "dnsNames", default=[])
-        self.client_cn = get(client, "spec", "commonName",
-                             default="gpuledger-apiserver")
-        make_pki(self.pki, self.dns, [self.client_cn])
+        if net is None:
+            pairs = [("rendered", d) for d in docs]
+            serving = certificate(pairs, "gpuledger-serving")
+            client = certificate(pairs, "gpuledger-apiserver-client")
+            self.dns = get(serving, "spec", "dnsNames", default=[])
+            self.client_cn = get(client, "spec", "commonName",
+                                 default="gpuledger-apiserver")
+            make_pki(self.pki, self.dns, [self.client_cn])
         self.volumes = {}
         self.make_volumes()
 
@@ -194,6 +209,8 @@ class Pod:
 
     def secret_files(self, name):
         """What a cluster's secret (or configMap) holds here."""
+        if self.net is not None:
+            return self.net["secrets"](name)
         if name == "gpuledger-tokens":
             return {"tokens": f"{ADMIN} admin\n"
                               f"cert:{self.client_cn} admission\n"}
@@ -232,10 +249,16 @@ class Pod:
             for it in get(src, "downwardAPI", "items", default=[]):
                 if get(it, "fieldRef", "fieldPath") == "metadata.namespace":
                     files[it["path"]] = "gpuledger"
+                if get(it, "fieldRef", "fieldPath") == "metadata.name":
+                    files[it["path"]] = self.name
         self.write_files(d, files,
                          get(vol, "projected", "defaultMode", default=0o644))
 
     def make_volumes(self):
+        # The claims of volumeClaimTemplates: the caller's directories,
+        # kept across the pod's incarnations.
+        for n, d in (self.net or {}).get("claims", {}).items():
+            self.volumes[n] = d
         for vol in self.spec.get("volumes") or []:
             n = vol["name"]
             d = os.path.join(self.tmp, "volumes", n)
@@ -269,6 +292,8 @@ class Pod:
               for m in ct.get("volumeMounts") or []]
         if self.automount and not any(m[1] == SA_DIR for m in ms):
             ms.append((self.volumes["kube-api-access"], SA_DIR, "ro"))
+        if self.net is not None and self.net.get("hosts"):
+            ms.append((self.net["hosts"], "/etc/hosts", "ro"))
         # The image's directory of the binary holds only it (as in
         # debian-slim's /usr/local/bin).
         img = os.path.join(self.tmp, "image")
@@ -281,7 +306,16 @@ class Pod:
 
     # -- the sandbox and the containers -----------------------------------
     def start_sandbox(self):
-        args = ["unshare", "--net", "--fork", "--kill-child"]
+        if self.net is not None:
+            # The caller made the network namespace; a PID namespace of
+            # the pod's own only when it shares one.
+            if not self.shared_pid:
+                self.pause_pid = None
+                return
+            args = ["nsenter", f"--net={self.net['netns']}", "unshare",
+                    "--fork", "--kill-child"]
+        else:
+            args = ["unshare", "--net", "--fork", "--kill-child"]
         if self.shared_pid:
             args += ["--pid", "--mount-proc"]
         self.pause = subprocess.Popen(
@@ -295,6 +329,8 @@ class Pod:
         raise RuntimeError("the pod sandbox did not start")
 
     def enter(self, pid_ns=True):
+        if self.net is not None and not self.shared_pid:
+            return ["nsenter", f"--net={self.net['netns']}"]
         a = ["nsenter", "-t", str(self.pause_pid), "--net"]
         if pid_ns and self.shared_pid:
             a.append("--pid")
@@ -330,12 +366,18 @@ class Pod:
         with open(mf, "w") as f:
             for src, dst, mode in self.mounts(ct):
                 f.write(f"{src} {dst} {mode}\n")
-        env = {"PATH": IMAGE_PATH, "HOSTNAME": "gpuledger-pod", "HOME": "/",
-               "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        env = {"PATH": IMAGE_PATH, "HOSTNAME": self.name, "HOME": "/",
+               "KUBERNETES_SERVICE_HOST":
+                   (self.net or {}).get("api_host", "127.0.0.1"),
                "KUBERNETES_SERVICE_PORT": str(API_PORT)}
+        fields = {"metadata.name": self.name,
+                  "metadata.namespace": "gpuledger"}
         for e in ct.get("env") or []:
             if "value" in e:
                 env[e["name"]] = str(e["value"])
+            ref = get(e, "valueFrom", "fieldRef", "fieldPath")
+            if ref in fields:
+                env[e["name"]] = fields[ref]
         groups = [str(self.fs_group)] if self.fs_group is not None else []
         priv = ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={gid}"]
         priv += [f"--groups={','.join(groups)}"] if groups else \
@@ -344,7 +386,11 @@ class Pod:
             priv.append("--no-new-privs")
         if "ALL" in (get(csc, "capabilities", "drop", default=[]) or []):
             priv += ["--inh-caps=-all", "--bounding-set=-all"]
-        cmd = (ct.get("command") or []) + (ct.get("args") or [])
+        # The kubelet expands $(VAR) of the container's environment in its
+        # command and args.
+        cmd = [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                      lambda m: env.get(m.group(1), m.group(0)), a)
+               for a in (ct.get("command") or []) + (ct.get("args") or [])]
         inner = priv + ["--", "/usr/bin/env", "-i"] + \
             [f"{k}={v}" for k, v in env.items()] + cmd
         unshare = ["unshare", "--mount", "--propagation", "private"]
@@ -390,11 +436,53 @@ class Pod:
         body, _, code = p.stdout.rpartition("\n")
         return (int(code) if code.isdigit() else 0), body
 
-    def stop(self):
-        """Stops the pod as the kubelet does: SIGTERM to each container's
+    def pre_stop(self):
+        """Each container's preStop exec hook, run inside the container
+        (its mount, PID and network namespaces, as its user), all at once;
+        waits for them (the kubelet's grace period bounds them)."""
+        hooks = []
+        for ct in self.spec.get("containers") or []:
+            cmd = get(ct, "lifecycle", "preStop", "exec", "command")
+            p = self.procs.get(ct["name"])
+            if not cmd or p is None or p.poll() is not None:
+                continue
+            csc = ct.get("securityContext") or {}
+            hooks.append(subprocess.Popen(
+                ["nsenter", "-t", str(self.host_pid(ct["name"])), "--mount",
+                 "--pid", "--net", "--root", "--wd=/", "--",
+                 "/usr/bin/setpriv",
+                 f"--reuid={csc.get('runAsUser', self.uid)}",
+                 f"--regid={csc.get('runAsGroup', self.gid)}",
+                 "--clear-groups", "--"] + cmd,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for h in hooks:
+            h.wait()
+
+    def kill(self):
+        """The node is lost: every process of the pod ends at once (SIGKILL,
+        no preStop, no SIGTERM); the caller tears its network down."""
+        own = [self.host_pid(n) for n, p in self.procs.items()
+               if p.poll() is None]
+        for pid in own:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for p in self.procs.values():
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def stop(self, grace=15, hooks=True):
+        """Stops the pod as the kubelet does: its preStop hooks, then
+        SIGTERM to each container's
         own process (not the nsenter/unshare wrappers: without a shared PID
         namespace the command is PID 1 of its own and would outlive them),
         SIGKILL after the grace period. Returns the PIDs still alive."""
+        if hooks:
+            self.pre_stop()
         own = {n: self.host_pid(n) for n, p in self.procs.items()
                if p.poll() is None}
         for pid in own.values():
@@ -404,7 +492,7 @@ class Pod:
                 pass
         for p in self.procs.values():
             try:
-                p.wait(15)
+                p.wait(grace)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()

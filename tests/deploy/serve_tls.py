@@ -64,9 +64,11 @@ def openssl(*args):
     subprocess.run(["openssl", *args], check=True, capture_output=True)
 
 
-def make_pki(d, dns_names, client_cns):
-    """ca.crt/key; server.crt/key for dns_names and 127.0.0.1; a client
-    certificate <cn>.crt/key per client CN; stranger.crt of another CA."""
+def make_pki(d, dns_names, client_cns, ips=("127.0.0.1",),
+             server_usage="serverAuth"):
+    """ca.crt/key; server.crt/key for dns_names and ips (extended key usage
+    server_usage); a client certificate <cn>.crt/key per client CN;
+    stranger.crt of another CA."""
     os.makedirs(d, exist_ok=True)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
           "-nodes"]
@@ -89,9 +91,10 @@ def make_pki(d, dns_names, client_cns):
 
     ca("ca")
     ca("otherca")
-    san = ",".join([f"DNS:{n}" for n in dns_names] + ["IP:127.0.0.1"])
+    san = ",".join([f"DNS:{n}" for n in dns_names] +
+                   [f"IP:{a}" for a in ips])
     leaf("server", dns_names[0] if dns_names else "127.0.0.1", "ca",
-         f"subjectAltName={san}\nextendedKeyUsage=serverAuth")
+         f"subjectAltName={san}\nextendedKeyUsage={server_usage}")
     for cn in client_cns:
         leaf(cn, cn, "ca", "extendedKeyUsage=clientAuth")
     leaf("stranger", "stranger", "otherca", "extendedKeyUsage=clientAuth")
