@@ -89,6 +89,22 @@ NS = "gpuledger"
 ADMIN = "t0k3n-of-the-cluster-test-admin"
 AUDITOR = "gpuledger-prometheus"  # the base's ServiceMonitor's client
 PROBE_EVERY = 1.0  # the Service's re-read of readiness
+MARK = "<!-- cluster:"
+
+
+def doc_blocks(page):
+    """The ```sh blocks of docs/operations.md that follow a MARK line."""
+    out, lines = [], open(page, encoding="utf-8").read().split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(MARK):
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```sh"):
+                j += 1
+            k = j + 1
+            while k < len(lines) and not lines[k].startswith("```"):
+                k += 1
+            out.append("\n".join(lines[j + 1:k]) + "\n")
+    return out
 
 
 def render(root, sub):
@@ -180,58 +196,52 @@ class World:
         self.hosts = os.path.join(tmp, "hosts")
 
     # -- Secrets ----------------------------------------------------------
-    def make_secrets(self, etcd_docs):
-        cert = lambda docs, n: one(docs, "Certificate", n)  # noqa: E731
-        serving = cert(self.docs, "gpuledger-serving")
+    def make_pki(self):
+        """cert-manager's part of deploy/common/ and deploy/cluster/: the
+        webhook's CA, the serving certificate for its names (the API
+        server's address too: the stand-in API server uses it), the API
+        server's, the members' peer and Prometheus's client certificates;
+        kube-root-ca.crt."""
+        cert = lambda n: one(self.docs, "Certificate", n)  # noqa: E731
+        serving = cert("gpuledger-serving")
         self.serving_dns = get(serving, "spec", "dnsNames", default=[])
-        self.api_cn = get(cert(self.docs, "gpuledger-apiserver-client"),
-                          "spec", "commonName", default="gpuledger-apiserver")
-        self.peer_cn = get(cert(self.docs, "gpuledger-peer-client"), "spec",
+        self.api_cn = get(cert("gpuledger-apiserver-client"), "spec",
+                          "commonName", default="gpuledger-apiserver")
+        self.peer_cn = get(cert("gpuledger-peer-client"), "spec",
                            "commonName", default="gpuledger-peer")
         # The auditor reads /metrics and /v1/checkpoint as Prometheus does.
         make_pki(self.pki, self.serving_dns,
                  [self.api_cn, self.peer_cn, AUDITOR],
                  ips=("127.0.0.1", self.net.gw))
-        etls = cert(etcd_docs, "gpuledger-etcd-tls")
-        ecl = cert(etcd_docs, "gpuledger-etcd-client")
+        rd = lambda n: open(os.path.join(self.pki, n)).read()  # noqa: E731
+        self.secrets.update({
+            "gpuledger-serving-tls": {"tls.crt": rd("server.crt"),
+                                      "tls.key": rd("server.key"),
+                                      "ca.crt": rd("ca.crt")},
+            "gpuledger-peer-client": {"tls.crt": rd(f"{self.peer_cn}.crt"),
+                                      "tls.key": rd(f"{self.peer_cn}.key"),
+                                      "ca.crt": rd("ca.crt")},
+            "kube-root-ca.crt": {"ca.crt": rd("ca.crt")}})
+
+    def make_etcd_pki(self, etcd_docs):
+        """cert-manager's part of etcd-example/: etcd's own CA, etcd's
+        serving and peer certificate (both usages), the members' etcd
+        client certificate."""
+        etls = one(etcd_docs, "Certificate", "gpuledger-etcd-tls")
+        ecl = one(etcd_docs, "Certificate", "gpuledger-etcd-client")
         ecn = get(ecl, "spec", "commonName", default="gpuledger-member")
         make_pki(self.etcd_pki, get(etls, "spec", "dnsNames", default=[]),
                  [ecn], ips=get(etls, "spec", "ipAddresses",
                                 default=["127.0.0.1"]),
                  server_usage="serverAuth,clientAuth")
-        keys = os.path.join(self.tmp, "keys")
-        sh(self.args.bin, "keygen", "--name", "gpuledger.test/cluster",
-           "--out", keys)
-        self.sign_pub = glob.glob(f"{keys}/*.pub")[0]
-        rd = lambda *p: open(os.path.join(*p)).read()  # noqa: E731
-        # The tokens file as docs/operations.md has the operator write it.
-        self.secrets = {
-            "gpuledger-tokens": {"tokens": (
-                f"{ADMIN} admin\n"
-                f"cert:{self.api_cn} admission\n"
-                f"cert:{AUDITOR} auditor\n"
-                "cert:gpuledger-replica auditor\n"
-                f"cert:{self.peer_cn} peer\n")},
-            "gpuledger-serving-tls": {
-                "tls.crt": rd(self.pki, "server.crt"),
-                "tls.key": rd(self.pki, "server.key"),
-                "ca.crt": rd(self.pki, "ca.crt")},
-            "gpuledger-peer-client": {
-                "tls.crt": rd(self.pki, f"{self.peer_cn}.crt"),
-                "tls.key": rd(self.pki, f"{self.peer_cn}.key"),
-                "ca.crt": rd(self.pki, "ca.crt")},
-            "gpuledger-etcd-tls": {
-                "tls.crt": rd(self.etcd_pki, "server.crt"),
-                "tls.key": rd(self.etcd_pki, "server.key"),
-                "ca.crt": rd(self.etcd_pki, "ca.crt")},
-            "gpuledger-etcd-client": {
-                "tls.crt": rd(self.etcd_pki, f"{ecn}.crt"),
-                "tls.key": rd(self.etcd_pki, f"{ecn}.key"),
-                "ca.crt": rd(self.etcd_pki, "ca.crt")},
-            "gpuledger-sign-key": {
-                "signer.key": rd(glob.glob(f"{keys}/*.key")[0])},
-            "kube-root-ca.crt": {"ca.crt": rd(self.pki, "ca.crt")},
-        }
+        rd = lambda n: open(os.path.join(self.etcd_pki, n)).read()  # noqa
+        self.secrets.update({
+            "gpuledger-etcd-tls": {"tls.crt": rd("server.crt"),
+                                   "tls.key": rd("server.key"),
+                                   "ca.crt": rd("ca.crt")},
+            "gpuledger-etcd-client": {"tls.crt": rd(f"{ecn}.crt"),
+                                      "tls.key": rd(f"{ecn}.key"),
+                                      "ca.crt": rd("ca.crt")}})
         self.etcd_client = (f"{self.etcd_pki}/ca.crt",
                             f"{self.etcd_pki}/{ecn}.crt",
                             f"{self.etcd_pki}/{ecn}.key")
@@ -662,6 +672,9 @@ class Run:
 
     def scenario(self, w, spec, espec, jspec, replicas, min_ready,
                  min_avail, timeout, tmp):
+        """docs/operations.md's cluster blocks, run as written, each
+        kubectl call done here (kubectl()); then the node loss and the
+        ledgers."""
         c = self.c
         w.etcds = [f"gpuledger-etcd-{i}" for i in range(3)]
         w.members = [f"gpuledger-{i}" for i in range(replicas)]
@@ -669,66 +682,301 @@ class Run:
         names += [(m, "gpuledger-members", 10 + i)
                   for i, m in enumerate(w.members)]
         w.write_hosts(names)
-        w.make_secrets(render(self.args.root, "deploy/cluster/etcd-example"))
-        self.phase("the API server, etcd's pods")
+        # cert-manager's part: deploy/common/'s certificates.
+        w.make_pki()
         if not c.check("the stand-in API server starts on the pod network",
                        w.start_apiserver()):
             return
-        eclaims = [get(t, "metadata", "name") for t in
-                   self.etcd_claims]
+        self.spec, self.espec, self.jspec = spec, espec, jspec
+        self.replicas, self.min_ready = replicas, min_ready
+        self.min_avail, self.timeout, self.tmp = min_avail, timeout, tmp
+        self.mi = {m: 10 + i for i, m in enumerate(w.members)}
+        self.adm = None
+        self.rolled = False
+        blocks = doc_blocks(os.path.join(self.args.root, "docs",
+                                         "operations.md"))
+        if not c.check("docs/operations.md has the cluster's blocks "
+                       f"({MARK} ...)", len(blocks) >= 2):
+            return
+        try:
+            ok = True
+            for text in blocks:
+                ok = ok and self.run_block(text)
+            c.check("docs/operations.md's cluster blocks run to their end",
+                    ok)
+            c.check("... and they roll the members (rollout restart)",
+                    self.rolled)
+            if ok and self.adm is not None:
+                self.node_loss()
+        finally:
+            if self.adm is not None:
+                self.adm.stop()
+        if self.adm is not None and ok:
+            self.phase(f"{self.adm.count()} admissions sent; the ledgers")
+            self.ledgers(w, self.adm, tmp)
+
+    def run_block(self, text):
+        """The block under sh -eu in the scratch directory, kubectl a
+        function that asks this process over two pipes and returns what
+        it answers; gpuledger on the PATH."""
+        scratch = os.path.join(self.tmp, "operator")
+        os.makedirs(scratch, exist_ok=True)
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        if not os.path.exists(os.path.join(bindir, "gpuledger")):
+            os.symlink(self.args.bin, os.path.join(bindir, "gpuledger"))
+        req_r, req_w = os.pipe()
+        ack_r, ack_w = os.pipe()
+        prelude = (f'kubectl() {{ printf "%s\\n" "$#" >&{req_w}; '
+                   f'for a; do printf "%s\\n" "$a" >&{req_w}; done; '
+                   f'read -r st <&{ack_r}; return "$st"; }}\n')
+        env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"])
+        sh_p = subprocess.Popen(["sh", "-eu", "-c", prelude + text],
+                                cwd=scratch, env=env,
+                                pass_fds=(req_w, ack_r))
+        os.close(req_w)
+        os.close(ack_r)
+        reqs = os.fdopen(req_r)
+        acks = os.fdopen(ack_w, "w")
+        try:
+            while True:
+                n = reqs.readline()
+                if not n:
+                    break
+                argv = [reqs.readline().rstrip("\n")
+                        for _ in range(int(n))]
+                self.phase("kubectl " + " ".join(argv))
+                st = self.kubectl(argv, scratch)
+                acks.write(f"{0 if st else 1}\n")
+                acks.flush()
+        finally:
+            if sh_p.poll() is None and sys.exc_info()[0] is not None:
+                sh_p.kill()
+            rc = sh_p.wait()
+            reqs.close()
+            try:
+                acks.close()
+            except OSError:
+                pass
+        return self.c.check("a block of docs/operations.md's cluster "
+                            "section runs (sh -eu)", rc == 0,
+                            f"exit {rc}: {text[:200]}")
+
+    def kubectl(self, argv, scratch):
+        """What one kubectl call of the docs does here; True when it
+        succeeded."""
+        c, w = self.c, self.w
+        a = list(argv)
+        if a[:2] == ["-n", NS]:
+            a = a[2:]
+        timeouts = [x for x in a if x.startswith("--timeout=")]
+        a = [x for x in a if not x.startswith("--timeout=")]
+        if a[:2] == ["apply", "-f"]:
+            return os.path.exists(os.path.join(self.args.root, a[2]))
+        if a[:2] == ["apply", "-k"]:
+            d = a[2].rstrip("/")
+            if d == "deploy/cluster/etcd-example":
+                return self.apply_etcd()
+            if d == "deploy/cluster/init":
+                return self.apply_init()
+            if d == "deploy/cluster":
+                return self.apply_members()
+            if d == "deploy/admission":
+                return self.apply_admission()
+        if a[:3] == ["create", "secret", "generic"] and len(a) > 3:
+            files = {}
+            for x in a[4:]:
+                if not x.startswith("--from-file="):
+                    return False
+                k, _, path = x[len("--from-file="):].partition("=")
+                with open(os.path.join(scratch, path)) as f:
+                    files[k] = f.read()
+            w.secrets[a[3]] = files
+            return True
+        if a[:2] == ["rollout", "status"] and len(a) == 3:
+            if a[2] == "statefulset/gpuledger-etcd":
+                return self.etcd_ready()
+            if a[2] == "statefulset/gpuledger":
+                return self.members_ready()
+        if a == ["wait", "--for=condition=complete",
+                 "job/gpuledger-cluster-init"]:
+            return self.init_done()
+        if a == ["rollout", "restart", "statefulset/gpuledger"]:
+            return self.rolling_update()
+        c.check(f"kubectl {' '.join(argv)} is a call the test knows",
+                False, str(timeouts))
+        return False
+
+    def apply_etcd(self):
+        """etcd-example/: cert-manager's certificates (the Secrets
+        gpuledger-etcd-tls and gpuledger-etcd-client), then the pods."""
+        w = self.w
+        w.make_etcd_pki(render(self.args.root, "deploy/cluster/etcd-example"))
+        eclaims = [get(t, "metadata", "name") for t in self.etcd_claims]
         for i, e in enumerate(w.etcds):
-            w.start_pod(e, i, espec, eclaims)
+            w.start_pod(e, i, self.espec, eclaims)
+        return True
+
+    def etcd_ready(self):
+        w = self.w
         ok = self.wait(lambda: all(w.probe(e, 2381, "/health")
                                    for e in w.etcds), 60, 0.5)
-        if not c.check("etcd's 3 pods are ready (/health on the metrics "
-                       "port)", ok, " / ".join(
-                           w.pods[e].log("etcd")[-300:] for e in w.etcds)):
-            return
-        self.phase("cluster init (deploy/cluster/init's Job)")
-        init = w.start_pod("gpuledger-cluster-init", 30, jspec)
-        done = init is not None and self.wait(
-            lambda: not init.running("init"), 30)
-        rc = init.procs["init"].returncode if init else None
-        c.check("the init Job's pod completes (cluster init, exit 0)",
-                done and rc == 0, init.log("init")[-400:] if init else "")
-        if rc != 0:
-            return
+        return self.c.check(
+            "etcd's 3 pods are ready (/health on the metrics port)", ok,
+            " / ".join(w.pods[e].log("etcd")[-300:] for e in w.etcds))
+
+    def apply_init(self):
+        self.init = self.w.start_pod("gpuledger-cluster-init", 30,
+                                     self.jspec)
+        return self.init is not None
+
+    def init_done(self):
+        init, w = self.init, self.w
+        done = self.wait(lambda: not init.running("init"), 30)
+        rc = init.procs["init"].returncode
         w.net.remove("gpuledger-cluster-init")
         del w.pods["gpuledger-cluster-init"]
-        self.phase(f"{replicas} member pods (Parallel)")
-        mi = {m: 10 + i for i, m in enumerate(w.members)}
+        return self.c.check("the init Job's pod completes (cluster init, "
+                            "exit 0)", done and rc == 0,
+                            init.log("init")[-400:])
+
+    def apply_members(self):
+        w = self.w
         for m in w.members:
-            w.start_pod(m, mi[m], spec, self.claims)
-        ct = container_of(spec, "member")
+            w.start_pod(m, self.mi[m], self.spec, self.claims)
+        ct = container_of(self.spec, "member")
         rp = get(ct, "readinessProbe", "httpGet", default={})
+        self.ready_path = rp.get("path")
         w.start_services(w.members, self.probe_port, rp.get("path"),
                          self.https)
+        return True
+
+    def members_ready(self):
+        c, w, replicas = self.c, self.w, self.replicas
         ok = self.wait(lambda: len(w.ready_members()) == replicas, 20, 0.5)
         if not c.check(f"all {replicas} members are Ready (readinessProbe "
-                       f"{rp.get('path')} 200)", ok and replicas >= 1,
+                       f"{self.ready_path} 200)", ok and replicas >= 1,
                        " / ".join(f"{m}: {w.pods[m].log('member')[-300:]}"
                                   for m in w.members)):
-            return
+            return False
+        if self.rolled:
+            return True
         # Before any load: can the StatefulSet be rolled at all?
         c.check(f"the PodDisruptionBudget lets a member go (minAvailable "
-                f"{min_avail} of {replicas} Ready members)",
-                replicas - 1 >= min_avail)
+                f"{self.min_avail} of {replicas} Ready members)",
+                replicas - 1 >= self.min_avail)
         c.check("the members hold the service-account token (the leader "
-                "runs the watcher) and no other pod does", all(
+                "runs the watcher)", all(
                     os.path.exists(f"/proc/{w.pods[m].host_pid('member')}"
                                    "/root/var/run/secrets/kubernetes.io/"
                                    "serviceaccount/token")
                     for m in w.members))
-        self.phase("admissions flow; doors forward to the sequencer")
-        adm = Admissions(w, self.https, timeout,
-                         os.path.join(tmp, "answers.ndjson"))
-        adm.start()
-        try:
-            self.flow(w, adm, spec, replicas, min_ready, min_avail, mi)
-        finally:
-            adm.stop()
-        self.phase(f"{adm.count()} admissions sent; the ledgers")
-        self.ledgers(w, adm, tmp)
+        ct = container_of(self.spec, "member")
+        for kind in ("startupProbe", "livenessProbe"):
+            hp = get(ct, kind, "httpGet", default={})
+            port = port_number(ct, hp.get("port"))
+            c.check(f"each member's {kind} {hp.get('path')} answers 200",
+                    all(w.probe(m, port, hp.get("path"))
+                        for m in w.members))
+        return True
+
+    def apply_admission(self):
+        """The webhook configuration: from here the API server calls the
+        Service. Then steady state, and the log past --sign-every."""
+        c, w = self.c, self.w
+        self.adm = Admissions(w, self.https, self.timeout,
+                              os.path.join(self.tmp, "answers.ndjson"))
+        self.adm.start()
+        time.sleep(2)
+        self.forwards_work(w, "steady state")
+        adm = self.adm
+        c.check("admissions are answered in steady state (none refused)",
+                adm.count() > 0 and not adm.refused(), str(adm.refused()[:3]))
+        # The log past --sign-every: every member signs the same note.
+        ct = container_of(self.spec, "member")
+        cmd = (ct.get("command") or []) + (ct.get("args") or [])
+        every = int(flag(cmd, "--sign-every") or 1000)
+        self.phase(f"admissions until the log passes {every}")
+        ok = self.wait(lambda: all((self.seq(w, m) or 0) > every + 20
+                                   for m in w.members), 150, 1)
+        c.check(f"the log passes --sign-every ({every})", ok,
+                str({m: self.seq(w, m) for m in w.members}))
+        self.notes = {}
+        for m in w.members:
+            st, body = self.get(w, m, "/v1/checkpoint")
+            self.notes[m] = body if st == 200 else None
+            c.check(f"{m}'s /v1/checkpoint is a signed note", st == 200 and
+                    "\n\n" in body and "\u2014 " in body,
+                    f"{st} {body[:200]}")
+        return True
+
+    def rolling_update(self):
+        """As the StatefulSet controller does it: ordinals down, each
+        next only once the last is Ready for minReadySeconds, and only
+        when the PodDisruptionBudget stays met without the pod."""
+        c, w, adm, spec = self.c, self.w, self.adm, self.spec
+        if adm is None:
+            return c.check("the rolling update runs with admissions "
+                           "flowing (after deploy/admission/)", False)
+        self.rolled = True
+        t_roll = time.monotonic()
+        for i in reversed(range(self.replicas)):
+            m = w.members[i]
+            others = [x for x in w.ready_members() if x != m]
+            if not c.check(f"rolling update: {m} may go (the "
+                           f"PodDisruptionBudget's minAvailable "
+                           f"{self.min_avail} stays met: {len(others)} "
+                           "others Ready)", len(others) >= self.min_avail):
+                return False
+            w.terminating.add(m)
+            w.ready[m] = False
+            w.pods[m].stop(grace=get(spec, "terminationGracePeriodSeconds",
+                                     default=30))
+            w.terminating.discard(m)
+            w.start_pod(m, self.mi[m], spec, self.claims)
+            ok = self.wait(lambda: m in w.ready_members(), 60, 0.2)
+            if not c.check(f"rolling update: the new {m} is Ready", ok,
+                           w.pods[m].log("member")[-400:]):
+                return False
+            time.sleep(self.min_ready)
+            c.check(f"rolling update: the new {m} stayed Ready for "
+                    f"minReadySeconds ({self.min_ready} s)",
+                    m in w.ready_members())
+        r = adm.refused()
+        c.check(f"rolling update: no admission refused (nor before it: "
+                f"{adm.count()} sent)", not r, f"{len(r)} refused: {r[:5]}")
+        print(f"rolling update: {time.monotonic() - t_roll:.1f} s")
+        self.forwards_work(w, "after the rolling update")
+        return True
+
+    def node_loss(self):
+        """The sequencer's node is lost: its pod's processes killed and
+        its network namespace deleted, no preStop, no SIGTERM; the pod
+        made again on its volume."""
+        c, w, adm = self.c, self.w, self.adm
+        self.phase("node loss (the sequencer's pod)")
+        lost = self.leader(w) or w.members[0]
+        t_loss = time.monotonic()
+        w.pods[lost].kill()
+        w.net.remove(lost)
+        time.sleep(3)
+        w.start_pod(lost, self.mi[lost], self.spec, self.claims)
+        ok = self.wait(lambda: lost in w.ready_members(), 60, 0.2)
+        c.check(f"node loss: {lost} re-created on its volume is Ready",
+                ok, w.pods[lost].log("member")[-400:])
+        time.sleep(2)
+        r = adm.refused(since=t_loss)
+        span = (max(t for t, _, _ in r) - min(t for t, _, _ in r)) if r \
+            else 0
+        c.check("node loss: refused admissions span at most DESIGN 10's "
+                f"1 s (plus the Service's {PROBE_EVERY:.0f} s re-read of "
+                "readiness)", span <= 1 + PROBE_EVERY,
+                f"{len(r)} refused over {span:.2f} s: {r[:5]}")
+        c.check("node loss: only admissions sent to the lost member are "
+                "refused", all(x == lost for _, _, x in r),
+                str([x for _, _, x in r][:10]))
+        print(f"node loss: {len(r)} refused over {span:.2f} s")
+        self.forwards_work(w, "after the node loss")
 
     def forwards_work(self, w, what, tries=4):
         """Steady state: a window of 2 s in which every door's forwarded
@@ -754,82 +1002,6 @@ class Run:
         self.c.check(f"{what}: no forward fails (fallbacks stay)",
                      not any(fell.values()), f"{fell}")
 
-    def flow(self, w, adm, spec, replicas, min_ready, min_avail, mi):
-        c = self.c
-        time.sleep(2)
-        self.forwards_work(w, "steady state")
-        c.check("admissions are answered in steady state (none refused)",
-                adm.count() > 0 and not adm.refused(), str(adm.refused()[:3]))
-        # The log past --sign-every: every member signs the same note.
-        ct = container_of(spec, "member")
-        cmd = (ct.get("command") or []) + (ct.get("args") or [])
-        every = int(flag(cmd, "--sign-every") or 1000)
-        self.phase(f"admissions until the log passes {every}")
-        ok = self.wait(lambda: all((self.seq(w, m) or 0) > every + 20
-                                   for m in w.members), 150, 1)
-        c.check(f"the log passes --sign-every ({every})", ok,
-                str({m: self.seq(w, m) for m in w.members}))
-        self.notes = {}
-        for m in w.members:
-            st, body = self.get(w, m, "/v1/checkpoint")
-            self.notes[m] = body if st == 200 else None
-            c.check(f"{m}'s /v1/checkpoint is a signed note", st == 200 and
-                    "\n\n" in body and "\u2014 " in body,
-                    f"{st} {body[:200]}")
-        # The rolling update, as the StatefulSet controller does it.
-        self.phase("rolling update (ordinals down, PDB respected)")
-        t_roll = time.monotonic()
-        for i in reversed(range(replicas)):
-            m = w.members[i]
-            others = [x for x in w.ready_members() if x != m]
-            if not c.check(f"rolling update: {m} may go (the "
-                           f"PodDisruptionBudget's minAvailable "
-                           f"{min_avail} stays met: {len(others)} others "
-                           "Ready)", len(others) >= min_avail):
-                return
-            w.terminating.add(m)
-            w.ready[m] = False
-            w.pods[m].stop(grace=get(spec, "terminationGracePeriodSeconds",
-                                     default=30))
-            w.terminating.discard(m)
-            w.start_pod(m, mi[m], spec, self.claims)
-            ok = self.wait(lambda: m in w.ready_members(), 60, 0.2)
-            if not c.check(f"rolling update: the new {m} is Ready", ok,
-                           w.pods[m].log("member")[-400:]):
-                return
-            time.sleep(min_ready)
-            c.check(f"rolling update: the new {m} stayed Ready for "
-                    f"minReadySeconds ({min_ready} s)",
-                    m in w.ready_members())
-        r = adm.refused()
-        c.check(f"rolling update: no admission refused (nor before it: "
-                f"{adm.count()} sent)", not r, f"{len(r)} refused: {r[:5]}")
-        print(f"rolling update: {time.monotonic() - t_roll:.1f} s")
-        self.forwards_work(w, "after the rolling update")
-        # The node loss: the sequencer's node.
-        self.phase("node loss (the sequencer's pod)")
-        lost = self.leader(w) or w.members[0]
-        t_loss = time.monotonic()
-        w.pods[lost].kill()
-        w.net.remove(lost)
-        time.sleep(3)
-        w.start_pod(lost, mi[lost], spec, self.claims)
-        ok = self.wait(lambda: lost in w.ready_members(), 60, 0.2)
-        c.check(f"node loss: {lost} re-created on its volume is Ready",
-                ok, w.pods[lost].log("member")[-400:])
-        time.sleep(2)
-        r = adm.refused(since=t_loss)
-        span = (max(t for t, _, _ in r) - min(t for t, _, _ in r)) if r \
-            else 0
-        c.check("node loss: refused admissions span at most DESIGN 10's "
-                f"1 s (plus the Service's {PROBE_EVERY:.0f} s re-read of "
-                "readiness)", span <= 1 + PROBE_EVERY,
-                f"{len(r)} refused over {span:.2f} s: {r[:5]}")
-        c.check("node loss: only admissions sent to the lost member are "
-                "refused", all(x == lost for _, _, x in r),
-                str([x for _, _, x in r][:10]))
-        print(f"node loss: {len(r)} refused over {span:.2f} s")
-        self.forwards_work(w, "after the node loss")
     def ledgers(self, w, adm, tmp):
         c = self.c
         # Every member caught up with the same head, then stopped.
@@ -863,8 +1035,10 @@ class Run:
             f = os.path.join(tmp, f"{m}.note")
             with open(f, "w") as o:
                 o.write(note)
+            pubs = glob.glob(os.path.join(tmp, "operator", "keys", "*.pub"))
             p = sh(self.args.bin, "verify", "--db", dirs[m], "--checkpoint",
-                   f, "--key", w.sign_pub, check=False)
+                   f, "--key", pubs[0] if pubs else "/nonexistent",
+                   check=False)
             c.check(f"{m}'s note is signed by gpuledger-sign-key and its "
                     "ledger holds that tree (verify --checkpoint)",
                     p.returncode == 0, (p.stdout + p.stderr)[-300:])
