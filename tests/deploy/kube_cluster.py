@@ -731,8 +731,10 @@ class Run:
                    f'for a; do printf "%s\\n" "$a" >&{req_w}; done; '
                    f'read -r st <&{ack_r}; return "$st"; }}\n')
         env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"])
+        log = open(os.path.join(self.tmp, "operator.log"), "a+")
         sh_p = subprocess.Popen(["sh", "-eu", "-c", prelude + text],
-                                cwd=scratch, env=env,
+                                cwd=scratch, env=env, stdout=log,
+                                stderr=subprocess.STDOUT,
                                 pass_fds=(req_w, ack_r))
         os.close(req_w)
         os.close(ack_r)
@@ -758,9 +760,12 @@ class Run:
                 acks.close()
             except OSError:
                 pass
+        log.seek(0)
+        out = log.read()
+        log.close()
         return self.c.check("a block of docs/operations.md's cluster "
                             "section runs (sh -eu)", rc == 0,
-                            f"exit {rc}: {text[:200]}")
+                            f"exit {rc}: {out[-300:]}")
 
     def kubectl(self, argv, scratch):
         """What one kubectl call of the docs does here; True when it
