@@ -26,8 +26,8 @@ rendered; that file says how), and around them what a cluster provides:
 - the webhook as the API server calls it through its Service: clients
   (the API server's client certificate, the webhook's timeoutSeconds)
   that spread AdmissionReviews over the members whose readiness probe was
-  200 when last read (read again every second), a terminating pod
-  dropped at once (the endpoints controller);
+  200 when last read (read again every second; a terminating pod is
+  dropped at its next read, as kube-proxy learns of it about that late);
 - the StatefulSet controller: all members at once (Parallel), a rolling
   update from the highest ordinal down, each next only when the last one
   is Ready for minReadySeconds, and only when the PodDisruptionBudget's
@@ -393,8 +393,9 @@ class World:
             t.start()
 
     def ready_members(self):
-        return [m for m in self.members
-                if self.ready.get(m) and m not in self.terminating]
+        """The Service's endpoints: as last read, so a terminating pod is
+        dropped within a second (kube-proxy learns of it that late)."""
+        return [m for m in self.members if self.ready.get(m)]
 
     def stop_pods(self, pods, grace, hooks=True):
         """Stops pods as the kubelets do, all at once (without their
@@ -934,7 +935,6 @@ class Run:
                            "others Ready)", len(others) >= self.min_avail):
                 return False
             w.terminating.add(m)
-            w.ready[m] = False
             w.pods[m].stop(grace=get(spec, "terminationGracePeriodSeconds",
                                      default=30))
             w.terminating.discard(m)
