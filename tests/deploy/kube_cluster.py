@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """deploy/cluster/ run the way Kubernetes runs it (issue 44), on this
-machine: what `kubectl kustomize deploy/cluster/` renders (or --manifest
-FILE), with deploy/cluster/etcd-example/ for etcd and deploy/cluster/init/
-for `cluster init`, each pod through tests/deploy/kubelet.py's Pod (its
-containers' exact commands, users, read-only roots, volumes and Secrets as
-rendered; that file says how), and around them what a cluster provides:
+machine, by the commands of docs/operations.md: its ```sh blocks marked
+`<!-- cluster: ... -->` (the fresh install, then the members' upgrade) run
+as written under `sh -eu` in a scratch directory, `gpuledger` on the PATH
+and `kubectl` a shell function that asks this process, which does each
+call here: `apply -k` of deploy/cluster/etcd-example/, deploy/cluster/init/
+and deploy/admission/ as rendered, and of deploy/cluster/ as rendered (or
+--manifest FILE, or a broken copy); `create secret generic --from-file`;
+`rollout status` and `wait` for the pods; `rollout restart` for the
+rolling update. Any other call fails the block. Each pod runs through
+tests/deploy/kubelet.py's Pod (its containers' exact commands, users,
+read-only roots, volumes and Secrets as rendered; that file says how),
+and around them what a cluster provides:
 
 - a pod network: each pod its own network namespace (`ip netns`), a veth
   pair onto a bridge the test makes, an address from 198.18.0.0/15 (RFC
@@ -18,11 +25,10 @@ rendered; that file says how), and around them what a cluster provides:
 - the API server: tests/apiserver/fake_apiserver.py on the bridge's
   address (KUBERNETES_SERVICE_HOST), the service-account token the
   members' projected volume holds;
-- the Secrets: test certificates for the webhook's CA (serving, the API
-  server's client, the members' peer client), etcd's own CA (etcd's
-  serving and peer, the members' etcd client), a `gpuledger keygen` key
-  for gpuledger-sign-key, and the tokens file docs/operations.md says to
-  write;
+- cert-manager's Secrets: test certificates of the webhook's CA (serving,
+  the API server's, the members' peer and Prometheus's client), and of
+  etcd's own CA (etcd's serving and peer, the members' etcd client); the
+  tokens and the signer key are the docs' own Secrets;
 - the webhook as the API server calls it through its Service: clients
   (the API server's client certificate, the webhook's timeoutSeconds)
   that spread AdmissionReviews over the members whose readiness probe was
@@ -37,16 +43,17 @@ rendered; that file says how), and around them what a cluster provides:
   deleted (no preStop, no SIGTERM), its volume kept, then the pod made
   again on that volume.
 
-While admissions flow through the rolling update and the node loss, the
-checks: every member Ready; doors forward to the sequencer (their
+The checks, with admissions flowing from `apply -k deploy/admission/` on:
+every member Ready, its probes 200; doors forward to the sequencer (their
 gpuledger_cluster_verdict_forwarded_total grows, no fallback while all
-run); no admission refused during the rolling update, and those of the
-node loss within DESIGN 10's second (measured by the send times of the
-refused ones, plus the Service's re-read); then the log past
---sign-every, each member's /v1/checkpoint a note signed by the key that
-its ledger proves (`verify --checkpoint`); all pods stopped, every
-answered verdict in every member's ledger exactly once and the ledgers
-identical, `verify` and `audit` on each (tests/cluster/history.py).
+run); the log past --sign-every and each member's /v1/checkpoint a note
+signed by the key; no admission refused through the rolling update; then
+the node loss (after the blocks): only admissions sent to the lost member
+refused, within DESIGN 10's second (the spread of their send times) plus
+the Service's re-read; at the end, all pods stopped, every answered
+verdict in every member's ledger exactly once and the ledgers identical,
+`verify` and `audit` on each (tests/cluster/history.py), and each note
+proved by its member's ledger (`verify --checkpoint`).
 
 Then the broken copies of the overlay (each must fail one of the checks
 named): without the etcd client certificate, without the peer
@@ -55,7 +62,7 @@ credentials, without the signing key Secret, with replicas 1.
 Needs root (namespaces, mounts, links), iproute2, util-linux, etcd,
 etcdctl, openssl, kubectl, python3-yaml.
 Usage: kube_cluster.py --bin GPULEDGER --root SRC [--manifest FILE]
-       [--no-broken] [--keep]
+       [--no-broken | --only-broken WORDS] [--keep]
 Prints "ok:"/"FAIL:" lines, each phase's time, and
 "checks: N passed, N failed".
 """
