@@ -47,16 +47,17 @@ else
 BUILD := build/rel
 endif
 
-LAYERS := model sim ledger ingest query cluster tools
+LAYERS := model sim ledger ingest query etcd cluster tools
 MODEL_SRC := $(wildcard model/*.c)
 SIM_SRC := $(wildcard sim/*.c)
 LEDGER_SRC := $(wildcard ledger/*.c)
 INGEST_SRC := $(wildcard ingest/*.c)
 QUERY_SRC := $(wildcard query/*.c)
+ETCD_SRC := $(wildcard etcd/*.c)
 CLUSTER_SRC := $(wildcard cluster/*.c)
 TOOLS_SRC := $(wildcard tools/*.c)
 LIB_SRC := $(MODEL_SRC) $(SIM_SRC) $(LEDGER_SRC) $(INGEST_SRC) $(QUERY_SRC) \
-	$(CLUSTER_SRC)
+	$(ETCD_SRC) $(CLUSTER_SRC)
 # The web console's files (query/ui/) compiled in as byte arrays.
 UI_FILES := $(sort $(wildcard query/ui/*.html query/ui/*.css query/ui/*.js))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/query/ui_assets.o
@@ -286,8 +287,8 @@ install: gpuledger man completion
 flavourcheck:
 	@sh tests/flavour_check.sh
 
-# Layers: model <- ledger <- ingest, query <- cluster <- tools, and model <-
-# sim <- tools
+# Layers: model <- ledger <- ingest, query <- cluster <- tools, model <-
+# etcd <- cluster (etcd's v3 gateway client), and model <- sim <- tools
 # (sim is the simulator; tools/ and the benchmarks use it). A layer may
 # include only its own headers and those of the layers below it; foreign
 # types stay home. The naming rules (internal prefix, narrow public headers)

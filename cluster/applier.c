@@ -173,7 +173,7 @@ static int probe(struct cluster_applier *a, struct probe *p,
 	};
 	struct etcd_txn t = {.success = ops, .n_success = 2};
 	struct etcd_txn_result r;
-	int rc = cluster__etcd_txn(a->e, &t, &r, err);
+	int rc = etcd_txn(a->e, &t, &r, err);
 
 	memset(p, 0, sizeof(*p));
 	if (rc == 0) {
@@ -199,7 +199,7 @@ static int probe(struct cluster_applier *a, struct probe *p,
 						  a->k_head);
 		}
 	}
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	return rc;
 }
 
@@ -588,7 +588,7 @@ static int watch(struct cluster_applier *a)
 		.stop = a->stop,
 	};
 	struct lg_error err = {0};
-	int rc = cluster__etcd_watch(a->e, &w, on_watch, a, &err);
+	int rc = etcd_watch(a->e, &w, on_watch, a, &err);
 
 	if (rc == LG_ERANGE) {
 		say("the watch from revision %lld: %s: reading ranges",
@@ -652,7 +652,7 @@ void cluster__applier_run(cluster_applier_t *a,
 }
 
 int cluster__applier_new(cluster_applier_t **out, ledger_t *lg,
-			 const struct cluster_etcd_opts *eo, const char *prefix,
+			 const struct etcd_opts *eo, const char *prefix,
 			 struct lg_error *err)
 {
 	cluster_applier_t *a;
@@ -675,7 +675,7 @@ int cluster__applier_new(cluster_applier_t **out, ledger_t *lg,
 	a->st.applied = ledger_last_seq(lg);
 	if ((rc = ledger_cluster_meta_get(lg, &a->cm, &a->have_meta, err)) !=
 		    0 ||
-	    (rc = cluster__etcd_open(&a->e, eo, err)) != 0) {
+	    (rc = etcd_open(&a->e, eo, err)) != 0) {
 		cluster__applier_free(a);
 		return rc;
 	}
@@ -706,7 +706,7 @@ void cluster__applier_free(cluster_applier_t *a)
 {
 	if (a == NULL)
 		return;
-	cluster__etcd_close(a->e);
+	etcd_close(a->e);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
 }

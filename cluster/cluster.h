@@ -6,20 +6,9 @@
  * keys.
  *
  * Invariants:
- *  - etcd is spoken to only through its v3 JSON gateway with libcurl
- *    (cluster/etcd.c): keys and values base64, int64s JSON strings. CURL*
- *    types never leave this layer.
- *  - Every request's outcome is classified as DESIGN 11 rule 1 says, by
- *    one table (cluster/etcd_codec.c): committed, compare failed (with the
- *    failure branch's reads), indeterminate (it may have committed: a
- *    timeout, a reset or an end of stream after the body was sent, a
- *    gateway 5xx) or definitely not applied (could not connect or
- *    resolve, too large, too many operations, no space, auth). A request
- *    that may have been applied is never reported as not applied, and
- *    libcurl never re-sends a write behind the caller's back.
- *  - Bounded: the endpoint list, every request body, every answer and
- *    every message of a watch stream have a maximum; exceeding one is an
- *    error, never growth.
+ *  - etcd is spoken to only through etcd/etcd.h (the v3 gateway client,
+ *    whose outcomes follow DESIGN 11 rule 1); no CURL* type or gateway JSON is
+ *    seen here.
  *  - `cluster init` writes P/epoch, P/head and P/pos/ in one txn that
  *    compares create_revision(P/head) == 0: a prefix that holds a head is
  *    never written again (rule 8: no second history).
@@ -27,6 +16,7 @@
 #ifndef GPULEDGER_CLUSTER_H
 #define GPULEDGER_CLUSTER_H
 
+#include "etcd/etcd.h"
 #include "ledger/ledger.h"
 #include "model/model.h"
 #include "query/query.h"
@@ -35,17 +25,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-/* How to reach etcd (--etcd, --etcd-cacert, --etcd-cert, --etcd-key,
- * --etcd-timeout-ms). Strings are borrowed for the call that takes them. */
-struct cluster_etcd_opts {
-	const char *endpoints;	/* "URL[,URL...]", http:// or https:// */
-	const char *cacert;	/* PEM file of the CA that signed etcd's
-				   certificate, or NULL (the system's) */
-	const char *cert, *key; /* PEM client certificate and key, or NULL */
-	uint64_t timeout_ms;	/* per request, connecting included
-				   (0: 5000) */
-};
 
 /* The longest prefix P (bytes); P is not empty, holds no control
  * character and does not end with '/'. */
@@ -82,9 +61,8 @@ struct cluster_init_result {
  * Errors: LG_EEXIST when P already holds a head (res->head and res->epoch
  * name it; nothing written); LG_EIO when etcd cannot be reached or the
  * outcome stays unknown (err says which); the ledger's errors. */
-int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
-		 ledger_t *lg, struct cluster_init_result *res,
-		 struct lg_error *err);
+int cluster_init(const struct etcd_opts *eo, const char *prefix, ledger_t *lg,
+		 struct cluster_init_result *res, struct lg_error *err);
 
 /* `cluster status`, read in one txn at one revision. */
 struct cluster_member {
@@ -111,20 +89,11 @@ struct cluster_status {
 /* Reads P's head, epoch, leader and members. LG_EIO when etcd cannot be
  * reached (err says why); LG_ECORRUPT when P/head is not a head. Release
  * with cluster_status_release (also after an error). */
-int cluster_status(const struct cluster_etcd_opts *eo, const char *prefix,
+int cluster_status(const struct etcd_opts *eo, const char *prefix,
 		   struct cluster_status *st, struct lg_error *err);
 void cluster_status_release(struct cluster_status *st);
 /* The status as one line of canonical JSON (caller frees with free()). */
 char *cluster_status_json(const struct cluster_status *st, const char *prefix);
-
-/* A debugging aid, `gpuledger cluster etcd`: NDJSON requests on in
- * ({"op": "txn"|"range"|"put"|"delete"|"watch"|"grant"|"keepalive"|
- * "revoke"|"status"|"compact", ...}, cluster/README.md), one JSON answer a
- * line on out, each with its "outcome". Returns 0 at the end of the input,
- * LG_EIO when out cannot be written, LG_EINVAL for options that do not
- * make a client. */
-int cluster_shell(const struct cluster_etcd_opts *eo, FILE *in, FILE *out,
-		  struct lg_error *err);
 
 /* ---------------------------------------------------------------------- */
 /* Leadership (DESIGN 11 rule 5; cluster/lease.c): a member's lease, its
@@ -180,7 +149,7 @@ typedef void cluster_lease_fn(void *ctx,
 			      const struct cluster_lease_transition *t);
 
 struct cluster_lease_opts {
-	struct cluster_etcd_opts etcd; /* copied */
+	struct etcd_opts etcd;	       /* copied */
 	const char *prefix, *name;     /* copied */
 	uint64_t ttl_s;		       /* 0: CLUSTER_LEASE_TTL_DEFAULT */
 	uint64_t applied;	       /* P/members/<name>'s first value */
@@ -261,7 +230,7 @@ struct cluster_retention {
 };
 
 struct cluster_member_opts {
-	struct cluster_etcd_opts eo;
+	struct etcd_opts eo;
 	const char *prefix, *name;
 	uint64_t lease_ttl_s;	   /* the leader's lease (later) */
 	uint64_t checkpoint_every; /* seqs between checkpoints (0: the
@@ -345,7 +314,7 @@ struct cluster_compact {
 };
 /* `cluster compact`: one pass of the leader's retention (rt->keep or
  * rt->keep_bytes > 0), without its fence (P/epoch is compared). */
-int cluster_compact(const struct cluster_etcd_opts *eo, const char *prefix,
+int cluster_compact(const struct etcd_opts *eo, const char *prefix,
 		    const struct cluster_retention *rt,
 		    struct cluster_compact *out, struct lg_error *err);
 typedef struct cluster_node cluster_member_t;
@@ -371,7 +340,7 @@ void cluster_member_close(cluster_member_t *m);
  * an event or does not fit; LG_EIO for an outcome that is not committed
  * (err says which). */
 struct cluster_feed_opts {
-	struct cluster_etcd_opts eo;
+	struct etcd_opts eo;
 	const char *prefix, *db;
 	uint64_t batch, max_txn_bytes;
 };

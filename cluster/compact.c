@@ -58,7 +58,7 @@ static int read_window(struct cluster_writer *w, struct cluster_compact *c,
 	struct etcd_txn t = {.success = ops, .n_success = 3};
 	struct etcd_txn_result r;
 	struct cluster_head h;
-	int rc = cluster__etcd_txn(w->etcd, &t, &r, err);
+	int rc = etcd_txn(w->etcd, &t, &r, err);
 
 	if (rc == 0 && (r.ops[0].range.n_kvs != 1 ||
 			!cluster__head_parse(r.ops[0].range.kvs[0].value,
@@ -89,7 +89,7 @@ static int read_window(struct cluster_writer *w, struct cluster_compact *c,
 							   w->prefix)
 				    : 0;
 	}
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	return rc;
 }
 
@@ -110,7 +110,7 @@ static int oldest_kept_rev(struct cluster_writer *w, uint64_t cut,
 			  .keys_only = true}};
 	struct etcd_txn t = {.success = &op, .n_success = 1};
 	struct etcd_txn_result r;
-	int rc = cluster__etcd_txn(w->etcd, &t, &r, err);
+	int rc = etcd_txn(w->etcd, &t, &r, err);
 
 	*rev = 0;
 	*seq = 0;
@@ -120,7 +120,7 @@ static int oldest_kept_rev(struct cluster_writer *w, uint64_t cut,
 					    r.ops[0].range.kvs[0].key_len,
 					    w->prefix);
 	}
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	return rc;
 }
 
@@ -157,18 +157,18 @@ static int bytes_cut(struct cluster_writer *w, uint64_t from,
 						    w->prefix, UINT64_MAX),
 			.limit = limit};
 
-		rc = cluster__etcd_range(w->etcd, &rg, &r, NULL, err);
+		rc = etcd_range(w->etcd, &rg, &r, NULL, err);
 		if (rc == LG_ELIMIT && limit > 1) {
 			/* A page of large values (a remap's, up to 1.4 MB
 			 * each) is more than our answer's bound: one by
 			 * one, as cluster__log_read does. */
-			cluster__range_release(&r);
+			etcd_range_result_release(&r);
 			limit = 1;
 			rc = 0;
 			continue;
 		}
 		if (rc != 0) {
-			cluster__range_release(&r);
+			etcd_range_result_release(&r);
 			break;
 		}
 		more = r.more && r.n_kvs > 0;
@@ -186,7 +186,7 @@ static int bytes_cut(struct cluster_writer *w, uint64_t from,
 			n++;
 			from = seq + 1;
 		}
-		cluster__range_release(&r);
+		etcd_range_result_release(&r);
 	}
 	if (rc == 0) {
 		while (total > keep_bytes && i + 1 < n)
@@ -206,13 +206,13 @@ static int bytes_cut(struct cluster_writer *w, uint64_t from,
 static int defragment(struct cluster_writer *w, uint64_t free_min,
 		      struct cluster_compact *c, struct lg_error *err)
 {
-	size_t n = cluster__etcd_n_endpoints(w->etcd);
+	size_t n = etcd_n_endpoints(w->etcd);
 
 	for (size_t i = 0; i < n && c->n_defrag < CLUSTER_DEFRAG_MAX; i++) {
 		struct etcd_status st;
 		struct cluster_defrag *d;
 		int64_t unused;
-		int rc = cluster__etcd_status_at(w->etcd, i, &st, NULL, err);
+		int rc = etcd_status_at(w->etcd, i, &st, NULL, err);
 
 		if (rc != 0)
 			return rc;
@@ -221,15 +221,14 @@ static int defragment(struct cluster_writer *w, uint64_t free_min,
 			continue;
 		/* Blocks that member for as long as it takes: its own bound,
 		 * not a request's. */
-		if ((rc = cluster__etcd_defragment_at(w->etcd, i, 60000, NULL,
-						      err)) != 0)
+		if ((rc = etcd_defragment_at(w->etcd, i, 60000, NULL, err)) !=
+		    0)
 			return rc;
 		d = &c->defrag[c->n_defrag++];
 		snprintf(d->endpoint, sizeof(d->endpoint), "%s",
-			 cluster__etcd_endpoint_at(w->etcd, i));
+			 etcd_endpoint_at(w->etcd, i));
 		d->before = st.db_size;
-		if ((rc = cluster__etcd_status_at(w->etcd, i, &st, NULL,
-						  err)) != 0)
+		if ((rc = etcd_status_at(w->etcd, i, &st, NULL, err)) != 0)
 			return rc;
 		d->after = st.db_size;
 	}
@@ -301,7 +300,7 @@ int cluster__compact(struct cluster_writer *w,
 						      w->prefix, c->cut)}};
 	t = (struct etcd_txn){.cmp = cmp, .n_cmp = n_cmp, .success = &del,
 			      .n_success = 1};
-	rc = cluster__etcd_txn(w->etcd, &t, &r, err);
+	rc = etcd_txn(w->etcd, &t, &r, err);
 	if (rc == 0 && r.outcome != ETCD_COMMITTED) {
 		rc = lg_error_set(err, LG_EMISMATCH,
 				  "%s/epoch or the leadership changed: "
@@ -310,7 +309,7 @@ int cluster__compact(struct cluster_writer *w,
 	} else if (rc == 0) {
 		c->deleted = (uint64_t)(r.n_ops ? r.ops[0].deleted : 0);
 	}
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	if (rc != 0)
 		return rc;
 	/* A delete whose answer was lost is harmless to repeat: the next
@@ -320,8 +319,7 @@ int cluster__compact(struct cluster_writer *w,
 				  err)) != 0)
 		return rc;
 	if (c->compact_rev > 0) {
-		rc = cluster__etcd_compact(w->etcd, c->compact_rev, false, &out,
-					   err);
+		rc = etcd_compact(w->etcd, c->compact_rev, false, &out, err);
 		/* Compacted there already (by an earlier call): done. */
 		if (rc != 0 && err != NULL &&
 		    strstr(err->msg, "compacted") != NULL) {
@@ -347,7 +345,7 @@ int cluster__epoch_read(etcd_t *e, const char *prefix, char *epoch,
 	struct etcd_range rg = {
 		.key = key,
 		.key_len = cluster__key(key, sizeof(key), prefix, "epoch")};
-	int rc = cluster__etcd_range(e, &rg, &r, NULL, err);
+	int rc = etcd_range(e, &rg, &r, NULL, err);
 
 	if (rc == 0 && (r.n_kvs != 1 || r.kvs[0].value_len == 0 ||
 			r.kvs[0].value_len >= cap))
@@ -357,11 +355,11 @@ int cluster__epoch_read(etcd_t *e, const char *prefix, char *epoch,
 				  prefix);
 	if (rc == 0)
 		memcpy(epoch, r.kvs[0].value, r.kvs[0].value_len + 1);
-	cluster__range_release(&r);
+	etcd_range_result_release(&r);
 	return rc;
 }
 
-int cluster_compact(const struct cluster_etcd_opts *eo, const char *prefix,
+int cluster_compact(const struct etcd_opts *eo, const char *prefix,
 		    const struct cluster_retention *rt,
 		    struct cluster_compact *out, struct lg_error *err)
 {
@@ -373,11 +371,11 @@ int cluster_compact(const struct cluster_etcd_opts *eo, const char *prefix,
 	if (rt->keep == 0 && rt->keep_bytes == 0)
 		return lg_error_set(err, LG_EINVAL,
 				    "--keep or --keep-bytes is 1 or more");
-	if ((rc = cluster__etcd_open(&w.etcd, eo, err)) != 0)
+	if ((rc = etcd_open(&w.etcd, eo, err)) != 0)
 		return rc;
 	rc = cluster__epoch_read(w.etcd, prefix, w.epoch, sizeof(w.epoch), err);
 	if (rc == 0)
 		rc = cluster__compact(&w, rt, out, err);
-	cluster__etcd_close(w.etcd);
+	etcd_close(w.etcd);
 	return rc;
 }

@@ -73,11 +73,11 @@ static int start(struct feed *f, const char *db, struct lg_error *err)
 		.range = {.key = k_head, .key_len = strlen(k_head)}};
 	/* Reads change nothing: one whose answer was lost is asked again
 	 * (the client goes on to the next endpoint). */
-	for (int64_t end = cluster__mono_ms() + (int64_t)f->deadline_span_ms;;) {
-		rc = cluster__etcd_txn(f->w.etcd, &t, &r, err);
-		if (rc != LG_EIO || cluster__mono_ms() >= end)
+	for (int64_t end = etcd_mono_ms() + (int64_t)f->deadline_span_ms;;) {
+		rc = etcd_txn(f->w.etcd, &t, &r, err);
+		if (rc != LG_EIO || etcd_mono_ms() >= end)
 			break;
-		cluster__txn_release(&r);
+		etcd_txn_result_release(&r);
 		nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
 	}
 	if (rc == 0 && (r.ops[0].range.n_kvs != 1 || r.ops[1].range.n_kvs != 1))
@@ -96,7 +96,7 @@ static int start(struct feed *f, const char *db, struct lg_error *err)
 			rc = lg_error_set(err, LG_ECORRUPT, "%s is not a head",
 					  k_head);
 	}
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	if (rc != 0)
 		return rc;
 	if (db != NULL) {
@@ -313,7 +313,7 @@ int cluster_feed(const struct cluster_feed_opts *o, FILE *in, FILE *out,
 	f.docs = lg_xcalloc(f.batch, sizeof(*f.docs));
 	f.scratch = lg_xcalloc(f.batch, sizeof(*f.scratch));
 	f.lines = lg_xcalloc(f.batch, sizeof(*f.lines));
-	if ((rc = cluster__etcd_open(&f.w.etcd, &o->eo, err)) == 0)
+	if ((rc = etcd_open(&f.w.etcd, &o->eo, err)) == 0)
 		rc = start(&f, o->db, err);
 	while (rc == 0 &&
 	       (len = lg_read_line(in, line, LINE_MAX_BYTES)) != -1) {
@@ -336,6 +336,6 @@ int cluster_feed(const struct cluster_feed_opts *o, FILE *in, FILE *out,
 	free(f.scratch);
 	free(f.lines);
 	state_free(f.st);
-	cluster__etcd_close(f.w.etcd);
+	etcd_close(f.w.etcd);
 	return rc;
 }

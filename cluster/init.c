@@ -145,9 +145,8 @@ static void existing(const struct etcd_txn_result *r,
 			 (const char *)ep->kvs[0].value);
 }
 
-int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
-		 ledger_t *lg, struct cluster_init_result *res,
-		 struct lg_error *err)
+int cluster_init(const struct etcd_opts *eo, const char *prefix, ledger_t *lg,
+		 struct cluster_init_result *res, struct lg_error *err)
 {
 	char k_head[KEY_MAX], k_epoch[KEY_MAX], epoch[33];
 	struct positions pos = {.prefix = prefix};
@@ -177,7 +176,7 @@ int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
 	head_of(lg, &res->head);
 	new_epoch(epoch);
 	hv = cluster__head_json(&res->head);
-	rc = cluster__etcd_open(&e, eo, err);
+	rc = etcd_open(&e, eo, err);
 	if (rc != 0)
 		goto out;
 
@@ -216,9 +215,9 @@ int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
 			      .n_success = 2 + pos.n,
 			      .failure = fail,
 			      .n_failure = 2};
-	deadline = cluster__mono_ms() + 4 * (int64_t)(eo->timeout_ms
-						     ? eo->timeout_ms
-						     : ETCD_TIMEOUT_DEFAULT);
+	deadline = etcd_mono_ms() +
+		   4 * (int64_t)(eo->timeout_ms ? eo->timeout_ms
+						: ETCD_TIMEOUT_DEFAULT);
 	/* Rule 1: an outcome we do not know is learnt by sending the
 	 * identical txn again; the epoch is fresh, so finding it there
 	 * means that an earlier copy committed. */
@@ -226,13 +225,13 @@ int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
 		struct etcd_txn_result r;
 
 		res->attempts++;
-		rc = cluster__etcd_txn(e, &t, &r, err);
+		rc = etcd_txn(e, &t, &r, err);
 		if (rc == 0 && r.outcome == ETCD_COMMITTED) {
 			res->cluster_id = r.header.cluster_id;
 			res->revision = r.header.revision;
 			snprintf(res->epoch, sizeof(res->epoch), "%s", epoch);
 			res->n_positions = pos.n;
-			cluster__txn_release(&r);
+			etcd_txn_result_release(&r);
 			break;
 		}
 		if (rc == 0) {
@@ -241,7 +240,7 @@ int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
 			existing(&r, res);
 			res->cluster_id = r.header.cluster_id;
 			res->revision = r.header.revision;
-			cluster__txn_release(&r);
+			etcd_txn_result_release(&r);
 			if (unknown && strcmp(res->epoch, epoch) == 0) {
 				/* Ours, from an attempt whose answer was
 				 * lost. */
@@ -253,12 +252,12 @@ int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
 					  "%s already holds a head", k_head);
 			break;
 		}
-		cluster__txn_release(&r);
+		etcd_txn_result_release(&r);
 		if (r.outcome == ETCD_INDETERMINATE)
 			unknown = true;
 		else if (!unknown)
 			break; /* definitely not applied, and never was */
-		if (cluster__mono_ms() >= deadline) {
+		if (etcd_mono_ms() >= deadline) {
 			if (unknown)
 				lg_error_set(err, LG_EIO,
 					     "the outcome is unknown after %u "
@@ -273,7 +272,7 @@ int cluster_init(const struct cluster_etcd_opts *eo, const char *prefix,
 		sleep_ms(100);
 	}
 out:
-	cluster__etcd_close(e);
+	etcd_close(e);
 	positions_release(&pos);
 	free(hv);
 	return rc;
@@ -323,7 +322,7 @@ static char *leader_name(const struct etcd_kv *kv)
 	return s;
 }
 
-int cluster_status(const struct cluster_etcd_opts *eo, const char *prefix,
+int cluster_status(const struct etcd_opts *eo, const char *prefix,
 		   struct cluster_status *st, struct lg_error *err)
 {
 	char k_head[KEY_MAX], k_epoch[KEY_MAX], k_leader[KEY_MAX],
@@ -344,7 +343,7 @@ int cluster_status(const struct cluster_etcd_opts *eo, const char *prefix,
 	cluster__key(k_epoch, sizeof(k_epoch), prefix, "epoch");
 	cluster__key(k_leader, sizeof(k_leader), prefix, "leader");
 	stem = cluster__key(k_members, sizeof(k_members), prefix, "members/");
-	rc = cluster__etcd_open(&e, eo, err);
+	rc = etcd_open(&e, eo, err);
 	if (rc != 0)
 		return rc;
 	/* One txn of reads: every key at one revision. */
@@ -363,11 +362,10 @@ int cluster_status(const struct cluster_etcd_opts *eo, const char *prefix,
 					    .prefix = true,
 					    .limit = MEMBERS_MAX}};
 	t = (struct etcd_txn){.success = ops, .n_success = 4};
-	rc = cluster__etcd_txn(e, &t, &r, err);
+	rc = etcd_txn(e, &t, &r, err);
 	if (rc != 0)
 		goto out;
-	snprintf(st->endpoint, sizeof(st->endpoint), "%s",
-		 cluster__etcd_endpoint(e));
+	snprintf(st->endpoint, sizeof(st->endpoint), "%s", etcd_endpoint(e));
 	st->cluster_id = r.header.cluster_id;
 	st->member_id = r.header.member_id;
 	st->revision = r.header.revision;
@@ -402,14 +400,14 @@ int cluster_status(const struct cluster_etcd_opts *eo, const char *prefix,
 		cluster__member_parse(kv, &st->members[i]);
 	}
 	/* The etcd leader and version, from the member that answered. */
-	if (cluster__etcd_status(e, &es, NULL, NULL) == 0) {
+	if (etcd_status(e, &es, NULL, NULL) == 0) {
 		st->etcd_leader = es.leader;
 		snprintf(st->etcd_version, sizeof(st->etcd_version), "%s",
 			 es.version);
 	}
 out:
-	cluster__txn_release(&r);
-	cluster__etcd_close(e);
+	etcd_txn_result_release(&r);
+	etcd_close(e);
 	return rc;
 }
 

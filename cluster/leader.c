@@ -155,7 +155,7 @@ int cluster__leader_new(cluster_leader_t **out,
 	if (rc == 0)
 		rc = ledger_share(o->lg, &l->lg, err);
 	if (rc == 0)
-		rc = cluster__etcd_open(&l->etcd, &o->eo, err);
+		rc = etcd_open(&l->etcd, &o->eo, err);
 	if (rc == 0) {
 		l->w.etcd = l->etcd;
 		lo = (struct cluster_lease_opts){.etcd = o->eo,
@@ -205,7 +205,7 @@ void cluster__leader_free(cluster_leader_t *l)
 	if (l == NULL)
 		return;
 	cluster_lease_close(l->lease);
-	cluster__etcd_close(l->etcd);
+	etcd_close(l->etcd);
 	ledger_close(l->lg);
 	if (l->kc_loaded)
 		kube_config_release(&l->kc);
@@ -536,7 +536,7 @@ static int read_start(struct cluster_leader *l, struct term_start *ts,
 			.range = {.key = k[i], .key_len = strlen(k[i])}};
 	}
 	memset(ts, 0, sizeof(*ts));
-	rc = cluster__etcd_txn(l->etcd, &t, &r, err);
+	rc = etcd_txn(l->etcd, &t, &r, err);
 	if (rc == 0 && (r.ops[0].range.n_kvs != 1 || r.ops[1].range.n_kvs != 1))
 		rc = lg_error_set(err, LG_ENOENT, "%s has no head",
 				  l->o.prefix);
@@ -564,11 +564,11 @@ static int read_start(struct cluster_leader *l, struct term_start *ts,
 
 			snprintf(l->old_leader, sizeof(l->old_leader),
 				 "%s (fence %lld)", name ? name : "?",
-				 (long long)cluster__i64(doc, "fence"));
+				 (long long)etcd_i64(doc, "fence"));
 			json_decref(doc);
 		}
 	}
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	return rc;
 }
 

@@ -311,7 +311,7 @@ static void nap(struct cluster_lease *l, int64_t ms)
 {
 	lock(l);
 	if (!l->stop && !l->gone && !l->deposed && !l->resign)
-		wait_until(l, cluster__mono_ms() + ms);
+		wait_until(l, etcd_mono_ms() + ms);
 	unlock(l);
 }
 
@@ -327,7 +327,7 @@ static void warnf(struct cluster_lease *l, const char *fmt, ...)
 static void warnf(struct cluster_lease *l, const char *fmt, ...)
 {
 	char msg[LG_ERRMSG_MAX + 128];
-	int64_t now = cluster__mono_ms();
+	int64_t now = etcd_mono_ms();
 	va_list ap;
 
 	if (l->warn == NULL)
@@ -375,13 +375,13 @@ static void member_put(struct cluster_lease *l, int64_t lease, uint64_t gen,
 {
 	struct lg_error err = {0};
 	char *v = cluster__member_value(seq);
-	int64_t t0 = cluster__mono_ms();
+	int64_t t0 = etcd_mono_ms();
 	int rc;
 
 	/* DESIGN 11 rule 11: bound to the lease, so that a dead member's
 	 * key goes with it and cannot pin compaction. */
-	rc = cluster__etcd_put(l->ek, l->k_member, l->k_member_len, v,
-			       strlen(v), lease, NULL, NULL, &err);
+	rc = etcd_put(l->ek, l->k_member, l->k_member_len, v, strlen(v), lease,
+		      NULL, NULL, &err);
 	free(v);
 	lock(l);
 	if (gen == l->gen) {
@@ -411,7 +411,7 @@ static void leader_check(struct cluster_lease *l, int64_t lease, uint64_t gen,
 	struct lg_error err = {0};
 	int rc;
 
-	rc = cluster__etcd_range(l->ek, &r, &res, NULL, &err);
+	rc = etcd_range(l->ek, &r, &res, NULL, &err);
 	if (rc == 0 && !cluster__leader_ours(res.n_kvs ? &res.kvs[0] : NULL,
 					     fence, lease)) {
 		lock(l);
@@ -424,17 +424,17 @@ static void leader_check(struct cluster_lease *l, int64_t lease, uint64_t gen,
 		}
 		unlock(l);
 	}
-	cluster__range_release(&res);
+	etcd_range_result_release(&res);
 }
 
 static void keepalive_once(struct cluster_lease *l, int64_t lease, uint64_t gen)
 {
 	struct lg_error err = {0};
-	int64_t t0 = cluster__mono_ms(), ttl_s = 0, fence = 0;
+	int64_t t0 = etcd_mono_ms(), ttl_s = 0, fence = 0;
 	bool leading = false;
 	int rc;
 
-	rc = cluster__etcd_lease_keepalive(l->ek, lease, &ttl_s, NULL, &err);
+	rc = etcd_lease_keepalive(l->ek, lease, &ttl_s, NULL, &err);
 	lock(l);
 	if (gen == l->gen) {
 		if (rc == 0) {
@@ -467,7 +467,7 @@ static void *keepalive_main(void *arg)
 
 	lock(l);
 	while (!l->stop) {
-		int64_t now = cluster__mono_ms(), ka_at, mem_at, lease;
+		int64_t now = etcd_mono_ms(), ka_at, mem_at, lease;
 		uint64_t gen, seq;
 
 		if (l->lease == 0 || l->gone) {
@@ -502,11 +502,10 @@ static void *keepalive_main(void *arg)
 static int grant(struct cluster_lease *l)
 {
 	struct lg_error err = {0};
-	int64_t id = 0, granted = 0, t0 = cluster__mono_ms();
+	int64_t id = 0, granted = 0, t0 = etcd_mono_ms();
 	int rc;
 
-	rc = cluster__etcd_lease_grant(l->ec, l->ttl_s, &id, &granted, NULL,
-				       &err);
+	rc = etcd_lease_grant(l->ec, l->ttl_s, &id, &granted, NULL, &err);
 	if (rc != 0) {
 		/* A grant whose answer was lost leaves a lease nobody uses:
 		 * it expires on its own. */
@@ -537,7 +536,7 @@ static int revoke(struct cluster_lease *l, int64_t lease)
 	int rc = LG_EIO;
 
 	for (int i = 0; i < REVOKE_TRIES; i++) {
-		rc = cluster__etcd_lease_revoke(l->ec, lease, NULL, &err);
+		rc = etcd_lease_revoke(l->ec, lease, NULL, &err);
 		if (rc == 0 || rc == LG_ENOENT)
 			return rc;
 	}
@@ -582,7 +581,7 @@ static void step_down(struct cluster_lease *l, enum cluster_lease_event ev,
 		emit(l, CLUSTER_LEASE_LOST, fence, lease, NULL,
 		     "the lease had expired in etcd");
 	if (ev == CLUSTER_LEASE_DEPOSED || ev == CLUSTER_LEASE_RESIGNED)
-		l->holdoff_ms = cluster__mono_ms() + l->ttl_ms;
+		l->holdoff_ms = etcd_mono_ms() + l->ttl_ms;
 	l->known = 0;
 	l->role = ROLE_NONE;
 }
@@ -612,7 +611,7 @@ static int read_leader(struct cluster_lease *l, struct etcd_range_result *out)
 	struct lg_error err = {0};
 	int rc;
 
-	rc = cluster__etcd_range(l->ec, &r, out, NULL, &err);
+	rc = etcd_range(l->ec, &r, out, NULL, &err);
 	if (rc != 0)
 		warnf(l, "%.*s: %s", (int)l->k_leader_len, l->k_leader,
 		      err.msg);
@@ -651,14 +650,14 @@ static void campaign(struct cluster_lease *l)
 	unlock(l);
 	/* DESIGN 11 rule 5: win = create_revision(P/leader) == 0; the fence
 	 * is that create_revision. */
-	rc = cluster__etcd_txn(l->ec, &t, &r, &err);
+	rc = etcd_txn(l->ec, &t, &r, &err);
 	d = cluster__campaign_decide(rc, r.outcome,
 				     rc == 0 && r.n_ops == 1 &&
 						     r.ops[0].range.n_kvs == 1
 					     ? &r.ops[0].range.kvs[0]
 					     : NULL,
 				     put.lease, r.header.revision, &fence);
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	/* DESIGN 11 rule 1: an answer that did not come is learnt by
 	 * reading P/leader (bound to our lease?) before deciding. */
 	while (d == CLUSTER__UNKNOWN && !stopping(l)) {
@@ -670,7 +669,7 @@ static void campaign(struct cluster_lease *l)
 						      put.lease, &fence);
 		else
 			nap(l, BACKOFF_MS);
-		cluster__range_release(&rr);
+		etcd_range_result_release(&rr);
 	}
 	switch (d) {
 	case CLUSTER__WON:
@@ -704,7 +703,7 @@ static bool lead(struct cluster_lease *l)
 
 	lock(l);
 	for (;;) {
-		int64_t now = cluster__mono_ms();
+		int64_t now = etcd_mono_ms();
 
 		if (l->stop || l->resign) {
 			ev = CLUSTER_LEASE_RESIGNED;
@@ -805,7 +804,7 @@ static void follow(struct cluster_lease *l)
 	}
 	unlock(l);
 	if (read_leader(l, &rr) != 0) {
-		cluster__range_release(&rr);
+		etcd_range_result_release(&rr);
 		nap(l, BACKOFF_MS);
 		return;
 	}
@@ -817,7 +816,7 @@ static void follow(struct cluster_lease *l)
 		break;
 	case CLUSTER__WON:
 		/* Bound to our lease: a campaign we took for lost was ours. */
-		cluster__range_release(&rr);
+		etcd_range_result_release(&rr);
 		won(l, fence);
 		return;
 	default:
@@ -825,20 +824,20 @@ static void follow(struct cluster_lease *l)
 		w.start_revision = rr.header.revision + 1;
 		break;
 	}
-	cluster__range_release(&rr);
+	etcd_range_result_release(&rr);
 	if (!f.vacant) {
-		t0 = cluster__mono_ms();
-		rc = cluster__etcd_watch(l->ec, &w, follow_event, &f, &err);
-		if (rc != 0 && rc != 1 && cluster__mono_ms() - t0 < BACKOFF_MS)
+		t0 = etcd_mono_ms();
+		rc = etcd_watch(l->ec, &w, follow_event, &f, &err);
+		if (rc != 0 && rc != 1 && etcd_mono_ms() - t0 < BACKOFF_MS)
 			nap(l, BACKOFF_MS);
 	}
 	if (!f.vacant)
 		return;
 	/* Vacant: campaign, once a hold-off (after a deposition or a
 	 * resignation, so that another member wins) has passed. */
-	if (cluster__mono_ms() < l->holdoff_ms)
-		nap(l, l->holdoff_ms - cluster__mono_ms());
-	if (cluster__mono_ms() >= l->holdoff_ms)
+	if (etcd_mono_ms() < l->holdoff_ms)
+		nap(l, l->holdoff_ms - etcd_mono_ms());
+	if (etcd_mono_ms() >= l->holdoff_ms)
 		l->role = ROLE_CANDIDATE;
 }
 
@@ -868,7 +867,7 @@ static void *campaign_main(void *arg)
 		case ROLE_CANDIDATE:
 			if (l->observer)
 				nap(l, l->ttl_ms); /* P/members/ alone */
-			else if (cluster__mono_ms() < l->holdoff_ms)
+			else if (etcd_mono_ms() < l->holdoff_ms)
 				l->role = ROLE_FOLLOWER;
 			else
 				campaign(l);
@@ -899,8 +898,8 @@ static char *dup_or_null(const char *s)
 
 static void lease_free(struct cluster_lease *l)
 {
-	cluster__etcd_close(l->ec);
-	cluster__etcd_close(l->ek);
+	etcd_close(l->ec);
+	etcd_close(l->ek);
 	free(l->endpoints);
 	free(l->cacert);
 	free(l->cert);
@@ -915,7 +914,7 @@ static void lease_free(struct cluster_lease *l)
 static int lease_init(struct cluster_lease *l,
 		      const struct cluster_lease_opts *o, struct lg_error *err)
 {
-	struct cluster_etcd_opts eo;
+	struct etcd_opts eo;
 	uint64_t ka_ms, rq_ms;
 	char tail[CLUSTER_NAME_MAX + 16];
 	int rc;
@@ -953,15 +952,15 @@ static int lease_init(struct cluster_lease *l,
 	l->key = dup_or_null(o->etcd.key);
 	/* Each thread's client times out soon enough for its job. */
 	cluster__lease_timeouts(l->ttl_ms, o->etcd.timeout_ms, &ka_ms, &rq_ms);
-	eo = (struct cluster_etcd_opts){.endpoints = l->endpoints,
-					.cacert = l->cacert,
-					.cert = l->cert,
-					.key = l->key,
-					.timeout_ms = rq_ms};
-	if ((rc = cluster__etcd_open(&l->ec, &eo, err)) != 0)
+	eo = (struct etcd_opts){.endpoints = l->endpoints,
+				.cacert = l->cacert,
+				.cert = l->cert,
+				.key = l->key,
+				.timeout_ms = rq_ms};
+	if ((rc = etcd_open(&l->ec, &eo, err)) != 0)
 		return rc;
 	eo.timeout_ms = ka_ms;
-	return cluster__etcd_open(&l->ek, &eo, err);
+	return etcd_open(&l->ek, &eo, err);
 }
 
 int cluster_lease_open(cluster_lease_t **out,
@@ -1024,7 +1023,7 @@ bool cluster_lease_holding(cluster_lease_t *l, int64_t *fence)
 
 	lock(l);
 	h = l->leader && !l->deposed && !l->resign && !l->stop && !l->gone &&
-	    cluster__lease_holding(&l->clk, cluster__mono_ms());
+	    cluster__lease_holding(&l->clk, etcd_mono_ms());
 	if (fence != NULL)
 		*fence = h ? l->fence : 0;
 	unlock(l);

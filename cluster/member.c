@@ -127,7 +127,7 @@ static int name_holder(etcd_t *e, const char *key, size_t key_len,
 {
 	struct etcd_range r = {.key = key, .key_len = key_len};
 	struct etcd_range_result res;
-	int rc = cluster__etcd_range(e, &r, &res, NULL, err);
+	int rc = etcd_range(e, &r, &res, NULL, err);
 
 	*lease = 0;
 	*applied = 0;
@@ -140,7 +140,7 @@ static int name_holder(etcd_t *e, const char *key, size_t key_len,
 			json_object_get(v, "applied"));
 		json_decref(v);
 	}
-	cluster__range_release(&res);
+	etcd_range_result_release(&res);
 	return rc;
 }
 
@@ -170,13 +170,12 @@ static int name_free(const struct cluster_member_opts *o, struct lg_error *err)
 
 	snprintf(tail, sizeof(tail), "members/%s", o->name);
 	n = cluster__key(key, sizeof(key), o->prefix, tail);
-	if ((rc = cluster__etcd_open(&e, &o->eo, err)) != 0)
+	if ((rc = etcd_open(&e, &o->eo, err)) != 0)
 		return rc;
 	rc = name_holder(e, key, n, &first, &applied, &why);
 	lease = first;
 	while (rc == 0 && lease == first && first != 0) {
-		rc = cluster__etcd_lease_ttl(e, first, &ttl, &granted, NULL,
-					     &why);
+		rc = etcd_lease_ttl(e, first, &ttl, &granted, NULL, &why);
 		if (rc != 0 || ttl > last)
 			break; /* gone, unknown, or renewed: a live member */
 		last = ttl;
@@ -189,7 +188,7 @@ static int name_free(const struct cluster_member_opts *o, struct lg_error *err)
 		sleep_ms(NAME_POLL_MS);
 		rc = name_holder(e, key, n, &lease, &applied, &why);
 	}
-	cluster__etcd_close(e);
+	etcd_close(e);
 	/* etcd out of reach or the lease gone (rc), or the name free. */
 	if (rc != 0 || lease == 0)
 		return 0;

@@ -9,6 +9,7 @@
  * etcd (an answer lost, then our own value in the failure branch).
  */
 #include "cluster/cluster_int.h"
+#include "etcd/etcd_int.h"
 #include "ledger/ledger_int.h"
 #include "tests/cluster_tests.h"
 
@@ -420,8 +421,8 @@ START_TEST(log_applier_head_check)
 {
 	char *d = fresh();
 	ledger_t *lg = open_ledger(d, 0);
-	struct cluster_etcd_opts eo = {.endpoints = "http://127.0.0.1:1",
-				       .timeout_ms = 500};
+	struct etcd_opts eo = {.endpoints = "http://127.0.0.1:1",
+			       .timeout_ms = 500};
 	cluster_applier_t *a = NULL;
 	state_t *st = state_new();
 	uint8_t zero[LEDGER_HEAD_BYTES] = {0}, other[LEDGER_HEAD_BYTES];
@@ -529,7 +530,7 @@ static int scripted(void *ctx, const struct etcd_txn *t,
 		return 0;
 	}
 	ck_assert_uint_lt(sc->at, sc->n);
-	sc->bodies[sc->at] = cluster__txn_body(t, err);
+	sc->bodies[sc->at] = etcd__txn_body(t, err);
 	st = sc->steps[sc->at++];
 	r->header.revision = 50;
 	switch (st) {

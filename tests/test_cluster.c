@@ -8,6 +8,7 @@
  * client against a real etcd is tests/cluster_cli.sh.
  */
 #include "cluster/cluster_int.h"
+#include "etcd/etcd_int.h"
 #include "tests/cluster_tests.h"
 
 #include <check.h>
@@ -84,12 +85,12 @@ static const struct {
 
 START_TEST(rule1_table)
 {
-	struct etcd_verdict v = cluster__classify(&rule1_cases[_i].a);
+	struct etcd_rule1 v = etcd__classify(&rule1_cases[_i].a);
 
 	ck_assert_msg(v.outcome == rule1_cases[_i].want,
 		      "case %d: %s, want %s (%s)", _i,
-		      cluster__outcome_name(v.outcome),
-		      cluster__outcome_name(rule1_cases[_i].want), v.why);
+		      etcd__outcome_name(v.outcome),
+		      etcd__outcome_name(rule1_cases[_i].want), v.why);
 	ck_assert_int_eq(v.code, rule1_cases[_i].code);
 	ck_assert_ptr_nonnull(v.why);
 }
@@ -104,11 +105,11 @@ START_TEST(rule1_never_loses)
 		for (int sent = 0; sent <= 1; sent++) {
 			struct etcd_attempt a = {(enum etcd_transport)t, sent,
 						 0, NULL};
-			struct etcd_verdict v;
+			struct etcd_rule1 v;
 
 			if (t == ETCD_T_OK)
 				continue;
-			v = cluster__classify(&a);
+			v = etcd__classify(&a);
 			if (t == ETCD_T_NO_CONNECT || !sent)
 				ck_assert_int_eq(v.outcome, ETCD_NOT_APPLIED);
 			else
@@ -117,7 +118,7 @@ START_TEST(rule1_never_loses)
 	for (long s = 500; s <= 599; s++) {
 		struct etcd_attempt a = {ETCD_T_OK, true, s, "x"};
 
-		ck_assert_int_eq(cluster__classify(&a).outcome,
+		ck_assert_int_eq(etcd__classify(&a).outcome,
 				 ETCD_INDETERMINATE);
 	}
 }
@@ -132,7 +133,7 @@ START_TEST(endpoints_parse)
 	struct lg_error err = {0};
 	size_t n = 0;
 
-	ck_assert_int_eq(cluster__endpoints_parse(
+	ck_assert_int_eq(etcd__endpoints_parse(
 				 "http://127.0.0.1:2379,https://etcd-1:2379/",
 				 buf, sizeof(buf), urls, &n, &err),
 			 0);
@@ -167,8 +168,8 @@ START_TEST(endpoints_bad)
 	struct lg_error err = {0};
 	size_t n = 0;
 
-	ck_assert_int_eq(cluster__endpoints_parse(bad_endpoints[_i].list, buf,
-						  sizeof(buf), urls, &n, &err),
+	ck_assert_int_eq(etcd__endpoints_parse(bad_endpoints[_i].list, buf,
+					       sizeof(buf), urls, &n, &err),
 			 LG_EINVAL);
 	ck_assert_msg(strstr(err.msg, bad_endpoints[_i].says) != NULL,
 		      "case %d: \"%s\"", _i, err.msg);
@@ -187,7 +188,7 @@ START_TEST(endpoints_long_url)
 	url[sizeof(url) - 1] = '\0';
 	memcpy(url, "http://", 7);
 	ck_assert_int_eq(
-		cluster__endpoints_parse(url, buf, sizeof(buf), urls, &n, &err),
+		etcd__endpoints_parse(url, buf, sizeof(buf), urls, &n, &err),
 		LG_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "longer than"));
 }
@@ -199,7 +200,7 @@ static const char *b64s(const json_t *v)
 {
 	static char out[256];
 	size_t n = 0;
-	uint8_t *p = cluster__b64_decode(json_string_value(v), &n);
+	uint8_t *p = etcd__b64_decode(json_string_value(v), &n);
 
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_lt(n, sizeof(out));
@@ -242,7 +243,7 @@ START_TEST(codec_txn_body)
 	};
 	struct etcd_txn t = {cmp, 2, succ, fail, 1, 2};
 	struct lg_error err = {0};
-	char *body = cluster__txn_body(&t, &err);
+	char *body = etcd__txn_body(&t, &err);
 	json_t *doc, *c, *p, *r;
 
 	ck_assert_ptr_nonnull(body);
@@ -284,10 +285,10 @@ START_TEST(codec_prefix_end_ff)
 {
 	static const uint8_t k[] = {'a', 0xff, 0xff};
 	struct etcd_range r = {.key = k, .key_len = 3, .prefix = true};
-	char *body = cluster__range_body(&r, NULL);
+	char *body = etcd__range_body(&r, NULL);
 	json_t *doc = json_loads(body, 0, NULL);
 	size_t n = 0;
-	uint8_t *end = cluster__b64_decode(
+	uint8_t *end = etcd__b64_decode(
 		json_string_value(json_object_get(doc, "range_end")), &n);
 
 	ck_assert_uint_eq(n, 1);
@@ -310,10 +311,10 @@ START_TEST(codec_txn_limits)
 					  .range = {.key = "k", .key_len = 1},
 					  .value = "v",
 					  .value_len = 1};
-	ck_assert_ptr_null(cluster__txn_body(&t, &err));
+	ck_assert_ptr_null(etcd__txn_body(&t, &err));
 	ck_assert_int_eq(err.code, LG_ELIMIT);
 	t.n_success = ETCD_TXN_OPS_MAX;
-	body = cluster__txn_body(&t, &err);
+	body = etcd__txn_body(&t, &err);
 	ck_assert_ptr_nonnull(body);
 	free(body);
 }
@@ -331,7 +332,7 @@ START_TEST(codec_request_bound)
 	struct lg_error err = {0};
 
 	memset(v, 'x', n);
-	ck_assert_ptr_null(cluster__txn_body(&t, &err));
+	ck_assert_ptr_null(etcd__txn_body(&t, &err));
 	ck_assert_int_eq(err.code, LG_ELIMIT);
 	free(v);
 }
@@ -364,7 +365,7 @@ START_TEST(codec_txn_parse)
 	struct lg_error err = {0};
 	json_t *doc = json_loads(txn_failed, 0, NULL);
 
-	ck_assert_int_eq(cluster__txn_parse(doc, &t, &r, &err), 0);
+	ck_assert_int_eq(etcd__txn_parse(doc, &t, &r, &err), 0);
 	ck_assert_int_eq(r.outcome, ETCD_COMPARE_FAILED);
 	ck_assert_uint_eq(r.header.cluster_id, 324952591200643719ull);
 	ck_assert_uint_eq(r.header.member_id, 3319814642761637952ull);
@@ -378,14 +379,14 @@ START_TEST(codec_txn_parse)
 	ck_assert_int_eq(r.ops[0].range.kvs[0].lease, 0);
 	ck_assert_int_eq(r.ops[0].range.count, 1);
 	ck_assert_uint_eq(r.ops[1].range.n_kvs, 0);
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	json_decref(doc);
 
 	doc = json_loads(txn_ok, 0, NULL);
-	ck_assert_int_eq(cluster__txn_parse(doc, &t, &r, &err), 0);
+	ck_assert_int_eq(etcd__txn_parse(doc, &t, &r, &err), 0);
 	ck_assert_int_eq(r.outcome, ETCD_COMMITTED);
 	ck_assert_int_eq(r.ops[1].deleted, 1);
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	json_decref(doc);
 }
 END_TEST
@@ -417,7 +418,7 @@ START_TEST(codec_txn_parse_bad)
 	struct lg_error err = {0};
 	json_t *doc = json_loads(bad_txn_answers[_i], 0, NULL);
 
-	ck_assert_int_eq(cluster__txn_parse(doc, &t, &r, &err), LG_ECORRUPT);
+	ck_assert_int_eq(etcd__txn_parse(doc, &t, &r, &err), LG_ECORRUPT);
 	ck_assert_int_eq(r.outcome, ETCD_INDETERMINATE);
 	ck_assert_uint_eq(r.n_ops, 0);
 	ck_assert_ptr_null(r.ops);
@@ -431,12 +432,12 @@ START_TEST(codec_i64)
 			       "\"e\":\"18446744073709551615\"}",
 			       0, NULL);
 
-	ck_assert_int_eq(cluster__i64(o, "a"), -5);
-	ck_assert_int_eq(cluster__i64(o, "b"), 7);
-	ck_assert_int_eq(cluster__i64(o, "c"), 0);
-	ck_assert_int_eq(cluster__i64(o, "d"), 0);
-	ck_assert_int_eq(cluster__i64(o, "absent"), 0);
-	ck_assert_uint_eq((uint64_t)cluster__i64(o, "e"), UINT64_MAX);
+	ck_assert_int_eq(etcd_i64(o, "a"), -5);
+	ck_assert_int_eq(etcd_i64(o, "b"), 7);
+	ck_assert_int_eq(etcd_i64(o, "c"), 0);
+	ck_assert_int_eq(etcd_i64(o, "d"), 0);
+	ck_assert_int_eq(etcd_i64(o, "absent"), 0);
+	ck_assert_uint_eq((uint64_t)etcd_i64(o, "e"), UINT64_MAX);
 	json_decref(o);
 }
 END_TEST
@@ -473,50 +474,50 @@ START_TEST(lines_any_chunking)
 				   "{\"result\":{\"events\":[1]}}|"
 				   "{\"result\":{\"events\":[2,3]}}|";
 	unsigned seed = (unsigned)(seed_base + (uint64_t)_i);
-	struct cluster__lines l;
+	struct etcd__lines l;
 	struct collect c = {0};
 	size_t n = sizeof(stream) - 1, off = 0;
 
 	srand(seed);
-	cluster__lines_init(&l, 64);
+	etcd__lines_init(&l, 64);
 	while (off < n) {
 		size_t k = 1 + (size_t)rand() % 9;
 
 		if (k > n - off)
 			k = n - off;
-		ck_assert_int_eq(cluster__lines_feed(&l, stream + off, k,
-						     collect_line, &c),
-				 0);
+		ck_assert_int_eq(
+			etcd__lines_feed(&l, stream + off, k, collect_line, &c),
+			0);
 		off += k;
 	}
 	c.out[c.len] = '\0';
 	ck_assert_msg(strcmp(c.out, want) == 0, "seed %u: %s", seed, c.out);
-	cluster__lines_release(&l);
+	etcd__lines_release(&l);
 }
 END_TEST
 
 START_TEST(lines_bound)
 {
-	struct cluster__lines l;
+	struct etcd__lines l;
 	struct collect c = {0};
 	char msg[17];
 
 	memset(msg, 'x', 16);
 	msg[16] = '\n';
-	cluster__lines_init(&l, 16);
-	ck_assert_int_eq(cluster__lines_feed(&l, msg, 17, collect_line, &c), 0);
+	etcd__lines_init(&l, 16);
+	ck_assert_int_eq(etcd__lines_feed(&l, msg, 17, collect_line, &c), 0);
 	ck_assert_uint_eq(c.lines, 1);
-	ck_assert_int_eq(cluster__lines_feed(&l, msg, 16, collect_line, &c), 0);
-	ck_assert_int_eq(cluster__lines_feed(&l, "y", 1, collect_line, &c),
+	ck_assert_int_eq(etcd__lines_feed(&l, msg, 16, collect_line, &c), 0);
+	ck_assert_int_eq(etcd__lines_feed(&l, "y", 1, collect_line, &c),
 			 LG_ELIMIT);
-	cluster__lines_release(&l);
+	etcd__lines_release(&l);
 	/* A callback's stop is returned as it is. */
 	c = (struct collect){.stop_at = 1};
-	cluster__lines_init(&l, 16);
-	ck_assert_int_eq(cluster__lines_feed(&l, "a\nb\n", 4, collect_line, &c),
+	etcd__lines_init(&l, 16);
+	ck_assert_int_eq(etcd__lines_feed(&l, "a\nb\n", 4, collect_line, &c),
 			 42);
 	ck_assert_uint_eq(c.lines, 1);
-	cluster__lines_release(&l);
+	etcd__lines_release(&l);
 }
 END_TEST
 

@@ -5,6 +5,7 @@
  * shows the union of their options, so that every option is listed once.
  */
 #include "cluster/cluster.h"
+#include "etcd/etcd.h"
 #include "tools/tools.h"
 
 #include <errno.h>
@@ -99,7 +100,7 @@ static const char cluster_after[] =
 static const char action_after[] = ETCD_LIST_NOTE EXIT_STATUS_NOTE;
 
 struct cluster_args {
-	struct cluster_etcd_opts eo;
+	struct etcd_opts eo;
 	const char *prefix, *db, *format;
 	bool json;
 	/* campaign */
@@ -347,7 +348,7 @@ static int etcd_run(struct cluster_args *a)
 {
 	struct lg_error err = {0};
 
-	if (cluster_shell(&a->eo, stdin, stdout, &err) != 0) {
+	if (etcd_shell(&a->eo, stdin, stdout, &err) != 0) {
 		tool_error("cluster etcd: %s", err.msg);
 		return EXIT_USAGE;
 	}

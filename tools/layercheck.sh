@@ -1,6 +1,7 @@
 #!/bin/sh
 # Checks the layering of DESIGN.md section 1 and STYLE.md (cluster/, DESIGN
-# 11, sits above ingest/ and query/ and below tools/) by reading #include
+# 11, sits above ingest/, query/ and etcd/, the etcd client, and below
+# tools/) by reading #include
 # lines: a layer includes only itself and the layers below it, and foreign
 # library types stay in the layer that owns them.
 set -u
@@ -12,11 +13,12 @@ allowed() { # layer -> allowed project include prefixes
 	ledger) echo "model ledger" ;;
 	ingest) echo "model ledger ingest" ;;
 	query) echo "model ledger query" ;;
-	cluster) echo "model ledger ingest query cluster" ;;
-	tools) echo "model sim ledger ingest query cluster tools" ;;
+	etcd) echo "model etcd" ;;
+	cluster) echo "model ledger ingest query etcd cluster" ;;
+	tools) echo "model sim ledger ingest query etcd cluster tools" ;;
 	esac
 }
-for layer in model sim ledger ingest query cluster tools; do
+for layer in model sim ledger ingest query etcd cluster tools; do
 	[ -d "$layer" ] || continue
 	ok=$(allowed "$layer")
 	for f in "$layer"/*.c "$layer"/*.h; do
@@ -35,7 +37,7 @@ done
 # Foreign types stay home.
 check_foreign() { # header pattern, allowed layers
 	pat=$1; shift
-	for layer in model sim ledger ingest query cluster tools; do
+	for layer in model sim ledger ingest query etcd cluster tools; do
 		case " $* " in *" $layer "*) continue ;; esac
 		[ -d "$layer" ] || continue
 		if grep -ln "#include <$pat" "$layer"/*.c "$layer"/*.h 2>/dev/null; then
@@ -45,9 +47,9 @@ check_foreign() { # header pattern, allowed layers
 	done
 }
 check_foreign 'lmdb.h' ledger
-# The Kubernetes client (ingest/) and the etcd client (cluster/), nowhere
-# else.
-check_foreign 'curl/' ingest cluster
+# The Kubernetes client (ingest/), the etcd client (etcd/) and a door's
+# forward to the sequencer (cluster/forward.c), nowhere else.
+check_foreign 'curl/' ingest etcd cluster
 check_foreign 'uv.h' query tools
 check_foreign 'openssl/ssl.h' query
 # Names (STYLE "Names"; ISSUE 15), read from the objects of the build in $1
@@ -91,7 +93,7 @@ objs() {
 		echo "$o"
 	done
 }
-for m in model sim ledger ingest query cluster; do
+for m in model sim ledger ingest query etcd cluster; do
 	ls "$m"/*.c >/dev/null 2>&1 || continue
 	if [ -z "$(objs "$m")" ]; then
 		echo "layercheck: no objects of $m/ in $build (build first)"
@@ -128,7 +130,7 @@ for m in model sim ledger ingest query cluster; do
 	# Functions of m/m.h (names it applies that m defines) and their users.
 	for h in $(pub_headers "$m"); do called_ids "$h"; done | sort -u |
 		comm -12 - "$names/syms" >"$names/fns"
-	for l in model sim ledger ingest query cluster tools; do
+	for l in model sim ledger ingest query etcd cluster tools; do
 		[ "$l" = "$m" ] || objs "$l"
 	done | while read -r o; do nm -u "$o"; done 2>/dev/null |
 		awk '{ print $NF }' | sort -u >"$names/used"

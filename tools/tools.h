@@ -127,7 +127,7 @@ struct cmd_spec {
 	const char *after; /* text after the options, or NULL */
 };
 
-/* The options of etcd's client (struct cluster_etcd_opts at (a)->eo) and
+/* The options of etcd's client (struct etcd_opts at (a)->eo) and
  * of retention (struct cluster_retention at rt), shared by `member` and
  * `cluster`; one option a line, as in the other tables. */
 /* clang-format off */

@@ -5,7 +5,8 @@
  * answers and how rule 1 classifies it. Keys and values are text; lease
  * ids are hex, as etcdctl prints them. cluster/README.md lists the ops.
  */
-#include "cluster/cluster_int.h"
+#include "etcd/etcd_int.h"
+#include "model/tlog.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -61,7 +62,7 @@ static json_t *id16(uint64_t v)
 
 static int64_t get_i64(const json_t *o, const char *name)
 {
-	return cluster__i64(o, name);
+	return etcd_i64(o, name);
 }
 
 static int64_t get_hex(const json_t *o, const char *name)
@@ -113,10 +114,8 @@ static json_t *answer(struct shell *sh, const char *op, int rc,
 	json_t *o = json_object();
 
 	json_object_set_new(o, "op", json_string(op));
-	json_object_set_new(o, "outcome",
-			    json_string(cluster__outcome_name(oc)));
-	json_object_set_new(o, "endpoint",
-			    json_string(cluster__etcd_endpoint(sh->e)));
+	json_object_set_new(o, "outcome", json_string(etcd__outcome_name(oc)));
+	json_object_set_new(o, "endpoint", json_string(etcd_endpoint(sh->e)));
 	if (rc != 0) {
 		json_object_set_new(o, "error", json_string(err->msg));
 		json_object_set_new(o, "code", json_string(lg_strerror(rc)));
@@ -252,7 +251,7 @@ static void do_txn(struct shell *sh, const json_t *in)
 	for (size_t i = 0; i < json_array_size(jf); i++)
 		if (!op_in(json_array_get(jf, i), &fail[t.n_failure++]))
 			goto bad;
-	rc = cluster__etcd_txn(sh->e, &t, &r, &err);
+	rc = etcd_txn(sh->e, &t, &r, &err);
 	o = answer(sh, "txn", rc, r.outcome, &err);
 	if (rc == 0) {
 		json_object_set_new(o, "clusterId", id16(r.header.cluster_id));
@@ -274,7 +273,7 @@ static void do_txn(struct shell *sh, const json_t *in)
 		}
 		json_object_set_new(o, "responses", resp);
 	}
-	cluster__txn_release(&r);
+	etcd_txn_result_release(&r);
 	emit(sh, o);
 	return;
 bad:
@@ -331,7 +330,7 @@ static void do_watch(struct shell *sh, const json_t *in)
 	w.start_revision = get_i64(in, "startRevision");
 	w.timeout_ms = (uint64_t)get_i64(in, "timeoutMs");
 	wo.want = get_i64(in, "events");
-	rc = cluster__etcd_watch(sh->e, &w, on_watch, &wo, &err);
+	rc = etcd_watch(sh->e, &w, on_watch, &wo, &err);
 	if (rc == 1)
 		rc = 0;
 	o = answer(sh, "watch", rc,
@@ -365,7 +364,7 @@ static void do_one(struct shell *sh, const json_t *in)
 	if (strcmp(op, "range") == 0 && range_in(in, "key", &r)) {
 		struct etcd_range_result res;
 
-		rc = cluster__etcd_range(sh->e, &r, &res, &oc, &err);
+		rc = etcd_range(sh->e, &r, &res, &oc, &err);
 		o = answer(sh, op, rc, oc, &err);
 		if (rc == 0) {
 			json_t *x = range_out(&res);
@@ -375,29 +374,29 @@ static void do_one(struct shell *sh, const json_t *in)
 			json_object_set_new(o, "revision",
 					    json_integer(res.header.revision));
 		}
-		cluster__range_release(&res);
+		etcd_range_result_release(&res);
 	} else if (strcmp(op, "put") == 0 && range_in(in, "key", &r) &&
 		   json_is_string(json_object_get(in, "value"))) {
 		const char *v = json_string_value(json_object_get(in, "value"));
 		int64_t rev = 0;
 
-		rc = cluster__etcd_put(sh->e, r.key, r.key_len, v, strlen(v),
-				       get_hex(in, "lease"), &rev, &oc, &err);
+		rc = etcd_put(sh->e, r.key, r.key_len, v, strlen(v),
+			      get_hex(in, "lease"), &rev, &oc, &err);
 		o = answer(sh, op, rc, oc, &err);
 		if (rc == 0)
 			json_object_set_new(o, "revision", json_integer(rev));
 	} else if (strcmp(op, "delete") == 0 && range_in(in, "key", &r)) {
 		int64_t n = 0;
 
-		rc = cluster__etcd_delete(sh->e, &r, &n, &oc, &err);
+		rc = etcd__delete(sh->e, &r, &n, &oc, &err);
 		o = answer(sh, op, rc, oc, &err);
 		if (rc == 0)
 			json_object_set_new(o, "deleted", json_integer(n));
 	} else if (strcmp(op, "grant") == 0) {
 		int64_t id = get_hex(in, "id"), ttl = 0;
 
-		rc = cluster__etcd_lease_grant(sh->e, get_i64(in, "ttl"), &id,
-					       &ttl, &oc, &err);
+		rc = etcd_lease_grant(sh->e, get_i64(in, "ttl"), &id, &ttl, &oc,
+				      &err);
 		o = answer(sh, op, rc, oc, &err);
 		if (rc == 0) {
 			json_object_set_new(o, "id", hex64(id));
@@ -406,18 +405,17 @@ static void do_one(struct shell *sh, const json_t *in)
 	} else if (strcmp(op, "keepalive") == 0) {
 		int64_t ttl = 0;
 
-		rc = cluster__etcd_lease_keepalive(sh->e, get_hex(in, "id"),
-						   &ttl, &oc, &err);
+		rc = etcd_lease_keepalive(sh->e, get_hex(in, "id"), &ttl, &oc,
+					  &err);
 		o = answer(sh, op, rc, oc, &err);
 		json_object_set_new(o, "ttl", json_integer(ttl));
 	} else if (strcmp(op, "revoke") == 0) {
-		rc = cluster__etcd_lease_revoke(sh->e, get_hex(in, "id"), &oc,
-						&err);
+		rc = etcd_lease_revoke(sh->e, get_hex(in, "id"), &oc, &err);
 		o = answer(sh, op, rc, oc, &err);
 	} else if (strcmp(op, "status") == 0) {
 		struct etcd_status st;
 
-		rc = cluster__etcd_status(sh->e, &st, &oc, &err);
+		rc = etcd_status(sh->e, &st, &oc, &err);
 		o = answer(sh, op, rc, oc, &err);
 		if (rc == 0) {
 			json_object_set_new(o, "clusterId",
@@ -431,10 +429,9 @@ static void do_one(struct shell *sh, const json_t *in)
 					    json_string(st.version));
 		}
 	} else if (strcmp(op, "compact") == 0) {
-		rc = cluster__etcd_compact(
-			sh->e, get_i64(in, "revision"),
-			json_is_true(json_object_get(in, "physical")), &oc,
-			&err);
+		rc = etcd_compact(sh->e, get_i64(in, "revision"),
+				  json_is_true(json_object_get(in, "physical")),
+				  &oc, &err);
 		o = answer(sh, op, rc, oc, &err);
 	} else {
 		lg_error_set(&err, LG_EINVAL,
@@ -447,14 +444,14 @@ static void do_one(struct shell *sh, const json_t *in)
 	emit(sh, o);
 }
 
-int cluster_shell(const struct cluster_etcd_opts *eo, FILE *in, FILE *out,
-		  struct lg_error *err)
+int etcd_shell(const struct etcd_opts *eo, FILE *in, FILE *out,
+	       struct lg_error *err)
 {
 	struct shell sh = {.out = out};
 	char *line = lg_xmalloc(SHELL_LINE_MAX);
 	int rc;
 
-	rc = cluster__etcd_open(&sh.e, eo, err);
+	rc = etcd_open(&sh.e, eo, err);
 	while (rc == 0 && sh.werr == 0 &&
 	       fgets(line, (int)SHELL_LINE_MAX, in) != NULL) {
 		size_t n = strlen(line);
@@ -483,7 +480,7 @@ int cluster_shell(const struct cluster_etcd_opts *eo, FILE *in, FILE *out,
 	}
 	if (rc == 0 && sh.werr != 0)
 		rc = lg_error_set(err, LG_EIO, "writing the answers failed");
-	cluster__etcd_close(sh.e);
+	etcd_close(sh.e);
 	free(line);
 	return rc;
 }

@@ -4,7 +4,8 @@
  * of answers, the framing of a watch stream, and the key layout. Nothing
  * here does I/O, so the unit suite can hold every rule against it.
  */
-#include "cluster/cluster_int.h"
+#include "etcd/etcd_int.h"
+#include "model/tlog.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 /* ---------------------------------------------------------------------- */
 /* Rule 1: a timeout is not a failure */
 
-const char *cluster__outcome_name(enum etcd_outcome o)
+const char *etcd__outcome_name(enum etcd_outcome o)
 {
 	static const char *const names[] = {
 		[ETCD_COMMITTED] = "committed",
@@ -48,7 +49,7 @@ static const struct rule1_row {
 	int sent;      /* 0, 1, or ANY_SENT */
 	long http_lo, http_hi;
 	const char *error; /* a phrase of the gateway's error, or NULL */
-	struct etcd_verdict v;
+	struct etcd_rule1 v;
 } rule1[] = {
 	/* Nothing reached etcd. */
 	{ETCD_T_NO_CONNECT, ANY_SENT, 0, 0, NULL,
@@ -106,7 +107,7 @@ static bool row_matches(const struct rule1_row *r, const struct etcd_attempt *a)
 	return true;
 }
 
-struct etcd_verdict cluster__classify(const struct etcd_attempt *a)
+struct etcd_rule1 etcd__classify(const struct etcd_attempt *a)
 {
 	size_t n = sizeof(rule1) / sizeof(rule1[0]);
 
@@ -119,8 +120,8 @@ struct etcd_verdict cluster__classify(const struct etcd_attempt *a)
 /* ---------------------------------------------------------------------- */
 /* Endpoints */
 
-int cluster__endpoints_parse(const char *list, char *buf, size_t cap,
-			     const char **urls, size_t *n, struct lg_error *err)
+int etcd__endpoints_parse(const char *list, char *buf, size_t cap,
+			  const char **urls, size_t *n, struct lg_error *err)
 {
 	size_t used = 0;
 	const char *p = list;
@@ -193,7 +194,7 @@ static json_t *b64(const void *p, size_t n)
 	return v;
 }
 
-json_t *cluster__i64_json(int64_t v)
+json_t *etcd__i64_json(int64_t v)
 {
 	char s[24];
 
@@ -240,10 +241,9 @@ static json_t *range_json(const struct etcd_range *r)
 
 	range_keys(o, r);
 	if (r->revision)
-		json_object_set_new(o, "revision",
-				    cluster__i64_json(r->revision));
+		json_object_set_new(o, "revision", etcd__i64_json(r->revision));
 	if (r->limit)
-		json_object_set_new(o, "limit", cluster__i64_json(r->limit));
+		json_object_set_new(o, "limit", etcd__i64_json(r->limit));
 	if (r->keys_only)
 		json_object_set_new(o, "keys_only", json_true());
 	if (r->count_only)
@@ -270,7 +270,7 @@ static char *dump(json_t *doc, struct lg_error *err)
 	return s;
 }
 
-char *cluster__range_body(const struct etcd_range *r, struct lg_error *err)
+char *etcd__range_body(const struct etcd_range *r, struct lg_error *err)
 {
 	return dump(range_json(r), err);
 }
@@ -305,7 +305,7 @@ static json_t *cmp_json(const struct etcd_cmp *c)
 				    b64(c->value, c->value_len));
 	else
 		json_object_set_new(o, operands[c->target],
-				    cluster__i64_json(c->number));
+				    etcd__i64_json(c->number));
 	return o;
 }
 
@@ -322,7 +322,7 @@ static json_t *op_json(const struct etcd_op *op)
 				    b64(op->value, op->value_len));
 		if (op->lease)
 			json_object_set_new(req, "lease",
-					    cluster__i64_json(op->lease));
+					    etcd__i64_json(op->lease));
 		json_object_set_new(o, "request_put", req);
 		break;
 	case ETCD_OP_RANGE:
@@ -358,7 +358,7 @@ static bool txn_valid(const struct etcd_txn *t, struct lg_error *err)
 	return true;
 }
 
-char *cluster__txn_body(const struct etcd_txn *t, struct lg_error *err)
+char *etcd__txn_body(const struct etcd_txn *t, struct lg_error *err)
 {
 	json_t *doc, *cmp, *succ, *fail;
 
@@ -383,7 +383,7 @@ char *cluster__txn_body(const struct etcd_txn *t, struct lg_error *err)
 /* ---------------------------------------------------------------------- */
 /* Answers */
 
-int64_t cluster__i64(const json_t *obj, const char *name)
+int64_t etcd_i64(const json_t *obj, const char *name)
 {
 	const json_t *v = json_object_get(obj, name);
 	const char *s;
@@ -408,7 +408,7 @@ int64_t cluster__i64(const json_t *obj, const char *name)
 	return (int64_t)n;
 }
 
-uint8_t *cluster__b64_decode(const char *s, size_t *len)
+uint8_t *etcd__b64_decode(const char *s, size_t *len)
 {
 	size_t n = strlen(s), cap = n / 4 * 3 + 3;
 	uint8_t *out = lg_xmalloc(cap + 1);
@@ -421,17 +421,17 @@ uint8_t *cluster__b64_decode(const char *s, size_t *len)
 	return out;
 }
 
-int cluster__header_parse(const json_t *doc, struct etcd_header *h)
+int etcd__header_parse(const json_t *doc, struct etcd_header *h)
 {
 	const json_t *hd = json_object_get(doc, "header");
 
 	memset(h, 0, sizeof(*h));
 	if (!json_is_object(hd))
 		return LG_ECORRUPT;
-	h->cluster_id = (uint64_t)cluster__i64(hd, "cluster_id");
-	h->member_id = (uint64_t)cluster__i64(hd, "member_id");
-	h->revision = cluster__i64(hd, "revision");
-	h->raft_term = (uint64_t)cluster__i64(hd, "raft_term");
+	h->cluster_id = (uint64_t)etcd_i64(hd, "cluster_id");
+	h->member_id = (uint64_t)etcd_i64(hd, "member_id");
+	h->revision = etcd_i64(hd, "revision");
+	h->raft_term = (uint64_t)etcd_i64(hd, "raft_term");
 	return 0;
 }
 
@@ -443,14 +443,14 @@ static int kv_parse(const json_t *o, struct etcd_kv *kv)
 	memset(kv, 0, sizeof(*kv));
 	if (!json_is_object(o) || k == NULL)
 		return LG_ECORRUPT;
-	kv->key = cluster__b64_decode(k, &kv->key_len);
-	kv->value = cluster__b64_decode(v ? v : "", &kv->value_len);
+	kv->key = etcd__b64_decode(k, &kv->key_len);
+	kv->value = etcd__b64_decode(v ? v : "", &kv->value_len);
 	if (kv->key == NULL || kv->value == NULL)
 		return LG_ECORRUPT;
-	kv->create_revision = cluster__i64(o, "create_revision");
-	kv->mod_revision = cluster__i64(o, "mod_revision");
-	kv->version = cluster__i64(o, "version");
-	kv->lease = cluster__i64(o, "lease");
+	kv->create_revision = etcd_i64(o, "create_revision");
+	kv->mod_revision = etcd_i64(o, "mod_revision");
+	kv->version = etcd_i64(o, "version");
+	kv->lease = etcd_i64(o, "lease");
 	return 0;
 }
 
@@ -460,7 +460,7 @@ static void kv_release(struct etcd_kv *kv)
 	free(kv->value);
 }
 
-void cluster__range_release(struct etcd_range_result *r)
+void etcd_range_result_release(struct etcd_range_result *r)
 {
 	if (r == NULL)
 		return;
@@ -476,7 +476,7 @@ static int range_parse(const json_t *doc, struct etcd_range_result *out)
 	const json_t *kvs = json_object_get(doc, "kvs");
 
 	memset(out, 0, sizeof(*out));
-	cluster__header_parse(doc, &out->header);
+	etcd__header_parse(doc, &out->header);
 	if (kvs != NULL && !json_is_array(kvs))
 		return LG_ECORRUPT;
 	out->n_kvs = json_array_size(kvs);
@@ -487,28 +487,28 @@ static int range_parse(const json_t *doc, struct etcd_range_result *out)
 			return LG_ECORRUPT;
 		}
 	out->more = json_is_true(json_object_get(doc, "more"));
-	out->count = cluster__i64(doc, "count");
+	out->count = etcd_i64(doc, "count");
 	return 0;
 }
 
-int cluster__range_parse(const json_t *doc, struct etcd_range_result *out,
-			 struct lg_error *err)
+int etcd__range_parse(const json_t *doc, struct etcd_range_result *out,
+		      struct lg_error *err)
 {
-	if (!json_is_object(doc) || cluster__header_parse(doc, &out->header) ||
+	if (!json_is_object(doc) || etcd__header_parse(doc, &out->header) ||
 	    range_parse(doc, out) != 0) {
-		cluster__range_release(out);
+		etcd_range_result_release(out);
 		return lg_error_set(err, LG_ECORRUPT,
 				    "etcd's range answer is not one");
 	}
 	return 0;
 }
 
-void cluster__txn_release(struct etcd_txn_result *r)
+void etcd_txn_result_release(struct etcd_txn_result *r)
 {
 	if (r == NULL)
 		return;
 	for (size_t i = 0; i < r->n_ops; i++)
-		cluster__range_release(&r->ops[i].range);
+		etcd_range_result_release(&r->ops[i].range);
 	free(r->ops);
 	r->ops = NULL;
 	r->n_ops = 0;
@@ -520,8 +520,8 @@ static const char *const response_names[] = {
 	[ETCD_OP_DELETE] = "response_delete_range",
 };
 
-int cluster__txn_parse(const json_t *doc, const struct etcd_txn *t,
-		       struct etcd_txn_result *out, struct lg_error *err)
+int etcd__txn_parse(const json_t *doc, const struct etcd_txn *t,
+		    struct etcd_txn_result *out, struct lg_error *err)
 {
 	const json_t *resp = json_object_get(doc, "responses");
 	const struct etcd_op *ops;
@@ -531,7 +531,7 @@ int cluster__txn_parse(const json_t *doc, const struct etcd_txn *t,
 	out->ops = NULL;
 	out->n_ops = 0;
 	if (!json_is_object(doc) ||
-	    cluster__header_parse(doc, &out->header) != 0 ||
+	    etcd__header_parse(doc, &out->header) != 0 ||
 	    (resp != NULL && !json_is_array(resp)))
 		goto bad;
 	ok = json_is_true(json_object_get(doc, "succeeded"));
@@ -553,11 +553,11 @@ int cluster__txn_parse(const json_t *doc, const struct etcd_txn *t,
 		    range_parse(r, &out->ops[i].range) != 0)
 			goto bad;
 		if (ops[i].kind == ETCD_OP_DELETE)
-			out->ops[i].deleted = cluster__i64(r, "deleted");
+			out->ops[i].deleted = etcd_i64(r, "deleted");
 	}
 	return 0;
 bad:
-	cluster__txn_release(out);
+	etcd_txn_result_release(out);
 	out->outcome = ETCD_INDETERMINATE;
 	return lg_error_set(err, LG_ECORRUPT,
 			    "etcd's txn answer is not one (the txn may have "
@@ -567,14 +567,14 @@ bad:
 /* ---------------------------------------------------------------------- */
 /* Framing of a watch stream */
 
-void cluster__lines_init(struct cluster__lines *l, size_t cap)
+void etcd__lines_init(struct etcd__lines *l, size_t cap)
 {
 	l->buf = lg_xmalloc(cap);
 	l->len = 0;
 	l->cap = cap;
 }
 
-void cluster__lines_release(struct cluster__lines *l)
+void etcd__lines_release(struct etcd__lines *l)
 {
 	if (l == NULL)
 		return;
@@ -583,8 +583,8 @@ void cluster__lines_release(struct cluster__lines *l)
 	l->len = l->cap = 0;
 }
 
-int cluster__lines_feed(struct cluster__lines *l, const char *data, size_t n,
-			cluster__line_fn *fn, void *ctx)
+int etcd__lines_feed(struct etcd__lines *l, const char *data, size_t n,
+		     etcd__line_fn *fn, void *ctx)
 {
 	while (n > 0) {
 		const char *nl = memchr(data, '\n', n);
@@ -610,48 +610,5 @@ int cluster__lines_feed(struct cluster__lines *l, const char *data, size_t n,
 				return rc;
 		}
 	}
-	return 0;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Keys */
-
-size_t cluster__key(char *buf, size_t cap, const char *prefix, const char *tail)
-{
-	int n = snprintf(buf, cap, "%s/%s", prefix, tail);
-
-	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
-}
-
-size_t cluster__log_key(char *buf, size_t cap, const char *prefix,
-			uint64_t first_seq)
-{
-	int n = snprintf(buf, cap, "%s/log/%020llu", prefix,
-			 (unsigned long long)first_seq);
-
-	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
-}
-
-int cluster_prefix_check(const char *prefix, struct lg_error *err)
-{
-	size_t n = prefix ? strlen(prefix) : 0;
-
-	if (n == 0)
-		return lg_error_set(err, LG_EINVAL, "--prefix P is required");
-	if (n > CLUSTER_PREFIX_MAX)
-		return lg_error_set(err, LG_EINVAL,
-				    "--prefix: longer than %d bytes",
-				    CLUSTER_PREFIX_MAX);
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)prefix[i] < 0x20 || prefix[i] == 0x7f)
-			return lg_error_set(err, LG_EINVAL,
-					    "--prefix: a control character "
-					    "at byte %zu",
-					    i);
-	if (prefix[n - 1] == '/')
-		return lg_error_set(err, LG_EINVAL,
-				    "--prefix \"%s\": ends with '/' (keys are "
-				    "P/head, P/log/...)",
-				    prefix);
 	return 0;
 }

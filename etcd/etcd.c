@@ -11,7 +11,7 @@
  *    committed), so writes refuse the rewind and the attempt is reported
  *    as INDETERMINATE for the caller to re-send, knowing that it does.
  */
-#include "cluster/cluster_int.h"
+#include "etcd/etcd_int.h"
 
 #include <curl/curl.h>
 #include <stdint.h>
@@ -138,17 +138,15 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 /* ---------------------------------------------------------------------- */
 /* Life cycle */
 
-int cluster__etcd_open(etcd_t **out, const struct cluster_etcd_opts *o,
-		       struct lg_error *err)
+int etcd_open(etcd_t **out, const struct etcd_opts *o, struct lg_error *err)
 {
 	etcd_t *e = lg_xcalloc(1, sizeof(*e));
 	int rc;
 
 	*out = NULL;
 	e->pin = SIZE_MAX;
-	rc = cluster__endpoints_parse(o->endpoints, e->urlbuf,
-				      sizeof(e->urlbuf), e->urls, &e->n_urls,
-				      err);
+	rc = etcd__endpoints_parse(o->endpoints, e->urlbuf, sizeof(e->urlbuf),
+				   e->urls, &e->n_urls, err);
 	if (rc != 0)
 		goto fail;
 	if ((o->cert == NULL) != (o->key == NULL)) {
@@ -190,11 +188,11 @@ int cluster__etcd_open(etcd_t **out, const struct cluster_etcd_opts *o,
 	*out = e;
 	return 0;
 fail:
-	cluster__etcd_close(e);
+	etcd_close(e);
 	return rc;
 }
 
-void cluster__etcd_close(etcd_t *e)
+void etcd_close(etcd_t *e)
 {
 	if (e == NULL)
 		return;
@@ -205,7 +203,7 @@ void cluster__etcd_close(etcd_t *e)
 	free(e);
 }
 
-int64_t cluster__mono_ms(void)
+int64_t etcd_mono_ms(void)
 {
 	struct timespec ts;
 
@@ -213,13 +211,13 @@ int64_t cluster__mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void cluster__etcd_deadline(etcd_t *e, int64_t deadline_ms)
+void etcd_deadline(etcd_t *e, int64_t deadline_ms)
 {
 	LG_ASSERT(e != NULL && deadline_ms >= 0);
 	e->deadline_ms = deadline_ms;
 }
 
-const char *cluster__etcd_endpoint(const etcd_t *e)
+const char *etcd_endpoint(const etcd_t *e)
 {
 	return e->n_urls ? e->urls[e->last] : "";
 }
@@ -268,7 +266,7 @@ static int request(etcd_t *e, const char *path, const char *body,
 		   bool rewindable, uint64_t timeout_ms, json_t **doc,
 		   enum etcd_outcome *outcome, struct lg_error *err)
 {
-	struct etcd_verdict v = {ETCD_NOT_APPLIED, LG_EIO, "no endpoint"};
+	struct etcd_rule1 v = {ETCD_NOT_APPLIED, LG_EIO, "no endpoint"};
 	char gw[LG_ERRMSG_MAX] = "";
 	size_t start = e->cur;
 
@@ -283,7 +281,7 @@ static int request(etcd_t *e, const char *path, const char *body,
 	for (size_t t = 0; t < tries; t++) {
 		size_t i = (start + t) % e->n_urls;
 		uint64_t tmo = timeout_ms;
-		int64_t t0_ms = cluster__mono_ms(), left_ms;
+		int64_t t0_ms = etcd_mono_ms(), left_ms;
 		CURLcode c;
 		struct etcd_attempt a;
 
@@ -292,13 +290,12 @@ static int request(etcd_t *e, const char *path, const char *body,
 			 * Nothing is sent once it has passed. */
 			left_ms = e->deadline_ms - t0_ms;
 			if (left_ms <= 0) {
-				v = (struct etcd_verdict){
+				v = (struct etcd_rule1){
 					ETCD_NOT_APPLIED, LG_EIO,
 					"no time left before the deadline"};
-				lg_error_set(err, v.code, "%s: %s: %s",
-					     e->urls[i],
-					     cluster__outcome_name(v.outcome),
-					     v.why);
+				lg_error_set(
+					err, v.code, "%s: %s: %s", e->urls[i],
+					etcd__outcome_name(v.outcome), v.why);
 				break;
 			}
 			if ((uint64_t)left_ms < tmo)
@@ -319,11 +316,11 @@ static int request(etcd_t *e, const char *path, const char *body,
 				a.error = gw;
 			}
 		}
-		v = cluster__classify(&a);
+		v = etcd__classify(&a);
 		if (v.outcome == ETCD_NOT_APPLIED && a.transport != ETCD_T_OK) {
 			/* Nothing reached etcd there: the next one. */
 			lg_error_set(err, v.code, "%s: %s: %s: %s", e->urls[i],
-				     cluster__outcome_name(v.outcome), v.why,
+				     etcd__outcome_name(v.outcome), v.why,
 				     e->errbuf[0] ? e->errbuf
 						  : curl_easy_strerror(c));
 			continue;
@@ -334,7 +331,7 @@ static int request(etcd_t *e, const char *path, const char *body,
 		 * slow endpoint of three is not a lost quorum. */
 		if (e->pin >= e->n_urls)
 			e->cur = v.outcome == ETCD_INDETERMINATE ||
-						 (uint64_t)(cluster__mono_ms() -
+						 (uint64_t)(etcd_mono_ms() -
 							    t0_ms) >
 							 timeout_ms / 2
 					 ? (i + 1) % e->n_urls
@@ -345,7 +342,7 @@ static int request(etcd_t *e, const char *path, const char *body,
 			 * answers it (a write is re-sent identical by its
 			 * caller, rule 1). */
 			lg_error_set(err, v.code, "%s: %s: %s: %s", e->urls[i],
-				     cluster__outcome_name(v.outcome), v.why,
+				     etcd__outcome_name(v.outcome), v.why,
 				     e->errbuf[0] ? e->errbuf
 						  : curl_easy_strerror(c));
 			continue;
@@ -355,13 +352,13 @@ static int request(etcd_t *e, const char *path, const char *body,
 				lg_error_set(err, v.code,
 					     "%s: %s: %s (HTTP %ld): %s",
 					     e->urls[i],
-					     cluster__outcome_name(v.outcome),
+					     etcd__outcome_name(v.outcome),
 					     v.why, a.http_status, gw);
 			else
 				lg_error_set(
 					err, v.code, "%s: %s: %s: %s",
 					e->urls[i],
-					cluster__outcome_name(v.outcome), v.why,
+					etcd__outcome_name(v.outcome), v.why,
 					e->errbuf[0] ? e->errbuf
 						     : curl_easy_strerror(c));
 		}
@@ -428,45 +425,44 @@ static bool txn_reads_only(const struct etcd_txn *t)
 	return true;
 }
 
-int cluster__etcd_txn(etcd_t *e, const struct etcd_txn *t,
-		      struct etcd_txn_result *out, struct lg_error *err)
+int etcd_txn(etcd_t *e, const struct etcd_txn *t, struct etcd_txn_result *out,
+	     struct lg_error *err)
 {
 	json_t *doc = NULL;
 	enum etcd_outcome oc = ETCD_NOT_APPLIED;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = call(e, "/v3/kv/txn", cluster__txn_body(t, err),
-		  txn_reads_only(t), &doc, &oc, err);
+	rc = call(e, "/v3/kv/txn", etcd__txn_body(t, err), txn_reads_only(t),
+		  &doc, &oc, err);
 	out->outcome = oc;
 	if (rc != 0)
 		return rc;
-	rc = cluster__txn_parse(doc, t, out, err);
+	rc = etcd__txn_parse(doc, t, out, err);
 	json_decref(doc);
 	return rc;
 }
 
-int cluster__etcd_range(etcd_t *e, const struct etcd_range *r,
-			struct etcd_range_result *out,
-			enum etcd_outcome *outcome, struct lg_error *err)
+int etcd_range(etcd_t *e, const struct etcd_range *r,
+	       struct etcd_range_result *out, enum etcd_outcome *outcome,
+	       struct lg_error *err)
 {
 	json_t *doc = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = call(e, "/v3/kv/range", cluster__range_body(r, err), true, &doc,
+	rc = call(e, "/v3/kv/range", etcd__range_body(r, err), true, &doc,
 		  outcome, err);
 	if (rc != 0)
 		return rc;
-	rc = cluster__range_parse(doc, out, err);
+	rc = etcd__range_parse(doc, out, err);
 	json_decref(doc);
 	return rc;
 }
 
-int cluster__etcd_put(etcd_t *e, const void *key, size_t key_len,
-		      const void *val, size_t val_len, int64_t lease,
-		      int64_t *revision, enum etcd_outcome *outcome,
-		      struct lg_error *err)
+int etcd_put(etcd_t *e, const void *key, size_t key_len, const void *val,
+	     size_t val_len, int64_t lease, int64_t *revision,
+	     enum etcd_outcome *outcome, struct lg_error *err)
 {
 	struct etcd_op op = {.kind = ETCD_OP_PUT,
 			     .range = {.key = key, .key_len = key_len},
@@ -478,48 +474,46 @@ int cluster__etcd_put(etcd_t *e, const void *key, size_t key_len,
 	int rc;
 
 	/* A put is a txn without compares: one code path for writes. */
-	rc = cluster__etcd_txn(e, &t, &res, err);
+	rc = etcd_txn(e, &t, &res, err);
 	if (outcome != NULL)
 		*outcome = res.outcome;
 	if (rc == 0 && revision != NULL)
 		*revision = res.header.revision;
-	cluster__txn_release(&res);
+	etcd_txn_result_release(&res);
 	return rc;
 }
 
-int cluster__etcd_delete(etcd_t *e, const struct etcd_range *r,
-			 int64_t *deleted, enum etcd_outcome *outcome,
-			 struct lg_error *err)
+int etcd__delete(etcd_t *e, const struct etcd_range *r, int64_t *deleted,
+		 enum etcd_outcome *outcome, struct lg_error *err)
 {
 	struct etcd_op op = {.kind = ETCD_OP_DELETE, .range = *r};
 	struct etcd_txn t = {.success = &op, .n_success = 1};
 	struct etcd_txn_result res;
 	int rc;
 
-	rc = cluster__etcd_txn(e, &t, &res, err);
+	rc = etcd_txn(e, &t, &res, err);
 	if (outcome != NULL)
 		*outcome = res.outcome;
 	if (rc == 0 && deleted != NULL)
 		*deleted = res.n_ops ? res.ops[0].deleted : 0;
-	cluster__txn_release(&res);
+	etcd_txn_result_release(&res);
 	return rc;
 }
 
-int cluster__etcd_lease_grant(etcd_t *e, int64_t ttl_s, int64_t *id,
-			      int64_t *granted_s, enum etcd_outcome *outcome,
-			      struct lg_error *err)
+int etcd_lease_grant(etcd_t *e, int64_t ttl_s, int64_t *id, int64_t *granted_s,
+		     enum etcd_outcome *outcome, struct lg_error *err)
 {
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
-	json_object_set_new(req, "TTL", cluster__i64_json(ttl_s));
-	json_object_set_new(req, "ID", cluster__i64_json(*id));
+	json_object_set_new(req, "TTL", etcd__i64_json(ttl_s));
+	json_object_set_new(req, "ID", etcd__i64_json(*id));
 	rc = call(e, "/v3/lease/grant", dumps(req), false, &doc, outcome, err);
 	if (rc != 0)
 		return rc;
-	*id = cluster__i64(doc, "ID");
+	*id = etcd_i64(doc, "ID");
 	if (granted_s != NULL)
-		*granted_s = cluster__i64(doc, "TTL");
+		*granted_s = etcd_i64(doc, "TTL");
 	if (json_object_get(doc, "error") != NULL || *id == 0)
 		rc = lg_error_set(
 			err, LG_EINVAL, "%s: lease grant: %s", e->urls[e->last],
@@ -528,21 +522,20 @@ int cluster__etcd_lease_grant(etcd_t *e, int64_t ttl_s, int64_t *id,
 	return rc;
 }
 
-int cluster__etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl_s,
-				  enum etcd_outcome *outcome,
-				  struct lg_error *err)
+int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl_s,
+			 enum etcd_outcome *outcome, struct lg_error *err)
 {
 	json_t *req = json_object(), *doc = NULL, *res;
 	int rc;
 
-	json_object_set_new(req, "ID", cluster__i64_json(id));
+	json_object_set_new(req, "ID", etcd__i64_json(id));
 	/* A stream of one message: {"result": {...}}. */
 	rc = call(e, "/v3/lease/keepalive", dumps(req), true, &doc, outcome,
 		  err);
 	if (rc != 0)
 		return rc;
 	res = json_object_get(doc, "result");
-	*ttl_s = cluster__i64(res, "TTL");
+	*ttl_s = etcd_i64(res, "TTL");
 	if (!json_is_object(res))
 		rc = lg_error_set(err, LG_ECORRUPT,
 				  "%s: the keepalive answer is not one",
@@ -554,43 +547,42 @@ int cluster__etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl_s,
 	return rc;
 }
 
-int cluster__etcd_lease_revoke(etcd_t *e, int64_t id,
-			       enum etcd_outcome *outcome, struct lg_error *err)
+int etcd_lease_revoke(etcd_t *e, int64_t id, enum etcd_outcome *outcome,
+		      struct lg_error *err)
 {
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
-	json_object_set_new(req, "ID", cluster__i64_json(id));
+	json_object_set_new(req, "ID", etcd__i64_json(id));
 	rc = call(e, "/v3/lease/revoke", dumps(req), false, &doc, outcome, err);
 	json_decref(doc);
 	return rc;
 }
 
-int cluster__etcd_lease_ttl(etcd_t *e, int64_t id, int64_t *ttl_s,
-			    int64_t *granted_s, enum etcd_outcome *outcome,
-			    struct lg_error *err)
+int etcd_lease_ttl(etcd_t *e, int64_t id, int64_t *ttl_s, int64_t *granted_s,
+		   enum etcd_outcome *outcome, struct lg_error *err)
 {
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
-	json_object_set_new(req, "ID", cluster__i64_json(id));
+	json_object_set_new(req, "ID", etcd__i64_json(id));
 	rc = call(e, "/v3/lease/timetolive", dumps(req), false, &doc, outcome,
 		  err);
 	if (rc != 0)
 		return rc;
 	/* etcd answers TTL -1 for a lease it does not know (expired). */
-	*ttl_s = cluster__i64(doc, "TTL");
-	*granted_s = cluster__i64(doc, "grantedTTL");
+	*ttl_s = etcd_i64(doc, "TTL");
+	*granted_s = etcd_i64(doc, "grantedTTL");
 	json_decref(doc);
 	return *ttl_s > 0 ? 0 : LG_ENOENT;
 }
 
-size_t cluster__etcd_n_endpoints(const etcd_t *e)
+size_t etcd_n_endpoints(const etcd_t *e)
 {
 	return e->n_urls;
 }
 
-const char *cluster__etcd_endpoint_at(const etcd_t *e, size_t i)
+const char *etcd_endpoint_at(const etcd_t *e, size_t i)
 {
 	return i < e->n_urls ? e->urls[i] : "";
 }
@@ -613,14 +605,14 @@ static int call_at(etcd_t *e, size_t i, uint64_t timeout_ms, const char *path,
 	return rc;
 }
 
-int cluster__etcd_status(etcd_t *e, struct etcd_status *st,
-			 enum etcd_outcome *outcome, struct lg_error *err)
+int etcd_status(etcd_t *e, struct etcd_status *st, enum etcd_outcome *outcome,
+		struct lg_error *err)
 {
-	return cluster__etcd_status_at(e, SIZE_MAX, st, outcome, err);
+	return etcd_status_at(e, SIZE_MAX, st, outcome, err);
 }
 
-int cluster__etcd_status_at(etcd_t *e, size_t i, struct etcd_status *st,
-			    enum etcd_outcome *outcome, struct lg_error *err)
+int etcd_status_at(etcd_t *e, size_t i, struct etcd_status *st,
+		   enum etcd_outcome *outcome, struct lg_error *err)
 {
 	json_t *doc = NULL;
 	const char *v;
@@ -631,23 +623,22 @@ int cluster__etcd_status_at(etcd_t *e, size_t i, struct etcd_status *st,
 		     outcome, err);
 	if (rc != 0)
 		return rc;
-	cluster__header_parse(doc, &st->header);
-	st->leader = (uint64_t)cluster__i64(doc, "leader");
+	etcd__header_parse(doc, &st->header);
+	st->leader = (uint64_t)etcd_i64(doc, "leader");
 	/* The gateway writes these fields in camelCase (3.4). */
-	st->db_size = cluster__i64(doc, "dbSize");
+	st->db_size = etcd_i64(doc, "dbSize");
 	/* 3.4 and later; absent before (0: unknown). */
-	st->db_size_in_use = cluster__i64(doc, "dbSizeInUse");
-	st->raft_index = (uint64_t)cluster__i64(doc, "raftIndex");
-	st->raft_term = (uint64_t)cluster__i64(doc, "raftTerm");
+	st->db_size_in_use = etcd_i64(doc, "dbSizeInUse");
+	st->raft_index = (uint64_t)etcd_i64(doc, "raftIndex");
+	st->raft_term = (uint64_t)etcd_i64(doc, "raftTerm");
 	v = json_string_value(json_object_get(doc, "version"));
 	snprintf(st->version, sizeof(st->version), "%s", v ? v : "");
 	json_decref(doc);
 	return 0;
 }
 
-int cluster__etcd_defragment_at(etcd_t *e, size_t i, uint64_t timeout_ms,
-				enum etcd_outcome *outcome,
-				struct lg_error *err)
+int etcd_defragment_at(etcd_t *e, size_t i, uint64_t timeout_ms,
+		       enum etcd_outcome *outcome, struct lg_error *err)
 {
 	json_t *doc = NULL;
 	int rc = call_at(e, i, timeout_ms, "/v3/maintenance/defragment",
@@ -657,13 +648,13 @@ int cluster__etcd_defragment_at(etcd_t *e, size_t i, uint64_t timeout_ms,
 	return rc;
 }
 
-int cluster__etcd_compact(etcd_t *e, int64_t revision, bool physical,
-			  enum etcd_outcome *outcome, struct lg_error *err)
+int etcd_compact(etcd_t *e, int64_t revision, bool physical,
+		 enum etcd_outcome *outcome, struct lg_error *err)
 {
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
-	json_object_set_new(req, "revision", cluster__i64_json(revision));
+	json_object_set_new(req, "revision", etcd__i64_json(revision));
 	if (physical)
 		json_object_set_new(req, "physical", json_true());
 	rc = call(e, "/v3/kv/compaction", dumps(req), false, &doc, outcome,
@@ -676,7 +667,7 @@ int cluster__etcd_compact(etcd_t *e, int64_t revision, bool physical,
 /* Watches */
 
 struct watch_ctx {
-	struct cluster__lines lines;
+	struct etcd__lines lines;
 	etcd_watch_fn *fn;
 	void *ctx;
 	const volatile sig_atomic_t *stop;
@@ -705,7 +696,7 @@ static int watch_message(struct watch_ctx *w, const json_t *res)
 	int rc = 0;
 
 	ev = lg_xcalloc(n ? n : 1, sizeof(*ev));
-	cluster__header_parse(res, &m.header);
+	etcd__header_parse(res, &m.header);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *e = json_array_get(evs, i), *kv;
 		const char *type =
@@ -720,23 +711,23 @@ static int watch_message(struct watch_ctx *w, const json_t *res)
 				     ? ETCD_EV_DELETE
 				     : ETCD_EV_PUT;
 		ev[i].kv.key =
-			k ? cluster__b64_decode(k, &ev[i].kv.key_len) : NULL;
+			k ? etcd__b64_decode(k, &ev[i].kv.key_len) : NULL;
 		ev[i].kv.value =
-			cluster__b64_decode(v ? v : "", &ev[i].kv.value_len);
+			etcd__b64_decode(v ? v : "", &ev[i].kv.value_len);
 		if (ev[i].kv.key == NULL || ev[i].kv.value == NULL) {
 			events_release(ev, i + 1);
 			return lg_error_set(w->err, LG_ECORRUPT,
 					    "a watch event is not one");
 		}
-		ev[i].kv.create_revision = cluster__i64(kv, "create_revision");
-		ev[i].kv.mod_revision = cluster__i64(kv, "mod_revision");
-		ev[i].kv.version = cluster__i64(kv, "version");
-		ev[i].kv.lease = cluster__i64(kv, "lease");
+		ev[i].kv.create_revision = etcd_i64(kv, "create_revision");
+		ev[i].kv.mod_revision = etcd_i64(kv, "mod_revision");
+		ev[i].kv.version = etcd_i64(kv, "version");
+		ev[i].kv.lease = etcd_i64(kv, "lease");
 	}
 	m.created = json_is_true(json_object_get(res, "created"));
 	m.events = ev;
 	m.n_events = n;
-	m.compact_revision = cluster__i64(res, "compact_revision");
+	m.compact_revision = etcd_i64(res, "compact_revision");
 	m.canceled = json_is_true(json_object_get(res, "canceled"));
 	m.cancel_reason = reason ? reason : "";
 	rc = w->fn(w->ctx, &m);
@@ -786,7 +777,7 @@ static size_t watch_write(etcd_t *e, const char *p, size_t n)
 
 	if (w->done)
 		return 0;
-	rc = cluster__lines_feed(&w->lines, p, n, watch_line, w);
+	rc = etcd__lines_feed(&w->lines, p, n, watch_line, w);
 	if (rc == LG_ELIMIT && (w->err == NULL || w->err->code != LG_ELIMIT))
 		lg_error_set(w->err, LG_ELIMIT,
 			     "a watch message above %zu bytes",
@@ -807,8 +798,8 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return w->stop != NULL && *w->stop;
 }
 
-int cluster__etcd_watch(etcd_t *e, const struct etcd_watch *w,
-			etcd_watch_fn *fn, void *ctx, struct lg_error *err)
+int etcd_watch(etcd_t *e, const struct etcd_watch *w, etcd_watch_fn *fn,
+	       void *ctx, struct lg_error *err)
 {
 	struct watch_ctx wc = {
 		.fn = fn, .ctx = ctx, .stop = w->stop, .err = err};
@@ -819,7 +810,7 @@ int cluster__etcd_watch(etcd_t *e, const struct etcd_watch *w,
 	int rc = 0;
 
 	/* The keys as a range names them; the rest of the range unused. */
-	keys = cluster__range_body(
+	keys = etcd__range_body(
 		&(struct etcd_range){.key = w->range.key,
 				     .key_len = w->range.key_len,
 				     .prefix = w->range.prefix,
@@ -833,12 +824,12 @@ int cluster__etcd_watch(etcd_t *e, const struct etcd_watch *w,
 	req = json_object();
 	if (w->start_revision)
 		json_object_set_new(cr, "start_revision",
-				    cluster__i64_json(w->start_revision));
+				    etcd__i64_json(w->start_revision));
 	if (w->progress_notify)
 		json_object_set_new(cr, "progress_notify", json_true());
 	json_object_set_new(req, "create_request", cr);
 	body = dumps(req);
-	cluster__lines_init(&wc.lines, ETCD_WATCH_MSG_MAX);
+	etcd__lines_init(&wc.lines, ETCD_WATCH_MSG_MAX);
 	e->body = body;
 	e->body_len = strlen(body);
 	e->rewindable = true;
@@ -881,7 +872,7 @@ int cluster__etcd_watch(etcd_t *e, const struct etcd_watch *w,
 	if (c != CURLE_OK && c != CURLE_ABORTED_BY_CALLBACK && !wc.done &&
 	    transport_of(c, false) != ETCD_T_NO_CONNECT)
 		e->cur = (e->last + 1) % e->n_urls;
-	cluster__lines_release(&wc.lines);
+	etcd__lines_release(&wc.lines);
 	free(body);
 	return rc;
 }
