@@ -65,7 +65,7 @@ int cluster_init(const struct etcd_opts *eo, const char *prefix, ledger_t *lg,
 		 struct cluster_init_result *res, struct lg_error *err);
 
 /* `cluster status`, read in one txn at one revision. */
-struct cluster_member {
+struct cluster_status_member {
 	char *name;	  /* caller frees with the status */
 	bool has_applied; /* its value carried an applied seq */
 	uint64_t applied;
@@ -82,7 +82,7 @@ struct cluster_status {
 	char epoch[65]; /* "" when absent */
 	char *leader;	/* P/leader's member, or NULL; caller frees */
 	int64_t leader_lease;
-	struct cluster_member *members; /* sorted by name */
+	struct cluster_status_member *members; /* sorted by name */
 	size_t n_members;
 };
 
@@ -317,7 +317,7 @@ struct cluster_compact {
 int cluster_compact(const struct etcd_opts *eo, const char *prefix,
 		    const struct cluster_retention *rt,
 		    struct cluster_compact *out, struct lg_error *err);
-typedef struct cluster_node cluster_member_t;
+typedef struct cluster_member cluster_member_t;
 /* Opens the ledger (created when missing), checks it against etcd (rule
  * 8: LG_EEXIST, err naming why, for a ledger of another history) and
  * binds the server. Caller closes. */

@@ -4,6 +4,10 @@
  * and a member's parts (DESIGN 11): its applier, its lease and leader
  * election, the leader's watcher, the verdict path, a door's forward to
  * the sequencer, retention.
+ *
+ * Names: functions and data shared between files of cluster/ are
+ * cluster__* (layercheck reads the objects for it); types and constants,
+ * which no object holds, are cluster_* and CLUSTER_*, like the public ones.
  */
 #ifndef GPULEDGER_CLUSTER_INT_H
 #define GPULEDGER_CLUSTER_INT_H
@@ -30,6 +34,7 @@
 #define cluster__mono_ms       etcd_mono_ms
 #define cluster__range_release etcd_range_result_release
 #define cluster__txn_release   etcd_txn_result_release
+#define cluster__logval_fn     cluster_logval_fn
 
 /* ---------------------------------------------------------------------- */
 /* The key layout (cluster/README.md). Each writes prefix + the key's tail
@@ -47,7 +52,7 @@ size_t cluster__log_key(char *buf, size_t cap, const char *prefix,
  */
 
 /* What the keepalive thread knows of the lease's life. */
-struct cluster__lease_clock {
+struct cluster_lease_clock {
 	int64_t ttl_ms;	    /* the lesser of the TTL asked and granted */
 	int64_t renewed_ms; /* when the last grant or keepalive that etcd
 			       answered was sent */
@@ -55,20 +60,20 @@ struct cluster__lease_clock {
 	bool failed;	    /* the last keepalive failed (tried_ms) */
 };
 /* Retry a failed keepalive or P/members put after this long. */
-#define CLUSTER__RETRY_MS 100
+#define CLUSTER_RETRY_MS 100
 /* P/members/<name> is written at most once in this long (and at once
  * for a new lease). */
-#define CLUSTER__MEMBERS_INTERVAL_MS 1000
+#define CLUSTER_MEMBERS_INTERVAL_MS 1000
 
 /* The instant holding ends: renewed_ms + ttl_ms / 2 (etcd's lease lives
  * at least ttl_ms from renewed_ms, so it cannot have expired yet). */
-int64_t cluster__lease_deadline(const struct cluster__lease_clock *c);
+int64_t cluster__lease_deadline(const struct cluster_lease_clock *c);
 /* now_ms < the deadline. */
-bool cluster__lease_holding(const struct cluster__lease_clock *c,
+bool cluster__lease_holding(const struct cluster_lease_clock *c,
 			    int64_t now_ms);
 /* When the next keepalive goes: renewed_ms + ttl_ms / 3, or
- * CLUSTER__RETRY_MS after a failed one. */
-int64_t cluster__lease_next_keepalive(const struct cluster__lease_clock *c);
+ * CLUSTER_RETRY_MS after a failed one. */
+int64_t cluster__lease_next_keepalive(const struct cluster_lease_clock *c);
 /* The timeouts of the lease's requests: a keepalive's is short enough that
  * a renewal that hangs on one endpoint can be retried on the next before
  * the deadline (ttl/8, at least 100 ms); the campaign thread's (grant,
@@ -79,7 +84,7 @@ void cluster__lease_timeouts(int64_t ttl_ms, uint64_t etcd_ms,
 			     uint64_t *keepalive_ms, uint64_t *request_ms);
 
 /* What P/members/<name> holds, as the keepalive thread last wrote it. */
-struct cluster__members_clock {
+struct cluster_members_clock {
 	bool registered;  /* written with the current lease */
 	uint64_t seq;	  /* the applied seq written */
 	int64_t put_ms;	  /* when it was written */
@@ -87,41 +92,41 @@ struct cluster__members_clock {
 };
 /* When the next put is due for applied seq `applied` (INT64_MAX: none):
  * at once for a new lease; interval_ms after the last put when the seq
- * moved; CLUSTER__RETRY_MS after a failed one. */
-int64_t cluster__members_next(const struct cluster__members_clock *m,
+ * moved; CLUSTER_RETRY_MS after a failed one. */
+int64_t cluster__members_next(const struct cluster_members_clock *m,
 			      uint64_t applied, int64_t interval_ms);
 
 /* What a campaign came to. */
-enum cluster__campaign {
-	CLUSTER__WON,	     /* P/leader is bound to our lease: *fence */
-	CLUSTER__LOST,	     /* another member's */
-	CLUSTER__VACANT,     /* no P/leader: campaign again */
-	CLUSTER__UNKNOWN,    /* rule 1: read P/leader before deciding */
-	CLUSTER__LEASE_GONE, /* etcd does not know our lease */
-	CLUSTER__RETRY	     /* not applied (etcd unreachable): again */
+enum cluster_campaign {
+	CLUSTER_CAMPAIGN_WON,	  /* P/leader is bound to our lease: *fence */
+	CLUSTER_CAMPAIGN_LOST,	  /* another member's */
+	CLUSTER_CAMPAIGN_VACANT,  /* no P/leader: campaign again */
+	CLUSTER_CAMPAIGN_UNKNOWN, /* rule 1: read P/leader before deciding */
+	CLUSTER_CAMPAIGN_LEASE_GONE, /* etcd does not know our lease */
+	CLUSTER_CAMPAIGN_RETRY	     /* not applied (etcd unreachable): again */
 };
 /* The campaign txn's result: rc and outcome as etcd_txn gave
  * them, leader = P/leader as its failure branch read it (NULL: absent),
  * revision = the answer's header revision. */
-enum cluster__campaign cluster__campaign_decide(int rc, enum etcd_outcome oc,
-						const struct etcd_kv *leader,
-						int64_t lease, int64_t revision,
-						int64_t *fence);
+enum cluster_campaign cluster__campaign_decide(int rc, enum etcd_outcome oc,
+					       const struct etcd_kv *leader,
+					       int64_t lease, int64_t revision,
+					       int64_t *fence);
 /* Resolves an indeterminate campaign by P/leader as read afterwards: ours
  * by lease id (WON, *fence its create_revision), another's (LOST), or
  * absent (VACANT). */
-enum cluster__campaign cluster__campaign_resolve(const struct etcd_kv *leader,
-						 int64_t lease, int64_t *fence);
+enum cluster_campaign cluster__campaign_resolve(const struct etcd_kv *leader,
+						int64_t lease, int64_t *fence);
 
 /* What an event of P/leader's watch means to a follower that knows the
  * leader of create_revision known (0: none). */
-enum cluster__watched {
-	CLUSTER__SAME,	     /* nothing changes */
-	CLUSTER__VACANT_NOW, /* the key was deleted: campaign */
-	CLUSTER__NEW_LEADER  /* another create_revision: another term */
+enum cluster_watched {
+	CLUSTER_WATCHED_SAME,	    /* nothing changes */
+	CLUSTER_WATCHED_VACANT_NOW, /* the key was deleted: campaign */
+	CLUSTER_WATCHED_NEW_LEADER  /* another create_revision: another term */
 };
-enum cluster__watched cluster__follower_watched(const struct etcd_event *ev,
-						int64_t known);
+enum cluster_watched cluster__follower_watched(const struct etcd_event *ev,
+					       int64_t known);
 /* The leader's check of P/leader as read (NULL: absent): still ours, by
  * create_revision (the fence) and lease id? */
 bool cluster__leader_ours(const struct etcd_kv *leader, int64_t fence,
@@ -155,13 +160,13 @@ uint64_t cluster__log_key_seq(const uint8_t *key, size_t len,
 			      const char *prefix);
 
 /* What sends a txn: etcd_txn on an etcd_t, or a test's. */
-typedef int cluster__txn_fn(void *ctx, const struct etcd_txn *t,
-			    struct etcd_txn_result *out, struct lg_error *err);
+typedef int cluster_txn_fn(void *ctx, const struct etcd_txn *t,
+			   struct etcd_txn_result *out, struct lg_error *err);
 
 /* One writer of the log: where its next txn appends. */
 struct cluster_writer {
 	const char *prefix;    /* borrowed */
-	cluster__txn_fn *send; /* NULL: etcd_txn on etcd */
+	cluster_txn_fn *send;  /* NULL: etcd_txn on etcd */
 	void *send_ctx;
 	etcd_t *etcd;
 	char epoch[65]; /* P/epoch, compared by every txn */
@@ -282,16 +287,17 @@ int cluster__epoch_read(etcd_t *e, const char *prefix, char *epoch,
 			size_t cap, struct lg_error *err);
 /* A P/members/<name> value: its applied seq and lease into *m (name
  * untouched). */
-void cluster__member_parse(const struct etcd_kv *kv, struct cluster_member *m);
+void cluster__member_parse(const struct etcd_kv *kv,
+			   struct cluster_status_member *m);
 
 /* The P/log/ values of seqs [from, to] at revision (0: the latest), in
  * order, each handed to fn (borrowed for the call; non-zero stops and is
  * returned), through w's sender. LG_ENOENT when a value the range should
  * hold is missing (err names the seq). */
-typedef int cluster__logval_fn(void *ctx, const struct etcd_kv *kv,
-			       uint64_t first_seq);
+typedef int cluster_logval_fn(void *ctx, const struct etcd_kv *kv,
+			      uint64_t first_seq);
 int cluster__log_read(struct cluster_writer *w, uint64_t from, uint64_t to,
-		      int64_t revision, cluster__logval_fn *fn, void *ctx,
+		      int64_t revision, cluster_logval_fn *fn, void *ctx,
 		      struct lg_error *err);
 
 /* Applies the P/log/ values after w->seq up to head (P/head read at

@@ -74,7 +74,7 @@ static int read_window(struct cluster_writer *w, struct cluster_compact *c,
 		c->members = m->n_kvs;
 		c->low = h.seq;
 		for (size_t i = 0; i < m->n_kvs; i++) {
-			struct cluster_member cm = {0};
+			struct cluster_status_member cm = {0};
 
 			/* A member that says no applied seq pins all. */
 			cluster__member_parse(&m->kvs[i], &cm);

@@ -296,7 +296,8 @@ void cluster_status_release(struct cluster_status *st)
 
 /* A member's or the leader's value: JSON {"name", "applied", ...}, or
  * bare text. */
-void cluster__member_parse(const struct etcd_kv *kv, struct cluster_member *m)
+void cluster__member_parse(const struct etcd_kv *kv,
+			   struct cluster_status_member *m)
 {
 	json_t *o = json_loadb((const char *)kv->value, kv->value_len, 0, NULL);
 	const json_t *a = json_object_get(o, "applied");
@@ -467,7 +468,7 @@ char *cluster_status_json(const struct cluster_status *st, const char *prefix)
 		json_object_set_new(o, "leader", json_null());
 	}
 	for (size_t i = 0; i < st->n_members; i++) {
-		const struct cluster_member *m = &st->members[i];
+		const struct cluster_status_member *m = &st->members[i];
 		json_t *j = json_object();
 
 		json_object_set_new(j, "name", text(m->name));

@@ -41,23 +41,22 @@
 /* ---------------------------------------------------------------------- */
 /* The pure half (cluster_int.h) */
 
-int64_t cluster__lease_deadline(const struct cluster__lease_clock *c)
+int64_t cluster__lease_deadline(const struct cluster_lease_clock *c)
 {
 	/* DESIGN 11 rule 5: etcd keeps the lease at least ttl_ms from when
 	 * the renewal it answered was sent; half of that is our margin. */
 	return c->renewed_ms + c->ttl_ms / 2;
 }
 
-bool cluster__lease_holding(const struct cluster__lease_clock *c,
-			    int64_t now_ms)
+bool cluster__lease_holding(const struct cluster_lease_clock *c, int64_t now_ms)
 {
 	return c->ttl_ms > 0 && now_ms < cluster__lease_deadline(c);
 }
 
-int64_t cluster__lease_next_keepalive(const struct cluster__lease_clock *c)
+int64_t cluster__lease_next_keepalive(const struct cluster_lease_clock *c)
 {
 	if (c->failed)
-		return c->tried_ms + CLUSTER__RETRY_MS;
+		return c->tried_ms + CLUSTER_RETRY_MS;
 	return c->renewed_ms + c->ttl_ms / 3;
 }
 
@@ -72,11 +71,11 @@ void cluster__lease_timeouts(int64_t ttl_ms, uint64_t etcd_ms,
 	*request_ms = rq < cap ? rq : cap;
 }
 
-int64_t cluster__members_next(const struct cluster__members_clock *m,
+int64_t cluster__members_next(const struct cluster_members_clock *m,
 			      uint64_t applied, int64_t interval_ms)
 {
 	if (m->tried_ms != 0)
-		return m->tried_ms + CLUSTER__RETRY_MS;
+		return m->tried_ms + CLUSTER_RETRY_MS;
 	if (!m->registered)
 		return INT64_MIN;
 	if (applied != m->seq)
@@ -84,52 +83,54 @@ int64_t cluster__members_next(const struct cluster__members_clock *m,
 	return INT64_MAX;
 }
 
-enum cluster__campaign cluster__campaign_resolve(const struct etcd_kv *leader,
-						 int64_t lease, int64_t *fence)
+enum cluster_campaign cluster__campaign_resolve(const struct etcd_kv *leader,
+						int64_t lease, int64_t *fence)
 {
 	if (leader == NULL)
-		return CLUSTER__VACANT;
+		return CLUSTER_CAMPAIGN_VACANT;
 	/* Ours by lease id, never by name: a name survives its process. */
 	if (lease != 0 && leader->lease == lease) {
 		*fence = leader->create_revision;
-		return CLUSTER__WON;
+		return CLUSTER_CAMPAIGN_WON;
 	}
-	return CLUSTER__LOST;
+	return CLUSTER_CAMPAIGN_LOST;
 }
 
-enum cluster__campaign cluster__campaign_decide(int rc, enum etcd_outcome oc,
-						const struct etcd_kv *leader,
-						int64_t lease, int64_t revision,
-						int64_t *fence)
+enum cluster_campaign cluster__campaign_decide(int rc, enum etcd_outcome oc,
+					       const struct etcd_kv *leader,
+					       int64_t lease, int64_t revision,
+					       int64_t *fence)
 {
 	switch (oc) {
 	case ETCD_COMMITTED:
 		if (rc != 0)
-			return CLUSTER__UNKNOWN; /* an answer we cannot read */
+			return CLUSTER_CAMPAIGN_UNKNOWN; /* an answer we cannot
+							    read */
 		/* The put created P/leader in this txn: its create_revision
 		 * is the txn's revision. */
 		*fence = revision;
-		return CLUSTER__WON;
+		return CLUSTER_CAMPAIGN_WON;
 	case ETCD_COMPARE_FAILED:
 		if (rc != 0)
-			return CLUSTER__UNKNOWN;
+			return CLUSTER_CAMPAIGN_UNKNOWN;
 		/* Rule 1: a failed compare may meet our own earlier txn. */
 		return cluster__campaign_resolve(leader, lease, fence);
 	case ETCD_INDETERMINATE:
-		return CLUSTER__UNKNOWN;
+		return CLUSTER_CAMPAIGN_UNKNOWN;
 	case ETCD_NOT_APPLIED:
 		break;
 	}
-	return rc == LG_ENOENT ? CLUSTER__LEASE_GONE : CLUSTER__RETRY;
+	return rc == LG_ENOENT ? CLUSTER_CAMPAIGN_LEASE_GONE
+			       : CLUSTER_CAMPAIGN_RETRY;
 }
 
-enum cluster__watched cluster__follower_watched(const struct etcd_event *ev,
-						int64_t known)
+enum cluster_watched cluster__follower_watched(const struct etcd_event *ev,
+					       int64_t known)
 {
 	if (ev->type == ETCD_EV_DELETE)
-		return CLUSTER__VACANT_NOW;
-	return ev->kv.create_revision != known ? CLUSTER__NEW_LEADER
-					       : CLUSTER__SAME;
+		return CLUSTER_WATCHED_VACANT_NOW;
+	return ev->kv.create_revision != known ? CLUSTER_WATCHED_NEW_LEADER
+					       : CLUSTER_WATCHED_SAME;
 }
 
 bool cluster__leader_ours(const struct etcd_kv *leader, int64_t fence,
@@ -262,14 +263,14 @@ struct cluster_lease {
 	/* Under mu. */
 	int64_t lease; /* 0: none */
 	uint64_t gen;  /* one more for every lease granted */
-	struct cluster__lease_clock clk;
+	struct cluster_lease_clock clk;
 	bool gone; /* etcd said the lease of gen is gone */
 	bool leader;
 	int64_t fence;
 	bool stop, resign, deposed;
 	const char *deposed_why;
 	uint64_t applied;
-	struct cluster__members_clock mem;
+	struct cluster_members_clock mem;
 	/* The holder of P/leader as last seen: the sequencer (DESIGN 11). */
 	enum cluster_sequencer seq_is;
 	char seq_name[CLUSTER_NAME_MAX + 8];
@@ -386,7 +387,7 @@ static void member_put(struct cluster_lease *l, int64_t lease, uint64_t gen,
 	lock(l);
 	if (gen == l->gen) {
 		if (rc == 0) {
-			l->mem = (struct cluster__members_clock){
+			l->mem = (struct cluster_members_clock){
 				.registered = true, .seq = seq, .put_ms = t0};
 		} else if (rc == LG_ENOENT) {
 			l->gone = true;
@@ -477,7 +478,7 @@ static void *keepalive_main(void *arg)
 		/* DESIGN 11 rule 5: keepalive every TTL/3, on this thread. */
 		ka_at = cluster__lease_next_keepalive(&l->clk);
 		mem_at = cluster__members_next(&l->mem, l->applied,
-					       CLUSTER__MEMBERS_INTERVAL_MS);
+					       CLUSTER_MEMBERS_INTERVAL_MS);
 		if (now < ka_at && now < mem_at) {
 			wait_until(l, ka_at < mem_at ? ka_at : mem_at);
 			continue;
@@ -517,12 +518,12 @@ static int grant(struct cluster_lease *l)
 	l->gen++;
 	l->gone = false;
 	l->deposed = false;
-	l->clk = (struct cluster__lease_clock){
+	l->clk = (struct cluster_lease_clock){
 		.ttl_ms = granted > 0 && granted * 1000 < l->ttl_ms
 				  ? granted * 1000
 				  : l->ttl_ms,
 		.renewed_ms = t0};
-	l->mem = (struct cluster__members_clock){0};
+	l->mem = (struct cluster_members_clock){0};
 	pthread_cond_broadcast(&l->cond);
 	unlock(l);
 	return 0;
@@ -641,7 +642,7 @@ static void campaign(struct cluster_lease *l)
 			     .n_failure = 1};
 	struct etcd_txn_result r;
 	struct lg_error err = {0};
-	enum cluster__campaign d;
+	enum cluster_campaign d;
 	int64_t fence = 0;
 	int rc;
 
@@ -660,7 +661,7 @@ static void campaign(struct cluster_lease *l)
 	etcd_txn_result_release(&r);
 	/* DESIGN 11 rule 1: an answer that did not come is learnt by
 	 * reading P/leader (bound to our lease?) before deciding. */
-	while (d == CLUSTER__UNKNOWN && !stopping(l)) {
+	while (d == CLUSTER_CAMPAIGN_UNKNOWN && !stopping(l)) {
 		struct etcd_range_result rr;
 
 		if (read_leader(l, &rr) == 0)
@@ -672,21 +673,21 @@ static void campaign(struct cluster_lease *l)
 		etcd_range_result_release(&rr);
 	}
 	switch (d) {
-	case CLUSTER__WON:
+	case CLUSTER_CAMPAIGN_WON:
 		won(l, fence);
 		break;
-	case CLUSTER__LOST:
+	case CLUSTER_CAMPAIGN_LOST:
 		l->role = ROLE_FOLLOWER;
 		break;
-	case CLUSTER__LEASE_GONE:
+	case CLUSTER_CAMPAIGN_LEASE_GONE:
 		lock(l);
 		l->gone = true;
 		unlock(l);
 		break;
-	case CLUSTER__VACANT:
-	case CLUSTER__RETRY:
-	case CLUSTER__UNKNOWN:
-		if (rc != 0 && d == CLUSTER__RETRY)
+	case CLUSTER_CAMPAIGN_VACANT:
+	case CLUSTER_CAMPAIGN_RETRY:
+	case CLUSTER_CAMPAIGN_UNKNOWN:
+		if (rc != 0 && d == CLUSTER_CAMPAIGN_RETRY)
 			warnf(l, "campaign: %s", err.msg);
 		nap(l, BACKOFF_MS);
 		break;
@@ -768,14 +769,14 @@ static int follow_event(void *ctx, const struct etcd_watch_msg *m)
 
 	for (size_t i = 0; i < m->n_events; i++) {
 		switch (cluster__follower_watched(&m->events[i], f->l->known)) {
-		case CLUSTER__VACANT_NOW:
+		case CLUSTER_WATCHED_VACANT_NOW:
 			seq_vacant(f->l);
 			f->vacant = true;
 			return 1;
-		case CLUSTER__NEW_LEADER:
+		case CLUSTER_WATCHED_NEW_LEADER:
 			report_leader(f->l, &m->events[i].kv);
 			break;
-		case CLUSTER__SAME:
+		case CLUSTER_WATCHED_SAME:
 			break;
 		}
 	}
@@ -810,11 +811,11 @@ static void follow(struct cluster_lease *l)
 	}
 	switch (cluster__campaign_resolve(rr.n_kvs ? &rr.kvs[0] : NULL,
 					  l->lease, &fence)) {
-	case CLUSTER__VACANT:
+	case CLUSTER_CAMPAIGN_VACANT:
 		seq_vacant(l);
 		f.vacant = true;
 		break;
-	case CLUSTER__WON:
+	case CLUSTER_CAMPAIGN_WON:
 		/* Bound to our lease: a campaign we took for lost was ours. */
 		etcd_range_result_release(&rr);
 		won(l, fence);

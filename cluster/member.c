@@ -26,7 +26,7 @@
 /* "A few events" of DESIGN 11: a member this close to P/head is ready. */
 #define READY_LAG 8
 
-struct cluster_node {
+struct cluster_member {
 	struct cluster_member_opts o;
 	ledger_t *lg; /* the applier's writer handle */
 	ledger_t *rd; /* the server's, shared */
@@ -53,7 +53,7 @@ static int64_t mono_ns(void)
 /* The server's view of the applier (on the loop's thread). */
 static void member_status(void *ctx, struct query_member_status *q)
 {
-	struct cluster_node *m = ctx;
+	struct cluster_member *m = ctx;
 	struct cluster_applier_status st;
 	int64_t since;
 
@@ -89,21 +89,21 @@ static void member_status(void *ctx, struct query_member_status *q)
 static void member_verdicts(void *ctx, struct query_vitem *it, size_t n,
 			    struct query_vstats *st)
 {
-	struct cluster_node *m = ctx;
+	struct cluster_member *m = ctx;
 
 	cluster__verdicts_run(m->cv, it, n, st);
 }
 
 static bool member_pending(void *ctx)
 {
-	struct cluster_node *m = ctx;
+	struct cluster_member *m = ctx;
 
 	return cluster__verdicts_pending(m->cv);
 }
 
 static size_t member_inflight(void *ctx)
 {
-	struct cluster_node *m = ctx;
+	struct cluster_member *m = ctx;
 
 	return cluster__verdicts_inflight(m->cv);
 }
@@ -203,7 +203,7 @@ static int name_free(const struct cluster_member_opts *o, struct lg_error *err)
 /* --advertise-url's default: the bound listener, when --listen names a
  * host (a wildcard names none: then no door forwards here, and the
  * member says so). */
-static void advertise_default(struct cluster_node *m)
+static void advertise_default(struct cluster_member *m)
 {
 	const char *listen = m->o.q.listen ? m->o.q.listen : "127.0.0.1:8420";
 	const char *colon = strrchr(listen, ':');
@@ -227,7 +227,7 @@ static void advertise_default(struct cluster_node *m)
 /* Every member holds a lease for P/members/<name> (its applied seq pins
  * retention, rule 11); with --watch it also campaigns and watches while
  * leading, and its URL in P/leader's value makes it the sequencer. */
-static int leader_start(struct cluster_node *m, struct lg_error *err)
+static int leader_start(struct cluster_member *m, struct lg_error *err)
 {
 	const struct cluster_member_opts *o = &m->o;
 	uint64_t t = o->eo.timeout_ms ? o->eo.timeout_ms : ETCD_TIMEOUT_DEFAULT;
@@ -257,7 +257,7 @@ int cluster_member_open(cluster_member_t **out,
 			const struct cluster_member_opts *o,
 			struct lg_error *err)
 {
-	struct cluster_node *m;
+	struct cluster_member *m;
 	struct ledger_opts lo = {0};
 	int rc;
 
@@ -371,7 +371,7 @@ int cluster_member_probe_port(const cluster_member_t *m)
 
 static void *applier_main(void *arg)
 {
-	struct cluster_node *m = arg;
+	struct cluster_member *m = arg;
 
 	cluster__applier_run(m->ap, &m->stop);
 	return NULL;
@@ -379,7 +379,7 @@ static void *applier_main(void *arg)
 
 static void *leader_main(void *arg)
 {
-	struct cluster_node *m = arg;
+	struct cluster_member *m = arg;
 
 	cluster__leader_run(m->ld);
 	return NULL;

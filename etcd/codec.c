@@ -567,14 +567,14 @@ bad:
 /* ---------------------------------------------------------------------- */
 /* Framing of a watch stream */
 
-void etcd__lines_init(struct etcd__lines *l, size_t cap)
+void etcd__lines_init(struct etcd_lines *l, size_t cap)
 {
 	l->buf = lg_xmalloc(cap);
 	l->len = 0;
 	l->cap = cap;
 }
 
-void etcd__lines_release(struct etcd__lines *l)
+void etcd__lines_release(struct etcd_lines *l)
 {
 	if (l == NULL)
 		return;
@@ -583,8 +583,8 @@ void etcd__lines_release(struct etcd__lines *l)
 	l->len = l->cap = 0;
 }
 
-int etcd__lines_feed(struct etcd__lines *l, const char *data, size_t n,
-		     etcd__line_fn *fn, void *ctx)
+int etcd__lines_feed(struct etcd_lines *l, const char *data, size_t n,
+		     etcd_line_fn *fn, void *ctx)
 {
 	while (n > 0) {
 		const char *nl = memchr(data, '\n', n);

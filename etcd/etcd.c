@@ -261,7 +261,7 @@ static CURLcode attempt(etcd_t *e, const char *url, const char *path,
 
 /* Sends body to path, trying the endpoints from e->cur on while nothing
  * was sent. On an answer (0) *doc is its JSON (caller decrefs); else the
- * verdict's code with err saying what happened. */
+ * code of its rule-1 outcome with err saying what happened. */
 static int request(etcd_t *e, const char *path, const char *body,
 		   bool rewindable, uint64_t timeout_ms, json_t **doc,
 		   enum etcd_outcome *outcome, struct lg_error *err)
@@ -667,7 +667,7 @@ int etcd_compact(etcd_t *e, int64_t revision, bool physical,
 /* Watches */
 
 struct watch_ctx {
-	struct etcd__lines lines;
+	struct etcd_lines lines;
 	etcd_watch_fn *fn;
 	void *ctx;
 	const volatile sig_atomic_t *stop;

@@ -32,7 +32,7 @@ struct etcd_attempt {
 	const char *error; /* the gateway's "error" text, or NULL */
 };
 
-/* The rule-1 verdict of one attempt: the outcome, the LG_E* code to return
+/* Rule 1 applied to one attempt: the outcome, the LG_E* code to return
  * (0 for an answer to read) and a phrase saying why. */
 struct etcd_rule1 {
 	enum etcd_outcome outcome;
@@ -77,15 +77,15 @@ uint8_t *etcd__b64_decode(const char *s, size_t *len);
  * allocated once; fn gets each complete message (borrowed for the call);
  * a message longer than cap is LG_ELIMIT. fn returns non-zero to stop
  * (returned by feed). */
-typedef int etcd__line_fn(void *ctx, const char *line, size_t len);
-struct etcd__lines {
+typedef int etcd_line_fn(void *ctx, const char *line, size_t len);
+struct etcd_lines {
 	char *buf;
 	size_t len, cap;
 };
-void etcd__lines_init(struct etcd__lines *l, size_t cap);
-void etcd__lines_release(struct etcd__lines *l);
-int etcd__lines_feed(struct etcd__lines *l, const char *data, size_t n,
-		     etcd__line_fn *fn, void *ctx);
+void etcd__lines_init(struct etcd_lines *l, size_t cap);
+void etcd__lines_release(struct etcd_lines *l);
+int etcd__lines_feed(struct etcd_lines *l, const char *data, size_t n,
+		     etcd_line_fn *fn, void *ctx);
 
 /* A delete request (the shell's; cluster/ deletes inside txns), as the
  * requests of etcd/etcd.h. */

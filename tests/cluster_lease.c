@@ -45,9 +45,9 @@ static const struct {
 
 START_TEST(lease_holding_table)
 {
-	struct cluster__lease_clock c = {.ttl_ms = holding_cases[_i].ttl_ms,
-					 .renewed_ms =
-						 holding_cases[_i].renewed_ms};
+	struct cluster_lease_clock c = {.ttl_ms = holding_cases[_i].ttl_ms,
+					.renewed_ms =
+						holding_cases[_i].renewed_ms};
 
 	ck_assert_msg(cluster__lease_holding(&c, holding_cases[_i].now_ms) ==
 			      holding_cases[_i].holding,
@@ -62,7 +62,7 @@ END_TEST
  * renewal that etcd answered, not from the last one tried. */
 START_TEST(lease_failed_renewal_does_not_extend)
 {
-	struct cluster__lease_clock c = {.ttl_ms = 3000, .renewed_ms = 1000};
+	struct cluster_lease_clock c = {.ttl_ms = 3000, .renewed_ms = 1000};
 
 	c.failed = true;
 	c.tried_ms = 2000;
@@ -71,7 +71,7 @@ START_TEST(lease_failed_renewal_does_not_extend)
 	ck_assert_int_eq(cluster__lease_deadline(&c), 2500);
 	/* ...and the retry comes soon, not TTL/3 later. */
 	ck_assert_int_eq(cluster__lease_next_keepalive(&c),
-			 2000 + CLUSTER__RETRY_MS);
+			 2000 + CLUSTER_RETRY_MS);
 	c.failed = false;
 	ck_assert_int_eq(cluster__lease_next_keepalive(&c), 2000);
 }
@@ -85,7 +85,7 @@ START_TEST(lease_holding_random)
 	uint64_t x = lease_seed + (uint64_t)_i;
 
 	for (int k = 0; k < 1000; k++) {
-		struct cluster__lease_clock c = {
+		struct cluster_lease_clock c = {
 			.ttl_ms = 1000 + (int64_t)(rnd(&x) % 3600000),
 			.renewed_ms = (int64_t)(rnd(&x) % 1000000000)};
 		int64_t now =
@@ -112,7 +112,7 @@ END_TEST
 START_TEST(lease_schedule_run)
 {
 	uint64_t x = lease_seed * 7 + (uint64_t)_i;
-	struct cluster__lease_clock c = {
+	struct cluster_lease_clock c = {
 		.ttl_ms = 2000 + (int64_t)(rnd(&x) % 8000), .renewed_ms = 1000};
 	int64_t fail_from = 1000 + (int64_t)(rnd(&x) % 60000), last_ok = 1000;
 
@@ -164,11 +164,11 @@ START_TEST(lease_timeouts)
 	/* From TTL 3 s on, a keepalive that hangs until its timeout leaves
 	 * time for a retry on the next endpoint before the deadline. */
 	for (int64_t ttl = 3000; ttl <= 60000; ttl += 500) {
-		struct cluster__lease_clock c = {.ttl_ms = ttl};
+		struct cluster_lease_clock c = {.ttl_ms = ttl};
 
 		cluster__lease_timeouts(ttl, 0, &ka, &rq);
 		ck_assert(cluster__lease_next_keepalive(&c) + (int64_t)ka +
-				  CLUSTER__RETRY_MS <
+				  CLUSTER_RETRY_MS <
 			  cluster__lease_deadline(&c));
 	}
 }
@@ -176,20 +176,20 @@ END_TEST
 
 START_TEST(members_next_table)
 {
-	struct cluster__members_clock m = {0};
+	struct cluster_members_clock m = {0};
 
 	/* A new lease: at once. */
 	ck_assert(cluster__members_next(&m, 0, 1000) == INT64_MIN);
-	m = (struct cluster__members_clock){
+	m = (struct cluster_members_clock){
 		.registered = true, .seq = 5, .put_ms = 10000};
 	ck_assert(cluster__members_next(&m, 5, 1000) == INT64_MAX);
 	ck_assert_int_eq(cluster__members_next(&m, 6, 1000), 11000);
 	m.tried_ms = 10500;
 	ck_assert_int_eq(cluster__members_next(&m, 6, 1000),
-			 10500 + CLUSTER__RETRY_MS);
-	m = (struct cluster__members_clock){.tried_ms = 300};
+			 10500 + CLUSTER_RETRY_MS);
+	m = (struct cluster_members_clock){.tried_ms = 300};
 	ck_assert_int_eq(cluster__members_next(&m, 0, 1000),
-			 300 + CLUSTER__RETRY_MS);
+			 300 + CLUSTER_RETRY_MS);
 }
 END_TEST
 
@@ -199,7 +199,7 @@ END_TEST
 START_TEST(members_rate_limited)
 {
 	uint64_t x = lease_seed * 13 + (uint64_t)_i, applied = 0;
-	struct cluster__members_clock m = {0};
+	struct cluster_members_clock m = {0};
 	int64_t last_put = INT64_MIN, last_change = 0, end = 20000;
 	int puts = 0;
 
@@ -211,9 +211,9 @@ START_TEST(members_rate_limited)
 		if (now >= cluster__members_next(&m, applied, 1000)) {
 			if (last_put != INT64_MIN)
 				ck_assert_int_ge(now - last_put, 1000);
-			m = (struct cluster__members_clock){.registered = true,
-							    .seq = applied,
-							    .put_ms = now};
+			m = (struct cluster_members_clock){.registered = true,
+							   .seq = applied,
+							   .put_ms = now};
 			last_put = now;
 			puts++;
 		}
@@ -249,39 +249,39 @@ START_TEST(campaign_decide_table)
 
 	ck_assert_int_eq(cluster__campaign_decide(0, ETCD_COMMITTED, NULL, 7,
 						  55, &fence),
-			 CLUSTER__WON);
+			 CLUSTER_CAMPAIGN_WON);
 	ck_assert_int_eq(fence, 55);
 	fence = 0;
 	ck_assert_int_eq(cluster__campaign_decide(LG_ECORRUPT, ETCD_COMMITTED,
 						  NULL, 7, 55, &fence),
-			 CLUSTER__UNKNOWN);
+			 CLUSTER_CAMPAIGN_UNKNOWN);
 	ck_assert_int_eq(fence, 0);
 	/* Rule 1: a failed compare that meets our own txn is a win, with
 	 * the key's create_revision as the fence. */
 	ck_assert_int_eq(cluster__campaign_decide(0, ETCD_COMPARE_FAILED, &ours,
 						  7, 60, &fence),
-			 CLUSTER__WON);
+			 CLUSTER_CAMPAIGN_WON);
 	ck_assert_int_eq(fence, 40);
 	fence = 0;
 	ck_assert_int_eq(cluster__campaign_decide(0, ETCD_COMPARE_FAILED,
 						  &other, 7, 60, &fence),
-			 CLUSTER__LOST);
+			 CLUSTER_CAMPAIGN_LOST);
 	ck_assert_int_eq(cluster__campaign_decide(0, ETCD_COMPARE_FAILED,
 						  &old_self, 7, 60, &fence),
-			 CLUSTER__LOST);
+			 CLUSTER_CAMPAIGN_LOST);
 	ck_assert_int_eq(fence, 0);
 	ck_assert_int_eq(cluster__campaign_decide(0, ETCD_COMPARE_FAILED, NULL,
 						  7, 60, &fence),
-			 CLUSTER__VACANT);
+			 CLUSTER_CAMPAIGN_VACANT);
 	ck_assert_int_eq(cluster__campaign_decide(LG_EIO, ETCD_INDETERMINATE,
 						  NULL, 7, 0, &fence),
-			 CLUSTER__UNKNOWN);
+			 CLUSTER_CAMPAIGN_UNKNOWN);
 	ck_assert_int_eq(cluster__campaign_decide(LG_ENOENT, ETCD_NOT_APPLIED,
 						  NULL, 7, 0, &fence),
-			 CLUSTER__LEASE_GONE);
+			 CLUSTER_CAMPAIGN_LEASE_GONE);
 	ck_assert_int_eq(cluster__campaign_decide(LG_EIO, ETCD_NOT_APPLIED,
 						  NULL, 7, 0, &fence),
-			 CLUSTER__RETRY);
+			 CLUSTER_CAMPAIGN_RETRY);
 	ck_assert_int_eq(fence, 0);
 }
 END_TEST
@@ -295,19 +295,19 @@ START_TEST(campaign_resolve_by_lease)
 	int64_t fence = 0;
 
 	ck_assert_int_eq(cluster__campaign_resolve(&ours, 7, &fence),
-			 CLUSTER__WON);
+			 CLUSTER_CAMPAIGN_WON);
 	ck_assert_int_eq(fence, 40);
 	/* By lease id, never by name. */
 	ck_assert_int_eq(cluster__campaign_resolve(&renamed, 7, &fence),
-			 CLUSTER__WON);
+			 CLUSTER_CAMPAIGN_WON);
 	ck_assert_int_eq(fence, 42);
 	fence = 0;
 	ck_assert_int_eq(cluster__campaign_resolve(&same_name, 7, &fence),
-			 CLUSTER__LOST);
+			 CLUSTER_CAMPAIGN_LOST);
 	ck_assert_int_eq(cluster__campaign_resolve(&unleased, 0, &fence),
-			 CLUSTER__LOST);
+			 CLUSTER_CAMPAIGN_LOST);
 	ck_assert_int_eq(cluster__campaign_resolve(NULL, 7, &fence),
-			 CLUSTER__VACANT);
+			 CLUSTER_CAMPAIGN_VACANT);
 	ck_assert_int_eq(fence, 0);
 }
 END_TEST
@@ -328,13 +328,13 @@ START_TEST(leader_checks)
 	ck_assert(!cluster__leader_ours(NULL, 40, 7));
 	ck_assert(!cluster__leader_ours(&ours, 40, 0));
 	ck_assert_int_eq(cluster__follower_watched(&del, 40),
-			 CLUSTER__VACANT_NOW);
+			 CLUSTER_WATCHED_VACANT_NOW);
 	ck_assert_int_eq(cluster__follower_watched(&put_same, 40),
-			 CLUSTER__SAME);
+			 CLUSTER_WATCHED_SAME);
 	ck_assert_int_eq(cluster__follower_watched(&put_new, 40),
-			 CLUSTER__NEW_LEADER);
+			 CLUSTER_WATCHED_NEW_LEADER);
 	ck_assert_int_eq(cluster__follower_watched(&put_same, 0),
-			 CLUSTER__NEW_LEADER);
+			 CLUSTER_WATCHED_NEW_LEADER);
 }
 END_TEST
 

@@ -474,7 +474,7 @@ START_TEST(lines_any_chunking)
 				   "{\"result\":{\"events\":[1]}}|"
 				   "{\"result\":{\"events\":[2,3]}}|";
 	unsigned seed = (unsigned)(seed_base + (uint64_t)_i);
-	struct etcd__lines l;
+	struct etcd_lines l;
 	struct collect c = {0};
 	size_t n = sizeof(stream) - 1, off = 0;
 
@@ -498,7 +498,7 @@ END_TEST
 
 START_TEST(lines_bound)
 {
-	struct etcd__lines l;
+	struct etcd_lines l;
 	struct collect c = {0};
 	char msg[17];
 

@@ -256,7 +256,7 @@ static void status_text(const struct cluster_status *st, const char *prefix)
 	if (st->n_members)
 		printf("  %-32s %20s %12s\n", "NAME", "APPLIED", "LAG");
 	for (size_t i = 0; i < st->n_members; i++) {
-		const struct cluster_member *m = &st->members[i];
+		const struct cluster_status_member *m = &st->members[i];
 		char applied[24] = "-", lag[24] = "-";
 
 		if (m->has_applied) {
