@@ -65,15 +65,7 @@ struct probe {
 	int64_t head_rev;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void nap(const struct cluster_applier *a, unsigned ms)
+static void pause_unless_stopped(const struct cluster_applier *a, unsigned ms)
 {
 	for (unsigned i = 0; i < ms / 50 && !*a->stop; i++) {
 		struct timespec ts = {0, 50 * 1000000L};
@@ -82,8 +74,9 @@ static void nap(const struct cluster_applier *a, unsigned ms)
 	}
 }
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+static void applier_say(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static void applier_say(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -113,13 +106,14 @@ static void status_progress(struct cluster_applier *a, uint64_t head_seq,
 	if (head_seq > a->st.head_seq || fresh)
 		a->st.head_seq = head_seq;
 	if (fresh) {
-		a->st.fresh_ns = mono_ns();
+		a->st.fresh_ns = cluster__mono_ns();
 		a->st.stuck[0] = '\0';
 	}
 	pthread_mutex_unlock(&a->mu);
 }
 
-static void status_text(struct cluster_applier *a, char *field, const char *msg)
+static void set_status_text(struct cluster_applier *a, char *field,
+			    const char *msg)
 {
 	pthread_mutex_lock(&a->mu);
 	snprintf(field, CLUSTER_MSG_MAX, "%s", msg);
@@ -287,8 +281,8 @@ static void sign_due(struct cluster_applier *a)
 		free(note); /* signed before a restart */
 	} else if (ledger_sign_checkpoint_at(a->lg, a->signer, at, &err) !=
 		   0) {
-		say("signing the checkpoint of size %llu: %s",
-		    (unsigned long long)at, err.msg);
+		applier_say("signing the checkpoint of size %llu: %s",
+			    (unsigned long long)at, err.msg);
 		return;
 	}
 	a->signed_size = at;
@@ -298,7 +292,7 @@ static void sign_due(struct cluster_applier *a)
  * GPULEDGER_TEST_APPLY_PAUSE exists, nothing is applied (the tests of
  * DESIGN 11 rule 4 make a member lag behind P/head this way, its lease and
  * its reads unaffected). */
-static void test_pause(const cluster_applier_t *a)
+static void apply_pause(const cluster_applier_t *a)
 {
 	const char *f = getenv("GPULEDGER_TEST_APPLY_PAUSE");
 	FILE *fp;
@@ -318,7 +312,7 @@ int cluster__applier_apply(cluster_applier_t *a, const struct etcd_kv *kv,
 	struct ledger_cluster_meta cm = a->cm;
 	int rc;
 
-	test_pause(a);
+	apply_pause(a);
 	cm.cluster_id = cluster_id;
 	cm.revision = kv->mod_revision;
 	/* DESIGN 11 rule 7: the chain head after the value must be P/head's
@@ -343,13 +337,13 @@ static int apply_failed(struct cluster_applier *a, int rc,
 
 	if (rc == LG_EMISMATCH || rc == LG_ECORRUPT) {
 		snprintf(msg, sizeof(msg), "refusing to write: %s", err->msg);
-		say("%s", msg);
-		status_text(a, a->st.refused, msg);
+		applier_say("%s", msg);
+		set_status_text(a, a->st.refused, msg);
 		return STOP_REFUSED;
 	}
 	snprintf(msg, sizeof(msg), "cannot apply: %s", err->msg);
-	say("%s", msg);
-	status_text(a, a->st.stuck, msg);
+	applier_say("%s", msg);
+	set_status_text(a, a->st.stuck, msg);
 	a->need_range = true;
 	return STOP_RANGE;
 }
@@ -424,12 +418,13 @@ static uint64_t join(struct cluster_applier *a)
 	ro.stop = a->stop;
 	rc = ingest_replicate(a->lg, &ro, &res, &err);
 	sign_due(a);
-	say("joining from %s: %llu events copied after seq %llu, now at seq "
-	    "%llu%s%s",
-	    a->peer.url, (unsigned long long)res.appended,
-	    (unsigned long long)from,
-	    (unsigned long long)ledger_last_seq(a->lg), rc ? ": " : "",
-	    rc ? err.msg : "");
+	applier_say("joining from %s: %llu events copied after seq %llu, now "
+		    "at seq "
+		    "%llu%s%s",
+		    a->peer.url, (unsigned long long)res.appended,
+		    (unsigned long long)from,
+		    (unsigned long long)ledger_last_seq(a->lg), rc ? ": " : "",
+		    rc ? err.msg : "");
 	return res.appended;
 }
 
@@ -470,8 +465,8 @@ static int catch_up(struct cluster_applier *a, const struct probe *p)
 				   "it with --peer (a ready member) or seed "
 				   "its --db from a ready member's ledger "
 				   "(docs/operations.md)");
-		say("%s", msg);
-		status_text(a, a->st.stuck, msg);
+		applier_say("%s", msg);
+		set_status_text(a, a->st.stuck, msg);
 		return STOP_RANGE;
 	}
 	a->rev = p->header.revision;
@@ -497,8 +492,8 @@ static int revision(struct cluster_applier *a, const struct etcd_event *ev,
 	int rc;
 
 	if (r <= a->rev) {
-		say("the watch repeated revision %lld: reading ranges",
-		    (long long)r);
+		applier_say("the watch repeated revision %lld: reading ranges",
+			    (long long)r);
 		return STOP_RANGE;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -520,11 +515,13 @@ static int revision(struct cluster_applier *a, const struct etcd_event *ev,
 			log = kv;
 			break;
 		default:
-			say("revision %lld: %s/log/%020llu is not the next "
-			    "value after seq %llu (or was rewritten): reading "
-			    "ranges",
-			    (long long)r, a->prefix, (unsigned long long)s,
-			    (unsigned long long)ledger_last_seq(a->lg));
+			applier_say(
+				"revision %lld: %s/log/%020llu is not the next "
+				"value after seq %llu (or was rewritten): "
+				"reading "
+				"ranges",
+				(long long)r, a->prefix, (unsigned long long)s,
+				(unsigned long long)ledger_last_seq(a->lg));
 			return STOP_RANGE;
 		}
 	}
@@ -538,8 +535,9 @@ static int revision(struct cluster_applier *a, const struct etcd_event *ev,
 	    ledger_logval_read(log->value, log->value_len, 0, NULL, NULL, NULL,
 			       &info, &err) != 0 ||
 	    info.last_seq != h.seq) {
-		say("revision %lld: a value without its head: reading ranges",
-		    (long long)r);
+		applier_say("revision %lld: a value without its head: reading "
+			    "ranges",
+			    (long long)r);
 		return STOP_RANGE;
 	}
 	rc = cluster__applier_apply(a, log, hb, cluster_id, &err);
@@ -550,7 +548,7 @@ static int revision(struct cluster_applier *a, const struct etcd_event *ev,
 	return 0;
 }
 
-static int on_watch(void *ctx, const struct etcd_watch_msg *m)
+static int on_log_watch(void *ctx, const struct etcd_watch_msg *m)
 {
 	struct cluster_applier *a = ctx;
 
@@ -588,11 +586,11 @@ static int watch(struct cluster_applier *a)
 		.stop = a->stop,
 	};
 	struct lg_error err = {0};
-	int rc = etcd_watch(a->e, &w, on_watch, a, &err);
+	int rc = etcd_watch(a->e, &w, on_log_watch, a, &err);
 
 	if (rc == LG_ERANGE) {
-		say("the watch from revision %lld: %s: reading ranges",
-		    (long long)a->rev + 1, err.msg);
+		applier_say("the watch from revision %lld: %s: reading ranges",
+			    (long long)a->rev + 1, err.msg);
 		a->need_range = true;
 	}
 	return rc == STOP_REFUSED ? STOP_REFUSED : 0;
@@ -617,14 +615,14 @@ void cluster__applier_run(cluster_applier_t *a,
 			snprintf(msg, sizeof(msg),
 				 "refusing to write (DESIGN 11 rule 8): %s",
 				 err.msg);
-			say("%s", msg);
-			status_text(a, a->st.refused, msg);
+			applier_say("%s", msg);
+			set_status_text(a, a->st.refused, msg);
 			break;
 		}
 		if (rc != 0) {
 			status_reach(a, rc != LG_EIO);
-			status_text(a, a->st.stuck, err.msg);
-			nap(a, NAP_MS);
+			set_status_text(a, a->st.stuck, err.msg);
+			pause_unless_stopped(a, NAP_MS);
 			continue;
 		}
 		status_progress(a, p.head.seq, false);
@@ -636,7 +634,7 @@ void cluster__applier_run(cluster_applier_t *a,
 			if (rc == STOP_REFUSED)
 				break;
 			if (rc != 0) {
-				nap(a, NAP_MS);
+				pause_unless_stopped(a, NAP_MS);
 				continue;
 			}
 		} else if (p.head.seq == ledger_last_seq(a->lg)) {
@@ -648,7 +646,7 @@ void cluster__applier_run(cluster_applier_t *a,
 	/* Refused: reads go on from what the ledger holds; nothing more is
 	 * written. */
 	while (!*stop)
-		nap(a, NAP_MS);
+		pause_unless_stopped(a, NAP_MS);
 }
 
 int cluster__applier_new(cluster_applier_t **out, ledger_t *lg,
@@ -682,10 +680,11 @@ int cluster__applier_new(cluster_applier_t **out, ledger_t *lg,
 	a->rd.etcd = a->e;
 	a->rev = a->have_meta ? a->cm.revision : 0;
 	if (a->have_meta)
-		say("resuming after seq %llu from revision %lld (stored with "
-		    "it)",
-		    (unsigned long long)ledger_last_seq(lg),
-		    (long long)a->rev + 1);
+		applier_say("resuming after seq %llu from revision %lld "
+			    "(stored with "
+			    "it)",
+			    (unsigned long long)ledger_last_seq(lg),
+			    (long long)a->rev + 1);
 	/* Rule 8 at the start: a ledger of another history never starts. */
 	if (probe(a, &p, err) == 0) {
 		a->st.reachable = true;

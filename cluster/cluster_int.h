@@ -36,6 +36,11 @@
 #define cluster__txn_release   etcd_txn_result_release
 #define cluster__logval_fn     cluster_logval_fn
 
+/* CLOCK_MONOTONIC in nanoseconds, and a sleep of ms >= 0 milliseconds
+ * (cluster/clock.c). */
+int64_t cluster__mono_ns(void);
+void cluster__sleep_ms(int64_t ms);
+
 /* ---------------------------------------------------------------------- */
 /* The key layout (cluster/README.md). Each writes prefix + the key's tail
  * into buf (cap bytes) and returns its length, 0 when it does not fit. */

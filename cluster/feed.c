@@ -53,7 +53,7 @@ static void emit(struct feed *f, json_t *o)
 /* The state at P/head */
 
 /* P/epoch and P/head in one read, then the state there. */
-static int start(struct feed *f, const char *db, struct lg_error *err)
+static int feed_start(struct feed *f, const char *db, struct lg_error *err)
 {
 	char k_epoch[KEY_MAX], k_head[KEY_MAX];
 	struct etcd_op ops[2];
@@ -314,7 +314,7 @@ int cluster_feed(const struct cluster_feed_opts *o, FILE *in, FILE *out,
 	f.scratch = lg_xcalloc(f.batch, sizeof(*f.scratch));
 	f.lines = lg_xcalloc(f.batch, sizeof(*f.lines));
 	if ((rc = etcd_open(&f.w.etcd, &o->eo, err)) == 0)
-		rc = start(&f, o->db, err);
+		rc = feed_start(&f, o->db, err);
 	while (rc == 0 &&
 	       (len = lg_read_line(in, line, LINE_MAX_BYTES)) != -1) {
 		lineno++;

@@ -33,7 +33,7 @@ struct cluster_forward {
 	bool over;
 };
 
-static size_t on_write(char *p, size_t sz, size_t n, void *ctx)
+static size_t on_reply(char *p, size_t sz, size_t n, void *ctx)
 {
 	struct cluster_forward *f = ctx;
 	size_t k = sz * n;
@@ -84,7 +84,7 @@ int cluster__forward_new(struct cluster_forward **out, const char *token,
 	curl_easy_setopt(f->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(f->h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(f->h, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(f->h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(f->h, CURLOPT_WRITEFUNCTION, on_reply);
 	curl_easy_setopt(f->h, CURLOPT_WRITEDATA, f);
 	curl_easy_setopt(f->h, CURLOPT_POST, 1L);
 	curl_easy_setopt(f->h, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -109,7 +109,7 @@ void cluster__forward_free(struct cluster_forward *f)
 	free(f);
 }
 
-static const char *kind_name(enum verdict_kind k)
+static const char *item_kind_name(enum verdict_kind k)
 {
 	return k == VERDICT_DECLARATION ? "declaration" : "admission";
 }
@@ -131,12 +131,11 @@ static char *forward_body(const struct query_vgroup *g, const char *from,
 		    it->body == NULL || budget_ms[i] <= 0)
 			continue;
 		json_array_append_new(
-			items,
-			json_pack("{s:s, s:s%, s:o, s:I}", "kind",
-				  kind_name(it->vr->kind), "body", it->body,
-				  it->body_len, "key",
-				  key ? json_string(key) : json_null(),
-				  "budgetMs", (json_int_t)budget_ms[i]));
+			items, json_pack("{s:s, s:s%, s:o, s:I}", "kind",
+					 item_kind_name(it->vr->kind), "body",
+					 it->body, it->body_len, "key",
+					 key ? json_string(key) : json_null(),
+					 "budgetMs", (json_int_t)budget_ms[i]));
 		idx[(*n)++] = i;
 	}
 	if (*n == 0) {

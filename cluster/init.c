@@ -101,13 +101,6 @@ static void positions_release(struct positions *p)
 	p->n = 0;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
 static void new_epoch(char *out)
 {
 	uint8_t id[16];
@@ -269,7 +262,7 @@ int cluster_init(const struct etcd_opts *eo, const char *prefix, ledger_t *lg,
 			rc = LG_EIO;
 			break;
 		}
-		sleep_ms(100);
+		cluster__sleep_ms(100);
 	}
 out:
 	etcd_close(e);

@@ -87,9 +87,9 @@ static void nap(void)
 	nanosleep(&(struct timespec){0, NAP_MS * 1000000L}, NULL);
 }
 
-static void say(struct cluster_leader *l, const char *fmt, ...)
+static void leader_say(struct cluster_leader *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-static void say(struct cluster_leader *l, const char *fmt, ...)
+static void leader_say(struct cluster_leader *l, const char *fmt, ...)
 {
 	char msg[LG_ERRMSG_MAX];
 	va_list ap;
@@ -107,20 +107,21 @@ static void on_transition(void *ctx, const struct cluster_lease_transition *t)
 
 	switch (t->event) {
 	case CLUSTER_LEASE_ELECTED:
-		say(l, "elected leader (fence %lld)",
-		    (long long)t->create_revision);
+		leader_say(l, "elected leader (fence %lld)",
+			   (long long)t->create_revision);
 		break;
 	case CLUSTER_LEASE_FOLLOWER:
-		say(l, "following %s (fence %lld)",
-		    t->leader ? t->leader : "?",
-		    (long long)t->create_revision);
+		leader_say(l, "following %s (fence %lld)",
+			   t->leader ? t->leader : "?",
+			   (long long)t->create_revision);
 		break;
 	default:
 		/* Rule 5: the watcher stops at once. */
 		l->term_stop = 1;
-		say(l, "%s (fence %lld)%s%s", cluster_lease_event_name(t->event),
-		    (long long)t->create_revision, t->why ? ": " : "",
-		    t->why ? t->why : "");
+		leader_say(l, "%s (fence %lld)%s%s",
+			   cluster_lease_event_name(t->event),
+			   (long long)t->create_revision, t->why ? ": " : "",
+			   t->why ? t->why : "");
 		break;
 	}
 }
@@ -129,7 +130,7 @@ static void on_warn(void *ctx, const char *msg)
 {
 	struct cluster_leader *l = ctx;
 
-	say(l, "%s", msg);
+	leader_say(l, "%s", msg);
 }
 
 int cluster__leader_new(cluster_leader_t **out,
@@ -442,32 +443,35 @@ static void retain(struct cluster_leader *l)
 	l->next_compact = l->w.seq + every;
 	rc = cluster__compact(&l->w, rt, &c, &err);
 	if (c.deleted > 0)
-		say(l,
-		    "retention: deleted %llu %s/log/ keys below seq %llu "
-		    "(%s; the lowest applied seq of %zu members is %llu, "
-		    "--keep %llu); the oldest left is seq %llu, etcd compacted "
-		    "at revision %lld (DESIGN 11 rule 11)",
-		    (unsigned long long)c.deleted, l->o.prefix,
-		    (unsigned long long)c.cut,
-		    c.by_bytes ? "by --keep-bytes: members below join from a "
-				 "peer"
-			       : "by --keep",
-		    c.members, (unsigned long long)c.low,
-		    (unsigned long long)rt->keep, (unsigned long long)c.oldest,
-		    (long long)c.compact_rev);
+		leader_say(
+			l,
+			"retention: deleted %llu %s/log/ keys below seq %llu "
+			"(%s; the lowest applied seq of %zu members is %llu, "
+			"--keep %llu); the oldest left is seq %llu, etcd "
+			"compacted "
+			"at revision %lld (DESIGN 11 rule 11)",
+			(unsigned long long)c.deleted, l->o.prefix,
+			(unsigned long long)c.cut,
+			c.by_bytes
+				? "by --keep-bytes: members below join from a "
+				  "peer"
+				: "by --keep",
+			c.members, (unsigned long long)c.low,
+			(unsigned long long)rt->keep,
+			(unsigned long long)c.oldest, (long long)c.compact_rev);
 	for (size_t i = 0; i < c.n_defrag; i++)
-		say(l,
-		    "retention: defragmented etcd member %s: %lld bytes "
-		    "-> %lld",
-		    c.defrag[i].endpoint, (long long)c.defrag[i].before,
-		    (long long)c.defrag[i].after);
+		leader_say(l,
+			   "retention: defragmented etcd member %s: %lld bytes "
+			   "-> %lld",
+			   c.defrag[i].endpoint, (long long)c.defrag[i].before,
+			   (long long)c.defrag[i].after);
 	if (rc != 0)
-		say(l, "retention: %s", err.msg);
+		leader_say(l, "retention: %s", err.msg);
 }
 
-static int sink_append(void *ctx, struct event *evs, size_t n,
-		       const struct ingest_sink_pos *pos, size_t n_pos,
-		       struct lg_error *err)
+static int term_sink_append(void *ctx, struct event *evs, size_t n,
+			    const struct ingest_sink_pos *pos, size_t n_pos,
+			    struct lg_error *err)
 {
 	struct cluster_leader *l = ctx;
 	bool synced = carries_synced(evs, n);
@@ -492,10 +496,12 @@ static int sink_append(void *ctx, struct event *evs, size_t n,
 		parts++;
 	}
 	if (parts > 1)
-		say(l, "a flush of %zu events in %u txns, seqs %llu to %llu, "
-		    "%s/open around them (DESIGN 11 rule 6)", n, parts,
-		    (unsigned long long)evs[0].seq,
-		    (unsigned long long)evs[n - 1].seq, l->o.prefix);
+		leader_say(
+			l,
+			"a flush of %zu events in %u txns, seqs %llu to %llu, "
+			"%s/open around them (DESIGN 11 rule 6)",
+			n, parts, (unsigned long long)evs[0].seq,
+			(unsigned long long)evs[n - 1].seq, l->o.prefix);
 	retain(l);
 	return 0;
 }
@@ -630,7 +636,7 @@ static int begin_term(struct cluster_leader *l, struct lg_error *err)
 /* --holds (DESIGN 3.7): the mode is an event of the log, appended by the
  * one writer of observations when the log's mode differs from the
  * member's, at the log's own time (no clock moves it). */
-static int holds_mode(struct cluster_leader *l, struct lg_error *err)
+static int term_holds_mode(struct cluster_leader *l, struct lg_error *err)
 {
 	struct state_holds_stats hs;
 	struct event ev = {.type = EV_HOLDS};
@@ -642,19 +648,22 @@ static int holds_mode(struct cluster_leader *l, struct lg_error *err)
 		return 0;
 	ev.time_ns = state_time_ns(l->st);
 	ev.value = l->o.holds_ttl_ms;
-	say(l, "holds: the log's TTL is %lld ms, --holds %lld ms: appending "
-	    "the HOLDS event",
-	    (long long)hs.ttl_ms, (long long)l->o.holds_ttl_ms);
-	return sink_append(l, &ev, 1, NULL, 0, err);
+	leader_say(
+		l,
+		"holds: the log's TTL is %lld ms, --holds %lld ms: appending "
+		"the HOLDS event",
+		(long long)hs.ttl_ms, (long long)l->o.holds_ttl_ms);
+	return term_sink_append(l, &ev, 1, NULL, 0, err);
 }
 
 static void term(struct cluster_leader *l)
 {
 	struct lg_error err = {0};
-	struct ingest_opts io = {
-		.classes = l->o.classes,
-		.tick_ns = l->o.tick_ns,
-		.sink = {.append = sink_append, .state = sink_state, .ctx = l}};
+	struct ingest_opts io = {.classes = l->o.classes,
+				 .tick_ns = l->o.tick_ns,
+				 .sink = {.append = term_sink_append,
+					  .state = sink_state,
+					  .ctx = l}};
 	struct kube_watch_opts wo = {.tick_ns = l->o.tick_ns,
 				     .stop = &l->term_stop};
 	ingest_t *in = NULL;
@@ -678,20 +687,21 @@ static void term(struct cluster_leader *l)
 		rc = ingest_note(in, "LeaderChanged", msg, &err);
 	}
 	if (rc == 0)
-		rc = holds_mode(l, &err);
+		rc = term_holds_mode(l, &err);
 	if (rc == 0) {
 		atomic_store(&l->leading, l->fence);
-		say(l, "watching as leader from seq %llu (fence %lld)",
-		    (unsigned long long)l->w.seq, (long long)l->fence);
+		leader_say(l, "watching as leader from seq %llu (fence %lld)",
+			   (unsigned long long)l->w.seq, (long long)l->fence);
 		rc = kube_watch_run(in, &l->kc, &wo, &err);
 	}
 	atomic_store(&l->leading, 0);
 	ingest_free(in);
 	if (rc != 0 && !atomic_load(&l->quit)) {
-		say(l, "the watcher stopped: %s",
-		    err.msg[0] ? err.msg : lg_strerror(rc));
+		leader_say(l, "the watcher stopped: %s",
+			   err.msg[0] ? err.msg : lg_strerror(rc));
 	} else {
-		say(l, "the watcher stopped (fence %lld)", (long long)l->fence);
+		leader_say(l, "the watcher stopped (fence %lld)",
+			   (long long)l->fence);
 	}
 }
 

@@ -308,7 +308,7 @@ static void wait_until(struct cluster_lease *l, int64_t at_ms)
 }
 
 /* Sleeps ms, or less when something changes (a stop, a step-down). */
-static void nap(struct cluster_lease *l, int64_t ms)
+static void nap_unless_woken(struct cluster_lease *l, int64_t ms)
 {
 	lock(l);
 	if (!l->stop && !l->gone && !l->deposed && !l->resign)
@@ -344,9 +344,9 @@ static void warnf(struct cluster_lease *l, const char *fmt, ...)
 	pthread_mutex_unlock(&l->warn_mu);
 }
 
-static void emit(struct cluster_lease *l, enum cluster_lease_event ev,
-		 int64_t fence, int64_t lease, const char *leader,
-		 const char *why)
+static void emit_transition(struct cluster_lease *l,
+			    enum cluster_lease_event ev, int64_t fence,
+			    int64_t lease, const char *leader, const char *why)
 {
 	struct cluster_lease_transition t = {.event = ev,
 					     .create_revision = fence,
@@ -563,7 +563,7 @@ static void step_down(struct cluster_lease *l, enum cluster_lease_event ev,
 	l->seq_is = CLUSTER_SEQ_UNKNOWN;
 	unlock(l);
 	if (ev != CLUSTER_LEASE_RESIGNED)
-		emit(l, ev, fence, lease, NULL, why);
+		emit_transition(l, ev, fence, lease, NULL, why);
 	if (lease != 0 && !gone)
 		rc = revoke(l, lease);
 	lock(l);
@@ -573,14 +573,15 @@ static void step_down(struct cluster_lease *l, enum cluster_lease_event ev,
 	l->resign = false;
 	unlock(l);
 	if (ev == CLUSTER_LEASE_RESIGNED)
-		emit(l, ev, fence, lease, NULL,
-		     rc == 0 || rc == LG_ENOENT
-			     ? "the lease is revoked"
-			     : "the revocation was not confirmed: the lease "
-			       "expires within its TTL");
+		emit_transition(
+			l, ev, fence, lease, NULL,
+			rc == 0 || rc == LG_ENOENT
+				? "the lease is revoked"
+				: "the revocation was not confirmed: the lease "
+				  "expires within its TTL");
 	else if (ev != CLUSTER_LEASE_LOST && lease != 0 && rc == LG_ENOENT)
-		emit(l, CLUSTER_LEASE_LOST, fence, lease, NULL,
-		     "the lease had expired in etcd");
+		emit_transition(l, CLUSTER_LEASE_LOST, fence, lease, NULL,
+				"the lease had expired in etcd");
 	if (ev == CLUSTER_LEASE_DEPOSED || ev == CLUSTER_LEASE_RESIGNED)
 		l->holdoff_ms = etcd_mono_ms() + l->ttl_ms;
 	l->known = 0;
@@ -602,7 +603,7 @@ static void won(struct cluster_lease *l, int64_t fence)
 	unlock(l);
 	l->known = fence;
 	l->role = ROLE_LEADER;
-	emit(l, CLUSTER_LEASE_ELECTED, fence, lease, NULL, NULL);
+	emit_transition(l, CLUSTER_LEASE_ELECTED, fence, lease, NULL, NULL);
 }
 
 /* Reads P/leader until etcd answers (or a stop); *leader into out. */
@@ -669,7 +670,7 @@ static void campaign(struct cluster_lease *l)
 							       : NULL,
 						      put.lease, &fence);
 		else
-			nap(l, BACKOFF_MS);
+			nap_unless_woken(l, BACKOFF_MS);
 		etcd_range_result_release(&rr);
 	}
 	switch (d) {
@@ -689,7 +690,7 @@ static void campaign(struct cluster_lease *l)
 	case CLUSTER_CAMPAIGN_UNKNOWN:
 		if (rc != 0 && d == CLUSTER_CAMPAIGN_RETRY)
 			warnf(l, "campaign: %s", err.msg);
-		nap(l, BACKOFF_MS);
+		nap_unless_woken(l, BACKOFF_MS);
 		break;
 	}
 }
@@ -751,8 +752,8 @@ static void report_leader(struct cluster_lease *l, const struct etcd_kv *kv)
 			      sizeof(l->seq_name), l->seq_url,
 			      sizeof(l->seq_url));
 	unlock(l);
-	emit(l, CLUSTER_LEASE_FOLLOWER, kv->create_revision, l->lease, name,
-	     NULL);
+	emit_transition(l, CLUSTER_LEASE_FOLLOWER, kv->create_revision,
+			l->lease, name, NULL);
 }
 
 /* P/leader is vacant: no sequencer until the next holder is seen. */
@@ -785,7 +786,7 @@ static int follow_event(void *ctx, const struct etcd_watch_msg *m)
 
 /* Following (or waiting out a hold-off): read P/leader, report its
  * holder, watch it until it is deleted. */
-static void follow(struct cluster_lease *l)
+static void follow_leader(struct cluster_lease *l)
 {
 	struct etcd_range_result rr;
 	struct follow_ctx f = {.l = l};
@@ -806,7 +807,7 @@ static void follow(struct cluster_lease *l)
 	unlock(l);
 	if (read_leader(l, &rr) != 0) {
 		etcd_range_result_release(&rr);
-		nap(l, BACKOFF_MS);
+		nap_unless_woken(l, BACKOFF_MS);
 		return;
 	}
 	switch (cluster__campaign_resolve(rr.n_kvs ? &rr.kvs[0] : NULL,
@@ -830,14 +831,14 @@ static void follow(struct cluster_lease *l)
 		t0 = etcd_mono_ms();
 		rc = etcd_watch(l->ec, &w, follow_event, &f, &err);
 		if (rc != 0 && rc != 1 && etcd_mono_ms() - t0 < BACKOFF_MS)
-			nap(l, BACKOFF_MS);
+			nap_unless_woken(l, BACKOFF_MS);
 	}
 	if (!f.vacant)
 		return;
 	/* Vacant: campaign, once a hold-off (after a deposition or a
 	 * resignation, so that another member wins) has passed. */
 	if (etcd_mono_ms() < l->holdoff_ms)
-		nap(l, l->holdoff_ms - etcd_mono_ms());
+		nap_unless_woken(l, l->holdoff_ms - etcd_mono_ms());
 	if (etcd_mono_ms() >= l->holdoff_ms)
 		l->role = ROLE_CANDIDATE;
 }
@@ -863,11 +864,12 @@ static void *campaign_main(void *arg)
 			if (grant(l) == 0)
 				l->role = ROLE_CANDIDATE;
 			else
-				nap(l, BACKOFF_MS);
+				nap_unless_woken(l, BACKOFF_MS);
 			break;
 		case ROLE_CANDIDATE:
 			if (l->observer)
-				nap(l, l->ttl_ms); /* P/members/ alone */
+				nap_unless_woken(
+					l, l->ttl_ms); /* P/members/ alone */
 			else if (etcd_mono_ms() < l->holdoff_ms)
 				l->role = ROLE_FOLLOWER;
 			else
@@ -877,7 +879,7 @@ static void *campaign_main(void *arg)
 			lead(l);
 			break;
 		case ROLE_FOLLOWER:
-			follow(l);
+			follow_leader(l);
 			break;
 		case ROLE_DONE:
 			break;

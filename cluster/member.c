@@ -42,16 +42,8 @@ struct cluster_member {
 	volatile sig_atomic_t stop;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* The server's view of the applier (on the loop's thread). */
-static void member_status(void *ctx, struct query_member_status *q)
+static void on_member_status(void *ctx, struct query_member_status *q)
 {
 	struct cluster_member *m = ctx;
 	struct cluster_applier_status st;
@@ -60,7 +52,7 @@ static void member_status(void *ctx, struct query_member_status *q)
 	cluster__applier_status(m->ap, &st);
 	since = st.fresh_ns ? st.fresh_ns : m->start_ns;
 	q->reachable = st.reachable;
-	q->stale_s = (uint64_t)((mono_ns() - since) / 1000000000);
+	q->stale_s = (uint64_t)((cluster__mono_ns() - since) / 1000000000);
 	if (m->o.signer != NULL) {
 		uint64_t every = m->o.sign_every ? m->o.sign_every
 						 : CLUSTER_SIGN_EVERY_DEFAULT;
@@ -111,14 +103,6 @@ static size_t member_inflight(void *ctx)
 /* How often a start looks again at a P/members/<name> held by another
  * lease. */
 #define NAME_POLL_MS 250
-
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000,
-			      .tv_nsec = (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 /* P/members/<name> as it is now: *lease 0 when there is no such key,
  * *applied the seq its value holds. */
@@ -180,12 +164,13 @@ static int name_free(const struct cluster_member_opts *o, struct lg_error *err)
 			break; /* gone, unknown, or renewed: a live member */
 		last = ttl;
 		if (until_ms == 0)
-			until_ms = mono_ns() / 1000000 + granted * 500 + 1000;
-		if (mono_ns() / 1000000 >= until_ms) {
+			until_ms = cluster__mono_ns() / 1000000 +
+				   granted * 500 + 1000;
+		if (cluster__mono_ns() / 1000000 >= until_ms) {
 			lease = 0; /* not renewed: its member is dead */
 			break;
 		}
-		sleep_ms(NAME_POLL_MS);
+		cluster__sleep_ms(NAME_POLL_MS);
 		rc = name_holder(e, key, n, &lease, &applied, &why);
 	}
 	etcd_close(e);
@@ -284,7 +269,7 @@ int cluster_member_open(cluster_member_t **out,
 	json_object_seed(0);
 	m = lg_xcalloc(1, sizeof(*m));
 	m->o = *o;
-	m->start_ns = mono_ns();
+	m->start_ns = cluster__mono_ns();
 	/* The whole bound mapped at once: the map never grows, so the
 	 * server's shared handle never sees a remap (ledger_share).
 	 * Checkpoints every N seqs, never on a timer (rule 10): every
@@ -321,7 +306,7 @@ int cluster_member_open(cluster_member_t **out,
 				 (unsigned long long)ts.tv_nsec);
 	}
 	m->qm = (struct query_member){.ledger = m->rd,
-				      .status = member_status,
+				      .status = on_member_status,
 				      .ctx = m,
 				      .verdicts = member_verdicts,
 				      .pending = member_pending,

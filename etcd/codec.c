@@ -183,7 +183,7 @@ int etcd__endpoints_parse(const char *list, char *buf, size_t cap,
 /* ---------------------------------------------------------------------- */
 /* Bodies */
 
-static json_t *b64(const void *p, size_t n)
+static json_t *b64_json(const void *p, size_t n)
 {
 	char *s = lg_xmalloc(4 * ((n + 2) / 3) + 1);
 	json_t *v;
@@ -216,10 +216,10 @@ static json_t *prefix_end(const uint8_t *key, size_t n)
 		i--;
 	if (i == 0) {
 		end[0] = 0;
-		v = b64(end, 1);
+		v = b64_json(end, 1);
 	} else {
 		end[i - 1]++;
-		v = b64(end, i);
+		v = b64_json(end, i);
 	}
 	free(end);
 	return v;
@@ -227,12 +227,13 @@ static json_t *prefix_end(const uint8_t *key, size_t n)
 
 static void range_keys(json_t *o, const struct etcd_range *r)
 {
-	json_object_set_new(o, "key", b64(r->key, r->key_len));
+	json_object_set_new(o, "key", b64_json(r->key, r->key_len));
 	if (r->prefix)
 		json_object_set_new(o, "range_end",
 				    prefix_end(r->key, r->key_len));
 	else if (r->end != NULL)
-		json_object_set_new(o, "range_end", b64(r->end, r->end_len));
+		json_object_set_new(o, "range_end",
+				    b64_json(r->end, r->end_len));
 }
 
 static json_t *range_json(const struct etcd_range *r)
@@ -297,12 +298,12 @@ static json_t *cmp_json(const struct etcd_cmp *c)
 {
 	json_t *o = json_object();
 
-	json_object_set_new(o, "key", b64(c->key, c->key_len));
+	json_object_set_new(o, "key", b64_json(c->key, c->key_len));
 	json_object_set_new(o, "target", json_string(targets[c->target]));
 	json_object_set_new(o, "result", json_string(results[c->result]));
 	if (c->target == ETCD_CMP_VALUE)
 		json_object_set_new(o, operands[c->target],
-				    b64(c->value, c->value_len));
+				    b64_json(c->value, c->value_len));
 	else
 		json_object_set_new(o, operands[c->target],
 				    etcd__i64_json(c->number));
@@ -317,9 +318,9 @@ static json_t *op_json(const struct etcd_op *op)
 	case ETCD_OP_PUT:
 		req = json_object();
 		json_object_set_new(req, "key",
-				    b64(op->range.key, op->range.key_len));
+				    b64_json(op->range.key, op->range.key_len));
 		json_object_set_new(req, "value",
-				    b64(op->value, op->value_len));
+				    b64_json(op->value, op->value_len));
 		if (op->lease)
 			json_object_set_new(req, "lease",
 					    etcd__i64_json(op->lease));

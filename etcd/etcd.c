@@ -83,7 +83,7 @@ static enum etcd_transport transport_of(CURLcode c, bool over)
 /* ---------------------------------------------------------------------- */
 /* Callbacks */
 
-static size_t on_read(char *dst, size_t size, size_t nmemb, void *ud)
+static size_t on_send(char *dst, size_t size, size_t nmemb, void *ud)
 {
 	etcd_t *e = ud;
 	size_t n = e->body_len - e->body_off;
@@ -108,7 +108,7 @@ static int on_seek(void *ud, curl_off_t offset, int origin)
 
 static size_t watch_write(etcd_t *e, const char *p, size_t n);
 
-static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
+static size_t on_answer(char *p, size_t size, size_t nmemb, void *ud)
 {
 	etcd_t *e = ud;
 	size_t n = size * nmemb;
@@ -170,9 +170,9 @@ int etcd_open(etcd_t **out, const struct etcd_opts *o, struct lg_error *err)
 	curl_easy_setopt(e->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e->h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e->h, CURLOPT_ERRORBUFFER, e->errbuf);
-	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, on_answer);
 	curl_easy_setopt(e->h, CURLOPT_WRITEDATA, e);
-	curl_easy_setopt(e->h, CURLOPT_READFUNCTION, on_read);
+	curl_easy_setopt(e->h, CURLOPT_READFUNCTION, on_send);
 	curl_easy_setopt(e->h, CURLOPT_READDATA, e);
 	curl_easy_setopt(e->h, CURLOPT_SEEKFUNCTION, on_seek);
 	curl_easy_setopt(e->h, CURLOPT_SEEKDATA, e);
@@ -262,9 +262,9 @@ static CURLcode attempt(etcd_t *e, const char *url, const char *path,
 /* Sends body to path, trying the endpoints from e->cur on while nothing
  * was sent. On an answer (0) *doc is its JSON (caller decrefs); else the
  * code of its rule-1 outcome with err saying what happened. */
-static int request(etcd_t *e, const char *path, const char *body,
-		   bool rewindable, uint64_t timeout_ms, json_t **doc,
-		   enum etcd_outcome *outcome, struct lg_error *err)
+static int send_request(etcd_t *e, const char *path, const char *body,
+			bool rewindable, uint64_t timeout_ms, json_t **doc,
+			enum etcd_outcome *outcome, struct lg_error *err)
 {
 	struct etcd_rule1 v = {ETCD_NOT_APPLIED, LG_EIO, "no endpoint"};
 	char gw[LG_ERRMSG_MAX] = "";
@@ -395,8 +395,8 @@ static int call(etcd_t *e, const char *path, char *body, bool rewindable,
 			*outcome = ETCD_NOT_APPLIED;
 		return err ? err->code : LG_EINVAL;
 	}
-	rc = request(e, path, body, rewindable, e->timeout_ms, doc, outcome,
-		     err);
+	rc = send_request(e, path, body, rewindable, e->timeout_ms, doc,
+			  outcome, err);
 	free(body);
 	return rc;
 }
@@ -746,7 +746,7 @@ static int watch_message(struct watch_ctx *w, const json_t *res)
 	return 0;
 }
 
-static int watch_line(void *ud, const char *line, size_t len)
+static int on_watch_line(void *ud, const char *line, size_t len)
 {
 	struct watch_ctx *w = ud;
 	json_t *doc = json_loadb(line, len, 0, NULL);
@@ -777,7 +777,7 @@ static size_t watch_write(etcd_t *e, const char *p, size_t n)
 
 	if (w->done)
 		return 0;
-	rc = etcd__lines_feed(&w->lines, p, n, watch_line, w);
+	rc = etcd__lines_feed(&w->lines, p, n, on_watch_line, w);
 	if (rc == LG_ELIMIT && (w->err == NULL || w->err->code != LG_ELIMIT))
 		lg_error_set(w->err, LG_ELIMIT,
 			     "a watch message above %zu bytes",

@@ -24,7 +24,7 @@ struct shell {
 	int werr;
 };
 
-static void emit(struct shell *sh, json_t *o)
+static void put_line(struct shell *sh, json_t *o)
 {
 	char *s = json_dumps(o, JSON_COMPACT);
 
@@ -108,8 +108,8 @@ static json_t *range_out(const struct etcd_range_result *r)
 }
 
 /* The common part of an answer. */
-static json_t *answer(struct shell *sh, const char *op, int rc,
-		      enum etcd_outcome oc, const struct lg_error *err)
+static json_t *shell_answer(struct shell *sh, const char *op, int rc,
+			    enum etcd_outcome oc, const struct lg_error *err)
 {
 	json_t *o = json_object();
 
@@ -239,7 +239,8 @@ static void do_txn(struct shell *sh, const json_t *in)
 	    json_array_size(jf) > SHELL_OPS_MAX) {
 		lg_error_set(&err, LG_ELIMIT, "more than %d in a list",
 			     SHELL_OPS_MAX);
-		emit(sh, answer(sh, "txn", LG_ELIMIT, ETCD_NOT_APPLIED, &err));
+		put_line(sh, shell_answer(sh, "txn", LG_ELIMIT,
+					  ETCD_NOT_APPLIED, &err));
 		return;
 	}
 	for (size_t i = 0; i < json_array_size(jc); i++)
@@ -252,7 +253,7 @@ static void do_txn(struct shell *sh, const json_t *in)
 		if (!op_in(json_array_get(jf, i), &fail[t.n_failure++]))
 			goto bad;
 	rc = etcd_txn(sh->e, &t, &r, &err);
-	o = answer(sh, "txn", rc, r.outcome, &err);
+	o = shell_answer(sh, "txn", rc, r.outcome, &err);
 	if (rc == 0) {
 		json_object_set_new(o, "clusterId", id16(r.header.cluster_id));
 		json_object_set_new(o, "revision",
@@ -274,11 +275,12 @@ static void do_txn(struct shell *sh, const json_t *in)
 		json_object_set_new(o, "responses", resp);
 	}
 	etcd_txn_result_release(&r);
-	emit(sh, o);
+	put_line(sh, o);
 	return;
 bad:
 	lg_error_set(&err, LG_EINVAL, "a compare or an operation is not one");
-	emit(sh, answer(sh, "txn", LG_EINVAL, ETCD_NOT_APPLIED, &err));
+	put_line(sh,
+		 shell_answer(sh, "txn", LG_EINVAL, ETCD_NOT_APPLIED, &err));
 }
 
 struct watch_out {
@@ -305,7 +307,7 @@ static int on_watch(void *ctx, const struct etcd_watch_msg *m)
 				    bytes(kv->value, kv->value_len));
 		json_object_set_new(o, "modRevision",
 				    json_integer(kv->mod_revision));
-		emit(w->sh, o);
+		put_line(w->sh, o);
 		w->seen++;
 		if (w->want && w->seen >= w->want)
 			return 1;
@@ -323,8 +325,8 @@ static void do_watch(struct shell *sh, const json_t *in)
 
 	if (!range_in(in, "key", &w.range)) {
 		lg_error_set(&err, LG_EINVAL, "a watch needs a \"key\"");
-		emit(sh,
-		     answer(sh, "watch", LG_EINVAL, ETCD_NOT_APPLIED, &err));
+		put_line(sh, shell_answer(sh, "watch", LG_EINVAL,
+					  ETCD_NOT_APPLIED, &err));
 		return;
 	}
 	w.start_revision = get_i64(in, "startRevision");
@@ -333,13 +335,13 @@ static void do_watch(struct shell *sh, const json_t *in)
 	rc = etcd_watch(sh->e, &w, on_watch, &wo, &err);
 	if (rc == 1)
 		rc = 0;
-	o = answer(sh, "watch", rc,
-		   rc == 0 ? ETCD_COMMITTED : ETCD_INDETERMINATE, &err);
+	o = shell_answer(sh, "watch", rc,
+			 rc == 0 ? ETCD_COMMITTED : ETCD_INDETERMINATE, &err);
 	json_object_set_new(o, "events", json_integer(wo.seen));
 	if (wo.compact)
 		json_object_set_new(o, "compactRevision",
 				    json_integer(wo.compact));
-	emit(sh, o);
+	put_line(sh, o);
 }
 
 static void do_one(struct shell *sh, const json_t *in)
@@ -365,7 +367,7 @@ static void do_one(struct shell *sh, const json_t *in)
 		struct etcd_range_result res;
 
 		rc = etcd_range(sh->e, &r, &res, &oc, &err);
-		o = answer(sh, op, rc, oc, &err);
+		o = shell_answer(sh, op, rc, oc, &err);
 		if (rc == 0) {
 			json_t *x = range_out(&res);
 
@@ -382,14 +384,14 @@ static void do_one(struct shell *sh, const json_t *in)
 
 		rc = etcd_put(sh->e, r.key, r.key_len, v, strlen(v),
 			      get_hex(in, "lease"), &rev, &oc, &err);
-		o = answer(sh, op, rc, oc, &err);
+		o = shell_answer(sh, op, rc, oc, &err);
 		if (rc == 0)
 			json_object_set_new(o, "revision", json_integer(rev));
 	} else if (strcmp(op, "delete") == 0 && range_in(in, "key", &r)) {
 		int64_t n = 0;
 
 		rc = etcd__delete(sh->e, &r, &n, &oc, &err);
-		o = answer(sh, op, rc, oc, &err);
+		o = shell_answer(sh, op, rc, oc, &err);
 		if (rc == 0)
 			json_object_set_new(o, "deleted", json_integer(n));
 	} else if (strcmp(op, "grant") == 0) {
@@ -397,7 +399,7 @@ static void do_one(struct shell *sh, const json_t *in)
 
 		rc = etcd_lease_grant(sh->e, get_i64(in, "ttl"), &id, &ttl, &oc,
 				      &err);
-		o = answer(sh, op, rc, oc, &err);
+		o = shell_answer(sh, op, rc, oc, &err);
 		if (rc == 0) {
 			json_object_set_new(o, "id", hex64(id));
 			json_object_set_new(o, "ttl", json_integer(ttl));
@@ -407,16 +409,16 @@ static void do_one(struct shell *sh, const json_t *in)
 
 		rc = etcd_lease_keepalive(sh->e, get_hex(in, "id"), &ttl, &oc,
 					  &err);
-		o = answer(sh, op, rc, oc, &err);
+		o = shell_answer(sh, op, rc, oc, &err);
 		json_object_set_new(o, "ttl", json_integer(ttl));
 	} else if (strcmp(op, "revoke") == 0) {
 		rc = etcd_lease_revoke(sh->e, get_hex(in, "id"), &oc, &err);
-		o = answer(sh, op, rc, oc, &err);
+		o = shell_answer(sh, op, rc, oc, &err);
 	} else if (strcmp(op, "status") == 0) {
 		struct etcd_status st;
 
 		rc = etcd_status(sh->e, &st, &oc, &err);
-		o = answer(sh, op, rc, oc, &err);
+		o = shell_answer(sh, op, rc, oc, &err);
 		if (rc == 0) {
 			json_object_set_new(o, "clusterId",
 					    id16(st.header.cluster_id));
@@ -432,16 +434,16 @@ static void do_one(struct shell *sh, const json_t *in)
 		rc = etcd_compact(sh->e, get_i64(in, "revision"),
 				  json_is_true(json_object_get(in, "physical")),
 				  &oc, &err);
-		o = answer(sh, op, rc, oc, &err);
+		o = shell_answer(sh, op, rc, oc, &err);
 	} else {
 		lg_error_set(&err, LG_EINVAL,
 			     "\"op\": \"%s\" is not one of txn, range, put, "
 			     "delete, watch, grant, keepalive, revoke, status, "
 			     "compact (or a field is missing)",
 			     op);
-		o = answer(sh, op, LG_EINVAL, ETCD_NOT_APPLIED, &err);
+		o = shell_answer(sh, op, LG_EINVAL, ETCD_NOT_APPLIED, &err);
 	}
-	emit(sh, o);
+	put_line(sh, o);
 }
 
 int etcd_shell(const struct etcd_opts *eo, FILE *in, FILE *out,
@@ -462,18 +464,18 @@ int etcd_shell(const struct etcd_opts *eo, FILE *in, FILE *out,
 
 			while ((c = getc(in)) != EOF && c != '\n')
 				;
-			emit(&sh, json_pack("{s:s,s:s}", "error",
-					    "the line is too long", "outcome",
-					    "not-applied"));
+			put_line(&sh, json_pack("{s:s,s:s}", "error",
+						"the line is too long",
+						"outcome", "not-applied"));
 			continue;
 		}
 		if (strspn(line, " \t\r\n") == n)
 			continue;
 		doc = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
 		if (!json_is_object(doc))
-			emit(&sh, json_pack("{s:s,s:s}", "error",
-					    "the line is not a JSON object",
-					    "outcome", "not-applied"));
+			put_line(&sh, json_pack("{s:s,s:s}", "error",
+						"the line is not a JSON object",
+						"outcome", "not-applied"));
 		else
 			do_one(&sh, doc);
 		json_decref(doc);

@@ -85,7 +85,7 @@ static bool would_wait(int fd)
 
 /* Reads what is there: 0 (bytes, or the end), LINE_IDLE when a live
  * source has nothing yet, or an error. */
-static int fill(struct reader *r, struct lg_error *err)
+static int reader_fill(struct reader *r, struct lg_error *err)
 {
 	ssize_t n;
 
@@ -132,7 +132,7 @@ static int skip_long(struct reader *r, uint64_t *len, struct lg_error *err)
 			break;
 		}
 		r->start = r->end = 0;
-		if ((rc = fill(r, err)) != 0)
+		if ((rc = reader_fill(r, err)) != 0)
 			return rc;
 	}
 	*len = r->skip_len - r->skip_cr;
@@ -175,7 +175,7 @@ static int next_line(struct reader *r, const char **line, uint64_t *len,
 		memmove(r->buf, p, n);
 		r->start = 0;
 		r->end = n;
-		if ((rc = fill(r, err)) != 0)
+		if ((rc = reader_fill(r, err)) != 0)
 			return rc;
 	}
 }

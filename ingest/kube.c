@@ -498,7 +498,7 @@ static bool watch_bytes(struct kube *k, struct res *s, const char *p, size_t n)
 	return true;
 }
 
-static size_t on_write(char *p, size_t size, size_t nmemb, void *data)
+static size_t on_stream(char *p, size_t size, size_t nmemb, void *data)
 {
 	struct res *s = data;
 	struct kube *k = s->k;
@@ -618,7 +618,7 @@ static int start_request(struct kube *k, struct res *s, struct lg_error *err)
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->headers);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, s);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_stream);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, s);

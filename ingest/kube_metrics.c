@@ -106,7 +106,7 @@ int ingest__metrics_srv_open(metrics_srv_t **out, const char *hostport,
 	return 0;
 }
 
-static void conn_close(struct conn *c)
+static void scrape_close(struct conn *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
@@ -120,7 +120,7 @@ void ingest__metrics_srv_close(metrics_srv_t *m)
 	if (m == NULL)
 		return;
 	for (int i = 0; i < MAX_CONNS; i++)
-		conn_close(&m->c[i]);
+		scrape_close(&m->c[i]);
 	close(m->lfd);
 	free(m);
 }
@@ -147,8 +147,8 @@ size_t ingest__metrics_srv_fds(const metrics_srv_t *m, int *fds, short *events,
 	return n;
 }
 
-static void answer(struct conn *c, int code, const char *reason,
-		   const char *type, const char *body, size_t len)
+static void metrics_answer(struct conn *c, int code, const char *reason,
+			   const char *type, const char *body, size_t len)
 {
 	size_t cap = len + 256;
 
@@ -171,7 +171,8 @@ static void route(struct conn *c, metrics_render_fn *render, void *ctx)
 
 	if (sp == NULL || (size_t)(sp - c->req) != 3 ||
 	    memcmp(c->req, "GET", 3) != 0) {
-		answer(c, 405, "Method Not Allowed", text, "GET only\n", 9);
+		metrics_answer(c, 405, "Method Not Allowed", text, "GET only\n",
+			       9);
 		return;
 	}
 	end = memchr(sp + 1, ' ', c->req_len - (size_t)(sp + 1 - c->req));
@@ -182,18 +183,20 @@ static void route(struct conn *c, metrics_render_fn *render, void *ctx)
 		char *body = render(ctx, &len);
 
 		if (body == NULL)
-			answer(c, 500, "Internal Server Error", text,
-			       "the metrics page would pass its bound\n", 38);
+			metrics_answer(
+				c, 500, "Internal Server Error", text,
+				"the metrics page would pass its bound\n", 38);
 		else
-			answer(c, 200, "OK",
-			       "text/plain; version=0.0.4; charset=utf-8", body,
-			       len);
+			metrics_answer(
+				c, 200, "OK",
+				"text/plain; version=0.0.4; charset=utf-8",
+				body, len);
 		free(body);
 	} else if (plen == 8 && memcmp(sp + 1, "/healthz", 8) == 0) {
-		answer(c, 200, "OK", text, "ok\n", 3);
+		metrics_answer(c, 200, "OK", text, "ok\n", 3);
 	} else {
-		answer(c, 404, "Not Found", text,
-		       "not found (GET /metrics, /healthz)\n", 36);
+		metrics_answer(c, 404, "Not Found", text,
+			       "not found (GET /metrics, /healthz)\n", 36);
 	}
 }
 
@@ -207,7 +210,7 @@ static void conn_read(struct conn *c, metrics_render_fn *render, void *ctx)
 		    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return;
 		if (n <= 0) {
-			conn_close(c);
+			scrape_close(c);
 			return;
 		}
 		c->req_len += (size_t)n;
@@ -217,14 +220,15 @@ static void conn_read(struct conn *c, metrics_render_fn *render, void *ctx)
 			return;
 		}
 		if (c->req_len == sizeof(c->req) - 1) {
-			answer(c, 431, "Request Header Fields Too Large",
-			       "text/plain", "request too large\n", 18);
+			metrics_answer(c, 431,
+				       "Request Header Fields Too Large",
+				       "text/plain", "request too large\n", 18);
 			return;
 		}
 	}
 }
 
-static void conn_write(struct conn *c)
+static void scrape_write(struct conn *c)
 {
 	while (c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off,
@@ -237,7 +241,7 @@ static void conn_write(struct conn *c)
 			break;
 		c->out_off += (size_t)n;
 	}
-	conn_close(c);
+	scrape_close(c);
 }
 
 void ingest__metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render,
@@ -269,9 +273,9 @@ void ingest__metrics_srv_serve(metrics_srv_t *m, metrics_render_fn *render,
 		if (c->out == NULL)
 			conn_read(c, render, ctx);
 		if (c->fd >= 0 && c->out != NULL)
-			conn_write(c);
+			scrape_write(c);
 		if (c->fd >= 0 && now - c->start_ns > IDLE_NS)
-			conn_close(c);
+			scrape_close(c);
 	}
 }
 

@@ -193,7 +193,7 @@ static void *worker(void *arg)
  * documents of the batch's last round go to the worker that parsed them;
  * a batch that got no line (the source was idle) keeps them for its next
  * round, so that they are released once, by that round's worker. */
-static void fill(struct ingest_pipe *p, struct batch *b, bool scan)
+static void batch_fill(struct ingest_pipe *p, struct batch *b, bool scan)
 {
 	b->scanned = scan;
 	if (b->n > 0) {
@@ -273,7 +273,7 @@ static void top_up(struct ingest_pipe *p)
 		pthread_mutex_lock(&p->mu);
 		behind = p->taken < p->filled;
 		pthread_mutex_unlock(&p->mu);
-		fill(p, b, behind);
+		batch_fill(p, b, behind);
 		if (b->n == 0)
 			break;
 		pthread_mutex_lock(&p->mu);

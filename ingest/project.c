@@ -130,7 +130,7 @@ struct proj {
 	struct pod_proj *pp;
 };
 
-static bool is_space(char c)
+static bool json_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
@@ -342,7 +342,7 @@ static bool scalar_char(char c)
 	}
 }
 
-static bool scalar(struct proj *j)
+static bool scalar_text(struct proj *j)
 {
 	const char *from = j->p;
 
@@ -364,7 +364,7 @@ static bool value(struct proj *j)
 		return close_level(j, c);
 	if (c == '"')
 		return string_value(j);
-	return scalar(j);
+	return scalar_text(j);
 }
 
 static bool step(struct proj *j)
@@ -404,17 +404,17 @@ size_t ingest__pod_project(const char *line, size_t len, char *out,
 	struct proj j = {.p = line, .end = line + len, .out = out, .pp = pp};
 
 	memset(pp, 0, sizeof(*pp));
-	while (j.p < j.end && is_space(*j.p))
+	while (j.p < j.end && json_space(*j.p))
 		j.p++;
 	if (j.p == j.end || *j.p != '{' || !open_level(&j, true))
 		return 0;
 	while (j.depth > 0) {
-		while (j.p < j.end && is_space(*j.p))
+		while (j.p < j.end && json_space(*j.p))
 			j.p++;
 		if (j.p == j.end || !step(&j))
 			return 0;
 	}
-	while (j.p < j.end && is_space(*j.p))
+	while (j.p < j.end && json_space(*j.p))
 		j.p++;
 	if (j.p != j.end)
 		return 0;

@@ -41,7 +41,7 @@ struct replica {
 	struct lg_buf body; /* one page (REPLICA_BODY_MAX_BYTES) */
 };
 
-static void sleep_ms(unsigned ms)
+static void backoff_sleep_ms(unsigned ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 
@@ -361,7 +361,7 @@ int ingest_replicate(ledger_t *lg, const struct replica_opts *o,
 			backoff = backoff ? 2 * backoff : 100;
 			if (backoff > REPLICA_BACKOFF_MAX_MS)
 				backoff = REPLICA_BACKOFF_MAX_MS;
-			sleep_ms(backoff);
+			backoff_sleep_ms(backoff);
 			/* A stop while the primary is away is a stop, not
 			 * the error of the last try. */
 			rc = 0;
@@ -375,7 +375,7 @@ int ingest_replicate(ledger_t *lg, const struct replica_opts *o,
 		if (got == 0 && o->once)
 			break;
 		if (got == 0)
-			sleep_ms(poll);
+			backoff_sleep_ms(poll);
 	}
 	replica_release(&r);
 	return rc;

@@ -26,7 +26,7 @@ struct vlist {
 
 /* Adds the verdict ev to the answer when the filter takes it, with its seq
  * and its event's time (when it was recorded). */
-static void take(struct vlist *l, const struct event *ev)
+static void vlist_take(struct vlist *l, const struct event *ev)
 {
 	char when[64];
 	json_t *v = json_loadb_doubles(ev->text, strlen(ev->text), 0, NULL);
@@ -60,7 +60,7 @@ static int asc_event(void *ctx, const struct event *ev, const uint8_t *head)
 	l->id++;
 	l->read++;
 	l->left--;
-	take(l, ev);
+	vlist_take(l, ev);
 	return full(l) ? 1 : 0;
 }
 
@@ -85,7 +85,7 @@ static int desc_one(void *ctx, const struct event *ev, const uint8_t *head)
 	struct vlist *l = ctx;
 
 	if (ev->type == EV_VERDICT && ev->text != NULL)
-		take(l, ev);
+		vlist_take(l, ev);
 	return 1;
 }
 

@@ -181,7 +181,7 @@ static bool admission_in_force(const reconcile_t *rc, uint64_t seq)
 	return rc->o.since_seq != 0 && seq >= rc->o.since_seq;
 }
 
-static json_t *time_json(int64_t t_ns)
+static json_t *recon_time_json(int64_t t_ns)
 {
 	char buf[64];
 
@@ -431,10 +431,10 @@ static int emit(reconcile_t *rc, enum reconcile_list l, json_t *item)
 static json_t *obj_item(const struct event *ev)
 {
 	return json_pack("{s:I, s:o, s:s, s:s, s:s, s:s}", "seq",
-			 (json_int_t)ev->seq, "time", time_json(ev->time_ns),
-			 "namespace", ev->ns, "kind",
-			 model__holder_kind_name(ev->kind), "name", ev->name,
-			 "uid", ev->uid != NULL ? ev->uid : "");
+			 (json_int_t)ev->seq, "time",
+			 recon_time_json(ev->time_ns), "namespace", ev->ns,
+			 "kind", model__holder_kind_name(ev->kind), "name",
+			 ev->name, "uid", ev->uid != NULL ? ev->uid : "");
 }
 
 /* The verdict that covers a RESERVE of o raising class cls to after: the
@@ -879,7 +879,8 @@ static json_t *cause_json(const struct rcause *c)
 	if (strcmp(c->type, "holdExpired") == 0) {
 		json_object_set_new(v, "verdictId",
 				    json_integer((json_int_t)c->verdict_id));
-		json_object_set_new(v, "expiresAt", time_json(c->expires_ns));
+		json_object_set_new(v, "expiresAt",
+				    recon_time_json(c->expires_ns));
 	}
 	if (c->ids != NULL) {
 		json_t *ids = json_array();
@@ -902,10 +903,10 @@ static json_t *over_json(const struct rover *ov)
 		"{s:s, s:s, s:I, s:o, s:o, s:o, s:I, s:I, s:{s:I, s:I, s:I},"
 		" s:O, s:o, s:I}",
 		"tenant", ov->tenant, "key", ov->key, "fromSeq",
-		(json_int_t)ov->from_seq, "fromTime", time_json(ov->from_ns),
-		"toSeq",
+		(json_int_t)ov->from_seq, "fromTime",
+		recon_time_json(ov->from_ns), "toSeq",
 		ov->to_seq ? json_integer((json_int_t)ov->to_seq) : json_null(),
-		"toTime", ov->to_seq ? time_json(ov->to_ns) : json_null(),
+		"toTime", ov->to_seq ? recon_time_json(ov->to_ns) : json_null(),
 		"budget", (json_int_t)ov->budget, "used", (json_int_t)ov->used,
 		"peak", "seq", (json_int_t)ov->peak_seq, "used",
 		(json_int_t)ov->peak_used, "budget",

@@ -27,7 +27,7 @@ void verdict_filter_init(struct verdict_filter *f)
 typedef int set_fn(struct verdict_filter *f, const char *v,
 		   struct lg_error *err);
 
-static int refuse(struct lg_error *err, const char *v, const char *takes)
+static int filter_refuse(struct lg_error *err, const char *v, const char *takes)
 {
 	return lg_error_set(err, LG_EINVAL, "\"%.64s%s\" is not %s", v,
 			    strlen(v) > 64 ? "..." : "", takes);
@@ -52,8 +52,9 @@ static int set_tenant(struct verdict_filter *f, const char *v,
 {
 	/* A namespace that is no tenant would match nothing, silently. */
 	if (!ns_is_tenant(v) || !dns1123_subdomain(v, strlen(v)))
-		return refuse(err, v,
-			      "a tenant namespace (tenant-root or tenant-...)");
+		return filter_refuse(
+			err, v,
+			"a tenant namespace (tenant-root or tenant-...)");
 	return set_text(f->tenant, sizeof(f->tenant), &f->has_tenant, v,
 			"a tenant namespace", err);
 }
@@ -80,7 +81,7 @@ static int set_allowed(struct verdict_filter *f, const char *v,
 	else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
 		f->allowed = 0;
 	else
-		return refuse(err, v, "true or false");
+		return filter_refuse(err, v, "true or false");
 	return 0;
 }
 
@@ -110,7 +111,7 @@ static int set_after(struct verdict_filter *f, const char *v,
 		     struct lg_error *err)
 {
 	if (!lg_parse_u64(v, &f->after))
-		return refuse(err, v, "a verdict id (0 or more)");
+		return filter_refuse(err, v, "a verdict id (0 or more)");
 	return 0;
 }
 
@@ -121,7 +122,7 @@ static int set_before(struct verdict_filter *f, const char *v,
 
 	/* before=0 would leave no id to list: surely a mistake. */
 	if (!lg_parse_u64(v, &id) || id == 0)
-		return refuse(err, v, "a verdict id (1 or more)");
+		return filter_refuse(err, v, "a verdict id (1 or more)");
 	f->before = id;
 	return 0;
 }
@@ -130,7 +131,7 @@ static int set_order(struct verdict_filter *f, const char *v,
 		     struct lg_error *err)
 {
 	if (strcmp(v, "asc") != 0 && strcmp(v, "desc") != 0)
-		return refuse(err, v, "asc or desc");
+		return filter_refuse(err, v, "asc or desc");
 	f->desc = v[0] == 'd';
 	return 0;
 }
@@ -144,7 +145,7 @@ static int set_limit(struct verdict_filter *f, const char *v,
 	if (!lg_parse_u64(v, &n) || n < 1 || n > VERDICT_FILTER_LIMIT_MAX) {
 		snprintf(takes, sizeof(takes), "1 to %d",
 			 VERDICT_FILTER_LIMIT_MAX);
-		return refuse(err, v, takes);
+		return filter_refuse(err, v, takes);
 	}
 	f->limit = n;
 	return 0;

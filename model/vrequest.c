@@ -556,7 +556,7 @@ json_t *model__verdict_to_json(const struct verdict *v, unsigned what)
 	return j;
 }
 
-static json_t *error_json(const char *msg)
+static json_t *verdict_error_json(const char *msg)
 {
 	json_t *v = json_pack("{s:s}", "error", msg);
 
@@ -695,7 +695,7 @@ int verdict_record_recompute(const state_t *basis, const char *head_hex,
 	} else {
 		/* A stored request that is now refused cannot match: the
 		 * answer is the refusal, shown in place of the verdict. */
-		json_t *e = error_json(why.msg);
+		json_t *e = verdict_error_json(why.msg);
 
 		*recomputed = json_canonical(e);
 		json_decref(e);

@@ -197,7 +197,7 @@ struct request {
 
 typedef void route_fn(struct query_server *qs, struct request *rq);
 
-struct route {
+struct route_row {
 	const char *name;		      /* metrics label */
 	unsigned method;		      /* enum http_method */
 	const char *segs[ROUTE_SEGS_MAX + 1]; /* "*" captures; NULL ends */
@@ -208,14 +208,7 @@ struct route {
 	const char *headers; /* extra header lines of every answer, or NULL */
 };
 
-extern const struct route query__routes[R_MAX];
-
-/* Path segments of a decoded path, pointing into buf. */
-struct path {
-	size_t n;
-	char *seg[ROUTE_SEGS_MAX + 1];
-	char buf[];
-};
+extern const struct route_row query__routes[R_MAX];
 
 /* Matches method and path (already split) against the table. Returns the
  * route, or R_NONE with *status 404 (no such path) or 405 (path known,
@@ -235,7 +228,7 @@ int query__path_split(const char *path, size_t len, char **seg, size_t *n,
 		      char *out, size_t cap);
 /* 0 when who may use route r with path parameter ns (may be NULL); else
  * the status to answer: 401 without a known token, 403 out of scope. */
-int query__route_access(const struct route *r, bool auth_on,
+int query__route_access(const struct route_row *r, bool auth_on,
 			const struct principal *who, const char *ns);
 /* The value of query parameter key (decoded into out, cap bytes; the
  * first of a repeated key). Returns its length, -1 when absent, -2 when

@@ -48,7 +48,7 @@
 		.tenant = ts,              \
 		.public = (r) == 0}
 
-const struct route query__routes[R_MAX] = {
+const struct route_row query__routes[R_MAX] = {
 	ROUTE(R_HEALTHZ, HTTP_GET, "/healthz", query__handle_healthz, 0,
 	      TS_DENY, "healthz"),
 	ROUTE(R_READYZ, HTTP_GET, "/readyz", query__handle_readyz, 0, TS_DENY,
@@ -113,7 +113,7 @@ const struct route query__routes[R_MAX] = {
 };
 
 /* Whether the pattern matches the segments, capturing "*" into params. */
-static bool route_fits(const struct route *r, char *const *seg, size_t n,
+static bool route_fits(const struct route_row *r, char *const *seg, size_t n,
 		       const char **params)
 {
 	size_t i, np = 0;
@@ -298,7 +298,7 @@ long query__param(const char *q, size_t qlen, const char *key, char *out,
 	return -1;
 }
 
-int query__route_access(const struct route *r, bool auth_on,
+int query__route_access(const struct route_row *r, bool auth_on,
 			const struct principal *who, const char *ns)
 {
 	if (r->public || !auth_on)

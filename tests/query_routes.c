@@ -174,7 +174,7 @@ static const struct {
 
 START_TEST(role_matrix)
 {
-	const struct route *r = &query__routes[matrix[_i].r];
+	const struct route_row *r = &query__routes[matrix[_i].r];
 	const char *ns = matrix[_i].ns;
 	struct principal admin = {ROLE_ADMIN, ""}, adm = {ROLE_ADMISSION, ""};
 	struct principal aud = {ROLE_AUDITOR, ""}, in = {ROLE_TENANT, ""};

@@ -1,7 +1,8 @@
 /*
- * The key layout of the log in etcd (cluster/README.md): where each key of
- * the prefix P lives, and what a prefix may be. Pure string work, kept
- * beside the layer that owns the layout rather than in etcd's client.
+ * What cluster/cluster.h declares that belongs to no one part of the
+ * layer: the key layout of the log in etcd (cluster/README.md), where each
+ * key of the prefix P lives, and what a prefix may be. Pure string work,
+ * kept beside the layer that owns the layout rather than in etcd's client.
  */
 #include "cluster/cluster_int.h"
 
