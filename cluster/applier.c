@@ -123,6 +123,7 @@ static void set_status_text(struct cluster_applier *a, char *field,
 void cluster__applier_status(cluster_applier_t *a,
 			     struct cluster_applier_status *st)
 {
+	LG_ASSERT(a != NULL && st != NULL);
 	pthread_mutex_lock(&a->mu);
 	*st = a->st;
 	pthread_mutex_unlock(&a->mu);
@@ -137,6 +138,7 @@ enum cluster_log_check cluster__log_check(const struct etcd_kv *kv, bool put,
 {
 	uint64_t s = cluster__log_key_seq(kv->key, kv->key_len, prefix);
 
+	LG_ASSERT(kv != NULL && prefix != NULL && first_seq != NULL);
 	*first_seq = s;
 	/* Deletes are the leader's retention (below every member's applied
 	 * seq); anything but P/log/<20 digits> is not a value. */
@@ -257,6 +259,7 @@ static int history_check(struct cluster_applier *a, const struct probe *p,
 void cluster__applier_signer(cluster_applier_t *a, const struct note_signer *s,
 			     uint64_t every)
 {
+	LG_ASSERT(a != NULL && a->stop == NULL);
 	a->signer = s;
 	a->sign_every = every ? every : CLUSTER_SIGN_EVERY_DEFAULT;
 }
@@ -312,6 +315,7 @@ int cluster__applier_apply(cluster_applier_t *a, const struct etcd_kv *kv,
 	struct ledger_cluster_meta cm = a->cm;
 	int rc;
 
+	LG_ASSERT(a != NULL && kv != NULL);
 	apply_pause(a);
 	cm.cluster_id = cluster_id;
 	cm.revision = kv->mod_revision;
@@ -393,6 +397,7 @@ void cluster__applier_peer(cluster_applier_t *a, const char *url,
 			   const char *token, const char *cacert,
 			   const char *cert, const char *key)
 {
+	LG_ASSERT(a != NULL && a->stop == NULL);
 	a->peer = (struct replica_opts){.url = url,
 					.token = token,
 					.ca_file = cacert,
@@ -601,6 +606,7 @@ static int watch(struct cluster_applier *a)
 void cluster__applier_run(cluster_applier_t *a,
 			  const volatile sig_atomic_t *stop)
 {
+	LG_ASSERT(a != NULL && stop != NULL && a->stop == NULL);
 	a->stop = stop;
 	while (!*stop) {
 		struct probe p;
@@ -657,6 +663,7 @@ int cluster__applier_new(cluster_applier_t **out, ledger_t *lg,
 	struct probe p;
 	int rc;
 
+	LG_ASSERT(out != NULL && lg != NULL && eo != NULL);
 	*out = NULL;
 	if ((rc = cluster_prefix_check(prefix, err)) != 0)
 		return rc;

@@ -13,6 +13,7 @@ size_t cluster__key(char *buf, size_t cap, const char *prefix, const char *tail)
 {
 	int n = snprintf(buf, cap, "%s/%s", prefix, tail);
 
+	LG_ASSERT((buf != NULL || cap == 0) && prefix != NULL && tail != NULL);
 	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
@@ -22,6 +23,7 @@ size_t cluster__log_key(char *buf, size_t cap, const char *prefix,
 	int n = snprintf(buf, cap, "%s/log/%020llu", prefix,
 			 (unsigned long long)first_seq);
 
+	LG_ASSERT((buf != NULL || cap == 0) && prefix != NULL);
 	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 

@@ -347,6 +347,7 @@ int cluster__epoch_read(etcd_t *e, const char *prefix, char *epoch,
 		.key_len = cluster__key(key, sizeof(key), prefix, "epoch")};
 	int rc = etcd_range(e, &rg, &r, NULL, err);
 
+	LG_ASSERT(e != NULL && prefix != NULL && epoch != NULL && cap > 0);
 	if (rc == 0 && (r.n_kvs != 1 || r.kvs[0].value_len == 0 ||
 			r.kvs[0].value_len >= cap))
 		rc = lg_error_set(err, LG_ENOENT,

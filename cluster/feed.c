@@ -291,6 +291,7 @@ int cluster_feed(const struct cluster_feed_opts *o, FILE *in, FILE *out,
 		o->eo.timeout_ms ? o->eo.timeout_ms : ETCD_TIMEOUT_DEFAULT;
 	int rc;
 
+	LG_ASSERT(o != NULL && in != NULL && out != NULL);
 	if ((rc = cluster_prefix_check(o->prefix, err)) != 0)
 		return rc;
 	if (o->batch > BATCH_MAX)

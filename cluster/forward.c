@@ -58,6 +58,7 @@ int cluster__forward_new(struct cluster_forward **out, const char *token,
 {
 	struct cluster_forward *f = lg_xcalloc(1, sizeof(*f));
 
+	LG_ASSERT(out != NULL);
 	*out = NULL;
 	if ((cert == NULL) != (key == NULL)) {
 		free(f);
@@ -198,6 +199,7 @@ int cluster__forward_run(struct cluster_forward *f, const char *url,
 	CURLcode c;
 	int answered = 0;
 
+	LG_ASSERT(f != NULL && url != NULL && g != NULL && budget_ms != NULL);
 	if (body == NULL) {
 		free(idx);
 		return 0;

@@ -34,6 +34,7 @@ char *cluster__head_json(const struct cluster_head *h)
 	json_t *o = json_object();
 	char *s;
 
+	LG_ASSERT(h != NULL);
 	json_object_set_new(o, "chainHead", json_string(h->chain_head));
 	json_object_set_new(o, "seq", json_integer((json_int_t)h->seq));
 	json_object_set_new(o, "time", json_string(h->time));
@@ -52,6 +53,7 @@ bool cluster__head_parse(const uint8_t *v, size_t n, struct cluster_head *h)
 	bool ok = ch != NULL && t != NULL && json_is_integer(seq) &&
 		  json_integer_value(seq) >= 0;
 
+	LG_ASSERT((v != NULL || n == 0) && h != NULL);
 	memset(h, 0, sizeof(*h));
 	if (ok) {
 		h->seq = (uint64_t)json_integer_value(seq);
@@ -152,6 +154,7 @@ int cluster_init(const struct etcd_opts *eo, const char *prefix, ledger_t *lg,
 	int64_t deadline;
 	int rc;
 
+	LG_ASSERT(eo != NULL && res != NULL);
 	memset(res, 0, sizeof(*res));
 	rc = cluster_prefix_check(prefix, err);
 	if (rc != 0)
@@ -295,6 +298,7 @@ void cluster__member_parse(const struct etcd_kv *kv,
 	json_t *o = json_loadb((const char *)kv->value, kv->value_len, 0, NULL);
 	const json_t *a = json_object_get(o, "applied");
 
+	LG_ASSERT(kv != NULL && m != NULL);
 	if (json_is_integer(a) && json_integer_value(a) >= 0) {
 		m->has_applied = true;
 		m->applied = (uint64_t)json_integer_value(a);
@@ -329,6 +333,7 @@ int cluster_status(const struct etcd_opts *eo, const char *prefix,
 	size_t stem;
 	int rc;
 
+	LG_ASSERT(eo != NULL && st != NULL);
 	memset(st, 0, sizeof(*st));
 	rc = cluster_prefix_check(prefix, err);
 	if (rc != 0)
@@ -427,6 +432,7 @@ char *cluster_status_json(const struct cluster_status *st, const char *prefix)
 	       *members = json_array();
 	char *s;
 
+	LG_ASSERT(st != NULL && prefix != NULL);
 	json_object_set_new(etcd, "clusterId", hex_id(st->cluster_id));
 	json_object_set_new(etcd, "memberId", hex_id(st->member_id));
 	json_object_set_new(etcd, "leader", hex_id(st->etcd_leader));

@@ -182,6 +182,7 @@ int cluster__leader_new(cluster_leader_t **out,
 
 void cluster__leader_stop(cluster_leader_t *l)
 {
+	LG_ASSERT(l != NULL);
 	atomic_store(&l->quit, true);
 	l->term_stop = 1;
 }
@@ -189,6 +190,7 @@ void cluster__leader_stop(cluster_leader_t *l)
 enum cluster_sequencer cluster__leader_sequencer(cluster_leader_t *l,
 						 char *url, size_t cap)
 {
+	LG_ASSERT(l != NULL);
 	return cluster__lease_sequencer(l->lease, url, cap);
 }
 
@@ -196,6 +198,7 @@ bool cluster__leader_leading(cluster_leader_t *l, int64_t *fence)
 {
 	int64_t f = atomic_load(&l->leading);
 
+	LG_ASSERT(l != NULL);
 	if (fence != NULL)
 		*fence = f;
 	return f != 0;
@@ -707,6 +710,7 @@ static void term(struct cluster_leader *l)
 
 void cluster__leader_run(cluster_leader_t *l)
 {
+	LG_ASSERT(l != NULL);
 	while (!atomic_load(&l->quit)) {
 		struct cluster_applier_status as;
 		int64_t fence = 0;

@@ -43,6 +43,7 @@
 
 int64_t cluster__lease_deadline(const struct cluster_lease_clock *c)
 {
+	LG_ASSERT(c != NULL);
 	/* DESIGN 11 rule 5: etcd keeps the lease at least ttl_ms from when
 	 * the renewal it answered was sent; half of that is our margin. */
 	return c->renewed_ms + c->ttl_ms / 2;
@@ -50,11 +51,13 @@ int64_t cluster__lease_deadline(const struct cluster_lease_clock *c)
 
 bool cluster__lease_holding(const struct cluster_lease_clock *c, int64_t now_ms)
 {
+	LG_ASSERT(c != NULL);
 	return c->ttl_ms > 0 && now_ms < cluster__lease_deadline(c);
 }
 
 int64_t cluster__lease_next_keepalive(const struct cluster_lease_clock *c)
 {
+	LG_ASSERT(c != NULL);
 	if (c->failed)
 		return c->tried_ms + CLUSTER_RETRY_MS;
 	return c->renewed_ms + c->ttl_ms / 3;
@@ -67,6 +70,7 @@ void cluster__lease_timeouts(int64_t ttl_ms, uint64_t etcd_ms,
 	uint64_t ka = ttl_ms / 8 > 100 ? (uint64_t)ttl_ms / 8 : 100;
 	uint64_t rq = ttl_ms / 3 > 250 ? (uint64_t)ttl_ms / 3 : 250;
 
+	LG_ASSERT(keepalive_ms != NULL && request_ms != NULL);
 	*keepalive_ms = ka < cap ? ka : cap;
 	*request_ms = rq < cap ? rq : cap;
 }
@@ -74,6 +78,7 @@ void cluster__lease_timeouts(int64_t ttl_ms, uint64_t etcd_ms,
 int64_t cluster__members_next(const struct cluster_members_clock *m,
 			      uint64_t applied, int64_t interval_ms)
 {
+	LG_ASSERT(m != NULL);
 	if (m->tried_ms != 0)
 		return m->tried_ms + CLUSTER_RETRY_MS;
 	if (!m->registered)
@@ -86,6 +91,7 @@ int64_t cluster__members_next(const struct cluster_members_clock *m,
 enum cluster_campaign cluster__campaign_resolve(const struct etcd_kv *leader,
 						int64_t lease, int64_t *fence)
 {
+	LG_ASSERT(fence != NULL);
 	if (leader == NULL)
 		return CLUSTER_CAMPAIGN_VACANT;
 	/* Ours by lease id, never by name: a name survives its process. */
@@ -101,6 +107,7 @@ enum cluster_campaign cluster__campaign_decide(int rc, enum etcd_outcome oc,
 					       int64_t lease, int64_t revision,
 					       int64_t *fence)
 {
+	LG_ASSERT(fence != NULL);
 	switch (oc) {
 	case ETCD_COMMITTED:
 		if (rc != 0)
@@ -127,6 +134,7 @@ enum cluster_campaign cluster__campaign_decide(int rc, enum etcd_outcome oc,
 enum cluster_watched cluster__follower_watched(const struct etcd_event *ev,
 					       int64_t known)
 {
+	LG_ASSERT(ev != NULL);
 	if (ev->type == ETCD_EV_DELETE)
 		return CLUSTER_WATCHED_VACANT_NOW;
 	return ev->kv.create_revision != known ? CLUSTER_WATCHED_NEW_LEADER
@@ -145,6 +153,7 @@ char *cluster__leader_value(const char *name, const char *peer_url)
 	json_t *o = json_object();
 	char *s;
 
+	LG_ASSERT(name != NULL);
 	json_object_set_new(o, "name", json_string(name));
 	/* DESIGN 11: the sequencer's URL, where doors forward verdicts. */
 	if (peer_url != NULL && peer_url[0] != '\0')
@@ -166,6 +175,8 @@ void cluster__leader_parse(const uint8_t *v, size_t n, char *name,
 	const char *nm = json_string_value(json_object_get(o, "name"));
 	const char *u = json_string_value(json_object_get(o, "peer"));
 
+	LG_ASSERT((v != NULL || n == 0) && name != NULL && name_cap > 0 &&
+		  (url != NULL || url_cap == 0));
 	snprintf(name, name_cap, "%s", nm ? nm : "?");
 	/* A URL that does not fit is no URL (forwards then fall back). */
 	if (url != NULL && url_cap > 0)
@@ -974,6 +985,7 @@ int cluster_lease_open(cluster_lease_t **out,
 	sigset_t all, old;
 	int rc;
 
+	LG_ASSERT(out != NULL && o != NULL);
 	*out = NULL;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_mutex_init(&l->warn_mu, NULL);
@@ -1007,6 +1019,7 @@ enum cluster_sequencer cluster__lease_sequencer(cluster_lease_t *l,
 {
 	enum cluster_sequencer is;
 
+	LG_ASSERT(l != NULL && (url != NULL || cap == 0));
 	lock(l);
 	is = l->seq_is;
 	if (is == CLUSTER_SEQ_SELF &&
@@ -1024,6 +1037,7 @@ bool cluster_lease_holding(cluster_lease_t *l, int64_t *fence)
 {
 	bool h;
 
+	LG_ASSERT(l != NULL);
 	lock(l);
 	h = l->leader && !l->deposed && !l->resign && !l->stop && !l->gone &&
 	    cluster__lease_holding(&l->clk, etcd_mono_ms());
@@ -1035,6 +1049,7 @@ bool cluster_lease_holding(cluster_lease_t *l, int64_t *fence)
 
 void cluster_lease_deposed(cluster_lease_t *l, int64_t fence)
 {
+	LG_ASSERT(l != NULL);
 	lock(l);
 	if (l->leader && l->fence == fence && !l->deposed) {
 		l->deposed = true;
@@ -1046,6 +1061,7 @@ void cluster_lease_deposed(cluster_lease_t *l, int64_t fence)
 
 void cluster_lease_resign(cluster_lease_t *l)
 {
+	LG_ASSERT(l != NULL);
 	lock(l);
 	if (l->leader) {
 		l->resign = true;
@@ -1056,6 +1072,7 @@ void cluster_lease_resign(cluster_lease_t *l)
 
 void cluster_lease_applied(cluster_lease_t *l, uint64_t seq)
 {
+	LG_ASSERT(l != NULL);
 	lock(l);
 	if (seq != l->applied) {
 		l->applied = seq;
@@ -1068,6 +1085,10 @@ void cluster_lease_close(cluster_lease_t *l)
 {
 	if (l == NULL)
 		return;
+	/* Not from on_transition or warn: closing joins the thread that calls
+	 * them, which would wait for itself. */
+	LG_ASSERT(!l->tc_started || !pthread_equal(pthread_self(), l->tc));
+	LG_ASSERT(!l->tk_started || !pthread_equal(pthread_self(), l->tk));
 	lock(l);
 	l->stop = true;
 	poke(l);

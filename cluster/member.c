@@ -246,6 +246,7 @@ int cluster_member_open(cluster_member_t **out,
 	struct ledger_opts lo = {0};
 	int rc;
 
+	LG_ASSERT(out != NULL && o != NULL);
 	*out = NULL;
 	if ((rc = cluster_prefix_check(o->prefix, err)) != 0)
 		return rc;
@@ -346,11 +347,13 @@ fail:
 
 int cluster_member_port(const cluster_member_t *m)
 {
+	LG_ASSERT(m != NULL);
 	return query_server_port(m->qs);
 }
 
 int cluster_member_probe_port(const cluster_member_t *m)
 {
+	LG_ASSERT(m != NULL);
 	return query_server_probe_port(m->qs);
 }
 
@@ -376,6 +379,7 @@ int cluster_member_run(cluster_member_t *m, struct lg_error *err)
 	pthread_t t, tl;
 	int rc, rl = 0;
 
+	LG_ASSERT(m != NULL);
 	/* Signals go to the loop's thread (SIGTERM stops the member). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

@@ -111,6 +111,7 @@ struct etcd_rule1 etcd__classify(const struct etcd_attempt *a)
 {
 	size_t n = sizeof(rule1) / sizeof(rule1[0]);
 
+	LG_ASSERT(a != NULL);
 	for (size_t i = 0; i < n; i++)
 		if (row_matches(&rule1[i], a))
 			return rule1[i].v;
@@ -126,6 +127,7 @@ int etcd__endpoints_parse(const char *list, char *buf, size_t cap,
 	size_t used = 0;
 	const char *p = list;
 
+	LG_ASSERT(buf != NULL && urls != NULL && n != NULL);
 	*n = 0;
 	if (list == NULL || list[0] == '\0')
 		return lg_error_set(err, LG_EINVAL,
@@ -273,6 +275,7 @@ static char *dump(json_t *doc, struct lg_error *err)
 
 char *etcd__range_body(const struct etcd_range *r, struct lg_error *err)
 {
+	LG_ASSERT(r != NULL);
 	return dump(range_json(r), err);
 }
 
@@ -363,6 +366,7 @@ char *etcd__txn_body(const struct etcd_txn *t, struct lg_error *err)
 {
 	json_t *doc, *cmp, *succ, *fail;
 
+	LG_ASSERT(t != NULL);
 	if (!txn_valid(t, err))
 		return NULL;
 	doc = json_object();
@@ -391,6 +395,7 @@ int64_t etcd_i64(const json_t *obj, const char *name)
 	char *end;
 	long long n;
 
+	LG_ASSERT(name != NULL);
 	if (json_is_integer(v))
 		return (int64_t)json_integer_value(v);
 	s = json_string_value(v);
@@ -414,6 +419,7 @@ uint8_t *etcd__b64_decode(const char *s, size_t *len)
 	size_t n = strlen(s), cap = n / 4 * 3 + 3;
 	uint8_t *out = lg_xmalloc(cap + 1);
 
+	LG_ASSERT(s != NULL && len != NULL);
 	if (note_b64_decode(s, n, out, cap, len) != 0) {
 		free(out);
 		return NULL;
@@ -426,6 +432,7 @@ int etcd__header_parse(const json_t *doc, struct etcd_header *h)
 {
 	const json_t *hd = json_object_get(doc, "header");
 
+	LG_ASSERT(h != NULL);
 	memset(h, 0, sizeof(*h));
 	if (!json_is_object(hd))
 		return LG_ECORRUPT;
@@ -495,6 +502,7 @@ static int range_parse(const json_t *doc, struct etcd_range_result *out)
 int etcd__range_parse(const json_t *doc, struct etcd_range_result *out,
 		      struct lg_error *err)
 {
+	LG_ASSERT(out != NULL);
 	if (!json_is_object(doc) || etcd__header_parse(doc, &out->header) ||
 	    range_parse(doc, out) != 0) {
 		etcd_range_result_release(out);
@@ -529,6 +537,7 @@ int etcd__txn_parse(const json_t *doc, const struct etcd_txn *t,
 	size_t n;
 	bool ok;
 
+	LG_ASSERT(t != NULL && out != NULL);
 	out->ops = NULL;
 	out->n_ops = 0;
 	if (!json_is_object(doc) ||
@@ -570,6 +579,7 @@ bad:
 
 void etcd__lines_init(struct etcd_lines *l, size_t cap)
 {
+	LG_ASSERT(l != NULL && cap > 0);
 	l->buf = lg_xmalloc(cap);
 	l->len = 0;
 	l->cap = cap;
@@ -587,6 +597,8 @@ void etcd__lines_release(struct etcd_lines *l)
 int etcd__lines_feed(struct etcd_lines *l, const char *data, size_t n,
 		     etcd_line_fn *fn, void *ctx)
 {
+	LG_ASSERT(l != NULL && l->buf != NULL && fn != NULL &&
+		  (data != NULL || n == 0));
 	while (n > 0) {
 		const char *nl = memchr(data, '\n', n);
 		size_t take = nl ? (size_t)(nl - data) : n;

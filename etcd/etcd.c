@@ -14,6 +14,7 @@
 #include "etcd/etcd_int.h"
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,8 @@ struct etcd {
 	 * attempt is capped at the time left (DESIGN 11 rule 2). */
 	int64_t deadline_ms;
 	char errbuf[CURL_ERROR_SIZE];
+	/* A request or watch is in flight (enter/leave). */
+	atomic_bool busy;
 	/* The attempt in flight: its body and its answer. */
 	const char *body;
 	size_t body_len, body_off;
@@ -143,6 +146,7 @@ int etcd_open(etcd_t **out, const struct etcd_opts *o, struct lg_error *err)
 	etcd_t *e = lg_xcalloc(1, sizeof(*e));
 	int rc;
 
+	LG_ASSERT(out != NULL && o != NULL);
 	*out = NULL;
 	e->pin = SIZE_MAX;
 	rc = etcd__endpoints_parse(o->endpoints, e->urlbuf, sizeof(e->urlbuf),
@@ -219,6 +223,7 @@ void etcd_deadline(etcd_t *e, int64_t deadline_ms)
 
 const char *etcd_endpoint(const etcd_t *e)
 {
+	LG_ASSERT(e != NULL);
 	return e->n_urls ? e->urls[e->last] : "";
 }
 
@@ -383,6 +388,21 @@ static int send_request(etcd_t *e, const char *path, const char *body,
 	return 0;
 }
 
+/* A handle is used from one thread at a time, and never from inside a
+ * watch's callback: both would drive one easy handle twice at once, and
+ * libcurl's handle is not reentrant (the second request would corrupt the
+ * first's body offset and answer, and with them rule 1's "was it sent").
+ * Asserted, as a programmer's error. */
+static void enter(etcd_t *e)
+{
+	LG_ASSERT(!atomic_exchange(&e->busy, true));
+}
+
+static void leave(etcd_t *e)
+{
+	atomic_store(&e->busy, false);
+}
+
 /* A request whose body is built by the caller and whose answer is an
  * object: body is freed here. */
 static int call(etcd_t *e, const char *path, char *body, bool rewindable,
@@ -395,8 +415,10 @@ static int call(etcd_t *e, const char *path, char *body, bool rewindable,
 			*outcome = ETCD_NOT_APPLIED;
 		return err ? err->code : LG_EINVAL;
 	}
+	enter(e);
 	rc = send_request(e, path, body, rewindable, e->timeout_ms, doc,
 			  outcome, err);
+	leave(e);
 	free(body);
 	return rc;
 }
@@ -432,6 +454,10 @@ int etcd_txn(etcd_t *e, const struct etcd_txn *t, struct etcd_txn_result *out,
 	enum etcd_outcome oc = ETCD_NOT_APPLIED;
 	int rc;
 
+	LG_ASSERT(e != NULL && t != NULL && out != NULL);
+	LG_ASSERT((t->n_cmp == 0 || t->cmp != NULL) &&
+		  (t->n_success == 0 || t->success != NULL) &&
+		  (t->n_failure == 0 || t->failure != NULL));
 	memset(out, 0, sizeof(*out));
 	rc = call(e, "/v3/kv/txn", etcd__txn_body(t, err), txn_reads_only(t),
 		  &doc, &oc, err);
@@ -450,6 +476,7 @@ int etcd_range(etcd_t *e, const struct etcd_range *r,
 	json_t *doc = NULL;
 	int rc;
 
+	LG_ASSERT(e != NULL && r != NULL && out != NULL);
 	memset(out, 0, sizeof(*out));
 	rc = call(e, "/v3/kv/range", etcd__range_body(r, err), true, &doc,
 		  outcome, err);
@@ -473,6 +500,8 @@ int etcd_put(etcd_t *e, const void *key, size_t key_len, const void *val,
 	struct etcd_txn_result res;
 	int rc;
 
+	LG_ASSERT(e != NULL && (key != NULL || key_len == 0) &&
+		  (val != NULL || val_len == 0));
 	/* A put is a txn without compares: one code path for writes. */
 	rc = etcd_txn(e, &t, &res, err);
 	if (outcome != NULL)
@@ -491,6 +520,7 @@ int etcd__delete(etcd_t *e, const struct etcd_range *r, int64_t *deleted,
 	struct etcd_txn_result res;
 	int rc;
 
+	LG_ASSERT(e != NULL && r != NULL);
 	rc = etcd_txn(e, &t, &res, err);
 	if (outcome != NULL)
 		*outcome = res.outcome;
@@ -506,6 +536,7 @@ int etcd_lease_grant(etcd_t *e, int64_t ttl_s, int64_t *id, int64_t *granted_s,
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
+	LG_ASSERT(e != NULL && id != NULL);
 	json_object_set_new(req, "TTL", etcd__i64_json(ttl_s));
 	json_object_set_new(req, "ID", etcd__i64_json(*id));
 	rc = call(e, "/v3/lease/grant", dumps(req), false, &doc, outcome, err);
@@ -528,6 +559,7 @@ int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl_s,
 	json_t *req = json_object(), *doc = NULL, *res;
 	int rc;
 
+	LG_ASSERT(e != NULL && ttl_s != NULL);
 	json_object_set_new(req, "ID", etcd__i64_json(id));
 	/* A stream of one message: {"result": {...}}. */
 	rc = call(e, "/v3/lease/keepalive", dumps(req), true, &doc, outcome,
@@ -553,6 +585,7 @@ int etcd_lease_revoke(etcd_t *e, int64_t id, enum etcd_outcome *outcome,
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
+	LG_ASSERT(e != NULL);
 	json_object_set_new(req, "ID", etcd__i64_json(id));
 	rc = call(e, "/v3/lease/revoke", dumps(req), false, &doc, outcome, err);
 	json_decref(doc);
@@ -565,6 +598,7 @@ int etcd_lease_ttl(etcd_t *e, int64_t id, int64_t *ttl_s, int64_t *granted_s,
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
+	LG_ASSERT(e != NULL && ttl_s != NULL);
 	json_object_set_new(req, "ID", etcd__i64_json(id));
 	rc = call(e, "/v3/lease/timetolive", dumps(req), false, &doc, outcome,
 		  err);
@@ -579,11 +613,13 @@ int etcd_lease_ttl(etcd_t *e, int64_t id, int64_t *ttl_s, int64_t *granted_s,
 
 size_t etcd_n_endpoints(const etcd_t *e)
 {
+	LG_ASSERT(e != NULL);
 	return e->n_urls;
 }
 
 const char *etcd_endpoint_at(const etcd_t *e, size_t i)
 {
+	LG_ASSERT(e != NULL);
 	return i < e->n_urls ? e->urls[i] : "";
 }
 
@@ -618,6 +654,7 @@ int etcd_status_at(etcd_t *e, size_t i, struct etcd_status *st,
 	const char *v;
 	int rc;
 
+	LG_ASSERT(e != NULL && st != NULL);
 	memset(st, 0, sizeof(*st));
 	rc = call_at(e, i, 0, "/v3/maintenance/status", lg_xstrdup("{}"), &doc,
 		     outcome, err);
@@ -644,6 +681,7 @@ int etcd_defragment_at(etcd_t *e, size_t i, uint64_t timeout_ms,
 	int rc = call_at(e, i, timeout_ms, "/v3/maintenance/defragment",
 			 lg_xstrdup("{}"), &doc, outcome, err);
 
+	LG_ASSERT(e != NULL);
 	json_decref(doc);
 	return rc;
 }
@@ -654,6 +692,7 @@ int etcd_compact(etcd_t *e, int64_t revision, bool physical,
 	json_t *req = json_object(), *doc = NULL;
 	int rc;
 
+	LG_ASSERT(e != NULL);
 	json_object_set_new(req, "revision", etcd__i64_json(revision));
 	if (physical)
 		json_object_set_new(req, "physical", json_true());
@@ -801,14 +840,15 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 int etcd_watch(etcd_t *e, const struct etcd_watch *w, etcd_watch_fn *fn,
 	       void *ctx, struct lg_error *err)
 {
-	struct watch_ctx wc = {
-		.fn = fn, .ctx = ctx, .stop = w->stop, .err = err};
+	struct watch_ctx wc = {.fn = fn, .ctx = ctx, .err = err};
 	json_t *req, *cr;
 	char *body, *keys, full[ETCD_URL_MAX + 64];
 	CURLcode c = CURLE_OK;
 	size_t i;
 	int rc = 0;
 
+	LG_ASSERT(e != NULL && w != NULL && fn != NULL);
+	wc.stop = w->stop;
 	/* The keys as a range names them; the rest of the range unused. */
 	keys = etcd__range_body(
 		&(struct etcd_range){.key = w->range.key,
@@ -830,6 +870,7 @@ int etcd_watch(etcd_t *e, const struct etcd_watch *w, etcd_watch_fn *fn,
 	json_object_set_new(req, "create_request", cr);
 	body = dumps(req);
 	etcd__lines_init(&wc.lines, ETCD_WATCH_MSG_MAX);
+	enter(e);
 	e->body = body;
 	e->body_len = strlen(body);
 	e->rewindable = true;
@@ -855,6 +896,7 @@ int etcd_watch(etcd_t *e, const struct etcd_watch *w, etcd_watch_fn *fn,
 			break;
 	}
 	e->watch = NULL;
+	leave(e);
 	curl_easy_setopt(e->h, CURLOPT_NOPROGRESS, 1L);
 	curl_easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, NULL);
 	if (wc.done)

@@ -453,6 +453,7 @@ int etcd_shell(const struct etcd_opts *eo, FILE *in, FILE *out,
 	char *line = lg_xmalloc(SHELL_LINE_MAX);
 	int rc;
 
+	LG_ASSERT(eo != NULL && in != NULL && out != NULL);
 	rc = etcd_open(&sh.e, eo, err);
 	while (rc == 0 && sh.werr == 0 &&
 	       fgets(line, (int)SHELL_LINE_MAX, in) != NULL) {

@@ -7,5 +7,7 @@
 
 /* tests/cluster_log.c: the log in etcd (values, applier, append txn). */
 void cluster_tests_log(Suite *s);
+/* tests/cluster_contract.c: preconditions that abort when broken. */
+void cluster_tests_contract(Suite *s);
 
 #endif

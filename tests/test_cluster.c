@@ -615,6 +615,7 @@ int main(void)
 	suite_add_tcase(su, keys);
 	cluster_tests_lease(su);
 	cluster_tests_log(su);
+	cluster_tests_contract(su);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
