@@ -16,7 +16,7 @@
  * says whether etcd can be reached, and catches a watch that went quiet
  * while the head moved.
  */
-#include "cluster/cluster_int.h"
+#include "cluster/applier_int.h"
 #include "ingest/ingest.h"
 
 #include <pthread.h>

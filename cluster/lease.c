@@ -18,7 +18,7 @@
  * (cluster_lease_holding), so it turns false on time whatever the threads
  * are doing.
  */
-#include "cluster/cluster_int.h"
+#include "cluster/lease_int.h"
 
 #include <pthread.h>
 #include <signal.h>

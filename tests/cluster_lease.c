@@ -7,7 +7,7 @@
  * module's life cycle without an etcd. The module against a real etcd is
  * tests/lease_cli.sh.
  */
-#include "cluster/cluster_int.h"
+#include "cluster/lease_int.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * applier's head check, and the append txn's rule 1 against a scripted
  * etcd (an answer lost, then our own value in the failure branch).
  */
-#include "cluster/cluster_int.h"
+#include "cluster/applier_int.h"
 #include "etcd/etcd_int.h"
 #include "ledger/ledger_int.h"
 #include "tests/cluster_tests.h"
