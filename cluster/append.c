@@ -92,14 +92,14 @@ static int send_txn(struct cluster_writer *w, const struct etcd_txn *t,
 {
 	if (w->send != NULL)
 		return w->send(w->send_ctx, t, r, err);
-	return cluster__etcd_txn(w->etcd, t, r, err);
+	return etcd_txn(w->etcd, t, r, err);
 }
 
 /* ---------------------------------------------------------------------- */
 /* Reading P/log/ values */
 
 int cluster__log_read(struct cluster_writer *w, uint64_t from, uint64_t to,
-		      int64_t revision, cluster__logval_fn *fn, void *ctx,
+		      int64_t revision, cluster_logval_fn *fn, void *ctx,
 		      struct lg_error *err)
 {
 	char k_from[KEY_MAX], k_end[KEY_MAX];
@@ -127,13 +127,13 @@ int cluster__log_read(struct cluster_writer *w, uint64_t from, uint64_t to,
 		rc = send_txn(w, &t, &r, err);
 		if (rc == LG_ELIMIT && limit > 1) {
 			/* The answer was too big for our bound: one by one. */
-			cluster__txn_release(&r);
+			etcd_txn_result_release(&r);
 			limit = 1;
 			rc = 0;
 			continue;
 		}
 		if (rc != 0) {
-			cluster__txn_release(&r);
+			etcd_txn_result_release(&r);
 			break;
 		}
 		rr = &r.ops[0].range;
@@ -167,7 +167,7 @@ int cluster__log_read(struct cluster_writer *w, uint64_t from, uint64_t to,
 			rc = lg_error_set(err, LG_ENOENT,
 					  "%s/log/%020llu is absent", w->prefix,
 					  (unsigned long long)from);
-		cluster__txn_release(&r);
+		etcd_txn_result_release(&r);
 	}
 	return rc;
 }
@@ -562,7 +562,7 @@ static void send_until_known(struct cluster_writer *w,
 		} else if (src == 0) {
 			failed(w, rq, &r, res, err);
 		}
-		cluster__txn_release(&r);
+		etcd_txn_result_release(&r);
 		if (src == 0)
 			return;
 		/* DESIGN 11 rule 1: a timeout is not a failure. The answer
@@ -578,7 +578,7 @@ static void send_until_known(struct cluster_writer *w,
 			snprintf(res->why, sizeof(res->why), "%s", e.msg);
 			return;
 		}
-		if (cluster__mono_ms() >= rq->deadline_ms) {
+		if (etcd_mono_ms() >= rq->deadline_ms) {
 			res->outcome = unknown ? CLUSTER_APPEND_UNKNOWN
 					       : CLUSTER_APPEND_NOT_APPLIED;
 			snprintf(res->why, sizeof(res->why),

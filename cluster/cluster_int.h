@@ -21,21 +21,6 @@
  * with P/head: at most this many values, which etcd's answer bound holds. */
 #define CLUSTER_FAIL_VALUES ETCD_RESPONSE_VALUES
 
-/* The etcd client's names before etcd/ was a module of its own (issue 43),
- * for the code being rewritten elsewhere (cluster/verdicts.c,
- * cluster/append.c, one_txn of cluster/feed.c and cluster/leader.c): drop
- * each once nothing spells it. */
-#define cluster_etcd_opts      etcd_opts
-#define cluster__etcd_open     etcd_open
-#define cluster__etcd_close    etcd_close
-#define cluster__etcd_deadline etcd_deadline
-#define cluster__etcd_range    etcd_range
-#define cluster__etcd_txn      etcd_txn
-#define cluster__mono_ms       etcd_mono_ms
-#define cluster__range_release etcd_range_result_release
-#define cluster__txn_release   etcd_txn_result_release
-#define cluster__logval_fn     cluster_logval_fn
-
 /* CLOCK_MONOTONIC in nanoseconds, and a sleep of ms >= 0 milliseconds
  * (cluster/clock.c). */
 int64_t cluster__mono_ns(void);

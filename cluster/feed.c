@@ -174,7 +174,7 @@ static int feed_before(void *ctx, struct cluster_append_req *rq,
 	(void)taken;
 	(void)err;
 	rq->deadline_ms =
-		cluster__mono_ms() + (int64_t)ft->f->deadline_span_ms;
+		etcd_mono_ms() + (int64_t)ft->f->deadline_span_ms;
 	return 0;
 }
 
@@ -220,7 +220,7 @@ static int feed_after(void *ctx, const struct cluster_append_req *rq,
 	return 0;
 }
 
-static int one_append(struct feed *f, size_t off, size_t *taken,
+static int feed_append(struct feed *f, size_t off, size_t *taken,
 		      struct lg_error *err)
 {
 	struct feed_txn ft = {.f = f, .off = off};
@@ -243,7 +243,7 @@ static int flush(struct feed *f, struct lg_error *err)
 	while (off < f->n && rc == 0) {
 		size_t taken = 0;
 
-		rc = one_append(f, off, &taken, err);
+		rc = feed_append(f, off, &taken, err);
 		off += taken;
 	}
 	drop(f);

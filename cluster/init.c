@@ -140,6 +140,69 @@ static void existing(const struct etcd_txn_result *r,
 			 (const char *)ep->kvs[0].value);
 }
 
+/* Sends the init txn t until its outcome is known (rule 1: an outcome we
+ * do not know is learnt by sending the identical txn again; the epoch is
+ * fresh, so finding it there means that an earlier copy committed). */
+static int init_send(etcd_t *e, const struct etcd_txn *t, const char *epoch,
+		     size_t n_pos, int64_t deadline, const char *k_head,
+		     struct cluster_init_result *res, struct lg_error *err)
+{
+	bool unknown = false;
+	int rc = 0;
+
+	for (;;) {
+		struct etcd_txn_result r;
+
+		res->attempts++;
+		rc = etcd_txn(e, t, &r, err);
+		if (rc == 0 && r.outcome == ETCD_COMMITTED) {
+			res->cluster_id = r.header.cluster_id;
+			res->revision = r.header.revision;
+			snprintf(res->epoch, sizeof(res->epoch), "%s", epoch);
+			res->n_positions = n_pos;
+			etcd_txn_result_release(&r);
+			break;
+		}
+		if (rc == 0) {
+			struct cluster_head mine = res->head;
+
+			existing(&r, res);
+			res->cluster_id = r.header.cluster_id;
+			res->revision = r.header.revision;
+			etcd_txn_result_release(&r);
+			if (unknown && strcmp(res->epoch, epoch) == 0) {
+				/* Ours, from an attempt whose answer was
+				 * lost. */
+				res->head = mine;
+				res->n_positions = n_pos;
+				break;
+			}
+			rc = lg_error_set(err, LG_EEXIST,
+					  "%s already holds a head", k_head);
+			break;
+		}
+		etcd_txn_result_release(&r);
+		if (r.outcome == ETCD_INDETERMINATE)
+			unknown = true;
+		else if (!unknown)
+			break; /* definitely not applied, and never was */
+		if (etcd_mono_ms() >= deadline) {
+			if (unknown)
+				lg_error_set(err, LG_EIO,
+					     "the outcome is unknown after %u "
+					     "attempts (the last: %s); run "
+					     "`cluster status` to see whether "
+					     "the head is there",
+					     res->attempts,
+					     err ? err->msg : "");
+			rc = LG_EIO;
+			break;
+		}
+		cluster__sleep_ms(100);
+	}
+	return rc;
+}
+
 int cluster_init(const struct etcd_opts *eo, const char *prefix, ledger_t *lg,
 		 struct cluster_init_result *res, struct lg_error *err)
 {
@@ -150,7 +213,6 @@ int cluster_init(const struct etcd_opts *eo, const char *prefix, ledger_t *lg,
 	struct etcd_txn t;
 	etcd_t *e = NULL;
 	char *hv = NULL;
-	bool unknown = false;
 	int64_t deadline;
 	int rc;
 
@@ -214,59 +276,7 @@ int cluster_init(const struct etcd_opts *eo, const char *prefix, ledger_t *lg,
 	deadline = etcd_mono_ms() +
 		   4 * (int64_t)(eo->timeout_ms ? eo->timeout_ms
 						: ETCD_TIMEOUT_DEFAULT);
-	/* Rule 1: an outcome we do not know is learnt by sending the
-	 * identical txn again; the epoch is fresh, so finding it there
-	 * means that an earlier copy committed. */
-	for (;;) {
-		struct etcd_txn_result r;
-
-		res->attempts++;
-		rc = etcd_txn(e, &t, &r, err);
-		if (rc == 0 && r.outcome == ETCD_COMMITTED) {
-			res->cluster_id = r.header.cluster_id;
-			res->revision = r.header.revision;
-			snprintf(res->epoch, sizeof(res->epoch), "%s", epoch);
-			res->n_positions = pos.n;
-			etcd_txn_result_release(&r);
-			break;
-		}
-		if (rc == 0) {
-			struct cluster_head mine = res->head;
-
-			existing(&r, res);
-			res->cluster_id = r.header.cluster_id;
-			res->revision = r.header.revision;
-			etcd_txn_result_release(&r);
-			if (unknown && strcmp(res->epoch, epoch) == 0) {
-				/* Ours, from an attempt whose answer was
-				 * lost. */
-				res->head = mine;
-				res->n_positions = pos.n;
-				break;
-			}
-			rc = lg_error_set(err, LG_EEXIST,
-					  "%s already holds a head", k_head);
-			break;
-		}
-		etcd_txn_result_release(&r);
-		if (r.outcome == ETCD_INDETERMINATE)
-			unknown = true;
-		else if (!unknown)
-			break; /* definitely not applied, and never was */
-		if (etcd_mono_ms() >= deadline) {
-			if (unknown)
-				lg_error_set(err, LG_EIO,
-					     "the outcome is unknown after %u "
-					     "attempts (the last: %s); run "
-					     "`cluster status` to see whether "
-					     "the head is there",
-					     res->attempts,
-					     err ? err->msg : "");
-			rc = LG_EIO;
-			break;
-		}
-		cluster__sleep_ms(100);
-	}
+	rc = init_send(e, &t, epoch, pos.n, deadline, k_head, res, err);
 out:
 	etcd_close(e);
 	positions_release(&pos);

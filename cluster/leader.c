@@ -335,7 +335,7 @@ static int leader_before(void *ctx, struct cluster_append_req *rq,
 				l->pos[i].source, l->pos[i].value,
 				l->pos[i].len};
 	rq->pos = lt->pos;
-	rq->deadline_ms = cluster__mono_ms() + (int64_t)l->o.request_ms;
+	rq->deadline_ms = etcd_mono_ms() + (int64_t)l->o.request_ms;
 	/* Rule 6: one logical batch, one txn, or P/open around its parts. A
 	 * P/open left by a leader that died inside a batch goes with the
 	 * relist that gave the rest of it. */
@@ -404,7 +404,7 @@ static int leader_after(void *ctx, const struct cluster_append_req *rq,
 }
 
 /* One txn of evs[0..n): *taken of them committed. */
-static int one_append(struct cluster_leader *l, struct event *evs, size_t n,
+static int leader_append(struct cluster_leader *l, struct event *evs, size_t n,
 		      bool whole_first, bool synced, size_t *taken,
 		      struct lg_error *err)
 {
@@ -490,7 +490,7 @@ static int term_sink_append(void *ctx, struct event *evs, size_t n,
 		keep_pos(l, pos[i].source, pos[i].value, pos[i].len);
 	while (off < n) {
 		size_t taken = 0;
-		int rc = one_append(l, evs + off, n - off, off == 0, synced,
+		int rc = leader_append(l, evs + off, n - off, off == 0, synced,
 				    &taken, err);
 
 		if (rc != 0)

@@ -238,17 +238,13 @@ static int leader_start(struct cluster_member *m, struct lg_error *err)
 	return cluster__leader_new(&m->ld, &wo, err);
 }
 
-int cluster_member_open(cluster_member_t **out,
-			const struct cluster_member_opts *o,
-			struct lg_error *err)
+/* The options a member cannot start with, named. */
+static int opts_check(const struct cluster_member_opts *o,
+		      struct lg_error *err)
 {
-	struct cluster_member *m;
-	struct ledger_opts lo = {0};
-	int rc;
+	int rc = cluster_prefix_check(o->prefix, err);
 
-	LG_ASSERT(out != NULL && o != NULL);
-	*out = NULL;
-	if ((rc = cluster_prefix_check(o->prefix, err)) != 0)
+	if (rc != 0)
 		return rc;
 	if (o->name == NULL || o->name[0] == '\0' || strchr(o->name, '/') ||
 	    strlen(o->name) > 128)
@@ -264,7 +260,32 @@ int cluster_member_open(cluster_member_t **out,
 				    "--advertise-url: an http:// or https:// "
 				    "URL of at most %d bytes",
 				    CLUSTER_URL_MAX - 1);
-	if ((rc = name_free(o, err)) != 0)
+	return 0;
+}
+
+/* The door's key prefix for keyless requests: the member's name and its
+ * boot time, so that no two runs share one. */
+static void door_id_make(struct cluster_member *m)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(m->door_id, sizeof(m->door_id), "%.64s.%llx", m->o.name,
+		 (unsigned long long)ts.tv_sec * 1000000000ULL +
+			 (unsigned long long)ts.tv_nsec);
+}
+
+int cluster_member_open(cluster_member_t **out,
+			const struct cluster_member_opts *o,
+			struct lg_error *err)
+{
+	struct cluster_member *m;
+	struct ledger_opts lo = {0};
+	int rc;
+
+	LG_ASSERT(out != NULL && o != NULL);
+	*out = NULL;
+	if ((rc = opts_check(o, err)) != 0 || (rc = name_free(o, err)) != 0)
 		return rc;
 	/* jansson seeds its hash once; before the applier's thread. */
 	json_object_seed(0);
@@ -298,14 +319,7 @@ int cluster_member_open(cluster_member_t **out,
 						    : CLUSTER_PIPELINE_DEFAULT,
 					err)) != 0)
 		goto fail;
-	{
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		snprintf(m->door_id, sizeof(m->door_id), "%.64s.%llx", o->name,
-			 (unsigned long long)ts.tv_sec * 1000000000ULL +
-				 (unsigned long long)ts.tv_nsec);
-	}
+	door_id_make(m);
 	m->qm = (struct query_member){.ledger = m->rd,
 				      .status = on_member_status,
 				      .ctx = m,

@@ -214,17 +214,17 @@ static void nap_ms(int64_t ms)
 	nanosleep(&ts, NULL);
 }
 
-static void nap(void)
+static void cv_nap(void)
 {
 	nap_ms(NAP_MS);
 }
 
-static void lock(struct cluster_verdicts *cv)
+static void cv_lock(struct cluster_verdicts *cv)
 {
 	LG_ASSERT(pthread_mutex_lock(&cv->mu) == 0);
 }
 
-static void unlock(struct cluster_verdicts *cv)
+static void cv_unlock(struct cluster_verdicts *cv)
 {
 	LG_ASSERT(pthread_mutex_unlock(&cv->mu) == 0);
 }
@@ -233,7 +233,7 @@ static void unlock(struct cluster_verdicts *cv)
  * once deadline_ms has passed. */
 static bool cv_wait(struct cluster_verdicts *cv, int64_t deadline_ms)
 {
-	int64_t now = cluster__mono_ms(), ms = WAIT_SLICE_MS;
+	int64_t now = etcd_mono_ms(), ms = WAIT_SLICE_MS;
 	struct timespec ts;
 
 	if (now >= deadline_ms)
@@ -253,7 +253,7 @@ static bool cv_wait(struct cluster_verdicts *cv, int64_t deadline_ms)
 
 int cluster__verdicts_new(struct cluster_verdicts **out, ledger_t *lg,
 			  cluster_applier_t *ap,
-			  const struct cluster_etcd_opts *eo,
+			  const struct etcd_opts *eo,
 			  const char *prefix, uint64_t timeout_ms,
 			  unsigned pipeline, struct lg_error *err)
 {
@@ -276,7 +276,7 @@ int cluster__verdicts_new(struct cluster_verdicts **out, ledger_t *lg,
 	cv->n_lanes = pipeline ? pipeline : 1;
 	for (size_t i = 0; i < cv->n_lanes && rc == 0; i++)
 		if ((rc = ledger_share(lg, &cv->lanes[i].lg, err)) == 0)
-			rc = cluster__etcd_open(&cv->lanes[i].etcd, eo, err);
+			rc = etcd_open(&cv->lanes[i].etcd, eo, err);
 	if (rc != 0) {
 		cluster__verdicts_free(cv);
 		return rc;
@@ -309,7 +309,7 @@ void cluster__verdicts_free(struct cluster_verdicts *cv)
 	state_free(cv->tip_orphan);
 	free(cv->keys);
 	for (size_t i = 0; i < cv->n_lanes; i++) {
-		cluster__etcd_close(cv->lanes[i].etcd);
+		etcd_close(cv->lanes[i].etcd);
 		ledger_close(cv->lanes[i].lg);
 	}
 	pthread_cond_destroy(&cv->cond);
@@ -406,7 +406,7 @@ static int head_rev_from_etcd(struct cluster_verdicts *cv, struct lane *ln,
 	struct etcd_range rg = {
 		.key = key,
 		.key_len = cluster__key(key, sizeof(key), cv->prefix, "head")};
-	int rc = cluster__etcd_range(ln->etcd, &rg, &r, NULL, err);
+	int rc = etcd_range(ln->etcd, &rg, &r, NULL, err);
 
 	if (rc == 0 && (r.n_kvs != 1 ||
 			!cluster__head_parse(r.kvs[0].value,
@@ -419,7 +419,7 @@ static int head_rev_from_etcd(struct cluster_verdicts *cv, struct lane *ln,
 		rc = 1;
 	if (rc == 0)
 		s->head_rev = r.kvs[0].mod_revision;
-	cluster__range_release(&r);
+	etcd_range_result_release(&r);
 	return rc;
 }
 
@@ -471,13 +471,13 @@ static int snapshot(struct cluster_verdicts *cv, struct lane *ln,
 				return read_epoch(cv, ln, err);
 			}
 		}
-		if (cluster__mono_ms() >= deadline_ms)
+		if (etcd_mono_ms() >= deadline_ms)
 			return lg_error_set(err, LG_EIO,
 					    "the applier is at seq %llu, the "
 					    "log at %llu or later",
 					    (unsigned long long)s->seq,
 					    (unsigned long long)cv->known_seq);
-		nap();
+		cv_nap();
 	}
 }
 
@@ -492,7 +492,7 @@ static void key_add(struct cluster_verdicts *cv, uint64_t seq,
 {
 	if (key->kind == VERDICT_KEY_NONE)
 		return;
-	lock(cv);
+	cv_lock(cv);
 	if (cv->n_keys >= KEYS_MAX) {
 		cv->keys_full = true;
 	} else {
@@ -504,7 +504,7 @@ static void key_add(struct cluster_verdicts *cv, uint64_t seq,
 		cv->keys[cv->n_keys++] =
 			(struct seq_key){.seq = seq, .key = *key};
 	}
-	unlock(cv);
+	cv_unlock(cv);
 }
 
 /* The keys the ledger's uid index holds by now (upto): dropped (mu
@@ -730,7 +730,7 @@ static void door(struct run *r)
 	    query_vgroup_count(&r->g, QUERY_V_DONE) == r->g.n)
 		return;
 	budget = lg_xcalloc(r->g.n, sizeof(*budget));
-	now = cluster__mono_ms();
+	now = etcd_mono_ms();
 	for (size_t i = 0; i < r->g.n; i++) {
 		int64_t left = bound_ms(r, i) - now;
 
@@ -768,7 +768,7 @@ static void door(struct run *r)
  * nearest bound of the rest. false when no item is left. */
 static bool expire(struct run *r)
 {
-	int64_t now = cluster__mono_ms(), d = 0;
+	int64_t now = etcd_mono_ms(), d = 0;
 	bool any = false;
 
 	for (size_t i = 0; i < r->g.n; i++) {
@@ -789,7 +789,7 @@ static bool expire(struct run *r)
 	}
 	if (any) {
 		r->deadline_ms = d;
-		cluster__etcd_deadline(r->ln->etcd, d);
+		etcd_deadline(r->ln->etcd, d);
 	}
 	return any;
 }
@@ -909,7 +909,7 @@ static int renumber(struct run *r, struct snap *s,
 static void committed(struct run *r, const struct ledger_logval *v,
 		      size_t taken)
 {
-	int64_t now = cluster__mono_ms();
+	int64_t now = etcd_mono_ms();
 
 	for (size_t k = 0; k < taken; k++) {
 		struct verdict_key key;
@@ -931,10 +931,10 @@ static void committed(struct run *r, const struct ledger_logval *v,
 		 * having judged it itself under the same key, where rule 3
 		 * found this record (a NOTE would say an answered verdict
 		 * was not). */
-		lock(r->cv);
+		cv_lock(r->cv);
 		if (!it->forwarded)
 			owe(r->cv, &it->v.id, 1);
-		unlock(r->cv);
+		cv_unlock(r->cv);
 		it->recorded = false;
 		query_vgroup_fail(&r->g, i, 503,
 				  "the verdict was recorded only after "
@@ -954,7 +954,7 @@ static bool token_take(struct run *r)
 	struct cluster_verdicts *cv = r->cv;
 	bool got = false;
 
-	lock(cv);
+	cv_lock(cv);
 	r->ln->want = r->ticket;
 	for (;;) {
 		uint64_t min = UINT64_MAX;
@@ -971,19 +971,19 @@ static bool token_take(struct run *r)
 	}
 	r->ln->want = 0;
 	pthread_cond_broadcast(&cv->cond);
-	unlock(cv);
+	cv_unlock(cv);
 	return got;
 }
 
 static void token_give(struct cluster_verdicts *cv)
 {
-	lock(cv);
+	cv_lock(cv);
 	cv->building = false;
 	cv->tip_st = NULL;
 	state_free(cv->tip_orphan);
 	cv->tip_orphan = NULL;
 	pthread_cond_broadcast(&cv->cond);
-	unlock(cv);
+	cv_unlock(cv);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1000,14 +1000,14 @@ static bool resolve(struct cluster_verdicts *cv, struct lane *ln,
 		struct lg_error err = {0};
 		struct ptx *e;
 
-		lock(cv);
+		cv_lock(cv);
 		if (cv->n_chain == 0) {
-			unlock(cv);
+			cv_unlock(cv);
 			return true;
 		}
 		e = cv->chain[0];
 		LG_ASSERT(e->st == PT_UNKNOWN);
-		unlock(cv);
+		cv_unlock(cv);
 		e->w.etcd = ln->etcd;
 		cluster__append(&e->w,
 				&(struct cluster_append_req){
@@ -1028,7 +1028,7 @@ static bool resolve(struct cluster_verdicts *cv, struct lane *ln,
 			(unsigned long long)e->v.last_seq,
 			cluster__append_outcome_name(res.outcome), res.attempts,
 			res.found ? ", found ours" : "");
-		lock(cv);
+		cv_lock(cv);
 		if (res.outcome == CLUSTER_APPEND_COMMITTED) {
 			chain_committed(cv, e, res.revision);
 			ptx_free(cv, e);
@@ -1046,7 +1046,7 @@ static bool resolve(struct cluster_verdicts *cv, struct lane *ln,
 			carry_drop(cv);
 		}
 		update_pending(cv);
-		unlock(cv);
+		cv_unlock(cv);
 	}
 }
 
@@ -1061,7 +1061,7 @@ static bool notes_outcome(struct cluster_verdicts *cv,
 {
 	bool again = false;
 
-	lock(cv);
+	cv_lock(cv);
 	if (res->outcome == CLUSTER_APPEND_COMMITTED) {
 		st->unanswered += taken;
 		fprintf(stderr,
@@ -1092,7 +1092,7 @@ static bool notes_outcome(struct cluster_verdicts *cv,
 		LG_ASSERT(chain_push(cv, pt, 0));
 	}
 	update_pending(cv);
-	unlock(cv);
+	cv_unlock(cv);
 	return again;
 }
 
@@ -1121,11 +1121,11 @@ static void append_notes(struct cluster_verdicts *cv, struct lane *ln,
 		bool again = false;
 
 		/* Other calls may owe more meanwhile: a copy. */
-		lock(cv);
+		cv_lock(cv);
 		n = cv->n_owed < NOTES_MAX ? cv->n_owed : NOTES_MAX;
 		ids = lg_xcalloc(n ? n : 1, sizeof(*ids));
 		memcpy(ids, cv->owed, n * sizeof(*ids));
-		unlock(cv);
+		cv_unlock(cv);
 		evs = lg_xcalloc(n ? n : 1, sizeof(*evs));
 		names = lg_xcalloc(n ? n : 1, sizeof(*names));
 		msgs = lg_xcalloc(n ? n : 1, sizeof(*msgs));
@@ -1194,7 +1194,7 @@ static int settle(struct run *r, const char **msg)
 	struct cluster_verdicts *cv = r->cv;
 	bool unknown = false;
 
-	lock(cv);
+	cv_lock(cv);
 	for (;;) {
 		bool flight = false;
 
@@ -1206,13 +1206,13 @@ static int settle(struct run *r, const char **msg)
 		if (!flight)
 			break;
 		if (!cv_wait(cv, r->deadline_ms)) {
-			unlock(cv);
+			cv_unlock(cv);
 			*msg = "the verdict could not be recorded within "
 			       "--verdict-timeout-ms (DESIGN 11 rule 2)";
 			return LG_EIO;
 		}
 	}
-	unlock(cv);
+	cv_unlock(cv);
 	if (unknown && !resolve(cv, r->ln, r->deadline_ms)) {
 		*msg = "the outcome of an earlier verdict txn is still unknown "
 		       "(DESIGN 11 rule 1)";
@@ -1220,9 +1220,9 @@ static int settle(struct run *r, const char **msg)
 	}
 	if (cv->n_owed > 0)
 		append_notes(cv, r->ln, r->deadline_ms, r->g.st);
-	lock(cv);
+	cv_lock(cv);
 	unknown = cv->n_chain > 0;
-	unlock(cv);
+	cv_unlock(cv);
 	if (unknown) {
 		*msg = "the outcome of an earlier txn is still unknown (DESIGN "
 		       "11 rule 1)";
@@ -1279,18 +1279,18 @@ static void conflict_settle(struct run *r, struct conflict *cf)
 	struct cluster_verdicts *cv = r->cv;
 	bool at, renumbered = false;
 
-	lock(cv);
+	cv_lock(cv);
 	at = cv->n_chain == 0 && cv->carry.st != NULL &&
 	     cv->carry.seq == cf->seq &&
 	     memcmp(cv->carry.head, cf->head, LEDGER_HEAD_BYTES) == 0;
-	unlock(cv);
+	cv_unlock(cv);
 	/* Only VERDICTs intervened (renumber reads each event between and
 	 * refuses any other): the judgement stands, re-numbered on the carry
 	 * (no other thread touches it while the chain is empty and the token
 	 * held). */
 	if (at && !cf->res.open)
 		renumbered = renumber(r, &cv->carry, &cf->res) == 0;
-	lock(cv);
+	cv_lock(cv);
 	if (renumbered) {
 		r->g.st->renumbered++;
 		cv->carry_serial = 0;
@@ -1301,9 +1301,9 @@ static void conflict_settle(struct run *r, struct conflict *cf)
 		r->judged = false;
 		carry_drop(cv);
 	}
-	unlock(cv);
+	cv_unlock(cv);
 	if (!renumbered && cf->res.open)
-		nap();
+		cv_nap();
 	cluster__append_result_release(&cf->res);
 	cf->have = false;
 }
@@ -1332,7 +1332,7 @@ static int tip_take(struct run *r, struct tip *t, struct conflict *cf,
 	upto = vi.upto < ledger_last_seq(ln->lg) ? vi.upto
 						 : ledger_last_seq(ln->lg);
 	memset(t, 0, sizeof(*t));
-	lock(cv);
+	cv_lock(cv);
 	keys_trim(cv, upto);
 again:
 	for (;;) {
@@ -1348,16 +1348,16 @@ again:
 					    cv->keys_full || carry_clash(r))))
 			break;
 		if (!cv_wait(cv, r->deadline_ms)) {
-			unlock(cv);
+			cv_unlock(cv);
 			return 1;
 		}
 	}
-	unlock(cv);
+	cv_unlock(cv);
 	if (settle_due && (rc = settle(r, msg)) != 0)
 		return rc;
 	if (cf->have)
 		conflict_settle(r, cf);
-	lock(cv);
+	cv_lock(cv);
 	if (cv->n_chain > 0) {
 		/* Chained on the last txn in flight: its state after, its
 		 * head value's very bytes. */
@@ -1373,7 +1373,7 @@ again:
 		t->cmp = lg_xstrdup(tail->hv);
 		t->cmp_len = strlen(t->cmp);
 		cv->tip_st = t->st;
-		unlock(cv);
+		cv_unlock(cv);
 		return 0;
 	}
 	/* The carry, when it is the newest log this member knows (at
@@ -1385,7 +1385,7 @@ again:
 		cv->epoch[0] == '\0' || cv->keys_full || carry_clash(r);
 	if (fresh)
 		carry_drop(cv);
-	unlock(cv);
+	cv_unlock(cv);
 	if (fresh) {
 		struct snap s;
 
@@ -1393,22 +1393,22 @@ again:
 			*msg = err->msg;
 			return rc;
 		}
-		lock(cv);
+		cv_lock(cv);
 		cv->carry = s;
 		cv->carry_serial = 0;
 		cv->gen++;
 		cv->keys_full = false;
 		keys_trim(cv, s.seq);
-		unlock(cv);
+		cv_unlock(cv);
 	}
-	lock(cv);
+	cv_lock(cv);
 	t->st = cv->carry.st;
 	t->seq = cv->carry.seq;
 	memcpy(t->head, cv->carry.head, LEDGER_HEAD_BYTES);
 	t->verdicts = cv->carry.verdicts;
 	t->head_rev = cv->carry.head_rev;
 	cv->tip_st = t->st;
-	unlock(cv);
+	cv_unlock(cv);
 	return 0;
 }
 
@@ -1483,7 +1483,7 @@ static void sent_committed(struct run *r, struct ptx *pt,
 								 : 0);
 	piped = pt->piped;
 	update_pending(cv);
-	unlock(cv);
+	cv_unlock(cv);
 	committed(r, &pt->v, taken);
 	if (res->attempts > 1 || early_seen)
 		fprintf(stderr,
@@ -1495,9 +1495,9 @@ static void sent_committed(struct run *r, struct ptx *pt,
 			early_seen ? ", sent again after its predecessor" : "");
 	r->g.st->txns++;
 	r->g.st->pipelined += piped;
-	lock(cv);
+	cv_lock(cv);
 	ptx_free(cv, pt);
-	unlock(cv);
+	cv_unlock(cv);
 	cluster__append_result_release(res);
 }
 
@@ -1514,10 +1514,10 @@ static bool sent_early(struct run *r, struct ptx *pt, size_t taken,
 	       cv_wait(cv, r->deadline_ms))
 		;
 	if (pt->doomed || pt->st == PT_COMMITTED) {
-		unlock(cv);
+		cv_unlock(cv);
 		return true;
 	}
-	if (cluster__mono_ms() >= r->deadline_ms) {
+	if (etcd_mono_ms() >= r->deadline_ms) {
 		if (ever_unknown) {
 			keep_unknown(r, pt, taken,
 				     "the outcome is unknown at the deadline");
@@ -1532,15 +1532,15 @@ static bool sent_early(struct run *r, struct ptx *pt, size_t taken,
 					       "rule 2)");
 		}
 		update_pending(cv);
-		unlock(cv);
+		cv_unlock(cv);
 		return false;
 	}
 	if (pred_state(cv, pt) == PRED_UNKNOWN) {
 		/* It may still commit: again, identical. */
-		unlock(cv);
+		cv_unlock(cv);
 		nap_ms(EARLY_RETRY_MS);
 	} else {
-		unlock(cv);
+		cv_unlock(cv);
 	}
 	return true;
 }
@@ -1560,10 +1560,10 @@ static bool send(struct run *r, struct ptx *pt, size_t taken,
 		bool after_pred;
 		enum sent o;
 
-		lock(cv);
+		cv_lock(cv);
 		after_pred = pred_state(cv, pt) == PRED_COMMITTED;
 		if (pt->st != PT_COMMITTED && !pt->doomed) {
-			unlock(cv);
+			cv_unlock(cv);
 			cluster__append(&pt->w,
 					&(struct cluster_append_req){
 						.v = &pt->v,
@@ -1572,7 +1572,7 @@ static bool send(struct run *r, struct ptx *pt, size_t taken,
 						.head_put = pt->hv,
 						.head_put_len = pt->hv_len},
 					&res, &err);
-			lock(cv);
+			cv_lock(cv);
 			ever_unknown |= res.indeterminate;
 		} else {
 			res.outcome = CLUSTER_APPEND_NOT_APPLIED;
@@ -1585,7 +1585,7 @@ static bool send(struct run *r, struct ptx *pt, size_t taken,
 		case SENT_DOOMED:
 			chain_remove(cv, pt);
 			ptx_free(cv, pt);
-			unlock(cv);
+			cv_unlock(cv);
 			cluster__append_result_release(&res);
 			r->g.st->chain_failed++;
 			break;
@@ -1606,12 +1606,12 @@ static bool send(struct run *r, struct ptx *pt, size_t taken,
 			memcpy(cf->head, pt->w.head, LEDGER_HEAD_BYTES);
 			cf->res = res; /* taken over */
 			ptx_free(cv, pt);
-			unlock(cv);
+			cv_unlock(cv);
 			break;
 		case SENT_UNKNOWN:
 			keep_unknown(r, pt, taken, res.why);
 			update_pending(cv);
-			unlock(cv);
+			cv_unlock(cv);
 			cluster__append_result_release(&res);
 			return false;
 		case SENT_FAILED:
@@ -1619,7 +1619,7 @@ static bool send(struct run *r, struct ptx *pt, size_t taken,
 			 * verdict txn cannot be): at once. */
 			chain_remove(cv, pt);
 			ptx_free(cv, pt);
-			unlock(cv);
+			cv_unlock(cv);
 			query_vgroup_fail_rest(&r->g, 503,
 					       res.why[0] ? res.why : err.msg);
 			cluster__append_result_release(&res);
@@ -1716,9 +1716,9 @@ static void run_batch(struct run *r)
 	struct conflict cf = {0};
 	unsigned rounds = 0;
 
-	lock(cv);
+	cv_lock(cv);
 	r->ticket = ++cv->tickets;
-	unlock(cv);
+	cv_unlock(cv);
 	for (;;) {
 		struct ledger_logval v = {0};
 		struct lg_error err = {0};
@@ -1771,11 +1771,11 @@ static void run_batch(struct run *r)
 			continue;
 		}
 		pt = ptx_make(r, &t, &v, after, taken);
-		lock(cv);
+		cv_lock(cv);
 		ok = chain_push(cv, pt, t.serial);
 		if (!ok)
 			ptx_free(cv, pt);
-		unlock(cv);
+		cv_unlock(cv);
 		token_give(cv);
 		if (!ok) {
 			/* The txn it was built on failed meanwhile. */
@@ -1805,20 +1805,20 @@ void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 	struct run r = {.cv = cv};
 	bool live;
 
-	lock(cv);
+	cv_lock(cv);
 	for (size_t i = 0; i < cv->n_lanes && r.ln == NULL; i++)
 		if (!cv->lanes[i].busy)
 			r.ln = &cv->lanes[i];
 	/* The server runs at most cluster__verdicts_inflight calls. */
 	LG_ASSERT(r.ln != NULL);
 	r.ln->busy = true;
-	unlock(cv);
+	cv_unlock(cv);
 	/* A call without items (NOTEs owed, a txn to resolve) has the
 	 * timeout from now; one with items, their nearest bound. */
 	query_vgroup_init(&r.g, it, n, st);
-	r.t0_ms = cluster__mono_ms();
+	r.t0_ms = etcd_mono_ms();
 	r.deadline_ms = r.t0_ms + (int64_t)cv->timeout_ms;
-	cluster__etcd_deadline(r.ln->etcd, r.deadline_ms);
+	etcd_deadline(r.ln->etcd, r.deadline_ms);
 	live = n == 0 || expire(&r);
 	cluster__applier_status(cv->ap, &as);
 	if (!live) {
@@ -1833,9 +1833,9 @@ void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 	} else if (n == 0) {
 		const char *msg;
 
-		lock(cv);
+		cv_lock(cv);
 		r.ticket = ++cv->tickets;
-		unlock(cv);
+		cv_unlock(cv);
 		if (token_take(&r)) {
 			(void)settle(&r, &msg);
 			token_give(cv);
@@ -1844,10 +1844,10 @@ void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 		door(&r);
 		run_batch(&r);
 	}
-	cluster__etcd_deadline(r.ln->etcd, 0);
-	lock(cv);
+	etcd_deadline(r.ln->etcd, 0);
+	cv_lock(cv);
 	r.ln->busy = false;
 	update_pending(cv);
-	unlock(cv);
+	cv_unlock(cv);
 	query_vgroup_release(&r.g);
 }

@@ -267,6 +267,33 @@ static CURLcode attempt(etcd_t *e, const char *url, const char *path,
 /* Sends body to path, trying the endpoints from e->cur on while nothing
  * was sent. On an answer (0) *doc is its JSON (caller decrefs); else the
  * code of its rule-1 outcome with err saying what happened. */
+/* What an attempt at endpoint i that reached no answer said. */
+static void transport_error(etcd_t *e, size_t i, const struct etcd_rule1 *v,
+			    CURLcode c, struct lg_error *err)
+{
+	lg_error_set(err, v->code, "%s: %s: %s: %s", e->urls[i],
+		     etcd__outcome_name(v->outcome), v->why,
+		     e->errbuf[0] ? e->errbuf : curl_easy_strerror(c));
+}
+
+/* The answer's JSON object in *doc; one that is not JSON leaves the
+ * outcome unknown. */
+static int answer_doc(etcd_t *e, json_t **doc, enum etcd_outcome *outcome,
+		      struct lg_error *err)
+{
+	*doc = json_loadb(e->resp ? e->resp : "", e->resp_len,
+			  JSON_DISABLE_EOF_CHECK, NULL);
+	if (json_is_object(*doc))
+		return 0;
+	json_decref(*doc);
+	*doc = NULL;
+	if (outcome != NULL)
+		*outcome = ETCD_INDETERMINATE;
+	return lg_error_set(err, LG_ECORRUPT,
+			    "%s: indeterminate: the answer is not JSON",
+			    e->urls[e->last]);
+}
+
 static int send_request(etcd_t *e, const char *path, const char *body,
 			bool rewindable, uint64_t timeout_ms, json_t **doc,
 			enum etcd_outcome *outcome, struct lg_error *err)
@@ -324,10 +351,7 @@ static int send_request(etcd_t *e, const char *path, const char *body,
 		v = etcd__classify(&a);
 		if (v.outcome == ETCD_NOT_APPLIED && a.transport != ETCD_T_OK) {
 			/* Nothing reached etcd there: the next one. */
-			lg_error_set(err, v.code, "%s: %s: %s: %s", e->urls[i],
-				     etcd__outcome_name(v.outcome), v.why,
-				     e->errbuf[0] ? e->errbuf
-						  : curl_easy_strerror(c));
+			transport_error(e, i, &v, c, err);
 			continue;
 		}
 		/* A member that timed out or broke, or answered slowly
@@ -346,10 +370,7 @@ static int send_request(etcd_t *e, const char *path, const char *body,
 			/* A read has no effect to lose: the next endpoint
 			 * answers it (a write is re-sent identical by its
 			 * caller, rule 1). */
-			lg_error_set(err, v.code, "%s: %s: %s: %s", e->urls[i],
-				     etcd__outcome_name(v.outcome), v.why,
-				     e->errbuf[0] ? e->errbuf
-						  : curl_easy_strerror(c));
+			transport_error(e, i, &v, c, err);
 			continue;
 		}
 		if (v.code != 0) {
@@ -360,12 +381,7 @@ static int send_request(etcd_t *e, const char *path, const char *body,
 					     etcd__outcome_name(v.outcome),
 					     v.why, a.http_status, gw);
 			else
-				lg_error_set(
-					err, v.code, "%s: %s: %s: %s",
-					e->urls[i],
-					etcd__outcome_name(v.outcome), v.why,
-					e->errbuf[0] ? e->errbuf
-						     : curl_easy_strerror(c));
+				transport_error(e, i, &v, c, err);
 		}
 		break;
 	}
@@ -373,19 +389,7 @@ static int send_request(etcd_t *e, const char *path, const char *body,
 		*outcome = v.outcome;
 	if (v.code != 0)
 		return v.code;
-	*doc = json_loadb(e->resp ? e->resp : "", e->resp_len,
-			  JSON_DISABLE_EOF_CHECK, NULL);
-	if (!json_is_object(*doc)) {
-		json_decref(*doc);
-		*doc = NULL;
-		if (outcome != NULL)
-			*outcome = ETCD_INDETERMINATE;
-		return lg_error_set(err, LG_ECORRUPT,
-				    "%s: indeterminate: the answer is not "
-				    "JSON",
-				    e->urls[e->last]);
-	}
-	return 0;
+	return answer_doc(e, doc, outcome, err);
 }
 
 /* A handle is used from one thread at a time, and never from inside a
