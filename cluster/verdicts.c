@@ -39,7 +39,10 @@
  *    chain, answered 503 (rule 2); while one does, no txn is built: the
  *    next call re-sends them identical, in order, once no other is in
  *    flight; one that turns out committed owes a NOTE VerdictUnanswered
- *    for each of its ids.
+ *    for each of its ids (a forwarded item's excepted: its door answers
+ *    its client, and a door that answered 503 an item it had offered to
+ *    the sequencer owes the NOTE for whatever verdict of its key its log
+ *    then shows, for a minute).
  *
  * An answer leaves only once its own txn committed, and so every txn
  * before it. Rule 3: the server never gives two calls in flight the same
@@ -80,6 +83,11 @@
 /* Verdict keys kept for rule 3 over the carry: past this many, the next
  * batch waits for the applier instead. */
 #define KEYS_MAX 16384
+/* A door's keys answered 503 after it offered them to the sequencer, kept
+ * this long (after the answer) for the NOTE their record is owed, at most
+ * this many (the oldest go first). */
+#define OFFERED_KEEP_MS 60000
+#define OFFERED_MAX 1024
 /* The chain: up to CLUSTER_PIPELINE_MAX txns in flight, as many left
  * unknown, and a txn of NOTEs. */
 #define CHAIN_MAX (2 * CLUSTER_PIPELINE_MAX + 1)
@@ -205,6 +213,18 @@ struct cluster_verdicts {
 	/* The pipeline runs only while this member is the sequencer (NULL:
 	 * never). */
 	cluster_leader_t *seq_ld;
+	/* Rule 2 for a door (mu): the keys it answered 503 after offering
+	 * them to the sequencer, which may record them after all and owes
+	 * no NOTE (the door answers the client): a NOTE names whatever
+	 * verdict of the key this member's log shows, until until_ms.
+	 * own_id: the id this member's own txn gave it, NOTEd as its own if
+	 * that txn commits (0: none, or that txn never committed). */
+	struct offered {
+		struct verdict_key key;
+		uint64_t own_id;
+		int64_t until_ms;
+	} *offered;
+	size_t n_offered;
 };
 
 static void nap_ms(int64_t ms)
@@ -305,6 +325,7 @@ void cluster__verdicts_free(struct cluster_verdicts *cv)
 		ptx_free_now(cv->chain[i]); /* only unknown ones are left */
 	cluster__forward_free(cv->fwd);
 	free(cv->owed);
+	free(cv->offered);
 	state_free(cv->carry.st);
 	state_free(cv->tip_orphan);
 	free(cv->keys);
@@ -355,7 +376,8 @@ bool cluster__verdicts_pending(struct cluster_verdicts *cv)
 /* (mu held) */
 static void update_pending(struct cluster_verdicts *cv)
 {
-	atomic_store(&cv->pending, cv->n_chain > 0 || cv->n_owed > 0);
+	atomic_store(&cv->pending,
+		     cv->n_chain > 0 || cv->n_owed > 0 || cv->n_offered > 0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -531,6 +553,68 @@ static void owe(struct cluster_verdicts *cv, const uint64_t *ids, size_t n)
 	cv->n_owed += n;
 }
 
+/* An unknown txn of ours that never committed (mu held): a key this door
+ * offered to the sequencer is then recorded, if at all, by another
+ * member's txn, whose verdict may even carry our id (the same seq). */
+static void offered_not_ours(struct cluster_verdicts *cv, const struct ptx *e)
+{
+	for (size_t k = 0; k < e->n_ids; k++)
+		for (size_t j = 0; j < cv->n_offered; j++)
+			if (cv->offered[j].own_id == e->ids[k])
+				cv->offered[j].own_id = 0;
+}
+
+/* The id of the VERDICT at seq (the index maps ids to seqs, in order). */
+static int verdict_id_at(ledger_t *lg, uint64_t seq, uint64_t *id,
+			 struct lg_error *err)
+{
+	struct ledger_vindex vi;
+	uint64_t lo = 1, hi, at;
+	int rc = ledger_verdict_index(lg, &vi, err);
+
+	for (hi = vi.count; rc == 0 && lo <= hi;) {
+		*id = lo + (hi - lo) / 2;
+		if ((rc = ledger_verdict_seq(lg, *id, &at, err)) != 0)
+			break;
+		if (at == seq)
+			return 0;
+		if (at < seq)
+			lo = *id + 1;
+		else
+			hi = *id - 1;
+	}
+	return rc != 0 ? rc : LG_ENOENT;
+}
+
+/* Owes a NOTE for the verdict the lane's ledger shows of each key this
+ * door answered 503 after offering it to the sequencer (unless it is its
+ * own, NOTEd as such); a key is forgotten then, or once kept long enough
+ * (mu held). */
+static void offered_settle(struct cluster_verdicts *cv, ledger_t *lg)
+{
+	struct lg_error err = {0};
+	int64_t now = etcd_mono_ms();
+	size_t kept = 0;
+
+	if (cv->n_offered == 0 || ledger_refresh(lg, &err) != 0)
+		return;
+	for (size_t k = 0; k < cv->n_offered; k++) {
+		struct offered *o = &cv->offered[k];
+		uint64_t seq, id;
+		int rc = ledger_verdict_by_key(lg, &o->key, &seq, &err);
+
+		if (rc == 0 && verdict_id_at(lg, seq, &id, &err) == 0) {
+			if (id != o->own_id)
+				owe(cv, &id, 1);
+			continue;
+		}
+		if (rc == LG_ENOENT && now >= o->until_ms)
+			continue;
+		cv->offered[kept++] = *o;
+	}
+	cv->n_offered = kept;
+}
+
 /* ---------------------------------------------------------------------- */
 /* The chain (mu held) */
 
@@ -567,6 +651,7 @@ static void chain_remove(struct cluster_verdicts *cv, struct ptx *pt)
 		struct ptx *e = cv->chain[j];
 
 		if (e->st == PT_UNKNOWN) {
+			offered_not_ours(cv, e);
 			ptx_free(cv, e);
 			continue;
 		}
@@ -693,7 +778,16 @@ struct run {
 	uint64_t ticket;       /* its place in the build order */
 	bool judged;	       /* judged on the carry of gen */
 	uint64_t gen;
+	bool *offered; /* item i went to the sequencer (a door's) */
+	uint64_t *own; /* item i's id in a txn of ours answered 503 (0: none) */
 };
+
+static void own_set(struct run *r, size_t i, uint64_t id)
+{
+	if (r->own == NULL)
+		r->own = lg_xcalloc(r->g.n, sizeof(*r->own));
+	r->own[i] = id;
+}
 
 /* DESIGN 11 rule 2's bound of item i: --verdict-timeout-ms from its
  * arrival, so that time spent queued behind an earlier batch (or frozen:
@@ -740,6 +834,11 @@ static void door(struct run *r)
 		if (budget[i] > tmo)
 			tmo = budget[i];
 	}
+	r->offered = lg_xcalloc(r->g.n, sizeof(*r->offered));
+	for (size_t i = 0; i < r->g.n; i++)
+		r->offered[i] = r->g.state[i] != QUERY_V_DONE &&
+				!r->g.it[i].forwarded &&
+				r->g.it[i].body != NULL && budget[i] > 0;
 	/* One forward at a time: the client is one handle. */
 	LG_ASSERT(pthread_mutex_lock(&cv->door_mu) == 0);
 	rc = cluster__forward_run(cv->fwd, url, cv->name, &r->g, budget,
@@ -935,6 +1034,7 @@ static void committed(struct run *r, const struct ledger_logval *v,
 		if (!it->forwarded)
 			owe(r->cv, &it->v.id, 1);
 		cv_unlock(r->cv);
+		own_set(r, i, it->v.id);
 		it->recorded = false;
 		query_vgroup_fail(&r->g, i, 503,
 				  "the verdict was recorded only after "
@@ -1041,6 +1141,7 @@ static bool resolve(struct cluster_verdicts *cv, struct lane *ln,
 				struct ptx *x = cv->chain[cv->n_chain - 1];
 
 				cv->n_chain--;
+				offered_not_ours(cv, x);
 				ptx_free(cv, x);
 			}
 			carry_drop(cv);
@@ -1218,6 +1319,9 @@ static int settle(struct run *r, const char **msg)
 		       "(DESIGN 11 rule 1)";
 		return LG_EIO;
 	}
+	cv_lock(cv);
+	offered_settle(cv, r->ln->lg);
+	cv_unlock(cv);
 	if (cv->n_owed > 0)
 		append_notes(cv, r->ln, r->deadline_ms, r->g.st);
 	cv_lock(cv);
@@ -1456,9 +1560,11 @@ static void keep_unknown(struct run *r, struct ptx *pt, size_t taken,
 	pt->ids = lg_xcalloc(taken ? taken : 1, sizeof(*pt->ids));
 	/* Owed a NOTE if it commits: not a door's (its door answers its
 	 * client, as in committed()). */
-	for (size_t k = 0; k < taken; k++)
+	for (size_t k = 0; k < taken; k++) {
+		own_set(r, r->g.of[k], r->g.it[r->g.of[k]].v.id);
 		if (!r->g.it[r->g.of[k]].forwarded)
 			pt->ids[pt->n_ids++] = r->g.it[r->g.of[k]].v.id;
+	}
 	fprintf(stderr,
 		"gpuledger member: verdicts at seqs %llu..%llu: the outcome "
 		"is unknown at the deadline, answered 503 (DESIGN 11 rule "
@@ -1798,6 +1904,35 @@ static void run_batch(struct run *r)
 
 /* ---------------------------------------------------------------------- */
 
+/* A door's 503s for items it offered to the sequencer (mu held): their
+ * keys, kept for the NOTE (cluster_verdicts.offered). */
+static void offered_keep(struct cluster_verdicts *cv, const struct run *r)
+{
+	int64_t until = etcd_mono_ms() + OFFERED_KEEP_MS;
+
+	for (size_t i = 0; r->offered != NULL && i < r->g.n; i++) {
+		const struct query_vitem *it = &r->g.it[i];
+		struct verdict_key key;
+		struct offered *o;
+
+		if (!r->offered[i] || it->status != 503)
+			continue;
+		verdict_request_key(it->vr, &key);
+		if (key.kind == VERDICT_KEY_NONE)
+			continue;
+		if (cv->offered == NULL)
+			cv->offered = lg_xcalloc(OFFERED_MAX,
+						 sizeof(*cv->offered));
+		if (cv->n_offered == OFFERED_MAX)
+			memmove(cv->offered, cv->offered + 1,
+				--cv->n_offered * sizeof(*cv->offered));
+		o = &cv->offered[cv->n_offered++];
+		o->key = key;
+		o->own_id = r->own != NULL ? r->own[i] : 0;
+		o->until_ms = until;
+	}
+}
+
 void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 			   size_t n, struct query_vstats *st)
 {
@@ -1846,8 +1981,11 @@ void cluster__verdicts_run(struct cluster_verdicts *cv, struct query_vitem *it,
 	}
 	etcd_deadline(r.ln->etcd, 0);
 	cv_lock(cv);
+	offered_keep(cv, &r);
 	r.ln->busy = false;
 	update_pending(cv);
 	cv_unlock(cv);
+	free(r.offered);
+	free(r.own);
 	query_vgroup_release(&r.g);
 }
