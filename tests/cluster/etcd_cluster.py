@@ -31,7 +31,9 @@ too):
                the write committed and its client never heard; with
                MATCH, only the answers to requests whose bytes hold MATCH
                (say, the base64 of "P/log/": the txns that append), the
-               rest forwarded;
+               rest forwarded; MATCH may name several substrings,
+               comma-separated, all of which must be in the request,
+               each of them one of several alternatives split by "|";
   reset        as drop-answer, but the client's connection is reset (RST):
                a write that committed, and a reset instead of its answer;
   reset-early  the client's connection is reset as soon as it sends,
@@ -86,7 +88,7 @@ class Proxy:
         self.name = name
         self.upstream = ("127.0.0.1", upstream_port)
         self.mode, self.delay_ms = "forward", 0
-        self.match = None  # drop-answer's MATCH (bytes), or None
+        self.match = None  # drop-answer's MATCH ([bytes]), or None
         self.once = None  # delay-once's (MS, MATCH or None), or None
         self.stats = {"connections": 0, "up_bytes": 0, "down_bytes": 0,
                       "dropped": 0, "reset": 0, "blackholed": 0,
@@ -163,7 +165,9 @@ class Proxy:
                     if not data:
                         break
                     if self.mode == "drop-answer" and (
-                            self.match is None or self.match in req):
+                            self.match is None or
+                            all(any(a in req for a in m.split(b"|"))
+                                for m in self.match)):
                         self.stats["dropped"] += 1
                         break
                     if self.mode == "reset":
@@ -269,7 +273,7 @@ async def control(cluster, reader, writer):
                           line[4].encode() if len(line) == 5 else None)
                 answer = "ok"
             elif line[2] == "drop-answer" and len(line) == 4:
-                p.mode, p.match = "drop-answer", line[3].encode()
+                p.mode, p.match = "drop-answer", line[3].encode().split(b",")
                 answer = "ok"
             elif line[2] in MODES and line[2] != "delay" and len(line) == 3:
                 p.mode, p.match, p.once = line[2], None, None
