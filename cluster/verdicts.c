@@ -509,24 +509,53 @@ static int snapshot(struct cluster_verdicts *cv, struct lane *ln,
 /* Keeps key (if any) as recorded at seq, for rule 3 over the carry; when
  * the bound is reached it is not kept, and the next build waits for the
  * applier instead (keys_full). Takes mu. */
-static void key_add(struct cluster_verdicts *cv, uint64_t seq,
-		    const struct verdict_key *key)
+static void key_add_locked(struct cluster_verdicts *cv, uint64_t seq,
+			   const struct verdict_key *key)
 {
 	if (key->kind == VERDICT_KEY_NONE)
 		return;
-	cv_lock(cv);
 	if (cv->n_keys >= KEYS_MAX) {
 		cv->keys_full = true;
-	} else {
-		if (cv->n_keys == cv->cap_keys) {
-			cv->cap_keys = cv->cap_keys ? 2 * cv->cap_keys : 64;
-			cv->keys = lg_xrealloc(cv->keys, cv->cap_keys *
-								 sizeof(*cv->keys));
-		}
-		cv->keys[cv->n_keys++] =
-			(struct seq_key){.seq = seq, .key = *key};
+		return;
 	}
+	if (cv->n_keys == cv->cap_keys) {
+		cv->cap_keys = cv->cap_keys ? 2 * cv->cap_keys : 64;
+		cv->keys =
+			lg_xrealloc(cv->keys, cv->cap_keys * sizeof(*cv->keys));
+	}
+	cv->keys[cv->n_keys++] = (struct seq_key){.seq = seq, .key = *key};
+}
+
+static void key_add(struct cluster_verdicts *cv, uint64_t seq,
+		    const struct verdict_key *key)
+{
+	cv_lock(cv);
+	key_add_locked(cv, seq, key);
 	cv_unlock(cv);
+}
+
+static int value_key(void *ctx, const struct event *ev)
+{
+	struct verdict_key key;
+
+	if (ev->type == EV_VERDICT &&
+	    verdict_record_key(ev->text, strlen(ev->text), &key) == 1)
+		key_add_locked(ctx, ev->seq, &key);
+	return 0;
+}
+
+/* The keys a txn of this member recorded whose items no call answers
+ * any more: one left unknown and then found committed (rule 1). Its run
+ * has returned, so committed() never kept them, and the carry now lies
+ * past them, perhaps past the ledger: without them a forward of the same
+ * key (its door fell back and answered from the record meanwhile) would
+ * be judged again (mu held). */
+static void keys_of_value(struct cluster_verdicts *cv,
+			  const struct ledger_logval *v)
+{
+	if (ledger_logval_read(v->bytes, v->len, v->first_seq, NULL,
+			       value_key, cv, NULL, NULL) != 0)
+		cv->keys_full = true; /* not known: the ledger decides */
 }
 
 /* The keys the ledger's uid index holds by now (upto): dropped (mu
@@ -694,6 +723,7 @@ static void chain_committed(struct cluster_verdicts *cv, struct ptx *pt,
 		} else if (e->st == PT_UNKNOWN) {
 			/* DESIGN 11 rule 2: recorded, never answered. */
 			owe(cv, e->ids, e->n_ids);
+			keys_of_value(cv, &e->v);
 		}
 		if (e->v.last_seq > cv->known_seq)
 			cv->known_seq = e->v.last_seq;
