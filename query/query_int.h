@@ -748,6 +748,7 @@ struct query_server {
 	/* A member's (o.member): its status at the last follow, and the
 	 * header line GETs carry while etcd cannot be reached ("" else). */
 	struct query_member_status member_st;
+	bool member_st_read; /* member_st was read at least once */
 	char stale_hdr[64];
 	/* A member's verdict groups in flight on worker threads, at most
 	 * query_member.inflight() of them (1 but on the sequencer, whose

@@ -167,6 +167,7 @@ static void member_status(struct query_server *qs)
 		return;
 	memset(&qs->member_st, 0, sizeof(qs->member_st));
 	m->status(m->ctx, &qs->member_st);
+	qs->member_st_read = true;
 	qs->member_st.unready[sizeof(qs->member_st.unready) - 1] = '\0';
 	if (qs->member_st.reachable)
 		qs->stale_hdr[0] = '\0';

@@ -200,6 +200,17 @@ static void handle_verdict_request(struct query_server *qs, struct request *rq,
 		       rq->idempotency_len);
 		vr.idempotency_key[rq->idempotency_len] = '\0';
 	}
+	/* DESIGN 11: a member that cannot reach an etcd quorum answers 503
+	 * at once, not after a group in flight has waited out its bound on
+	 * the lost link (its verdict path says the same once it runs). */
+	if (qs->o.member != NULL && qs->member_st_read &&
+	    !qs->member_st.reachable) {
+		verdict_request_release(&vr);
+		query__reply_error(qs, rq, 503,
+				   "this member cannot reach an etcd quorum: "
+				   "it records no verdict (DESIGN 11)");
+		return;
+	}
 	door_key(qs, &vr);
 	enqueue(qs, rq, &vr);
 }
