@@ -573,6 +573,8 @@ static void keys_trim(struct cluster_verdicts *cv, uint64_t upto)
 /* (mu held) */
 static void owe(struct cluster_verdicts *cv, const uint64_t *ids, size_t n)
 {
+	if (n == 0)
+		return; /* e.g. a txn of forwarded items only: their doors' */
 	if (cv->n_owed + n > cv->cap_owed) {
 		cv->cap_owed = 2 * (cv->n_owed + n);
 		cv->owed = lg_xrealloc(cv->owed,
