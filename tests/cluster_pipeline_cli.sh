@@ -48,30 +48,7 @@ for k in 0 17; do
 done
 
 # ------------------------------------------------------------ the API server
-python3 "$here/apiserver/fake_apiserver.py" --plain --token "$token" \
-	--scenario "$here/apiserver/scenarios/small.json" --seed 5 \
-	--port-file "$tmp/srv.port" >"$tmp/srv.log" 2>&1 &
-pids="$pids $!"
-if ! wait_until 20 test -f "$tmp/srv.port"; then
-	bad "the API server did not start: $(cat "$tmp/srv.log")"
-	echo "cluster_pipeline_cli: $pass passed, $fail failed"
-	exit 1
-fi
-. "$tmp/srv.port"
-cat >"$tmp/kc" <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster: {server: "$url"}
-users:
-- name: w
-  user: {token: $token}
-contexts:
-- name: fake
-  context: {cluster: fake, user: w}
-current-context: fake
-KC
+apiserver_up cluster_pipeline_cli "$token"
 
 # ------------------------------------------------------------ the members
 printf 'adm-token-0123456789 admission\npeer-token-0123456789 peer\naud-token-0123456789 auditor\n' >"$tmp/tokens"
