@@ -758,10 +758,14 @@ static void report_leader(struct cluster_lease *l, const struct etcd_kv *kv)
 	l->known = kv->create_revision;
 	cluster__leader_name(kv->value, kv->value_len, name, sizeof(name));
 	lock(l);
-	l->seq_is = CLUSTER_SEQ_OTHER;
 	cluster__leader_parse(kv->value, kv->value_len, l->seq_name,
 			      sizeof(l->seq_name), l->seq_url,
 			      sizeof(l->seq_url));
+	/* Our own name under a lease this process does not hold: a term
+	 * that ended, or the lease of this member's previous process, alive
+	 * until its TTL. No sequencer answers at that URL: judge here. */
+	l->seq_is = strcmp(l->seq_name, l->name) == 0 ? CLUSTER_SEQ_UNKNOWN
+						      : CLUSTER_SEQ_OTHER;
 	unlock(l);
 	emit_transition(l, CLUSTER_LEASE_FOLLOWER, kv->create_revision,
 			l->lease, name, NULL);

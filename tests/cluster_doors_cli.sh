@@ -17,6 +17,8 @@
 #  - the sequencer SIGSTOPped under spread admissions (the doors fall back
 #    after --forward-timeout-ms), then SIGKILLed (another member takes
 #    over as sequencer);
+#  - the sequencer SIGKILLed and restarted while its old lease still
+#    holds P/leader: it judges there, forwarding nothing to itself;
 #  - tests/cluster/history.py over every answer and every member's log:
 #    each answered verdict once, the logs byte-identical, verify and audit.
 # With DOORS_MODE=judge (tests/cluster_holds_cli.sh) the members run
@@ -312,6 +314,42 @@ settled() {
 	at_head && [ "$(etcdctl --endpoints "$ETCD_URL0" get $P/head --print-value-only | jq .seq)" = "$h0" ]
 }
 wait_until 3 settled || bad "the log did not settle (within about a minute)"
+
+if [ "$mode" = forward ]; then
+# ---------------- the sequencer restarted while its old lease still lives
+# A crashed sequencer's lease lives out its TTL (kept alive here, by
+# etcdctl, so that the window does not race the restart): P/leader names
+# the restarted member, but under a lease it does not hold. It judges
+# here; forwarding to its own URL would wait --forward-timeout-ms for
+# nothing (found by the fault suite under load).
+seq2=$(leader)
+eval "spid=\$pid_$seq2"
+lease_of_leader() {
+	etcdctl --endpoints "$ETCD_URL0" get $P/leader -w fields | sed -n 's/^"Lease" : //p'
+}
+lid=$(lease_of_leader)
+kill -9 "$spid"
+wait "$spid" 2>/dev/null
+etcdctl --endpoints "$ETCD_URL0" lease keep-alive "$(printf '%x' "$lid")" >/dev/null 2>&1 &
+kapid=$!
+pids="$pids $kapid"
+start "$seq2"
+eval "mp=\$port_$seq2"
+wait_until 60 ready "$mp" || bad "$seq2 is not ready after its restart"
+wait_until 20 grep -q "following $seq2 " "$tmp/$seq2.err" ||
+	bad "$seq2 restarted did not see P/leader name it"
+ask "$mp" self-1
+is "restarted under its own old lease: 200" "$code" 200
+is "restarted under its own old lease: nothing forwarded" "$(metric "$mp" forwarded)" 0
+is "restarted under its own old lease: no fallback" "$(metric "$mp" fallbacks)" 0
+is "the old lease held P/leader all along" "$(lease_of_leader)" "$lid"
+kill "$kapid" 2>/dev/null
+wait "$kapid" 2>/dev/null
+etcdctl --endpoints "$ETCD_URL0" lease revoke "$(printf '%x' "$lid")" >/dev/null 2>&1 ||
+	bad "the old lease could not be revoked"
+wait_until 20 test -n "$(leader)" || bad "no member leads after the old lease"
+wait_until 3 settled || bad "the log did not settle after the old lease"
+fi
 
 # ------------------------------------------------------ the whole history
 kill -TERM $pid_m1 $pid_m2 $pid_m3
