@@ -240,12 +240,19 @@ struct keys {
 		log[KEY_MAX], pos[POS_MAX][KEY_MAX];
 };
 
-/* Only VERDICTs between? (the conflict's question) */
+bool cluster__verdict_path_event(const struct event *ev)
+{
+	return ev->type == EV_VERDICT ||
+	       (ev->type == EV_NOTE && ev->key != NULL &&
+		strcmp(ev->key, CLUSTER_NOTE_UNANSWERED) == 0);
+}
+
+/* Only the verdict path's events between? (the conflict's question) */
 static int verdicts_only(void *ctx, const struct event *ev)
 {
 	bool *only = ctx;
 
-	if (ev->type != EV_VERDICT)
+	if (!cluster__verdict_path_event(ev))
 		*only = false;
 	return 0;
 }

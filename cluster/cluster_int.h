@@ -126,10 +126,11 @@ struct cluster_append_result {
 	 * branch of a re-send showed our own P/log/<s+1> (rule 1). */
 	int64_t revision;
 	bool found;
-	/* CONFLICT: P/head now and its mod_revision; whether only VERDICT
-	 * events lie between (read from the P/log/ values between; not read,
-	 * false, for a verdict txn, whose caller reads them itself to
-	 * re-number); open: P/open was there (a verdict txn). */
+	/* CONFLICT: P/head now and its mod_revision; whether only the
+	 * verdict path's events (cluster__verdict_path_event) lie between
+	 * (read from the P/log/ values between; not read, false, for a
+	 * verdict txn, whose caller reads them itself to re-number); open:
+	 * P/open was there (a verdict txn). */
 	struct cluster_head now;
 	int64_t now_rev;
 	bool only_verdicts, open;
@@ -147,6 +148,16 @@ struct cluster_append_result {
 	bool other_history;
 	char why[LG_ERRMSG_MAX]; /* NOT_APPLIED, UNKNOWN, DEPOSED */
 };
+
+/* The NOTE code of DESIGN 11 rule 2: a verdict found committed after its
+ * client was answered 503. */
+#define CLUSTER_NOTE_UNANSWERED "VerdictUnanswered"
+
+/* An event the verdict path appends, from any member: a VERDICT, or a NOTE
+ * VerdictUnanswered. Neither changes the state, so a leader re-chains
+ * over them (rule 4); anything else between is another writer's
+ * observation. */
+bool cluster__verdict_path_event(const struct event *ev);
 
 /* The append txn (DESIGN 11 "An append is one txn"): compare P/epoch,
  * P/head's mod_revision (or its value, w->head_value), P/leader's create_revision (with leader_rev and

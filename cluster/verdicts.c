@@ -1275,7 +1275,7 @@ static void append_notes(struct cluster_verdicts *cv, struct lane *ln,
 				evs[i] = (struct event){
 					.type = EV_NOTE,
 					.time_ns = s.time_ns,
-					.key = "VerdictUnanswered",
+					.key = CLUSTER_NOTE_UNANSWERED,
 					.kind = HK_NONE,
 					.name = names[i],
 					.text = msgs[i]};

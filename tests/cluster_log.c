@@ -651,6 +651,79 @@ START_TEST(log_append_rule1)
 }
 END_TEST
 
+/* A conflict over the verdict path's events only (VERDICTs, NOTEs
+ * VerdictUnanswered a door appended) is caught up over; over any other
+ * event it is another writer's observation (DESIGN 11 rule 4). */
+static const struct {
+	enum event_type type;
+	const char *code;
+	bool only;
+} between_cases[] = {
+	{EV_VERDICT, NULL, true},
+	{EV_NOTE, CLUSTER_NOTE_UNANSWERED, true},
+	{EV_NOTE, "Synced", false},
+	{EV_NOTE, "LeaderChanged", false},
+	{EV_TENANT, NULL, false},
+};
+
+START_TEST(log_append_conflict_between)
+{
+	state_t *a = state_new(), *b = state_new();
+	uint8_t zero[LEDGER_HEAD_BYTES] = {0};
+	struct event ea = {.type = EV_TENANT, .ns = "tenant-root"},
+		     eb[2] = {{.type = EV_VERDICT, .text = "{\"id\":1}"},
+			      {.type = between_cases[_i].type}};
+	struct ledger_logval ours, theirs;
+	struct script sc = {.n = 1, .steps = {S_FAIL_OTHER}};
+	struct cluster_writer w = {.prefix = "/p",
+				   .send = scripted,
+				   .send_ctx = &sc,
+				   .head_rev = 2,
+				   .leader_rev = 30,
+				   .retry_ms = 1};
+	struct cluster_append_req rq = {.v = &ours, .deadline_ms = INT64_MAX};
+	struct cluster_append_result res;
+	struct lg_error err = {0};
+	size_t taken;
+
+	switch (eb[1].type) {
+	case EV_VERDICT:
+		eb[1].text = "{\"id\":2}";
+		break;
+	case EV_NOTE:
+		eb[1].key = between_cases[_i].code;
+		eb[1].text = "a message";
+		eb[1].name = "1";
+		break;
+	default:
+		eb[1].ns = "tenant-root";
+		break;
+	}
+	ck_assert(cluster__verdict_path_event(&eb[1]) ==
+		  between_cases[_i].only);
+	snprintf(w.epoch, sizeof(w.epoch), "ep");
+	ck_assert_int_eq(ledger_logval_build(a, zero, &ea, 1, 1 << 20, &ours,
+					     &taken, &err),
+			 0);
+	ck_assert_msg(ledger_logval_build(b, zero, eb, 2, 1 << 20, &theirs,
+					  &taken, &err) == 0,
+		      "%s", err.msg);
+	sc.ours = &ours;
+	sc.theirs = &theirs;
+	ck_assert_int_eq(cluster__append(&w, &rq, &res, &err), 0);
+	ck_assert_int_eq(res.outcome, CLUSTER_APPEND_CONFLICT);
+	ck_assert_uint_eq(res.now.seq, 2);
+	ck_assert_msg(res.only_verdicts == between_cases[_i].only, "case %d",
+		      _i);
+	for (size_t i = 0; i < sc.at; i++)
+		free(sc.bodies[i]);
+	ledger_logval_release(&ours);
+	ledger_logval_release(&theirs);
+	state_free(a);
+	state_free(b);
+}
+END_TEST
+
 /* Unknown at the deadline: never reported as anything else. */
 START_TEST(log_append_deadline)
 {
@@ -697,6 +770,8 @@ void cluster_tests_log(Suite *s)
 	tcase_add_test(tc, log_applier_head_check);
 	tcase_add_loop_test(tc, log_append_rule1, 0,
 			    sizeof(append_cases) / sizeof(append_cases[0]));
+	tcase_add_loop_test(tc, log_append_conflict_between, 0,
+			    sizeof(between_cases) / sizeof(between_cases[0]));
 	tcase_add_test(tc, log_append_deadline);
 	suite_add_tcase(s, tc);
 }
