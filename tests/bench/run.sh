@@ -1135,14 +1135,32 @@ cla_start() {
 	done
 }
 
+# cla_cpu: the CPU ticks (user + system) so far of m1, m2, m3 and of the
+# three etcd processes together, as one line of 4 numbers (a process
+# gone counts 0).
+cla_cpu() {
+	t() { [ -n "$1" ] && awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+	e=0
+	for p in $(pgrep -f -- "--data-dir $tmp/cl/etcd/" 2>/dev/null); do
+		e=$((e + $(t "$p")))
+	done
+	echo "$(t "${cla_pid_m1:-}") $(t "${cla_pid_m2:-}") $(t "${cla_pid_m3:-}") $e"
+}
+
 # cla_load NAME SECS TARGET:CONNECTIONS...: cla_start, then the pooled
 # figures as one JSON line appended to $tmp/cla/NAME.json, and wrk's CPU
 # seconds per second to $tmp/cla/NAME.cpu.
 cla_load() {
 	name=$1 dur=$2
+	c0=$(cla_cpu)
 	cla_start "$@"
 	# shellcheck disable=SC2086
 	wait $cla_wait
+	c1=$(cla_cpu)
+	echo "$c0 $c1" | awk -v d="$dur" -v hz="$(getconf CLK_TCK)" '{
+		n = NF / 2
+		for (i = 1; i <= n; i++) printf "%s%.3f", (i > 1 ? " " : ""), ($(i + n) - $i) / hz / d
+		printf "\n" }' >>"$tmp/cla/$name.pcpu"
 	python3 "$here/cluster_admit.py" merge "$tmp/cla/$name".*.out >>"$tmp/cla/$name.json" ||
 		say "   $name: the logs could not be read"
 	cat "$tmp/cla/$name".*.out.cpu | awk -v d="$dur" '{ s += $1 } END { printf "%.3f\n", s / d }' >>"$tmp/cla/$name.cpu"
@@ -1320,6 +1338,20 @@ bench_cluster_admission() {
 	cla_ratio "cluster: spread / etcd puts, p99, 64 conn (<= 1.5)" spread64 p99_ms put64 p99_ms
 	cla_ratio "cluster: spread / sequencer alone, verdicts/s, 8 conn (>= 0.9)" spread8 ok_per_s alone8 ok_per_s
 	cla_ratio "cluster: spread / sequencer alone, verdicts/s, 64 conn (>= 0.9)" spread64 ok_per_s alone64 ok_per_s
+	for n in put8 put64 spread8 spread64 alone8 alone64; do
+		python3 - "$tmp/cla/$n.pcpu" "$tmp/cla/$n.json" "$n" "$(cla_leader)" >>"$tmp/info" <<-'PY' || true
+		import json, sys
+		fp, fj, name, lead = sys.argv[1:]
+		rows = [[float(x) for x in l.split()] for l in open(fp)]
+		rate = [json.loads(l)["ok_per_s"] for l in open(fj)]
+		med = lambda v: sorted(v)[len(v) // 2]
+		col = [med([r[i] for r in rows]) for i in range(4)]
+		per = med([sum(r) / q * 1000 for r, q in zip(rows, rate) if q])
+		print("cluster: CPU at %s, s per second (of 2 cores), medians: m1 %.2f, m2 %.2f, m3 %.2f, etcd (3) %.2f; members and etcd %.2f ms per %s (P/leader now: %s)" % (
+		    name, col[0], col[1], col[2], col[3], per,
+		    "put" if name.startswith("put") else "verdict", lead or "none"))
+		PY
+	done
 	for n in put64 spread64 alone64; do
 		echo "cluster: wrk's CPU at $n: $(stats <"$tmp/cla/$n.cpu" | cut -d'|' -f1) s per second (of 2 cores; $(case $n in put64 | spread64) echo '3 processes' ;; *) echo '1 process' ;; esac), 64 threads, unpinned)" >>"$tmp/info"
 	done
