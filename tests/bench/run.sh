@@ -22,7 +22,8 @@
 # BENCH_CLUSTER_PARTS picks some of them (feed admission failover),
 # BENCH_CLUSTER_ADM_EVENTS sizes the admissions' simulated history,
 # BENCH_KILL_BEFORE and BENCH_KILL_AFTER the seconds of load around a
-# SIGKILL (3, 10), BENCH_MEMBER_OPTS the members' extra options. BENCH_QUICK=1
+# SIGKILL (3, 10), BENCH_MEMBER_OPTS the members' extra options,
+# BENCH_CLUSTER_PIN=1 etcd on CPU 0 and the members on CPU 1. BENCH_QUICK=1
 # runs everything once, shorter (below), for development.
 set -eu
 
@@ -854,7 +855,7 @@ bench_cluster() {
 # disk); sources its env (ETCD_URLS, ETCD_URL0..2).
 cluster_up() {
 	mkdir -p "$tmp/cl"
-	python3 "$here/../cluster/etcd_cluster.py" up "$tmp/cl/etcd" --watch-pid $$ \
+	$pin_etcd python3 "$here/../cluster/etcd_cluster.py" up "$tmp/cl/etcd" --watch-pid $$ \
 		>"$tmp/cl/harness.log" 2>&1 &
 	cl_hpid=$!
 	i=0
@@ -1017,6 +1018,13 @@ kill_after=${BENCH_KILL_AFTER:-10}
 # @PEER_TOKEN_FILE@ is a file of one token (mode 600) the bench writes, for
 # members whose doors need peer credentials to forward (DESIGN 11).
 cla_opts=${BENCH_MEMBER_OPTS:---etcd-timeout-ms 1500}
+# BENCH_CLUSTER_PIN=1: etcd on CPU 0, the members and wrk on CPU 1 (a
+# stand-in, on 2 cores, for etcd on nodes of its own: each figure then
+# says what its side costs without taking the other's core).
+pin_etcd= pin_rest=
+if [ -n "${BENCH_CLUSTER_PIN:-}" ] && command -v taskset >/dev/null; then
+	pin_etcd="taskset -c 0" pin_rest="taskset -c 1"
+fi
 
 # cla_etcd NAME: the member's --etcd, its own etcd member first (as the
 # feed's members: the spread puts go to the same three).
@@ -1037,7 +1045,7 @@ cla_member() {
 	while [ $k -lt 40 ]; do
 		rm -f "$tmp/cla/$1.out"
 		# shellcheck disable=SC2086
-		"$bin" member --db "$tmp/cla/$1" --etcd "$(cla_etcd "$1")" \
+		$pin_rest "$bin" member --db "$tmp/cla/$1" --etcd "$(cla_etcd "$1")" \
 			--prefix "$cla_P" --name "$1" --listen 127.0.0.1:0 $cla_opts \
 			--watch --kubeconfig "$tmp/cla/kubeconfig" \
 			>"$tmp/cla/$1.out" 2>>"$tmp/cla/$1.err" &
@@ -1117,7 +1125,7 @@ cla_start() {
 		(
 			env BENCH_BODY="$body" BENCH_ID="/bench-scratch/r$cla_n-$name-$t" \
 				BENCH_LOG="$o.log" ${b64:+BENCH_B64=1} \
-				wrk -t"$c" -c"$c" -d"${dur}s" --timeout 30s \
+				$pin_rest wrk -t"$c" -c"$c" -d"${dur}s" --timeout 30s \
 				-s "$here/wrk_log.lua" "$u" >"$o" 2>&1 &
 			echo $! >"$o.pid"
 			wait $! || true
@@ -1147,16 +1155,31 @@ cla_cpu() {
 	echo "$(t "${cla_pid_m1:-}") $(t "${cla_pid_m2:-}") $(t "${cla_pid_m3:-}") $e"
 }
 
+# cla_txns: the verdict txns the three members sent so far, and of them
+# the ones failed (re-numbered, or doomed by a failed predecessor), as
+# "SENT FAILED" (from /metrics; a member not answering counts 0).
+cla_txns() {
+	for m in m1 m2 m3; do
+		eval "u=\${cla_url_$m:-}"
+		[ -n "$u" ] && curl -s -m 2 "$u/metrics" 2>/dev/null
+	done | awk '$1 == "gpuledger_cluster_verdict_txns_total" { s += $2 }
+		$1 == "gpuledger_cluster_verdict_renumbered_total" ||
+		$1 == "gpuledger_cluster_verdict_chain_failed_total" { f += $2 }
+		END { printf "%d %d\n", s, f }'
+}
+
 # cla_load NAME SECS TARGET:CONNECTIONS...: cla_start, then the pooled
 # figures as one JSON line appended to $tmp/cla/NAME.json, and wrk's CPU
 # seconds per second to $tmp/cla/NAME.cpu.
 cla_load() {
 	name=$1 dur=$2
 	c0=$(cla_cpu)
+	x0=$(cla_txns)
 	cla_start "$@"
 	# shellcheck disable=SC2086
 	wait $cla_wait
 	c1=$(cla_cpu)
+	echo "$x0 $(cla_txns)" | awk '{ print $3 - $1, $4 - $2 }' >>"$tmp/cla/$name.txns"
 	echo "$c0 $c1" | awk -v d="$dur" -v hz="$(getconf CLK_TCK)" '{
 		n = NF / 2
 		for (i = 1; i <= n; i++) printf "%s%.3f", (i > 1 ? " " : ""), ($(i + n) - $i) / hz / d
@@ -1339,22 +1362,29 @@ bench_cluster_admission() {
 	cla_ratio "cluster: spread / sequencer alone, verdicts/s, 8 conn (>= 0.9)" spread8 ok_per_s alone8 ok_per_s
 	cla_ratio "cluster: spread / sequencer alone, verdicts/s, 64 conn (>= 0.9)" spread64 ok_per_s alone64 ok_per_s
 	for n in put8 put64 spread8 spread64 alone8 alone64; do
-		python3 - "$tmp/cla/$n.pcpu" "$tmp/cla/$n.json" "$n" "$(cla_leader)" >>"$tmp/info" <<-'PY' || true
+		python3 - "$tmp/cla/$n.pcpu" "$tmp/cla/$n.json" "$tmp/cla/$n.txns" "$n" "$secs" >>"$tmp/info" <<-'PY' || true
 		import json, sys
-		fp, fj, name, lead = sys.argv[1:]
+		fp, fj, ft, name, secs = sys.argv[1:]
 		rows = [[float(x) for x in l.split()] for l in open(fp)]
 		rate = [json.loads(l)["ok_per_s"] for l in open(fj)]
+		txns = [[int(x) for x in l.split()] for l in open(ft)]
 		med = lambda v: sorted(v)[len(v) // 2]
 		col = [med([r[i] for r in rows]) for i in range(4)]
 		per = med([sum(r) / q * 1000 for r, q in zip(rows, rate) if q])
-		print("cluster: CPU at %s, s per second (of 2 cores), medians: m1 %.2f, m2 %.2f, m3 %.2f, etcd (3) %.2f; members and etcd %.2f ms per %s (P/leader now: %s)" % (
+		line = "cluster: CPU at %s, s per second (of 2 cores), medians: m1 %.2f, m2 %.2f, m3 %.2f, etcd (3) %.2f; members and etcd %.2f ms per %s" % (
 		    name, col[0], col[1], col[2], col[3], per,
-		    "put" if name.startswith("put") else "verdict", lead or "none"))
+		    "put" if name.startswith("put") else "verdict")
+		if not name.startswith("put"):
+		    vpt = [q * float(secs) / t[0] for q, t in zip(rate, txns) if t[0]]
+		    line += "; %.1f verdicts per txn, %d of %d txns failed (first run)" % (
+		        med(vpt) if vpt else 0, txns[0][1], txns[0][0])
+		print(line)
 		PY
 	done
 	for n in put64 spread64 alone64; do
 		echo "cluster: wrk's CPU at $n: $(stats <"$tmp/cla/$n.cpu" | cut -d'|' -f1) s per second (of 2 cores; $(case $n in put64 | spread64) echo '3 processes' ;; *) echo '1 process' ;; esac), 64 threads, unpinned)" >>"$tmp/info"
 	done
+	[ -z "$pin_etcd" ] || echo "cluster: pinned (BENCH_CLUSTER_PIN): etcd on CPU 0, the members and wrk on CPU 1" >>"$tmp/info"
 	echo "cluster: p99 is pooled over every answered request of every wrk of a figure (each request's own latency, logged by wrk_log.lua); wrk's own percentiles add synthetic samples (coordinated-omission correction) and are not used" >>"$tmp/info"
 	echo "cluster: SIGKILL refused = the length of the union of [sent, answered] of every survivor request after the kill not answered 200 (another status, or the connection failed); the killed member's own connections are stopped with it, as a Service stops sending to a pod that fails its readiness probe" >>"$tmp/info"
 }
