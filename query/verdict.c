@@ -395,40 +395,34 @@ static void fwd_item(struct query_server *qs, struct fwd *f, size_t k,
 	struct lg_error err = {0};
 	enum verdict_kind vk;
 
-	if (kind != NULL && strcmp(kind, "admission") == 0)
+	if (kind != NULL && strcmp(kind, "admission") == 0) {
 		vk = VERDICT_ADMISSION;
-	else if (kind != NULL && strcmp(kind, "declaration") == 0)
+	} else if (kind != NULL && strcmp(kind, "declaration") == 0) {
 		vk = VERDICT_DECLARATION;
-	else
-		{
-			fwd_error(f, k, 400, "item kind: admission or declaration");
-			return;
-		}
+	} else {
+		fwd_error(f, k, 400, "item kind: admission or declaration");
+		return;
+	}
 	if (!json_is_string(body) || !(json_is_null(key) || json_is_string(key)) ||
 	    !json_is_integer(budget) || json_integer_value(budget) <= 0 ||
-	    json_integer_value(budget) > 3600000)
-		{
-			fwd_error(f, k, 400,
-				 "item: body a string, key a string or null, "
-				 "budgetMs 1..3600000");
-			return;
-		}
+	    json_integer_value(budget) > 3600000) {
+		fwd_error(f, k, 400,
+			  "item: body a string, key a string or null, "
+			  "budgetMs 1..3600000");
+		return;
+	}
 	if (verdict_request_read(vk, json_string_value(body),
 				 json_string_length(body), &p.vr, &err) != 0) {
 		verdict_request_release(&p.vr);
-		{
-			fwd_error(f, k, 400, err.msg);
-			return;
-		}
+		fwd_error(f, k, 400, err.msg);
+		return;
 	}
 	if (json_is_string(key) && p.vr.review_uid == NULL) {
 		if (!verdict_idempotency_key_valid(json_string_value(key),
 						   json_string_length(key))) {
 			verdict_request_release(&p.vr);
-			{
-				fwd_error(f, k, 400, "item key: not a valid key");
-				return;
-			}
+			fwd_error(f, k, 400, "item key: not a valid key");
+			return;
 		}
 		p.vr.idempotency_key = lg_xstrdup(json_string_value(key));
 	}
