@@ -488,6 +488,213 @@ char *json_canonical(const json_t *v)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Text that is its own canonical form. Every append writes each event's
+ * Merkle leaf, and a verdict's record (or a class's definition) is stored
+ * as canonical text already: parsing it and writing it again gives the same
+ * bytes, at most of an append's cost. This reading proves that without a
+ * tree, for a strict subset of JSON (no space; names without escapes, in
+ * strictly increasing UTF-16 order; strings valid UTF-8 with only the
+ * escapes JCS writes, never \u0000, which jansson refuses; integers of at
+ * most 15 digits, within +-(2^53-1), so written alike with or without
+ * JCS_INT_STRINGS, never -0; no reals; at most OWN_DEPTH deep). What it
+ * accepts, jansson reads (json_loads and json_loadb_doubles alike) and
+ * model__jcs_write writes back byte for byte; the rest is "not known", and
+ * the caller takes the long way. tests/model_jcs.c checks both over random
+ * and broken texts. */
+
+#define OWN_DEPTH 64
+#define OWN_INT_DIGITS 15
+
+struct own_scan {
+	const unsigned char *s;
+	size_t n, i;
+	const char *want; /* a member of the outer object to find, or NULL */
+	size_t want_len, at, len;
+};
+
+/* One escape at s (s[0] is '\', n bytes available) as JCS writes it: its
+ * length, or 0. */
+static size_t own_escape(const unsigned char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *lo;
+	unsigned c;
+
+	if (n >= 2 && strchr("\"\\bfnrt", s[1]) != NULL && s[1] != '\0')
+		return 2;
+	if (n < 6 || s[1] != 'u' || s[2] != '0' || s[3] != '0' ||
+	    (s[4] != '0' && s[4] != '1') || s[5] == '\0' ||
+	    (lo = strchr(hex, s[5])) == NULL)
+		return 0;
+	c = (unsigned)(s[4] - '0') * 16 + (unsigned)(lo - hex);
+	/* \u0000 is refused by jansson; the rest have a short form. */
+	if (c == 0 || c == '\b' || c == '\t' || c == '\n' || c == '\f' ||
+	    c == '\r')
+		return 0;
+	return 6;
+}
+
+static bool own_string(struct own_scan *c, bool name)
+{
+	const unsigned char *s = c->s;
+
+	if (c->i >= c->n || s[c->i] != '"')
+		return false;
+	for (c->i++; c->i < c->n;) {
+		unsigned char ch = s[c->i];
+		size_t l = 0;
+
+		if (ch == '"') {
+			c->i++;
+			return true;
+		}
+		if (ch >= 0x20 && ch < 0x80 && ch != '\\')
+			l = 1;
+		else if (ch == '\\' && !name)
+			l = own_escape(s + c->i, c->n - c->i);
+		else if (ch >= 0x80 &&
+			 utf8_decode(s + c->i, c->n - c->i, &l) < 0)
+			l = 0;
+		if (l == 0)
+			return false;
+		c->i += l;
+	}
+	return false;
+}
+
+static bool own_digit(const struct own_scan *c)
+{
+	return c->i < c->n && c->s[c->i] >= '0' && c->s[c->i] <= '9';
+}
+
+static bool own_number(struct own_scan *c)
+{
+	bool neg = c->s[c->i] == '-';
+	size_t from;
+
+	c->i += neg;
+	from = c->i;
+
+	if (!own_digit(c))
+		return false;
+	if (c->s[c->i] == '0') {
+		c->i++;
+		if (neg)
+			return false; /* -0 is written 0 */
+	}
+	while (own_digit(c))
+		c->i++;
+	if (c->i - from > OWN_INT_DIGITS ||
+	    (c->s[from] == '0' && c->i - from > 1))
+		return false;
+	/* A real or an exponent: not known here. */
+	return c->i == c->n ||
+	       (c->s[c->i] != '.' && c->s[c->i] != 'e' && c->s[c->i] != 'E');
+}
+
+static bool own_value(struct own_scan *c, int depth);
+
+/* The members of an object or the items of an array, from its opening
+ * bracket on. */
+static bool own_container(struct own_scan *c, int depth)
+{
+	bool object = c->s[c->i] == '{';
+	char close = object ? '}' : ']';
+	size_t prev = 0, prev_len = 0;
+
+	if (depth >= OWN_DEPTH)
+		return false;
+	if (++c->i < c->n && c->s[c->i] == (unsigned char)close) {
+		c->i++;
+		return true;
+	}
+	for (bool first = true;; first = false) {
+		size_t name = c->i + 1, name_len = 0, at;
+
+		if (object) {
+			if (!own_string(c, true))
+				return false;
+			name_len = c->i - 1 - name;
+			if (!first &&
+			    model__jcs_key_cmp((const char *)c->s + prev,
+					       prev_len,
+					       (const char *)c->s + name,
+					       name_len) >= 0)
+				return false;
+			prev = name, prev_len = name_len;
+			if (c->i >= c->n || c->s[c->i++] != ':')
+				return false;
+		}
+		at = c->i;
+		if (!own_value(c, depth + 1))
+			return false;
+		if (object && depth == 0 && c->want != NULL &&
+		    name_len == c->want_len &&
+		    memcmp(c->s + name, c->want, name_len) == 0)
+			c->at = at, c->len = c->i - at;
+		if (c->i >= c->n)
+			return false;
+		if (c->s[c->i] == (unsigned char)close) {
+			c->i++;
+			return true;
+		}
+		if (c->s[c->i++] != ',')
+			return false;
+	}
+}
+
+static bool own_value(struct own_scan *c, int depth)
+{
+	static const char *const lit[] = {"true", "false", "null"};
+
+	if (c->i >= c->n)
+		return false;
+	switch (c->s[c->i]) {
+	case '{':
+	case '[':
+		return own_container(c, depth);
+	case '"':
+		return own_string(c, false);
+	case 't':
+	case 'f':
+	case 'n':
+		for (size_t k = 0; k < 3; k++) {
+			size_t l = strlen(lit[k]);
+
+			if (c->n - c->i >= l &&
+			    memcmp(c->s + c->i, lit[k], l) == 0) {
+				c->i += l;
+				return true;
+			}
+		}
+		return false;
+	default:
+		return own_number(c);
+	}
+}
+
+bool model__jcs_own_form_member(const char *s, size_t len, const char *name,
+				size_t *at, size_t *vlen)
+{
+	struct own_scan c = {(const unsigned char *)s, len, 0, name,
+			     name ? strlen(name) : 0, 0, 0};
+	bool ok;
+
+	LG_ASSERT(s != NULL || len == 0);
+	ok = own_value(&c, 0) && c.i == len;
+	if (at != NULL)
+		*at = ok ? c.at : 0;
+	if (vlen != NULL)
+		*vlen = ok ? c.len : 0;
+	return ok;
+}
+
+bool model__jcs_own_form(const char *s, size_t len)
+{
+	return model__jcs_own_form_member(s, len, NULL, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Reading as JCS reads (DESIGN 3.5). */
 
 /* The integer an integral real within +-(2^53-1) is; NULL for any other

@@ -175,6 +175,17 @@ int model__jcs_write(struct lg_buf *b, const json_t *v, unsigned flags,
 struct lg_buf *model__jcs_begin(struct lg_buf *scratch, struct lg_buf *own,
 				size_t max_bytes);
 char *model__jcs_end(struct lg_buf *b, struct lg_buf *own, bool ok);
+/* Whether the len bytes at s are known to be their own canonical text:
+ * jansson reads them (json_loads, json_loadb_doubles) and JCS, with or
+ * without JCS_INT_STRINGS, writes them back byte for byte. Conservative:
+ * false says nothing (a real, an integer of more than 15 digits, an escaped
+ * name, space), and the caller parses. */
+bool model__jcs_own_form(const char *s, size_t len);
+/* model__jcs_own_form, finding on the way the member name of the outer
+ * object: *at and *vlen its value's text within s (*vlen 0 when there is
+ * none). */
+bool model__jcs_own_form_member(const char *s, size_t len, const char *name,
+				size_t *at, size_t *vlen);
 /* Compares names by UTF-16 code units (RFC 8785 3.2.3); both valid UTF-8. */
 int model__jcs_key_cmp(const char *a, size_t alen, const char *b, size_t blen);
 /* ECMAScript Number::toString of a finite d into out (>= 32 bytes); returns

@@ -727,6 +727,65 @@ static bool contains(const char *p, size_t len, const char *s, size_t n)
 	return false;
 }
 
+/* Sets *k to the key u (n bytes) of kind, when it is one: not empty, and
+ * within its kind's bound. */
+static void record_key_take(struct verdict_key *k, enum verdict_key_kind kind,
+			    const char *u, size_t n)
+{
+	if (u != NULL && n > 0 && n < sizeof(k->s) && memchr(u, 0, n) == NULL &&
+	    n <= (kind == VERDICT_KEY_REVIEW ? VERDICT_REVIEW_UID_MAX
+					      : VERDICT_IDEMPOTENCY_KEY_MAX)) {
+		memcpy(k->s, u, n);
+		k->s[n] = '\0';
+		k->kind = kind;
+	}
+}
+
+/* The string member name of the canonical object text at p (n bytes), when
+ * it is one without escapes: true with *u and *ulen set (*u NULL when there
+ * is no such string). False when the text is not known canonical, or the
+ * string has an escape: the caller parses. */
+static bool own_form_string(const char *p, size_t n, const char *name,
+			    const char **u, size_t *ulen)
+{
+	size_t at, vlen;
+
+	*u = NULL;
+	*ulen = 0;
+	if (!model__jcs_own_form_member(p, n, name, &at, &vlen))
+		return false;
+	if (vlen < 2 || p[at] != '"')
+		return true;
+	if (memchr(p + at, '\\', vlen) != NULL)
+		return false;
+	*u = p + at + 1;
+	*ulen = vlen - 2;
+	return true;
+}
+
+/* verdict_record_key of a record known canonical, without a tree: false
+ * when it is not known so. */
+static bool record_key_own_form(const char *record, size_t len,
+				struct verdict_key *k)
+{
+	const char *u = NULL;
+	size_t at, vlen, n = 0;
+
+	if (!model__jcs_own_form_member(record, len, "requester", &at, &vlen))
+		return false;
+	if (vlen > 0 && record[at] == '{' &&
+	    !own_form_string(record + at, vlen, "uid", &u, &n))
+		return false;
+	if (u != NULL) {
+		record_key_take(k, VERDICT_KEY_REVIEW, u, n);
+		return true;
+	}
+	if (!own_form_string(record, len, "idempotencyKey", &u, &n))
+		return false;
+	record_key_take(k, VERDICT_KEY_IDEMPOTENCY, u, n);
+	return true;
+}
+
 int verdict_record_key(const char *record, size_t len, struct verdict_key *k)
 {
 	static const char member[] = "\"requester\":{";
@@ -744,19 +803,17 @@ int verdict_record_key(const char *record, size_t len, struct verdict_key *k)
 	if (!contains(record, len, member, sizeof(member) - 1) &&
 	    !contains(record, len, key_member, sizeof(key_member) - 1))
 		return 0;
+	/* Reviews have one: a record stored canonical is read in place. */
+	if (record_key_own_form(record, len, k))
+		return k->kind != VERDICT_KEY_NONE;
 	v = json_loadb_doubles(record, len, 0, NULL);
 	u = jstr(json_object_get(v, "requester"), "uid");
 	if (u == NULL) {
 		u = jstr(v, "idempotencyKey");
 		kind = VERDICT_KEY_IDEMPOTENCY;
 	}
-	if (u != NULL && u[0] != '\0' && strlen(u) < sizeof(k->s) &&
-	    strlen(u) <= (kind == VERDICT_KEY_REVIEW
-				  ? VERDICT_REVIEW_UID_MAX
-				  : VERDICT_IDEMPOTENCY_KEY_MAX)) {
-		memcpy(k->s, u, strlen(u) + 1);
-		k->kind = kind;
-	}
+	if (u != NULL)
+		record_key_take(k, kind, u, strlen(u));
 	json_decref(v);
 	return k->kind != VERDICT_KEY_NONE;
 }

@@ -535,6 +535,255 @@ START_TEST(jcs_event_big_ints)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* model__jcs_own_form: what it accepts is its own canonical text.                 */
+
+/* Whether every part of v is one model__jcs_own_form must know: no reals, integers
+ * of at most 15 digits, names with nothing to escape, no NUL, shallow. */
+static bool own_simple(const json_t *v, int depth)
+{
+	const char *k;
+	const json_t *m;
+	size_t i;
+
+	if (depth >= 64)
+		return false;
+	switch (json_typeof(v)) {
+	case JSON_REAL:
+		return false;
+	case JSON_INTEGER:
+		return json_integer_value(v) > -1000000000000000LL &&
+		       json_integer_value(v) < 1000000000000000LL;
+	case JSON_STRING:
+		return memchr(json_string_value(v), 0,
+			      json_string_length(v)) == NULL;
+	case JSON_ARRAY:
+		json_array_foreach (v, i, m)
+			if (!own_simple(m, depth + 1))
+				return false;
+		return true;
+	case JSON_OBJECT:
+		json_object_foreach ((json_t *)v, k, m) {
+			for (const char *p = k; *p; p++)
+				if ((unsigned char)*p < 0x20 || *p == '"' ||
+				    *p == '\\')
+					return false;
+			if (!own_simple(m, depth + 1))
+				return false;
+		}
+		return true;
+	default:
+		return true;
+	}
+}
+
+/* Checks that an accepted text is what both readers read and both writers
+ * write back; returns whether it was accepted. */
+static bool own_check(uint64_t seed, const char *t, size_t n)
+{
+	json_t *a, *d;
+	char *w0, *w1;
+
+	if (!model__jcs_own_form(t, n))
+		return false;
+	a = json_loadb(t, n, JSON_DECODE_ANY, NULL);
+	d = json_loadb_doubles(t, n, JSON_DECODE_ANY, NULL);
+	ck_assert_msg(a != NULL && d != NULL && json_equal(a, d),
+		      "seed %llu: %.*s accepted, but not read alike",
+		      (unsigned long long)seed, (int)n, t);
+	w0 = jcs_text(a, 0, JCS_TEXT_MAX_BYTES, NULL);
+	w1 = jcs_text(a, JCS_INT_STRINGS, JCS_TEXT_MAX_BYTES, NULL);
+	ck_assert_msg(w0 != NULL && w1 != NULL && strlen(w0) == n &&
+			      memcmp(w0, t, n) == 0 && strcmp(w0, w1) == 0,
+		      "seed %llu: %.*s accepted, but written %s",
+		      (unsigned long long)seed, (int)n, t, w1 ? w1 : "(none)");
+	free(w0);
+	free(w1);
+	json_decref(a);
+	json_decref(d);
+	return true;
+}
+
+/* Random trees, written canonically, then broken a byte at a time with the
+ * bytes that matter (signs, digits, escapes, space, UTF-8 lead and trail
+ * bytes, brackets): whatever is accepted writes back as itself, and every
+ * simple tree's own text is accepted. */
+START_TEST(model__jcs_own_form_property)
+{
+	static const char edits[] = "-09.eE\\u\"/ ,:{}[]Aaf1\x7f\xc3\xa9\xed"
+				    "\xa0\x80\xf0\xc0";
+	uint64_t seed = test_seed("model__jcs_own_form_property",
+				  0x0f0e0000ULL + (uint64_t)time(NULL)),
+		 s = seed | 1;
+	int simple = 0, taken = 0, broken_taken = 0;
+
+	for (int i = 0; i < 6000; i++) {
+		json_t *v = rnd_value(&s, 0);
+		char *t = jcs_text(v, (i & 1) ? JCS_INT_STRINGS : 0,
+				   JCS_TEXT_MAX_BYTES, NULL);
+		char buf[8192];
+		size_t n;
+
+		ck_assert_ptr_nonnull(t);
+		n = strlen(t);
+		if (own_simple(v, 0)) {
+			simple++;
+			ck_assert_msg(own_check(seed, t, n),
+				      "seed %llu: %s not known canonical",
+				      (unsigned long long)seed, t);
+		} else {
+			taken += own_check(seed, t, n);
+		}
+		for (int e = 0; e < 8 && n + 4 < sizeof(buf); e++) {
+			size_t m = n, at;
+
+			memcpy(buf, t, n);
+			for (int k = 1 + (int)(rnd(&s) % 3); k > 0; k--) {
+				char c = edits[rnd(&s) % (sizeof(edits) - 1)];
+
+				at = m ? rnd(&s) % m : 0;
+				switch (rnd(&s) % 3) {
+				case 0: /* replace */
+					if (m > 0)
+						buf[at] = c;
+					break;
+				case 1: /* insert */
+					memmove(buf + at + 1, buf + at, m - at);
+					buf[at] = c;
+					m++;
+					break;
+				default: /* delete */
+					if (m > 0) {
+						memmove(buf + at, buf + at + 1,
+							m - at - 1);
+						m--;
+					}
+				}
+			}
+			broken_taken += own_check(seed, buf, m);
+		}
+		free(t);
+		json_decref(v);
+	}
+	fprintf(stderr,
+		"model__jcs_own_form_property: %d simple trees, %d others and %d "
+		"edited texts known canonical\n",
+		simple, taken, broken_taken);
+	ck_assert_int_gt(simple, 1000);
+	ck_assert_int_gt(broken_taken, 100);
+}
+END_TEST
+
+/* The texts each rule of model__jcs_own_form is about, one by one. */
+static const struct {
+	const char *t;
+	bool own;
+} own_rows[] = {
+	{"{}", true},
+	{"[]", true},
+	{"null", true},
+	{"\"\"", true},
+	{"{\"a\":1,\"b\":[true,false,null]}", true},
+	{"{\"b\":1,\"a\":2}", false},	   /* out of order */
+	{"{\"a\":1,\"a\":1}", false},	   /* a duplicate */
+	{"{\"a\": 1}", false},		   /* space */
+	{" {}", false},
+	{"{}x", false},
+	{"-0", false},			   /* written 0 */
+	{"0", true},
+	{"-1", true},
+	{"01", false},
+	{"1.0", false},			   /* a real */
+	{"1e5", false},
+	{"999999999999999", true},	   /* 15 digits */
+	{"1000000000000000", false},	   /* 16 */
+	{"\"\\u0000\"", false},		   /* jansson refuses it */
+	{"\"\\u001f\"", true},
+	{"\"\\u001F\"", false},		   /* upper-case hex */
+	{"\"\\u0008\"", false},		   /* written \b */
+	{"\"\\b\\f\\n\\r\\t\\\"\\\\\"", true},
+	{"\"\\/\"", false},		   /* written / */
+	{"\"\\u0041\"", false},		   /* written A */
+	{"\"\x7f\xc3\xa9\"", true},
+	{"\"\xc0\xaf\"", false},	   /* overlong */
+	{"\"\xed\xa0\x80\"", false},	   /* a surrogate */
+	{"\"\x01\"", false},		   /* a raw control */
+	{"{\"\\n\":1}", false},		   /* an escaped name */
+	/* UTF-16 order: U+1F600 (a surrogate pair) before U+FB33. */
+	{"{\"\xf0\x9f\x98\x80\":1,\"\xef\xac\xb3\":2}", true},
+	{"{\"\xef\xac\xb3\":2,\"\xf0\x9f\x98\x80\":1}", false},
+	{"[1,]", false},
+	{"{\"a\"}", false},
+	{"tru", false},
+	{"", false},
+};
+
+START_TEST(model__jcs_own_form_rows)
+{
+	const char *t = own_rows[_i].t;
+
+	ck_assert_msg(own_check(0, t, strlen(t)) == own_rows[_i].own,
+		      "%s: known canonical %d, want %d", t, !own_rows[_i].own,
+		      own_rows[_i].own);
+}
+END_TEST
+
+/* Depth: 64 levels are known, 65 are not (and both are canonical). */
+START_TEST(model__jcs_own_form_depth)
+{
+	char t[200];
+
+	for (int d = 63; d <= 65; d++) {
+		memset(t, '[', (size_t)d);
+		memset(t + d, ']', (size_t)d);
+		ck_assert_int_eq(own_check(0, t, 2 * (size_t)d), d <= 64);
+	}
+}
+END_TEST
+
+/* The member found is the member's own canonical text, for every name of
+ * random objects, and nothing for a name they lack. */
+START_TEST(model__jcs_own_form_member_finds)
+{
+	uint64_t seed = test_seed("model__jcs_own_form_member_finds",
+				  0x0f0f0000ULL + (uint64_t)time(NULL)),
+		 s = seed | 1;
+	int found = 0;
+
+	for (int i = 0; i < 8000; i++) {
+		json_t *v = rnd_value(&s, 0), *m;
+		char *t = json_canonical(v);
+		const char *k;
+		size_t at, len;
+
+		if (!json_is_object(v) || !model__jcs_own_form(t, strlen(t))) {
+			free(t);
+			json_decref(v);
+			continue;
+		}
+		json_object_foreach (v, k, m) {
+			char *want = json_canonical(m);
+
+			ck_assert(model__jcs_own_form_member(t, strlen(t), k, &at,
+						      &len));
+			ck_assert_msg(len == strlen(want) &&
+					      memcmp(t + at, want, len) == 0,
+				      "seed %llu: %s in %s: %.*s, want %s",
+				      (unsigned long long)seed, k, t, (int)len,
+				      t + at, want);
+			free(want);
+			found++;
+		}
+		ck_assert(model__jcs_own_form_member(t, strlen(t), "\x01none", &at,
+					      &len));
+		ck_assert_uint_eq(len, 0);
+		free(t);
+		json_decref(v);
+	}
+	ck_assert_int_gt(found, 100);
+}
+END_TEST
+
 MODEL_PART(jcs)
 {
 	TCase *tc = tcase_create("jcs");
@@ -549,5 +798,9 @@ MODEL_PART(jcs)
 	tcase_add_test(tc, jcs_double_round_trip);
 	tcase_add_test(tc, jcs_event_big_ints);
 	tcase_add_test(tc, jcs_string_reference);
+	tcase_add_test(tc, model__jcs_own_form_property);
+	tcase_add_loop_test(tc, model__jcs_own_form_rows, 0, NROWS(own_rows));
+	tcase_add_test(tc, model__jcs_own_form_depth);
+	tcase_add_test(tc, model__jcs_own_form_member_finds);
 	suite_add_tcase(s, tc);
 }

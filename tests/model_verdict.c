@@ -1116,6 +1116,128 @@ START_TEST(verdict_idempotency_key_bounds)
 }
 END_TEST
 
+/* verdict_record_key as its contract says, from a tree: the requester's
+ * uid when it is a string, else the idempotencyKey; a key only when not
+ * empty and within its kind's bound. */
+static void record_key_reference(const json_t *v, struct verdict_key *k)
+{
+	const json_t *u = json_object_get(json_object_get(v, "requester"),
+					  "uid");
+	enum verdict_key_kind kind = VERDICT_KEY_REVIEW;
+	size_t max = VERDICT_REVIEW_UID_MAX;
+
+	k->kind = VERDICT_KEY_NONE;
+	k->s[0] = '\0';
+	if (!json_is_string(u)) {
+		u = json_object_get(v, "idempotencyKey");
+		kind = VERDICT_KEY_IDEMPOTENCY;
+		max = VERDICT_IDEMPOTENCY_KEY_MAX;
+	}
+	if (json_is_string(u) && json_string_length(u) > 0 &&
+	    json_string_length(u) <= max &&
+	    strlen(json_string_value(u)) == json_string_length(u)) {
+		k->kind = kind;
+		strcpy(k->s, json_string_value(u));
+	}
+}
+
+static uint64_t key_rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A key-ish value: absent (NULL), not a string, or a string of a length
+ * around the bounds, sometimes with a character to escape. */
+static json_t *key_value(uint64_t *s)
+{
+	char buf[VERDICT_REVIEW_UID_MAX + 4];
+	size_t n;
+
+	switch (key_rnd(s) % 6) {
+	case 0:
+		return NULL;
+	case 1:
+		return key_rnd(s) % 2 ? json_integer(7) : json_null();
+	default:
+		n = key_rnd(s) % 4 == 0 ? VERDICT_REVIEW_UID_MAX - 1 +
+						  key_rnd(s) % 3
+					: key_rnd(s) % 12;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = "ab-0\"\\\n\xc3\xa9/"[key_rnd(s) % 10];
+		/* é is two bytes: end on a whole character. */
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)buf[i] == 0xc3 &&
+			    (i + 1 == n || (unsigned char)buf[i + 1] != 0xa9))
+				buf[i] = 'x';
+			else if ((unsigned char)buf[i] == 0xa9 &&
+				 (i == 0 || (unsigned char)buf[i - 1] != 0xc3))
+				buf[i] = 'y';
+		return json_stringn(buf, n);
+	}
+}
+
+/* Random records, written canonically (read in place) and compactly in
+ * another order (parsed), give the key their tree has. */
+START_TEST(verdict_record_key_property)
+{
+	uint64_t s = 0x7ec0de5ULL, canon = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		json_t *v = json_object(), *req = NULL, *x;
+		struct verdict_key want, got;
+		char *texts[2];
+
+		json_object_set_new(v, "allowed", json_boolean(i % 2));
+		json_object_set_new(v, "id", json_integer(i + 1));
+		switch (key_rnd(&s) % 4) {
+		case 0:
+			break;
+		case 1:
+			json_object_set_new(v, "requester", json_string("x"));
+			break;
+		default:
+			req = json_object();
+			if ((x = key_value(&s)) != NULL)
+				json_object_set_new(req, "uid", x);
+			json_object_set_new(req, "username",
+					    json_string("system:apiserver"));
+			json_object_set_new(v, "requester", req);
+		}
+		if ((x = key_value(&s)) != NULL)
+			json_object_set_new(v, "idempotencyKey", x);
+		/* A real, or a nested requester, now and then. */
+		if (key_rnd(&s) % 5 == 0)
+			json_object_set_new(v, "ratio", json_real(0.5));
+		if (key_rnd(&s) % 5 == 0)
+			json_object_set_new(
+				v, "request",
+				json_pack("{s{ss}}", "requester", "uid", "in"));
+		record_key_reference(v, &want);
+		texts[0] = json_canonical(v);
+		texts[1] = json_dumps(v, JSON_COMPACT);
+		canon += model__jcs_own_form(texts[0], strlen(texts[0]));
+		for (int t = 0; t < 2; t++) {
+			int rc = verdict_record_key(texts[t], strlen(texts[t]),
+						    &got);
+
+			ck_assert_msg(rc == (want.kind != VERDICT_KEY_NONE) &&
+					      got.kind == want.kind &&
+					      strcmp(got.s, want.s) == 0,
+				      "%s: key %d \"%s\", want %d \"%s\"",
+				      texts[t], got.kind, got.s, want.kind,
+				      want.s);
+			free(texts[t]);
+		}
+		json_decref(v);
+	}
+	/* Most canonical records were read in place. */
+	ck_assert_uint_gt(canon, 10000);
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 void model_tests_verdict(Suite *s)
@@ -1143,4 +1265,5 @@ void model_tests_verdict(Suite *s)
 	add_loop(s, "verdict_eval_errors", verdict_eval_errors, N(eval_bad));
 	add_one(s, "verdict_reads_only", verdict_reads_only);
 	add_one(s, "verdict_idempotency_key", verdict_idempotency_key_bounds);
+	add_one(s, "verdict_record_key", verdict_record_key_property);
 }
