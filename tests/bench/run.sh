@@ -1168,6 +1168,25 @@ cla_txns() {
 		END { printf "%d %d\n", s, f }'
 }
 
+# cla_etcd_calls: the requests the three etcd members have served so far,
+# by gRPC method (the JSON gateway's calls are gRPC calls inside etcd): the
+# unary ones handled, the Watch responses sent and the LeaseKeepAlive
+# messages received, as one line of METHOD=N words.
+cla_etcd_calls() {
+	for i in 0 1 2; do
+		eval "u=\${ETCD_URL$i:-}"
+		[ -n "$u" ] && curl -s -m 2 "$u/metrics" 2>/dev/null
+	done | awk '
+	function method() {
+		match($1, /grpc_method="[^"]*"/)
+		return substr($1, RSTART + 13, RLENGTH - 14)
+	}
+	/^grpc_server_handled_total[{]/ && /grpc_type="unary"/ { n[method()] += $NF }
+	/^grpc_server_msg_sent_total[{]/ && /grpc_method="Watch"/ { n["Watch(sent)"] += $NF }
+	/^grpc_server_msg_received_total[{]/ && /grpc_method="LeaseKeepAlive"/ { n["LeaseKeepAlive"] += $NF }
+	END { for (k in n) printf "%s=%d ", k, n[k]; printf "\n" }'
+}
+
 # cla_load NAME SECS TARGET:CONNECTIONS...: cla_start, then the pooled
 # figures as one JSON line appended to $tmp/cla/NAME.json, and wrk's CPU
 # seconds per second to $tmp/cla/NAME.cpu.
@@ -1175,11 +1194,13 @@ cla_load() {
 	name=$1 dur=$2
 	c0=$(cla_cpu)
 	x0=$(cla_txns)
+	k0=$(cla_etcd_calls)
 	cla_start "$@"
 	# shellcheck disable=SC2086
 	wait $cla_wait
 	c1=$(cla_cpu)
 	echo "$x0 $(cla_txns)" | awk '{ print $3 - $1, $4 - $2 }' >>"$tmp/cla/$name.txns"
+	printf '%s\n%s\n' "$k0" "$(cla_etcd_calls)" >>"$tmp/cla/$name.calls"
 	echo "$c0 $c1" | awk -v d="$dur" -v hz="$(getconf CLK_TCK)" '{
 		n = NF / 2
 		for (i = 1; i <= n; i++) printf "%s%.3f", (i > 1 ? " " : ""), ($(i + n) - $i) / hz / d
@@ -1362,9 +1383,9 @@ bench_cluster_admission() {
 	cla_ratio "cluster: spread / sequencer alone, verdicts/s, 8 conn (>= 0.9)" spread8 ok_per_s alone8 ok_per_s
 	cla_ratio "cluster: spread / sequencer alone, verdicts/s, 64 conn (>= 0.9)" spread64 ok_per_s alone64 ok_per_s
 	for n in put8 put64 spread8 spread64 alone8 alone64; do
-		python3 - "$tmp/cla/$n.pcpu" "$tmp/cla/$n.json" "$tmp/cla/$n.txns" "$n" "$secs" >>"$tmp/info" <<-'PY' || true
+		python3 - "$tmp/cla/$n.pcpu" "$tmp/cla/$n.json" "$tmp/cla/$n.txns" "$n" "$secs" "$tmp/cla/$n.calls" >>"$tmp/info" <<-'PY' || true
 		import json, sys
-		fp, fj, ft, name, secs = sys.argv[1:]
+		fp, fj, ft, name, secs, fc = sys.argv[1:]
 		rows = [[float(x) for x in l.split()] for l in open(fp)]
 		rate = [json.loads(l)["ok_per_s"] for l in open(fj)]
 		txns = [[int(x) for x in l.split()] for l in open(ft)]
@@ -1378,6 +1399,16 @@ bench_cluster_admission() {
 		    vpt = [q * float(secs) / t[0] for q, t in zip(rate, txns) if t[0]]
 		    line += "; %.1f verdicts per txn, %d of %d txns failed (first run)" % (
 		        med(vpt) if vpt else 0, txns[0][1], txns[0][0])
+		# etcd's calls per answer, first run (the pairs of lines of fc)
+		try:
+		    c = [dict(w.split("=") for w in l.split()) for l in open(fc)][:2]
+		    d = {k: int(c[1][k]) - int(c[0].get(k, 0)) for k in c[1]}
+		    n = rate[0] * float(secs)
+		    calls = ", ".join("%s %.2f" % (k, v / n) for k, v in sorted(d.items()) if v > 0)
+		    line += "; etcd calls per %s (first run): %s" % (
+		        "put" if name.startswith("put") else "verdict", calls or "none")
+		except (OSError, ValueError, IndexError, ZeroDivisionError):
+		    pass
 		print(line)
 		PY
 	done
