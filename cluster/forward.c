@@ -15,7 +15,7 @@
  * the answer: {"items": [{"status": N, "body": the answer's text}]}, in
  * the same order.
  */
-#include "cluster/cluster_int.h"
+#include "cluster/member_int.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>

@@ -33,7 +33,7 @@
  *    module steps down), and on any error of the engine or the sink (the
  *    member resigns, so another takes over).
  */
-#include "cluster/cluster_int.h"
+#include "cluster/member_int.h"
 #include "ingest/ingest.h"
 
 #include <pthread.h>

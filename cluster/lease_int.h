@@ -7,7 +7,7 @@
 #ifndef GPULEDGER_CLUSTER_LEASE_INT_H
 #define GPULEDGER_CLUSTER_LEASE_INT_H
 
-#include "cluster/cluster_int.h"
+#include "cluster/member_int.h"
 
 /* Leadership's pure half (cluster/lease.c, DESIGN 11 rule 5): decisions as
  * functions of what etcd answered and of clock values the caller reads

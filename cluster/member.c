@@ -14,7 +14,7 @@
  * answer from the local state, with X-Gpuledger-Stale while etcd cannot be
  * reached, and /readyz says why the member is not ready.
  */
-#include "cluster/cluster_int.h"
+#include "cluster/member_int.h"
 
 #include <pthread.h>
 #include <stdio.h>

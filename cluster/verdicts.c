@@ -56,7 +56,7 @@
  * at the nearest bound of its call, and an item committed only after its
  * bound is answered 503 and owed a NOTE.
  */
-#include "cluster/cluster_int.h"
+#include "cluster/member_int.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
