@@ -621,9 +621,13 @@ static int put_member(struct lg_buf *b, const struct mem *m)
 	default:
 		/* Stored canonical already, as a record or a definition is:
 		 * copied, not read and written again (the same bytes). */
-		if (m->s != NULL && model__jcs_own_form(m->s, strlen(m->s))) {
-			lg_buf_add(b, m->s, strlen(m->s));
-			return 0;
+		if (m->s != NULL) {
+			size_t n = strlen(m->s);
+
+			if (model__jcs_own_form(m->s, n)) {
+				lg_buf_add(b, m->s, n);
+				return 0;
+			}
 		}
 		v = text_json(m->s);
 		rc = model__jcs_write(b, v, JCS_INT_STRINGS, SIZE_MAX);

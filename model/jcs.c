@@ -574,18 +574,17 @@ static bool own_number(struct own_scan *c)
 
 	c->i += neg;
 	from = c->i;
-
 	if (!own_digit(c))
 		return false;
 	if (c->s[c->i] == '0') {
 		c->i++;
-		if (neg)
-			return false; /* -0 is written 0 */
+		/* -0 is written 0; a digit after a leading 0 is not JSON. */
+		if (neg || own_digit(c))
+			return false;
 	}
 	while (own_digit(c))
 		c->i++;
-	if (c->i - from > OWN_INT_DIGITS ||
-	    (c->s[from] == '0' && c->i - from > 1))
+	if (c->i - from > OWN_INT_DIGITS)
 		return false;
 	/* A real or an exponent: not known here. */
 	return c->i == c->n ||

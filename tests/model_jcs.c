@@ -536,10 +536,11 @@ START_TEST(jcs_event_big_ints)
 END_TEST
 
 /* ---------------------------------------------------------------------- */
-/* model__jcs_own_form: what it accepts is its own canonical text.                 */
+/* model__jcs_own_form: what it accepts is its own canonical text.       */
 
-/* Whether every part of v is one model__jcs_own_form must know: no reals, integers
- * of at most 15 digits, names with nothing to escape, no NUL, shallow. */
+/* Whether every part of v is one model__jcs_own_form must know: no reals,
+ * integers of at most 15 digits, names with nothing to escape, no NUL,
+ * shallow. */
 static bool own_simple(const json_t *v, int depth)
 {
 	const char *k;
@@ -608,11 +609,11 @@ static bool own_check(uint64_t seed, const char *t, size_t n)
  * bytes that matter (signs, digits, escapes, space, UTF-8 lead and trail
  * bytes, brackets): whatever is accepted writes back as itself, and every
  * simple tree's own text is accepted. */
-START_TEST(model__jcs_own_form_property)
+START_TEST(jcs_own_form_property)
 {
 	static const char edits[] = "-09.eE\\u\"/ ,:{}[]Aaf1\x7f\xc3\xa9\xed"
 				    "\xa0\x80\xf0\xc0";
-	uint64_t seed = test_seed("model__jcs_own_form_property",
+	uint64_t seed = test_seed("jcs_own_form_property",
 				  0x0f0e0000ULL + (uint64_t)time(NULL)),
 		 s = seed | 1;
 	int simple = 0, taken = 0, broken_taken = 0;
@@ -666,7 +667,7 @@ START_TEST(model__jcs_own_form_property)
 		json_decref(v);
 	}
 	fprintf(stderr,
-		"model__jcs_own_form_property: %d simple trees, %d others and %d "
+		"jcs_own_form_property: %d simple trees, %d others and %d "
 		"edited texts known canonical\n",
 		simple, taken, broken_taken);
 	ck_assert_int_gt(simple, 1000);
@@ -718,7 +719,7 @@ static const struct {
 	{"", false},
 };
 
-START_TEST(model__jcs_own_form_rows)
+START_TEST(jcs_own_form_rows)
 {
 	const char *t = own_rows[_i].t;
 
@@ -729,7 +730,7 @@ START_TEST(model__jcs_own_form_rows)
 END_TEST
 
 /* Depth: 64 levels are known, 65 are not (and both are canonical). */
-START_TEST(model__jcs_own_form_depth)
+START_TEST(jcs_own_form_depth)
 {
 	char t[200];
 
@@ -743,9 +744,9 @@ END_TEST
 
 /* The member found is the member's own canonical text, for every name of
  * random objects, and nothing for a name they lack. */
-START_TEST(model__jcs_own_form_member_finds)
+START_TEST(jcs_own_form_member_finds)
 {
-	uint64_t seed = test_seed("model__jcs_own_form_member_finds",
+	uint64_t seed = test_seed("jcs_own_form_member_finds",
 				  0x0f0f0000ULL + (uint64_t)time(NULL)),
 		 s = seed | 1;
 	int found = 0;
@@ -798,9 +799,9 @@ MODEL_PART(jcs)
 	tcase_add_test(tc, jcs_double_round_trip);
 	tcase_add_test(tc, jcs_event_big_ints);
 	tcase_add_test(tc, jcs_string_reference);
-	tcase_add_test(tc, model__jcs_own_form_property);
-	tcase_add_loop_test(tc, model__jcs_own_form_rows, 0, NROWS(own_rows));
-	tcase_add_test(tc, model__jcs_own_form_depth);
-	tcase_add_test(tc, model__jcs_own_form_member_finds);
+	tcase_add_test(tc, jcs_own_form_property);
+	tcase_add_loop_test(tc, jcs_own_form_rows, 0, NROWS(own_rows));
+	tcase_add_test(tc, jcs_own_form_depth);
+	tcase_add_test(tc, jcs_own_form_member_finds);
 	suite_add_tcase(s, tc);
 }
